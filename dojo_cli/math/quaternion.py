@@ -1,0 +1,206 @@
+"""Quaternions [w, x, y, z] (Hamilton product, body to world) and rotation helpers.
+
+Every function accepts batches: leading dimensions broadcast, the last axis is
+the quaternion (4) or vector (3). Perturbations of an orientation are always
+*right* (body-frame) perturbations ``q -> q * exp(dtheta / 2)``, the convention
+of Dojo's attitude Jacobian G(q) = L(q) V^T (dojo_engine_notes.md section 2).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+IDENTITY = np.array([1.0, 0.0, 0.0, 0.0])
+
+# Below this angle (rad) the series expansions replace the closed forms, whose
+# divisions lose precision; the series error is O(angle^4) ~ 1e-24 there.
+_SMALL_ANGLE = 1e-6
+
+
+def skew(v: np.ndarray) -> np.ndarray:
+    """Cross-product matrix: skew(a) @ b == cross(a, b).
+
+    Args:
+        v: (..., 3) vectors.
+
+    Returns:
+        (..., 3, 3) skew-symmetric matrices.
+    """
+    v = np.asarray(v, dtype=float)
+    out = np.zeros(v.shape[:-1] + (3, 3))
+    out[..., 0, 1] = -v[..., 2]
+    out[..., 0, 2] = v[..., 1]
+    out[..., 1, 0] = v[..., 2]
+    out[..., 1, 2] = -v[..., 0]
+    out[..., 2, 0] = -v[..., 1]
+    out[..., 2, 1] = v[..., 0]
+    return out
+
+
+def multiply(p: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """Hamilton product p * q.
+
+    Args:
+        p: (..., 4) quaternions [w, x, y, z].
+        q: (..., 4) quaternions [w, x, y, z].
+
+    Returns:
+        (..., 4) product.
+    """
+    p = np.asarray(p, dtype=float)
+    q = np.asarray(q, dtype=float)
+    pw, pv = p[..., :1], p[..., 1:]
+    qw, qv = q[..., :1], q[..., 1:]
+    w = pw * qw - np.sum(pv * qv, axis=-1, keepdims=True)
+    v = pw * qv + qw * pv + np.cross(pv, qv)
+    return np.concatenate([w, v], axis=-1)
+
+
+def conjugate(q: np.ndarray) -> np.ndarray:
+    """Conjugate (= inverse for unit quaternions), (..., 4)."""
+    q = np.asarray(q, dtype=float)
+    return q * np.array([1.0, -1.0, -1.0, -1.0])
+
+
+def normalize(q: np.ndarray) -> np.ndarray:
+    """Unit quaternion(s) along q, (..., 4)."""
+    q = np.asarray(q, dtype=float)
+    return q / np.linalg.norm(q, axis=-1, keepdims=True)
+
+
+def matrix_from_quaternion(q: np.ndarray) -> np.ndarray:
+    """Rotation matrix R(q) (body to world) of unit quaternions.
+
+    Args:
+        q: (..., 4) unit quaternions [w, x, y, z].
+
+    Returns:
+        (..., 3, 3) rotation matrices.
+    """
+    q = np.asarray(q, dtype=float)
+    w, x, y, z = q[..., 0], q[..., 1], q[..., 2], q[..., 3]
+    out = np.empty(q.shape[:-1] + (3, 3))
+    out[..., 0, 0] = 1 - 2 * (y * y + z * z)
+    out[..., 0, 1] = 2 * (x * y - w * z)
+    out[..., 0, 2] = 2 * (x * z + w * y)
+    out[..., 1, 0] = 2 * (x * y + w * z)
+    out[..., 1, 1] = 1 - 2 * (x * x + z * z)
+    out[..., 1, 2] = 2 * (y * z - w * x)
+    out[..., 2, 0] = 2 * (x * z - w * y)
+    out[..., 2, 1] = 2 * (y * z + w * x)
+    out[..., 2, 2] = 1 - 2 * (x * x + y * y)
+    return out
+
+
+def rotate(q: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """R(q) @ v for batches, (..., 3)."""
+    return np.einsum("...ij,...j->...i", matrix_from_quaternion(q), v)
+
+
+def quaternion_from_rotation_vector(rv: np.ndarray) -> np.ndarray:
+    """exp map: the unit quaternion rotating by |rv| about rv / |rv|.
+
+    Args:
+        rv: (..., 3) rotation vectors (rad).
+
+    Returns:
+        (..., 4) unit quaternions, scalar part cos(|rv|/2).
+    """
+    rv = np.asarray(rv, dtype=float)
+    angle = np.linalg.norm(rv, axis=-1, keepdims=True)
+    half = 0.5 * angle
+    small = angle < _SMALL_ANGLE
+    # sin(a/2)/a -> 1/2 - a^2/48 as a -> 0
+    safe = np.where(small, 1.0, angle)
+    k = np.where(small, 0.5 - angle**2 / 48.0, np.sin(half) / safe)
+    return np.concatenate([np.cos(half), k * rv], axis=-1)
+
+
+def rotation_vector_from_quaternion(q: np.ndarray) -> np.ndarray:
+    """log map: angle * axis with angle = 2 atan2(|vec|, w) in [0, 2 pi).
+
+    No sign canonicalisation (q and -q give angles a and 2 pi - a), as in Dojo's
+    ``rotation_vector`` (MRP-based, angle = 4 atan(|m|)).
+
+    Args:
+        q: (..., 4) unit quaternions.
+
+    Returns:
+        (..., 3) rotation vectors.
+    """
+    q = np.asarray(q, dtype=float)
+    v = q[..., 1:]
+    s = np.linalg.norm(v, axis=-1, keepdims=True)
+    w = q[..., :1]
+    angle = 2.0 * np.arctan2(s, w)
+    small = s < _SMALL_ANGLE
+    safe = np.where(small, 1.0, s)
+    # angle / s -> 2 / w as s -> 0 (|w| -> 1 for unit q; for w -> -1 the axis is
+    # undefined and this picks the short rotation)
+    k = np.where(small, 2.0 / w, angle / safe)
+    return k * v
+
+
+def right_jacobian_inverse(rv: np.ndarray) -> np.ndarray:
+    """d(log(exp(rv) * exp(d)))/dd at d = 0: the inverse right Jacobian of SO(3).
+
+    Maps a body-frame rotation increment of exp(rv) to the change of its rotation
+    vector: J_r^-1(t) = I + [t]/2 + (1/a^2 - cot(a/2)/(2a)) [t]^2, a = |t|
+    (Barfoot, State Estimation for Robotics, eq. 7.187 with the right convention).
+
+    Args:
+        rv: (..., 3) rotation vectors.
+
+    Returns:
+        (..., 3, 3) matrices.
+    """
+    rv = np.asarray(rv, dtype=float)
+    a = np.linalg.norm(rv, axis=-1)
+    small = a < 1e-4
+    safe = np.where(small, 1.0, a)
+    coef = np.where(small, 1.0 / 12.0 + a**2 / 720.0, 1.0 / safe**2 - 1.0 / (2.0 * safe * np.tan(safe / 2.0)))
+    k = skew(rv)
+    return np.eye(3) + 0.5 * k + coef[..., None, None] * (k @ k)
+
+
+def integrator_map(w: np.ndarray, h: float) -> np.ndarray:
+    """Dojo's orientation increment qmap(w) = (h/2) [sqrt(4/h^2 - |w|^2), w].
+
+    q3 = q2 * qmap(w25) (dojo_engine_notes.md 2.2); unit for |w| <= 2/h and a
+    rotation by 2 asin(h |w| / 2) about w.
+
+    Args:
+        w: (..., 3) body-frame angular velocities (rad/s), |w| < 2/h.
+        h: timestep (s).
+
+    Returns:
+        (..., 4) unit quaternions.
+    """
+    w = np.asarray(w, dtype=float)
+    s = np.sqrt(4.0 / h**2 - np.sum(w * w, axis=-1, keepdims=True))
+    return 0.5 * h * np.concatenate([s, w], axis=-1)
+
+
+def integrator_map_jacobian(w: np.ndarray, h: float) -> np.ndarray:
+    """Body-frame tangent of q2 * qmap(w) with respect to w.
+
+    d theta3 / d w where q3(w + dw) = q3(w) * exp(dtheta3 / 2): with
+    p = qmap(w) and s = sqrt(4/h^2 - |w|^2), dtheta3/dw = 2 Vec(p* dp/dw)
+    = (h^2 / 2) (s I + w w^T / s - [w]x). Equal to h I at w = 0.
+
+    Args:
+        w: (..., 3) angular velocities.
+        h: timestep.
+
+    Returns:
+        (..., 3, 3) Jacobians.
+    """
+    w = np.asarray(w, dtype=float)
+    s = np.sqrt(4.0 / h**2 - np.sum(w * w, axis=-1))
+    outer = w[..., :, None] * w[..., None, :]
+    return 0.5 * h**2 * (s[..., None, None] * np.eye(3) + outer / s[..., None, None] - skew(w))
+
+
+def angular_velocity(q1: np.ndarray, q2: np.ndarray, h: float) -> np.ndarray:
+    """The w with q2 = q1 * qmap(w): (2/h) Vec(q1* q2), (..., 3)."""
+    return (2.0 / h) * multiply(conjugate(q1), q2)[..., 1:]

@@ -1,0 +1,337 @@
+"""The numeric model: bodies, joints and the structure computed once per Mechanism.
+
+A ``Mechanism`` is immutable after construction. Everything a simulation step
+needs that does not depend on the state (index ranges, masks, axis bases, tree
+order, the Newton matrix sparsity pattern) is computed here, so the step does
+array work only.
+
+Joints follow Dojo (dojo_engine_notes.md section 3): a translational element
+constraining ``nt`` relative translations (measured in the parent body frame)
+and a rotational element constraining ``nr`` relative rotations (measured in
+the parent's joint frame, parent orientation times ``orientation_offset``).
+Each element has a 3x3 row basis; its rows are either constrained or free.
+
+In-plane basis (replaces Dojo's SVD basis, whose signs depend on LAPACK): for a
+unit axis a, let k be the index of a's largest-magnitude component (lowest index
+on ties). Then v1 = normalize(e_{k+1} - (e_{k+1}.a) a) (indices mod 3) and
+v2 = a x v1, so (v1, v2, a) is right-handed; for a = e_k it gives
+(e_{k+1}, e_{k+2}, e_k): axis X -> (y, z), axis Y -> (z, x), axis Z -> (x, y).
+Element basis rows are (v1, v2, a) when exactly one or two directions are
+constrained (one: a is constrained, v1 and v2 free; two: v1, v2 constrained,
+a free) and the identity when none or all three are.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from dojo_cli.errors import SceneError
+from dojo_cli.math.quaternion import IDENTITY
+from dojo_cli.model.joint_types import CONSTRAINED, JointType
+from dojo_cli.model.shapes import Shape
+
+ORIGIN = -1  # parent index meaning the world frame
+
+
+def axis_basis(axis: np.ndarray) -> np.ndarray:
+    """Rows (v1, v2, a): the deterministic in-plane basis of the module docstring.
+
+    Args:
+        axis: (3,) nonzero axis.
+
+    Returns:
+        (3, 3) orthonormal rows, right-handed, last row the unit axis.
+    """
+    a = np.asarray(axis, dtype=float)
+    a = a / np.linalg.norm(a)
+    k = int(np.argmax(np.abs(a)))  # argmax returns the first index on ties
+    e = np.zeros(3)
+    e[(k + 1) % 3] = 1.0
+    v1 = e - np.dot(e, a) * a
+    v1 /= np.linalg.norm(v1)
+    v2 = np.cross(a, v1)
+    return np.array([v1, v2, a])
+
+
+def element_basis(axis: np.ndarray, n_constrained: int) -> tuple[np.ndarray, np.ndarray]:
+    """Row basis and constrained-row flags of one joint element.
+
+    Returns:
+        basis: (3, 3) rows; constrained: (3,) bool.
+    """
+    if n_constrained in (0, 3):
+        return np.eye(3), np.full(3, n_constrained == 3)
+    basis = axis_basis(axis)
+    if n_constrained == 1:
+        return basis, np.array([False, False, True])
+    return basis, np.array([True, True, False])
+
+
+@dataclass
+class Body:
+    """A rigid body; its frame is at the centre of mass.
+
+    Attributes:
+        name: unique name.
+        mass: kg.
+        inertia: (3, 3) inertia about the centre of mass, body frame (kg m^2).
+        shape: geometry for drawing (and default inertia).
+    """
+
+    name: str
+    mass: float
+    inertia: np.ndarray
+    shape: Shape = field(default_factory=lambda: Shape("frame"))
+
+
+@dataclass
+class Joint:
+    """A joint between a parent (a body, or the origin) and a child body.
+
+    Attributes:
+        name: unique name.
+        type: the Dojo joint type.
+        parent: parent body index, or ORIGIN.
+        child: child body index.
+        axis: (3,) unit axis in the parent's joint frame.
+        parent_vertex: (3,) joint point in the parent body frame (world frame for the origin).
+        child_vertex: (3,) joint point in the child body frame.
+        orientation_offset: (4,) joint frame relative to the parent body [w,x,y,z].
+        spring: (n,) stiffness per free coordinate (N/m or N m/rad).
+        damper: (n,) damping per free coordinate (N s/m or N m s/rad).
+        spring_offset: (n,) rest value of the free coordinates.
+        limits: (lower (n,), upper (n,)) or None.
+    """
+
+    name: str
+    type: JointType
+    parent: int
+    child: int
+    axis: np.ndarray = field(default_factory=lambda: np.array([0.0, 0.0, 1.0]))
+    parent_vertex: np.ndarray = field(default_factory=lambda: np.zeros(3))
+    child_vertex: np.ndarray = field(default_factory=lambda: np.zeros(3))
+    orientation_offset: np.ndarray = field(default_factory=lambda: IDENTITY.copy())
+    spring: np.ndarray | None = None
+    damper: np.ndarray | None = None
+    spring_offset: np.ndarray | None = None
+    limits: tuple[np.ndarray, np.ndarray] | None = None
+
+    @property
+    def constrained(self) -> tuple[int, int]:
+        """(constrained translations, constrained rotations)."""
+        return CONSTRAINED[JointType(self.type)]
+
+    @property
+    def free(self) -> tuple[int, int]:
+        """(free translations, free rotations)."""
+        nt, nr = self.constrained
+        return 3 - nt, 3 - nr
+
+    @property
+    def input_dimension(self) -> int:
+        """Number of free coordinates (= inputs)."""
+        return sum(self.free)
+
+
+class Mechanism:
+    """Bodies, joints and the state-independent structure of the step.
+
+    Attributes (arrays over joints j, constraint rows r, free coordinates f):
+        timestep, gravity (3,), bodies, joints, nb, nj.
+        mass (nb,), inertia (nb,3,3), inertia_inv (nb,3,3).
+        parent (nj,), child (nj,): body indices (parent ORIGIN for the world).
+        parent_vertex, child_vertex (nj,3), orientation_offset (nj,4).
+        basis (nj,6,3): rows of the translational (0:3) and rotational (3:6) basis.
+        constrained (nj,6): True where a basis row is a constraint.
+        row_joint, row_slot (nl,): joint and basis row of each constraint row.
+        free_joint, free_slot (nf,): joint and basis row of each free coordinate.
+        joint_free_range[j], joint_row_range[j]: slices into the free/constraint arrays.
+        spring, damper, spring_offset (nf,): per free coordinate.
+        tree_joints: joint indices in root-to-leaves order, loop joints excluded.
+        loop_joints: joints closing kinematic loops.
+    """
+
+    def __init__(
+        self,
+        bodies: list[Body],
+        joints: list[Joint],
+        timestep: float = 0.01,
+        gravity=(0.0, 0.0, -9.81),
+        name: str = "mechanism",
+    ):
+        if timestep <= 0:
+            raise SceneError("timestep: must be > 0")
+        self.name = name
+        self.timestep = float(timestep)
+        self.gravity = np.asarray(gravity, dtype=float).reshape(3)
+        self.bodies = list(bodies)
+        self.joints = list(joints)
+        self.nb = len(self.bodies)
+        self.nj = len(self.joints)
+        self._names = {b.name: i for i, b in enumerate(self.bodies)}
+        self._joint_names = {j.name: i for i, j in enumerate(self.joints)}
+
+        self.mass = np.array([b.mass for b in self.bodies], dtype=float)
+        self.inertia = np.array([np.asarray(b.inertia, dtype=float) for b in self.bodies]).reshape(self.nb, 3, 3)
+        self.inertia_inv = np.linalg.inv(self.inertia)
+
+        nj = self.nj
+        self.parent = np.array([j.parent for j in self.joints], dtype=int)
+        self.child = np.array([j.child for j in self.joints], dtype=int)
+        self.parent_vertex = np.array([j.parent_vertex for j in self.joints], dtype=float).reshape(nj, 3)
+        self.child_vertex = np.array([j.child_vertex for j in self.joints], dtype=float).reshape(nj, 3)
+        self.orientation_offset = np.array([j.orientation_offset for j in self.joints], dtype=float).reshape(nj, 4)
+        self.basis = np.zeros((nj, 6, 3))
+        self.constrained = np.zeros((nj, 6), dtype=bool)
+        for i, j in enumerate(self.joints):
+            nt, nr = j.constrained
+            self.basis[i, :3], self.constrained[i, :3] = element_basis(j.axis, nt)
+            self.basis[i, 3:], self.constrained[i, 3:] = element_basis(j.axis, nr)
+
+        # Constraint rows and free coordinates, joint by joint, translational first.
+        rows = [(i, s) for i in range(nj) for s in range(6) if self.constrained[i, s]]
+        frees = [(i, s) for i in range(nj) for s in range(6) if not self.constrained[i, s]]
+        self.row_joint = np.array([r[0] for r in rows], dtype=int)
+        self.row_slot = np.array([r[1] for r in rows], dtype=int)
+        self.free_joint = np.array([f[0] for f in frees], dtype=int)
+        self.free_slot = np.array([f[1] for f in frees], dtype=int)
+        self.nl = len(rows)
+        self.nf = len(frees)
+        self.joint_row_range = _ranges(self.row_joint, nj)
+        self.joint_free_range = _ranges(self.free_joint, nj)
+
+        self.spring = np.concatenate([_per_free(j, j.spring) for j in self.joints]) if nj else np.zeros(0)
+        self.damper = np.concatenate([_per_free(j, j.damper) for j in self.joints]) if nj else np.zeros(0)
+        self.spring_offset = np.concatenate([_per_free(j, j.spring_offset) for j in self.joints]) if nj else np.zeros(0)
+        self.has_springs = bool(np.any(self.spring != 0))
+        self.has_dampers = bool(np.any(self.damper != 0))
+
+        self.tree_joints, self.loop_joints = _tree_order(self.parent, self.child, self.nb)
+        self.tree_joint_of_body = np.full(self.nb, -1, dtype=int)
+        for j in self.tree_joints:
+            self.tree_joint_of_body[self.child[j]] = j
+
+        # Column (body unknown) indices of the 12 tangent columns [xa, θa, xb, θb]
+        # of each joint; -1 where the parent is the origin.
+        cols = np.full((nj, 12), -1, dtype=int)
+        for i in range(nj):
+            if self.parent[i] != ORIGIN:
+                cols[i, :6] = 6 * self.parent[i] + np.arange(6)
+            cols[i, 6:] = 6 * self.child[i] + np.arange(6)
+        self.joint_columns = cols
+
+    # ----------------------------------------------------------------- lookup
+    def body_index(self, name: str) -> int:
+        """Index of a body by name."""
+        try:
+            return self._names[name]
+        except KeyError:
+            raise KeyError(f"no body named {name!r} (bodies: {', '.join(self._names)})") from None
+
+    def joint_index(self, name: str) -> int:
+        """Index of a joint by name."""
+        try:
+            return self._joint_names[name]
+        except KeyError:
+            raise KeyError(f"no joint named {name!r} (joints: {', '.join(self._joint_names)})") from None
+
+    def get_body(self, name_or_index: str | int) -> Body:
+        """A body by name or index."""
+        i = name_or_index if isinstance(name_or_index, int) else self.body_index(name_or_index)
+        return self.bodies[i]
+
+    def get_joint(self, name_or_index: str | int) -> Joint:
+        """A joint by name or index."""
+        i = name_or_index if isinstance(name_or_index, int) else self.joint_index(name_or_index)
+        return self.joints[i]
+
+    def get_node(self, name: str) -> Body | Joint:
+        """A body or joint by name."""
+        if name in self._names:
+            return self.get_body(name)
+        return self.get_joint(name)
+
+    # ------------------------------------------------------------- dimensions
+    def input_dimensions(self) -> list[int]:
+        """Inputs per joint, in joint order."""
+        return [j.input_dimension for j in self.joints]
+
+    @property
+    def input_dimension(self) -> int:
+        """Total number of joint inputs (= free coordinates)."""
+        return self.nf
+
+    def maximal_dimension(self, attitude_jacobian: bool = False) -> int:
+        """13 per body ([x, v, q, w]), or 12 in tangent coordinates."""
+        return (12 if attitude_jacobian else 13) * self.nb
+
+    def minimal_dimension(self) -> int:
+        """Minimal coordinates plus velocities: 2 per free coordinate."""
+        return 2 * self.nf
+
+    def root_to_leaves_ordering(self) -> list[int]:
+        """Tree joint indices from the origin to the leaves, then the loop joints."""
+        return list(self.tree_joints) + list(self.loop_joints)
+
+    def coordinate_names(self) -> list[str]:
+        """One name per free coordinate: ``joint:t0``, ``joint:r0``..."""
+        names = []
+        for i, s in zip(self.free_joint, self.free_slot):
+            j = self.joints[i]
+            elem = "t" if s < 3 else "r"
+            k = int(np.sum((self.free_joint == i) & (self.free_slot < s) & ((self.free_slot < 3) == (s < 3))))
+            names.append(f"{j.name}:{elem}{k}")
+        return names
+
+    def __repr__(self) -> str:
+        return f"Mechanism({self.name!r}, {self.nb} bodies, {self.nj} joints, {self.nf} dof, h={self.timestep})"
+
+
+def _per_free(joint: Joint, values) -> np.ndarray:
+    n = joint.input_dimension
+    if values is None:
+        return np.zeros(n)
+    arr = np.asarray(values, dtype=float).reshape(-1)
+    if arr.size == 1 and n != 1:
+        arr = np.full(n, float(arr[0]))
+    if arr.size != n:
+        raise SceneError(f"joint {joint.name!r}: expected {n} values per free coordinate, got {arr.size}")
+    return arr
+
+
+def _ranges(owner: np.ndarray, n: int) -> list[slice]:
+    out = []
+    for i in range(n):
+        idx = np.flatnonzero(owner == i)
+        out.append(slice(int(idx[0]), int(idx[-1]) + 1) if idx.size else slice(0, 0))
+    return out
+
+
+def _tree_order(parent: np.ndarray, child: np.ndarray, nb: int) -> tuple[list[int], list[int]]:
+    """Root-to-leaves order of tree joints; a joint whose child already has a tree
+    joint (earlier in the list) closes a loop (Dojo's ``get_loop_joints``)."""
+    tree_of_child: dict[int, int] = {}
+    loops = []
+    for j, c in enumerate(child):
+        if int(c) in tree_of_child:
+            loops.append(j)
+        else:
+            tree_of_child[int(c)] = j
+    order: list[int] = []
+    placed = {ORIGIN}
+    remaining = [j for j in range(len(child)) if j not in loops]
+    while remaining:
+        ready = [j for j in remaining if int(parent[j]) in placed]
+        if not ready:
+            names = ", ".join(str(j) for j in remaining)
+            raise SceneError(f"joints {names} do not connect to the origin")
+        for j in ready:
+            order.append(j)
+            placed.add(int(child[j]))
+        remaining = [j for j in remaining if j not in ready]
+    missing = set(range(nb)) - placed
+    if missing:
+        raise SceneError(f"bodies {sorted(missing)} are attached by no joint")
+    return order, loops

@@ -1,0 +1,46 @@
+"""Solver options (Dojo's ``SolverOptions``: names and defaults, notes 5.1)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields, replace
+
+
+@dataclass(frozen=True)
+class SolverOptions:
+    """Options of the per-step solver.
+
+    Attributes:
+        rtol: equality residual tolerance (infinity norm).
+        btol: complementarity tolerance (used once inequality constraints exist).
+        max_iter: Newton iterations per step.
+        max_ls: backtracking steps per iteration.
+        ls_scale: factor applied to the step length at each backtracking step
+            (Dojo ignores it and always halves; here it is used).
+        undercut: centering floor btol/undercut (interior point).
+        no_progress_max: iterations without progress before the undercut grows.
+        no_progress_undercut: factor applied to undercut then.
+        verbose: print one line per iteration.
+    """
+
+    rtol: float = 1e-6
+    btol: float = 1e-4
+    max_iter: int = 50
+    max_ls: int = 10
+    ls_scale: float = 0.5
+    undercut: float = float("inf")
+    no_progress_max: int = 3
+    no_progress_undercut: float = 10.0
+    verbose: bool = False
+
+    def replace(self, **changes) -> "SolverOptions":
+        """A copy with some fields changed."""
+        return replace(self, **changes)
+
+    def to_dict(self) -> dict:
+        """Plain dict of the options (for storage attributes)."""
+        return asdict(self)
+
+    @classmethod
+    def field_names(cls) -> list[str]:
+        """Names of the fields."""
+        return [f.name for f in fields(cls)]

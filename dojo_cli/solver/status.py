@@ -1,0 +1,48 @@
+"""Per-step solver status and record."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+import numpy as np
+
+
+class SolverStatus(str, Enum):
+    """Outcome of one step's solve."""
+
+    SUCCESS = "success"
+    MAX_ITERATIONS = "max_iterations"
+    LINE_SEARCH_FAILURE = "line_search_failure"
+
+    @property
+    def message(self) -> str:
+        """A sentence for users."""
+        return {
+            SolverStatus.SUCCESS: "converged",
+            SolverStatus.MAX_ITERATIONS: "did not converge within max_iter iterations",
+            SolverStatus.LINE_SEARCH_FAILURE: "the line search found no step that reduces the residual",
+        }[self]
+
+
+@dataclass(frozen=True)
+class SolverResult:
+    """The solution of one step and how it was reached.
+
+    Attributes:
+        w: (n,) final unknowns.
+        status: the outcome.
+        iterations: Newton iterations taken.
+        residual: infinity norm of the final residual.
+        factorization: the last Newton-matrix factorization (reusable for gradients), or None.
+    """
+
+    w: np.ndarray
+    status: SolverStatus
+    iterations: int
+    residual: float
+    factorization: object | None = None
+
+    @property
+    def success(self) -> bool:
+        return self.status is SolverStatus.SUCCESS
