@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from dojo_cli.math.quaternion import skew
+from dojo_cli.math.quaternion import cross, skew
 from dojo_cli.model.mechanism import Mechanism
 
 
@@ -23,19 +23,19 @@ def _half_s(w: np.ndarray, h: float) -> np.ndarray:
 
 
 def momentum_right(mech: Mechanism, v25: np.ndarray, w25: np.ndarray) -> np.ndarray:
-    """[m v25; (h/2)(s25 J w25 + w25 x J w25)], (nb, 6): the next-interval side."""
+    """[m v25; (h/2)(s25 J w25 + w25 x J w25)], (..., nb, 6): the next-interval side (leading axes broadcast)."""
     h = mech.timestep
-    jw = np.einsum("bij,bj->bi", mech.inertia, w25)
-    s = _half_s(w25, h)[:, None]
-    return np.concatenate([mech.mass[:, None] * v25, 0.5 * h * (s * jw + np.cross(w25, jw))], axis=1)
+    jw = np.einsum("bij,...bj->...bi", mech.inertia, w25)
+    s = _half_s(w25, h)[..., None]
+    return np.concatenate([mech.mass[:, None] * v25, 0.5 * h * (s * jw + cross(w25, jw))], axis=-1)
 
 
 def momentum_left(mech: Mechanism, v15: np.ndarray, w15: np.ndarray) -> np.ndarray:
-    """[m v15; (h/2)(s15 J w15 - w15 x J w15)], (nb, 6): the previous-interval side."""
+    """[m v15; (h/2)(s15 J w15 - w15 x J w15)], (..., nb, 6): the previous-interval side."""
     h = mech.timestep
-    jw = np.einsum("bij,bj->bi", mech.inertia, w15)
-    s = _half_s(w15, h)[:, None]
-    return np.concatenate([mech.mass[:, None] * v15, 0.5 * h * (s * jw - np.cross(w15, jw))], axis=1)
+    jw = np.einsum("bij,...bj->...bi", mech.inertia, w15)
+    s = _half_s(w15, h)[..., None]
+    return np.concatenate([mech.mass[:, None] * v15, 0.5 * h * (s * jw - cross(w15, jw))], axis=-1)
 
 
 def momentum_right_jacobian(mech: Mechanism, w25: np.ndarray) -> np.ndarray:

@@ -1,0 +1,113 @@
+"""Kinetic, potential and mechanical energy, linear and angular momentum.
+
+Dojo defines the momentum at time k by the discrete Legendre transform of the
+step that leaves k, minus half of that step's impulses (notes 7.2). Since the
+step's residual is zero, that equals the average of the two one-sided
+transforms, which needs only the stored midpoint velocities into and out of k:
+    p_k = m (v[k] + v[k+1]) / 2                                     (world)
+    L_k = (h/4)[s+ J w+ + w+ x J w+ + s- J w- - w- x J w-]          (body)
+with w- = omega[k], w+ = omega[k+1], s = sqrt(4/h^2 - |w|^2). So energy and
+momentum are defined for the states 0..T-1 of a trajectory of T steps (the
+last state has no outgoing step), and can be computed from a storage file.
+Kinetic energy is sum |p|^2/(2m) + L^T J^-1 L / 2; potential energy is
+-sum m g.x plus 1/2 k (theta - theta0)^2 for every joint spring.
+Angular momentum is about the world origin: sum R(q) L + x x p.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from dojo_cli.math.quaternion import cross, rotate
+from dojo_cli.model.mechanism import Mechanism
+from dojo_cli.physics.dynamics import momentum_left, momentum_right
+from dojo_cli.physics.coordinates import minimal_coordinates
+
+
+@dataclass
+class Mechanics:
+    """Per-state mechanics of a trajectory (arrays over states k = 0..T-1).
+
+    Attributes:
+        time: (T,) s.
+        kinetic, potential, mechanical: (T,) J.
+        linear_momentum: (T,3) kg m/s, world.
+        angular_momentum: (T,3) kg m^2/s, world, about the origin.
+    """
+
+    time: np.ndarray
+    kinetic: np.ndarray
+    potential: np.ndarray
+    mechanical: np.ndarray
+    linear_momentum: np.ndarray
+    angular_momentum: np.ndarray
+
+
+def body_momenta(mech: Mechanism, v: np.ndarray, omega: np.ndarray):
+    """Per-body momenta at states 0..T-1.
+
+    Args:
+        v: (T+1, nb, 3) midpoint linear velocities (world).
+        omega: (T+1, nb, 3) midpoint angular velocities (body).
+
+    Returns:
+        p (T, nb, 3) world linear momenta, l (T, nb, 3) body-frame angular momenta.
+    """
+    avg = 0.5 * (momentum_right(mech, v[1:], omega[1:]) + momentum_left(mech, v[:-1], omega[:-1]))
+    return avg[..., :3], avg[..., 3:]
+
+
+def kinetic_energy(mech: Mechanism, v: np.ndarray, omega: np.ndarray) -> np.ndarray:
+    """(T,) kinetic energy of states 0..T-1 from midpoint velocities (T+1, nb, 3)."""
+    p, l = body_momenta(mech, v, omega)
+    lin = 0.5 * np.sum(p * p, axis=-1) / mech.mass
+    jinv_l = np.einsum("bij,tbj->tbi", mech.inertia_inv, l)
+    ang = 0.5 * np.sum(l * jinv_l, axis=-1)
+    return np.sum(lin + ang, axis=-1)
+
+
+def potential_energy(mech: Mechanism, x: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """(T,) gravity and spring potential of configurations x (T,nb,3), q (T,nb,4)."""
+    grav = -np.einsum("b,tbi,i->t", mech.mass, x, mech.gravity)
+    if not mech.has_springs:
+        return grav
+    spring = np.empty(x.shape[0])
+    for k in range(x.shape[0]):
+        theta = minimal_coordinates(mech, x[k], q[k])
+        spring[k] = 0.5 * np.sum(mech.spring * (theta - mech.spring_offset) ** 2)
+    return grav + spring
+
+
+def linear_momentum(mech: Mechanism, v: np.ndarray, omega: np.ndarray) -> np.ndarray:
+    """(T,3) total linear momentum, world frame."""
+    p, _ = body_momenta(mech, v, omega)
+    return p.sum(axis=1)
+
+
+def angular_momentum(mech: Mechanism, x: np.ndarray, q: np.ndarray, v: np.ndarray, omega: np.ndarray) -> np.ndarray:
+    """(T,3) total angular momentum about the world origin, world frame.
+
+    Args:
+        x: (T+1 or T, nb, 3), q: (T+1 or T, nb, 4) configurations (the first T are used).
+        v, omega: (T+1, nb, 3) midpoint velocities.
+    """
+    p, l = body_momenta(mech, v, omega)
+    T = p.shape[0]
+    return np.sum(rotate(q[:T], l) + cross(x[:T], p), axis=1)
+
+
+def mechanics(mech: Mechanism, time, x, q, v, omega) -> Mechanics:
+    """All mechanics of a trajectory with T+1 states (T steps); results have T entries."""
+    T = v.shape[0] - 1
+    kin = kinetic_energy(mech, v, omega)
+    pot = potential_energy(mech, x[:T], q[:T])
+    return Mechanics(
+        time=np.asarray(time)[:T],
+        kinetic=kin,
+        potential=pot,
+        mechanical=kin + pot,
+        linear_momentum=linear_momentum(mech, v, omega),
+        angular_momentum=angular_momentum(mech, x, q, v, omega),
+    )

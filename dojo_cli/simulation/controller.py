@@ -1,0 +1,115 @@
+"""Controllers: joint inputs (forces N, torques N m) per step, held over the step."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from dojo_cli.math.quaternion import matrix_from_quaternion
+from dojo_cli.model.mechanism import Mechanism
+from dojo_cli.model.state import unpack_maximal
+from dojo_cli.physics.coordinates import minimal_coordinates, minimal_velocities
+
+
+class Controller:
+    """Base controller: zero input. Subclasses override ``__call__``."""
+
+    def __call__(self, mech: Mechanism, k: int, z: np.ndarray) -> np.ndarray:
+        """Inputs (nu,) for step k from state z (13 nb,)."""
+        return np.zeros(mech.nf)
+
+
+@dataclass
+class ConstantController(Controller):
+    """The same inputs at every step.
+
+    Attributes:
+        u: (nu,) inputs in joint order.
+    """
+
+    u: np.ndarray
+
+    def __call__(self, mech, k, z):
+        return self.u
+
+
+@dataclass
+class PDController(Controller):
+    """u = kp (target - theta) + kd (velocity_target - theta_dot) on minimal coordinates.
+
+    Attributes:
+        kp, kd, target, velocity_target: (nu,) per free coordinate.
+    """
+
+    kp: np.ndarray
+    kd: np.ndarray
+    target: np.ndarray
+    velocity_target: np.ndarray
+
+    def __call__(self, mech, k, z):
+        x, _, q, _ = unpack_maximal(z, mech.nb)
+        theta = minimal_coordinates(mech, x, q)
+        rate = minimal_velocities(mech, z)
+        return self.kp * (self.target - theta) + self.kd * (self.velocity_target - rate)
+
+
+@dataclass
+class ScheduleController(Controller):
+    """Inputs read from a table, one row per step.
+
+    Attributes:
+        table: (rows, nu) inputs.
+        after_end: "zero" (no input after the last row) or "hold" (keep the last row).
+    """
+
+    table: np.ndarray
+    after_end: str = "zero"
+
+    def __call__(self, mech, k, z):
+        if k < len(self.table):
+            return self.table[k]
+        if self.after_end == "hold" and len(self.table):
+            return self.table[-1]
+        return np.zeros(mech.nf)
+
+
+@dataclass
+class ExternalForce:
+    """A force and torque on one body during [start, stop) seconds.
+
+    Attributes:
+        body: body index.
+        force: (3,) N; torque: (3,) N m; both in ``frame`` ("body" or "world").
+        vertex: (3,) application point of the force, body frame.
+    """
+
+    body: int
+    force: np.ndarray
+    torque: np.ndarray
+    vertex: np.ndarray
+    frame: str = "body"
+    start: float = 0.0
+    stop: float = float("inf")
+
+
+def external_wrench(mech: Mechanism, forces: list[ExternalForce], t: float, q: np.ndarray):
+    """External forces (nb,3, world) and torques (nb,3, body frame) at time t.
+
+    A body-frame force F at vertex p gives the world force R(q) F and the body
+    torque tau + p x F (Dojo's set_external_force!, notes 2.4).
+    """
+    f = np.zeros((mech.nb, 3))
+    tau = np.zeros((mech.nb, 3))
+    for e in forces:
+        if not (e.start <= t < e.stop):
+            continue
+        rot = matrix_from_quaternion(q[e.body])
+        if e.frame == "world":
+            f_body, tau_body = rot.T @ e.force, rot.T @ e.torque
+        else:
+            f_body, tau_body = np.asarray(e.force, float), np.asarray(e.torque, float)
+        f[e.body] += rot @ f_body
+        tau[e.body] += tau_body + np.cross(e.vertex, f_body)
+    return f, tau
+
