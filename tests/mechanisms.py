@@ -66,3 +66,13 @@ def random_minimal_state(mech: Mechanism, rng, coord_scale=0.3, rate_scale=0.5) 
 def random_state(mech: Mechanism, seed=0, **kw) -> np.ndarray:
     """Maximal state from a random minimal state."""
     return minimal_to_maximal(mech, random_minimal_state(mech, np.random.default_rng(seed), **kw))
+
+
+def slider(h=0.01, gravity=(0, 0, -9.81), spring=0.0, damper=0.0) -> Mechanism:
+    """Dojo's slider: a 0.1 x 0.1 x 1 box of 1 kg on a prismatic joint along z."""
+    body = box_body("box", (0.1, 0.1, 1.0))
+    joint = Joint(
+        "slide", "prismatic", ORIGIN, 0, axis=Z, child_vertex=0.5 * Z,
+        spring=np.array([spring]), damper=np.array([damper]),
+    )
+    return Mechanism([body], [joint], h, gravity, name="slider")
