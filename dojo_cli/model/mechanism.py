@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from dojo_cli.errors import SceneError
-from dojo_cli.math.quaternion import IDENTITY
+from dojo_cli.math.quaternion import IDENTITY, matrix_from_quaternion
 from dojo_cli.model.joint_types import CONSTRAINED, JointType
 from dojo_cli.model.shapes import Shape
 
@@ -183,6 +183,9 @@ class Mechanism:
         self.parent_vertex = np.array([j.parent_vertex for j in self.joints], dtype=float).reshape(nj, 3)
         self.child_vertex = np.array([j.child_vertex for j in self.joints], dtype=float).reshape(nj, 3)
         self.orientation_offset = np.array([j.orientation_offset for j in self.joints], dtype=float).reshape(nj, 4)
+        self.offset_rotation = matrix_from_quaternion(self.orientation_offset)  # (nj,3,3)
+        # parent index into [bodies..., origin]: the origin is an extra row nb
+        self.parent_padded = np.where(self.parent == ORIGIN, self.nb, self.parent)
         self.basis = np.zeros((nj, 6, 3))
         self.constrained = np.zeros((nj, 6), dtype=bool)
         for i, j in enumerate(self.joints):

@@ -21,7 +21,7 @@ import numpy as np
 from dojo_cli.math import quaternion as quat
 from dojo_cli.model.mechanism import ORIGIN, Mechanism
 from dojo_cli.model.state import pack_maximal, unpack_maximal
-from dojo_cli.physics.kinematics import joint_kinematics, minimal_rows
+from dojo_cli.physics.kinematics import constraint_rows, joint_kinematics, minimal_rows
 
 
 def previous_configuration(x2, v15, q2, w15, h: float):
@@ -96,7 +96,9 @@ def child_pose(mech: Mechanism, j: int, xa, qa, theta6: np.ndarray):
     return xb, qb
 
 
-def minimal_to_maximal(mech: Mechanism, y: np.ndarray, z_base: np.ndarray | None = None) -> np.ndarray:
+def minimal_to_maximal(
+    mech: Mechanism, y: np.ndarray, z_base: np.ndarray | None = None, body_overrides: dict | None = None
+) -> np.ndarray:
     """Maximal state (13 nb,) from a minimal state (2 nf,).
 
     Args:
@@ -104,6 +106,10 @@ def minimal_to_maximal(mech: Mechanism, y: np.ndarray, z_base: np.ndarray | None
         y: (2 nf,) minimal state, per joint [coordinates; velocities].
         z_base: unused bodies keep this state (default: all bodies at rest at
             the origin); every body reached by a tree joint is overwritten.
+        body_overrides: {body index: {"position", "orientation", "velocity",
+            "angular_velocity"}} maximal values (world frame; angular velocity in
+            the body frame) that replace what the joint gives, applied as the
+            tree is walked so that the body's descendants follow it.
     """
     theta, rate = split_minimal(mech, y)
     h = mech.timestep
@@ -134,6 +140,31 @@ def minimal_to_maximal(mech: Mechanism, y: np.ndarray, z_base: np.ndarray | None
         d1 = mech.basis[j, :3].T @ prev[:3]
         q1[b] = quat.multiply(quat.multiply(qa1, mech.orientation_offset[j]), q_rel1)
         x1[b] = xa1 + quat.rotate(qa1, mech.parent_vertex[j] + d1) - quat.rotate(q1[b], mech.child_vertex[j])
+        if body_overrides and b in body_overrides:
+            _override(body_overrides[b], b, x, q, x1, q1, h)
     v = (x - x1) / h
     w = quat.angular_velocity(q1, q, h)
     return pack_maximal(x, v, q, w)
+
+
+def _override(values: dict, b: int, x, q, x1, q1, h: float) -> None:
+    """Replace parts of body b's current/previous pose, keeping the other parts' velocities."""
+    v = (x[b] - x1[b]) / h
+    dq = quat.multiply(quat.conjugate(q[b]), q1[b])  # body-frame increment q -> q1
+    if values.get("position") is not None:
+        x[b] = np.asarray(values["position"], dtype=float)
+    if values.get("orientation") is not None:
+        q[b] = quat.normalize(np.asarray(values["orientation"], dtype=float))
+    if values.get("velocity") is not None:
+        v = np.asarray(values["velocity"], dtype=float)
+    if values.get("angular_velocity") is not None:
+        dq = quat.integrator_map(-np.asarray(values["angular_velocity"], dtype=float), h)
+    x1[b] = x[b] - h * v
+    q1[b] = quat.multiply(q[b], dq)
+
+
+def constraint_violation(mech: Mechanism, z: np.ndarray) -> np.ndarray:
+    """Largest constraint-row magnitude of each joint at the configuration of z, (nj,)."""
+    x, _, q, _ = unpack_maximal(z, mech.nb)
+    c, _ = constraint_rows(mech, joint_kinematics(mech, x, q))
+    return np.max(np.where(mech.constrained, np.abs(c), 0.0), axis=1) if mech.nj else np.zeros(0)

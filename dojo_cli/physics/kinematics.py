@@ -29,6 +29,10 @@ from dojo_cli.math import quaternion as quat
 from dojo_cli.model.mechanism import ORIGIN, Mechanism
 
 
+_ORIGIN_X = np.zeros((1, 3))
+_ORIGIN_Q = quat.IDENTITY[None]
+
+
 @dataclass
 class JointKinematics:
     """Joint quantities at one configuration (arrays over joints j).
@@ -58,10 +62,10 @@ def parent_child_poses(mech: Mechanism, x: np.ndarray, q: np.ndarray):
         xa (nj,3), qa (nj,4), xb (nj,3), qb (nj,4).
     """
     # Append the origin as an extra "body" at index nb so ORIGIN (-1) indexes it.
-    xe = np.vstack([x, np.zeros((1, 3))])
-    qe = np.vstack([q, quat.IDENTITY[None]])
-    pa = np.where(mech.parent == ORIGIN, mech.nb, mech.parent)
-    return xe[pa], qe[pa], xe[mech.child], qe[mech.child]
+    xe = np.concatenate([x, _ORIGIN_X])
+    qe = np.concatenate([q, _ORIGIN_Q])
+    pa = mech.parent_padded
+    return xe[pa], qe[pa], x[mech.child], q[mech.child]
 
 
 def joint_kinematics(mech: Mechanism, x: np.ndarray, q: np.ndarray) -> JointKinematics:
@@ -74,8 +78,9 @@ def joint_kinematics(mech: Mechanism, x: np.ndarray, q: np.ndarray) -> JointKine
     """
     nj = mech.nj
     xa, qa, xb, qb = parent_child_poses(mech, x, q)
-    ra = quat.matrix_from_quaternion(qa)
-    rb = quat.matrix_from_quaternion(qb)
+    rot = quat.matrix_from_quaternion(np.concatenate([q, _ORIGIN_Q]))  # (nb+1,3,3), one call
+    ra = rot[mech.parent_padded]
+    rb = rot[mech.child]
     pa, pb = mech.parent_vertex, mech.child_vertex
     rb_pb = np.einsum("jik,jk->ji", rb, pb)
     world = xb + rb_pb - xa  # child joint point relative to the parent origin, world
@@ -91,9 +96,8 @@ def joint_kinematics(mech: Mechanism, x: np.ndarray, q: np.ndarray) -> JointKine
     off = mech.orientation_offset
     q_rel = quat.multiply(quat.conjugate(off), quat.multiply(quat.conjugate(qa), qb))
     rot_rel = quat.matrix_from_quaternion(q_rel)
-    rot_off = quat.matrix_from_quaternion(off)
     jac_rel = np.zeros((nj, 3, 12))
-    jac_rel[:, :, 3:6] = -np.swapaxes(rot_rel, 1, 2) @ np.swapaxes(rot_off, 1, 2)
+    jac_rel[:, :, 3:6] = -np.swapaxes(rot_rel, 1, 2) @ np.swapaxes(mech.offset_rotation, 1, 2)
     jac_rel[:, :, 9:12] = np.eye(3)
     return JointKinematics(d=d, q_rel=q_rel, jac_d=jac_d, jac_rel=jac_rel, rot_rel=rot_rel)
 

@@ -1,0 +1,165 @@
+"""Build the numeric Mechanism (and its initial state, controller, forces) from a SceneSpec.
+
+The only place where the description (pydantic specs) meets the numeric model.
+The built Mechanism carries what running the scene needs:
+``initial`` (13 nb,), ``default_options`` (SolverOptions), ``controller``,
+``external`` (list of ExternalForce), ``default_steps`` (int or None), ``scene``
+(the SceneSpec) and ``scene_file``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from dojo_cli.errors import Problem, SceneError
+from dojo_cli.io.tables import read_input_table
+from dojo_cli.model.mechanism import ORIGIN, Body, Joint, Mechanism
+from dojo_cli.model.shapes import Shape, body_inertia
+from dojo_cli.physics.coordinates import constraint_violation, interleave_minimal, minimal_to_maximal
+from dojo_cli.simulation.controller import (
+    ConstantController, Controller, ExternalForce, PDController, ScheduleController,
+)
+from dojo_cli.solver.options import SolverOptions
+
+# Initial configurations whose joints are violated by more than this (m, or
+# quaternion vector part ~ rad/2) are rejected: the first step would snap them.
+INITIAL_VIOLATION_TOL = 1e-6
+
+
+def shape_from_spec(s) -> Shape:
+    """Numeric Shape from a shape spec."""
+    params = {k: v for k, v in s.model_dump().items() if k not in ("type", "position_offset", "orientation_offset", "color")}
+    if "size" in params and params["size"] is not None:
+        params["size"] = tuple(params["size"])
+    color = tuple(s.color) if getattr(s, "color", None) is not None else None
+    if color is not None and len(color) == 3:
+        color = color + (1.0,)
+    return Shape(s.type, params, tuple(s.position_offset), tuple(s.orientation_offset), color)
+
+
+def build_mechanism(spec, file: str | None = None) -> Mechanism:
+    """Mechanism with initial state, options, controller and external forces.
+
+    Raises:
+        SceneError: problems only visible when building (inertia missing for a
+            shape without volume, an inconsistent initial configuration, an
+            unreadable schedule, contacts not yet supported).
+    """
+    file = file or getattr(spec, "_file", None) or f"<{spec.name}>"
+    problems: list[Problem] = []
+    names = {b.name: i for i, b in enumerate(spec.bodies)}
+
+    bodies = []
+    for i, b in enumerate(spec.bodies):
+        shape = shape_from_spec(b.shape)
+        inertia = b.inertia_matrix()
+        if inertia is None:
+            inertia = body_inertia(shape, b.mass)
+        if inertia is None:
+            problems.append(Problem(file, None, f"bodies.{i}.inertia", f"required for a {shape.kind} shape (it has no volume)"))
+            inertia = np.eye(3)
+        bodies.append(Body(b.name, float(b.mass), np.asarray(inertia, dtype=float), shape))
+
+    joints = []
+    for j in spec.joints:
+        limits = (np.asarray(j.limits.lower, float), np.asarray(j.limits.upper, float)) if j.limits else None
+        joints.append(
+            Joint(
+                j.name, j.type.value if hasattr(j.type, "value") else j.type,
+                ORIGIN if j.parent == "origin" else names[j.parent], names[j.child],
+                axis=np.asarray(j.axis, float), parent_vertex=np.asarray(j.parent_vertex, float),
+                child_vertex=np.asarray(j.child_vertex, float), orientation_offset=np.asarray(j.orientation_offset, float),
+                spring=j.spring_values(), damper=j.damper_values(), spring_offset=j.spring_offset_values(), limits=limits,
+            )
+        )
+    if spec.contacts:
+        problems.append(
+            Problem(file, None, "contacts", "contact simulation is not available in this version yet; remove the contacts block")
+        )
+    for i, j in enumerate(spec.joints):
+        if j.limits is not None:
+            problems.append(Problem(file, None, f"joints.{i}.limits", "joint limits are not available in this version yet"))
+    if problems:
+        raise SceneError(problems)
+
+    mech = Mechanism(bodies, joints, spec.timestep, spec.gravity, name=spec.name)
+    mech.scene = spec
+    mech.scene_file = file
+    mech.default_options = SolverOptions(**spec.solver.model_dump())
+    mech.default_steps = _steps(spec)
+    mech.initial = initial_state_from_spec(spec, mech, file)
+    mech.controller = controller_from_spec(spec, mech, file)
+    mech.external = [
+        ExternalForce(names[e.body], np.asarray(e.force, float), np.asarray(e.torque, float), np.asarray(e.vertex, float),
+                      e.frame, float(e.start), float(e.stop))
+        for e in spec.external
+    ]
+    return mech
+
+
+def _steps(spec) -> int | None:
+    if spec.steps is not None:
+        return int(spec.steps)
+    if spec.duration is not None:
+        # 1e-9 guards against duration/h landing just above an integer in floating point
+        return int(math.ceil(spec.duration / spec.timestep - 1e-9))
+    return None
+
+
+def initial_state_from_spec(spec, mech: Mechanism, file: str) -> np.ndarray:
+    """Joint initial values (minimal coordinates) root to leaves, then body overrides."""
+    theta = np.zeros(mech.nf)
+    rate = np.zeros(mech.nf)
+    for i, j in enumerate(spec.joints):
+        r = mech.joint_free_range[i]
+        if j.initial is not None:
+            if j.initial.position is not None:
+                theta[r] = j.initial.position
+            if j.initial.velocity is not None:
+                rate[r] = j.initial.velocity
+    overrides = {}
+    for i, b in enumerate(spec.bodies):
+        if b.initial is not None:
+            overrides[i] = b.initial.model_dump()
+    z = minimal_to_maximal(mech, interleave_minimal(mech, theta, rate), body_overrides=overrides)
+    viol = constraint_violation(mech, z)
+    bad = [(i, v) for i, v in enumerate(viol) if v > INITIAL_VIOLATION_TOL]
+    if bad:
+        problems = []
+        for i, v in bad:
+            j = mech.joints[i]
+            what = "closes a loop; its two sides' initial values disagree" if i in mech.loop_joints else (
+                "a body's initial pose moves its child away from the joint")
+            problems.append(Problem(file, None, f"joints.{i}", f"joint {j.name!r} is violated by {v:.3g} in the initial state ({what})"))
+        raise SceneError(problems)
+    return z
+
+
+def controller_from_spec(spec, mech: Mechanism, file: str) -> Controller | None:
+    """The scene's controller (None for type none)."""
+    c = spec.controller
+    if c is None or c.type == "none":
+        return None
+    if c.type == "constant":
+        return ConstantController(_per_joint(mech, c.inputs))
+    if c.type == "pd":
+        def gains(g):
+            return np.full(mech.nf, float(g)) if isinstance(g, (int, float)) else _per_joint(mech, g)
+
+        return PDController(gains(c.kp), gains(c.kd), _per_joint(mech, c.targets), _per_joint(mech, c.velocity_targets))
+    try:
+        table = read_input_table(c.file)
+    except (OSError, ValueError) as exc:
+        raise SceneError(Problem(file, None, "controller.file", f"{c.file}: {exc}")) from None
+    if table.shape[1] != mech.nf:
+        raise SceneError(Problem(file, None, "controller.file", f"{c.file}: has {table.shape[1]} columns, the mechanism has {mech.nf} inputs"))
+    return ScheduleController(table, c.after_end)
+
+
+def _per_joint(mech: Mechanism, values: dict) -> np.ndarray:
+    out = np.zeros(mech.nf)
+    for name, vals in (values or {}).items():
+        out[mech.joint_free_range[mech.joint_index(name)]] = vals
+    return out
