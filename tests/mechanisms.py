@@ -76,3 +76,22 @@ def slider(h=0.01, gravity=(0, 0, -9.81), spring=0.0, damper=0.0) -> Mechanism:
         spring=np.array([spring]), damper=np.array([damper]),
     )
     return Mechanism([body], [joint], h, gravity, name="slider")
+
+
+def fourbar(h=0.01, gravity=(0, 0, -9.81), base_angle=np.pi / 4, inner_angle=np.pi / 4, damper=0.0):
+    """Closed-loop parallelogram in the y-z plane (the built-in fourbar scene):
+    j1 origin->link1, j2 link1->link2 (same top pivot), j3 link1->link3, j4 link2->link4,
+    loop joint j5 link3->link4. Identities: theta3 = theta2, theta4 = theta5 = -theta2."""
+    bodies = [box_body(f"link{i}", (0.1, 0.1, 1.0)) for i in range(1, 5)]
+    top, bottom = 0.5 * Z, -0.5 * Z
+    d = np.array([damper])
+    joints = [
+        Joint("j1", "revolute", ORIGIN, 0, axis=X, child_vertex=top, damper=d),
+        Joint("j2", "revolute", 0, 1, axis=X, parent_vertex=top, child_vertex=top, damper=d),
+        Joint("j3", "revolute", 0, 2, axis=X, parent_vertex=bottom, child_vertex=top, damper=d),
+        Joint("j4", "revolute", 1, 3, axis=X, parent_vertex=bottom, child_vertex=top, damper=d),
+        Joint("j5", "revolute", 2, 3, axis=X, parent_vertex=bottom, child_vertex=bottom, damper=d),
+    ]
+    mech = Mechanism(bodies, joints, h, gravity, name="fourbar")
+    y = np.array([base_angle, 0, inner_angle, 0, inner_angle, 0, -inner_angle, 0, -inner_angle, 0])
+    return mech, minimal_to_maximal(mech, y)

@@ -1,0 +1,175 @@
+"""The Python API: ``import dojo_cli as dojo`` re-exports these.
+
+Thin functions over the layers below, with scene-aware defaults: a Mechanism
+loaded from a scene carries its initial state, solver options, controller,
+external forces and number of steps, and these functions use them unless told
+otherwise.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from dojo_cli.model.mechanism import Mechanism
+from dojo_cli.physics import energy as _energy
+from dojo_cli.physics.coordinates import maximal_to_minimal as _max_to_min
+from dojo_cli.physics.coordinates import minimal_to_maximal as _min_to_max
+from dojo_cli.scene.builder import build_mechanism
+from dojo_cli.scene.loader import load_scene_spec
+from dojo_cli.simulation import simulate as _sim
+from dojo_cli.simulation.controller import Controller
+from dojo_cli.simulation.simulate import Trajectory
+from dojo_cli.simulation.step import step as _step
+from dojo_cli.solver.options import SolverOptions
+
+
+def load_scene(source: str, overrides: Mapping[str, Any] | Sequence[str] | None = None) -> Mechanism:
+    """Load a scene file or built-in scene and build its Mechanism.
+
+    Args:
+        source: a YAML path or the name of a built-in scene (``dojo scenes``).
+        overrides: dotted-path overrides, e.g. ``{"joints.0.spring": 3.0}`` or
+            ``["bodies.0.mass=2"]`` (the same as ``--set`` on the command line).
+
+    Raises:
+        SceneError: the scene is invalid (every problem with file, line, field).
+    """
+    spec = load_scene_spec(source, overrides)
+    return build_mechanism(spec, getattr(spec, "_file", None))
+
+
+def initial_state(mech: Mechanism) -> np.ndarray:
+    """The scene's initial maximal state (13 nb,), per body [x, v, q, w]."""
+    z = getattr(mech, "initial", None)
+    if z is None:
+        return _min_to_max(mech, np.zeros(mech.minimal_dimension()))
+    return z.copy()
+
+
+def default_options(mech: Mechanism) -> SolverOptions:
+    """The scene's solver options (Dojo's defaults for a mechanism built in Python)."""
+    return getattr(mech, "default_options", None) or SolverOptions()
+
+
+def step(mech: Mechanism, z, u=None, opts: SolverOptions | None = None, f_ext=None, tau_ext=None) -> np.ndarray:
+    """One step: the next maximal state [x3, v25, q3, w25] per body, (13 nb,).
+
+    Args:
+        mech: the mechanism.
+        z: (13 nb,) current maximal state.
+        u: (nu,) joint inputs in joint order (N, N m), held over the step; None = zero.
+        opts: solver options (default: the scene's).
+        f_ext: (nb,3) external forces at the centres of mass, world frame.
+        tau_ext: (nb,3) external torques, body frame.
+    """
+    return _step(mech, z, u, opts or default_options(mech), f_ext, tau_ext)
+
+
+def simulate(
+    mech: Mechanism,
+    steps: int | None = None,
+    z0=None,
+    controller: Controller | None = None,
+    opts: SolverOptions | None = None,
+    abort_on_failure: bool = False,
+) -> Trajectory:
+    """Simulate and return the storage datasets as arrays.
+
+    Args:
+        mech: the mechanism.
+        steps: number of steps (default: the scene's steps or duration).
+        z0: (13 nb,) initial state (default: the scene's).
+        controller: input law (default: the scene's controller).
+        opts: solver options (default: the scene's).
+        abort_on_failure: raise SolverError at the first failed step.
+    """
+    if steps is None:
+        steps = getattr(mech, "default_steps", None)
+        if steps is None:
+            raise ValueError("steps not given and the scene sets neither steps nor duration")
+    return _sim.simulate(
+        mech,
+        int(steps),
+        initial_state(mech) if z0 is None else z0,
+        controller if controller is not None else getattr(mech, "controller", None),
+        opts or default_options(mech),
+        getattr(mech, "external", None),
+        abort_on_failure,
+    )
+
+
+def maximal_to_minimal(mech: Mechanism, z) -> np.ndarray:
+    """Minimal state (2 nf,), per joint [coordinates; velocities], of a maximal state."""
+    return _max_to_min(mech, z)
+
+
+def minimal_to_maximal(mech: Mechanism, y) -> np.ndarray:
+    """Maximal state (13 nb,) of a minimal state (2 nf,)."""
+    return _min_to_max(mech, y)
+
+
+def input_dimensions(mech: Mechanism) -> list[int]:
+    """Inputs per joint, in joint order."""
+    return mech.input_dimensions()
+
+
+def maximal_dimension(mech: Mechanism, attitude_jacobian: bool = False) -> int:
+    """13 nb (or 12 nb in tangent coordinates)."""
+    return mech.maximal_dimension(attitude_jacobian)
+
+
+def minimal_dimension(mech: Mechanism) -> int:
+    """2 x free coordinates."""
+    return mech.minimal_dimension()
+
+
+def root_to_leaves_ordering(mech: Mechanism) -> list[int]:
+    """Joint indices from the origin outwards (loop-closure joints last)."""
+    return mech.root_to_leaves_ordering()
+
+
+def get_body(mech: Mechanism, name):
+    """A body by name or index."""
+    return mech.get_body(name)
+
+
+def get_joint(mech: Mechanism, name):
+    """A joint by name or index."""
+    return mech.get_joint(name)
+
+
+def get_node(mech: Mechanism, name):
+    """A body or joint by name."""
+    return mech.get_node(name)
+
+
+def mechanics(mech: Mechanism, traj: Trajectory) -> _energy.Mechanics:
+    """Energy and momentum of the states 0..T-1 of a trajectory."""
+    return _energy.mechanics(mech, traj.time, traj.x, traj.q, traj.v, traj.omega)
+
+
+def kinetic_energy(mech: Mechanism, traj: Trajectory) -> np.ndarray:
+    """(T,) kinetic energy, J (Dojo's discrete Legendre transform)."""
+    return _energy.kinetic_energy(mech, traj.v, traj.omega)
+
+
+def potential_energy(mech: Mechanism, traj: Trajectory) -> np.ndarray:
+    """(T,) gravity plus spring potential energy, J."""
+    T = traj.steps
+    return _energy.potential_energy(mech, traj.x[:T], traj.q[:T])
+
+
+def mechanical_energy(mech: Mechanism, traj: Trajectory) -> np.ndarray:
+    """(T,) kinetic plus potential energy, J."""
+    return kinetic_energy(mech, traj) + potential_energy(mech, traj)
+
+
+def momentum(mech: Mechanism, traj: Trajectory) -> tuple[np.ndarray, np.ndarray]:
+    """(T,3) linear momentum and (T,3) angular momentum about the origin, world frame."""
+    return (
+        _energy.linear_momentum(mech, traj.v, traj.omega),
+        _energy.angular_momentum(mech, traj.x, traj.q, traj.v, traj.omega),
+    )
