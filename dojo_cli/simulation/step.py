@@ -35,6 +35,12 @@ from dojo_cli.solver.status import SolverResult
 
 # Dojo clips |w|^2 at 3.9/h^2 (the integrator map needs |w| < 2/h, notes 5.3 f).
 _MAX_ANGULAR_SPEED_SQ = 3.9
+# Regularisation of the joint-impulse diagonal (Dojo's REG, notes 1 and 3.3). Redundant
+# constraints (a planar loop closed by revolute joints constrains out-of-plane motion
+# twice) make the Newton matrix singular; with the Schur complement
+# Jg A^-1 Jg^T ~ h W M^-1 W^T positive semidefinite, +REG I makes it definite without
+# changing the residual, so the converged solution is unaffected.
+CONSTRAINT_REGULARIZATION = 1e-10
 
 
 class StepStructure:
@@ -71,6 +77,9 @@ class StepStructure:
         # 4. Jg(z3) dz3/dxi: lambda rows, body columns
         rows.append(lam_full[self.row_keep])
         cols.append(self.row_cols[self.row_keep])
+        # 5. regularisation on the lambda diagonal
+        rows.append(self.nv + np.arange(nl))
+        cols.append(self.nv + np.arange(nl))
         self.pattern = MatrixPattern(self.n, np.concatenate(rows), np.concatenate(cols))
 
 
@@ -112,14 +121,17 @@ class StepProblem:
         kin2 = joint_kinematics(mech, self.x2, self.q2)
         _, jc2 = constraint_rows(mech, kin2)
         self.jg2 = jc2[mech.row_joint, mech.row_slot]  # (nl,12)
-        m2, jm2 = minimal_rows(mech, kin2)
-        self.theta2 = m2[mech.free_joint, mech.free_slot]
-        jf2 = jm2[mech.free_joint, mech.free_slot]  # (nf,12)
-        ju2 = input_rows(mech, kin2)[mech.free_joint, mech.free_slot]
-
         # Impulses constant over the solve: inputs, springs, gravity, external wrench.
-        spring_force = -mech.spring * (self.theta2 - mech.spring_offset)
-        gen = h * (ju2 * u[:, None] + jf2 * spring_force[:, None])
+        gen = np.zeros((mech.nf, 12))
+        jf2 = None
+        if mech.has_springs or mech.has_dampers:
+            m2, jm2 = minimal_rows(mech, kin2)
+            jf2 = jm2[mech.free_joint, mech.free_slot]  # (nf,12)
+            spring_force = -mech.spring * (m2[mech.free_joint, mech.free_slot] - mech.spring_offset)
+            gen += h * jf2 * spring_force[:, None]
+        if np.any(u):
+            ju2 = input_rows(mech, kin2)[mech.free_joint, mech.free_slot]
+            gen += h * ju2 * u[:, None]
         applied = _scatter(self.s.free_cols, self.s.free_keep, gen, self.s.nv).reshape(nb, 6)
         wrench = np.zeros((nb, 6))
         wrench[:, :3] = mech.mass[:, None] * mech.gravity
@@ -131,10 +143,14 @@ class StepProblem:
 
         # Damping: impulse -h Jf^T C Jf xi, constant matrix (Rayleigh on theta_dot).
         d = self.s.free_damped
-        self.jf_damped = jf2[d]
-        self.damper_blocks = (h * mech.damper[d, None, None] * jf2[d, :, None] * jf2[d, None, :]).ravel()[
-            self.s.damper_keep
-        ]
+        if d.size:
+            self.jf_damped = jf2[d]
+            self.damper_blocks = (h * mech.damper[d, None, None] * jf2[d, :, None] * jf2[d, None, :]).ravel()[
+                self.s.damper_keep
+            ]
+        else:
+            self.jf_damped = np.zeros((0, 12))
+            self.damper_blocks = np.zeros(0)
         self.neg_jg2t = -self.jg2[self.s.row_keep]
         self._cache_w: np.ndarray | None = None
 
@@ -199,6 +215,7 @@ class StepProblem:
                 self.damper_blocks,
                 self.neg_jg2t,
                 chained[s.row_keep],
+                np.full(mech.nl, CONSTRAINT_REGULARIZATION),
             ]
         )
         return s.pattern.assemble(values)

@@ -17,9 +17,10 @@ import scipy.linalg
 import scipy.sparse
 import scipy.sparse.linalg
 
-# Up to this many unknowns a dense LU is faster than SuperLU here (measured by
-# benchmarks/step_speed.py: the crossover on 2 cores is between 150 and 300).
-DENSE_MAX = 200
+# Up to this many unknowns a dense LU is faster than SuperLU here (measured with
+# benchmarks/step_speed.py --linear dense|sparse on chains: dense wins at 110
+# unknowns, sparse at 165).
+DENSE_MAX = 128
 
 
 class MatrixPattern:

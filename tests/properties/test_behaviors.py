@@ -102,3 +102,12 @@ def test_translational_input_torque_matches_constraint_force():
     force, torque = row[6:9], row[9:12]
     assert np.allclose(force, [1, 0, 0])
     assert np.allclose(torque, np.cross([0, 0, 0.5], [1, 0, 0])), torque
+
+
+def test_fourbar_redundant_loop_converges_at_default_options():
+    """The planar loop's constraints are redundant (Newton matrix rank-deficient without
+    regularisation); every step must still converge at Dojo's default options."""
+    mech, z0 = fourbar(h=0.01)
+    tr = simulate(mech, 500, z0)
+    failed = [i for i, s in enumerate(tr.status) if s != "success"]
+    assert not failed, f"{len(failed)} steps failed, first {failed[:3]}, residuals {tr.residual[failed[:3]]}"

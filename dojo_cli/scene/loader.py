@@ -1,0 +1,386 @@
+"""Read scene files into validated ``SceneSpec``s, with line numbers in every problem.
+
+The YAML is composed once into a node tree (SafeLoader), which gives both the
+plain data and a map from dotted field path (``bodies.0.mass``) to the 1-based
+line of that field: the line of its key in a mapping, of its first token in a
+list. Pydantic's errors are turned into one ``Problem`` per issue: the error
+location becomes a field path (dropping the tags pydantic inserts for unions,
+``schema.UNION_TAGS``), its line is the field's line, or the enclosing field's
+when the field is missing, and the message is a short one of ours. Fields set by
+overrides are reported on ``--set`` instead of a line.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from importlib import resources
+from importlib.resources.abc import Traversable
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+from pydantic_core import ErrorDetails
+
+from dojo_cli.errors import Problem, SceneError
+from dojo_cli.scene.overrides import apply_overrides_with_paths
+from dojo_cli.scene.schema import SPEC_MODELS, UNION_TAGS, SceneSource, SceneSpec, SpecProblems, value_text
+
+BUILTIN_FOLDER = "builtin"
+"""Folder of the built-in scenes inside this package (``<name>.yaml``)."""
+
+_SCENE_SUFFIX = ".yaml"
+# pydantic's location element for a mapping key's own error
+_KEY_LOCATION = "[key]"
+
+
+# ----------------------------------------------------------- built-in scenes
+
+
+def _builtin_folder() -> Traversable:
+    return resources.files(__package__).joinpath(BUILTIN_FOLDER)
+
+
+def builtin_scene_names() -> list[str]:
+    """Names of the built-in scenes, sorted (empty when none are installed)."""
+    folder = _builtin_folder()
+    if not folder.is_dir():
+        return []
+    return sorted(
+        entry.name[: -len(_SCENE_SUFFIX)]
+        for entry in folder.iterdir()
+        if entry.is_file() and entry.name.endswith(_SCENE_SUFFIX)
+    )
+
+
+def _unknown_scene(name: str) -> SceneError:
+    listed = ", ".join(builtin_scene_names()) or "none"
+    return SceneError(Problem(name, None, "", f"no such scene file or built-in scene {name!r} (built-in: {listed})"))
+
+
+def builtin_scene_path(name: str) -> Path:
+    """Path of a built-in scene file.
+
+    Raises:
+        SceneError: no built-in scene has that name.
+    """
+    if name not in builtin_scene_names():
+        raise _unknown_scene(name)
+    return Path(str(_builtin_folder().joinpath(name + _SCENE_SUFFIX)))
+
+
+def builtin_scene_text(name: str) -> str:
+    """YAML text of a built-in scene.
+
+    Raises:
+        SceneError: no built-in scene has that name.
+    """
+    if name not in builtin_scene_names():
+        raise _unknown_scene(name)
+    return _builtin_folder().joinpath(name + _SCENE_SUFFIX).read_text(encoding="utf-8")
+
+
+# ------------------------------------------------------------------- loading
+
+
+def load_scene_spec(
+    source: str | os.PathLike, overrides: Mapping[str, Any] | Sequence[str] | None = None
+) -> SceneSpec:
+    """Load and validate a scene file or a built-in scene.
+
+    Args:
+        source: path of a YAML scene file, or the name of a built-in scene (a
+            file of that name takes precedence).
+        overrides: {dotted path: value} or ``PATH=VALUE`` strings, applied
+            before validation (see ``dojo_cli.scene.overrides``).
+
+    Returns:
+        The validated scene; relative paths in it resolve against the file's folder.
+
+    Raises:
+        SceneError: the scene cannot be found or read, or is invalid; one
+            problem per issue, each with file, line and field path.
+    """
+    path = Path(source)
+    if path.is_file():
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise SceneError(Problem(str(source), None, "", f"cannot read the file: {exc.strerror or exc}")) from None
+        except UnicodeDecodeError as exc:
+            raise SceneError(
+                Problem(str(source), None, "", f"cannot read the file: not UTF-8 text (byte {exc.start})")
+            ) from None
+        return load_scene_spec_from_string(text, str(source), path.resolve().parent, overrides)
+    name = str(source)
+    if name in builtin_scene_names():
+        builtin = builtin_scene_path(name)
+        shown = f"dojo_cli/scene/{BUILTIN_FOLDER}/{builtin.name}"
+        return load_scene_spec_from_string(builtin_scene_text(name), shown, builtin.parent, overrides)
+    if path.exists():
+        raise SceneError(Problem(name, None, "", "not a scene file (a directory?)"))
+    raise _unknown_scene(name)
+
+
+def load_scene_spec_from_string(
+    text: str,
+    file: str = "<string>",
+    base_dir: str | os.PathLike | None = None,
+    overrides: Mapping[str, Any] | Sequence[str] | None = None,
+) -> SceneSpec:
+    """Validate a scene given as YAML text.
+
+    Args:
+        text: the YAML scene.
+        file: name of the text in problems.
+        base_dir: folder relative paths resolve against (None: the current directory).
+        overrides: as for ``load_scene_spec``.
+
+    Raises:
+        SceneError: invalid YAML or an invalid scene.
+    """
+    data, lines = _parse_yaml(text, file)
+    source = SceneSource(file, _absolute_folder(base_dir), lines)
+    if not isinstance(data, dict):
+        what = "the file is empty" if data is None else f"got {value_text(data)}"
+        raise SceneError(Problem(file, lines.get(""), "", f"a scene must be a mapping of fields (name, timestep, bodies, ...); {what}"))
+    return _validate(data, source, overrides)
+
+
+def spec_from_dict(
+    data: dict,
+    file: str = "<dict>",
+    overrides: Mapping[str, Any] | Sequence[str] | None = None,
+    base_dir: str | os.PathLike | None = None,
+) -> SceneSpec:
+    """Validate a scene given as plain data (problems carry no line numbers).
+
+    Args:
+        data: the scene as YAML would read it (not modified).
+        file: name of the data in problems.
+        overrides: as for ``load_scene_spec``.
+        base_dir: folder relative paths resolve against (None: the current directory).
+
+    Raises:
+        SceneError: an invalid scene.
+    """
+    source = SceneSource(file, _absolute_folder(base_dir))
+    if not isinstance(data, Mapping):
+        raise SceneError(Problem(file, None, "", f"a scene must be a mapping of fields, got {value_text(data)}"))
+    return _validate(dict(data), source, overrides)
+
+
+class _SceneDumper(yaml.SafeDumper):
+    """Block-style mappings; lists of numbers on one line (``[0.0, 0.0, -9.81]``)."""
+
+
+def _represent_list(dumper: yaml.SafeDumper, data: list) -> yaml.SequenceNode:
+    flow = not any(isinstance(item, (list, dict)) for item in data)
+    return dumper.represent_sequence("tag:yaml.org,2002:seq", data, flow_style=flow)
+
+
+_SceneDumper.add_representer(list, _represent_list)
+
+
+def dump_scene(spec: SceneSpec) -> str:
+    """The full resolved scene as YAML, every default explicit; it loads back equal.
+
+    Infinite values are written ``.inf``, which YAML reads back as infinity.
+    """
+    data = spec.model_dump(mode="json")
+    return yaml.dump(data, Dumper=_SceneDumper, sort_keys=False, default_flow_style=False, allow_unicode=True)
+
+
+def _absolute_folder(base_dir: str | os.PathLike | None) -> Path | None:
+    return None if base_dir is None else Path(os.path.abspath(base_dir))
+
+
+def _validate(
+    data: dict, source: SceneSource, overrides: Mapping[str, Any] | Sequence[str] | None
+) -> SceneSpec:
+    if overrides:
+        data, overridden = apply_overrides_with_paths(data, overrides)
+        source = replace(source, overrides=overridden)
+    try:
+        spec = SceneSpec.model_validate(data)
+    except ValidationError as exc:
+        problems = [problem for error in exc.errors() for problem in _problems(error, data, source)]
+        # overrides (no line) first, then in file order; stable within a line
+        problems.sort(key=lambda p: (p.line is not None, p.line or 0))
+        raise SceneError(problems) from None
+    return spec.with_source(source)
+
+
+# -------------------------------------------------------------------- YAML
+
+
+def _parse_yaml(text: str, file: str) -> tuple[Any, dict[str, int]]:
+    """Plain data and {field path: line} of a YAML document.
+
+    Raises:
+        SceneError: malformed YAML, or a key given twice in one mapping.
+    """
+    loader = yaml.SafeLoader(text)
+    try:
+        node = loader.get_single_node()
+        data = loader.construct_document(node) if node is not None else None
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = mark.line + 1 if mark is not None else None
+        reason = exc.problem or exc.context or "unreadable"
+        raise SceneError(Problem(file, line, "", f"invalid YAML: {reason}")) from None
+    except yaml.YAMLError as exc:
+        raise SceneError(Problem(file, None, "", f"invalid YAML: {exc}")) from None
+    finally:
+        loader.dispose()
+    lines: dict[str, int] = {}
+    duplicates: list[Problem] = []
+    if node is not None:
+        _index_lines(node, "", lines, duplicates, file)
+    if duplicates:
+        raise SceneError(duplicates)
+    return data, lines
+
+
+def _index_lines(node: yaml.Node, path: str, lines: dict[str, int], duplicates: list[Problem], file: str) -> None:
+    """Record the line of ``node`` at ``path`` and of everything below it."""
+    lines.setdefault(path, node.start_mark.line + 1)
+    prefix = path + "." if path else ""
+    if isinstance(node, yaml.MappingNode):
+        first_line: dict[str, int] = {}
+        for key_node, value_node in node.value:
+            # merge keys (<<) and non-scalar keys name no field
+            if not isinstance(key_node, yaml.ScalarNode) or key_node.tag == "tag:yaml.org,2002:merge":
+                continue
+            key = str(key_node.value)
+            key_line = key_node.start_mark.line + 1
+            if key in first_line:
+                duplicates.append(
+                    Problem(file, key_line, prefix + key, f"duplicate key {key!r} (first given on line {first_line[key]})")
+                )
+                continue
+            first_line[key] = key_line
+            lines[prefix + key] = key_line
+            _index_lines(value_node, prefix + key, lines, duplicates, file)
+    elif isinstance(node, yaml.SequenceNode):
+        for index, item in enumerate(node.value):
+            _index_lines(item, prefix + str(index), lines, duplicates, file)
+
+
+# ------------------------------------------------------ pydantic -> problems
+
+
+def _problems(error: ErrorDetails, data: Any, source: SceneSource) -> list[Problem]:
+    """One Problem per issue in a pydantic error (several for SpecProblems)."""
+    path = _field_path(error["loc"], data)
+    cause = error.get("ctx", {}).get("error")
+    if isinstance(cause, SpecProblems):
+        return [source.problem(_join(path, sub), message) for sub, message in cause.problems]
+    suffix, message = _message(error, data, path)
+    return [source.problem(_join(path, suffix), message)]
+
+
+def _join(path: str, sub: str) -> str:
+    return f"{path}.{sub}" if path and sub else path or sub
+
+
+def _field_path(loc: tuple[int | str, ...], data: Any) -> str:
+    """Dotted field path of a pydantic error location.
+
+    Walks the data along the location so that union tags are dropped only
+    where they are not real keys (a joint may well be called "box").
+    """
+    parts: list[str] = []
+    node = data
+    for element in loc:
+        if isinstance(node, dict) and element in node:
+            node = node[element]
+        elif isinstance(node, list) and isinstance(element, int) and 0 <= element < len(node):
+            node = node[element]
+        elif element in UNION_TAGS or element == _KEY_LOCATION:
+            continue
+        else:
+            node = None
+        parts.append(str(element))
+    return ".".join(parts)
+
+
+def _message(error: ErrorDetails, data: Any, path: str) -> tuple[str, str]:
+    """(path suffix, short message) of one pydantic error."""
+    kind = error["type"]
+    ctx = error.get("ctx", {})
+    got = value_text(error.get("input"))
+    if kind == "missing":
+        return "", "field required"
+    if kind == "extra_forbidden":
+        key = str(error["loc"][-1])
+        return "", f"unknown field {key!r}" + _suggestion(key, _container(data, path))
+    if kind in ("float_type", "float_parsing"):
+        return "", f"must be a number, got {got}"
+    if kind in ("int_type", "int_parsing", "int_from_float"):
+        return "", f"must be an integer, got {got}"
+    if kind == "finite_number":
+        return "", f"must be a finite number, got {got}"
+    if kind == "string_type":
+        return "", f"must be a string, got {got}"
+    if kind == "list_type":
+        return "", f"must be a list, got {got}"
+    if kind in ("dict_type", "model_type", "model_attributes_type"):
+        return "", f"must be a mapping, got {got}"
+    if kind == "literal_error":
+        return "", f"must be {ctx['expected']}, got {got}"
+    if kind in ("greater_than", "greater_than_equal", "less_than", "less_than_equal"):
+        bound = {"greater_than": "gt", "greater_than_equal": "ge", "less_than": "lt", "less_than_equal": "le"}[kind]
+        symbol = {"gt": ">", "ge": ">=", "lt": "<", "le": "<="}[bound]
+        return "", f"must be {symbol} {ctx[bound]:g}, got {got}"
+    if kind == "too_short":
+        entries = "entry" if ctx["min_length"] == 1 else "entries"
+        return "", f"must have at least {ctx['min_length']} {entries}, got {ctx['actual_length']}"
+    if kind == "union_tag_invalid":
+        what = str(error["loc"][-1]) if error["loc"] else "the"
+        choices = str(ctx["expected_tags"]).replace("'", "")
+        return _discriminator(ctx), f"unknown {what} type {ctx['tag']!r} (one of: {choices})"
+    if kind == "union_tag_not_found":
+        return _discriminator(ctx), "field required"
+    text = error["msg"].removeprefix("Value error, ")
+    return "", text[:1].lower() + text[1:]
+
+
+def _discriminator(ctx: dict) -> str:
+    """The discriminating key of a tagged union ("type")."""
+    return str(ctx.get("discriminator", "")).strip("'")
+
+
+def _container(data: Any, path: str) -> Any:
+    """The data at the parent of a field path (the mapping holding the field)."""
+    node = data
+    for part in path.split(".")[:-1]:
+        if isinstance(node, dict):
+            node = node.get(part)
+        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+            node = node[int(part)]
+        else:
+            return None
+    return node
+
+
+def _suggestion(key: str, mapping: Any) -> str:
+    """' (did you mean 'mass'?)' for a mistyped key, judged by the mapping's other keys.
+
+    The candidate fields are those of the scene models that share the most keys
+    with the mapping, so a body's typo is matched against body fields.
+    """
+    others = set(mapping) - {key} if isinstance(mapping, dict) else set()
+    best = max(len(others & set(model.model_fields)) for model in SPEC_MODELS)
+    candidates = {
+        name
+        for model in SPEC_MODELS
+        if len(others & set(model.model_fields)) == best
+        for name in model.model_fields
+        if name not in others
+    }
+    close = difflib.get_close_matches(key, sorted(candidates), n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""

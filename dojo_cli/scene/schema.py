@@ -1,0 +1,1096 @@
+"""Pydantic models of the YAML scene format, format 1 (FORMATS.md).
+
+Every model forbids unknown keys, so a typo is an error rather than a silently
+ignored field. Validation is staged the way pydantic runs it: each field's type
+and range first, then each model's own consistency (a joint's value counts
+against its type), then the scene's cross-references (names, the joint tree).
+
+Models report several problems at once by raising ``SpecProblems``, a
+``ValueError`` carrying (relative field path, message) pairs; pydantic keeps
+the exception in the error's context, where the loader finds it and turns each
+pair into one ``Problem`` with a line number. Single-field problems are raised
+as ``PydanticCustomError`` with a short message.
+
+Unions whose members pydantic cannot tell apart by a ``type`` key (a scalar or a
+list, a diagonal or a full inertia, the three ``against`` forms) use callable
+discriminators; pydantic inserts the chosen tag into error locations, and
+``UNION_TAGS`` lists those tags so that the loader can drop them from field paths.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Annotated, Any, Literal, Union, get_args
+
+import numpy as np
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Discriminator,
+    Field,
+    PrivateAttr,
+    Tag,
+    field_validator,
+    model_validator,
+)
+from pydantic.fields import FieldInfo
+from pydantic_core import PydanticCustomError, PydanticUndefined
+
+from dojo_cli.errors import Problem
+from dojo_cli.model.joint_types import JointType, input_dimension
+
+# A quaternion whose norm is within this of 1 is accepted and normalised: it
+# absorbs values typed with 3 to 4 significant digits (0.7071).
+QUATERNION_NORM_TOL = 1e-3
+# Norm deviations below this are rounding: such vectors are kept bit for bit,
+# so that normalising is idempotent and a dumped scene reads back equal.
+UNIT_ROUNDING = 1e-12
+# Directions (joint axes, half-space normals) shorter than this have no meaningful
+# normalisation.
+MIN_DIRECTION_NORM = 1e-12
+# Relative tolerance on the symmetry of an explicit 3x3 inertia.
+INERTIA_SYMMETRY_RTOL = 1e-9
+
+RESERVED_BODY_NAME = "origin"
+OVERRIDE_FILE = "--set"
+"""The "file" named by problems in fields set by overrides."""
+SHAPE_TYPES = ("box", "sphere", "cylinder", "capsule", "pyramid", "mesh", "frame")
+
+# Tags of the callable discriminators below (angle brackets keep them apart from
+# any scene key).
+_SCALAR = "<scalar>"
+_LIST = "<list>"
+_MAPPING = "<mapping>"
+_DIAGONAL = "<diagonal>"
+_MATRIX = "<matrix>"
+_GROUND = "<ground>"
+_HALF_SPACE = "<half-space>"
+_BODY = "<body>"
+# Every tag pydantic may insert into an error location: the callable ones, and
+# the shape types of the shape union (discriminated by its ``type`` field).
+UNION_TAGS = frozenset((_SCALAR, _LIST, _MAPPING, _DIAGONAL, _MATRIX, _GROUND, _HALF_SPACE, _BODY) + SHAPE_TYPES)
+
+# Longest rendering of an input value inside a message.
+_MAX_VALUE_TEXT = 40
+# Most names listed in "unknown body" messages.
+_MAX_LISTED_NAMES = 12
+
+
+class SpecProblems(ValueError):
+    """Several problems found by one model validator.
+
+    Attributes:
+        problems: (field path relative to the validated model, message) pairs.
+    """
+
+    def __init__(self, problems: list[tuple[str, str]]):
+        self.problems = list(problems)
+        super().__init__("; ".join(f"{path}: {message}" for path, message in self.problems))
+
+
+def value_text(value: Any) -> str:
+    """Short YAML-like rendering of an input value for error messages."""
+    if isinstance(value, bool):
+        text = "true" if value else "false"
+    elif value is None:
+        text = "null"
+    elif isinstance(value, str):
+        text = repr(value)
+    elif isinstance(value, Mapping):
+        text = "{" + ", ".join(f"{k}: {value_text(v)}" for k, v in value.items()) + "}"
+    elif isinstance(value, (list, tuple, np.ndarray)):
+        text = "[" + ", ".join(value_text(v) for v in list(value)) + "]"
+    else:
+        text = str(value)
+    return text if len(text) <= _MAX_VALUE_TEXT else text[: _MAX_VALUE_TEXT - 3] + "..."
+
+
+def _invalid(message: str) -> PydanticCustomError:
+    """A validation error with exactly this message."""
+    return PydanticCustomError("scene", "{message}", {"message": message})
+
+
+def _entries(value: Any) -> list | None:
+    """The entries of a list-like input (list, tuple, array), or None."""
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, (list, tuple)):
+        return list(value)
+    return None
+
+
+def _normalised(values: list[float], norm: float) -> list[float]:
+    """values / norm, or values unchanged when norm is 1 up to rounding."""
+    if abs(norm - 1.0) <= UNIT_ROUNDING:
+        return list(values)
+    return [v / norm for v in values]
+
+
+# ---------------------------------------------------------------- field types
+
+
+def _number_not_bool(value: Any) -> Any:
+    # pydantic reads true/false as 1/0; in a scene that is always a mistake
+    if isinstance(value, bool):
+        raise _invalid(f"must be a number, got {value_text(value)}")
+    return value
+
+
+def _integer_not_bool(value: Any) -> Any:
+    if isinstance(value, bool):
+        raise _invalid(f"must be an integer, got {value_text(value)}")
+    return value
+
+
+def _not_nan(value: float) -> float:
+    if math.isnan(value):
+        raise _invalid("must be a number, got nan")
+    return value
+
+
+Real = Annotated[float, BeforeValidator(_number_not_bool), Field(allow_inf_nan=False)]
+"""A finite number."""
+ExtendedReal = Annotated[float, BeforeValidator(_number_not_bool), AfterValidator(_not_nan)]
+"""A number that may be infinite (written ``.inf`` in YAML), never nan."""
+PositiveReal = Annotated[Real, Field(gt=0)]
+NonNegativeReal = Annotated[Real, Field(ge=0)]
+UnitIntervalReal = Annotated[Real, Field(ge=0, le=1)]
+Integer = Annotated[int, BeforeValidator(_integer_not_bool)]
+
+
+def _non_empty(value: str) -> str:
+    if not value.strip():
+        raise _invalid("must not be empty")
+    return value
+
+
+Name = Annotated[str, AfterValidator(_non_empty)]
+
+
+def _list_entries(value: Any) -> list:
+    entries = _entries(value)
+    if entries is None:
+        raise _invalid(f"must be a list of numbers, got {value_text(value)}")
+    return entries
+
+
+RealList = Annotated[list[Real], BeforeValidator(_list_entries)]
+ExtendedRealList = Annotated[list[ExtendedReal], BeforeValidator(_list_entries)]
+
+
+def _three_entries(value: Any) -> list:
+    entries = _entries(value)
+    if entries is None:
+        raise _invalid(f"must be a list of 3 numbers, got {value_text(value)}")
+    if len(entries) != 3:
+        raise _invalid(f"must have 3 entries, got {len(entries)}")
+    return entries
+
+
+Vector3 = Annotated[list[Real], BeforeValidator(_three_entries)]
+"""Exactly three finite numbers."""
+PositiveVector3 = Annotated[list[PositiveReal], BeforeValidator(_three_entries)]
+
+
+def _unit_direction(value: list[float]) -> list[float]:
+    norm = math.sqrt(sum(v * v for v in value))
+    if norm < MIN_DIRECTION_NORM:
+        raise _invalid(f"must be nonzero, got {value_text(value)}")
+    return _normalised(value, norm)
+
+
+Direction = Annotated[Vector3, AfterValidator(_unit_direction)]
+"""A nonzero 3-vector, normalised to unit length."""
+
+_QUATERNION_TEXT = "must be a unit quaternion [w, x, y, z]"
+
+
+def _four_entries(value: Any) -> list:
+    entries = _entries(value)
+    if entries is None:
+        raise _invalid(f"{_QUATERNION_TEXT}, got {value_text(value)}")
+    if len(entries) != 4:
+        raise _invalid(f"{_QUATERNION_TEXT}, got {len(entries)} entries")
+    return entries
+
+
+def _unit_quaternion(value: list[float]) -> list[float]:
+    norm = math.sqrt(sum(v * v for v in value))
+    if abs(norm - 1.0) > QUATERNION_NORM_TOL:
+        raise _invalid(f"{_QUATERNION_TEXT}, got norm {norm:.6g}")
+    return _normalised(value, norm)
+
+
+Quaternion = Annotated[list[Real], BeforeValidator(_four_entries), AfterValidator(_unit_quaternion)]
+"""Four finite numbers [w, x, y, z] of norm 1 +- QUATERNION_NORM_TOL, normalised."""
+
+
+def _color_entries(value: Any) -> list:
+    entries = _entries(value)
+    if entries is None or len(entries) not in (3, 4):
+        got = f"{len(entries)} entries" if entries is not None else value_text(value)
+        raise _invalid(f"must be [r, g, b] or [r, g, b, a], got {got}")
+    return entries
+
+
+def _rgba(value: list[float]) -> list[float]:
+    return value + [1.0] if len(value) == 3 else value
+
+
+Color = Annotated[list[UnitIntervalReal], BeforeValidator(_color_entries), AfterValidator(_rgba)]
+"""[r, g, b] or [r, g, b, a] in [0, 1], stored as RGBA (alpha 1 when not given)."""
+
+
+def _scalar_or_list_tag(value: Any) -> str:
+    return _LIST if _entries(value) is not None else _SCALAR
+
+
+Gain = Annotated[
+    Union[Annotated[NonNegativeReal, Tag(_SCALAR)], Annotated[list[NonNegativeReal], Tag(_LIST)]],
+    Discriminator(_scalar_or_list_tag),
+]
+"""A number >= 0, or a list of them (one per free coordinate)."""
+
+Scale = Annotated[
+    Union[Annotated[PositiveReal, Tag(_SCALAR)], Annotated[PositiveVector3, Tag(_LIST)]],
+    Discriminator(_scalar_or_list_tag),
+]
+"""A uniform scale > 0, or one per axis."""
+
+
+def _inertia_tag(value: Any) -> str:
+    rows = _entries(value) or []
+    return _MATRIX if any(_entries(row) is not None for row in rows) else _DIAGONAL
+
+
+def _inertia_matrix_shape(value: Any) -> list:
+    rows = [_entries(row) for row in _entries(value)]
+    if len(rows) != 3 or any(row is None or len(row) != 3 for row in rows):
+        raise _invalid(f"must be 3 numbers (the diagonal) or a 3x3 list, got {value_text(value)}")
+    return rows
+
+
+def _symmetric_positive_definite(rows: list[list[float]]) -> list[list[float]]:
+    matrix = np.array(rows)
+    asymmetry = np.abs(matrix - matrix.T)
+    if asymmetry.max() > INERTIA_SYMMETRY_RTOL * np.abs(matrix).max():
+        i, j = np.unravel_index(np.argmax(asymmetry), asymmetry.shape)
+        raise _invalid(f"must be symmetric, got [{i}][{j}] = {matrix[i, j]:g} but [{j}][{i}] = {matrix[j, i]:g}")
+    eigenvalues = np.linalg.eigvalsh(0.5 * (matrix + matrix.T))
+    if eigenvalues.min() <= 0.0:
+        shown = ", ".join(f"{e:.4g}" for e in eigenvalues)
+        raise _invalid(f"must be positive definite, got eigenvalues [{shown}]")
+    return rows
+
+
+def _diagonal_entries(value: Any) -> list:
+    entries = _entries(value)
+    if entries is None or len(entries) != 3:
+        raise _invalid(f"must be 3 numbers (the diagonal) or a 3x3 list, got {value_text(value)}")
+    return entries
+
+
+Inertia = Annotated[
+    Union[
+        Annotated[list[PositiveReal], BeforeValidator(_diagonal_entries), Tag(_DIAGONAL)],
+        Annotated[
+            list[list[Real]],
+            BeforeValidator(_inertia_matrix_shape),
+            AfterValidator(_symmetric_positive_definite),
+            Tag(_MATRIX),
+        ],
+    ],
+    Discriminator(_inertia_tag),
+]
+"""Central inertia: 3 positive numbers (diagonal) or a symmetric positive-definite 3x3 list."""
+
+
+class _Spec(BaseModel):
+    """Base of every scene model: unknown keys are errors."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+def _zero_vector() -> list[float]:
+    return [0.0, 0.0, 0.0]
+
+
+def _identity_quaternion() -> list[float]:
+    return [1.0, 0.0, 0.0, 0.0]
+
+
+# --------------------------------------------------------------------- shapes
+
+
+class _ShapeSpec(_Spec):
+    """Fields every shape has.
+
+    Attributes:
+        type: the shape kind, one of SHAPE_TYPES (each subclass fixes it).
+        position_offset: (3,) shape origin in the body frame.
+        orientation_offset: (4,) shape orientation in the body frame, [w, x, y, z].
+        color: (4,) RGBA in [0, 1] (given as RGB or RGBA), or None for the default.
+    """
+
+    type: str
+    position_offset: Vector3 = Field(default_factory=_zero_vector)
+    orientation_offset: Quaternion = Field(default_factory=_identity_quaternion)
+    color: Color | None = None
+
+
+class BoxShapeSpec(_ShapeSpec):
+    """A box; ``size``: (3,) edge lengths along the shape's x, y, z (m)."""
+
+    type: Literal["box"] = "box"
+    size: PositiveVector3
+
+
+class SphereShapeSpec(_ShapeSpec):
+    """A sphere of ``radius`` (m)."""
+
+    type: Literal["sphere"] = "sphere"
+    radius: PositiveReal
+
+
+class CylinderShapeSpec(_ShapeSpec):
+    """A cylinder of ``radius`` and ``height`` along the shape's z axis (m)."""
+
+    type: Literal["cylinder"] = "cylinder"
+    radius: PositiveReal
+    height: PositiveReal
+
+
+class CapsuleShapeSpec(_ShapeSpec):
+    """A capsule: a cylinder of ``radius`` and ``height`` (z axis) with hemispherical caps (m)."""
+
+    type: Literal["capsule"] = "capsule"
+    radius: PositiveReal
+    height: PositiveReal
+
+
+class PyramidShapeSpec(_ShapeSpec):
+    """A square pyramid of base ``width`` and ``height`` along z (m)."""
+
+    type: Literal["pyramid"] = "pyramid"
+    width: PositiveReal
+    height: PositiveReal
+
+
+class MeshShapeSpec(_ShapeSpec):
+    """A mesh (visual only): ``file`` relative to the scene's folder, ``scale`` uniform or per axis."""
+
+    type: Literal["mesh"] = "mesh"
+    file: Name
+    scale: Scale = 1.0
+
+
+class FrameShapeSpec(_ShapeSpec):
+    """No geometry: a body drawn as coordinate axes."""
+
+    type: Literal["frame"] = "frame"
+
+
+ShapeSpec = Annotated[
+    Union[
+        BoxShapeSpec,
+        SphereShapeSpec,
+        CylinderShapeSpec,
+        CapsuleShapeSpec,
+        PyramidShapeSpec,
+        MeshShapeSpec,
+        FrameShapeSpec,
+    ],
+    Field(discriminator="type"),
+]
+
+
+# --------------------------------------------------------------------- bodies
+
+
+class BodyInitialSpec(_Spec):
+    """A body's initial maximal state; None means "from the joints".
+
+    Attributes:
+        position: (3,) centre of mass, world frame (m).
+        orientation: (4,) [w, x, y, z], body to world.
+        velocity: (3,) linear velocity, world frame (m/s).
+        angular_velocity: (3,) angular velocity, body frame (rad/s).
+    """
+
+    position: Vector3 | None = None
+    orientation: Quaternion | None = None
+    velocity: Vector3 | None = None
+    angular_velocity: Vector3 | None = None
+
+
+class BodySpec(_Spec):
+    """A rigid body.
+
+    Attributes:
+        name: unique; "origin" is reserved for the world frame.
+        shape: geometry (drawing, and the default inertia).
+        mass: kg, > 0.
+        inertia: None (from shape and mass), (3,) diagonal, or (3, 3) central
+            inertia in the body frame (kg m^2).
+        initial: initial maximal state, overriding the joints' initial values.
+    """
+
+    name: Name
+    shape: ShapeSpec = Field(default_factory=FrameShapeSpec)
+    mass: PositiveReal
+    inertia: Inertia | None = None
+    initial: BodyInitialSpec | None = None
+
+    @field_validator("name")
+    @classmethod
+    def _not_reserved(cls, name: str) -> str:
+        if name == RESERVED_BODY_NAME:
+            raise _invalid(f"{name!r} is reserved for the world frame")
+        return name
+
+    def inertia_matrix(self) -> np.ndarray | None:
+        """(3, 3) explicit inertia (symmetrised), or None when the shape gives it."""
+        if self.inertia is None:
+            return None
+        matrix = np.array(self.inertia, dtype=float)
+        if matrix.ndim == 1:
+            return np.diag(matrix)
+        return 0.5 * (matrix + matrix.T)
+
+
+# --------------------------------------------------------------------- joints
+
+
+def _count_message(n: int, joint_type: JointType, got: int) -> str:
+    """"must have n values for a <type> joint (its free coordinates), got m"."""
+    article = "an" if joint_type.value[0] in "aeiou" else "a"
+    values = "value" if n == 1 else "values"
+    return f"must have {n} {values} for {article} {joint_type.value} joint (its free coordinates), got {got}"
+
+
+class JointLimitsSpec(_Spec):
+    """Bounds on a joint's free coordinates (``-.inf``/``.inf`` for none)."""
+
+    lower: ExtendedRealList
+    upper: ExtendedRealList
+
+    @model_validator(mode="after")
+    def _ordered(self) -> JointLimitsSpec:
+        if len(self.upper) != len(self.lower):
+            raise SpecProblems([("upper", f"must have as many values as lower ({len(self.lower)}), got {len(self.upper)}")])
+        problems = [
+            (f"lower.{i}", f"must be <= upper ({low:g} > {high:g})")
+            for i, (low, high) in enumerate(zip(self.lower, self.upper))
+            if low > high
+        ]
+        if problems:
+            raise SpecProblems(problems)
+        return self
+
+
+class JointInitialSpec(_Spec):
+    """A joint's initial minimal coordinates (None = zero)."""
+
+    position: RealList | None = None
+    velocity: RealList | None = None
+
+
+def _joint_type_name(value: Any) -> Any:
+    if isinstance(value, JointType):
+        return value
+    names = ", ".join(t.value for t in JointType)
+    if not isinstance(value, str):
+        raise _invalid(f"must be a joint type name (one of: {names}), got {value_text(value)}")
+    if value not in {t.value for t in JointType}:
+        raise _invalid(f"unknown joint type {value!r} (one of: {names})")
+    return value
+
+
+class JointSpec(_Spec):
+    """A joint between a parent (a body or origin) and a child body.
+
+    Attributes:
+        name: unique joint name.
+        type: one of the sixteen Dojo joint types.
+        parent: parent body name, or "origin".
+        child: child body name. The first joint naming a body as child is its
+            tree joint; later ones close loops.
+        axis: (3,) unit axis in the parent's joint frame.
+        parent_vertex: (3,) joint point in the parent body frame (m).
+        child_vertex: (3,) joint point in the child body frame (m).
+        orientation_offset: (4,) joint frame in the parent frame, [w, x, y, z].
+        spring: stiffness, scalar or one per free coordinate (>= 0).
+        damper: damping, scalar or one per free coordinate (>= 0).
+        spring_offset: rest values of the free coordinates (None = zero).
+        limits: bounds on the free coordinates.
+        initial: initial minimal coordinates and velocities.
+    """
+
+    name: Name
+    type: Annotated[JointType, BeforeValidator(_joint_type_name)]
+    parent: Name
+    child: Name
+    axis: Direction = Field(default_factory=lambda: [0.0, 0.0, 1.0])
+    parent_vertex: Vector3 = Field(default_factory=_zero_vector)
+    child_vertex: Vector3 = Field(default_factory=_zero_vector)
+    orientation_offset: Quaternion = Field(default_factory=_identity_quaternion)
+    spring: Gain = 0.0
+    damper: Gain = 0.0
+    spring_offset: RealList | None = None
+    limits: JointLimitsSpec | None = None
+    initial: JointInitialSpec | None = None
+
+    @model_validator(mode="after")
+    def _counts_match_type(self) -> JointSpec:
+        n = input_dimension(self.type)
+        given = {
+            "spring": self.spring if isinstance(self.spring, list) else None,
+            "damper": self.damper if isinstance(self.damper, list) else None,
+            "spring_offset": self.spring_offset,
+            "limits.lower": self.limits.lower if self.limits else None,
+            "limits.upper": self.limits.upper if self.limits else None,
+            "initial.position": self.initial.position if self.initial else None,
+            "initial.velocity": self.initial.velocity if self.initial else None,
+        }
+        problems = [
+            (path, _count_message(n, self.type, len(values)))
+            for path, values in given.items()
+            if values is not None and len(values) != n
+        ]
+        if problems:
+            raise SpecProblems(problems)
+        return self
+
+    def _per_coordinate(self, value: float | list[float]) -> np.ndarray:
+        if isinstance(value, list):
+            return np.array(value, dtype=float)
+        return np.full(input_dimension(self.type), float(value))
+
+    def spring_values(self) -> np.ndarray:
+        """(n,) spring stiffness per free coordinate (a scalar broadcast)."""
+        return self._per_coordinate(self.spring)
+
+    def damper_values(self) -> np.ndarray:
+        """(n,) damping per free coordinate (a scalar broadcast)."""
+        return self._per_coordinate(self.damper)
+
+    def spring_offset_values(self) -> np.ndarray:
+        """(n,) spring rest values of the free coordinates (zeros when not given)."""
+        return self._per_coordinate(0.0 if self.spring_offset is None else self.spring_offset)
+
+
+# ------------------------------------------------------------------- contacts
+
+
+class HalfSpaceSpec(_Spec):
+    """The half-space {p : normal . (p - point) >= 0}, world frame.
+
+    Attributes:
+        normal: (3,) outward normal of the boundary, normalised.
+        point: (3,) a point on the boundary (m).
+    """
+
+    normal: Direction
+    point: Vector3 = Field(default_factory=_zero_vector)
+
+
+class BodyCollisionSpec(_Spec):
+    """Another body's geometry, for body-body contact.
+
+    Attributes:
+        body: the other body's name.
+        shape: sphere, capsule or box.
+        radius: sphere or capsule radius (m); for a box, an inflation radius.
+        offset: (3,) shape centre in the other body's frame (m).
+        height: capsule segment length along the other body's z axis (m).
+        size: (3,) box edge lengths (m), required for a box.
+    """
+
+    body: Name
+    shape: Literal["sphere", "capsule", "box"]
+    radius: NonNegativeReal = 0.0
+    offset: Vector3 = Field(default_factory=_zero_vector)
+    height: NonNegativeReal = 0.0
+    size: PositiveVector3 | None = None
+
+    @model_validator(mode="after")
+    def _box_has_size(self) -> BodyCollisionSpec:
+        if self.shape == "box" and self.size is None:
+            raise SpecProblems([("size", "field required for a box")])
+        return self
+
+
+_AGAINST_TEXT = "must be ground, a half-space (normal, point) or a body (body, shape, ...)"
+
+
+def _ground(value: Any) -> Any:
+    if value != "ground":
+        raise _invalid(f"{_AGAINST_TEXT}, got {value_text(value)}")
+    return value
+
+
+def _against_tag(value: Any) -> str:
+    if isinstance(value, HalfSpaceSpec):
+        return _HALF_SPACE
+    if isinstance(value, BodyCollisionSpec):
+        return _BODY
+    if isinstance(value, Mapping):
+        return _BODY if "body" in value else _HALF_SPACE
+    # anything else must be the word ground, whose validator says what is wrong
+    return _GROUND
+
+
+Against = Annotated[
+    Union[
+        Annotated[Literal["ground"], BeforeValidator(_ground), Tag(_GROUND)],
+        Annotated[HalfSpaceSpec, Tag(_HALF_SPACE)],
+        Annotated[BodyCollisionSpec, Tag(_BODY)],
+    ],
+    Discriminator(_against_tag),
+]
+
+
+class ContactSpec(_Spec):
+    """A contact sphere on a body, against the ground, a half-space or another body.
+
+    Attributes:
+        name: unique contact name.
+        body: the body carrying the sphere.
+        model: impact, linear or nonlinear (friction cone).
+        friction: Coulomb coefficient, >= 0 (ignored by impact).
+        radius: sphere radius (m), 0 for a point.
+        offset: (3,) sphere centre in the body frame (m).
+        against: "ground" (z >= 0), a HalfSpaceSpec or a BodyCollisionSpec.
+    """
+
+    name: Name
+    body: Name
+    model: Literal["impact", "linear", "nonlinear"] = "nonlinear"
+    friction: NonNegativeReal = 0.5
+    radius: NonNegativeReal = 0.0
+    offset: Vector3 = Field(default_factory=_zero_vector)
+    against: Against = "ground"
+
+
+# ------------------------------------------------------ controller and forces
+
+
+def _gains_tag(value: Any) -> str:
+    return _MAPPING if isinstance(value, Mapping) else _SCALAR
+
+
+Gains = Annotated[
+    Union[
+        Annotated[NonNegativeReal, Tag(_SCALAR)],
+        Annotated[dict[str, list[NonNegativeReal]], Tag(_MAPPING)],
+    ],
+    Discriminator(_gains_tag),
+]
+"""One gain >= 0 for every free coordinate, or per joint name one per free coordinate."""
+
+
+class ControllerSpec(_Spec):
+    """Joint inputs (forces and torques, SI units, held over each step).
+
+    Attributes:
+        type: none, constant, pd or schedule.
+        inputs: constant: per joint name, one value per free coordinate.
+        kp: pd: position gain, for all coordinates or per joint.
+        kd: pd: velocity gain, for all coordinates or per joint.
+        targets: pd: per joint, target minimal coordinates (default zero).
+        velocity_targets: pd: per joint, target minimal velocities (default zero).
+        file: schedule: CSV or .h5 input table; the loader makes it absolute,
+            resolving a relative path against the scene file's folder.
+        after_end: schedule: inputs after the table ends, zero or hold the last row.
+    """
+
+    type: Literal["none", "constant", "pd", "schedule"] = "none"
+    inputs: dict[str, RealList] = Field(default_factory=dict)
+    kp: Gains = 0.0
+    kd: Gains = 0.0
+    targets: dict[str, RealList] = Field(default_factory=dict)
+    velocity_targets: dict[str, RealList] = Field(default_factory=dict)
+    file: Name | None = None
+    after_end: Literal["zero", "hold"] = "zero"
+
+    @model_validator(mode="after")
+    def _schedule_has_file(self) -> ControllerSpec:
+        if self.type == "schedule" and self.file is None:
+            raise SpecProblems([("file", "field required for a schedule controller")])
+        return self
+
+    def per_joint_tables(self) -> dict[str, dict[str, list[float]]]:
+        """The fields given per joint name, by field name (gains only when given per joint)."""
+        tables = {
+            "inputs": self.inputs,
+            "kp": self.kp,
+            "kd": self.kd,
+            "targets": self.targets,
+            "velocity_targets": self.velocity_targets,
+        }
+        return {key: table for key, table in tables.items() if isinstance(table, dict)}
+
+
+class ExternalForceSpec(_Spec):
+    """A force and torque on a body, applied while start <= t < stop.
+
+    Attributes:
+        body: the body pushed.
+        force: (3,) N, in ``frame``.
+        torque: (3,) N m, in ``frame``.
+        vertex: (3,) application point in the body frame (m).
+        frame: frame of force and torque, body or world.
+        start: s, >= 0.
+        stop: s, > start (``.inf`` for never).
+    """
+
+    body: Name
+    force: Vector3 = Field(default_factory=_zero_vector)
+    torque: Vector3 = Field(default_factory=_zero_vector)
+    vertex: Vector3 = Field(default_factory=_zero_vector)
+    frame: Literal["body", "world"] = "body"
+    start: NonNegativeReal = 0.0
+    stop: ExtendedReal = math.inf
+
+    @model_validator(mode="after")
+    def _stop_after_start(self) -> ExternalForceSpec:
+        if self.stop <= self.start:
+            raise SpecProblems([("stop", f"must be > start ({self.stop:g} <= {self.start:g})")])
+        return self
+
+
+class SolverSpec(_Spec):
+    """The scene's default solver options (Dojo's names and defaults, SolverOptions)."""
+
+    rtol: PositiveReal = 1e-6
+    btol: PositiveReal = 1e-4
+    max_iter: Annotated[Integer, Field(ge=1)] = 50
+    max_ls: Annotated[Integer, Field(ge=0)] = 10
+    ls_scale: Annotated[Real, Field(gt=0, lt=1)] = 0.5
+    undercut: Annotated[ExtendedReal, Field(gt=0)] = math.inf
+    no_progress_max: Annotated[Integer, Field(ge=1)] = 3
+    no_progress_undercut: Annotated[Real, Field(gt=1)] = 10.0
+
+
+# ---------------------------------------------------------------------- scene
+
+
+@dataclass(frozen=True)
+class SceneSource:
+    """Where a scene came from, so that problems found later point at it.
+
+    Attributes:
+        file: the file as named in problems ("scene.yaml", "<string>").
+        base_dir: folder that relative paths in the scene resolve against
+            (None: the current directory).
+        lines: dotted field path -> 1-based line of that field in ``file``.
+        overrides: field paths set by overrides, in index form
+            (``joints.0.spring``) -> as the user wrote them (``joints.hinge.spring``).
+    """
+
+    file: str = "<scene>"
+    base_dir: Path | None = None
+    lines: Mapping[str, int] = field(default_factory=dict)
+    overrides: Mapping[str, str] = field(default_factory=dict)
+
+    def line(self, path: str) -> int | None:
+        """Line of a field, or of its closest enclosing field that is in the file."""
+        while path not in self.lines:
+            if not path:
+                return None
+            path = path.rpartition(".")[0]
+        return self.lines[path]
+
+    def problem(self, path: str, message: str) -> Problem:
+        """A Problem at a field: in the file, or on ``--set`` when an override set it."""
+        matches = [key for key in self.overrides if path == key or path.startswith(key + ".")]
+        if matches:
+            key = max(matches, key=len)
+            return Problem(OVERRIDE_FILE, None, self.overrides[key] + path[len(key) :], message)
+        return Problem(self.file, self.line(path), path, message)
+
+
+def _format_version(value: Any) -> Any:
+    if isinstance(value, bool) or value != 1:
+        raise _invalid(f"unsupported scene format {value_text(value)} (this version reads format 1)")
+    return value
+
+
+def _listed(names: list[str]) -> str:
+    """Names for a message: "a, b, c", shortened when long, "none" when empty."""
+    names = list(dict.fromkeys(names))
+    if not names:
+        return "none"
+    shown = ", ".join(names[:_MAX_LISTED_NAMES])
+    return shown + ", ..." if len(names) > _MAX_LISTED_NAMES else shown
+
+
+class SceneSpec(_Spec):
+    """A whole scene, as validated from a YAML file.
+
+    Two scenes are equal when their fields are, wherever they were loaded from.
+
+    Attributes:
+        format: scene format version, 1.
+        name: scene name.
+        timestep: s, > 0.
+        gravity: (3,) m/s^2, world frame.
+        duration: s, or None (at most one of duration and steps).
+        steps: number of steps, or None.
+        seed: seed of anything random in the scene.
+        solver: default solver options.
+        bodies: at least one body.
+        joints: joints in order (a body's first joint as child is its tree joint).
+        contacts: contact spheres.
+        controller: joint inputs.
+        external: external forces.
+        description: free text.
+    """
+
+    format: Annotated[Literal[1], BeforeValidator(_format_version)] = 1
+    name: Name
+    timestep: PositiveReal
+    gravity: Vector3 = Field(default_factory=lambda: [0.0, 0.0, -9.81])
+    duration: PositiveReal | None = None
+    steps: Annotated[Integer, Field(gt=0)] | None = None
+    seed: Annotated[Integer, Field(ge=0)] = 0
+    solver: SolverSpec = Field(default_factory=SolverSpec)
+    bodies: Annotated[list[BodySpec], Field(min_length=1)]
+    joints: list[JointSpec] = Field(default_factory=list)
+    contacts: list[ContactSpec] = Field(default_factory=list)
+    controller: ControllerSpec = Field(default_factory=ControllerSpec)
+    external: list[ExternalForceSpec] = Field(default_factory=list)
+    description: str = ""
+
+    _source: SceneSource = PrivateAttr(default_factory=SceneSource)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, SceneSpec):
+            return NotImplemented
+        return self.__dict__ == other.__dict__
+
+    @model_validator(mode="after")
+    def _cross_references(self) -> SceneSpec:
+        problems: list[tuple[str, str]] = []
+        if self.steps is not None and self.duration is not None:
+            problems.append(("steps", "give either steps or duration, not both"))
+        for section, items in (("bodies", self.bodies), ("joints", self.joints), ("contacts", self.contacts)):
+            problems += _duplicate_names(section, items)
+        problems += self._joint_references()
+        problems += self._tree_problems()
+        problems += self._body_references()
+        problems += self._controller_references()
+        if problems:
+            raise SpecProblems(problems)
+        return self
+
+    def _joint_references(self) -> list[tuple[str, str]]:
+        bodies = [b.name for b in self.bodies]
+        problems = []
+        for i, joint in enumerate(self.joints):
+            if joint.parent != RESERVED_BODY_NAME and joint.parent not in bodies:
+                problems.append((f"joints.{i}.parent", f"unknown body {joint.parent!r} (bodies: {_listed(bodies)}; or origin)"))
+            if joint.child == RESERVED_BODY_NAME:
+                problems.append((f"joints.{i}.child", "origin cannot be a child (it is the fixed world frame)"))
+            elif joint.child not in bodies:
+                problems.append((f"joints.{i}.child", f"unknown body {joint.child!r} (bodies: {_listed(bodies)})"))
+            elif joint.child == joint.parent:
+                problems.append((f"joints.{i}.child", f"is the same body as the parent ({joint.child!r})"))
+        return problems
+
+    def _tree_problems(self) -> list[tuple[str, str]]:
+        """Each body hangs from its first joint as child; that tree must reach origin."""
+        tree_parent: dict[str, str] = {}
+        named_as_child = set()
+        for joint in self.joints:
+            named_as_child.add(joint.child)
+            if joint.child != joint.parent:
+                tree_parent.setdefault(joint.child, joint.parent)
+        # body -> None when its parent chain reaches origin, else the loop it
+        # runs into ("" when it ends at an unknown or unattached body, which
+        # are reported on their own)
+        outcome: dict[str, str | None] = {RESERVED_BODY_NAME: None}
+        problems = []
+        for i, body in enumerate(self.bodies):
+            if body.name not in named_as_child:
+                problems.append(
+                    (f"bodies.{i}", f"body {body.name!r} is attached by no joint; add a floating joint to make it free")
+                )
+                continue
+            chain: list[str] = []
+            name = body.name
+            while name not in outcome and name in tree_parent and name not in chain:
+                chain.append(name)
+                name = tree_parent[name]
+            if name in outcome:
+                result = outcome[name]
+            elif name in chain:
+                result = " <- ".join(chain[chain.index(name) :] + [name])
+            else:
+                result = ""
+            for link in chain:
+                outcome[link] = result
+            if result:
+                problems.append(
+                    (
+                        f"bodies.{i}",
+                        f"body {body.name!r} is not connected to origin: its parent chain runs into the loop "
+                        f"{result} (a body hangs from the first joint naming it as child; list a joint "
+                        "leading towards origin first)",
+                    )
+                )
+        return problems
+
+    def _body_references(self) -> list[tuple[str, str]]:
+        bodies = [b.name for b in self.bodies]
+        problems = []
+
+        def check(path: str, name: str) -> None:
+            if name not in bodies:
+                problems.append((path, f"unknown body {name!r} (bodies: {_listed(bodies)})"))
+
+        for i, contact in enumerate(self.contacts):
+            check(f"contacts.{i}.body", contact.body)
+            if isinstance(contact.against, BodyCollisionSpec):
+                check(f"contacts.{i}.against.body", contact.against.body)
+                if contact.against.body == contact.body:
+                    problems.append((f"contacts.{i}.against.body", "a body cannot collide with itself"))
+        for i, force in enumerate(self.external):
+            check(f"external.{i}.body", force.body)
+        return problems
+
+    def _controller_references(self) -> list[tuple[str, str]]:
+        types = {j.name: j.type for j in self.joints}
+        problems = []
+        for key, table in self.controller.per_joint_tables().items():
+            for name, values in table.items():
+                path = f"controller.{key}.{name}"
+                if name not in types:
+                    problems.append((path, f"unknown joint {name!r} (joints: {_listed(list(types))})"))
+                elif len(values) != input_dimension(types[name]):
+                    problems.append((path, _count_message(input_dimension(types[name]), types[name], len(values))))
+        return problems
+
+    @property
+    def source(self) -> SceneSource:
+        """Where this scene was loaded from."""
+        return self._source
+
+    @property
+    def _file(self) -> str:
+        """The source file's name (``source.file``), as the builder looks it up."""
+        return self._source.file
+
+    @property
+    def base_dir(self) -> Path | None:
+        """Folder that relative paths resolve against (None: the current directory)."""
+        return self._source.base_dir
+
+    def problem(self, path: str, message: str) -> Problem:
+        """A Problem naming this scene's file and the line of field ``path``."""
+        return self._source.problem(path, message)
+
+    def resolve_path(self, path: str | os.PathLike) -> Path:
+        """Absolute path of a file named in the scene (relative to the scene's folder)."""
+        candidate = Path(path).expanduser()
+        if candidate.is_absolute():
+            return candidate
+        return Path(os.path.abspath((self.base_dir or Path.cwd()) / candidate))
+
+    def with_source(self, source: SceneSource) -> SceneSpec:
+        """A copy that remembers ``source``, with ``controller.file`` made absolute."""
+        spec = self.model_copy(deep=True)
+        spec._source = source
+        if spec.controller.file is not None:
+            spec.controller.file = str(spec.resolve_path(spec.controller.file))
+        return spec
+
+
+def _duplicate_names(section: str, items: list[Any]) -> list[tuple[str, str]]:
+    seen: set[str] = set()
+    problems = []
+    singular = {"bodies": "body", "joints": "joint", "contacts": "contact"}[section]
+    for i, item in enumerate(items):
+        if item.name in seen:
+            problems.append((f"{section}.{i}.name", f"duplicate {singular} name {item.name!r}"))
+        seen.add(item.name)
+    return problems
+
+
+SPEC_MODELS: tuple[type[BaseModel], ...] = (
+    SceneSpec,
+    SolverSpec,
+    BodySpec,
+    BodyInitialSpec,
+    BoxShapeSpec,
+    SphereShapeSpec,
+    CylinderShapeSpec,
+    CapsuleShapeSpec,
+    PyramidShapeSpec,
+    MeshShapeSpec,
+    FrameShapeSpec,
+    JointSpec,
+    JointLimitsSpec,
+    JointInitialSpec,
+    ContactSpec,
+    HalfSpaceSpec,
+    BodyCollisionSpec,
+    ControllerSpec,
+    ExternalForceSpec,
+)
+"""Every model of the scene format (for "did you mean" suggestions)."""
+
+
+def field_default(data: Mapping[str, Any], path: Sequence[str]) -> Any:
+    """Default of a field missing from raw scene data, as plain data.
+
+    Lets an override reach into a field the file leaves at its default
+    (``gravity.2``, ``solver.rtol``).
+
+    Args:
+        data: raw scene data, holding every field of ``path`` but the last.
+        path: the field, in index form (``["bodies", "0", "initial"]``).
+
+    Returns:
+        The default (None for optional fields).
+
+    Raises:
+        LookupError: the path names no field with a default.
+    """
+    models: list[type[BaseModel]] = [SceneSpec]
+    node: Any = data
+    for part in path[:-1]:
+        if isinstance(node, list):
+            # an entry of a list of models: the same candidate models
+            node = node[int(part)]
+            continue
+        models = _models_in(_model_field(models, node, part).annotation)
+        node = node.get(part) if isinstance(node, Mapping) else None
+    default = _model_field(models, node, path[-1]).get_default(call_default_factory=True)
+    if default is PydanticUndefined:
+        raise LookupError(f"field {'.'.join(path)} has no default")
+    return default.model_dump(mode="json") if isinstance(default, BaseModel) else default
+
+
+def _model_field(models: list[type[BaseModel]], node: Any, key: str) -> FieldInfo:
+    """The field ``key`` of the model among ``models`` that ``node`` is data for."""
+    kind = node.get("type") if isinstance(node, Mapping) else None
+    for model in models:
+        declared = model.model_fields.get("type")
+        if key in model.model_fields and (kind is None or declared is None or declared.default in (kind, None)):
+            return model.model_fields[key]
+    raise LookupError(f"no field {key!r} here")
+
+
+def _models_in(annotation: Any) -> list[type[BaseModel]]:
+    """The scene models an annotation refers to (list[BodySpec] -> [BodySpec])."""
+    if inspect.isclass(annotation) and issubclass(annotation, BaseModel):
+        return [annotation]
+    return [model for arg in get_args(annotation) for model in _models_in(arg)]

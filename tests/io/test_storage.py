@@ -1,0 +1,374 @@
+"""HDF5 storage files: round trip, stop statuses, extras, crash consistency, bad files."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import h5py
+import numpy as np
+import pytest
+
+from dojo_cli.errors import StorageError
+from dojo_cli.io.storage import StorageWriter, read_storage
+
+NB, NQ, NV, NU = 2, 3, 3, 3
+H = 0.01
+SCENE_YAML = "format: 1\nname: test\ntimestep: 0.01\nbodies: []\n"
+SOLVER_OPTIONS = {"rtol": 1e-6, "btol": 1e-4, "max_iter": 50, "undercut": float("inf")}
+STATUSES = ("success", "max_iterations", "line_search_failure")
+
+
+def writer_kwargs(**overrides) -> dict:
+    kwargs = dict(
+        scene_yaml=SCENE_YAML,
+        scene_name="test",
+        timestep=H,
+        gravity=[0.0, 0.0, -9.81],
+        solver_options=SOLVER_OPTIONS,
+        integrator="dojo-variational",
+        body_names=["link1", "link2"],
+        minimal_q_names=["a", "b", "c"],
+        minimal_v_names=["a_dot", "b_dot", "c_dot"],
+        input_dim=NU,
+        dojo_cli_version="0.1.0",
+    )
+    kwargs.update(overrides)
+    return kwargs
+
+
+def make_run(steps: int, seed: int = 0) -> dict[str, np.ndarray]:
+    """Random arrays shaped like a run of ``steps`` steps (seeded)."""
+    rng = np.random.default_rng(seed)
+    return {
+        "time": np.arange(steps + 1) * H,
+        "x": rng.normal(size=(steps + 1, NB, 3)),
+        "q": rng.normal(size=(steps + 1, NB, 4)),
+        "v": rng.normal(size=(steps + 1, NB, 3)),
+        "omega": rng.normal(size=(steps + 1, NB, 3)),
+        "minimal_q": rng.normal(size=(steps + 1, NQ)),
+        "minimal_v": rng.normal(size=(steps + 1, NV)),
+        "inputs": rng.normal(size=(steps, NU)),
+        "iterations": rng.integers(1, 50, size=steps),
+        "residual": rng.random(steps),
+        "status": np.array([STATUSES[k % 3] for k in range(steps)]),
+    }
+
+
+def state(run: dict, k: int) -> tuple:
+    return tuple(run[n][k] for n in ("time", "x", "q", "v", "omega", "minimal_q", "minimal_v"))
+
+
+def write_steps(writer: StorageWriter, run: dict, start: int, stop: int, extra=None) -> None:
+    for k in range(start, stop):
+        writer.write_step(
+            *state(run, k + 1),
+            run["inputs"][k],
+            iterations=int(run["iterations"][k]),
+            residual=float(run["residual"][k]),
+            status=str(run["status"][k]),
+            extra=extra(k) if extra else None,
+        )
+
+
+def assert_run_equal(stored, run: dict, steps: int) -> None:
+    """Exact equality of the first ``steps`` steps (float64 round trip is lossless)."""
+    assert stored.steps_completed == steps, f"steps_completed {stored.steps_completed} != {steps}"
+    for name in ("time", "x", "q", "v", "omega", "minimal_q", "minimal_v"):
+        got = getattr(stored, name)
+        assert got.shape == run[name][: steps + 1].shape, f"{name}: shape {got.shape}"
+        np.testing.assert_array_equal(got, run[name][: steps + 1], err_msg=name)
+    np.testing.assert_array_equal(stored.inputs, run["inputs"][:steps], err_msg="inputs")
+    np.testing.assert_array_equal(stored.solver["iterations"], run["iterations"][:steps], err_msg="iterations")
+    np.testing.assert_array_equal(stored.solver["residual"], run["residual"][:steps], err_msg="residual")
+    assert list(stored.solver["status"]) == list(run["status"][:steps]), "solver status"
+
+
+def test_round_trip_ten_steps(tmp_path: Path):
+    path = tmp_path / "run.h5"
+    run = make_run(10)
+    with StorageWriter(path, **writer_kwargs(flush_every=4, extra_attrs={"seed": 7, "meta": {"a": 1}})) as w:
+        w.write_initial(*state(run, 0))
+        write_steps(w, run, 0, 10)
+        assert w.steps_completed == 10
+    stored = read_storage(path)
+    assert_run_equal(stored, run, 10)
+    assert stored.status == "complete"
+    assert stored.scene_yaml == SCENE_YAML
+    assert stored.timestep == H
+    assert stored.body_names == ["link1", "link2"]
+    assert stored.minimal_q_names == ["a", "b", "c"]
+    assert stored.minimal_v_names == ["a_dot", "b_dot", "c_dot"]
+    assert stored.extras == {}
+    attrs = stored.attrs
+    assert attrs["format"] == "dojo-storage" and attrs["format_version"] == 1
+    assert attrs["dojo_cli_version"] == "0.1.0" and attrs["scene_name"] == "test"
+    assert attrs["integrator"] == "dojo-variational"
+    assert attrs["steps_completed"] == 10
+    assert attrs["solver_options"] == SOLVER_OPTIONS
+    assert attrs["seed"] == 7 and attrs["meta"] == {"a": 1}
+    np.testing.assert_array_equal(stored.gravity, [0.0, 0.0, -9.81])
+    assert attrs["created"].endswith("+00:00"), attrs["created"]
+
+
+def test_file_layout_matches_the_format(tmp_path: Path):
+    """Raw h5py view: dataset names, chunked + resizable time axis, names attributes."""
+    path = tmp_path / "run.h5"
+    run = make_run(3)
+    with StorageWriter(path, **writer_kwargs()) as w:
+        w.write_initial(*state(run, 0))
+        write_steps(w, run, 0, 3)
+    with h5py.File(path, "r") as f:
+        assert f.attrs["status"] == "complete"
+        assert json.loads(f.attrs["solver_options"])["max_iter"] == 50
+        for name, shape in {
+            "time": (4,),
+            "x": (4, NB, 3),
+            "q": (4, NB, 4),
+            "v": (4, NB, 3),
+            "omega": (4, NB, 3),
+            "minimal/q": (4, NQ),
+            "minimal/v": (4, NV),
+            "inputs": (3, NU),
+            "solver/iterations": (3,),
+            "solver/residual": (3,),
+            "solver/status": (3,),
+        }.items():
+            d = f[name]
+            assert d.shape == shape, f"{name}: shape {d.shape} != {shape}"
+            assert d.chunks is not None and d.maxshape[0] is None, f"{name}: not resizable"
+        assert f["x"].compression == "gzip"
+        assert list(f["x"].attrs["names"]) == ["link1", "link2"]
+        assert list(f["minimal/q"].attrs["names"]) == ["a", "b", "c"]
+        assert h5py.check_string_dtype(f["solver/status"].dtype) is not None
+
+
+def test_keyboard_interrupt_marks_interrupted_and_keeps_steps(tmp_path: Path):
+    path = tmp_path / "run.h5"
+    run = make_run(10)
+    with pytest.raises(KeyboardInterrupt):
+        with StorageWriter(path, **writer_kwargs(flush_every=50)) as w:
+            w.write_initial(*state(run, 0))
+            write_steps(w, run, 0, 6)
+            raise KeyboardInterrupt
+    stored = read_storage(path)
+    assert stored.status == "interrupted"
+    assert_run_equal(stored, run, 6)
+    assert stored.attrs["status_message"] == "KeyboardInterrupt"
+
+
+def test_exception_marks_failed_and_propagates_unchanged(tmp_path: Path):
+    path = tmp_path / "run.h5"
+    run = make_run(10)
+    with pytest.raises(ZeroDivisionError, match="boom"):
+        with StorageWriter(path, **writer_kwargs(flush_every=2)) as w:
+            w.write_initial(*state(run, 0))
+            write_steps(w, run, 0, 5)
+            raise ZeroDivisionError("boom")
+    stored = read_storage(path)
+    assert stored.status == "failed"
+    assert_run_equal(stored, run, 5)
+    assert "boom" in stored.attrs["status_message"]
+
+
+def test_explicit_finish_is_kept_by_the_context_manager(tmp_path: Path):
+    path = tmp_path / "run.h5"
+    run = make_run(2)
+    with StorageWriter(path, **writer_kwargs()) as w:
+        w.write_initial(*state(run, 0))
+        write_steps(w, run, 0, 2)
+        w.finish("interrupted")
+        assert w.finished
+        with pytest.raises(RuntimeError):
+            write_steps(w, run, 0, 1)
+    assert read_storage(path).status == "interrupted"
+
+
+def test_finish_rejects_unknown_status(tmp_path: Path):
+    w = StorageWriter(tmp_path / "run.h5", **writer_kwargs())
+    with pytest.raises(ValueError, match="finish status"):
+        w.finish("running")
+    w.finish("complete")
+
+
+def test_extra_datasets(tmp_path: Path):
+    """Extras of any fixed shape, nested paths, late first use and missing rows filled."""
+    path = tmp_path / "run.h5"
+    run = make_run(8)
+    impulses = np.arange(8 * 5, dtype=float).reshape(8, 5)
+    distance = np.arange(8 * 2 * 3, dtype=float).reshape(8, 2, 3)
+
+    def extra(k: int) -> dict:
+        out = {"impulses": impulses[k], "solver/complementarity": np.float64(k * 0.5)}
+        if k >= 3:
+            out["contacts/distance"] = distance[k]  # first used at step 3
+        if k != 6:
+            out["contacts/active"] = np.array([k % 2, 1], dtype=np.int8)  # missing at step 6
+        return out
+
+    with StorageWriter(path, **writer_kwargs(flush_every=2)) as w:
+        w.write_initial(*state(run, 0))
+        write_steps(w, run, 0, 8, extra=extra)
+    stored = read_storage(path)
+    assert_run_equal(stored, run, 8)
+    assert set(stored.extras) == {"impulses", "solver/complementarity", "contacts/distance", "contacts/active"}
+    np.testing.assert_array_equal(stored.extras["impulses"], impulses)
+    np.testing.assert_array_equal(stored.extras["solver/complementarity"], np.arange(8) * 0.5)
+    got = stored.extras["contacts/distance"]
+    assert got.shape == (8, 2, 3), f"contacts/distance shape {got.shape}"
+    assert np.isnan(got[:3]).all(), "rows before first use must be NaN"
+    np.testing.assert_array_equal(got[3:], distance[3:])
+    active = stored.extras["contacts/active"]
+    assert active.dtype == np.int8 and active.shape == (8, 2)
+    np.testing.assert_array_equal(active[6], [0, 0])
+    np.testing.assert_array_equal(active[7], [1, 1])
+
+
+def test_extra_shape_change_and_reserved_names_are_rejected(tmp_path: Path):
+    run = make_run(3)
+    with StorageWriter(tmp_path / "run.h5", **writer_kwargs(flush_every=1)) as w:
+        w.write_initial(*state(run, 0))
+        write_steps(w, run, 0, 1, extra=lambda k: {"impulses": np.zeros(4)})
+        with pytest.raises(ValueError, match="impulses"):
+            write_steps(w, run, 1, 2, extra=lambda k: {"impulses": np.zeros(5)})
+        for bad in ("x", "solver/status", "x/inner", "impulses/inner"):
+            with pytest.raises(ValueError):
+                write_steps(w, run, 1, 2, extra=lambda k, bad=bad: {bad: np.zeros(1)})
+        assert w.steps_completed == 1, "a rejected step must not be stored"
+
+
+def test_wrong_state_shape_is_rejected(tmp_path: Path):
+    run = make_run(1)
+    with StorageWriter(tmp_path / "run.h5", **writer_kwargs()) as w:
+        with pytest.raises(ValueError, match="x: expected shape"):
+            w.write_initial(0.0, np.zeros((3, 3)), *state(run, 0)[2:])
+
+
+def test_zero_sized_dimensions(tmp_path: Path):
+    """A mechanism with no free coordinates (all joints fixed) stores empty rows."""
+    path = tmp_path / "run.h5"
+    kwargs = writer_kwargs(minimal_q_names=[], minimal_v_names=[], input_dim=0, body_names=["a"])
+    with StorageWriter(path, **kwargs) as w:
+        z = (np.zeros((1, 3)), np.tile([1.0, 0, 0, 0], (1, 1)), np.zeros((1, 3)), np.zeros((1, 3)), [], [])
+        w.write_initial(0.0, *z)
+        for k in range(3):
+            w.write_step((k + 1) * H, *z, [], iterations=1, residual=0.0, status="success")
+    stored = read_storage(path)
+    assert stored.minimal_q.shape == (4, 0) and stored.inputs.shape == (3, 0)
+
+
+def test_unfinished_writer_is_readable(tmp_path: Path):
+    """Writer dropped without finish: status stays running, lengths are consistent."""
+    path = tmp_path / "run.h5"
+    run = make_run(5)
+    w = StorageWriter(path, **writer_kwargs(flush_every=1))
+    w.write_initial(*state(run, 0))
+    write_steps(w, run, 0, 3)
+    del w
+    stored = read_storage(path)
+    assert stored.status == "running"
+    assert_run_equal(stored, run, 3)
+
+
+def test_killed_process_keeps_flushed_blocks(tmp_path: Path):
+    """os._exit mid-run: the file holds every flushed block, attrs match dataset lengths."""
+    path = tmp_path / "run.h5"
+    script = textwrap.dedent(
+        f"""
+        import os, sys
+        sys.path.insert(0, {str(Path(__file__).resolve().parents[2])!r})
+        from tests.io.test_storage import StorageWriter, make_run, state, write_steps, writer_kwargs
+        run = make_run(9)
+        w = StorageWriter({str(path)!r}, **writer_kwargs(flush_every=4))
+        w.write_initial(*state(run, 0))
+        write_steps(w, run, 0, 9)   # 8 steps flushed in two blocks, step 9 still buffered
+        os._exit(0)
+        """
+    )
+    subprocess.run([sys.executable, "-c", script], check=True, timeout=120)
+    with h5py.File(path, "r") as f:
+        assert f.attrs["status"] == "running"
+        assert f.attrs["steps_completed"] == 8, f"steps_completed {f.attrs['steps_completed']}"
+        assert f["inputs"].shape[0] == 8 and f["time"].shape[0] == 9 and f["solver/status"].shape[0] == 8
+    stored = read_storage(path)
+    assert stored.status == "running"
+    assert_run_equal(stored, make_run(9), 8)
+
+
+def test_reader_trims_to_consistent_length(tmp_path: Path):
+    """A file whose datasets disagree (killed mid-block) reads at the shortest length."""
+    path = tmp_path / "run.h5"
+    run = make_run(6)
+    w = StorageWriter(path, **writer_kwargs(flush_every=1))
+    w.write_initial(*state(run, 0))
+    write_steps(w, run, 0, 6)
+    w.finish("complete")
+    with h5py.File(path, "a") as f:
+        f["inputs"].resize(4, axis=0)
+    stored = read_storage(path)
+    assert_run_equal(stored, run, 4)
+
+
+def test_non_storage_hdf5_file(tmp_path: Path):
+    path = tmp_path / "run.h5"
+    with h5py.File(path, "w") as f:
+        f["data"] = np.zeros(3)
+    with pytest.raises(StorageError) as info:
+        read_storage(path)
+    assert str(info.value) == f"{path}: not a dojo storage file (missing attribute 'format')"
+    assert info.value.exit_code == 3
+
+
+def test_wrong_format_and_newer_version(tmp_path: Path):
+    path = tmp_path / "other.h5"
+    with h5py.File(path, "w") as f:
+        f.attrs["format"] = "something-else"
+    with pytest.raises(StorageError, match="not a dojo storage file"):
+        read_storage(path)
+    path = tmp_path / "future.h5"
+    run = make_run(1)
+    with StorageWriter(path, **writer_kwargs()) as w:
+        w.write_initial(*state(run, 0))
+    with h5py.File(path, "a") as f:
+        f.attrs["format_version"] = 2
+    with pytest.raises(StorageError, match="unsupported format_version 2"):
+        read_storage(path)
+
+
+def test_non_hdf5_file(tmp_path: Path):
+    path = tmp_path / "run.h5"
+    path.write_text("time,x\n0,1\n")
+    with pytest.raises(StorageError, match=r"run\.h5: not an HDF5 file"):
+        read_storage(path)
+    with pytest.raises(StorageError, match="no such file"):
+        read_storage(tmp_path / "missing.h5")
+
+
+def test_unwritable_paths(tmp_path: Path):
+    missing_dir = tmp_path / "no" / "such" / "run.h5"
+    with pytest.raises(StorageError) as info:
+        StorageWriter(missing_dir, **writer_kwargs())
+    assert str(missing_dir) in str(info.value) and "does not exist" in str(info.value)
+    assert info.value.exit_code == 3
+    with pytest.raises(StorageError, match="is a directory"):
+        StorageWriter(tmp_path, **writer_kwargs())
+    not_a_dir = tmp_path / "file.txt"
+    not_a_dir.write_text("x")
+    with pytest.raises(StorageError, match="is not a directory"):
+        StorageWriter(not_a_dir / "run.h5", **writer_kwargs())
+
+
+@pytest.mark.skipif(hasattr(os, "geteuid") and os.geteuid() == 0, reason="root ignores permissions")
+def test_read_only_directory(tmp_path: Path):
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    locked.chmod(0o500)
+    try:
+        with pytest.raises(StorageError, match="permission denied"):
+            StorageWriter(locked / "run.h5", **writer_kwargs())
+    finally:
+        locked.chmod(0o700)
