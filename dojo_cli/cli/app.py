@@ -340,7 +340,7 @@ def check(scene: SceneArg, overrides: SetOpt = None) -> None:
 @_reports_errors
 def scenes(
     show: Annotated[Optional[str], typer.Option("--show", help="Print a built-in scene's YAML.")] = None,
-    copy: Annotated[Optional[tuple[str, Path]], typer.Option("--copy", help="Copy a built-in scene into a folder: --copy NAME DIR.")] = (None, None),
+    copy: Annotated[Optional[tuple[str, Path]], typer.Option("--copy", help="Copy a built-in scene into a folder: --copy NAME DIR.")] = None,
     force: Annotated[bool, typer.Option("--force", "-f", help="Overwrite when copying.")] = False,
 ) -> None:
     """List the built-in scenes, print one (--show) or copy one (--copy NAME DIR)."""

@@ -58,7 +58,7 @@ def build_mechanism(spec, file: str | None = None) -> Mechanism:
         if inertia is None:
             inertia = body_inertia(shape, b.mass)
         if inertia is None:
-            problems.append(Problem(file, None, f"bodies.{i}.inertia", f"required for a {shape.kind} shape (it has no volume)"))
+            problems.append(spec.problem(f"bodies.{i}.inertia", f"required for a {shape.kind} shape (it has no volume)"))
             inertia = np.eye(3)
         bodies.append(Body(b.name, float(b.mass), np.asarray(inertia, dtype=float), shape))
 
@@ -76,11 +76,11 @@ def build_mechanism(spec, file: str | None = None) -> Mechanism:
         )
     if spec.contacts:
         problems.append(
-            Problem(file, None, "contacts", "contact simulation is not available in this version yet; remove the contacts block")
+            spec.problem("contacts", "contact simulation is not available in this version yet; remove the contacts block")
         )
     for i, j in enumerate(spec.joints):
         if j.limits is not None:
-            problems.append(Problem(file, None, f"joints.{i}.limits", "joint limits are not available in this version yet"))
+            problems.append(spec.problem(f"joints.{i}.limits", "joint limits are not available in this version yet"))
     if problems:
         raise SceneError(problems)
 
@@ -132,7 +132,7 @@ def initial_state_from_spec(spec, mech: Mechanism, file: str) -> np.ndarray:
             j = mech.joints[i]
             what = "closes a loop; its two sides' initial values disagree" if i in mech.loop_joints else (
                 "a body's initial pose moves its child away from the joint")
-            problems.append(Problem(file, None, f"joints.{i}", f"joint {j.name!r} is violated by {v:.3g} in the initial state ({what})"))
+            problems.append(spec.problem(f"joints.{i}", f"joint {j.name!r} is violated by {v:.3g} in the initial state ({what})"))
         raise SceneError(problems)
     return z
 
@@ -152,9 +152,9 @@ def controller_from_spec(spec, mech: Mechanism, file: str) -> Controller | None:
     try:
         table = read_input_table(c.file)
     except (OSError, ValueError) as exc:
-        raise SceneError(Problem(file, None, "controller.file", f"{c.file}: {exc}")) from None
+        raise SceneError(spec.problem("controller.file", f"{c.file}: {exc}")) from None
     if table.shape[1] != mech.nf:
-        raise SceneError(Problem(file, None, "controller.file", f"{c.file}: has {table.shape[1]} columns, the mechanism has {mech.nf} inputs"))
+        raise SceneError(spec.problem("controller.file", f"{c.file}: has {table.shape[1]} columns, the mechanism has {mech.nf} inputs"))
     return ScheduleController(table, c.after_end)
 
 

@@ -380,7 +380,7 @@ def _suggestion(key: str, mapping: Any) -> str:
         for model in SPEC_MODELS
         if len(others & set(model.model_fields)) == best
         for name in model.model_fields
-        if name not in others
+        if name not in others and name != key
     }
     close = difflib.get_close_matches(key, sorted(candidates), n=1)
     return f" (did you mean {close[0]!r}?)" if close else ""

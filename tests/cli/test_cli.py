@@ -1,0 +1,268 @@
+"""The dojo command line, driven by typer's CliRunner: exit codes, messages, files."""
+
+from __future__ import annotations
+
+import json
+
+import h5py
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from dojo_cli.cli import app as cli_module
+from dojo_cli.cli.app import app
+from dojo_cli.io.storage import read_storage
+
+runner = CliRunner()
+
+PENDULUM = """\
+name: test_pendulum
+timestep: 0.01
+gravity: [0, 0, -9.81]
+steps: 20
+bodies:
+  - name: link
+    shape: {type: box, size: [0.1, 0.1, 1.0]}
+    mass: 1.0
+joints:
+  - name: hinge
+    type: revolute
+    parent: origin
+    child: link
+    axis: [1, 0, 0]
+    parent_vertex: [0, 0, 1.1]
+    child_vertex: [0, 0, 0.5]
+    initial: {position: [0.5]}
+"""
+
+
+def invoke(*args):
+    return runner.invoke(app, [str(a) for a in args])
+
+
+def write(tmp_path, text, name="scene.yaml"):
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def test_simulate_builtin_writes_complete_storage(tmp_path):
+    out = tmp_path / "run.h5"
+    res = invoke("simulate", "pendulum", "-o", out, "--steps", 30)
+    assert res.exit_code == 0, res.output
+    assert "wrote" in res.stdout and "30 steps" in res.stdout
+    with h5py.File(out) as f:
+        a = f.attrs
+        assert a["format"] == "dojo-storage" and int(a["format_version"]) == 1
+        assert a["status"] == "complete" and int(a["steps_completed"]) == 30
+        assert a["scene_name"] == "pendulum" and float(a["timestep"]) == 0.01
+        assert "joints:" in a["scene"] and json.loads(a["solver_options"])["rtol"] == 1e-6
+        for key in ("dojo_cli_version", "gravity", "integrator", "created"):
+            assert key in a, key
+        assert f["x"].shape == (31, 1, 3) and f["q"].shape == (31, 1, 4)
+        assert f["v"].shape == (31, 1, 3) and f["omega"].shape == (31, 1, 3)
+        assert f["minimal/q"].shape == (31, 1) and f["minimal/v"].shape == (31, 1)
+        assert f["inputs"].shape == (30, 1)
+        assert f["solver/iterations"].shape == (30,) and f["solver/residual"].shape == (30,)
+        assert list(f["x"].attrs["names"]) == ["link"]
+        assert np.allclose(f["time"][...], np.arange(31) * 0.01)
+        q = f["q"][...]
+        assert np.allclose(np.linalg.norm(q, axis=-1), 1.0, atol=1e-12), "unit quaternions"
+        assert np.all(f["solver/residual"][...] < 1e-6)
+    run = read_storage(out)
+    assert run.minimal_q[0, 0] == pytest.approx(0.7854, abs=1e-12), "initial angle of the built-in pendulum"
+
+
+def test_simulate_set_override_changes_physics(tmp_path):
+    out = tmp_path / "still.h5"
+    res = invoke("simulate", "pendulum", "-o", out, "--steps", 20, "--set", "gravity=[0, 0, 0]")
+    assert res.exit_code == 0, res.output
+    run = read_storage(out)
+    assert np.max(np.abs(run.minimal_q[:, 0] - 0.7854)) < 1e-12, "no gravity, released at rest: stays put"
+    assert "- 0.0" in run.scene_yaml or "0.0, 0.0, 0.0" in run.scene_yaml
+
+
+def test_simulate_duration_and_default_output(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    scene = write(tmp_path, PENDULUM)
+    res = invoke("simulate", scene, "--duration", 0.1, "--quiet")
+    assert res.exit_code == 0, res.output
+    assert res.stdout == "", "--quiet prints nothing"
+    assert read_storage(tmp_path / "test_pendulum.h5").steps_completed == 10
+
+
+def test_simulate_scene_steps_used(tmp_path):
+    res = invoke("simulate", write(tmp_path, PENDULUM), "-o", tmp_path / "a.h5")
+    assert res.exit_code == 0, res.output
+    assert read_storage(tmp_path / "a.h5").steps_completed == 20
+
+
+def test_steps_and_duration_conflict(tmp_path):
+    res = invoke("simulate", "pendulum", "-o", tmp_path / "x.h5", "--steps", 5, "--duration", 1)
+    assert res.exit_code == 2
+    assert "--steps and --duration" in res.stderr
+    assert not (tmp_path / "x.h5").exists()
+
+
+def test_no_steps_anywhere(tmp_path):
+    scene = write(tmp_path, PENDULUM.replace("steps: 20\n", ""))
+    res = invoke("simulate", scene, "-o", tmp_path / "x.h5")
+    assert res.exit_code == 2 and "neither steps nor duration" in res.stderr
+    assert not (tmp_path / "x.h5").exists()
+
+
+def test_existing_output_needs_force(tmp_path):
+    out = tmp_path / "run.h5"
+    assert invoke("simulate", "pendulum", "-o", out, "--steps", 2).exit_code == 0
+    res = invoke("simulate", "pendulum", "-o", out, "--steps", 2)
+    assert res.exit_code == 3 and "already exists" in res.stderr
+    assert invoke("simulate", "pendulum", "-o", out, "--steps", 3, "--force").exit_code == 0
+    assert read_storage(out).steps_completed == 3
+
+
+def test_unwritable_output_is_io_error(tmp_path):
+    out = tmp_path / "missing" / "run.h5"
+    res = invoke("simulate", "pendulum", "-o", out, "--steps", 2)
+    assert res.exit_code == 3, res.output
+    assert str(out) in res.stderr and "Traceback" not in res.output
+    assert not out.exists()
+
+
+def test_abort_on_failure_marks_file_failed(tmp_path):
+    out = tmp_path / "fail.h5"
+    res = invoke(
+        "simulate", "pendulum", "-o", out, "--steps", 10, "--abort-on-failure",
+        "--set", "solver.rtol=1e-300", "--set", "solver.max_iter=1",
+    )
+    assert res.exit_code == 1, res.output
+    assert "step 0" in res.stderr and "failed" in res.stderr
+    run = read_storage(out)
+    assert run.status == "failed" and run.steps_completed == 1
+    assert run.solver["status"][0] in ("max_iterations", b"max_iterations", "line_search_failure", b"line_search_failure")
+
+
+def test_failures_without_abort_are_recorded(tmp_path):
+    out = tmp_path / "f.h5"
+    res = invoke("simulate", "pendulum", "-o", out, "--steps", 3, "--set", "solver.rtol=1e-300", "--set", "solver.max_iter=1")
+    assert res.exit_code == 0
+    assert "did not converge" in res.stderr
+    assert read_storage(out).status == "complete"
+
+
+def test_interrupted_run_keeps_steps(tmp_path, monkeypatch):
+    real = cli_module.iterate
+
+    def interrupted(*args, **kwargs):
+        for k, rec in enumerate(real(*args, **kwargs)):
+            if k == 5:
+                raise KeyboardInterrupt
+            yield rec
+
+    monkeypatch.setattr(cli_module, "iterate", interrupted)
+    out = tmp_path / "int.h5"
+    res = invoke("simulate", "pendulum", "-o", out, "--steps", 50)
+    assert res.exit_code == 130
+    assert "interrupted" in res.stderr
+    run = read_storage(out)
+    assert run.status == "interrupted" and run.steps_completed == 5
+    assert run.x.shape[0] == 6
+
+
+def test_verbose_prints_iterations(tmp_path):
+    res = invoke("simulate", "pendulum", "-o", tmp_path / "v.h5", "--steps", 2, "--verbose")
+    assert res.exit_code == 0 and "iter" in res.stderr and "residual" in res.stderr
+
+
+def test_energy_summary_and_files(tmp_path):
+    out = tmp_path / "run.h5"
+    assert invoke("simulate", "pendulum", "-o", out, "--steps", 100).exit_code == 0
+    csv, js, png = tmp_path / "e.csv", tmp_path / "e.json", tmp_path / "e.png"
+    res = invoke("energy", out, "--csv", csv, "--json", js, "--plot", png)
+    assert res.exit_code == 0, res.output
+    assert "mechanical [J]" in res.stdout and "status complete" in res.stdout
+    table = np.loadtxt(csv, delimiter=",", skiprows=1)
+    assert table.shape == (100, 10)
+    header = csv.read_text().splitlines()[0].split(",")
+    assert header[:4] == ["time", "kinetic", "potential", "mechanical"]
+    assert np.allclose(table[:, 3], table[:, 1] + table[:, 2])
+    drift = np.max(np.abs(table[:, 3] - table[0, 3])) / abs(table[0, 3])
+    assert drift < 1e-3, f"pendulum energy drift {drift:.2e}"
+    doc = json.loads(js.read_text())
+    assert doc["summary"]["mechanical [J]"]["initial"] == pytest.approx(table[0, 3])
+    assert len(doc["time"]) == 100
+    import matplotlib.image as mpimg
+
+    img = mpimg.imread(png)
+    assert img.shape[0] > 300 and img.shape[1] > 300
+    assert np.std(img[..., :3]) > 0.05, "plot is not blank"
+
+
+def test_energy_of_bad_files(tmp_path):
+    res = invoke("energy", tmp_path / "nope.h5")
+    assert res.exit_code == 3 and "nope.h5" in res.stderr
+    junk = tmp_path / "junk.h5"
+    junk.write_text("not hdf5")
+    res = invoke("energy", junk)
+    assert res.exit_code == 3 and "junk.h5" in res.stderr and "Traceback" not in res.output
+
+
+def test_check_prints_structure():
+    res = invoke("check", "fourbar")
+    assert res.exit_code == 0, res.output
+    assert "valid" in res.stdout and "bodies (4)" in res.stdout and "joints (5)" in res.stdout
+    assert "closes a loop" in res.stdout
+    assert "maximal state 52" in res.stdout
+
+
+def test_check_with_override_error():
+    res = invoke("check", "pendulum", "--set", "bodies.0.mass=-1")
+    assert res.exit_code == 2
+    assert "--set" in res.stderr and "bodies.0.mass" in res.stderr
+
+
+def test_scenes_list_show_copy(tmp_path):
+    res = invoke("scenes")
+    assert res.exit_code == 0
+    names = [line.split()[0] for line in res.stdout.splitlines()]
+    for required in ("pendulum", "npendulum", "double_pendulum", "cartpole", "slider", "nslider", "fourbar",
+                     "dzhanibekov", "orbital_chain", "spherical_chain"):
+        assert required in names, required
+    res = invoke("scenes", "--show", "cartpole")
+    assert res.exit_code == 0 and "name: cartpole" in res.stdout
+    res = invoke("scenes", "--copy", "slider", tmp_path)
+    assert res.exit_code == 0 and (tmp_path / "slider.yaml").exists()
+    assert invoke("scenes", "--copy", "slider", tmp_path).exit_code == 3
+    assert invoke("scenes", "--copy", "slider", tmp_path, "--force").exit_code == 0
+    res = invoke("scenes", "--show", "nosuch")
+    assert res.exit_code == 2 and "nosuch" in res.stderr
+
+
+def test_schedule_controller_from_csv(tmp_path):
+    (tmp_path / "u.csv").write_text("hinge\n" + "\n".join(["2.0"] * 5))
+    scene = write(tmp_path, PENDULUM + "controller: {type: schedule, file: u.csv}\n")
+    out = tmp_path / "s.h5"
+    res = invoke("simulate", scene, "-o", out)
+    assert res.exit_code == 0, res.output
+    run = read_storage(out)
+    assert np.allclose(run.inputs[:5, 0], 2.0) and np.allclose(run.inputs[5:, 0], 0.0)
+
+
+def test_schedule_with_wrong_columns(tmp_path):
+    (tmp_path / "u.csv").write_text("1,2\n3,4\n")
+    scene = write(tmp_path, PENDULUM + "controller: {type: schedule, file: u.csv}\n")
+    res = invoke("simulate", scene, "-o", tmp_path / "s.h5")
+    assert res.exit_code == 2 and "controller.file" in res.stderr and "2 columns" in res.stderr
+    assert not (tmp_path / "s.h5").exists()
+
+
+def test_pd_controller_holds_target(tmp_path):
+    scene = write(
+        tmp_path,
+        PENDULUM.replace("steps: 20", "steps: 600")
+        + "controller: {type: pd, kp: {hinge: [60.0]}, kd: {hinge: [8.0]}, targets: {hinge: [1.0]}}\n",
+    )
+    out = tmp_path / "pd.h5"
+    assert invoke("simulate", scene, "-o", out).exit_code == 0
+    theta = read_storage(out).minimal_q[:, 0]
+    # steady state of a PD against gravity: kp (1 - theta) = m g d sin(theta)
+    assert abs(theta[-1] - 1.0) < 0.1 and np.std(theta[-100:]) < 1e-3
