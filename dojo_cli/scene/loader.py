@@ -146,7 +146,8 @@ def load_scene_spec_from_string(
     source = SceneSource(file, _absolute_folder(base_dir), lines)
     if not isinstance(data, dict):
         what = "the file is empty" if data is None else f"got {value_text(data)}"
-        raise SceneError(Problem(file, lines.get(""), "", f"a scene must be a mapping of fields (name, timestep, bodies, ...); {what}"))
+        message = f"a scene must be a mapping of fields (name, timestep, bodies, ...); {what}"
+        raise SceneError(Problem(file, lines.get(""), "", message))
     return _validate(data, source, overrides)
 
 
@@ -258,9 +259,8 @@ def _index_lines(node: yaml.Node, path: str, lines: dict[str, int], duplicates: 
             key = str(key_node.value)
             key_line = key_node.start_mark.line + 1
             if key in first_line:
-                duplicates.append(
-                    Problem(file, key_line, prefix + key, f"duplicate key {key!r} (first given on line {first_line[key]})")
-                )
+                message = f"duplicate key {key!r} (first given on line {first_line[key]})"
+                duplicates.append(Problem(file, key_line, prefix + key, message))
                 continue
             first_line[key] = key_line
             lines[prefix + key] = key_line

@@ -484,7 +484,8 @@ class JointLimitsSpec(_Spec):
     @model_validator(mode="after")
     def _ordered(self) -> JointLimitsSpec:
         if len(self.upper) != len(self.lower):
-            raise SpecProblems([("upper", f"must have as many values as lower ({len(self.lower)}), got {len(self.upper)}")])
+            message = f"must have as many values as lower ({len(self.lower)}), got {len(self.upper)}"
+            raise SpecProblems([("upper", message)])
         problems = [
             (f"lower.{i}", f"must be <= upper ({low:g} > {high:g})")
             for i, (low, high) in enumerate(zip(self.lower, self.upper))
@@ -896,7 +897,8 @@ class SceneSpec(_Spec):
         problems = []
         for i, joint in enumerate(self.joints):
             if joint.parent != RESERVED_BODY_NAME and joint.parent not in bodies:
-                problems.append((f"joints.{i}.parent", f"unknown body {joint.parent!r} (bodies: {_listed(bodies)}; or origin)"))
+                message = f"unknown body {joint.parent!r} (bodies: {_listed(bodies)}; or origin)"
+                problems.append((f"joints.{i}.parent", message))
             if joint.child == RESERVED_BODY_NAME:
                 problems.append((f"joints.{i}.child", "origin cannot be a child (it is the fixed world frame)"))
             elif joint.child not in bodies:
