@@ -38,7 +38,7 @@ def load_scene(source: str, overrides: Mapping[str, Any] | Sequence[str] | None 
         SceneError: the scene is invalid (every problem with file, line, field).
     """
     spec = load_scene_spec(source, overrides)
-    return build_mechanism(spec, getattr(spec, "_file", None))
+    return build_mechanism(spec)
 
 
 def initial_state(mech: Mechanism) -> np.ndarray:

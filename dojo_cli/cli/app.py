@@ -74,7 +74,7 @@ def _reports_errors(command):
 
 def _load(scene: str, overrides: list[str] | None):
     spec = load_scene_spec(scene, overrides or [])
-    return spec, build_mechanism(spec, getattr(spec, "_file", None))
+    return spec, build_mechanism(spec)
 
 
 @app.callback()

@@ -47,7 +47,7 @@ def build_mechanism(spec, file: str | None = None) -> Mechanism:
             shape without volume, an inconsistent initial configuration, an
             unreadable schedule, contacts not yet supported).
     """
-    file = file or getattr(spec, "_file", None) or f"<{spec.name}>"
+    file = file or spec.source.file or f"<{spec.name}>"
     problems: list[Problem] = []
     names = {b.name: i for i, b in enumerate(spec.bodies)}
 

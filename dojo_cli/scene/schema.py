@@ -986,11 +986,6 @@ class SceneSpec(_Spec):
         return self._source
 
     @property
-    def _file(self) -> str:
-        """The source file's name (``source.file``), as the builder looks it up."""
-        return self._source.file
-
-    @property
     def base_dir(self) -> Path | None:
         """Folder that relative paths resolve against (None: the current directory)."""
         return self._source.base_dir
