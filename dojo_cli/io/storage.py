@@ -1,7 +1,7 @@
 """HDF5 storage files (format 1): written step by step, readable after any stop.
 
-This is the only module of dojo_cli that imports h5py. The contract is
-the project contract (FORMATS.md, "Storage files") and docs/storage.md; this docstring is the full layout.
+This is the only module of dojo_cli that imports h5py. The user-facing contract is
+FORMATS.md ("Storage files") and docs/storage.md; this docstring is the full layout.
 
 Layout (T = steps stored, nb bodies, nq/nv minimal coordinates/velocities, nu inputs)::
 
