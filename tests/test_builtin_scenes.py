@@ -74,5 +74,5 @@ def test_python_api_step_and_energy():
     e = dojo.mechanical_energy(mech, traj)
     assert np.allclose(e, dojo.kinetic_energy(mech, traj) + dojo.potential_energy(mech, traj))
     assert np.max(np.abs(e - e[0])) / e[0] < 1e-3
-    p, l = dojo.momentum(mech, traj)
-    assert p.shape == (200, 3) and l.shape == (200, 3)
+    p, ang = dojo.momentum(mech, traj)
+    assert p.shape == (200, 3) and ang.shape == (200, 3)

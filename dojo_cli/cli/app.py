@@ -160,14 +160,14 @@ def simulate(
     except KeyboardInterrupt:
         _close(progress)
         _err(f"{out}: interrupted; the file keeps the {writer.steps_completed} completed steps (status 'interrupted')")
-        raise typer.Exit(EXIT_INTERRUPTED)
+        raise typer.Exit(EXIT_INTERRUPTED) from None
     _close(progress)
     if not quiet:
         wall = time.perf_counter() - started
         med = int(np.median(iterations)) if iterations else 0
         conv = "all steps converged" if not failed_steps else f"{failed_steps} steps did NOT converge"
         typer.echo(
-            f"wrote {out}: {n} steps of {h:g} s ({n * h:g} s simulated), {mech.nb} bodies, "
+            f"wrote {out}: {n} steps of {h:g} s ({n * h:g} s simulated), {mech.nb} {'body' if mech.nb == 1 else 'bodies'}, "
             f"median {med} Newton iterations, {conv}; {wall:.2f} s wall ({wall / max(n, 1) * 1e3:.2f} ms/step)"
         )
     if failed_steps and not quiet:

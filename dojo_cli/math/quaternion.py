@@ -104,9 +104,9 @@ def _rotation_tensor() -> np.ndarray:
         (2, 1): [(y, z, 2), (w, x, 2)],
         (2, 2): [(w, w, 1), (x, x, -1), (y, y, -1), (z, z, 1)],
     }
-    for (k, l), terms in entries.items():
+    for (row, col), terms in entries.items():
         for i, j, coef in terms:
-            c[i, j, k, l] += coef
+            c[i, j, row, col] += coef
     return c
 
 

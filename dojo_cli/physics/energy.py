@@ -61,10 +61,10 @@ def body_momenta(mech: Mechanism, v: np.ndarray, omega: np.ndarray):
 
 def kinetic_energy(mech: Mechanism, v: np.ndarray, omega: np.ndarray) -> np.ndarray:
     """(T,) kinetic energy of states 0..T-1 from midpoint velocities (T+1, nb, 3)."""
-    p, l = body_momenta(mech, v, omega)
+    p, spin = body_momenta(mech, v, omega)
     lin = 0.5 * np.sum(p * p, axis=-1) / mech.mass
-    jinv_l = np.einsum("bij,tbj->tbi", mech.inertia_inv, l)
-    ang = 0.5 * np.sum(l * jinv_l, axis=-1)
+    jinv_spin = np.einsum("bij,tbj->tbi", mech.inertia_inv, spin)
+    ang = 0.5 * np.sum(spin * jinv_spin, axis=-1)
     return np.sum(lin + ang, axis=-1)
 
 
@@ -93,9 +93,9 @@ def angular_momentum(mech: Mechanism, x: np.ndarray, q: np.ndarray, v: np.ndarra
         x: (T+1 or T, nb, 3), q: (T+1 or T, nb, 4) configurations (the first T are used).
         v, omega: (T+1, nb, 3) midpoint velocities.
     """
-    p, l = body_momenta(mech, v, omega)
+    p, spin = body_momenta(mech, v, omega)
     T = p.shape[0]
-    return np.sum(rotate(q[:T], l) + cross(x[:T], p), axis=1)
+    return np.sum(rotate(q[:T], spin) + cross(x[:T], p), axis=1)
 
 
 def mechanics(mech: Mechanism, time, x, q, v, omega) -> Mechanics:

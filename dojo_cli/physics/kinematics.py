@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dojo_cli.math import quaternion as quat
-from dojo_cli.model.mechanism import ORIGIN, Mechanism
+from dojo_cli.model.mechanism import Mechanism
 
 
 _ORIGIN_X = np.zeros((1, 3))

@@ -47,7 +47,7 @@ class StepStructure:
     """Index maps and the Newton pattern of a mechanism's step (built once)."""
 
     def __init__(self, mech: Mechanism):
-        nb, nl, nf = mech.nb, mech.nl, mech.nf
+        nb, nl = mech.nb, mech.nl
         self.nv = 6 * nb
         self.n = self.nv + nl
         self.row_cols = mech.joint_columns[mech.row_joint]  # (nl,12)

@@ -63,13 +63,13 @@ class MatrixPattern:
         """Sparse CSC matrix from slot values."""
         return scipy.sparse.csc_matrix((data, self.csc_rows, self.indptr), shape=(self.n, self.n))
 
-    def factorize(self, data: np.ndarray) -> "Factorization":
+    def factorize(self, data: np.ndarray) -> Factorization:
         """LU factorisation of the matrix with these slot values."""
         if self.dense:
             return DenseFactorization(self.to_dense(data))
         return self._sparse_factorization(data)
 
-    def _sparse_factorization(self, data: np.ndarray) -> "Factorization":
+    def _sparse_factorization(self, data: np.ndarray) -> Factorization:
         if self._perm_c is None:
             lu = scipy.sparse.linalg.splu(self.to_csc(data), permc_spec="COLAMD")
             self._set_column_order(lu.perm_c)

@@ -32,7 +32,7 @@ class SolverOptions:
     no_progress_undercut: float = 10.0
     verbose: bool = False
 
-    def replace(self, **changes) -> "SolverOptions":
+    def replace(self, **changes) -> SolverOptions:
         """A copy with some fields changed."""
         return replace(self, **changes)
 

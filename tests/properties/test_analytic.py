@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import numpy as np
-import pytest
 from scipy.special import ellipk
 
 from dojo_cli.model.mechanism import ORIGIN, Body, Joint, Mechanism
@@ -83,8 +82,8 @@ def test_symmetric_top_precession_rate():
     mech = Mechanism([Body("top", 1.0, np.diag([i1, i1, i3]))], [Joint("free", "floating", ORIGIN, 0)], h, (0, 0, 0))
     z0 = minimal_to_maximal(mech, np.r_[0, 0, 0, 0, 0, 0, 0, 0, 0, 0.5, 0, w3])
     tr = simulate(mech, 3000, z0, opts=TIGHT)
-    _, l = body_momenta(mech, tr.v, tr.omega)
-    phase = np.unwrap(np.arctan2(l[:, 0, 1], l[:, 0, 0]))
+    _, spin = body_momenta(mech, tr.v, tr.omega)
+    phase = np.unwrap(np.arctan2(spin[:, 0, 1], spin[:, 0, 0]))
     rate = np.polyfit(tr.time[: len(phase)], phase, 1)[0]
     exact = (i3 - i1) / i1 * w3
     assert abs(rate - exact) / exact < 1e-4, f"precession rate {rate:.6f} vs {exact:.6f}"
