@@ -135,6 +135,41 @@ class Joint:
         return sum(self.free)
 
 
+# Contact models (dojo_engine_notes.md 4.2): unknowns per contact, s and gamma each.
+CONTACT_HALF_SIZE = {"impact": 1, "nonlinear": 4, "linear": 6}
+COLLISION_KINDS = ("halfspace", "sphere", "capsule", "box")
+
+
+@dataclass
+class Contact:
+    """A contact sphere on ``body`` against a half-space or another body's shape.
+
+    Attributes:
+        name: unique name.
+        body: index of the body carrying the sphere (body a).
+        model: "impact", "linear" or "nonlinear".
+        friction: Coulomb coefficient (unused by impact).
+        radius: sphere radius (m), 0 for a point.
+        offset: (3,) sphere centre in the body frame.
+        kind: "halfspace", "sphere", "capsule" or "box" (what it touches).
+        other: index of the other body, or ORIGIN for a half-space.
+        params: kind parameters: halfspace ``normal`` (3,) unit and ``point`` (3,),
+            world; sphere ``offset`` (3,) and ``radius`` in the other body's frame;
+            capsule ``end1``, ``end2`` (3,) and ``radius``; box ``centre`` (3,) and
+            ``half_sizes`` (3,).
+    """
+
+    name: str
+    body: int
+    model: str = "nonlinear"
+    friction: float = 0.5
+    radius: float = 0.0
+    offset: np.ndarray = field(default_factory=lambda: np.zeros(3))
+    kind: str = "halfspace"
+    other: int = ORIGIN
+    params: dict = field(default_factory=lambda: {"normal": np.array([0.0, 0.0, 1.0]), "point": np.zeros(3)})
+
+
 class Mechanism:
     """Bodies, joints and the state-independent structure of the step.
 
@@ -151,6 +186,9 @@ class Mechanism:
         spring, damper, spring_offset (nf,): per free coordinate.
         tree_joints: joint indices in root-to-leaves order, loop joints excluded.
         loop_joints: joints closing kinematic loops.
+        limit_free, limit_sign, limit_bound (nlim,): limited free coordinate, +1 for
+            a lower bound (theta - bound >= 0) and -1 for an upper one (bound - theta >= 0).
+        contacts: the Contact list; nc their number.
     """
 
     def __init__(
@@ -160,6 +198,7 @@ class Mechanism:
         timestep: float = 0.01,
         gravity=(0.0, 0.0, -9.81),
         name: str = "mechanism",
+        contacts: list[Contact] | None = None,
     ):
         if timestep <= 0:
             raise SceneError("timestep: must be > 0")
@@ -212,6 +251,31 @@ class Mechanism:
         self.has_dampers = bool(np.any(self.damper != 0))
 
         self.tree_joints, self.loop_joints = _tree_order(self.parent, self.child, self.nb)
+
+        # Joint limits: one inequality per finite bound of a free coordinate.
+        limit_free, limit_sign, limit_bound = [], [], []
+        for i, j in enumerate(self.joints):
+            if j.limits is None:
+                continue
+            lower, upper = (np.asarray(v, dtype=float).reshape(-1) for v in j.limits)
+            r = self.joint_free_range[i]
+            for k, f in enumerate(range(r.start, r.stop)):
+                if np.isfinite(lower[k]):
+                    limit_free.append(f), limit_sign.append(1.0), limit_bound.append(lower[k])
+                if np.isfinite(upper[k]):
+                    limit_free.append(f), limit_sign.append(-1.0), limit_bound.append(upper[k])
+        self.limit_free = np.array(limit_free, dtype=int)
+        self.limit_sign = np.array(limit_sign, dtype=float)
+        self.limit_bound = np.array(limit_bound, dtype=float)
+        self.nlim = len(limit_free)
+
+        self.contacts = list(contacts or [])
+        self.nc = len(self.contacts)
+        for c in self.contacts:
+            if c.model not in CONTACT_HALF_SIZE:
+                raise SceneError(f"contact {c.name!r}: unknown model {c.model!r}")
+            if c.kind not in COLLISION_KINDS:
+                raise SceneError(f"contact {c.name!r}: unknown collision kind {c.kind!r}")
         self.tree_joint_of_body = np.full(self.nb, -1, dtype=int)
         for j in self.tree_joints:
             self.tree_joint_of_body[self.child[j]] = j
@@ -274,6 +338,18 @@ class Mechanism:
         """Minimal coordinates plus velocities: 2 per free coordinate."""
         return 2 * self.nf
 
+    @property
+    def has_inequalities(self) -> bool:
+        """True when the step has contacts or joint limits (interior-point solve)."""
+        return self.nc > 0 or self.nlim > 0
+
+    def contact_index(self, name: str) -> int:
+        """Index of a contact by name."""
+        for i, c in enumerate(self.contacts):
+            if c.name == name:
+                return i
+        raise KeyError(f"no contact named {name!r}")
+
     def root_to_leaves_ordering(self) -> list[int]:
         """Tree joint indices from the origin to the leaves, then the loop joints."""
         return list(self.tree_joints) + list(self.loop_joints)
@@ -289,7 +365,10 @@ class Mechanism:
         return names
 
     def __repr__(self) -> str:
-        return f"Mechanism({self.name!r}, {self.nb} bodies, {self.nj} joints, {self.nf} dof, h={self.timestep})"
+        return (
+            f"Mechanism({self.name!r}, {self.nb} bodies, {self.nj} joints, {self.nf} dof, "
+            f"{self.nc} contacts, {self.nlim} limits, h={self.timestep})"
+        )
 
 
 def _per_free(joint: Joint, values) -> np.ndarray:

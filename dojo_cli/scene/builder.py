@@ -15,7 +15,7 @@ import numpy as np
 
 from dojo_cli.errors import Problem, SceneError
 from dojo_cli.io.tables import read_input_table
-from dojo_cli.model.mechanism import ORIGIN, Body, Joint, Mechanism
+from dojo_cli.model.mechanism import ORIGIN, Body, Contact, Joint, Mechanism
 from dojo_cli.model.shapes import Shape, body_inertia
 from dojo_cli.physics.coordinates import constraint_violation, interleave_minimal, minimal_to_maximal
 from dojo_cli.simulation.controller import (
@@ -74,17 +74,11 @@ def build_mechanism(spec, file: str | None = None) -> Mechanism:
                 spring=j.spring_values(), damper=j.damper_values(), spring_offset=j.spring_offset_values(), limits=limits,
             )
         )
-    if spec.contacts:
-        problems.append(
-            spec.problem("contacts", "contact simulation is not available in this version yet; remove the contacts block")
-        )
-    for i, j in enumerate(spec.joints):
-        if j.limits is not None:
-            problems.append(spec.problem(f"joints.{i}.limits", "joint limits are not available in this version yet"))
     if problems:
         raise SceneError(problems)
 
-    mech = Mechanism(bodies, joints, spec.timestep, spec.gravity, name=spec.name)
+    contacts = [contact_from_spec(c, names) for c in spec.contacts]
+    mech = Mechanism(bodies, joints, spec.timestep, spec.gravity, name=spec.name, contacts=contacts)
     mech.scene = spec
     mech.scene_file = file
     mech.default_options = SolverOptions(**spec.solver.model_dump())
@@ -97,6 +91,29 @@ def build_mechanism(spec, file: str | None = None) -> Mechanism:
         for e in spec.external
     ]
     return mech
+
+
+def contact_from_spec(c, names: dict[str, int]) -> Contact:
+    """Numeric Contact from a contact spec (``against`` ground, a half-space or a body's shape)."""
+    base = dict(name=c.name, body=names[c.body], model=c.model, friction=float(c.friction),
+                radius=float(c.radius), offset=np.asarray(c.offset, float))
+    against = c.against
+    if against == "ground" or isinstance(against, str):
+        return Contact(**base, kind="halfspace", params={"normal": np.array([0.0, 0.0, 1.0]), "point": np.zeros(3)})
+    if hasattr(against, "normal"):
+        n = np.asarray(against.normal, float)
+        return Contact(**base, kind="halfspace", params={"normal": n / np.linalg.norm(n), "point": np.asarray(against.point, float)})
+    other = names[against.body]
+    offset = np.asarray(against.offset, float)
+    if against.shape == "sphere":
+        params = {"offset": offset, "radius": float(against.radius)}
+    elif against.shape == "capsule":
+        # the capsule's segment runs along the other body's z axis, centred at offset
+        half = np.array([0.0, 0.0, 0.5 * float(against.height)])
+        params = {"end1": offset - half, "end2": offset + half, "radius": float(against.radius)}
+    else:
+        params = {"centre": offset, "half_sizes": 0.5 * np.asarray(against.size, float)}
+    return Contact(**base, kind=against.shape, other=other, params=params)
 
 
 def _steps(spec) -> int | None:

@@ -112,7 +112,7 @@ def iterate(
         if external:
             f_ext, tau_ext = external_wrench(mech, external, t, z.reshape(mech.nb, 13)[:, 6:10])
         z, result, problem = solve_step(mech, z, u, opts, f_ext, tau_ext, lam0=lam, log=log)
-        lam = result.w[problem.s.nv :]
+        lam = result.w[problem.s.lam]
         yield StepRecord(k, u, result.iterations, result.residual, result.status, state_record(mech, t + h, z), lam)
         if abort_on_failure and not result.success:
             raise SolverError(f"step {k} (t = {t:.6g} s): the solver {result.status.message} (residual {result.residual:.3e})")

@@ -1,22 +1,25 @@
 """One step of Dojo's variational integrator in maximal coordinates.
 
-Unknowns w = [per body (v25, w25) (6 nb); joint impulses lambda (nl)].
-Residual (dojo_engine_notes.md 2.3, 3.3):
+Unknowns w = [per body (v25, w25) (6 nb) | joint impulses lambda (nl) |
+joint-limit slacks s and impulses gamma (nlim each) | per contact s, gamma].
+Residual (dojo_engine_notes.md 2.3, 3.3, 3.6, 4.2):
 - body i: DEL(v25, w25) - sum_r Jg_r,i(z2)^T lambda_r - h sum_f Jf_f,i(z2)^T spring_f
           - h sum_f Ju_f,i(z2)^T u_f + h sum_f Jf_f,i^T c_f (Jf(z2) xi25)_f
-- joint row r: g_r(z3) with x3 = x2 + h v25, q3 = q2 qmap(w25).
+          - sum_limits sigma Jf(z2)^T gamma - sum_contacts wrench(z3, gamma)
+- joint row r: g_r(z3) with x3 = x2 + h v25, q3 = q2 qmap(w25);
+- limit (bound b, sign sigma = +1 lower / -1 upper): s - sigma (theta(z3) - b) = 0, s gamma = kappa;
+- contact: the model's constraint rows (distance, friction cone, tangential
+  velocity at z3) and complementarity rows (contact.py).
 Constraint impulses act through the constraint Jacobian at the current
-configuration and the constraints hold at the next one. Springs are the exact
-gradient of 1/2 k (theta - theta0)^2 at z2 (Dojo applies the spring torque
-directly, which is the gradient only for one rotational axis). Dampers are
-Rayleigh dissipation on the joint velocity theta_dot = Jf(z2) xi25, linear in
-the unknowns (Dojo differentiates the configuration backwards, an O(h)
-difference).
+configuration and the constraints hold at the next one; contact wrenches act
+at the next configuration (Dojo's choices). Springs are the exact gradient of
+1/2 k (theta - theta0)^2 at z2 (Dojo applies the spring torque directly, which is
+the gradient only for one rotational axis). Dampers are Rayleigh dissipation on
+the joint velocity theta_dot = Jf(z2) xi25, linear in the unknowns (Dojo
+differentiates the configuration backwards, an O(h) difference).
 
-The Newton matrix is
-    [ M(w25) + h Jf^T C Jf    -Jg(z2)^T ]
-    [ Jg(z3) dz3/dxi25          0       ]
-assembled into a pattern fixed per mechanism.
+Without contacts and limits the system is smooth and solved by Newton's
+method; with them, by the interior-point method (solver.interior_point).
 """
 
 from __future__ import annotations
@@ -26,8 +29,11 @@ import numpy as np
 from dojo_cli.math import quaternion as quat
 from dojo_cli.model.mechanism import Mechanism
 from dojo_cli.model.state import pack_maximal, unpack_maximal
+from dojo_cli.physics.contact import ContactEvaluation, ContactStructure, evaluate_contacts
 from dojo_cli.physics.dynamics import momentum_left, momentum_right, momentum_right_jacobian
+from dojo_cli.physics.integrator import chain_to_velocities, next_configuration, velocity_jacobians
 from dojo_cli.physics.kinematics import constraint_rows, input_rows, joint_kinematics, minimal_rows
+from dojo_cli.solver.interior_point import interior_point
 from dojo_cli.solver.linear import MatrixPattern
 from dojo_cli.solver.newton import newton
 from dojo_cli.solver.options import SolverOptions
@@ -41,46 +47,95 @@ _MAX_ANGULAR_SPEED_SQ = 3.9
 # Jg A^-1 Jg^T ~ h W M^-1 W^T positive semidefinite, +REG I makes it definite without
 # changing the residual, so the converged solution is unaffected.
 CONSTRAINT_REGULARIZATION = 1e-10
+# Interior-point starting values of joint-limit slacks and impulses (Dojo: reset to 1).
+LIMIT_START = 1.0
+
+
+class _Pattern:
+    """Named blocks of (row, col) entries, assembled in a fixed order."""
+
+    def __init__(self):
+        self.names: list[str] = []
+        self.rows: list[np.ndarray] = []
+        self.cols: list[np.ndarray] = []
+
+    def add(self, name: str, rows, cols) -> None:
+        rows, cols = np.broadcast_arrays(np.asarray(rows), np.asarray(cols))
+        self.names.append(name)
+        self.rows.append(rows.ravel())
+        self.cols.append(cols.ravel())
+
+    def build(self, n: int) -> MatrixPattern:
+        return MatrixPattern(n, np.concatenate(self.rows), np.concatenate(self.cols))
 
 
 class StepStructure:
     """Index maps and the Newton pattern of a mechanism's step (built once)."""
 
     def __init__(self, mech: Mechanism):
-        nb, nl = mech.nb, mech.nl
+        nb, nl, nlim = mech.nb, mech.nl, mech.nlim
         self.nv = 6 * nb
-        self.n = self.nv + nl
         self.row_cols = mech.joint_columns[mech.row_joint]  # (nl,12)
         self.row_keep = self.row_cols >= 0
         self.free_cols = mech.joint_columns[mech.free_joint]  # (nf,12)
         self.free_keep = self.free_cols >= 0
         self.free_damped = np.flatnonzero(mech.damper != 0)
+        # parent/child body indices with the world as index nb (a zero block)
+        self.row_a = np.where(mech.parent[mech.row_joint] < 0, nb, mech.parent[mech.row_joint])
+        self.row_b = mech.child[mech.row_joint]
 
-        rows, cols = [], []
-        # 1. body diagonal blocks
+        # unknown layout
+        self.lam = self.nv + np.arange(nl)
+        self.lim_s = self.nv + nl + np.arange(nlim)
+        self.lim_g = self.lim_s + nlim
+        self.contacts = ContactStructure(mech, start=self.nv + nl + 2 * nlim)
+        self.n = self.contacts.end
+        self.lim_cols = mech.joint_columns[mech.free_joint[mech.limit_free]] if nlim else np.zeros((0, 12), int)
+        self.lim_keep = self.lim_cols >= 0
+        fj = mech.free_joint[mech.limit_free]
+        self.lim_a = np.where(mech.parent[fj] < 0, nb, mech.parent[fj]) if nlim else np.zeros(0, int)
+        self.lim_b = mech.child[fj] if nlim else np.zeros(0, int)
+
+        p = _Pattern()
+        # body diagonal blocks
         b = np.arange(nb)[:, None, None] * 6
         a = np.arange(6)
-        rows.append(np.broadcast_to(b + a[None, :, None], (nb, 6, 6)).ravel())
-        cols.append(np.broadcast_to(b + a[None, None, :], (nb, 6, 6)).ravel())
-        # 2. damper blocks (12x12 per damped free coordinate)
-        dc = self.free_cols[self.free_damped]  # (nd,12)
+        p.add("body", b + a[None, :, None], b + a[None, None, :])
+        # damper blocks (12x12 per damped free coordinate)
+        dc = self.free_cols[self.free_damped]
         dr_full = np.broadcast_to(dc[:, :, None], (len(dc), 12, 12))
         dc_full = np.broadcast_to(dc[:, None, :], (len(dc), 12, 12))
         self.damper_keep = ((dr_full >= 0) & (dc_full >= 0)).ravel()
-        rows.append(dr_full.ravel()[self.damper_keep])
-        cols.append(dc_full.ravel()[self.damper_keep])
-        # 3. -Jg(z2)^T: body rows, lambda columns
-        lam = self.nv + np.arange(nl)[:, None]
-        lam_full = np.broadcast_to(lam, (nl, 12))
-        rows.append(self.row_cols[self.row_keep])
-        cols.append(lam_full[self.row_keep])
-        # 4. Jg(z3) dz3/dxi: lambda rows, body columns
-        rows.append(lam_full[self.row_keep])
-        cols.append(self.row_cols[self.row_keep])
-        # 5. regularisation on the lambda diagonal
-        rows.append(self.nv + np.arange(nl))
-        cols.append(self.nv + np.arange(nl))
-        self.pattern = MatrixPattern(self.n, np.concatenate(rows), np.concatenate(cols))
+        p.add("damper", dr_full.ravel()[self.damper_keep], dc_full.ravel()[self.damper_keep])
+        # -Jg(z2)^T (body rows, lambda columns) and Jg(z3) dz3/dxi (lambda rows, body columns)
+        lam_full = np.broadcast_to(self.lam[:, None], (nl, 12))
+        p.add("impulse_map", self.row_cols[self.row_keep], lam_full[self.row_keep])
+        p.add("constraint", lam_full[self.row_keep], self.row_cols[self.row_keep])
+        p.add("regularization", self.lam, self.lam)
+        # joint limits: comp rows (at s) wrt s, gamma; constraint rows (at gamma) wrt s and bodies;
+        # body rows wrt gamma
+        p.add("limit_comp_s", self.lim_s, self.lim_s)
+        p.add("limit_comp_g", self.lim_s, self.lim_g)
+        p.add("limit_cons_s", self.lim_g, self.lim_s)
+        lg_full = np.broadcast_to(self.lim_g[:, None], (nlim, 12))
+        p.add("limit_cons_body", lg_full[self.lim_keep], self.lim_cols[self.lim_keep])
+        p.add("limit_map", self.lim_cols[self.lim_keep], lg_full[self.lim_keep])
+        self.contacts.add_pattern(p)
+        self.block_names = p.names
+        self.pattern = p.build(self.n)
+
+        # cone structure for the interior-point solver
+        self.orthant_s = np.concatenate([self.lim_s, self.contacts.orthant_s])
+        self.orthant_g = np.concatenate([self.lim_g, self.contacts.orthant_g])
+        self.orthant_rows = self.orthant_s.copy()  # complementarity rows sit at the s indices
+        self.soc_s = self.contacts.soc_s
+        self.soc_g = self.contacts.soc_g
+        self.soc_rows = self.soc_s.copy()
+        comp = np.zeros(self.n, dtype=bool)
+        comp[self.orthant_rows] = True
+        comp[self.soc_rows.ravel()] = True
+        self.equality_rows = np.flatnonzero(~comp)
+        self.degree = len(self.orthant_s) + len(self.soc_s)
 
 
 def step_structure(mech: Mechanism) -> StepStructure:
@@ -110,6 +165,11 @@ class StepProblem:
     def __init__(self, mech: Mechanism, z, u=None, f_ext=None, tau_ext=None):
         self.mech = mech
         self.s = step_structure(mech)
+        s = self.s
+        # the cone structure, as the interior-point solver reads it
+        self.orthant_s, self.orthant_g, self.orthant_rows = s.orthant_s, s.orthant_g, s.orthant_rows
+        self.soc_s, self.soc_g, self.soc_rows = s.soc_s, s.soc_g, s.soc_rows
+        self.equality_rows, self.degree = s.equality_rows, s.degree
         h = mech.timestep
         nb = mech.nb
         self.x2, self.v15, self.q2, self.w15 = unpack_maximal(z, nb)
@@ -121,10 +181,11 @@ class StepProblem:
         kin2 = joint_kinematics(mech, self.x2, self.q2)
         _, jc2 = constraint_rows(mech, kin2)
         self.jg2 = jc2[mech.row_joint, mech.row_slot]  # (nl,12)
+
         # Impulses constant over the solve: inputs, springs, gravity, external wrench.
         gen = np.zeros((mech.nf, 12))
         jf2 = None
-        if mech.has_springs or mech.has_dampers:
+        if mech.has_springs or mech.has_dampers or mech.nlim:
             m2, jm2 = minimal_rows(mech, kin2)
             jf2 = jm2[mech.free_joint, mech.free_slot]  # (nf,12)
             spring_force = -mech.spring * (m2[mech.free_joint, mech.free_slot] - mech.spring_offset)
@@ -132,7 +193,7 @@ class StepProblem:
         if np.any(u):
             ju2 = input_rows(mech, kin2)[mech.free_joint, mech.free_slot]
             gen += h * ju2 * u[:, None]
-        applied = _scatter(self.s.free_cols, self.s.free_keep, gen, self.s.nv).reshape(nb, 6)
+        applied = _scatter(s.free_cols, s.free_keep, gen, s.nv).reshape(nb, 6)
         wrench = np.zeros((nb, 6))
         wrench[:, :3] = mech.mass[:, None] * mech.gravity
         if f_ext is not None:
@@ -142,33 +203,38 @@ class StepProblem:
         self.constant = (momentum_left(mech, self.v15, self.w15) + h * wrench + applied).reshape(-1)
 
         # Damping: impulse -h Jf^T C Jf xi, constant matrix (Rayleigh on theta_dot).
-        d = self.s.free_damped
+        d = s.free_damped
         if d.size:
             self.jf_damped = jf2[d]
             self.damper_blocks = (h * mech.damper[d, None, None] * jf2[d, :, None] * jf2[d, None, :]).ravel()[
-                self.s.damper_keep
+                s.damper_keep
             ]
         else:
             self.jf_damped = np.zeros((0, 12))
             self.damper_blocks = np.zeros(0)
-        self.neg_jg2t = -self.jg2[self.s.row_keep]
+        self.neg_jg2t = -self.jg2[s.row_keep]
+        # Joint limits: impulse sigma Jf(z2)^T gamma on the limited coordinate.
+        if mech.nlim:
+            self.lim_map2 = mech.limit_sign[:, None] * jf2[mech.limit_free]  # (nlim,12)
+        else:
+            self.lim_map2 = np.zeros((0, 12))
         self._cache_w: np.ndarray | None = None
 
     # ------------------------------------------------------------ evaluation
     def split(self, w: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """v25 (nb,3), w25 (nb,3), lambda (nl,)."""
         xi = w[: self.s.nv].reshape(self.mech.nb, 6)
-        return xi[:, :3], xi[:, 3:], w[self.s.nv :]
+        return xi[:, :3], xi[:, 3:], w[self.s.lam]
 
     def next_configuration(self, v25: np.ndarray, w25: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """x3 = x2 + h v25, q3 = q2 qmap(w25) (notes 2.2)."""
-        h = self.mech.timestep
-        return self.x2 + h * v25, quat.multiply(self.q2, quat.integrator_map(w25, h))
+        return next_configuration(self.x2, self.q2, v25, w25, self.mech.timestep)
 
     def _evaluate(self, w: np.ndarray):
         if self._cache_w is not None and np.array_equal(w, self._cache_w):
             return self._cache
         mech, s = self.mech, self.s
+        h = mech.timestep
         v25, w25, lam = self.split(w)
         x3, q3 = self.next_configuration(v25, w25)
         kin3 = joint_kinematics(mech, x3, q3)
@@ -180,44 +246,62 @@ class StepProblem:
             xi = w[: s.nv]
             cols = s.free_cols[s.free_damped]
             rate = np.einsum("fk,fk->f", self.jf_damped, np.where(cols >= 0, xi[cols], 0.0))
-            h = mech.timestep
             damp = h * mech.damper[s.free_damped, None] * rate[:, None] * self.jf_damped
             body += _scatter(cols, cols >= 0, damp, s.nv)
+        res[s.lam] = c3[mech.row_joint, mech.row_slot]
+        jm3 = None
+        if mech.nlim:
+            m3, jm3_all = minimal_rows(mech, kin3)
+            theta = m3[mech.free_joint, mech.free_slot][mech.limit_free]
+            jm3 = jm3_all[mech.free_joint, mech.free_slot][mech.limit_free] * mech.limit_sign[:, None]
+            sl, gl = w[s.lim_s], w[s.lim_g]
+            res[s.lim_s] = sl * gl
+            res[s.lim_g] = sl - mech.limit_sign * (theta - mech.limit_bound)
+            body -= _scatter(s.lim_cols, s.lim_keep, self.lim_map2 * gl[:, None], s.nv)
+        contact = None
+        if mech.nc:
+            contact = evaluate_contacts(mech, s.contacts, w, x3, q3, v25, w25)
+            body -= contact.body_impulse
+            res[s.contacts.rows] = contact.residual
         res[: s.nv] = body
-        res[s.nv :] = c3[mech.row_joint, mech.row_slot]
         self._cache_w = w.copy()
-        self._cache = (res, jc3, w25)
+        self._cache = (res, jc3, w25, jm3, contact)
         return self._cache
 
     def residual(self, w: np.ndarray) -> np.ndarray:
-        """(n,) residual at w."""
+        """(n,) residual at w (complementarity rows with kappa = 0)."""
         return self._evaluate(w)[0]
 
     def matrix_values(self, w: np.ndarray) -> np.ndarray:
         """Newton matrix slot values at w."""
         mech, s = self.mech, self.s
-        _, jc3, w25 = self._evaluate(w)
+        _, jc3, w25, jm3, contact = self._evaluate(w)
         h = mech.timestep
+        mw_ext = velocity_jacobians(w25, h)
         jg3 = jc3[mech.row_joint, mech.row_slot]  # (nl,12) wrt [xa, ta, xb, tb] at z3
-        # chain through dz3/dxi25: dx3/dv = h I, dtheta3/dw = integrator_map_jacobian
-        mw = quat.integrator_map_jacobian(w25, h)  # (nb,3,3)
-        mw_ext = np.concatenate([mw, np.zeros((1, 3, 3))])  # origin -> zero block
-        pa = np.where(mech.parent[mech.row_joint] < 0, mech.nb, mech.parent[mech.row_joint])
-        cb = mech.child[mech.row_joint]
-        chained = np.empty_like(jg3)
-        chained[:, 0:3] = h * jg3[:, 0:3]
-        chained[:, 3:6] = np.einsum("rk,rkj->rj", jg3[:, 3:6], mw_ext[pa])
-        chained[:, 6:9] = h * jg3[:, 6:9]
-        chained[:, 9:12] = np.einsum("rk,rkj->rj", jg3[:, 9:12], mw_ext[cb])
-        values = np.concatenate(
-            [
-                momentum_right_jacobian(mech, w25).ravel(),
-                self.damper_blocks,
-                self.neg_jg2t,
-                chained[s.row_keep],
-                np.full(mech.nl, CONSTRAINT_REGULARIZATION),
-            ]
-        )
+        chained = chain_to_velocities(jg3, s.row_a, s.row_b, mw_ext, h)
+        blocks = {
+            "body": momentum_right_jacobian(mech, w25).ravel(),
+            "damper": self.damper_blocks,
+            "impulse_map": self.neg_jg2t,
+            "constraint": chained[s.row_keep],
+            "regularization": np.full(mech.nl, CONSTRAINT_REGULARIZATION),
+        }
+        if mech.nlim:
+            sl, gl = w[s.lim_s], w[s.lim_g]
+            blocks["limit_comp_s"] = gl
+            blocks["limit_comp_g"] = sl
+            blocks["limit_cons_s"] = np.ones(mech.nlim)
+            blocks["limit_cons_body"] = -chain_to_velocities(jm3, s.lim_a, s.lim_b, mw_ext, h)[s.lim_keep]
+            blocks["limit_map"] = -self.lim_map2[s.lim_keep]
+        else:
+            for name in ("limit_comp_s", "limit_comp_g", "limit_cons_s", "limit_cons_body", "limit_map"):
+                blocks[name] = np.zeros(0)
+        if mech.nc:
+            blocks.update(contact.matrix_blocks(mw_ext, h))
+        else:
+            blocks.update(s.contacts.empty_blocks())
+        values = np.concatenate([blocks[name] for name in s.block_names])
         return s.pattern.assemble(values)
 
     def factorize(self, w: np.ndarray):
@@ -239,11 +323,16 @@ class StepProblem:
         return w
 
     def initial_guess(self, lam0: np.ndarray | None = None) -> np.ndarray:
-        """Warm start: the previous midpoint velocities, and lambda0 (or zero)."""
-        w0 = np.zeros(self.s.n)
-        w0[: self.s.nv] = np.concatenate([self.v15, self.w15], axis=1).reshape(-1)
+        """Warm start: previous midpoint velocities, lambda0 (or zero); cone
+        variables at Dojo's starting values, strictly inside their cones."""
+        s = self.s
+        w0 = np.zeros(s.n)
+        w0[: s.nv] = np.concatenate([self.v15, self.w15], axis=1).reshape(-1)
         if lam0 is not None:
-            w0[self.s.nv :] = lam0
+            w0[s.lam] = lam0
+        w0[s.lim_s] = LIMIT_START
+        w0[s.lim_g] = LIMIT_START
+        s.contacts.initialize(w0)
         return w0
 
     def next_state(self, w: np.ndarray) -> np.ndarray:
@@ -252,6 +341,10 @@ class StepProblem:
         x3, q3 = self.next_configuration(v25, w25)
         return pack_maximal(x3, v25, quat.normalize(q3), w25)
 
+    def contact_record(self, w: np.ndarray) -> ContactEvaluation | None:
+        """Contact quantities at the solution (distance, impulses, slip), or None."""
+        return self._evaluate(w)[4]
+
 
 def solve_step(
     mech: Mechanism, z, u=None, opts: SolverOptions | None = None, f_ext=None, tau_ext=None, lam0=None, log=None
@@ -259,7 +352,11 @@ def solve_step(
     """Solve one step; returns (next state, solver result, the problem)."""
     opts = opts or SolverOptions()
     problem = StepProblem(mech, z, u, f_ext, tau_ext)
-    result = newton(problem, problem.initial_guess(lam0), opts, log=log)
+    w0 = problem.initial_guess(lam0)
+    if mech.has_inequalities:
+        result = interior_point(problem, w0, opts, log=log)
+    else:
+        result = newton(problem, w0, opts, log=log)
     return problem.next_state(result.w), result, problem
 
 
