@@ -57,8 +57,10 @@ class Jet:
         """Index the value axes (the Jacobian axis is kept)."""
         if not isinstance(idx, tuple):
             idx = (idx,)
-        # an explicit trailing slice keeps the Jacobian axis out of the indexing
-        return Jet(self.value[idx], self.jac[idx + (slice(None),)] if Ellipsis in idx else self.jac[idx])
+        # an explicit trailing slice keeps the Jacobian axis out of the indexing; compare
+        # by identity (`in` would compare index arrays with Ellipsis elementwise)
+        has_ellipsis = any(i is Ellipsis for i in idx)
+        return Jet(self.value[idx], self.jac[idx + (slice(None),)] if has_ellipsis else self.jac[idx])
 
     # ----------------------------------------------------------- arithmetic
     def __add__(self, other) -> "Jet":
@@ -148,6 +150,18 @@ class Jet:
         above = self.value > floor
         return Jet(np.maximum(self.value, floor), self.jac * above[..., None])
 
+
+
+def where(mask: np.ndarray, a: Jet, b: Jet) -> Jet:
+    """a where mask, else b, for Jets of equal shape.
+
+    Args:
+        mask: booleans over the leading value axes (e.g. (nc,) for values (nc, 3));
+            broadcast over the remaining value axes and the Jacobian axis.
+    """
+    m = np.asarray(mask, dtype=bool)
+    m = m.reshape(m.shape + (1,) * (a.value.ndim - m.ndim))
+    return Jet(np.where(m, a.value, b.value), np.where(m[..., None], a.jac, b.jac))
 
 
 def stack(jets: list[Jet], axis: int = -1) -> Jet:

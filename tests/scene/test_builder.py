@@ -77,9 +77,3 @@ def test_mesh_without_inertia_is_an_error():
         build(text)
     msg = str(info.value)
     assert "scene.yaml:6: bodies.0.inertia" in msg and "mesh" in msg  # a missing field: its mapping's line
-
-
-def test_contacts_are_rejected_until_supported():
-    text = FREE_BOX + "contacts:\n  - {name: c, body: box, radius: 0.1}\n"
-    with pytest.raises(SceneError, match="contacts"):
-        build(text)
