@@ -95,3 +95,58 @@ def fourbar(h=0.01, gravity=(0, 0, -9.81), base_angle=np.pi / 4, inner_angle=np.
     mech = Mechanism(bodies, joints, h, gravity, name="fourbar")
     y = np.array([base_angle, 0, inner_angle, 0, inner_angle, 0, -inner_angle, 0, -inner_angle, 0])
     return mech, minimal_to_maximal(mech, y)
+
+
+# ---------------------------------------------------------------- contacts
+from dojo_cli.model.mechanism import Contact  # noqa: E402
+
+
+def ground(name, body, offset=(0, 0, 0), radius=0.0, model="nonlinear", mu=0.5, normal=(0, 0, 1), point=(0, 0, 0)):
+    n = np.asarray(normal, float)
+    return Contact(name, body, model, mu, radius, np.asarray(offset, float), "halfspace", ORIGIN,
+                   {"normal": n / np.linalg.norm(n), "point": np.asarray(point, float)})
+
+
+def contact_box(h=0.01, mu=0.5, model="nonlinear", corners="all", gravity=(0, 0, -9.81), edge=0.5):
+    """Dojo's block: a cube (edge 0.5, 1 kg) on a floating joint with corner contacts."""
+    body = box_body("box", (edge, edge, edge))
+    e = edge / 2
+    zs = (-e, e) if corners == "all" else (-e,)
+    offsets = [(x, y, z) for x in (-e, e) for y in (-e, e) for z in zs]
+    contacts = [ground(f"c{i}", 0, o, 0.0, model, mu) for i, o in enumerate(offsets)]
+    return Mechanism([body], [Joint("base", "floating", ORIGIN, 0)], h, gravity, name="box", contacts=contacts)
+
+
+def ball(radius=0.5, mu=0.5, model="nonlinear", h=0.01, normal=(0, 0, 1), mass=1.0):
+    """A uniform sphere on a floating joint touching a half-space through its centre's contact sphere."""
+    shape = Shape("sphere", {"radius": radius})
+    body = Body("ball", mass, body_inertia(shape, mass), shape)
+    return Mechanism([body], [Joint("base", "floating", ORIGIN, 0)], h, (0, 0, -9.81), name="ball",
+                     contacts=[ground("c", 0, radius=radius, model=model, mu=mu, normal=normal)])
+
+
+def ball_on(kind, model="nonlinear", mu=0.5, h=0.05, params=None):
+    """A fixed obstacle body (sphere r 0.5, capsule r 0.5 along y, or unit box) and a free ball r 0.5."""
+    fixed = Body("obstacle", 1.0, np.eye(3) * 0.1)
+    free = Body("ball", 1.0, np.eye(3) * 0.1)
+    s = 0.5 ** 0.5
+    offset = np.array([s, s, 0, 0]) if kind == "capsule" else quat_identity()
+    joints = [Joint("fix", "fixed", ORIGIN, 0, orientation_offset=offset), Joint("base", "floating", ORIGIN, 1)]
+    defaults = {
+        "sphere": {"offset": np.zeros(3), "radius": 0.5},
+        "capsule": {"end1": np.array([0, 0, -1.0]), "end2": np.array([0, 0, 1.0]), "radius": 0.5},
+        "box": {"centre": np.zeros(3), "half_sizes": np.full(3, 0.5)},
+    }
+    c = Contact("c", 1, model, mu, 0.5, np.zeros(3), kind, 0, params or defaults[kind])
+    return Mechanism([fixed, free], joints, h, (0, 0, -9.81), name=f"ball_on_{kind}", contacts=[c])
+
+
+def quat_identity():
+    return np.array([1.0, 0, 0, 0])
+
+
+def limited_pendulum(h=0.01, lower=np.pi / 4, upper=np.pi):
+    mech = pendulum(h=h)
+    j = mech.joints[0]
+    j.limits = (np.array([lower]), np.array([upper]))
+    return Mechanism(mech.bodies, [j], h, mech.gravity, name="pendulum_limit")
