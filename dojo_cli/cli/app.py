@@ -32,6 +32,7 @@ from dojo_cli.scene.loader import (
     load_scene_spec,
     load_scene_spec_from_string,
 )
+from dojo_cli.simulation.contact_report import DEFAULT_GAP, DEFAULT_SLIP_TOL, summarize_contacts
 from dojo_cli.simulation.simulate import iterate, state_record
 from dojo_cli.solver.status import SolverStatus
 
@@ -114,7 +115,7 @@ def simulate(
     if out.exists() and not force:
         raise StorageError(f"{out}: already exists (use --force to overwrite)")
     opts = mech.default_options.replace(verbose=verbose)
-    log = (lambda rec: _err(f"    iter {rec['iteration']:3d}  residual {rec['residual']:.3e}  alpha {rec['alpha']:.3g}")) if verbose else None
+    log = _iteration_logger() if verbose else None
 
     started = time.perf_counter()
     failed_steps = 0
@@ -132,6 +133,7 @@ def simulate(
         minimal_v_names=[f"{c}_dot" for c in mech.coordinate_names()],
         input_dim=mech.nf,
         dojo_cli_version=__version__,
+        extra_attrs={"contact_names": [c.name for c in mech.contacts]} if mech.nc else None,
     )
     progress = None
     try:
@@ -144,7 +146,7 @@ def simulate(
                 writer.write_step(
                     s.time, s.x, s.q, s.v, s.omega, s.minimal_q, s.minimal_v, rec.inputs,
                     iterations=rec.iterations, residual=rec.residual, status=rec.status.value,
-                    extra={"impulses": rec.impulses},
+                    extra=_step_extras(rec),
                 )
                 iterations.append(rec.iterations)
                 if rec.status is not SolverStatus.SUCCESS:
@@ -168,10 +170,38 @@ def simulate(
         conv = "all steps converged" if not failed_steps else f"{failed_steps} steps did NOT converge"
         typer.echo(
             f"wrote {out}: {n} steps of {h:g} s ({n * h:g} s simulated), {mech.nb} {'body' if mech.nb == 1 else 'bodies'}, "
-            f"median {med} Newton iterations, {conv}; {wall:.2f} s wall ({wall / max(n, 1) * 1e3:.2f} ms/step)"
+            f"median {med} solver iterations, {conv}; {wall:.2f} s wall ({wall / max(n, 1) * 1e3:.2f} ms/step)"
         )
     if failed_steps and not quiet:
         _err(f"warning: {failed_steps} of {n} steps did not converge (see solver/status in {out})")
+
+
+def _iteration_logger():
+    """Dojo's verbose table: n, bvio, rvio, alpha, kappa (its mu), |res|inf, |step|inf."""
+    state = {"header": False}
+
+    def log(rec: dict) -> None:
+        if rec["iteration"] == 1 or not state["header"]:
+            _err(f"{'n':>4} {'bvio':>9} {'rvio':>9} {'alpha':>9} {'kappa':>9} {'|res|':>9} {'|step|':>9}")
+            state["header"] = True
+        _err(
+            f"{rec['iteration']:>4} {rec.get('bvio', 0.0):>9.2e} {rec.get('rvio', rec['residual']):>9.2e} "
+            f"{rec['alpha']:>9.2e} {rec.get('kappa', 0.0):>9.2e} {rec['residual']:>9.2e} {rec['step']:>9.2e}"
+        )
+
+    return log
+
+
+def _step_extras(rec) -> dict[str, np.ndarray]:
+    """Per-step datasets beyond FORMATS.md's: joint impulses, complementarity, contacts."""
+    extra = {"impulses": rec.impulses, "solver/complementarity": np.float64(rec.complementarity)}
+    if rec.contacts is not None:
+        c = rec.contacts
+        extra.update({
+            "contacts/distance": c.distance, "contacts/normal_impulse": c.normal_impulse,
+            "contacts/friction_impulse": c.friction_impulse, "contacts/slip": c.slip,
+        })
+    return extra
 
 
 class _Progress:
@@ -306,6 +336,45 @@ def _write_plot(path: Path, me, name: str) -> None:
         raise StorageError(f"{path}: cannot write ({exc.strerror or exc})") from None
     finally:
         plt.close(fig)
+
+
+# --------------------------------------------------------------------- contacts
+@app.command()
+@_reports_errors
+def contacts(
+    run: Annotated[Path, typer.Argument(help="Storage file written by `dojo simulate`.")],
+    gap: Annotated[float, typer.Option("--gap", help="A contact touches when closer than this (m) and carrying more than btol/gap.")] = DEFAULT_GAP,
+    slip_tol: Annotated[float, typer.Option("--slip-tol", help="Touching contacts slower than this (m/s) stick.")] = DEFAULT_SLIP_TOL,
+    json_out: Annotated[Optional[Path], typer.Option("--json", help="Write the summary as JSON.")] = None,
+) -> None:
+    """Per-contact summary of a run: penetration, time in contact, stick/slip, cone violation."""
+    if not gap > 0 or not slip_tol > 0:
+        raise InputError("--gap and --slip-tol: must be > 0")
+    stored = read_storage(run)
+    if "contacts/distance" not in stored.extras:
+        raise InputError(f"{run}: the run has no contact records (its scene has no contacts)")
+    spec = load_scene_spec_from_string(stored.scene_yaml, file=f"{run}:scene")
+    e = stored.extras
+    rows = summarize_contacts(
+        [c.name for c in spec.contacts], [c.model for c in spec.contacts], np.array([c.friction for c in spec.contacts]),
+        e["contacts/distance"], e["contacts/normal_impulse"], e["contacts/friction_impulse"], e["contacts/slip"],
+        btol=float(spec.solver.btol), gap=gap, slip_tol=slip_tol,
+    )
+    typer.echo(f"{run}: {spec.name}, {stored.steps_completed} steps, status {stored.status}")
+    typer.echo(f"{'contact':<16}{'model':<10}{'min dist [m]':>13}{'penetr. [m]':>12}{'in contact':>11}{'stick':>7}{'slip':>7}{'cone viol.':>11}")
+    for r in rows:
+        typer.echo(
+            f"{r.name:<16}{r.model:<10}{r.min_distance:>13.3e}{r.penetration:>12.2e}{r.contact_fraction:>11.1%}"
+            f"{r.stick_fraction:>7.0%}{r.slip_fraction:>7.0%}{r.max_cone_violation:>11.2e}"
+        )
+    worst = max(rows, key=lambda r: r.penetration)
+    typer.echo(f"max penetration {worst.penetration:.3e} m ({worst.name}); max cone violation "
+               f"{max(r.max_cone_violation for r in rows):.3e} N s")
+    if json_out is not None:
+        try:
+            json_out.write_text(json.dumps({"run": str(run), "status": stored.status, "contacts": [r.to_dict() for r in rows]}, indent=1))
+        except OSError as exc:
+            raise StorageError(f"{json_out}: cannot write ({exc.strerror or exc})") from None
 
 
 # ------------------------------------------------------------------------ check

@@ -42,6 +42,25 @@ class StepRecord:
     status: SolverStatus
     state: StateRecord
     impulses: np.ndarray
+    complementarity: float = 0.0
+    contacts: ContactRecord | None = None
+
+
+@dataclass
+class ContactRecord:
+    """Per-contact quantities of one step at its solution (arrays over contacts).
+
+    Attributes:
+        distance: (nc,) signed distance at the step's end configuration (m).
+        normal_impulse: (nc,) normal impulse (N s).
+        friction_impulse: (nc, 2) friction impulse in the contact's tangent basis (N s).
+        slip: (nc, 2) tangential velocity of the contact point relative to the other body (m/s).
+    """
+
+    distance: np.ndarray
+    normal_impulse: np.ndarray
+    friction_impulse: np.ndarray
+    slip: np.ndarray
 
 
 @dataclass
@@ -53,6 +72,9 @@ class Trajectory:
         minimal_q, minimal_v: (T+1, nf); inputs: (T, nu);
         iterations (T,), residual (T,), status (T,) solver record;
         impulses: (T, nl) joint impulses of each step.
+        complementarity: (T,) final complementarity violation of each step.
+        contact_distance, contact_normal_impulse: (T, nc); contact_friction_impulse,
+            contact_slip: (T, nc, 2); None without contacts.
     """
 
     time: np.ndarray
@@ -67,6 +89,11 @@ class Trajectory:
     residual: np.ndarray
     status: list[str] = field(default_factory=list)
     impulses: np.ndarray | None = None
+    complementarity: np.ndarray | None = None
+    contact_distance: np.ndarray | None = None
+    contact_normal_impulse: np.ndarray | None = None
+    contact_friction_impulse: np.ndarray | None = None
+    contact_slip: np.ndarray | None = None
 
     @property
     def steps(self) -> int:
@@ -113,7 +140,14 @@ def iterate(
             f_ext, tau_ext = external_wrench(mech, external, t, z.reshape(mech.nb, 13)[:, 6:10])
         z, result, problem = solve_step(mech, z, u, opts, f_ext, tau_ext, lam0=lam, log=log)
         lam = result.w[problem.s.lam]
-        yield StepRecord(k, u, result.iterations, result.residual, result.status, state_record(mech, t + h, z), lam)
+        contacts = None
+        if mech.nc:
+            ev = problem.contact_record(result.w)
+            contacts = ContactRecord(ev.distance, ev.normal_impulse, ev.friction_impulse, ev.slip)
+        yield StepRecord(
+            k, u, result.iterations, result.residual, result.status, state_record(mech, t + h, z), lam,
+            result.complementarity, contacts,
+        )
         if abort_on_failure and not result.success:
             raise SolverError(f"step {k} (t = {t:.6g} s): the solver {result.status.message} (residual {result.residual:.3e})")
 
@@ -151,4 +185,18 @@ def simulate(
         residual=np.array([r.residual for r in records]),
         status=[r.status.value for r in records],
         impulses=np.array([r.impulses for r in records]).reshape(len(records), mech.nl),
+        complementarity=np.array([r.complementarity for r in records]),
+        **_contact_arrays(mech, records),
     )
+
+
+def _contact_arrays(mech: Mechanism, records: list[StepRecord]) -> dict:
+    if not mech.nc:
+        return {}
+    T, nc = len(records), mech.nc
+    return {
+        "contact_distance": np.array([r.contacts.distance for r in records]).reshape(T, nc),
+        "contact_normal_impulse": np.array([r.contacts.normal_impulse for r in records]).reshape(T, nc),
+        "contact_friction_impulse": np.array([r.contacts.friction_impulse for r in records]).reshape(T, nc, 2),
+        "contact_slip": np.array([r.contacts.slip for r in records]).reshape(T, nc, 2),
+    }

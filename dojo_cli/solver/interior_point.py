@@ -46,6 +46,11 @@ AFFINE_FRACTION = 0.95
 MIN_FRACTION = 0.95
 # Fraction to the boundary of second-order cones (Dojo's tau_soc = min(tau, 0.95)).
 SOC_FRACTION = 0.95
+# A step shorter than this was cut by a cone boundary; after this many in a row the
+# next iteration centres (sigma = 1), once. Dojo has no such safeguard and can jam
+# with a cone variable pinned to its boundary.
+SHORT_STEP = 0.1
+SHORT_STEPS_BEFORE_CENTERING = 1
 # A violation must shrink by this factor to count as progress (Dojo: 20 %).
 PROGRESS_FACTOR = 0.8
 # Guards of the second-order-cone step length (CVXOPT 8.2 as in Dojo).
@@ -167,23 +172,29 @@ def interior_point(
         target[problem.soc_rows[:, 0]] = 1.0
     undercut = opts.undercut
     no_progress = 0
+    short_steps = 0
     factorization = None
     line_search_failed = False
     r = problem.residual(w)
     rvio, bvio = violations(problem, r)
     for it in range(opts.max_iter):
         if rvio < opts.rtol and bvio < opts.btol:
-            return SolverResult(w, SolverStatus.SUCCESS, it, max(rvio, bvio), factorization)
+            return SolverResult(w, SolverStatus.SUCCESS, it, max(rvio, bvio), factorization, bvio)
         factorization = problem.factorize(w)
 
         # 1-2. affine direction and its step length
         d_aff = factorization.solve(-r)
         a_aff = cone_step(problem, w, d_aff, AFFINE_FRACTION)
 
-        # 3. centering
+        # 3. centering; after a step cut short by a cone boundary, a pure centering
+        # step (sigma = 1) pulls the iterate back towards the central path (the raw
+        # cone-product complementarity has no Nesterov-Todd scaling to keep it there)
         nu = complementarity(problem, w)
         nu_aff = complementarity(problem, w + a_aff * d_aff)
         sigma = float(np.clip(nu_aff / (nu + 1e-20), 0.0, 1.0)) ** 3
+        centering = short_steps >= SHORT_STEPS_BEFORE_CENTERING
+        if centering:
+            sigma = 1.0
         kappa = max(sigma * nu, opts.btol / undercut)
 
         # 4. corrector: target kappa, plus the affine second-order term
@@ -221,8 +232,10 @@ def interior_point(
                 "iteration": it + 1, "bvio": bvio_c, "rvio": rvio_c, "alpha": alpha, "kappa": kappa,
                 "residual": float(np.max(np.abs(rc))), "step": float(np.max(np.abs(delta))),
             })
+        # one centring step at a time: it is followed by a normal (Mehrotra) iteration
+        short_steps = 0 if centering else (short_steps + 1 if alpha < SHORT_STEP else 0)
         w, r, rvio, bvio = cand, rc, rvio_c, bvio_c
     if rvio < opts.rtol and bvio < opts.btol:
-        return SolverResult(w, SolverStatus.SUCCESS, opts.max_iter, max(rvio, bvio), factorization)
+        return SolverResult(w, SolverStatus.SUCCESS, opts.max_iter, max(rvio, bvio), factorization, bvio)
     status = SolverStatus.LINE_SEARCH_FAILURE if line_search_failed else SolverStatus.MAX_ITERATIONS
-    return SolverResult(w, status, opts.max_iter, max(rvio, bvio), factorization)
+    return SolverResult(w, status, opts.max_iter, max(rvio, bvio), factorization, bvio)

@@ -33,8 +33,9 @@ class SolverResult:
         w: (n,) final unknowns.
         status: the outcome.
         iterations: Newton iterations taken.
-        residual: infinity norm of the final residual.
+        residual: infinity norm of the final residual (the larger of rvio and bvio).
         factorization: the last Newton-matrix factorization (reusable for gradients), or None.
+        complementarity: final complementarity violation bvio (0 without inequalities).
     """
 
     w: np.ndarray
@@ -42,6 +43,7 @@ class SolverResult:
     iterations: int
     residual: float
     factorization: object | None = None
+    complementarity: float = 0.0
 
     @property
     def success(self) -> bool:
