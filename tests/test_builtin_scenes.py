@@ -76,3 +76,43 @@ def test_python_api_step_and_energy():
     assert np.max(np.abs(e - e[0])) / e[0] < 1e-3
     p, ang = dojo.momentum(mech, traj)
     assert p.shape == (200, 3) and ang.shape == (200, 3)
+
+
+CONTACT_SCENES = [n for n in SCENES if dojo.load_scene(n).has_inequalities]
+
+
+@pytest.mark.parametrize("name", CONTACT_SCENES)
+def test_contact_scene_converges_every_step(name):
+    """Every step of every built-in contact scene converges at the default options, with
+    Dojo's typical iteration count (median <= 15), and nothing penetrates."""
+    mech = dojo.load_scene(name)
+    traj = dojo.simulate(mech)
+    failed = [k for k, s in enumerate(traj.status) if s != "success"]
+    assert not failed, f"{len(failed)} steps failed, first {failed[:3]}"
+    assert np.median(traj.iterations) <= 15, f"median iterations {np.median(traj.iterations)}"
+    if mech.nc:
+        # the interior point keeps slacks positive: the distance equals the slack up to rtol
+        assert traj.contact_distance.min() > -mech.default_options.rtol, f"penetration {traj.contact_distance.min():.2e}"
+
+
+def test_tippetop_inverts():
+    """The tippe top ends its run standing on its knob: the small sphere touches the ground."""
+    mech = dojo.load_scene("tippetop")
+    traj = dojo.simulate(mech)
+    knob = [i for i, c in enumerate(mech.contacts) if c.radius < 0.2][0]
+    assert traj.contact_distance[0, knob] > 0.5, "starts upright"
+    assert traj.contact_distance[-1, knob] < 1e-2, f"knob not on the ground: {traj.contact_distance[-1, knob]:.3f}"
+
+
+def test_quadruped_feet_never_below_ground():
+    mech = dojo.load_scene("quadruped_feet")
+    traj = dojo.simulate(mech)
+    feet = [i for i, c in enumerate(mech.contacts) if c.kind == "halfspace"]
+    assert traj.contact_distance[:, feet].min() >= -1e-6, traj.contact_distance[:, feet].min()
+    trunk = mech.body_index(mech.bodies[0].name)
+    assert traj.x[-1, trunk, 2] > 0.3, "stands"
+
+
+def test_pendulum_limit_scene_settles_at_limit():
+    traj = dojo.simulate(dojo.load_scene("pendulum_limit"))
+    assert abs(traj.minimal_q[-1, 0] - np.pi / 4) < 1e-3, traj.minimal_q[-1, 0]

@@ -268,3 +268,42 @@ def test_pd_controller_holds_target(tmp_path):
     theta = read_storage(out).minimal_q[:, 0]
     # steady state of a PD against gravity: kp (1 - theta) = m g d sin(theta)
     assert abs(theta[-1] - 1.0) < 0.1 and np.std(theta[-100:]) < 1e-3
+
+
+def test_contact_records_and_summary(tmp_path):
+    out = tmp_path / "box.h5"
+    res = invoke("simulate", "box", "-o", out)  # the whole 5 s toss: it ends resting on a face
+    assert res.exit_code == 0, res.output
+    run = read_storage(out)
+    e = run.extras
+    assert e["contacts/distance"].shape == (500, 8) and e["contacts/normal_impulse"].shape == (500, 8)
+    assert e["contacts/friction_impulse"].shape == (500, 8, 2) and e["contacts/slip"].shape == (500, 8, 2)
+    assert e["solver/complementarity"].shape == (500,) and np.all(e["solver/complementarity"] < 1e-4)
+    resting = e["contacts/normal_impulse"][-1] > 1e-3
+    assert resting.sum() == 4, "at rest on a face: four corners carry the weight"
+    assert e["contacts/normal_impulse"][-1][resting].sum() == pytest.approx(9.81 * 0.01, rel=1e-3), "m g h"
+    assert run.attrs["contact_names"][0] == "corner_ppp"
+    assert np.all(e["contacts/normal_impulse"] >= 0)
+    js = tmp_path / "c.json"
+    res = invoke("contacts", out, "--json", js)
+    assert res.exit_code == 0, res.output
+    assert "max penetration" in res.stdout and "corner_ppp" in res.stdout
+    doc = json.loads(js.read_text())
+    rows = doc["contacts"]
+    assert len(rows) == 8 and all(r["penetration"] == 0.0 for r in rows)
+    # resting on a face from about 1.8 s: four corners touch for most of the run
+    assert sum(r["contact_fraction"] > 0.5 for r in rows) == 4
+    assert all(r["max_cone_violation"] < 1e-6 for r in rows)
+    # the summary agrees with the raw records
+    d = e["contacts/distance"]
+    assert rows[0]["min_distance"] == pytest.approx(float(d[:, 0].min()))
+
+
+def test_contacts_command_errors(tmp_path):
+    out = tmp_path / "p.h5"
+    assert invoke("simulate", "pendulum", "-o", out, "--steps", 3).exit_code == 0
+    res = invoke("contacts", out)
+    assert res.exit_code == 2 and "no contact records" in res.stderr
+    res = invoke("contacts", out, "--gap", "-1")
+    assert res.exit_code == 2 and "--gap" in res.stderr
+    assert invoke("contacts", tmp_path / "missing.h5").exit_code == 3
