@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from dojo_cli.math.quaternion import cross as _cross
 from dojo_cli.math.quaternion import matrix_from_quaternion, skew
 
 # Below this norm, normalize() treats a vector as zero (its direction is undefined).
@@ -113,12 +114,12 @@ class Jet:
         if isinstance(other, Jet):
             # d(a x b) = da x b + a x db = -[b]x da + [a]x db
             return Jet(
-                np.cross(self.value, other.value),
+                _cross(self.value, other.value),
                 -skew(other.value) @ self.jac + skew(self.value) @ other.jac,
             )
         other = np.asarray(other, dtype=float)
         other = np.broadcast_to(other, self.value.shape)
-        return Jet(np.cross(self.value, other), -skew(other) @ self.jac)
+        return Jet(_cross(self.value, other), -skew(other) @ self.jac)
 
     def norm(self) -> "Jet":
         """Euclidean norm over the last value axis."""

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dojo_cli.math.jet import Jet, body_pose, unrotate
-from dojo_cli.math.quaternion import skew
+from dojo_cli.math.quaternion import cross, skew
 from dojo_cli.model.mechanism import CONTACT_HALF_SIZE, ORIGIN, Mechanism
 from dojo_cli.physics import collision
 from dojo_cli.physics.integrator import chain_to_velocities
@@ -203,12 +203,14 @@ class ContactEvaluation:
     slip: np.ndarray
     _blocks: dict
 
-    def matrix_blocks(self, mw_ext: np.ndarray, h: float) -> dict[str, np.ndarray]:
+    def matrix_blocks(self, mw_ext: np.ndarray, h: float, soc_jacobians=None) -> dict[str, np.ndarray]:
         """Newton-matrix values of the contact blocks, in the pattern's order.
 
         Args:
             mw_ext: (nb+1, 3, 3) dt3/dw25 per body (world block zero).
             h: timestep.
+            soc_jacobians: optional (d/ds, d/dgamma) (ns, 3, 3) for the second-order-cone
+                complementarity rows of the nonlinear contacts, in group order.
         """
         cs = self._blocks["cs"]
         a, b = self._blocks["a"], self._blocks["b"]
@@ -220,6 +222,10 @@ class ContactEvaluation:
                     out[f"contact_{kind}_{model}"] = np.zeros(0)
                 continue
             comp_jac, local, (z3, direct), impulse_map = self._blocks["models"][model]
+            if model == "nonlinear" and soc_jacobians is not None:
+                n = CONTACT_HALF_SIZE[model]
+                comp_jac = comp_jac.copy()
+                comp_jac[:, 1:4, 1:4], comp_jac[:, 1:4, n + 1 : n + 4] = soc_jacobians
             body = chain_to_velocities(z3, a[idx], b[idx], mw_ext, h) + direct
             out[f"contact_comp_{model}"] = comp_jac.ravel()
             out[f"contact_cons_{model}"] = local.ravel()
@@ -312,9 +318,9 @@ def evaluate_contacts(mech: Mechanism, cs: ContactStructure, w, x3, q3, v25, w25
     for k in range(3):
         u = dirs[:, k]
         unit[:, 0:3, k] = u
-        unit[:, 3:6, k] = np.einsum("cji,cj->ci", rot_a, np.cross(ra.value, u))
+        unit[:, 3:6, k] = np.einsum("cji,cj->ci", rot_a, cross(ra.value, u))
         unit[:, 6:9, k] = -u
-        unit[:, 9:12, k] = -np.einsum("cji,cj->ci", rot_b, np.cross(rb.value, u))
+        unit[:, 9:12, k] = -np.einsum("cji,cj->ci", rot_b, cross(rb.value, u))
     unit[world_b, 6:12] = 0.0
 
     residual = np.empty(len(cs.rows))

@@ -272,8 +272,13 @@ class StepProblem:
         """(n,) residual at w (complementarity rows with kappa = 0)."""
         return self._evaluate(w)[0]
 
-    def matrix_values(self, w: np.ndarray) -> np.ndarray:
-        """Newton matrix slot values at w."""
+    def matrix_values(self, w: np.ndarray, soc_jacobians=None) -> np.ndarray:
+        """Newton matrix slot values at w.
+
+        Args:
+            soc_jacobians: optional (d/ds, d/dgamma), each (ns, 3, 3), replacing the
+                rows of the second-order-cone complementarity (scaled linearisation).
+        """
         mech, s = self.mech, self.s
         _, jc3, w25, jm3, contact = self._evaluate(w)
         h = mech.timestep
@@ -298,15 +303,15 @@ class StepProblem:
             for name in ("limit_comp_s", "limit_comp_g", "limit_cons_s", "limit_cons_body", "limit_map"):
                 blocks[name] = np.zeros(0)
         if mech.nc:
-            blocks.update(contact.matrix_blocks(mw_ext, h))
+            blocks.update(contact.matrix_blocks(mw_ext, h, soc_jacobians))
         else:
             blocks.update(s.contacts.empty_blocks())
         values = np.concatenate([blocks[name] for name in s.block_names])
         return s.pattern.assemble(values)
 
-    def factorize(self, w: np.ndarray):
-        """Factorisation of the Newton matrix at w."""
-        return self.s.pattern.factorize(self.matrix_values(w))
+    def factorize(self, w: np.ndarray, soc_jacobians=None):
+        """Factorisation of the Newton matrix at w (see matrix_values)."""
+        return self.s.pattern.factorize(self.matrix_values(w, soc_jacobians))
 
     def project(self, w: np.ndarray) -> np.ndarray:
         """Scale angular velocities into |w| < 2/h (Dojo's clipping)."""

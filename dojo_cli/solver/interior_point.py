@@ -81,9 +81,62 @@ class ConeProblem(Protocol):
 
     def residual(self, w: np.ndarray) -> np.ndarray: ...
 
-    def factorize(self, w: np.ndarray) -> Factorization: ...
+    def factorize(self, w: np.ndarray, soc_jacobians=None) -> Factorization:
+        """soc_jacobians: (d/ds, d/dgamma) of the SOC complementarity rows, each
+        (ns, 3, 3), replacing the raw arrow matrices (Nesterov-Todd scaling)."""
+        ...
 
     def project(self, w: np.ndarray) -> np.ndarray: ...
+
+
+_J_SIGN = np.array([1.0, -1.0, -1.0])
+_J = np.diag(_J_SIGN)
+
+
+def _det(x: np.ndarray) -> np.ndarray:
+    """x0^2 - |x[1:]|^2 over the last axis (the SOC's Jordan determinant)."""
+    return x[..., 0] ** 2 - np.sum(x[..., 1:] ** 2, axis=-1)
+
+
+def nesterov_todd(s: np.ndarray, z: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Nesterov-Todd scaling of second-order-cone pairs.
+
+    With the quadratic representation P(x) = 2 x x^T - det(x) J, the scaling point
+    w satisfies P(w) z = s; W = P(w)^(-1/2) then gives W s = W^-1 z = lambda with
+    lambda.lambda = s.z. Closed form: w = (det s / det z)^(1/4) w_hat, w_hat the
+    det-1 normalisation of s/sqrt(det s) + J z/sqrt(det z), and P(w)^(1/2) =
+    (det s / det z)^(1/4) P(u) with u = sqrt(w_hat) = (w0 + 1, w[1:]) / sqrt(2 (w0 + 1))
+    (Nesterov and Todd 1998; Vandenberghe, "The CVXOPT linear and quadratic cone
+    program solvers", 2010, section 4).
+
+    Args:
+        s, z: (m, 3) points strictly inside the cone.
+
+    Returns:
+        W (m,3,3), W^-1 (m,3,3), lambda (m,3).
+    """
+    ds, dz = _det(s), _det(z)
+    sb = s / np.sqrt(ds)[:, None]
+    zb = z / np.sqrt(dz)[:, None]
+    wt = sb + _J_SIGN * zb
+    wh = wt / np.sqrt(_det(wt))[:, None]
+    u = np.concatenate([wh[:, :1] + 1.0, wh[:, 1:]], axis=1) / np.sqrt(2.0 * (wh[:, 0] + 1.0))[:, None]
+    beta = (ds / dz) ** 0.25
+    w_inv = beta[:, None, None] * (2.0 * u[:, :, None] * u[:, None, :] - _J)
+    ju = u * _J_SIGN
+    w = (1.0 / beta)[:, None, None] * (2.0 * ju[:, :, None] * ju[:, None, :] - _J)
+    lam = np.einsum("mij,mj->mi", w, s)
+    return w, w_inv, lam
+
+
+def arrow(u: np.ndarray) -> np.ndarray:
+    """Arrow matrices: arrow(u) @ w = cone_product(u, w), (..., 3, 3)."""
+    out = np.zeros(u.shape[:-1] + (3, 3))
+    out[..., 0, :] = u
+    out[..., 1, 0] = u[..., 1]
+    out[..., 2, 0] = u[..., 2]
+    out[..., 1, 1] = out[..., 2, 2] = u[..., 0]
+    return out
 
 
 def cone_product(u: np.ndarray, w: np.ndarray) -> np.ndarray:
@@ -180,10 +233,21 @@ def interior_point(
     for it in range(opts.max_iter):
         if rvio < opts.rtol and bvio < opts.btol:
             return SolverResult(w, SolverStatus.SUCCESS, it, max(rvio, bvio), factorization, bvio)
-        factorization = problem.factorize(w)
+        # Second-order cones are linearised in Nesterov-Todd scaled form: the rows
+        # cone_product(gamma, s) = kappa e become lambda o (W ds + W^-1 dgamma) =
+        # kappa e - lambda o lambda; the raw (AHO-like) linearisation can drive a cone
+        # variable onto its boundary and jam. The residual used for convergence stays raw.
+        rn = r.copy()
+        soc_jac = None
+        if problem.soc_s.size:
+            w_s, w_inv, lam = nesterov_todd(w[problem.soc_s], w[problem.soc_g])
+            arrow_lam = arrow(lam)
+            soc_jac = (arrow_lam @ w_s, arrow_lam @ w_inv)
+            rn[problem.soc_rows] = cone_product(lam, lam)
+        factorization = problem.factorize(w, soc_jac) if soc_jac is not None else problem.factorize(w)
 
         # 1-2. affine direction and its step length
-        d_aff = factorization.solve(-r)
+        d_aff = factorization.solve(-rn)
         a_aff = cone_step(problem, w, d_aff, AFFINE_FRACTION)
 
         # 3. centering; after a step cut short by a cone boundary, a pure centering
@@ -197,11 +261,13 @@ def interior_point(
             sigma = 1.0
         kappa = max(sigma * nu, opts.btol / undercut)
 
-        # 4. corrector: target kappa, plus the affine second-order term
-        rhs = r - kappa * target
+        # 4. corrector: target kappa, plus the affine second-order term (scaled for SOCs)
+        rhs = rn - kappa * target
         rhs[problem.orthant_rows] += d_aff[problem.orthant_s] * d_aff[problem.orthant_g]
         if problem.soc_rows.size:
-            rhs[problem.soc_rows] += cone_product(d_aff[problem.soc_g], d_aff[problem.soc_s])
+            ds_scaled = np.einsum("mij,mj->mi", w_s, d_aff[problem.soc_s])
+            dz_scaled = np.einsum("mij,mj->mi", w_inv, d_aff[problem.soc_g])
+            rhs[problem.soc_rows] += cone_product(ds_scaled, dz_scaled)
         delta = factorization.solve(-rhs)
 
         # 5. cone step length and backtracking
