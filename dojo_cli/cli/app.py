@@ -22,6 +22,7 @@ import typer
 from dojo_cli import __version__
 from dojo_cli.errors import DojoError, InputError, SolverError, StorageError
 from dojo_cli.io.storage import StorageWriter, read_storage
+from dojo_cli.model.mechanism import CONTACT_HALF_SIZE
 from dojo_cli.physics.energy import mechanics
 from dojo_cli.scene.builder import build_mechanism
 from dojo_cli.scene.loader import (
@@ -394,13 +395,24 @@ def check(scene: SceneArg, overrides: SetOpt = None) -> None:
         parent = "origin" if j.parent < 0 else mech.bodies[j.parent].name
         loop = " (closes a loop)" if i in mech.loop_joints else ""
         ft, fr = j.free
-        typer.echo(f"  {j.name:<16} {j.type:<18} {parent} -> {mech.bodies[j.child].name}: {ft} translational + {fr} rotational free{loop}")
-    typer.echo(f"contacts ({len(spec.contacts)}):")
-    for c in spec.contacts:
-        typer.echo(f"  {c.name:<16} {c.model:<9} on {c.body}, friction {c.friction:g}, radius {c.radius:g}")
+        limits = ""
+        if j.limits is not None:
+            limits = f", limits {list(map(float, j.limits[0]))} .. {list(map(float, j.limits[1]))}"
+        typer.echo(
+            f"  {j.name:<16} {j.type:<18} {parent} -> {mech.bodies[j.child].name}: "
+            f"{ft} translational + {fr} rotational free{loop}{limits}"
+        )
+    typer.echo(f"contacts ({mech.nc}):")
+    for c in mech.contacts:
+        other = "a half-space" if c.kind == "halfspace" else f"the {c.kind} of body {mech.bodies[c.other].name!r}"
+        typer.echo(
+            f"  {c.name:<16} {c.model:<9} on {mech.bodies[c.body].name} against {other}, "
+            f"friction {c.friction:g}, radius {c.radius:g}"
+        )
     typer.echo("dimensions:")
     typer.echo(f"  maximal state {mech.maximal_dimension()} (13 per body), minimal state {mech.minimal_dimension()}")
     typer.echo(f"  inputs {mech.input_dimension} per joint {mech.input_dimensions()}, constraint rows {mech.nl}")
+    typer.echo(f"  joint-limit bounds {mech.nlim}, contact unknowns {2 * sum(step_half_sizes(mech))}")
     typer.echo(f"  controller {spec.controller.type if spec.controller else 'none'}")
 
 
@@ -434,6 +446,11 @@ def scenes(
         return
     for name in names:
         typer.echo(f"{name:<18} {_first_comment(builtin_scene_text(name))}")
+
+
+def step_half_sizes(mech) -> list[int]:
+    """Slack (and impulse) unknowns per contact."""
+    return [CONTACT_HALF_SIZE[c.model] for c in mech.contacts]
 
 
 def _known(name: str, names: list[str]) -> None:
