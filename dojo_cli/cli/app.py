@@ -471,3 +471,7 @@ def _first_comment(text: str) -> str:
 def main() -> None:
     """Entry point of the ``dojo`` command."""
     app()
+
+
+# Commands defined in their own modules register themselves on ``app`` when imported.
+from dojo_cli.cli import picture_commands, replay_command  # noqa: E402,F401

@@ -1,0 +1,1 @@
+"""`dojo draw` and `dojo plot` (registered on the app by dojo_cli.cli.app)."""

@@ -1,0 +1,1 @@
+"""`dojo replay` (registered on the app by dojo_cli.cli.app)."""
