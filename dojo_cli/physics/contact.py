@@ -29,6 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dojo_cli.math.jet import Jet, body_pose, unrotate
+from dojo_cli.math.cones import arrow, cone_product
 from dojo_cli.math.quaternion import cross, skew
 from dojo_cli.model.mechanism import CONTACT_HALF_SIZE, ORIGIN, Mechanism
 from dojo_cli.physics import collision
@@ -362,16 +363,6 @@ def _wrench(force: Jet, ra: Jet, rb: Jet, rot_a, rot_b, world_b) -> Jet:
     return Jet(value, jac)
 
 
-def _arrow(u: np.ndarray) -> np.ndarray:
-    """Jacobian of cone_product(u, w) with respect to w: [[u0 u1 u2], [u1 u0 0], [u2 0 u0]]."""
-    out = np.zeros(u.shape[:-1] + (3, 3))
-    out[..., 0, :] = u
-    out[..., 1, 0] = u[..., 1]
-    out[..., 2, 0] = u[..., 2]
-    out[..., 1, 1] = out[..., 2, 2] = u[..., 0]
-    return out
-
-
 def _model_rows(model, s, g, d, mu, vt):
     """Residual rows and local Jacobians of one model group.
 
@@ -389,15 +380,12 @@ def _model_rows(model, s, g, d, mu, vt):
         comp_jac[:, 0, 1] = s[:, 0]
     elif model == "nonlinear":
         psi_b, eta = g[:, 1:4], s[:, 1:4]
-        cp = np.concatenate(
-            [np.sum(psi_b * eta, axis=1, keepdims=True), psi_b[:, :1] * eta[:, 1:] + eta[:, :1] * psi_b[:, 1:]], axis=1
-        )
-        comp = np.concatenate([(g[:, 0] * s[:, 0])[:, None], cp], axis=1)
+        comp = np.concatenate([(g[:, 0] * s[:, 0])[:, None], cone_product(psi_b, eta)], axis=1)
         cons = np.column_stack([d - s[:, 0], mu * g[:, 0] - g[:, 1], vt - s[:, 2:4]])
         comp_jac[:, 0, 0] = g[:, 0]
         comp_jac[:, 0, n] = s[:, 0]
-        comp_jac[:, 1:4, 1:4] = _arrow(psi_b)  # d/d eta
-        comp_jac[:, 1:4, n + 1 : n + 4] = _arrow(eta)  # d/d (psi, b)
+        comp_jac[:, 1:4, 1:4] = arrow(psi_b)  # d/d eta
+        comp_jac[:, 1:4, n + 1 : n + 4] = arrow(eta)  # d/d (psi, b)
     else:
         comp = g * s
         cons = np.column_stack([d - s[:, 0], mu * g[:, 0] - g[:, 2:].sum(axis=1) - s[:, 1], vt @ PYRAMID.T + g[:, 1:2] - s[:, 2:]])

@@ -36,6 +36,7 @@ from typing import Protocol
 
 import numpy as np
 
+from dojo_cli.math.cones import arrow, cone_product
 from dojo_cli.solver.linear import Factorization
 from dojo_cli.solver.options import SolverOptions
 from dojo_cli.solver.status import SolverResult, SolverStatus
@@ -127,23 +128,6 @@ def nesterov_todd(s: np.ndarray, z: np.ndarray) -> tuple[np.ndarray, np.ndarray,
     w = (1.0 / beta)[:, None, None] * (2.0 * ju[:, :, None] * ju[:, None, :] - _J)
     lam = np.einsum("mij,mj->mi", w, s)
     return w, w_inv, lam
-
-
-def arrow(u: np.ndarray) -> np.ndarray:
-    """Arrow matrices: arrow(u) @ w = cone_product(u, w), (..., 3, 3)."""
-    out = np.zeros(u.shape[:-1] + (3, 3))
-    out[..., 0, :] = u
-    out[..., 1, 0] = u[..., 1]
-    out[..., 2, 0] = u[..., 2]
-    out[..., 1, 1] = out[..., 2, 2] = u[..., 0]
-    return out
-
-
-def cone_product(u: np.ndarray, w: np.ndarray) -> np.ndarray:
-    """(u.w, u0 w[1:] + w0 u[1:]) over the last axis, (..., 3)."""
-    return np.concatenate(
-        [np.sum(u * w, axis=-1, keepdims=True), u[..., :1] * w[..., 1:] + w[..., :1] * u[..., 1:]], axis=-1
-    )
 
 
 def orthant_step(x: np.ndarray, dx: np.ndarray, tau: float) -> float:

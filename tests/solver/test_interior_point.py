@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 import dojo_cli as dojo
-from dojo_cli.solver.interior_point import arrow, cone_product, interior_point, nesterov_todd, soc_step
+from dojo_cli.math.cones import arrow, cone_product
+from dojo_cli.solver.interior_point import interior_point, nesterov_todd, soc_step
 from dojo_cli.solver.linear import DenseFactorization
 from dojo_cli.solver.options import SolverOptions
 
