@@ -116,6 +116,22 @@ class ContactStructure:
                 params,
             )
 
+        # constant part of each group's constraint-row Jacobian wrt [s, gamma] (mu set per step)
+        self.local = {}
+        for model, (idx, _, _) in self.groups.items():
+            local = np.broadcast_to(_local_constant(model), (len(idx),) + _local_constant(model).shape).copy()
+            if model != "impact" and idx.size:
+                local[:, 1, CONTACT_HALF_SIZE[model]] = self.mu[idx]  # mu gn
+            self.local[model] = local
+
+        # where each group's complementarity rows (at s) and constraint rows (at gamma)
+        # sit in the contact residual vector (ordered as self.rows)
+        self.positions = {}
+        order = np.argsort(self.rows)
+        for model, (idx, s_idx, g_idx) in self.groups.items():
+            pos = lambda r: order[np.searchsorted(self.rows, r, sorter=order)]  # noqa: E731
+            self.positions[model] = (pos(s_idx), pos(g_idx)) if idx.size else None
+
         # cone structure
         orth_s, orth_g, soc_s, soc_g = [], [], [], []
         for model, (idx, s_idx, g_idx) in self.groups.items():
@@ -325,7 +341,6 @@ def evaluate_contacts(mech: Mechanism, cs: ContactStructure, w, x3, q3, v25, w25
     unit[world_b, 6:12] = 0.0
 
     residual = np.empty(len(cs.rows))
-    row_pos = {int(r): i for i, r in enumerate(cs.rows)}  # small (rows of contacts)
     blocks: dict[str, np.ndarray] = {}
     for model, (idx, s_idx, g_idx) in cs.groups.items():
         if not idx.size:
@@ -333,12 +348,10 @@ def evaluate_contacts(mech: Mechanism, cs: ContactStructure, w, x3, q3, v25, w25
         comp, cons, comp_jac, cons_body = _model_rows(
             model, w[s_idx], w[g_idx], d.value[idx], cs.mu[idx], vt_value[idx]
         )
-        for rows_idx, vals in ((s_idx, comp), (g_idx, cons)):
-            residual[[row_pos[int(r)] for r in rows_idx.ravel()]] = vals.ravel()
-        local = np.broadcast_to(_local_constant(model), (len(idx),) + _local_constant(model).shape).copy()
-        if model != "impact":
-            local[:, 1, CONTACT_HALF_SIZE[model]] = cs.mu[idx]  # mu gn
-        blocks[model] = (comp_jac, local, cons_body(d.jac[idx], vt_jac[idx], vt_direct[idx]), unit[idx] @ FORCE_MAP[model])
+        comp_pos, cons_pos = cs.positions[model]
+        residual[comp_pos] = comp
+        residual[cons_pos] = cons
+        blocks[model] = (comp_jac, cs.local[model], cons_body(d.jac[idx], vt_jac[idx], vt_direct[idx]), unit[idx] @ FORCE_MAP[model])
 
     ev = ContactEvaluation(
         residual=residual,
