@@ -1,1 +1,119 @@
-"""`dojo draw` and `dojo plot` (registered on the app by dojo_cli.cli.app)."""
+"""`dojo draw` and `dojo plot` (registered on the app by dojo_cli.cli.app).
+
+Thin: parse the flags, load the scene or the run, call ``dojo_cli.viz.pictures``. The
+pictures module (and with it matplotlib) is imported inside the commands, so the other
+commands do not pay for importing matplotlib.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from dojo_cli.cli.app import SceneArg, SetOpt, _err, _load, _reports_errors, app
+from dojo_cli.errors import InputError
+from dojo_cli.io.storage import STATUS_COMPLETE, read_storage
+
+# The flags' own defaults, kept here so --help can show them without importing matplotlib;
+# dojo_cli.viz.pictures holds the same numbers (DEFAULT_SCENE_SIZE, DEFAULT_VIEW).
+_SCENE_SIZE_TEXT = "800,600"
+_VIEW_TEXT = "20,-60"
+QUANTITY_NAMES = ("position", "minimal", "velocity", "inputs", "iterations", "residual", "distance")
+
+
+def _pair(flag: str, text: str, kind, example: str) -> tuple:
+    """``"A,B"`` as two numbers of ``kind`` (int or float), or InputError naming the flag."""
+    parts = [p.strip() for p in str(text).split(",")]
+    try:
+        if len(parts) != 2:
+            raise ValueError
+        a, b = (kind(p) for p in parts)
+    except ValueError:
+        raise InputError(f"{flag}: expected two numbers separated by a comma (e.g. {example}), got {text!r}") from None
+    if not (math.isfinite(a) and math.isfinite(b)):
+        raise InputError(f"{flag}: values must be finite, got {text!r}")
+    return a, b
+
+
+def _size(text: str | None) -> tuple[int, int] | None:
+    if text is None:
+        return None
+    from dojo_cli.viz.pictures import MAX_PIXELS, MIN_PIXELS
+
+    w, h = _pair("--size", text, int, "800,600")
+    if not (MIN_PIXELS <= w <= MAX_PIXELS and MIN_PIXELS <= h <= MAX_PIXELS):
+        raise InputError(f"--size: width and height must be {MIN_PIXELS}..{MAX_PIXELS} pixels, got {text!r}")
+    return w, h
+
+
+SizeOpt = Annotated[Optional[str], typer.Option("--size", help="Picture size W,H in pixels.")]
+
+
+# ------------------------------------------------------------------------- draw
+@app.command()
+@_reports_errors
+def draw(
+    scene: SceneArg,
+    png: Annotated[Optional[Path], typer.Option("--png", help="PNG file to write (default: <scene name>.png).")] = None,
+    overrides: SetOpt = None,
+    view: Annotated[str, typer.Option("--view", help="Camera elevation,azimuth in degrees.")] = _VIEW_TEXT,
+    size: Annotated[str, typer.Option("--size", help="Picture size W,H in pixels.")] = _SCENE_SIZE_TEXT,
+    labels: Annotated[bool, typer.Option("--labels", help="Write body and joint names.")] = False,
+) -> None:
+    """Draw a scene's initial configuration: bodies, joints, contacts, ground (a PNG)."""
+    elev_azim = _pair("--view", view, float, "20,-60")
+    pixels = _size(size)
+    spec, mech = _load(scene, overrides)
+    out = png if png is not None else Path(f"{spec.name}.png")
+    from dojo_cli.viz.pictures import draw_scene
+
+    pic = draw_scene(mech, out, view=elev_azim, size=pixels, labels=labels, title=f"{spec.name}: initial configuration")
+    for warning in pic.warnings:
+        _err(f"warning: {warning}")
+    typer.echo(
+        f"wrote {out}: {spec.name}, {len(pic.bodies)} bodies, {len(pic.joints)} joints, {len(pic.contacts)} contacts "
+        f"({pic.size[0]}x{pic.size[1]} px)"
+    )
+
+
+# ------------------------------------------------------------------------- plot
+@app.command()
+@_reports_errors
+def plot(
+    run: Annotated[Path, typer.Argument(help="Storage file written by `dojo simulate`.")],
+    png: Annotated[Optional[Path], typer.Option("--png", help="PNG file to write (default: the run's name with .png).")] = None,
+    quantity: Annotated[
+        Optional[list[str]],
+        typer.Option("--quantity", "-q", help=f"What to plot (repeat for stacked subplots): {', '.join(QUANTITY_NAMES)}. "
+                     "Default: minimal (position when the run has no joints)."),
+    ] = None,
+    body: Annotated[Optional[list[str]], typer.Option("--body", help="Body of `position` (repeatable; default: all).")] = None,
+    coordinate: Annotated[
+        Optional[list[str]],
+        typer.Option("--coordinate", help="Coordinate (hinge:r0) or joint (hinge) of `minimal`, `velocity`, `inputs` "
+                     "(repeatable; default: all)."),
+    ] = None,
+    size: SizeOpt = None,
+    csv: Annotated[Optional[Path], typer.Option("--csv", help="Also write the plotted series as CSV.")] = None,
+) -> None:
+    """Plot quantities of a run against time (a PNG; --csv writes the numbers)."""
+    pixels = _size(size)
+    for q in quantity or []:
+        if q not in QUANTITY_NAMES:
+            raise InputError(f"--quantity: unknown quantity {q!r} (choose from {', '.join(QUANTITY_NAMES)})")
+    stored = read_storage(run)
+    quantities = list(quantity) if quantity else ["minimal" if stored.minimal_q.shape[-1] else "position"]
+    out = png if png is not None else run.with_suffix(".png")
+    if out.resolve() == run.resolve():
+        raise InputError(f"--png: {out} is the run itself")
+    if stored.status != STATUS_COMPLETE:
+        _err(f"warning: {run}: the run is {stored.status} after {stored.steps_completed} steps; plotting the stored steps")
+    from dojo_cli.viz.pictures import plot_run
+
+    result = plot_run(stored, quantities, out, bodies=body, coordinates=coordinate, size=pixels, csv_path=csv)
+    also = f"; series in {csv}" if csv is not None else ""
+    typer.echo(f"wrote {out}: {', '.join(result.quantities)} ({len(result.series)} series, "
+               f"{stored.steps_completed} steps){also}")
