@@ -40,7 +40,7 @@ def replay(
     camera: Annotated[Optional[str], typer.Option("--camera", help="Camera position x,y,z (world frame, m).")] = None,
     zoom: Annotated[Optional[float], typer.Option("--zoom", help="Camera zoom (1 = default).")] = None,
     open_browser: Annotated[bool, typer.Option("--open", help="Open the viewer in a browser.")] = False,
-    no_wait: Annotated[bool, typer.Option("--no-wait", hidden=True, help="Serve, load and return (tests).")] = False,
+    no_wait: Annotated[bool, typer.Option("--no-wait", hidden=True, help="Serve, load, print the URL, stop (tests).")] = False,
 ) -> None:
     """Replay a run: meshcat in the browser (until Ctrl-C), or --html for a standalone page."""
     from dojo_cli.viz.meshcat_scene import decode_commands, replay_commands, standalone_html
@@ -76,7 +76,11 @@ def replay(
     typer.echo(f"meshcat: {vis.url()}  ({len(idx)} frames at {fps:g} fps; Ctrl-C to stop)")
     if open_browser:
         vis.open()
-    if no_wait:
+    if no_wait:  # load, print the URL, stop this command's own server (tests, scripts)
+        proc = getattr(vis.window, "server_proc", None)
+        if proc is not None:
+            proc.kill()
+            proc.wait(timeout=10)
         return
     try:
         while True:
