@@ -79,13 +79,19 @@ def _load(scene: str, overrides: list[str] | None):
     return spec, build_mechanism(spec)
 
 
-@app.callback()
-def _root(
-    version: Annotated[bool, typer.Option("--version", help="Print the version and exit.")] = False,
-) -> None:
-    if version:
+def _print_version(value: bool) -> None:
+    if value:
         typer.echo(f"dojo_cli {__version__}")
         raise typer.Exit(0)
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool, typer.Option("--version", help="Print the version and exit.", callback=_print_version, is_eager=True)
+    ] = False,
+) -> None:
+    """Differentiable rigid-body simulation with contact, driven by YAML scenes."""
 
 
 # --------------------------------------------------------------------- simulate

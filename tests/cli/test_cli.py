@@ -307,3 +307,21 @@ def test_contacts_command_errors(tmp_path):
     res = invoke("contacts", out, "--gap", "-1")
     assert res.exit_code == 2 and "--gap" in res.stderr
     assert invoke("contacts", tmp_path / "missing.h5").exit_code == 3
+
+
+def test_version_flag():
+    from dojo_cli import __version__
+
+    res = invoke("--version")
+    assert res.exit_code == 0 and res.stdout.strip() == f"dojo_cli {__version__}"
+
+
+def test_contacts_slip_tolerance_changes_the_classification(tmp_path):
+    out = tmp_path / "slide.h5"
+    assert invoke("simulate", "sliding_box", "-o", out, "-q").exit_code == 0
+    strict, loose = tmp_path / "a.json", tmp_path / "b.json"
+    assert invoke("contacts", out, "--json", strict, "--slip-tol", "1e-9").exit_code == 0
+    assert invoke("contacts", out, "--json", loose, "--slip-tol", "10").exit_code == 0
+    a = json.loads(strict.read_text())["contacts"][0]
+    b = json.loads(loose.read_text())["contacts"][0]
+    assert b["stick_fraction"] == 1.0 and a["stick_fraction"] < b["stick_fraction"], (a, b)

@@ -86,3 +86,21 @@ def test_plot_cli_csv_and_errors(tmp_path):
     junk = tmp_path / "junk.h5"
     junk.write_text("x")
     assert runner.invoke(app, ["plot", str(junk), "--png", str(png)]).exit_code == 3
+
+
+def test_plot_coordinate_selection_and_draw_view(tmp_path):
+    run_path = tmp_path / "c.h5"
+    assert runner.invoke(app, ["simulate", "cartpole", "-o", str(run_path), "--steps", "30", "-q"]).exit_code == 0
+    run = read_storage(run_path)
+    names = run.minimal_q_names
+    plot = plot_run(run, ["minimal"], tmp_path / "m.png", coordinates=[names[1]])
+    assert [s.label for s in plot.series] == [names[1]]
+    assert np.array_equal(plot.series[0].values, run.minimal_q[:, 1])
+    res = runner.invoke(app, ["plot", str(run_path), "--png", str(tmp_path / "x.png"), "-q", "minimal", "--coordinate", "nope"])
+    assert res.exit_code == 2 and "nope" in res.stderr
+    a, b = tmp_path / "v1.png", tmp_path / "v2.png"
+    assert runner.invoke(app, ["draw", "cartpole", "--png", str(a), "--view", "20,-60"]).exit_code == 0
+    assert runner.invoke(app, ["draw", "cartpole", "--png", str(b), "--view", "80,10"]).exit_code == 0
+    assert not np.array_equal(mpimg.imread(a), mpimg.imread(b)), "the view changes the picture"
+    res = runner.invoke(app, ["draw", "cartpole", "--png", str(a), "--view", "oops"])
+    assert res.exit_code == 2 and "--view" in res.stderr

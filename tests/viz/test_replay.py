@@ -134,3 +134,16 @@ def test_replay_serves_on_loopback(tmp_path):
     res = runner.invoke(app, ["replay", str(run), "--no-wait", "--joints", "--frames"])
     assert res.exit_code == 0, res.output
     assert "meshcat: http://127.0.0.1:" in res.stdout
+
+
+def test_replay_speed_camera_and_zoom(tmp_path):
+    run = simulate(tmp_path, "pendulum", 100)  # 1 s
+    page = tmp_path / "fast.html"
+    res = runner.invoke(app, ["replay", str(run), "--html", str(page), "--fps", "30", "--speed", "2",
+                              "--camera", "3,-2,1.5", "--zoom", "1.5"])
+    assert res.exit_code == 0, res.output
+    commands = decode_commands(page.read_text())
+    anim = [c for c in commands if c["type"] == "set_animation"][0]
+    assert len(anim["animations"][0]["clip"]["tracks"][0]["keys"]) == 16, "1 s at twice real time, 30 fps"
+    props = {c["property"]: c["value"] for c in commands if c["type"] == "set_property"}
+    assert props["position"] == [3.0, 1.5, 2.0] and props["zoom"] == 1.5, "z-up world -> meshcat's y-up camera"
