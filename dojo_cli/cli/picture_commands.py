@@ -74,7 +74,8 @@ def draw(
     for warning in pic.warnings:
         _err(f"warning: {warning}")
     typer.echo(
-        f"wrote {out}: {spec.name}, {len(pic.bodies)} bodies, {len(pic.joints)} joints, {len(pic.contacts)} contacts "
+        f"wrote {out}: {spec.name}, {_count(len(pic.bodies), 'body', 'bodies')}, {_count(len(pic.joints), 'joint')}, "
+        f"{_count(len(pic.contacts), 'contact')} "
         f"({pic.size[0]}x{pic.size[1]} px)"
     )
 
@@ -117,3 +118,8 @@ def plot(
     also = f"; series in {csv}" if csv is not None else ""
     typer.echo(f"wrote {out}: {', '.join(result.quantities)} ({len(result.series)} series, "
                f"{stored.steps_completed} steps){also}")
+
+
+def _count(n: int, one: str, many: str | None = None) -> str:
+    """'1 body', '3 bodies'."""
+    return f"{n} {one if n == 1 else (many or one + 's')}"

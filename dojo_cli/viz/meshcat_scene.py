@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from dojo_cli.math.quaternion import matrix_from_quaternion
-from dojo_cli.model.mechanism import Mechanism
+from dojo_cli.model.mechanism import Mechanism, axis_basis
 from dojo_cli.model.shapes import Shape
 
 DEFAULT_COLOR = (0.55, 0.6, 0.75, 1.0)
@@ -186,17 +186,9 @@ class ReplayScene:
         if not planes:
             planes[((0, 0, 1), (0, 0, 0))] = (np.array([0.0, 0, 1]), np.zeros(3))
         for i, (n, point) in enumerate(planes.values()):
-            # rotate z onto n; the slab's top face lies in the plane
-            z = np.array([0.0, 0.0, 1.0])
-            axis = np.cross(z, n)
-            s, c = np.linalg.norm(axis), float(np.dot(z, n))
-            rot = np.eye(3)
-            if s > 1e-12:
-                k = axis / s
-                kx = np.array([[0, -k[2], k[1]], [k[2], 0, -k[0]], [-k[1], k[0], 0]])
-                rot = np.eye(3) + s * kx + (1 - c) * kx @ kx
+            # the slab's z axis along n (columns: in-plane basis, normal); top face in the plane
             t = np.eye(4)
-            t[:3, :3] = rot
+            t[:3, :3] = axis_basis(n).T
             t[:3, 3] = point - n * SURFACE_THICKNESS / 2
             node = self.root["world"][f"surface{i}"]
             node.set_object(g.Box([SURFACE_SIZE, SURFACE_SIZE, SURFACE_THICKNESS]), g.MeshLambertMaterial(color=GROUND_COLOR))

@@ -33,7 +33,7 @@ from dojo_cli.errors import InputError, StorageError
 from dojo_cli.io.storage import StoredRun
 from dojo_cli.math.quaternion import matrix_from_quaternion
 from dojo_cli.model.joint_types import JointType, free_dimensions
-from dojo_cli.model.mechanism import ORIGIN, Mechanism
+from dojo_cli.model.mechanism import ORIGIN, Mechanism, axis_basis
 from dojo_cli.model.state import unpack_maximal
 
 # Pixels per inch of the written PNGs: a W x H pixel request is a W/DPI x H/DPI inch figure.
@@ -368,12 +368,9 @@ def _is_ground(params: dict) -> bool:
 
 def _draw_plane_grid(ax, normal: np.ndarray, point: np.ndarray, limits: np.ndarray) -> None:
     """A light grid on the plane normal . (p - point) = 0 across the drawing's box."""
-    n = normal / np.linalg.norm(normal)
+    u, v, n = axis_basis(normal)  # in-plane directions and the unit normal
     centre = limits.mean(axis=1)
     origin = centre - (n @ (centre - point)) * n
-    u = np.cross(n, [1.0, 0.0, 0.0] if abs(n[0]) < 0.9 else [0.0, 1.0, 0.0])
-    u /= np.linalg.norm(u)
-    v = np.cross(n, u)
     half = 0.5 * float(np.max(limits[:, 1] - limits[:, 0]))
     s = np.linspace(-half, half, 11)
     uu, vv = np.meshgrid(s, s)
