@@ -91,6 +91,9 @@ class ConeProblem(Protocol):
 
 
 _J_SIGN = np.array([1.0, -1.0, -1.0])
+# Relative floor of Jordan determinants in the scaling (det / x0^2 below it is rounding).
+_DET_FLOOR = 1e-30
+_TINY = 1e-300  # absolute floor, for a cone vector that is exactly zero
 _J = np.diag(_J_SIGN)
 
 
@@ -116,11 +119,14 @@ def nesterov_todd(s: np.ndarray, z: np.ndarray) -> tuple[np.ndarray, np.ndarray,
     Returns:
         W (m,3,3), W^-1 (m,3,3), lambda (m,3).
     """
-    ds, dz = _det(s), _det(z)
+    # Points within rounding of the boundary can have det <= 0 at very tight tolerances;
+    # a relative floor keeps the scaling finite (it only matters where det ~ 1e-30 x0^2).
+    ds = np.maximum(_det(s), np.maximum(_DET_FLOOR * s[:, 0] ** 2, _TINY))
+    dz = np.maximum(_det(z), np.maximum(_DET_FLOOR * z[:, 0] ** 2, _TINY))
     sb = s / np.sqrt(ds)[:, None]
     zb = z / np.sqrt(dz)[:, None]
     wt = sb + _J_SIGN * zb
-    wh = wt / np.sqrt(_det(wt))[:, None]
+    wh = wt / np.sqrt(np.maximum(_det(wt), np.maximum(_DET_FLOOR * wt[:, 0] ** 2, _TINY)))[:, None]
     u = np.concatenate([wh[:, :1] + 1.0, wh[:, 1:]], axis=1) / np.sqrt(2.0 * (wh[:, 0] + 1.0))[:, None]
     beta = (ds / dz) ** 0.25
     w_inv = beta[:, None, None] * (2.0 * u[:, :, None] * u[:, None, :] - _J)
@@ -262,12 +268,18 @@ def interior_point(
             cand = problem.project(w + alpha * delta)
             rc = problem.residual(cand)
             rvio_c, bvio_c = violations(problem, rc)
-            if not (rvio_c > rvio and bvio_c > bvio):
+            # a non-finite candidate is never accepted (NaN compares false, so the test
+            # below alone would let it through)
+            if np.isfinite(rvio_c) and np.isfinite(bvio_c) and not (rvio_c > rvio and bvio_c > bvio):
                 line_search_failed = False
                 break
             alpha *= opts.ls_scale
         # Dojo accepts the last candidate even when backtracking ran out; the
-        # status records it if the solve then ends unconverged.
+        # status records it if the solve then ends unconverged. A non-finite one is
+        # never taken: the solve stops with the last finite iterate.
+        if not (np.isfinite(rvio_c) and np.isfinite(bvio_c)):
+            status = SolverStatus.LINE_SEARCH_FAILURE
+            return SolverResult(w, status, it + 1, max(rvio, bvio), factorization, bvio)
 
         # 6. progress bookkeeping
         progress = (rvio >= opts.rtol and rvio_c < PROGRESS_FACTOR * rvio) or (

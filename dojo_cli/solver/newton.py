@@ -61,7 +61,7 @@ def newton(problem: NewtonProblem, w0: np.ndarray, opts: SolverOptions, log=None
             cand = problem.project(w + alpha * delta)
             rc = problem.residual(cand)
             rc_norm = float(np.max(np.abs(rc)))
-            if rc_norm < rnorm:
+            if rc_norm < rnorm:  # False for NaN: a non-finite candidate is never taken
                 break
             alpha *= opts.ls_scale
         else:

@@ -143,3 +143,15 @@ def test_formerly_jamming_scenes_converge(scene, overrides):
     traj = dojo.simulate(dojo.load_scene(scene, overrides=overrides))
     failed = [k for k, s in enumerate(traj.status) if s != "success"]
     assert not failed, f"steps {failed[:5]} failed"
+
+
+def test_tight_tolerances_never_produce_nan():
+    """At rtol = btol = 1e-10 the complementarity of a resting box can stall near 1e-8
+    (floating point); the solver must report that, not accept a NaN candidate (it did:
+    NaN compares false, so the backtracking test let it through)."""
+    mech = dojo.load_scene("box")
+    traj = dojo.simulate(mech, steps=100, opts=SolverOptions(rtol=1e-10, btol=1e-10))
+    assert np.all(np.isfinite(traj.x)) and np.all(np.isfinite(traj.q)), "finite states"
+    failed = [k for k, s in enumerate(traj.status) if s != "success"]
+    assert len(failed) <= 3, f"{len(failed)} steps failed"
+    assert all(traj.residual[k] < 1e-6 for k in failed), "failures stop close to the tolerance"
