@@ -43,7 +43,9 @@ def test_soc_step_matches_bisection(margins, tight):
     dx = np.random.default_rng(5).normal(size=(400, 3)) * 3
     for i in range(len(x)):
         alpha = soc_step(x[i : i + 1], dx[i : i + 1], 1.0)
-        inside = lambda a: x[i, 0] + a * dx[i, 0] >= np.linalg.norm(x[i, 1:] + a * dx[i, 1:])  # noqa: E731
+        def inside(a, xi=x[i], di=dx[i]):
+            return xi[0] + a * di[0] >= np.linalg.norm(xi[1:] + a * di[1:])
+
         lo, hi = 0.0, 1.0
         if inside(1.0):
             assert alpha == pytest.approx(1.0)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import matplotlib.image as mpimg
 import numpy as np
-import pytest
 from typer.testing import CliRunner
 
 import dojo_cli as dojo
