@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -49,7 +49,7 @@ def _size(text: str | None) -> tuple[int, int] | None:
     return w, h
 
 
-SizeOpt = Annotated[Optional[str], typer.Option("--size", help="Picture size W,H in pixels.")]
+SizeOpt = Annotated[str | None, typer.Option("--size", help="Picture size W,H in pixels (default: 900 wide, 240 high per quantity, at least 400).")]
 
 
 # ------------------------------------------------------------------------- draw
@@ -57,7 +57,7 @@ SizeOpt = Annotated[Optional[str], typer.Option("--size", help="Picture size W,H
 @_reports_errors
 def draw(
     scene: SceneArg,
-    png: Annotated[Optional[Path], typer.Option("--png", help="PNG file to write (default: <scene name>.png).")] = None,
+    png: Annotated[Path | None, typer.Option("--png", help="PNG file to write (default: <scene name>.png).")] = None,
     overrides: SetOpt = None,
     view: Annotated[str, typer.Option("--view", help="Camera elevation,azimuth in degrees.")] = _VIEW_TEXT,
     size: Annotated[str, typer.Option("--size", help="Picture size W,H in pixels.")] = _SCENE_SIZE_TEXT,
@@ -85,20 +85,20 @@ def draw(
 @_reports_errors
 def plot(
     run: Annotated[Path, typer.Argument(help="Storage file written by `dojo simulate`.")],
-    png: Annotated[Optional[Path], typer.Option("--png", help="PNG file to write (default: the run's name with .png).")] = None,
+    png: Annotated[Path | None, typer.Option("--png", help="PNG file to write (default: the run's name with .png).")] = None,
     quantity: Annotated[
-        Optional[list[str]],
+        list[str] | None,
         typer.Option("--quantity", "-q", help=f"What to plot (repeat for stacked subplots): {', '.join(QUANTITY_NAMES)}. "
                      "Default: minimal (position when the run has no joints)."),
     ] = None,
-    body: Annotated[Optional[list[str]], typer.Option("--body", help="Body of `position` (repeatable; default: all).")] = None,
+    body: Annotated[list[str] | None, typer.Option("--body", help="Body of `position` (repeatable; default: all).")] = None,
     coordinate: Annotated[
-        Optional[list[str]],
+        list[str] | None,
         typer.Option("--coordinate", help="Coordinate (hinge:r0) or joint (hinge) of `minimal`, `velocity`, `inputs` "
                      "(repeatable; default: all)."),
     ] = None,
     size: SizeOpt = None,
-    csv: Annotated[Optional[Path], typer.Option("--csv", help="Also write the plotted series as CSV.")] = None,
+    csv: Annotated[Path | None, typer.Option("--csv", help="Also write the plotted series as CSV.")] = None,
 ) -> None:
     """Plot quantities of a run against time (a PNG; --csv writes the numbers)."""
     pixels = _size(size)

@@ -26,6 +26,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.colors import to_rgba
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
+from matplotlib.ticker import MaxNLocator
 from mpl_toolkits.mplot3d import proj3d  # also registers the "3d" projection
 from mpl_toolkits.mplot3d.art3d import Poly3DCollection
 
@@ -69,20 +70,23 @@ JOINT_FAMILY = {
 # Marker and colour of each family; revolute joints also get a line along their axis and
 # joints with one free translation an arrow along it.
 _FAMILY_STYLE = {
-    "revolute": dict(marker="o", color="#d62728", size=5, fill=True),
-    "spherical": dict(marker="o", color="#9467bd", size=11, fill=False),
-    "prismatic": dict(marker="o", color="#2ca02c", size=5, fill=True),
-    "planar": dict(marker="D", color="#17becf", size=8, fill=False),
-    "fixed": dict(marker="s", color="#000000", size=8, fill=True),
-    "floating": dict(marker="x", color="#7f7f7f", size=8, fill=True),
+    "revolute": {"marker": "o", "color": "#d62728", "size": 5, "fill": True},
+    "spherical": {"marker": "o", "color": "#9467bd", "size": 11, "fill": False},
+    "prismatic": {"marker": "o", "color": "#2ca02c", "size": 5, "fill": True},
+    "planar": {"marker": "D", "color": "#17becf", "size": 8, "fill": False},
+    "fixed": {"marker": "s", "color": "#000000", "size": 8, "fill": True},
+    "floating": {"marker": "x", "color": "#7f7f7f", "size": 8, "fill": True},
 }
 _UNFILLED_MARKERS = ("x", "+", "1", "2", "3", "4", "|", "_")
 _CONTACT_COLOR = "#ff7f0e"
 _CENTRE_COLOR = "#333333"
 _LINK_COLOR = "#888888"
-_GROUND_COLOR = "#b0b0b0"
+_GROUND_COLOR = "#a08c6e"
+_GROUND_FACE = (0.85, 0.78, 0.65, 0.35)
+# Lines of the grid drawn on the ground and other half-spaces, each way.
+_PLANE_LINES = 11
 # Default body colours when a shape has none (matplotlib's tab10, without the joint colours).
-_BODY_COLORS = ("#1f77b4", "#8c564b", "#bcbd22", "#e377c2", "#7f7f7f", "#17becf", "#2ca02c")
+_BODY_COLORS = ("#1f77b4", "#8c564b", "#bcbd22", "#e377c2", "#7f7f7f", "#393b79")
 # Face opacity of solid shapes: light enough to see joints and bodies behind them.
 _FACE_ALPHA = 0.25
 # Segments around a revolution surface (sphere, cylinder, capsule) and along a half meridian.
@@ -257,17 +261,13 @@ def draw_scene(
         n, p = np.asarray(c.params["normal"], float), np.asarray(c.params["point"], float)
         if not _is_ground(c.params) and not any(np.allclose(n, m) and np.isclose(n @ (p - o), 0.0) for m, o in planes):
             planes.append((n, p))
-    all_points = np.vstack(points)
-    centre = 0.5 * (all_points.min(axis=0) + all_points.max(axis=0))
-    if ground:  # the ground below the scene belongs in the picture
-        all_points = np.vstack([all_points, [centre[0], centre[1], 0.0]])
-    for n, p in planes:
-        all_points = np.vstack([all_points, centre - (n @ (centre - p)) * n])
-    limits = _equal_limits(all_points)
-    if ground:
-        _draw_plane_grid(ax, np.array([0.0, 0.0, 1.0]), np.zeros(3), limits)
-    for n, p in planes:
-        _draw_plane_grid(ax, n, p, limits)
+    # Half-spaces are drawn as square patches under the content, as wide as the content.
+    content = _equal_limits(np.vstack(points))
+    patches = [_plane_patch(np.array([0.0, 0.0, 1.0]), np.zeros(3), content)] if ground else []
+    patches += [_plane_patch(n, p, content) for n, p in planes]
+    limits = _equal_limits(np.vstack(points + [g.reshape(-1, 3) for g in patches]))
+    for g in patches:
+        _draw_plane_patch(ax, g)
 
     if labels:
         for b, xb in zip(mech.bodies, x):
@@ -328,9 +328,10 @@ def _draw_joints(ax, mech: Mechanism, x, geometry, glyph: float, points: list) -
         p, a = positions[k], axes[k]
         # Thin links from the parent's centre (or nothing for the origin) through the joint
         # point to the child's centre: the skeleton of the mechanism.
-        ends = [p, x[j.child]] if j.parent == ORIGIN else [x[j.parent], p, x[j.child]]
-        link = np.array(ends)
-        ax.plot(*link.T, color=_LINK_COLOR, linewidth=0.8, linestyle=":", zorder=_Z_LINK)
+        # A floating joint ties nothing: no link.
+        if family != "floating":
+            ends = [p, x[j.child]] if j.parent == ORIGIN else [x[j.parent], p, x[j.child]]
+            ax.plot(*np.array(ends).T, color=_LINK_COLOR, linewidth=0.8, linestyle=":", zorder=_Z_LINK)
         if family == "revolute":
             seg = np.array([p - 0.5 * glyph * a, p + 0.5 * glyph * a])
             ax.plot(*seg.T, color=style["color"], linewidth=2.5, solid_capstyle="round", zorder=_Z_MARKER)
@@ -366,19 +367,24 @@ def _is_ground(params: dict) -> bool:
     return bool(np.allclose(n, [0.0, 0.0, 1.0]) and abs(float(np.asarray(params["point"], float)[2])) < 1e-12)
 
 
-def _draw_plane_grid(ax, normal: np.ndarray, point: np.ndarray, limits: np.ndarray) -> None:
-    """A light grid on the plane normal . (p - point) = 0 across the drawing's box."""
+def _plane_patch(normal: np.ndarray, point: np.ndarray, content: np.ndarray) -> np.ndarray:
+    """(_PLANE_LINES, _PLANE_LINES, 3) grid on the plane normal . (p - point) = 0: a square
+    as wide as the content's cube (limits (3, 2)), centred under the content's centre."""
     u, v, n = axis_basis(normal)  # in-plane directions and the unit normal
-    centre = limits.mean(axis=1)
+    centre = content.mean(axis=1)
     origin = centre - (n @ (centre - point)) * n
-    half = 0.5 * float(np.max(limits[:, 1] - limits[:, 0]))
-    s = np.linspace(-half, half, 11)
+    half = 0.5 * float(np.max(content[:, 1] - content[:, 0]))
+    s = np.linspace(-half, half, _PLANE_LINES)
     uu, vv = np.meshgrid(s, s)
-    grid = origin + uu[..., None] * u + vv[..., None] * v
-    # Clip to the box so a tilted plane does not stick out of the axes.
-    inside = np.all((grid >= limits[:, 0] - 1e-9) & (grid <= limits[:, 1] + 1e-9), axis=-1)
-    grid = np.where(inside[..., None], grid, np.nan)
-    ax.plot_wireframe(*np.moveaxis(grid, -1, 0), color=_GROUND_COLOR, linewidth=0.5, alpha=0.8, zorder=_Z_GROUND)
+    return origin + uu[..., None] * u + vv[..., None] * v
+
+
+def _draw_plane_patch(ax, grid: np.ndarray) -> None:
+    """A light filled square with grid lines (the ground, an incline)."""
+    corners = np.array([grid[0, 0], grid[0, -1], grid[-1, -1], grid[-1, 0]])
+    ax.add_collection3d(Poly3DCollection([corners], facecolors=[_GROUND_FACE], edgecolors=[_GROUND_COLOR],
+                                         linewidths=0.8, zorder=_Z_GROUND))
+    ax.plot_wireframe(*np.moveaxis(grid, -1, 0), color=_GROUND_COLOR, linewidth=0.5, alpha=0.9, zorder=_Z_GROUND)
 
 
 def _legend(ax, joints: list[DrawnJoint], contacts: list[DrawnContact]) -> None:
@@ -777,6 +783,9 @@ def _plot_quantity(ax, quantity: str, series: list[PlottedSeries]) -> None:
     finite = values[np.isfinite(values)]
     if quantity == "residual" and finite.size and np.all(finite > 0):
         ax.set_yscale("log")
+    if quantity == "iterations":
+        ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.set_ylim(bottom=0)
     if quantity == "distance":
         ax.axhline(0.0, color="#999999", linewidth=0.8, linestyle="--")
     ax.set_ylabel(_YLABEL[quantity], fontsize=9)
@@ -794,10 +803,10 @@ def _line_styles(quantity: str, series: list[PlottedSeries]) -> list[dict]:
     if quantity == "position":
         bodies = list(dict.fromkeys(s.label.rsplit(".", 1)[0] for s in series))
         dash = {"x": "-", "y": "--", "z": ":"}
-        return [dict(color=f"C{bodies.index(s.label.rsplit('.', 1)[0]) % 10}", linestyle=dash[s.label[-1]]) for s in series]
+        return [{"color": f"C{bodies.index(s.label.rsplit('.', 1)[0]) % 10}", "linestyle": dash[s.label[-1]]} for s in series]
     cmap = "tab10" if len(series) <= 10 else "tab20"
     colors = colormaps[cmap]
-    return [dict(color=colors(k % colors.N)) for k in range(len(series))]
+    return [{"color": colors(k % colors.N)} for k in range(len(series))]
 
 
 def _write_series_csv(path: str | os.PathLike, run: StoredRun, series: list[PlottedSeries]) -> None:
