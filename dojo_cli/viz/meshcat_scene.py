@@ -1,313 +1,726 @@
-"""Replay in meshcat: the scene tree of a Mechanism, its animation, standalone HTML.
+"""Replay a stored run in meshcat: the scene tree, body transforms, animation, HTML export.
 
-This module is the only meshcat user and the only place where orientations
-leave the [w, x, y, z] convention: meshcat is always handed 4x4 homogeneous
-transforms built from ``matrix_from_quaternion``, never quaternions.
+This is the only module of dojo_cli that reorders rotations for a viewer: dojo_cli
+keeps quaternions [w, x, y, z]; meshcat gets 4x4 homogeneous transforms built from
+``matrix_from_quaternion`` (``transform_from_pose``), never quaternions.
 
-Scene tree: ``/dojo/bodies/<body>`` carries the body pose; its child
-``shape`` carries the shape's offset; ``/dojo/world`` holds the ground and the
-half-spaces; optional ``frame`` (triads), ``contacts/<name>`` (contact spheres)
-on the bodies and ``/dojo/joints/<name>`` markers.
+Scene tree (paths relative to the visualizer's root, ``/meshcat``)::
 
-Standalone HTML: meshcat's viewer script (``meshcat/viewer/dist/main.min.js``)
-is inlined and every command is embedded as a base64 ``data:`` URL, as
-meshcat's own server does for its static export, so the page fetches nothing
-from outside the file. The commands are recorded by a window object that packs
-them instead of sending them, so no server is needed for the export.
+    dojo/world/ground                        thin box, top face at z = 0 (see-through when
+                                             no contact touches it)
+    dojo/world/halfspace<i>                  thin box per other half-space of the contacts
+    dojo/joints/<joint>                      --joints: a joint's point on the world (parent origin)
+    dojo/bodies/<body>                       transform: body pose (centre of mass), animated
+    dojo/bodies/<body>/shape                 transform: the shape offset (position, orientation)
+    dojo/bodies/<body>/shape/<part>          geometry: box, sphere, cylinder, capsule parts,
+                                             pyramid, mesh (or placeholder), triad
+    dojo/bodies/<body>/frame                 --frames: a triad at the centre of mass
+    dojo/bodies/<body>/joints/<joint>        --joints: joint points in this body's frame
+    dojo/bodies/<body>/contacts/<contact>    --contacts: contact spheres and collision shapes
+
+Playback: animation frame f shows simulated time t0 + f speed / fps (the stored state
+nearest in time), and the viewer plays frame f at wall time f / fps: real time at
+speed 1. The same scene code drives a live server (``meshcat_server.start_server``)
+and the standalone HTML page (``export_html``), which records the commands instead
+of sending them (``CommandRecorder``) and embeds them with meshcat's viewer script.
 """
 
 from __future__ import annotations
 
 import base64
+import html as html_text
 import json
+import math
+from dataclasses import dataclass, field
 from pathlib import Path
 
+import meshcat
+import meshcat.geometry as g
 import numpy as np
+import umsgpack
+from meshcat.animation import Animation
 
-from dojo_cli.math.quaternion import matrix_from_quaternion
-from dojo_cli.model.mechanism import Mechanism, axis_basis
+from dojo_cli.errors import InputError, StorageError
+from dojo_cli.io.storage import STATUS_COMPLETE, StoredRun
+from dojo_cli.math.quaternion import matrix_from_quaternion, skew
+from dojo_cli.model.mechanism import ORIGIN, Mechanism
 from dojo_cli.model.shapes import Shape
+from dojo_cli.scene.builder import build_mechanism
+from dojo_cli.scene.loader import load_scene_spec_from_string
 
-DEFAULT_COLOR = (0.55, 0.6, 0.75, 1.0)
-GROUND_COLOR = 0xB0B0B0
-CONTACT_COLOR = 0xFF8C00
-JOINT_COLOR = 0xD62728
-# Size of the drawn ground and half-space slabs (m) and their thickness.
-SURFACE_SIZE = 20.0
-SURFACE_THICKNESS = 0.01
+SCENE_ROOT = "dojo"
+CAMERA_PATH = "/Cameras/default/rotated/<object>"
+
+# meshcat's bundled viewer (three.js, dat.gui, msgpack), inlined into exported pages.
+VIEWER_SCRIPT = Path(meshcat.__file__).parent / "viewer" / "dist" / "main.min.js"
+
+DEFAULT_FPS = 60.0
+# Body colours when a shape has none (matplotlib's tab10 from orange on: orange reads
+# well against meshcat's blue sky).
+BODY_PALETTE = (0xFF7F0E, 0x2CA02C, 0xD62728, 0x9467BD, 0x8C564B, 0xE377C2, 0xBCBD22, 0x17BECF, 0x1F77B4)
+GROUND_COLOR = 0xD0CCC4
+# A ground no contact touches is only a reference plane: drawn see-through, so bodies
+# below z = 0 (hanging chains, a ball rolled down an incline) stay visible.
+GROUND_REFERENCE_OPACITY = 0.35
+HALFSPACE_COLOR = 0x7F8FA6
+HALFSPACE_OPACITY = 0.6
+JOINT_COLOR = 0xFFD700
+CONTACT_COLOR = 0xFF2020
+CONTACT_OPACITY = 0.5
+PLACEHOLDER_COLOR = 0xFF00FF
+# Ground and half-spaces: thin boxes this thick (m); their top face is the surface.
+SURFACE_THICKNESS = 0.02
+# Surfaces are pushed back in the depth buffer (three.js polygon offset, in units of the
+# depth slope and of the depth resolution) so that meshcat's grid at z = 0 and faces
+# resting on a surface draw over it instead of flickering with it: the ground's top face
+# stays exactly at z = 0 (a geometric clearance would need centimetres with 16-bit depth).
+SURFACE_DEPTH_OFFSET = {"polygonOffset": True, "polygonOffsetFactor": 1.0, "polygonOffsetUnits": 1.0}
+# Surfaces span at least this much (m), and this much beyond the farthest body (m).
+SURFACE_MIN_SIZE = 6.0
+SURFACE_MARGIN = 2.0
+# Triads (shape "frame", --frames): axis length (m).
+TRIAD_LENGTH = 0.2
+# Markers (m): joint points; contact points of radius 0 are drawn this big.
+JOINT_MARKER_RADIUS = 0.03
+CONTACT_POINT_RADIUS = 0.015
+# Edge of the box standing in for a mesh file that cannot be read (m).
+PLACEHOLDER_SIZE = 0.1
+# Default camera: looks at the origin from this direction, at CAMERA_DISTANCE_FACTOR
+# times the radius the bodies sweep (but at least CAMERA_MIN_DISTANCE): meshcat's
+# perspective camera has a 75 degree field of view, so a factor 2 frames the sphere.
+CAMERA_DIRECTION = (1.0, 0.6, 0.45)
+CAMERA_DISTANCE_FACTOR = 2.0
+CAMERA_MIN_DISTANCE = 2.0
+# Parallel to -z: the rotation taking z to the normal is then a half turn about x.
+_ANTIPARALLEL = 1e-12
+MESH_FORMATS = {".obj": g.ObjMeshGeometry, ".stl": g.StlMeshGeometry, ".dae": g.DaeMeshGeometry}
 
 
-def transform(x: np.ndarray, q: np.ndarray) -> np.ndarray:
-    """4x4 homogeneous transform of position x (3,) and orientation q (4,) [w,x,y,z]."""
-    out = np.eye(4)
-    out[:3, :3] = matrix_from_quaternion(np.asarray(q, dtype=float))
-    out[:3, 3] = x
-    return out
+@dataclass(frozen=True)
+class ReplayOptions:
+    """How to draw and play a run.
 
-
-def _hex(color) -> int:
-    r, g, b = (int(round(255 * float(c))) for c in color[:3])
-    return (r << 16) | (g << 8) | b
-
-
-def _material(color, opacity=None):
-    import meshcat.geometry as g
-
-    color = DEFAULT_COLOR if color is None else color
-    alpha = float(color[3]) if len(color) > 3 else 1.0
-    alpha = alpha if opacity is None else opacity
-    return g.MeshLambertMaterial(color=_hex(color), opacity=alpha, transparent=alpha < 1.0)
-
-
-# meshcat's cylinder runs along its y axis; our shapes' axis is z.
-_Y_TO_Z = np.array([[1.0, 0, 0, 0], [0, 0, -1, 0], [0, 1, 0, 0], [0, 0, 0, 1]])
-
-
-def shape_objects(shape: Shape, base_dir: Path | None = None) -> list[tuple[object, np.ndarray]]:
-    """meshcat geometries of a shape and their transforms in the shape's frame.
-
-    Returns:
-        [(geometry, (4,4) transform)], empty for a frame shape (drawn as a triad elsewhere).
+    Attributes:
+        fps: animation frames per second of wall time (> 0).
+        speed: simulated seconds per wall second (> 0).
+        contacts: draw contact spheres (and the other bodies' collision shapes).
+        joints: draw joint points on both sides of each joint.
+        frames: draw a triad at each body's centre of mass.
+        camera: (3,) camera position, world frame (m); None: placed from the run's extent.
+        zoom: camera zoom (> 0), or None for meshcat's 1.
+        loop: repeat the animation forever (else play once).
     """
-    import meshcat.geometry as g
 
-    p = shape.params
-    kind = shape.kind
-    if kind == "box":
-        return [(g.Box(list(p["size"])), np.eye(4))]
-    if kind == "sphere":
-        return [(g.Sphere(p["radius"]), np.eye(4))]
-    if kind == "cylinder":
-        return [(g.Cylinder(p["height"], p["radius"]), _Y_TO_Z)]
-    if kind == "capsule":
-        r, h = p["radius"], p["height"]
-        ends = []
-        for z in (-h / 2, h / 2):
-            t = np.eye(4)
-            t[2, 3] = z
-            ends.append((g.Sphere(r), t))
-        return [(g.Cylinder(h, r), _Y_TO_Z)] + ends
-    if kind == "pyramid":
-        w, h = p["width"], p["height"]
-        b, top = -h / 4, 3 * h / 4  # base at -h/4: the centroid at the origin
-        v = np.array([[-w / 2, -w / 2, b], [w / 2, -w / 2, b], [w / 2, w / 2, b], [-w / 2, w / 2, b], [0, 0, top]])
-        f = np.array([[0, 2, 1], [0, 3, 2], [0, 1, 4], [1, 2, 4], [2, 3, 4], [3, 0, 4]])
-        return [(g.TriangularMeshGeometry(v, f), np.eye(4))]
-    if kind == "mesh":
-        path = mesh_path(shape, base_dir)
-        if path is None:
-            return [(g.Box([0.05, 0.05, 0.05]), np.eye(4))]  # placeholder; replay warns
-        loader = {".obj": g.ObjMeshGeometry, ".stl": g.StlMeshGeometry, ".dae": g.DaeMeshGeometry}[path.suffix.lower()]
-        scale = np.eye(4)
-        scale[:3, :3] = np.diag(np.broadcast_to(np.asarray(p.get("scale", 1.0), float), (3,)))
-        return [(loader.from_file(str(path)), scale)]
-    return []
+    fps: float = DEFAULT_FPS
+    speed: float = 1.0
+    contacts: bool = False
+    joints: bool = False
+    frames: bool = False
+    camera: tuple[float, float, float] | None = None
+    zoom: float | None = None
+    loop: bool = False
+
+    def check(self) -> None:
+        """InputError naming the option that is out of range."""
+        for name in ("fps", "speed") + (("zoom",) if self.zoom is not None else ()):
+            value = getattr(self, name)
+            if not (math.isfinite(value) and value > 0):
+                raise InputError(f"--{name}: must be > 0, got {value:g}")
+        if self.camera is not None and (len(self.camera) != 3 or not all(math.isfinite(c) for c in self.camera)):
+            raise InputError(f"--camera: must be three finite numbers x,y,z, got {self.camera}")
 
 
-MESH_SUFFIXES = (".obj", ".stl", ".dae")
+@dataclass
+class Replay:
+    """What ``load_run`` drew: the frame -> state map and the warnings to show."""
+
+    indices: np.ndarray
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def frame_count(self) -> int:
+        return len(self.indices)
 
 
-def mesh_path(shape: Shape, base_dir: Path | None) -> Path | None:
-    """The readable mesh file of a mesh shape, or None when missing or of an unknown type."""
-    path = Path(shape.params["file"])
-    if base_dir is not None and not path.is_absolute():
-        path = base_dir / path
-    return path if path.suffix.lower() in MESH_SUFFIXES and path.is_file() else None
+class CommandRecorder:
+    """Stands in for meshcat's ViewerWindow: keeps each command msgpack-encoded, as the
+    server would receive it, instead of sending it (for the standalone page and tests)."""
 
-
-class RecordingWindow:
-    """A meshcat window that keeps the packed commands instead of sending them."""
-
-    web_url = None
-
-    def __init__(self):
+    def __init__(self) -> None:
         self.commands: list[bytes] = []
 
     def send(self, command) -> None:
-        import umsgpack
-
         self.commands.append(umsgpack.packb(command.lower()))
 
-
-def recording_visualizer():
-    """A meshcat Visualizer writing into a RecordingWindow (no server)."""
-    import meshcat
-
-    return meshcat.Visualizer(window=RecordingWindow())
+    def decoded(self) -> list[dict]:
+        """The commands as dicts (``type``, ``path``, ``matrix`` ...)."""
+        return [umsgpack.unpackb(c) for c in self.commands]
 
 
-class ReplayScene:
-    """A Mechanism drawn in a meshcat visualizer.
-
-    Args:
-        vis: a meshcat.Visualizer (a server's, or recording_visualizer()).
-        mech: the mechanism.
-        contacts, joints, frames: draw contact spheres, joint markers, body triads.
-        base_dir: folder for relative mesh paths.
-    """
-
-    def __init__(self, vis, mech: Mechanism, contacts=False, joints=False, frames=False, base_dir=None):
-        import meshcat.geometry as g
-
-        self.vis, self.mech = vis, mech
-        self.root = vis["dojo"]
-        self.missing_meshes: list[str] = []
-        for b in mech.bodies:
-            node = self.root["bodies"][b.name]
-            objects = shape_objects(b.shape, base_dir)
-            if b.shape.kind == "mesh" and mesh_path(b.shape, base_dir) is None:
-                self.missing_meshes.append(str(b.shape.params.get("file")))
-            offset = transform(np.asarray(b.shape.position_offset), np.asarray(b.shape.orientation_offset))
-            for i, (geom, t) in enumerate(objects):
-                part = node["shape"][str(i)]
-                part.set_object(geom, _material(b.shape.color))
-                part.set_transform(offset @ t)
-            if frames or b.shape.kind == "frame":
-                node["frame"].set_object(g.triad(0.2))
-        self._surfaces(g)
-        if contacts:
-            for c in mech.contacts:
-                node = self.root["bodies"][mech.bodies[c.body].name]["contacts"][c.name]
-                node.set_object(g.Sphere(max(c.radius, 0.01)), g.MeshLambertMaterial(color=CONTACT_COLOR, opacity=0.5, transparent=True))
-                node.set_transform(transform(c.offset, np.array([1.0, 0, 0, 0])))
-        self.joints = joints
-        if joints:
-            for j in mech.joints:
-                self.root["joints"][j.name].set_object(g.Sphere(0.03), g.MeshLambertMaterial(color=JOINT_COLOR))
-
-    def _surfaces(self, g) -> None:
-        """The ground (when a contact uses it) and every other half-space as thin slabs."""
-        planes = {}
-        for c in self.mech.contacts:
-            if c.kind == "halfspace":
-                n = np.asarray(c.params["normal"], float)
-                key = (tuple(np.round(n, 9)), tuple(np.round(c.params["point"], 9)))
-                planes[key] = (n, np.asarray(c.params["point"], float))
-        if not planes:
-            planes[((0, 0, 1), (0, 0, 0))] = (np.array([0.0, 0, 1]), np.zeros(3))
-        for i, (n, point) in enumerate(planes.values()):
-            # the slab's z axis along n (columns: in-plane basis, normal); top face in the plane
-            t = np.eye(4)
-            t[:3, :3] = axis_basis(n).T
-            t[:3, 3] = point - n * SURFACE_THICKNESS / 2
-            node = self.root["world"][f"surface{i}"]
-            node.set_object(g.Box([SURFACE_SIZE, SURFACE_SIZE, SURFACE_THICKNESS]), g.MeshLambertMaterial(color=GROUND_COLOR))
-            node.set_transform(t)
-
-    def body_transforms(self, x: np.ndarray, q: np.ndarray) -> dict[str, np.ndarray]:
-        """{body name: (4,4)} for positions x (nb,3) and orientations q (nb,4)."""
-        return {b.name: transform(x[i], q[i]) for i, b in enumerate(self.mech.bodies)}
-
-    def joint_positions(self, x: np.ndarray, q: np.ndarray) -> np.ndarray:
-        """(nj, 3) world positions of the joints' points on their child bodies."""
-        rot = matrix_from_quaternion(q[self.mech.child])
-        return x[self.mech.child] + np.einsum("jik,jk->ji", rot, self.mech.child_vertex)
-
-    def set_state(self, x: np.ndarray, q: np.ndarray, target=None) -> None:
-        """Place every body (and joint marker) at x (nb,3), q (nb,4), in ``target``
-        (the visualizer, or an animation frame)."""
-        root = (target or self.vis)["dojo"]
-        for name, t in self.body_transforms(x, q).items():
-            root["bodies"][name].set_transform(t)
-        if self.joints:
-            for j, p in zip(self.mech.joints, self.joint_positions(x, q)):
-                t = np.eye(4)
-                t[:3, 3] = p
-                root["joints"][j.name].set_transform(t)
-
-    def animation(self, time: np.ndarray, x: np.ndarray, q: np.ndarray, fps: float = 60.0, speed: float = 1.0):
-        """A meshcat Animation of stored states, one frame every 1/fps s of wall time.
-
-        Frames sample the stored states at simulated times k * speed / fps (the
-        nearest stored state at or before each time).
-
-        Returns:
-            (animation, state indices (F,)).
-        """
-        from meshcat.animation import Animation
-
-        duration = float(time[-1] - time[0])
-        n_frames = int(np.floor(duration * fps / speed + 1e-9)) + 1
-        sim_times = time[0] + np.arange(n_frames) * speed / fps
-        idx = np.clip(np.searchsorted(time, sim_times + 1e-12, side="right") - 1, 0, len(time) - 1)
-        anim = Animation(default_framerate=fps)
-        for f, k in enumerate(idx):
-            with anim.at_frame(self.vis, f) as frame:
-                self.set_state(x[k], q[k], frame)
-        return anim, idx
+def recording_visualizer() -> tuple[meshcat.Visualizer, CommandRecorder]:
+    """A meshcat Visualizer (root ``/meshcat``) whose commands go to a CommandRecorder."""
+    recorder = CommandRecorder()
+    return meshcat.Visualizer(window=recorder), recorder
 
 
-def standalone_html(commands: list[bytes], info: dict | None = None) -> str:
-    """A self-contained page: meshcat's viewer script inlined and the commands as data: URLs.
+# ------------------------------------------------------------------ transforms
+
+
+def transform_from_pose(x: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """Homogeneous transforms of poses.
 
     Args:
-        commands: packed meshcat commands in order.
-        info: JSON-serialisable facts embedded for readers and tests (frames, fps...).
-    """
-    import meshcat
+        x: (..., 3) positions (m).
+        q: (..., 4) orientations [w, x, y, z], normalised here (a stored quaternion off
+            unit length by rounding would otherwise become a scale in the viewer).
 
-    viewer_js = (Path(meshcat.__file__).parent / "viewer" / "dist" / "main.min.js").read_text(encoding="utf-8")
-    calls = "\n".join(
-        "commands.push(fetch('data:application/octet-binary;base64,{}').then(r => r.arrayBuffer()));".format(
-            base64.b64encode(c).decode("ascii")
-        )
-        for c in commands
+    Returns:
+        (..., 4, 4) [[R(q), x], [0, 1]].
+    """
+    x = np.asarray(x, dtype=float)
+    q = np.asarray(q, dtype=float)
+    q = q / np.linalg.norm(q, axis=-1, keepdims=True)
+    out = np.zeros(x.shape[:-1] + (4, 4))
+    out[..., :3, :3] = matrix_from_quaternion(q)
+    out[..., :3, 3] = x
+    out[..., 3, 3] = 1.0
+    return out
+
+
+def _translation(p) -> np.ndarray:
+    out = np.eye(4)
+    out[:3, 3] = p
+    return out
+
+
+def _rotation_x_quarter() -> np.ndarray:
+    """three.js cylinders run along y; this turns y into z."""
+    out = np.eye(4)
+    out[1:3, 1:3] = [[0.0, -1.0], [1.0, 0.0]]
+    return out
+
+
+def rotation_from_z_to(n: np.ndarray) -> np.ndarray:
+    """(3, 3) the smallest rotation taking the z axis to the unit vector ``n`` (3,)."""
+    n = np.asarray(n, dtype=float) / np.linalg.norm(n)
+    z = np.array([0.0, 0.0, 1.0])
+    c = float(z @ n)
+    if c < -1.0 + _ANTIPARALLEL:
+        return np.diag([1.0, -1.0, -1.0])
+    k = skew(np.cross(z, n))
+    return np.eye(3) + k + k @ k / (1.0 + c)  # Rodrigues with sin = |v|, 1 - cos = |v|^2 / (1 + c)
+
+
+# ------------------------------------------------------------------ materials, shapes
+
+
+def _hex(rgb) -> int:
+    r, gg, b = (int(round(255 * min(max(float(c), 0.0), 1.0))) for c in rgb[:3])
+    return (r << 16) | (gg << 8) | b
+
+
+def _material(color: int, opacity: float = 1.0, **kwargs) -> g.MeshPhongMaterial:
+    return g.MeshPhongMaterial(color=color, opacity=float(opacity), transparent=opacity < 1.0, **kwargs)
+
+
+def shape_material(shape: Shape, body_index: int) -> g.MeshPhongMaterial:
+    """The shape's RGBA colour, or the palette colour of its body."""
+    if shape.color is None:
+        return _material(BODY_PALETTE[body_index % len(BODY_PALETTE)])
+    rgba = tuple(shape.color) + (1.0,) * (4 - len(shape.color))
+    return _material(_hex(rgba), rgba[3])
+
+
+def _capsule_parts(radius: float, height: float, material, prefix: str = "") -> list[tuple[str, object, np.ndarray]]:
+    """A capsule along z: a cylinder of ``height`` and two spheres at its ends."""
+    return [
+        (f"{prefix}cylinder", g.Mesh(g.Cylinder(height, radius), material), _rotation_x_quarter()),
+        (f"{prefix}cap_top", g.Mesh(g.Sphere(radius), material), _translation([0.0, 0.0, 0.5 * height])),
+        (f"{prefix}cap_bottom", g.Mesh(g.Sphere(radius), material), _translation([0.0, 0.0, -0.5 * height])),
+    ]
+
+
+def pyramid_geometry(width: float, height: float) -> g.TriangularMeshGeometry:
+    """A square pyramid as a triangle mesh: base at z = -height/4, apex at 3 height/4
+    (the solid's centroid at the origin, as in ``model.shapes``), faces wound outwards."""
+    a = 0.5 * width
+    zb = -0.25 * height
+    vertices = [[a, a, zb], [-a, a, zb], [-a, -a, zb], [a, -a, zb], [0.0, 0.0, 0.75 * height]]
+    faces = [[0, 1, 4], [1, 2, 4], [2, 3, 4], [3, 0, 4], [0, 2, 1], [0, 3, 2]]
+    return g.TriangularMeshGeometry(vertices, faces)
+
+
+def _mesh_parts(shape: Shape, material, base_dir: Path | None, body: str) -> tuple[list, list[str]]:
+    """The mesh file's geometry (scaled), or a placeholder and a warning."""
+    name = str(shape.params.get("file", ""))
+    candidates = [Path(name).expanduser()]
+    if not candidates[0].is_absolute():
+        candidates = ([base_dir / name] if base_dir is not None else []) + [Path.cwd() / name]
+    scale = np.broadcast_to(np.asarray(shape.params.get("scale", 1.0), dtype=float), (3,))
+    scaling = np.diag(np.append(scale, 1.0))
+    suffix = Path(name).suffix.lower()
+    problem = None
+    if suffix not in MESH_FORMATS:
+        problem = f"unsupported mesh format {suffix or '(none)'!r} (supported: {', '.join(MESH_FORMATS)})"
+    else:
+        found = next((p for p in candidates if p.is_file()), None)
+        if found is None:
+            problem = "no such file (looked in " + ", ".join(str(p.parent) for p in candidates) + ")"
+        else:
+            try:
+                geometry = MESH_FORMATS[suffix].from_file(str(found))
+                return [("mesh", g.Mesh(geometry, material), scaling)], []
+            except (OSError, ValueError) as exc:
+                problem = f"cannot read {found}: {exc}"
+    placeholder = g.Mesh(g.Box([PLACEHOLDER_SIZE] * 3), _material(PLACEHOLDER_COLOR, wireframe=True))
+    return [("placeholder", placeholder, np.eye(4))], [
+        f"warning: body {body!r}: mesh {name!r}: {problem}; drawing a placeholder box"
+    ]
+
+
+def shape_parts(shape: Shape, material, base_dir: Path | None = None, body: str = "") -> tuple[list, list[str]]:
+    """Geometry of a shape in its own frame.
+
+    Returns:
+        ([(part name, meshcat Object, (4, 4) transform in the shape frame)], warnings).
+    """
+    p = shape.params
+    kind = shape.kind
+    if kind == "box":
+        return [("box", g.Mesh(g.Box([float(s) for s in p["size"]]), material), np.eye(4))], []
+    if kind == "sphere":
+        return [("sphere", g.Mesh(g.Sphere(float(p["radius"])), material), np.eye(4))], []
+    if kind == "cylinder":
+        return [("cylinder", g.Mesh(g.Cylinder(float(p["height"]), float(p["radius"])), material), _rotation_x_quarter())], []
+    if kind == "capsule":
+        return _capsule_parts(float(p["radius"]), float(p["height"]), material), []
+    if kind == "pyramid":
+        return [("pyramid", g.Mesh(pyramid_geometry(float(p["width"]), float(p["height"])), material), np.eye(4))], []
+    if kind == "mesh":
+        return _mesh_parts(shape, material, base_dir, body)
+    if kind == "frame":
+        return [("triad", g.triad(TRIAD_LENGTH), np.eye(4))], []
+    return [], [f"warning: body {body!r}: shape {kind!r} is not drawn"]
+
+
+def shape_radius(shape: Shape) -> float:
+    """Radius (m) of a sphere about the body origin that holds the shape (for framing)."""
+    p = shape.params
+    r = {
+        "box": lambda: 0.5 * float(np.linalg.norm(p["size"])),
+        "sphere": lambda: float(p["radius"]),
+        "cylinder": lambda: math.hypot(p["radius"], 0.5 * p["height"]),
+        "capsule": lambda: p["radius"] + 0.5 * p["height"],
+        "pyramid": lambda: max(math.hypot(p["width"] / math.sqrt(2), 0.25 * p["height"]), 0.75 * p["height"]),
+    }.get(shape.kind, lambda: TRIAD_LENGTH)()
+    return float(r) + float(np.linalg.norm(shape.position_offset))
+
+
+def _segment(name: str) -> str:
+    """A name as one meshcat path segment ('/' separates segments)."""
+    return str(name).replace("/", "_") or "_"
+
+
+def body_path(name: str) -> str:
+    """Path of a body's node, relative to the visualizer root."""
+    return f"{SCENE_ROOT}/bodies/{_segment(name)}"
+
+
+# ------------------------------------------------------------------ the scene
+
+
+def mechanism_from_run(run: StoredRun) -> Mechanism:
+    """Rebuild the run's Mechanism from its ``scene`` attribute alone.
+
+    Relative mesh files resolve against the storage file's folder. The controller is
+    dropped: replay does not need it, and a schedule's table may not travel with the file.
+
+    Raises:
+        SceneError: the stored scene does not validate or build.
+        StorageError: the stored trajectory does not match the scene's bodies.
+    """
+    label = f"{run.path}:scene"
+    spec = load_scene_spec_from_string(run.scene_yaml, file=label, base_dir=Path(run.path).resolve().parent)
+    spec = spec.model_copy(update={"controller": type(spec.controller)()})
+    mech = build_mechanism(spec, label)
+    if run.x.ndim != 3 or run.x.shape[1] != mech.nb:
+        raise StorageError(f"{run.path}: x: holds {run.x.shape[1] if run.x.ndim == 3 else '?'} bodies, the scene has {mech.nb}")
+    return mech
+
+
+def swept_radius(mech: Mechanism, x: np.ndarray) -> float:
+    """Largest distance (m) from the origin any body's shape reaches over ``x`` (T+1, nb, 3)."""
+    if x.size == 0:
+        return 0.0
+    reach = np.linalg.norm(x, axis=-1).max(axis=0)
+    return float(max(reach[b] + shape_radius(body.shape) for b, body in enumerate(mech.bodies)))
+
+
+def default_camera_position(radius: float) -> np.ndarray:
+    """(3,) world position framing a sphere of ``radius`` (m) about the origin."""
+    d = np.asarray(CAMERA_DIRECTION) / np.linalg.norm(CAMERA_DIRECTION)
+    return d * max(CAMERA_MIN_DISTANCE, CAMERA_DISTANCE_FACTOR * radius)
+
+
+def set_camera(vis: meshcat.Visualizer, position, zoom: float | None = None) -> None:
+    """Place meshcat's default camera (it orbits the origin).
+
+    The camera sits under ``/Cameras/default/rotated``, which meshcat turns by +90
+    degrees about x (three.js is y-up): world (x, y, z) is (x, z, -y) there.
+
+    Args:
+        position: (3,) world frame (m).
+        zoom: > 0, or None to leave it.
+    """
+    x, y, z = (float(c) for c in position)
+    vis[CAMERA_PATH].set_property("position", [x, z, -y])
+    if zoom is not None:
+        vis[CAMERA_PATH].set_property("zoom", float(zoom))
+
+
+def _is_ground(normal: np.ndarray, point: np.ndarray) -> bool:
+    return bool(np.allclose(normal, [0.0, 0.0, 1.0]) and abs(point[2]) < 1e-12)
+
+
+def touches_ground(mech: Mechanism) -> bool:
+    """Whether a contact of the mechanism is against the ground z >= 0."""
+    return any(
+        c.kind == "halfspace" and _is_ground(np.asarray(c.params["normal"], float), np.asarray(c.params["point"], float))
+        for c in mech.contacts
     )
-    # Commands are applied in order once all are decoded (fetches may resolve out of order).
-    return f"""<!DOCTYPE html>
+
+
+def _halfspaces(mech: Mechanism) -> list[tuple[np.ndarray, np.ndarray]]:
+    """The distinct half-spaces of the contacts other than the ground z >= 0."""
+    out: list[tuple[np.ndarray, np.ndarray]] = []
+    for c in mech.contacts:
+        if c.kind != "halfspace":
+            continue
+        n = np.asarray(c.params["normal"], dtype=float)
+        p = np.asarray(c.params["point"], dtype=float)
+        if _is_ground(n, p):
+            continue  # the ground, drawn anyway
+        if not any(np.allclose(n, m) and abs(float(n @ (p - q))) < 1e-12 for m, q in out):
+            out.append((n, p))
+    return out
+
+
+def _surface(size: float, color: int, opacity: float = 1.0):
+    return g.Mesh(g.Box([size, size, SURFACE_THICKNESS]), _material(color, opacity, **SURFACE_DEPTH_OFFSET))
+
+
+def set_scene(
+    vis: meshcat.Visualizer,
+    mech: Mechanism,
+    options: ReplayOptions = ReplayOptions(),
+    base_dir: Path | None = None,
+    extent: float = 0.0,
+) -> list[str]:
+    """Draw the mechanism: ground, half-spaces, bodies (at identity), markers, camera.
+
+    Args:
+        vis: visualizer (a server's or a recording one); the scene goes under ``dojo/``.
+        mech: the mechanism.
+        options: what to draw, and the camera.
+        base_dir: folder relative mesh files resolve against (also tried: the cwd).
+        extent: radius (m) the bodies sweep, for the surface size and default camera.
+
+    Returns:
+        Warnings (one line each), e.g. a mesh file that was not found.
+    """
+    warnings: list[str] = []
+    root = vis[SCENE_ROOT]
+    root.delete()
+    size = max(SURFACE_MIN_SIZE, 2.0 * (extent + SURFACE_MARGIN))
+
+    ground = root["world"]["ground"]
+    ground.set_object(_surface(size, GROUND_COLOR, 1.0 if touches_ground(mech) else GROUND_REFERENCE_OPACITY))
+    ground.set_transform(_translation([0.0, 0.0, -0.5 * SURFACE_THICKNESS]))  # top face at z = 0
+    for i, (n, p) in enumerate(_halfspaces(mech)):
+        pose = np.eye(4)
+        pose[:3, :3] = rotation_from_z_to(n)
+        pose[:3, 3] = p - 0.5 * SURFACE_THICKNESS * n / np.linalg.norm(n)  # top face through p
+        node = root["world"][f"halfspace{i}"]
+        node.set_object(_surface(size, HALFSPACE_COLOR, HALFSPACE_OPACITY))
+        node.set_transform(pose)
+
+    for b, body in enumerate(mech.bodies):
+        node = vis[body_path(body.name)]
+        shape = body.shape
+        shape_node = node["shape"]
+        shape_node.set_transform(transform_from_pose(shape.position_offset, shape.orientation_offset))
+        parts, part_warnings = shape_parts(shape, shape_material(shape, b), base_dir, body.name)
+        warnings += part_warnings
+        for name, obj, local in parts:
+            shape_node[name].set_object(obj)
+            shape_node[name].set_transform(local)
+        if options.frames:
+            node["frame"].set_object(g.triad(TRIAD_LENGTH))
+        node.set_transform(np.eye(4))
+
+    if options.joints:
+        marker = g.Mesh(g.Sphere(JOINT_MARKER_RADIUS), _material(JOINT_COLOR))
+        for j in mech.joints:
+            child = vis[body_path(mech.bodies[j.child].name)]["joints"][_segment(j.name)]
+            child.set_object(marker)
+            child.set_transform(_translation(j.child_vertex))
+            if j.parent == ORIGIN:
+                parent = root["joints"][_segment(j.name)]
+            else:
+                parent = vis[body_path(mech.bodies[j.parent].name)]["joints"][_segment(j.name) + "_parent"]
+            parent.set_object(marker)
+            parent.set_transform(_translation(j.parent_vertex))
+
+    if options.contacts:
+        material = _material(CONTACT_COLOR, CONTACT_OPACITY)
+        for c in mech.contacts:
+            node = vis[body_path(mech.bodies[c.body].name)]["contacts"][_segment(c.name)]
+            node.set_object(g.Mesh(g.Sphere(max(float(c.radius), CONTACT_POINT_RADIUS)), material))
+            node.set_transform(_translation(c.offset))
+            if c.kind != "halfspace":
+                other = vis[body_path(mech.bodies[c.other].name)]["contacts"][_segment(c.name) + "_" + c.kind]
+                _draw_collision_shape(other, c.kind, c.params, material)
+
+    set_camera(vis, options.camera if options.camera is not None else default_camera_position(extent), options.zoom)
+    return warnings
+
+
+def _draw_collision_shape(node: meshcat.Visualizer, kind: str, params: dict, material) -> None:
+    """The other body's collision shape of a body-body contact, in that body's frame."""
+    if kind == "sphere":
+        node.set_object(g.Mesh(g.Sphere(float(params["radius"])), material))
+        node.set_transform(_translation(params["offset"]))
+    elif kind == "capsule":
+        e1, e2 = np.asarray(params["end1"], float), np.asarray(params["end2"], float)
+        pose = np.eye(4)
+        pose[:3, :3] = rotation_from_z_to(e2 - e1)
+        pose[:3, 3] = 0.5 * (e1 + e2)
+        node.set_transform(pose)
+        for name, obj, local in _capsule_parts(float(params["radius"]), float(np.linalg.norm(e2 - e1)), material):
+            node[name].set_object(obj)
+            node[name].set_transform(local)
+    elif kind == "box":
+        node.set_object(g.Mesh(g.Box([float(2 * h) for h in params["half_sizes"]]), material))
+        node.set_transform(_translation(params["centre"]))
+
+
+# ------------------------------------------------------------------ playback
+
+
+def set_body_transforms(vis: meshcat.Visualizer, mech: Mechanism, x: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """Move every body to one state.
+
+    Args:
+        x: (nb, 3) centre-of-mass positions, world frame.
+        q: (nb, 4) orientations [w, x, y, z], body to world.
+
+    Returns:
+        (nb, 4, 4) the transforms sent.
+    """
+    transforms = transform_from_pose(x, q)
+    for b, body in enumerate(mech.bodies):
+        vis[body_path(body.name)].set_transform(transforms[b])
+    return transforms
+
+
+def set_frame(vis: meshcat.Visualizer, mech: Mechanism, run: StoredRun, k: int) -> np.ndarray:
+    """Move every body to stored state ``k`` (0..T); returns the (nb, 4, 4) transforms."""
+    if not -len(run.time) <= k < len(run.time):
+        raise InputError(f"frame {k}: the run holds states 0..{len(run.time) - 1}")
+    return set_body_transforms(vis, mech, run.x[k], run.q[k])
+
+
+def frame_indices(time: np.ndarray, fps: float, speed: float) -> np.ndarray:
+    """Stored state shown by each animation frame: frame f shows the state nearest to
+    simulated time t0 + f speed / fps, for every such time up to the last state.
+
+    Args:
+        time: (T+1,) stored times (s), increasing.
+
+    Returns:
+        (n,) int state indices.
+    """
+    time = np.asarray(time, dtype=float)
+    if len(time) < 2:
+        return np.zeros(len(time), dtype=int)
+    step = speed / fps
+    # 1e-9: (t_end - t0) / step landing just below an integer by rounding
+    n = int(math.floor((time[-1] - time[0]) / step + 1e-9)) + 1
+    t = time[0] + np.arange(n) * step
+    right = np.clip(np.searchsorted(time, t), 1, len(time) - 1)
+    left = right - 1
+    return np.where(t - time[left] <= time[right] - t, left, right)
+
+
+def animation_from_run(
+    vis: meshcat.Visualizer, mech: Mechanism, run: StoredRun, fps: float = DEFAULT_FPS, speed: float = 1.0
+) -> tuple[Animation, np.ndarray]:
+    """A meshcat Animation of the body transforms, one keyframe per animation frame.
+
+    Args:
+        vis: the visualizer whose root the animation paths hang from.
+        fps: frames per wall-clock second (the clip's frame rate).
+        speed: simulated seconds per wall second.
+
+    Returns:
+        (animation, (n,) stored state index of each frame).
+    """
+    indices = frame_indices(run.time, fps, speed)
+    transforms = transform_from_pose(run.x[indices], run.q[indices])  # (n, nb, 4, 4)
+    animation = Animation(default_framerate=fps)
+    paths = [body_path(body.name) for body in mech.bodies]
+    for f in range(len(indices)):
+        with animation.at_frame(vis, f) as frame:
+            for b, path in enumerate(paths):
+                frame[path].set_transform(transforms[f, b])
+    return animation, indices
+
+
+def load_run(
+    vis: meshcat.Visualizer,
+    mech: Mechanism,
+    run: StoredRun,
+    options: ReplayOptions = ReplayOptions(),
+    play: bool = True,
+) -> Replay:
+    """Draw the scene, put the bodies at the first state and hand meshcat the animation.
+
+    Raises:
+        InputError: an option out of range, or a run without any state.
+    """
+    options.check()
+    if len(run.time) == 0:
+        raise InputError(f"{run.path}: the run holds no state to replay")
+    warnings = set_scene(vis, mech, options, Path(run.path).resolve().parent, swept_radius(mech, run.x))
+    set_frame(vis, mech, run, 0)
+    animation, indices = animation_from_run(vis, mech, run, options.fps, options.speed)
+    vis.set_animation(animation, play=play, repetitions=math.inf if options.loop else 1)
+    return Replay(indices, warnings)
+
+
+def status_note(run: StoredRun) -> str | None:
+    """A line saying the run did not complete, or None when it did."""
+    if run.status == STATUS_COMPLETE:
+        return None
+    return (
+        f"{run.path}: the run was interrupted after {run.steps_completed} steps (status '{run.status}', "
+        f"t = {run.time[-1] if len(run.time) else 0.0:g} s); replaying the states it holds"
+    )
+
+
+# ------------------------------------------------------------------ standalone HTML
+
+
+_PAGE = """<!DOCTYPE html>
 <html>
-<head><meta charset="utf-8"><title>dojo replay</title>
-<style>body {{ margin: 0; }} #meshcat-pane {{ width: 100vw; height: 100vh; overflow: hidden; }}</style>
+<head>
+<meta charset="utf-8">
+<title>{title}</title>
+<style>
+body {{ margin: 0; }}
+#meshcat-pane {{ width: 100vw; height: 100vh; overflow: hidden; }}
+#dojo-caption {{ position: absolute; left: 8px; bottom: 8px; color: #fff; font: 13px sans-serif;
+  text-shadow: 0 0 3px #000; pointer-events: none; }}
+</style>
 </head>
 <body>
 <div id="meshcat-pane"></div>
-<script id="dojo-info" type="application/json">{json.dumps(info or {})}</script>
-<script>{viewer_js}</script>
+<div id="dojo-caption">{caption}</div>
+<script id="dojo-info" type="application/json">{info}</script>
+<pre id="dojo-viewer-state" hidden></pre>
 <script>
-var viewer = new MeshCat.Viewer(document.getElementById("meshcat-pane"));
-var commands = [];
-{calls}
-Promise.all(commands).then(buffers => {{
-  for (const b of buffers) viewer.handle_command_bytearray(new Uint8Array(b));
-  document.body.setAttribute("data-dojo-loaded", buffers.length);
-}});
+{viewer_script}
+</script>
+<script id="dojo-replay-commands" type="application/json">{commands}</script>
+<script>
+(function () {{
+  // meshcat's viewer, fed the recorded commands (msgpack, base64) instead of a websocket.
+  var viewer = new MeshCat.Viewer(document.getElementById("meshcat-pane"));
+  var commands = JSON.parse(document.getElementById("dojo-replay-commands").textContent);
+  var applied = 0;
+  for (var i = 0; i < commands.length; i++) {{
+    var text = atob(commands[i]);
+    var bytes = new Uint8Array(text.length);
+    for (var j = 0; j < text.length; j++) bytes[j] = text.charCodeAt(j);
+    viewer.handle_command_bytearray(bytes);
+    applied++;
+  }}
+  // What the viewer actually loaded, for scripts and tests (chromium --dump-dom).
+  var actions = viewer.animator.actions;
+  var state = {{
+    applied: applied,
+    tracks: actions.length,
+    frames: actions.length ? actions[0].getClip().tracks[0].times.length : 0,
+    duration: viewer.animator.duration,
+    webgl: !!viewer.renderer.getContext()
+  }};
+  document.getElementById("dojo-viewer-state").textContent = JSON.stringify(state);
+  window.viewer = viewer;
+}})();
 </script>
 </body>
 </html>
 """
 
 
-def decode_commands(html: str) -> list[dict]:
-    """The meshcat commands embedded in a standalone page (for checks and tests)."""
-    import re
+def viewer_html(commands: list[bytes], title: str = "dojo replay", caption: str = "", info: dict | None = None) -> str:
+    """A standalone page: meshcat's viewer script inlined, then ``commands`` (msgpack
+    bytes, as recorded by CommandRecorder) replayed into it. Nothing is fetched: the
+    script, the commands (meshes included, base64 in an inline JSON script) and the
+    viewer's own images (data: URIs in its CSS) are all in the file.
 
-    import umsgpack
-
-    return [umsgpack.unpackb(base64.b64decode(m)) for m in re.findall(r"base64,([A-Za-z0-9+/=]+)'", html)]
-
-
-def camera_commands(vis, position=None, zoom=None) -> None:
-    """Place meshcat's default camera at ``position`` (3,) world frame (z up) and set its zoom."""
-    cam = vis["/Cameras/default/rotated/<object>"]
-    if position is not None:
-        x, y, z = (float(v) for v in position)
-        cam.set_property("position", [x, z, -y])  # three.js is y-up under meshcat's "rotated" node
-    if zoom is not None:
-        cam.set_property("zoom", float(zoom))
-
-
-def replay_commands(mech: Mechanism, time, x, q, fps=60.0, speed=1.0, contacts=False, joints=False, frames=False,
-                    camera=None, zoom=None, base_dir=None, vis=None):
-    """Draw a mechanism and its stored motion into ``vis`` (default: a recording visualizer).
-
-    Returns:
-        (visualizer, ReplayScene, state indices of the animation frames).
+    The page carries ``<script id="dojo-info" type="application/json">`` (``info``: what
+    was exported) and, once its script has run, ``<pre id="dojo-viewer-state">`` (JSON:
+    the commands applied, the animation tracks, frames and duration the viewer loaded,
+    whether WebGL is available).
     """
-    vis = vis if vis is not None else recording_visualizer()
-    scene = ReplayScene(vis, mech, contacts, joints, frames, base_dir)
-    scene.set_state(x[0], q[0])
-    anim, idx = scene.animation(np.asarray(time), np.asarray(x), np.asarray(q), fps, speed)
-    vis.set_animation(anim, play=True, repetitions=1)
-    if camera is not None or zoom is not None:
-        camera_commands(vis, camera, zoom)
-    return vis, scene, idx
+    script = VIEWER_SCRIPT.read_text(encoding="utf-8")
+    if "</script" in script.lower():  # would end the inline <script> early
+        raise RuntimeError(f"{VIEWER_SCRIPT}: contains '</script' and cannot be inlined")
+    encoded = json.dumps([base64.b64encode(c).decode("ascii") for c in commands])
+    facts = json.dumps(info or {}).replace("<", "\\u003c")  # no "</script>" inside the JSON
+    return _PAGE.format(
+        title=html_text.escape(title), caption=html_text.escape(caption), viewer_script=script, commands=encoded,
+        info=facts,
+    )
+
+
+def export_html(
+    run: StoredRun,
+    path: str | Path,
+    fps: float = DEFAULT_FPS,
+    speed: float = 1.0,
+    mech: Mechanism | None = None,
+    options: ReplayOptions | None = None,
+) -> Replay:
+    """Write a standalone HTML page that plays the run (no server, no network).
+
+    Args:
+        run: the stored run.
+        path: the page to write.
+        fps, speed: playback (used when ``options`` is None).
+        mech: the run's mechanism (default: rebuilt from the run's scene).
+        options: what to draw; its fps and speed win over the arguments.
+
+    Raises:
+        StorageError: the page cannot be written.
+        SceneError, InputError: as ``mechanism_from_run`` and ``load_run``.
+    """
+    options = options or ReplayOptions(fps=fps, speed=speed)
+    mech = mech if mech is not None else mechanism_from_run(run)
+    vis, recorder = recording_visualizer()
+    replay = load_run(vis, mech, run, options)
+    name = run.attrs.get("scene_name", mech.name)
+    caption = f"{name}: {run.steps_completed} steps, t = 0 .. {run.time[-1]:g} s, speed {options.speed:g}"
+    if run.status != STATUS_COMPLETE:
+        caption += f" ({run.status} after {run.steps_completed} steps)"
+    info = {
+        "scene": name, "status": run.status, "steps_completed": run.steps_completed, "frames": replay.frame_count,
+        "fps": options.fps, "speed": options.speed, "states": replay.indices.tolist(),
+    }
+    page = viewer_html(recorder.commands, f"dojo replay: {name}", caption, info)
+    try:
+        Path(path).write_text(page, encoding="utf-8")
+    except OSError as exc:
+        raise StorageError(f"{path}: cannot write ({exc.strerror or exc})") from None
+    return replay

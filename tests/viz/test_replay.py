@@ -1,12 +1,15 @@
-"""Replay: standalone HTML in a real headless Chromium, the meshcat server's scene tree, the CLI."""
+"""Replay: the meshcat scene tree, the standalone page in a real headless Chromium, the
+loopback meshcat server's stored tree, and `dojo replay` driven by CliRunner."""
 
 from __future__ import annotations
 
 import base64
 import json
+import math
+import os
 import re
-import shutil
 import subprocess
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -15,135 +18,475 @@ from typer.testing import CliRunner
 
 from dojo_cli.cli.app import app
 from dojo_cli.io.storage import StorageWriter, read_storage
+from dojo_cli.math.quaternion import quaternion_from_rotation_vector
 from dojo_cli.scene.builder import build_mechanism
-from dojo_cli.scene.loader import load_scene_spec_from_string
-from dojo_cli.viz.meshcat_scene import decode_commands, replay_commands, transform
+from dojo_cli.scene.loader import load_scene_spec, load_scene_spec_from_string
+from dojo_cli.viz.meshcat_scene import (
+    ReplayOptions,
+    body_path,
+    export_html,
+    frame_indices,
+    load_run,
+    mechanism_from_run,
+    pyramid_geometry,
+    recording_visualizer,
+    set_frame,
+    set_scene,
+    transform_from_pose,
+    viewer_html,
+)
+from dojo_cli.viz.meshcat_server import LOOPBACK, start_server
 
 runner = CliRunner()
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+CHROMIUM = "/usr/bin/chromium"
+# Transforms travel as float64 through msgpack: they come back exactly; 1e-9 leaves room
+# for nothing but a different construction.
 TRANSFORM_TOL = 1e-9
+# Float32 geometry (meshcat packs vertex arrays as float32).
+VERTEX_TOL = 1e-6
+# A screenshot "shows the scene" when this fraction of its pixels differs by more than
+# PIXEL_DIFF (of full scale) from the empty viewer's: the pendulum link covers ~2 %.
+PIXEL_DIFF = 0.1
+SCENE_PIXEL_FRACTION = 0.005
+# The first body is drawn in the palette's orange: its pixels (red > green > blue, red well
+# above blue, whatever the shading) cover 0.7 % (pendulum link) and 2.3 % (box) of the
+# screenshot at the default camera, and none of the empty viewer (sky, grid, axes).
+BODY_PIXEL_FRACTION = 0.002
+RUN_SECONDS = 1.0
+STEPS = 100  # of the built-in scenes' 0.01 s timestep: RUN_SECONDS
+CHROMIUM_TIMEOUT = 60.0  # s, a generous bound for one headless load (about 1 s here)
 
 
-def simulate(tmp_path, scene, steps):
-    out = tmp_path / f"{scene}.h5"
-    res = runner.invoke(app, ["simulate", scene, "-o", str(out), "--steps", str(steps), "-q", "--force"])
-    assert res.exit_code == 0, res.output
+def invoke(*args):
+    return runner.invoke(app, [str(a) for a in args])
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory) -> dict[str, Path]:
+    """Built-in runs of RUN_SECONDS: pendulum (a joint), box (contacts, tumbling)."""
+    folder = tmp_path_factory.mktemp("runs")
+    out = {}
+    for scene in ("pendulum", "box"):
+        out[scene] = folder / f"{scene}.h5"
+        res = invoke("simulate", scene, "-o", out[scene], "--steps", STEPS, "-q")
+        assert res.exit_code == 0, res.output
     return out
 
 
-def screenshot(html, png, tmp_path):
-    """Render a local page in headless Chromium with networking disabled (software WebGL)."""
-    cmd = [
-        CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--use-angle=swiftshader", "--enable-unsafe-swiftshader",
-        "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update",
-        "--disable-sync", "--proxy-server=127.0.0.1:9", f"--user-data-dir={tmp_path / 'chromium-profile'}",
-        "--window-size=800,600", "--virtual-time-budget=4000", f"--screenshot={png}", f"file://{html}",
+def decode_page(text: str) -> tuple[list[dict], dict]:
+    """(meshcat commands, dojo-info) embedded in an exported page."""
+    encoded = re.search(r'<script id="dojo-replay-commands" type="application/json">(.*?)</script>', text, re.S)
+    info = re.search(r'<script id="dojo-info" type="application/json">(.*?)</script>', text, re.S)
+    commands = [umsgpack.unpackb(base64.b64decode(c)) for c in json.loads(encoded.group(1))]
+    return commands, json.loads(info.group(1))
+
+
+def animation_frames(commands: list[dict]) -> set[int]:
+    """Keyframes per track of the (single) set_animation command."""
+    (anim,) = [c for c in commands if c["type"] == "set_animation"]
+    return {len(track["keys"]) for a in anim["animations"] for track in a["clip"]["tracks"]}
+
+
+def expected_frames(seconds: float, fps: float, speed: float) -> int:
+    return math.floor(seconds * fps / speed + 1e-9) + 1
+
+
+def write_run(path: Path, scene_yaml: str, x: np.ndarray, q: np.ndarray, stop: str | None = None) -> Path:
+    """A storage file holding states x (T+1, nb, 3), q (T+1, nb, 4) of a scene, written by
+    the storage writer; ``stop="interrupt"`` ends it the way Ctrl-C in `dojo simulate` does."""
+    nb = x.shape[1]
+    spec = load_scene_spec_from_string(scene_yaml)
+    mech = build_mechanism(spec)
+    writer = StorageWriter(
+        path, scene_yaml=scene_yaml, scene_name=spec.name, timestep=spec.timestep, gravity=list(spec.gravity),
+        solver_options={}, integrator="test", body_names=[b.name for b in mech.bodies],
+        minimal_q_names=mech.coordinate_names(), minimal_v_names=mech.coordinate_names(),
+        input_dim=mech.nf, dojo_cli_version="test",
+    )
+    zeros3, zf = np.zeros((nb, 3)), np.zeros(mech.nf)
+    try:
+        with writer:
+            writer.write_initial(0.0, x[0], q[0], zeros3, zeros3, zf, zf)
+            for k in range(1, len(x)):
+                writer.write_step(k * spec.timestep, x[k], q[k], zeros3, zeros3, zf, zf, zf,
+                                  iterations=1, residual=0.0, status="success")
+            if stop == "interrupt":
+                raise KeyboardInterrupt
+    except KeyboardInterrupt:
+        pass
+    return path
+
+
+# ------------------------------------------------------------------ library
+
+
+def test_transform_from_pose_against_hand_rotations():
+    # 90 degrees about z: x -> y, y -> -x; [w, x, y, z] order
+    q = np.array([math.cos(math.pi / 4), 0.0, 0.0, math.sin(math.pi / 4)])
+    t = transform_from_pose([1.0, 2.0, 3.0], q)
+    expected = np.array([[0.0, -1.0, 0.0, 1.0], [1.0, 0.0, 0.0, 2.0], [0.0, 0.0, 1.0, 3.0], [0.0, 0.0, 0.0, 1.0]])
+    assert np.max(np.abs(t - expected)) < 1e-15, f"transform\n{t}"
+    # batched, and -q is the same rotation
+    rng = np.random.default_rng(0)
+    qs = quaternion_from_rotation_vector(rng.normal(size=(5, 3)))
+    xs = rng.normal(size=(5, 3))
+    ts = transform_from_pose(xs, qs)
+    assert ts.shape == (5, 4, 4)
+    assert np.allclose(ts, transform_from_pose(xs, -qs), atol=1e-15), "q and -q"
+    for r in ts[:, :3, :3]:
+        assert np.allclose(r @ r.T, np.eye(3), atol=1e-12) and np.linalg.det(r) == pytest.approx(1.0)
+
+
+def test_frame_indices_sample_speed_over_fps():
+    time = np.arange(101) * 0.01  # 1 s
+    idx = frame_indices(time, fps=30.0, speed=2.0)  # a frame every 2/30 s of simulated time
+    assert len(idx) == expected_frames(1.0, 30.0, 2.0) == 16
+    assert np.array_equal(idx, np.rint(np.arange(16) * 2.0 / 30.0 / 0.01).astype(int)), idx
+    assert len(frame_indices(time, 60.0, 1.0)) == 61 and frame_indices(time, 60.0, 1.0)[-1] == 100
+    assert np.array_equal(frame_indices(time[:1], 60.0, 1.0), [0]), "a run of one state"
+
+
+SHAPES_SCENE = """\
+name: shapes
+timestep: 0.01
+bodies:
+  - {name: b_box, mass: 1, shape: {type: box, size: [0.2, 0.3, 0.4], position_offset: [0.1, 0, 0], color: [1, 0, 0]}}
+  - {name: b_sphere, mass: 1, shape: {type: sphere, radius: 0.1, color: [0, 1, 0, 0.5]}}
+  - {name: b_cyl, mass: 1, shape: {type: cylinder, radius: 0.05, height: 0.5, orientation_offset: [0.7071068, 0.7071068, 0, 0]}}
+  - {name: b_capsule, mass: 1, shape: {type: capsule, radius: 0.05, height: 0.3}}
+  - {name: b_pyramid, mass: 1, shape: {type: pyramid, width: 0.4, height: 0.6}}
+  - {name: b_mesh, mass: 1, inertia: [1, 1, 1], shape: {type: mesh, file: tri.obj, scale: [2, 3, 4]}}
+  - {name: b_missing, mass: 1, inertia: [1, 1, 1], shape: {type: mesh, file: gone.stl}}
+  - {name: b_frame, mass: 1, inertia: [1, 1, 1], shape: {type: frame}}
+joints:
+  - {name: j0, type: floating, parent: origin, child: b_box}
+  - {name: j1, type: floating, parent: origin, child: b_sphere}
+  - {name: j2, type: floating, parent: origin, child: b_cyl}
+  - {name: j3, type: floating, parent: origin, child: b_capsule}
+  - {name: j4, type: floating, parent: origin, child: b_pyramid}
+  - {name: j5, type: floating, parent: origin, child: b_mesh}
+  - {name: j6, type: floating, parent: origin, child: b_missing}
+  - {name: j7, type: revolute, parent: b_box, child: b_frame, axis: [1, 0, 0], parent_vertex: [0, 0, 0.3]}
+contacts:
+  - {name: on_slope, body: b_sphere, radius: 0.1, against: {normal: [0, -0.6, 0.8], point: [0, 0, 0.5]}}
+  - {name: on_ground, body: b_box, offset: [0.1, 0.15, -0.2]}
+  - {name: on_ball, body: b_box, against: {body: b_sphere, shape: sphere, radius: 0.1}}
+"""
+
+
+def _commands_by_path(recorder) -> tuple[dict, dict]:
+    objects, transforms = {}, {}
+    for c in recorder.decoded():
+        if c["type"] == "set_object":
+            objects[c["path"]] = c["object"]
+        elif c["type"] == "set_transform":
+            transforms[c["path"]] = np.array(c["matrix"]).reshape(4, 4).T  # meshcat sends column-major
+    return objects, transforms
+
+
+def test_scene_tree_draws_every_shape_with_offsets_colours_and_surfaces(tmp_path):
+    (tmp_path / "tri.obj").write_text("v 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 3\n")
+    spec = load_scene_spec_from_string(SHAPES_SCENE, base_dir=tmp_path)
+    mech = build_mechanism(spec)
+    vis, recorder = recording_visualizer()
+    warnings = set_scene(vis, mech, ReplayOptions(contacts=True, joints=True, frames=True), base_dir=tmp_path)
+    objects, transforms = _commands_by_path(recorder)
+    root = "/meshcat/dojo/bodies"
+    parts = {
+        "b_box": ["box"], "b_sphere": ["sphere"], "b_cyl": ["cylinder"],
+        "b_capsule": ["cylinder", "cap_top", "cap_bottom"], "b_pyramid": ["pyramid"], "b_mesh": ["mesh"],
+        "b_missing": ["placeholder"], "b_frame": ["triad"],
+    }
+    for body, names in parts.items():
+        for name in names:
+            assert f"{root}/{body}/shape/{name}" in objects, f"{body}: no {name}"
+        shape = next(b.shape for b in mech.bodies if b.name == body)
+        offset = transform_from_pose(shape.position_offset, shape.orientation_offset)
+        assert np.max(np.abs(transforms[f"{root}/{body}/shape"] - offset)) < TRANSFORM_TOL, f"{body}: shape offset"
+        assert f"{root}/{body}/frame" in objects, f"{body}: --frames triad"
+    # the cylinder's axis (three.js y) is turned onto the shape's z axis
+    assert np.allclose(transforms[f"{root}/b_cyl/shape/cylinder"][:3, :3] @ [0, 1, 0], [0, 0, 1])
+    assert np.allclose(transforms[f"{root}/b_capsule/shape/cap_top"][:3, 3], [0, 0, 0.15])
+    # mesh file content and scale; the missing one is a warning and a placeholder
+    geometry = objects[f"{root}/b_mesh/shape/mesh"]["geometries"][0]
+    assert geometry["type"] == "_meshfile" and geometry["format"] == "obj" and "f 1 2 3" in geometry["data"]
+    assert np.allclose(np.diag(transforms[f"{root}/b_mesh/shape/mesh"]), [2, 3, 4, 1])
+    assert len(warnings) == 1 and "gone.stl" in warnings[0] and "placeholder" in warnings[0], warnings
+    # colours: RGB and RGBA (opacity) from the scene
+    box_material = objects[f"{root}/b_box/shape/box"]["materials"][0]
+    assert box_material["color"] == 0xFF0000 and box_material["opacity"] == 1.0
+    sphere_material = objects[f"{root}/b_sphere/shape/sphere"]["materials"][0]
+    assert sphere_material["color"] == 0x00FF00 and sphere_material["opacity"] == 0.5 and sphere_material["transparent"]
+    # ground: top face at z = 0; the slope: top face through its point, along its normal
+    ground = transforms["/meshcat/dojo/world/ground"]
+    assert np.allclose(ground[:3, :3], np.eye(3)) and ground[:2, 3] @ ground[:2, 3] == 0
+    assert ground[2, 3] + 0.5 * objects["/meshcat/dojo/world/ground"]["geometries"][0]["depth"] == pytest.approx(0, abs=1e-15)
+    slope = transforms["/meshcat/dojo/world/halfspace0"]
+    n = np.array([0, -0.6, 0.8])
+    thickness = objects["/meshcat/dojo/world/halfspace0"]["geometries"][0]["depth"]
+    assert np.allclose(slope[:3, 2], n, atol=1e-12), "slab z axis along the normal"
+    assert np.allclose(slope[:3, 3] + 0.5 * thickness * n, [0, 0, 0.5], atol=1e-12), "top face through the point"
+    assert "/meshcat/dojo/world/halfspace1" not in objects, "the ground contact adds no surface"
+    assert objects["/meshcat/dojo/world/ground"]["materials"][0]["opacity"] == 1.0, "a contact touches the ground"
+    # markers: contact spheres at their offsets, the other body's collision sphere, joint points
+    assert np.allclose(transforms[f"{root}/b_box/contacts/on_ground"][:3, 3], [0.1, 0.15, -0.2])
+    assert f"{root}/b_sphere/contacts/on_ball_sphere" in objects
+    assert np.allclose(transforms[f"{root}/b_box/joints/j7_parent"][:3, 3], [0, 0, 0.3])
+    assert "/meshcat/dojo/joints/j0" in objects and f"{root}/b_frame/joints/j7" in objects
+
+
+def test_ground_without_ground_contacts_is_see_through():
+    vis, recorder = recording_visualizer()
+    set_scene(vis, build_mechanism(load_scene_spec("pendulum")))
+    objects, _ = _commands_by_path(recorder)
+    material = objects["/meshcat/dojo/world/ground"]["materials"][0]
+    assert material["opacity"] < 1.0 and material["transparent"], material
+
+
+def test_pyramid_mesh_centroid_and_outward_faces():
+    geometry = pyramid_geometry(0.4, 0.6)
+    v, f = geometry.vertices.astype(float), geometry.faces
+    assert v[:4, 2] == pytest.approx([-0.15] * 4) and v[4] == pytest.approx([0, 0, 0.45]), "base at -h/4, apex 3h/4"
+    for face in f:
+        a, b, c = v[face]
+        normal = np.cross(b - a, c - a)
+        assert normal @ ((a + b + c) / 3) > 0, f"face {face} winds inwards"
+    # volume by the divergence theorem equals w^2 h / 3 (a closed, consistently wound surface)
+    volume = sum(np.dot(v[i], np.cross(v[j], v[k])) for i, j, k in f) / 6
+    assert volume == pytest.approx(0.4**2 * 0.6 / 3, rel=VERTEX_TOL)
+
+
+def test_mesh_files_resolve_against_the_run_folder(tmp_path, monkeypatch):
+    """A run replays from the file alone: relative mesh paths are looked up next to it."""
+    scene = SHAPES_SCENE
+    (tmp_path / "tri.obj").write_text("v 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 3\n")
+    mech = build_mechanism(load_scene_spec_from_string(scene, base_dir=tmp_path))
+    x = np.zeros((3, mech.nb, 3))
+    q = np.tile([1.0, 0, 0, 0], (3, mech.nb, 1))
+    run = read_storage(write_run(tmp_path / "shapes.h5", scene, x, q))
+    monkeypatch.chdir("/")  # not the run's folder
+    vis, recorder = recording_visualizer()
+    replay = load_run(vis, mechanism_from_run(run), run, ReplayOptions(fps=50.0))
+    objects, _ = _commands_by_path(recorder)
+    assert "/meshcat/dojo/bodies/b_mesh/shape/mesh" in objects
+    assert [w for w in replay.warnings if "gone.stl" in w] and len(replay.warnings) == 1, replay.warnings
+
+
+def test_camera_position_is_converted_to_meshcats_y_up_frame():
+    vis, recorder = recording_visualizer()
+    mech = build_mechanism(load_scene_spec_from_string(SHAPES_SCENE.replace("tri.obj", "gone.obj")))
+    set_scene(vis, mech, ReplayOptions(camera=(3.0, -2.0, 1.5), zoom=1.5))
+    props = {c["property"]: c["value"] for c in recorder.decoded()
+             if c["type"] == "set_property" and c["path"] == "/Cameras/default/rotated/<object>"}
+    # meshcat's camera node is turned +90 degrees about x: world (x, y, z) is (x, z, -y) there
+    assert props == {"position": [3.0, 1.5, 2.0], "zoom": 1.5}
+
+
+# ------------------------------------------------------------------ standalone page in Chromium
+
+
+def _chromium(url: str, profile: Path, *, screenshot: Path | None = None) -> subprocess.Popen:
+    """Headless Chromium on a local page, networking off: every host unresolvable and
+    every request sent to a proxy that does not exist; software WebGL (SwiftShader)."""
+    args = [
+        CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--enable-unsafe-swiftshader", "--disable-quic",
+        "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync",
+        "--host-resolver-rules=MAP * ~NOTFOUND", "--proxy-server=127.0.0.1:9", "--proxy-bypass-list=<-loopback>",
+        f"--user-data-dir={profile}", "--window-size=800,600", "--virtual-time-budget=5000",
     ]
-    subprocess.run(cmd, capture_output=True, timeout=120, check=False)
+    args += [f"--screenshot={screenshot}"] if screenshot is not None else ["--dump-dom"]
+    return subprocess.Popen(args + [url], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=profile.parent)
+
+
+def _finish(proc: subprocess.Popen) -> str:
+    try:
+        out, _ = proc.communicate(timeout=CHROMIUM_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        raise
+    assert proc.returncode == 0, f"chromium exit code {proc.returncode}"
+    return out.decode("utf-8", "replace")
+
+
+def _image(png: Path) -> np.ndarray:
     import matplotlib.image as mpimg
 
-    return mpimg.imread(png)[..., :3]
+    return mpimg.imread(png)[..., :3]  # floats in [0, 1]
 
 
-@pytest.mark.skipif(CHROMIUM is None, reason="chromium not installed: .ci/run installs Debian's chromium package")
-@pytest.mark.parametrize("scene,steps", [("pendulum", 100), ("box", 100)])
-def test_html_export_renders_in_chromium(tmp_path, scene, steps):
-    run = simulate(tmp_path, scene, steps)
-    page = tmp_path / "anim.html"
-    res = runner.invoke(app, ["replay", str(run), "--html", str(page), "--fps", "30", "--contacts"])
-    assert res.exit_code == 0, res.output
-    text = page.read_text()
-    # self-contained: nothing loaded from elsewhere
-    assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", text), "a resource outside the file"
-    # the animation has one frame per 1/fps s of the run: 1 s at 30 fps -> 31 frames
-    info = json.loads(re.search(r'<script id="dojo-info" type="application/json">(.*?)</script>', text).group(1))
-    assert info["frames"] == 31
-    anims = [c for c in decode_commands(text) if c["type"] == "set_animation"]
-    assert len(anims) == 1
-    times = {len(track["keys"]) for a in anims[0]["animations"] for track in a["clip"]["tracks"]}
-    assert times == {31}, f"frames per track {times}"
-    # a real browser draws it: not a blank page
-    img = screenshot(page, tmp_path / "shot.png", tmp_path)
-    blank = screenshot(_blank(tmp_path), tmp_path / "blank.png", tmp_path)
-    assert img.shape[:2] == (600, 800)
-    assert np.std(img) > 0.05 and np.abs(img - blank).mean() > 0.05, "the canvas is drawn"
+def _orange(image: np.ndarray) -> np.ndarray:
+    """Pixels of the palette's first colour under any shading (BODY_PALETTE[0], orange)."""
+    r, g, b = image[..., 0], image[..., 1], image[..., 2]
+    return (r - b > 0.35) & (r > g) & (g > b)
 
 
-def _blank(tmp_path):
-    page = tmp_path / "blank.html"
-    page.write_text("<html><body></body></html>")
-    return page
+# What an exported page may not contain: a reference to anything outside the file.
+_EXTERNAL = re.compile(
+    r"""(src|href|action)\s*=\s*["']?\s*(https?:|//)|//cdn|url\(\s*["']?(https?:|//)|@import|\bimport\s*\(""", re.IGNORECASE
+)
 
 
-def test_meshcat_server_scene_tree(tmp_path):
-    """A meshcat server on loopback gets every body, and the transforms of a chosen frame
-    equal the storage's (read back from the server's own tree via its static export)."""
-    meshcat = pytest.importorskip("meshcat")
-    stored = read_storage(simulate(tmp_path, "fourbar", 50))
-    mech = build_mechanism(load_scene_spec_from_string(stored.scene_yaml))
-    vis = meshcat.Visualizer()  # starts the server, bound to 127.0.0.1
-    try:
-        assert vis.url().startswith("http://127.0.0.1:"), vis.url()
-        _, scene, _ = replay_commands(mech, stored.time, stored.x, stored.q, vis=vis, fps=30)
+@pytest.mark.parametrize("scene", ["pendulum", "box"])
+def test_html_export_is_standalone_and_plays_in_headless_chromium(runs, scene, tmp_path):
+    if not os.path.exists(CHROMIUM):
+        pytest.skip(f"chromium not installed: {CHROMIUM} is absent (.ci/run installs Debian's chromium)")
+    fps, speed = 30.0, 1.0
+    run = read_storage(runs[scene])
+    page = tmp_path / f"{scene}.html"
+    replay = export_html(run, page, fps=fps, speed=speed)
+    frames = expected_frames(RUN_SECONDS, fps, speed)
+    assert replay.frame_count == frames and replay.warnings == []
+
+    text = page.read_text(encoding="utf-8")
+    assert not _EXTERNAL.search(text), f"external reference: {_EXTERNAL.search(text).group(0)!r}"
+    commands, info = decode_page(text)
+    assert animation_frames(commands) == {frames}, "keyframes per track"
+    assert info["frames"] == frames and info["status"] == "complete"
+    # each keyframe is the stored pose of the state it samples (three.js quaternions are
+    # [x, y, z, w]: meshcat converts our matrices; compare as rotations of a vector)
+    (anim,) = [c for c in commands if c["type"] == "set_animation"]
+    track = {t["name"]: t["keys"] for t in anim["animations"][0]["clip"]["tracks"]}
+    k, f = info["states"][-1], frames - 1
+    assert np.allclose(track[".position"][f]["value"], run.x[k, 0], atol=1e-12)
+    qx, qy, qz, qw = track[".quaternion"][f]["value"]
+    expected = transform_from_pose(run.x[k, 0], run.q[k, 0])[:3, :3]
+    assert np.allclose(transform_from_pose(np.zeros(3), [qw, qx, qy, qz])[:3, :3], expected, atol=1e-9)
+
+    # a bare viewer (no commands) is the "nothing drawn" reference
+    empty = tmp_path / "empty.html"
+    empty.write_text(viewer_html([]), encoding="utf-8")
+    url = page.resolve().as_uri()
+    procs = {
+        "dom": _chromium(url, tmp_path / "profile-dom"),
+        "shot": _chromium(url, tmp_path / "profile-shot", screenshot=tmp_path / "shot.png"),
+        "empty": _chromium(empty.resolve().as_uri(), tmp_path / "profile-empty", screenshot=tmp_path / "empty.png"),
+    }
+    dom = _finish(procs["dom"])
+    for key in ("shot", "empty"):
+        _finish(procs[key])
+    state = json.loads(re.search(r'<pre id="dojo-viewer-state"[^>]*>(.*?)</pre>', dom, re.S).group(1))
+    assert state["webgl"] is True, state
+    assert state["applied"] == len(commands), "the page applied every command"
+    assert state["frames"] == frames, f"the viewer loaded {state['frames']} frames, expected {frames}"
+    assert state["tracks"] == run.x.shape[1], "one animation clip per body"
+    assert state["duration"] == pytest.approx((frames - 1) / fps)
+
+    shot, blank = _image(tmp_path / "shot.png"), _image(tmp_path / "empty.png")
+    assert shot.shape == (600, 800, 3)
+    assert shot.std() > 0.05, f"a uniform page (pixel std {shot.std():.3f})"
+    changed = float(np.mean(np.abs(shot - blank).max(axis=-1) > PIXEL_DIFF))
+    assert changed > SCENE_PIXEL_FRACTION, f"only {changed:.2%} of the pixels differ from the empty viewer"
+    body = float(np.mean(_orange(shot)))
+    assert body > BODY_PIXEL_FRACTION, f"the body covers {body:.2%} of the screenshot"
+    assert np.mean(_orange(blank)) < 0.1 * BODY_PIXEL_FRACTION, "the empty viewer has no orange"
+
+
+# ------------------------------------------------------------------ the meshcat server
+
+
+def _listening_addresses(pid: int) -> set[str]:
+    """Local addresses of the TCP sockets process ``pid`` listens on (Linux /proc)."""
+    inodes = set()
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        try:
+            target = os.readlink(fd)
+        except OSError:
+            continue
+        if target.startswith("socket:["):
+            inodes.add(target[8:-1])
+    addresses = set()
+    for table, width in (("tcp", 8), ("tcp6", 32)):
+        lines = Path(f"/proc/{pid}/net/{table}").read_text().splitlines()[1:]
+        for line in lines:
+            fields = line.split()
+            if fields[3] == "0A" and fields[9] in inodes:  # state 0A: LISTEN
+                raw = fields[1].split(":")[0]
+                if width == 8:
+                    addresses.add(".".join(str(int(raw[i:i + 2], 16)) for i in (6, 4, 2, 0)))
+                else:
+                    addresses.add(raw)
+    return addresses
+
+
+def test_meshcat_server_listens_on_loopback_and_holds_the_stored_transforms(runs):
+    """Bodies and frame-k transforms read back from the server's own scene tree (its
+    get_scene export, the same tree it replays to every browser that connects)."""
+    run = read_storage(runs["box"])
+    mech = mechanism_from_run(run)
+    with start_server() as server:
+        assert server.web_url.startswith(f"http://{LOOPBACK}:") and server.zmq_url.startswith(f"tcp://{LOOPBACK}:")
+        if Path(f"/proc/{server.process.pid}/net/tcp").exists():
+            assert _listening_addresses(server.process.pid) == {LOOPBACK}, "the server listens beyond loopback"
+        vis = server.visualizer
+        replay = load_run(vis, mech, run, ReplayOptions(fps=30.0, contacts=True))
+        assert replay.frame_count == expected_frames(RUN_SECONDS, 30.0, 1.0)
         k = 37
-        scene.set_state(stored.x[k], stored.q[k])
-        # the server's own export of its scene tree (its page quotes data URLs with ")
-        tree = [umsgpack.unpackb(base64.b64decode(m)) for m in re.findall(r'base64,([A-Za-z0-9+/=]+)"', vis.static_html())]
-        objects = {c["path"] for c in tree if c["type"] == "set_object"}
-        transforms = {c["path"]: np.array(c["matrix"]).reshape(4, 4).T for c in tree if c["type"] == "set_transform"}
-        for i, body in enumerate(mech.bodies):
-            path = f"/meshcat/dojo/bodies/{body.name}"
-            assert any(p.startswith(path + "/shape") for p in objects), f"no object for {body.name}"
-            expected = transform(stored.x[k, i], stored.q[k, i])
-            assert np.max(np.abs(transforms[path] - expected)) < TRANSFORM_TOL, body.name
-    finally:
-        proc = getattr(vis.window, "server_proc", None)
-        if proc is not None:
-            proc.kill()
-            proc.wait(timeout=10)
+        sent = set_frame(vis, mech, run, k)
+        page = vis.static_html()
+        process = server.process
+    assert process.poll() is not None, "the server stopped"
+
+    tree = [umsgpack.unpackb(base64.b64decode(m)) for m in re.findall(r'base64,([A-Za-z0-9+/=]+)"', page)]
+    objects = {c["path"] for c in tree if c["type"] == "set_object"}
+    transforms = {c["path"]: np.array(c["matrix"]).reshape(4, 4).T for c in tree if c["type"] == "set_transform"}
+    assert "/meshcat/dojo/world/ground" in objects
+    for b, body in enumerate(mech.bodies):
+        path = "/meshcat/" + body_path(body.name)
+        assert any(p.startswith(path + "/shape/") for p in objects), f"no shape object for {body.name}"
+        expected = transform_from_pose(run.x[k, b], run.q[k, b])
+        error = np.max(np.abs(transforms[path] - expected))
+        assert error < TRANSFORM_TOL, f"{body.name}: transform off by {error:.2e}"
+        assert np.max(np.abs(sent[b] - expected)) < TRANSFORM_TOL
+    assert sum(p.startswith("/meshcat/dojo/bodies/box/contacts/") for p in objects) == 8, "eight corner spheres"
 
 
-def test_replay_cli_errors_and_interrupted_runs(tmp_path):
+# ------------------------------------------------------------------ dojo replay
+
+
+def test_replay_html_cli_writes_a_page(runs, tmp_path):
+    page = tmp_path / "anim.html"
+    res = invoke("replay", runs["pendulum"], "--html", page, "--fps", 30, "--speed", 2, "--joints", "--frames")
+    assert res.exit_code == 0, res.output
+    assert f"wrote {page}" in res.stdout and "16 frames" in res.stdout, res.stdout
+    commands, info = decode_page(page.read_text(encoding="utf-8"))
+    assert animation_frames(commands) == {expected_frames(RUN_SECONDS, 30.0, 2.0)} and info["speed"] == 2.0
+
+
+def test_replay_cli_input_and_storage_errors(runs, tmp_path):
     junk = tmp_path / "junk.h5"
-    junk.write_text("nope")
-    res = runner.invoke(app, ["replay", str(junk), "--html", str(tmp_path / "a.html")])
-    assert res.exit_code == 3 and "junk.h5" in res.stderr
-    res = runner.invoke(app, ["replay", str(simulate(tmp_path, "pendulum", 5)), "--html", str(tmp_path / "a.html"), "--camera", "1,2"])
-    assert res.exit_code == 2 and "--camera" in res.stderr
-    # an interrupted run: the writer stops after 7 steps
-    full = read_storage(simulate(tmp_path, "pendulum", 20))
-    part = tmp_path / "part.h5"
-    with pytest.raises(KeyboardInterrupt):
-        with StorageWriter(part, scene_yaml=full.scene_yaml, scene_name="pendulum", timestep=0.01, gravity=[0, 0, -9.81],
-                           solver_options={}, integrator="x", body_names=full.body_names,
-                           minimal_q_names=full.minimal_q_names, minimal_v_names=full.minimal_v_names,
-                           input_dim=1, dojo_cli_version="test") as w:
-            w.write_initial(0.0, full.x[0], full.q[0], full.v[0], full.omega[0], full.minimal_q[0], full.minimal_v[0])
-            for k in range(1, 8):
-                w.write_step(full.time[k], full.x[k], full.q[k], full.v[k], full.omega[k], full.minimal_q[k],
-                             full.minimal_v[k], full.inputs[k - 1], iterations=1, residual=0.0, status="success")
-            raise KeyboardInterrupt
-    res = runner.invoke(app, ["replay", str(part), "--html", str(tmp_path / "p.html")])
+    junk.write_text("not hdf5")
+    res = invoke("replay", junk, "--html", tmp_path / "a.html")
+    assert res.exit_code == 3 and "junk.h5" in res.stderr and "Traceback" not in res.output, res.output
+    res = invoke("replay", tmp_path / "absent.h5", "--html", tmp_path / "a.html")
+    assert res.exit_code == 3 and "no such file" in res.stderr, res.output
+    res = invoke("replay", runs["pendulum"], "--html", tmp_path / "a.html", "--camera", "1,2")
+    assert res.exit_code == 2 and "--camera" in res.stderr, res.output
+    res = invoke("replay", runs["pendulum"], "--html", tmp_path / "a.html", "--fps", 0)
+    assert res.exit_code == 2 and "--fps" in res.stderr, res.output
+    res = invoke("replay", runs["pendulum"], "--html", tmp_path / "no-such-folder" / "a.html")
+    assert res.exit_code == 3 and "cannot write" in res.stderr, res.output
+
+
+def test_replay_of_an_interrupted_run_says_so(tmp_path):
+    run = read_storage(write_run(
+        tmp_path / "part.h5", SHAPES_SCENE.replace("tri.obj", "gone.obj"),
+        np.zeros((8, 8, 3)) + np.arange(8)[:, None, None] * 0.01, np.tile([1.0, 0, 0, 0], (8, 8, 1)), stop="interrupt",
+    ))
+    assert run.status == "interrupted" and run.steps_completed == 7
+    page = tmp_path / "part.html"
+    res = invoke("replay", run.path, "--html", page)
     assert res.exit_code == 0, res.output
-    assert "interrupted after 7 steps" in res.stderr
-    assert (tmp_path / "p.html").stat().st_size > 100_000
+    assert "interrupted after 7 steps" in res.stderr, res.stderr
+    assert "gone.obj" in res.stderr and "placeholder" in res.stderr, "the missing meshes are warnings"
+    commands, info = decode_page(page.read_text(encoding="utf-8"))
+    assert info["status"] == "interrupted" and info["steps_completed"] == 7
+    assert animation_frames(commands) == {expected_frames(0.07, 60.0, 1.0)}
 
 
-def test_replay_serves_on_loopback(tmp_path):
-    run = simulate(tmp_path, "pendulum", 10)
-    res = runner.invoke(app, ["replay", str(run), "--no-wait", "--joints", "--frames"])
+def test_replay_serves_on_loopback_without_blocking(runs):
+    res = invoke("replay", runs["pendulum"], "--no-wait", "--contacts", "--joints", "--frames", "--camera", "2,2,1")
     assert res.exit_code == 0, res.output
-    assert "meshcat: http://127.0.0.1:" in res.stdout
-
-
-def test_replay_speed_camera_and_zoom(tmp_path):
-    run = simulate(tmp_path, "pendulum", 100)  # 1 s
-    page = tmp_path / "fast.html"
-    res = runner.invoke(app, ["replay", str(run), "--html", str(page), "--fps", "30", "--speed", "2",
-                              "--camera", "3,-2,1.5", "--zoom", "1.5"])
-    assert res.exit_code == 0, res.output
-    commands = decode_commands(page.read_text())
-    anim = [c for c in commands if c["type"] == "set_animation"][0]
-    assert len(anim["animations"][0]["clip"]["tracks"][0]["keys"]) == 16, "1 s at twice real time, 30 fps"
-    props = {c["property"]: c["value"] for c in commands if c["type"] == "set_property"}
-    assert props["position"] == [3.0, 1.5, 2.0] and props["zoom"] == 1.5, "z-up world -> meshcat's y-up camera"
+    url = re.search(r"meshcat: (\S+)", res.stdout)
+    assert url and url.group(1).startswith(f"http://{LOOPBACK}:"), res.stdout
+    assert "61 frames at 60 fps" in res.stdout

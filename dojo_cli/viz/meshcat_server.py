@@ -1,0 +1,179 @@
+"""A meshcat server that listens on the loopback interface only.
+
+meshcat 0.3.2's own server (``meshcat.Visualizer()``) binds its ZeroMQ socket to
+127.0.0.1 but its web server (tornado ``Application.listen(port)``, no address) to
+every interface, IPv4 and IPv6: anyone on the network could watch, or drive, the
+viewer. This module runs meshcat's ``ZMQWebSocketBridge`` with the web server bound
+to 127.0.0.1, as a subprocess like meshcat does (``python -m
+dojo_cli.viz.meshcat_server PARENT_PID`` prints ``zmq_url=...`` and ``web_url=...``
+and stops when its parent is gone), and
+hands back a ``meshcat.Visualizer`` connected to it.
+"""
+
+from __future__ import annotations
+
+import atexit
+import functools
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import meshcat
+import zmq
+from meshcat.visualizer import ViewerWindow
+
+from dojo_cli.errors import DojoError
+
+LOOPBACK = "127.0.0.1"
+
+# A REQ socket waits forever for a dead server; give up after this (ms). Generous:
+# the largest reply is get_scene, a few MB of HTML built in well under a second.
+_REPLY_TIMEOUT_MS = 30_000
+# How long to wait for the server process to stop after SIGTERM before killing it (s).
+_STOP_TIMEOUT = 5.0
+# The server checks this often (s) whether the process that started it is still there, and
+# stops when it is not: a `dojo replay` killed without cleanup (SIGTERM, SIGKILL) leaves
+# no orphan server holding the ports.
+_PARENT_POLL = 1.0
+
+
+class MeshcatServerError(DojoError):
+    """The meshcat server could not be started or stopped answering: exit code 3 (I/O)."""
+
+    exit_code = 3
+
+
+class _LoopbackWindow(ViewerWindow):
+    """meshcat's ViewerWindow for a server we started: no printing, and a ``close``.
+
+    (ViewerWindow.__init__ prints the URL, and meshcat 0.3.2's ``Visualizer.close``
+    calls a ``window.close`` that ViewerWindow does not define.)
+    """
+
+    def __init__(self, process: subprocess.Popen, zmq_url: str, web_url: str):
+        self.server_proc = process
+        self.zmq_url = zmq_url
+        self.web_url = web_url
+        self.connect_zmq()
+
+    def connect_zmq(self) -> None:
+        super().connect_zmq()
+        self.zmq_socket.setsockopt(zmq.RCVTIMEO, _REPLY_TIMEOUT_MS)
+        self.zmq_socket.setsockopt(zmq.LINGER, 0)
+
+    def send(self, command) -> None:
+        try:
+            super().send(command)
+        except zmq.error.Again:
+            raise MeshcatServerError(f"meshcat server at {self.zmq_url}: no reply (did it stop?)") from None
+
+    def close(self) -> None:
+        """Close the connection and stop the server process."""
+        try:
+            self.zmq_socket.close(linger=0)
+        finally:
+            _stop(self.server_proc)
+
+
+@dataclass
+class MeshcatServer:
+    """A running loopback meshcat server and a Visualizer connected to it.
+
+    Attributes:
+        visualizer: ``meshcat.Visualizer`` rooted at ``/meshcat``.
+        web_url: the viewer's address (``http://127.0.0.1:<port>/static/``).
+        zmq_url: the command socket (``tcp://127.0.0.1:<port>``).
+        process: the server subprocess.
+    """
+
+    visualizer: meshcat.Visualizer
+    web_url: str
+    zmq_url: str
+    process: subprocess.Popen
+
+    def close(self) -> None:
+        """Stop the server (idempotent)."""
+        self.visualizer.window.close()
+
+    def __enter__(self) -> MeshcatServer:
+        return self
+
+    def __exit__(self, *exc) -> bool:
+        self.close()
+        return False
+
+
+def start_server() -> MeshcatServer:
+    """Start a meshcat server on 127.0.0.1 (first free ports from 6000 / 7000).
+
+    Raises:
+        MeshcatServerError: the server process exited before printing its URLs.
+    """
+    env = dict(os.environ)
+    # dojo_cli importable in the child even when it is not installed (run from a checkout)
+    package_root = str(Path(__file__).resolve().parents[2])
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
+    process = subprocess.Popen(
+        [sys.executable, "-u", "-m", "dojo_cli.viz.meshcat_server", str(os.getpid())],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        stdin=subprocess.DEVNULL,
+        env=env,
+        start_new_session=True,  # Ctrl-C in the terminal reaches us, and we stop it cleanly
+    )
+    atexit.register(_stop, process)
+    urls = {}
+    while len(urls) < 2:
+        line = process.stdout.readline().decode("utf-8", "replace").strip()
+        if not line and process.poll() is not None:
+            raise MeshcatServerError(f"the meshcat server exited with code {process.returncode} before starting")
+        key, sep, value = line.partition("=")
+        if sep and key in ("zmq_url", "web_url"):
+            urls[key] = value
+    window = _LoopbackWindow(process, urls["zmq_url"], urls["web_url"])
+    return MeshcatServer(meshcat.Visualizer(window=window), urls["web_url"], urls["zmq_url"], process)
+
+
+def _stop(process: subprocess.Popen) -> None:
+    if process.poll() is not None:
+        return
+    process.terminate()
+    try:
+        process.wait(timeout=_STOP_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
+def _serve(parent: int | None) -> None:
+    """The server process: meshcat's bridge with the web server on 127.0.0.1 only, until
+    stopped or until process ``parent`` (when given) is gone."""
+    from meshcat.servers.zmqserver import ZMQWebSocketBridge
+    from tornado.ioloop import PeriodicCallback
+
+    class LoopbackBridge(ZMQWebSocketBridge):
+        def make_app(self):
+            app = super().make_app()
+            # meshcat calls app.listen(port); without an address tornado binds every interface
+            app.listen = functools.partial(app.listen, address=LOOPBACK)
+            return app
+
+    bridge = LoopbackBridge(host=LOOPBACK)
+    print(f"zmq_url={bridge.zmq_url}", flush=True)
+    print(f"web_url={bridge.web_url}", flush=True)
+    if parent is not None:
+        def stop_when_orphaned() -> None:
+            if os.getppid() != parent:
+                bridge.ioloop.stop()
+
+        PeriodicCallback(stop_when_orphaned, _PARENT_POLL * 1000).start()
+    try:
+        bridge.run()
+    except KeyboardInterrupt:
+        pass
+
+
+if __name__ == "__main__":
+    _serve(int(sys.argv[1]) if len(sys.argv) > 1 else None)
