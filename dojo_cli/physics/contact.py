@@ -119,7 +119,8 @@ class ContactStructure:
         # constant part of each group's constraint-row Jacobian wrt [s, gamma] (mu set per step)
         self.local = {}
         for model, (idx, _, _) in self.groups.items():
-            local = np.broadcast_to(_local_constant(model), (len(idx),) + _local_constant(model).shape).copy()
+            constant = _local_constant(model)
+            local = np.broadcast_to(constant, (len(idx),) + constant.shape).copy()
             if model != "impact" and idx.size:
                 local[:, 1, CONTACT_HALF_SIZE[model]] = self.mu[idx]  # mu gn
             self.local[model] = local
@@ -253,11 +254,18 @@ class ContactEvaluation:
         return out
 
 
-def _geometry(cs: ContactStructure, x3, q3, nb: int):
-    """Per-contact distance, normal, tangent and points (Jets, 12 columns) at z3."""
+def _with_world(x3, q3):
+    """Positions (nb+1,3) and orientations (nb+1,4) with the world appended as body nb."""
+    return np.vstack([x3, np.zeros((1, 3))]), np.vstack([q3, [[1.0, 0.0, 0.0, 0.0]]])
+
+
+def _geometry(cs: ContactStructure, xe, qe):
+    """Per-contact distance, normal, tangent and points (Jets, 12 columns) at z3.
+
+    Args:
+        xe, qe: (nb+1, 3), (nb+1, 4) next configuration with the world appended (_with_world).
+    """
     nc = cs.nc
-    xe = np.vstack([x3, np.zeros((1, 3))])
-    qe = np.vstack([q3, [[1.0, 0.0, 0.0, 0.0]]])
     d = Jet(np.zeros(nc), np.zeros((nc, 12)))
     n = Jet(np.zeros((nc, 3)), np.zeros((nc, 3, 12)))
     t = Jet(np.zeros((nc, 2, 3)), np.zeros((nc, 2, 3, 12)))
@@ -288,11 +296,10 @@ def evaluate_contacts(mech: Mechanism, cs: ContactStructure, w, x3, q3, v25, w25
     """
     nb = mech.nb
     nc = cs.nc
-    d, n, t, pa, pb = _geometry(cs, x3, q3, nb)
+    xe, qe = _with_world(x3, q3)
+    d, n, t, pa, pb = _geometry(cs, xe, qe)
     a, b = cs.body_a, cs.body_b
     world_b = b == nb
-    xe = np.vstack([x3, np.zeros((1, 3))])
-    qe = np.vstack([q3, [[1.0, 0.0, 0.0, 0.0]]])
     ve = np.vstack([v25, np.zeros((1, 3))])
     we = np.vstack([w25, np.zeros((1, 3))])
     pos_a, rot_a, rotate_a = body_pose(xe[a], qe[a], 0)

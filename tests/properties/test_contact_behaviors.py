@@ -120,9 +120,9 @@ def test_ball_never_penetrates_capsule_or_box(kind, start, velocity):
     tr = run(mech, 20, np.r_[start, 0, 0, 0, 0, 0, velocity, 0, 0, 0], DOJO_EPS)
     for k in range(0, 21, 5):
         problem = StepProblem(mech, tr.state(k))
-        from dojo_cli.physics.contact import _geometry
+        from dojo_cli.physics.contact import _geometry, _with_world
 
-        d = _geometry(problem.s.contacts, tr.x[k], tr.q[k], mech.nb)[0].value
+        d = _geometry(problem.s.contacts, *_with_world(tr.x[k], tr.q[k]))[0].value
         assert d.min() > -1e-6, f"penetration {d.min():.2e} at step {k}"
     if start[:2] == (0, 0) and velocity == 0:
         assert np.max(np.abs(tr.x[-1, 1] - [0, 0, 1])) < 1e-3, f"rests on top: {tr.x[-1, 1]}"
