@@ -78,12 +78,14 @@ class Body:
         mass: kg.
         inertia: (3, 3) inertia about the centre of mass, body frame (kg m^2).
         shape: geometry for drawing (and default inertia).
+        visuals: more shapes, for drawing only.
     """
 
     name: str
     mass: float
     inertia: np.ndarray
     shape: Shape = field(default_factory=lambda: Shape("frame"))
+    visuals: list[Shape] = field(default_factory=list)
 
 
 @dataclass

@@ -60,7 +60,8 @@ def build_mechanism(spec, file: str | None = None) -> Mechanism:
         if inertia is None:
             problems.append(spec.problem(f"bodies.{i}.inertia", f"required for a {shape.kind} shape (it has no volume)"))
             inertia = np.eye(3)
-        bodies.append(Body(b.name, float(b.mass), np.asarray(inertia, dtype=float), shape))
+        visuals = [shape_from_spec(v) for v in b.visuals]
+        bodies.append(Body(b.name, float(b.mass), np.asarray(inertia, dtype=float), shape, visuals))
 
     joints = []
     for j in spec.joints:

@@ -28,6 +28,7 @@ from pydantic_core import ErrorDetails
 from dojo_cli.errors import Problem, SceneError
 from dojo_cli.scene.overrides import apply_overrides_with_paths
 from dojo_cli.scene.schema import SPEC_MODELS, UNION_TAGS, SceneSource, SceneSpec, SpecProblems, value_text
+from dojo_cli.scene.urdf_scene import expand_urdf_scene, is_urdf_scene, unavailable_reason
 
 BUILTIN_FOLDER = "builtin"
 """Folder of the built-in scenes inside this package (``<name>.yaml``)."""
@@ -75,12 +76,33 @@ def builtin_scene_path(name: str) -> Path:
 def builtin_scene_text(name: str) -> str:
     """YAML text of a built-in scene.
 
+    A robot scene whose URDF package is not installed here gets a first comment
+    line saying so (``dojo scenes`` shows first comments): ``# [unavailable: ...]``.
+
     Raises:
         SceneError: no built-in scene has that name.
     """
     if name not in builtin_scene_names():
         raise _unknown_scene(name)
-    return _builtin_folder().joinpath(name + _SCENE_SUFFIX).read_text(encoding="utf-8")
+    text = _builtin_folder().joinpath(name + _SCENE_SUFFIX).read_text(encoding="utf-8")
+    reason = builtin_scene_unavailable(name, text)
+    if reason is not None:
+        first = next((line.lstrip("#").strip() for line in text.splitlines() if line.strip().startswith("#")), "")
+        text = f"# [unavailable: {reason}] {first}\n" + text
+    return text
+
+
+def builtin_scene_unavailable(name: str, text: str | None = None) -> str | None:
+    """Why a built-in scene cannot be loaded on this machine (a missing package), or None."""
+    if text is None:
+        text = _builtin_folder().joinpath(name + _SCENE_SUFFIX).read_text(encoding="utf-8")
+    if "urdf:" not in text:
+        return None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError:
+        return None
+    return unavailable_reason(data)
 
 
 # ------------------------------------------------------------------- loading
@@ -202,6 +224,8 @@ def _absolute_folder(base_dir: str | os.PathLike | None) -> Path | None:
 def _validate(
     data: dict, source: SceneSource, overrides: Mapping[str, Any] | Sequence[str] | None
 ) -> SceneSpec:
+    if is_urdf_scene(data):
+        data, source = expand_urdf_scene(data, source)
     if overrides:
         data, overridden = apply_overrides_with_paths(data, overrides)
         source = replace(source, overrides=overridden)

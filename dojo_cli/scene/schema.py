@@ -258,11 +258,28 @@ Gain = Annotated[
 ]
 """A number >= 0, or a list of them (one per free coordinate)."""
 
-Scale = Annotated[
-    Union[Annotated[PositiveReal, Tag(_SCALAR)], Annotated[PositiveVector3, Tag(_LIST)]],
+PositiveExtendedReal = Annotated[ExtendedReal, Field(gt=0)]
+
+Bound = Annotated[
+    Union[Annotated[PositiveExtendedReal, Tag(_SCALAR)], Annotated[list[PositiveExtendedReal], Tag(_LIST)]],
     Discriminator(_scalar_or_list_tag),
 ]
-"""A uniform scale > 0, or one per axis."""
+"""A bound > 0 (``.inf`` for none), or a list of them (one per free coordinate)."""
+
+def _nonzero(value: float) -> float:
+    if value == 0:
+        raise _invalid("must be nonzero, got 0")
+    return value
+
+
+NonzeroReal = Annotated[Real, AfterValidator(_nonzero)]
+
+
+Scale = Annotated[
+    Union[Annotated[PositiveReal, Tag(_SCALAR)], Annotated[list[NonzeroReal], BeforeValidator(_three_entries), Tag(_LIST)]],
+    Discriminator(_scalar_or_list_tag),
+]
+"""A uniform scale > 0, or one per axis (nonzero: a negative one mirrors, as URDF meshes do)."""
 
 
 def _inertia_tag(value: Any) -> str:
@@ -440,6 +457,8 @@ class BodySpec(_Spec):
         inertia: None (from shape and mass), (3,) diagonal, or (3, 3) central
             inertia in the body frame (kg m^2).
         initial: initial maximal state, overriding the joints' initial values.
+        visuals: more shapes, drawn only (a URDF link's other visual elements);
+            they never change the inertia.
     """
 
     name: Name
@@ -447,6 +466,7 @@ class BodySpec(_Spec):
     mass: PositiveReal
     inertia: Inertia | None = None
     initial: BodyInitialSpec | None = None
+    visuals: list[ShapeSpec] = Field(default_factory=list)
 
     @field_validator("name")
     @classmethod
@@ -532,6 +552,10 @@ class JointSpec(_Spec):
         spring_offset: rest values of the free coordinates (None = zero).
         limits: bounds on the free coordinates.
         initial: initial minimal coordinates and velocities.
+        effort_limit: largest force or torque per free coordinate (a URDF
+            ``<limit effort>``); recorded, not enforced by the simulator.
+        velocity_limit: largest speed per free coordinate (``<limit velocity>``);
+            recorded, not enforced.
     """
 
     name: Name
@@ -547,6 +571,8 @@ class JointSpec(_Spec):
     spring_offset: RealList | None = None
     limits: JointLimitsSpec | None = None
     initial: JointInitialSpec | None = None
+    effort_limit: Bound | None = None
+    velocity_limit: Bound | None = None
 
     @model_validator(mode="after")
     def _counts_match_type(self) -> JointSpec:
@@ -554,6 +580,8 @@ class JointSpec(_Spec):
         given = {
             "spring": self.spring if isinstance(self.spring, list) else None,
             "damper": self.damper if isinstance(self.damper, list) else None,
+            "effort_limit": self.effort_limit if isinstance(self.effort_limit, list) else None,
+            "velocity_limit": self.velocity_limit if isinstance(self.velocity_limit, list) else None,
             "spring_offset": self.spring_offset,
             "limits.lower": self.limits.lower if self.limits else None,
             "limits.upper": self.limits.upper if self.limits else None,

@@ -14,6 +14,7 @@ Scene tree (paths relative to the visualizer's root, ``/meshcat``)::
     dojo/bodies/<body>/shape                 transform: the shape offset (position, orientation)
     dojo/bodies/<body>/shape/<part>          geometry: box, sphere, cylinder, capsule parts,
                                              pyramid, mesh (or placeholder), triad
+    dojo/bodies/<body>/visual<k>[/<part>]    the body's further visuals (URDF links), as shape
     dojo/bodies/<body>/frame                 --frames: a triad at the centre of mass
     dojo/bodies/<body>/joints/<joint>        --joints: joint points in this body's frame
     dojo/bodies/<body>/contacts/<contact>    --contacts: contact spheres and collision shapes
@@ -454,6 +455,15 @@ def set_scene(
         for name, obj, local in parts:
             shape_node[name].set_object(obj)
             shape_node[name].set_transform(local)
+        # a URDF link's further visual elements, each on its own node like the shape
+        for k, visual in enumerate(body.visuals):
+            visual_node = node[f"visual{k}"]
+            visual_node.set_transform(transform_from_pose(visual.position_offset, visual.orientation_offset))
+            parts, part_warnings = shape_parts(visual, shape_material(visual, b), base_dir, body.name)
+            warnings += part_warnings
+            for name, obj, local in parts:
+                visual_node[name].set_object(obj)
+                visual_node[name].set_transform(local)
         if options.frames:
             node["frame"].set_object(g.triad(TRIAD_LENGTH))
         node.set_transform(np.eye(4))

@@ -1,0 +1,944 @@
+"""Import URDF robot descriptions as scenes (plain scene data, validated by the loader).
+
+Parsing. yourdfpy (a maintained URDF parser) reads the numbers: origins as 4x4
+transforms (rpy as fixed-axis roll, pitch, yaw, URDF's convention), inertials,
+limits, dynamics, geometry and materials. It is used with ``load_meshes=False``
+and ``build_scene_graph=False`` (no mesh file is opened: physics needs none).
+It falls short in four places, which this module covers with lxml (yourdfpy's own
+XML library) on the same text:
+- malformed XML: yourdfpy logs the error and re-parses in lxml's *recover* mode,
+  silently dropping what it could not read; we parse strictly first and report
+  the line;
+- line numbers: yourdfpy keeps none; every problem here names ``file:line`` and
+  the element (``joint 'knee'``), found by walking the XML in document order;
+- validation: yourdfpy accepts joints naming links that do not exist (its
+  ``validate()`` misses them) and several roots; we check the tree;
+- ``<capsule radius length>`` (a common extension, Dojo's walkers use it) is
+  dropped by yourdfpy's Geometry; we read it from the XML. yourdfpy also returns
+  ``<dynamics damping>`` as a string, so values are converted here.
+
+Frames. The engine's body frame is the centre of mass. A body here has the
+orientation of its *reference link* (the link at the top of the group of links
+it stands for) and its origin at the group's centre of mass; each URDF link
+records its pose in its body (``T_body_link``), so joint points, shapes and
+contact spheres are placed through that one transform:
+- inertia: the URDF inertia is about the inertial origin in the inertial frame;
+  ``R I R^T`` rotates it into the link frame; merged links add by the parallel-axis
+  rule about the group's centre of mass;
+- joint: ``parent_vertex`` = the joint origin in the parent body, ``child_vertex``
+  = the child link origin in the child body, ``orientation_offset`` = the joint
+  origin's rotation in the parent body. Rotational axes are in that joint frame
+  (URDF's axis frame). Translational axes (prismatic, planar) are measured in the
+  parent body frame by the engine, so they are rotated by the joint origin.
+
+Joint types: revolute and continuous -> revolute (continuous without limits),
+prismatic -> prismatic, fixed -> fixed (or merged), floating -> floating,
+planar -> planar_axis (two translations in the plane and the rotation about its
+normal, as Drake, Pinocchio and RigidBodyDynamics.jl read it; Dojo maps it to its
+translation-only Planar).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import io
+import logging
+import math
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from lxml import etree
+from scipy.spatial.transform import Rotation
+
+from dojo_cli.errors import Problem, SceneError
+from dojo_cli.scene.robots import UnresolvedPackage, package_search_path, resolve_resource
+from dojo_cli.scene.schema import SceneSource
+
+URDF_JOINT_TYPES = ("revolute", "continuous", "prismatic", "fixed", "floating", "planar")
+"""Joint types of the URDF specification (all are read)."""
+CONTACT_MODES = ("feet", "collision", "none")
+GEOMETRY_MODES = ("visual", "collision")
+DEFAULT_TIMESTEP = 0.01
+"""Timestep of an imported scene (s), Dojo's default for its robots."""
+DEFAULT_FRICTION = 0.5
+"""Friction coefficient of imported contacts unless told (the scene format's default)."""
+FLOATING_JOINT = "floating_base"
+"""Name of the joint --floating adds (Dojo's name)."""
+FIXED_BASE_JOINT = "fixed_base"
+"""Name of the joint holding a fixed-base robot's root link to the world."""
+
+# Links lighter than this (kg) are massless: real files give 0 or 1e-6 to frames
+# (sensor frames, a "base" above the trunk); they cannot be bodies of their own.
+MASSLESS = 1e-5
+# An inertia whose smallest eigenvalue is below this fraction of its largest (or
+# not positive) is not positive definite for the solver.
+INERTIA_EIGENVALUE_FLOOR = 1e-9
+# Feet: leaf bodies whose lowest candidate contact (zero configuration, world z)
+# is within this of the lowest leaf's (m) are feet; hands of a humanoid hang higher.
+FOOT_HEIGHT_TOL = 0.05
+# A planar joint's normal must be kept by its origin's rotation to this (rad).
+AXIS_TOL = 1e-9
+_MESH_SUFFIXES = (".obj", ".stl", ".dae")
+
+_log = logging.getLogger(__name__)
+
+
+@dataclass
+class UrdfOptions:
+    """How a URDF becomes a scene.
+
+    Attributes:
+        floating: attach the root body to the world by a floating joint (else fixed).
+        contacts: "feet" (spheres at the ends of the legs), "collision" (spheres for
+            every collision primitive) or "none".
+        friction: Coulomb coefficient of those contacts.
+        contact_model: impact, linear or nonlinear.
+        merge_fixed: merge links joined by fixed joints into one body (massless
+            links are merged whatever this says: they cannot be bodies).
+        package_path: directories searched for ``package://`` names, first.
+        meshes: keep visual meshes (False: draw primitives and frames only).
+        geometry: draw the "visual" elements, or the "collision" ones.
+    """
+
+    floating: bool = False
+    contacts: str = "none"
+    friction: float = DEFAULT_FRICTION
+    contact_model: str = "nonlinear"
+    merge_fixed: bool = False
+    package_path: list[str] = field(default_factory=list)
+    meshes: bool = True
+    geometry: str = "visual"
+
+    @classmethod
+    def from_mapping(cls, data: Mapping[str, Any], base_dir: Path | None, file: str, lines: Mapping[str, int], key: str) -> UrdfOptions:
+        """Options from a scene's ``import:`` mapping (paths relative to ``base_dir``).
+
+        Raises:
+            SceneError: an unknown key or a bad value, at its line.
+        """
+        problems = []
+        known = set(cls.__dataclass_fields__)
+        options = cls()
+        for name, value in (data or {}).items():
+            path = f"{key}.{name}"
+            line = lines.get(path, lines.get(key))
+            if name not in known:
+                problems.append(Problem(file, line, path, f"unknown import option (one of: {', '.join(sorted(known))})"))
+                continue
+            default = getattr(options, name)
+            if isinstance(default, bool):
+                if not isinstance(value, bool):
+                    problems.append(Problem(file, line, path, f"must be true or false, got {value!r}"))
+                    continue
+            elif isinstance(default, float):
+                if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+                    problems.append(Problem(file, line, path, f"must be a number >= 0, got {value!r}"))
+                    continue
+                value = float(value)
+            elif isinstance(default, list):
+                value = [value] if isinstance(value, str) else value
+                if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+                    problems.append(Problem(file, line, path, f"must be a folder or a list of folders, got {value!r}"))
+                    continue
+                value = [str((base_dir or Path.cwd()) / Path(v).expanduser()) for v in value]
+            setattr(options, name, value)
+        problems += [
+            Problem(file, lines.get(f"{key}.{name}", lines.get(key)), f"{key}.{name}", message)
+            for name, message in options.problems()
+        ]
+        if problems:
+            raise SceneError(problems)
+        return options
+
+    def problems(self) -> list[tuple[str, str]]:
+        """(option, message) for each invalid choice."""
+        out = []
+        if self.contacts not in CONTACT_MODES:
+            out.append(("contacts", f"must be one of {', '.join(CONTACT_MODES)}, got {self.contacts!r}"))
+        if self.geometry not in GEOMETRY_MODES:
+            out.append(("geometry", f"must be one of {', '.join(GEOMETRY_MODES)}, got {self.geometry!r}"))
+        if self.contact_model not in ("impact", "linear", "nonlinear"):
+            out.append(("contact_model", f"must be impact, linear or nonlinear, got {self.contact_model!r}"))
+        return out
+
+
+@dataclass
+class UrdfImport:
+    """A URDF read into scene data.
+
+    Attributes:
+        scene: plain scene data (what a YAML file would hold), not yet validated.
+        warnings: one line each (``file:line: element: message``).
+        link_bodies: URDF link -> (body name, (4, 4) link pose in the body frame).
+        merged: URDF fixed joints merged away.
+        dropped: URDF links left out (massless leaves, a massless root).
+        scene_joints: the scene's joints (as in ``scene``), root to leaves.
+    """
+
+    scene: dict
+    warnings: list[str] = field(default_factory=list)
+    scene_joints: list[dict] = field(default_factory=list)
+    link_bodies: dict[str, tuple[str, np.ndarray]] = field(default_factory=dict)
+    merged: list[str] = field(default_factory=list)
+    dropped: list[str] = field(default_factory=list)
+
+
+# ----------------------------------------------------------------- transforms
+
+
+def _quaternion_from_matrix(rot: np.ndarray) -> list[float]:
+    """[w, x, y, z] of a rotation matrix, w >= 0; exact for the identity."""
+    if np.allclose(rot, np.eye(3), rtol=0.0, atol=1e-15):
+        return [1.0, 0.0, 0.0, 0.0]
+    x, y, z, w = Rotation.from_matrix(rot).as_quat()
+    if w < 0:
+        w, x, y, z = -w, -x, -y, -z
+    return [float(w), float(x), float(y), float(z)]
+
+
+def _translation(t: np.ndarray) -> np.ndarray:
+    out = np.eye(4)
+    out[:3, 3] = t
+    return out
+
+
+def _origin(matrix: np.ndarray | None) -> np.ndarray:
+    return np.eye(4) if matrix is None else np.asarray(matrix, dtype=float)
+
+
+def _vector(values: np.ndarray) -> list[float]:
+    """Plain floats, with -0.0 written as 0.0 and rounding noise of exact values kept."""
+    return [float(v) + 0.0 for v in np.asarray(values, dtype=float).reshape(-1)]
+
+
+def _pose(transform: np.ndarray) -> dict:
+    """``position_offset`` and ``orientation_offset`` of a 4x4 transform."""
+    return {"position_offset": _vector(transform[:3, 3]), "orientation_offset": _quaternion_from_matrix(transform[:3, :3])}
+
+
+# ------------------------------------------------------------------- parsing
+
+
+@dataclass
+class _Link:
+    name: str
+    line: int | None
+    mass: float
+    com: np.ndarray  # (3,) centre of mass, link frame
+    inertia: np.ndarray  # (3, 3) about the centre of mass, link frame
+    visuals: list = field(default_factory=list)  # (kind, params, (4,4) pose in link, rgba | None, line)
+    collisions: list = field(default_factory=list)
+    has_inertial: bool = False
+
+
+@dataclass
+class _Joint:
+    name: str
+    line: int | None
+    type: str
+    parent: str
+    child: str
+    origin: np.ndarray
+    axis: np.ndarray
+    lower: float | None = None
+    upper: float | None = None
+    effort: float | None = None
+    velocity: float | None = None
+    damping: float = 0.0
+    friction: float = 0.0
+    mimic: str | None = None
+
+
+class _Reader:
+    """Reads one URDF file into links and joints, collecting problems and warnings."""
+
+    def __init__(self, path: Path, shown: str, options: UrdfOptions):
+        self.path = path
+        self.file = shown
+        self.options = options
+        self.problems: list[Problem] = []
+        self.warnings: list[str] = []
+        self.search_path = package_search_path(options.package_path, path)
+
+    def problem(self, line: int | None, element: str, message: str) -> None:
+        self.problems.append(Problem(self.file, line, element, message))
+
+    def warn(self, line: int | None, element: str, message: str) -> None:
+        self.warnings.append(f"warning: {Problem(self.file, line, element, message)}")
+
+    def fail_if_problems(self) -> None:
+        if self.problems:
+            raise SceneError(self.problems)
+
+    def read(self) -> tuple[str, dict[str, _Link], list[_Joint]]:
+        try:
+            data = self.path.read_bytes()
+        except OSError as exc:
+            raise SceneError(Problem(self.file, None, "", f"cannot read the URDF: {exc.strerror or exc}")) from None
+        try:
+            root = etree.fromstring(data, etree.XMLParser(remove_comments=True, resolve_entities=False))
+        except etree.XMLSyntaxError as exc:
+            line = exc.lineno if exc.lineno else None
+            raise SceneError(Problem(self.file, line, "", f"malformed XML: {exc.msg}")) from None
+        if root.tag != "robot":
+            raise SceneError(Problem(self.file, root.sourceline, f"<{root.tag}>", "the root element of a URDF must be <robot>"))
+        model = self._parse_with_yourdfpy(data)
+        link_elements = root.findall("link")
+        joint_elements = root.findall("joint")
+        materials = self._materials(root, model)
+        links: dict[str, _Link] = {}
+        for element, link in zip(link_elements, model.links):
+            if link.name in links:
+                self.problem(element.sourceline, f"link {link.name!r}", "defined twice")
+                continue
+            links[link.name] = self._link(element, link, materials)
+        joints: list[_Joint] = []
+        names: set[str] = set()
+        for element, joint in zip(joint_elements, model.joints):
+            if joint.name in names:
+                self.problem(element.sourceline, f"joint {joint.name!r}", "defined twice")
+                continue
+            names.add(joint.name)
+            parsed = self._joint(element, joint, links)
+            if parsed is not None:
+                joints.append(parsed)
+        if not links:
+            self.problem(root.sourceline, "robot", "has no <link>")
+        self.fail_if_problems()
+        return model.name or self.path.stem, links, joints
+
+    def _parse_with_yourdfpy(self, data: bytes):
+        import yourdfpy  # here: importing it costs ~0.5 s (trimesh), needed only for URDF scenes
+
+        # yourdfpy logs (and recovers from) what it cannot parse; the strict parse
+        # above has already rejected malformed files, so its logs are only noise
+        logger = logging.getLogger("yourdfpy")
+        level = logger.level
+        logger.setLevel(logging.CRITICAL)
+        try:
+            urdf = yourdfpy.URDF.load(
+                io.BytesIO(data),
+                load_meshes=False,
+                build_scene_graph=False,
+                build_collision_scene_graph=False,
+                load_collision_meshes=False,
+            )
+        except (ValueError, TypeError, AttributeError, IndexError) as exc:
+            # a number that is not one, a vector of the wrong length
+            raise SceneError(Problem(self.file, None, "", f"invalid URDF value: {exc}")) from None
+        finally:
+            logger.setLevel(level)
+        return urdf.robot
+
+    def _materials(self, root, model) -> dict[str, np.ndarray]:
+        colors = {}
+        for material in model.materials or []:
+            if material.name and material.color is not None:
+                colors[material.name] = np.asarray(material.color.rgba, dtype=float)
+        return colors
+
+    def _link(self, element, link, materials) -> _Link:
+        where = f"link {link.name!r}"
+        inertial = link.inertial
+        mass, com, inertia = 0.0, np.zeros(3), np.zeros((3, 3))
+        has_inertial = inertial is not None
+        if inertial is not None:
+            mass = float(inertial.mass or 0.0)
+            if mass < 0:
+                self.problem(element.sourceline, where, f"<mass> must be >= 0, got {mass:g}")
+            origin = _origin(inertial.origin)
+            com = origin[:3, 3].copy()
+            rot = origin[:3, :3]
+            if inertial.inertia is not None:
+                # rotate the inertia from the inertial frame into the link frame
+                inertia = rot @ np.asarray(inertial.inertia, dtype=float) @ rot.T
+        out = _Link(link.name, element.sourceline, mass, com, 0.5 * (inertia + inertia.T), has_inertial=has_inertial)
+        for kind, items, elements in (
+            ("visual", link.visuals, element.findall("visual")),
+            ("collision", link.collisions, element.findall("collision")),
+        ):
+            for item, item_element in zip(items, elements):
+                shape = self._geometry(item, item_element, f"{where} {kind}", materials if kind == "visual" else {})
+                if shape is not None:
+                    (out.visuals if kind == "visual" else out.collisions).append(shape)
+        return out
+
+    def _geometry(self, item, element, where: str, materials):
+        line = element.sourceline
+        geometry_element = element.find("geometry")
+        pose = _origin(item.origin)
+        rgba = None
+        material = getattr(item, "material", None)
+        if material is not None:
+            if material.color is not None:
+                rgba = np.asarray(material.color.rgba, dtype=float)
+            elif material.name in materials:
+                rgba = materials[material.name]
+        geometry = item.geometry
+        if geometry is None or geometry_element is None:
+            self.warn(line, where, "has no <geometry>; ignored")
+            return None
+        if geometry.box is not None:
+            return ("box", {"size": _vector(geometry.box.size)}, pose, rgba, line)
+        if geometry.sphere is not None:
+            return ("sphere", {"radius": float(geometry.sphere.radius)}, pose, rgba, line)
+        if geometry.cylinder is not None:
+            return ("cylinder", {"radius": float(geometry.cylinder.radius), "height": float(geometry.cylinder.length)}, pose, rgba, line)
+        capsule = geometry_element.find("capsule")
+        if capsule is not None:
+            try:
+                params = {"radius": float(capsule.get("radius")), "height": float(capsule.get("length"))}
+            except (TypeError, ValueError):
+                self.problem(capsule.sourceline, where, "<capsule> needs numbers radius and length")
+                return None
+            return ("capsule", params, pose, rgba, line)
+        if geometry.mesh is not None:
+            mesh_element = geometry_element.find("mesh")
+            mesh_line = mesh_element.sourceline if mesh_element is not None else line
+            name = geometry.mesh.filename
+            try:
+                path = resolve_resource(name, self.path.parent, self.search_path)
+            except UnresolvedPackage as exc:
+                self.problem(mesh_line, f"{where} mesh", f"cannot resolve {name!r}: {exc.hint()}")
+                return None
+            if path.suffix.lower() not in _MESH_SUFFIXES:
+                self.warn(mesh_line, f"{where} mesh", f"{name!r}: unsupported mesh format (supported: {', '.join(_MESH_SUFFIXES)}); not drawn")
+                return None
+            if not path.is_file():
+                # physics does not need meshes: the scene still loads and simulates
+                self.warn(mesh_line, f"{where} mesh", f"{name!r}: no such file {path}; replay draws a placeholder")
+            scale = geometry.mesh.scale
+            scale = 1.0 if scale is None else _vector(np.broadcast_to(np.asarray(scale, dtype=float), (3,)))
+            if isinstance(scale, list) and len(set(scale)) == 1:
+                scale = scale[0]
+            return ("mesh", {"file": str(path), "scale": scale}, pose, rgba, mesh_line)
+        self.warn(line, where, "unknown <geometry> (not box, sphere, cylinder, capsule or mesh); ignored")
+        return None
+
+    def _joint(self, element, joint, links) -> _Joint | None:
+        where = f"joint {joint.name!r}"
+        line = element.sourceline
+        ok = True
+        kind = element.get("type")
+        if kind not in URDF_JOINT_TYPES:
+            shown = "missing" if kind is None else repr(kind)
+            self.problem(line, where, f"unknown joint type {shown} (one of: {', '.join(URDF_JOINT_TYPES)})")
+            ok = False
+        for role in ("parent", "child"):
+            tag = element.find(role)
+            name = tag.get("link") if tag is not None else None
+            tag_line = tag.sourceline if tag is not None else line
+            if name is None:
+                self.problem(tag_line, where, f"<{role} link=...> missing")
+                ok = False
+            elif name not in links:
+                self.problem(tag_line, where, f"{role} link {name!r} is not defined (links: {_listed(list(links))})")
+                ok = False
+        if not ok:
+            return None
+        axis = np.asarray(joint.axis if joint.axis is not None else [1.0, 0.0, 0.0], dtype=float)
+        if kind in ("revolute", "continuous", "prismatic", "planar") and np.linalg.norm(axis) < 1e-12:
+            self.problem(line, where, "<axis xyz> must be nonzero")
+            return None
+        out = _Joint(joint.name, line, kind, joint.parent, joint.child, _origin(joint.origin), axis / max(np.linalg.norm(axis), 1e-300))
+        limit = joint.limit
+        limit_element = element.find("limit")
+        if limit is not None and limit_element is not None:
+            out.effort = _number(limit.effort)
+            out.velocity = _number(limit.velocity)
+            if kind in ("revolute", "prismatic"):
+                # the spec defaults lower and upper to 0; a missing one means no bound here,
+                # and equal bounds (a joint locked by its limits) are not solvable as inequalities
+                lower, upper = _number(limit_element.get("lower")), _number(limit_element.get("upper"))
+                if lower is not None and upper is not None and lower > upper:
+                    self.problem(limit_element.sourceline, where, f"<limit> lower {lower:g} > upper {upper:g}")
+                elif lower is not None and upper is not None and lower == upper:
+                    self.warn(limit_element.sourceline, where, f"<limit> lower = upper = {lower:g}; position limits ignored")
+                else:
+                    out.lower, out.upper = lower, upper
+        elif kind in ("revolute", "prismatic"):
+            self.warn(line, where, "has no <limit> (required for its type); no position limits")
+        if joint.dynamics is not None:
+            out.damping = _number(joint.dynamics.damping) or 0.0
+            out.friction = _number(joint.dynamics.friction) or 0.0
+            if out.damping < 0:
+                self.problem(line, where, f"<dynamics damping> must be >= 0, got {out.damping:g}")
+        if joint.mimic is not None:
+            out.mimic = joint.mimic.joint
+        return out
+
+
+def _number(value) -> float | None:
+    if value is None:
+        return None
+    return float(value)
+
+
+def _listed(names: list[str], most: int = 8) -> str:
+    shown = ", ".join(names[:most])
+    return shown + (", ..." if len(names) > most else "") if names else "none"
+
+
+# ---------------------------------------------------------------- the tree
+
+
+@dataclass
+class _Group:
+    """Links rigidly joined into one body."""
+
+    reference: str  # the top link: its frame orientation is the body's
+    links: dict[str, np.ndarray] = field(default_factory=dict)  # link -> (4,4) pose in the reference link frame
+    name: str = ""
+    mass: float = 0.0
+    com: np.ndarray = field(default_factory=lambda: np.zeros(3))  # in the reference link frame
+    inertia: np.ndarray = field(default_factory=lambda: np.zeros((3, 3)))
+
+
+def read_urdf(path: str | os.PathLike, options: UrdfOptions | None = None, shown: str | None = None) -> UrdfImport:
+    """Read a URDF file into scene data.
+
+    Args:
+        path: the URDF file.
+        options: import options (defaults: fixed base, no contacts, keep fixed joints).
+        shown: the file's name in problems and warnings (default: the path as given).
+
+    Returns:
+        The scene data with the warnings found.
+
+    Raises:
+        SceneError: the file cannot be read or is not a usable URDF; one problem per
+            issue, each ``file:line: element: message``.
+    """
+    options = options or UrdfOptions()
+    path = Path(path)
+    reader = _Reader(path, shown or str(path), options)
+    robot_name, links, joints = reader.read()
+    child_joint = _tree(reader, links, joints)
+    reader.fail_if_problems()
+    roots = [name for name in links if name not in child_joint]
+    root = roots[0]
+    result = UrdfImport(scene={})
+    groups, body_of, world_links = _group_links(reader, links, joints, child_joint, root, result)
+    reader.fail_if_problems()
+
+    bodies = []
+    for group in groups:
+        bodies.append(_body(reader, group, links, options))
+        for link, pose in group.links.items():
+            body_pose = _translation(-group.com) @ pose
+            result.link_bodies[link] = (group.name, body_pose)
+    scene_joints = _scene_joints(reader, links, joints, groups, body_of, world_links, root, options, result)
+    reader.fail_if_problems()
+    result.scene_joints = scene_joints
+    contacts = _contacts(reader, links, groups, result, options)
+
+    scene = {
+        "name": robot_name,
+        "description": f"imported from {path.name}" + (" (floating base)" if options.floating else ""),
+        "timestep": DEFAULT_TIMESTEP,
+        "bodies": bodies,
+        "joints": scene_joints,
+        "contacts": contacts,
+    }
+    if options.floating and contacts:
+        _stand_on_ground(scene, result)
+    result.scene = scene
+    result.warnings = reader.warnings
+    return result
+
+
+def _tree(reader: _Reader, links: dict[str, _Link], joints: list[_Joint]) -> dict[str, _Joint]:
+    """child link -> its joint; checks one parent per link, one root, no loop."""
+    child_joint: dict[str, _Joint] = {}
+    for joint in joints:
+        if joint.child in child_joint:
+            first = child_joint[joint.child]
+            reader.problem(joint.line, f"joint {joint.name!r}", f"link {joint.child!r} already has a parent joint ({first.name!r}); URDF is a tree")
+            continue
+        if joint.child == joint.parent:
+            reader.problem(joint.line, f"joint {joint.name!r}", "parent and child are the same link")
+            continue
+        child_joint[joint.child] = joint
+    if reader.problems:
+        return child_joint
+    roots = [name for name in links if name not in child_joint]
+    if len(roots) != 1:
+        if not roots:
+            reader.problem(None, "robot", "every link has a parent joint: the joints form a loop")
+        else:
+            line = links[roots[1]].line
+            reader.problem(line, "robot", f"more than one root link ({_listed(roots)}); a URDF has one")
+        return child_joint
+    for name in links:
+        seen = []
+        while name in child_joint and name not in seen:
+            seen.append(name)
+            name = child_joint[name].parent
+        if name in seen:
+            reader.problem(child_joint[name].line, f"joint {child_joint[name].name!r}", "is part of a loop of joints")
+            break
+    return child_joint
+
+
+def _children(joints: list[_Joint]) -> dict[str, list[_Joint]]:
+    out: dict[str, list[_Joint]] = {}
+    for joint in joints:
+        out.setdefault(joint.parent, []).append(joint)
+    return out
+
+
+def _positive_definite(inertia: np.ndarray) -> bool:
+    eig = np.linalg.eigvalsh(inertia)
+    return bool(eig.min() > INERTIA_EIGENVALUE_FLOOR * max(eig.max(), 1e-300) and eig.min() > 0)
+
+
+def _group_links(reader, links, joints, child_joint, root, result):
+    """Links -> bodies: which fixed joints merge, and the world-fixed links.
+
+    Returns:
+        groups (root to leaves), body_of (link -> group index, or -1 for the world),
+        world_links (link -> (4, 4) pose in the world, for a dropped root).
+    """
+    children = _children(joints)
+    root_link = links[root]
+    world_links: dict[str, np.ndarray] = {}
+    body_of: dict[str, int] = {}
+    groups: list[_Group] = []
+    options = reader.options
+
+    # The root: a massless (or non-positive-definite) root cannot be a body. With a
+    # floating base, or a single fixed child, it merges into the body below it; with a
+    # fixed base it is the world itself (dropped), and its children hang from origin.
+    root_usable = root_link.mass > MASSLESS and _positive_definite(root_link.inertia)
+    drop_root = False
+    if not root_usable:
+        fixed_children = [j for j in children.get(root, []) if j.type == "fixed"]
+        reason = "no mass" if root_link.mass <= MASSLESS else "an inertia that is not positive definite"
+        if options.floating or (len(children.get(root, [])) == 1 and fixed_children):
+            movable = [j for j in children.get(root, []) if j.type != "fixed"]
+            if movable or not fixed_children:
+                reader.problem(root_link.line, f"link {root!r}", f"the root link has {reason} but carries movable joints; "
+                               "give it an <inertial> (or import without --floating)")
+                return groups, body_of, world_links
+            reader.warn(root_link.line, f"link {root!r}", f"the root link has {reason}; merged into {fixed_children[0].child!r}")
+        else:
+            drop_root = True
+            reader.warn(root_link.line, f"link {root!r}", f"the root link has {reason}; dropped (it is the world frame)")
+            result.dropped.append(root)
+
+    def merges(joint: _Joint) -> bool:
+        child = links[joint.child]
+        if joint.type != "fixed":
+            return False
+        massless = child.mass <= MASSLESS
+        if options.merge_fixed or massless:
+            return True
+        if not _positive_definite(child.inertia):
+            reader.warn(child.line, f"link {child.name!r}", "inertia is not positive definite; merged into its parent")
+            return True
+        # a massless parent (the root above) takes its child in
+        return joint.parent == root and not root_usable and not drop_root
+
+    # walk root to leaves
+    order: list[str] = [root]
+    for name in order:
+        order += [j.child for j in children.get(name, [])]
+    for name in order:
+        if name == root:
+            if drop_root:
+                world_links[root] = np.eye(4)
+                body_of[root] = -1
+            else:
+                groups.append(_Group(reference=root, links={root: np.eye(4)}))
+                body_of[root] = 0
+            continue
+        joint = child_joint[name]
+        parent_group = body_of[joint.parent]
+        if parent_group == -1 and joint.type == "fixed":
+            world_links[name] = world_links[joint.parent] @ joint.origin
+            body_of[name] = -1
+            # a fixed joint to the world: the link is part of the world unless it has mass
+            if links[name].mass > MASSLESS:
+                del world_links[name]
+                groups.append(_Group(reference=name, links={name: np.eye(4)}))
+                body_of[name] = len(groups) - 1
+            continue
+        if parent_group != -1 and merges(joint):
+            group = groups[parent_group]
+            group.links[name] = group.links[joint.parent] @ joint.origin
+            body_of[name] = parent_group
+            result.merged.append(joint.name)
+            continue
+        if links[name].mass <= MASSLESS or not _positive_definite(links[name].inertia):
+            # a massless link on a movable joint: fine as a leaf frame (dropped), not as a carrier
+            if not children.get(name) and links[name].mass <= MASSLESS:
+                reader.warn(links[name].line, f"link {name!r}", f"has no mass and moves on joint {joint.name!r}; dropped with the joint")
+                result.dropped.append(name)
+                body_of[name] = -2
+                continue
+            if links[name].mass <= MASSLESS:
+                reader.problem(links[name].line, f"link {name!r}", f"has no mass but moves on joint {joint.name!r} and carries links; give it an <inertial>")
+                continue
+        groups.append(_Group(reference=name, links={name: np.eye(4)}))
+        body_of[name] = len(groups) - 1
+
+    for group in groups:
+        _mass_properties(group, links)
+        if group.mass <= MASSLESS:
+            reader.problem(links[group.reference].line, f"link {group.reference!r}", "has no mass (nor do the links merged into it)")
+    return groups, body_of, world_links
+
+
+def _mass_properties(group: _Group, links: dict[str, _Link]) -> None:
+    """Mass, centre of mass and central inertia of a group, in its reference frame.
+
+    Parallel-axis rule: I = sum_i R_i I_i R_i^T + m_i (|r_i|^2 1 - r_i r_i^T), r_i the
+    link's centre of mass relative to the group's.
+    """
+    mass = sum(links[name].mass for name in group.links)
+    heaviest = max(group.links, key=lambda name: (links[name].mass, name == group.reference))
+    # a massless reference (a frame above the body) gives its name up to the heaviest link
+    group.name = group.reference if links[group.reference].mass > MASSLESS else heaviest
+    group.mass = mass
+    if mass <= 0:
+        return
+    centres = {name: pose[:3, :3] @ links[name].com + pose[:3, 3] for name, pose in group.links.items()}
+    com = sum(links[name].mass * centres[name] for name in group.links) / mass
+    inertia = np.zeros((3, 3))
+    for name, pose in group.links.items():
+        rot = pose[:3, :3]
+        r = centres[name] - com
+        m = links[name].mass
+        inertia += rot @ links[name].inertia @ rot.T + m * (np.dot(r, r) * np.eye(3) - np.outer(r, r))
+    group.com = com
+    group.inertia = 0.5 * (inertia + inertia.T)
+
+
+def _shape_data(kind: str, params: dict, body_pose: np.ndarray, rgba) -> dict:
+    shape = {"type": kind, **params, **_pose(body_pose)}
+    if rgba is not None:
+        shape["color"] = [min(max(float(c), 0.0), 1.0) for c in rgba]
+    return shape
+
+
+def _body(reader: _Reader, group: _Group, links: dict[str, _Link], options: UrdfOptions) -> dict:
+    """Scene data of one body: mass, central inertia, shapes from its links' geometry."""
+    inertia = group.inertia
+    if not _positive_definite(inertia):
+        eig, vec = np.linalg.eigh(inertia)
+        floor = max(INERTIA_EIGENVALUE_FLOOR * max(eig.max(), 0.0), 1e-9)
+        reader.warn(links[group.reference].line, f"link {group.reference!r}",
+                    f"inertia eigenvalues [{', '.join(f'{e:.3g}' for e in eig)}] are not positive; raised to at least {floor:.3g}")
+        inertia = vec @ np.diag(np.maximum(eig, floor)) @ vec.T
+    shapes = []
+    # the heaviest link's geometry first: it becomes the body's shape (not a frame marker's)
+    for name, pose in sorted(group.links.items(), key=lambda item: -links[item[0]].mass):
+        link = links[name]
+        body_pose = _translation(-group.com) @ pose
+        items = link.visuals if options.geometry == "visual" else link.collisions
+        if not items and options.geometry == "visual":
+            items = [] if link.visuals else [c for c in link.collisions]
+        for kind, params, origin, rgba, _line in items:
+            if kind == "mesh" and not options.meshes:
+                continue
+            shapes.append(_shape_data(kind, params, body_pose @ origin, rgba))
+    body: dict[str, Any] = {"name": group.name, "mass": float(group.mass)}
+    # the inertia is written in full (3x3): a diagonal would drop the URDF's products
+    body["inertia"] = [_vector(row) for row in inertia]
+    body["shape"] = shapes[0] if shapes else {"type": "frame"}
+    if len(shapes) > 1:
+        body["visuals"] = shapes[1:]
+    return body
+
+
+def _scene_joints(reader, links, joints, groups, body_of, world_links, root, options, result) -> list[dict]:
+    # the URDF's own joints keep their names; a merged one's name is free again
+    names = {j.name for j in joints if j.name not in result.merged}
+    out: list[dict] = []
+    if body_of.get(root, -1) == 0:
+        base = FLOATING_JOINT if options.floating else FIXED_BASE_JOINT
+        name = base
+        while name in names:
+            name += "_joint"
+        group = groups[0]
+        out.append({
+            "name": name, "type": "floating" if options.floating else "fixed", "parent": "origin", "child": group.name,
+            "child_vertex": _vector(-group.com),
+        })
+    for joint in joints:
+        child_group = body_of.get(joint.child)
+        if child_group is None or child_group < 0 or joint.name in result.merged:
+            continue
+        group = groups[child_group]
+        if group.reference != joint.child:
+            continue
+        parent_index = body_of[joint.parent]
+        if parent_index == -1:
+            parent = "origin"
+            joint_frame = world_links[joint.parent] @ joint.origin
+        else:
+            parent_group = groups[parent_index]
+            parent = parent_group.name
+            joint_frame = _translation(-parent_group.com) @ parent_group.links[joint.parent] @ joint.origin
+        rot = joint_frame[:3, :3]
+        kind = {"revolute": "revolute", "continuous": "revolute", "prismatic": "prismatic", "fixed": "fixed",
+                "floating": "floating", "planar": "planar_axis"}[joint.type]
+        axis = joint.axis
+        if joint.type in ("prismatic",):
+            # translations are measured in the parent body frame by the engine
+            axis = rot @ axis
+        if joint.type == "planar" and np.linalg.norm(rot @ axis - axis) > AXIS_TOL:
+            reader.problem(joint.line, f"joint {joint.name!r}", "a planar joint whose origin rotation moves its normal is not supported "
+                           "(the engine measures the plane in the parent frame and the rotation in the joint frame)")
+            continue
+        data: dict[str, Any] = {
+            "name": joint.name, "type": kind, "parent": parent, "child": group.name,
+            "parent_vertex": _vector(joint_frame[:3, 3]), "child_vertex": _vector(-group.com),
+            "orientation_offset": _quaternion_from_matrix(rot),
+        }
+        if kind != "fixed" and kind != "floating":
+            data["axis"] = _vector(axis)
+        n = {"revolute": 1, "prismatic": 1, "planar_axis": 3, "floating": 6, "fixed": 0}[kind]
+        if joint.damping and n:
+            data["damper"] = float(joint.damping)
+        if n == 1 and (joint.lower is not None or joint.upper is not None) and joint.type != "continuous":
+            data["limits"] = {"lower": [joint.lower if joint.lower is not None else -math.inf],
+                              "upper": [joint.upper if joint.upper is not None else math.inf]}
+        if n and joint.effort is not None and joint.effort > 0:
+            data["effort_limit"] = float(joint.effort)
+        if n and joint.velocity is not None and joint.velocity > 0:
+            data["velocity_limit"] = float(joint.velocity)
+        if joint.friction:
+            reader.warn(joint.line, f"joint {joint.name!r}", f"<dynamics friction {joint.friction:g}> (Coulomb joint friction) is not modelled; ignored")
+        if joint.mimic:
+            reader.warn(joint.line, f"joint {joint.name!r}", f"<mimic joint={joint.mimic!r}> is not modelled; the joint moves on its own")
+        out.append(data)
+    # the dropped leaves' joints go with them
+    return out
+
+
+# ------------------------------------------------------------------ contacts
+
+
+def _contact_points(kind: str, params: dict, pose: np.ndarray) -> list[tuple[np.ndarray, float]]:
+    """Contact spheres (centre in the body frame, radius) standing for a collision primitive."""
+    centre, rot = pose[:3, 3], pose[:3, :3]
+    if kind == "sphere":
+        return [(centre, params["radius"])]
+    if kind == "capsule":
+        half = 0.5 * params["height"] * rot[:, 2]
+        return [(centre - half, params["radius"]), (centre + half, params["radius"])]
+    if kind == "box":
+        half = 0.5 * np.asarray(params["size"])
+        corners = [np.array([sx, sy, sz]) * half for sx in (-1, 1) for sy in (-1, 1) for sz in (-1, 1)]
+        return [(centre + rot @ c, 0.0) for c in corners]
+    if kind == "cylinder":
+        r, h = params["radius"], 0.5 * params["height"]
+        rims = [np.array([r * c, r * s, sz * h]) for sz in (-1, 1) for c, s in ((1, 0), (0, 1), (-1, 0), (0, -1))]
+        return [(centre + rot @ p, 0.0) for p in rims]
+    return []
+
+
+def _contacts(reader, links, groups, result: UrdfImport, options: UrdfOptions) -> list[dict]:
+    if options.contacts == "none":
+        return []
+    contacts: list[dict] = []
+    base = {"model": options.contact_model, "friction": float(options.friction), "against": "ground"}
+
+    def add(body: str, label: str, centre, radius) -> None:
+        contacts.append({"name": label, "body": body, **base, "radius": float(radius), "offset": _vector(centre)})
+
+    if options.contacts == "collision":
+        for group in groups:
+            count = 0
+            for name, pose in group.links.items():
+                body_pose = _translation(-group.com) @ pose
+                for kind, params, origin, _rgba, line in links[name].collisions:
+                    points = _contact_points(kind, params, body_pose @ origin)
+                    if not points and kind == "mesh":
+                        reader.warn(line, f"link {name!r} collision", "a mesh gets no contact spheres")
+                    for centre, radius in points:
+                        add(group.name, f"{group.name}_{count}", centre, radius)
+                        count += 1
+        return contacts
+
+    # feet: the leaves of the body tree, lowest at the zero configuration
+    world = _zero_configuration_poses(result)
+    candidates: dict[int, list[tuple[np.ndarray, float]]] = {}
+    parents = _body_parents(result)
+    leaves = [i for i, g in enumerate(groups) if i != 0 and g.name not in parents]
+    if not leaves:
+        reader.warn(None, "robot", "--contacts feet: the robot has no legs (no body below its root); no contacts")
+        return []
+    for i in leaves:
+        group = groups[i]
+        found = []  # (link, primitive kind, centre, radius)
+        for name, pose in group.links.items():
+            body_pose = _translation(-group.com) @ pose
+            for kind, params, origin, _rgba, _line in links[name].collisions:
+                if kind in ("sphere", "box"):
+                    found += [(name, kind, c, r) for c, r in _contact_points(kind, params, body_pose @ origin)]
+        if any(kind == "sphere" for _, kind, _, _ in found):
+            points = [(link, c, r) for link, kind, c, r in found if kind == "sphere"]
+        elif found:
+            # box feet (humanoids): the four corners lowest at the zero configuration
+            rot, pos = world[group.name]
+            heights = [float((pos + rot @ c)[2]) for _, _, c, _ in found]
+            points = [(link, c, r) for (link, _, c, r), z in zip(found, heights) if z <= min(heights) + 1e-9]
+        else:
+            # the end of the leg: the origin of the deepest link of the group
+            deepest = list(group.links)[-1]
+            points = [(deepest, (_translation(-group.com) @ group.links[deepest])[:3, 3], 0.0)]
+        candidates[i] = points
+    lows = {}
+    for i, points in candidates.items():
+        rot, pos = world[groups[i].name]
+        lows[i] = min(float((pos + rot @ c)[2]) - r for _, c, r in points)
+    lowest = min(lows.values())
+    feet = [i for i in leaves if lows[i] <= lowest + FOOT_HEIGHT_TOL]
+    for i in feet:
+        points = candidates[i]
+        for k, (link, centre, radius) in enumerate(points):
+            # named after the URDF link the sphere belongs to (the foot, merged or not)
+            same = sum(1 for other, _, _ in points if other == link)
+            add(groups[i].name, link if same == 1 else f"{link}_{k}", centre, radius)
+    return contacts
+
+
+def _body_parents(result: UrdfImport) -> set[str]:
+    return {j["parent"] for j in result.scene_joints}
+
+
+def _zero_configuration_poses(result: UrdfImport) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """World (rotation, centre of mass) of each body with every joint at zero and the root at the origin."""
+    poses: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    for joint in result.scene_joints:
+        if joint["parent"] == "origin":
+            prot, ppos = np.eye(3), np.zeros(3)
+        else:
+            prot, ppos = poses[joint["parent"]]
+        offset = Rotation.from_quat(_xyzw(joint.get("orientation_offset", [1.0, 0.0, 0.0, 0.0]))).as_matrix()
+        rot = prot @ offset
+        joint_point = ppos + prot @ np.asarray(joint.get("parent_vertex", [0.0, 0.0, 0.0]))
+        pos = joint_point - rot @ np.asarray(joint.get("child_vertex", [0.0, 0.0, 0.0]))
+        poses[joint["child"]] = (rot, pos)
+    return poses
+
+
+def _xyzw(q: list[float]) -> list[float]:
+    return [q[1], q[2], q[3], q[0]]
+
+
+def _stand_on_ground(scene: dict, result: UrdfImport) -> None:
+    """Lift a floating robot so that its lowest contact sphere touches z = 0."""
+    poses = _zero_configuration_poses(result)
+    lowest = min(
+        float((poses[c["body"]][1] + poses[c["body"]][0] @ np.asarray(c["offset"]))[2]) - c["radius"]
+        for c in scene["contacts"]
+    )
+    base = scene["joints"][0]
+    base["initial"] = {"position": [0.0, 0.0, -lowest + 0.0, 0.0, 0.0, 0.0]}
