@@ -208,6 +208,11 @@ def _represent_list(dumper: yaml.SafeDumper, data: list) -> yaml.SequenceNode:
 _SceneDumper.add_representer(list, _represent_list)
 
 
+def dump_scene_data(data: dict) -> str:
+    """Plain scene data as YAML, in the layout of ``dump_scene`` (keys in the given order)."""
+    return yaml.dump(data, Dumper=_SceneDumper, sort_keys=False, default_flow_style=False, allow_unicode=True)
+
+
 def dump_scene(spec: SceneSpec) -> str:
     """The full resolved scene as YAML, every default explicit; it loads back equal.
 

@@ -1,0 +1,89 @@
+"""`dojo import-urdf`: a URDF robot description as an editable scene file."""
+
+from __future__ import annotations
+
+import math
+from enum import Enum
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from dojo_cli.cli.app import _err, _reports_errors, app
+from dojo_cli.errors import InputError, StorageError
+from dojo_cli.scene.builder import build_mechanism
+from dojo_cli.scene.loader import dump_scene_data, spec_from_dict
+from dojo_cli.scene.urdf import DEFAULT_FRICTION, UrdfOptions, read_urdf
+
+
+class ContactMode(str, Enum):
+    feet = "feet"
+    collision = "collision"
+    none = "none"
+
+
+class GeometryMode(str, Enum):
+    visual = "visual"
+    collision = "collision"
+
+
+@app.command("import-urdf")
+@_reports_errors
+def import_urdf(
+    urdf: Annotated[Path, typer.Argument(help="The robot's URDF file.")],
+    output: Annotated[Path, typer.Option("--output", "-o", help="Scene YAML file to write.")],
+    floating: Annotated[bool, typer.Option("--floating", help="Free-floating base (a floating joint to the world); else the root is fixed.")] = False,
+    contacts: Annotated[ContactMode, typer.Option("--contacts", help="feet: spheres at the ends of the legs; collision: at every collision primitive; none.")] = ContactMode.none,
+    friction: Annotated[float, typer.Option("--friction", min=0.0, help="Friction coefficient of the contacts.")] = DEFAULT_FRICTION,
+    merge_fixed: Annotated[bool, typer.Option("--merge-fixed", help="Merge links joined by fixed joints into one body (parallel-axis rule).")] = False,
+    package_path: Annotated[Optional[list[Path]], typer.Option("--package-path", help="Folder holding ROS packages, for package:// names. Repeatable.")] = None,
+    no_meshes: Annotated[bool, typer.Option("--no-meshes", help="Leave visual meshes out (primitives and frames only).")] = False,
+    geometry: Annotated[GeometryMode, typer.Option("--geometry", help="Draw the visual elements or the collision ones.")] = GeometryMode.visual,
+    name: Annotated[Optional[str], typer.Option("--name", help="Scene name (default: the robot's).")] = None,
+    timestep: Annotated[Optional[float], typer.Option("--timestep", help="Timestep of the scene (s).")] = None,
+    force: Annotated[bool, typer.Option("--force", "-f", help="Overwrite the output file.")] = False,
+) -> None:
+    """Import a URDF as an editable scene: bodies at their centres of mass, joints with limits and dampers, contacts."""
+    if timestep is not None and not (timestep > 0 and math.isfinite(timestep)):
+        raise InputError(f"--timestep: must be > 0, got {timestep:g}")
+    if output.exists() and not force:
+        raise StorageError(f"{output}: already exists (use --force to overwrite)")
+    options = UrdfOptions(
+        floating=floating, contacts=contacts.value, friction=friction, merge_fixed=merge_fixed,
+        package_path=[str(p) for p in package_path or []], meshes=not no_meshes, geometry=geometry.value,
+    )
+    result = read_urdf(urdf, options, str(urdf))
+    scene = result.scene
+    if name:
+        scene["name"] = name
+    if timestep is not None:
+        scene["timestep"] = timestep
+    # what is written must load: validate and build it before writing anything
+    mech = build_mechanism(spec_from_dict(scene, file=str(urdf), base_dir=output.resolve().parent))
+    flags = " ".join(f for f, on in (("--floating", floating), ("--merge-fixed", merge_fixed), ("--no-meshes", no_meshes)) if on)
+    header = (
+        f"# {scene['name']}: imported from {urdf} by dojo import-urdf {flags} --contacts {contacts.value}\n"
+        "# Bodies sit at their links' centres of mass (body frames oriented as the links); edit freely,\n"
+        "# or keep the URDF and write a scene with `urdf:` and overrides (docs/urdf.md).\n"
+    )
+    try:
+        output.write_text(header + dump_scene_data(scene), encoding="utf-8")
+    except OSError as exc:
+        raise StorageError(f"{output}: cannot write ({exc.strerror or exc})") from None
+    for warning in result.warnings:
+        _err(warning)
+    total = sum(b.mass for b in mech.bodies)
+    typer.echo(f"wrote {output}: {mech.nb} bodies, {mech.nj} joints, {mech.nc} contacts, {mech.nf} inputs, total mass {total:.6g} kg")
+    if result.merged:
+        typer.echo(f"  merged fixed joints ({len(result.merged)}): {', '.join(result.merged)}")
+    if result.dropped:
+        typer.echo(f"  dropped links ({len(result.dropped)}): {', '.join(result.dropped)}")
+    limited = [j for j in scene["joints"] if "effort_limit" in j or "velocity_limit" in j or "limits" in j]
+    if limited:
+        typer.echo("  joint limits (position: enforced; effort, velocity: recorded, not enforced):")
+        for j in limited:
+            position = f"[{j['limits']['lower'][0]:g}, {j['limits']['upper'][0]:g}]" if "limits" in j else "none"
+            typer.echo(
+                f"    {j['name']:<24} position {position:<22} effort {j.get('effort_limit', math.inf):g}  "
+                f"velocity {j.get('velocity_limit', math.inf):g}"
+            )
