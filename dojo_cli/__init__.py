@@ -14,16 +14,23 @@ from dojo_cli.api import (
     kinetic_energy,
     load_scene,
     maximal_dimension,
+    maximal_gradients,
     maximal_to_minimal,
     mechanical_energy,
     mechanics,
     minimal_dimension,
+    minimal_gradients,
     minimal_to_maximal,
     momentum,
+    parameter_gradients,
+    parameter_labels,
+    parameter_values,
     potential_energy,
     root_to_leaves_ordering,
     simulate,
     step,
+    step_gradients,
+    with_parameters,
 )
 from dojo_cli.errors import DojoError, SceneError, SolverError, StorageError
 from dojo_cli.model.joint_types import JointType
@@ -41,4 +48,6 @@ __all__ = [
     "default_options", "get_body", "get_joint", "get_node", "initial_state", "input_dimensions", "kinetic_energy",
     "load_scene", "maximal_dimension", "maximal_to_minimal", "mechanical_energy", "mechanics", "minimal_dimension",
     "minimal_to_maximal", "momentum", "potential_energy", "root_to_leaves_ordering", "simulate", "step",
+    "maximal_gradients", "minimal_gradients", "parameter_gradients", "parameter_labels", "parameter_values",
+    "step_gradients", "with_parameters",
 ]

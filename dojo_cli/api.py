@@ -19,6 +19,8 @@ from dojo_cli.physics.coordinates import maximal_to_minimal as _max_to_min
 from dojo_cli.physics.coordinates import minimal_to_maximal as _min_to_max
 from dojo_cli.scene.builder import build_mechanism
 from dojo_cli.scene.loader import load_scene_spec
+from dojo_cli.model.parameters import parameter_labels, parameter_values, with_parameters
+from dojo_cli.simulation import gradients as _grad
 from dojo_cli.simulation import simulate as _sim
 from dojo_cli.simulation.controller import Controller
 from dojo_cli.simulation.simulate import Trajectory
@@ -173,3 +175,36 @@ def momentum(mech: Mechanism, traj: Trajectory) -> tuple[np.ndarray, np.ndarray]
         _energy.linear_momentum(mech, traj.v, traj.omega),
         _energy.angular_momentum(mech, traj.x, traj.q, traj.v, traj.omega),
     )
+
+
+def maximal_gradients(mech: Mechanism, z, u=None, opts: SolverOptions | None = None, kappa: float | None = None):
+    """(A, B) of one step from maximal state z: A = dz'/dz (12 nb, 12 nb), B = dz'/du (12 nb, nu).
+
+    Exact derivatives of the solved step by the implicit function theorem, evaluated at
+    the state the step starts from; tangent coordinates [x, v, phi, w] per body
+    (FORMATS.md). ``kappa``: differentiate on the central path s o gamma = kappa
+    instead of where the solver stopped (smoother, biased gradients through contact).
+    """
+    return _grad.maximal_gradients(mech, z, u, opts or default_options(mech), kappa)
+
+
+def minimal_gradients(mech: Mechanism, y, u=None, opts: SolverOptions | None = None, kappa: float | None = None):
+    """(A_min (2nf, 2nf), B_min (2nf, nu)) of one step from minimal state y."""
+    return _grad.minimal_gradients(mech, y, u, opts or default_options(mech), kappa)
+
+
+def parameter_gradients(
+    mech: Mechanism, z, u=None, names=_grad.PARAMETER_KINDS, opts: SolverOptions | None = None, kappa: float | None = None
+):
+    """(dz'/dtheta (12 nb, p), labels) for parameter kinds ``names`` (mass, inertia, gravity,
+    spring, damper, friction, radius, offset); see dojo_cli.model.parameters for the labels."""
+    return _grad.parameter_gradients(mech, z, u, names, opts or default_options(mech), kappa)
+
+
+def step_gradients(
+    mech: Mechanism, z, u=None, opts: SolverOptions | None = None, wrt=("state", "input"), params=(),
+    kappa: float | None = None, minimal: bool = False,
+) -> _grad.StepGradients:
+    """One step and the derivatives asked for (``wrt``: state, input, params) in one solve."""
+    fn = _grad.minimal_step_gradients if minimal else _grad.step_gradients
+    return fn(mech, z, u, opts or default_options(mech), wrt=wrt, params=params, kappa=kappa)

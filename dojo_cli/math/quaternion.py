@@ -17,6 +17,35 @@ IDENTITY = np.array([1.0, 0.0, 0.0, 0.0])
 _SMALL_ANGLE = 1e-6
 
 
+def _array(x) -> np.ndarray:
+    """x as a float array, or complex if it is complex.
+
+    The joint kinematics are differentiated a second time by the complex step
+    (simulation.gradients), so the functions it uses keep complex inputs complex:
+    they avoid abs, norm and arctan2, which are not complex-analytic.
+    """
+    x = np.asarray(x)
+    return x if x.dtype.kind in "fc" else x.astype(float)
+
+
+def _norm(v: np.ndarray, keepdims: bool = False) -> np.ndarray:
+    """Euclidean norm over the last axis as sqrt(v . v) (complex-analytic, unlike np.linalg.norm)."""
+    return np.sqrt(np.sum(v * v, axis=-1, keepdims=keepdims))
+
+
+def _atan2(y: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """arctan2 for y >= 0, complex-analytic: branches chosen on the real parts."""
+    if not (np.iscomplexobj(y) or np.iscomplexobj(x)):
+        return np.arctan2(y, x)
+    yr, xr = y.real, x.real
+    flat = np.abs(xr) >= np.abs(yr)  # |y/x| <= 1: atan(y/x) (+ pi when x < 0)
+    safe_x = np.where(flat, x, 1.0)
+    safe_y = np.where(flat, 1.0, y)
+    near = np.arctan(y / safe_x) + np.where(xr < 0, np.pi, 0.0)
+    steep = np.pi / 2 - np.arctan(x / safe_y)
+    return np.where(flat, near, steep)
+
+
 def skew(v: np.ndarray) -> np.ndarray:
     """Cross-product matrix: skew(a) @ b == cross(a, b).
 
@@ -26,8 +55,8 @@ def skew(v: np.ndarray) -> np.ndarray:
     Returns:
         (..., 3, 3) skew-symmetric matrices.
     """
-    v = np.asarray(v, dtype=float)
-    out = np.zeros(v.shape[:-1] + (3, 3))
+    v = _array(v)
+    out = np.zeros(v.shape[:-1] + (3, 3), dtype=v.dtype)
     out[..., 0, 1] = -v[..., 2]
     out[..., 0, 2] = v[..., 1]
     out[..., 1, 0] = v[..., 2]
@@ -79,8 +108,7 @@ def multiply(p: np.ndarray, q: np.ndarray) -> np.ndarray:
 
 def conjugate(q: np.ndarray) -> np.ndarray:
     """Conjugate (= inverse for unit quaternions), (..., 4)."""
-    q = np.asarray(q, dtype=float)
-    return q * np.array([1.0, -1.0, -1.0, -1.0])
+    return _array(q) * np.array([1.0, -1.0, -1.0, -1.0])
 
 
 def normalize(q: np.ndarray) -> np.ndarray:
@@ -122,7 +150,7 @@ def matrix_from_quaternion(q: np.ndarray) -> np.ndarray:
     Returns:
         (..., 3, 3) rotation matrices.
     """
-    q = np.asarray(q, dtype=float)
+    q = _array(q)
     outer = q[..., :, None] * q[..., None, :]
     return np.tensordot(outer, _ROTATION_TENSOR, axes=([-2, -1], [0, 1]))
 
@@ -141,10 +169,10 @@ def quaternion_from_rotation_vector(rv: np.ndarray) -> np.ndarray:
     Returns:
         (..., 4) unit quaternions, scalar part cos(|rv|/2).
     """
-    rv = np.asarray(rv, dtype=float)
-    angle = np.linalg.norm(rv, axis=-1, keepdims=True)
+    rv = _array(rv)
+    angle = _norm(rv, keepdims=True)
     half = 0.5 * angle
-    small = angle < _SMALL_ANGLE
+    small = angle.real < _SMALL_ANGLE
     # sin(a/2)/a -> 1/2 - a^2/48 as a -> 0
     safe = np.where(small, 1.0, angle)
     k = np.where(small, 0.5 - angle**2 / 48.0, np.sin(half) / safe)
@@ -163,12 +191,12 @@ def rotation_vector_from_quaternion(q: np.ndarray) -> np.ndarray:
     Returns:
         (..., 3) rotation vectors.
     """
-    q = np.asarray(q, dtype=float)
+    q = _array(q)
     v = q[..., 1:]
-    s = np.linalg.norm(v, axis=-1, keepdims=True)
+    s = _norm(v, keepdims=True)
     w = q[..., :1]
-    angle = 2.0 * np.arctan2(s, w)
-    small = s < _SMALL_ANGLE
+    angle = 2.0 * _atan2(s, w)
+    small = s.real < _SMALL_ANGLE
     safe = np.where(small, 1.0, s)
     # angle / s -> 2 / w as s -> 0 (|w| -> 1 for unit q; for w -> -1 the axis is
     # undefined and this picks the short rotation)
@@ -189,9 +217,9 @@ def right_jacobian_inverse(rv: np.ndarray) -> np.ndarray:
     Returns:
         (..., 3, 3) matrices.
     """
-    rv = np.asarray(rv, dtype=float)
-    a = np.linalg.norm(rv, axis=-1)
-    small = a < 1e-4
+    rv = _array(rv)
+    a = _norm(rv)
+    small = a.real < 1e-4
     safe = np.where(small, 1.0, a)
     coef = np.where(small, 1.0 / 12.0 + a**2 / 720.0, 1.0 / safe**2 - 1.0 / (2.0 * safe * np.tan(safe / 2.0)))
     k = skew(rv)
@@ -211,7 +239,7 @@ def integrator_map(w: np.ndarray, h: float) -> np.ndarray:
     Returns:
         (..., 4) unit quaternions.
     """
-    w = np.asarray(w, dtype=float)
+    w = _array(w)
     s = np.sqrt(4.0 / h**2 - np.sum(w * w, axis=-1, keepdims=True))
     return 0.5 * h * np.concatenate([s, w], axis=-1)
 

@@ -30,7 +30,7 @@ import numpy as np
 
 from dojo_cli.math.jet import Jet, body_pose, unrotate
 from dojo_cli.math.cones import arrow, cone_product
-from dojo_cli.math.quaternion import cross, skew
+from dojo_cli.math.quaternion import cross, matrix_from_quaternion, skew
 from dojo_cli.model.mechanism import CONTACT_HALF_SIZE, ORIGIN, Mechanism
 from dojo_cli.physics import collision
 from dojo_cli.physics.integrator import chain_to_velocities
@@ -47,6 +47,8 @@ FORCE_MAP = {
     "linear": np.vstack([[1.0, 0, 0, 0, 0, 0], np.hstack([np.zeros((2, 2)), PYRAMID.T])]),
 }
 MODELS = ("impact", "nonlinear", "linear")
+# Jacobian columns with parameters: [x_a, t_a, x_b, t_b] then the contact's offset (3) and radius.
+PARAMETER_COLUMNS = 16
 
 
 def _local_constant(model: str) -> np.ndarray:
@@ -244,12 +246,12 @@ class ContactEvaluation:
                 n = CONTACT_HALF_SIZE[model]
                 comp_jac = comp_jac.copy()
                 comp_jac[:, 1:4, 1:4], comp_jac[:, 1:4, n + 1 : n + 4] = soc_jacobians
-            body = chain_to_velocities(z3, a[idx], b[idx], mw_ext, h) + direct
+            body = chain_to_velocities(z3[..., :12], a[idx], b[idx], mw_ext, h) + direct
             out[f"contact_comp_{model}"] = comp_jac.ravel()
             out[f"contact_cons_{model}"] = local.ravel()
             out[f"contact_body_{model}"] = body[cs._keep[f"contact_body_{model}"]]
             out[f"contact_map_{model}"] = -impulse_map[cs._keep[f"contact_map_{model}"]]
-        body_body = -chain_to_velocities(self._blocks["wrench_jac"], a, b, mw_ext, h)
+        body_body = -chain_to_velocities(self._blocks["wrench_jac"][..., :12], a, b, mw_ext, h)
         out["contact_body_body"] = body_body[cs._keep["contact_body_body"]]
         return out
 
@@ -259,18 +261,44 @@ def _with_world(x3, q3):
     return np.vstack([x3, np.zeros((1, 3))]), np.vstack([q3, [[1.0, 0.0, 0.0, 0.0]]])
 
 
-def _geometry(cs: ContactStructure, xe, qe):
-    """Per-contact distance, normal, tangent and points (Jets, 12 columns) at z3.
+def _parameter_columns(g, qa) -> None:
+    """Append d/d(offset_a (3), radius_a) to a kind's geometry Jets (in place, 16 columns).
+
+    Every collision function sees body a only through its sphere centre
+    c = x_a + R(q_a) offset_a (collision._sphere_centre) and the radius, which enters
+    as distance - radius and point_a = c - radius n. So d/d offset_a = (d/d x_a) R(q_a),
+    d distance/d radius = -1, d point_a/d radius = -n, and the rest do not depend on it.
+    """
+    rot = matrix_from_quaternion(qa)  # (k, 3, 3)
+    for name in ("distance", "normal", "tangent", "point_a", "point_b"):
+        jet = getattr(g, name)
+        shape = jet.value.shape  # (k, ...)
+        lead = jet.jac[..., 0:3].reshape(shape[0], -1, 3)
+        d_offset = (lead @ rot).reshape(shape + (3,))
+        d_radius = np.zeros(shape + (1,))
+        if name == "distance":
+            d_radius[..., 0] = -1.0
+        elif name == "point_a":
+            d_radius[..., 0] = -g.normal.value
+        setattr(g, name, Jet(jet.value, np.concatenate([jet.jac, d_offset, d_radius], axis=-1)))
+
+
+def _geometry(cs: ContactStructure, xe, qe, parameters: bool = False):
+    """Per-contact distance, normal, tangent and points (Jets) at z3.
+
+    Jacobian columns [x_a, t_a, x_b, t_b] (12), then with ``parameters`` the
+    contact's own [offset (3), radius (1)] (16 columns).
 
     Args:
         xe, qe: (nb+1, 3), (nb+1, 4) next configuration with the world appended (_with_world).
     """
     nc = cs.nc
-    d = Jet(np.zeros(nc), np.zeros((nc, 12)))
-    n = Jet(np.zeros((nc, 3)), np.zeros((nc, 3, 12)))
-    t = Jet(np.zeros((nc, 2, 3)), np.zeros((nc, 2, 3, 12)))
-    pa = Jet(np.zeros((nc, 3)), np.zeros((nc, 3, 12)))
-    pb = Jet(np.zeros((nc, 3)), np.zeros((nc, 3, 12)))
+    cols = PARAMETER_COLUMNS if parameters else 12
+    d = Jet(np.zeros(nc), np.zeros((nc, cols)))
+    n = Jet(np.zeros((nc, 3)), np.zeros((nc, 3, cols)))
+    t = Jet(np.zeros((nc, 2, 3)), np.zeros((nc, 2, 3, cols)))
+    pa = Jet(np.zeros((nc, 3)), np.zeros((nc, 3, cols)))
+    pb = Jet(np.zeros((nc, 3)), np.zeros((nc, 3, cols)))
     for kind, (idx, offset, radius, params) in cs.kinds.items():
         a, b = cs.body_a[idx], cs.body_b[idx]
         xa, qa, xb, qb = xe[a], qe[a], xe[b], qe[b]
@@ -282,28 +310,35 @@ def _geometry(cs: ContactStructure, xe, qe):
             g = collision.sphere_capsule(xa, qa, offset, radius, xb, qb, params["end1"], params["end2"], params["radius"])
         else:
             g = collision.sphere_box(xa, qa, offset, radius, xb, qb, params["centre"], params["half_sizes"])
+        if parameters:
+            _parameter_columns(g, qa)
         for full, part in ((d, g.distance), (n, g.normal), (t, g.tangent), (pa, g.point_a), (pb, g.point_b)):
             full.value[idx] = part.value
             full.jac[idx] = part.jac
     return d, n, t, pa, pb
 
 
-def evaluate_contacts(mech: Mechanism, cs: ContactStructure, w, x3, q3, v25, w25) -> ContactEvaluation:
+def evaluate_contacts(
+    mech: Mechanism, cs: ContactStructure, w, x3, q3, v25, w25, parameters: bool = False
+) -> ContactEvaluation:
     """Residual rows, body impulses and matrix data of all contacts at an iterate.
 
     Args:
         w: (n,) unknowns; x3 (nb,3), q3 (nb,4): next configuration; v25, w25 (nb,3).
+        parameters: also carry derivatives with respect to each contact's sphere
+            offset and radius (Jacobian columns 12:16; for parameter gradients).
     """
     nb = mech.nb
     nc = cs.nc
+    cols = PARAMETER_COLUMNS if parameters else 12
     xe, qe = _with_world(x3, q3)
-    d, n, t, pa, pb = _geometry(cs, xe, qe)
+    d, n, t, pa, pb = _geometry(cs, xe, qe, parameters)
     a, b = cs.body_a, cs.body_b
     world_b = b == nb
     ve = np.vstack([v25, np.zeros((1, 3))])
     we = np.vstack([w25, np.zeros((1, 3))])
-    pos_a, rot_a, rotate_a = body_pose(xe[a], qe[a], 0)
-    pos_b, rot_b, rotate_b = body_pose(xe[b], qe[b], 6)
+    pos_a, rot_a, rotate_a = body_pose(xe[a], qe[a], 0, cols)
+    pos_b, rot_b, rotate_b = body_pose(xe[b], qe[b], 6, cols)
     # the world as body b: no columns
     pos_b.jac[world_b] = 0.0
     ra = pa - pos_a
@@ -415,7 +450,7 @@ def _model_rows(model, s, g, d, mu, vt):
 
     def cons_body(d_jac, vt_jac, vt_direct):
         """(k, N, 12) wrt z3 (chained later) and the direct xi part, as a pair."""
-        z3 = np.zeros((k, n, 12))
+        z3 = np.zeros((k, n, d_jac.shape[-1]))
         direct = np.zeros((k, n, 12))
         z3[:, 0] = d_jac
         if model == "nonlinear":

@@ -69,7 +69,8 @@ def interleave_minimal(mech: Mechanism, theta: np.ndarray, rate: np.ndarray) -> 
 
 def split_minimal(mech: Mechanism, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Inverse of interleave_minimal: (coordinates (nf,), velocities (nf,))."""
-    y = np.asarray(y, dtype=float).reshape(-1)
+    y = np.asarray(y).reshape(-1)
+    y = y if y.dtype.kind in "fc" else y.astype(float)  # complex stays complex (complex-step derivatives)
     if y.shape != (2 * mech.nf,):
         raise ValueError(f"minimal state must have {2 * mech.nf} entries, got {y.size}")
     theta, rate, k = [], [], 0
@@ -114,15 +115,16 @@ def minimal_to_maximal(
     theta, rate = split_minimal(mech, y)
     h = mech.timestep
     nb = mech.nb
+    dtype = np.result_type(theta, float if z_base is None else np.asarray(z_base))
     if z_base is None:
-        x = np.zeros((nb, 3))
-        q = np.tile(quat.IDENTITY, (nb, 1))
+        x = np.zeros((nb, 3), dtype=dtype)
+        q = np.tile(quat.IDENTITY, (nb, 1)).astype(dtype)
         x1, q1 = x.copy(), q.copy()
     else:
-        x, v, q, w = unpack_maximal(z_base, nb)
+        x, v, q, w = unpack_maximal(np.asarray(z_base, dtype=dtype), nb)
         x1, q1 = previous_configuration(x, v, q, w, h)
-    six = np.zeros((mech.nj, 6))
-    six_rate = np.zeros((mech.nj, 6))
+    six = np.zeros((mech.nj, 6), dtype=dtype)
+    six_rate = np.zeros((mech.nj, 6), dtype=dtype)
     six[mech.free_joint, mech.free_slot] = theta
     six_rate[mech.free_joint, mech.free_slot] = rate
     for j in mech.tree_joints:

@@ -53,3 +53,45 @@ def momentum_right_jacobian(mech: Mechanism, w25: np.ndarray) -> np.ndarray:
         s * mech.inertia - jw[:, :, None] * w25[:, None, :] / s + skew(w25) @ mech.inertia - skew(jw)
     )
     return out
+
+
+def momentum_left_jacobian(mech: Mechanism, w15: np.ndarray) -> np.ndarray:
+    """d momentum_left / d [v15, w15], (nb, 6, 6) block-diagonal blocks.
+
+    d/dw of (h/2)(s J w - w x J w) = (h/2)(s J - J w w^T / s - [w]x J + [J w]x).
+    """
+    h = mech.timestep
+    nb = mech.nb
+    out = np.zeros((nb, 6, 6))
+    out[:, 0:3, 0:3] = mech.mass[:, None, None] * np.eye(3)
+    jw = np.einsum("bij,bj->bi", mech.inertia, w15)
+    s = _half_s(w15, h)[:, None, None]
+    out[:, 3:6, 3:6] = 0.5 * h * (
+        s * mech.inertia - jw[:, :, None] * w15[:, None, :] / s - skew(w15) @ mech.inertia + skew(jw)
+    )
+    return out
+
+
+def momentum_inertia_derivative(mech: Mechanism, v15, w15, v25, w25) -> tuple[np.ndarray, np.ndarray]:
+    """Derivatives of momentum_right - momentum_left with respect to mass and inertia.
+
+    Returns:
+        d/dm (nb, 6) and d/dJ (nb, 6, 6) with inertia columns (xx, yy, zz, xy, xz, yz)
+        (a product of inertia moves both symmetric entries).
+    """
+    h = mech.timestep
+    nb = mech.nb
+    dm = np.zeros((nb, 6))
+    dm[:, 0:3] = v25 - v15
+    units = np.zeros((6, 3, 3))
+    for k, (i, j) in enumerate(((0, 0), (1, 1), (2, 2), (0, 1), (0, 2), (1, 2))):
+        units[k, i, j] = units[k, j, i] = 1.0
+    s2 = _half_s(w25, h)[:, None, None]
+    s1 = _half_s(w15, h)[:, None, None]
+    ew2 = np.einsum("kij,bj->bki", units, w25)  # (nb, 6, 3): E_k w25
+    ew1 = np.einsum("kij,bj->bki", units, w15)
+    right = 0.5 * h * (s2 * ew2 + cross(w25[:, None, :], ew2))
+    left = 0.5 * h * (s1 * ew1 - cross(w15[:, None, :], ew1))
+    dj = np.zeros((nb, 6, 6))
+    dj[:, 3:6, :] = np.swapaxes(right - left, 1, 2)
+    return dm, dj

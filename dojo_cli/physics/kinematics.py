@@ -76,17 +76,32 @@ def joint_kinematics(mech: Mechanism, x: np.ndarray, q: np.ndarray) -> JointKine
         x: (nb,3) body positions, world frame.
         q: (nb,4) body orientations [w,x,y,z], body to world.
     """
-    nj = mech.nj
     xa, qa, xb, qb = parent_child_poses(mech, x, q)
     rot = quat.matrix_from_quaternion(np.concatenate([q, _ORIGIN_Q]))  # (nb+1,3,3), one call
-    ra = rot[mech.parent_padded]
-    rb = rot[mech.child]
+    return pose_kinematics(mech, xa, qa, xb, qb, rot[mech.parent_padded], rot[mech.child])
+
+
+def pose_kinematics(mech: Mechanism, xa, qa, xb, qb, ra=None, rb=None) -> JointKinematics:
+    """joint_kinematics from each joint's own parent and child poses.
+
+    Every joint gets its own copy of its bodies' poses, so all joints can be
+    perturbed at once (the complex-step second derivatives of
+    simulation.gradients). Complex inputs stay complex.
+
+    Args:
+        xa, xb: (nj,3) parent and child positions; qa, qb: (nj,4) orientations.
+        ra, rb: optional R(qa), R(qb) if already computed.
+    """
+    nj = mech.nj
+    ra = quat.matrix_from_quaternion(qa) if ra is None else ra
+    rb = quat.matrix_from_quaternion(qb) if rb is None else rb
     pa, pb = mech.parent_vertex, mech.child_vertex
     rb_pb = np.einsum("jik,jk->ji", rb, pb)
     world = xb + rb_pb - xa  # child joint point relative to the parent origin, world
     d = np.einsum("jki,jk->ji", ra, world) - pa
 
-    jac_d = np.empty((nj, 3, 12))
+    dtype = np.result_type(d, ra, rb)
+    jac_d = np.empty((nj, 3, 12), dtype=dtype)
     ra_t = np.swapaxes(ra, 1, 2)
     jac_d[:, :, 0:3] = -ra_t
     jac_d[:, :, 3:6] = quat.skew(d + pa)  # d/dta of R(qa exp(ta/2))^T w = [R^T w]x
@@ -96,7 +111,7 @@ def joint_kinematics(mech: Mechanism, x: np.ndarray, q: np.ndarray) -> JointKine
     off = mech.orientation_offset
     q_rel = quat.multiply(quat.conjugate(off), quat.multiply(quat.conjugate(qa), qb))
     rot_rel = quat.matrix_from_quaternion(q_rel)
-    jac_rel = np.zeros((nj, 3, 12))
+    jac_rel = np.zeros((nj, 3, 12), dtype=np.result_type(rot_rel, float))
     jac_rel[:, :, 3:6] = -np.swapaxes(rot_rel, 1, 2) @ np.swapaxes(mech.offset_rotation, 1, 2)
     jac_rel[:, :, 9:12] = np.eye(3)
     return JointKinematics(d=d, q_rel=q_rel, jac_d=jac_d, jac_rel=jac_rel, rot_rel=rot_rel)
