@@ -287,7 +287,7 @@ class _Reader:
             raise SceneError(Problem(self.file, line, "", f"malformed XML: {exc.msg}")) from None
         if root.tag != "robot":
             raise SceneError(Problem(self.file, root.sourceline, f"<{root.tag}>", "the root element of a URDF must be <robot>"))
-        model = self._parse_with_yourdfpy(data)
+        model = self._parse_with_yourdfpy(_without_capsules(root))
         link_elements = root.findall("link")
         joint_elements = root.findall("joint")
         materials = self._materials(root, model)
@@ -387,12 +387,6 @@ class _Reader:
         if geometry is None or geometry_element is None:
             self.warn(line, where, "has no <geometry>; ignored")
             return None
-        if geometry.box is not None:
-            return ("box", {"size": _vector(geometry.box.size)}, pose, rgba, line)
-        if geometry.sphere is not None:
-            return ("sphere", {"radius": float(geometry.sphere.radius)}, pose, rgba, line)
-        if geometry.cylinder is not None:
-            return ("cylinder", {"radius": float(geometry.cylinder.radius), "height": float(geometry.cylinder.length)}, pose, rgba, line)
         capsule = geometry_element.find("capsule")
         if capsule is not None:
             try:
@@ -401,6 +395,12 @@ class _Reader:
                 self.problem(capsule.sourceline, where, "<capsule> needs numbers radius and length")
                 return None
             return ("capsule", params, pose, rgba, line)
+        if geometry.box is not None:
+            return ("box", {"size": _vector(geometry.box.size)}, pose, rgba, line)
+        if geometry.sphere is not None:
+            return ("sphere", {"radius": float(geometry.sphere.radius)}, pose, rgba, line)
+        if geometry.cylinder is not None:
+            return ("cylinder", {"radius": float(geometry.cylinder.radius), "height": float(geometry.cylinder.length)}, pose, rgba, line)
         if geometry.mesh is not None:
             mesh_element = geometry_element.find("mesh")
             mesh_line = mesh_element.sourceline if mesh_element is not None else line
@@ -482,6 +482,23 @@ class _Reader:
         if joint.mimic is not None:
             out.mimic = joint.mimic.joint
         return out
+
+
+def _without_capsules(root) -> bytes:
+    """The document with each <capsule> as a <sphere> (yourdfpy rejects the tag).
+
+    The capsule itself is read from the original element; the stand-in only keeps
+    yourdfpy's lists of visuals and collisions in step with the XML.
+    """
+    copy = etree.fromstring(etree.tostring(root))
+    for capsule in copy.iter("capsule"):
+        capsule.tag = "sphere"
+        for key in list(capsule.attrib):
+            if key != "radius":
+                del capsule.attrib[key]
+        if "radius" not in capsule.attrib:
+            capsule.set("radius", "1")
+    return etree.tostring(copy)
 
 
 def _number(value) -> float | None:
