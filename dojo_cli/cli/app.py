@@ -482,3 +482,4 @@ def main() -> None:
 # Commands defined in their own modules register themselves on ``app`` when imported.
 from dojo_cli.cli import picture_commands, replay_command  # noqa: E402,F401
 from dojo_cli.cli import urdf_command  # noqa: E402,F401
+from dojo_cli.cli import gradient_commands  # noqa: E402,F401

@@ -1,6 +1,6 @@
 """HDF5 storage files (format 1): written step by step, readable after any stop.
 
-This is the only module of dojo_cli that imports h5py. The user-facing contract is
+This module (and io/gradient_files.py, for `dojo gradients -o`) is where dojo_cli imports h5py. The user-facing contract is
 FORMATS.md ("Storage files") and docs/storage.md; this docstring is the full layout.
 
 Layout (T = steps stored, nb bodies, nq/nv minimal coordinates/velocities, nu inputs)::
@@ -93,6 +93,8 @@ _MAX_CHUNK_ROWS = 4096
 _STATE_DATASETS = ("time", "x", "q", "v", "omega", "minimal/q", "minimal/v")
 _STEP_DATASETS = ("inputs", "solver/iterations", "solver/residual", "solver/status")
 _CORE_DATASETS = frozenset(_STATE_DATASETS + _STEP_DATASETS)
+# Group of the per-step Jacobians of `dojo simulate --gradients` (read on request only).
+GRADIENT_GROUP = "gradients"
 _RESERVED_ATTRS = frozenset(
     {
         "format",
@@ -216,6 +218,8 @@ class StorageWriter:
             ``flush_every - 1`` steps. Each block write costs a few milliseconds
             (partial compressed chunks are rewritten), so 1 is for tests, not long runs.
         extra_attrs: further root attributes (must not reuse the format's names).
+        dataset_attrs: attributes to set on extra datasets when they are created, by
+            dataset path (e.g. ``{"gradients/A": {"rows": [...], "cols": [...]}}``).
 
     Raises:
         StorageError: the file cannot be created (message names the path and the reason).
@@ -238,6 +242,7 @@ class StorageWriter:
         dojo_cli_version: str,
         flush_every: int = 50,
         extra_attrs: dict | None = None,
+        dataset_attrs: dict[str, dict] | None = None,
     ) -> None:
         if int(flush_every) < 1:
             raise ValueError(f"flush_every must be >= 1, got {flush_every}")
@@ -277,6 +282,7 @@ class StorageWriter:
         self._step_buffer: dict[str, list] = {name: [] for name in _STEP_DATASETS}
         self._extra_buffer: list[dict[str, np.ndarray]] = []
         self._extras: dict[str, h5py.Dataset] = {}
+        self._dataset_attrs = {name: dict(attrs) for name, attrs in (dataset_attrs or {}).items()}
 
         try:
             self._file = h5py.File(self.path, "w", libver=_LIBVER)
@@ -552,6 +558,8 @@ class StorageWriter:
         for name in new:
             first = next(row[name] for row in rows if name in row)
             self._extras[name] = _create_series(self._file, name, first.shape, first.dtype)
+            for key, value in self._dataset_attrs.get(name, {}).items():
+                self._extras[name].attrs[key] = _encode_attr(value)
         for name, dataset in self._extras.items():
             fill = _fill_value(dataset.dtype)
             if dataset.shape[0] < self._steps_on_disk:  # rows from before the dataset existed
@@ -633,8 +641,12 @@ def _names(dataset: h5py.Dataset) -> list[str]:
     return [n.decode("utf-8") if isinstance(n, bytes) else str(n) for n in np.asarray(raw).tolist()]
 
 
-def read_storage(path: str | os.PathLike) -> StoredRun:
+def read_storage(path: str | os.PathLike, gradients: bool = False) -> StoredRun:
     """Read a storage file, whatever its status, trimmed to the consistent length.
+
+    Per-step Jacobians (``gradients/...`` datasets of ``dojo simulate --gradients``,
+    (T, 12 nb, 12 nb) each, large) are read into ``extras`` only with ``gradients=True``;
+    ``read_gradient_rows`` reads the rows of a few steps.
 
     Raises:
         StorageError: the file is missing, not HDF5, not a dojo storage file, of a newer
@@ -656,7 +668,7 @@ def read_storage(path: str | os.PathLike) -> StoredRun:
         raise StorageError(f"{label}: cannot open storage file: {exc}") from exc
     try:
         with f:
-            return _read_open(f, p, label)
+            return _read_open(f, p, label, gradients)
     except OSError as exc:
         raise StorageError(f"{label}: cannot read storage file: {exc}") from exc
 
@@ -676,7 +688,7 @@ def _open_for_reading(p: Path) -> h5py.File:
     return h5py.File(p, "r", locking=False)
 
 
-def _read_open(f: h5py.File, p: Path, label: str) -> StoredRun:
+def _read_open(f: h5py.File, p: Path, label: str, gradients: bool = False) -> StoredRun:
     attrs = {name: _decode_attr(name, f.attrs[name]) for name in f.attrs}
     if "format" not in attrs:
         raise StorageError(f"{label}: not a dojo storage file (missing attribute 'format')")
@@ -738,5 +750,37 @@ def _read_open(f: h5py.File, p: Path, label: str) -> StoredRun:
             "residual": np.asarray(f["solver/residual"][:steps]),
             "status": status,
         },
-        extras={name: np.asarray(d[:steps]) if d.ndim >= 1 else np.asarray(d[()]) for name, d in extras.items()},
+        extras={
+            name: np.asarray(d[:steps]) if d.ndim >= 1 else np.asarray(d[()])
+            for name, d in extras.items()
+            if gradients or not name.startswith(GRADIENT_GROUP + "/")
+        },
     )
+
+
+def read_gradient_rows(path: str | os.PathLike, steps) -> dict[str, Any]:
+    """Rows of the ``gradients/...`` datasets for the given step indices (not the whole run).
+
+    Returns name -> (len(steps), ...) array, plus ``name + ":rows"`` / ``":cols"`` label
+    lists when the dataset has them.
+
+    Raises:
+        StorageError: the file has no gradients, or a step is outside 0..T-1.
+    """
+    run = read_storage(path)  # validates the file and gives the consistent length
+    label = os.fspath(path)
+    idx = np.asarray(steps, dtype=int).reshape(-1)
+    if idx.size and (idx.min() < 0 or idx.max() >= run.steps_completed):
+        raise StorageError(f"{label}: steps {idx.tolist()} outside 0..{run.steps_completed - 1}")
+    out: dict[str, Any] = {}
+    with _open_for_reading(Path(path)) as f:
+        group = f.get(GRADIENT_GROUP)
+        if not isinstance(group, h5py.Group):
+            raise StorageError(f"{label}: no per-step gradients (simulate with --gradients)")
+        for name, ds in group.items():
+            key = f"{GRADIENT_GROUP}/{name}"
+            out[key] = np.stack([np.asarray(ds[int(k)]) for k in idx]) if idx.size else np.zeros((0,) + ds.shape[1:])
+            for attr in ("rows", "cols"):
+                if attr in ds.attrs:
+                    out[f"{key}:{attr}"] = _decode_attr(attr, ds.attrs[attr])
+    return out

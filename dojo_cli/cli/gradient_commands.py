@@ -1,0 +1,506 @@
+"""`dojo step` and `dojo gradients` (registered on the app by dojo_cli.cli.app).
+
+Both start from a state chosen the same way (the scene's initial state, ``--state FILE``
+or ``--from RUN.h5 --index K``) and inputs chosen the same way (``--input``,
+``--input-file``, the stored inputs of that step, or the scene's controller). The
+finite-difference check of ``dojo gradients --check`` lives in
+dojo_cli.cli.gradient_check. Conventions: docs/gradients.md; file formats:
+docs/storage.md.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Optional
+
+import numpy as np
+import typer
+
+from dojo_cli import __version__
+from dojo_cli.api import step_gradients as _api_step_gradients
+from dojo_cli.cli.app import SceneArg, SetOpt, _err, _load, _reports_errors, app
+from dojo_cli.errors import InputError, StorageError
+from dojo_cli.io.gradient_files import SUFFIXES, GradientFile, write_gradient_file
+from dojo_cli.io.storage import read_storage
+from dojo_cli.model.parameters import PARAMETER_KINDS
+from dojo_cli.model.state import unpack_maximal
+from dojo_cli.physics.coordinates import interleave_minimal, maximal_to_minimal, minimal_to_maximal
+from dojo_cli.scene.loader import dump_scene
+from dojo_cli.simulation.controller import external_wrench
+from dojo_cli.simulation.step import solve_step
+
+# Indirection so tests can substitute the gradient computation (a deliberately wrong
+# Jacobian must make --check fail).
+step_gradients = _api_step_gradients
+
+# Quaternions in a --state file may be off unit length by this much (then normalised).
+QUAT_TOL = 1e-6
+WRT_CHOICES = ("state", "input", "params")
+
+StateOpt = Annotated[
+    Optional[Path],
+    typer.Option("--state", help="Start from this state: JSON {\"maximal\": [...]} or {\"minimal\": [...]}, "
+                 "or a CSV/TXT/NPY list of 13*nb (maximal) or 2*nf (minimal) numbers. See docs/gradients.md."),
+]
+FromOpt = Annotated[Optional[Path], typer.Option("--from", help="Start from a state of this storage file (with --index).")]
+IndexOpt = Annotated[Optional[int], typer.Option("--index", help="State index K in the --from file (0 = initial; negative counts from the end).")]
+InputOpt = Annotated[
+    Optional[list[str]],
+    typer.Option("--input", "-u", help="Joint inputs in joint order (N, N m): numbers separated by commas, or repeat the flag."),
+]
+InputFileOpt = Annotated[Optional[Path], typer.Option("--input-file", help="Joint inputs from a JSON list/{\"input\": [...]} or CSV/NPY file.")]
+MinimalOpt = Annotated[bool, typer.Option("--minimal", help="Minimal coordinates (per joint [coordinates; velocities]) instead of maximal.")]
+AbortOpt = Annotated[bool, typer.Option("--abort-on-failure", help="Exit with code 1 when the solver does not converge.")]
+
+
+# ------------------------------------------------------------------ labels
+def maximal_labels(mech) -> list[str]:
+    """Tangent coordinates, per body [x, v, phi, w]: ``link.x.0`` .. ``link.w.2``."""
+    return [f"{b.name}.{part}.{i}" for b in mech.bodies for part in ("x", "v", "phi", "w") for i in range(3)]
+
+
+def minimal_labels(mech) -> list[str]:
+    """Minimal state entries, per joint [coordinates; velocities]: ``hinge:r0``, ``hinge:r0_dot``."""
+    names = mech.coordinate_names()
+    out = interleave_minimal(mech, np.array(names, dtype=object), np.array([f"{n}_dot" for n in names], dtype=object))
+    return [str(n) for n in out]
+
+
+def input_labels(mech) -> list[str]:
+    """One per input (= free coordinate): ``hinge:r0``."""
+    return list(mech.coordinate_names())
+
+
+# ------------------------------------------------------------------- states
+@dataclass
+class StartState:
+    """Where a step starts.
+
+    Attributes:
+        z: (13 nb,) maximal state.
+        y: (2 nf,) minimal state when the user gave one (used as is with --minimal), else None.
+        k: step index (controller, time t = k h, external forces).
+        stored_input: the inputs a --from run applied at step k, or None.
+        source: a phrase for the report ("the scene's initial state", "state 12 of run.h5").
+    """
+
+    z: np.ndarray
+    y: np.ndarray | None
+    k: int
+    stored_input: np.ndarray | None
+    source: str
+
+
+def _numbers_from_file(path: Path, what: str) -> tuple[np.ndarray, dict | None]:
+    """(numbers, the JSON object or None) of a --state / --input-file file."""
+    if not path.exists():
+        raise InputError(f"{what} {path}: no such file")
+    if path.is_dir():
+        raise InputError(f"{what} {path}: is a directory")
+    suffix = path.suffix.lower()
+    doc = None
+    try:
+        if suffix == ".json":
+            doc = json.loads(path.read_text())
+            values = doc
+        elif suffix == ".npy":
+            values = np.load(path, allow_pickle=False)
+        else:
+            text = "\n".join(line.split("#", 1)[0] for line in path.read_text().splitlines())
+            tokens = [t for t in re.split(r"[,\s;]+", text) if t]
+            values = [float(t) for t in tokens]
+    except (OSError, ValueError, UnicodeDecodeError) as exc:
+        raise InputError(f"{what} {path}: cannot read numbers ({exc})") from None
+    if isinstance(doc, dict):
+        return np.zeros(0), doc
+    try:
+        arr = np.asarray(values, dtype=float).reshape(-1)
+    except (TypeError, ValueError):
+        raise InputError(f"{what} {path}: expected a list of numbers") from None
+    return arr, None
+
+
+def _finite(arr: np.ndarray, what: str) -> np.ndarray:
+    if not np.all(np.isfinite(arr)):
+        raise InputError(f"{what}: contains non-finite numbers (NaN or infinity)")
+    return arr
+
+
+def _vector(values, what: str) -> np.ndarray:
+    try:
+        return _finite(np.asarray(values, dtype=float).reshape(-1), what)
+    except (TypeError, ValueError):
+        raise InputError(f"{what}: expected a list of numbers") from None
+
+
+def _checked_maximal(mech, z: np.ndarray, what: str) -> np.ndarray:
+    if z.size != 13 * mech.nb:
+        raise InputError(
+            f"{what}: a maximal state has 13 numbers per body (x, v, q [w x y z], omega) = {13 * mech.nb} "
+            f"for this scene, got {z.size}"
+        )
+    z = z.reshape(mech.nb, 13).copy()
+    for i, b in enumerate(mech.bodies):
+        n = np.linalg.norm(z[i, 6:10])
+        if abs(n - 1.0) > QUAT_TOL:
+            raise InputError(f"{what}: body {b.name!r}: orientation [w x y z] must be a unit quaternion, |q| = {n:.9g}")
+        z[i, 6:10] /= n
+    return z.reshape(-1)
+
+
+def _checked_minimal(mech, y: np.ndarray, what: str) -> np.ndarray:
+    if y.size != 2 * mech.nf:
+        raise InputError(
+            f"{what}: a minimal state has 2 numbers per free coordinate (per joint [coordinates; velocities]) "
+            f"= {2 * mech.nf} for this scene, got {y.size}"
+        )
+    return y
+
+
+def read_state_file(mech, path: Path) -> tuple[np.ndarray, np.ndarray | None]:
+    """(maximal z, minimal y or None) from a --state file (format: docs/gradients.md)."""
+    what = f"--state {path}"
+    arr, doc = _numbers_from_file(path, "--state")
+    kind = None
+    if doc is not None:
+        if "maximal" in doc:
+            kind, arr = "maximal", _vector(doc["maximal"], f"{what}: 'maximal'")
+        elif "minimal" in doc:
+            kind, arr = "minimal", _vector(doc["minimal"], f"{what}: 'minimal'")
+        else:
+            raise InputError(f"{what}: expected a JSON object with a 'maximal' or 'minimal' list (or a plain list of numbers)")
+    else:
+        _finite(arr, what)
+        n_max, n_min = 13 * mech.nb, 2 * mech.nf
+        if arr.size == n_max and arr.size == n_min:
+            raise InputError(f"{what}: {arr.size} numbers fit both a maximal and a minimal state; use JSON {{\"maximal\": [...]}} or {{\"minimal\": [...]}}")
+        if arr.size == n_max:
+            kind = "maximal"
+        elif arr.size == n_min:
+            kind = "minimal"
+        else:
+            raise InputError(
+                f"{what}: {arr.size} numbers; expected {n_max} (maximal: 13 per body, x v q omega) "
+                f"or {n_min} (minimal: per joint [coordinates; velocities])"
+            )
+    if kind == "maximal":
+        return _checked_maximal(mech, arr, what), None
+    y = _checked_minimal(mech, arr, what)
+    return minimal_to_maximal(mech, y), y
+
+
+def resolve_state(mech, spec, state: Path | None, run: Path | None, index: int | None) -> StartState:
+    """The start state from the options (InputError on any inconsistency)."""
+    if state is not None and run is not None:
+        raise InputError("--state and --from: give one of them, not both")
+    if index is not None and run is None:
+        raise InputError("--index needs --from RUN.h5")
+    if state is not None:
+        z, y = read_state_file(mech, state)
+        return StartState(z, y, 0, None, f"the state in {state}")
+    if run is not None:
+        if index is None:
+            raise InputError("--from needs --index K (the state to start from; 0 is the initial state, -1 the last)")
+        if not run.exists():
+            raise InputError(f"--from {run}: no such file")
+        try:
+            stored = read_storage(run)
+        except StorageError as exc:
+            raise InputError(f"--from {exc}") from None
+        names = [b.name for b in mech.bodies]
+        if stored.body_names != names:
+            raise InputError(
+                f"--from {run}: its bodies {stored.body_names} are not the scene's {names} "
+                f"(the run was written by scene {stored.attrs.get('scene_name')!r})"
+            )
+        if stored.attrs.get("scene_name") != spec.name:
+            _err(f"warning: --from {run}: written by scene {stored.attrs.get('scene_name')!r}, stepping scene {spec.name!r}")
+        if not math.isclose(stored.timestep, mech.timestep):
+            _err(f"warning: --from {run}: timestep {stored.timestep:g} s, the scene's is {mech.timestep:g} s")
+        n = stored.x.shape[0]
+        k = index + n if index < 0 else index
+        if not 0 <= k < n:
+            raise InputError(f"--index {index}: {run} holds states 0..{n - 1} (or -{n}..-1 from the end)")
+        z = np.concatenate([stored.x[k], stored.v[k], stored.q[k], stored.omega[k]], axis=1).reshape(-1)
+        u = stored.inputs[k] if k < stored.inputs.shape[0] and stored.inputs.shape[1] == mech.nf else None
+        return StartState(z, None, k, u, f"state {k} of {run} (t = {stored.time[k]:g} s)")
+    return StartState(np.asarray(mech.initial, dtype=float).copy(), None, 0, None, "the scene's initial state")
+
+
+def resolve_input(mech, start: StartState, values: list[str] | None, file: Path | None) -> tuple[np.ndarray, str]:
+    """(u (nu,), where it came from)."""
+    nu = mech.nf
+    if values and file is not None:
+        raise InputError("--input and --input-file: give one of them, not both")
+    if values:
+        tokens = [t for v in values for t in re.split(r"[,\s]+", str(v).strip()) if t]
+        try:
+            u = np.array([float(t) for t in tokens])
+        except ValueError:
+            raise InputError(f"--input: expected numbers, got {' '.join(values)!r}") from None
+        where = "--input"
+    elif file is not None:
+        arr, doc = _numbers_from_file(file, "--input-file")
+        if doc is not None:
+            if "input" not in doc:
+                raise InputError(f"--input-file {file}: expected a JSON list of numbers or an object with an 'input' list")
+            arr = _vector(doc["input"], f"--input-file {file}: 'input'")
+        u, where = arr, f"--input-file {file}"
+    elif start.stored_input is not None:
+        return np.asarray(start.stored_input, dtype=float), "the inputs the run applied at this step"
+    else:
+        ctrl = getattr(mech, "controller", None)
+        if ctrl is None:
+            return np.zeros(nu), "zero"
+        u = np.asarray(ctrl(mech, start.k, start.z), dtype=float).reshape(-1)
+        return u, f"the scene's controller ({type(ctrl).__name__})"
+    _finite(u, where)
+    if u.size != nu:
+        labels = ", ".join(input_labels(mech)) or "none"
+        raise InputError(f"{where}: this scene has {nu} inputs ({labels}), got {u.size}")
+    return u, where
+
+
+def external_forces(mech, start: StartState):
+    """(f_ext, tau_ext) of the scene's external forces at the step's time, or (None, None)."""
+    external = getattr(mech, "external", None) or []
+    if not external:
+        return None, None
+    q = start.z.reshape(mech.nb, 13)[:, 6:10]
+    f, tau = external_wrench(mech, external, start.k * mech.timestep, q)
+    if not np.any(f) and not np.any(tau):
+        return None, None
+    return f, tau
+
+
+def _fmt(values) -> str:
+    return "[" + ", ".join(f"{float(v):.6g}" for v in np.asarray(values).reshape(-1)) + "]"
+
+
+def _write_json(path: Path, doc: dict) -> None:
+    try:
+        path.write_text(json.dumps(doc, indent=1))
+    except OSError as exc:
+        raise StorageError(f"{path}: cannot write ({exc.strerror or exc})") from None
+
+
+# --------------------------------------------------------------------- step
+@app.command("step")
+@_reports_errors
+def step_command(
+    scene: SceneArg,
+    state: StateOpt = None,
+    run: FromOpt = None,
+    index: IndexOpt = None,
+    inputs: InputOpt = None,
+    input_file: InputFileOpt = None,
+    minimal: MinimalOpt = False,
+    overrides: SetOpt = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Print the result as JSON (the format --state reads).")] = False,
+    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Write the result as JSON to this file.")] = None,
+    abort_on_failure: AbortOpt = False,
+) -> None:
+    """One step of a scene: print or write the next state and the solver's record."""
+    spec, mech = _load(scene, overrides)
+    start = resolve_state(mech, spec, state, run, index)
+    u, u_source = resolve_input(mech, start, inputs, input_file)
+    f_ext, tau_ext = external_forces(mech, start)
+    z1, result, _ = solve_step(mech, start.z, u, mech.default_options, f_ext, tau_ext)
+    h = mech.timestep
+    t0 = start.k * h
+    y1 = maximal_to_minimal(mech, z1)
+    x, v, q, w = unpack_maximal(z1, mech.nb)
+    doc = {
+        "scene": spec.name,
+        "coordinates": "minimal" if minimal else "maximal",
+        "from": start.source,
+        "time": t0 + h,
+        "start_time": t0,
+        "input": u.tolist(),
+        "input_source": u_source,
+        "maximal": z1.tolist(),
+        "minimal": y1.tolist(),
+        "minimal_names": minimal_labels(mech),
+        "bodies": {
+            b.name: {"x": x[i].tolist(), "v": v[i].tolist(), "q": q[i].tolist(), "omega": w[i].tolist()}
+            for i, b in enumerate(mech.bodies)
+        },
+        "solver": {
+            "status": result.status.value,
+            "iterations": int(result.iterations),
+            "residual": float(result.residual),
+            "complementarity": float(result.complementarity),
+        },
+    }
+    if json_out:
+        typer.echo(json.dumps(doc, indent=1))
+    else:
+        typer.echo(f"{spec.name}: one step of {h:g} s from {start.source}; input {_fmt(u)} ({u_source})")
+        if f_ext is not None:
+            typer.echo("external forces of the scene applied")
+        if minimal:
+            typer.echo(f"next state (t = {t0 + h:g} s), minimal coordinates:")
+            width = max([len(n) for n in minimal_labels(mech)] + [10])
+            for name, val in zip(minimal_labels(mech), y1):
+                typer.echo(f"  {name:<{width}} {val: .9g}")
+        else:
+            typer.echo(f"next state (t = {t0 + h:g} s), maximal coordinates (x, v world frame; q [w x y z]; omega body frame):")
+            width = max([len(b.name) for b in mech.bodies] + [4])
+            for i, b in enumerate(mech.bodies):
+                typer.echo(f"  {b.name:<{width}} x {_fmt(x[i])}  v {_fmt(v[i])}  q {_fmt(q[i])}  omega {_fmt(w[i])}")
+    if output is not None:
+        _write_json(output, doc)
+        if not json_out:
+            typer.echo(f"wrote {output}")
+    line = f"solver: {result.status.value} ({result.status.message}), {result.iterations} iterations, residual {result.residual:.3e}"
+    if not json_out:
+        typer.echo(line)
+    if not result.success:
+        _err(f"warning: {line}")
+        if abort_on_failure:
+            raise typer.Exit(1)
+
+
+# ---------------------------------------------------------------- gradients
+def parse_wrt(wrt: str, params: str | None) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(wrt, parameter kinds) from --wrt and --params (--params implies params)."""
+    parts = [p.strip() for p in wrt.split(",") if p.strip()]
+    bad = [p for p in parts if p not in WRT_CHOICES]
+    if bad or not parts:
+        raise InputError(f"--wrt: expected a comma-separated subset of {', '.join(WRT_CHOICES)}, got {wrt!r}")
+    kinds: tuple[str, ...] = ()
+    if params is not None:
+        kinds = tuple(p.strip() for p in params.split(",") if p.strip())
+        bad = [k for k in kinds if k not in PARAMETER_KINDS]
+        if bad or not kinds:
+            raise InputError(f"--params: unknown parameter kind(s) {', '.join(bad) or repr(params)}; expected some of {', '.join(PARAMETER_KINDS)}")
+        if "params" not in parts:
+            parts.append("params")
+    elif "params" in parts:
+        kinds = PARAMETER_KINDS
+    return tuple(dict.fromkeys(parts)), kinds
+
+
+def gradient_blocks(mech, g, minimal: bool) -> dict[str, tuple[np.ndarray, list[str], list[str]]]:
+    """name -> (matrix, row labels, column labels) of the computed blocks."""
+    rows = minimal_labels(mech) if minimal else maximal_labels(mech)
+    out = {}
+    if g.A is not None:
+        out["A"] = (np.asarray(g.A), rows, rows)
+    if g.B is not None:
+        out["B"] = (np.asarray(g.B), rows, input_labels(mech))
+    if g.P is not None:
+        out["P"] = (np.asarray(g.P), rows, list(g.labels))
+    return out
+
+
+_BLOCK_MEANING = {"A": "d next state / d state", "B": "d next state / d input", "P": "d next state / d parameters"}
+
+
+@app.command("gradients")
+@_reports_errors
+def gradients_command(
+    scene: SceneArg,
+    state: StateOpt = None,
+    run: FromOpt = None,
+    index: IndexOpt = None,
+    inputs: InputOpt = None,
+    input_file: InputFileOpt = None,
+    minimal: MinimalOpt = False,
+    overrides: SetOpt = None,
+    wrt: Annotated[str, typer.Option("--wrt", help="Derivatives to compute: comma-separated subset of state, input, params.")] = "state,input",
+    params: Annotated[Optional[str], typer.Option("--params", help=f"Parameter kinds (implies --wrt params): comma-separated subset of {', '.join(PARAMETER_KINDS)}. Default with --wrt params: all.")] = None,
+    kappa: Annotated[Optional[float], typer.Option("--kappa", help="Differentiate the relaxed step on the central path s o gamma = KAPPA (smoother, biased through contact).")] = None,
+    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Write the Jacobians with their labels: .h5, .json or .npz.")] = None,
+    check: Annotated[bool, typer.Option("--check", help="Compare every block with central finite differences of the step (exit 1 above --check-tol).")] = False,
+    check_tol: Annotated[float, typer.Option("--check-tol", help="Largest accepted relative error of --check.")] = 1e-5,
+    check_eps: Annotated[float, typer.Option("--check-eps", help="Finite-difference step of --check (relative for inputs and parameters).")] = 1e-6,
+    check_solver_tol: Annotated[float, typer.Option("--check-solver-tol", help="rtol = btol of the solver during --check.")] = 1e-10,
+    force: Annotated[bool, typer.Option("--force", "-f", help="Overwrite an existing output file.")] = False,
+    abort_on_failure: AbortOpt = False,
+) -> None:
+    """Jacobians of one step (implicit function theorem): A = d z'/d z, B = d z'/d u, P = d z'/d theta."""
+    from dojo_cli.cli.gradient_check import check_gradients, print_check
+
+    wrt_parts, kinds = parse_wrt(wrt, params)
+    if kappa is not None and not (math.isfinite(kappa) and kappa > 0):
+        raise InputError(f"--kappa: must be a finite number > 0, got {kappa}")
+    for flag, value in (("--check-tol", check_tol), ("--check-eps", check_eps), ("--check-solver-tol", check_solver_tol)):
+        if not (math.isfinite(value) and value > 0):
+            raise InputError(f"{flag}: must be a finite number > 0, got {value}")
+    if output is not None:
+        if output.suffix.lower() not in SUFFIXES:
+            raise InputError(f"--output {output}: unknown file type; use .h5, .json or .npz")
+        if output.exists() and not force:
+            raise StorageError(f"{output}: already exists (use --force to overwrite)")
+    spec, mech = _load(scene, overrides)
+    start = resolve_state(mech, spec, state, run, index)
+    u, u_source = resolve_input(mech, start, inputs, input_file)
+    f_ext, _ = external_forces(mech, start)
+    if f_ext is not None:
+        raise InputError(
+            f"{spec.name}: the scene's external forces act at t = {start.k * mech.timestep:g} s; "
+            "gradients do not include external forces yet"
+        )
+    opts = mech.default_options
+    if check:
+        opts = opts.replace(rtol=check_solver_tol, btol=check_solver_tol, max_iter=max(opts.max_iter, 100))
+    x0 = (start.y if start.y is not None else maximal_to_minimal(mech, start.z)) if minimal else start.z
+    g = step_gradients(mech, x0, u, opts, wrt=wrt_parts, params=kinds, kappa=kappa, minimal=minimal)
+    blocks = gradient_blocks(mech, g, minimal)
+
+    coords = "minimal coordinates (per joint [coordinates; velocities])" if minimal else "maximal tangent coordinates [x, v, phi, w] per body"
+    typer.echo(f"{spec.name}: gradients of one step of {mech.timestep:g} s from {start.source}, {coords}")
+    typer.echo(f"input {_fmt(u)} ({u_source})")
+    res = g.result
+    kappa_text = "no contacts or limits" if not mech.has_inequalities else ("relaxed (--kappa)" if kappa is not None else "where the solver stopped")
+    typer.echo(
+        f"solver: {res.status.value}, {res.iterations} iterations, residual {res.residual:.3e}; "
+        f"kappa {g.kappa:.3e} ({kappa_text})"
+    )
+    if check:
+        typer.echo(f"solver tolerances tightened for --check: rtol = btol = {check_solver_tol:g}")
+    typer.echo(f"{'block':<6}{'shape':>14}{'max |.|':>12}{'norm':>12}  meaning")
+    for name, (mat, _, cols) in blocks.items():
+        shape = f"({mat.shape[0]}, {mat.shape[1]})"
+        mx = float(np.max(np.abs(mat))) if mat.size else 0.0
+        meaning = _BLOCK_MEANING[name]
+        if name == "P":
+            shown = ", ".join(cols[:3]) + (f", ... ({len(cols)} in all)" if len(cols) > 3 else "")
+            meaning += f": {shown or 'none in this scene'}"
+        typer.echo(f"{name:<6}{shape:>14}{mx:>12.4g}{np.linalg.norm(mat):>12.4g}  {meaning}")
+    if output is not None:
+        content = GradientFile(
+            matrices={n: b[0] for n, b in blocks.items()},
+            labels={n: (b[1], b[2]) for n, b in blocks.items()},
+            vectors={"state": np.asarray(x0, dtype=float), "input": u, "next_state": np.asarray(g.next_state, dtype=float)},
+            meta={
+                "coordinates": "minimal" if minimal else "maximal",
+                "state_labels": minimal_labels(mech) if minimal else [
+                    f"{b.name}.{p}" for b in mech.bodies for p in ("x.0", "x.1", "x.2", "v.0", "v.1", "v.2",
+                                                                    "q.w", "q.x", "q.y", "q.z", "w.0", "w.1", "w.2")],
+                "scene_name": spec.name, "scene": dump_scene(spec), "source": start.source,
+                "time": start.k * mech.timestep, "timestep": mech.timestep,
+                "kappa": g.kappa, "kappa_requested": kappa,
+                "solver_status": res.status.value, "solver_iterations": int(res.iterations),
+                "solver_residual": float(res.residual), "solver_options": opts.to_dict(),
+                "dojo_cli_version": __version__,
+            },
+        )
+        write_gradient_file(output, content)
+        typer.echo(f"wrote {output}")
+    failed = False
+    if not res.success:
+        _err(f"warning: the solver {res.status.message} (residual {res.residual:.3e}); the gradients are those of an unconverged step")
+        failed = abort_on_failure
+    if check:
+        report = check_gradients(mech, x0, u, opts, blocks, minimal=minimal, kappa=kappa, eps=check_eps, kinds=kinds)
+        ok = print_check(report, check_tol, mech, kappa)
+        if not ok:
+            raise typer.Exit(1)
+    if failed:
+        raise typer.Exit(1)

@@ -1,0 +1,191 @@
+"""Gradient files written by ``dojo gradients -o``: HDF5, JSON or NPZ (format 1).
+
+One step's Jacobians with their row and column labels (docs/storage.md, "Gradient
+files"). The suffix chooses the container: ``.h5``/``.hdf5`` HDF5, ``.json`` JSON,
+``.npz`` NumPy. Every container holds the same content:
+
+- matrices ``A`` (d next state / d state), ``B`` (d next state / d input),
+  ``P`` (d next state / d parameters), each only when computed, with their labels
+  ``rows`` and ``cols`` (HDF5: dataset attributes; JSON: ``{"rows", "cols", "data"}``;
+  NPZ: arrays ``A_rows``, ``A_cols``...);
+- vectors ``state`` (where the step starts), ``input`` (u), ``next_state``;
+- metadata (HDF5: root attributes; JSON: top-level keys; NPZ: the JSON string ``meta``):
+  ``format = "dojo-gradients"``, ``format_version``, ``coordinates`` (``maximal`` or
+  ``minimal``), ``scene_name``, ``scene`` (resolved YAML), ``time``, ``timestep``,
+  ``kappa``, ``solver_status``, ``solver_iterations``, ``solver_residual``,
+  ``solver_options``, ``source``, ``dojo_cli_version``, ``created``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from dojo_cli.errors import StorageError
+
+FORMAT_NAME = "dojo-gradients"
+FORMAT_VERSION = 1
+SUFFIXES = (".h5", ".hdf5", ".json", ".npz")
+MATRICES = ("A", "B", "P")
+
+
+@dataclass
+class GradientFile:
+    """The content of a gradient file.
+
+    Attributes:
+        matrices: name ("A", "B", "P") -> (rows, cols) array.
+        labels: name -> (row labels, column labels).
+        vectors: "state", "input", "next_state" -> 1-D array.
+        meta: the metadata keys of the module docstring.
+    """
+
+    matrices: dict[str, np.ndarray]
+    labels: dict[str, tuple[list[str], list[str]]]
+    vectors: dict[str, np.ndarray]
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    return str(value)
+
+
+def write_gradient_file(path: str | os.PathLike, content: GradientFile) -> None:
+    """Write ``content`` to ``path``; the suffix picks HDF5, JSON or NPZ.
+
+    Raises:
+        StorageError: unknown suffix, or the file cannot be written.
+    """
+    p = Path(path)
+    suffix = p.suffix.lower()
+    if suffix not in SUFFIXES:
+        raise StorageError(f"{p}: unknown gradient file type {suffix or '(none)'!r}; use .h5, .json or .npz")
+    meta = {"format": FORMAT_NAME, "format_version": FORMAT_VERSION, "created": _now(), **content.meta}
+    try:
+        if suffix in (".h5", ".hdf5"):
+            _write_h5(p, content, meta)
+        elif suffix == ".json":
+            doc = dict(meta)
+            for name, vec in content.vectors.items():
+                doc[name] = np.asarray(vec, dtype=float).tolist()
+            for name, mat in content.matrices.items():
+                rows, cols = content.labels[name]
+                doc[name] = {"rows": list(rows), "cols": list(cols), "data": np.asarray(mat).tolist()}
+            p.write_text(json.dumps(doc, indent=1, default=_json_default, allow_nan=True))
+        else:
+            arrays: dict[str, Any] = {"meta": np.array(json.dumps(meta, default=_json_default))}
+            for name, vec in content.vectors.items():
+                arrays[name] = np.asarray(vec, dtype=float)
+            for name, mat in content.matrices.items():
+                rows, cols = content.labels[name]
+                arrays[name] = np.asarray(mat, dtype=float)
+                arrays[f"{name}_rows"] = np.array(rows, dtype=str)
+                arrays[f"{name}_cols"] = np.array(cols, dtype=str)
+            with open(p, "wb") as fh:
+                np.savez_compressed(fh, **arrays)
+    except OSError as exc:
+        raise StorageError(f"{p}: cannot write ({exc.strerror or exc})") from None
+
+
+def _write_h5(p: Path, content: GradientFile, meta: dict) -> None:
+    import h5py
+
+    with h5py.File(p, "w") as f:
+        for key, value in meta.items():
+            if isinstance(value, (dict, list, tuple)):
+                value = json.dumps(value, default=_json_default)
+            elif value is None:
+                value = "none"
+            f.attrs[key] = value
+        for name, vec in content.vectors.items():
+            f.create_dataset(name, data=np.asarray(vec, dtype=float))
+        for name, mat in content.matrices.items():
+            rows, cols = content.labels[name]
+            mat = np.asarray(mat, dtype=float)
+            kwargs = {"compression": "gzip", "compression_opts": 4, "shuffle": True} if mat.size else {}
+            ds = f.create_dataset(name, data=mat, **kwargs)
+            ds.attrs["rows"] = [str(r) for r in rows]
+            ds.attrs["cols"] = [str(c) for c in cols]
+
+
+def read_gradient_file(path: str | os.PathLike) -> GradientFile:
+    """Read a file written by ``write_gradient_file`` (any of the three containers).
+
+    Raises:
+        StorageError: missing, unreadable or not a gradient file.
+    """
+    p = Path(path)
+    if not p.is_file():
+        raise StorageError(f"{p}: no such file")
+    suffix = p.suffix.lower()
+    if suffix not in SUFFIXES:
+        raise StorageError(f"{p}: unknown gradient file type {suffix!r}")
+    try:
+        if suffix in (".h5", ".hdf5"):
+            content = _read_h5(p)
+        elif suffix == ".json":
+            doc = json.loads(p.read_text())
+            matrices, labels, vectors = {}, {}, {}
+            for name in MATRICES:
+                if name in doc:
+                    block = doc.pop(name)
+                    rows, cols = list(block["rows"]), list(block["cols"])
+                    matrices[name] = np.asarray(block["data"], dtype=float).reshape(len(rows), len(cols))
+                    labels[name] = (rows, cols)
+            for name in ("state", "input", "next_state"):
+                if name in doc:
+                    vectors[name] = np.asarray(doc.pop(name), dtype=float)
+            content = GradientFile(matrices, labels, vectors, doc)
+        else:
+            with np.load(p, allow_pickle=False) as data:
+                meta = json.loads(str(data["meta"]))
+                matrices, labels, vectors = {}, {}, {}
+                for name in MATRICES:
+                    if name in data:
+                        matrices[name] = np.asarray(data[name])
+                        labels[name] = ([str(r) for r in data[f"{name}_rows"]], [str(c) for c in data[f"{name}_cols"]])
+                for name in ("state", "input", "next_state"):
+                    if name in data:
+                        vectors[name] = np.asarray(data[name])
+            content = GradientFile(matrices, labels, vectors, meta)
+    except StorageError:
+        raise
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise StorageError(f"{p}: cannot read gradient file ({exc})") from None
+    if content.meta.get("format") != FORMAT_NAME:
+        raise StorageError(f"{p}: not a dojo gradient file (format {content.meta.get('format')!r})")
+    return content
+
+
+def _read_h5(p: Path) -> GradientFile:
+    import h5py
+
+    def text(v):
+        return v.decode("utf-8") if isinstance(v, bytes) else (v.item() if isinstance(v, np.generic) else v)
+
+    with h5py.File(p, "r") as f:
+        meta = {k: text(v) for k, v in f.attrs.items()}
+        matrices, labels, vectors = {}, {}, {}
+        for name in MATRICES:
+            if name in f:
+                ds = f[name]
+                matrices[name] = np.asarray(ds[...])
+                labels[name] = ([text(r) for r in ds.attrs["rows"]], [text(c) for c in ds.attrs["cols"]])
+        for name in ("state", "input", "next_state"):
+            if name in f:
+                vectors[name] = np.asarray(f[name][...])
+    return GradientFile(matrices, labels, vectors, meta)
