@@ -34,6 +34,7 @@ from dojo_cli.scene.loader import (
     load_scene_spec_from_string,
 )
 from dojo_cli.simulation.contact_report import DEFAULT_GAP, DEFAULT_SLIP_TOL, summarize_contacts
+from dojo_cli.simulation.gradient_record import gradient_dataset_attrs, parse_gradient_wrt, step_gradient_record
 from dojo_cli.simulation.simulate import iterate, state_record
 from dojo_cli.solver.status import SolverStatus
 
@@ -107,13 +108,23 @@ def simulate(
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Print the solver's iterations.")] = False,
     abort_on_failure: Annotated[bool, typer.Option("--abort-on-failure", help="Stop at the first step the solver fails (exit code 1).")] = False,
     force: Annotated[bool, typer.Option("--force", "-f", help="Overwrite an existing output file.")] = False,
+    gradients: Annotated[bool, typer.Option("--gradients", help="Also store each step's Jacobians (gradients/A, gradients/B; see docs/storage.md).")] = False,
+    gradients_wrt: Annotated[Optional[str], typer.Option("--gradients-wrt", help="Which Jacobians --gradients stores: state (A), input (B) or state,input (implies --gradients).")] = None,
 ) -> None:
     """Simulate a scene and write the trajectory to an HDF5 storage file."""
     if steps is not None and duration is not None:
         raise InputError("--steps and --duration: give one of them, not both")
     if duration is not None and not duration > 0:
         raise InputError(f"--duration: must be > 0, got {duration}")
+    wrt = None
+    if gradients or gradients_wrt is not None:
+        try:
+            wrt = parse_gradient_wrt(gradients_wrt or "state,input")
+        except ValueError as exc:
+            raise InputError(f"--gradients-wrt: {exc}") from None
     spec, mech = _load(scene, overrides)
+    if wrt is not None and mech.external:
+        raise InputError(f"--gradients: scene {spec.name!r} has external forces, which the gradients do not include yet")
     h = mech.timestep
     n = steps if steps is not None else (int(np.ceil(duration / h - 1e-9)) if duration is not None else mech.default_steps)
     if n is None:
@@ -141,6 +152,7 @@ def simulate(
         input_dim=mech.nf,
         dojo_cli_version=__version__,
         extra_attrs={"contact_names": [c.name for c in mech.contacts]} if mech.nc else None,
+        dataset_attrs=gradient_dataset_attrs(mech, wrt) if wrt is not None else None,
     )
     progress = None
     try:
@@ -148,12 +160,18 @@ def simulate(
             s0 = state_record(mech, 0.0, mech.initial)
             writer.write_initial(s0.time, s0.x, s0.q, s0.v, s0.omega, s0.minimal_q, s0.minimal_v)
             progress = _progress(n, quiet)
+            z_prev = mech.initial
             for rec in iterate(mech, n, mech.initial, mech.controller, opts, mech.external, abort_on_failure, log):
                 s = rec.state
+                extra = _step_extras(rec)
+                if wrt is not None:
+                    # Jacobians of the step just taken, at the state it started from (it is re-solved)
+                    extra.update(step_gradient_record(mech, z_prev, rec.inputs, opts, wrt, s.z))
+                z_prev = s.z
                 writer.write_step(
                     s.time, s.x, s.q, s.v, s.omega, s.minimal_q, s.minimal_v, rec.inputs,
                     iterations=rec.iterations, residual=rec.residual, status=rec.status.value,
-                    extra=_step_extras(rec),
+                    extra=extra,
                 )
                 iterations.append(rec.iterations)
                 if rec.status is not SolverStatus.SUCCESS:

@@ -28,9 +28,10 @@ from dojo_cli.io.gradient_files import SUFFIXES, GradientFile, write_gradient_fi
 from dojo_cli.io.storage import read_storage
 from dojo_cli.model.parameters import PARAMETER_KINDS
 from dojo_cli.model.state import unpack_maximal
-from dojo_cli.physics.coordinates import interleave_minimal, maximal_to_minimal, minimal_to_maximal
+from dojo_cli.physics.coordinates import maximal_to_minimal, minimal_to_maximal
 from dojo_cli.scene.loader import dump_scene
 from dojo_cli.simulation.controller import external_wrench
+from dojo_cli.simulation.gradient_record import input_labels, maximal_labels, minimal_labels
 from dojo_cli.simulation.step import solve_step
 
 # Indirection so tests can substitute the gradient computation (a deliberately wrong
@@ -55,24 +56,6 @@ InputOpt = Annotated[
 InputFileOpt = Annotated[Optional[Path], typer.Option("--input-file", help="Joint inputs from a JSON list/{\"input\": [...]} or CSV/NPY file.")]
 MinimalOpt = Annotated[bool, typer.Option("--minimal", help="Minimal coordinates (per joint [coordinates; velocities]) instead of maximal.")]
 AbortOpt = Annotated[bool, typer.Option("--abort-on-failure", help="Exit with code 1 when the solver does not converge.")]
-
-
-# ------------------------------------------------------------------ labels
-def maximal_labels(mech) -> list[str]:
-    """Tangent coordinates, per body [x, v, phi, w]: ``link.x.0`` .. ``link.w.2``."""
-    return [f"{b.name}.{part}.{i}" for b in mech.bodies for part in ("x", "v", "phi", "w") for i in range(3)]
-
-
-def minimal_labels(mech) -> list[str]:
-    """Minimal state entries, per joint [coordinates; velocities]: ``hinge:r0``, ``hinge:r0_dot``."""
-    names = mech.coordinate_names()
-    out = interleave_minimal(mech, np.array(names, dtype=object), np.array([f"{n}_dot" for n in names], dtype=object))
-    return [str(n) for n in out]
-
-
-def input_labels(mech) -> list[str]:
-    """One per input (= free coordinate): ``hinge:r0``."""
-    return list(mech.coordinate_names())
 
 
 # ------------------------------------------------------------------- states

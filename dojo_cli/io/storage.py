@@ -559,7 +559,10 @@ class StorageWriter:
             first = next(row[name] for row in rows if name in row)
             self._extras[name] = _create_series(self._file, name, first.shape, first.dtype)
             for key, value in self._dataset_attrs.get(name, {}).items():
-                self._extras[name].attrs[key] = _encode_attr(value)
+                if isinstance(value, (list, tuple)) and value and all(isinstance(v, str) for v in value):
+                    self._extras[name].attrs[key] = [str(v) for v in value]  # labels: an array of strings
+                else:
+                    self._extras[name].attrs[key] = _encode_attr(value)
         for name, dataset in self._extras.items():
             fill = _fill_value(dataset.dtype)
             if dataset.shape[0] < self._steps_on_disk:  # rows from before the dataset existed
