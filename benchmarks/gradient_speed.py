@@ -1,0 +1,215 @@
+"""Gradient-speed benchmark: one step plus its full Jacobians (A and B), against MuJoCo.
+
+Usage:
+    python benchmarks/gradient_speed.py [--repeat R] [--models a,b] [--json FILE]
+
+For each model, at one state: the median wall time (over R repeats, after a warm-up)
+of
+- ``step``: one step, ``solve_step`` (what ``dojo simulate`` does per step);
+- ``step + A, B``: ``dojo.step_gradients(mech, z, u, wrt=("state", "input"))``, which
+  solves the step and differentiates it by the implicit function theorem (A = dz'/dz,
+  12 nb x 12 nb, and B = dz'/du, 12 nb x nu, in tangent coordinates);
+and their ratio. If ``mujoco`` imports, the same systems as MuJoCo models (built as in
+benchmarks/step_speed.py, plus one motor per joint coordinate so MuJoCo's B has the
+same number of columns as dojo's) time ``mj_step`` and
+``mjd_transitionFD(model, data, eps=1e-6, centered=True, A, B, None, None)``
+(finite-difference transition Jacobians), measured in the same run.
+
+Models (h = 0.01 s, default solver options: rtol 1e-6, btol 1e-4):
+- ``pendulum``: step_speed's pendulum at its initial angle pi/4;
+- ``npendulum20``: step_speed's 20-link chain (revolute X joints) at its initial state;
+- ``box``: the built-in box toss after ``BOX_STEPS`` = 200 steps, resting on a face,
+  four corners (contacts touching; MuJoCo's twin is stepped the same number of steps
+  with its own soft contacts and checked to have contacts too).
+
+MuJoCo's A is (2 nv, 2 nv) in its own tangent coordinates (nv = 1, 20, 6 here), dojo's
+(12 nb, 12 nb) in maximal coordinates (12, 240, 12): for the chain dojo differentiates
+a 240-dimensional state, MuJoCo a 40-dimensional one.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+# BLAS threads, before numpy loads: the matrices here are tiny (11 to 400 rows), where
+# OpenBLAS threads only cost; on a loaded machine a multi-right-hand-side solve with 2
+# threads was measured at ~12 ms instead of ~12 us (threads spin-waiting for a core).
+# MuJoCo is single-threaded too. --blas-threads 0 leaves the environment as it is.
+_BLAS_THREADS = "1"
+for _i, _a in enumerate(sys.argv):
+    if _a == "--blas-threads" and _i + 1 < len(sys.argv):
+        _BLAS_THREADS = sys.argv[_i + 1]
+    elif _a.startswith("--blas-threads="):
+        _BLAS_THREADS = _a.split("=", 1)[1]
+if _BLAS_THREADS != "0":
+    for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ[_var] = _BLAS_THREADS
+
+import argparse
+import gc
+import json
+import platform
+import statistics
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[0]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import dojo_cli as dojo  # noqa: E402
+from dojo_cli.simulation.step import solve_step  # noqa: E402
+
+import step_speed as ss  # noqa: E402  (benchmarks/step_speed.py: models and MuJoCo twins)
+
+mujoco = ss.mujoco
+BOX_STEPS = 200  # 2 s into the toss: the box rests on a face (see the contact check)
+FD_EPS = 1e-6
+DEFAULT_MODELS = ("pendulum", "npendulum20", "box")
+DEFAULT_REPEAT = {"pendulum": 200, "npendulum20": 30, "box": 60}
+
+
+def median_time(fn, repeat: int, warmup: int = 3) -> tuple[float, list[float]]:
+    for _ in range(warmup):
+        fn()
+    times = []
+    gc.disable()
+    try:
+        for _ in range(repeat):
+            t0 = time.perf_counter()
+            fn()
+            times.append(time.perf_counter() - t0)
+    finally:
+        gc.enable()
+    return statistics.median(times), times
+
+
+def dojo_model(name: str):
+    """(mech, z, u) at the benchmark state."""
+    if name == "pendulum":
+        mech, z = ss.build_pendulum()
+    elif name == "npendulum20":
+        mech, z = ss.build_npendulum(20)
+    elif name == "box":
+        mech, z0 = ss.load_builtin("box")
+        traj = dojo.simulate(mech, steps=BOX_STEPS, z0=z0)
+        z = traj.state(BOX_STEPS)
+    else:
+        raise SystemExit(f"unknown model {name!r}")
+    return mech, z, np.zeros(mech.nf)
+
+
+def box_touching(mech, z) -> int:
+    """Contacts carrying a normal impulse above 1e-3 N s in the step from z (the box's
+    weight per step is 0.098 N s; the interior point leaves ~2 mm gaps, so distance is no test)."""
+    _, result, problem = solve_step(mech, z, None, dojo.default_options(mech))
+    rec = problem.contact_record(result.w)
+    return int(np.sum(rec.normal_impulse > 1e-3))
+
+
+def with_motors(xml: str, joints: list[str]) -> str:
+    motors = "".join(f'<motor joint="{j}" gear="1"/>' for j in joints)
+    return xml.replace("</mujoco>", f"<actuator>{motors}</actuator></mujoco>")
+
+
+def mj_model(name: str, mech, z0_dojo):
+    """(model, data) of the MuJoCo twin at the benchmark state, with motors."""
+    integrator = "Euler"
+    if name == "box":
+        xml = ss.box_mjcf(mech, integrator)
+        xml = xml.replace("<freejoint/>", '<freejoint/><site name="com" pos="0 0 0"/>')
+        gears = ["1 0 0 0 0 0", "0 1 0 0 0 0", "0 0 1 0 0 0", "0 0 0 1 0 0", "0 0 0 0 1 0", "0 0 0 0 0 1"]
+        motors = "".join(f'<motor site="com" gear="{g}"/>' for g in gears)
+        xml = xml.replace("</mujoco>", f"<actuator>{motors}</actuator></mujoco>")
+        model = mujoco.MjModel.from_xml_string(xml)
+        data = mujoco.MjData(model)
+        base, _ = ss.load_builtin("box")
+        qpos, qvel = ss.mj_box_state(base, dojo.initial_state(base))
+        data.qpos[:], data.qvel[:] = qpos, qvel
+        mujoco.mj_forward(model, data)
+        for _ in range(BOX_STEPS):
+            mujoco.mj_step(model, data)
+        return model, data
+    n, side, pivot = ss.MJ_TWINS[name]
+    xml = with_motors(ss.chain_mjcf(n, side, pivot, integrator), [f"joint{i + 1}" for i in range(n)])
+    model = mujoco.MjModel.from_xml_string(xml)
+    data = mujoco.MjData(model)
+    data.qpos[0] = np.pi / 4
+    mujoco.mj_forward(model, data)
+    return model, data
+
+
+def time_model(name: str, repeat: int) -> dict:
+    mech, z, u = dojo_model(name)
+    opts = dojo.default_options(mech)
+    row: dict = {"model": name, "nb": mech.nb, "nu": mech.nf, "repeat": repeat}
+    g = dojo.step_gradients(mech, z, u, opts)
+    row["A_shape"], row["B_shape"] = list(g.A.shape), list(g.B.shape)
+    row["solver_status"] = g.result.status.value
+    if name == "box":
+        row["contacts_touching"] = box_touching(mech, z)
+    row["step_s"], row["step_runs"] = median_time(lambda: solve_step(mech, z, u, opts), repeat)
+    row["grad_s"], row["grad_runs"] = median_time(lambda: dojo.step_gradients(mech, z, u, opts), repeat)
+    row["ratio"] = row["grad_s"] / row["step_s"]
+    if mujoco is not None:
+        model, data = mj_model(name, mech, z)
+        nx = 2 * model.nv + model.na
+        A = np.zeros((nx, nx))
+        B = np.zeros((nx, model.nu))
+        row["mj_nv"], row["mj_nu"], row["mj_ncon"] = model.nv, model.nu, int(data.ncon)
+        qpos, qvel, act = data.qpos.copy(), data.qvel.copy(), data.act.copy()
+
+        def mj_one_step():
+            data.qpos[:], data.qvel[:], data.act[:] = qpos, qvel, act
+            mujoco.mj_step(model, data)
+
+        row["mj_step_s"], _ = median_time(mj_one_step, repeat)
+        data.qpos[:], data.qvel[:] = qpos, qvel
+        mujoco.mj_forward(model, data)
+        row["mj_fd_s"], _ = median_time(lambda: mujoco.mjd_transitionFD(model, data, FD_EPS, True, A, B, None, None), repeat)
+        row["vs_mujoco_fd"] = row["grad_s"] / row["mj_fd_s"]
+    return row
+
+
+def fmt(seconds: float | None) -> str:
+    return "-" if seconds is None else f"{seconds * 1e6:,.0f}"
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repeat", type=int, default=None, help="repeats per model (default: 200 / 30 / 60)")
+    ap.add_argument("--models", default=",".join(DEFAULT_MODELS), help=f"subset of {', '.join(DEFAULT_MODELS)}")
+    ap.add_argument("--blas-threads", default="1", help="BLAS threads (default 1; 0 = leave the environment alone)")
+    ap.add_argument("--json", type=Path, default=None, help="also write every number here")
+    args = ap.parse_args(argv)
+    names = [m.strip() for m in args.models.split(",") if m.strip()]
+    rows = [time_model(n, args.repeat or DEFAULT_REPEAT.get(n, 30)) for n in names]
+
+    print(f"dojo_cli {dojo.__version__}, numpy {np.__version__}, python {platform.python_version()}, "
+          f"MuJoCo {mujoco.__version__ if mujoco else 'not installed'}, BLAS threads "
+          f"{os.environ.get('OPENBLAS_NUM_THREADS', 'default')}; median wall time, microseconds")
+    header = f"{'model':<13}{'nb':>4}{'nu':>4}{'A':>11}{'step':>9}{'step+A,B':>10}{'ratio':>7}"
+    if mujoco is not None:
+        header += f"{'MJ step':>9}{'MJ FD A,B':>11}{'dojo/MJ FD':>12}"
+    print(header)
+    for r in rows:
+        shape = "x".join(map(str, r["A_shape"]))
+        line = f"{r['model']:<13}{r['nb']:>4}{r['nu']:>4}{shape:>11}{fmt(r['step_s']):>9}{fmt(r['grad_s']):>10}{r['ratio']:>7.1f}"
+        if mujoco is not None:
+            line += f"{fmt(r['mj_step_s']):>9}{fmt(r['mj_fd_s']):>11}{r['vs_mujoco_fd']:>12.1f}"
+        print(line)
+    for r in rows:
+        if r["model"] == "box":
+            extra = f", MuJoCo twin ncon {r['mj_ncon']}" if "mj_ncon" in r else ""
+            print(f"box after {BOX_STEPS} steps: {r['contacts_touching']} of 8 corner contacts carrying load{extra}")
+        if r["solver_status"] != "success":
+            print(f"warning: {r['model']}: solver status {r['solver_status']}")
+    if args.json:
+        args.json.write_text(json.dumps({"rows": rows, "machine": platform.platform()}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
