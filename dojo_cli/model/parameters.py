@@ -71,7 +71,8 @@ def _parse(mech: Mechanism, label: str):
         if parts[0] == "joints" and parts[2] in ("spring", "damper") and len(parts) == 4:
             j = [jt.name for jt in mech.joints].index(parts[1])
             k = int(parts[3])
-            if not 0 <= k < len(mech.joint_free_range[j]):
+            r = mech.joint_free_range[j]
+            if not 0 <= k < r.stop - r.start:
                 raise ValueError
             return (parts[2], mech.joint_free_range[j].start + k)
         if parts[0] == "contacts":
@@ -140,4 +141,10 @@ def with_parameters(mech: Mechanism, labels, values) -> Mechanism:
             )
             for j, jt in enumerate(mech.joints)
         ]
-    return Mechanism(bodies, joints, timestep=mech.timestep, gravity=gravity, name=mech.name, contacts=contacts)
+    out = Mechanism(bodies, joints, timestep=mech.timestep, gravity=gravity, name=mech.name, contacts=contacts)
+    # what a scene attached (initial state, solver options, controller, ...) carries over
+    for key, value in mech.__dict__.items():
+        if key not in out.__dict__:
+            out.__dict__[key] = value
+    out.__dict__.pop("_cache", None)
+    return out

@@ -398,11 +398,22 @@ def _exact_solver(problem: StepProblem, w: np.ndarray, sweeps: int = 3):
 
     def solve(b: np.ndarray) -> np.ndarray:
         x = factorization.solve(b)
+        r = _unregularized_residual(b, x)
         for _ in range(sweeps):
-            r = b - matrix @ x
-            r[lam] += CONSTRAINT_REGULARIZATION * x[lam]
-            x = x + factorization.solve(r)
+            x_new = x + factorization.solve(r)
+            r_new = _unregularized_residual(b, x_new)
+            # Redundant joints (a planar loop) make M singular: a right-hand side that
+            # breaks the redundancy has no exact solution and refinement would drift
+            # along the null space. Keep a sweep only when it reduces the residual.
+            if not np.linalg.norm(r_new) < 0.5 * np.linalg.norm(r):
+                break
+            x, r = x_new, r_new
         return x
+
+    def _unregularized_residual(b, x):
+        r = b - matrix @ x
+        r[lam] += CONSTRAINT_REGULARIZATION * x[lam]
+        return r
 
     return solve
 

@@ -1,47 +1,388 @@
-"""Implicit-function-theorem input Jacobians against central finite differences of step."""
+"""Implicit-function-theorem gradients of a step against finite differences of the step.
+
+Every Jacobian is compared with a four-point central difference of the solved step
+(truncation O(e^4)) along random directions, which mix every column, so a wrong entry
+anywhere shows. Where the step has inequalities (contacts, limits) two comparisons are
+made:
+- relaxed (kappa = 1e-4): the step re-solved on the central path s o gamma = kappa is a
+  smooth map of the state, inputs and parameters, so its derivative must match the
+  finite difference of that same map everywhere, in contact or not;
+- unrelaxed (where the solver stopped, the default): the step is only piecewise smooth.
+  For a body free of joint constraints it is smooth at generic states and checked
+  directly. With joints, perturbing a constrained direction makes the joint pull the
+  body back within one step; against a sticking contact that can only happen by
+  slipping, a kink of the true map at the unperturbed state (the finite differences do
+  not converge as e -> 0), which is why those scenes are checked relaxed.
+"""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
+import scipy.linalg
 
 import dojo_cli as dojo
 from dojo_cli.math import quaternion as quat
-from dojo_cli.simulation.gradients import input_jacobian
+from dojo_cli.model.parameters import parameter_labels, parameter_values, with_parameters
+from dojo_cli.physics.coordinates import maximal_to_minimal, minimal_to_maximal
+from dojo_cli.scene.loader import builtin_scene_names
+from dojo_cli.simulation.gradients import step_gradients
 from dojo_cli.simulation.step import step
+from tests import mechanisms as M
 
-TIGHT = dojo.SolverOptions(rtol=1e-9, btol=1e-9)  # tighter stalls near 1e-8 in contact
+TIGHT = dojo.SolverOptions(rtol=1e-10, btol=1e-10)
+KAPPA = 1e-3
 FD = 1e-6
+FD_RELAXED = 2e-7
+TOL = 1e-5
+ALL_JOINT_TYPES = [
+    "fixed", "prismatic", "planar", "fixed_orientation", "revolute", "cylindrical", "planar_axis", "free_revolute",
+    "orbital", "prismatic_orbital", "planar_orbital", "free_orbital", "spherical", "cylindrical_free", "planar_free",
+]
 
 
-def tangent_difference(mech, za, zb):
-    """Per body [x, v, phi, w] of zb relative to za (phi: Dojo's attitude, q_a* q_b vector part)."""
-    a, b = za.reshape(mech.nb, 13), zb.reshape(mech.nb, 13)
+def tangent_difference(nb, za, zb):
+    """Per body [x, v, phi, w] of zb relative to za (phi = Vec(qa* qb))."""
+    a, b = za.reshape(nb, 13), zb.reshape(nb, 13)
     dphi = quat.multiply(quat.conjugate(a[:, 6:10]), b[:, 6:10])[:, 1:]
     return np.concatenate([b[:, 0:3] - a[:, 0:3], b[:, 3:6] - a[:, 3:6], dphi, b[:, 10:13] - a[:, 10:13]], axis=1).ravel()
 
 
-def fd_input_jacobian(mech, z, u):
-    out = np.zeros((12 * mech.nb, len(u)))
-    for i in range(len(u)):
-        e = np.zeros(len(u))
-        e[i] = FD
-        plus, minus = step(mech, z, u + e, TIGHT), step(mech, z, u - e, TIGHT)
-        out[:, i] = tangent_difference(mech, minus, plus) / (2 * FD)
-    return out
+def perturb(nb, z, d):
+    """z moved along tangent d: x, v, w added; q -> q [sqrt(1 - |phi|^2), phi]."""
+    z = z.reshape(nb, 13).copy()
+    d = d.reshape(nb, 12)
+    z[:, 0:3] += d[:, 0:3]
+    z[:, 3:6] += d[:, 3:6]
+    z[:, 10:13] += d[:, 9:12]
+    phi = d[:, 6:9]
+    z[:, 6:10] = quat.multiply(z[:, 6:10], np.concatenate([np.sqrt(1 - np.sum(phi**2, 1, keepdims=True)), phi], 1))
+    return z.ravel()
 
 
-@pytest.mark.parametrize(
-    "scene,steps",
-    [("pendulum", 10), ("cartpole", 10), ("npendulum", 5), ("spherical_chain", 5), ("box", 10), ("box", 300)],
-    ids=["pendulum", "cartpole", "npendulum", "spherical_chain", "box-flying", "box-resting"],
-)
-def test_input_jacobian_matches_finite_differences(scene, steps):
-    mech = dojo.load_scene(scene)
-    traj = dojo.simulate(mech, steps=steps, opts=TIGHT)
-    z = traj.state(steps)
+def four_point(f, base, e=FD):
+    """Derivative of f at 0 along one direction: (-f(2e) + 8 f(e) - 8 f(-e) + f(-2e)) / 12e, f returning a
+    tangent difference from ``base``."""
+    return (-f(2 * e) + 8 * f(e) - 8 * f(-e) + f(-2 * e)) / (12 * e)
+
+
+def relative_error(analytic, numeric):
+    return float(np.max(np.abs(analytic - numeric)) / max(1.0, np.max(np.abs(numeric))))
+
+
+def next_state_fn(mech, kappa):
+    if kappa is None:
+        return lambda z, u: step(mech, z, u, TIGHT)
+    return lambda z, u: step_gradients(mech, z, u, TIGHT, wrt=(), kappa=kappa).next_state
+
+
+def check_state_and_input(mech, z, u, kappa, directions=3, seed=0, e=FD):
+    """Largest relative errors of A and B along random directions."""
+    rng = np.random.default_rng(seed)
+    nb = mech.nb
+    u = np.zeros(mech.nf) if u is None else u
+    g = step_gradients(mech, z, u, TIGHT, wrt=("state", "input"), kappa=kappa)
+    f = next_state_fn(mech, kappa)
+    z_next = f(z, u)
+    errors = []
+    for _ in range(directions):
+        d = rng.standard_normal(12 * nb)
+        numeric = four_point(lambda t: tangent_difference(nb, z_next, f(perturb(nb, z, t * d), u)), z_next, e)
+        errors.append(relative_error(g.A @ d, numeric))
+    if mech.nf:
+        for _ in range(min(directions, mech.nf)):
+            du = rng.standard_normal(mech.nf)
+            numeric = four_point(lambda t: tangent_difference(nb, z_next, f(z, u + t * du)), z_next, e)
+            errors.append(relative_error(g.B @ du, numeric))
+    return max(errors)
+
+
+def check_minimal(mech, z, u, directions=3, seed=0):
+    """Largest relative error of A_min, B_min (unrelaxed) along random minimal-coordinate directions:
+    the perturbations a jointed mechanism can physically take."""
+    rng = np.random.default_rng(seed)
+    u = np.zeros(mech.nf) if u is None else u
+    y = maximal_to_minimal(mech, z)
+    g = dojo.step_gradients(mech, y, u, TIGHT, minimal=True)
+
+    def f(yy, uu):
+        return maximal_to_minimal(mech, step(mech, minimal_to_maximal(mech, yy), uu, TIGHT))
+
+    errors = []
+    for _ in range(directions):
+        d = rng.standard_normal(y.size)
+        errors.append(relative_error(g.A @ d, four_point(lambda e: f(y + e * d, u) - g.next_state, None)))
+        du = rng.standard_normal(mech.nf)
+        errors.append(relative_error(g.B @ du, four_point(lambda e: f(y, u + e * du) - g.next_state, None)))
+    return max(errors)
+
+
+def check_parameters(mech, z, u, kinds, kappa):
+    """Largest relative error of the parameter Jacobian, column by column."""
+    u = np.zeros(mech.nf) if u is None else u
+    g = step_gradients(mech, z, u, TIGHT, wrt=("params",), params=kinds, kappa=kappa)
+    labels = parameter_labels(mech, kinds)
+    assert g.labels == labels
+    values = parameter_values(mech, labels)
+    base = next_state_fn(mech, kappa)(z, u)
+    errors = {}
+    for i, label in enumerate(labels):
+        def f(e, i=i, label=label):
+            other = with_parameters(mech, [label], [values[i] + e])
+            return tangent_difference(mech.nb, base, next_state_fn(other, kappa)(z, u))
+
+        errors[label] = relative_error(g.P[:, i], four_point(f, base))
+    return errors
+
+
+def state_after(mech, seconds, z0=None):
+    steps = max(1, int(round(seconds / mech.timestep)))
+    z = dojo.initial_state(mech) if z0 is None else z0
+    for _ in range(steps):
+        z = step(mech, z, None, TIGHT)
+    return z
+
+
+def box_at_rest(mech, velocity=(0.0, 0.0, 0.0)):
+    """The cube of contact_box settled on its bottom face, then given a midpoint velocity."""
+    z = np.zeros(13)
+    z[2] = 0.26
+    z[6] = 1.0
+    z = state_after(mech, 1.0, z)
+    z[3:6] = velocity
+    return z
+
+
+# ------------------------------------------------------------ every built-in scene
+@pytest.mark.parametrize("seconds", [0.1, 0.4])
+@pytest.mark.parametrize("scene", builtin_scene_names())
+def test_builtin_scene_gradients(scene, seconds):
+    try:
+        mech = dojo.load_scene(scene)
+    except dojo.SceneError as err:  # a robot scene without the robots extra
+        pytest.skip(f"{scene}: {err}")
+    z = state_after(mech, seconds)
     u = 0.1 * np.ones(mech.nf)
-    _, b = input_jacobian(mech, z, u, TIGHT)
-    numeric = fd_input_jacobian(mech, z, u)
-    err = np.max(np.abs(b - numeric)) / max(1.0, np.max(np.abs(numeric)))
-    assert err < 1e-5, f"relative error {err:.2e}"
+    if mech.has_inequalities:
+        # the relaxed contact is a stiff spring (~ gamma^2 / kappa): a smaller difference step
+        err = check_state_and_input(mech, z, u, KAPPA, e=FD_RELAXED)
+        assert err < TOL, f"relaxed: relative error {err:.2e}"
+    else:
+        err = check_state_and_input(mech, z, u, None)
+        assert err < TOL, f"relative error {err:.2e}"
+
+
+# ------------------------------------------------------------ every joint type
+@pytest.mark.parametrize("joint_type", ALL_JOINT_TYPES)
+@pytest.mark.parametrize("builder", [M.snake, M.twister], ids=["snake", "twister"])
+def test_every_joint_type_with_springs_and_dampers(builder, joint_type):
+    mech = builder(3, joint_type, gravity=(0, 0, -9.81), spring=2.0, damper=0.5)
+    z = M.random_state(mech, seed=3)
+    u = 0.3 * np.random.default_rng(1).standard_normal(mech.nf)
+    err = check_state_and_input(mech, z, u, None, directions=3)
+    assert err < TOL, f"relative error {err:.2e}"
+
+
+def test_limits_and_fourbar_loop():
+    # pendulum_limit after 1.5 s rests on its lower limit, pressed by gravity (a strictly
+    # positive limit impulse: the step is smooth there)
+    fourbar, fourbar_start = M.fourbar()
+    for mech, seconds, z0 in ((dojo.load_scene("pendulum_limit"), 1.5, None), (fourbar, 0.4, fourbar_start)):
+        z = state_after(mech, seconds, z0)
+        u = 0.1 * np.ones(mech.nf)
+        err = check_state_and_input(mech, z, u, KAPPA if mech.has_inequalities else None)
+        assert err < TOL, f"{mech.name}: relative error {err:.2e}"
+        err = check_minimal(mech, z, u)
+        assert err < TOL, f"{mech.name} minimal: relative error {err:.2e}"
+
+
+# ------------------------------------------------------------ contact models, pairs and parameters
+CONTACT_PARAMS = ("mass", "inertia", "gravity", "friction", "radius", "offset")
+
+
+@pytest.mark.parametrize("model", ["impact", "linear", "nonlinear"])
+@pytest.mark.parametrize("kind", ["halfspace", "sphere", "capsule", "box"])
+def test_contact_models_and_pairs(kind, model):
+    """Resting (after 0.4 s) and flying: A, B and every parameter, relaxed and not."""
+    if kind == "halfspace":
+        mech = M.ball(model=model, mu=0.4, h=0.05, normal=(0.1, 0.0, 1.0))
+    else:
+        mech = M.ball_on(kind, model=model, mu=0.4)
+    for seconds in (0.1, 0.4):
+        z = state_after(mech, seconds)
+        for kappa in (KAPPA, None):
+            err = check_state_and_input(mech, z, None, kappa, directions=3)
+            assert err < TOL, f"{seconds} s kappa {kappa}: state relative error {err:.2e}"
+            errors = check_parameters(mech, z, None, CONTACT_PARAMS, kappa)
+            worst = max(errors, key=errors.get)
+            assert errors[worst] < TOL, f"{seconds} s kappa {kappa}: {worst} relative error {errors[worst]:.2e}"
+
+
+def test_parameters_sliding_box_every_model():
+    """A box sliding on four corners: friction matters (dz'/dmu is not zero) and matches."""
+    for model in ("linear", "nonlinear"):
+        mech = M.contact_box(mu=0.3, model=model, corners="bottom")
+        z = box_at_rest(mech, (2.0, 0.5, 0.0))  # sliding on its four bottom corners
+        g = step_gradients(mech, z, None, TIGHT, wrt=("params",), params=("friction",))
+        assert np.max(np.abs(g.P)) > 1e-3  # friction slows the box: a real derivative
+        # relaxed only: four coplanar corners give four normal rows of rank three, so the
+        # unrelaxed impulses are indeterminate and the step is not differentiable there
+        # (radius is checked on the spheres of test_contact_models_and_pairs: here the corners
+        # have radius 0, and the finite differences would need negative radii)
+        errors = check_parameters(mech, z, None, ("friction", "mass", "gravity", "offset"), KAPPA)
+        worst = max(errors, key=errors.get)
+        assert errors[worst] < TOL, f"{model}: {worst} relative error {errors[worst]:.2e}"
+
+
+def test_parameters_joints():
+    """Springs, dampers, masses, inertias and gravity of a jointed chain."""
+    mech = M.twister(3, "revolute", gravity=(0, 0, -9.81), spring=2.0, damper=0.5)
+    z = M.random_state(mech, seed=5)
+    u = np.array([0.2, -0.1, 0.3, 0.1, 0.0, 0.2, -0.3, 0.1][: mech.nf])
+    errors = check_parameters(mech, z, u, ("mass", "inertia", "gravity", "spring", "damper"), None)
+    worst = max(errors, key=errors.get)
+    assert errors[worst] < TOL, f"{worst} relative error {errors[worst]:.2e}"
+
+
+# ------------------------------------------------------------ relaxation (smoothness control)
+def test_relaxed_gradients_sit_on_the_central_path():
+    mech = M.ball(model="nonlinear", mu=0.5)
+    z = state_after(mech, 1.0, dojo.minimal_to_maximal(mech, np.array([0, 0, 0.5, 0, 0, 0, 0, 0, 0, 0, 0, 0.0])))
+    stiff = step_gradients(mech, z, None, TIGHT).A
+    gaps = []
+    for kappa in (1e-2, 1e-4, 1e-6, 1e-8):
+        g = step_gradients(mech, z, None, TIGHT, kappa=kappa)
+        assert g.kappa == pytest.approx(kappa, rel=1e-6)
+        gaps.append(np.max(np.abs(g.A - stiff)))
+    # smoothing: a resting box pushed down is pushed back; on the central path the
+    # contact is soft (a spring of stiffness ~ gamma^2 / kappa), so the bias grows with
+    # kappa and vanishes as kappa -> 0
+    assert all(a > b for a, b in zip(gaps, gaps[1:])), gaps
+    assert gaps[0] > 1.0 and gaps[-1] < 0.05 and gaps[-2] > 10 * gaps[-1], gaps
+
+
+# ------------------------------------------------------------ minimal coordinates, cartpole
+def cartpole_continuous(mech):
+    """Textbook linearisation of the cart-pole at upright, state per joint [y, y_dot, theta, theta_dot].
+
+    M(q) = [[M + m, -m l cos(th)], [-m l cos(th), m l^2 + I]], V = m g l cos(th), generalised forces
+    (F, tau); at th = 0: M0 q_dd = [0, m g l th] + [F, tau].
+    """
+    big, m = mech.mass
+    l = 0.5
+    inertia = mech.inertia[1][0, 0]  # about the hinge axis x, at the centre of mass
+    g = 9.81
+    m0 = np.array([[big + m, -m * l], [-m * l, m * l * l + inertia]])
+    m0inv = np.linalg.inv(m0)
+    stiffness = np.array([[0.0, 0.0], [0.0, m * g * l]])
+    acc = m0inv @ stiffness
+    a = np.zeros((4, 4))
+    a[0, 1] = a[2, 3] = 1.0
+    a[1, [0, 2]] = acc[0]
+    a[3, [0, 2]] = acc[1]
+    b = np.zeros((4, 2))
+    b[1] = m0inv[0]
+    b[3] = m0inv[1]
+    return a, b
+
+
+def test_cartpole_minimal_gradients_match_the_textbook_linearisation():
+    errors = []
+    for h in (0.01, 0.001):
+        mech = dojo.load_scene("cartpole", overrides={"timestep": h})
+        y = np.zeros(4)
+        am, bm = dojo.minimal_gradients(mech, y, np.zeros(2), TIGHT)
+        ac, bc = cartpole_continuous(mech)
+        # the discrete map is I + h A_c + O(h^2); B = h B_c + O(h^2)
+        errors.append((np.max(np.abs((am - np.eye(4)) / h - ac)), np.max(np.abs(bm / h - bc))))
+        assert errors[-1][0] < 0.05 * np.max(np.abs(ac)) and errors[-1][1] < 0.05 * np.max(np.abs(bc)), errors
+    # first order in h: ten times smaller h, about ten times smaller difference
+    assert errors[1][0] < 0.2 * errors[0][0]
+    assert errors[1][1] < 0.2 * errors[0][1]
+
+
+def test_cartpole_minimal_gradients_against_finite_differences():
+    mech = dojo.load_scene("cartpole")
+    y = np.array([0.1, -0.2, 0.4, 0.3])
+    u = np.array([0.5, -0.2])
+    am, bm = dojo.minimal_gradients(mech, y, u, TIGHT)
+
+    def f(yy, uu):
+        return maximal_to_minimal(mech, step(mech, minimal_to_maximal(mech, yy), uu, TIGHT))
+
+    e = 1e-6
+    numeric_a = np.column_stack([(f(y + e * d, u) - f(y - e * d, u)) / (2 * e) for d in np.eye(4)])
+    numeric_b = np.column_stack([(f(y, u + e * d) - f(y, u - e * d)) / (2 * e) for d in np.eye(2)])
+    assert relative_error(am, numeric_a) < 1e-6
+    assert relative_error(bm, numeric_b) < 1e-6
+
+
+def test_lqr_on_minimal_gradients_balances_the_cartpole():
+    """Discrete LQR on (A_min, B_min) at upright, cart force only, closes the loop in simulation."""
+    mech = dojo.load_scene("cartpole")
+    am, bm = dojo.minimal_gradients(mech, np.zeros(4), np.zeros(2), TIGHT)
+    b = bm[:, :1]
+    q, r = np.diag([10.0, 1.0, 100.0, 1.0]), np.array([[0.1]])
+    p = scipy.linalg.solve_discrete_are(am, b, q, r)
+    gain = np.linalg.solve(r + b.T @ p @ b, b.T @ p @ am)
+
+    def run(control: bool):
+        z = minimal_to_maximal(mech, np.array([0.0, 0.0, 0.2, 0.0]))  # 0.2 rad from upright
+        for _ in range(800):  # 8 s
+            y = maximal_to_minimal(mech, z)
+            y[2] = (y[2] + np.pi) % (2 * np.pi) - np.pi
+            u = np.array([-(gain @ y)[0], 0.0]) if control else np.zeros(2)
+            z = step(mech, z, u)
+        y = maximal_to_minimal(mech, z)
+        y[2] = (y[2] + np.pi) % (2 * np.pi) - np.pi
+        return y
+
+    balanced = run(True)
+    assert abs(balanced[2]) < 1e-3 and abs(balanced[0]) < 1e-2, balanced
+    fallen = run(False)
+    assert abs(fallen[2]) > 0.5  # without the controller it falls: the test can fail
+
+
+# ------------------------------------------------------------ system identification
+def test_gradient_fit_recovers_friction_and_mass():
+    """Gauss-Newton on a pushed, sliding block: trajectory sensitivities from A and P."""
+    truth = {"bodies.box.mass": 1.3, "contacts.corner_pm.friction": 0.45, "contacts.corner_mm.friction": 0.45}
+
+    def block(mass, mu):
+        mech = dojo.load_scene("box2d")
+        labels = ["bodies.box.mass"] + [f"contacts.{c.name}.friction" for c in mech.contacts]
+        return with_parameters(mech, labels, [mass] + [mu] * len(mech.contacts))
+
+    def pushes(k):
+        return np.array([12.0 + 6.0 * np.sin(0.3 * k), 0.0, 0.0])  # along y, always above mu m g
+
+    def rollout(mech, z0, steps, with_grad):
+        """States and d(state)/d(mass, mu) by the chain rule dz_{k+1} = A dz_k + P."""
+        labels = ["bodies.box.mass"] + [f"contacts.{c.name}.friction" for c in mech.contacts]
+        z, dz = z0, np.zeros((12, 2))
+        states, sens = [], []
+        for k in range(steps):
+            if with_grad:
+                g = step_gradients(mech, z, pushes(k), TIGHT, wrt=("state", "params"), params=("mass", "friction"))
+                p = np.column_stack([g.P[:, 0], g.P[:, 1:].sum(axis=1)])  # one shared mu
+                dz = g.A @ dz + p
+                z = g.next_state
+            else:
+                z = step(mech, z, pushes(k), TIGHT)
+            states.append(z.reshape(13)[[1, 4]])  # y and v_y
+            sens.append(dz[[1, 4]])
+        assert labels[0] == "bodies.box.mass"
+        return np.array(states), np.array(sens)
+
+    rest = block(1.0, 0.5)
+    z0 = state_after(rest, 1.5)  # settled on a face
+    steps = 40
+    data, _ = rollout(block(1.3, 0.45), z0, steps, False)
+    theta = np.array([1.0, 0.3])
+    for _ in range(8):
+        pred, sens = rollout(block(*theta), z0, steps, True)
+        r = (pred - data).reshape(-1)
+        jac = sens.reshape(-1, 2)
+        theta = theta - np.linalg.lstsq(jac, r, rcond=None)[0]
+    assert theta[0] == pytest.approx(truth["bodies.box.mass"], rel=0.01)
+    assert theta[1] == pytest.approx(truth["contacts.corner_pm.friction"], rel=0.01)
