@@ -29,7 +29,11 @@ import typer
 
 from dojo_cli.math import quaternion as quat
 from dojo_cli.model.mechanism import Mechanism
-from dojo_cli.model.parameters import parameter_labels, parameter_values, with_parameters
+from dojo_cli.model.parameters import (
+    parameter_labels,
+    parameter_values,
+    with_parameters,
+)
 from dojo_cli.physics.coordinates import maximal_to_minimal, minimal_to_maximal
 from dojo_cli.simulation import gradients as _grad
 from dojo_cli.simulation.step import solve_step

@@ -31,7 +31,11 @@ from dojo_cli.model.state import unpack_maximal
 from dojo_cli.physics.coordinates import maximal_to_minimal, minimal_to_maximal
 from dojo_cli.scene.loader import dump_scene
 from dojo_cli.simulation.controller import external_wrench
-from dojo_cli.simulation.gradient_record import input_labels, maximal_labels, minimal_labels
+from dojo_cli.simulation.gradient_record import (
+    input_labels,
+    maximal_labels,
+    minimal_labels,
+)
 from dojo_cli.simulation.step import solve_step
 
 # Indirection so tests can substitute the gradient computation (a deliberately wrong
