@@ -22,13 +22,12 @@ A carry ~1/h from state perturbations off the joint constraints.)
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 import typer
 
 from dojo_cli.math import quaternion as quat
-from dojo_cli.model.mechanism import Mechanism
 from dojo_cli.model.parameters import (
     parameter_labels,
     parameter_values,
@@ -81,38 +80,6 @@ def perturb_maximal(z: np.ndarray, nb: int, k: int, e: float) -> np.ndarray:
     else:
         s[body, (0, 3, None, 10)[block] + axis] += e
     return s.reshape(-1)
-
-
-def _joint_coefficient(mech, label: str):
-    """(kind, free index) of a ``joints.NAME.spring|damper.K`` label, else None."""
-    parts = label.split(".")
-    if parts[0] != "joints" or len(parts) != 4 or parts[2] not in ("spring", "damper"):
-        return None
-    j = [jt.name for jt in mech.joints].index(parts[1])
-    return parts[2], mech.joint_free_range[j].start + int(parts[3])
-
-
-def parameter_value(mech, label: str) -> float:
-    """Current value of a labelled parameter."""
-    coef = _joint_coefficient(mech, label)
-    if coef is not None:  # model.parameters cannot parse these labels yet (len() of a slice)
-        return float(getattr(mech, coef[0])[coef[1]])
-    return float(parameter_values(mech, [label])[0])
-
-
-def with_parameter(mech, label: str, value: float) -> Mechanism:
-    """``mech`` with one labelled parameter set to ``value``."""
-    coef = _joint_coefficient(mech, label)
-    if coef is None:
-        return with_parameters(mech, [label], [value])
-    kind, f = coef
-    values = getattr(mech, kind).copy()
-    values[f] = value
-    joints = [replace(jt, **{kind: values[mech.joint_free_range[j]].copy()}) for j, jt in enumerate(mech.joints)]
-    return Mechanism(
-        list(mech.bodies), joints, timestep=mech.timestep, gravity=mech.gravity.copy(), name=mech.name,
-        contacts=list(mech.contacts),
-    )
 
 
 class _StepMap:
@@ -178,11 +145,11 @@ def finite_difference_blocks(mech, x0, u, opts, names, minimal=False, kappa=None
         out["B"] = np.stack(cols, axis=1) if cols else np.zeros((base.size if minimal else 12 * mech.nb, 0))
     if "P" in names:
         labels = parameter_labels(mech, kinds)
-        values = [parameter_value(mech, label) for label in labels]
+        values = parameter_values(mech, labels)
         cols = []
         for label, value in zip(labels, values):
             def at(d, label=label, value=value):
-                return fmap(with_parameter(mech, label, value + d), x0, u)
+                return fmap(with_parameters(mech, [label], [value + d]), x0, u)
             cols.append(_column(fmap, mech, base, at, eps * max(1.0, abs(value))))
         out["P"] = np.stack(cols, axis=1) if cols else np.zeros((base.size if minimal else 12 * mech.nb, 0))
     return out, fmap
