@@ -55,13 +55,11 @@ from dojo_cli.physics.kinematics import (
     constraint_rows,
     input_rows,
     minimal_rows,
-    joint_kinematics,
     parent_child_poses,
     pose_kinematics,
 )
 from dojo_cli.simulation.step import CONSTRAINT_REGULARIZATION, StepProblem, solve_step
-from dojo_cli.math.cones import arrow, cone_product
-from dojo_cli.solver.interior_point import complementarity, cone_step, nesterov_todd
+from dojo_cli.solver.interior_point import complementarity, cone_step, scaled_linearization
 from dojo_cli.solver.options import SolverOptions
 from dojo_cli.solver.status import SolverResult
 
@@ -261,8 +259,7 @@ def _add_contacts_z3(out, problem: StepProblem, contact, chain) -> None:
 def input_residual_jacobian(problem: StepProblem) -> np.ndarray:
     """dr/du (n, nu): -h (input rows at z2)^T on the body rows."""
     mech, s = problem.mech, problem.s
-    kin2 = joint_kinematics(mech, problem.x2, problem.q2)
-    ju2 = input_rows(mech, kin2)[mech.free_joint, mech.free_slot]  # (nf, 12)
+    ju2 = input_rows(mech, problem.kin2)[mech.free_joint, mech.free_slot]  # (nf, 12)
     out = np.zeros((s.n, mech.nf))
     _scatter_add(out, s.free_cols, np.arange(mech.nf)[:, None], -mech.timestep * ju2)
     return out
@@ -303,7 +300,7 @@ def _joint_coefficient_block(problem: StepProblem, w: np.ndarray, kind: str) -> 
     """d r / d k_f (spring: +h (m - m0) Jm^T) or d c_f (damper: +h (Jm xi) Jm^T), (n, nf)."""
     mech, s = problem.mech, problem.s
     h = mech.timestep
-    m2, jm2 = minimal_rows(mech, joint_kinematics(mech, problem.x2, problem.q2))
+    m2, jm2 = minimal_rows(mech, problem.kin2)
     jf = jm2[mech.free_joint, mech.free_slot]  # (nf, 12)
     if kind == "spring":
         coef = h * (m2[mech.free_joint, mech.free_slot] - mech.spring_offset)
@@ -442,16 +439,11 @@ def _relax(problem: StepProblem, w: np.ndarray, kappa: float) -> np.ndarray:
             x[:, 0] = np.maximum(x[:, 0], np.sqrt(np.sum(x[:, 1:] ** 2, axis=1))) + lift
             w[idx] = x
     for _ in range(_RELAX_ITERATIONS):
-        r = problem.residual(w) - target
-        if np.max(np.abs(r)) < _RELAX_TOLERANCE * max(1.0, kappa):
+        r = problem.residual(w)
+        if np.max(np.abs(r - target)) < _RELAX_TOLERANCE * max(1.0, kappa):
             break
-        soc_jac = None
-        if problem.soc_s.size:
-            w_s, w_inv, lam = nesterov_todd(w[problem.soc_s], w[problem.soc_g])
-            arrow_lam = arrow(lam)
-            soc_jac = (arrow_lam @ w_s, arrow_lam @ w_inv)
-            r[problem.soc_rows] = cone_product(lam, lam) - target[problem.soc_rows]
-        dw = problem.factorize(w, soc_jac).solve(-r)
+        rn, soc_jac, _ = scaled_linearization(problem, w, r)
+        dw = problem.factorize(w, soc_jac).solve(target - rn)
         w = w + min(1.0, cone_step(problem, w, dw, 0.99)) * dw
     return w
 
@@ -512,12 +504,6 @@ def maximal_gradients(mech: Mechanism, z, u=None, opts: SolverOptions | None = N
     """(A, B) = (dz'/dz (12 nb, 12 nb), dz'/du (12 nb, nu)) of one step from z."""
     g = step_gradients(mech, z, u, opts, wrt=("state", "input"), kappa=kappa)
     return g.A, g.B
-
-
-def input_jacobian(mech: Mechanism, z, u=None, opts: SolverOptions | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """(next state, B = dz'/du) of one step."""
-    g = step_gradients(mech, z, u, opts, wrt=("input",))
-    return g.next_state, g.B
 
 
 def parameter_gradients(mech: Mechanism, z, u=None, names=PARAMETER_KINDS, opts: SolverOptions | None = None, kappa=None):

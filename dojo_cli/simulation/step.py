@@ -179,6 +179,7 @@ class StepProblem:
         self.u = u
 
         kin2 = joint_kinematics(mech, self.x2, self.q2)
+        self.kin2 = kin2  # kept for the gradients' maps at z2 (simulation.gradients)
         _, jc2 = constraint_rows(mech, kin2)
         self.jg2 = jc2[mech.row_joint, mech.row_slot]  # (nl,12)
 

@@ -136,6 +136,26 @@ def nesterov_todd(s: np.ndarray, z: np.ndarray) -> tuple[np.ndarray, np.ndarray,
     return w, w_inv, lam
 
 
+def scaled_linearization(problem: ConeProblem, w: np.ndarray, r: np.ndarray):
+    """Residual and second-order-cone Jacobians for a Nesterov-Todd scaled Newton step.
+
+    The rows cone_product(gamma, s) = kappa e become lambda o (W ds + W^-1 dgamma) =
+    kappa e - lambda o lambda, so their residual is replaced by lambda o lambda (kappa
+    = 0; the caller subtracts its target) and their Jacobian by (arrow(lambda) W,
+    arrow(lambda) W^-1).
+
+    Returns:
+        (residual copy with the SOC rows scaled, (d/ds, d/dgamma) or None, (W, W^-1) or (None, None)).
+    """
+    rn = r.copy()
+    if not problem.soc_s.size:
+        return rn, None, (None, None)
+    w_s, w_inv, lam = nesterov_todd(w[problem.soc_s], w[problem.soc_g])
+    arrow_lam = arrow(lam)
+    rn[problem.soc_rows] = cone_product(lam, lam)
+    return rn, (arrow_lam @ w_s, arrow_lam @ w_inv), (w_s, w_inv)
+
+
 def orthant_step(x: np.ndarray, dx: np.ndarray, tau: float) -> float:
     """Largest alpha <= 1 keeping x + alpha dx >= (1 - tau) x (Dojo's positive orthant rule)."""
     neg = dx < 0
@@ -227,13 +247,7 @@ def interior_point(
         # cone_product(gamma, s) = kappa e become lambda o (W ds + W^-1 dgamma) =
         # kappa e - lambda o lambda; the raw (AHO-like) linearisation can drive a cone
         # variable onto its boundary and jam. The residual used for convergence stays raw.
-        rn = r.copy()
-        soc_jac = None
-        if problem.soc_s.size:
-            w_s, w_inv, lam = nesterov_todd(w[problem.soc_s], w[problem.soc_g])
-            arrow_lam = arrow(lam)
-            soc_jac = (arrow_lam @ w_s, arrow_lam @ w_inv)
-            rn[problem.soc_rows] = cone_product(lam, lam)
+        rn, soc_jac, (w_s, w_inv) = scaled_linearization(problem, w, r)
         factorization = problem.factorize(w, soc_jac) if soc_jac is not None else problem.factorize(w)
 
         # 1-2. affine direction and its step length
