@@ -1,0 +1,270 @@
+// Small fixed-size vectors, 3x3 matrices and quaternions, templated on the scalar.
+//
+// Conventions (the project's): quaternions [w, x, y, z], Hamilton product, body to
+// world; rotation increments are right (body-frame) perturbations q -> q exp(t/2)
+// (Dojo's attitude Jacobian, dojo_engine_notes.md section 2). Matrices are row-major.
+// The formulas mirror the order of operations of the numpy implementation they
+// replaced (dojo_cli/math/quaternion.py) so results agree to rounding.
+#pragma once
+
+#include <cmath>
+
+#include "dual.h"
+
+namespace dojo {
+
+template <class T>
+struct Vec3 {
+  T v[3];
+  T& operator[](int i) { return v[i]; }
+  const T& operator[](int i) const { return v[i]; }
+};
+
+template <class T>
+struct Mat3 {
+  T m[3][3];
+  T* operator[](int i) { return m[i]; }
+  const T* operator[](int i) const { return m[i]; }
+};
+
+template <class T>
+struct Quat {
+  T q[4];  // [w, x, y, z]
+  T& operator[](int i) { return q[i]; }
+  const T& operator[](int i) const { return q[i]; }
+};
+
+// Below this angle (rad) the series expansions replace the closed forms (their
+// divisions lose precision); the series error is O(angle^4) ~ 1e-24 there.
+constexpr double kSmallAngle = 1e-6;
+// Below this angle the inverse right Jacobian's coefficient uses its series
+// 1/12 + a^2/720 (the closed form cancels catastrophically).
+constexpr double kSmallJacobianAngle = 1e-4;
+
+// ------------------------------------------------------------------ vectors
+template <class T>
+inline Vec3<T> vec3(const T& a, const T& b, const T& c) {
+  return Vec3<T>{{a, b, c}};
+}
+template <class T>
+inline Vec3<T> load3(const double* p) {
+  return Vec3<T>{{T(p[0]), T(p[1]), T(p[2])}};
+}
+template <class T>
+inline Vec3<T> operator+(const Vec3<T>& a, const Vec3<T>& b) {
+  return Vec3<T>{{a[0] + b[0], a[1] + b[1], a[2] + b[2]}};
+}
+template <class T>
+inline Vec3<T> operator-(const Vec3<T>& a, const Vec3<T>& b) {
+  return Vec3<T>{{a[0] - b[0], a[1] - b[1], a[2] - b[2]}};
+}
+template <class T>
+inline Vec3<T> operator-(const Vec3<T>& a) {
+  return Vec3<T>{{-a[0], -a[1], -a[2]}};
+}
+template <class T, class S>
+inline Vec3<T> operator*(const S& s, const Vec3<T>& a) {
+  return Vec3<T>{{s * a[0], s * a[1], s * a[2]}};
+}
+template <class T>
+inline T dot(const Vec3<T>& a, const Vec3<T>& b) {
+  return a[0] * b[0] + a[1] * b[1] + a[2] * b[2];
+}
+template <class T>
+inline Vec3<T> cross(const Vec3<T>& a, const Vec3<T>& b) {
+  return Vec3<T>{{a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]}};
+}
+
+// ----------------------------------------------------------------- matrices
+template <class T>
+inline Mat3<T> identity3() {
+  Mat3<T> out;
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j) out[i][j] = T(i == j ? 1.0 : 0.0);
+  return out;
+}
+template <class T>
+inline Mat3<T> load33(const double* p) {
+  Mat3<T> out;
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j) out[i][j] = T(p[3 * i + j]);
+  return out;
+}
+template <class T>
+inline Mat3<T> transpose(const Mat3<T>& a) {
+  Mat3<T> out;
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j) out[i][j] = a[j][i];
+  return out;
+}
+template <class T, class U>
+inline Mat3<T> matmul(const Mat3<U>& a, const Mat3<T>& b) {
+  Mat3<T> out;
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j) out[i][j] = a[i][0] * b[0][j] + a[i][1] * b[1][j] + a[i][2] * b[2][j];
+  return out;
+}
+template <class T>
+inline Mat3<T> matmul(const Mat3<T>& a, const Mat3<T>& b) {
+  Mat3<T> out;
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j) out[i][j] = a[i][0] * b[0][j] + a[i][1] * b[1][j] + a[i][2] * b[2][j];
+  return out;
+}
+template <class T>
+inline Vec3<T> matvec(const Mat3<T>& a, const Vec3<T>& v) {
+  return Vec3<T>{{a[0][0] * v[0] + a[0][1] * v[1] + a[0][2] * v[2], a[1][0] * v[0] + a[1][1] * v[1] + a[1][2] * v[2],
+                  a[2][0] * v[0] + a[2][1] * v[1] + a[2][2] * v[2]}};
+}
+// a^T v
+template <class T>
+inline Vec3<T> tmatvec(const Mat3<T>& a, const Vec3<T>& v) {
+  return Vec3<T>{{a[0][0] * v[0] + a[1][0] * v[1] + a[2][0] * v[2], a[0][1] * v[0] + a[1][1] * v[1] + a[2][1] * v[2],
+                  a[0][2] * v[0] + a[1][2] * v[1] + a[2][2] * v[2]}};
+}
+template <class T>
+inline Mat3<T> skew(const Vec3<T>& v) {
+  Mat3<T> out;
+  out[0][0] = T(0.0);
+  out[0][1] = -v[2];
+  out[0][2] = v[1];
+  out[1][0] = v[2];
+  out[1][1] = T(0.0);
+  out[1][2] = -v[0];
+  out[2][0] = -v[1];
+  out[2][1] = v[0];
+  out[2][2] = T(0.0);
+  return out;
+}
+template <class T>
+inline Mat3<T> operator+(const Mat3<T>& a, const Mat3<T>& b) {
+  Mat3<T> out;
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j) out[i][j] = a[i][j] + b[i][j];
+  return out;
+}
+template <class T>
+inline Mat3<T> operator-(const Mat3<T>& a) {
+  Mat3<T> out;
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j) out[i][j] = -a[i][j];
+  return out;
+}
+
+// -------------------------------------------------------------- quaternions
+template <class T>
+inline Quat<T> load4(const double* p) {
+  return Quat<T>{{T(p[0]), T(p[1]), T(p[2]), T(p[3])}};
+}
+template <class T>
+inline Quat<T> identity_quat() {
+  return Quat<T>{{T(1.0), T(0.0), T(0.0), T(0.0)}};
+}
+template <class T>
+inline Quat<T> conjugate(const Quat<T>& q) {
+  return Quat<T>{{q[0], -q[1], -q[2], -q[3]}};
+}
+// Hamilton product p * q.
+template <class T>
+inline Quat<T> multiply(const Quat<T>& p, const Quat<T>& q) {
+  return Quat<T>{{p[0] * q[0] - p[1] * q[1] - p[2] * q[2] - p[3] * q[3],
+                  p[0] * q[1] + p[1] * q[0] + p[2] * q[3] - p[3] * q[2],
+                  p[0] * q[2] - p[1] * q[3] + p[2] * q[0] + p[3] * q[1],
+                  p[0] * q[3] + p[1] * q[2] - p[2] * q[1] + p[3] * q[0]}};
+}
+// R(q), body to world, for unit q (quadratic in q).
+template <class T>
+inline Mat3<T> rotation(const Quat<T>& q) {
+  const T &w = q[0], &x = q[1], &y = q[2], &z = q[3];
+  Mat3<T> r;
+  r[0][0] = w * w + x * x - y * y - z * z;
+  r[0][1] = 2.0 * (x * y) - 2.0 * (w * z);
+  r[0][2] = 2.0 * (x * z) + 2.0 * (w * y);
+  r[1][0] = 2.0 * (x * y) + 2.0 * (w * z);
+  r[1][1] = w * w - x * x + y * y - z * z;
+  r[1][2] = 2.0 * (y * z) - 2.0 * (w * x);
+  r[2][0] = 2.0 * (x * z) - 2.0 * (w * y);
+  r[2][1] = 2.0 * (y * z) + 2.0 * (w * x);
+  r[2][2] = w * w - x * x - y * y + z * z;
+  return r;
+}
+template <class T>
+inline Vec3<T> vector_part(const Quat<T>& q) {
+  return Vec3<T>{{q[1], q[2], q[3]}};
+}
+// q exp(t/2) to first order, q * [1, t/2]: enough to seed the first derivatives of
+// a dual-number tangent perturbation t (its value is zero).
+template <class T>
+inline Quat<T> perturb_right(const Quat<T>& q, const Vec3<T>& t) {
+  const Quat<T> e{{T(1.0), 0.5 * t[0], 0.5 * t[1], 0.5 * t[2]}};
+  return multiply(q, e);
+}
+
+// log map: angle * axis with angle = 2 atan2(|vec|, w) in [0, 2 pi), no sign
+// canonicalisation (Dojo's rotation_vector).
+template <class T>
+inline Vec3<T> rotation_vector(const Quat<T>& q) {
+  const Vec3<T> v = vector_part(q);
+  const T s = sqrt(dot(v, v));
+  if (value(s) < kSmallAngle) {
+    // angle / s -> 2 / w as s -> 0
+    const T k = 2.0 / q[0];
+    return k * v;
+  }
+  const T k = (2.0 * atan2(s, q[0])) / s;
+  return k * v;
+}
+
+// exp map: the unit quaternion rotating by |rv| about rv / |rv|.
+template <class T>
+inline Quat<T> quaternion_from_rotation_vector(const Vec3<T>& rv) {
+  const T angle = sqrt(dot(rv, rv));
+  const T half = 0.5 * angle;
+  T k;
+  if (value(angle) < kSmallAngle) {
+    k = 0.5 - angle * angle / 48.0;
+  } else {
+    k = sin(half) / angle;
+  }
+  return Quat<T>{{cos(half), k * rv[0], k * rv[1], k * rv[2]}};
+}
+
+// Inverse right Jacobian of SO(3): J_r^-1(t) = I + [t]/2 + (1/a^2 - cot(a/2)/(2a)) [t]^2
+// (Barfoot, State Estimation for Robotics, eq. 7.187, right convention).
+template <class T>
+inline Mat3<T> right_jacobian_inverse(const Vec3<T>& rv) {
+  const T a = sqrt(dot(rv, rv));
+  T coef;
+  if (value(a) < kSmallJacobianAngle) {
+    coef = 1.0 / 12.0 + a * a / 720.0;
+  } else {
+    coef = 1.0 / (a * a) - 1.0 / (2.0 * a * tan(a / 2.0));
+  }
+  const Mat3<T> k = skew(rv);
+  const Mat3<T> kk = matmul(k, k);
+  Mat3<T> out;
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j) out[i][j] = T(i == j ? 1.0 : 0.0) + 0.5 * k[i][j] + coef * kk[i][j];
+  return out;
+}
+
+// Dojo's orientation increment qmap(w) = (h/2) [sqrt(4/h^2 - |w|^2), w]: q3 = q2 qmap(w25)
+// (dojo_engine_notes.md 2.2).
+template <class T>
+inline Quat<T> integrator_map(const Vec3<T>& w, double h) {
+  const T s = sqrt(4.0 / (h * h) - dot(w, w));
+  return Quat<T>{{0.5 * h * s, 0.5 * h * w[0], 0.5 * h * w[1], 0.5 * h * w[2]}};
+}
+
+// d theta3 / d w25 for q3 = q2 qmap(w): (h^2/2) (s I + w w^T / s - [w]x), s = sqrt(4/h^2 - |w|^2).
+template <class T>
+inline Mat3<T> integrator_map_jacobian(const Vec3<T>& w, double h) {
+  const T s = sqrt(4.0 / (h * h) - dot(w, w));
+  Mat3<T> out;
+  const Mat3<T> k = skew(w);
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j) out[i][j] = 0.5 * h * h * (T(i == j ? 1.0 : 0.0) * s + w[i] * w[j] / s - k[i][j]);
+  return out;
+}
+
+}  // namespace dojo
