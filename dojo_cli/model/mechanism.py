@@ -29,6 +29,8 @@ import numpy as np
 
 from dojo_cli.errors import SceneError
 from dojo_cli.math.quaternion import IDENTITY, matrix_from_quaternion
+from dojo_cli import _core
+from dojo_cli.model.compiled import compile_model
 from dojo_cli.model.joint_types import CONSTRAINED, JointType
 from dojo_cli.model.shapes import Shape
 
@@ -290,6 +292,11 @@ class Mechanism:
                 cols[i, :6] = 6 * self.parent[i] + np.arange(6)
             cols[i, 6:] = 6 * self.child[i] + np.arange(6)
         self.joint_columns = cols
+
+        # The C++ core's frozen Model (the step's structure, compiled once) and the
+        # scratch Data the API's one-off steps use (a run loop makes its own).
+        self.core = compile_model(self)
+        self.core_data = _core.Data(self.core)
 
     # ----------------------------------------------------------------- lookup
     def body_index(self, name: str) -> int:

@@ -470,6 +470,8 @@ def step_gradients(
     """
     opts = opts or SolverOptions()
     z_next, result, problem = solve_step(mech, z, u, opts)
+    if problem is None:  # stepped by the core: the numpy problem at the same state
+        problem = StepProblem(mech, z, u)
     w = result.w
     kappa_used = 0.0
     if problem.degree:

@@ -139,7 +139,7 @@ def iterate(
         if external:
             f_ext, tau_ext = external_wrench(mech, external, t, z.reshape(mech.nb, 13)[:, 6:10])
         z, result, problem = solve_step(mech, z, u, opts, f_ext, tau_ext, lam0=lam, log=log)
-        lam = result.w[problem.s.lam]
+        lam = result.w[6 * mech.nb : 6 * mech.nb + mech.nl]  # joint impulses (warm start)
         contacts = None
         if mech.nc:
             ev = problem.contact_record(result.w)

@@ -24,7 +24,11 @@ method; with them, by the interior-point method (solver.interior_point).
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
+
+from dojo_cli import _core
 
 from dojo_cli.math import quaternion as quat
 from dojo_cli.model.mechanism import Mechanism
@@ -37,7 +41,7 @@ from dojo_cli.solver.interior_point import interior_point
 from dojo_cli.solver.linear import MatrixPattern
 from dojo_cli.solver.newton import newton
 from dojo_cli.solver.options import SolverOptions
-from dojo_cli.solver.status import SolverResult
+from dojo_cli.solver.status import STATUS_FROM_CODE, SolverResult
 
 # Dojo clips |w|^2 at 3.9/h^2 (the integrator map needs |w| < 2/h, notes 5.3 f).
 _MAX_ANGULAR_SPEED_SQ = 3.9
@@ -352,11 +356,53 @@ class StepProblem:
         return self._evaluate(w)[4]
 
 
+@functools.lru_cache(maxsize=64)
+def core_options(opts: SolverOptions) -> _core.SolverOptions:
+    """The core's copy of a (frozen, hashable) SolverOptions, converted once."""
+    out = _core.SolverOptions()
+    for name in ("rtol", "btol", "max_iter", "max_ls", "ls_scale", "undercut", "no_progress_max", "no_progress_undercut"):
+        setattr(out, name, getattr(opts, name))
+    return out
+
+
+def _vector(a, size: int, what: str) -> np.ndarray | None:
+    """a as a contiguous float64 vector of ``size`` entries, or None."""
+    if a is None:
+        return None
+    out = np.ascontiguousarray(a, dtype=float).reshape(-1)
+    if out.size != size:
+        raise ValueError(f"{what} must have {size} entries, got {out.size}")
+    return out
+
+
+def _core_step(mech: Mechanism, z, u, opts: SolverOptions, f_ext, tau_ext, lam0, log) -> tuple[np.ndarray, SolverResult]:
+    """One step in the C++ core (one call); returns (next state, solver result)."""
+    data = mech.core_data
+    code = _core.step(
+        mech.core, data, _vector(z, 13 * mech.nb, "state"), _vector(u, mech.nf, "input"),
+        _vector(f_ext, 3 * mech.nb, "f_ext"), _vector(tau_ext, 3 * mech.nb, "tau_ext"),
+        _vector(lam0, mech.nl, "lambda0"), core_options(opts),
+    )
+    if log is not None:
+        for it, res, _, alpha, _, step_norm in data.log:
+            log({"iteration": int(it), "residual": res, "alpha": alpha, "step": step_norm})
+    result = SolverResult(data.w.copy(), STATUS_FROM_CODE[code], data.iterations, data.residual, None, data.complementarity)
+    return data.z_next.copy(), result
+
+
 def solve_step(
     mech: Mechanism, z, u=None, opts: SolverOptions | None = None, f_ext=None, tau_ext=None, lam0=None, log=None
-) -> tuple[np.ndarray, SolverResult, StepProblem]:
-    """Solve one step; returns (next state, solver result, the problem)."""
+) -> tuple[np.ndarray, SolverResult, StepProblem | None]:
+    """Solve one step; returns (next state, solver result, the numpy problem or None).
+
+    Mechanisms without contacts and joint limits are stepped by the C++ core (the
+    problem is then None); the others still by the numpy interior point until the
+    core has it (issue 10, step 3).
+    """
     opts = opts or SolverOptions()
+    if not mech.has_inequalities:
+        z_next, result = _core_step(mech, z, u, opts, f_ext, tau_ext, lam0, log)
+        return z_next, result, None
     problem = StepProblem(mech, z, u, f_ext, tau_ext)
     w0 = problem.initial_guess(lam0)
     if mech.has_inequalities:

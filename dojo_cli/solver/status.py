@@ -14,6 +14,8 @@ class SolverStatus(str, Enum):
     SUCCESS = "success"
     MAX_ITERATIONS = "max_iterations"
     LINE_SEARCH_FAILURE = "line_search_failure"
+    NON_FINITE = "non_finite"
+    SINGULAR_MATRIX = "singular_matrix"
 
     @property
     def message(self) -> str:
@@ -22,6 +24,8 @@ class SolverStatus(str, Enum):
             SolverStatus.SUCCESS: "converged",
             SolverStatus.MAX_ITERATIONS: "did not converge within max_iter iterations",
             SolverStatus.LINE_SEARCH_FAILURE: "the line search found no step that reduces the residual",
+            SolverStatus.NON_FINITE: "was given a state, input or force that is not finite (NaN or infinite)",
+            SolverStatus.SINGULAR_MATRIX: "could not factorise the Newton matrix (a zero or non-finite pivot)",
         }[self]
 
 
@@ -48,3 +52,13 @@ class SolverResult:
     @property
     def success(self) -> bool:
         return self.status is SolverStatus.SUCCESS
+
+
+# The core's status codes (core/data.h SolverStatus), in order.
+STATUS_FROM_CODE = (
+    SolverStatus.SUCCESS,
+    SolverStatus.MAX_ITERATIONS,
+    SolverStatus.LINE_SEARCH_FAILURE,
+    SolverStatus.NON_FINITE,
+    SolverStatus.SINGULAR_MATRIX,
+)

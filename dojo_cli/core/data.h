@@ -1,0 +1,68 @@
+// Data: the state of one step and every scratch buffer, allocated once per Model
+// (MuJoCo's mjData discipline): a step allocates nothing.
+#pragma once
+
+#include <limits>
+#include <vector>
+
+#include "block_lu.h"
+#include "model.h"
+
+namespace dojo {
+
+// The per-step solver's options (Dojo's SolverOptions: names and defaults, notes 5.1).
+struct SolverOptions {
+  double rtol = 1e-6;   // equality residual tolerance (infinity norm)
+  double btol = 1e-4;   // complementarity tolerance
+  int max_iter = 50;    // iterations per step
+  int max_ls = 10;      // backtracking steps per iteration
+  double ls_scale = 0.5;  // step-length factor per backtracking step (Dojo ignores it and halves)
+  double undercut = std::numeric_limits<double>::infinity();  // centering floor btol / undercut
+  int no_progress_max = 3;          // iterations without progress before the undercut grows
+  double no_progress_undercut = 10.0;  // factor applied to undercut then
+};
+
+// Outcome of one step's solve (dojo_cli.solver.status.SolverStatus has the same values).
+enum class SolverStatus : int {
+  Success = 0,
+  MaxIterations = 1,
+  LineSearchFailure = 2,
+  NonFinite = 3,       // the state, an input or a force is NaN or infinite: nothing was solved
+  SingularMatrix = 4,  // the Newton matrix could not be factorised (a zero or non-finite pivot)
+};
+
+// Columns of one iteration's log line (--verbose): Dojo's table.
+enum LogColumn : int { kLogIteration = 0, kLogResidual, kLogComplementarity, kLogAlpha, kLogKappa, kLogStep, kLogColumns };
+
+struct Data {
+  explicit Data(const Model& m);
+
+  // ---- the step being solved: state z2 = [x2, v15, q2, w15] per body, inputs
+  std::vector<double> x2, v15, q2, w15;  // (nb,3) (nb,3) (nb,4) (nb,3)
+  std::vector<double> u;                 // (nf,)
+  std::vector<double> f_ext, tau_ext;    // (nb,3) world-frame forces, body-frame torques
+
+  // ---- constant over the solve (from z2)
+  std::vector<double> constant;   // (6 nb,) previous momentum, gravity, external, springs, inputs
+  std::vector<double> jg2;        // (nl, 12) constraint Jacobians at z2 (the impulse maps)
+  std::vector<double> jf2;        // (nf, 12) minimal-coordinate Jacobians at z2 (springs, dampers, limits)
+  std::vector<double> rot2;       // (nb, 9) R(q2)
+
+  // ---- iterate
+  std::vector<double> w, r, delta, cand, rc;  // (n,)
+  std::vector<double> x3, q3, rot3, mw;       // next configuration, R(q3), dt3/dw25 per body
+  std::vector<double> matrix;                 // structural block values of the Newton matrix
+  BlockLU lu;                                 // its factorisation (valid until the next factor)
+  bool lu_valid = false;
+
+  // ---- result
+  std::vector<double> z_next;  // (13 nb,) [x3, v25, q3 (normalised), w25] per body
+  SolverStatus status = SolverStatus::Success;
+  int iterations = 0;
+  double residual = 0.0;         // infinity norm of the final residual
+  double complementarity = 0.0;  // final complementarity violation (0 without inequalities)
+  std::vector<double> log;       // (max_iter + 1, kLogColumns) per-iteration record
+  int log_rows = 0;
+};
+
+}  // namespace dojo

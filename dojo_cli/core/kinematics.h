@@ -1,0 +1,165 @@
+// Joint kinematics with Jacobians in body tangents, templated on the scalar.
+//
+// For joint j between parent a (or the world) and child b, at configurations
+// (x, q) of the bodies (dojo_engine_notes.md 3.3):
+// - translational displacement, parent frame: d = R(qa)^T (xb + R(qb) pb - xa) - pa
+// - relative rotation in the joint frame: q_rel = offset* qa* qb.
+// Jacobians are with respect to the 12 tangent coordinates [xa, ta, xb, tb]
+// (world-frame position increments, body-frame rotation increments q -> q exp(t/2)).
+// A body rotation increment moves q_rel by the right increment E [ta; tb] with
+// E = [-R(q_rel)^T R(offset)^T, I].
+//
+// Three row families, each in the joint's element bases (rows 0:3 translational,
+// 3:6 rotational):
+// - constraint: c = [bt d; br Vec(q_rel)], d Vec(q_rel) = (w I + [v]x)/2 dt (Dojo's constraint);
+// - minimal coordinates: m = [bt d; br log(q_rel)], d log(q_rel) = J_r^-1(log q_rel) dt;
+// - inputs: [bt d; br R(q_rel) E] (a torque about joint-frame axes acts on parent and
+//   child as an equal and opposite pair, as Dojo's rotational input does).
+//
+// Instantiated with double for the step; with dual numbers for the second
+// derivatives the gradients need (the hand-derived first derivatives below are
+// themselves differentiated), so values and derivatives share this one source.
+#pragma once
+
+#include "model.h"
+#include "spatial.h"
+
+namespace dojo {
+
+template <class T>
+struct JointKinematics {
+  Vec3<T> d;          // translational displacement, parent frame
+  Quat<T> q_rel;      // relative rotation, joint frame
+  Mat3<T> rot_rel;    // R(q_rel)
+  // d(d)/d[xa, ta, xb, tb]: four 3x3 blocks
+  Mat3<T> d_xa, d_ta, d_xb, d_tb;
+  // right increment of q_rel per body rotation increment: d/dta = rel_ta, d/dtb = I
+  Mat3<T> rel_ta;
+};
+
+// A body pose (the world is the identity at the origin).
+template <class T>
+struct Pose {
+  Vec3<T> x;
+  Quat<T> q;
+  Mat3<T> r;  // R(q)
+};
+
+template <class T>
+inline Pose<T> world_pose() {
+  Pose<T> p;
+  p.x = vec3<T>(T(0.0), T(0.0), T(0.0));
+  p.q = identity_quat<T>();
+  p.r = identity3<T>();
+  return p;
+}
+
+// Kinematics of joint j from its parent and child poses.
+template <class T>
+inline void joint_kinematics(const Model& m, int j, const Pose<T>& a, const Pose<T>& b, JointKinematics<T>& out) {
+  const Vec3<T> pa = load3<T>(&m.parent_vertex[3 * j]);
+  const Vec3<T> pb = load3<T>(&m.child_vertex[3 * j]);
+  const Vec3<T> rb_pb = matvec(b.r, pb);
+  const Vec3<T> world = b.x + rb_pb - a.x;  // child joint point relative to the parent origin, world
+  const Vec3<T> ra_t_world = tmatvec(a.r, world);
+  out.d = ra_t_world - pa;
+  const Mat3<T> ra_t = transpose(a.r);
+  out.d_xa = -ra_t;
+  out.d_ta = skew(ra_t_world);  // d/dta of R(qa exp(ta/2))^T w = [R^T w]x
+  out.d_xb = ra_t;
+  // R(qb exp(tb/2)) pb ~ R(qb)(pb + tb x pb): d/dtb = -Ra^T Rb [pb]x
+  out.d_tb = -matmul(matmul(ra_t, b.r), skew(pb));
+
+  const Quat<T> off = load4<T>(&m.orientation_offset[4 * j]);
+  out.q_rel = multiply(conjugate(off), multiply(conjugate(a.q), b.q));
+  out.rot_rel = rotation(out.q_rel);
+  const Mat3<T> off_t = transpose(load33<T>(&m.offset_rotation[9 * j]));
+  out.rel_ta = -matmul(transpose(out.rot_rel), off_t);
+}
+
+// One row of a family: its value and its 12 tangent derivatives.
+template <class T>
+struct JointRow {
+  T value;
+  T jac[12];
+};
+
+namespace detail {
+// basis row `slot` (0..5) of joint j
+inline const double* basis_row(const Model& m, int j, int slot) { return &m.basis[18 * j + 3 * slot]; }
+
+// row = b^T M for a 3x3 block M (b a basis row): 3 entries
+template <class T>
+inline void row_times(const double* b, const Mat3<T>& mat, T* out) {
+  for (int k = 0; k < 3; ++k) out[k] = b[0] * mat[0][k] + b[1] * mat[1][k] + b[2] * mat[2][k];
+}
+
+// translational row: b . d, b^T [d_xa d_ta d_xb d_tb]
+template <class T>
+inline void translational_row(const double* b, const JointKinematics<T>& k, JointRow<T>& row) {
+  row.value = b[0] * k.d[0] + b[1] * k.d[1] + b[2] * k.d[2];
+  row_times(b, k.d_xa, row.jac + 0);
+  row_times(b, k.d_ta, row.jac + 3);
+  row_times(b, k.d_xb, row.jac + 6);
+  row_times(b, k.d_tb, row.jac + 9);
+}
+
+// rotational row with a 3x3 map M from the relative rotation increment:
+// b^T M [0, rel_ta, 0, I]
+template <class T>
+inline void rotational_jacobian(const double* b, const Mat3<T>& mat, const JointKinematics<T>& k, JointRow<T>& row) {
+  T bm[3];
+  row_times(b, mat, bm);
+  for (int c = 0; c < 3; ++c) {
+    row.jac[c] = T(0.0);
+    row.jac[6 + c] = T(0.0);
+    row.jac[3 + c] = bm[0] * k.rel_ta[0][c] + bm[1] * k.rel_ta[1][c] + bm[2] * k.rel_ta[2][c];
+    row.jac[9 + c] = bm[c];
+  }
+}
+}  // namespace detail
+
+// Dojo's constraint row `slot` of joint j (zero when the joint holds).
+template <class T>
+inline void constraint_row(const Model& m, int j, int slot, const JointKinematics<T>& k, JointRow<T>& row) {
+  const double* b = detail::basis_row(m, j, slot);
+  if (slot < 3) {
+    detail::translational_row(b, k, row);
+    return;
+  }
+  const Vec3<T> vec = vector_part(k.q_rel);
+  row.value = b[0] * vec[0] + b[1] * vec[1] + b[2] * vec[2];
+  // d Vec(q_rel) = (w I + [v]x) / 2 dt
+  Mat3<T> dvec = skew(vec);
+  for (int i = 0; i < 3; ++i)
+    for (int c = 0; c < 3; ++c) dvec[i][c] = 0.5 * (T(i == c ? 1.0 : 0.0) * k.q_rel[0] + dvec[i][c]);
+  detail::rotational_jacobian(b, dvec, k, row);
+}
+
+// Minimal coordinate `slot` of joint j (rotation vector for rotational rows).
+// `rv` is log(q_rel) (compute it once per joint with rotation_vector).
+template <class T>
+inline void minimal_row(const Model& m, int j, int slot, const JointKinematics<T>& k, const Vec3<T>& rv,
+                        JointRow<T>& row) {
+  const double* b = detail::basis_row(m, j, slot);
+  if (slot < 3) {
+    detail::translational_row(b, k, row);
+    return;
+  }
+  row.value = b[0] * rv[0] + b[1] * rv[1] + b[2] * rv[2];
+  detail::rotational_jacobian(b, right_jacobian_inverse(rv), k, row);
+}
+
+// Input row `slot` of joint j: the body impulses per unit input and time.
+template <class T>
+inline void input_row(const Model& m, int j, int slot, const JointKinematics<T>& k, JointRow<T>& row) {
+  const double* b = detail::basis_row(m, j, slot);
+  if (slot < 3) {
+    detail::translational_row(b, k, row);
+    return;
+  }
+  row.value = T(0.0);
+  detail::rotational_jacobian(b, k.rot_rel, k, row);
+}
+
+}  // namespace dojo

@@ -1,0 +1,321 @@
+// Model compilation: the step's structure derived once from a ModelInput.
+#include "model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+#include "spatial.h"
+
+namespace dojo {
+
+namespace {
+
+void check_size(const char* what, size_t got, size_t want) {
+  if (got != want)
+    throw std::invalid_argument(std::string("ModelInput.") + what + ": expected " + std::to_string(want) +
+                                " values, got " + std::to_string(got));
+}
+
+}  // namespace
+
+Model::Model(const ModelInput& in) {
+  if (!(in.timestep > 0.0) || !std::isfinite(in.timestep))
+    throw std::invalid_argument("ModelInput.timestep: must be a finite number > 0");
+  h = in.timestep;
+  check_size("gravity", in.gravity.size(), 3);
+  for (int k = 0; k < 3; ++k) gravity[k] = in.gravity[k];
+
+  nb = static_cast<int>(in.mass.size());
+  check_size("inertia", in.inertia.size(), 9 * nb);
+  mass = in.mass;
+  inertia = in.inertia;
+  for (int b = 0; b < nb; ++b)
+    if (!(mass[b] > 0.0)) throw std::invalid_argument("ModelInput.mass: every mass must be > 0");
+
+  nj = static_cast<int>(in.parent.size());
+  check_size("child", in.child.size(), nj);
+  check_size("parent_vertex", in.parent_vertex.size(), 3 * nj);
+  check_size("child_vertex", in.child_vertex.size(), 3 * nj);
+  check_size("orientation_offset", in.orientation_offset.size(), 4 * nj);
+  check_size("basis", in.basis.size(), 18 * nj);
+  check_size("constrained", in.constrained.size(), 6 * nj);
+  parent = in.parent;
+  child = in.child;
+  for (int j = 0; j < nj; ++j) {
+    if (parent[j] < kWorld || parent[j] >= nb || child[j] < 0 || child[j] >= nb || parent[j] == child[j])
+      throw std::invalid_argument("ModelInput.parent/child: joint " + std::to_string(j) + " names an invalid body");
+  }
+  parent_vertex = in.parent_vertex;
+  child_vertex = in.child_vertex;
+  orientation_offset = in.orientation_offset;
+  basis = in.basis;
+  constrained = in.constrained;
+  offset_rotation.resize(9 * nj);
+  for (int j = 0; j < nj; ++j) {
+    const Mat3<double> r = rotation(load4<double>(&orientation_offset[4 * j]));
+    for (int i = 0; i < 3; ++i)
+      for (int k = 0; k < 3; ++k) offset_rotation[9 * j + 3 * i + k] = r[i][k];
+  }
+
+  // Constraint rows and free coordinates, joint by joint, translational first.
+  joint_row_start.assign(nj + 1, 0);
+  joint_free_start.assign(nj + 1, 0);
+  for (int j = 0; j < nj; ++j) {
+    joint_row_start[j] = static_cast<int>(row_joint.size());
+    joint_free_start[j] = static_cast<int>(free_joint.size());
+    for (int s = 0; s < 6; ++s) {
+      if (constrained[6 * j + s]) {
+        row_joint.push_back(j);
+        row_slot.push_back(s);
+      } else {
+        free_joint.push_back(j);
+        free_slot.push_back(s);
+      }
+    }
+  }
+  nl = static_cast<int>(row_joint.size());
+  nf = static_cast<int>(free_joint.size());
+  joint_row_start[nj] = nl;
+  joint_free_start[nj] = nf;
+  check_size("spring", in.spring.size(), nf);
+  check_size("damper", in.damper.size(), nf);
+  check_size("spring_offset", in.spring_offset.size(), nf);
+  spring = in.spring;
+  damper = in.damper;
+  spring_offset = in.spring_offset;
+  for (int f = 0; f < nf; ++f) {
+    if (spring[f] != 0.0) has_springs = true;
+    if (damper[f] != 0.0) {
+      has_dampers = true;
+      damped_free.push_back(f);
+    }
+  }
+
+  // Tree order (Dojo's get_loop_joints): a joint whose child already has a tree
+  // joint earlier in the list closes a loop; the others are ordered root to leaves.
+  {
+    std::vector<int> tree_of_child(nb, -1);
+    std::vector<char> is_loop(nj, 0);
+    for (int j = 0; j < nj; ++j) {
+      if (tree_of_child[child[j]] >= 0) {
+        is_loop[j] = 1;
+        loop_joints.push_back(j);
+      } else {
+        tree_of_child[child[j]] = j;
+      }
+    }
+    std::vector<char> placed(nb, 0);
+    std::vector<int> remaining;
+    for (int j = 0; j < nj; ++j)
+      if (!is_loop[j]) remaining.push_back(j);
+    while (!remaining.empty()) {
+      std::vector<int> ready, rest;
+      for (int j : remaining) {
+        if (parent[j] == kWorld || placed[parent[j]])
+          ready.push_back(j);
+        else
+          rest.push_back(j);
+      }
+      if (ready.empty()) throw std::invalid_argument("ModelInput: some joints do not connect to the world");
+      for (int j : ready) {
+        tree_joints.push_back(j);
+        placed[child[j]] = 1;
+      }
+      remaining.swap(rest);
+    }
+    for (int b = 0; b < nb; ++b)
+      if (!placed[b]) throw std::invalid_argument("ModelInput: body " + std::to_string(b) + " is attached by no joint");
+  }
+
+  // Joint limits (grouped by joint, in joint order, as the description lists them).
+  nlim = static_cast<int>(in.limit_free.size());
+  check_size("limit_sign", in.limit_sign.size(), nlim);
+  check_size("limit_bound", in.limit_bound.size(), nlim);
+  limit_free = in.limit_free;
+  limit_sign = in.limit_sign;
+  limit_bound = in.limit_bound;
+  joint_limit_start.assign(nj + 1, nlim);
+  for (int l = nlim - 1; l >= 0; --l) {
+    if (limit_free[l] < 0 || limit_free[l] >= nf) throw std::invalid_argument("ModelInput.limit_free: out of range");
+    if (l > 0 && free_joint[limit_free[l - 1]] > free_joint[limit_free[l]])
+      throw std::invalid_argument("ModelInput.limit_free: limits must be listed in joint order");
+  }
+  for (int j = nj - 1; j >= 0; --j) {
+    joint_limit_start[j] = joint_limit_start[j + 1];
+    for (int l = 0; l < nlim; ++l)
+      if (free_joint[limit_free[l]] == j) {
+        joint_limit_start[j] = l;
+        break;
+      }
+  }
+
+  // Contacts.
+  nc = static_cast<int>(in.contact_body.size());
+  check_size("contact_other", in.contact_other.size(), nc);
+  check_size("contact_model", in.contact_model.size(), nc);
+  check_size("contact_kind", in.contact_kind.size(), nc);
+  check_size("contact_friction", in.contact_friction.size(), nc);
+  check_size("contact_radius", in.contact_radius.size(), nc);
+  check_size("contact_offset", in.contact_offset.size(), 3 * nc);
+  check_size("contact_shape", in.contact_shape.size(), 7 * nc);
+  contact_body = in.contact_body;
+  contact_other = in.contact_other;
+  contact_model = in.contact_model;
+  contact_kind = in.contact_kind;
+  contact_friction = in.contact_friction;
+  contact_radius = in.contact_radius;
+  contact_offset = in.contact_offset;
+  contact_shape = in.contact_shape;
+  for (int c = 0; c < nc; ++c) {
+    if (contact_body[c] < 0 || contact_body[c] >= nb || contact_other[c] < kWorld || contact_other[c] >= nb)
+      throw std::invalid_argument("ModelInput.contact_body/other: out of range");
+    if (contact_model[c] < 0 || contact_model[c] > 2) throw std::invalid_argument("ModelInput.contact_model: unknown");
+    if (contact_kind[c] < 0 || contact_kind[c] > 3) throw std::invalid_argument("ModelInput.contact_kind: unknown");
+  }
+
+  // ---- unknown layout
+  nv = 6 * nb;
+  lam = nv;
+  lim_s = nv + nl;
+  lim_g = lim_s + nlim;
+  contact_start.assign(nc + 1, lim_g + nlim);
+  for (int c = 0; c < nc; ++c) contact_start[c + 1] = contact_start[c] + 2 * contact_half_size_of(contact_model[c]);
+  n = contact_start[nc];
+
+  // ---- cone structure: limits, then contacts grouped by model (impact, nonlinear,
+  // linear) as the numpy implementation ordered them.
+  for (int l = 0; l < nlim; ++l) {
+    orthant_s.push_back(lim_s + l);
+    orthant_g.push_back(lim_g + l);
+  }
+  for (int model = 0; model < 3; ++model) {
+    for (int c = 0; c < nc; ++c) {
+      if (contact_model[c] != model) continue;
+      const int half = contact_half_size_of(model);
+      const int s0 = contact_start[c], g0 = s0 + half;
+      if (model == 1) {
+        orthant_s.push_back(s0);
+        orthant_g.push_back(g0);
+        for (int k = 1; k < 4; ++k) {
+          soc_s.push_back(s0 + k);
+          soc_g.push_back(g0 + k);
+        }
+      } else {
+        for (int k = 0; k < half; ++k) {
+          orthant_s.push_back(s0 + k);
+          orthant_g.push_back(g0 + k);
+        }
+      }
+    }
+  }
+  is_complementarity.assign(n, 0);
+  for (int i : orthant_s) is_complementarity[i] = 1;
+  for (int i : soc_s) is_complementarity[i] = 1;
+  degree = static_cast<int>(orthant_s.size() + soc_s.size() / 3);
+
+  // ---- nodes of the block graph
+  std::vector<std::vector<int>> nodes;
+  body_node.assign(nb, -1);
+  joint_node.assign(nj, -1);
+  contact_node.assign(nc, -1);
+  local_index.assign(n, -1);
+  auto add_node = [&](std::vector<int> unknowns) {
+    for (size_t k = 0; k < unknowns.size(); ++k) local_index[unknowns[k]] = static_cast<int>(k);
+    nodes.push_back(std::move(unknowns));
+    return static_cast<int>(nodes.size()) - 1;
+  };
+  for (int b = 0; b < nb; ++b) {
+    std::vector<int> u;
+    for (int k = 0; k < 6; ++k) u.push_back(6 * b + k);
+    body_node[b] = add_node(u);
+  }
+  for (int j = 0; j < nj; ++j) {
+    std::vector<int> u;
+    for (int r = joint_row_start[j]; r < joint_row_start[j + 1]; ++r) u.push_back(lam + r);
+    for (int l = joint_limit_start[j]; l < joint_limit_start[j + 1]; ++l) {
+      u.push_back(lim_s + l);
+      u.push_back(lim_g + l);
+    }
+    if (!u.empty()) joint_node[j] = add_node(u);
+  }
+  for (int c = 0; c < nc; ++c) {
+    std::vector<int> u;
+    for (int i = contact_start[c]; i < contact_start[c + 1]; ++i) u.push_back(i);
+    contact_node[c] = add_node(u);
+  }
+
+  // ---- structural blocks (ids assigned in this order)
+  std::vector<std::pair<int, int>> pattern;
+  auto add_block = [&](int i, int j) {
+    for (size_t k = 0; k < pattern.size(); ++k)
+      if (pattern[k].first == i && pattern[k].second == j) return static_cast<int>(k);
+    pattern.emplace_back(i, j);
+    return static_cast<int>(pattern.size()) - 1;
+  };
+  blk_body.assign(nb, -1);
+  for (int b = 0; b < nb; ++b) blk_body[b] = add_block(body_node[b], body_node[b]);
+  blk_joint_diag.assign(nj, -1);
+  blk_body_body.assign(nj, -1);
+  blk_body_body_t.assign(nj, -1);
+  for (int s = 0; s < 2; ++s) {
+    blk_joint_body[s].assign(nj, -1);
+    blk_body_joint[s].assign(nj, -1);
+  }
+  std::vector<char> joint_damped(nj, 0);
+  for (int f : damped_free) joint_damped[free_joint[f]] = 1;
+  for (int j = 0; j < nj; ++j) {
+    const int bodies[2] = {parent[j], child[j]};
+    if (joint_node[j] >= 0) {
+      const int jn = joint_node[j];
+      blk_joint_diag[j] = add_block(jn, jn);
+      for (int s = 0; s < 2; ++s) {
+        if (bodies[s] == kWorld) continue;
+        blk_joint_body[s][j] = add_block(jn, body_node[bodies[s]]);
+        blk_body_joint[s][j] = add_block(body_node[bodies[s]], jn);
+      }
+    }
+    if (joint_damped[j] && parent[j] != kWorld) {
+      blk_body_body[j] = add_block(body_node[parent[j]], body_node[child[j]]);
+      blk_body_body_t[j] = add_block(body_node[child[j]], body_node[parent[j]]);
+    }
+  }
+  blk_contact_diag.assign(nc, -1);
+  for (int s = 0; s < 2; ++s) {
+    blk_contact_body[s].assign(nc, -1);
+    blk_body_contact[s].assign(nc, -1);
+    blk_contact_ab[s].assign(nc, -1);
+  }
+  for (int c = 0; c < nc; ++c) {
+    const int cn = contact_node[c];
+    const int bodies[2] = {contact_body[c], contact_other[c]};
+    blk_contact_diag[c] = add_block(cn, cn);
+    for (int s = 0; s < 2; ++s) {
+      if (bodies[s] == kWorld) continue;
+      blk_contact_body[s][c] = add_block(cn, body_node[bodies[s]]);
+      blk_body_contact[s][c] = add_block(body_node[bodies[s]], cn);
+    }
+    if (bodies[1] != kWorld) {
+      blk_contact_ab[0][c] = add_block(body_node[bodies[0]], body_node[bodies[1]]);
+      blk_contact_ab[1][c] = add_block(body_node[bodies[1]], body_node[bodies[0]]);
+    }
+  }
+
+  // ---- elimination order (shared/core_prototype.md): contacts first, then each
+  // child body followed by its parent joint, leaves to root, loop-closing joints last.
+  // A body always precedes its parent joint, so the joint's 1e-10 regularisation is
+  // never a pivot alone, and a tree gets no fill.
+  std::vector<int> order;
+  for (int c = 0; c < nc; ++c) order.push_back(contact_node[c]);
+  for (auto it = tree_joints.rbegin(); it != tree_joints.rend(); ++it) {
+    order.push_back(body_node[child[*it]]);
+    if (joint_node[*it] >= 0) order.push_back(joint_node[*it]);
+  }
+  for (int j : loop_joints)
+    if (joint_node[j] >= 0) order.push_back(joint_node[j]);
+  blocks = analyze_blocks(nodes, pattern, order);
+}
+
+}  // namespace dojo

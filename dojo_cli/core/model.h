@@ -1,0 +1,123 @@
+// The compiled Model: everything about a mechanism that does not change during a
+// run, as flat arrays (MuJoCo's mjModel discipline), built once and never mutated.
+//
+// Python compiles a scene into a ModelInput (per-body, per-joint, per-contact flat
+// arrays, validated and with the joint bases already chosen: dojo_cli/model), and
+// Model's constructor derives the step's structure from it once: the unknown
+// layout, the Newton matrix's block pattern, the elimination order and its
+// symbolic factorisation. A new parameter value means a new Model.
+//
+// Unknowns of a step, w = [per body (v25, w25) (6 nb) | joint impulses lambda (nl)
+//   | joint-limit slacks s (nlim) | limit impulses gamma (nlim) | per contact s (N), gamma (N)]
+// (the layout of the numpy implementation this replaced, dojo_engine_notes.md 2.3).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "block_lu.h"
+
+namespace dojo {
+
+constexpr int kWorld = -1;  // parent index meaning the world frame
+
+// The description handed over from Python (every array flat, row-major).
+struct ModelInput {
+  double timestep = 0.01;
+  std::vector<double> gravity{0.0, 0.0, -9.81};
+  // bodies
+  std::vector<double> mass;     // (nb,)
+  std::vector<double> inertia;  // (nb, 3, 3), body frame, about the centre of mass
+  // joints
+  std::vector<int> parent, child;                   // (nj,), parent kWorld for the world
+  std::vector<double> parent_vertex, child_vertex;  // (nj, 3)
+  std::vector<double> orientation_offset;           // (nj, 4) [w, x, y, z]
+  std::vector<double> basis;                        // (nj, 6, 3): translational rows 0:3, rotational 3:6
+  std::vector<int> constrained;                     // (nj, 6): 1 where a basis row is a constraint
+  std::vector<double> spring, damper, spring_offset;  // (nf,) per free coordinate, in joint order
+  // joint limits: one inequality per finite bound of a free coordinate
+  std::vector<int> limit_free;                   // (nlim,) free-coordinate index
+  std::vector<double> limit_sign, limit_bound;   // (nlim,) +1 lower / -1 upper, bound
+  // contacts (a sphere on `body` against a half-space or another body's shape)
+  std::vector<int> contact_body, contact_other;  // (nc,), other kWorld for a half-space
+  std::vector<int> contact_model;                // (nc,) ContactModel: impact 0, nonlinear 1, linear 2
+  std::vector<int> contact_kind;                 // (nc,) CollisionKind: halfspace 0, sphere 1, capsule 2, box 3
+  std::vector<double> contact_friction, contact_radius;  // (nc,)
+  std::vector<double> contact_offset;  // (nc, 3) sphere centre, body frame
+  std::vector<double> contact_shape;   // (nc, 7) kind parameters (contact.h)
+};
+
+// Unknowns per contact model: N slacks and N impulses (dojo_engine_notes.md 4.2).
+inline int contact_half_size_of(int model) { return model == 0 ? 1 : (model == 1 ? 4 : 6); }
+
+struct Model {
+  explicit Model(const ModelInput& in);
+
+  // ---- sizes
+  int nb = 0, nj = 0, nl = 0, nf = 0, nlim = 0, nc = 0;
+  double h = 0.01;
+  double gravity[3] = {0.0, 0.0, -9.81};
+
+  // ---- bodies
+  std::vector<double> mass, inertia;  // (nb,), (nb, 9)
+
+  // ---- joints (arrays over joints j)
+  std::vector<int> parent, child;
+  std::vector<double> parent_vertex, child_vertex, orientation_offset, basis;  // (nj,3) (nj,3) (nj,4) (nj,18)
+  std::vector<int> constrained;                                               // (nj, 6)
+  std::vector<double> offset_rotation;                                        // (nj, 9) R(orientation_offset)
+  // constraint rows r and free coordinates f: joint and basis row (slot 0..5)
+  std::vector<int> row_joint, row_slot, free_joint, free_slot;
+  std::vector<int> joint_row_start, joint_free_start;  // (nj+1,) ranges into rows / frees
+  std::vector<double> spring, damper, spring_offset;   // (nf,)
+  bool has_springs = false, has_dampers = false;
+  std::vector<int> damped_free;  // free coordinates with a damper
+  // tree order (root to leaves) and loop-closing joints
+  std::vector<int> tree_joints, loop_joints;
+
+  // ---- joint limits
+  std::vector<int> limit_free;
+  std::vector<double> limit_sign, limit_bound;
+  std::vector<int> joint_limit_start;  // (nj+1,) limits of joint j, in limit order
+
+  // ---- contacts
+  std::vector<int> contact_body, contact_other, contact_model, contact_kind;
+  std::vector<double> contact_friction, contact_radius, contact_offset, contact_shape;
+  std::vector<int> contact_start;  // (nc+1,) first unknown of each contact (its N slacks, then N impulses)
+
+  // ---- unknown layout
+  int nv = 0;          // 6 nb body velocities
+  int lam = 0;         // first joint impulse
+  int lim_s = 0;       // first limit slack
+  int lim_g = 0;       // first limit impulse
+  int n = 0;           // unknowns
+  // Cone structure for the interior point: orthant pairs (slack, impulse) and
+  // second-order-cone triples; complementarity rows sit at the slack indices.
+  std::vector<int> orthant_s, orthant_g;  // (no,)
+  std::vector<int> soc_s, soc_g;          // (ns, 3)
+  std::vector<uint8_t> is_complementarity;  // (n,) 1 for complementarity rows
+  int degree = 0;                          // orthant pairs + SOC blocks
+
+  // ---- Newton matrix blocks over the graph: nodes are bodies (0..nb-1), joints
+  // with rows or limits, and contacts.
+  std::vector<int> body_node, joint_node, contact_node;  // node of each (-1: none)
+  BlockStructure blocks;
+  // block ids used by the assembly (-1 where the world is involved)
+  std::vector<int> blk_body;                    // (nb,) body diagonal
+  std::vector<int> blk_joint_diag;              // (nj,) joint node diagonal
+  std::vector<int> blk_joint_body[2];           // (nj,) rows of joint, columns of parent [0] / child [1]
+  std::vector<int> blk_body_joint[2];           // (nj,) rows of parent [0] / child [1], joint columns
+  std::vector<int> blk_body_body;               // (nj,) parent-child coupling (dampers), parent rows
+  std::vector<int> blk_body_body_t;             // (nj,) child rows, parent columns
+  std::vector<int> blk_contact_diag;            // (nc,)
+  std::vector<int> blk_contact_body[2];         // (nc,) contact rows, body a [0] / b [1] columns
+  std::vector<int> blk_body_contact[2];         // (nc,) body a [0] / b [1] rows, contact columns
+  std::vector<int> blk_contact_ab[2];           // (nc,) a-b [0] and b-a [1] body coupling
+  // position of an unknown inside its node (row/column within blocks)
+  std::vector<int> local_index;  // (n,)
+
+  int input_dimension() const { return nf; }
+};
+
+}  // namespace dojo

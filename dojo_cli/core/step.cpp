@@ -1,0 +1,433 @@
+// The step's residual, Newton matrix and Newton solver (step.h).
+#include "step.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "dynamics.h"
+#include "kinematics.h"
+
+namespace dojo {
+
+Data::Data(const Model& m)
+    : x2(3 * m.nb), v15(3 * m.nb), q2(4 * m.nb), w15(3 * m.nb), u(m.nf), f_ext(3 * m.nb), tau_ext(3 * m.nb),
+      constant(m.nv), jg2(12 * m.nl), jf2(12 * m.nf), rot2(9 * m.nb), w(m.n), r(m.n), delta(m.n), cand(m.n),
+      rc(m.n), x3(3 * m.nb), q3(4 * m.nb), rot3(9 * m.nb), mw(9 * m.nb), matrix(m.blocks.structural_size),
+      z_next(13 * m.nb) {
+  lu.init(m.blocks);
+}
+
+namespace {
+
+inline Mat3<double> body_inertia(const Model& m, int b) { return load33<double>(&m.inertia[9 * b]); }
+
+inline Pose<double> pose_of(const double* x, const double* q, const double* rot, int b) {
+  if (b == kWorld) return world_pose<double>();
+  Pose<double> p;
+  p.x = load3<double>(x + 3 * b);
+  p.q = load4<double>(q + 4 * b);
+  p.r = load33<double>(rot + 9 * b);
+  return p;
+}
+
+// Sum a joint's 12-vector [parent 6 | child 6] into body rows (the world's part dropped).
+inline void scatter12(const Model& m, int j, const double* vals, double scale, double* body) {
+  const int a = m.parent[j], b = m.child[j];
+  if (a != kWorld)
+    for (int k = 0; k < 6; ++k) body[6 * a + k] += scale * vals[k];
+  for (int k = 0; k < 6; ++k) body[6 * b + k] += scale * vals[6 + k];
+}
+
+// A joint's 12 body unknowns xi = [xi_parent, xi_child] dotted with a 12-vector.
+inline double dot12(const Model& m, int j, const double* vals, const double* w) {
+  const int a = m.parent[j], b = m.child[j];
+  double out = 0.0;
+  if (a != kWorld)
+    for (int k = 0; k < 6; ++k) out += vals[k] * w[6 * a + k];
+  for (int k = 0; k < 6; ++k) out += vals[6 + k] * w[6 * b + k];
+  return out;
+}
+
+// Jacobian columns [x, t] of one body at z3 chained to its midpoint velocities:
+// dx3/dv25 = h I, dt3/dw25 = mw (integrator_map_jacobian).
+inline void chain6(const double* jac, const double* mw, double h, double* out) {
+  for (int k = 0; k < 3; ++k) out[k] = h * jac[k];
+  for (int k = 0; k < 3; ++k) out[3 + k] = jac[3] * mw[k] + jac[4] * mw[3 + k] + jac[5] * mw[6 + k];
+}
+
+// The configuration at z3 of every body from the unknowns.
+void next_configuration(const Model& m, Data& d, const double* w, bool jacobians) {
+  const double h = m.h;
+  for (int b = 0; b < m.nb; ++b) {
+    const double* xi = w + 6 * b;
+    const Vec3<double> w25 = load3<double>(xi + 3);
+    const Quat<double> q3 = multiply(load4<double>(&d.q2[4 * b]), integrator_map(w25, h));
+    for (int k = 0; k < 3; ++k) d.x3[3 * b + k] = d.x2[3 * b + k] + h * xi[k];
+    for (int k = 0; k < 4; ++k) d.q3[4 * b + k] = q3[k];
+    const Mat3<double> r = rotation(q3);
+    for (int i = 0; i < 3; ++i)
+      for (int k = 0; k < 3; ++k) d.rot3[9 * b + 3 * i + k] = r[i][k];
+    if (jacobians) {
+      const Mat3<double> mw = integrator_map_jacobian(w25, h);
+      for (int i = 0; i < 3; ++i)
+        for (int k = 0; k < 3; ++k) d.mw[9 * b + 3 * i + k] = mw[i][k];
+    }
+  }
+}
+
+inline bool all_finite(const double* p, int n) {
+  for (int i = 0; i < n; ++i)
+    if (!std::isfinite(p[i])) return false;
+  return true;
+}
+
+inline double inf_norm(const double* p, int n) {
+  double out = 0.0;
+  for (int i = 0; i < n; ++i) out = std::max(out, std::fabs(p[i]));
+  return out;
+}
+
+// Block access: block id -> (values, number of columns).
+struct BlockRef {
+  double* v;
+  int cols;
+  double& at(int i, int j) { return v[i * cols + j]; }
+};
+inline BlockRef block(const Model& m, Data& d, int id) {
+  return BlockRef{d.matrix.data() + m.blocks.block_offset[id], m.blocks.size(m.blocks.block_col[id])};
+}
+
+}  // namespace
+
+bool step_setup(const Model& m, Data& d, const double* z, const double* u, const double* f_ext,
+                const double* tau_ext) {
+  const int nb = m.nb;
+  if (!all_finite(z, 13 * nb) || (u && !all_finite(u, m.nf)) || (f_ext && !all_finite(f_ext, 3 * nb)) ||
+      (tau_ext && !all_finite(tau_ext, 3 * nb)))
+    return false;
+  const double h = m.h;
+  for (int b = 0; b < nb; ++b) {
+    const double* s = z + 13 * b;
+    for (int k = 0; k < 3; ++k) {
+      d.x2[3 * b + k] = s[k];
+      d.v15[3 * b + k] = s[3 + k];
+      d.w15[3 * b + k] = s[10 + k];
+      d.f_ext[3 * b + k] = f_ext ? f_ext[3 * b + k] : 0.0;
+      d.tau_ext[3 * b + k] = tau_ext ? tau_ext[3 * b + k] : 0.0;
+    }
+    for (int k = 0; k < 4; ++k) d.q2[4 * b + k] = s[6 + k];
+    const Mat3<double> r = rotation(load4<double>(&d.q2[4 * b]));
+    for (int i = 0; i < 3; ++i)
+      for (int k = 0; k < 3; ++k) d.rot2[9 * b + 3 * i + k] = r[i][k];
+  }
+  bool any_input = false;
+  for (int f = 0; f < m.nf; ++f) {
+    d.u[f] = u ? u[f] : 0.0;
+    if (d.u[f] != 0.0) any_input = true;
+  }
+
+  // Kinematics at z2: constraint Jacobians (impulse maps), minimal-coordinate
+  // Jacobians (springs, dampers, limits) and the constant impulses of springs and inputs.
+  std::vector<double>& applied = d.delta;  // scratch (6 nb) until the solve starts
+  std::fill(applied.begin(), applied.begin() + m.nv, 0.0);
+  const bool need_minimal = m.has_springs || m.has_dampers || m.nlim > 0;
+  JointKinematics<double> kin;
+  JointRow<double> row;
+  double gen[12];
+  for (int j = 0; j < m.nj; ++j) {
+    const Pose<double> a = pose_of(d.x2.data(), d.q2.data(), d.rot2.data(), m.parent[j]);
+    const Pose<double> b = pose_of(d.x2.data(), d.q2.data(), d.rot2.data(), m.child[j]);
+    joint_kinematics(m, j, a, b, kin);
+    for (int r = m.joint_row_start[j]; r < m.joint_row_start[j + 1]; ++r) {
+      constraint_row(m, j, m.row_slot[r], kin, row);
+      std::copy(row.jac, row.jac + 12, &d.jg2[12 * r]);
+    }
+    const int f0 = m.joint_free_start[j], f1 = m.joint_free_start[j + 1];
+    if (f0 == f1) continue;
+    Vec3<double> rv{};
+    if (need_minimal) rv = rotation_vector(kin.q_rel);
+    for (int f = f0; f < f1; ++f) {
+      std::fill(gen, gen + 12, 0.0);
+      if (need_minimal) {
+        minimal_row(m, j, m.free_slot[f], kin, rv, row);
+        std::copy(row.jac, row.jac + 12, &d.jf2[12 * f]);
+        const double spring_force = -m.spring[f] * (row.value - m.spring_offset[f]);
+        for (int k = 0; k < 12; ++k) gen[k] += h * row.jac[k] * spring_force;
+      }
+      if (any_input) {
+        input_row(m, j, m.free_slot[f], kin, row);
+        for (int k = 0; k < 12; ++k) gen[k] += h * row.jac[k] * d.u[f];
+      }
+      scatter12(m, j, gen, 1.0, applied.data());
+    }
+  }
+  // constant = momentum_left(v15, w15) + h (m g + F_ext; tau_ext) + applied
+  double left[6];
+  for (int b = 0; b < nb; ++b) {
+    momentum(m.mass[b], body_inertia(m, b), load3<double>(&d.v15[3 * b]), load3<double>(&d.w15[3 * b]), h, -1.0,
+             left);
+    for (int k = 0; k < 3; ++k) {
+      const double force = m.mass[b] * m.gravity[k] + d.f_ext[3 * b + k];
+      d.constant[6 * b + k] = left[k] + h * force + applied[6 * b + k];
+      d.constant[6 * b + 3 + k] = left[3 + k] + h * d.tau_ext[3 * b + k] + applied[6 * b + 3 + k];
+    }
+  }
+  d.lu_valid = false;
+  return true;
+}
+
+void step_residual(const Model& m, Data& d, const double* w, double* r) {
+  const double h = m.h;
+  const int nb = m.nb;
+  next_configuration(m, d, w, false);
+  double* body = r;  // rows 0 .. 6 nb
+  double right[6];
+  for (int b = 0; b < nb; ++b) {
+    momentum(m.mass[b], body_inertia(m, b), load3<double>(w + 6 * b), load3<double>(w + 6 * b + 3), h, 1.0, right);
+    for (int k = 0; k < 6; ++k) body[6 * b + k] = right[k] - d.constant[6 * b + k];
+  }
+  // joint impulses through the constraint Jacobians at z2, constraints at z3
+  JointKinematics<double> kin;
+  JointRow<double> row;
+  for (int j = 0; j < m.nj; ++j) {
+    const int r0 = m.joint_row_start[j], r1 = m.joint_row_start[j + 1];
+    const int l0 = m.joint_limit_start[j], l1 = m.joint_limit_start[j + 1];
+    if (r0 == r1 && l0 == l1) continue;
+    const Pose<double> a = pose_of(d.x3.data(), d.q3.data(), d.rot3.data(), m.parent[j]);
+    const Pose<double> b = pose_of(d.x3.data(), d.q3.data(), d.rot3.data(), m.child[j]);
+    joint_kinematics(m, j, a, b, kin);
+    for (int rr = r0; rr < r1; ++rr) {
+      constraint_row(m, j, m.row_slot[rr], kin, row);
+      r[m.lam + rr] = row.value;
+      scatter12(m, j, &d.jg2[12 * rr], -w[m.lam + rr], body);
+    }
+    if (l0 == l1) continue;
+    const Vec3<double> rv = rotation_vector(kin.q_rel);
+    for (int l = l0; l < l1; ++l) {
+      const int f = m.limit_free[l];
+      minimal_row(m, j, m.free_slot[f], kin, rv, row);
+      const double s = w[m.lim_s + l], g = w[m.lim_g + l];
+      r[m.lim_s + l] = s * g;
+      r[m.lim_g + l] = s - m.limit_sign[l] * (row.value - m.limit_bound[l]);
+      // impulse sigma Jf(z2)^T gamma on the limited coordinate
+      scatter12(m, j, &d.jf2[12 * f], -m.limit_sign[l] * g, body);
+    }
+  }
+  // dampers: Rayleigh dissipation on theta_dot = Jf(z2) xi25
+  for (int f : m.damped_free) {
+    const int j = m.free_joint[f];
+    const double* jf = &d.jf2[12 * f];
+    const double rate = dot12(m, j, jf, w);
+    scatter12(m, j, jf, h * m.damper[f] * rate, body);
+  }
+}
+
+void step_matrix(const Model& m, Data& d, const double* w) {
+  const double h = m.h;
+  std::fill(d.matrix.begin(), d.matrix.end(), 0.0);
+  next_configuration(m, d, w, true);
+  double jac[36];
+  for (int b = 0; b < m.nb; ++b) {
+    momentum_jacobian(m.mass[b], body_inertia(m, b), load3<double>(w + 6 * b + 3), h, 1.0, jac);
+    BlockRef blk = block(m, d, m.blk_body[b]);
+    for (int i = 0; i < 36; ++i) blk.v[i] += jac[i];
+  }
+  // dampers: h c Jf Jf^T over [parent, child] (a constant matrix)
+  for (int f : m.damped_free) {
+    const int j = m.free_joint[f];
+    const double* jf = &d.jf2[12 * f];
+    const double c = h * m.damper[f];
+    const int a = m.parent[j], b = m.child[j];
+    const int ids[2][2] = {{a == kWorld ? -1 : m.blk_body[a], m.blk_body_body[j]},
+                           {m.blk_body_body_t[j], m.blk_body[b]}};
+    for (int p = 0; p < 2; ++p)
+      for (int q = 0; q < 2; ++q) {
+        if (ids[p][q] < 0) continue;
+        BlockRef blk = block(m, d, ids[p][q]);
+        for (int i = 0; i < 6; ++i)
+          for (int k = 0; k < 6; ++k) blk.at(i, k) += c * jf[6 * p + i] * jf[6 * q + k];
+      }
+  }
+  JointKinematics<double> kin;
+  JointRow<double> row;
+  double chained[6];
+  for (int j = 0; j < m.nj; ++j) {
+    const int jn = m.joint_node[j];
+    if (jn < 0) continue;
+    const int r0 = m.joint_row_start[j], r1 = m.joint_row_start[j + 1];
+    const int l0 = m.joint_limit_start[j], l1 = m.joint_limit_start[j + 1];
+    const int bodies[2] = {m.parent[j], m.child[j]};
+    const Pose<double> a = pose_of(d.x3.data(), d.q3.data(), d.rot3.data(), bodies[0]);
+    const Pose<double> b = pose_of(d.x3.data(), d.q3.data(), d.rot3.data(), bodies[1]);
+    joint_kinematics(m, j, a, b, kin);
+    BlockRef diag = block(m, d, m.blk_joint_diag[j]);
+    for (int rr = r0; rr < r1; ++rr) {
+      const int li = m.local_index[m.lam + rr];
+      constraint_row(m, j, m.row_slot[rr], kin, row);
+      for (int s = 0; s < 2; ++s) {
+        if (bodies[s] == kWorld) continue;
+        // impulse map -Jg(z2)^T (body rows, lambda column)
+        BlockRef bj = block(m, d, m.blk_body_joint[s][j]);
+        for (int k = 0; k < 6; ++k) bj.at(k, li) -= d.jg2[12 * rr + 6 * s + k];
+        // constraint Jg(z3) dz3/dxi25 (lambda row, body columns)
+        chain6(row.jac + 6 * s, &d.mw[9 * bodies[s]], h, chained);
+        BlockRef jb = block(m, d, m.blk_joint_body[s][j]);
+        for (int k = 0; k < 6; ++k) jb.at(li, k) += chained[k];
+      }
+      diag.at(li, li) += kConstraintRegularization;
+    }
+    if (l0 == l1) continue;
+    const Vec3<double> rv = rotation_vector(kin.q_rel);
+    for (int l = l0; l < l1; ++l) {
+      const int f = m.limit_free[l];
+      const int ls = m.local_index[m.lim_s + l], lg = m.local_index[m.lim_g + l];
+      const double s = w[m.lim_s + l], g = w[m.lim_g + l], sign = m.limit_sign[l];
+      diag.at(ls, ls) += g;  // d(s gamma)/ds
+      diag.at(ls, lg) += s;  // d(s gamma)/dgamma
+      diag.at(lg, ls) += 1.0;
+      minimal_row(m, j, m.free_slot[f], kin, rv, row);
+      for (int side = 0; side < 2; ++side) {
+        if (bodies[side] == kWorld) continue;
+        chain6(row.jac + 6 * side, &d.mw[9 * bodies[side]], h, chained);
+        BlockRef jb = block(m, d, m.blk_joint_body[side][j]);
+        for (int k = 0; k < 6; ++k) jb.at(lg, k) -= sign * chained[k];
+        BlockRef bj = block(m, d, m.blk_body_joint[side][j]);
+        for (int k = 0; k < 6; ++k) bj.at(k, lg) -= sign * d.jf2[12 * f + 6 * side + k];
+      }
+    }
+  }
+}
+
+void step_project(const Model& m, double* w) {
+  const double limit = kMaxAngularSpeedSq / (m.h * m.h);
+  for (int b = 0; b < m.nb; ++b) {
+    double* wb = w + 6 * b + 3;
+    const double sq = wb[0] * wb[0] + wb[1] * wb[1] + wb[2] * wb[2];
+    if (sq > limit) {
+      // Dojo's clipping scales by limit / |w|^2 (not its square root)
+      const double scale = limit / std::max(sq, 1e-300);
+      for (int k = 0; k < 3; ++k) wb[k] *= scale;
+    }
+  }
+}
+
+void step_initial_guess(const Model& m, Data& d, const double* lambda0) {
+  std::fill(d.w.begin(), d.w.end(), 0.0);
+  for (int b = 0; b < m.nb; ++b)
+    for (int k = 0; k < 3; ++k) {
+      d.w[6 * b + k] = d.v15[3 * b + k];
+      d.w[6 * b + 3 + k] = d.w15[3 * b + k];
+    }
+  if (lambda0)
+    for (int r = 0; r < m.nl; ++r) d.w[m.lam + r] = lambda0[r];
+  for (int l = 0; l < m.nlim; ++l) {
+    d.w[m.lim_s + l] = kLimitStart;
+    d.w[m.lim_g + l] = kLimitStart;
+  }
+}
+
+void step_next_state(const Model& m, Data& d, const double* w) {
+  const double h = m.h;
+  for (int b = 0; b < m.nb; ++b) {
+    const double* xi = w + 6 * b;
+    const Vec3<double> w25 = load3<double>(xi + 3);
+    Quat<double> q3 = multiply(load4<double>(&d.q2[4 * b]), integrator_map(w25, h));
+    const double norm = std::sqrt(q3[0] * q3[0] + q3[1] * q3[1] + q3[2] * q3[2] + q3[3] * q3[3]);
+    double* z = &d.z_next[13 * b];
+    for (int k = 0; k < 3; ++k) {
+      z[k] = d.x2[3 * b + k] + h * xi[k];
+      z[3 + k] = xi[k];
+      z[10 + k] = xi[3 + k];
+    }
+    for (int k = 0; k < 4; ++k) z[6 + k] = q3[k] / norm;
+  }
+}
+
+namespace {
+void log_line(Data& d, int it, double res, double alpha, double step) {
+  if (d.log_rows * kLogColumns >= static_cast<int>(d.log.size())) return;
+  double* line = &d.log[kLogColumns * d.log_rows++];
+  line[kLogIteration] = it;
+  line[kLogResidual] = res;
+  line[kLogComplementarity] = 0.0;
+  line[kLogAlpha] = alpha;
+  line[kLogKappa] = 0.0;
+  line[kLogStep] = step;
+}
+}  // namespace
+
+SolverStatus newton(const Model& m, Data& d, const SolverOptions& opts) {
+  const int n = m.n;
+  double* w = d.w.data();
+  step_project(m, w);
+  step_residual(m, d, w, d.r.data());
+  double rnorm = inf_norm(d.r.data(), n);
+  for (int it = 0; it < opts.max_iter; ++it) {
+    if (rnorm < opts.rtol) {
+      d.iterations = it;
+      d.residual = rnorm;
+      return SolverStatus::Success;
+    }
+    step_matrix(m, d, w);
+    d.lu_valid = d.lu.factor(m.blocks, d.matrix.data());
+    if (!d.lu_valid) {
+      d.iterations = it + 1;
+      d.residual = rnorm;
+      return SolverStatus::SingularMatrix;
+    }
+    for (int i = 0; i < n; ++i) d.delta[i] = -d.r[i];
+    d.lu.solve(m.blocks, d.delta.data());
+    const double step_norm = inf_norm(d.delta.data(), n);
+    double alpha = 1.0;
+    double rc_norm = 0.0;
+    bool accepted = false;
+    for (int ls = 0; ls < std::max(opts.max_ls, 1); ++ls) {
+      for (int i = 0; i < n; ++i) d.cand[i] = w[i] + alpha * d.delta[i];
+      step_project(m, d.cand.data());
+      step_residual(m, d, d.cand.data(), d.rc.data());
+      rc_norm = inf_norm(d.rc.data(), n);
+      if (rc_norm < rnorm) {  // false for NaN: a non-finite candidate is never taken
+        accepted = true;
+        break;
+      }
+      alpha *= opts.ls_scale;
+    }
+    if (!accepted) {
+      // Newton's direction is a descent direction of |r|^2; if no fraction of it
+      // reduces the residual we are at the limit of floating point.
+      log_line(d, it + 1, rnorm, 0.0, step_norm);
+      d.iterations = it + 1;
+      d.residual = rnorm;
+      return SolverStatus::LineSearchFailure;
+    }
+    d.w.swap(d.cand);
+    d.r.swap(d.rc);
+    w = d.w.data();
+    rnorm = rc_norm;
+    log_line(d, it + 1, rnorm, alpha, step_norm);
+  }
+  d.iterations = opts.max_iter;
+  d.residual = rnorm;
+  return rnorm < opts.rtol ? SolverStatus::Success : SolverStatus::MaxIterations;
+}
+
+SolverStatus step(const Model& m, Data& d, const double* z, const double* u, const double* f_ext,
+                  const double* tau_ext, const double* lambda0, const SolverOptions& opts) {
+  d.log.resize(static_cast<size_t>(opts.max_iter + 1) * kLogColumns);  // grows once per larger max_iter
+  d.log_rows = 0;
+  d.iterations = 0;
+  d.complementarity = 0.0;
+  if (!step_setup(m, d, z, u, f_ext, tau_ext)) {
+    d.residual = std::numeric_limits<double>::quiet_NaN();
+    std::fill(d.z_next.begin(), d.z_next.end(), std::numeric_limits<double>::quiet_NaN());
+    d.status = SolverStatus::NonFinite;
+    return d.status;
+  }
+  step_initial_guess(m, d, lambda0);
+  // (inequalities: the interior point, to come; the binding refuses them for now)
+  d.status = newton(m, d, opts);
+  step_next_state(m, d, d.w.data());
+  return d.status;
+}
+
+}  // namespace dojo

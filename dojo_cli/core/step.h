@@ -1,0 +1,63 @@
+// One step of Dojo's variational integrator in maximal coordinates.
+//
+// Residual (dojo_engine_notes.md 2.3, 3.3, 3.6, 4.2), with w the unknowns of model.h:
+// - body i: DEL(v25, w25) - sum_r Jg_r,i(z2)^T lambda_r - h sum_f Jf_f,i(z2)^T spring_f
+//           - h sum_f Ju_f,i(z2)^T u_f + h sum_f Jf_f,i^T c_f (Jf(z2) xi25)_f
+//           - sum_limits sigma Jf(z2)^T gamma - sum_contacts wrench(z3, gamma)
+// - joint row r: g_r(z3) with x3 = x2 + h v25, q3 = q2 qmap(w25);
+// - limit (bound b, sign sigma = +1 lower / -1 upper): s - sigma (theta(z3) - b) = 0, s gamma = kappa;
+// - contact: the model's constraint and complementarity rows (contact.h).
+// Constraint impulses act through the constraint Jacobian at the current
+// configuration and the constraints hold at the next one; contact wrenches act at
+// the next configuration (Dojo's choices). Springs are the exact gradient of
+// 1/2 k (theta - theta0)^2 at z2; dampers are Rayleigh dissipation on the joint
+// velocity Jf(z2) xi25, linear in the unknowns (docs/physics.md says why these
+// differ from Dojo).
+#pragma once
+
+#include "data.h"
+#include "model.h"
+
+namespace dojo {
+
+// Dojo clips |w|^2 at 3.9/h^2 (the integrator map needs |w| < 2/h, notes 5.3 f).
+constexpr double kMaxAngularSpeedSq = 3.9;
+// Regularisation of the joint-impulse diagonal (Dojo's REG, notes 1 and 3.3): redundant
+// constraints (a planar loop closed by revolute joints constrains out-of-plane motion
+// twice) make the Newton matrix singular; with the Schur complement Jg A^-1 Jg^T
+// positive semidefinite, +REG I makes it definite without changing the residual.
+constexpr double kConstraintRegularization = 1e-10;
+// Interior-point starting value of joint-limit slacks and impulses (Dojo: reset to 1).
+constexpr double kLimitStart = 1.0;
+
+// Load the step's inputs into d and compute what is constant over the solve.
+// z: (13 nb,) [x2, v15, q2, w15] per body; u: (nf,) or null (zero); f_ext, tau_ext:
+// (nb, 3) or null. Returns false when any input is not finite (nothing is computed).
+bool step_setup(const Model& m, Data& d, const double* z, const double* u, const double* f_ext, const double* tau_ext);
+
+// The residual at w (complementarity rows with kappa = 0) into r.
+void step_residual(const Model& m, Data& d, const double* w, double* r);
+
+// The Newton matrix at w into d.matrix (structural blocks).
+void step_matrix(const Model& m, Data& d, const double* w);
+
+// Scale angular velocities into |w| < 2/h (Dojo's clipping); in place.
+void step_project(const Model& m, double* w);
+
+// Warm start: previous midpoint velocities, lambda0 (or zero), cone variables at
+// Dojo's starting values strictly inside their cones.
+void step_initial_guess(const Model& m, Data& d, const double* lambda0);
+
+// [x3, v25, q3 (normalised), w25] per body from the unknowns w, into d.z_next.
+void step_next_state(const Model& m, Data& d, const double* w);
+
+// Damped Newton on the step's residual (no inequalities): each iteration factorises
+// the Newton matrix, takes the full step, then backtracks by ls_scale (at most
+// max_ls times) until the residual's infinity norm decreases (notes 5.3 f).
+SolverStatus newton(const Model& m, Data& d, const SolverOptions& opts);
+
+// One whole step: setup, warm start, solve, next state. The result is in d.
+SolverStatus step(const Model& m, Data& d, const double* z, const double* u, const double* f_ext,
+                  const double* tau_ext, const double* lambda0, const SolverOptions& opts);
+
+}  // namespace dojo

@@ -1,0 +1,70 @@
+"""Compile a Mechanism's arrays into the C++ core's frozen Model.
+
+The Mechanism (model/mechanism.py) validates the description and chooses the
+joint bases; this module hands its flat arrays to ``dojo_cli._core.Model``, whose
+constructor derives the step's structure once (unknown layout, Newton block
+pattern, elimination order, symbolic factorisation). Nothing here runs per step.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from dojo_cli import _core
+
+# Enum values of the core (core/model.h, core/contact.h).
+CONTACT_MODEL_CODE = {"impact": 0, "nonlinear": 1, "linear": 2}
+COLLISION_KIND_CODE = {"halfspace": 0, "sphere": 1, "capsule": 2, "box": 3}
+SHAPE_PARAMETERS = 7  # per contact: the kind's parameters, padded
+
+
+def contact_shape_parameters(contact) -> np.ndarray:
+    """The 7 kind parameters of a contact (core/contact.h's ContactParams.shape)."""
+    p = contact.params
+    out = np.zeros(SHAPE_PARAMETERS)
+    if contact.kind == "halfspace":
+        out[0:3], out[3:6] = p["normal"], p["point"]
+    elif contact.kind == "sphere":
+        out[0:3], out[3] = p["offset"], p["radius"]
+    elif contact.kind == "capsule":
+        out[0:3], out[3:6], out[6] = p["end1"], p["end2"], p["radius"]
+    else:
+        out[0:3], out[3:6] = p["centre"], p["half_sizes"]
+    return out
+
+
+def model_input(mech) -> _core.ModelInput:
+    """The core's description of a mechanism (flat, row-major arrays)."""
+    m = _core.ModelInput()
+    m.timestep = mech.timestep
+    m.gravity = [float(g) for g in mech.gravity]
+    m.mass = mech.mass.tolist()
+    m.inertia = mech.inertia.reshape(-1).tolist()
+    m.parent = [int(p) for p in mech.parent]
+    m.child = [int(c) for c in mech.child]
+    m.parent_vertex = mech.parent_vertex.reshape(-1).tolist()
+    m.child_vertex = mech.child_vertex.reshape(-1).tolist()
+    m.orientation_offset = mech.orientation_offset.reshape(-1).tolist()
+    m.basis = mech.basis.reshape(-1).tolist()
+    m.constrained = mech.constrained.astype(int).reshape(-1).tolist()
+    m.spring = mech.spring.tolist()
+    m.damper = mech.damper.tolist()
+    m.spring_offset = mech.spring_offset.tolist()
+    m.limit_free = [int(f) for f in mech.limit_free]
+    m.limit_sign = mech.limit_sign.tolist()
+    m.limit_bound = mech.limit_bound.tolist()
+    cs = mech.contacts
+    m.contact_body = [int(c.body) for c in cs]
+    m.contact_other = [int(c.other) for c in cs]  # ORIGIN (-1) is the core's kWorld
+    m.contact_model = [CONTACT_MODEL_CODE[c.model] for c in cs]
+    m.contact_kind = [COLLISION_KIND_CODE[c.kind] for c in cs]
+    m.contact_friction = [float(c.friction) for c in cs]
+    m.contact_radius = [float(c.radius) for c in cs]
+    m.contact_offset = [float(v) for c in cs for v in np.asarray(c.offset, float).reshape(3)]
+    m.contact_shape = [float(v) for c in cs for v in contact_shape_parameters(c)]
+    return m
+
+
+def compile_model(mech) -> _core.Model:
+    """The frozen core Model of a mechanism."""
+    return _core.Model(model_input(mech))
