@@ -126,8 +126,7 @@ NB_MODULE(_core, m) {
       "step",
       [](const Model& model, Data& data, const InArray& z, std::optional<InArray> u, std::optional<InArray> f_ext,
          std::optional<InArray> tau_ext, std::optional<InArray> lambda0, const SolverOptions& opts) {
-        if (model.nlim > 0 || model.nc > 0)
-          throw std::invalid_argument("the compiled step does not handle contacts or joint limits yet");
+        if (model.nc > 0) throw std::invalid_argument("the compiled step does not handle contacts yet");
         const double* pz = checked(z, 13 * static_cast<size_t>(model.nb), "state");
         const double* pu = checked(u, model.nf, "input");
         const double* pf = checked(f_ext, 3 * static_cast<size_t>(model.nb), "f_ext");

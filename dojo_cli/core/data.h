@@ -32,7 +32,18 @@ enum class SolverStatus : int {
 };
 
 // Columns of one iteration's log line (--verbose): Dojo's table.
-enum LogColumn : int { kLogIteration = 0, kLogResidual, kLogComplementarity, kLogAlpha, kLogKappa, kLogStep, kLogColumns };
+// (residual: infinity norm of the whole residual; rvio/bvio: of its equality and
+// complementarity rows; Newton has no complementarity rows, its rvio is the residual.)
+enum LogColumn : int {
+  kLogIteration = 0,
+  kLogResidual,
+  kLogComplementarity,
+  kLogAlpha,
+  kLogKappa,
+  kLogStep,
+  kLogRvio,
+  kLogColumns
+};
 
 struct Data {
   explicit Data(const Model& m);
@@ -54,6 +65,10 @@ struct Data {
   std::vector<double> matrix;                 // structural block values of the Newton matrix
   BlockLU lu;                                 // its factorisation (valid until the next factor)
   bool lu_valid = false;
+
+  // ---- interior point scratch (interior_point.cpp)
+  std::vector<double> target, d_aff, rhs;  // (n,)
+  std::vector<double> soc_w, soc_w_inv, soc_lambda;  // (ns, 9), (ns, 9), (ns, 3): Nesterov-Todd scaling
 
   // ---- result
   std::vector<double> z_next;  // (13 nb,) [x3, v25, q3 (normalised), w25] per body

@@ -203,6 +203,7 @@ Model::Model(const ModelInput& in) {
           soc_s.push_back(s0 + k);
           soc_g.push_back(g0 + k);
         }
+        soc_contact.push_back(c);
       } else {
         for (int k = 0; k < half; ++k) {
           orthant_s.push_back(s0 + k);

@@ -96,6 +96,7 @@ struct Model {
   // second-order-cone triples; complementarity rows sit at the slack indices.
   std::vector<int> orthant_s, orthant_g;  // (no,)
   std::vector<int> soc_s, soc_g;          // (ns, 3)
+  std::vector<int> soc_contact;           // (ns,) the nonlinear contact of each SOC block
   std::vector<uint8_t> is_complementarity;  // (n,) 1 for complementarity rows
   int degree = 0;                          // orthant pairs + SOC blocks
 

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "dynamics.h"
+#include "interior_point.h"
 #include "kinematics.h"
 
 namespace dojo {
@@ -13,7 +14,8 @@ Data::Data(const Model& m)
     : x2(3 * m.nb), v15(3 * m.nb), q2(4 * m.nb), w15(3 * m.nb), u(m.nf), f_ext(3 * m.nb), tau_ext(3 * m.nb),
       constant(m.nv), jg2(12 * m.nl), jf2(12 * m.nf), rot2(9 * m.nb), w(m.n), r(m.n), delta(m.n), cand(m.n),
       rc(m.n), x3(3 * m.nb), q3(4 * m.nb), rot3(9 * m.nb), mw(9 * m.nb), matrix(m.blocks.structural_size),
-      z_next(13 * m.nb) {
+      target(m.n), d_aff(m.n), rhs(m.n), soc_w(3 * m.soc_s.size()), soc_w_inv(3 * m.soc_s.size()),
+      soc_lambda(m.soc_s.size()), z_next(13 * m.nb) {
   lu.init(m.blocks);
 }
 
@@ -324,6 +326,19 @@ void step_initial_guess(const Model& m, Data& d, const double* lambda0) {
     d.w[m.lim_s + l] = kLimitStart;
     d.w[m.lim_g + l] = kLimitStart;
   }
+  // contacts: Dojo's starting point, orthant entries 1.5 and second-order cones (1.5, 0, 0)
+  for (int c = 0; c < m.nc; ++c) {
+    const int half = contact_half_size_of(m.contact_model[c]);
+    const int s0 = m.contact_start[c], g0 = s0 + half;
+    for (int k = 0; k < half; ++k) {
+      d.w[s0 + k] = kConeStart;
+      d.w[g0 + k] = kConeStart;
+    }
+    if (m.contact_model[c] == 1) {
+      d.w[s0 + 2] = d.w[s0 + 3] = 0.0;
+      d.w[g0 + 2] = d.w[g0 + 3] = 0.0;
+    }
+  }
 }
 
 void step_next_state(const Model& m, Data& d, const double* w) {
@@ -353,6 +368,7 @@ void log_line(Data& d, int it, double res, double alpha, double step) {
   line[kLogAlpha] = alpha;
   line[kLogKappa] = 0.0;
   line[kLogStep] = step;
+  line[kLogRvio] = res;
 }
 }  // namespace
 
@@ -424,8 +440,7 @@ SolverStatus step(const Model& m, Data& d, const double* z, const double* u, con
     return d.status;
   }
   step_initial_guess(m, d, lambda0);
-  // (inequalities: the interior point, to come; the binding refuses them for now)
-  d.status = newton(m, d, opts);
+  d.status = (m.nlim > 0 || m.nc > 0) ? interior_point(m, d, opts) : newton(m, d, opts);
   step_next_state(m, d, d.w.data());
   return d.status;
 }

@@ -29,6 +29,9 @@ constexpr double kMaxAngularSpeedSq = 3.9;
 constexpr double kConstraintRegularization = 1e-10;
 // Interior-point starting value of joint-limit slacks and impulses (Dojo: reset to 1).
 constexpr double kLimitStart = 1.0;
+// Dojo's starting value of every contact cone variable after its initialisation shift
+// (notes 5.3: neutral vectors shifted to 1.5 in the orthant, (1.5, 0, 0) in SOCs).
+constexpr double kConeStart = 1.5;
 
 // Load the step's inputs into d and compute what is constant over the solve.
 // z: (13 nb,) [x2, v15, q2, w15] per body; u: (nf,) or null (zero); f_ext, tau_ext:

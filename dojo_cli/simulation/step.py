@@ -384,8 +384,12 @@ def _core_step(mech: Mechanism, z, u, opts: SolverOptions, f_ext, tau_ext, lam0,
         _vector(lam0, mech.nl, "lambda0"), core_options(opts),
     )
     if log is not None:
-        for it, res, _, alpha, _, step_norm in data.log:
-            log({"iteration": int(it), "residual": res, "alpha": alpha, "step": step_norm})
+        inequalities = mech.has_inequalities
+        for it, res, bvio, alpha, kappa, step_norm, rvio in data.log:
+            rec = {"iteration": int(it), "residual": res, "alpha": alpha, "step": step_norm}
+            if inequalities:
+                rec.update(bvio=bvio, rvio=rvio, kappa=kappa)
+            log(rec)
     result = SolverResult(data.w.copy(), STATUS_FROM_CODE[code], data.iterations, data.residual, None, data.complementarity)
     return data.z_next.copy(), result
 
@@ -400,7 +404,7 @@ def solve_step(
     core has it (issue 10, step 3).
     """
     opts = opts or SolverOptions()
-    if not mech.has_inequalities:
+    if not mech.nc:
         z_next, result = _core_step(mech, z, u, opts, f_ext, tau_ext, lam0, log)
         return z_next, result, None
     problem = StepProblem(mech, z, u, f_ext, tau_ext)

@@ -1,0 +1,272 @@
+// The interior-point solver (interior_point.h).
+#include "interior_point.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "step.h"
+
+namespace dojo {
+
+namespace {
+
+inline double jordan_det(const double* x) { return x[0] * x[0] - (x[1] * x[1] + x[2] * x[2]); }
+
+// cone_product(u, w) = (u.w, u0 w[1:] + w0 u[1:])
+inline void cone_product(const double* u, const double* w, double* out) {
+  out[0] = u[0] * w[0] + u[1] * w[1] + u[2] * w[2];
+  out[1] = u[0] * w[1] + w[0] * u[1];
+  out[2] = u[0] * w[2] + w[0] * u[2];
+}
+
+// out = arrow(u) M for a 3x3 row-major M; arrow(u) = [[u0, u1, u2], [u1, u0, 0], [u2, 0, u0]]
+inline void arrow_times(const double* u, const double* mat, double* out) {
+  const double a[3][3] = {{u[0], u[1], u[2]}, {u[1], u[0], 0.0}, {u[2], 0.0, u[0]}};
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j) out[3 * i + j] = a[i][0] * mat[j] + a[i][1] * mat[3 + j] + a[i][2] * mat[6 + j];
+}
+
+inline void matvec3(const double* mat, const double* x, double* out) {
+  for (int i = 0; i < 3; ++i) out[i] = mat[3 * i] * x[0] + mat[3 * i + 1] * x[1] + mat[3 * i + 2] * x[2];
+}
+
+// Largest alpha <= 1 keeping x + alpha dx >= (1 - tau) x (Dojo's positive orthant rule).
+double orthant_step(const Model& m, const double* w, const double* dw, double tau) {
+  double alpha = 1.0;
+  for (const std::vector<int>* idx : {&m.orthant_s, &m.orthant_g})
+    for (int i : *idx)
+      if (dw[i] < 0.0) alpha = std::min(alpha, -tau * w[i] / dw[i]);
+  return alpha;
+}
+
+// Step length to the boundary of a second-order cone (CVXOPT section 8.2, Dojo's rule).
+double soc_step(const double* x, const double* dx, double tau) {
+  const double jn = std::max(jordan_det(x), kSocJFloor) + kSocEps;
+  const double sj = std::sqrt(jn);
+  const double c = x[0] * dx[0] - (x[1] * dx[1] + x[2] * dx[2]) + kSocEps;
+  const double rho_s = c / jn;
+  const double coef = (c / sj + dx[0]) / (x[0] / sj + 1.0);
+  const double r1 = dx[1] / sj - coef * x[1] / jn;
+  const double r2 = dx[2] / sj - coef * x[2] / jn;
+  const double gap = std::sqrt(r1 * r1 + r2 * r2) - rho_s;
+  return gap > 0.0 ? std::min(1.0, tau / gap) : 1.0;
+}
+
+// Replace the residual of the second-order-cone rows by lambda o lambda and their
+// Newton rows by (arrow(lambda) W, arrow(lambda) W^-1): the rows cone_product(gamma, s)
+// = kappa e become lambda o (W ds + W^-1 dgamma) = kappa e - lambda o lambda.
+void scale_second_order_cones(const Model& m, Data& d, double* rn) {
+  const int ns = static_cast<int>(m.soc_contact.size());
+  double s[3], z[3], a[9];
+  for (int k = 0; k < ns; ++k) {
+    for (int i = 0; i < 3; ++i) {
+      s[i] = d.w[m.soc_s[3 * k + i]];
+      z[i] = d.w[m.soc_g[3 * k + i]];
+    }
+    double* w = &d.soc_w[9 * k];
+    double* w_inv = &d.soc_w_inv[9 * k];
+    double* lam = &d.soc_lambda[3 * k];
+    nesterov_todd(s, z, w, w_inv, lam);
+    double ll[3];
+    cone_product(lam, lam, ll);
+    for (int i = 0; i < 3; ++i) rn[m.soc_s[3 * k + i]] = ll[i];
+    // rows 1..3 of the contact's diagonal block: columns s (1..3) and gamma (N+1..N+3)
+    const int c = m.soc_contact[k];
+    const int id = m.blk_contact_diag[c];
+    const int cols = m.blocks.size(m.blocks.block_col[id]);
+    const int half = cols / 2;
+    double* blk = d.matrix.data() + m.blocks.block_offset[id];
+    arrow_times(lam, w, a);
+    for (int i = 0; i < 3; ++i)
+      for (int j = 0; j < 3; ++j) blk[(1 + i) * cols + 1 + j] = a[3 * i + j];
+    arrow_times(lam, w_inv, a);
+    for (int i = 0; i < 3; ++i)
+      for (int j = 0; j < 3; ++j) blk[(1 + i) * cols + half + 1 + j] = a[3 * i + j];
+  }
+}
+
+inline double inf_norm(const double* p, int n) {
+  double out = 0.0;
+  for (int i = 0; i < n; ++i) out = std::max(out, std::fabs(p[i]));
+  return out;
+}
+
+}  // namespace
+
+void nesterov_todd(const double* s, const double* z, double* w, double* w_inv, double* lambda) {
+  // Points within rounding of the boundary can have det <= 0 at very tight tolerances;
+  // a relative floor keeps the scaling finite.
+  const double ds = std::max(jordan_det(s), std::max(kDetFloor * s[0] * s[0], kTiny));
+  const double dz = std::max(jordan_det(z), std::max(kDetFloor * z[0] * z[0], kTiny));
+  const double rs = std::sqrt(ds), rz = std::sqrt(dz);
+  const double sign[3] = {1.0, -1.0, -1.0};
+  double wt[3];
+  for (int i = 0; i < 3; ++i) wt[i] = s[i] / rs + sign[i] * (z[i] / rz);
+  const double dwt = std::sqrt(std::max(jordan_det(wt), std::max(kDetFloor * wt[0] * wt[0], kTiny)));
+  double wh[3];
+  for (int i = 0; i < 3; ++i) wh[i] = wt[i] / dwt;
+  const double norm = std::sqrt(2.0 * (wh[0] + 1.0));
+  const double u[3] = {(wh[0] + 1.0) / norm, wh[1] / norm, wh[2] / norm};
+  const double beta = std::pow(ds / dz, 0.25);
+  const double ju[3] = {u[0], -u[1], -u[2]};
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j) {
+      const double jd = (i == j) ? sign[i] : 0.0;
+      w_inv[3 * i + j] = beta * (2.0 * u[i] * u[j] - jd);
+      w[3 * i + j] = (1.0 / beta) * (2.0 * ju[i] * ju[j] - jd);
+    }
+  matvec3(w, s, lambda);
+}
+
+void violations(const Model& m, const double* r, double& rvio, double& bvio) {
+  rvio = 0.0;
+  bvio = 0.0;
+  for (int i = 0; i < m.n; ++i) {
+    const double a = std::fabs(r[i]);
+    if (m.is_complementarity[i])
+      bvio = std::max(bvio, a);
+    else
+      rvio = std::max(rvio, a);
+    if (a != a) {  // NaN: max() would drop it
+      rvio = a;
+      bvio = a;
+      return;
+    }
+  }
+}
+
+double complementarity_measure(const Model& m, const double* w) {
+  double total = 0.0;
+  for (size_t i = 0; i < m.orthant_s.size(); ++i) total += w[m.orthant_s[i]] * w[m.orthant_g[i]];
+  double soc = 0.0;
+  for (size_t i = 0; i < m.soc_s.size(); ++i) soc += w[m.soc_s[i]] * w[m.soc_g[i]];
+  return (total + soc) / std::max(m.degree, 1);
+}
+
+double cone_step(const Model& m, const double* w, const double* dw, double tau) {
+  double alpha = orthant_step(m, w, dw, tau);
+  const double tau_soc = std::min(tau, kSocFraction);
+  const int ns = static_cast<int>(m.soc_contact.size());
+  double x[3], dx[3];
+  for (int k = 0; k < ns; ++k)
+    for (const std::vector<int>* idx : {&m.soc_s, &m.soc_g}) {
+      for (int i = 0; i < 3; ++i) {
+        x[i] = w[(*idx)[3 * k + i]];
+        dx[i] = dw[(*idx)[3 * k + i]];
+      }
+      alpha = std::min(alpha, soc_step(x, dx, tau_soc));
+    }
+  return alpha;
+}
+
+SolverStatus interior_point(const Model& m, Data& d, const SolverOptions& opts) {
+  const int n = m.n;
+  step_project(m, d.w.data());
+  std::fill(d.target.begin(), d.target.end(), 0.0);  // e: 1 on orthant rows, (1, 0, 0) on SOC rows
+  for (int i : m.orthant_s) d.target[i] = 1.0;
+  for (size_t k = 0; k < m.soc_contact.size(); ++k) d.target[m.soc_s[3 * k]] = 1.0;
+  double undercut = opts.undercut;
+  int no_progress = 0, short_steps = 0;
+  bool line_search_failed = false;
+  step_residual(m, d, d.w.data(), d.r.data());
+  double rvio, bvio;
+  violations(m, d.r.data(), rvio, bvio);
+  auto finish = [&](SolverStatus status, int iterations) {
+    d.iterations = iterations;
+    d.residual = std::max(rvio, bvio);
+    d.complementarity = bvio;
+    return status;
+  };
+  for (int it = 0; it < opts.max_iter; ++it) {
+    if (rvio < opts.rtol && bvio < opts.btol) return finish(SolverStatus::Success, it);
+    // Newton matrix with the second-order cones in Nesterov-Todd scaled form; the
+    // residual used for convergence stays raw.
+    step_matrix(m, d, d.w.data());
+    std::copy(d.r.begin(), d.r.end(), d.rhs.begin());
+    scale_second_order_cones(m, d, d.rhs.data());  // d.rhs = rn
+    d.lu_valid = d.lu.factor(m.blocks, d.matrix.data());
+    if (!d.lu_valid) return finish(SolverStatus::SingularMatrix, it + 1);
+
+    // 1-2. affine direction and its step length
+    for (int i = 0; i < n; ++i) d.d_aff[i] = -d.rhs[i];
+    d.lu.solve(m.blocks, d.d_aff.data());
+    const double a_aff = cone_step(m, d.w.data(), d.d_aff.data(), kAffineFraction);
+
+    // 3. centering (a pure centering step after a step cut short by a cone boundary)
+    const double nu = complementarity_measure(m, d.w.data());
+    for (int i = 0; i < n; ++i) d.cand[i] = d.w[i] + a_aff * d.d_aff[i];
+    const double nu_aff = complementarity_measure(m, d.cand.data());
+    double sigma = std::pow(std::clamp(nu_aff / (nu + kCenteringGuard), 0.0, 1.0), 3);
+    const bool centering = short_steps >= kShortStepsBeforeCentering;
+    if (centering) sigma = 1.0;
+    const double kappa = std::max(sigma * nu, opts.btol / undercut);
+
+    // 4. corrector: target kappa plus the affine second-order term (scaled for SOCs)
+    for (int i = 0; i < n; ++i) d.rhs[i] -= kappa * d.target[i];
+    for (size_t i = 0; i < m.orthant_s.size(); ++i) d.rhs[m.orthant_s[i]] += d.d_aff[m.orthant_s[i]] * d.d_aff[m.orthant_g[i]];
+    for (size_t k = 0; k < m.soc_contact.size(); ++k) {
+      double ds[3], dz[3], sds[3], sdz[3], cp[3];
+      for (int i = 0; i < 3; ++i) {
+        ds[i] = d.d_aff[m.soc_s[3 * k + i]];
+        dz[i] = d.d_aff[m.soc_g[3 * k + i]];
+      }
+      matvec3(&d.soc_w[9 * k], ds, sds);
+      matvec3(&d.soc_w_inv[9 * k], dz, sdz);
+      cone_product(sds, sdz, cp);
+      for (int i = 0; i < 3; ++i) d.rhs[m.soc_s[3 * k + i]] += cp[i];
+    }
+    for (int i = 0; i < n; ++i) d.delta[i] = -d.rhs[i];
+    d.lu.solve(m.blocks, d.delta.data());
+
+    // 5. cone step length and backtracking
+    const double viol = std::max(rvio, bvio);
+    const double tau = std::max(kMinFraction, 1.0 - viol * viol);
+    double alpha = cone_step(m, d.w.data(), d.delta.data(), tau);
+    double rvio_c = 0.0, bvio_c = 0.0;
+    line_search_failed = true;
+    for (int ls = 0; ls < std::max(opts.max_ls, 1); ++ls) {
+      for (int i = 0; i < n; ++i) d.cand[i] = d.w[i] + alpha * d.delta[i];
+      step_project(m, d.cand.data());
+      step_residual(m, d, d.cand.data(), d.rc.data());
+      violations(m, d.rc.data(), rvio_c, bvio_c);
+      // a non-finite candidate is never accepted (NaN compares false)
+      if (std::isfinite(rvio_c) && std::isfinite(bvio_c) && !(rvio_c > rvio && bvio_c > bvio)) {
+        line_search_failed = false;
+        break;
+      }
+      alpha *= opts.ls_scale;
+    }
+    // Dojo accepts the last candidate even when backtracking ran out; the status
+    // records it if the solve then ends unconverged. A non-finite one is never taken.
+    if (!(std::isfinite(rvio_c) && std::isfinite(bvio_c))) return finish(SolverStatus::LineSearchFailure, it + 1);
+
+    // 6. progress bookkeeping
+    const bool progress = (rvio >= opts.rtol && rvio_c < kProgressFactor * rvio) ||
+                          (bvio >= opts.btol && bvio_c < kProgressFactor * bvio);
+    no_progress = progress ? std::max(no_progress - 1, 0) : no_progress + 1;
+    if (no_progress >= opts.no_progress_max) {
+      undercut *= opts.no_progress_undercut;
+      no_progress = 0;
+    }
+    if (d.log_rows * kLogColumns < static_cast<int>(d.log.size())) {
+      double* line = &d.log[kLogColumns * d.log_rows++];
+      line[kLogIteration] = it + 1;
+      line[kLogResidual] = inf_norm(d.rc.data(), n);
+      line[kLogComplementarity] = bvio_c;
+      line[kLogAlpha] = alpha;
+      line[kLogKappa] = kappa;
+      line[kLogStep] = inf_norm(d.delta.data(), n);
+      line[kLogRvio] = rvio_c;
+    }
+    // one centring step at a time: it is followed by a normal (Mehrotra) iteration
+    short_steps = centering ? 0 : (alpha < kShortStep ? short_steps + 1 : 0);
+    d.w.swap(d.cand);
+    d.r.swap(d.rc);
+    rvio = rvio_c;
+    bvio = bvio_c;
+  }
+  if (rvio < opts.rtol && bvio < opts.btol) return finish(SolverStatus::Success, opts.max_iter);
+  return finish(line_search_failed ? SolverStatus::LineSearchFailure : SolverStatus::MaxIterations, opts.max_iter);
+}
+
+}  // namespace dojo

@@ -1,0 +1,75 @@
+// Primal-dual interior-point method with Mehrotra predictor-corrector steps.
+//
+// Dojo's mehrotra! (dojo_engine_notes.md 5.3) for the step's nonlinear
+// complementarity problem, whose unknowns include pairs (s, gamma) in cones:
+// - positive orthant pairs: s_i >= 0, gamma_i >= 0, complementarity s_i gamma_i = kappa;
+// - second-order cones of dimension 3: complementarity cone_product(gamma, s) = kappa (1, 0, 0),
+//   cone_product(u, w) = (u.w, u0 w[1:] + w0 u[1:]).
+// The step's residual holds the products with kappa = 0; the solver subtracts its target.
+//
+// Each iteration:
+// 1. affine (predictor) direction: Newton on the residual with kappa = 0;
+// 2. the affine step length in the cones (fraction to the boundary 0.95);
+// 3. centering: nu = sum s.gamma / degree, nu_aff the same after the affine step,
+//    sigma = clamp(nu_aff / nu, 0, 1)^3, kappa = max(sigma nu, btol / undercut);
+// 4. corrector: the same factorisation solves for the residual with target kappa plus
+//    the affine second-order term. (Dojo's corrector aims at kappa_prev + kappa_new
+//    because its residual already subtracted the previous kappa; here the residual is
+//    always evaluated with kappa = 0 and the target subtracted once, so it aims at kappa.)
+// 5. cone step length with tau = max(0.95, 1 - max(rvio, bvio)^2) (at most 0.95 for
+//    second-order cones), then backtracking by ls_scale (at most max_ls times) until the
+//    candidate does not increase both the equality violation rvio and the
+//    complementarity violation bvio;
+// 6. progress bookkeeping: after no_progress_max iterations without a 20 % decrease of
+//    an unconverged violation, undercut *= no_progress_undercut.
+// Beyond Dojo: second-order cones are linearised in Nesterov-Todd scaled form (the raw
+// linearisation can drive a cone variable onto its boundary and jam), and after a step
+// cut short by a cone boundary one pure centering step (sigma = 1) follows.
+// Converged when rvio < rtol and bvio < btol (raw products, kappa not subtracted).
+#pragma once
+
+#include "data.h"
+#include "model.h"
+
+namespace dojo {
+
+// Fraction to the boundary of the affine step (Dojo's tau_ort = tau_soc = 0.95).
+constexpr double kAffineFraction = 0.95;
+// Lower bound of the corrector's fraction to the boundary (Dojo: max(0.95, 1 - viol^2)).
+constexpr double kMinFraction = 0.95;
+// Fraction to the boundary of second-order cones (Dojo's tau_soc = min(tau, 0.95)).
+constexpr double kSocFraction = 0.95;
+// A step shorter than this was cut by a cone boundary; after this many in a row the
+// next iteration centres (sigma = 1), once.
+constexpr double kShortStep = 0.1;
+constexpr int kShortStepsBeforeCentering = 1;
+// A violation must shrink by this factor to count as progress (Dojo: 20 %).
+constexpr double kProgressFactor = 0.8;
+// Guards of the second-order-cone step length (CVXOPT 8.2 as in Dojo).
+constexpr double kSocJFloor = 1e-25;
+constexpr double kSocEps = 1e-14;
+// Relative floor of Jordan determinants in the scaling (det / x0^2 below it is rounding),
+// and an absolute floor for a cone vector that is exactly zero.
+constexpr double kDetFloor = 1e-30;
+constexpr double kTiny = 1e-300;
+// Guard of the centering ratio nu_aff / nu.
+constexpr double kCenteringGuard = 1e-20;
+
+// Nesterov-Todd scaling of one second-order-cone pair (s, z) strictly inside the cone:
+// W s = W^-1 z = lambda with lambda.lambda = s.z (Nesterov and Todd 1998; Vandenberghe,
+// "The CVXOPT linear and quadratic cone program solvers", 2010, section 4).
+void nesterov_todd(const double* s, const double* z, double* w, double* w_inv, double* lambda);
+
+// (rvio, bvio) of a residual: infinity norms of the equality and complementarity rows.
+void violations(const Model& m, const double* r, double& rvio, double& bvio);
+
+// Mean duality measure nu = sum s.gamma / degree.
+double complementarity_measure(const Model& m, const double* w);
+
+// Largest step keeping every cone variable strictly inside its cone.
+double cone_step(const Model& m, const double* w, const double* dw, double tau);
+
+// Solve the step (d.w holds the starting point, cone variables strictly inside).
+SolverStatus interior_point(const Model& m, Data& d, const SolverOptions& opts);
+
+}  // namespace dojo
