@@ -13,6 +13,7 @@
 #include <string>
 
 #include "data.h"
+#include "gradients.h"
 #include "model.h"
 #include "step.h"
 
@@ -137,6 +138,36 @@ NB_MODULE(_core, m) {
       nb::arg("model"), nb::arg("data"), nb::arg("z"), nb::arg("u").none(), nb::arg("f_ext").none(),
       nb::arg("tau_ext").none(), nb::arg("lambda0").none(), nb::arg("opts"),
       "One step from z = [x2, v15, q2, w15] per body; the result is in data (z_next, w, status, iterations).");
+
+  m.def(
+      "gradients",
+      [](const Model& model, Data& data, bool state, bool input, const std::vector<int>& parameters, double kappa) {
+        GradientRequest request;
+        request.state = state;
+        request.input = input;
+        request.parameters = parameters;
+        request.kappa = kappa;
+        int p = 0;
+        for (int kind : parameters) {
+          if (kind < 0 || kind > static_cast<int>(ParameterKind::Offset))
+            throw std::invalid_argument("unknown parameter kind " + std::to_string(kind));
+          p += parameter_count(model, static_cast<ParameterKind>(kind));
+        }
+        const size_t rows = 12 * static_cast<size_t>(model.nb);
+        auto matrix = [&](bool want, size_t cols) -> std::optional<OutArray> {
+          if (!want) return std::nullopt;
+          double* buf = new double[rows * cols]();
+          nb::capsule owner(buf, [](void* ptr) noexcept { delete[] static_cast<double*>(ptr); });
+          return OutArray(buf, {rows, cols}, owner);
+        };
+        std::optional<OutArray> A = matrix(state, rows), B = matrix(input, model.nf), P = matrix(p > 0, p);
+        const double used = step_gradients(model, data, request, A ? A->data() : nullptr, B ? B->data() : nullptr,
+                                           P ? P->data() : nullptr);
+        return nb::make_tuple(A, B, P, used);
+      },
+      nb::arg("model"), nb::arg("data"), nb::arg("state") = true, nb::arg("input") = true,
+      nb::arg("parameters") = std::vector<int>(), nb::arg("kappa") = -1.0,
+      "Derivatives (A, B, P, kappa) of the step last solved with data (implicit function theorem).");
 
   // Test access to the pieces of a step (residual and Newton matrix at given unknowns).
   m.def(

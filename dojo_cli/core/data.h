@@ -70,6 +70,9 @@ struct Data {
   std::vector<double> target, d_aff, rhs;  // (n,)
   std::vector<double> soc_w, soc_w_inv, soc_lambda;  // (ns, 9), (ns, 9), (ns, 3): Nesterov-Todd scaling
 
+  // ---- gradient scratch (gradients.cpp; grown on first use, then reused)
+  std::vector<double> grad_rhs, grad_b, grad_r, grad_x, grad_r_new, grad_chain;
+
   // ---- result
   std::vector<double> z_next;  // (13 nb,) [x3, v25, q3 (normalised), w25] per body
   SolverStatus status = SolverStatus::Success;

@@ -52,9 +52,14 @@ double soc_step(const double* x, const double* dx, double tau) {
   return gap > 0.0 ? std::min(1.0, tau / gap) : 1.0;
 }
 
-// Replace the residual of the second-order-cone rows by lambda o lambda and their
-// Newton rows by (arrow(lambda) W, arrow(lambda) W^-1): the rows cone_product(gamma, s)
-// = kappa e become lambda o (W ds + W^-1 dgamma) = kappa e - lambda o lambda.
+inline double inf_norm(const double* p, int n) {
+  double out = 0.0;
+  for (int i = 0; i < n; ++i) out = std::max(out, std::fabs(p[i]));
+  return out;
+}
+
+}  // namespace
+
 void scale_second_order_cones(const Model& m, Data& d, double* rn) {
   const int ns = static_cast<int>(m.soc_contact.size());
   double s[3], z[3], a[9];
@@ -84,14 +89,6 @@ void scale_second_order_cones(const Model& m, Data& d, double* rn) {
       for (int j = 0; j < 3; ++j) blk[(1 + i) * cols + half + 1 + j] = a[3 * i + j];
   }
 }
-
-inline double inf_norm(const double* p, int n) {
-  double out = 0.0;
-  for (int i = 0; i < n; ++i) out = std::max(out, std::fabs(p[i]));
-  return out;
-}
-
-}  // namespace
 
 void nesterov_todd(const double* s, const double* z, double* w, double* w_inv, double* lambda) {
   // Points within rounding of the boundary can have det <= 0 at very tight tolerances;

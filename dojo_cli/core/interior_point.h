@@ -69,6 +69,13 @@ double complementarity_measure(const Model& m, const double* w);
 // Largest step keeping every cone variable strictly inside its cone.
 double cone_step(const Model& m, const double* w, const double* dw, double tau);
 
+// Nesterov-Todd scaled linearisation of the second-order cones at d.w: the residual
+// rows cone_product(gamma, s) (in rn) become lambda o lambda and their Newton rows (in
+// d.matrix, assembled at d.w) (arrow(lambda) W, arrow(lambda) W^-1), since the rows
+// cone_product(gamma, s) = kappa e become lambda o (W ds + W^-1 dgamma) = kappa e - lambda o lambda.
+// Keeps W, W^-1 and lambda in d.soc_w, d.soc_w_inv, d.soc_lambda.
+void scale_second_order_cones(const Model& m, Data& d, double* rn);
+
 // Solve the step (d.w holds the starting point, cone variables strictly inside).
 SolverStatus interior_point(const Model& m, Data& d, const SolverOptions& opts);
 

@@ -1,0 +1,423 @@
+// Gradients of a step (gradients.h).
+#include "gradients.h"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+#include "body_maps.h"
+#include "dual.h"
+#include "dynamics.h"
+#include "interior_point.h"
+#include "kinematics.h"
+#include "step.h"
+
+namespace dojo {
+
+int parameter_count(const Model& m, ParameterKind kind) {
+  switch (kind) {
+    case ParameterKind::Mass: return m.nb;
+    case ParameterKind::Inertia: return 6 * m.nb;
+    case ParameterKind::Gravity: return 3;
+    case ParameterKind::Spring:
+    case ParameterKind::Damper: return m.nf;
+    case ParameterKind::Friction:
+    case ParameterKind::Radius: return m.nc;
+    case ParameterKind::Offset: return 3 * m.nc;
+  }
+  throw std::invalid_argument("unknown parameter kind");
+}
+
+namespace {
+
+using D12 = Dual<double, 12>;
+
+// A dense n x k column-major matrix view.
+struct Columns {
+  double* v;
+  int n;
+  double& at(int row, int col) { return v[static_cast<size_t>(col) * n + row]; }
+};
+
+// State tangent column of body b: part 0 x, 1 v, 2 phi, 3 w.
+inline int state_col(int b, int part, int axis) { return 12 * b + 3 * part + axis; }
+
+// Pose of body b at z2 with dual seeds on its tangents [x (seed0..), t (seed0+3..)].
+Pose<D12> seeded_pose(const Data& d, int b, int seed0) {
+  if (b == kWorld) return world_pose<D12>();
+  Pose<D12> p;
+  for (int k = 0; k < 3; ++k) p.x[k] = D12::variable(d.x2[3 * b + k], seed0 + k);
+  const Vec3<D12> t{{D12::variable(0.0, seed0 + 3), D12::variable(0.0, seed0 + 4), D12::variable(0.0, seed0 + 5)}};
+  p.q = perturb_right(load4<D12>(&d.q2[4 * b]), t);  // q exp(t/2) = q [1, t/2] to first order
+  p.r = rotation(p.q);
+  return p;
+}
+
+// rows += jac (wrt [xa, ta, xb, tb] at z3) chained to [x2, phi2] of the joint's or
+// pair's bodies: dx3/dx2 = I, dt3/dphi2 = chain (2 R(qmap(w25))^T per body).
+void add_z3(Columns& out, int row, const double* jac, int a, int b, const std::vector<double>& chain) {
+  const int bodies[2] = {a, b};
+  for (int s = 0; s < 2; ++s) {
+    const int body = bodies[s];
+    if (body == kWorld) continue;
+    const double* j = jac + 6 * s;
+    const double* c = &chain[9 * body];
+    for (int k = 0; k < 3; ++k) {
+      out.at(row, state_col(body, 0, k)) += j[k];
+      out.at(row, state_col(body, 2, k)) += j[3] * c[k] + j[4] * c[3 + k] + j[5] * c[6 + k];
+    }
+  }
+}
+
+// Per-free-coordinate sum of sigma gamma over the coordinate's limits.
+void limit_impulses(const Model& m, const double* w, std::vector<double>& out) {
+  out.assign(m.nf, 0.0);
+  for (int l = 0; l < m.nlim; ++l) out[m.limit_free[l]] += m.limit_sign[l] * w[m.lim_g + l];
+}
+
+// dr/dz2 (n x 12 nb, column-major) at the solution w.
+void state_residual_jacobian(const Model& m, Data& d, const double* w, Columns out) {
+  const double h = m.h;
+  // previous momenta: the body residual is momentum_right - momentum_left - ...
+  double jac[36];
+  for (int b = 0; b < m.nb; ++b) {
+    momentum_jacobian(m.mass[b], body_inertia(m, b), load3<double>(&d.w15[3 * b]), h, -1.0, jac);
+    for (int i = 0; i < 6; ++i)
+      for (int k = 0; k < 3; ++k) {
+        out.at(6 * b + i, state_col(b, 1, k)) -= jac[6 * i + k];
+        out.at(6 * b + i, state_col(b, 3, k)) -= jac[6 * i + 3 + k];
+      }
+  }
+
+  // impulse maps at z2: the joint's part of the body residual,
+  //   F = -Jc^T lambda + Jm^T (h k (m - m0) + h c Jm xi - sigma gamma) - Ju^T h u,
+  // differentiated along the joint's 12 tangents with dual numbers.
+  std::vector<double> limit;
+  limit_impulses(m, w, limit);
+  const bool minimal = m.has_springs || m.has_dampers || m.nlim > 0;
+  bool any_input = false;
+  for (int f = 0; f < m.nf; ++f) any_input = any_input || d.u[f] != 0.0;
+  JointKinematics<D12> kin;
+  JointRow<D12> row;
+  for (int j = 0; j < m.nj; ++j) {
+    const int a = m.parent[j], b = m.child[j];
+    const Pose<D12> pa = seeded_pose(d, a, 0);
+    const Pose<D12> pb = seeded_pose(d, b, 6);
+    joint_kinematics(m, j, pa, pb, kin);
+    D12 F[12];
+    for (int rr = m.joint_row_start[j]; rr < m.joint_row_start[j + 1]; ++rr) {
+      constraint_row(m, j, m.row_slot[rr], kin, row);
+      const double lam = w[m.lam + rr];
+      for (int k = 0; k < 12; ++k) F[k] -= row.jac[k] * lam;
+    }
+    const int f0 = m.joint_free_start[j], f1 = m.joint_free_start[j + 1];
+    if (f0 < f1 && minimal) {
+      const Vec3<D12> rv = rotation_vector(kin.q_rel);
+      double xi[12];
+      for (int k = 0; k < 6; ++k) {
+        xi[k] = a == kWorld ? 0.0 : w[6 * a + k];
+        xi[6 + k] = w[6 * b + k];
+      }
+      for (int f = f0; f < f1; ++f) {
+        minimal_row(m, j, m.free_slot[f], kin, rv, row);
+        D12 rate(0.0);
+        for (int k = 0; k < 12; ++k) rate += row.jac[k] * xi[k];
+        const D12 coef = (h * m.spring[f]) * (row.value - m.spring_offset[f]) + (h * m.damper[f]) * rate - limit[f];
+        for (int k = 0; k < 12; ++k) F[k] += row.jac[k] * coef;
+      }
+    }
+    if (any_input)
+      for (int f = f0; f < f1; ++f) {
+        input_row(m, j, m.free_slot[f], kin, row);
+        for (int k = 0; k < 12; ++k) F[k] -= row.jac[k] * (h * d.u[f]);
+      }
+    // rows: body rows of parent (F[0:6]) and child (F[6:12]); columns: the tangents
+    // [xa, ta, xb, tb] -> state [x, phi] of parent and child (d/dphi = 2 d/dt)
+    const int bodies[2] = {a, b};
+    for (int rs = 0; rs < 2; ++rs) {
+      if (bodies[rs] == kWorld) continue;
+      for (int i = 0; i < 6; ++i) {
+        const int r = 6 * bodies[rs] + i;
+        for (int part = 0; part < 4; ++part) {
+          const int body = bodies[part / 2];
+          if (body == kWorld) continue;
+          const bool rot = part % 2 == 1;
+          for (int k = 0; k < 3; ++k)
+            out.at(r, state_col(body, rot ? 2 : 0, k)) += (rot ? 2.0 : 1.0) * F[6 * rs + i].d[3 * part + k];
+        }
+      }
+    }
+  }
+
+  // quantities at z3: joint constraints and limit rows, chained to z2
+  std::vector<double>& chain = d.grad_chain;
+  chain.assign(9 * m.nb, 0.0);
+  for (int b = 0; b < m.nb; ++b) {
+    const Mat3<double> r = rotation(integrator_map(load3<double>(w + 6 * b + 3), h));
+    for (int i = 0; i < 3; ++i)
+      for (int k = 0; k < 3; ++k) chain[9 * b + 3 * i + k] = 2.0 * r[k][i];
+  }
+  JointKinematics<double> kin3;
+  JointRow<double> row3;
+  for (int j = 0; j < m.nj; ++j) {
+    const int r0 = m.joint_row_start[j], r1 = m.joint_row_start[j + 1];
+    const int l0 = m.joint_limit_start[j], l1 = m.joint_limit_start[j + 1];
+    if (r0 == r1 && l0 == l1) continue;
+    const Pose<double> a = pose_of(d.x3.data(), d.q3.data(), d.rot3.data(), m.parent[j]);
+    const Pose<double> b = pose_of(d.x3.data(), d.q3.data(), d.rot3.data(), m.child[j]);
+    joint_kinematics(m, j, a, b, kin3);
+    for (int rr = r0; rr < r1; ++rr) {
+      constraint_row(m, j, m.row_slot[rr], kin3, row3);
+      add_z3(out, m.lam + rr, row3.jac, m.parent[j], m.child[j], chain);
+    }
+    if (l0 == l1) continue;
+    const Vec3<double> rv = rotation_vector(kin3.q_rel);
+    for (int l = l0; l < l1; ++l) {
+      minimal_row(m, j, m.free_slot[m.limit_free[l]], kin3, rv, row3);
+      double neg[12];
+      for (int k = 0; k < 12; ++k) neg[k] = -m.limit_sign[l] * row3.jac[k];
+      add_z3(out, m.lim_g + l, neg, m.parent[j], m.child[j], chain);
+    }
+  }
+  if (m.nc > 0) throw std::runtime_error("contact gradients are not in the core yet");
+}
+
+// dr/du (n x nf): -h Ju(z2)^T on the body rows.
+void input_residual_jacobian(const Model& m, Data& d, Columns out) {
+  JointKinematics<double> kin;
+  JointRow<double> row;
+  for (int j = 0; j < m.nj; ++j) {
+    const int f0 = m.joint_free_start[j], f1 = m.joint_free_start[j + 1];
+    if (f0 == f1) continue;
+    const Pose<double> a = pose_of(d.x2.data(), d.q2.data(), d.rot2.data(), m.parent[j]);
+    const Pose<double> b = pose_of(d.x2.data(), d.q2.data(), d.rot2.data(), m.child[j]);
+    joint_kinematics(m, j, a, b, kin);
+    for (int f = f0; f < f1; ++f) {
+      input_row(m, j, m.free_slot[f], kin, row);
+      scatter12(m, j, row.jac, -m.h, &out.at(0, f));
+    }
+  }
+}
+
+// dr/dtheta (n x p) for the requested kinds, columns in parameter_labels order.
+void parameter_residual_jacobian(const Model& m, Data& d, const double* w, const std::vector<int>& kinds,
+                                 Columns out) {
+  const double h = m.h;
+  int col = 0;
+  for (int kind_code : kinds) {
+    const ParameterKind kind = static_cast<ParameterKind>(kind_code);
+    switch (kind) {
+      case ParameterKind::Mass:
+        // d/dm of m (v25 - v15) - h m g
+        for (int b = 0; b < m.nb; ++b)
+          for (int k = 0; k < 3; ++k) out.at(6 * b + k, col + b) = (w[6 * b + k] - d.v15[3 * b + k]) - h * m.gravity[k];
+        break;
+      case ParameterKind::Inertia: {
+        // d/dJ_kl of the angular momenta: (h/2)(s25 E w25 + w25 x E w25) - (h/2)(s15 E w15 - w15 x E w15),
+        // E the unit symmetric matrix of component (xx, yy, zz, xy, xz, yz)
+        static const int idx[6][2] = {{0, 0}, {1, 1}, {2, 2}, {0, 1}, {0, 2}, {1, 2}};
+        for (int b = 0; b < m.nb; ++b) {
+          const Vec3<double> w2 = load3<double>(w + 6 * b + 3), w1 = load3<double>(&d.w15[3 * b]);
+          const double s2 = half_s(w2, h), s1 = half_s(w1, h);
+          for (int c = 0; c < 6; ++c) {
+            Mat3<double> e{};
+            e[idx[c][0]][idx[c][1]] = e[idx[c][1]][idx[c][0]] = 1.0;
+            const Vec3<double> ew2 = matvec(e, w2), ew1 = matvec(e, w1);
+            const Vec3<double> x2 = cross(w2, ew2), x1 = cross(w1, ew1);
+            for (int k = 0; k < 3; ++k)
+              out.at(6 * b + 3 + k, col + 6 * b + c) =
+                  0.5 * h * (s2 * ew2[k] + x2[k]) - 0.5 * h * (s1 * ew1[k] - x1[k]);
+          }
+        }
+        break;
+      }
+      case ParameterKind::Gravity:
+        for (int b = 0; b < m.nb; ++b)
+          for (int k = 0; k < 3; ++k) out.at(6 * b + k, col + k) = -h * m.mass[b];
+        break;
+      case ParameterKind::Spring:
+      case ParameterKind::Damper: {
+        // d r / d k_f = +h (m - m0) Jm^T; d r / d c_f = +h (Jm xi) Jm^T (at z2)
+        JointKinematics<double> kin;
+        JointRow<double> row;
+        for (int j = 0; j < m.nj; ++j) {
+          const int f0 = m.joint_free_start[j], f1 = m.joint_free_start[j + 1];
+          if (f0 == f1) continue;
+          const Pose<double> a = pose_of(d.x2.data(), d.q2.data(), d.rot2.data(), m.parent[j]);
+          const Pose<double> b = pose_of(d.x2.data(), d.q2.data(), d.rot2.data(), m.child[j]);
+          joint_kinematics(m, j, a, b, kin);
+          const Vec3<double> rv = rotation_vector(kin.q_rel);
+          for (int f = f0; f < f1; ++f) {
+            minimal_row(m, j, m.free_slot[f], kin, rv, row);
+            const double coef = kind == ParameterKind::Spring ? h * (row.value - m.spring_offset[f])
+                                                              : h * dot12(m, j, row.jac, w);
+            scatter12(m, j, row.jac, coef, &out.at(0, col + f));
+          }
+        }
+        break;
+      }
+      case ParameterKind::Friction:
+      case ParameterKind::Radius:
+      case ParameterKind::Offset:
+        if (m.nc > 0) throw std::runtime_error("contact parameter gradients are not in the core yet");
+        break;
+    }
+    col += parameter_count(m, kind);
+  }
+}
+
+// Derivatives of the unknowns -> derivatives of the next state (12 nb x k, row-major):
+// per body dx3 = h dv25, dphi3 = (1/2) integrator_map_jacobian(w25) dw25.
+void next_state_tangent(const Model& m, const double* w, Columns dw, int k, double* out) {
+  const double h = m.h;
+  for (int b = 0; b < m.nb; ++b) {
+    const Mat3<double> mw = integrator_map_jacobian(load3<double>(w + 6 * b + 3), h);
+    for (int c = 0; c < k; ++c) {
+      const double* xi = &dw.at(6 * b, c);
+      for (int i = 0; i < 3; ++i) {
+        out[static_cast<size_t>(state_col(b, 0, i)) * k + c] = h * xi[i];
+        out[static_cast<size_t>(state_col(b, 1, i)) * k + c] = xi[i];
+        out[static_cast<size_t>(state_col(b, 2, i)) * k + c] =
+            0.5 * (mw[i][0] * xi[3] + mw[i][1] * xi[4] + mw[i][2] * xi[5]);
+        out[static_cast<size_t>(state_col(b, 3, i)) * k + c] = xi[3 + i];
+      }
+    }
+  }
+}
+
+double frobenius(const double* v, size_t n) {
+  double s = 0.0;
+  for (size_t i = 0; i < n; ++i) s += v[i] * v[i];
+  return std::sqrt(s);
+}
+
+// r = b - M x for the unregularised matrix (the assembled one minus REG on the
+// joint-impulse diagonal), k columns.
+void unregularized_residual(const Model& m, const Data& d, const double* b, const double* x, double* r, int k) {
+  for (int c = 0; c < k; ++c) {
+    const size_t off = static_cast<size_t>(c) * m.n;
+    block_multiply(m.blocks, d.matrix.data(), x + off, r + off);
+    for (int i = 0; i < m.n; ++i) r[off + i] = b[off + i] - r[off + i];
+    for (int i = 0; i < m.nl; ++i) r[off + m.lam + i] += kConstraintRegularization * x[off + m.lam + i];
+  }
+}
+
+// x = M^-1 b (k columns, in place in b) without the joint-impulse regularisation:
+// iterative refinement x += M_reg^-1 (b - M x); a sweep is kept only when it halves the
+// residual (redundant joints make M singular: a right-hand side that breaks the
+// redundancy has no exact solution and refinement would drift along the null space).
+void solve_exact(const Model& m, Data& d, double* b, int k) {
+  const size_t size = static_cast<size_t>(m.n) * k;
+  std::vector<double>& rhs = d.grad_b;
+  std::vector<double>& r = d.grad_r;
+  std::vector<double>& x_new = d.grad_x;
+  std::vector<double>& r_new = d.grad_r_new;
+  rhs.assign(b, b + size);
+  r.resize(size);
+  x_new.resize(size);
+  r_new.resize(size);
+  d.lu.solve(m.blocks, b, k);
+  unregularized_residual(m, d, rhs.data(), b, r.data(), k);
+  double norm = frobenius(r.data(), size);
+  for (int sweep = 0; sweep < kRefinementSweeps; ++sweep) {
+    std::copy(r.begin(), r.end(), x_new.begin());
+    d.lu.solve(m.blocks, x_new.data(), k);
+    for (size_t i = 0; i < size; ++i) x_new[i] += b[i];
+    unregularized_residual(m, d, rhs.data(), x_new.data(), r_new.data(), k);
+    const double norm_new = frobenius(r_new.data(), size);
+    if (!(norm_new < 0.5 * norm)) break;
+    std::copy(x_new.begin(), x_new.end(), b);
+    r.swap(r_new);
+    norm = norm_new;
+  }
+}
+
+// Move the converged solution d.w onto the central path s o gamma = kappa.
+void relax(const Model& m, Data& d, double kappa) {
+  std::fill(d.target.begin(), d.target.end(), 0.0);
+  for (int i : m.orthant_s) d.target[i] = kappa;
+  for (size_t k = 0; k < m.soc_contact.size(); ++k) d.target[m.soc_s[3 * k]] = kappa;
+  double* w = d.w.data();
+  // Start strictly inside the cones: at tight tolerances the solver's last iterate can
+  // sit within rounding of a cone boundary, where the scaling is undefined. The lift
+  // is far below the central-path values (~kappa / gamma).
+  const double lift = kRelaxLift * kappa;
+  for (int i : m.orthant_s) w[i] = std::max(w[i], 0.0) + lift;
+  for (int i : m.orthant_g) w[i] = std::max(w[i], 0.0) + lift;
+  for (const std::vector<int>* idx : {&m.soc_s, &m.soc_g})
+    for (size_t k = 0; k < idx->size() / 3; ++k) {
+      double* x0 = &w[(*idx)[3 * k]];
+      const double x1 = w[(*idx)[3 * k + 1]], x2 = w[(*idx)[3 * k + 2]];
+      *x0 = std::max(*x0, std::sqrt(x1 * x1 + x2 * x2)) + lift;
+    }
+  for (int it = 0; it < kRelaxIterations; ++it) {
+    step_residual(m, d, w, d.r.data());
+    double err = 0.0;
+    for (int i = 0; i < m.n; ++i) err = std::max(err, std::fabs(d.r[i] - d.target[i]));
+    if (err < kRelaxTolerance * std::max(1.0, kappa)) break;
+    step_matrix(m, d, w);
+    std::copy(d.r.begin(), d.r.end(), d.rhs.begin());
+    scale_second_order_cones(m, d, d.rhs.data());
+    if (!d.lu.factor(m.blocks, d.matrix.data())) throw std::runtime_error("relaxation: singular Newton matrix");
+    for (int i = 0; i < m.n; ++i) d.delta[i] = d.target[i] - d.rhs[i];
+    d.lu.solve(m.blocks, d.delta.data());
+    const double alpha = std::min(1.0, cone_step(m, w, d.delta.data(), 0.99));
+    for (int i = 0; i < m.n; ++i) w[i] += alpha * d.delta[i];
+  }
+}
+
+}  // namespace
+
+double step_gradients(const Model& m, Data& d, const GradientRequest& request, double* A, double* B, double* P) {
+  const int n = m.n, nb = m.nb;
+  double kappa_used = 0.0;
+  if (m.degree > 0) {
+    if (request.kappa >= 0.0) {
+      relax(m, d, request.kappa);
+      step_next_state(m, d, d.w.data());
+    }
+    kappa_used = complementarity_measure(m, d.w.data());
+  }
+  const double* w = d.w.data();
+  // dr/dw at the solution with the raw rows (also sets x3, q3, rot3 at the solution)
+  step_matrix(m, d, w);
+  d.lu_valid = d.lu.factor(m.blocks, d.matrix.data());
+  if (!d.lu_valid) throw std::runtime_error("the Newton matrix at the solution could not be factorised");
+
+  std::vector<double>& rhs = d.grad_rhs;
+  auto solve_into = [&](int k, double* out) {
+    Columns cols{rhs.data(), n};
+    for (size_t i = 0; i < static_cast<size_t>(n) * k; ++i) rhs[i] = -rhs[i];
+    solve_exact(m, d, rhs.data(), k);
+    next_state_tangent(m, w, cols, k, out);
+  };
+  if (request.state) {
+    const int k = 12 * nb;
+    rhs.assign(static_cast<size_t>(n) * k, 0.0);
+    state_residual_jacobian(m, d, w, Columns{rhs.data(), n});
+    solve_into(k, A);
+    // direct dependence of z3 on z2: dx3/dx2 = I, dphi3/dphi2 = R(qmap(w25))^T
+    for (int b = 0; b < nb; ++b) {
+      const Mat3<double> r = rotation(integrator_map(load3<double>(w + 6 * b + 3), m.h));
+      for (int i = 0; i < 3; ++i) {
+        A[static_cast<size_t>(state_col(b, 0, i)) * k + state_col(b, 0, i)] += 1.0;
+        for (int c = 0; c < 3; ++c) A[static_cast<size_t>(state_col(b, 2, i)) * k + state_col(b, 2, c)] += r[c][i];
+      }
+    }
+  }
+  if (request.input && m.nf > 0) {
+    rhs.assign(static_cast<size_t>(n) * m.nf, 0.0);
+    input_residual_jacobian(m, d, Columns{rhs.data(), n});
+    solve_into(m.nf, B);
+  }
+  int p = 0;
+  for (int kind : request.parameters) p += parameter_count(m, static_cast<ParameterKind>(kind));
+  if (p > 0) {
+    rhs.assign(static_cast<size_t>(n) * p, 0.0);
+    parameter_residual_jacobian(m, d, w, request.parameters, Columns{rhs.data(), n});
+    solve_into(p, P);
+  }
+  return kappa_used;
+}
+
+}  // namespace dojo

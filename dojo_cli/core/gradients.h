@@ -1,0 +1,73 @@
+// Exact derivatives of one step by the implicit function theorem (dojo_engine_notes.md 6).
+//
+// The step solves r(w; z2, u, theta) = 0 for the unknowns w. At the solution,
+// dw/dp = -(dr/dw)^-1 dr/dp for any p among the state z2, the inputs u and the
+// parameters theta. dr/dw is the Newton matrix at the solution itself, refactorised
+// with the raw rows (the solver's last factorisation is one iterate behind and its
+// second-order-cone rows are Nesterov-Todd scaled); one factorisation serves every
+// right-hand side. Everything is evaluated at the state the step started from (Dojo
+// differentiates at the post-step state, notes 6).
+//
+// Tangent coordinates (FORMATS.md), per body [x, v, phi, w] on inputs and outputs,
+// with q -> q [sqrt(1 - |phi|^2), phi]; the physics' rotation tangent t
+// (q -> q exp(t/2)) is t = 2 phi to first order.
+//
+// dr/dz2 has four parts:
+// - the previous momentum (v15, w15): minus the left momentum's Jacobian;
+// - the next configuration x3 = x2 + h v25, q3 = q2 qmap(w25) moves with z2:
+//   dx3/dx2 = I, dt3/dphi2 = 2 R(qmap(w25))^T; every quantity evaluated at z3 (joint
+//   constraints, limit rows, contact rows and wrenches) has its exact z3 Jacobian from
+//   the step, chained through this map;
+// - the impulse maps evaluated at z2 (Jg(z2)^T lambda, springs, dampers, inputs, limit
+//   impulses, all J(z2)^T times a vector): their derivative needs the second derivative
+//   of the joint kinematics, taken by instantiating the templated kinematics
+//   (kinematics.h) with dual numbers seeded on the joint's 12 tangents: the same code
+//   as the values, differentiated exactly.
+// Parameters: body mass and inertia, gravity, joint spring and damper coefficients,
+// and per contact the friction coefficient, sphere radius and offset.
+//
+// The joint-impulse regularisation (step.h) is removed from every solve by iterative
+// refinement against the unregularised matrix (a sweep kept only when it halves the
+// residual: redundant joints make that matrix singular).
+//
+// Smoothness (the Dojo paper's relaxed gradients): with kappa >= 0 the step is first
+// re-solved on the central path s o gamma = kappa (Newton on the relaxed system,
+// staying inside the cones) and differentiated there.
+#pragma once
+
+#include <vector>
+
+#include "data.h"
+#include "model.h"
+
+namespace dojo {
+
+// Parameter kinds, in dojo_cli.model.parameters.PARAMETER_KINDS order; each expands
+// to one column per instance: mass (nb), inertia (6 nb: xx yy zz xy xz yz), gravity (3),
+// spring (nf), damper (nf), friction (nc), radius (nc), offset (3 nc).
+enum class ParameterKind : int { Mass = 0, Inertia, Gravity, Spring, Damper, Friction, Radius, Offset };
+int parameter_count(const Model& m, ParameterKind kind);
+
+// Relaxation onto the central path: Newton iterations, tolerance (relative to
+// max(1, kappa)), and the lift of cone variables off their boundary (times kappa).
+constexpr int kRelaxIterations = 60;
+constexpr double kRelaxTolerance = 1e-13;
+constexpr double kRelaxLift = 1e-2;
+constexpr int kRefinementSweeps = 3;
+
+struct GradientRequest {
+  bool state = true;
+  bool input = true;
+  std::vector<int> parameters;  // ParameterKind values
+  double kappa = -1.0;          // < 0: differentiate where the solver stopped
+};
+
+// Derivatives of the step last solved with d (step() must have returned; d.w is its
+// solution). Writes A (12 nb x 12 nb), B (12 nb x nu), P (12 nb x p), row-major, into
+// the buffers given for the requested parts. With kappa >= 0 the solution is moved
+// onto the central path first and d.z_next is updated to that step's result.
+// Returns the central-path value the derivatives were taken at (mean s.gamma; 0
+// without inequalities). Throws std::runtime_error if the matrix cannot be factorised.
+double step_gradients(const Model& m, Data& d, const GradientRequest& request, double* A, double* B, double* P);
+
+}  // namespace dojo
