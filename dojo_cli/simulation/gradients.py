@@ -58,7 +58,8 @@ from dojo_cli.physics.kinematics import (
     parent_child_poses,
     pose_kinematics,
 )
-from dojo_cli.simulation.step import CONSTRAINT_REGULARIZATION, StepProblem, solve_step
+from dojo_cli import _core
+from dojo_cli.simulation.step import CONSTRAINT_REGULARIZATION, StepProblem, core_step, solve_step
 from dojo_cli.solver.interior_point import complementarity, cone_step, scaled_linearization
 from dojo_cli.solver.options import SolverOptions
 from dojo_cli.solver.status import SolverResult
@@ -469,9 +470,9 @@ def step_gradients(
         kappa: central-path value to differentiate at (None: where the solver stopped).
     """
     opts = opts or SolverOptions()
+    if not mech.nc:
+        return _core_step_gradients(mech, z, u, opts, wrt, params, kappa)
     z_next, result, problem = solve_step(mech, z, u, opts)
-    if problem is None:  # stepped by the core: the numpy problem at the same state
-        problem = StepProblem(mech, z, u)
     w = result.w
     kappa_used = 0.0
     if problem.degree:
@@ -502,6 +503,20 @@ def step_gradients(
     return StepGradients(next_state=z_next, A=A, B=B, P=P, labels=labels, result=result, kappa=kappa_used)
 
 
+def _core_step_gradients(mech: Mechanism, z, u, opts: SolverOptions, wrt, params, kappa) -> StepGradients:
+    """step_gradients in the C++ core: one step, then its derivatives on the same solve."""
+    z_next, result = core_step(mech, z, u, opts)
+    codes = [PARAMETER_KINDS.index(kind) for kind in params] if "params" in wrt else []
+    data = mech.core_data
+    A, B, P, kappa_used = _core.gradients(
+        mech.core, data, "state" in wrt, "input" in wrt, codes, -1.0 if kappa is None else float(kappa)
+    )
+    labels = parameter_labels(mech, params) if codes else []
+    if kappa is not None and mech.has_inequalities:
+        z_next = data.z_next.copy()  # the relaxed step's result
+    return StepGradients(next_state=z_next, A=A, B=B, P=P, labels=labels, result=result, kappa=float(kappa_used))
+
+
 def maximal_gradients(mech: Mechanism, z, u=None, opts: SolverOptions | None = None, kappa=None):
     """(A, B) = (dz'/dz (12 nb, 12 nb), dz'/du (12 nb, nu)) of one step from z."""
     g = step_gradients(mech, z, u, opts, wrt=("state", "input"), kappa=kappa)
@@ -515,48 +530,16 @@ def parameter_gradients(mech: Mechanism, z, u=None, names=PARAMETER_KINDS, opts:
 
 
 # ------------------------------------------------------ minimal coordinates
-def _complex_tangent(z: np.ndarray, nb: int) -> np.ndarray:
-    """Imaginary part of a complex-perturbed maximal state in [x, v, phi, w] tangents, (12 nb,)."""
-    s = z.reshape(nb, 13)
-    q0 = s[:, 6:10].real
-    phi = quat.multiply(quat.conjugate(q0), s[:, 6:10])[:, 1:].imag  # Vec(q0* q), q = q0 [1, i e phi]
-    return np.concatenate([s[:, 0:3].imag, s[:, 3:6].imag, phi, s[:, 10:13].imag], axis=1).reshape(-1)
-
-
-def _complex_perturb(z: np.ndarray, nb: int, k: int, e: float) -> np.ndarray:
-    """z moved by i e along tangent coordinate k ([x, v, phi, w] per body)."""
-    s = np.asarray(z, dtype=complex).reshape(nb, 13).copy()
-    body, part = divmod(k, 12)
-    block, axis = divmod(part, 3)
-    if block == 2:
-        dq = np.zeros(4, dtype=complex)
-        dq[0] = 1.0  # sqrt(1 - (i e)^2) = 1 to rounding
-        dq[1 + axis] = 1j * e
-        s[body, 6:10] = quat.multiply(s[body, 6:10], dq)
-    else:
-        s[body, (0, 3, None, 10)[block] + axis] += 1j * e
-    return s.reshape(-1)
-
-
 def minimal_to_maximal_jacobian(mech: Mechanism, y) -> np.ndarray:
-    """d z / d y (12 nb, 2 nf) of physics.coordinates.minimal_to_maximal, by the complex step."""
-    y = np.asarray(y, dtype=float).reshape(-1)
-    e = _COMPLEX_STEP
-    out = np.empty((12 * mech.nb, y.size))
-    for k in range(y.size):
-        yc = y.astype(complex)
-        yc[k] += 1j * e
-        out[:, k] = _complex_tangent(minimal_to_maximal(mech, yc), mech.nb) / e
-    return out
+    """d z / d y (12 nb, 2 nf) of physics.coordinates.minimal_to_maximal, exact (the core's
+    templated conversion over dual numbers), tangents [x, v, phi, w] per body."""
+    return _core.minimal_to_maximal_jacobian(mech.core, np.ascontiguousarray(y, dtype=float).reshape(-1))
 
 
 def maximal_to_minimal_jacobian(mech: Mechanism, z) -> np.ndarray:
-    """d y / d z (2 nf, 12 nb) of physics.coordinates.maximal_to_minimal, by the complex step."""
-    e = _COMPLEX_STEP
-    out = np.empty((2 * mech.nf, 12 * mech.nb))
-    for k in range(12 * mech.nb):
-        out[:, k] = maximal_to_minimal(mech, _complex_perturb(z, mech.nb, k, e)).imag / e
-    return out
+    """d y / d z (2 nf, 12 nb) of physics.coordinates.maximal_to_minimal, exact (the core's
+    templated conversion over dual numbers), tangents [x, v, phi, w] per body."""
+    return _core.maximal_to_minimal_jacobian(mech.core, np.ascontiguousarray(z, dtype=float).reshape(-1))
 
 
 def minimal_step_gradients(

@@ -375,7 +375,9 @@ def _vector(a, size: int, what: str) -> np.ndarray | None:
     return out
 
 
-def _core_step(mech: Mechanism, z, u, opts: SolverOptions, f_ext, tau_ext, lam0, log) -> tuple[np.ndarray, SolverResult]:
+def core_step(
+    mech: Mechanism, z, u, opts: SolverOptions, f_ext=None, tau_ext=None, lam0=None, log=None
+) -> tuple[np.ndarray, SolverResult]:
     """One step in the C++ core (one call); returns (next state, solver result)."""
     data = mech.core_data
     code = _core.step(
@@ -405,7 +407,7 @@ def solve_step(
     """
     opts = opts or SolverOptions()
     if not mech.nc:
-        z_next, result = _core_step(mech, z, u, opts, f_ext, tau_ext, lam0, log)
+        z_next, result = core_step(mech, z, u, opts, f_ext, tau_ext, lam0, log)
         return z_next, result, None
     problem = StepProblem(mech, z, u, f_ext, tau_ext)
     w0 = problem.initial_guess(lam0)
