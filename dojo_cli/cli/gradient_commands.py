@@ -1,4 +1,4 @@
-"""`dojo step` and `dojo gradients` (registered on the app by dojo_cli.cli.app).
+"""`dojo step` and `dojo gradients` (listed in dojo_cli.cli.app.COMMANDS).
 
 Both start from a state chosen the same way (the scene's initial state, ``--state FILE``
 or ``--from RUN.h5 --index K``) and inputs chosen the same way (``--input``,
@@ -22,10 +22,10 @@ import typer
 
 from dojo_cli import __version__
 from dojo_cli.api import step_gradients as _api_step_gradients
-from dojo_cli.cli.app import SceneArg, SetOpt, _err, _load, _reports_errors, app
+from dojo_cli.cli.arguments import SceneArg, SetOpt, load_scene_arguments
+from dojo_cli.cli.reporting import echo_err, reports_errors
 from dojo_cli.errors import InputError, StorageError
 from dojo_cli.io.gradient_files import SUFFIXES, GradientFile, write_gradient_file
-from dojo_cli.io.storage import read_storage
 from dojo_cli.model.parameters import PARAMETER_KINDS
 from dojo_cli.model.state import unpack_maximal
 from dojo_cli.physics.coordinates import maximal_to_minimal, minimal_to_maximal
@@ -194,6 +194,8 @@ def resolve_state(mech, spec, state: Path | None, run: Path | None, index: int |
             raise InputError("--from needs --index K (the state to start from; 0 is the initial state, -1 the last)")
         if not run.exists():
             raise InputError(f"--from {run}: no such file")
+        from dojo_cli.io.storage import read_storage  # here: h5py only for --from
+
         try:
             stored = read_storage(run)
         except StorageError as exc:
@@ -205,9 +207,9 @@ def resolve_state(mech, spec, state: Path | None, run: Path | None, index: int |
                 f"(the run was written by scene {stored.attrs.get('scene_name')!r})"
             )
         if stored.attrs.get("scene_name") != spec.name:
-            _err(f"warning: --from {run}: written by scene {stored.attrs.get('scene_name')!r}, stepping scene {spec.name!r}")
+            echo_err(f"warning: --from {run}: written by scene {stored.attrs.get('scene_name')!r}, stepping scene {spec.name!r}")
         if not math.isclose(stored.timestep, mech.timestep):
-            _err(f"warning: --from {run}: timestep {stored.timestep:g} s, the scene's is {mech.timestep:g} s")
+            echo_err(f"warning: --from {run}: timestep {stored.timestep:g} s, the scene's is {mech.timestep:g} s")
         n = stored.x.shape[0]
         k = index + n if index < 0 else index
         if not 0 <= k < n:
@@ -276,8 +278,7 @@ def _write_json(path: Path, doc: dict) -> None:
 
 
 # --------------------------------------------------------------------- step
-@app.command("step")
-@_reports_errors
+@reports_errors
 def step_command(
     scene: SceneArg,
     state: StateOpt = None,
@@ -292,7 +293,7 @@ def step_command(
     abort_on_failure: AbortOpt = False,
 ) -> None:
     """One step of a scene: print or write the next state and the solver's record."""
-    spec, mech = _load(scene, overrides)
+    spec, mech = load_scene_arguments(scene, overrides)
     start = resolve_state(mech, spec, state, run, index)
     u, u_source = resolve_input(mech, start, inputs, input_file)
     f_ext, tau_ext = external_forces(mech, start)
@@ -347,7 +348,7 @@ def step_command(
     if not json_out:
         typer.echo(line)
     if not result.success:
-        _err(f"warning: {line}")
+        echo_err(f"warning: {line}")
         if abort_on_failure:
             raise typer.Exit(1)
 
@@ -388,8 +389,7 @@ def gradient_blocks(mech, g, minimal: bool) -> dict[str, tuple[np.ndarray, list[
 _BLOCK_MEANING = {"A": "d next state / d state", "B": "d next state / d input", "P": "d next state / d parameters"}
 
 
-@app.command("gradients")
-@_reports_errors
+@reports_errors
 def gradients_command(
     scene: SceneArg,
     state: StateOpt = None,
@@ -424,7 +424,7 @@ def gradients_command(
             raise InputError(f"--output {output}: unknown file type; use .h5, .json or .npz")
         if output.exists() and not force:
             raise StorageError(f"{output}: already exists (use --force to overwrite)")
-    spec, mech = _load(scene, overrides)
+    spec, mech = load_scene_arguments(scene, overrides)
     start = resolve_state(mech, spec, state, run, index)
     u, u_source = resolve_input(mech, start, inputs, input_file)
     f_ext, _ = external_forces(mech, start)
@@ -482,7 +482,7 @@ def gradients_command(
         typer.echo(f"wrote {output}")
     failed = False
     if not res.success:
-        _err(f"warning: the solver {res.status.message} (residual {res.residual:.3e}); the gradients are those of an unconverged step")
+        echo_err(f"warning: the solver {res.status.message} (residual {res.residual:.3e}); the gradients are those of an unconverged step")
         failed = abort_on_failure
     if check:
         report = check_gradients(mech, x0, u, opts, blocks, minimal=minimal, kappa=kappa, eps=check_eps, kinds=kinds)

@@ -1,8 +1,8 @@
-"""`dojo draw` and `dojo plot` (registered on the app by dojo_cli.cli.app).
+"""`dojo draw` and `dojo plot` (listed in dojo_cli.cli.app.COMMANDS).
 
 Thin: parse the flags, load the scene or the run, call ``dojo_cli.viz.pictures``. The
-pictures module (and with it matplotlib) is imported inside the commands, so the other
-commands do not pay for importing matplotlib.
+pictures module (and with it matplotlib) is imported inside the commands, after the
+flags are checked, and the storage reader (h5py) only by ``plot``.
 """
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ from typing import Annotated
 
 import typer
 
-from dojo_cli.cli.app import SceneArg, SetOpt, _err, _load, _reports_errors, app
+from dojo_cli.cli.arguments import SceneArg, SetOpt, load_scene_arguments
+from dojo_cli.cli.reporting import echo_err, reports_errors
 from dojo_cli.errors import InputError
-from dojo_cli.io.storage import STATUS_COMPLETE, read_storage
 
 # The flags' own defaults, kept here so --help can show them without importing matplotlib;
 # dojo_cli.viz.pictures holds the same numbers (DEFAULT_SCENE_SIZE, DEFAULT_VIEW).
@@ -53,8 +53,7 @@ SizeOpt = Annotated[str | None, typer.Option("--size", help="Picture size W,H in
 
 
 # ------------------------------------------------------------------------- draw
-@app.command()
-@_reports_errors
+@reports_errors
 def draw(
     scene: SceneArg,
     png: Annotated[Path | None, typer.Option("--png", help="PNG file to write (default: <scene name>.png).")] = None,
@@ -66,13 +65,13 @@ def draw(
     """Draw a scene's initial configuration: bodies, joints, contacts, ground (a PNG)."""
     elev_azim = _pair("--view", view, float, "20,-60")
     pixels = _size(size)
-    spec, mech = _load(scene, overrides)
+    spec, mech = load_scene_arguments(scene, overrides)
     out = png if png is not None else Path(f"{spec.name}.png")
     from dojo_cli.viz.pictures import draw_scene
 
     pic = draw_scene(mech, out, view=elev_azim, size=pixels, labels=labels, title=f"{spec.name}: initial configuration")
     for warning in pic.warnings:
-        _err(f"warning: {warning}")
+        echo_err(f"warning: {warning}")
     typer.echo(
         f"wrote {out}: {spec.name}, {_count(len(pic.bodies), 'body', 'bodies')}, {_count(len(pic.joints), 'joint')}, "
         f"{_count(len(pic.contacts), 'contact')} "
@@ -81,8 +80,7 @@ def draw(
 
 
 # ------------------------------------------------------------------------- plot
-@app.command()
-@_reports_errors
+@reports_errors
 def plot(
     run: Annotated[Path, typer.Argument(help="Storage file written by `dojo simulate`.")],
     png: Annotated[Path | None, typer.Option("--png", help="PNG file to write (default: the run's name with .png).")] = None,
@@ -105,13 +103,15 @@ def plot(
     for q in quantity or []:
         if q not in QUANTITY_NAMES:
             raise InputError(f"--quantity: unknown quantity {q!r} (choose from {', '.join(QUANTITY_NAMES)})")
+    from dojo_cli.io.storage import STATUS_COMPLETE, read_storage  # here: `dojo draw` needs no h5py
+
     stored = read_storage(run)
     quantities = list(quantity) if quantity else ["minimal" if stored.minimal_q.shape[-1] else "position"]
     out = png if png is not None else run.with_suffix(".png")
     if out.resolve() == run.resolve():
         raise InputError(f"--png: {out} is the run itself")
     if stored.status != STATUS_COMPLETE:
-        _err(f"warning: {run}: the run is {stored.status} after {stored.steps_completed} steps; plotting the stored steps")
+        echo_err(f"warning: {run}: the run is {stored.status} after {stored.steps_completed} steps; plotting the stored steps")
     from dojo_cli.viz.pictures import plot_run
 
     result = plot_run(stored, quantities, out, bodies=body, coordinates=coordinate, size=pixels, csv_path=csv)

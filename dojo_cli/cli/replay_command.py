@@ -9,7 +9,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from dojo_cli.cli.app import _err, _reports_errors, app
+from dojo_cli.cli.reporting import echo_err, reports_errors
 from dojo_cli.errors import InputError
 from dojo_cli.io.storage import read_storage
 
@@ -31,8 +31,7 @@ def _camera(text: str | None) -> tuple[float, float, float] | None:
     return values
 
 
-@app.command()
-@_reports_errors
+@reports_errors
 def replay(
     run: Annotated[Path, typer.Argument(help="Storage file written by `dojo simulate`.")],
     html: Annotated[
@@ -66,12 +65,12 @@ def replay(
     mech = mechanism_from_run(stored)
     note = status_note(stored)
     if note:
-        _err(f"note: {note}")
+        echo_err(f"note: {note}")
 
     if html is not None:
         result = export_html(stored, html, mech=mech, options=options)
         for line in result.warnings:
-            _err(line)
+            echo_err(line)
         typer.echo(f"wrote {html}: {result.frame_count} frames at {fps:g} fps, speed {speed:g} "
                    f"(t = 0 .. {stored.time[-1]:g} s, {stored.status})")
         if open_browser:
@@ -81,7 +80,7 @@ def replay(
     with start_server() as server:
         result = load_run(server.visualizer, mech, stored, options)
         for line in result.warnings:
-            _err(line)
+            echo_err(line)
         typer.echo(f"meshcat: {server.web_url}  ({result.frame_count} frames at {fps:g} fps, speed {speed:g}; Ctrl-C to stop)")
         if open_browser:
             webbrowser.open(server.web_url, new=2)
@@ -90,6 +89,6 @@ def replay(
         try:
             while server.process.poll() is None:
                 time.sleep(_SERVE_POLL)
-            _err(f"the meshcat server stopped (exit code {server.process.returncode})")
+            echo_err(f"the meshcat server stopped (exit code {server.process.returncode})")
         except KeyboardInterrupt:
             typer.echo("stopped")

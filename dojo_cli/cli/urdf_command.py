@@ -9,7 +9,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from dojo_cli.cli.app import _err, _reports_errors, app
+from dojo_cli.cli.reporting import echo_err, reports_errors
 from dojo_cli.errors import InputError, StorageError
 from dojo_cli.scene.builder import build_mechanism
 from dojo_cli.scene.loader import dump_scene_data, spec_from_dict
@@ -27,8 +27,7 @@ class GeometryMode(str, Enum):
     collision = "collision"
 
 
-@app.command("import-urdf")
-@_reports_errors
+@reports_errors
 def import_urdf(
     urdf: Annotated[Path, typer.Argument(help="The robot's URDF file.")],
     output: Annotated[Path, typer.Option("--output", "-o", help="Scene YAML file to write.")],
@@ -71,7 +70,7 @@ def import_urdf(
     except OSError as exc:
         raise StorageError(f"{output}: cannot write ({exc.strerror or exc})") from None
     for warning in result.warnings:
-        _err(warning)
+        echo_err(warning)
     total = sum(b.mass for b in mech.bodies)
     typer.echo(f"wrote {output}: {mech.nb} bodies, {mech.nj} joints, {mech.nc} contacts, {mech.nf} inputs, total mass {total:.6g} kg")
     if result.merged:

@@ -51,8 +51,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from lxml import etree
-from scipy.spatial.transform import Rotation
 
 from dojo_cli.errors import Problem, SceneError
 from dojo_cli.scene.robots import UnresolvedPackage, package_search_path, resolve_resource
@@ -194,6 +192,8 @@ def _quaternion_from_matrix(rot: np.ndarray) -> list[float]:
     """[w, x, y, z] of a rotation matrix, w >= 0; exact for the identity."""
     if np.allclose(rot, np.eye(3), rtol=0.0, atol=1e-15):
         return [1.0, 0.0, 0.0, 0.0]
+    from scipy.spatial.transform import Rotation  # here: scipy costs ~0.3 s, needed only for URDF scenes
+
     x, y, z, w = Rotation.from_matrix(rot).as_quat()
     if w < 0:
         w, x, y, z = -w, -x, -y, -z
@@ -280,6 +280,8 @@ class _Reader:
             data = self.path.read_bytes()
         except OSError as exc:
             raise SceneError(Problem(self.file, None, "", f"cannot read the URDF: {exc.strerror or exc}")) from None
+        from lxml import etree  # here, as yourdfpy and scipy: only URDF scenes pay for importing it
+
         try:
             root = etree.fromstring(data, etree.XMLParser(remove_comments=True, resolve_entities=False))
         except etree.XMLSyntaxError as exc:
@@ -490,6 +492,8 @@ def _without_capsules(root) -> bytes:
     The capsule itself is read from the original element; the stand-in only keeps
     yourdfpy's lists of visuals and collisions in step with the XML.
     """
+    from lxml import etree
+
     copy = etree.fromstring(etree.tostring(root))
     for capsule in copy.iter("capsule"):
         capsule.tag = "sphere"
@@ -944,6 +948,8 @@ def _body_parents(result: UrdfImport) -> set[str]:
 
 def _zero_configuration_poses(result: UrdfImport) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """World (rotation, centre of mass) of each body with every joint at zero and the root at the origin."""
+    from scipy.spatial.transform import Rotation
+
     poses: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     for joint in result.scene_joints:
         if joint["parent"] == "origin":

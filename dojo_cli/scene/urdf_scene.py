@@ -34,12 +34,14 @@ import os
 from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dojo_cli.errors import Problem, SceneError
 from dojo_cli.scene.robots import PACKAGE_SCHEME, UnresolvedPackage, package_search_path, resolve_resource
 from dojo_cli.scene.schema import SceneSource
-from dojo_cli.scene.urdf import UrdfImport, UrdfOptions, read_urdf
+
+if TYPE_CHECKING:
+    from dojo_cli.scene.urdf import UrdfImport, UrdfOptions
 
 URDF_KEY = "urdf"
 IMPORT_KEY = "import"
@@ -89,6 +91,8 @@ def unavailable_reason(data: Any) -> str | None:
 
 @functools.lru_cache(maxsize=16)
 def _cached_import(path: str, mtime: float, options_key: tuple, shown: str) -> UrdfImport:
+    from dojo_cli.scene.urdf import UrdfOptions, read_urdf
+
     options = UrdfOptions(**{k: list(v) if isinstance(v, tuple) else v for k, v in options_key})
     return read_urdf(path, options, shown)
 
@@ -112,6 +116,9 @@ def expand_urdf_scene(data: dict, source: SceneSource) -> tuple[dict, SceneSourc
     """
     if not isinstance(data.get(IMPORT_KEY) or {}, Mapping):
         raise SceneError(Problem(source.file, source.lines.get(IMPORT_KEY), IMPORT_KEY, "must be a mapping of import options"))
+    # here, not at the top: a scene without `urdf:` never imports the URDF reader
+    from dojo_cli.scene.urdf import UrdfOptions
+
     options = UrdfOptions.from_mapping(data.get(IMPORT_KEY) or {}, source.base_dir, source.file, source.lines, IMPORT_KEY)
     path = urdf_path(data[URDF_KEY], source, options.package_path)
     imported = import_urdf(path, options, str(path))

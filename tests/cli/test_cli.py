@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from dojo_cli.cli import app as cli_module
+from dojo_cli.cli import simulate_command
 from dojo_cli.cli.app import app
 from dojo_cli.io.storage import read_storage
 
@@ -150,7 +150,7 @@ def test_failures_without_abort_are_recorded(tmp_path):
 
 
 def test_interrupted_run_keeps_steps(tmp_path, monkeypatch):
-    real = cli_module.iterate
+    real = simulate_command.iterate
 
     def interrupted(*args, **kwargs):
         for k, rec in enumerate(real(*args, **kwargs)):
@@ -158,7 +158,7 @@ def test_interrupted_run_keeps_steps(tmp_path, monkeypatch):
                 raise KeyboardInterrupt
             yield rec
 
-    monkeypatch.setattr(cli_module, "iterate", interrupted)
+    monkeypatch.setattr(simulate_command, "iterate", interrupted)
     out = tmp_path / "int.h5"
     res = invoke("simulate", "pendulum", "-o", out, "--steps", 50)
     assert res.exit_code == 130

@@ -10,8 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 import dojo_cli as dojo
-from dojo_cli.cli import app as cli_module
-from dojo_cli.cli import gradient_commands
+from dojo_cli.cli import gradient_commands, simulate_command
 from dojo_cli.cli.app import app
 from dojo_cli.io.gradient_files import read_gradient_file
 from dojo_cli.io.storage import read_gradient_rows, read_storage
@@ -277,7 +276,7 @@ def test_simulate_gradients_wrt_state_only(tmp_path):
 
 
 def test_interrupted_simulate_keeps_gradients(tmp_path, monkeypatch):
-    real = cli_module.iterate
+    real = simulate_command.iterate
 
     def interrupted(*args, **kwargs):
         for k, rec in enumerate(real(*args, **kwargs)):
@@ -285,7 +284,7 @@ def test_interrupted_simulate_keeps_gradients(tmp_path, monkeypatch):
                 raise KeyboardInterrupt
             yield rec
 
-    monkeypatch.setattr(cli_module, "iterate", interrupted)
+    monkeypatch.setattr(simulate_command, "iterate", interrupted)
     out = tmp_path / "int.h5"
     res = invoke("simulate", "pendulum", "-o", out, "--steps", 50, "--gradients")
     assert res.exit_code == 130

@@ -1,0 +1,120 @@
+"""`dojo energy`: kinetic, potential and mechanical energy and momentum of a stored run."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Optional
+
+import numpy as np
+import typer
+
+from dojo_cli.cli.reporting import echo_err, reports_errors
+from dojo_cli.errors import InputError, StorageError
+from dojo_cli.io.storage import read_storage
+from dojo_cli.physics.energy import mechanics
+from dojo_cli.scene.builder import build_mechanism
+from dojo_cli.scene.loader import load_scene_spec_from_string
+
+
+@reports_errors
+def energy(
+    run: Annotated[Path, typer.Argument(help="Storage file written by `dojo simulate`.")],
+    csv: Annotated[Optional[Path], typer.Option("--csv", help="Write per-step energy and momentum as CSV.")] = None,
+    json_out: Annotated[Optional[Path], typer.Option("--json", help="Write the summary and series as JSON.")] = None,
+    plot: Annotated[Optional[Path], typer.Option("--plot", help="Write a PNG plot of energy and momentum against time.")] = None,
+) -> None:
+    """Kinetic, potential and mechanical energy and momentum of a run."""
+    stored = read_storage(run)
+    spec = load_scene_spec_from_string(stored.scene_yaml, file=f"{run}:scene")
+    mech = build_mechanism(spec, f"{run}:scene")
+    if stored.steps_completed < 1:
+        raise InputError(f"{run}: the run has no completed step; energy needs at least one")
+    me = mechanics(mech, stored.time, stored.x, stored.q, stored.v, stored.omega)
+    summary = _energy_summary(me)
+    if stored.status != "complete":
+        echo_err(f"warning: {run}: the run is {stored.status} after {stored.steps_completed} steps")
+    typer.echo(f"{run}: {spec.name}, {len(me.time)} states (t = 0 .. {me.time[-1]:g} s), status {stored.status}")
+    typer.echo(f"{'quantity':<22}{'initial':>14}{'final':>14}{'max drift':>14}{'rel drift':>12}")
+    for key, row in summary.items():
+        typer.echo(f"{key:<22}{row['initial']:>14.6g}{row['final']:>14.6g}{row['max_drift']:>14.3e}{row['relative_drift']:>12.3e}")
+    if csv is not None:
+        _write_csv(csv, me)
+    if json_out is not None:
+        _write_json(json_out, me, summary, stored)
+    if plot is not None:
+        _write_plot(plot, me, spec.name)
+
+
+def _energy_summary(me) -> dict:
+    """Initial, final and largest drift of each quantity; momenta drift componentwise."""
+    rows = {
+        "kinetic [J]": me.kinetic[:, None],
+        "potential [J]": me.potential[:, None],
+        "mechanical [J]": me.mechanical[:, None],
+        "linear momentum": me.linear_momentum,
+        "angular momentum": me.angular_momentum,
+    }
+    out = {}
+    for name, series in rows.items():
+        drift = float(np.max(np.abs(series - series[0])))
+        size = np.linalg.norm(series, axis=1)
+        out[name] = {
+            "initial": float(size[0]) if series.shape[1] > 1 else float(series[0, 0]),
+            "final": float(size[-1]) if series.shape[1] > 1 else float(series[-1, 0]),
+            "max_drift": drift,
+            "relative_drift": drift / (float(np.max(np.abs(series))) or 1.0),
+        }
+    return out
+
+
+def _write_csv(path: Path, me) -> None:
+    header = "time,kinetic,potential,mechanical,px,py,pz,lx,ly,lz"
+    data = np.column_stack([me.time, me.kinetic, me.potential, me.mechanical, me.linear_momentum, me.angular_momentum])
+    try:
+        np.savetxt(path, data, delimiter=",", header=header, comments="", fmt="%.17g")
+    except OSError as exc:
+        raise StorageError(f"{path}: cannot write ({exc.strerror or exc})") from None
+
+
+def _write_json(path: Path, me, summary: dict, stored) -> None:
+    doc = {
+        "run": str(stored.path), "status": stored.status, "summary": summary,
+        "time": me.time.tolist(), "kinetic": me.kinetic.tolist(), "potential": me.potential.tolist(),
+        "mechanical": me.mechanical.tolist(), "linear_momentum": me.linear_momentum.tolist(),
+        "angular_momentum": me.angular_momentum.tolist(),
+    }
+    try:
+        Path(path).write_text(json.dumps(doc, indent=1))
+    except OSError as exc:
+        raise StorageError(f"{path}: cannot write ({exc.strerror or exc})") from None
+
+
+def _write_plot(path: Path, me, name: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(3, 1, figsize=(8, 9), sharex=True)
+    axes[0].plot(me.time, me.kinetic, label="kinetic")
+    axes[0].plot(me.time, me.potential, label="potential")
+    axes[0].plot(me.time, me.mechanical, label="mechanical", color="k")
+    axes[0].set_ylabel("energy [J]")
+    axes[0].legend(loc="best")
+    axes[0].set_title(f"{name}: energy and momentum")
+    for i, c in enumerate("xyz"):
+        axes[1].plot(me.time, me.linear_momentum[:, i], label=f"p_{c}")
+        axes[2].plot(me.time, me.angular_momentum[:, i], label=f"L_{c}")
+    axes[1].set_ylabel("linear momentum [kg m/s]")
+    axes[2].set_ylabel("angular momentum [kg m^2/s]")
+    axes[1].legend(loc="best")
+    axes[2].legend(loc="best")
+    axes[2].set_xlabel("time [s]")
+    fig.tight_layout()
+    try:
+        fig.savefig(path, dpi=100)
+    except OSError as exc:
+        raise StorageError(f"{path}: cannot write ({exc.strerror or exc})") from None
+    finally:
+        plt.close(fig)

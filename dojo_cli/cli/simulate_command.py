@@ -1,0 +1,190 @@
+"""`dojo simulate`: run a scene and write its trajectory to an HDF5 storage file as it goes.
+
+An interrupted simulation (Ctrl-C) keeps the completed steps and exits 130.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+from typing import Annotated, Optional
+
+import numpy as np
+import typer
+
+from dojo_cli import __version__
+from dojo_cli.cli.arguments import SceneArg, SetOpt, load_scene_arguments
+from dojo_cli.cli.reporting import echo_err, reports_errors
+from dojo_cli.errors import InputError, SolverError, StorageError
+from dojo_cli.io.storage import StorageWriter
+from dojo_cli.scene.loader import dump_scene
+from dojo_cli.simulation.simulate import iterate, state_record
+from dojo_cli.solver.status import SolverStatus
+
+EXIT_INTERRUPTED = 130
+INTEGRATOR = "dojo-variational-midpoint"
+
+
+@reports_errors
+def simulate(
+    scene: SceneArg,
+    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Storage file to write (default: <scene name>.h5).")] = None,
+    steps: Annotated[Optional[int], typer.Option("--steps", help="Number of steps (overrides the scene).", min=1)] = None,
+    duration: Annotated[Optional[float], typer.Option("--duration", help="Simulated time in s (overrides the scene).")] = None,
+    overrides: SetOpt = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar and no summary.")] = False,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Print the solver's iterations.")] = False,
+    abort_on_failure: Annotated[bool, typer.Option("--abort-on-failure", help="Stop at the first step the solver fails (exit code 1).")] = False,
+    force: Annotated[bool, typer.Option("--force", "-f", help="Overwrite an existing output file.")] = False,
+    gradients: Annotated[bool, typer.Option("--gradients", help="Also store each step's Jacobians (gradients/A, gradients/B; see docs/storage.md).")] = False,
+    gradients_wrt: Annotated[Optional[str], typer.Option("--gradients-wrt", help="Which Jacobians --gradients stores: state (A), input (B) or state,input (implies --gradients).")] = None,
+) -> None:
+    """Simulate a scene and write the trajectory to an HDF5 storage file."""
+    if steps is not None and duration is not None:
+        raise InputError("--steps and --duration: give one of them, not both")
+    if duration is not None and not duration > 0:
+        raise InputError(f"--duration: must be > 0, got {duration}")
+    wrt = None
+    if gradients or gradients_wrt is not None:
+        # here: a run without --gradients does not import the gradient code
+        from dojo_cli.simulation.gradient_record import gradient_dataset_attrs, parse_gradient_wrt, step_gradient_record
+
+        try:
+            wrt = parse_gradient_wrt(gradients_wrt or "state,input")
+        except ValueError as exc:
+            raise InputError(f"--gradients-wrt: {exc}") from None
+    spec, mech = load_scene_arguments(scene, overrides)
+    if wrt is not None and mech.external:
+        raise InputError(f"--gradients: scene {spec.name!r} has external forces, which the gradients do not include yet")
+    h = mech.timestep
+    n = steps if steps is not None else (int(np.ceil(duration / h - 1e-9)) if duration is not None else mech.default_steps)
+    if n is None:
+        raise InputError(f"{scene}: the scene sets neither steps nor duration; pass --steps or --duration")
+    out = output if output is not None else Path(f"{spec.name}.h5")
+    if out.exists() and not force:
+        raise StorageError(f"{out}: already exists (use --force to overwrite)")
+    opts = mech.default_options.replace(verbose=verbose)
+    log = _iteration_logger() if verbose else None
+
+    started = time.perf_counter()
+    failed_steps = 0
+    iterations: list[int] = []
+    writer = StorageWriter(
+        out,
+        scene_yaml=dump_scene(spec),
+        scene_name=spec.name,
+        timestep=h,
+        gravity=list(mech.gravity),
+        solver_options=opts.to_dict(),
+        integrator=INTEGRATOR,
+        body_names=[b.name for b in mech.bodies],
+        minimal_q_names=mech.coordinate_names(),
+        minimal_v_names=[f"{c}_dot" for c in mech.coordinate_names()],
+        input_dim=mech.nf,
+        dojo_cli_version=__version__,
+        extra_attrs={"contact_names": [c.name for c in mech.contacts]} if mech.nc else None,
+        dataset_attrs=gradient_dataset_attrs(mech, wrt) if wrt is not None else None,
+    )
+    progress = None
+    try:
+        with writer:
+            s0 = state_record(mech, 0.0, mech.initial)
+            writer.write_initial(s0.time, s0.x, s0.q, s0.v, s0.omega, s0.minimal_q, s0.minimal_v)
+            progress = _progress(n, quiet)
+            z_prev = mech.initial
+            for rec in iterate(mech, n, mech.initial, mech.controller, opts, mech.external, abort_on_failure, log):
+                s = rec.state
+                extra = _step_extras(rec)
+                if wrt is not None:
+                    # Jacobians of the step just taken, at the state it started from (it is re-solved)
+                    extra.update(step_gradient_record(mech, z_prev, rec.inputs, opts, wrt, s.z))
+                z_prev = s.z
+                writer.write_step(
+                    s.time, s.x, s.q, s.v, s.omega, s.minimal_q, s.minimal_v, rec.inputs,
+                    iterations=rec.iterations, residual=rec.residual, status=rec.status.value,
+                    extra=extra,
+                )
+                iterations.append(rec.iterations)
+                if rec.status is not SolverStatus.SUCCESS:
+                    failed_steps += 1
+                    if verbose:
+                        echo_err(f"step {rec.k}: {rec.status.message} (residual {rec.residual:.3e})")
+                if progress:
+                    progress.advance()
+    except SolverError as exc:
+        _close(progress)
+        echo_err(f"{out}: run stopped, status 'failed' after {writer.steps_completed} steps")
+        raise exc
+    except KeyboardInterrupt:
+        _close(progress)
+        echo_err(f"{out}: interrupted; the file keeps the {writer.steps_completed} completed steps (status 'interrupted')")
+        raise typer.Exit(EXIT_INTERRUPTED) from None
+    _close(progress)
+    if not quiet:
+        wall = time.perf_counter() - started
+        med = int(np.median(iterations)) if iterations else 0
+        conv = "all steps converged" if not failed_steps else f"{failed_steps} steps did NOT converge"
+        typer.echo(
+            f"wrote {out}: {n} steps of {h:g} s ({n * h:g} s simulated), {mech.nb} {'body' if mech.nb == 1 else 'bodies'}, "
+            f"median {med} solver iterations, {conv}; {wall:.2f} s wall ({wall / max(n, 1) * 1e3:.2f} ms/step)"
+        )
+    if failed_steps and not quiet:
+        echo_err(f"warning: {failed_steps} of {n} steps did not converge (see solver/status in {out})")
+
+
+def _iteration_logger():
+    """Dojo's verbose table: n, bvio, rvio, alpha, kappa (its mu), |res|inf, |step|inf."""
+    state = {"header": False}
+
+    def log(rec: dict) -> None:
+        if rec["iteration"] == 1 or not state["header"]:
+            echo_err(f"{'n':>4} {'bvio':>9} {'rvio':>9} {'alpha':>9} {'kappa':>9} {'|res|':>9} {'|step|':>9}")
+            state["header"] = True
+        echo_err(
+            f"{rec['iteration']:>4} {rec.get('bvio', 0.0):>9.2e} {rec.get('rvio', rec['residual']):>9.2e} "
+            f"{rec['alpha']:>9.2e} {rec.get('kappa', 0.0):>9.2e} {rec['residual']:>9.2e} {rec['step']:>9.2e}"
+        )
+
+    return log
+
+
+def _step_extras(rec) -> dict[str, np.ndarray]:
+    """Per-step datasets beyond FORMATS.md's: joint impulses, complementarity, contacts."""
+    extra = {"impulses": rec.impulses, "solver/complementarity": np.float64(rec.complementarity)}
+    if rec.contacts is not None:
+        c = rec.contacts
+        extra.update({
+            "contacts/distance": c.distance, "contacts/normal_impulse": c.normal_impulse,
+            "contacts/friction_impulse": c.friction_impulse, "contacts/slip": c.slip,
+        })
+    return extra
+
+
+class _Progress:
+    def __init__(self, total: int):
+        from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+
+        self._p = Progress(
+            TextColumn("simulating"), BarColumn(), TextColumn("{task.completed}/{task.total} steps"), TimeRemainingColumn(),
+            transient=True,
+        )
+        self._task = self._p.add_task("sim", total=total)
+        self._p.start()
+
+    def advance(self) -> None:
+        self._p.advance(self._task)
+
+    def close(self) -> None:
+        self._p.stop()
+
+
+def _progress(total: int, quiet: bool):
+    if quiet or not sys.stderr.isatty():
+        return None
+    return _Progress(total)
+
+
+def _close(progress) -> None:
+    if progress is not None:
+        progress.close()

@@ -1,0 +1,168 @@
+"""Cold start: what ``import dojo_cli`` and each ``dojo`` command import.
+
+``import dojo_cli`` imports nothing heavy (dojo_cli/__init__.py resolves its names on
+first use), ``dojo --help`` imports no command's module, and a command imports its own
+module and none of the others' (dojo_cli/cli/app.py lists them). Each check runs in a
+fresh interpreter, since sys.modules of the test process already holds everything.
+benchmarks/cold_start.py measures the times these keep low.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import dojo_cli
+from dojo_cli.cli.app import COMMANDS, load_command
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# Libraries ``import dojo_cli`` must leave alone (each costs 0.05-0.7 s to import).
+HEAVY_FOR_IMPORT = ("numpy", "scipy", "pydantic", "typer", "h5py", "lxml", "yourdfpy", "matplotlib", "meshcat")
+# ``dojo --help`` needs typer (and rich), nothing of the library.
+HEAVY_FOR_HELP = ("numpy", "scipy", "h5py", "lxml", "yourdfpy", "matplotlib", "meshcat", "trimesh")
+# ``dojo simulate`` of a scene without `urdf:` draws nothing and reads no URDF. scipy is
+# not listed: the solver's LU (dojo_cli/solver/linear.py) still imports it; it leaves
+# the simulate path when the C++ core replaces that module.
+HEAVY_FOR_SIMULATE = ("lxml", "yourdfpy", "trimesh", "matplotlib", "meshcat")
+
+# The modules that define commands; each command may import only its own.
+COMMAND_MODULES = {entry.target.partition(":")[0] for entry in COMMANDS}
+
+# Run in a fresh interpreter: the code, then (at exit, also after SystemExit) the
+# names in sys.modules written as JSON to the file named by the first argument.
+_PROBE = """\
+import atexit, json, sys
+_out = sys.argv.pop(1)
+
+def _dump_modules():
+    with open(_out, "w") as f:
+        json.dump(sorted(sys.modules), f)
+
+atexit.register(_dump_modules)
+"""
+_RUN_DOJO = """\
+from dojo_cli.cli.app import main  # the `dojo` entry point (pyproject.toml [project.scripts])
+sys.argv = ["dojo", *sys.argv[1:]]
+main()
+"""
+
+
+def _loaded(tmp_path: Path, code: str, *args: str) -> tuple[set[str], subprocess.CompletedProcess]:
+    """The modules a fresh interpreter has imported after running ``code`` with ``args``."""
+    out = tmp_path / "modules.json"
+    # the dojo_cli this process imported (a checkout, or an installed package with its compiled core)
+    here = str(Path(dojo_cli.__file__).resolve().parents[1])
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [here, os.environ.get("PYTHONPATH")])))
+    proc = subprocess.run(
+        [sys.executable, "-c", _PROBE + code, str(out), *args],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300,
+    )
+    assert out.exists(), f"the probe wrote no module list (exit {proc.returncode}):\n{proc.stderr}"
+    return set(json.loads(out.read_text())), proc
+
+
+def _top_level(modules: set[str], names) -> list[str]:
+    return sorted({m.split(".")[0] for m in modules} & set(names))
+
+
+# ------------------------------------------------------------------ import dojo_cli
+
+
+def test_import_dojo_cli_imports_no_heavy_library(tmp_path):
+    modules, proc = _loaded(tmp_path, "import dojo_cli\n")
+    assert proc.returncode == 0, proc.stderr
+    heavy = _top_level(modules, HEAVY_FOR_IMPORT)
+    assert not heavy, f"`import dojo_cli` imported {heavy}"
+    ours = sorted(m for m in modules if m.startswith("dojo_cli."))
+    assert not ours, f"`import dojo_cli` imported submodules {ours}"
+
+
+def test_every_public_name_resolves_to_its_definition():
+    import importlib
+
+    for name in dojo_cli.__all__:
+        module = importlib.import_module(dojo_cli._EXPORTS[name])
+        assert getattr(dojo_cli, name) is getattr(module, name), f"dojo_cli.{name}"
+    assert set(dojo_cli.__all__) <= set(dir(dojo_cli)), "dir(dojo_cli) lists every public name"
+    assert dojo_cli.__version__
+
+
+def test_unknown_names_raise_attribute_error():
+    with pytest.raises(AttributeError, match="no attribute 'no_such_name'"):
+        dojo_cli.no_such_name  # noqa: B018
+    assert not hasattr(dojo_cli, "no_such_name")
+
+
+def test_subpackages_are_attributes_as_before():
+    for name in dojo_cli._SUBMODULES:
+        assert getattr(dojo_cli, name).__name__ == f"dojo_cli.{name}"
+
+
+def test_type_checking_imports_list_the_public_names():
+    """The names IDEs and type checkers see (the TYPE_CHECKING block) are the exported ones."""
+    tree = ast.parse((ROOT / "dojo_cli" / "__init__.py").read_text())
+    block = next(n for n in tree.body if isinstance(n, ast.If) and getattr(n.test, "id", None) == "TYPE_CHECKING")
+    seen = {alias.name: node.module for node in block.body if isinstance(node, ast.ImportFrom) for alias in node.names}
+    assert seen == dojo_cli._EXPORTS
+
+
+# ------------------------------------------------------------------------ dojo CLI
+
+
+@pytest.mark.parametrize("args", [["--help"], ["--version"]], ids=["help", "version"])
+def test_dojo_help_imports_no_command(tmp_path, args):
+    modules, proc = _loaded(tmp_path, _RUN_DOJO, *args)
+    assert proc.returncode == 0, proc.stderr
+    commands = sorted(modules & COMMAND_MODULES)
+    assert not commands, f"`dojo {' '.join(args)}` imported command modules {commands}"
+    heavy = _top_level(modules, HEAVY_FOR_HELP)
+    assert not heavy, f"`dojo {' '.join(args)}` imported {heavy}"
+    library = sorted(m for m in modules if m.startswith("dojo_cli.") and not m.startswith("dojo_cli.cli"))
+    assert not library, f"`dojo {' '.join(args)}` imported {library}"
+
+
+def _first_command_of_each_module() -> list:
+    """The first command of each command module (a module's other commands import the same)."""
+    first = {}
+    for entry in COMMANDS:
+        first.setdefault(entry.target.partition(":")[0], entry)
+    return list(first.values())
+
+
+_ONE_PER_MODULE = _first_command_of_each_module()
+
+
+@pytest.mark.parametrize("entry", _ONE_PER_MODULE, ids=[entry.name for entry in _ONE_PER_MODULE])
+def test_command_help_imports_only_its_module(tmp_path, entry):
+    modules, proc = _loaded(tmp_path, _RUN_DOJO, entry.name, "--help")
+    assert proc.returncode == 0, proc.stderr
+    own = entry.target.partition(":")[0]
+    others = sorted((modules & COMMAND_MODULES) - {own})
+    assert own in modules, f"`dojo {entry.name} --help` did not import {own}"
+    assert not others, f"`dojo {entry.name} --help` imported other commands' modules {others}"
+
+
+def test_simulate_imports_no_picture_viewer_or_urdf_reader(tmp_path):
+    modules, proc = _loaded(tmp_path, _RUN_DOJO, "simulate", "pendulum", "--steps", "10", "-o", "run.h5", "-q")
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "run.h5").exists()
+    heavy = _top_level(modules, HEAVY_FOR_SIMULATE)
+    assert not heavy, f"`dojo simulate pendulum` imported {heavy}"
+    others = sorted((modules & COMMAND_MODULES) - {"dojo_cli.cli.simulate_command"})
+    assert not others, f"`dojo simulate` imported other commands' modules {others}"
+
+
+def test_listed_help_is_the_command_docstring():
+    """`dojo --help` shows COMMANDS' help lines; `dojo NAME --help` the function's docstring."""
+    assert len({entry.name for entry in COMMANDS}) == len(COMMANDS), "command names are unique"
+    for entry in COMMANDS:
+        command = load_command(entry)
+        assert command.name == entry.name
+        assert command.help == entry.help, f"{entry.name}: COMMANDS says {entry.help!r}, the docstring {command.help!r}"
