@@ -23,7 +23,9 @@ a free) and the identity when none or all three are.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import copy
+from dataclasses import dataclass, field, replace
+from types import MappingProxyType
 
 import numpy as np
 
@@ -71,7 +73,7 @@ def element_basis(axis: np.ndarray, n_constrained: int) -> tuple[np.ndarray, np.
     return basis, np.array([True, True, False])
 
 
-@dataclass
+@dataclass(frozen=True)
 class Body:
     """A rigid body; its frame is at the centre of mass.
 
@@ -90,7 +92,7 @@ class Body:
     visuals: list[Shape] = field(default_factory=list)
 
 
-@dataclass
+@dataclass(frozen=True)
 class Joint:
     """A joint between a parent (a body, or the origin) and a child body.
 
@@ -144,7 +146,7 @@ CONTACT_HALF_SIZE = {"impact": 1, "nonlinear": 4, "linear": 6}
 COLLISION_KINDS = ("halfspace", "sphere", "capsule", "box")
 
 
-@dataclass
+@dataclass(frozen=True)
 class Contact:
     """A contact sphere on ``body`` against a half-space or another body's shape.
 
@@ -174,8 +176,47 @@ class Contact:
     params: dict = field(default_factory=lambda: {"normal": np.array([0.0, 0.0, 1.0]), "point": np.zeros(3)})
 
 
+# What a scene attaches to a mechanism for running it (Mechanism.with_run_setup).
+RUN_SETUP_FIELDS = ("scene", "scene_file", "default_options", "default_steps", "initial", "controller", "external")
+
+
+def _readonly(a) -> np.ndarray:
+    """A read-only float copy of an array (a built mechanism never changes)."""
+    out = np.array(a, dtype=float)
+    out.flags.writeable = False
+    return out
+
+
+def _frozen_parts(bodies, joints, contacts):
+    """Copies of the parts whose arrays cannot be written (the dataclasses are frozen)."""
+    bodies = tuple(replace(b, inertia=_readonly(b.inertia)) for b in bodies)
+    joints = tuple(
+        replace(
+            j,
+            axis=_readonly(j.axis), parent_vertex=_readonly(j.parent_vertex), child_vertex=_readonly(j.child_vertex),
+            orientation_offset=_readonly(j.orientation_offset),
+            spring=None if j.spring is None else _readonly(j.spring),
+            damper=None if j.damper is None else _readonly(j.damper),
+            spring_offset=None if j.spring_offset is None else _readonly(j.spring_offset),
+            limits=None if j.limits is None else (_readonly(j.limits[0]), _readonly(j.limits[1])),
+        )
+        for j in joints
+    )
+    contacts = tuple(
+        replace(c, offset=_readonly(c.offset), params=MappingProxyType({k: _readonly(v) for k, v in c.params.items()}))
+        for c in contacts
+    )
+    return bodies, joints, contacts
+
+
 class Mechanism:
     """Bodies, joints and the state-independent structure of the step.
+
+    Immutable once built: every array is read-only and setting an attribute raises,
+    so a parameter cannot be edited behind the compiled core's back; a new value
+    means a new Mechanism (``dojo.with_parameters``, ``--set``). The run set-up a
+    scene attaches (initial state, solver options, controller, external forces,
+    steps) is replaced by ``with_run_setup``, which shares the compiled core.
 
     Attributes (arrays over joints j, constraint rows r, free coordinates f):
         timestep, gravity (3,), bodies, joints, nb, nj.
@@ -209,8 +250,9 @@ class Mechanism:
         self.name = name
         self.timestep = float(timestep)
         self.gravity = np.asarray(gravity, dtype=float).reshape(3)
-        self.bodies = list(bodies)
-        self.joints = list(joints)
+        bodies, joints, contacts = _frozen_parts(bodies, joints, contacts or [])
+        self.bodies = bodies
+        self.joints = joints
         self.nb = len(self.bodies)
         self.nj = len(self.joints)
         self._names = {b.name: i for i, b in enumerate(self.bodies)}
@@ -273,7 +315,7 @@ class Mechanism:
         self.limit_bound = np.array(limit_bound, dtype=float)
         self.nlim = len(limit_free)
 
-        self.contacts = list(contacts or [])
+        self.contacts = contacts
         self.nc = len(self.contacts)
         for c in self.contacts:
             if c.model not in CONTACT_HALF_SIZE:
@@ -297,6 +339,45 @@ class Mechanism:
         # scratch Data the API's one-off steps use (a run loop makes its own).
         self.core = compile_model(self)
         self.core_data = _core.Data(self.core)
+        for key in RUN_SETUP_FIELDS:
+            self.__dict__[key] = None
+        self.__dict__["external"] = ()
+        for key, value in self.__dict__.items():
+            if isinstance(value, np.ndarray):
+                value.flags.writeable = False
+        self.__dict__["_frozen"] = True
+
+    def __setattr__(self, name: str, value) -> None:
+        if self.__dict__.get("_frozen", False):
+            raise AttributeError(
+                f"a Mechanism is immutable: cannot set {name!r} on a built mechanism; build a new one "
+                "(dojo.with_parameters, --set PATH=VALUE, or with_run_setup for the initial state and controller)"
+            )
+        object.__setattr__(self, name, value)
+
+    def with_run_setup(self, **fields) -> Mechanism:
+        """A copy with the run set-up replaced (RUN_SETUP_FIELDS: scene, scene_file,
+        default_options, default_steps, initial, controller, external).
+
+        The physics is unchanged, so the compiled core Model is shared; the copy gets
+        its own scratch Data.
+        """
+        unknown = set(fields) - set(RUN_SETUP_FIELDS)
+        if unknown:
+            raise TypeError(f"not run set-up fields: {', '.join(sorted(unknown))} (expected {', '.join(RUN_SETUP_FIELDS)})")
+        out = copy.copy(self)
+        for key, value in fields.items():
+            if key == "initial" and value is not None:
+                value = _readonly(value)
+            elif key == "external":
+                value = tuple(value or ())
+            out.__dict__[key] = value
+        out.__dict__["core_data"] = _core.Data(out.core)
+        return out
+
+    def run_setup(self) -> dict:
+        """The run set-up fields and their values (for with_run_setup)."""
+        return {key: self.__dict__[key] for key in RUN_SETUP_FIELDS}
 
     # ----------------------------------------------------------------- lookup
     def body_index(self, name: str) -> int:

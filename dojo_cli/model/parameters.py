@@ -143,8 +143,4 @@ def with_parameters(mech: Mechanism, labels, values) -> Mechanism:
         ]
     out = Mechanism(bodies, joints, timestep=mech.timestep, gravity=gravity, name=mech.name, contacts=contacts)
     # what a scene attached (initial state, solver options, controller, ...) carries over
-    for key, value in mech.__dict__.items():
-        if key not in out.__dict__:
-            out.__dict__[key] = value
-    out.__dict__.pop("_cache", None)
-    return out
+    return out.with_run_setup(**mech.run_setup())

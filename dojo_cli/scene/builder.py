@@ -1,10 +1,10 @@
 """Build the numeric Mechanism (and its initial state, controller, forces) from a SceneSpec.
 
 The only place where the description (pydantic specs) meets the numeric model.
-The built Mechanism carries what running the scene needs:
-``initial`` (13 nb,), ``default_options`` (SolverOptions), ``controller``,
-``external`` (list of ExternalForce), ``default_steps`` (int or None), ``scene``
-(the SceneSpec) and ``scene_file``.
+The built Mechanism carries what running the scene needs, its run set-up
+(Mechanism.with_run_setup): ``initial`` (13 nb,), ``default_options``
+(SolverOptions), ``controller``, ``external`` (ExternalForce tuple),
+``default_steps`` (int or None), ``scene`` (the SceneSpec) and ``scene_file``.
 """
 
 from __future__ import annotations
@@ -80,18 +80,20 @@ def build_mechanism(spec, file: str | None = None) -> Mechanism:
 
     contacts = [contact_from_spec(c, names) for c in spec.contacts]
     mech = Mechanism(bodies, joints, spec.timestep, spec.gravity, name=spec.name, contacts=contacts)
-    mech.scene = spec
-    mech.scene_file = file
-    mech.default_options = SolverOptions(**spec.solver.model_dump())
-    mech.default_steps = _steps(spec)
-    mech.initial = initial_state_from_spec(spec, mech, file)
-    mech.controller = controller_from_spec(spec, mech, file)
-    mech.external = [
+    external = [
         ExternalForce(names[e.body], np.asarray(e.force, float), np.asarray(e.torque, float), np.asarray(e.vertex, float),
                       e.frame, float(e.start), float(e.stop))
         for e in spec.external
     ]
-    return mech
+    return mech.with_run_setup(
+        scene=spec,
+        scene_file=file,
+        default_options=SolverOptions(**spec.solver.model_dump()),
+        default_steps=_steps(spec),
+        initial=initial_state_from_spec(spec, mech, file),
+        controller=controller_from_spec(spec, mech, file),
+        external=external,
+    )
 
 
 def contact_from_spec(c, names: dict[str, int]) -> Contact:
