@@ -31,20 +31,15 @@ from __future__ import annotations
 
 import os
 import sys
+from pathlib import Path
 
 # BLAS threads, before numpy loads: the matrices here are tiny (11 to 400 rows), where
-# OpenBLAS threads only cost; on a loaded machine a multi-right-hand-side solve with 2
-# threads was measured at ~12 ms instead of ~12 us (threads spin-waiting for a core).
-# MuJoCo is single-threaded too. --blas-threads 0 leaves the environment as it is.
-_BLAS_THREADS = "1"
-for _i, _a in enumerate(sys.argv):
-    if _a == "--blas-threads" and _i + 1 < len(sys.argv):
-        _BLAS_THREADS = sys.argv[_i + 1]
-    elif _a.startswith("--blas-threads="):
-        _BLAS_THREADS = _a.split("=", 1)[1]
-if _BLAS_THREADS != "0":
-    for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-        os.environ[_var] = _BLAS_THREADS
+# OpenBLAS threads only cost (benchmarks/bench_common.py). MuJoCo is single-threaded too.
+# --blas-threads 0 leaves the environment as it is.
+sys.path.insert(0, str(Path(__file__).resolve().parents[0]))
+import bench_common  # noqa: E402
+
+bench_common.pin_blas_threads(sys.argv)
 
 import argparse
 import gc
@@ -52,11 +47,9 @@ import json
 import platform
 import statistics
 import time
-from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[0]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import dojo_cli as dojo  # noqa: E402
@@ -104,9 +97,8 @@ def dojo_model(name: str):
 def box_touching(mech, z) -> int:
     """Contacts carrying a normal impulse above 1e-3 N s in the step from z (the box's
     weight per step is 0.098 N s; the interior point leaves ~2 mm gaps, so distance is no test)."""
-    _, result, problem = solve_step(mech, z, None, dojo.default_options(mech))
-    rec = problem.contact_record(result.w)
-    return int(np.sum(rec.normal_impulse > 1e-3))
+    solve_step(mech, z, None, dojo.default_options(mech))
+    return int(np.sum(mech.core_data.contact_normal_impulse > 1e-3))
 
 
 def with_motors(xml: str, joints: list[str]) -> str:

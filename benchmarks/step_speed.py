@@ -65,7 +65,7 @@ from dojo_cli.physics.coordinates import (  # noqa: E402
     minimal_to_maximal,
     split_minimal,
 )
-from dojo_cli.simulation.step import solve_step, step_structure  # noqa: E402
+from dojo_cli.simulation.step import solve_step  # noqa: E402
 from dojo_cli.solver.options import SolverOptions  # noqa: E402
 
 try:
@@ -191,9 +191,9 @@ def dojo_run(mech: Mechanism, z0: np.ndarray, steps: int, opts: SolverOptions, r
     statuses: dict[str, int] = {}
     t0 = time.perf_counter()
     for k in range(steps):
-        z, result, problem = solve_step(mech, z, None, opts, lam0=lam)
+        z, result = solve_step(mech, z, None, opts, lam0=lam)
         # the joint impulses only (contact and limit unknowns are re-initialised each step)
-        lam = result.w[problem.s.lam]
+        lam = result.w[6 * mech.nb : 6 * mech.nb + mech.nl]
         iters[k] = result.iterations
         resid[k] = result.residual
         if result.status.value != "success":
@@ -208,13 +208,9 @@ def dojo_run(mech: Mechanism, z0: np.ndarray, steps: int, opts: SolverOptions, r
 
 
 def set_linear_mode(mech: Mechanism, mode: str) -> str:
-    """Force the Newton matrix factorisation (dense LU or SuperLU); returns the one used."""
-    pattern = step_structure(mech).pattern
-    if mode == "dense":
-        pattern.dense = True
-    elif mode == "sparse":
-        pattern.dense = False
-    return "dense" if pattern.dense else "sparse"
+    """The Newton matrix factorisation: always the core's block-sparse LU now (the
+    --linear option of the numpy implementation is accepted and ignored)."""
+    return "block"
 
 
 # ------------------------------------------------------------------- MuJoCo
@@ -497,8 +493,7 @@ def time_model(name: str, steps: int, repeat: int, warmup: int, opts: SolverOpti
             gc.enable()
         runs.append(1e6 * sec / steps)
         iters, fails = it, max(fails, f)  # identical across repeats (same start, deterministic)
-    s = step_structure(mech)
-    t = Timing(name, mech.nb, mech.nl, mech.nc, s.n, mech.nf, used, steps, repeat, min(runs), runs,
+    t = Timing(name, mech.nb, mech.nl, mech.nc, mech.core.n, mech.nf, used, steps, repeat, min(runs), runs,
                float(statistics.median(iters.tolist())), int(iters.max()), float(iters.mean()), fails,
                rec["max_residual"], rec["failed_statuses"], rec["first_failure"], mech=mech, z_final=z)
     if mujoco is not None and has_mj_twin(name):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from dojo_cli.model.joint_types import JointType
@@ -147,6 +149,5 @@ def quat_identity():
 
 def limited_pendulum(h=0.01, lower=np.pi / 4, upper=np.pi):
     mech = pendulum(h=h)
-    j = mech.joints[0]
-    j.limits = (np.array([lower]), np.array([upper]))
+    j = dataclasses.replace(mech.joints[0], limits=(np.array([lower]), np.array([upper])))
     return Mechanism(mech.bodies, [j], h, mech.gravity, name="pendulum_limit")

@@ -93,7 +93,7 @@ class _StepMap:
     def __call__(self, mech, x, u) -> np.ndarray:
         z = minimal_to_maximal(mech, x) if self.minimal else x
         if self.kappa is None:
-            z1, result, _ = solve_step(mech, z, u, self.opts)
+            z1, result = solve_step(mech, z, u, self.opts)
         else:
             g = _grad.step_gradients(mech, z, u, self.opts, wrt=(), kappa=self.kappa)
             z1, result = g.next_state, g.result

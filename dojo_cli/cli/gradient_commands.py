@@ -297,7 +297,7 @@ def step_command(
     start = resolve_state(mech, spec, state, run, index)
     u, u_source = resolve_input(mech, start, inputs, input_file)
     f_ext, tau_ext = external_forces(mech, start)
-    z1, result, _ = solve_step(mech, start.z, u, mech.default_options, f_ext, tau_ext)
+    z1, result = solve_step(mech, start.z, u, mech.default_options, f_ext, tau_ext)
     h = mech.timestep
     t0 = start.k * h
     y1 = maximal_to_minimal(mech, z1)

@@ -8,11 +8,17 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include <algorithm>
+#include <cstddef>
+#include <initializer_list>
 #include <optional>
 #include <stdexcept>
 #include <string>
 
+#include "coordinates.h"
+#include "contact.h"
 #include "data.h"
+#include "energy.h"
 #include "gradients.h"
 #include "model.h"
 #include "step.h"
@@ -41,8 +47,212 @@ const double* checked(const std::optional<InArray>& a, size_t size, const char* 
 
 }  // namespace
 
+// ---- contact kernels (test and tool access; the step calls them from C++)
+namespace {
+
+using InputArray = nb::ndarray<const double, nb::c_contig, nb::device::cpu>;
+
+// A new numpy array (C order) holding a copy of `data`.
+nb::object numpy_copy(const double* data, std::initializer_list<size_t> shape) {
+  size_t size = 1;
+  for (size_t s : shape) size *= s;
+  double* buf = new double[size];
+  std::copy(data, data + size, buf);
+  nb::capsule owner(buf, [](void* p) noexcept { delete[] static_cast<double*>(p); });
+  return nb::cast(nb::ndarray<nb::numpy, double>(buf, shape, owner));
+}
+
+// The leading rows x cols block of a row-major matrix with `stride` columns, as numpy.
+nb::object numpy_block(const double* data, size_t stride, size_t rows, size_t cols) {
+  double tmp[12 * 16];
+  for (size_t r = 0; r < rows; ++r)
+    for (size_t k = 0; k < cols; ++k) tmp[r * cols + k] = data[r * stride + k];
+  return numpy_copy(tmp, {rows, cols});
+}
+
+const double* require_size(const InputArray& a, size_t size, const char* name) {
+  if (a.size() != size) throw std::invalid_argument(std::string(name) + ": expected " + std::to_string(size) +
+                                                    " entries, got " + std::to_string(a.size()));
+  return a.data();
+}
+
+void read_sequence(nb::handle obj, double* out, size_t max_size, const char* name, bool exact) {
+  size_t i = 0;
+  for (nb::handle item : obj) {
+    if (i == max_size) throw std::invalid_argument(std::string(name) + ": too many entries");
+    out[i++] = nb::cast<double>(item);
+  }
+  if (exact && i != max_size) throw std::invalid_argument(std::string(name) + ": expected " + std::to_string(max_size) +
+                                                          " entries, got " + std::to_string(i));
+}
+
+dojo::ContactModel parse_model(nb::handle obj) {
+  if (nb::isinstance<nb::str>(obj)) {
+    const std::string name = nb::cast<std::string>(obj);
+    if (name == "impact") return dojo::ContactModel::Impact;
+    if (name == "nonlinear") return dojo::ContactModel::Nonlinear;
+    if (name == "linear") return dojo::ContactModel::Linear;
+    throw std::invalid_argument("model: unknown contact model '" + name + "'");
+  }
+  const int k = nb::cast<int>(obj);
+  if (k < 0 || k > 2) throw std::invalid_argument("model: expected 0, 1 or 2");
+  return static_cast<dojo::ContactModel>(k);
+}
+
+dojo::CollisionKind parse_kind(nb::handle obj) {
+  if (nb::isinstance<nb::str>(obj)) {
+    const std::string name = nb::cast<std::string>(obj);
+    if (name == "halfspace") return dojo::CollisionKind::Halfspace;
+    if (name == "sphere") return dojo::CollisionKind::Sphere;
+    if (name == "capsule") return dojo::CollisionKind::Capsule;
+    if (name == "box") return dojo::CollisionKind::Box;
+    throw std::invalid_argument("kind: unknown collision kind '" + name + "'");
+  }
+  const int k = nb::cast<int>(obj);
+  if (k < 0 || k >= dojo::kCollisionKinds) throw std::invalid_argument("kind: expected 0..3");
+  return static_cast<dojo::CollisionKind>(k);
+}
+
+// ContactParams from a dict {body, other, model, kind, friction, radius, offset (3,),
+// shape (<= 7,)}; missing keys take contact.py's defaults (the ground, nonlinear, mu 0.5).
+dojo::ContactParams parse_contact(const nb::dict& d) {
+  dojo::ContactParams c{};
+  c.body = d.contains("body") ? nb::cast<int>(d["body"]) : 0;
+  c.other = d.contains("other") ? nb::cast<int>(d["other"]) : -1;
+  c.model = d.contains("model") ? parse_model(d["model"]) : dojo::ContactModel::Nonlinear;
+  c.kind = d.contains("kind") ? parse_kind(d["kind"]) : dojo::CollisionKind::Halfspace;
+  c.friction = d.contains("friction") ? nb::cast<double>(d["friction"]) : 0.5;
+  c.radius = d.contains("radius") ? nb::cast<double>(d["radius"]) : 0.0;
+  if (d.contains("offset")) read_sequence(d["offset"], c.offset, 3, "offset", true);
+  if (d.contains("shape")) {
+    read_sequence(d["shape"], c.shape, dojo::kShapeSize, "shape", false);
+  } else if (c.kind == dojo::CollisionKind::Halfspace) {
+    c.shape[2] = 1.0;  // the ground: normal +z through the origin
+  } else {
+    throw std::invalid_argument("shape: required for a body shape");
+  }
+  return c;
+}
+
+const char* output_names[] = {"residual", "jacobians", "parameters"};
+
+dojo::ContactOutput parse_output(const std::string& name) {
+  for (int k = 0; k < 3; ++k)
+    if (name == output_names[k]) return static_cast<dojo::ContactOutput>(k);
+  throw std::invalid_argument("output: expected 'residual', 'jacobians' or 'parameters', got '" + name + "'");
+}
+
+}  // namespace
+
+void bind_contacts(nb::module_& m) {
+  m.def(
+      "evaluate_contact",
+      [](const nb::dict& params, double h, const InputArray& xa, const InputArray& qa, const InputArray& va,
+         const InputArray& wa, const InputArray& mwa, const InputArray& xb, const InputArray& qb,
+         const InputArray& vb, const InputArray& wb, const InputArray& mwb, const InputArray& s,
+         const InputArray& gamma, const std::string& output, bool reference) {
+        const dojo::ContactParams c = parse_contact(params);
+        const size_t n = static_cast<size_t>(dojo::contact_half_size(c.model));
+        const dojo::ContactBodyState a{require_size(xa, 3, "xa"), require_size(qa, 4, "qa"), require_size(va, 3, "va"),
+                                       require_size(wa, 3, "wa"), require_size(mwa, 9, "mwa")};
+        const dojo::ContactBodyState b{require_size(xb, 3, "xb"), require_size(qb, 4, "qb"), require_size(vb, 3, "vb"),
+                                       require_size(wb, 3, "wb"), require_size(mwb, 9, "mwb")};
+        const dojo::ContactOutput level = parse_output(output);
+        dojo::ContactEval ev;
+        const double* sp = require_size(s, n, "s");
+        const double* gp = require_size(gamma, n, "gamma");
+        if (reference) {
+          dojo::evaluate_contact_reference(c, h, a, b, sp, gp, level, ev);
+        } else {
+          dojo::evaluate_contact(c, h, a, b, sp, gp, level, ev);
+        }
+        nb::dict out;
+        out["comp"] = numpy_copy(ev.comp, {n});
+        out["cons"] = numpy_copy(ev.cons, {n});
+        out["wrench"] = numpy_copy(ev.wrench, {12});
+        out["distance"] = ev.distance;
+        out["normal_impulse"] = ev.normal_impulse;
+        out["friction_impulse"] = numpy_copy(ev.friction_impulse, {2});
+        out["slip"] = numpy_copy(ev.slip, {2});
+        if (level != dojo::ContactOutput::Residual) {
+          out["comp_jac"] = numpy_block(&ev.comp_jac[0][0], 2 * dojo::kMaxContactHalfSize, n, 2 * n);
+          out["cons_local"] = numpy_block(&ev.cons_local[0][0], 2 * dojo::kMaxContactHalfSize, n, 2 * n);
+          out["cons_body"] = numpy_block(&ev.cons_body[0][0], 12, n, 12);
+          out["wrench_gamma"] = numpy_block(&ev.wrench_gamma[0][0], dojo::kMaxContactHalfSize, 12, n);
+          out["wrench_body"] = numpy_block(&ev.wrench_body[0][0], 12, 12, 12);
+          out["cons_z3"] = numpy_block(&ev.cons_z3[0][0], 12, n, 12);
+          out["wrench_z3"] = numpy_block(&ev.wrench_z3[0][0], 12, 12, 12);
+        }
+        if (level == dojo::ContactOutput::Parameters) {
+          out["cons_parameters"] = numpy_block(&ev.cons_parameters[0][0], 4, n, 4);
+          out["wrench_parameters"] = numpy_block(&ev.wrench_parameters[0][0], 4, 12, 4);
+        }
+        return out;
+      },
+      nb::arg("params"), nb::arg("h"), nb::arg("xa"), nb::arg("qa"), nb::arg("va"), nb::arg("wa"), nb::arg("mwa"),
+      nb::arg("xb"), nb::arg("qb"), nb::arg("vb"), nb::arg("wb"), nb::arg("mwb"), nb::arg("s"), nb::arg("gamma"),
+      nb::arg("output") = "jacobians", nb::arg("reference") = false,
+      "One contact's residual rows, wrench and derivatives (contact.h's evaluate_contact).\n\n"
+      "params: dict with body, other (-1 = world), model ('impact' | 'nonlinear' | 'linear'),\n"
+      "kind ('halfspace' | 'sphere' | 'capsule' | 'box'), friction, radius, offset (3,), shape (7,).\n"
+      "x/q: (3,)/(4,) next configuration; v/w: (3,) midpoint velocities; mw: (3, 3) dt3/dw25;\n"
+      "s, gamma: (N,). output: 'residual', 'jacobians' or 'parameters'. reference: use\n"
+      "evaluate_contact_reference (dual numbers through every operation; for tests).\n"
+      "Returns a dict of ContactEval's fields (leading N rows / 2N columns).");
+
+  m.def(
+      "contact_geometry",
+      [](nb::handle kind, const InputArray& xa, const InputArray& qa, const InputArray& offset, double radius,
+         const InputArray& xb, const InputArray& qb, const InputArray& shape, bool parameters) {
+        double shape7[dojo::kShapeSize] = {0.0};
+        if (shape.size() > static_cast<size_t>(dojo::kShapeSize)) throw std::invalid_argument("shape: too many entries");
+        std::copy(shape.data(), shape.data() + shape.size(), shape7);
+        dojo::GeometryJacobian g;
+        dojo::contact_geometry(parse_kind(kind), require_size(xa, 3, "xa"), require_size(qa, 4, "qa"),
+                               require_size(offset, 3, "offset"), radius, require_size(xb, 3, "xb"), require_size(qb, 4, "qb"),
+                               shape7, parameters, g);
+        const size_t cols = static_cast<size_t>(g.columns);
+        const size_t stride = dojo::kPairParameterColumns;
+        nb::dict out;
+        out["distance"] = g.distance;
+        out["normal"] = numpy_copy(g.normal, {3});
+        out["tangent"] = numpy_copy(&g.tangent[0][0], {2, 3});
+        out["point_a"] = numpy_copy(g.point_a, {3});
+        out["point_b"] = numpy_copy(g.point_b, {3});
+        out["distance_jac"] = numpy_copy(g.distance_jac, {cols});
+        out["normal_jac"] = numpy_block(&g.normal_jac[0][0], stride, 3, cols);
+        double tangent_jac[6 * dojo::kPairParameterColumns];
+        for (size_t r = 0; r < 6; ++r)
+          for (size_t k = 0; k < cols; ++k) tangent_jac[r * cols + k] = (&g.tangent_jac[0][0][0])[r * stride + k];
+        out["tangent_jac"] = numpy_copy(tangent_jac, {2, 3, cols});
+        out["point_a_jac"] = numpy_block(&g.point_a_jac[0][0], stride, 3, cols);
+        out["point_b_jac"] = numpy_block(&g.point_b_jac[0][0], stride, 3, cols);
+        return out;
+      },
+      nb::arg("kind"), nb::arg("xa"), nb::arg("qa"), nb::arg("offset"), nb::arg("radius"), nb::arg("xb"),
+      nb::arg("qb"), nb::arg("shape"), nb::arg("parameters") = false,
+      "Collision geometry of a sphere on body a against body b's shape (collision.h), with\n"
+      "Jacobians over [x_a, t_a, x_b, t_b] (12 columns) or also offset (3) and radius (16).");
+
+  m.def(
+      "contact_starting_point",
+      [](nb::handle model) {
+        const dojo::ContactModel k = parse_model(model);
+        const size_t n = static_cast<size_t>(dojo::contact_half_size(k));
+        double s[dojo::kMaxContactHalfSize], gamma[dojo::kMaxContactHalfSize];
+        dojo::contact_starting_point(k, s, gamma);
+        return nb::make_tuple(numpy_copy(s, {n}), numpy_copy(gamma, {n}));
+      },
+      nb::arg("model"), "Dojo's interior-point starting (s, gamma) of one contact.");
+
+  m.def(
+      "contact_half_size", [](nb::handle model) { return dojo::contact_half_size(parse_model(model)); },
+      nb::arg("model"), "N: the number of slacks (and of impulses) of one contact.");
+}
+
 NB_MODULE(_core, m) {
   m.doc() = "dojo_cli's compiled core: Model, Data, the step, contacts, solvers and gradients.";
+  bind_contacts(m);
 
   nb::class_<ModelInput>(m, "ModelInput", "The description a Model is compiled from (flat arrays).")
       .def(nb::init<>())
@@ -118,6 +328,22 @@ NB_MODULE(_core, m) {
         Data& d = nb::cast<Data&>(self);
         return view(d.log, self, {static_cast<size_t>(d.log_rows), static_cast<size_t>(kLogColumns)});
       })
+      .def_prop_ro("contact_distance", [](nb::handle self) {
+        Data& d = nb::cast<Data&>(self);
+        return view(d.contact_distance, self, {d.contact_distance.size()});
+      })
+      .def_prop_ro("contact_normal_impulse", [](nb::handle self) {
+        Data& d = nb::cast<Data&>(self);
+        return view(d.contact_normal_impulse, self, {d.contact_normal_impulse.size()});
+      })
+      .def_prop_ro("contact_friction_impulse", [](nb::handle self) {
+        Data& d = nb::cast<Data&>(self);
+        return view(d.contact_friction_impulse, self, {d.contact_friction_impulse.size() / 2, size_t(2)});
+      })
+      .def_prop_ro("contact_slip", [](nb::handle self) {
+        Data& d = nb::cast<Data&>(self);
+        return view(d.contact_slip, self, {d.contact_slip.size() / 2, size_t(2)});
+      })
       .def_prop_ro("status", [](const Data& d) { return static_cast<int>(d.status); })
       .def_ro("iterations", &Data::iterations)
       .def_ro("residual", &Data::residual)
@@ -127,7 +353,6 @@ NB_MODULE(_core, m) {
       "step",
       [](const Model& model, Data& data, const InArray& z, std::optional<InArray> u, std::optional<InArray> f_ext,
          std::optional<InArray> tau_ext, std::optional<InArray> lambda0, const SolverOptions& opts) {
-        if (model.nc > 0) throw std::invalid_argument("the compiled step does not handle contacts yet");
         const double* pz = checked(z, 13 * static_cast<size_t>(model.nb), "state");
         const double* pu = checked(u, model.nf, "input");
         const double* pf = checked(f_ext, 3 * static_cast<size_t>(model.nb), "f_ext");
@@ -203,4 +428,230 @@ NB_MODULE(_core, m) {
         return dense;
       },
       nb::arg("model"), nb::arg("data"), nb::arg("z"), nb::arg("u").none(), nb::arg("w"));
+
+  // ======== maximal <-> minimal coordinates, energy and momentum (coordinates.h, energy.h) ========
+  // Arrays may carry leading batch axes (e.g. (T, 13 nb) states): one call converts them all.
+  {
+    using FlagArray = nb::ndarray<const bool, nb::c_contig, nb::device::cpu>;
+    // A new numpy array owning `values`.
+    auto owned = [](std::vector<double> values, std::vector<size_t> shape) {
+      auto* buf = new std::vector<double>(std::move(values));
+      nb::capsule owner(buf, [](void* p) noexcept { delete static_cast<std::vector<double>*>(p); });
+      return OutArray(buf->data(), shape.size(), shape.data(), owner);
+    };
+    // The leading (batch) axes of `a`, whose trailing axes must be `tail`; returns their product.
+    auto batch = [](const auto& a, std::vector<size_t> tail, const char* what, std::vector<size_t>& lead) {
+      const size_t nd = a.ndim(), nt = tail.size();
+      bool ok = nd >= nt;
+      for (size_t i = 0; ok && i < nt; ++i) ok = a.shape(nd - nt + i) == tail[i];
+      if (!ok) {
+        std::string want = "(...", got = "(";
+        for (size_t t : tail) want += ", " + std::to_string(t);
+        for (size_t i = 0; i < nd; ++i) got += (i ? ", " : "") + std::to_string(a.shape(i));
+        throw std::invalid_argument(std::string(what) + ": expected shape " + want + "), got " + got + ")");
+      }
+      lead.assign(a.shape_ptr(), a.shape_ptr() + (nd - nt));
+      size_t count = 1;
+      for (size_t s : lead) count *= s;
+      return count;
+    };
+    auto with = [](std::vector<size_t> lead, std::initializer_list<size_t> tail) {
+      lead.insert(lead.end(), tail.begin(), tail.end());
+      return lead;
+    };
+    // Overrides of minimal_to_maximal: flags (nb, 4) and values (nb, 13), both or neither.
+    auto overrides_of = [](const Model& model, const std::optional<FlagArray>& flags,
+                           const std::optional<InArray>& values) {
+      BodyOverrides o;
+      if (flags.has_value() != values.has_value())
+        throw std::invalid_argument("override_flags and override_values go together");
+      if (!flags) return o;
+      if (flags->size() != static_cast<size_t>(kOverrideParts) * model.nb)
+        throw std::invalid_argument("override_flags: expected (nb, 4) flags");
+      o.flags = reinterpret_cast<const uint8_t*>(flags->data());
+      o.values = checked(values, 13 * static_cast<size_t>(model.nb), "override_values");
+      return o;
+    };
+    const size_t kState = 13;
+
+    m.def(
+        "maximal_to_minimal",
+        [=](const Model& model, const InArray& z) {
+          std::vector<size_t> lead;
+          const size_t n = batch(z, {kState * model.nb}, "z", lead), ny = 2 * static_cast<size_t>(model.nf);
+          std::vector<double> y(n * ny);
+          for (size_t t = 0; t < n; ++t) maximal_to_minimal(model, z.data() + t * kState * model.nb, y.data() + t * ny);
+          return owned(std::move(y), with(lead, {ny}));
+        },
+        nb::arg("model"), nb::arg("z"),
+        "Minimal states (..., 2 nf), per joint [coordinates; velocities], of maximal states z (..., 13 nb).");
+    m.def(
+        "minimal_coordinates",
+        [=](const Model& model, const InArray& x, const InArray& q) {
+          std::vector<size_t> lead, lead_q;
+          const size_t n = batch(x, {static_cast<size_t>(model.nb), 3}, "x", lead);
+          if (batch(q, {static_cast<size_t>(model.nb), 4}, "q", lead_q) != n || lead_q != lead)
+            throw std::invalid_argument("x and q: different batch shapes");
+          const size_t nf = model.nf, nb3 = 3 * static_cast<size_t>(model.nb);
+          std::vector<double> theta(n * nf);
+          for (size_t t = 0; t < n; ++t)
+            minimal_coordinates(model, x.data() + t * nb3, q.data() + t * (nb3 / 3) * 4, theta.data() + t * nf);
+          return owned(std::move(theta), with(lead, {nf}));
+        },
+        nb::arg("model"), nb::arg("x"), nb::arg("q"),
+        "Free coordinates (..., nf) at configurations x (..., nb, 3), q (..., nb, 4).");
+    m.def(
+        "minimal_velocities",
+        [=](const Model& model, const InArray& z) {
+          std::vector<size_t> lead;
+          const size_t n = batch(z, {kState * model.nb}, "z", lead), nf = model.nf;
+          std::vector<double> rate(n * nf);
+          for (size_t t = 0; t < n; ++t)
+            minimal_coordinates_and_velocities(model, z.data() + t * kState * model.nb, static_cast<double*>(nullptr),
+                                               rate.data() + t * nf);
+          return owned(std::move(rate), with(lead, {nf}));
+        },
+        nb::arg("model"), nb::arg("z"),
+        "Free-coordinate velocities (..., nf) of maximal states z (..., 13 nb) (backward differences).");
+    m.def(
+        "minimal_to_maximal",
+        [=](const Model& model, const InArray& y, std::optional<InArray> z_base, std::optional<FlagArray> override_flags,
+            std::optional<InArray> override_values) {
+          std::vector<size_t> lead;
+          const size_t ny = 2 * static_cast<size_t>(model.nf), nz = kState * model.nb;
+          const size_t n = batch(y, {ny}, "y", lead);
+          const double* base = checked(z_base, nz, "z_base");
+          const BodyOverrides o = overrides_of(model, override_flags, override_values);
+          std::vector<double> z(n * nz);
+          for (size_t t = 0; t < n; ++t) minimal_to_maximal(model, y.data() + t * ny, base, o, z.data() + t * nz);
+          return owned(std::move(z), with(lead, {nz}));
+        },
+        nb::arg("model"), nb::arg("y"), nb::arg("z_base").none() = nb::none(),
+        nb::arg("override_flags").none() = nb::none(), nb::arg("override_values").none() = nb::none(),
+        "Maximal states (..., 13 nb) of minimal states y (..., 2 nf). z_base (13 nb,): state of bodies no tree "
+        "joint reaches; override_flags (nb, 4) bool [position, orientation, velocity, angular_velocity] with "
+        "override_values (nb, 13) in the maximal layout: parts of bodies replaced as the tree is walked.");
+    m.def(
+        "maximal_to_minimal_jacobian",
+        [=](const Model& model, const InArray& z) {
+          checked(z, kState * model.nb, "z");
+          const size_t rows = 2 * static_cast<size_t>(model.nf), cols = 12 * static_cast<size_t>(model.nb);
+          std::vector<double> jac(rows * cols);
+          maximal_to_minimal_jacobian(model, z.data(), jac.data());
+          return owned(std::move(jac), {rows, cols});
+        },
+        nb::arg("model"), nb::arg("z"),
+        "d y / d z (2 nf, 12 nb) of maximal_to_minimal at z (13 nb,), tangents [x, v, phi, w] per body.");
+    m.def(
+        "minimal_to_maximal_jacobian",
+        [=](const Model& model, const InArray& y, std::optional<InArray> z_base, std::optional<FlagArray> override_flags,
+            std::optional<InArray> override_values) {
+          const size_t ny = 2 * static_cast<size_t>(model.nf), rows = 12 * static_cast<size_t>(model.nb);
+          checked(y, ny, "y");
+          const double* base = checked(z_base, kState * model.nb, "z_base");
+          const BodyOverrides o = overrides_of(model, override_flags, override_values);
+          std::vector<double> jac(rows * ny);
+          minimal_to_maximal_jacobian(model, y.data(), base, o, jac.data());
+          return owned(std::move(jac), {rows, ny});
+        },
+        nb::arg("model"), nb::arg("y"), nb::arg("z_base").none() = nb::none(),
+        nb::arg("override_flags").none() = nb::none(), nb::arg("override_values").none() = nb::none(),
+        "d z / d y (12 nb, 2 nf) of minimal_to_maximal at y (2 nf,), tangents [x, v, phi, w] per body.");
+    m.def(
+        "constraint_violation",
+        [=](const Model& model, const InArray& z) {
+          std::vector<size_t> lead;
+          const size_t n = batch(z, {kState * model.nb}, "z", lead), nj = model.nj;
+          std::vector<double> out(n * nj);
+          for (size_t t = 0; t < n; ++t) constraint_violation(model, z.data() + t * kState * model.nb, out.data() + t * nj);
+          return owned(std::move(out), with(lead, {nj}));
+        },
+        nb::arg("model"), nb::arg("z"), "Largest constraint-row magnitude per joint (..., nj) of states z (..., 13 nb).");
+
+    // Energy and momentum of states 0..T-1 from midpoint velocities v, omega (T+1, nb, 3)
+    // and configurations x (>= T, nb, 3), q (>= T, nb, 4).
+    auto steps_of = [=](const Model& model, const InArray& v, const InArray& omega) {
+      std::vector<size_t> lead, lead_w;
+      const size_t nb = model.nb;
+      const size_t n = batch(v, {nb, 3}, "v", lead);
+      if (lead.size() != 1 || n < 1) throw std::invalid_argument("v: expected shape (T+1, nb, 3)");
+      if (batch(omega, {nb, 3}, "omega", lead_w) != n || lead_w != lead)
+        throw std::invalid_argument("v and omega: different shapes");
+      return static_cast<int>(n - 1);
+    };
+    auto configurations = [=](const Model& model, const InArray& x, const InArray& q, int steps) {
+      std::vector<size_t> lead, lead_q;
+      const size_t nb = model.nb;
+      const size_t nx = batch(x, {nb, 3}, "x", lead), nq = batch(q, {nb, 4}, "q", lead_q);
+      if (lead.size() != 1 || lead_q.size() != 1 || nx < static_cast<size_t>(steps) || nq < static_cast<size_t>(steps))
+        throw std::invalid_argument("x, q: expected shapes (T or more, nb, 3), (T or more, nb, 4)");
+    };
+    m.def(
+        "body_momenta",
+        [=](const Model& model, const InArray& v, const InArray& omega) {
+          const int steps = steps_of(model, v, omega);
+          const size_t nb = model.nb, n = 3 * nb * steps;
+          std::vector<double> p(n), l(n);
+          body_momenta(model, steps, v.data(), omega.data(), p.data(), l.data());
+          return nb::make_tuple(owned(std::move(p), {size_t(steps), nb, 3}), owned(std::move(l), {size_t(steps), nb, 3}));
+        },
+        nb::arg("model"), nb::arg("v"), nb::arg("omega"),
+        "(p, l): per-body momenta (T, nb, 3) of states 0..T-1, world linear and body angular (Dojo's discrete "
+        "Legendre transforms averaged).");
+    m.def(
+        "kinetic_energy",
+        [=](const Model& model, const InArray& v, const InArray& omega) {
+          const int steps = steps_of(model, v, omega);
+          std::vector<double> out(steps);
+          kinetic_energy(model, steps, v.data(), omega.data(), out.data());
+          return owned(std::move(out), {size_t(steps)});
+        },
+        nb::arg("model"), nb::arg("v"), nb::arg("omega"), "(T,) kinetic energy of states 0..T-1.");
+    m.def(
+        "potential_energy",
+        [=](const Model& model, const InArray& x, const InArray& q) {
+          std::vector<size_t> lead;
+          const int steps = static_cast<int>(batch(x, {static_cast<size_t>(model.nb), 3}, "x", lead));
+          configurations(model, x, q, steps);
+          std::vector<double> out(steps);
+          potential_energy(model, steps, x.data(), q.data(), out.data());
+          return owned(std::move(out), {size_t(steps)});
+        },
+        nb::arg("model"), nb::arg("x"), nb::arg("q"), "(T,) gravity and spring potential energy of x (T, nb, 3), q (T, nb, 4).");
+    m.def(
+        "linear_momentum",
+        [=](const Model& model, const InArray& v, const InArray& omega) {
+          const int steps = steps_of(model, v, omega);
+          std::vector<double> out(3 * static_cast<size_t>(steps));
+          linear_momentum(model, steps, v.data(), omega.data(), out.data());
+          return owned(std::move(out), {size_t(steps), 3});
+        },
+        nb::arg("model"), nb::arg("v"), nb::arg("omega"), "(T, 3) total linear momentum, world frame.");
+    m.def(
+        "angular_momentum",
+        [=](const Model& model, const InArray& x, const InArray& q, const InArray& v, const InArray& omega) {
+          const int steps = steps_of(model, v, omega);
+          configurations(model, x, q, steps);
+          std::vector<double> out(3 * static_cast<size_t>(steps));
+          angular_momentum(model, steps, x.data(), q.data(), v.data(), omega.data(), out.data());
+          return owned(std::move(out), {size_t(steps), 3});
+        },
+        nb::arg("model"), nb::arg("x"), nb::arg("q"), nb::arg("v"), nb::arg("omega"),
+        "(T, 3) total angular momentum about the world origin, world frame.");
+    m.def(
+        "mechanics",
+        [=](const Model& model, const InArray& x, const InArray& q, const InArray& v, const InArray& omega) {
+          const int steps = steps_of(model, v, omega);
+          configurations(model, x, q, steps);
+          const size_t t = steps;
+          std::vector<double> kin(t), pot(t), lin(3 * t), ang(3 * t);
+          mechanics(model, steps, x.data(), q.data(), v.data(), omega.data(), kin.data(), pot.data(), lin.data(),
+                    ang.data());
+          return nb::make_tuple(owned(std::move(kin), {t}), owned(std::move(pot), {t}), owned(std::move(lin), {t, 3}),
+                                owned(std::move(ang), {t, 3}));
+        },
+        nb::arg("model"), nb::arg("x"), nb::arg("q"), nb::arg("v"), nb::arg("omega"),
+        "(kinetic (T,), potential (T,), linear momentum (T, 3), angular momentum (T, 3)) of states 0..T-1.");
+  }
+  // ======== end of coordinates, energy and momentum ========
 }

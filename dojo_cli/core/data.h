@@ -70,6 +70,12 @@ struct Data {
   std::vector<double> target, d_aff, rhs;  // (n,)
   std::vector<double> soc_w, soc_w_inv, soc_lambda;  // (ns, 9), (ns, 9), (ns, 3): Nesterov-Todd scaling
 
+  // ---- contacts: the kernel's output (contact.h) and, after a step, each contact's
+  // record at the solution (distance, normal impulse, friction impulse, slip)
+  ContactEval contact_eval;
+  std::vector<double> contact_distance, contact_normal_impulse;  // (nc,)
+  std::vector<double> contact_friction_impulse, contact_slip;     // (nc, 2)
+
   // ---- gradient scratch (gradients.cpp; grown on first use, then reused)
   std::vector<double> grad_rhs, grad_b, grad_r, grad_x, grad_r_new, grad_chain;
 

@@ -174,6 +174,16 @@ Model::Model(const ModelInput& in) {
       throw std::invalid_argument("ModelInput.contact_body/other: out of range");
     if (contact_model[c] < 0 || contact_model[c] > 2) throw std::invalid_argument("ModelInput.contact_model: unknown");
     if (contact_kind[c] < 0 || contact_kind[c] > 3) throw std::invalid_argument("ModelInput.contact_kind: unknown");
+    ContactParams p;
+    p.body = contact_body[c];
+    p.other = contact_other[c];
+    p.model = static_cast<ContactModel>(contact_model[c]);
+    p.kind = static_cast<CollisionKind>(contact_kind[c]);
+    p.friction = contact_friction[c];
+    p.radius = contact_radius[c];
+    for (int k = 0; k < 3; ++k) p.offset[k] = contact_offset[3 * c + k];
+    for (int k = 0; k < kShapeSize; ++k) p.shape[k] = contact_shape[7 * c + k];
+    contacts.push_back(p);
   }
 
   // ---- unknown layout
@@ -182,7 +192,7 @@ Model::Model(const ModelInput& in) {
   lim_s = nv + nl;
   lim_g = lim_s + nlim;
   contact_start.assign(nc + 1, lim_g + nlim);
-  for (int c = 0; c < nc; ++c) contact_start[c + 1] = contact_start[c] + 2 * contact_half_size_of(contact_model[c]);
+  for (int c = 0; c < nc; ++c) contact_start[c + 1] = contact_start[c] + 2 * contact_half_size(static_cast<ContactModel>(contact_model[c]));
   n = contact_start[nc];
 
   // ---- cone structure: limits, then contacts grouped by model (impact, nonlinear,
@@ -194,7 +204,7 @@ Model::Model(const ModelInput& in) {
   for (int model = 0; model < 3; ++model) {
     for (int c = 0; c < nc; ++c) {
       if (contact_model[c] != model) continue;
-      const int half = contact_half_size_of(model);
+      const int half = contact_half_size(static_cast<ContactModel>(model));
       const int s0 = contact_start[c], g0 = s0 + half;
       if (model == 1) {
         orthant_s.push_back(s0);

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "block_lu.h"
+#include "contact.h"
 
 namespace dojo {
 
@@ -48,8 +49,6 @@ struct ModelInput {
   std::vector<double> contact_shape;   // (nc, 7) kind parameters (contact.h)
 };
 
-// Unknowns per contact model: N slacks and N impulses (dojo_engine_notes.md 4.2).
-inline int contact_half_size_of(int model) { return model == 0 ? 1 : (model == 1 ? 4 : 6); }
 
 struct Model {
   explicit Model(const ModelInput& in);
@@ -84,6 +83,7 @@ struct Model {
   // ---- contacts
   std::vector<int> contact_body, contact_other, contact_model, contact_kind;
   std::vector<double> contact_friction, contact_radius, contact_offset, contact_shape;
+  std::vector<ContactParams> contacts;  // (nc,) the same, as the contact kernels take them (contact.h)
   std::vector<int> contact_start;  // (nc+1,) first unknown of each contact (its N slacks, then N impulses)
 
   // ---- unknown layout

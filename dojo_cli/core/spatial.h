@@ -218,14 +218,18 @@ inline Vec3<T> rotation_vector(const Quat<T>& q) {
 // exp map: the unit quaternion rotating by |rv| about rv / |rv|.
 template <class T>
 inline Quat<T> quaternion_from_rotation_vector(const Vec3<T>& rv) {
-  const T angle = sqrt(dot(rv, rv));
-  const T half = 0.5 * angle;
-  T k;
-  if (value(angle) < kSmallAngle) {
-    k = 0.5 - angle * angle / 48.0;
-  } else {
-    k = sin(half) / angle;
+  const T angle_sq = dot(rv, rv);
+  if (value(angle_sq) < kSmallAngle * kSmallAngle) {
+    // Series in angle^2, with no square root: its derivative is infinite at zero, which
+    // would make dual-number derivatives NaN at rv = 0 (coordinates.h differentiates this
+    // map at zero joint angles). cos(a/2) = 1 - a^2/8 and sin(a/2)/a = 1/2 - a^2/48, the
+    // dropped terms O(a^4) ~ 1e-24.
+    const T k = 0.5 - angle_sq / 48.0;
+    return Quat<T>{{1.0 - angle_sq / 8.0, k * rv[0], k * rv[1], k * rv[2]}};
   }
+  const T angle = sqrt(angle_sq);
+  const T half = 0.5 * angle;
+  const T k = sin(half) / angle;
   return Quat<T>{{cos(half), k * rv[0], k * rv[1], k * rv[2]}};
 }
 

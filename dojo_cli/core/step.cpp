@@ -16,11 +16,28 @@ Data::Data(const Model& m)
       constant(m.nv), jg2(12 * m.nl), jf2(12 * m.nf), rot2(9 * m.nb), w(m.n), r(m.n), delta(m.n), cand(m.n),
       rc(m.n), x3(3 * m.nb), q3(4 * m.nb), rot3(9 * m.nb), mw(9 * m.nb), matrix(m.blocks.structural_size),
       target(m.n), d_aff(m.n), rhs(m.n), soc_w(3 * m.soc_s.size()), soc_w_inv(3 * m.soc_s.size()),
-      soc_lambda(m.soc_s.size()), z_next(13 * m.nb) {
+      soc_lambda(m.soc_s.size()), contact_distance(m.nc), contact_normal_impulse(m.nc),
+      contact_friction_impulse(2 * m.nc), contact_slip(2 * m.nc), z_next(13 * m.nb) {
   lu.init(m.blocks);
 }
 
 namespace {
+
+// Body b's state as the contact kernel reads it (x3, q3, v25, w25, mw); the world's is
+// never read.
+inline ContactBodyState contact_body_state(const Data& d, const double* w, int b) {
+  if (b == kWorld) return ContactBodyState{nullptr, nullptr, nullptr, nullptr, nullptr};
+  return ContactBodyState{&d.x3[3 * b], &d.q3[4 * b], w + 6 * b, w + 6 * b + 3, &d.mw[9 * b]};
+}
+
+// Evaluate contact c at the unknowns w (d.x3, d.q3 and, for Jacobians, d.mw current).
+inline const ContactEval& evaluate(const Model& m, Data& d, const double* w, int c, ContactOutput output) {
+  const ContactParams& p = m.contacts[c];
+  const int s0 = m.contact_start[c];
+  evaluate_contact(p, m.h, contact_body_state(d, w, p.body), contact_body_state(d, w, p.other), w + s0,
+                   w + s0 + contact_half_size(p.model), output, d.contact_eval);
+  return d.contact_eval;
+}
 
 // The configuration at z3 of every body from the unknowns.
 void next_configuration(const Model& m, Data& d, const double* w, bool jacobians) {
@@ -187,6 +204,34 @@ void step_residual(const Model& m, Data& d, const double* w, double* r) {
     const double rate = dot12(m, j, jf, w);
     scatter12(m, j, jf, h * m.damper[f] * rate, body);
   }
+  // contacts: their rows, and the body residual minus their wrenches (at z3)
+  for (int c = 0; c < m.nc; ++c) {
+    const ContactEval& ev = evaluate(m, d, w, c, ContactOutput::Residual);
+    const int s0 = m.contact_start[c], g0 = s0 + ev.n;
+    for (int k = 0; k < ev.n; ++k) {
+      r[s0 + k] = ev.comp[k];
+      r[g0 + k] = ev.cons[k];
+    }
+    const int bodies[2] = {m.contacts[c].body, m.contacts[c].other};
+    for (int side = 0; side < 2; ++side) {
+      if (bodies[side] == kWorld) continue;
+      for (int k = 0; k < 6; ++k) body[6 * bodies[side] + k] -= ev.wrench[6 * side + k];
+    }
+  }
+}
+
+void step_contact_records(const Model& m, Data& d, const double* w) {
+  if (m.nc == 0) return;
+  next_configuration(m, d, w, false);
+  for (int c = 0; c < m.nc; ++c) {
+    const ContactEval& ev = evaluate(m, d, w, c, ContactOutput::Residual);
+    d.contact_distance[c] = ev.distance;
+    d.contact_normal_impulse[c] = ev.normal_impulse;
+    for (int k = 0; k < 2; ++k) {
+      d.contact_friction_impulse[2 * c + k] = ev.friction_impulse[k];
+      d.contact_slip[2 * c + k] = ev.slip[k];
+    }
+  }
 }
 
 void step_matrix(const Model& m, Data& d, const double* w) {
@@ -263,6 +308,37 @@ void step_matrix(const Model& m, Data& d, const double* w) {
       }
     }
   }
+  // contacts: local unknowns [s (N), gamma (N)]; complementarity rows at s, constraint
+  // rows at gamma; the body rows subtract the wrench (contact.h's signs)
+  for (int c = 0; c < m.nc; ++c) {
+    const ContactEval& ev = evaluate(m, d, w, c, ContactOutput::Jacobians);
+    const int n = ev.n;
+    BlockRef diag = block(m, d, m.blk_contact_diag[c]);
+    for (int i = 0; i < n; ++i)
+      for (int k = 0; k < 2 * n; ++k) {
+        diag.at(i, k) += ev.comp_jac[i][k];
+        diag.at(n + i, k) += ev.cons_local[i][k];
+      }
+    const int bodies[2] = {m.contacts[c].body, m.contacts[c].other};
+    for (int side = 0; side < 2; ++side) {
+      const int b = bodies[side];
+      if (b == kWorld) continue;
+      BlockRef cb = block(m, d, m.blk_contact_body[side][c]);
+      BlockRef bc = block(m, d, m.blk_body_contact[side][c]);
+      for (int i = 0; i < n; ++i)
+        for (int k = 0; k < 6; ++k) {
+          cb.at(n + i, k) += ev.cons_body[i][6 * side + k];
+          bc.at(k, n + i) -= ev.wrench_gamma[6 * side + k][i];
+        }
+      for (int other = 0; other < 2; ++other) {
+        if (bodies[other] == kWorld) continue;
+        const int id = side == other ? m.blk_body[b] : m.blk_contact_ab[side][c];
+        BlockRef bb = block(m, d, id);
+        for (int i = 0; i < 6; ++i)
+          for (int k = 0; k < 6; ++k) bb.at(i, k) -= ev.wrench_body[6 * side + i][6 * other + k];
+      }
+    }
+  }
 }
 
 void step_project(const Model& m, double* w) {
@@ -291,18 +367,10 @@ void step_initial_guess(const Model& m, Data& d, const double* lambda0) {
     d.w[m.lim_s + l] = kLimitStart;
     d.w[m.lim_g + l] = kLimitStart;
   }
-  // contacts: Dojo's starting point, orthant entries 1.5 and second-order cones (1.5, 0, 0)
+  // contacts: Dojo's starting point (contact.h)
   for (int c = 0; c < m.nc; ++c) {
-    const int half = contact_half_size_of(m.contact_model[c]);
-    const int s0 = m.contact_start[c], g0 = s0 + half;
-    for (int k = 0; k < half; ++k) {
-      d.w[s0 + k] = kConeStart;
-      d.w[g0 + k] = kConeStart;
-    }
-    if (m.contact_model[c] == 1) {
-      d.w[s0 + 2] = d.w[s0 + 3] = 0.0;
-      d.w[g0 + 2] = d.w[g0 + 3] = 0.0;
-    }
+    const int s0 = m.contact_start[c];
+    contact_starting_point(m.contacts[c].model, &d.w[s0], &d.w[s0 + contact_half_size(m.contacts[c].model)]);
   }
 }
 
@@ -407,6 +475,7 @@ SolverStatus step(const Model& m, Data& d, const double* z, const double* u, con
   step_initial_guess(m, d, lambda0);
   d.status = (m.nlim > 0 || m.nc > 0) ? interior_point(m, d, opts) : newton(m, d, opts);
   step_next_state(m, d, d.w.data());
+  step_contact_records(m, d, d.w.data());
   return d.status;
 }
 

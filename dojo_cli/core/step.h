@@ -29,9 +29,6 @@ constexpr double kMaxAngularSpeedSq = 3.9;
 constexpr double kConstraintRegularization = 1e-10;
 // Interior-point starting value of joint-limit slacks and impulses (Dojo: reset to 1).
 constexpr double kLimitStart = 1.0;
-// Dojo's starting value of every contact cone variable after its initialisation shift
-// (notes 5.3: neutral vectors shifted to 1.5 in the orthant, (1.5, 0, 0) in SOCs).
-constexpr double kConeStart = 1.5;
 
 // Load the step's inputs into d and compute what is constant over the solve.
 // z: (13 nb,) [x2, v15, q2, w15] per body; u: (nf,) or null (zero); f_ext, tau_ext:
@@ -43,6 +40,9 @@ void step_residual(const Model& m, Data& d, const double* w, double* r);
 
 // The Newton matrix at w into d.matrix (structural blocks).
 void step_matrix(const Model& m, Data& d, const double* w);
+
+// Each contact's record at the unknowns w (distance, impulses, slip) into d.contact_*.
+void step_contact_records(const Model& m, Data& d, const double* w);
 
 // Scale angular velocities into |w| < 2/h (Dojo's clipping); in place.
 void step_project(const Model& m, double* w);

@@ -472,7 +472,9 @@ def step_gradients(
     opts = opts or SolverOptions()
     if not mech.nc:
         return _core_step_gradients(mech, z, u, opts, wrt, params, kappa)
-    z_next, result, problem = solve_step(mech, z, u, opts)
+    # contacts: still differentiated in numpy, at the core's solution
+    z_next, result = solve_step(mech, z, u, opts)
+    problem = StepProblem(mech, z, u)
     w = result.w
     kappa_used = 0.0
     if problem.degree:

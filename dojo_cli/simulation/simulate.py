@@ -138,12 +138,15 @@ def iterate(
         f_ext = tau_ext = None
         if external:
             f_ext, tau_ext = external_wrench(mech, external, t, z.reshape(mech.nb, 13)[:, 6:10])
-        z, result, problem = solve_step(mech, z, u, opts, f_ext, tau_ext, lam0=lam, log=log)
+        z, result = solve_step(mech, z, u, opts, f_ext, tau_ext, lam0=lam, log=log)
         lam = result.w[6 * mech.nb : 6 * mech.nb + mech.nl]  # joint impulses (warm start)
         contacts = None
         if mech.nc:
-            ev = problem.contact_record(result.w)
-            contacts = ContactRecord(ev.distance, ev.normal_impulse, ev.friction_impulse, ev.slip)
+            data = mech.core_data
+            contacts = ContactRecord(
+                data.contact_distance.copy(), data.contact_normal_impulse.copy(),
+                data.contact_friction_impulse.copy(), data.contact_slip.copy(),
+            )
         yield StepRecord(
             k, u, result.iterations, result.residual, result.status, state_record(mech, t + h, z), lam,
             result.complementarity, contacts,

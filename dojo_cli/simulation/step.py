@@ -398,24 +398,13 @@ def core_step(
 
 def solve_step(
     mech: Mechanism, z, u=None, opts: SolverOptions | None = None, f_ext=None, tau_ext=None, lam0=None, log=None
-) -> tuple[np.ndarray, SolverResult, StepProblem | None]:
-    """Solve one step; returns (next state, solver result, the numpy problem or None).
+) -> tuple[np.ndarray, SolverResult]:
+    """Solve one step in the C++ core; returns (next state, solver result).
 
-    Mechanisms without contacts and joint limits are stepped by the C++ core (the
-    problem is then None); the others still by the numpy interior point until the
-    core has it (issue 10, step 3).
+    The contact records of the solution are in ``mech.core_data`` (contact_distance,
+    contact_normal_impulse, contact_friction_impulse, contact_slip) until the next step.
     """
-    opts = opts or SolverOptions()
-    if not mech.nc:
-        z_next, result = core_step(mech, z, u, opts, f_ext, tau_ext, lam0, log)
-        return z_next, result, None
-    problem = StepProblem(mech, z, u, f_ext, tau_ext)
-    w0 = problem.initial_guess(lam0)
-    if mech.has_inequalities:
-        result = interior_point(problem, w0, opts, log=log)
-    else:
-        result = newton(problem, w0, opts, log=log)
-    return problem.next_state(result.w), result, problem
+    return core_step(mech, z, u, opts or SolverOptions(), f_ext, tau_ext, lam0, log)
 
 
 def step(mech: Mechanism, z, u=None, opts: SolverOptions | None = None, f_ext=None, tau_ext=None) -> np.ndarray:

@@ -1,0 +1,116 @@
+// Energy and momentum of a trajectory's states (energy.h).
+#include "energy.h"
+
+#include <vector>
+
+#include "coordinates.h"
+#include "dynamics.h"
+#include "spatial.h"
+
+namespace dojo {
+
+namespace {
+
+// J^-1 of a symmetric positive-definite body inertia (adjugate over determinant).
+Mat3<double> inverse(const Mat3<double>& a) {
+  Mat3<double> adj;
+  adj[0][0] = a[1][1] * a[2][2] - a[1][2] * a[2][1];
+  adj[0][1] = a[0][2] * a[2][1] - a[0][1] * a[2][2];
+  adj[0][2] = a[0][1] * a[1][2] - a[0][2] * a[1][1];
+  adj[1][0] = a[1][2] * a[2][0] - a[1][0] * a[2][2];
+  adj[1][1] = a[0][0] * a[2][2] - a[0][2] * a[2][0];
+  adj[1][2] = a[0][2] * a[1][0] - a[0][0] * a[1][2];
+  adj[2][0] = a[1][0] * a[2][1] - a[1][1] * a[2][0];
+  adj[2][1] = a[0][1] * a[2][0] - a[0][0] * a[2][1];
+  adj[2][2] = a[0][0] * a[1][1] - a[0][1] * a[1][0];
+  const double det = a[0][0] * adj[0][0] + a[0][1] * adj[1][0] + a[0][2] * adj[2][0];
+  Mat3<double> out;
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j) out[i][j] = adj[i][j] / det;
+  return out;
+}
+
+inline Mat3<double> body_inertia(const Model& m, int b) { return load33<double>(&m.inertia[9 * b]); }
+
+}  // namespace
+
+void body_momenta(const Model& m, int steps, const double* v, const double* omega, double* p, double* l) {
+  const int nb = m.nb;
+  double right[6], left[6];
+  for (int t = 0; t < steps; ++t)
+    for (int b = 0; b < nb; ++b) {
+      const Mat3<double> inertia = body_inertia(m, b);
+      const size_t now = 3 * (static_cast<size_t>(t) * nb + b), next = now + 3 * static_cast<size_t>(nb);
+      // right transform of the step leaving t (v25 = v[t+1]), left of the one entering it
+      momentum(m.mass[b], inertia, load3<double>(v + next), load3<double>(omega + next), m.h, 1.0, right);
+      momentum(m.mass[b], inertia, load3<double>(v + now), load3<double>(omega + now), m.h, -1.0, left);
+      for (int k = 0; k < 3; ++k) {
+        p[now + k] = 0.5 * (right[k] + left[k]);
+        l[now + k] = 0.5 * (right[3 + k] + left[3 + k]);
+      }
+    }
+}
+
+void potential_energy(const Model& m, int steps, const double* x, const double* q, double* out) {
+  const int nb = m.nb;
+  std::vector<double> theta(m.nf);
+  for (int t = 0; t < steps; ++t) {
+    const double* xt = x + 3 * static_cast<size_t>(t) * nb;
+    double grav = 0.0;
+    for (int b = 0; b < nb; ++b)
+      grav += m.mass[b] * (xt[3 * b] * m.gravity[0] + xt[3 * b + 1] * m.gravity[1] + xt[3 * b + 2] * m.gravity[2]);
+    out[t] = -grav;
+    if (!m.has_springs) continue;
+    minimal_coordinates(m, xt, q + 4 * static_cast<size_t>(t) * nb, theta.data());
+    double spring = 0.0;
+    for (int f = 0; f < m.nf; ++f) {
+      const double e = theta[f] - m.spring_offset[f];
+      spring += m.spring[f] * (e * e);
+    }
+    out[t] += 0.5 * spring;
+  }
+}
+
+void mechanics(const Model& m, int steps, const double* x, const double* q, const double* v, const double* omega,
+               double* kinetic, double* potential, double* linear, double* angular) {
+  const int nb = m.nb;
+  const size_t n = 3 * static_cast<size_t>(steps) * nb;
+  std::vector<double> p(n), l(n);
+  body_momenta(m, steps, v, omega, p.data(), l.data());
+  std::vector<Mat3<double>> inertia_inv(nb);
+  for (int b = 0; b < nb; ++b) inertia_inv[b] = inverse(body_inertia(m, b));
+  for (int t = 0; t < steps; ++t) {
+    double energy = 0.0;
+    Vec3<double> lin{{0.0, 0.0, 0.0}}, ang{{0.0, 0.0, 0.0}};
+    for (int b = 0; b < nb; ++b) {
+      const size_t i = 3 * (static_cast<size_t>(t) * nb + b);
+      const Vec3<double> pb = load3<double>(&p[i]), lb = load3<double>(&l[i]);
+      energy += 0.5 * dot(pb, pb) / m.mass[b] + 0.5 * dot(lb, matvec(inertia_inv[b], lb));
+      lin = lin + pb;
+      if (angular)
+        ang = ang + (matvec(rotation(load4<double>(q + 4 * (static_cast<size_t>(t) * nb + b))), lb) +
+                     cross(load3<double>(x + i), pb));
+    }
+    if (kinetic) kinetic[t] = energy;
+    for (int k = 0; k < 3; ++k) {
+      if (linear) linear[3 * t + k] = lin[k];
+      if (angular) angular[3 * t + k] = ang[k];
+    }
+  }
+  if (potential) potential_energy(m, steps, x, q, potential);
+}
+
+void kinetic_energy(const Model& m, int steps, const double* v, const double* omega, double* out) {
+  mechanics(m, steps, nullptr, nullptr, v, omega, out, nullptr, nullptr, nullptr);
+}
+
+void linear_momentum(const Model& m, int steps, const double* v, const double* omega, double* out) {
+  mechanics(m, steps, nullptr, nullptr, v, omega, nullptr, nullptr, out, nullptr);
+}
+
+void angular_momentum(const Model& m, int steps, const double* x, const double* q, const double* v,
+                      const double* omega, double* out) {
+  mechanics(m, steps, x, q, v, omega, nullptr, nullptr, nullptr, out);
+}
+
+}  // namespace dojo
