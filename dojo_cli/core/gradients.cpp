@@ -179,7 +179,20 @@ void state_residual_jacobian(const Model& m, Data& d, const double* w, Columns o
       add_z3(out, m.lim_g + l, neg, m.parent[j], m.child[j], chain);
     }
   }
-  if (m.nc > 0) throw std::runtime_error("contact gradients are not in the core yet");
+  // contacts: constraint rows and body impulses, both evaluated at z3
+  for (int c = 0; c < m.nc; ++c) {
+    const ContactEval& ev = evaluate_step_contact(m, d, w, c, ContactOutput::Jacobians);
+    const int a = m.contacts[c].body, b = m.contacts[c].other;
+    const int g0 = m.contact_start[c] + ev.n;
+    for (int i = 0; i < ev.n; ++i) add_z3(out, g0 + i, ev.cons_z3[i], a, b, chain);
+    const int bodies[2] = {a, b};
+    double neg[12];
+    for (int r = 0; r < 12; ++r) {
+      if (bodies[r / 6] == kWorld) continue;
+      for (int k = 0; k < 12; ++k) neg[k] = -ev.wrench_z3[r][k];
+      add_z3(out, 6 * bodies[r / 6] + r % 6, neg, a, b, chain);
+    }
+  }
 }
 
 // dr/du (n x nf): -h Ju(z2)^T on the body rows.
@@ -257,10 +270,32 @@ void parameter_residual_jacobian(const Model& m, Data& d, const double* w, const
         break;
       }
       case ParameterKind::Friction:
-      case ParameterKind::Radius:
-      case ParameterKind::Offset:
-        if (m.nc > 0) throw std::runtime_error("contact parameter gradients are not in the core yet");
+        // the mu gn row (row 1 of the constraint rows; impact has no friction)
+        for (int c = 0; c < m.nc; ++c) {
+          if (m.contacts[c].model == ContactModel::Impact) continue;
+          const int g0 = m.contact_start[c] + contact_half_size(m.contacts[c].model);
+          out.at(g0 + 1, col + c) = w[g0];
+        }
         break;
+      case ParameterKind::Radius:
+      case ParameterKind::Offset: {
+        // the sphere's offset (3) and radius (parameter columns of the contact kernel):
+        // constraint rows, and the body rows minus the wrench
+        const bool radius = kind == ParameterKind::Radius;
+        for (int c = 0; c < m.nc; ++c) {
+          const ContactEval& ev = evaluate_step_contact(m, d, w, c, ContactOutput::Parameters);
+          const int g0 = m.contact_start[c] + ev.n;
+          const int bodies[2] = {m.contacts[c].body, m.contacts[c].other};
+          for (int p = 0; p < (radius ? 1 : 3); ++p) {
+            const int pc = radius ? 3 : p;  // kernel column: offset x, y, z, radius
+            const int oc = col + (radius ? c : 3 * c + p);
+            for (int i = 0; i < ev.n; ++i) out.at(g0 + i, oc) += ev.cons_parameters[i][pc];
+            for (int r = 0; r < 12; ++r)
+              if (bodies[r / 6] != kWorld) out.at(6 * bodies[r / 6] + r % 6, oc) -= ev.wrench_parameters[r][pc];
+          }
+        }
+        break;
+      }
     }
     col += parameter_count(m, kind);
   }

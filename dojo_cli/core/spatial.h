@@ -237,11 +237,14 @@ inline Quat<T> quaternion_from_rotation_vector(const Vec3<T>& rv) {
 // (Barfoot, State Estimation for Robotics, eq. 7.187, right convention).
 template <class T>
 inline Mat3<T> right_jacobian_inverse(const Vec3<T>& rv) {
-  const T a = sqrt(dot(rv, rv));
+  const T a_sq = dot(rv, rv);
   T coef;
-  if (value(a) < kSmallJacobianAngle) {
-    coef = 1.0 / 12.0 + a * a / 720.0;
+  if (value(a_sq) < kSmallJacobianAngle * kSmallJacobianAngle) {
+    // the series in a^2, with no square root (its derivative is infinite at zero: dual
+    // numbers would turn 0 * inf into NaN at rv = 0, e.g. a prismatic joint)
+    coef = 1.0 / 12.0 + a_sq / 720.0;
   } else {
+    const T a = sqrt(a_sq);
     coef = 1.0 / (a * a) - 1.0 / (2.0 * a * tan(a / 2.0));
   }
   const Mat3<T> k = skew(rv);

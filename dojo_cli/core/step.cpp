@@ -30,14 +30,17 @@ inline ContactBodyState contact_body_state(const Data& d, const double* w, int b
   return ContactBodyState{&d.x3[3 * b], &d.q3[4 * b], w + 6 * b, w + 6 * b + 3, &d.mw[9 * b]};
 }
 
-// Evaluate contact c at the unknowns w (d.x3, d.q3 and, for Jacobians, d.mw current).
-inline const ContactEval& evaluate(const Model& m, Data& d, const double* w, int c, ContactOutput output) {
+}  // namespace
+
+const ContactEval& evaluate_step_contact(const Model& m, Data& d, const double* w, int c, ContactOutput output) {
   const ContactParams& p = m.contacts[c];
   const int s0 = m.contact_start[c];
   evaluate_contact(p, m.h, contact_body_state(d, w, p.body), contact_body_state(d, w, p.other), w + s0,
                    w + s0 + contact_half_size(p.model), output, d.contact_eval);
   return d.contact_eval;
 }
+
+namespace {
 
 // The configuration at z3 of every body from the unknowns.
 void next_configuration(const Model& m, Data& d, const double* w, bool jacobians) {
@@ -206,7 +209,7 @@ void step_residual(const Model& m, Data& d, const double* w, double* r) {
   }
   // contacts: their rows, and the body residual minus their wrenches (at z3)
   for (int c = 0; c < m.nc; ++c) {
-    const ContactEval& ev = evaluate(m, d, w, c, ContactOutput::Residual);
+    const ContactEval& ev = evaluate_step_contact(m, d, w, c, ContactOutput::Residual);
     const int s0 = m.contact_start[c], g0 = s0 + ev.n;
     for (int k = 0; k < ev.n; ++k) {
       r[s0 + k] = ev.comp[k];
@@ -224,7 +227,7 @@ void step_contact_records(const Model& m, Data& d, const double* w) {
   if (m.nc == 0) return;
   next_configuration(m, d, w, false);
   for (int c = 0; c < m.nc; ++c) {
-    const ContactEval& ev = evaluate(m, d, w, c, ContactOutput::Residual);
+    const ContactEval& ev = evaluate_step_contact(m, d, w, c, ContactOutput::Residual);
     d.contact_distance[c] = ev.distance;
     d.contact_normal_impulse[c] = ev.normal_impulse;
     for (int k = 0; k < 2; ++k) {
@@ -311,7 +314,7 @@ void step_matrix(const Model& m, Data& d, const double* w) {
   // contacts: local unknowns [s (N), gamma (N)]; complementarity rows at s, constraint
   // rows at gamma; the body rows subtract the wrench (contact.h's signs)
   for (int c = 0; c < m.nc; ++c) {
-    const ContactEval& ev = evaluate(m, d, w, c, ContactOutput::Jacobians);
+    const ContactEval& ev = evaluate_step_contact(m, d, w, c, ContactOutput::Jacobians);
     const int n = ev.n;
     BlockRef diag = block(m, d, m.blk_contact_diag[c]);
     for (int i = 0; i < n; ++i)

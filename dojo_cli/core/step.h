@@ -41,6 +41,10 @@ void step_residual(const Model& m, Data& d, const double* w, double* r);
 // The Newton matrix at w into d.matrix (structural blocks).
 void step_matrix(const Model& m, Data& d, const double* w);
 
+// Evaluate contact c at the unknowns w; d.x3, d.q3 (and d.mw for Jacobians) must be
+// those of w (step_residual / step_matrix set them). The result is d.contact_eval.
+const ContactEval& evaluate_step_contact(const Model& m, Data& d, const double* w, int c, ContactOutput output);
+
 // Each contact's record at the unknowns w (distance, impulses, slip) into d.contact_*.
 void step_contact_records(const Model& m, Data& d, const double* w);
 

@@ -1,4 +1,5 @@
-"""Conversions between maximal and minimal states (dojo_engine_notes.md 3.7).
+"""Conversions between maximal and minimal states (dojo_engine_notes.md 3.7): the
+Python face of the C++ core (dojo_cli/core/coordinates.h, where they are defined).
 
 Minimal state, joint by joint in joint order: [theta_t; theta_r; dtheta_t;
 dtheta_r] of that joint's free coordinates (Dojo's per-joint grouping; fixed
@@ -12,50 +13,51 @@ minimal_to_maximal places bodies from the origin to the leaves along tree joints
 (loop joints are skipped: their coordinates follow from the others), building
 each child's current and previous poses from its parent's, then its midpoint
 velocities from the two poses; the round trip min -> max -> min is exact.
+
+The conversions take leading batch axes (a trajectory's (T, 13 nb) states is one
+call). Their exact Jacobians (the same templated code over dual numbers) are
+``_core.maximal_to_minimal_jacobian`` and ``_core.minimal_to_maximal_jacobian``
+(simulation.gradients).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from dojo_cli.math import quaternion as quat
-from dojo_cli.model.mechanism import ORIGIN, Mechanism
-from dojo_cli.model.state import pack_maximal, unpack_maximal
-from dojo_cli.physics.kinematics import constraint_rows, joint_kinematics, minimal_rows
+from dojo_cli import _core
+from dojo_cli.model.mechanism import Mechanism
+
+# Parts of a body that minimal_to_maximal's body_overrides may replace, in the order of
+# the core's override flags (core/coordinates.h OverridePart), with their slice of the
+# 13 maximal numbers [x, v, q, w] of a body.
+_OVERRIDE_PARTS = (
+    ("position", slice(0, 3)),
+    ("orientation", slice(6, 10)),
+    ("velocity", slice(3, 6)),
+    ("angular_velocity", slice(10, 13)),
+)
 
 
-def previous_configuration(x2, v15, q2, w15, h: float):
-    """(x1, q1) = (x2 - h v15, q2 qmap(-w15)) for arrays of bodies."""
-    return x2 - h * v15, quat.multiply(q2, quat.integrator_map(-w15, h))
+def _floats(a) -> np.ndarray:
+    return np.ascontiguousarray(a, dtype=float)
 
 
 def minimal_coordinates(mech: Mechanism, x: np.ndarray, q: np.ndarray) -> np.ndarray:
-    """Free coordinates (nf,) at the configuration (x (nb,3), q (nb,4))."""
-    m, _ = minimal_rows(mech, joint_kinematics(mech, x, q), jacobian=False)
-    return m[mech.free_joint, mech.free_slot]
+    """Free coordinates (nf,) at the configuration (x (nb,3), q (nb,4)); leading axes batch."""
+    return _core.minimal_coordinates(mech.core, _floats(x), _floats(q))
 
 
 def minimal_velocities(mech: Mechanism, z: np.ndarray) -> np.ndarray:
-    """Free-coordinate velocities (nf,) of a maximal state (backward difference)."""
-    h = mech.timestep
-    x2, v15, q2, w15 = unpack_maximal(z, mech.nb)
-    x1, q1 = previous_configuration(x2, v15, q2, w15, h)
-    k2 = joint_kinematics(mech, x2, q2)
-    k1 = joint_kinematics(mech, x1, q1)
-    bt, br = mech.basis[:, :3], mech.basis[:, 3:]
-    dt = np.einsum("jik,jk->ji", bt, k2.d - k1.d) / h
-    inc = quat.multiply(quat.conjugate(k1.q_rel), k2.q_rel)
-    dr = np.einsum("jik,jk->ji", br, quat.rotation_vector_from_quaternion(inc)) / h
-    rates = np.concatenate([dt, dr], axis=1)
-    return rates[mech.free_joint, mech.free_slot]
+    """Free-coordinate velocities (nf,) of a maximal state (13 nb,) (backward difference); leading axes batch."""
+    return _core.minimal_velocities(mech.core, _floats(z))
 
 
 def maximal_to_minimal(mech: Mechanism, z: np.ndarray) -> np.ndarray:
-    """Minimal state (2 nf,) of a maximal state (13 nb,), per joint [coords; velocities]."""
-    x2, _, q2, _ = unpack_maximal(z, mech.nb)
-    theta = minimal_coordinates(mech, x2, q2)
-    rate = minimal_velocities(mech, z)
-    return interleave_minimal(mech, theta, rate)
+    """Minimal state (2 nf,) of a maximal state (13 nb,), per joint [coords; velocities].
+
+    A batch of states (T, 13 nb) gives (T, 2 nf) in one call.
+    """
+    return _core.maximal_to_minimal(mech.core, _floats(z))
 
 
 def interleave_minimal(mech: Mechanism, theta: np.ndarray, rate: np.ndarray) -> np.ndarray:
@@ -69,8 +71,7 @@ def interleave_minimal(mech: Mechanism, theta: np.ndarray, rate: np.ndarray) -> 
 
 def split_minimal(mech: Mechanism, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Inverse of interleave_minimal: (coordinates (nf,), velocities (nf,))."""
-    y = np.asarray(y).reshape(-1)
-    y = y if y.dtype.kind in "fc" else y.astype(float)  # complex stays complex (complex-step derivatives)
+    y = np.asarray(y, dtype=float).reshape(-1)
     if y.shape != (2 * mech.nf,):
         raise ValueError(f"minimal state must have {2 * mech.nf} entries, got {y.size}")
     theta, rate, k = [], [], 0
@@ -82,19 +83,23 @@ def split_minimal(mech: Mechanism, y: np.ndarray) -> tuple[np.ndarray, np.ndarra
     return np.concatenate(theta) if theta else np.zeros(0), np.concatenate(rate) if rate else np.zeros(0)
 
 
-def child_pose(mech: Mechanism, j: int, xa, qa, theta6: np.ndarray):
-    """Pose of joint j's child from the parent pose and the joint's six basis
-    coordinates (constrained rows zero).
+def body_override_arrays(mech: Mechanism, body_overrides: dict | None) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """The core's form of minimal_to_maximal's body_overrides.
 
     Returns:
-        xb (3,), qb (4,): with q_rel = exp(basis_r^T theta_r), d = basis_t^T theta_t,
-        qb = qa offset q_rel, xb = xa + R(qa)(pa + d) - R(qb) pb.
+        flags (nb, 4) bool [position, orientation, velocity, angular_velocity] and
+        values (nb, 13) in the maximal layout, or (None, None) without overrides.
     """
-    d = mech.basis[j, :3].T @ theta6[:3]
-    q_rel = quat.quaternion_from_rotation_vector(mech.basis[j, 3:].T @ theta6[3:])
-    qb = quat.multiply(quat.multiply(qa, mech.orientation_offset[j]), q_rel)
-    xb = xa + quat.rotate(qa, mech.parent_vertex[j] + d) - quat.rotate(qb, mech.child_vertex[j])
-    return xb, qb
+    if not body_overrides:
+        return None, None
+    flags = np.zeros((mech.nb, len(_OVERRIDE_PARTS)), dtype=bool)
+    values = np.zeros((mech.nb, 13))
+    for b, parts in body_overrides.items():
+        for k, (name, where) in enumerate(_OVERRIDE_PARTS):
+            if parts.get(name) is not None:
+                flags[b, k] = True
+                values[b, where] = np.asarray(parts[name], dtype=float).reshape(-1)
+    return flags, values
 
 
 def minimal_to_maximal(
@@ -104,7 +109,7 @@ def minimal_to_maximal(
 
     Args:
         mech: the mechanism.
-        y: (2 nf,) minimal state, per joint [coordinates; velocities].
+        y: (2 nf,) minimal state, per joint [coordinates; velocities] ((T, 2 nf) batches).
         z_base: unused bodies keep this state (default: all bodies at rest at
             the origin); every body reached by a tree joint is overwritten.
         body_overrides: {body index: {"position", "orientation", "velocity",
@@ -112,61 +117,14 @@ def minimal_to_maximal(
             the body frame) that replace what the joint gives, applied as the
             tree is walked so that the body's descendants follow it.
     """
-    theta, rate = split_minimal(mech, y)
-    h = mech.timestep
-    nb = mech.nb
-    dtype = np.result_type(theta, float if z_base is None else np.asarray(z_base))
-    if z_base is None:
-        x = np.zeros((nb, 3), dtype=dtype)
-        q = np.tile(quat.IDENTITY, (nb, 1)).astype(dtype)
-        x1, q1 = x.copy(), q.copy()
-    else:
-        x, v, q, w = unpack_maximal(np.asarray(z_base, dtype=dtype), nb)
-        x1, q1 = previous_configuration(x, v, q, w, h)
-    six = np.zeros((mech.nj, 6), dtype=dtype)
-    six_rate = np.zeros((mech.nj, 6), dtype=dtype)
-    six[mech.free_joint, mech.free_slot] = theta
-    six_rate[mech.free_joint, mech.free_slot] = rate
-    for j in mech.tree_joints:
-        a, b = mech.parent[j], mech.child[j]
-        if a == ORIGIN:
-            xa, qa, xa1, qa1 = np.zeros(3), quat.IDENTITY, np.zeros(3), quat.IDENTITY
-        else:
-            xa, qa, xa1, qa1 = x[a], q[a], x1[a], q1[a]
-        x[b], q[b] = child_pose(mech, j, xa, qa, six[j])
-        # Previous relative pose: d1 = d - h d_dot, q_rel1 = q_rel exp(-h w_rel).
-        prev = six[j].copy()
-        prev[:3] -= h * six_rate[j, :3]
-        q_rel = quat.quaternion_from_rotation_vector(mech.basis[j, 3:].T @ six[j, 3:])
-        q_rel1 = quat.multiply(q_rel, quat.quaternion_from_rotation_vector(-h * mech.basis[j, 3:].T @ six_rate[j, 3:]))
-        d1 = mech.basis[j, :3].T @ prev[:3]
-        q1[b] = quat.multiply(quat.multiply(qa1, mech.orientation_offset[j]), q_rel1)
-        x1[b] = xa1 + quat.rotate(qa1, mech.parent_vertex[j] + d1) - quat.rotate(q1[b], mech.child_vertex[j])
-        if body_overrides and b in body_overrides:
-            _override(body_overrides[b], b, x, q, x1, q1, h)
-    v = (x - x1) / h
-    w = quat.angular_velocity(q1, q, h)
-    return pack_maximal(x, v, q, w)
-
-
-def _override(values: dict, b: int, x, q, x1, q1, h: float) -> None:
-    """Replace parts of body b's current/previous pose, keeping the other parts' velocities."""
-    v = (x[b] - x1[b]) / h
-    dq = quat.multiply(quat.conjugate(q[b]), q1[b])  # body-frame increment q -> q1
-    if values.get("position") is not None:
-        x[b] = np.asarray(values["position"], dtype=float)
-    if values.get("orientation") is not None:
-        q[b] = quat.normalize(np.asarray(values["orientation"], dtype=float))
-    if values.get("velocity") is not None:
-        v = np.asarray(values["velocity"], dtype=float)
-    if values.get("angular_velocity") is not None:
-        dq = quat.integrator_map(-np.asarray(values["angular_velocity"], dtype=float), h)
-    x1[b] = x[b] - h * v
-    q1[b] = quat.multiply(q[b], dq)
+    y = _floats(y)
+    if y.shape[-1:] != (2 * mech.nf,):
+        raise ValueError(f"minimal state must have {2 * mech.nf} entries, got {y.size}")
+    flags, values = body_override_arrays(mech, body_overrides)
+    base = None if z_base is None else _floats(z_base)
+    return _core.minimal_to_maximal(mech.core, y, base, flags, values)
 
 
 def constraint_violation(mech: Mechanism, z: np.ndarray) -> np.ndarray:
     """Largest constraint-row magnitude of each joint at the configuration of z, (nj,)."""
-    x, _, q, _ = unpack_maximal(z, mech.nb)
-    c, _ = constraint_rows(mech, joint_kinematics(mech, x, q))
-    return np.max(np.where(mech.constrained, np.abs(c), 0.0), axis=1) if mech.nj else np.zeros(0)
+    return _core.constraint_violation(mech.core, _floats(z))

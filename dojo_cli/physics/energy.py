@@ -1,4 +1,5 @@
-"""Kinetic, potential and mechanical energy, linear and angular momentum.
+"""Kinetic, potential and mechanical energy, linear and angular momentum: the Python
+face of the C++ core (dojo_cli/core/energy.h, where they are defined; notes 7.2).
 
 Dojo defines the momentum at time k by the discrete Legendre transform of the
 step that leaves k, minus half of that step's impulses (notes 7.2). Since the
@@ -12,6 +13,7 @@ last state has no outgoing step), and can be computed from a storage file.
 Kinetic energy is sum |p|^2/(2m) + L^T J^-1 L / 2; potential energy is
 -sum m g.x plus 1/2 k (theta - theta0)^2 for every joint spring.
 Angular momentum is about the world origin: sum R(q) L + x x p.
+Each function is one core call over the whole trajectory.
 """
 
 from __future__ import annotations
@@ -20,10 +22,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dojo_cli.math.quaternion import cross, rotate
+from dojo_cli import _core
 from dojo_cli.model.mechanism import Mechanism
-from dojo_cli.physics.dynamics import momentum_left, momentum_right
-from dojo_cli.physics.coordinates import minimal_coordinates
 
 
 @dataclass
@@ -45,6 +45,10 @@ class Mechanics:
     angular_momentum: np.ndarray
 
 
+def _floats(a) -> np.ndarray:
+    return np.ascontiguousarray(a, dtype=float)
+
+
 def body_momenta(mech: Mechanism, v: np.ndarray, omega: np.ndarray):
     """Per-body momenta at states 0..T-1.
 
@@ -55,35 +59,22 @@ def body_momenta(mech: Mechanism, v: np.ndarray, omega: np.ndarray):
     Returns:
         p (T, nb, 3) world linear momenta, l (T, nb, 3) body-frame angular momenta.
     """
-    avg = 0.5 * (momentum_right(mech, v[1:], omega[1:]) + momentum_left(mech, v[:-1], omega[:-1]))
-    return avg[..., :3], avg[..., 3:]
+    return _core.body_momenta(mech.core, _floats(v), _floats(omega))
 
 
 def kinetic_energy(mech: Mechanism, v: np.ndarray, omega: np.ndarray) -> np.ndarray:
     """(T,) kinetic energy of states 0..T-1 from midpoint velocities (T+1, nb, 3)."""
-    p, spin = body_momenta(mech, v, omega)
-    lin = 0.5 * np.sum(p * p, axis=-1) / mech.mass
-    jinv_spin = np.einsum("bij,tbj->tbi", mech.inertia_inv, spin)
-    ang = 0.5 * np.sum(spin * jinv_spin, axis=-1)
-    return np.sum(lin + ang, axis=-1)
+    return _core.kinetic_energy(mech.core, _floats(v), _floats(omega))
 
 
 def potential_energy(mech: Mechanism, x: np.ndarray, q: np.ndarray) -> np.ndarray:
     """(T,) gravity and spring potential of configurations x (T,nb,3), q (T,nb,4)."""
-    grav = -np.einsum("b,tbi,i->t", mech.mass, x, mech.gravity)
-    if not mech.has_springs:
-        return grav
-    spring = np.empty(x.shape[0])
-    for k in range(x.shape[0]):
-        theta = minimal_coordinates(mech, x[k], q[k])
-        spring[k] = 0.5 * np.sum(mech.spring * (theta - mech.spring_offset) ** 2)
-    return grav + spring
+    return _core.potential_energy(mech.core, _floats(x), _floats(q))
 
 
 def linear_momentum(mech: Mechanism, v: np.ndarray, omega: np.ndarray) -> np.ndarray:
     """(T,3) total linear momentum, world frame."""
-    p, _ = body_momenta(mech, v, omega)
-    return p.sum(axis=1)
+    return _core.linear_momentum(mech.core, _floats(v), _floats(omega))
 
 
 def angular_momentum(mech: Mechanism, x: np.ndarray, q: np.ndarray, v: np.ndarray, omega: np.ndarray) -> np.ndarray:
@@ -93,21 +84,18 @@ def angular_momentum(mech: Mechanism, x: np.ndarray, q: np.ndarray, v: np.ndarra
         x: (T+1 or T, nb, 3), q: (T+1 or T, nb, 4) configurations (the first T are used).
         v, omega: (T+1, nb, 3) midpoint velocities.
     """
-    p, spin = body_momenta(mech, v, omega)
-    T = p.shape[0]
-    return np.sum(rotate(q[:T], spin) + cross(x[:T], p), axis=1)
+    return _core.angular_momentum(mech.core, _floats(x), _floats(q), _floats(v), _floats(omega))
 
 
 def mechanics(mech: Mechanism, time, x, q, v, omega) -> Mechanics:
     """All mechanics of a trajectory with T+1 states (T steps); results have T entries."""
-    T = v.shape[0] - 1
-    kin = kinetic_energy(mech, v, omega)
-    pot = potential_energy(mech, x[:T], q[:T])
+    T = np.shape(v)[0] - 1
+    kin, pot, lin, ang = _core.mechanics(mech.core, _floats(x), _floats(q), _floats(v), _floats(omega))
     return Mechanics(
         time=np.asarray(time)[:T],
         kinetic=kin,
         potential=pot,
         mechanical=kin + pot,
-        linear_momentum=linear_momentum(mech, v, omega),
-        angular_momentum=angular_momentum(mech, x, q, v, omega),
+        linear_momentum=lin,
+        angular_momentum=ang,
     )
