@@ -4,6 +4,8 @@
 // dojo_cli.simulation turns into DojoError.
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
+#include <nanobind/stl/pair.h>
+#include <nanobind/stl/tuple.h>
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
@@ -11,15 +13,22 @@
 #include <algorithm>
 #include <cstddef>
 #include <initializer_list>
+#include <chrono>
+#include <cstdint>
+#include <utility>
+#include <vector>
 #include <optional>
+#include <type_traits>
 #include <stdexcept>
 #include <string>
 
 #include "coordinates.h"
+#include "block_lu.h"
 #include "contact.h"
 #include "data.h"
 #include "energy.h"
 #include "gradients.h"
+#include "interior_point.h"
 #include "model.h"
 #include "step.h"
 
@@ -250,9 +259,198 @@ void bind_contacts(nb::module_& m) {
       nb::arg("model"), "N: the number of slacks (and of impulses) of one contact.");
 }
 
+// ---- block-sparse LU (test and benchmark access; the step uses it from C++)
+namespace {
+
+namespace nbl = nanobind;
+
+// A pattern, its symbolic factorisation and one numeric factorisation.
+struct BlockSystem {
+  dojo::BlockStructure s;
+  dojo::BlockLU lu;
+  bool factored = false;
+
+  BlockSystem(const std::vector<std::vector<int>>& node_unknowns, const std::vector<std::pair<int, int>>& blocks,
+              const std::vector<int>& order)
+      : s(dojo::analyze_blocks(node_unknowns, blocks, order)) {
+    lu.init(s);
+  }
+};
+
+using Values = nbl::ndarray<const double, nbl::ndim<1>, nbl::c_contig, nbl::device::cpu>;
+using AnyArray = nbl::ndarray<const double, nbl::device::cpu>;
+
+// A new numpy array owning `data` (int32 or float64) with the given
+// shape and element strides (empty: C order).
+template <class T>
+nbl::ndarray<nbl::numpy, T> new_array(std::vector<T> data, std::initializer_list<size_t> shape,
+                                      std::initializer_list<int64_t> strides = {}) {
+  auto* held = new std::vector<T>(std::move(data));
+  nbl::capsule owner(held, [](void* p) noexcept { delete static_cast<std::vector<T>*>(p); });
+  return nbl::ndarray<nbl::numpy, T>(held->data(), shape, owner, strides);
+}
+
+void check_values(const BlockSystem& sys, const Values& values) {
+  if (static_cast<int64_t>(values.shape(0)) != sys.s.structural_size)
+    throw std::invalid_argument("values has " + std::to_string(values.shape(0)) + " entries, the pattern's blocks have " +
+                                std::to_string(sys.s.structural_size));
+}
+
+// A (n,) or (n, k) array as n x k column-major doubles.
+std::vector<double> column_major(const BlockSystem& sys, const AnyArray& b, const char* name, size_t* k) {
+  const size_t n = static_cast<size_t>(sys.s.n);
+  if ((b.ndim() != 1 && b.ndim() != 2) || b.shape(0) != n)
+    throw std::invalid_argument(std::string(name) + " must have shape (n,) or (n, k) with n = " + std::to_string(n));
+  *k = b.ndim() == 2 ? b.shape(1) : 1;
+  std::vector<double> out(n * *k);
+  const double* data = b.data();
+  const int64_t s0 = b.stride(0), s1 = b.ndim() == 2 ? b.stride(1) : 0;
+  for (size_t c = 0; c < *k; ++c)
+    for (size_t r = 0; r < n; ++r) out[c * n + r] = data[static_cast<int64_t>(r) * s0 + static_cast<int64_t>(c) * s1];
+  return out;
+}
+
+// The result in the shape of the input: (n,), or (n, k) in Fortran order.
+nbl::ndarray<nbl::numpy, double> shaped_like(std::vector<double> x, const AnyArray& b, size_t n, size_t k) {
+  if (b.ndim() == 1) return new_array<double>(std::move(x), {n});
+  return new_array<double>(std::move(x), {n, k}, {1, static_cast<int64_t>(n)});
+}
+
+}  // namespace
+
+void bind_block_lu(nanobind::module_& m) {
+  namespace nb = nanobind;
+  nb::class_<BlockSystem>(
+      m, "BlockSystem",
+      "A block-sparse matrix pattern over graph nodes, its symbolic block LU (analyze_blocks) and one numeric\n"
+      "factorisation (BlockLU). node_unknowns[k] lists node k's unknowns (together exactly 0..n-1); blocks are the\n"
+      "structural (i, j) node pairs (every (k, k) present; duplicates merged, first appearance kept); order is the\n"
+      "elimination order (a permutation of the nodes). Values are the structural blocks, each a row-major\n"
+      "size(i) x size(j) array at block_offsets[b], in block id order (find(i, j)); fill blocks (ids >=\n"
+      "n_structural) exist only in the factor.")
+      .def(nb::init<const std::vector<std::vector<int>>&, const std::vector<std::pair<int, int>>&,
+                    const std::vector<int>&>(),
+           nb::arg("node_unknowns"), nb::arg("blocks"), nb::arg("order"))
+      .def_prop_ro("n", [](const BlockSystem& t) { return t.s.n; })
+      .def_prop_ro("n_nodes", [](const BlockSystem& t) { return t.s.n_nodes; })
+      .def_prop_ro("n_structural", [](const BlockSystem& t) { return t.s.n_structural; })
+      .def_prop_ro("structural_size", [](const BlockSystem& t) { return t.s.structural_size; })
+      .def_prop_ro("total_size", [](const BlockSystem& t) { return t.s.total_size; })
+      .def_prop_ro("fill", [](const BlockSystem& t) { return static_cast<int>(t.s.block_row.size()) - t.s.n_structural; },
+                   "Number of fill blocks (ids n_structural ..).")
+      .def_prop_ro("block_offsets",
+                   [](const BlockSystem& t) {
+                     return new_array<int32_t>(std::vector<int32_t>(t.s.block_offset.begin(), t.s.block_offset.end()),
+                                               {t.s.block_offset.size()});
+                   },
+                   nb::rv_policy::move,
+                   "Offset of every block (structural, then fill) in the factor storage; the structural ones are the "
+                   "layout of `values`.")
+      .def_prop_ro("block_rows",
+                   [](const BlockSystem& t) {
+                     return new_array<int32_t>(std::vector<int32_t>(t.s.block_row.begin(), t.s.block_row.end()),
+                                               {t.s.block_row.size()});
+                   }, nb::rv_policy::move)
+      .def_prop_ro("block_cols",
+                   [](const BlockSystem& t) {
+                     return new_array<int32_t>(std::vector<int32_t>(t.s.block_col.begin(), t.s.block_col.end()),
+                                               {t.s.block_col.size()});
+                   }, nb::rv_policy::move)
+      .def("find", [](const BlockSystem& t, int i, int j) { return t.s.find(i, j); }, nb::arg("i"), nb::arg("j"),
+           "Block id of (i, j), or -1.")
+      .def(
+          "factor",
+          [](BlockSystem& t, const Values& values) {
+            check_values(t, values);
+            t.factored = t.lu.factor(t.s, values.data());
+            return t.factored;
+          },
+          nb::arg("values"),
+          "Factorise the matrix with these structural values; False on a zero or non-finite pivot.")
+      .def(
+          "solve",
+          [](const BlockSystem& t, const AnyArray& b, bool transpose) {
+            if (!t.factored) throw std::runtime_error("BlockSystem.solve: no valid factorisation (factor() first)");
+            size_t k = 0;
+            std::vector<double> x = column_major(t, b, "b", &k);
+            t.lu.solve(t.s, x.data(), static_cast<int>(k), transpose);
+            return shaped_like(std::move(x), b, static_cast<size_t>(t.s.n), k);
+          },
+          nb::arg("b"), nb::arg("transpose") = false,
+          "x with A x = b (A^T x = b if transpose) for b of shape (n,) or (n, k).")
+      .def(
+          "multiply",
+          [](const BlockSystem& t, const Values& values, const AnyArray& x, bool transpose) {
+            check_values(t, values);
+            size_t k = 0;
+            const std::vector<double> xc = column_major(t, x, "x", &k);
+            const size_t n = static_cast<size_t>(t.s.n);
+            std::vector<double> y(n * k);
+            for (size_t c = 0; c < k; ++c)
+              dojo::block_multiply(t.s, values.data(), xc.data() + c * n, y.data() + c * n, transpose);
+            return shaped_like(std::move(y), x, n, k);
+          },
+          nb::arg("values"), nb::arg("x"), nb::arg("transpose") = false, "A x (A^T x if transpose).")
+      .def(
+          "time_kernels",
+          [](BlockSystem& t, const Values& values, const AnyArray& b, int repeat, int batches, bool transpose) {
+            // Best per-call time of factor and of solve over `batches` batches of `repeat` calls, measured in
+            // C++ (no Python call or array conversion in the loop); each solve first restores b (an n*k copy).
+            // Short batches, many of them: on a shared machine the best batch is an uninterrupted one.
+            check_values(t, values);
+            if (repeat < 1 || batches < 1) throw std::invalid_argument("repeat and batches must be >= 1");
+            size_t k = 0;
+            const std::vector<double> b0 = column_major(t, b, "b", &k);
+            std::vector<double> x(b0);
+            const int nrhs = static_cast<int>(k);
+            using clock = std::chrono::steady_clock;
+            double best_factor = 1e300, best_solve = 1e300;
+            bool ok = true;
+            for (int batch = 0; batch < batches; ++batch) {
+              const auto t0 = clock::now();
+              for (int r = 0; r < repeat; ++r) ok = t.lu.factor(t.s, values.data()) && ok;
+              const auto t1 = clock::now();
+              for (int r = 0; r < repeat; ++r) {
+                std::copy(b0.begin(), b0.end(), x.begin());
+                t.lu.solve(t.s, x.data(), nrhs, transpose);
+              }
+              const auto t2 = clock::now();
+              best_factor = std::min(best_factor, std::chrono::duration<double>(t1 - t0).count() / repeat);
+              best_solve = std::min(best_solve, std::chrono::duration<double>(t2 - t1).count() / repeat);
+            }
+            t.factored = ok;
+            if (!ok) throw std::runtime_error("BlockSystem.time_kernels: the matrix is singular");
+            return std::make_pair(best_factor, best_solve);
+          },
+          nb::arg("values"), nb::arg("b"), nb::arg("repeat") = 20, nb::arg("batches") = 200,
+          nb::arg("transpose") = false,
+          "(factor seconds, solve seconds): the best per-call time over `batches` batches of `repeat` calls, "
+          "timed in C++ (benchmarks).")
+      .def(
+          "to_dense",
+          [](const BlockSystem& t, const Values& values) {
+            check_values(t, values);
+            const size_t n = static_cast<size_t>(t.s.n);
+            std::vector<double> a(n * n, 0.0);
+            const dojo::BlockStructure& s = t.s;
+            for (int b = 0; b < s.n_structural; ++b) {
+              const int i = s.block_row[b], j = s.block_col[b];
+              const int mi = s.size(i), mj = s.size(j);
+              const double* v = values.data() + s.block_offset[b];
+              for (int r = 0; r < mi; ++r)
+                for (int c = 0; c < mj; ++c)
+                  a[static_cast<size_t>(s.node_idx[s.node_ptr[i] + r]) * n + s.node_idx[s.node_ptr[j] + c]] +=
+                      v[r * mj + c];
+            }
+            return new_array<double>(std::move(a), {n, n});
+          },
+          nb::arg("values"), "The dense (n, n) matrix (tests).");
+}
+
 NB_MODULE(_core, m) {
   m.doc() = "dojo_cli's compiled core: Model, Data, the step, contacts, solvers and gradients.";
   bind_contacts(m);
+  bind_block_lu(m);
 
   nb::class_<ModelInput>(m, "ModelInput", "The description a Model is compiled from (flat arrays).")
       .def(nb::init<>())
@@ -393,6 +591,69 @@ NB_MODULE(_core, m) {
       nb::arg("model"), nb::arg("data"), nb::arg("state") = true, nb::arg("input") = true,
       nb::arg("parameters") = std::vector<int>(), nb::arg("kappa") = -1.0,
       "Derivatives (A, B, P, kappa) of the step last solved with data (implicit function theorem).");
+
+  m.def(
+      "rollout",
+      [](const Model& model, Data& data, const InArray& z, int k, std::optional<InArray> inputs,
+         std::optional<nb::ndarray<double, nb::c_contig, nb::device::cpu>> lambda, const SolverOptions& opts,
+         bool stop_on_failure) {
+        if (k < 0) throw std::invalid_argument("rollout: k must be >= 0");
+        const double* pz = checked(z, 13 * static_cast<size_t>(model.nb), "state");
+        const double* pu = checked(inputs, static_cast<size_t>(k) * model.nf, "inputs");
+        double* pl = nullptr;
+        if (lambda) {
+          if (lambda->size() != static_cast<size_t>(model.nl))
+            throw std::invalid_argument("lambda: expected " + std::to_string(model.nl) + " values");
+          pl = lambda->data();
+        }
+        auto array = [](std::initializer_list<size_t> shape, auto* tag) {
+          using T = std::remove_pointer_t<decltype(tag)>;
+          size_t size = 1;
+          for (size_t n : shape) size *= n;
+          T* buf = new T[size > 0 ? size : 1]();
+          nb::capsule owner(buf, [](void* ptr) noexcept { delete[] static_cast<T*>(ptr); });
+          return nb::ndarray<nb::numpy, T>(buf, shape, owner);
+        };
+        const size_t kk = static_cast<size_t>(k), nb_ = model.nb, nc = model.nc;
+        auto states = array({kk, 13 * nb_}, (double*)nullptr);
+        auto iterations = array({kk}, (int*)nullptr);
+        auto residual = array({kk}, (double*)nullptr);
+        auto status = array({kk}, (int*)nullptr);
+        auto complementarity = array({kk}, (double*)nullptr);
+        auto impulses = array({kk, static_cast<size_t>(model.nl)}, (double*)nullptr);
+        auto distance = array({kk, nc}, (double*)nullptr);
+        auto normal = array({kk, nc}, (double*)nullptr);
+        auto friction = array({kk, nc, size_t(2)}, (double*)nullptr);
+        auto slip = array({kk, nc, size_t(2)}, (double*)nullptr);
+        RolloutRecord rec;
+        rec.states = states.data();
+        rec.iterations = iterations.data();
+        rec.residual = residual.data();
+        rec.status = status.data();
+        rec.complementarity = complementarity.data();
+        rec.impulses = impulses.data();
+        rec.contact_distance = distance.data();
+        rec.contact_normal_impulse = normal.data();
+        rec.contact_friction_impulse = friction.data();
+        rec.contact_slip = slip.data();
+        const int done = rollout(model, data, pz, k, pu, pl, opts, stop_on_failure, rec);
+        nb::dict out;
+        out["steps"] = done;
+        out["states"] = states;
+        out["iterations"] = iterations;
+        out["residual"] = residual;
+        out["status"] = status;
+        out["complementarity"] = complementarity;
+        out["impulses"] = impulses;
+        out["contact_distance"] = distance;
+        out["contact_normal_impulse"] = normal;
+        out["contact_friction_impulse"] = friction;
+        out["contact_slip"] = slip;
+        return out;
+      },
+      nb::arg("model"), nb::arg("data"), nb::arg("z"), nb::arg("k"), nb::arg("inputs").none(),
+      nb::arg("lambda_").none(), nb::arg("opts"), nb::arg("stop_on_failure") = false,
+      "k steps from z with per-step inputs (k, nf) in one call; records per step (rows past 'steps' unused).");
 
   // Test access to the pieces of a step (residual and Newton matrix at given unknowns).
   m.def(
@@ -654,4 +915,81 @@ NB_MODULE(_core, m) {
         "(kinetic (T,), potential (T,), linear momentum (T, 3), angular momentum (T, 3)) of states 0..T-1.");
   }
   // ======== end of coordinates, energy and momentum ========
+
+  // ======== interior point (interior_point.h) and the step's starting point: test access ========
+  {
+    m.def(
+        "nesterov_todd",
+        [](const InArray& s, const InArray& z) {
+          if (s.ndim() != 2 || s.shape(1) != 3 || z.ndim() != 2 || z.shape(1) != 3 || z.shape(0) != s.shape(0))
+            throw std::invalid_argument("s, z: expected two (m, 3) arrays");
+          const size_t rows = s.shape(0);
+          std::vector<double> w(9 * rows), w_inv(9 * rows), lambda(3 * rows);
+          for (size_t k = 0; k < rows; ++k)
+            nesterov_todd(s.data() + 3 * k, z.data() + 3 * k, &w[9 * k], &w_inv[9 * k], &lambda[3 * k]);
+          return nb::make_tuple(numpy_copy(w.data(), {rows, 3, 3}), numpy_copy(w_inv.data(), {rows, 3, 3}),
+                                numpy_copy(lambda.data(), {rows, 3}));
+        },
+        nb::arg("s"), nb::arg("z"),
+        "(W (m, 3, 3), W^-1 (m, 3, 3), lambda (m, 3)): Nesterov-Todd scaling of second-order-cone pairs\n"
+        "s, z (m, 3) strictly inside the cone, W s = W^-1 z = lambda with lambda.lambda = s.z.");
+    m.def(
+        "cone_structure",
+        [](const Model& model) {
+          nb::dict out;
+          out["orthant_s"] = nb::cast(model.orthant_s);
+          out["orthant_g"] = nb::cast(model.orthant_g);
+          out["soc_s"] = nb::cast(model.soc_s);
+          out["soc_g"] = nb::cast(model.soc_g);
+          out["is_complementarity"] =
+              nb::cast(std::vector<int>(model.is_complementarity.begin(), model.is_complementarity.end()));
+          out["degree"] = model.degree;
+          out["contact_start"] = nb::cast(model.contact_start);
+          return out;
+        },
+        nb::arg("model"),
+        "The interior point's view of the unknowns (model.h): orthant pairs orthant_s, orthant_g (no,);\n"
+        "second-order-cone triples soc_s, soc_g (3 ns, flat); is_complementarity (n,); degree;\n"
+        "contact_start (nc + 1,).");
+    m.def(
+        "cone_step",
+        [](const Model& model, const InArray& w, const InArray& dw, double tau) {
+          checked(w, model.n, "w");
+          checked(dw, model.n, "dw");
+          return cone_step(model, w.data(), dw.data(), tau);
+        },
+        nb::arg("model"), nb::arg("w"), nb::arg("dw"), nb::arg("tau"),
+        "Largest step alpha <= 1 along dw keeping every cone variable of w (n,) inside its cone\n"
+        "(fraction to the boundary tau; at most 0.95 for second-order cones).");
+    m.def(
+        "complementarity_measure",
+        [](const Model& model, const InArray& w) {
+          checked(w, model.n, "w");
+          return complementarity_measure(model, w.data());
+        },
+        nb::arg("model"), nb::arg("w"), "Mean duality measure sum s.gamma / degree of the unknowns w (n,).");
+    m.def(
+        "violations",
+        [](const Model& model, const InArray& r) {
+          checked(r, model.n, "r");
+          double rvio = 0.0, bvio = 0.0;
+          violations(model, r.data(), rvio, bvio);
+          return nb::make_tuple(rvio, bvio);
+        },
+        nb::arg("model"), nb::arg("r"),
+        "(rvio, bvio): infinity norms of the equality and complementarity rows of a residual r (n,).");
+    m.def(
+        "step_initial_guess",
+        [](const Model& model, Data& data, const InArray& z, std::optional<InArray> lambda0) {
+          if (!step_setup(model, data, checked(z, 13 * static_cast<size_t>(model.nb), "state"), nullptr, nullptr,
+                          nullptr))
+            throw std::invalid_argument("state not finite");
+          step_initial_guess(model, data, checked(lambda0, model.nl, "lambda0"));
+          return std::vector<double>(data.w);
+        },
+        nb::arg("model"), nb::arg("data"), nb::arg("z"), nb::arg("lambda0").none() = nb::none(),
+        "The step's starting unknowns (n,) from z (13 nb,): midpoint velocities v15, w15, lambda0 (or\n"
+        "zero), cone variables at Dojo's starting point.");
+  }
+  // ======== end of interior point ========
 }

@@ -63,8 +63,10 @@ struct Data {
   std::vector<double> w, r, delta, cand, rc;  // (n,)
   std::vector<double> x3, q3, rot3, mw;       // next configuration, R(q3), dt3/dw25 per body
   std::vector<double> matrix;                 // structural block values of the Newton matrix
-  BlockLU lu;                                 // its factorisation (valid until the next factor)
-  bool lu_valid = false;
+  BlockLU lu;                                 // its factorisation in the model's order
+  BlockLU lu_robust;                          // ... in the robust order (model.h, blocks_robust)
+  bool lu_valid = false;                      // the last factorisation succeeded
+  bool lu_is_robust = false;                  // it is lu_robust's
 
   // ---- interior point scratch (interior_point.cpp)
   std::vector<double> target, d_aff, rhs;  // (n,)

@@ -351,12 +351,12 @@ void solve_exact(const Model& m, Data& d, double* b, int k) {
   r.resize(size);
   x_new.resize(size);
   r_new.resize(size);
-  d.lu.solve(m.blocks, b, k);
+  solve_factored(m, d, b, k);
   unregularized_residual(m, d, rhs.data(), b, r.data(), k);
   double norm = frobenius(r.data(), size);
   for (int sweep = 0; sweep < kRefinementSweeps; ++sweep) {
     std::copy(r.begin(), r.end(), x_new.begin());
-    d.lu.solve(m.blocks, x_new.data(), k);
+    solve_factored(m, d, x_new.data(), k);
     for (size_t i = 0; i < size; ++i) x_new[i] += b[i];
     unregularized_residual(m, d, rhs.data(), x_new.data(), r_new.data(), k);
     const double norm_new = frobenius(r_new.data(), size);
@@ -393,9 +393,9 @@ void relax(const Model& m, Data& d, double kappa) {
     step_matrix(m, d, w);
     std::copy(d.r.begin(), d.r.end(), d.rhs.begin());
     scale_second_order_cones(m, d, d.rhs.data());
-    if (!d.lu.factor(m.blocks, d.matrix.data())) throw std::runtime_error("relaxation: singular Newton matrix");
+    if (!factor_matrix(m, d)) throw std::runtime_error("relaxation: singular Newton matrix");
     for (int i = 0; i < m.n; ++i) d.delta[i] = d.target[i] - d.rhs[i];
-    d.lu.solve(m.blocks, d.delta.data());
+    solve_factored(m, d, d.delta.data());
     const double alpha = std::min(1.0, cone_step(m, w, d.delta.data(), 0.99));
     for (int i = 0; i < m.n; ++i) w[i] += alpha * d.delta[i];
   }
@@ -416,8 +416,9 @@ double step_gradients(const Model& m, Data& d, const GradientRequest& request, d
   const double* w = d.w.data();
   // dr/dw at the solution with the raw rows (also sets x3, q3, rot3 at the solution)
   step_matrix(m, d, w);
-  d.lu_valid = d.lu.factor(m.blocks, d.matrix.data());
-  if (!d.lu_valid) throw std::runtime_error("the Newton matrix at the solution could not be factorised");
+  // The raw (unscaled) cone rows at the solution can make a contact's own block
+  // singular (a sliding contact): the robust elimination order (model.h).
+  if (!factor_matrix(m, d, m.nc > 0)) throw std::runtime_error("the Newton matrix at the solution could not be factorised");
 
   std::vector<double>& rhs = d.grad_rhs;
   auto solve_into = [&](int k, double* out) {

@@ -181,12 +181,11 @@ SolverStatus interior_point(const Model& m, Data& d, const SolverOptions& opts) 
     step_matrix(m, d, d.w.data());
     std::copy(d.r.begin(), d.r.end(), d.rhs.begin());
     scale_second_order_cones(m, d, d.rhs.data());  // d.rhs = rn
-    d.lu_valid = d.lu.factor(m.blocks, d.matrix.data());
-    if (!d.lu_valid) return finish(SolverStatus::SingularMatrix, it + 1);
+    if (!factor_matrix(m, d)) return finish(SolverStatus::SingularMatrix, it + 1);
 
     // 1-2. affine direction and its step length
     for (int i = 0; i < n; ++i) d.d_aff[i] = -d.rhs[i];
-    d.lu.solve(m.blocks, d.d_aff.data());
+    solve_factored(m, d, d.d_aff.data());
     const double a_aff = cone_step(m, d.w.data(), d.d_aff.data(), kAffineFraction);
 
     // 3. centering (a pure centering step after a step cut short by a cone boundary)
@@ -213,7 +212,7 @@ SolverStatus interior_point(const Model& m, Data& d, const SolverOptions& opts) 
       for (int i = 0; i < 3; ++i) d.rhs[m.soc_s[3 * k + i]] += cp[i];
     }
     for (int i = 0; i < n; ++i) d.delta[i] = -d.rhs[i];
-    d.lu.solve(m.blocks, d.delta.data());
+    solve_factored(m, d, d.delta.data());
 
     // 5. cone step length and backtracking
     const double viol = std::max(rvio, bvio);

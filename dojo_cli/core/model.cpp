@@ -327,6 +327,29 @@ Model::Model(const ModelInput& in) {
   for (int j : loop_joints)
     if (joint_node[j] >= 0) order.push_back(joint_node[j]);
   blocks = analyze_blocks(nodes, pattern, order);
+
+  // the robust order: child body, the contacts whose last body it is, then its joint
+  std::vector<int> body_rank(nb, 0);
+  {
+    int rank = 0;
+    for (auto it = tree_joints.rbegin(); it != tree_joints.rend(); ++it) body_rank[child[*it]] = rank++;
+  }
+  std::vector<std::vector<int>> contacts_after(nb);
+  for (int c = 0; c < nc; ++c) {
+    int last = contact_body[c];
+    if (contact_other[c] != kWorld && body_rank[contact_other[c]] > body_rank[last]) last = contact_other[c];
+    contacts_after[last].push_back(c);
+  }
+  std::vector<int> robust;
+  for (auto it = tree_joints.rbegin(); it != tree_joints.rend(); ++it) {
+    const int b = child[*it];
+    robust.push_back(body_node[b]);
+    for (int c : contacts_after[b]) robust.push_back(contact_node[c]);
+    if (joint_node[*it] >= 0) robust.push_back(joint_node[*it]);
+  }
+  for (int j : loop_joints)
+    if (joint_node[j] >= 0) robust.push_back(joint_node[j]);
+  blocks_robust = analyze_blocks(nodes, pattern, robust);
 }
 
 }  // namespace dojo

@@ -104,6 +104,13 @@ struct Model {
   // with rows or limits, and contacts.
   std::vector<int> body_node, joint_node, contact_node;  // node of each (-1: none)
   BlockStructure blocks;
+  // The same pattern with each body eliminated before its contacts (each contact right
+  // after the last of its bodies), then the body's joint: a contact's own diagonal block
+  // is singular where its cones are degenerate (a sliding contact at the raw, unscaled
+  // solution the gradients linearise at: both arrow matrices singular), and only the
+  // body's coupling makes the pivot sequence regular. It costs fill among the contacts
+  // of one body, so it serves the gradients and any factorisation the first order fails.
+  BlockStructure blocks_robust;
   // block ids used by the assembly (-1 where the world is involved)
   std::vector<int> blk_body;                    // (nb,) body diagonal
   std::vector<int> blk_joint_diag;              // (nj,) joint node diagonal

@@ -19,6 +19,20 @@ Data::Data(const Model& m)
       soc_lambda(m.soc_s.size()), contact_distance(m.nc), contact_normal_impulse(m.nc),
       contact_friction_impulse(2 * m.nc), contact_slip(2 * m.nc), z_next(13 * m.nb) {
   lu.init(m.blocks);
+  lu_robust.init(m.blocks_robust);
+}
+
+bool factor_matrix(const Model& m, Data& d, bool robust) {
+  d.lu_is_robust = robust || !d.lu.factor(m.blocks, d.matrix.data());
+  d.lu_valid = d.lu_is_robust ? d.lu_robust.factor(m.blocks_robust, d.matrix.data()) : true;
+  return d.lu_valid;
+}
+
+void solve_factored(const Model& m, const Data& d, double* b, int nrhs, bool transpose) {
+  if (d.lu_is_robust)
+    d.lu_robust.solve(m.blocks_robust, b, nrhs, transpose);
+  else
+    d.lu.solve(m.blocks, b, nrhs, transpose);
 }
 
 namespace {
@@ -421,14 +435,13 @@ SolverStatus newton(const Model& m, Data& d, const SolverOptions& opts) {
       return SolverStatus::Success;
     }
     step_matrix(m, d, w);
-    d.lu_valid = d.lu.factor(m.blocks, d.matrix.data());
-    if (!d.lu_valid) {
+    if (!factor_matrix(m, d)) {
       d.iterations = it + 1;
       d.residual = rnorm;
       return SolverStatus::SingularMatrix;
     }
     for (int i = 0; i < n; ++i) d.delta[i] = -d.r[i];
-    d.lu.solve(m.blocks, d.delta.data());
+    solve_factored(m, d, d.delta.data());
     const double step_norm = inf_norm(d.delta.data(), n);
     double alpha = 1.0;
     double rc_norm = 0.0;
@@ -480,6 +493,44 @@ SolverStatus step(const Model& m, Data& d, const double* z, const double* u, con
   step_next_state(m, d, d.w.data());
   step_contact_records(m, d, d.w.data());
   return d.status;
+}
+
+int rollout(const Model& m, Data& d, const double* z, int k, const double* inputs, double* lambda,
+            const SolverOptions& opts, bool stop_on_failure, const RolloutRecord& out) {
+  const int nb = m.nb;
+  const double* current = z;
+  bool warm = lambda != nullptr;
+  for (int i = 0; i < k; ++i) {
+    const SolverStatus status =
+        step(m, d, current, inputs ? inputs + static_cast<size_t>(i) * m.nf : nullptr, nullptr, nullptr,
+             warm ? lambda : nullptr, opts);
+    if (lambda) {
+      for (int r = 0; r < m.nl; ++r) lambda[r] = d.w[m.lam + r];
+      warm = true;
+    }
+    double* row = out.states ? out.states + static_cast<size_t>(i) * 13 * nb : nullptr;
+    if (row) std::copy(d.z_next.begin(), d.z_next.end(), row);
+    if (out.iterations) out.iterations[i] = d.iterations;
+    if (out.residual) out.residual[i] = d.residual;
+    if (out.status) out.status[i] = static_cast<int>(status);
+    if (out.complementarity) out.complementarity[i] = d.complementarity;
+    if (out.impulses)
+      for (int r = 0; r < m.nl; ++r) out.impulses[static_cast<size_t>(i) * m.nl + r] = d.w[m.lam + r];
+    const size_t c0 = static_cast<size_t>(i) * m.nc;
+    for (int c = 0; c < m.nc; ++c) {
+      if (out.contact_distance) out.contact_distance[c0 + c] = d.contact_distance[c];
+      if (out.contact_normal_impulse) out.contact_normal_impulse[c0 + c] = d.contact_normal_impulse[c];
+      for (int j = 0; j < 2; ++j) {
+        if (out.contact_friction_impulse) out.contact_friction_impulse[2 * (c0 + c) + j] = d.contact_friction_impulse[2 * c + j];
+        if (out.contact_slip) out.contact_slip[2 * (c0 + c) + j] = d.contact_slip[2 * c + j];
+      }
+    }
+    if (status != SolverStatus::Success && stop_on_failure) return i + 1;
+    // the next step starts from this one's result (its setup reads the state before
+    // anything overwrites d.z_next)
+    current = row ? row : d.z_next.data();
+  }
+  return k;
 }
 
 }  // namespace dojo

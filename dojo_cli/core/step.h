@@ -48,6 +48,13 @@ const ContactEval& evaluate_step_contact(const Model& m, Data& d, const double* 
 // Each contact's record at the unknowns w (distance, impulses, slip) into d.contact_*.
 void step_contact_records(const Model& m, Data& d, const double* w);
 
+// Factorise d.matrix: in the model's elimination order, or in the robust one (model.h)
+// when `robust` or when the first fails. Returns false when neither succeeds.
+bool factor_matrix(const Model& m, Data& d, bool robust = false);
+
+// Solve with the last factorisation (n x nrhs column-major right-hand sides, in place).
+void solve_factored(const Model& m, const Data& d, double* b, int nrhs = 1, bool transpose = false);
+
 // Scale angular velocities into |w| < 2/h (Dojo's clipping); in place.
 void step_project(const Model& m, double* w);
 
@@ -66,5 +73,26 @@ SolverStatus newton(const Model& m, Data& d, const SolverOptions& opts);
 // One whole step: setup, warm start, solve, next state. The result is in d.
 SolverStatus step(const Model& m, Data& d, const double* z, const double* u, const double* f_ext,
                   const double* tau_ext, const double* lambda0, const SolverOptions& opts);
+
+// Where rollout() records each step (row k of each array; null: not recorded).
+struct RolloutRecord {
+  double* states = nullptr;           // (k, 13 nb) the state each step reaches
+  int* iterations = nullptr;          // (k,)
+  double* residual = nullptr;         // (k,)
+  int* status = nullptr;              // (k,) SolverStatus codes
+  double* complementarity = nullptr;  // (k,)
+  double* impulses = nullptr;         // (k, nl) joint impulses
+  double* contact_distance = nullptr;          // (k, nc)
+  double* contact_normal_impulse = nullptr;    // (k, nc)
+  double* contact_friction_impulse = nullptr;  // (k, nc, 2)
+  double* contact_slip = nullptr;              // (k, nc, 2)
+};
+
+// k steps from z in one call (an open-loop run: the inputs are given per step), each
+// warm-started with the previous step's joint impulses (lambda: (nl,) in, the last
+// step's out; null: start from zero). Stops after the first step that fails when
+// stop_on_failure. Returns the number of steps taken; d holds the last one.
+int rollout(const Model& m, Data& d, const double* z, int k, const double* inputs, double* lambda,
+            const SolverOptions& opts, bool stop_on_failure, const RolloutRecord& out);
 
 }  // namespace dojo
