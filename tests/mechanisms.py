@@ -151,3 +151,21 @@ def limited_pendulum(h=0.01, lower=np.pi / 4, upper=np.pi):
     mech = pendulum(h=h)
     j = dataclasses.replace(mech.joints[0], limits=(np.array([lower]), np.array([upper])))
     return Mechanism(mech.bodies, [j], h, mech.gravity, name="pendulum_limit")
+
+
+# ------------------------------------------------------- built-in contact scenes
+# Every built-in scene with contacts of a kind the others lack (ground corners, a sphere on
+# the ground, tilted planes, sphere/capsule/box obstacles, a spinning top), and the contact
+# models to run them with ("mixed": impact, nonlinear and linear in turn).
+CONTACT_SCENES = ("box", "sphere", "sliding_box", "incline", "ball_on_ball", "ball_on_capsule", "ball_on_box", "tippetop")
+CONTACT_VARIANTS = ("impact", "nonlinear", "linear", "mixed")
+_CONTACT_MODELS = ("impact", "nonlinear", "linear")
+
+
+def contact_scene(scene: str, variant: str) -> Mechanism:
+    """A built-in contact scene with every contact on one model (or mixed)."""
+    import dojo_cli as dojo
+
+    nc = dojo.load_scene(scene).nc
+    models = [variant if variant != "mixed" else _CONTACT_MODELS[i % 3] for i in range(nc)]
+    return dojo.load_scene(scene, [f"contacts.{i}.model={m}" for i, m in enumerate(models)])

@@ -27,10 +27,9 @@ ROOT = Path(__file__).resolve().parents[1]
 HEAVY_FOR_IMPORT = ("numpy", "scipy", "pydantic", "typer", "h5py", "lxml", "yourdfpy", "matplotlib", "meshcat")
 # ``dojo --help`` needs typer (and rich), nothing of the library.
 HEAVY_FOR_HELP = ("numpy", "scipy", "h5py", "lxml", "yourdfpy", "matplotlib", "meshcat", "trimesh")
-# ``dojo simulate`` of a scene without `urdf:` draws nothing and reads no URDF. scipy is
-# not listed: the solver's LU (dojo_cli/solver/linear.py) still imports it; it leaves
-# the simulate path when the C++ core replaces that module.
-HEAVY_FOR_SIMULATE = ("lxml", "yourdfpy", "trimesh", "matplotlib", "meshcat")
+# ``dojo simulate`` of a scene without `urdf:` draws nothing and reads no URDF; the step
+# is the C++ core's, so scipy (only the URDF reader's rotations use it) stays out too.
+HEAVY_FOR_SIMULATE = ("scipy", "lxml", "yourdfpy", "trimesh", "matplotlib", "meshcat")
 
 # The modules that define commands; each command may import only its own.
 COMMAND_MODULES = {entry.target.partition(":")[0] for entry in COMMANDS}

@@ -1,42 +1,26 @@
 """The C++ contact kernels (dojo_cli/core/collision.h, contact.h, contact.cpp).
 
-Two kinds of checks:
-(a) agreement with the numpy implementation they replace (dojo_cli/physics/collision.py
-    and contact.py): every built-in scene with contacts under every contact model, and
-    every collision pair with its special cases. These tests skip themselves once the
-    numpy code is deleted.
-    The Newton-matrix blocks are assembled from ContactEval with contact.h's signs
-    (contact_map = -wrench_gamma, contact_body_body = -wrench_body) and compared with
-    matrix_blocks.
-(b) independent of it: the geometry Jacobians and the kernel's Jacobians against central
-    finite differences of the C++ values, the hand-chained Jacobians against dual
-    numbers through every operation (evaluate_contact_reference), Dojo's reference
-    collision cases (dojo_engine_notes.md 9.7), analytic special cases, and the
-    residual-only path against the full one (bitwise).
-
-The module under test is dojo_cli._core (skipped while it has no contact bindings);
-DOJO_CONTACT_MODULE names another module with the same functions (a development build
-of bind_contacts).
+Checks independent of any other implementation: the geometry Jacobians and the kernel's
+Jacobians against central finite differences of the C++ values, the hand-chained
+Jacobians against dual numbers through every operation (evaluate_contact_reference),
+Dojo's reference collision cases (dojo_engine_notes.md 9.7), analytic values of every
+collision pair (closest points, normals, distances inside and outside, ties and
+degenerate cases), the residual-only path against the full one (bitwise), and a step's
+contact records against each contact's kernel. The Newton-matrix blocks these
+kernels fill are checked against finite differences of the whole step's residual in
+tests/properties/test_contact_matrix.py.
 """
 
 from __future__ import annotations
 
-import importlib
-import os
-
 import numpy as np
 import pytest
 
-_MODULE = os.environ.get("DOJO_CONTACT_MODULE", "dojo_cli._core")
-core = importlib.import_module(_MODULE)
-if not hasattr(core, "evaluate_contact"):
-    pytest.skip(f"{_MODULE} has no contact kernels (bind_contacts not bound yet)", allow_module_level=True)
+import dojo_cli as dojo
+from dojo_cli import _core as core
+from dojo_cli.simulation.step import solve_step
+from tests.mechanisms import CONTACT_SCENES, CONTACT_VARIANTS, contact_scene
 
-# Agreement with numpy, entrywise |C++ - numpy| <= NUMPY_RTOL * max(1, max |numpy| of
-# the field): the same formulas in double precision; they differ only in summation
-# order (numpy's einsum/BLAS vs sequential sums) and x * (1/y) for x / y, a few ulps
-# of the field's scale.
-NUMPY_RTOL = 1e-12
 # Central differences: step (m, rad, m/s, rad/s) and tolerance relative to
 # max(1, max |FD| of the field). Truncation O(step^2) ~ 1e-12 times the third
 # derivatives, rounding ~1e-16 / step = 1e-10 times the values.
@@ -146,126 +130,7 @@ def evaluate(params, h, a, b, s, gamma, output="jacobians", reference=False):
 WORLD = dict(x=ZERO3, q=IDENTITY, v=ZERO3, w=ZERO3, mw=ZERO33)
 
 
-# ============================================================== (a) against numpy
-def _numpy_contact():
-    return pytest.importorskip("dojo_cli.physics.contact", reason="the numpy contact code is gone")
-
-
-SCENES = ("box", "sphere", "sliding_box", "incline", "ball_on_ball", "ball_on_capsule", "ball_on_box", "tippetop")
-VARIANTS = ("impact", "nonlinear", "linear", "mixed")
-_MECHANISMS: dict = {}
-
-
-def _mechanism(scene, variant):
-    key = (scene, variant)
-    if key not in _MECHANISMS:
-        import dojo_cli as dojo
-
-        nc = dojo.load_scene(scene).nc
-        models = [variant if variant != "mixed" else MODELS[i % 3] for i in range(nc)]
-        _MECHANISMS[key] = dojo.load_scene(scene, [f"contacts.{i}.model={m}" for i, m in enumerate(models)])
-    return _MECHANISMS[key]
-
-
-def _numpy_iterate(mech, rng, spread):
-    """x3, q3 near the scene's state, random velocities, cone variables inside their cones."""
-    import dojo_cli as dojo
-    from dojo_cli.simulation.step import step_structure
-
-    nb, h = mech.nb, mech.timestep
-    z = dojo.initial_state(mech).reshape(nb, 13)
-    x3 = z[:, 0:3] + spread * rng.normal(size=(nb, 3))
-    q3 = z[:, 6:10] + 0.3 * rng.normal(size=(nb, 4))
-    q3 /= np.linalg.norm(q3, axis=1, keepdims=True)
-    v25 = rng.normal(size=(nb, 3))
-    w25 = rng.normal(size=(nb, 3)) * min(3.0, 0.5 / h)  # |w| well inside 2/h
-    cs = step_structure(mech).contacts
-    w = np.zeros(cs.end)
-    for model, (idx, s_idx, g_idx) in cs.groups.items():
-        for j in range(len(idx)):
-            w[s_idx[j]] = random_cone_point(rng, model)
-            w[g_idx[j]] = random_cone_point(rng, model)
-    return cs, w, x3, q3, v25, w25
-
-
-@pytest.mark.parametrize("variant", VARIANTS)
-@pytest.mark.parametrize("scene", SCENES)
-def test_scene_contacts_match_numpy(scene, variant):
-    """Every ContactEval field against evaluate_contacts / matrix_blocks' values."""
-    contact = _numpy_contact()
-    from dojo_cli.physics.integrator import chain_to_velocities
-
-    mech = _mechanism(scene, variant)
-    nb, h = mech.nb, mech.timestep
-    rng = np.random.default_rng(10 * SCENES.index(scene) + VARIANTS.index(variant))
-    for trial, spread in enumerate((0.05, 0.3, 0.6)):
-        cs, w, x3, q3, v25, w25 = _numpy_iterate(mech, rng, spread)
-        ev = contact.evaluate_contacts(mech, cs, w, x3, q3, v25, w25)
-        evp = contact.evaluate_contacts(mech, cs, w, x3, q3, v25, w25, parameters=True)
-        mw = np.array([integrator_map_jacobian(w25[i], h) for i in range(nb)] + [ZERO33])
-        impulse = np.zeros(6 * nb)
-        kernel = []
-        for i, c in enumerate(mech.contacts):
-            idx, s_idx, g_idx = cs.groups[c.model]
-            j = int(np.flatnonzero(idx == i)[0])
-            s, gamma = w[s_idx[j]], w[g_idx[j]]
-            a = dict(x=x3[c.body], q=q3[c.body], v=v25[c.body], w=w25[c.body], mw=mw[c.body])
-            world = c.other < 0
-            b = WORLD if world else dict(x=x3[c.other], q=q3[c.other], v=v25[c.other], w=w25[c.other], mw=mw[c.other])
-            out = evaluate(params_of(c), h, a, b, s, gamma, "parameters")
-            comp_jac, local, (z3, direct), impulse_map = ev._blocks["models"][c.model]
-            comp_pos, cons_pos = cs.positions[c.model]
-            pair_a, pair_b = np.array([c.body]), np.array([nb if world else c.other])
-            wrench_jac = ev._blocks["wrench_jac"][i]
-            tag = f"{scene}/{variant} trial {trial} contact {c.name}"
-            expected = {
-                "comp": ev.residual[comp_pos[j]],
-                "cons": ev.residual[cons_pos[j]],
-                "wrench": impulse_map[j] @ gamma,  # the wrench is linear in gamma
-                "distance": ev.distance[i],
-                "normal_impulse": ev.normal_impulse[i],
-                "friction_impulse": ev.friction_impulse[i],
-                "slip": ev.slip[i],
-                "comp_jac": comp_jac[j],
-                "cons_local": local[j],
-                "cons_z3": z3[j],
-                "cons_body": chain_to_velocities(z3[j][None], pair_a, pair_b, mw, h)[0] + direct[j],
-                "wrench_gamma": impulse_map[j],
-                "wrench_z3": wrench_jac,
-                "wrench_body": chain_to_velocities(wrench_jac[None], pair_a, pair_b, mw, h)[0],
-                "cons_parameters": evp._blocks["models"][c.model][2][0][j][:, 12:16],
-                "wrench_parameters": evp._blocks["wrench_jac"][i][:, 12:16],
-            }
-            for name, ref in expected.items():
-                assert_close(f"{tag}: {name}", out[name], ref, NUMPY_RTOL)
-            kernel.append(out)
-            impulse[6 * c.body : 6 * c.body + 6] += out["wrench"][:6]
-            if not world:
-                impulse[6 * c.other : 6 * c.other + 6] += out["wrench"][6:]
-        assert_close(f"{scene}/{variant} trial {trial}: body impulse", impulse, ev.body_impulse, NUMPY_RTOL)
-        # the Newton-matrix blocks as contact.h says to assemble them (contact_map =
-        # -wrench_gamma, contact_body_body = -wrench_body), against matrix_blocks
-        blocks = ev.matrix_blocks(mw, h)
-        for model in MODELS:
-            idx = cs.groups[model][0]
-            if not idx.size:
-                continue
-            stack = {key: np.array([kernel[i][key] for i in idx]) for key in ("comp_jac", "cons_local", "cons_body")}
-            stack["wrench_gamma"] = np.array([kernel[i]["wrench_gamma"] for i in idx])
-            ours = {
-                f"contact_comp_{model}": stack["comp_jac"].ravel(),
-                f"contact_cons_{model}": stack["cons_local"].ravel(),
-                f"contact_body_{model}": stack["cons_body"][cs._keep[f"contact_body_{model}"]],
-                f"contact_map_{model}": -stack["wrench_gamma"][cs._keep[f"contact_map_{model}"]],
-            }
-            for name, value in ours.items():
-                assert_close(f"{scene}/{variant} trial {trial}: {name}", value, blocks[name], NUMPY_RTOL)
-        body_body = -np.array([k["wrench_body"] for k in kernel])[cs._keep["contact_body_body"]]
-        assert_close(f"{scene}/{variant} trial {trial}: contact_body_body", body_body, blocks["contact_body_body"],
-                     NUMPY_RTOL)
-
-
-# ------------------------------------------------------- collision pairs vs numpy
+# ------------------------------------------------------------ collision pairs
 def _place(rng, centre):
     """Body a's pose and offset putting its sphere centre at a world point."""
     qa = random_quaternion(rng)
@@ -371,14 +236,22 @@ GEOMETRY_CASES = {
     "box cube centre (all faces tied)": lambda: _pair("box", ZERO3, IDENTITY, ZERO3, 0.15, ZERO3, IDENTITY,
                                                       [0, 0, 0, 0.5, 0.5, 0.5]),
 }
-# Special cases whose branch changes within a finite-difference step, or (near e_x) whose
-# tangents curve on a scale |e_x x n| ~ 1e-6 no larger than the step (checked against
-# numpy and analytically, not by finite differences).
-NOT_SMOOTH = {
+# Near e_x the tangents curve on the scale |e_x x n| ~ 1e-6 of the fallback's threshold,
+# no larger than FD_STEP; these cases take NEAR_FALLBACK_STEP, which keeps the central
+# difference on one side of the threshold and its truncation, (step / 3e-6)^2 of the
+# tangents' derivatives (~1e5), below FD_RTOL; rounding is 1e-16 / step = 1e-7 of the values.
+NEAR_FALLBACK = {
     "halfspace normal 5e-7 off e_x (fallback)",
-    "sphere coincident",
     "sphere normal 3e-7 off e_x (fallback)",
     "sphere normal 3e-6 off -e_x (no fallback)",
+}
+NEAR_FALLBACK_STEP = 1e-9
+# Cases at a point where the geometry is not differentiable (coincident centres, a centre
+# on a capsule's axis, ties between box faces): the branch changes within any step, so
+# their Jacobians are the documented choice, and the tests check their values, invariants
+# and (coincident centres) the zero normal Jacobian.
+NOT_SMOOTH = {
+    "sphere coincident",
     "capsule on segment",
     "capsule on segment along z",
     "capsule short segment, centre on it",
@@ -386,25 +259,6 @@ NOT_SMOOTH = {
     "box on the (-y, +z) edge",
     "box cube centre (all faces tied)",
 }
-
-
-def _numpy_geometry(case):
-    contact = _numpy_contact()  # skips once the numpy code is gone
-    from dojo_cli.physics import collision
-
-    xa, qa, xb, qb = case["xa"][None], case["qa"][None], case["xb"][None], case["qb"][None]
-    offset, radius, shape = case["offset"][None], np.array([case["radius"]]), case["shape"]
-    kind = case["kind"]
-    if kind == "halfspace":
-        g = collision.sphere_halfspace(xa, qa, offset, radius, shape[0:3], shape[3:6])
-    elif kind == "sphere":
-        g = collision.sphere_sphere(xa, qa, offset, radius, xb, qb, shape[0:3], shape[3])
-    elif kind == "capsule":
-        g = collision.sphere_capsule(xa, qa, offset, radius, xb, qb, shape[0:3], shape[3:6], shape[6])
-    else:
-        g = collision.sphere_box(xa, qa, offset, radius, xb, qb, shape[0:3], shape[3:6])
-    contact._parameter_columns(g, qa)
-    return g
 
 
 def _geometry(case, parameters=True):
@@ -415,21 +269,16 @@ def _geometry(case, parameters=True):
 
 
 @pytest.mark.parametrize("name", list(GEOMETRY_CASES))
-def test_geometry_matches_numpy(name):
-    """Values and Jacobians (16 columns, and the 12-column variant) against collision.py."""
+def test_geometry_12_and_16_columns_agree(name):
+    """With the parameter columns (offset, radius) the pose columns and values are unchanged."""
     case = GEOMETRY_CASES[name]()
-    ref = _numpy_geometry(case)
     out = _geometry(case, parameters=True)
     out12 = _geometry(case, parameters=False)
     for f in GEOMETRY_FIELDS:
-        jet = getattr(ref, f)
-        assert_close(f"{name}: {f}", out[f], jet.value[0], NUMPY_RTOL)
-        assert_close(f"{name}: {f}_jac", out[f + "_jac"], jet.jac[0], NUMPY_RTOL)
         assert np.array_equal(out12[f], out[f]), f"{name}: {f} differs between 12 and 16 columns"
         assert np.array_equal(out12[f + "_jac"], out[f + "_jac"][..., :12]), f"{name}: {f}_jac 12 vs 16 columns"
 
 
-# ============================================================== (b) independent
 def _geometry_values(case):
     g = _geometry(case, parameters=False)
     return {f: np.asarray(g[f], dtype=float) for f in GEOMETRY_FIELDS}
@@ -444,18 +293,23 @@ def _moved(case, e):
     return out
 
 
-@pytest.mark.parametrize("name", [n for n in GEOMETRY_CASES if n not in NOT_SMOOTH])
-def test_geometry_jacobians_match_finite_differences(name):
+def _check_geometry_jacobians(name, case, step=FD_STEP):
     """d/d[x_a, t_a, x_b, t_b, offset, radius] of every field against central differences."""
-    case = GEOMETRY_CASES[name]()
     out = _geometry(case, parameters=True)
     for k in range(16):
         e = np.zeros(16)
-        e[k] = FD_STEP
+        e[k] = step
         plus, minus = _geometry_values(_moved(case, e)), _geometry_values(_moved(case, -e))
         for f in GEOMETRY_FIELDS:
-            fd = (plus[f] - minus[f]) / (2 * FD_STEP)
+            fd = (plus[f] - minus[f]) / (2 * step)
             assert_close(f"{name}: d {f} / d column {k}", np.asarray(out[f + "_jac"])[..., k], fd, FD_RTOL)
+    return out
+
+
+@pytest.mark.parametrize("name", [n for n in GEOMETRY_CASES if n not in NOT_SMOOTH])
+def test_geometry_jacobians_match_finite_differences(name):
+    """d/d[x_a, t_a, x_b, t_b, offset, radius] of every field against central differences."""
+    _check_geometry_jacobians(name, GEOMETRY_CASES[name](), NEAR_FALLBACK_STEP if name in NEAR_FALLBACK else FD_STEP)
 
 
 def _check_geometry_invariants(name, g):
@@ -573,6 +427,167 @@ def test_box_centre_inside_pushed_out_through_the_nearest_face(local, half, norm
     assert np.allclose(g["distance"], -depth - 0.2, atol=1e-12)
     assert np.allclose(g["normal"], normal, atol=1e-12)
     assert np.allclose(g["point_b"], np.array(local) + depth * np.array(normal), atol=1e-12)
+
+
+@pytest.mark.parametrize("name", [n for n in GEOMETRY_CASES if n.startswith("halfspace")])
+def test_halfspace_has_no_body_b_columns(name):
+    """A half-space belongs to the world: no field depends on body b, and the normal and
+    tangents are constant."""
+    g = _geometry(GEOMETRY_CASES[name]())
+    for f in GEOMETRY_FIELDS:
+        assert not np.any(np.asarray(g[f + "_jac"])[..., 6:12]), f"{name}: {f} depends on body b"
+    assert not np.any(g["normal_jac"]) and not np.any(g["tangent_jac"]), f"{name}: the plane's frame moves"
+
+
+@pytest.mark.parametrize("offset, radius", [([0.1, -0.2, 0.3], 0.25), ([0.0, 0.0, 0.0], 0.0)], ids=["sphere", "point"])
+def test_ground_distance_and_points(offset, radius):
+    """On the ground (normal +z through the origin) d = centre_z - r, point_b is the centre's
+    foot on the plane and point_a the sphere's lowest point."""
+    rng = np.random.default_rng(7)
+    case = _pair("halfspace", rng.normal(size=3), random_quaternion(rng), np.array(offset), radius, ZERO3, IDENTITY,
+                 [0, 0, 1, 0, 0, 0])
+    g = _check_geometry_jacobians("ground", case)
+    centre = case["xa"] + rotate(case["qa"], case["offset"])
+    assert np.isclose(g["distance"], centre[2] - radius, rtol=0, atol=1e-14), g["distance"]
+    assert np.allclose(g["point_b"], centre * [1, 1, 0], atol=1e-14), g["point_b"]
+    assert np.allclose(g["point_a"], centre - [0, 0, radius], atol=1e-14), g["point_a"]
+
+
+def test_tilted_halfspace_analytic():
+    """A plane with normal (0, -sin 0.3, cos 0.3) through (0, 0, 0.2): d = n.(c - p) - r, the
+    points on the sphere and on the plane, the tangents, and d distance / d pose."""
+    s, c = np.sin(0.3), np.cos(0.3)
+    normal, point = np.array([0.0, -s, c]), np.array([0.0, 0.0, 0.2])
+    quarter_z = np.array([np.cos(np.pi / 4), 0.0, 0.0, np.sin(np.pi / 4)])  # 90 deg about z
+    cases = [  # xa, qa, offset, radius, centre, expected distance
+        ([1.0, 2.0, 3.0], IDENTITY, ZERO3, 0.5, [1.0, 2.0, 3.0], -2 * s + 2.8 * c - 0.5),
+        ([0.0, 0.0, 0.2], IDENTITY, ZERO3, 0.1, [0.0, 0.0, 0.2], -0.1),
+        ([0.5, -1.0, 0.1], quarter_z, [1.0, 0.0, 0.0], 0.2, [0.5, 0.0, 0.1], -0.1 * c - 0.2),  # R offset = e_y
+    ]
+    for xa, qa, offset, radius, centre, expected in cases:
+        g = _geometry(_pair("halfspace", np.array(xa), qa, np.array(offset), radius, ZERO3, IDENTITY,
+                            np.concatenate([normal, point])))
+        tag = f"centre {centre}"
+        _check_geometry_invariants(tag, g)
+        assert np.isclose(g["distance"], expected, rtol=0, atol=1e-14), f"{tag}: d {g['distance']} vs {expected}"
+        assert np.allclose(g["normal"], normal, atol=1e-15), tag
+        assert np.allclose(g["point_a"], np.array(centre) - radius * normal, atol=1e-14), tag
+        assert np.allclose(g["point_b"], np.array(centre) - (expected + radius) * normal, atol=1e-14), tag
+        assert abs((g["point_b"] - point) @ normal) < 1e-14, f"{tag}: point_b off the plane"
+        # normal perpendicular to e_x: t1 = e_x x n = (0, -c, -s), t2 = t1 x n = -e_x
+        assert np.allclose(g["tangent"], [[0.0, -c, -s], [-1.0, 0.0, 0.0]], atol=1e-15), tag
+        # d distance / d x_a = n; / d t_a = offset x R(q_a)^T n (body-frame rotation)
+        lever = np.cross(offset, rotate(qa * [1, -1, -1, -1], normal))
+        assert np.allclose(g["distance_jac"][:3], normal, atol=1e-15), tag
+        assert np.allclose(g["distance_jac"][3:6], lever, atol=1e-15), f"{tag}: {g['distance_jac'][3:6]} vs {lever}"
+
+
+CAPSULE_CLAMPS = [(0.4, 0.9, None), (0.7, 0.2, None), (-0.3, 0.8, "end1"), (1.5, 0.6, "end2"), (-0.2, 0.1, "end1")]
+
+
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("along, gap, clamp", CAPSULE_CLAMPS)
+def test_capsule_closest_point_on_the_segment(seed, along, gap, clamp):
+    """The sphere centre at segment parameter ``along`` and ``gap`` off the axis: the closest
+    axis point is there, or the end it is clamped to; d = |c - closest| - ra - rb."""
+    case = _capsule_pair(seed, along, gap)
+    g = _check_geometry_jacobians(f"capsule along {along}", case)
+    xb, qb, shape = case["xb"], case["qb"], case["shape"]
+    e1, e2 = xb + rotate(qb, shape[0:3]), xb + rotate(qb, shape[3:6])
+    closest = {None: e1 + along * (e2 - e1), "end1": e1, "end2": e2}[clamp]
+    centre = case["xa"] + rotate(case["qa"], case["offset"])
+    expected = np.linalg.norm(centre - closest) - case["radius"] - shape[6]
+    assert np.isclose(g["distance"], expected, rtol=0, atol=1e-12), f"d {g['distance']} vs {expected}"
+    assert np.allclose(g["point_b"], closest + shape[6] * g["normal"], atol=1e-12), "point_b on the capsule's surface"
+
+
+BOX_REGIONS = {  # sphere centre in box coordinates, the closest box point, the local normal direction
+    "face +z": ([0.1, -0.2, 1.1], [0.1, -0.2, 0.7], [0, 0, 1]),
+    "face -x": ([-0.55, 0.2, 0.3], [-0.3, 0.2, 0.3], [-1, 0, 0]),
+    "edge +x -y": ([0.5, -0.8, 0.1], [0.3, -0.5, 0.1], [0.2, -0.3, 0]),
+    "corner - + -": ([-0.5, 0.65, -0.95], [-0.3, 0.5, -0.7], [-0.2, 0.15, -0.25]),
+    "inside near +x": ([0.26, 0.1, -0.2], [0.3, 0.1, -0.2], [1, 0, 0]),
+    "inside near -x": ([-0.22, 0.3, 0.1], [-0.3, 0.3, 0.1], [-1, 0, 0]),
+    "inside near -y": ([0.05, -0.42, 0.2], [0.05, -0.5, 0.2], [0, -1, 0]),
+    "inside near +z": ([-0.1, 0.1, 0.6], [-0.1, 0.1, 0.7], [0, 0, 1]),
+    "inside near -z": ([0.0, 0.05, -0.65], [0.0, 0.05, -0.7], [0, 0, -1]),
+}
+
+
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("region", list(BOX_REGIONS))
+def test_box_closest_point_and_normal(seed, region):
+    """A rotated, offset box: the closest point on a face, edge or corner (outside) or on the
+    nearest face (inside), the normal from it, d = +-|c - closest| - r."""
+    local, closest, direction = (np.asarray(v, dtype=float) for v in BOX_REGIONS[region])
+    case = _box_pair(seed, local)
+    g = _check_geometry_jacobians(f"box {region}", case)
+    xb, qb, centre_b = case["xb"], case["qb"], case["shape"][0:3]
+    gap = np.linalg.norm(local - closest)
+    expected = (-gap if region.startswith("inside") else gap) - case["radius"]
+    assert np.isclose(g["distance"], expected, rtol=0, atol=1e-12), f"d {g['distance']} vs {expected}"
+    assert np.allclose(g["normal"], rotate(qb, direction / np.linalg.norm(direction)), atol=1e-12), g["normal"]
+    assert np.allclose(g["point_b"], xb + rotate(qb, centre_b + closest), atol=1e-12), g["point_b"]
+
+
+def test_box_continuous_across_the_surface():
+    """Distance is continuous from outside to inside through a face (Dojo's stays at -r inside)."""
+    for height in (0.71, 0.7, 0.69, 0.55):  # last: +z still the nearest face (0.15 < 0.2 to +x)
+        g = _simple("box", [0.1, -0.2, height], np.concatenate([ZERO3, BOX_HALF]), radius=0.1)
+        assert np.isclose(g["distance"], height - 0.7 - 0.1, rtol=0, atol=1e-14), f"height {height}: {g['distance']}"
+        assert np.allclose(g["normal"], [0, 0, 1], atol=1e-15), f"height {height}: normal {g['normal']}"
+
+
+def test_capsule_short_segment_is_a_sphere():
+    """A capsule whose ends coincide is the sphere at that end, values and Jacobians."""
+    rng = np.random.default_rng(2)
+    xa, qa, xb, qb = rng.normal(size=3), random_quaternion(rng), rng.normal(size=3), random_quaternion(rng)
+    end = np.array([0.1, -0.2, 0.3])
+    capsule = _geometry(_pair("capsule", xa, qa, ZERO3, 0.2, xb, qb, np.concatenate([end, end, [0.3]])))
+    sphere = _geometry(_pair("sphere", xa, qa, ZERO3, 0.2, xb, qb, np.concatenate([end, [0.3]])))
+    for key, value in sphere.items():
+        assert_close(f"capsule vs sphere: {key}", capsule[key], value, 1e-14)
+
+
+# ------------------------------------------------------- a step's contact records
+@pytest.mark.parametrize("steps", [30, 120], ids=["early", "in contact"])
+@pytest.mark.parametrize("variant", CONTACT_VARIANTS)
+@pytest.mark.parametrize("scene", CONTACT_SCENES)
+def test_step_records_are_each_contacts_kernel(scene, variant, steps):
+    """After a step (from the scene's state after 30 steps, some contacts still open, or 120,
+    most touching), each contact's record (distance, normal and friction impulses, slip) is
+    its kernel's at the solution: x3, q3, v25, w25 of the next state and the contact's own
+    slacks and impulses."""
+    mech = contact_scene(scene, variant)
+    h = mech.timestep
+    z = dojo.simulate(mech, steps=steps).state(steps)
+    z3, _ = solve_step(mech, z)
+    data = mech.core_data
+    w, start = np.asarray(data.w), core.cone_structure(mech.core)["contact_start"]
+    bodies = z3.reshape(mech.nb, 13)
+
+    def state_of(b):
+        return WORLD if b < 0 else body_state(bodies[b, 0:3], bodies[b, 6:10], bodies[b, 3:6], bodies[b, 10:13], h)
+
+    for c, contact in enumerate(mech.contacts):
+        n = HALF[contact.model]
+        s, gamma = w[start[c] : start[c] + n], w[start[c] + n : start[c] + 2 * n]
+        out = evaluate(params_of(contact), h, state_of(contact.body), state_of(contact.other), s, gamma, "residual")
+        tag = f"{scene}/{variant} contact {contact.name}"
+        assert_close(f"{tag}: distance", data.contact_distance[c], out["distance"], 1e-12)
+        assert_close(f"{tag}: normal impulse", data.contact_normal_impulse[c], out["normal_impulse"], 1e-12)
+        assert_close(f"{tag}: friction impulse", data.contact_friction_impulse[c], out["friction_impulse"], 1e-12)
+        assert_close(f"{tag}: slip", data.contact_slip[c], out["slip"], 1e-12)
+
+
+def test_no_contacts_no_records():
+    """A mechanism without contacts steps with empty contact records and no cone variables."""
+    mech = dojo.load_scene("pendulum")
+    solve_step(mech, dojo.initial_state(mech))
+    data = mech.core_data
+    assert data.contact_distance.shape == (0,) and data.contact_slip.shape == (0, 2), data.contact_slip.shape
+    cones = core.cone_structure(mech.core)
+    assert cones["degree"] == 0 and cones["contact_start"] == [mech.core.n], cones
 
 
 # ------------------------------------------------------------ the kernel

@@ -93,15 +93,20 @@ def test_inputs_are_forces():
 def test_translational_input_torque_matches_constraint_force():
     """A prismatic joint's input force acts at the child's joint point: pushing a free
     pendulum-like body sideways through an offset produces the lever-arm torque (Dojo halves it)."""
-    from dojo_cli.physics.kinematics import input_rows, joint_kinematics
+    from dojo_cli import _core
 
     body = Body("b", 1.0, np.eye(3))
     mech = Mechanism([body], [Joint("p", "prismatic", ORIGIN, 0, axis=np.array([1.0, 0, 0]), child_vertex=np.array([0, 0, 0.5]))], 0.01)
-    kin = joint_kinematics(mech, np.zeros((1, 3)), np.array([[1.0, 0, 0, 0]]))
-    row = input_rows(mech, kin)[0, mech.free_slot[0]]  # impulse per unit force, child columns 6:12
-    force, torque = row[6:9], row[9:12]
-    assert np.allclose(force, [1, 0, 0])
-    assert np.allclose(torque, np.cross([0, 0, 0.5], [1, 0, 0])), torque
+    z = np.r_[np.zeros(6), 1.0, np.zeros(6)]  # at the origin, identity orientation, at rest
+    w = np.zeros(mech.core.n)
+    data = _core.Data(mech.core)
+    # the body rows of the step's residual hold -h Ju^T u: the impulse per unit force is
+    # the change of the residual per unit input, divided by -h
+    r0, r1 = (np.asarray(_core.step_residual(mech.core, data, z, np.array([u]), w)) for u in (0.0, 1.0))
+    row = (r0 - r1)[:6] / mech.timestep  # [force (world); torque (body frame)] on the child
+    force, torque = row[:3], row[3:6]
+    assert np.allclose(force, [1, 0, 0], atol=1e-12), force
+    assert np.allclose(torque, np.cross([0, 0, 0.5], [1, 0, 0]), atol=1e-12), torque
 
 
 def test_fourbar_redundant_loop_converges_at_default_options():

@@ -1,5 +1,6 @@
-"""Newton matrix against central finite differences for every contact model,
-collision pair and joint limits (Dojo's jacobian.jl "in contact" set)."""
+"""Newton matrix against central finite differences of the residual for every contact
+model, collision pair and joint limits (Dojo's jacobian.jl "in contact" set), both from
+the C++ core, at random iterates with every cone variable strictly inside its cone."""
 
 from __future__ import annotations
 
@@ -7,7 +8,8 @@ import numpy as np
 import pytest
 
 from dojo_cli.physics.coordinates import minimal_to_maximal
-from tests.mechanisms import ball, ball_on, contact_box, limited_pendulum
+import dojo_cli as dojo
+from tests.mechanisms import CONTACT_SCENES, CONTACT_VARIANTS, ball, ball_on, contact_box, contact_scene, limited_pendulum
 from tests.properties.test_newton_matrix import check
 
 MODELS = ["impact", "linear", "nonlinear"]
@@ -49,3 +51,13 @@ def test_ball_inside_box_region():
 def test_joint_limits():
     mech = limited_pendulum(lower=0.8, upper=1.2)
     check(mech, rng_state(mech, [0.9, 1.0]), np.array([0.3]), seed=5)
+
+
+@pytest.mark.parametrize("variant", CONTACT_VARIANTS)
+@pytest.mark.parametrize("scene", CONTACT_SCENES)
+def test_builtin_scenes(scene, variant):
+    """Every built-in contact scene under every contact model (and mixed), in contact:
+    after 120 steps most contacts touch or rest."""
+    mech = contact_scene(scene, variant)
+    z = dojo.simulate(mech, steps=120).state(120)
+    check(mech, z, seed=CONTACT_SCENES.index(scene) * len(CONTACT_VARIANTS) + CONTACT_VARIANTS.index(variant))

@@ -1,37 +1,79 @@
-"""Newton matrix against central finite differences of the residual (Dojo's jacobian.jl)."""
+"""Newton matrix against central finite differences of the residual (Dojo's jacobian.jl),
+both from the C++ core (``_core.step_matrix_dense``, ``_core.step_residual``)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from dojo_cli.simulation.simulate import simulate
-from dojo_cli.simulation.step import StepProblem
+from dojo_cli import _core
 from dojo_cli.simulation.controller import ConstantController
+from dojo_cli.simulation.simulate import simulate
 from tests.mechanisms import CONSTRAINED_JOINT_TYPES, pendulum, random_state, slider, snake, twister
 
 FD_STEP = 1e-6  # central differences: truncation ~1e-12, rounding ~1e-10
 FD_TOL = 1e-6  # relative to the largest entry
+ITERATE_SPREAD = 0.1  # random offset of the iterate from the step's starting point
 
 
-def fd_jacobian(problem: StepProblem, w: np.ndarray) -> np.ndarray:
+class StepSystem:
+    """The nonlinear system of one step from state z with inputs u, evaluated by the core.
+
+    Unknowns w (n,) in the layout of dojo_cli/core/model.h: per body (v25, w25), joint
+    impulses, limit slacks and impulses, per contact slacks and impulses.
+    """
+
+    def __init__(self, mech, z, u=None):
+        self.model = mech.core
+        self.data = _core.Data(mech.core)
+        self.z = np.ascontiguousarray(z, dtype=float)
+        self.u = None if u is None else np.ascontiguousarray(u, dtype=float)
+        self.n = mech.core.n
+
+    def initial_guess(self) -> np.ndarray:
+        """The step's own starting point (warm start from z, cone variables inside their cones)."""
+        return np.asarray(_core.step_initial_guess(self.model, self.data, self.z))
+
+    def residual(self, w: np.ndarray) -> np.ndarray:
+        return np.asarray(_core.step_residual(self.model, self.data, self.z, self.u, np.ascontiguousarray(w)))
+
+    def assert_interior(self, w: np.ndarray) -> None:
+        """Every cone variable of w strictly inside its cone (orthant > 0, u0 > |u1:|)."""
+        cones = _core.cone_structure(self.model)
+        orthant = w[np.array(cones["orthant_s"] + cones["orthant_g"], dtype=int)]
+        assert np.all(orthant > 0), f"orthant variable {orthant.min():.2e} <= 0"
+        for name in ("soc_s", "soc_g"):
+            u = w[np.array(cones[name], dtype=int).reshape(-1, 3)]
+            margin = u[:, 0] - np.linalg.norm(u[:, 1:], axis=1)
+            assert np.all(margin > 0), f"{name}: second-order-cone margin {margin.min():.2e} <= 0"
+
+    def matrix(self, w: np.ndarray) -> np.ndarray:
+        dense = _core.step_matrix_dense(self.model, self.data, self.z, self.u, np.ascontiguousarray(w))
+        return np.asarray(dense).reshape(self.n, self.n)
+
+
+def fd_jacobian(system: StepSystem, w: np.ndarray) -> np.ndarray:
     n = w.size
     out = np.empty((n, n))
     for i in range(n):
         e = np.zeros(n)
         e[i] = FD_STEP
-        out[:, i] = (problem.residual(w + e) - problem.residual(w - e)) / (2 * FD_STEP)
+        out[:, i] = (system.residual(w + e) - system.residual(w - e)) / (2 * FD_STEP)
     return out
 
 
 def check(mech, z, u=None, seed=0):
-    problem = StepProblem(mech, z, u)
+    """The Newton matrix at a random interior iterate near the step's starting point
+    against central differences of the residual."""
+    system = StepSystem(mech, z, u)
     rng = np.random.default_rng(seed)
-    w = problem.initial_guess() + 0.1 * rng.standard_normal(problem.s.n)
-    analytic = problem.s.pattern.to_dense(problem.matrix_values(w))
-    numeric = fd_jacobian(problem, w)
+    w = system.initial_guess() + ITERATE_SPREAD * rng.standard_normal(system.n)
+    system.assert_interior(w)
+    analytic = system.matrix(w)
+    numeric = fd_jacobian(system, w)
     err = np.max(np.abs(analytic - numeric)) / max(1.0, np.max(np.abs(numeric)))
-    assert err < FD_TOL, f"Newton matrix vs finite differences: relative error {err:.2e}"
+    worst = np.unravel_index(np.argmax(np.abs(analytic - numeric)), analytic.shape)
+    assert err < FD_TOL, f"Newton matrix vs finite differences: relative error {err:.2e} at (row, column) {worst}"
 
 
 @pytest.mark.parametrize("joint_type", CONSTRAINED_JOINT_TYPES)
@@ -49,3 +91,13 @@ def test_every_joint_type(build, joint_type):
 def test_simple(build):
     mech = build(spring=2.0, damper=0.3)
     check(mech, random_state(mech, seed=4), np.array([0.1]))
+
+
+def test_starting_point_is_the_warm_start():
+    """The iterate the checks start from: previous midpoint velocities, zero joint impulses."""
+    mech = twister(3, "revolute")
+    z = random_state(mech, seed=5)
+    w0 = StepSystem(mech, z).initial_guess()
+    s = z.reshape(mech.nb, 13)
+    assert np.array_equal(w0[: 6 * mech.nb].reshape(mech.nb, 6), np.c_[s[:, 3:6], s[:, 10:13]]), "v15, w15"
+    assert not np.any(w0[6 * mech.nb :]), "joint impulses start at zero"

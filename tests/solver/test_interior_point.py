@@ -1,4 +1,7 @@
-"""The interior-point solver on problems with known answers, its cone algebra, and regressions."""
+"""The core's interior-point solver (dojo_cli/core/interior_point.h): its cone algebra,
+Nesterov-Todd scaling and cone step length as units, then its behaviour through the public
+step on problems with known answers (a contact's complementarity problem, the projection
+onto the friction cone), its statuses, and regressions."""
 
 from __future__ import annotations
 
@@ -6,10 +9,24 @@ import numpy as np
 import pytest
 
 import dojo_cli as dojo
-from dojo_cli.math.cones import arrow, cone_product
-from dojo_cli.solver.interior_point import interior_point, nesterov_todd, soc_step
-from dojo_cli.solver.linear import DenseFactorization
+from dojo_cli import _core
+from dojo_cli.simulation.step import solve_step
 from dojo_cli.solver.options import SolverOptions
+from dojo_cli.solver.status import SolverStatus
+from tests.mechanisms import ball, contact_box, pendulum, random_state
+
+G = 9.81
+# The scaling's identities hold to rounding of the cone's scale (1e-9 leaves room for
+# points within 1e-8 of the boundary, where W has entries ~1e4).
+SCALING_TOL = 1e-9
+# At rtol = btol = 1e-10 a contact's gap s and impulse gamma have s gamma <= btol: the one
+# that should be zero is below btol / (the other, ~0.1 N s or 0.1 m) ~ 1e-9.
+TIGHT = SolverOptions(rtol=1e-10, btol=1e-10)
+COMPLEMENTARY_ZERO = 1e-8
+# Friction cases at rtol = btol = 1e-8 (test_contact_behaviors' analytic comparisons); the
+# relaxed cone leaves |b| short of mu gn by ~ btol / |slip|, 1e-8 relative here.
+FRICTION = SolverOptions(rtol=1e-8, btol=1e-8)
+
 
 def cone_points(m, margin_scales=(1e-8, 1.0, 100.0), seed=0):
     """Points strictly inside the cone, some within ~1e-8 of its boundary."""
@@ -19,119 +36,245 @@ def cone_points(m, margin_scales=(1e-8, 1.0, 100.0), seed=0):
     return x
 
 
+def cone_product(u, v):
+    """The Jordan product of the second-order cone, (u.v, u0 v[1:] + v0 u[1:]) (definition)."""
+    return np.r_[u @ v, u[0] * v[1:] + v[0] * u[1:]]
+
+
+def arrow(u):
+    """arrow(u) with arrow(u) v = cone_product(u, v)."""
+    return np.array([[u[0], u[1], u[2]], [u[1], u[0], 0.0], [u[2], 0.0, u[0]]])
+
+
+# ------------------------------------------------------------------ cone algebra
 def test_nesterov_todd_scaling_identities():
     s, z = cone_points(300, seed=1), cone_points(300, seed=2)
-    w, w_inv, lam = nesterov_todd(s, z)
-    assert np.max(np.abs(w @ w_inv - np.eye(3))) < 1e-9, "W W^-1 = I"
-    assert np.max(np.abs(w - np.swapaxes(w, 1, 2))) < 1e-12, "W symmetric"
+    w, w_inv, lam = _core.nesterov_todd(s, z)
+    err = np.max(np.abs(w @ w_inv - np.eye(3)))
+    assert err < SCALING_TOL, f"W W^-1 = I: error {err:.2e}"
+    err = np.max(np.abs(w - np.swapaxes(w, 1, 2)))
+    assert err < 1e-12, f"W symmetric: error {err:.2e}"
+    ws = np.einsum("mij,mj->mi", w, s)
+    err = np.max(np.abs(lam - ws) / np.abs(lam).max(axis=1, keepdims=True))
+    assert err < SCALING_TOL, f"lambda = W s: relative error {err:.2e}"
     other = np.einsum("mij,mj->mi", w_inv, z)
-    assert np.max(np.abs(lam - other) / np.abs(lam).max(axis=1, keepdims=True)) < 1e-9, "W s = W^-1 z"
-    assert np.max(np.abs(np.sum(lam * lam, 1) - np.sum(s * z, 1)) / np.sum(s * z, 1)) < 1e-9, "lambda.lambda = s.z"
+    err = np.max(np.abs(lam - other) / np.abs(lam).max(axis=1, keepdims=True))
+    assert err < SCALING_TOL, f"W s = W^-1 z: relative error {err:.2e}"
+    err = np.max(np.abs(np.sum(lam * lam, 1) - np.sum(s * z, 1)) / np.sum(s * z, 1))
+    assert err < SCALING_TOL, f"lambda.lambda = s.z: relative error {err:.2e}"
+    margin = lam[:, 0] - np.linalg.norm(lam[:, 1:], axis=1)
+    assert np.all(margin > 0), f"lambda inside the cone: margin {margin.min():.2e}"
 
 
-def test_arrow_is_the_cone_product():
-    rng = np.random.default_rng(3)
-    u, v = rng.normal(size=(5, 3)), rng.normal(size=(5, 3))
-    assert np.allclose(np.einsum("mij,mj->mi", arrow(u), v), cone_product(u, v))
+def test_nesterov_todd_of_the_cone_identity():
+    """s = z = e = (1, 0, 0): W = I, lambda = e."""
+    e = np.array([[1.0, 0.0, 0.0]])
+    w, w_inv, lam = _core.nesterov_todd(e, e)
+    assert np.allclose(w[0], np.eye(3), atol=1e-15) and np.allclose(w_inv[0], np.eye(3), atol=1e-15), w[0]
+    assert np.allclose(lam, e, atol=1e-15), lam
+
+
+def _nonlinear_contact_rows(seed):
+    """A nonlinear-cone contact's complementarity rows and their Jacobian at random s, gamma."""
+    rng = np.random.default_rng(seed)
+    s, gamma = np.r_[rng.uniform(0.1, 2.0), cone_points(1, (1.0,), seed)[0]], np.r_[
+        rng.uniform(0.1, 2.0), cone_points(1, (1.0,), seed + 1)[0]
+    ]
+    zero3, identity = np.zeros(3), np.array([1.0, 0.0, 0.0, 0.0])
+    a = (np.array([0.0, 0.0, 0.7]), identity, zero3, zero3, 0.01 * np.eye(3))
+    world = (zero3, identity, zero3, zero3, np.zeros((3, 3)))
+    out = _core.evaluate_contact(
+        dict(model="nonlinear", kind="halfspace", radius=0.5), 0.01, *a, *world, s, gamma, "jacobians"
+    )
+    return s, gamma, out["comp"], out["comp_jac"]
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_cone_complementarity_is_the_jordan_product(seed):
+    """The nonlinear cone's complementarity rows are cone_product(gamma, s) of the cone parts
+    (slack 1:4, impulse 1:4), linearised by arrow(gamma) d s + arrow(s) d gamma, and
+    arrow(u) v = cone_product(u, v) = arrow(v) u."""
+    s, gamma, comp, jac = _nonlinear_contact_rows(seed)
+    assert np.allclose(comp[1:4], cone_product(gamma[1:4], s[1:4]), rtol=0, atol=1e-14), comp
+    assert np.array_equal(jac[1:4, 1:4], arrow(gamma[1:4])), "d/ds = arrow(gamma)"
+    assert np.array_equal(jac[1:4, 5:8], arrow(s[1:4])), "d/dgamma = arrow(s)"
+    for u, v in ((gamma[1:4], s[1:4]), (s[1:4], gamma[1:4])):
+        err = np.max(np.abs(arrow(u) @ v - comp[1:4]))
+        assert err < 1e-14, f"arrow(u) v vs cone_product: {err:.2e}"
+    assert comp[0] == gamma[0] * s[0] and jac[0, 0] == gamma[0] and jac[0, 4] == s[0], "orthant pair"
+
+
+# --------------------------------------------------------------- cone step length
+def _one_cone_problem():
+    """A ball with one nonlinear-cone contact: one orthant pair and two second-order cones."""
+    mech = ball(model="nonlinear")
+    cones = _core.cone_structure(mech.core)
+    soc_s, soc_g = (np.array(cones[k], dtype=int).reshape(-1, 3) for k in ("soc_s", "soc_g"))
+    assert len(cones["orthant_s"]) == 1 and soc_s.shape == (1, 3) and cones["degree"] == 2, cones
+    w = np.zeros(mech.core.n)
+    w[cones["orthant_s"] + cones["orthant_g"]] = 1.0
+    w[soc_s[0]] = w[soc_g[0]] = [1.0, 0.0, 0.0]
+    return mech, cones, soc_s[0], soc_g[0], w
 
 
 @pytest.mark.parametrize("margins,tight", [((1e-3, 1.0, 100.0), 1e-7), ((1e-8,), 0.5)], ids=["interior", "near-boundary"])
-def test_soc_step_matches_bisection(margins, tight):
-    """The step to the cone's boundary: never past it; tight (1e-7 relative) for ordinary
-    points, and conservative (Dojo's 1e-14 guards) within ~1e-8 of the boundary."""
+def test_cone_step_matches_bisection(margins, tight):
+    """The step to a second-order cone's boundary, taken as a fraction 0.95 of it (Dojo's
+    tau_soc): never past it; tight (1e-7 relative) for ordinary points, and conservative
+    (Dojo's 1e-14 guards) within ~1e-8 of the boundary. Either cone (slack or impulse)."""
+    mech, _, soc_s, soc_g, w0 = _one_cone_problem()
+    soc_fraction = 0.95
     x = cone_points(400, margins, seed=4)
     dx = np.random.default_rng(5).normal(size=(400, 3)) * 3
     for i in range(len(x)):
-        alpha = soc_step(x[i : i + 1], dx[i : i + 1], 1.0)
+        block = soc_s if i % 2 else soc_g
+        w, dw = w0.copy(), np.zeros_like(w0)
+        w[block], dw[block] = x[i], dx[i]
+        alpha = _core.cone_step(mech.core, w, dw, 1.0)
+
         def inside(a, xi=x[i], di=dx[i]):
             return xi[0] + a * di[0] >= np.linalg.norm(xi[1:] + a * di[1:])
 
-        lo, hi = 0.0, 1.0
-        if inside(1.0):
-            assert alpha == pytest.approx(1.0)
+        if inside(1.0 / soc_fraction):
+            assert alpha == pytest.approx(1.0), f"case {i}: the full step stays inside, alpha {alpha}"
             continue
+        lo, hi = 0.0, 1.0 / soc_fraction
         for _ in range(100):
             mid = (lo + hi) / 2
             lo, hi = (mid, hi) if inside(mid) else (lo, mid)
-        assert lo * (1 - tight) - 1e-12 <= alpha <= lo + 1e-9, (alpha, lo)
+        expected = soc_fraction * lo
+        assert expected * (1 - tight) - 1e-12 <= alpha <= expected + 1e-9, f"case {i}: alpha {alpha}, 0.95 x boundary {expected}"
 
 
-class LCP:
-    """x >= 0, y = M x + q >= 0, x o y = 0 as a cone problem: w = [x, y]."""
-
-    def __init__(self, m, q):
-        n = len(q)
-        self.m, self.q, self.n = m, q, n
-        self.orthant_s, self.orthant_g = np.arange(n, 2 * n), np.arange(n)  # s = y, gamma = x
-        self.orthant_rows = self.orthant_s
-        self.soc_s = self.soc_g = self.soc_rows = np.zeros((0, 3), int)
-        self.equality_rows = np.arange(n)
-        self.degree = n
-
-    def residual(self, w):
-        x, y = w[: self.n], w[self.n :]
-        return np.r_[y - self.m @ x - self.q, x * y]
-
-    def factorize(self, w, soc_jacobians=None):
-        n = self.n
-        x, y = w[:n], w[n:]
-        a = np.block([[-self.m, np.eye(n)], [np.diag(y), np.diag(x)]])
-        return DenseFactorization(a)
-
-    def project(self, w):
-        return w
+def test_orthant_step_is_the_fraction_to_the_boundary():
+    """Orthant pairs: alpha = min(1, tau x / -dx) over the decreasing entries (Dojo's rule),
+    and the whole step is the smallest over every cone."""
+    mech, cones, soc_s, _, w = _one_cone_problem()
+    i_s, i_g = cones["orthant_s"][0], cones["orthant_g"][0]
+    w[i_s], w[i_g] = 0.4, 2.0
+    for tau in (0.95, 0.99, 1.0):
+        dw = np.zeros_like(w)
+        dw[i_s], dw[i_g] = -1.0, -1.0
+        assert _core.cone_step(mech.core, w, dw, tau) == pytest.approx(tau * 0.4, rel=1e-15), f"tau {tau}"
+        dw[soc_s] = [-10.0, 0.0, 0.0]  # reaches its boundary at 0.1: 0.95 x 0.1 (tau_soc <= 0.95)
+        assert _core.cone_step(mech.core, w, dw, tau) == pytest.approx(min(tau, 0.95) * 0.1, rel=1e-9), f"tau {tau}"
+    dw = np.zeros_like(w)
+    dw[i_s] = 5.0  # increasing entries never limit the step
+    assert _core.cone_step(mech.core, w, dw, 0.95) == 1.0
 
 
-def test_lcp_solution():
-    m = np.array([[2.0, 1.0], [1.0, 3.0]])
-    q = np.array([-1.0, 2.0])  # solution: x = (0.5, 0), y = (0, 2.5)
-    res = interior_point(LCP(m, q), np.ones(4), SolverOptions(rtol=1e-10, btol=1e-10))
-    assert res.success, res.status
-    assert np.allclose(res.w, [0.5, 0, 0, 2.5], atol=1e-8), res.w
+def test_complementarity_measure_and_violations():
+    """nu = sum s.gamma / degree over orthant pairs and cones; (rvio, bvio) are the infinity
+    norms of the equality and complementarity rows, NaN propagating."""
+    mech, cones, soc_s, soc_g, _ = _one_cone_problem()
+    rng = np.random.default_rng(6)
+    w = rng.uniform(0.1, 2.0, mech.core.n)
+    pairs = np.dot(w[cones["orthant_s"]], w[cones["orthant_g"]]) + np.dot(w[soc_s], w[soc_g])
+    nu = _core.complementarity_measure(mech.core, w)
+    assert nu == pytest.approx(pairs / cones["degree"], rel=1e-15), nu
+    comp = np.array(cones["is_complementarity"], dtype=bool)
+    assert set(np.flatnonzero(comp)) == set(cones["orthant_s"]) | set(soc_s), "complementarity rows sit at the slacks"
+    r = rng.normal(size=mech.core.n)
+    rvio, bvio = _core.violations(mech.core, r)
+    assert rvio == np.max(np.abs(r[~comp])) and bvio == np.max(np.abs(r[comp])), (rvio, bvio)
+    r[0] = np.nan
+    assert all(np.isnan(v) for v in _core.violations(mech.core, r)), "a NaN residual is never converged"
 
 
-class SOCProjection:
-    """z = p + s, z in the cone, s in the cone, z o s = 0: z is the projection of p onto
-    the second-order cone (the dual cone of -p's polar decomposition)."""
-
-    orthant_s = orthant_g = orthant_rows = np.zeros(0, int)
-    soc_s, soc_g, soc_rows = np.array([[3, 4, 5]]), np.array([[0, 1, 2]]), np.array([[3, 4, 5]])
-    equality_rows = np.arange(3)
-    degree = 1
-
-    def __init__(self, p):
-        self.p = p
-
-    def residual(self, w):
-        z, s = w[:3], w[3:]
-        return np.r_[z - self.p - s, cone_product(z, s)]
-
-    def factorize(self, w, soc_jacobians=None):
-        z, s = w[:3], w[3:]
-        dz, ds = (arrow(s), arrow(z)) if soc_jacobians is None else (soc_jacobians[1][0], soc_jacobians[0][0])
-        return DenseFactorization(np.block([[np.eye(3), -np.eye(3)], [dz, ds]]))
-
-    def project(self, w):
-        return w
+# ------------------------------------------------------- known answers, through the step
+def _ball_at(mech, height, v=(0.0, 0.0, 0.0)):
+    z = np.zeros(13)
+    z[2], z[3:6], z[6] = height, v, 1.0
+    return z
 
 
-@pytest.mark.parametrize("p", [[1.0, 2.0, 0.0], [-1.0, 0.3, -0.4], [0.5, -3.0, 4.0], [2.0, 0.1, 0.1]])
-def test_projection_onto_second_order_cone(p):
-    p = np.array(p)
-    t, v = p[0], p[1:]
-    nv = np.linalg.norm(v)
-    if nv <= t:
-        exact = p
-    elif nv <= -t:
-        exact = np.zeros(3)
-    else:
-        exact = 0.5 * (t + nv) * np.r_[1.0, v / nv]
-    w0 = np.r_[1.5, 0, 0, 1.5, 0, 0]
-    res = interior_point(SOCProjection(p), w0, SolverOptions(rtol=1e-10, btol=1e-10))
-    assert res.success, res.status
-    assert np.allclose(res.w[:3], exact, atol=1e-6), (res.w[:3], exact)
+@pytest.mark.parametrize("model", ["impact", "linear", "nonlinear"])
+def test_contact_complementarity_both_branches(model):
+    """One orthant pair: a ball resting on the ground takes the impulse m g h with zero gap
+    and stays; a ball 0.1 above it takes none and falls freely (v25 = -g h)."""
+    mech = ball(model=model, radius=0.5, mass=2.0)
+    h = mech.timestep
+    z, result = solve_step(mech, _ball_at(mech, 0.5), opts=TIGHT)
+    assert result.success, result.status
+    data = mech.core_data
+    # the relaxed gap s ~ btol / gamma lets the ball rise by s: v25 = s / h, gamma = m (g h + v25)
+    assert abs(data.contact_distance[0]) < COMPLEMENTARY_ZERO, f"gap {data.contact_distance[0]:.2e}"
+    assert np.max(np.abs(z[3:6])) < COMPLEMENTARY_ZERO / h, f"resting ball moves: v25 {z[3:6]}"
+    impulse = data.contact_normal_impulse[0]
+    assert impulse == pytest.approx(2.0 * G * h, abs=2.0 * COMPLEMENTARY_ZERO / h), f"impulse {impulse} vs m g h"
+    z, result = solve_step(mech, _ball_at(mech, 0.6), opts=TIGHT)
+    assert result.success, result.status
+    assert abs(mech.core_data.contact_normal_impulse[0]) < COMPLEMENTARY_ZERO, mech.core_data.contact_normal_impulse
+    # the relaxed impulse ~ btol / 0.1 m changes v25 by less than COMPLEMENTARY_ZERO
+    assert z[3:6] == pytest.approx([0.0, 0.0, -G * h], abs=COMPLEMENTARY_ZERO), z[3:6]
+    gap = mech.core_data.contact_distance[0]
+    assert gap == pytest.approx(0.1 - G * h * h, abs=COMPLEMENTARY_ZERO * h), f"gap {gap} after free fall"
 
 
+def test_friction_is_the_projection_onto_the_cone():
+    """The nonlinear cone's friction impulse is the projection onto {|b| <= mu gn}: a sliding
+    box's friction is on the boundary, |b| = mu gn, opposite to the slip; a box pushed by
+    less than mu m g sticks, with b strictly inside the cone and balancing the push."""
+    mu, h = 0.3, 0.01
+    mech = contact_box(h=h, mu=mu, corners="bottom")
+    d = np.array([np.cos(0.4), np.sin(0.4), 0.0])
+    rest = np.r_[0, 0, 0.25, 0, 0, 0, 1.0, 0, 0, 0, 0, 0, 0]
+    sliding = rest.copy()
+    sliding[3:6] = 2.0 * d
+    _, result = solve_step(mech, sliding, opts=FRICTION)
+    assert result.success, result.status
+    data = mech.core_data
+    gn, b, slip = data.contact_normal_impulse, data.contact_friction_impulse, data.contact_slip
+    assert np.all(gn > 0.1 * G * h / 4), gn
+    on_boundary = np.abs(np.linalg.norm(b, axis=1) / (mu * gn) - 1)
+    assert on_boundary.max() < 1e-6, f"|b| / (mu gn) - 1: {on_boundary}"
+    opposite = np.einsum("ci,ci->c", b / np.linalg.norm(b, axis=1, keepdims=True),
+                         slip / np.linalg.norm(slip, axis=1, keepdims=True))
+    assert np.allclose(opposite, -1.0, atol=1e-9), f"cos(friction, slip) {opposite}"
+
+    push = 0.5 * mu * G  # half of what sliding needs (1 kg)
+    z, result = solve_step(mech, rest, opts=FRICTION, f_ext=np.r_[push * d])
+    assert result.success, result.status
+    gn, b = data.contact_normal_impulse, data.contact_friction_impulse
+    inside = np.linalg.norm(b, axis=1) / (mu * gn)
+    assert inside.max() < 0.9, f"|b| / (mu gn) {inside}: sticking friction is inside the cone"
+    # friction cancels the push: the box keeps less than 1e-3 of the push's velocity h f / m
+    # (what is left is the relaxed cone's slip, ~ btol / (mu gn - |b|))
+    speed = np.linalg.norm(z[3:5])
+    assert speed < 1e-3 * push * h, f"pushed box slides: |v25| {speed:.2e} vs {push * h:.2e} without friction"
+    slip = np.max(np.linalg.norm(data.contact_slip, axis=1))
+    assert slip < 1e-3 * push * h, f"contact slip {slip:.2e}"
+
+
+# ------------------------------------------------------------------------ statuses
+def test_statuses_and_solver_record():
+    """success with both violations below tolerance (and the record equal to the residual at
+    the solution); max_iterations when stopped early; non_finite for a NaN state."""
+    mech = contact_box(corners="bottom")
+    z = np.r_[0, 0, 0.25, 0.5, 0, 0, 1.0, 0, 0, 0, 0, 0, 0]
+    _, result = solve_step(mech, z, opts=TIGHT)
+    assert result.status is SolverStatus.SUCCESS and result.iterations > 1, (result.status, result.iterations)
+    r = np.asarray(_core.step_residual(mech.core, _core.Data(mech.core), z, None, result.w))
+    rvio, bvio = _core.violations(mech.core, r)
+    assert rvio < TIGHT.rtol and bvio < TIGHT.btol, (rvio, bvio)
+    assert result.complementarity == pytest.approx(bvio, rel=1e-12, abs=1e-300), (result.complementarity, bvio)
+    assert result.residual == pytest.approx(max(rvio, bvio), rel=1e-12, abs=1e-300), (result.residual, rvio, bvio)
+
+    _, result = solve_step(mech, z, opts=TIGHT.replace(max_iter=2))
+    assert result.status is SolverStatus.MAX_ITERATIONS and result.iterations == 2, (result.status, result.iterations)
+
+    for m, state in ((mech, z), (pendulum(), random_state(pendulum(), seed=1))):
+        bad = state.copy()
+        bad[0] = np.nan
+        _, result = solve_step(m, bad)
+        assert result.status is SolverStatus.NON_FINITE, f"{m.name}: {result.status}"
+
+    smooth = pendulum()
+    _, result = solve_step(smooth, random_state(smooth, seed=2), opts=TIGHT)
+    assert result.status is SolverStatus.SUCCESS and result.residual < TIGHT.rtol, (result.status, result.residual)
+
+
+# ---------------------------------------------------------------------- regressions
 @pytest.mark.parametrize(
     "scene,overrides",
     [
