@@ -6,7 +6,6 @@ An interrupted simulation (Ctrl-C) keeps the completed steps and exits 130.
 from __future__ import annotations
 
 import sys
-import time
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -19,11 +18,13 @@ from dojo_cli.cli.reporting import echo_err, reports_errors
 from dojo_cli.errors import InputError, SolverError, StorageError
 from dojo_cli.io.storage import StorageWriter
 from dojo_cli.scene.loader import dump_scene
-from dojo_cli.simulation.simulate import iterate, state_record
-from dojo_cli.solver.status import SolverStatus
+from dojo_cli.simulation.run import run
 
 EXIT_INTERRUPTED = 130
 INTEGRATOR = "dojo-variational-midpoint"
+# A long run writes its file at most this often (a killed process loses at most this
+# much; Ctrl-C and solver failures lose nothing).
+FLUSH_SECONDS = 0.25
 
 
 @reports_errors
@@ -48,7 +49,7 @@ def simulate(
     wrt = None
     if gradients or gradients_wrt is not None:
         # here: a run without --gradients does not import the gradient code
-        from dojo_cli.simulation.gradient_record import gradient_dataset_attrs, parse_gradient_wrt, step_gradient_record
+        from dojo_cli.simulation.gradient_record import gradient_dataset_attrs, parse_gradient_wrt
 
         try:
             wrt = parse_gradient_wrt(gradients_wrt or "state,input")
@@ -67,9 +68,6 @@ def simulate(
     opts = mech.default_options.replace(verbose=verbose)
     log = _iteration_logger() if verbose else None
 
-    started = time.perf_counter()
-    failed_steps = 0
-    iterations: list[int] = []
     writer = StorageWriter(
         out,
         scene_yaml=dump_scene(spec),
@@ -83,35 +81,19 @@ def simulate(
         minimal_v_names=[f"{c}_dot" for c in mech.coordinate_names()],
         input_dim=mech.nf,
         dojo_cli_version=__version__,
+        flush_interval=FLUSH_SECONDS,
         extra_attrs={"contact_names": [c.name for c in mech.contacts]} if mech.nc else None,
         dataset_attrs=gradient_dataset_attrs(mech, wrt) if wrt is not None else None,
     )
     progress = None
     try:
         with writer:
-            s0 = state_record(mech, 0.0, mech.initial)
-            writer.write_initial(s0.time, s0.x, s0.q, s0.v, s0.omega, s0.minimal_q, s0.minimal_v)
             progress = _progress(n, quiet)
-            z_prev = mech.initial
-            for rec in iterate(mech, n, mech.initial, mech.controller, opts, mech.external, abort_on_failure, log):
-                s = rec.state
-                extra = _step_extras(rec)
-                if wrt is not None:
-                    # Jacobians of the step just taken, at the state it started from (it is re-solved)
-                    extra.update(step_gradient_record(mech, z_prev, rec.inputs, opts, wrt, s.z))
-                z_prev = s.z
-                writer.write_step(
-                    s.time, s.x, s.q, s.v, s.omega, s.minimal_q, s.minimal_v, rec.inputs,
-                    iterations=rec.iterations, residual=rec.residual, status=rec.status.value,
-                    extra=extra,
-                )
-                iterations.append(rec.iterations)
-                if rec.status is not SolverStatus.SUCCESS:
-                    failed_steps += 1
-                    if verbose:
-                        echo_err(f"step {rec.k}: {rec.status.message} (residual {rec.residual:.3e})")
-                if progress:
-                    progress.advance()
+            summary = run(
+                mech, n, writer, controller=mech.controller, opts=opts, external=mech.external,
+                gradients=tuple(wrt or ()), abort_on_failure=abort_on_failure, log=log,
+                progress=progress.update if progress else None,
+            )
     except SolverError as exc:
         _close(progress)
         echo_err(f"{out}: run stopped, status 'failed' after {writer.steps_completed} steps")
@@ -122,15 +104,14 @@ def simulate(
         raise typer.Exit(EXIT_INTERRUPTED) from None
     _close(progress)
     if not quiet:
-        wall = time.perf_counter() - started
-        med = int(np.median(iterations)) if iterations else 0
-        conv = "all steps converged" if not failed_steps else f"{failed_steps} steps did NOT converge"
+        conv = "all steps converged" if not summary.failed_steps else f"{summary.failed_steps} steps did NOT converge"
         typer.echo(
             f"wrote {out}: {n} steps of {h:g} s ({n * h:g} s simulated), {mech.nb} {'body' if mech.nb == 1 else 'bodies'}, "
-            f"median {med} solver iterations, {conv}; {wall:.2f} s wall ({wall / max(n, 1) * 1e3:.2f} ms/step)"
+            f"median {summary.median_iterations} solver iterations, {conv}; "
+            f"{summary.wall:.2f} s wall ({summary.wall / max(n, 1) * 1e3:.3f} ms/step)"
         )
-    if failed_steps and not quiet:
-        echo_err(f"warning: {failed_steps} of {n} steps did not converge (see solver/status in {out})")
+    if summary.failed_steps and not quiet:
+        echo_err(f"warning: {summary.failed_steps} of {n} steps did not converge (see solver/status in {out})")
 
 
 def _iteration_logger():
@@ -149,18 +130,6 @@ def _iteration_logger():
     return log
 
 
-def _step_extras(rec) -> dict[str, np.ndarray]:
-    """Per-step datasets beyond FORMATS.md's: joint impulses, complementarity, contacts."""
-    extra = {"impulses": rec.impulses, "solver/complementarity": np.float64(rec.complementarity)}
-    if rec.contacts is not None:
-        c = rec.contacts
-        extra.update({
-            "contacts/distance": c.distance, "contacts/normal_impulse": c.normal_impulse,
-            "contacts/friction_impulse": c.friction_impulse, "contacts/slip": c.slip,
-        })
-    return extra
-
-
 class _Progress:
     def __init__(self, total: int):
         from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
@@ -172,8 +141,8 @@ class _Progress:
         self._task = self._p.add_task("sim", total=total)
         self._p.start()
 
-    def advance(self) -> None:
-        self._p.advance(self._task)
+    def update(self, completed: int) -> None:
+        self._p.update(self._task, completed=completed)
 
     def close(self) -> None:
         self._p.stop()

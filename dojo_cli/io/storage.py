@@ -54,6 +54,7 @@ from __future__ import annotations
 
 import json
 import os
+import time as time_module
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from enum import Enum
@@ -217,6 +218,10 @@ class StorageWriter:
         flush_every: steps between block writes (>= 1); a killed process loses at most
             ``flush_every - 1`` steps. Each block write costs a few milliseconds
             (partial compressed chunks are rewritten), so 1 is for tests, not long runs.
+        flush_interval: and at least this many seconds between block writes (a long
+            fast run then writes a few times a second, not once per block; a killed
+            process loses at most that much, an interrupted or failed one nothing:
+            ``finish`` writes every buffered step).
         extra_attrs: further root attributes (must not reuse the format's names).
         dataset_attrs: attributes to set on extra datasets when they are created, by
             dataset path (e.g. ``{"gradients/A": {"rows": [...], "cols": [...]}}``).
@@ -241,6 +246,7 @@ class StorageWriter:
         input_dim: int,
         dojo_cli_version: str,
         flush_every: int = 50,
+        flush_interval: float = 0.0,
         extra_attrs: dict | None = None,
         dataset_attrs: dict[str, dict] | None = None,
     ) -> None:
@@ -255,6 +261,8 @@ class StorageWriter:
 
         self.path = Path(path)
         self.flush_every = int(flush_every)
+        self.flush_interval = float(flush_interval)
+        self._last_flush = time_module.monotonic()
         self.nb = len(body_names)
         self.nq = len(minimal_q_names)
         self.nv = len(minimal_v_names)
@@ -280,7 +288,7 @@ class StorageWriter:
         self._states_on_disk = 0  # state rows written by the last complete flush
         self._state_buffer: dict[str, list] = {name: [] for name in _STATE_DATASETS}
         self._step_buffer: dict[str, list] = {name: [] for name in _STEP_DATASETS}
-        self._extra_buffer: list[dict[str, np.ndarray]] = []
+        self._extra_buffer: list[tuple[int, dict[str, np.ndarray]]] = []  # (rows, arrays by name)
         self._extras: dict[str, h5py.Dataset] = {}
         self._dataset_attrs = {name: dict(attrs) for name, attrs in (dataset_attrs or {}).items()}
 
@@ -380,13 +388,61 @@ class StorageWriter:
             extra: per-step arrays by dataset path (e.g. ``"impulses"``,
                 ``"solver/complementarity"``), each of a fixed shape from step to step.
         """
+        one = lambda a: np.asarray(a)[None]  # noqa: E731
+        self.write_steps(
+            [time], one(x), one(q), one(v), one(omega), one(minimal_q), one(minimal_v), one(inputs),
+            iterations=[iterations], residual=[residual], status=[_status_text(status)],
+            extra={name: one(value) for name, value in (extra or {}).items()},
+        )
+
+    def write_steps(
+        self,
+        time,
+        x,
+        q,
+        v,
+        omega,
+        minimal_q,
+        minimal_v,
+        inputs,
+        *,
+        iterations,
+        residual,
+        status,
+        extra: dict[str, np.ndarray] | None = None,
+    ) -> None:
+        """Store n consecutive steps at once: each argument has a leading axis of n
+        (the arguments of ``write_step`` stacked over steps; ``extra`` arrays too).
+
+        A block is accepted whole or not at all (a Ctrl-C while it is being checked
+        leaves the writer as it was).
+        """
         self._check_open()
         if not self._initial_written:
             raise RuntimeError(f"{self.path}: write_initial must come before write_step")
-        inputs = self._checked("inputs", inputs)
-        status_text = _status_text(status)
-        if len(status_text.encode("utf-8")) > STATUS_BYTES:
-            raise ValueError(f"solver status {status_text!r} is longer than {STATUS_BYTES} bytes")
+        time = np.asarray(time, dtype=float).reshape(-1)
+        n = len(time)
+        if n == 0:
+            return
+        rows = {
+            "time": time,
+            "x": self._checked_block("x", x, n),
+            "q": self._checked_block("q", q, n),
+            "v": self._checked_block("v", v, n),
+            "omega": self._checked_block("omega", omega, n),
+            "minimal/q": self._checked_block("minimal/q", minimal_q, n),
+            "minimal/v": self._checked_block("minimal/v", minimal_v, n),
+        }
+        inputs = self._checked_block("inputs", inputs, n)
+        iterations = np.asarray(iterations, dtype=np.int64).reshape(n)
+        residual = np.asarray(residual, dtype=float).reshape(n)
+        status_text = np.asarray(status)
+        if status_text.dtype.kind != "U":  # enums or mixed objects: their string values
+            status_text = np.array([_status_text(t) for t in status_text.reshape(-1)], dtype=str)
+        status_text = np.char.encode(status_text.reshape(n), "utf-8")
+        if status_text.dtype.itemsize > STATUS_BYTES:
+            longest = max(status_text.tolist(), key=len).decode("utf-8")
+            raise ValueError(f"solver status {longest!r} is longer than {STATUS_BYTES} bytes")
         extra_rows: dict[str, np.ndarray] = {}
         for name, value in (extra or {}).items():
             name = str(name).strip("/")
@@ -394,23 +450,44 @@ class StorageWriter:
             arr = np.asarray(value)
             if arr.dtype.kind in "OUS":
                 raise ValueError(f"extra dataset {name!r}: only numeric arrays are supported, got {arr.dtype}")
+            if arr.ndim == 0 or arr.shape[0] != n:
+                raise ValueError(f"extra dataset {name!r}: expected {n} rows, got shape {arr.shape}")
             known = self._extras.get(name)
-            if known is not None and known.shape[1:] != arr.shape:
-                raise ValueError(f"extra dataset {name!r}: shape {arr.shape}, earlier steps had {known.shape[1:]}")
-            pending = next((row[name] for row in self._extra_buffer if name in row), None)
-            if known is None and pending is not None and pending.shape != arr.shape:
-                raise ValueError(f"extra dataset {name!r}: shape {arr.shape}, earlier steps had {pending.shape}")
+            if known is not None and known.shape[1:] != arr.shape[1:]:
+                raise ValueError(f"extra dataset {name!r}: shape {arr.shape[1:]}, earlier steps had {known.shape[1:]}")
+            pending = next((blk[name] for _, blk in self._extra_buffer if name in blk), None)
+            if known is None and pending is not None and pending.shape[1:] != arr.shape[1:]:
+                raise ValueError(f"extra dataset {name!r}: shape {arr.shape[1:]}, earlier steps had {pending.shape[1:]}")
             extra_rows[name] = arr.copy()
 
-        self._buffer_state(time, x, q, v, omega, minimal_q, minimal_v)
+        for name, block in rows.items():
+            self._state_buffer[name].append(block)
         self._step_buffer["inputs"].append(inputs)
-        self._step_buffer["solver/iterations"].append(int(iterations))
-        self._step_buffer["solver/residual"].append(float(residual))
+        self._step_buffer["solver/iterations"].append(iterations)
+        self._step_buffer["solver/residual"].append(residual)
         self._step_buffer["solver/status"].append(status_text)
-        self._extra_buffer.append(extra_rows)
-        self._steps += 1
-        if self._steps - self._steps_on_disk >= self.flush_every:
+        self._extra_buffer.append((n, extra_rows))
+        self._steps += n
+        if self._steps - self._steps_on_disk >= self.flush_every and (
+            time_module.monotonic() - self._last_flush >= self.flush_interval
+        ):
             self.flush()
+
+    def write_block(self, mech, block) -> None:
+        """Store a run loop's block of steps (simulation.run.StepBlock) with its extras:
+        joint impulses, complementarity, contacts and per-step gradients."""
+        x, v, q, w = block.state_parts(mech.nb)
+        extra = {"impulses": block.impulses, "solver/complementarity": block.complementarity}
+        if mech.nc:
+            extra.update({
+                "contacts/distance": block.contact_distance, "contacts/normal_impulse": block.contact_normal_impulse,
+                "contacts/friction_impulse": block.contact_friction_impulse, "contacts/slip": block.contact_slip,
+            })
+        extra.update(block.gradients)
+        self.write_steps(
+            block.time, x, q, v, w, block.minimal_q, block.minimal_v, block.inputs,
+            iterations=block.iterations, residual=block.residual, status=block.status, extra=extra,
+        )
 
     def flush(self) -> None:
         """Write the buffered steps, update ``steps_completed`` and flush the file.
@@ -437,6 +514,7 @@ class StorageWriter:
         self._extra_buffer.clear()
         self._steps_on_disk = self._steps
         self._states_on_disk = state_target
+        self._last_flush = time_module.monotonic()
 
     def finish(self, status: str, message: str | None = None) -> None:
         """Write every buffered step, set the final status and close the file.
@@ -503,7 +581,7 @@ class StorageWriter:
         if not name or name in _CORE_DATASETS or name in ("minimal", "solver"):
             raise ValueError(f"extra dataset name {name!r} is empty or reserved")
         others = set(_CORE_DATASETS) | set(self._extras) | set(current)
-        others |= {n for row in self._extra_buffer for n in row}
+        others |= {n for _, blk in self._extra_buffer for n in blk}
         for other in others - {name}:
             if name.startswith(other + "/") or other.startswith(name + "/"):
                 raise ValueError(f"extra dataset name {name!r} clashes with dataset {other!r}")
@@ -519,6 +597,17 @@ class StorageWriter:
                 raise ValueError(f"{name}: expected shape {shape}, got {arr.shape}")
         return arr.copy()
 
+    def _checked_block(self, name: str, value, n: int) -> np.ndarray:
+        """``value`` as float64 with n rows of the dataset's row shape, or ValueError naming the field."""
+        arr = np.asarray(value, dtype=float)
+        shape = (n,) + self._shapes[name]
+        if arr.shape != shape:
+            if arr.size == int(np.prod(shape, dtype=np.int64)):
+                arr = arr.reshape(shape)
+            else:
+                raise ValueError(f"{name}: expected shape {shape}, got {arr.shape}")
+        return np.array(arr, copy=True)
+
     def _buffer_state(self, time, x, q, v, omega, minimal_q, minimal_v) -> None:
         rows = {
             "x": self._checked("x", x),
@@ -528,24 +617,23 @@ class StorageWriter:
             "minimal/q": self._checked("minimal/q", minimal_q),
             "minimal/v": self._checked("minimal/v", minimal_v),
         }
-        self._state_buffer["time"].append(float(time))
+        self._state_buffer["time"].append(np.array([float(time)]))
         for name, row in rows.items():
-            self._state_buffer[name].append(row)
+            self._state_buffer[name].append(row[None])
 
     @staticmethod
-    def _top_up(dataset: h5py.Dataset, rows: list, base: int, target: int) -> None:
-        """Grow ``dataset`` to ``target`` rows; ``rows[i]`` is row ``base + i``."""
+    def _top_up(dataset: h5py.Dataset, blocks: list, base: int, target: int) -> None:
+        """Grow ``dataset`` to ``target`` rows; the buffered ``blocks`` (arrays) hold rows
+        ``base`` onwards, in order."""
         n0 = dataset.shape[0]
         missing = target - n0
         if missing <= 0:
             return
+        rows = np.concatenate([np.asarray(b) for b in blocks]) if blocks else np.zeros((0,) + dataset.shape[1:])
         if n0 < base or target - base > len(rows):
             raise RuntimeError(f"{dataset.name}: rows {n0}..{target} are not all buffered (from row {base})")
-        tail = rows[n0 - base : target - base]
-        if h5py.check_string_dtype(dataset.dtype) is not None:
-            block = np.asarray([str(t).encode("utf-8") for t in tail], dtype=dataset.dtype)
-        else:
-            block = np.asarray(tail, dtype=dataset.dtype)
+        # (status strings are buffered utf-8 encoded, as bytes)
+        block = np.asarray(rows[n0 - base : target - base], dtype=dataset.dtype)
         block = block.reshape((missing,) + dataset.shape[1:])
         dataset.resize(target, axis=0)
         dataset[n0:] = block
@@ -553,27 +641,30 @@ class StorageWriter:
     def _flush_extras(self) -> None:
         """Bring every extra dataset to ``steps`` rows, creating datasets on first use."""
         assert self._file is not None
-        rows = self._extra_buffer
-        new = sorted({n for row in rows for n in row} - set(self._extras))
+        entries = self._extra_buffer  # [(rows, {name: (rows, ...) array})]
+        new = sorted({name for _, blk in entries for name in blk} - set(self._extras))
         for name in new:
-            first = next(row[name] for row in rows if name in row)
-            self._extras[name] = _create_series(self._file, name, first.shape, first.dtype)
+            first = next(blk[name] for _, blk in entries if name in blk)
+            self._extras[name] = _create_series(self._file, name, first.shape[1:], first.dtype)
             for key, value in self._dataset_attrs.get(name, {}).items():
                 if isinstance(value, (list, tuple)) and value and all(isinstance(v, str) for v in value):
                     self._extras[name].attrs[key] = [str(v) for v in value]  # labels: an array of strings
                 else:
                     self._extras[name].attrs[key] = _encode_attr(value)
+        total = sum(n for n, _ in entries)
         for name, dataset in self._extras.items():
             fill = _fill_value(dataset.dtype)
             if dataset.shape[0] < self._steps_on_disk:  # rows from before the dataset existed
                 n0 = dataset.shape[0]
                 dataset.resize(self._steps_on_disk, axis=0)
                 dataset[n0:] = fill
-            block = np.full((len(rows),) + dataset.shape[1:], fill, dtype=dataset.dtype)
-            for i, row in enumerate(rows):
-                if name in row:
-                    block[i] = row[name]
-            self._top_up(dataset, list(block), self._steps_on_disk, self._steps)
+            block = np.full((total,) + dataset.shape[1:], fill, dtype=dataset.dtype)
+            row = 0
+            for n, blk in entries:
+                if name in blk:
+                    block[row : row + n] = blk[name]
+                row += n
+            self._top_up(dataset, [block], self._steps_on_disk, self._steps)
 
 
 def _json_default(value: Any) -> Any:

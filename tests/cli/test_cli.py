@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 from dojo_cli.cli import simulate_command
 from dojo_cli.cli.app import app
 from dojo_cli.io.storage import read_storage
+from dojo_cli.simulation.run import FIRST_BLOCK
 
 runner = CliRunner()
 
@@ -149,23 +150,31 @@ def test_failures_without_abort_are_recorded(tmp_path):
     assert read_storage(out).status == "complete"
 
 
-def test_interrupted_run_keeps_steps(tmp_path, monkeypatch):
-    real = simulate_command.iterate
+def interrupt_after(real_run, steps: int):
+    """The run loop with a Ctrl-C arriving once ``steps`` steps are done (as the
+    progress callback sees them: after whole blocks)."""
 
-    def interrupted(*args, **kwargs):
-        for k, rec in enumerate(real(*args, **kwargs)):
-            if k == 5:
+    def run(mech, n, writer, **kwargs):
+        def progress(k):
+            if k >= steps:
                 raise KeyboardInterrupt
-            yield rec
 
-    monkeypatch.setattr(simulate_command, "iterate", interrupted)
+        kwargs["progress"] = progress
+        return real_run(mech, n, writer, **kwargs)
+
+    return run
+
+
+def test_interrupted_run_keeps_steps(tmp_path, monkeypatch):
+    monkeypatch.setattr(simulate_command, "run", interrupt_after(simulate_command.run, 5))
     out = tmp_path / "int.h5"
     res = invoke("simulate", "pendulum", "-o", out, "--steps", 50)
     assert res.exit_code == 130
     assert "interrupted" in res.stderr
     run = read_storage(out)
-    assert run.status == "interrupted" and run.steps_completed == 5
-    assert run.x.shape[0] == 6
+    # the first block of the run loop (simulation.run.FIRST_BLOCK steps) was complete
+    assert run.status == "interrupted" and run.steps_completed == FIRST_BLOCK
+    assert run.x.shape[0] == FIRST_BLOCK + 1 and np.all(np.isfinite(run.x))
 
 
 def test_verbose_prints_iterations(tmp_path):

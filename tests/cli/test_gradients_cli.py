@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 import dojo_cli as dojo
 from dojo_cli.cli import gradient_commands, simulate_command
 from dojo_cli.cli.app import app
+from tests.cli.test_cli import interrupt_after
 from dojo_cli.io.gradient_files import read_gradient_file
 from dojo_cli.io.storage import read_gradient_rows, read_storage
 
@@ -252,7 +253,7 @@ def test_simulate_stores_gradients(tmp_path):
         assert a.shape == (8, 12, 12) and b.shape == (8, 12, 6)
         assert a.compression == "gzip" and a.chunks[1:] == (12, 12)
         assert list(b.attrs["cols"]) == mech.coordinate_names()
-        assert f["gradients/kappa"].shape == (8,) and np.all(f["gradients/mismatch"][...] < 1e-9)
+        assert f["gradients/kappa"].shape == (8,) and "gradients/mismatch" not in f, "taken on the step's own solve"
     run = read_storage(out)
     assert not any(k.startswith("gradients/") for k in run.extras), "gradients are read on request only"
     assert read_storage(out, gradients=True).extras["gradients/A"].shape == (8, 12, 12)
@@ -276,15 +277,7 @@ def test_simulate_gradients_wrt_state_only(tmp_path):
 
 
 def test_interrupted_simulate_keeps_gradients(tmp_path, monkeypatch):
-    real = simulate_command.iterate
-
-    def interrupted(*args, **kwargs):
-        for k, rec in enumerate(real(*args, **kwargs)):
-            if k == 5:
-                raise KeyboardInterrupt
-            yield rec
-
-    monkeypatch.setattr(simulate_command, "iterate", interrupted)
+    monkeypatch.setattr(simulate_command, "run", interrupt_after(simulate_command.run, 5))
     out = tmp_path / "int.h5"
     res = invoke("simulate", "pendulum", "-o", out, "--steps", 50, "--gradients")
     assert res.exit_code == 130
