@@ -51,9 +51,12 @@ def initial_state(mech: Mechanism) -> np.ndarray:
     return z.copy()
 
 
+_DOJO_DEFAULTS = SolverOptions()  # one instance: the core's copy of it is made once
+
+
 def default_options(mech: Mechanism) -> SolverOptions:
     """The scene's solver options (Dojo's defaults for a mechanism built in Python)."""
-    return getattr(mech, "default_options", None) or SolverOptions()
+    return getattr(mech, "default_options", None) or _DOJO_DEFAULTS
 
 
 def step(mech: Mechanism, z, u=None, opts: SolverOptions | None = None, f_ext=None, tau_ext=None) -> np.ndarray:

@@ -12,8 +12,6 @@ residual and the Newton matrix at any unknowns (tests/properties/test_newton_mat
 
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 
 from dojo_cli import _core
@@ -22,12 +20,18 @@ from dojo_cli.solver.options import SolverOptions
 from dojo_cli.solver.status import STATUS_FROM_CODE, SolverResult
 
 
-@functools.lru_cache(maxsize=64)
 def core_options(opts: SolverOptions) -> _core.SolverOptions:
-    """The core's copy of a (frozen, hashable) SolverOptions, converted once."""
-    out = _core.SolverOptions()
-    for name in ("rtol", "btol", "max_iter", "max_ls", "ls_scale", "undercut", "no_progress_max", "no_progress_undercut"):
-        setattr(out, name, getattr(opts, name))
+    """The core's copy of a (frozen) SolverOptions, converted once and kept on it.
+
+    (Kept in the instance's __dict__, outside the dataclass fields: equality, hashing
+    and replace() ignore it, and the options cannot change after it was made.)
+    """
+    out = opts.__dict__.get("_core")
+    if out is None:
+        out = _core.SolverOptions()
+        for name in ("rtol", "btol", "max_iter", "max_ls", "ls_scale", "undercut", "no_progress_max", "no_progress_undercut"):
+            setattr(out, name, getattr(opts, name))
+        opts.__dict__["_core"] = out
     return out
 
 
@@ -87,4 +91,14 @@ def step(mech: Mechanism, z, u=None, opts: SolverOptions | None = None, f_ext=No
         f_ext: (nb,3) external forces on the centres of mass, world frame.
         tau_ext: (nb,3) external torques, body frame.
     """
-    return solve_step(mech, z, u, opts, f_ext, tau_ext)[0]
+    # the shortest path into the core: one call, no solver record (solve_step has it)
+    data = mech.core_data
+    _core.step(
+        mech.core, data, _vector(z, 13 * mech.nb, "state"), None if u is None else _vector(u, mech.nf, "input"),
+        None if f_ext is None else _vector(f_ext, 3 * mech.nb, "f_ext"),
+        None if tau_ext is None else _vector(tau_ext, 3 * mech.nb, "tau_ext"), None, core_options(opts or _DEFAULT),
+    )
+    return data.z_next.copy()
+
+
+_DEFAULT = SolverOptions()
