@@ -1,0 +1,270 @@
+"""The physics against golden files written by the numpy implementation (tests/data/golden).
+
+The goldens were generated once, by tests/data/golden/make_goldens.py on the commit named in
+tests/data/golden/manifest.json, before the physics moved to the C++ core; they are never
+regenerated (see the generator's docstring for what each file holds and how). For every
+built-in scene this re-runs, with the solver options stored in the file:
+
+- the trajectory (dojo.simulate, the scene's own initial state, controller and forces):
+  maximal states and per-step iteration counts over the scene's measured horizon (the steps
+  over which the run is not chaotic), statuses over every step;
+- single steps (dojo.step) from stored states spread over the scene's whole run and at its
+  contact events, which hold the physics after the horizon and the compared trajectory;
+- the Jacobians: maximal A, B at the initial and a mid-run state (unrelaxed, and relaxed
+  with the stored kappa where the scene has contacts or joint limits), minimal A, B for the
+  joint-only scenes that have them, parameter Jacobians for those that have them.
+
+Each assertion names the field, the step and the measured error.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import dojo_cli as dojo
+from dojo_cli.scene.loader import builtin_scene_unavailable
+
+GOLDEN_DIR = Path(__file__).resolve().parent / "data" / "golden"
+MANIFEST = json.loads((GOLDEN_DIR / "manifest.json").read_text())
+SCENES = sorted(MANIFEST["scenes"])
+
+STATE_TOL = 1e-9
+"""Largest |z - z_golden| (any component of a maximal state: m, m/s, quaternion, rad/s).
+
+Over a scene's horizon, runs that start 1e-12 apart stay within 1e-10 of each other, and
+the same run with its linear systems factorised another way (dense LU <-> SuperLU, a
+difference of rounding like the C++ core's) within 9e-12 (fourbar; <= 4e-13 elsewhere;
+the single steps within 5e-13): make_goldens.py measured both. So a core that computes the
+same thing stays well below 1e-9, while 1e-9 is three orders below the solver's own
+tolerance (rtol 1e-6): a change of the equations, of the solver's path (iterations, line
+search, warm start) or of a parameter shows (gravity 1e-7 larger fails every scene with
+gravity at the first step)."""
+
+JACOBIAN_TOL = 1e-7
+"""Largest |J - J_golden| / max(1, |J_golden|) over the entries of a Jacobian.
+
+Relative for large entries, absolute for small ones. With the other linear algebra the
+golden Jacobians move by at most 6e-10 (hopper; quadruped_feet 3e-10, sliding_box 3e-11,
+<= 1e-12 elsewhere), and by ~1e-8 or less when their state moves by 1e-12 (2e-7 for
+quadruped_feet, which stands on four feet the whole run) -- meta: gradient_robustness. States where the
+unrelaxed Jacobian is ill-conditioned (at rest on several contacts) were not used. A
+changed derivative (a term dropped, a sign, a wrong kappa, friction 1e-4 larger) moves
+them by far more."""
+
+STATE_FIELDS = [("x", 3), ("v", 3), ("q", 4), ("omega", 3)]
+TANGENT_FIELDS = ["x", "v", "phi", "omega"]
+
+
+@lru_cache(maxsize=None)
+def golden(scene: str) -> tuple[dict, dict]:
+    """(meta, arrays) of a scene's golden file."""
+    with np.load(GOLDEN_DIR / MANIFEST["scenes"][scene]["file"], allow_pickle=False) as f:
+        arrays = {k: f[k] for k in f.files}
+    return json.loads(str(arrays.pop("meta"))), arrays
+
+
+def mechanism(scene: str):
+    reason = builtin_scene_unavailable(scene)
+    if reason is not None:  # a robot scene without the [robots] extra
+        pytest.skip(f"{scene}: {reason}")
+    return dojo.load_scene(scene)
+
+
+def options(settings: dict) -> dojo.SolverOptions:
+    return dojo.SolverOptions(**settings)
+
+
+def state_label(meta: dict, index: int) -> str:
+    """'body.field[i]' of an entry of a maximal state (13 per body)."""
+    body, offset = divmod(int(index), 13)
+    for name, size in STATE_FIELDS:
+        if offset < size:
+            return f"{meta['body_names'][body]}.{name}[{offset}]"
+        offset -= size
+    raise AssertionError(index)
+
+
+def tangent_label(meta: dict, index: int) -> str:
+    """'body.field[i]' of a tangent coordinate (12 per body: x, v, phi, omega)."""
+    body, offset = divmod(int(index), 12)
+    return f"{meta['body_names'][body]}.{TANGENT_FIELDS[offset // 3]}[{offset % 3}]"
+
+
+def state_error(z: np.ndarray, g: np.ndarray) -> tuple[float, int]:
+    """(largest |z - g|, the index where it is)."""
+    d = np.abs(np.asarray(z) - g)
+    i = int(np.argmax(d))
+    return float(d[i]), i
+
+
+def jacobian_error(j: np.ndarray, g: np.ndarray) -> tuple[float, tuple[int, int]]:
+    """(largest |j - g| / max(1, |g|), the entry where it is)."""
+    if j.shape != g.shape:
+        return float("inf"), (-1, -1)
+    if g.size == 0:
+        return 0.0, (0, 0)
+    e = np.abs(j - g) / np.maximum(1.0, np.abs(g))
+    i = np.unravel_index(int(np.argmax(e)), e.shape)
+    return float(e[i]), (int(i[0]), int(i[1]))
+
+
+# ------------------------------------------------------------------ files
+def test_golden_files_are_the_generated_ones():
+    """Every scene of the manifest has its file, unchanged since generation, from one commit."""
+    problems = []
+    for scene, entry in MANIFEST["scenes"].items():
+        path = GOLDEN_DIR / entry["file"]
+        if not path.exists():
+            problems.append(f"{scene}: {path.name} missing")
+            continue
+        digest = hashlib.sha256(path.read_bytes()).hexdigest()
+        if digest != entry["sha256"]:
+            problems.append(
+                f"{scene}: {path.name} sha256 {digest[:12]} != manifest {entry['sha256'][:12]} "
+                "(goldens are never regenerated)"
+            )
+            continue
+        meta, _ = golden(scene)
+        if meta["source_commit"] != MANIFEST["source_commit"] or meta.get("experimental"):
+            problems.append(f"{scene}: generated on {meta['source_commit']} (experimental={meta.get('experimental')})")
+    count = len(MANIFEST["scenes"])
+    assert count >= 30, f"the manifest lists {count} scenes, not the 30 built-in ones"
+    assert not MANIFEST.get("experimental"), "the goldens were made by an experimental run (--any-commit)"
+    assert not problems, "\n".join(problems)
+
+
+# ------------------------------------------------------------- trajectory
+@pytest.mark.parametrize("scene", SCENES)
+def test_golden_trajectory(scene):
+    meta, g = golden(scene)
+    mech = mechanism(scene)
+    steps, horizon = meta["steps"], meta["horizon"]
+    traj = dojo.simulate(mech, steps=steps, opts=options(meta["solver_options"]))
+    states = np.stack([traj.state(k) for k in range(steps + 1)])
+    assert states.shape == g["states"].shape, f"{scene}: states shape {states.shape}, golden {g['states'].shape}"
+    h = mech.timestep
+    failures = []
+    defaults = dojo.default_options(mech).to_dict()
+    if defaults != meta["solver_options"]:
+        failures.append(
+            f"solver options: the scene's are now {defaults}, the golden's {meta['solver_options']} "
+            "(compared with the golden's)"
+        )
+
+    diff = np.max(np.abs(states[: horizon + 1] - g["states"][: horizon + 1]), axis=1)
+    bad = np.flatnonzero(diff >= STATE_TOL)
+    if bad.size:
+        k = int(bad[0])
+        err, i = state_error(states[k], g["states"][k])
+        failures.append(
+            f"states: |z - golden| = {err:.3e} >= {STATE_TOL:g} first at step {k} (t = {k * h:.4g} s) in "
+            f"{state_label(meta, i)}; largest over the horizon ({horizon} of {steps} steps): "
+            f"{diff.max():.3e} at step {int(np.argmax(diff))}"
+        )
+    iterations = np.asarray(traj.iterations)
+    bad = np.flatnonzero(iterations[:horizon] != g["iterations"][:horizon])
+    if bad.size:
+        k = int(bad[0])
+        failures.append(
+            f"iterations: step {k} (t = {k * h:.4g} s) took {iterations[k]} iterations, golden {g['iterations'][k]} "
+            f"({bad.size} of the {horizon} steps of the horizon differ)"
+        )
+    status = np.array(traj.status, dtype=str)
+    bad = np.flatnonzero(status != g["status"])
+    if bad.size:
+        k = int(bad[0])
+        failures.append(
+            f"status: step {k} (t = {k * h:.4g} s) ended '{status[k]}', golden '{g['status'][k]}' "
+            f"({bad.size} of {steps} steps differ)"
+        )
+    assert not failures, f"{scene}:\n  " + "\n  ".join(failures)
+
+
+# ----------------------------------------------------------- single steps
+@pytest.mark.parametrize("scene", SCENES)
+def test_golden_single_steps(scene):
+    meta, g = golden(scene)
+    mech = mechanism(scene)
+    opts = options(meta["solver_options"])
+    failures = []
+    h = mech.timestep
+    for n, k in enumerate(g["checkpoint_steps"]):
+        z, u = g["checkpoint_states"][n], g["checkpoint_inputs"][n]
+        nxt = dojo.step(mech, z, u, opts)
+        err, i = state_error(nxt, g["checkpoint_next"][n])
+        if not err < STATE_TOL:
+            record = dojo.step_gradients(mech, z, u, opts, wrt=()).result
+            failures.append(
+                f"step from the stored state of step {k} (t = {k * h:.4g} s): |z' - golden| = {err:.3e} "
+                f">= {STATE_TOL:g} in {state_label(meta, i)} (the step took {record.iterations} iterations, golden "
+                f"{g['checkpoint_iterations'][n]}; status {record.status.value})"
+            )
+    assert not failures, f"{scene}:\n  " + "\n  ".join(failures)
+
+
+# -------------------------------------------------------------- Jacobians
+def _compare(failures, meta, what, step, jac, gold, rows="tangent", cols="tangent", col_labels=None):
+    err, (r, c) = jacobian_error(np.asarray(jac), gold)
+    if err < JACOBIAN_TOL:
+        return
+    if r < 0:
+        failures.append(f"{what} at step {step}: shape {np.shape(jac)}, golden {gold.shape}")
+        return
+    row = tangent_label(meta, r) if rows == "tangent" else f"row {r}"
+    if col_labels is not None:
+        col = f"input {col_labels[c]}" if cols == "input" else col_labels[c]
+    else:
+        col = tangent_label(meta, c) if cols == "tangent" else f"column {c}"
+    failures.append(
+        f"{what} at step {step}: |J - G| / max(1, |G|) = {err:.3e} >= {JACOBIAN_TOL:g} at [{row}, {col}] "
+        f"(J = {np.asarray(jac)[r, c]:.10g}, golden {gold[r, c]:.10g})"
+    )
+
+
+@pytest.mark.parametrize("scene", SCENES)
+def test_golden_jacobians(scene):
+    meta, g = golden(scene)
+    mech = mechanism(scene)
+    opts = options(meta["gradient_solver_options"])
+    kappa = meta["kappa"]
+    inputs = mech.coordinate_names()  # one input per free coordinate, in joint order
+    failures = []
+    for n, step in enumerate(g["gradient_steps"]):
+        z, u = g["gradient_states"][n], g["gradient_inputs"][n]
+        A, B = dojo.maximal_gradients(mech, z, u, opts)
+        before = len(failures)
+        _compare(failures, meta, "A", step, A, g["A"][n])
+        _compare(failures, meta, "B", step, B, g["B"][n], cols="input", col_labels=inputs)
+        if len(failures) > before:
+            it = dojo.step_gradients(mech, z, u, opts, wrt=()).result.iterations
+            failures.append(f"  (the step solve at {step} took {it} iterations, golden {g['gradient_iterations'][n]})")
+        if "A_relaxed" in g:
+            A, B = dojo.maximal_gradients(mech, z, u, opts, kappa=kappa)
+            _compare(failures, meta, f"A (kappa {kappa:g})", step, A, g["A_relaxed"][n])
+            _compare(
+                failures, meta, f"B (kappa {kappa:g})", step, B, g["B_relaxed"][n], cols="input", col_labels=inputs
+            )
+        if "A_minimal" in g:
+            y = g["minimal_states"][n]
+            A, B = dojo.minimal_gradients(mech, y, u, opts)
+            _compare(failures, meta, "A_minimal", step, A, g["A_minimal"][n], rows="minimal", cols="minimal")
+            _compare(
+                failures, meta, "B_minimal", step, B, g["B_minimal"][n], rows="minimal", cols="input", col_labels=inputs
+            )
+        if "P" in g:
+            labels = [str(s) for s in g["parameter_labels"]]
+            for key, k in (("P", None), ("P_relaxed", kappa)):
+                if key not in g:
+                    continue
+                P, got = dojo.parameter_gradients(mech, z, u, names=meta["parameter_kinds"], opts=opts, kappa=k)
+                if list(got) != labels:
+                    failures.append(f"{key} at step {step}: parameter labels {got}, golden {labels}")
+                    continue
+                _compare(failures, meta, key, step, P, g[key][n], cols="parameter", col_labels=labels)
+    assert not failures, f"{scene}:\n  " + "\n  ".join(failures)
