@@ -73,3 +73,15 @@ class StorageError(DojoError):
     """Reading or writing a storage file failed: exit code 3."""
 
     exit_code = 3
+
+
+def from_core(exc: Exception, what: str) -> DojoError:
+    """The DojoError for an exception raised by the compiled core (dojo_cli._core).
+
+    Bad arguments (the binding's ValueError or TypeError: a wrong size, a wrong type)
+    are InputError; a failure inside the core (RuntimeError: a matrix that cannot be
+    factorised) is SolverError. Callers ``raise from_core(exc, what) from None``.
+    """
+    if isinstance(exc, (ValueError, TypeError)):
+        return InputError(f"{what}: {exc}")
+    return SolverError(f"{what}: {exc}")

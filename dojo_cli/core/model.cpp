@@ -28,6 +28,30 @@ Model::Model(const ModelInput& in) {
   check_size("gravity", in.gravity.size(), 3);
   for (int k = 0; k < 3; ++k) gravity[k] = in.gravity[k];
 
+  // every number of the description must be finite (a NaN parameter would otherwise
+  // reach the solver and come back as a NaN 'converged' state)
+  const std::pair<const char*, const std::vector<double>*> numbers[] = {
+      {"gravity", &in.gravity},
+      {"mass", &in.mass},
+      {"inertia", &in.inertia},
+      {"parent_vertex", &in.parent_vertex},
+      {"child_vertex", &in.child_vertex},
+      {"orientation_offset", &in.orientation_offset},
+      {"basis", &in.basis},
+      {"spring", &in.spring},
+      {"damper", &in.damper},
+      {"spring_offset", &in.spring_offset},
+      {"limit_sign", &in.limit_sign},
+      {"limit_bound", &in.limit_bound},
+      {"contact_friction", &in.contact_friction},
+      {"contact_radius", &in.contact_radius},
+      {"contact_offset", &in.contact_offset},
+      {"contact_shape", &in.contact_shape},
+  };
+  for (const auto& field : numbers)
+    for (double v : *field.second)
+      if (!std::isfinite(v)) throw std::invalid_argument(std::string("ModelInput.") + field.first + ": not finite (NaN or infinite)");
+
   nb = static_cast<int>(in.mass.size());
   check_size("inertia", in.inertia.size(), 9 * nb);
   mass = in.mass;

@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from dojo_cli import _core
+from dojo_cli.errors import SceneError
 
 # Enum values of the core (core/model.h, core/contact.h).
 CONTACT_MODEL_CODE = {"impact": 0, "nonlinear": 1, "linear": 2}
@@ -66,5 +67,13 @@ def model_input(mech) -> _core.ModelInput:
 
 
 def compile_model(mech) -> _core.Model:
-    """The frozen core Model of a mechanism."""
-    return _core.Model(model_input(mech))
+    """The frozen core Model of a mechanism.
+
+    Raises:
+        SceneError: the core rejects the description (a value that is not finite, an
+            index out of range); the message names the field.
+    """
+    try:
+        return _core.Model(model_input(mech))
+    except (ValueError, TypeError) as exc:
+        raise SceneError(f"mechanism {mech.name!r}: {exc}") from None

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dojo_cli import _core
+from dojo_cli.errors import from_core
 from dojo_cli.model.mechanism import Mechanism
 from dojo_cli.model.parameters import PARAMETER_KINDS, parameter_labels
 from dojo_cli.physics.coordinates import maximal_to_minimal, minimal_to_maximal
@@ -87,9 +88,12 @@ def step_gradients(
     z_next, result = core_step(mech, z, u, opts)
     codes = [PARAMETER_KINDS.index(kind) for kind in params] if "params" in wrt else []
     data = mech.core_data
-    A, B, P, kappa_used = _core.gradients(
-        mech.core, data, "state" in wrt, "input" in wrt, codes, -1.0 if kappa is None else float(kappa)
-    )
+    try:
+        A, B, P, kappa_used = _core.gradients(
+            mech.core, data, "state" in wrt, "input" in wrt, codes, -1.0 if kappa is None else float(kappa)
+        )
+    except (ValueError, TypeError, RuntimeError) as exc:
+        raise from_core(exc, "gradients") from None
     labels = parameter_labels(mech, params) if codes else []
     if kappa is not None and mech.has_inequalities:
         z_next = data.z_next.copy()  # the relaxed step's result

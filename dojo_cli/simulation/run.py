@@ -26,7 +26,7 @@ from typing import Protocol
 import numpy as np
 
 from dojo_cli import _core
-from dojo_cli.errors import SolverError
+from dojo_cli.errors import SolverError, from_core
 from dojo_cli.model.mechanism import Mechanism
 from dojo_cli.simulation.controller import (
     ConstantController, Controller, ExternalForce, ScheduleController, external_wrench,
@@ -206,7 +206,10 @@ def run(
         tick = time.perf_counter()
         if fast:
             inputs = _open_loop_inputs(mech, controller, k, n)
-            out = _core.rollout(mech.core, data, z, n, inputs, lam, core_options(opts), abort_on_failure)
+            try:
+                out = _core.rollout(mech.core, data, z, n, inputs, lam, core_options(opts), abort_on_failure)
+            except (ValueError, TypeError, RuntimeError) as exc:
+                raise from_core(exc, "run") from None
             n = out["steps"]
             if inputs is None:
                 inputs = np.zeros((n, mech.nf))
@@ -285,7 +288,10 @@ def _closed_loop_step(mech, data, k, z, lam, controller, opts, external, gradien
     block = _block(mech, k, h, out, u[None])
     if gradients:
         # on this step's own solve (data still holds it): no re-solve
-        A, B, _, kappa = _core.gradients(mech.core, data, "state" in gradients, "input" in gradients, [], -1.0)
+        try:
+            A, B, _, kappa = _core.gradients(mech.core, data, "state" in gradients, "input" in gradients, [], -1.0)
+        except (ValueError, TypeError, RuntimeError) as exc:
+            raise from_core(exc, f"gradients of step {k}") from None
         if A is not None:
             block.gradients["gradients/A"] = A[None]
         if B is not None:

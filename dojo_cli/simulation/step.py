@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from dojo_cli import _core
+from dojo_cli.errors import InputError, from_core
 from dojo_cli.model.mechanism import Mechanism
 from dojo_cli.solver.options import SolverOptions
 from dojo_cli.solver.status import STATUS_FROM_CODE, SolverResult
@@ -39,9 +40,12 @@ def _vector(a, size: int, what: str) -> np.ndarray | None:
     """a as a contiguous float64 vector of ``size`` entries, or None."""
     if a is None:
         return None
-    out = np.ascontiguousarray(a, dtype=float).reshape(-1)
+    try:
+        out = np.ascontiguousarray(a, dtype=float).reshape(-1)
+    except (TypeError, ValueError) as exc:
+        raise InputError(f"{what}: not an array of numbers ({exc})") from None
     if out.size != size:
-        raise ValueError(f"{what} must have {size} entries, got {out.size}")
+        raise InputError(f"{what} must have {size} entries, got {out.size}")
     return out
 
 
@@ -53,11 +57,14 @@ def core_step(
     ``data`` is the scratch to step in (a run's own; default the mechanism's).
     """
     data = mech.core_data if data is None else data
-    code = _core.step(
-        mech.core, data, _vector(z, 13 * mech.nb, "state"), _vector(u, mech.nf, "input"),
-        _vector(f_ext, 3 * mech.nb, "f_ext"), _vector(tau_ext, 3 * mech.nb, "tau_ext"),
-        _vector(lam0, mech.nl, "lambda0"), core_options(opts),
-    )
+    try:
+        code = _core.step(
+            mech.core, data, _vector(z, 13 * mech.nb, "state"), _vector(u, mech.nf, "input"),
+            _vector(f_ext, 3 * mech.nb, "f_ext"), _vector(tau_ext, 3 * mech.nb, "tau_ext"),
+            _vector(lam0, mech.nl, "lambda0"), core_options(opts),
+        )
+    except (ValueError, TypeError, RuntimeError) as exc:
+        raise from_core(exc, "step") from None
     if log is not None:
         inequalities = mech.has_inequalities
         for it, res, bvio, alpha, kappa, step_norm, rvio in data.log:
@@ -93,11 +100,14 @@ def step(mech: Mechanism, z, u=None, opts: SolverOptions | None = None, f_ext=No
     """
     # the shortest path into the core: one call, no solver record (solve_step has it)
     data = mech.core_data
-    _core.step(
-        mech.core, data, _vector(z, 13 * mech.nb, "state"), None if u is None else _vector(u, mech.nf, "input"),
-        None if f_ext is None else _vector(f_ext, 3 * mech.nb, "f_ext"),
-        None if tau_ext is None else _vector(tau_ext, 3 * mech.nb, "tau_ext"), None, core_options(opts or _DEFAULT),
-    )
+    try:
+        _core.step(
+            mech.core, data, _vector(z, 13 * mech.nb, "state"), None if u is None else _vector(u, mech.nf, "input"),
+            None if f_ext is None else _vector(f_ext, 3 * mech.nb, "f_ext"),
+            None if tau_ext is None else _vector(tau_ext, 3 * mech.nb, "tau_ext"), None, core_options(opts or _DEFAULT),
+        )
+    except (ValueError, TypeError, RuntimeError) as exc:
+        raise from_core(exc, "step") from None
     return data.z_next.copy()
 
 
