@@ -544,6 +544,7 @@ NB_MODULE(_core, m) {
       })
       .def_prop_ro("status", [](const Data& d) { return static_cast<int>(d.status); })
       .def_ro("iterations", &Data::iterations)
+      .def_ro("lu_is_robust", &Data::lu_is_robust, "The last factorisation used the robust elimination order.")
       .def_ro("residual", &Data::residual)
       .def_ro("complementarity", &Data::complementarity);
 

@@ -77,8 +77,8 @@ DOJO_ALWAYS_INLINE void store2(double* p, v2d v) { std::memcpy(p, &v, sizeof v);
   double* name = (M) > 0 ? name##_local : (scratch)
 
 // CALL(M) with M the compile-time size for the common node sizes, M = 0 (run-time
-// size) otherwise: bodies 6, joints 1-6 (+2 per limit: 7 is a limited revolute or
-// prismatic joint), contacts 2, 8, 12. Compile-time sizes run the 20-chain's factor
+// size) otherwise: bodies 6, joints 1-6 (+2 per limit: 7 is a revolute or prismatic
+// joint with one bound, 9 with both, as every URDF robot's), contacts 2, 8, 12. Compile-time sizes run the 20-chain's factor
 // ~2x faster than run-time ones (benchmarks/block_lu_speed.py).
 #ifdef DOJO_BLOCK_LU_RUNTIME_SIZES  // for measuring what the compile-time sizes bring
 #define DOJO_DISPATCH(size, CALL) CALL(0);
@@ -93,6 +93,7 @@ DOJO_ALWAYS_INLINE void store2(double* p, v2d v) { std::memcpy(p, &v, sizeof v);
     case 6: CALL(6); break;       \
     case 7: CALL(7); break;       \
     case 8: CALL(8); break;       \
+    case 9: CALL(9); break;       \
     case 12: CALL(12); break;     \
     default: CALL(0); break;      \
   }
