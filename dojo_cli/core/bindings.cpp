@@ -46,6 +46,15 @@ OutArray view(V& vec, nb::handle owner, std::initializer_list<size_t> shape) {
   return OutArray(vec.data(), shape, owner);
 }
 
+// A property getter: a numpy view of a Data vector, as rows of `cols` (1: a vector).
+template <std::vector<double> Data::*member>
+auto data_view(size_t cols) {
+  return [cols](nb::handle self) {
+    std::vector<double>& v = nb::cast<Data&>(self).*member;
+    return cols == 1 ? OutArray(v.data(), {v.size()}, self) : OutArray(v.data(), {v.size() / cols, cols}, self);
+  };
+}
+
 const double* checked(const std::optional<InArray>& a, size_t size, const char* what) {
   if (!a) return nullptr;
   if (a->size() != size)
@@ -510,38 +519,17 @@ NB_MODULE(_core, m) {
 
   nb::class_<Data>(m, "Data", "Per-run scratch of a Model: the step's state and buffers, allocated once.")
       .def(nb::init<const Model&>(), nb::arg("model"))
-      .def_prop_ro("z_next", [](nb::handle self) {
-        Data& d = nb::cast<Data&>(self);
-        return view(d.z_next, self, {d.z_next.size()});
-      })
-      .def_prop_ro("w", [](nb::handle self) {
-        Data& d = nb::cast<Data&>(self);
-        return view(d.w, self, {d.w.size()});
-      })
-      .def_prop_ro("residual_vector", [](nb::handle self) {
-        Data& d = nb::cast<Data&>(self);
-        return view(d.r, self, {d.r.size()});
-      })
+      .def_prop_ro("z_next", data_view<&Data::z_next>(1))
+      .def_prop_ro("w", data_view<&Data::w>(1))
+      .def_prop_ro("residual_vector", data_view<&Data::r>(1))
       .def_prop_ro("log", [](nb::handle self) {
         Data& d = nb::cast<Data&>(self);
         return view(d.log, self, {static_cast<size_t>(d.log_rows), static_cast<size_t>(kLogColumns)});
       })
-      .def_prop_ro("contact_distance", [](nb::handle self) {
-        Data& d = nb::cast<Data&>(self);
-        return view(d.contact_distance, self, {d.contact_distance.size()});
-      })
-      .def_prop_ro("contact_normal_impulse", [](nb::handle self) {
-        Data& d = nb::cast<Data&>(self);
-        return view(d.contact_normal_impulse, self, {d.contact_normal_impulse.size()});
-      })
-      .def_prop_ro("contact_friction_impulse", [](nb::handle self) {
-        Data& d = nb::cast<Data&>(self);
-        return view(d.contact_friction_impulse, self, {d.contact_friction_impulse.size() / 2, size_t(2)});
-      })
-      .def_prop_ro("contact_slip", [](nb::handle self) {
-        Data& d = nb::cast<Data&>(self);
-        return view(d.contact_slip, self, {d.contact_slip.size() / 2, size_t(2)});
-      })
+      .def_prop_ro("contact_distance", data_view<&Data::contact_distance>(1))
+      .def_prop_ro("contact_normal_impulse", data_view<&Data::contact_normal_impulse>(1))
+      .def_prop_ro("contact_friction_impulse", data_view<&Data::contact_friction_impulse>(2))
+      .def_prop_ro("contact_slip", data_view<&Data::contact_slip>(2))
       .def_prop_ro("status", [](const Data& d) { return static_cast<int>(d.status); })
       .def_ro("iterations", &Data::iterations)
       .def_ro("lu_is_robust", &Data::lu_is_robust, "The last factorisation used the robust elimination order.")

@@ -21,6 +21,12 @@ inline Pose<double> pose_of(const double* x, const double* q, const double* rot,
   return p;
 }
 
+// Kinematics of joint j from per-body arrays x (nb,3), q (nb,4), rot (nb,9) (at z2 or z3).
+inline void joint_kinematics_at(const Model& m, int j, const double* x, const double* q, const double* rot,
+                                JointKinematics<double>& kin) {
+  joint_kinematics(m, j, pose_of(x, q, rot, m.parent[j]), pose_of(x, q, rot, m.child[j]), kin);
+}
+
 // Sum a joint's 12-vector [parent 6 | child 6] into body rows (the world's part dropped).
 inline void scatter12(const Model& m, int j, const double* vals, double scale, double* body) {
   const int a = m.parent[j], b = m.child[j];

@@ -163,9 +163,7 @@ void state_residual_jacobian(const Model& m, Data& d, const double* w, Columns o
     const int r0 = m.joint_row_start[j], r1 = m.joint_row_start[j + 1];
     const int l0 = m.joint_limit_start[j], l1 = m.joint_limit_start[j + 1];
     if (r0 == r1 && l0 == l1) continue;
-    const Pose<double> a = pose_of(d.x3.data(), d.q3.data(), d.rot3.data(), m.parent[j]);
-    const Pose<double> b = pose_of(d.x3.data(), d.q3.data(), d.rot3.data(), m.child[j]);
-    joint_kinematics(m, j, a, b, kin3);
+    joint_kinematics_at(m, j, d.x3.data(), d.q3.data(), d.rot3.data(), kin3);
     for (int rr = r0; rr < r1; ++rr) {
       constraint_row(m, j, m.row_slot[rr], kin3, row3);
       add_z3(out, m.lam + rr, row3.jac, m.parent[j], m.child[j], chain);
@@ -202,9 +200,7 @@ void input_residual_jacobian(const Model& m, Data& d, Columns out) {
   for (int j = 0; j < m.nj; ++j) {
     const int f0 = m.joint_free_start[j], f1 = m.joint_free_start[j + 1];
     if (f0 == f1) continue;
-    const Pose<double> a = pose_of(d.x2.data(), d.q2.data(), d.rot2.data(), m.parent[j]);
-    const Pose<double> b = pose_of(d.x2.data(), d.q2.data(), d.rot2.data(), m.child[j]);
-    joint_kinematics(m, j, a, b, kin);
+    joint_kinematics_at(m, j, d.x2.data(), d.q2.data(), d.rot2.data(), kin);
     for (int f = f0; f < f1; ++f) {
       input_row(m, j, m.free_slot[f], kin, row);
       scatter12(m, j, row.jac, -m.h, &out.at(0, f));
@@ -256,9 +252,7 @@ void parameter_residual_jacobian(const Model& m, Data& d, const double* w, const
         for (int j = 0; j < m.nj; ++j) {
           const int f0 = m.joint_free_start[j], f1 = m.joint_free_start[j + 1];
           if (f0 == f1) continue;
-          const Pose<double> a = pose_of(d.x2.data(), d.q2.data(), d.rot2.data(), m.parent[j]);
-          const Pose<double> b = pose_of(d.x2.data(), d.q2.data(), d.rot2.data(), m.child[j]);
-          joint_kinematics(m, j, a, b, kin);
+          joint_kinematics_at(m, j, d.x2.data(), d.q2.data(), d.rot2.data(), kin);
           const Vec3<double> rv = rotation_vector(kin.q_rel);
           for (int f = f0; f < f1; ++f) {
             minimal_row(m, j, m.free_slot[f], kin, rv, row);

@@ -136,9 +136,7 @@ bool step_setup(const Model& m, Data& d, const double* z, const double* u, const
   JointRow<double> row;
   double gen[12];
   for (int j = 0; j < m.nj; ++j) {
-    const Pose<double> a = pose_of(d.x2.data(), d.q2.data(), d.rot2.data(), m.parent[j]);
-    const Pose<double> b = pose_of(d.x2.data(), d.q2.data(), d.rot2.data(), m.child[j]);
-    joint_kinematics(m, j, a, b, kin);
+    joint_kinematics_at(m, j, d.x2.data(), d.q2.data(), d.rot2.data(), kin);
     for (int r = m.joint_row_start[j]; r < m.joint_row_start[j + 1]; ++r) {
       constraint_row(m, j, m.row_slot[r], kin, row);
       std::copy(row.jac, row.jac + 12, &d.jg2[12 * r]);
@@ -194,9 +192,7 @@ void step_residual(const Model& m, Data& d, const double* w, double* r) {
     const int r0 = m.joint_row_start[j], r1 = m.joint_row_start[j + 1];
     const int l0 = m.joint_limit_start[j], l1 = m.joint_limit_start[j + 1];
     if (r0 == r1 && l0 == l1) continue;
-    const Pose<double> a = pose_of(d.x3.data(), d.q3.data(), d.rot3.data(), m.parent[j]);
-    const Pose<double> b = pose_of(d.x3.data(), d.q3.data(), d.rot3.data(), m.child[j]);
-    joint_kinematics(m, j, a, b, kin);
+    joint_kinematics_at(m, j, d.x3.data(), d.q3.data(), d.rot3.data(), kin);
     for (int rr = r0; rr < r1; ++rr) {
       constraint_row(m, j, m.row_slot[rr], kin, row);
       r[m.lam + rr] = row.value;
@@ -286,9 +282,7 @@ void step_matrix(const Model& m, Data& d, const double* w) {
     const int r0 = m.joint_row_start[j], r1 = m.joint_row_start[j + 1];
     const int l0 = m.joint_limit_start[j], l1 = m.joint_limit_start[j + 1];
     const int bodies[2] = {m.parent[j], m.child[j]};
-    const Pose<double> a = pose_of(d.x3.data(), d.q3.data(), d.rot3.data(), bodies[0]);
-    const Pose<double> b = pose_of(d.x3.data(), d.q3.data(), d.rot3.data(), bodies[1]);
-    joint_kinematics(m, j, a, b, kin);
+    joint_kinematics_at(m, j, d.x3.data(), d.q3.data(), d.rot3.data(), kin);
     BlockRef diag = block(m, d, m.blk_joint_diag[j]);
     for (int rr = r0; rr < r1; ++rr) {
       const int li = m.local_index[m.lam + rr];
