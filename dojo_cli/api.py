@@ -19,7 +19,7 @@ from dojo_cli.physics.coordinates import maximal_to_minimal as _max_to_min
 from dojo_cli.physics.coordinates import minimal_to_maximal as _min_to_max
 from dojo_cli.scene.builder import build_mechanism
 from dojo_cli.scene.loader import load_scene_spec
-from dojo_cli.model.parameters import parameter_labels, parameter_values, with_parameters
+from dojo_cli.model.parameters import parameter_labels, parameter_values, with_parameters  # noqa: F401 (re-exported)
 from dojo_cli.simulation import gradients as _grad
 from dojo_cli.simulation import simulate as _sim
 from dojo_cli.simulation.controller import Controller

@@ -40,7 +40,6 @@ translation-only Planar).
 
 from __future__ import annotations
 
-import fnmatch
 import io
 import logging
 import math
@@ -54,7 +53,6 @@ import numpy as np
 
 from dojo_cli.errors import Problem, SceneError
 from dojo_cli.scene.robots import UnresolvedPackage, package_search_path, resolve_resource
-from dojo_cli.scene.schema import SceneSource
 
 URDF_JOINT_TYPES = ("revolute", "continuous", "prismatic", "fixed", "floating", "planar")
 """Joint types of the URDF specification (all are read)."""

@@ -33,7 +33,7 @@ from dojo_cli.simulation.controller import (
 )
 from dojo_cli.simulation.step import core_options, core_step
 from dojo_cli.solver.options import SolverOptions
-from dojo_cli.solver.status import STATUS_FROM_CODE, SolverStatus
+from dojo_cli.solver.status import STATUS_FROM_CODE
 
 # Aim for blocks of about this many seconds of stepping (progress and Ctrl-C latency).
 BLOCK_SECONDS = 0.05
@@ -351,4 +351,4 @@ class TrajectoryRecorder:
         )
 
 
-__all__ = ["RunSummary", "RunWriter", "StepBlock", "TrajectoryRecorder", "minimal_state", "run", "SolverStatus"]
+__all__ = ["RunSummary", "RunWriter", "StepBlock", "TrajectoryRecorder", "minimal_state", "run"]

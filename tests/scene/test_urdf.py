@@ -9,7 +9,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import yaml
 from typer.testing import CliRunner
 
 import dojo_cli as dojo
