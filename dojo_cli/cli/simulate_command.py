@@ -5,7 +5,10 @@ An interrupted simulation (Ctrl-C) keeps the completed steps and exits 130.
 
 from __future__ import annotations
 
+import contextlib
+import signal
 import sys
+import threading
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -20,7 +23,8 @@ from dojo_cli.io.storage import StorageWriter
 from dojo_cli.scene.loader import dump_scene
 from dojo_cli.simulation.run import run
 
-EXIT_INTERRUPTED = 130
+# Every step was taken but some did not converge (docs/storage.md, status complete_with_failures).
+EXIT_COMPLETE_WITH_FAILURES = 4
 INTEGRATOR = "dojo-variational-midpoint"
 # A long run writes its file at most this often (a killed process loses at most this
 # much; Ctrl-C and solver failures lose nothing).
@@ -87,21 +91,30 @@ def simulate(
     )
     progress = None
     try:
-        with writer:
+        with writer, _signals_as_requests() as stop:
             progress = _progress(n, quiet)
+
+            def advance(k: int) -> None:
+                if progress is not None:
+                    progress.update(k)
+                stop.check()  # a signal stops the run here, between whole blocks
+
             summary = run(
                 mech, n, writer, controller=mech.controller, opts=opts, external=mech.external,
-                gradients=tuple(wrt or ()), abort_on_failure=abort_on_failure, log=log,
-                progress=progress.update if progress else None,
+                gradients=tuple(wrt or ()), abort_on_failure=abort_on_failure, log=log, progress=advance,
             )
     except SolverError as exc:
         _close(progress)
         echo_err(f"{out}: run stopped, status 'failed' after {writer.steps_completed} steps")
         raise exc
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
         _close(progress)
-        echo_err(f"{out}: interrupted; the file keeps the {writer.steps_completed} completed steps (status 'interrupted')")
-        raise typer.Exit(EXIT_INTERRUPTED) from None
+        signum = getattr(exc, "signum", signal.SIGINT)
+        echo_err(
+            f"{out}: interrupted by {signal.Signals(signum).name}; the file keeps the {writer.steps_completed} "
+            "completed steps (status 'interrupted')"
+        )
+        raise typer.Exit(128 + signum) from None
     _close(progress)
     if not quiet:
         conv = "all steps converged" if not summary.failed_steps else f"{summary.failed_steps} steps did NOT converge"
@@ -110,8 +123,60 @@ def simulate(
             f"median {summary.median_iterations} solver iterations, {conv}; "
             f"{summary.wall:.2f} s wall ({summary.wall / max(n, 1) * 1e3:.3f} ms/step)"
         )
-    if summary.failed_steps and not quiet:
-        echo_err(f"warning: {summary.failed_steps} of {n} steps did not converge (see solver/status in {out})")
+    if summary.failed_steps:
+        # said even with -q (it silences progress, not failures), and a distinct exit code
+        echo_err(
+            f"{out}: {summary.failed_steps} of {n} steps did not converge, the first at step {writer.first_failed_step} "
+            f"(t = {writer.first_failed_step * h:.6g} s); status 'complete_with_failures' (see solver/status)"
+        )
+        raise typer.Exit(EXIT_COMPLETE_WITH_FAILURES)
+
+
+class Terminated(KeyboardInterrupt):
+    """A signal stopped the run (SIGINT, SIGTERM or SIGHUP): the file is finished as
+    'interrupted' with every completed step, exit code 128 + the signal."""
+
+    def __init__(self, signum: int):
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+class _StopRequest:
+    """Set by the signal handlers; the run loop stops at its next block boundary.
+
+    The handlers only record the signal: raising from a handler would interrupt
+    whatever Python code happens to run (a weakref callback swallows it and the run
+    goes on; a second Ctrl-C during the file's clean-up would break the clean-up).
+    """
+
+    def __init__(self):
+        self.signum: int | None = None
+
+    def handler(self, signum, frame) -> None:
+        if self.signum is None:
+            self.signum = signum
+
+    def check(self) -> None:
+        if self.signum is not None:
+            raise Terminated(self.signum)
+
+
+@contextlib.contextmanager
+def _signals_as_requests():
+    """While a run writes its file, SIGINT, SIGTERM and SIGHUP (what `timeout`, batch
+    schedulers and a closed terminal send) ask it to stop cleanly at the next block."""
+    request = _StopRequest()
+    installed = {}
+    if threading.current_thread() is threading.main_thread():
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            if signal.getsignal(sig) is signal.SIG_IGN:
+                continue  # ignored on purpose by whoever started us (nohup ignores SIGHUP)
+            installed[sig] = signal.signal(sig, request.handler)
+    try:
+        yield request
+    finally:
+        for sig, previous in installed.items():
+            signal.signal(sig, previous)
 
 
 def _iteration_logger():

@@ -29,6 +29,7 @@ enum class SolverStatus : int {
   LineSearchFailure = 2,
   NonFinite = 3,       // the state, an input or a force is NaN or infinite: nothing was solved
   SingularMatrix = 4,  // the Newton matrix could not be factorised (a zero or non-finite pivot)
+  Diverged = 5,        // the solve converged to a state beyond the model's bounds (Model::state_bound)
 };
 
 // Columns of one iteration's log line (--verbose): Dojo's table.

@@ -210,6 +210,17 @@ Model::Model(const ModelInput& in) {
     contacts.push_back(p);
   }
 
+  // ---- divergence bound from the scene's length scale
+  {
+    double scale = 0.0;
+    for (const std::vector<double>* v : {&parent_vertex, &child_vertex, &contact_offset, &contact_radius})
+      for (double x : *v) scale = std::max(scale, std::fabs(x));
+    for (int c = 0; c < nc; ++c)
+      for (int k = 0; k < 7; ++k)
+        if (!(contact_kind[c] == 0 && k < 3)) scale = std::max(scale, std::fabs(contact_shape[7 * c + k]));  // not a normal
+    state_bound = kDivergenceFactor * (1.0 + scale);
+  }
+
   // ---- unknown layout
   nv = 6 * nb;
   lam = nv;

@@ -22,6 +22,9 @@
 namespace dojo {
 
 constexpr int kWorld = -1;  // parent index meaning the world frame
+// Divergence bound relative to the scene's length scale (Model::state_bound): far beyond
+// any motion a scene describes (10^8 body lengths), far below overflow.
+constexpr double kDivergenceFactor = 1e8;
 
 // The description handed over from Python (every array flat, row-major).
 struct ModelInput {
@@ -124,6 +127,13 @@ struct Model {
   std::vector<int> blk_contact_ab[2];           // (nc,) a-b [0] and b-a [1] body coupling
   // position of an unknown inside its node (row/column within blocks)
   std::vector<int> local_index;  // (n,)
+
+  // A step whose next state has a position beyond state_bound (m) or a linear velocity
+  // beyond state_bound / h (m/s) diverged, whatever the solver says: the integrator
+  // cannot be trusted there (a spring too stiff for the timestep, a huge input).
+  // state_bound = kDivergenceFactor (1 + the scene's length scale: joint vertices,
+  // contact offsets, radii and shapes).
+  double state_bound = 0.0;
 
   int input_dimension() const { return nf; }
 };

@@ -485,6 +485,23 @@ SolverStatus step(const Model& m, Data& d, const double* z, const double* u, con
   step_initial_guess(m, d, lambda0);
   d.status = (m.nlim > 0 || m.nc > 0) ? interior_point(m, d, opts) : newton(m, d, opts);
   step_next_state(m, d, d.w.data());
+  // a "converged" step must also land on a finite state within the model's bounds
+  if (d.status == SolverStatus::Success) {
+    const double v_bound = m.state_bound / m.h;
+    for (int b = 0; b < m.nb && d.status == SolverStatus::Success; ++b)
+      for (int k = 0; k < 13; ++k) {
+        const double x = d.z_next[13 * b + k];
+        if (!std::isfinite(x)) {
+          d.status = SolverStatus::NonFinite;
+          break;
+        }
+        const double bound = k < 3 ? m.state_bound : (k < 6 ? v_bound : std::numeric_limits<double>::infinity());
+        if (std::fabs(x) > bound) {
+          d.status = SolverStatus::Diverged;
+          break;
+        }
+      }
+  }
   step_contact_records(m, d, d.w.data());
   return d.status;
 }

@@ -73,7 +73,11 @@ STATUS_RUNNING = "running"
 STATUS_COMPLETE = "complete"
 STATUS_INTERRUPTED = "interrupted"
 STATUS_FAILED = "failed"
-FINAL_STATUSES = (STATUS_COMPLETE, STATUS_INTERRUPTED, STATUS_FAILED)
+# Every step was taken but some did not converge (solver/status says which): a run is
+# "complete" only when every step converged.
+STATUS_COMPLETE_WITH_FAILURES = "complete_with_failures"
+FINAL_STATUSES = (STATUS_COMPLETE, STATUS_COMPLETE_WITH_FAILURES, STATUS_INTERRUPTED, STATUS_FAILED)
+STEP_SUCCESS = b"success"
 
 # Width of the fixed-length solver/status strings: SolverStatus values are at most 19
 # bytes; fixed width (unlike variable-length strings) compresses and needs no heap.
@@ -109,6 +113,8 @@ _RESERVED_ATTRS = frozenset(
         "integrator",
         "status",
         "steps_completed",
+        "failed_steps",
+        "first_failed_step",
         "created",
         "finished",
         "status_message",
@@ -284,6 +290,8 @@ class StorageWriter:
         self._finished = False
         self._initial_written = False
         self._steps = 0  # steps accepted (written or buffered)
+        self._failed = 0  # of which the solver failed
+        self._first_failed = -1  # index of the first of those
         self._steps_on_disk = 0  # step rows written by the last complete flush
         self._states_on_disk = 0  # state rows written by the last complete flush
         self._state_buffer: dict[str, list] = {name: [] for name in _STATE_DATASETS}
@@ -336,6 +344,16 @@ class StorageWriter:
     def steps_completed(self) -> int:
         """Steps accepted so far (written to disk or buffered for the next block)."""
         return self._steps
+
+    @property
+    def failed_steps(self) -> int:
+        """Steps accepted so far whose solver status is not ``success``."""
+        return self._failed
+
+    @property
+    def first_failed_step(self) -> int:
+        """Index of the first of them, or -1."""
+        return self._first_failed
 
     @property
     def finished(self) -> bool:
@@ -467,6 +485,10 @@ class StorageWriter:
         self._step_buffer["solver/residual"].append(residual)
         self._step_buffer["solver/status"].append(status_text)
         self._extra_buffer.append((n, extra_rows))
+        failed = np.flatnonzero(status_text != STEP_SUCCESS)
+        if failed.size and self._first_failed < 0:
+            self._first_failed = self._steps + int(failed[0])
+        self._failed += int(failed.size)
         self._steps += n
         if self._steps - self._steps_on_disk >= self.flush_every and (
             time_module.monotonic() - self._last_flush >= self.flush_interval
@@ -506,6 +528,8 @@ class StorageWriter:
                 self._top_up(self._datasets[name], self._step_buffer[name], self._steps_on_disk, self._steps)
             self._flush_extras()
             self._file.attrs["steps_completed"] = self._steps
+            self._file.attrs["failed_steps"] = self._failed
+            self._file.attrs["first_failed_step"] = self._first_failed
             self._file.flush()
         except OSError as exc:
             raise StorageError(f"{self.path}: cannot write storage file: {exc}") from exc
@@ -520,12 +544,15 @@ class StorageWriter:
         """Write every buffered step, set the final status and close the file.
 
         Args:
-            status: ``"complete"``, ``"interrupted"`` or ``"failed"``.
+            status: ``"complete"``, ``"interrupted"`` or ``"failed"`` (``"complete"``
+                becomes ``"complete_with_failures"`` when a step did not converge).
             message: optional reason, stored as the ``status_message`` attribute.
         """
         status = _status_text(status)
         if status not in FINAL_STATUSES:
             raise ValueError(f"finish status must be one of {', '.join(FINAL_STATUSES)}, got {status!r}")
+        if status == STATUS_COMPLETE and self._failed:
+            status = STATUS_COMPLETE_WITH_FAILURES  # "complete" means every step converged
         self._check_open()
         assert self._file is not None
         try:

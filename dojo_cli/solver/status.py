@@ -16,6 +16,7 @@ class SolverStatus(str, Enum):
     LINE_SEARCH_FAILURE = "line_search_failure"
     NON_FINITE = "non_finite"
     SINGULAR_MATRIX = "singular_matrix"
+    DIVERGED = "diverged"
 
     @property
     def message(self) -> str:
@@ -26,6 +27,7 @@ class SolverStatus(str, Enum):
             SolverStatus.LINE_SEARCH_FAILURE: "the line search found no step that reduces the residual",
             SolverStatus.NON_FINITE: "was given a state, input or force that is not finite (NaN or infinite)",
             SolverStatus.SINGULAR_MATRIX: "could not factorise the Newton matrix (a zero or non-finite pivot)",
+            SolverStatus.DIVERGED: "converged to a state beyond the scene's bounds (the step diverged: too stiff for the timestep?)",
         }[self]
 
 
@@ -61,4 +63,5 @@ STATUS_FROM_CODE = (
     SolverStatus.LINE_SEARCH_FAILURE,
     SolverStatus.NON_FINITE,
     SolverStatus.SINGULAR_MATRIX,
+    SolverStatus.DIVERGED,
 )

@@ -145,9 +145,41 @@ def test_abort_on_failure_marks_file_failed(tmp_path):
 def test_failures_without_abort_are_recorded(tmp_path):
     out = tmp_path / "f.h5"
     res = invoke("simulate", "pendulum", "-o", out, "--steps", 3, "--set", "solver.rtol=1e-300", "--set", "solver.max_iter=1")
-    assert res.exit_code == 0
-    assert "did not converge" in res.stderr
-    assert read_storage(out).status == "complete"
+    assert res.exit_code == 4, "a run with failed steps is not a success"
+    assert "3 of 3 steps did not converge, the first at step 0" in res.stderr
+    assert read_storage(out).status == "complete_with_failures"
+
+
+def test_failures_are_reported_even_when_quiet(tmp_path):
+    out = tmp_path / "q.h5"
+    res = invoke("simulate", "box", "-o", out, "--steps", 20, "-q", "--set", "solver.max_iter=2")
+    assert res.exit_code == 4
+    assert "20 of 20 steps did not converge" in res.stderr and "complete_with_failures" in res.stderr
+    with h5py.File(out) as f:
+        assert f.attrs["status"] == "complete_with_failures"
+        assert f.attrs["failed_steps"] == 20 and f.attrs["first_failed_step"] == 0
+
+
+def test_a_diverging_step_is_never_success(tmp_path):
+    """A spring far too stiff for the timestep: Newton converges each step to a state
+    that grows by orders of magnitude (the issue's slider at k = 1e12)."""
+    out = tmp_path / "d.h5"
+    res = invoke("simulate", "slider", "-o", out, "--steps", 60, "-q", "--set", "joints.0.spring=1e12")
+    assert res.exit_code == 4, res.stderr
+    with h5py.File(out) as f:
+        status = [s.decode() for s in f["solver/status"][...]]
+        x = f["x"][...]
+        assert f.attrs["status"] == "complete_with_failures"
+        first = int(f.attrs["first_failed_step"])
+        assert status[first] == "diverged" and "success" not in status[first:], status
+        assert np.all(np.isfinite(x[: first + 1])), "states before the divergence are finite"
+
+
+def test_complete_means_every_step_converged(tmp_path):
+    out = tmp_path / "c.h5"
+    assert invoke("simulate", "pendulum", "-o", out, "--steps", 20, "-q").exit_code == 0
+    with h5py.File(out) as f:
+        assert f.attrs["status"] == "complete" and f.attrs["failed_steps"] == 0 and f.attrs["first_failed_step"] == -1
 
 
 def interrupt_after(real_run, steps: int):
