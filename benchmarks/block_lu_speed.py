@@ -35,20 +35,10 @@ import os
 import sys
 
 
-def _pin_blas_threads(argv: list[str]) -> str:
-    threads = "1"
-    for i, arg in enumerate(argv):
-        if arg == "--blas-threads" and i + 1 < len(argv):
-            threads = argv[i + 1]
-        elif arg.startswith("--blas-threads="):
-            threads = arg.split("=", 1)[1]
-    if threads != "0":
-        for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-            os.environ[var] = threads
-    return threads
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bench_common  # noqa: E402  (BLAS threads are set before numpy loads)
 
-
-BLAS_THREADS = _pin_blas_threads(sys.argv)
+BLAS_THREADS = bench_common.pin_blas_threads(sys.argv)
 
 import argparse  # noqa: E402
 import gc  # noqa: E402

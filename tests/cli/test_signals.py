@@ -38,8 +38,9 @@ def wait_for_file(path: Path, timeout: float) -> None:
         time.sleep(0.05)
 
 
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT])
-def test_signal_finishes_the_file_as_interrupted(tmp_path, sig):
+def run_and_signal(tmp_path: Path, signals: list[tuple[int, float]]) -> tuple[int, str, Path]:
+    """Start a long `dojo simulate`, send ``signals`` ((signal, seconds before it)) once
+    it is writing, and return (exit code, stderr, the file)."""
     out = tmp_path / "sig.h5"
     # closed loop (--gradients): one step per core call, so the run lasts long enough
     child = subprocess.Popen(
@@ -49,12 +50,20 @@ def test_signal_finishes_the_file_as_interrupted(tmp_path, sig):
     try:
         wait_for_file(out, 30.0)
         time.sleep(START_SECONDS / 4)
-        child.send_signal(sig)
+        for sig, gap in signals:
+            time.sleep(gap)
+            child.send_signal(sig)
         _, err = child.communicate(timeout=60)
     finally:
         if child.poll() is None:
             child.kill()
-    assert child.returncode == 128 + sig, (child.returncode, err)
+    return child.returncode, err, out
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT])
+def test_signal_finishes_the_file_as_interrupted(tmp_path, sig):
+    code, err, out = run_and_signal(tmp_path, [(sig, 0.0)])
+    assert code == 128 + sig, (code, err)
     assert f"interrupted by {signal.Signals(sig).name}" in err and "Traceback" not in err, err
     with h5py.File(out) as f:
         assert f.attrs["status"] == "interrupted"
@@ -68,22 +77,8 @@ def test_signal_finishes_the_file_as_interrupted(tmp_path, sig):
 
 @pytest.mark.parametrize("gap", [0.0, 0.005, 0.05])
 def test_a_second_ctrl_c_during_the_clean_up_keeps_the_file_consistent(tmp_path, gap):
-    out = tmp_path / "twice.h5"
-    child = subprocess.Popen(
-        dojo_command() + ["simulate", "npendulum", "-o", str(out), "--steps", "10000000", "-q", "--gradients"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path, preexec_fn=default_signals,
-    )
-    try:
-        wait_for_file(out, 30.0)
-        time.sleep(START_SECONDS / 4)
-        child.send_signal(signal.SIGINT)
-        time.sleep(gap)
-        child.send_signal(signal.SIGINT)
-        _, err = child.communicate(timeout=60)
-    finally:
-        if child.poll() is None:
-            child.kill()
-    assert child.returncode == 130 and "Traceback" not in err, (child.returncode, err)
+    code, err, out = run_and_signal(tmp_path, [(signal.SIGINT, 0.0), (signal.SIGINT, gap)])
+    assert code == 130 and "Traceback" not in err, (code, err)
     with h5py.File(out) as f:
         assert f.attrs["status"] == "interrupted"
         steps = int(f.attrs["steps_completed"])
