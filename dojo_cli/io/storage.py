@@ -406,11 +406,14 @@ class StorageWriter:
             extra: per-step arrays by dataset path (e.g. ``"impulses"``,
                 ``"solver/complementarity"``), each of a fixed shape from step to step.
         """
-        one = lambda a: np.asarray(a)[None]  # noqa: E731
+        self._check_open()
+        # one step's rows, checked as rows (a flat vector may stand for a row of one axis)
+        row = lambda name, a: self._checked(name, a)[None]  # noqa: E731
         self.write_steps(
-            [time], one(x), one(q), one(v), one(omega), one(minimal_q), one(minimal_v), one(inputs),
+            [time], row("x", x), row("q", q), row("v", v), row("omega", omega), row("minimal/q", minimal_q),
+            row("minimal/v", minimal_v), row("inputs", inputs),
             iterations=[iterations], residual=[residual], status=[_status_text(status)],
-            extra={name: one(value) for name, value in (extra or {}).items()},
+            extra={name: np.asarray(value)[None] for name, value in (extra or {}).items()},
         )
 
     def write_steps(
@@ -625,11 +628,15 @@ class StorageWriter:
         return arr.copy()
 
     def _checked_block(self, name: str, value, n: int) -> np.ndarray:
-        """``value`` as float64 with n rows of the dataset's row shape, or ValueError naming the field."""
+        """``value`` as float64 with n rows of the dataset's row shape, or ValueError naming the field.
+
+        As for one row, only rows of at most one axis may come flat ((n,) for (n, 1)); a
+        block of the right size but another shape is an error, never reshaped."""
         arr = np.asarray(value, dtype=float)
-        shape = (n,) + self._shapes[name]
+        row = self._shapes[name]
+        shape = (n,) + row
         if arr.shape != shape:
-            if arr.size == int(np.prod(shape, dtype=np.int64)):
+            if arr.size == int(np.prod(shape, dtype=np.int64)) and len(row) <= 1 and arr.ndim <= 2 and len(arr) == n:
                 arr = arr.reshape(shape)
             else:
                 raise ValueError(f"{name}: expected shape {shape}, got {arr.shape}")

@@ -249,6 +249,12 @@ def test_wrong_state_shape_is_rejected(tmp_path: Path):
     with StorageWriter(tmp_path / "run.h5", **writer_kwargs()) as w:
         with pytest.raises(ValueError, match="x: expected shape"):
             w.write_initial(0.0, np.zeros((3, 3)), *state(run, 0)[2:])
+        w.write_initial(*state(run, 0))
+        transposed = np.zeros((1, 3, NB))  # the right size, the wrong shape: never reshaped
+        other = [np.zeros((1,) + np.shape(a)) for a in state(run, 0)[2:]]
+        with pytest.raises(ValueError, match=r"x: expected shape \(1, 2, 3\)"):
+            w.write_steps([H], transposed, *other, np.zeros((1, NU)), iterations=[1], residual=[0.0], status=["success"])
+        assert w.steps_completed == 0
 
 
 def test_zero_sized_dimensions(tmp_path: Path):
