@@ -40,6 +40,25 @@ namespace {
 using InArray = nb::ndarray<const double, nb::c_contig, nb::device::cpu>;
 using OutArray = nb::ndarray<nb::numpy, double>;
 
+// A new numpy array owning `values` (moved in, not copied), with the given shape and
+// element strides (empty: C order). Every array the core hands out is made here.
+template <class T>
+nb::ndarray<nb::numpy, T> numpy_owning(std::vector<T> values, const std::vector<size_t>& shape,
+                                       const std::vector<int64_t>& strides = {}) {
+  auto* held = new std::vector<T>(std::move(values));
+  nb::capsule owner(held, [](void* p) noexcept { delete static_cast<std::vector<T>*>(p); });
+  return nb::ndarray<nb::numpy, T>(held->data(), shape.size(), shape.data(), owner,
+                                   strides.empty() ? nullptr : strides.data());
+}
+
+// A new zero-filled numpy array of the given shape.
+template <class T>
+nb::ndarray<nb::numpy, T> numpy_zeros(const std::vector<size_t>& shape) {
+  size_t size = 1;
+  for (size_t n : shape) size *= n;
+  return numpy_owning(std::vector<T>(size, T(0)), shape);
+}
+
 // A read-only-by-convention numpy view of a buffer owned by `owner` (no copy).
 template <class V>
 OutArray view(V& vec, nb::handle owner, std::initializer_list<size_t> shape) {
@@ -73,11 +92,8 @@ using InputArray = nb::ndarray<const double, nb::c_contig, nb::device::cpu>;
 // A new numpy array (C order) holding a copy of `data`.
 nb::object numpy_copy(const double* data, std::initializer_list<size_t> shape) {
   size_t size = 1;
-  for (size_t s : shape) size *= s;
-  double* buf = new double[size];
-  std::copy(data, data + size, buf);
-  nb::capsule owner(buf, [](void* p) noexcept { delete[] static_cast<double*>(p); });
-  return nb::cast(nb::ndarray<nb::numpy, double>(buf, shape, owner));
+  for (size_t n : shape) size *= n;
+  return nb::cast(numpy_owning(std::vector<double>(data, data + size), std::vector<size_t>(shape)));
 }
 
 // The leading rows x cols block of a row-major matrix with `stride` columns, as numpy.
@@ -289,16 +305,6 @@ struct BlockSystem {
 using Values = nbl::ndarray<const double, nbl::ndim<1>, nbl::c_contig, nbl::device::cpu>;
 using AnyArray = nbl::ndarray<const double, nbl::device::cpu>;
 
-// A new numpy array owning `data` (int32 or float64) with the given
-// shape and element strides (empty: C order).
-template <class T>
-nbl::ndarray<nbl::numpy, T> new_array(std::vector<T> data, std::initializer_list<size_t> shape,
-                                      std::initializer_list<int64_t> strides = {}) {
-  auto* held = new std::vector<T>(std::move(data));
-  nbl::capsule owner(held, [](void* p) noexcept { delete static_cast<std::vector<T>*>(p); });
-  return nbl::ndarray<nbl::numpy, T>(held->data(), shape, owner, strides);
-}
-
 void check_values(const BlockSystem& sys, const Values& values) {
   if (static_cast<int64_t>(values.shape(0)) != sys.s.structural_size)
     throw std::invalid_argument("values has " + std::to_string(values.shape(0)) + " entries, the pattern's blocks have " +
@@ -321,8 +327,8 @@ std::vector<double> column_major(const BlockSystem& sys, const AnyArray& b, cons
 
 // The result in the shape of the input: (n,), or (n, k) in Fortran order.
 nbl::ndarray<nbl::numpy, double> shaped_like(std::vector<double> x, const AnyArray& b, size_t n, size_t k) {
-  if (b.ndim() == 1) return new_array<double>(std::move(x), {n});
-  return new_array<double>(std::move(x), {n, k}, {1, static_cast<int64_t>(n)});
+  if (b.ndim() == 1) return numpy_owning<double>(std::move(x), {n});
+  return numpy_owning<double>(std::move(x), {n, k}, {1, static_cast<int64_t>(n)});
 }
 
 }  // namespace
@@ -349,7 +355,7 @@ void bind_block_lu(nanobind::module_& m) {
                    "Number of fill blocks (ids n_structural ..).")
       .def_prop_ro("block_offsets",
                    [](const BlockSystem& t) {
-                     return new_array<int32_t>(std::vector<int32_t>(t.s.block_offset.begin(), t.s.block_offset.end()),
+                     return numpy_owning<int32_t>(std::vector<int32_t>(t.s.block_offset.begin(), t.s.block_offset.end()),
                                                {t.s.block_offset.size()});
                    },
                    nb::rv_policy::move,
@@ -357,12 +363,12 @@ void bind_block_lu(nanobind::module_& m) {
                    "layout of `values`.")
       .def_prop_ro("block_rows",
                    [](const BlockSystem& t) {
-                     return new_array<int32_t>(std::vector<int32_t>(t.s.block_row.begin(), t.s.block_row.end()),
+                     return numpy_owning<int32_t>(std::vector<int32_t>(t.s.block_row.begin(), t.s.block_row.end()),
                                                {t.s.block_row.size()});
                    }, nb::rv_policy::move)
       .def_prop_ro("block_cols",
                    [](const BlockSystem& t) {
-                     return new_array<int32_t>(std::vector<int32_t>(t.s.block_col.begin(), t.s.block_col.end()),
+                     return numpy_owning<int32_t>(std::vector<int32_t>(t.s.block_col.begin(), t.s.block_col.end()),
                                                {t.s.block_col.size()});
                    }, nb::rv_policy::move)
       .def("find", [](const BlockSystem& t, int i, int j) { return t.s.find(i, j); }, nb::arg("i"), nb::arg("j"),
@@ -451,7 +457,7 @@ void bind_block_lu(nanobind::module_& m) {
                   a[static_cast<size_t>(s.node_idx[s.node_ptr[i] + r]) * n + s.node_idx[s.node_ptr[j] + c]] +=
                       v[r * mj + c];
             }
-            return new_array<double>(std::move(a), {n, n});
+            return numpy_owning<double>(std::move(a), {n, n});
           },
           nb::arg("values"), "The dense (n, n) matrix (tests).");
 }
@@ -568,9 +574,7 @@ NB_MODULE(_core, m) {
         const size_t rows = 12 * static_cast<size_t>(model.nb);
         auto matrix = [&](bool want, size_t cols) -> std::optional<OutArray> {
           if (!want) return std::nullopt;
-          double* buf = new double[rows * cols]();
-          nb::capsule owner(buf, [](void* ptr) noexcept { delete[] static_cast<double*>(ptr); });
-          return OutArray(buf, {rows, cols}, owner);
+          return numpy_zeros<double>({rows, cols});
         };
         std::optional<OutArray> A = matrix(state, rows), B = matrix(input, model.nf), P = matrix(p > 0, p);
         const double used = step_gradients(model, data, request, A ? A->data() : nullptr, B ? B->data() : nullptr,
@@ -595,25 +599,17 @@ NB_MODULE(_core, m) {
             throw std::invalid_argument("lambda: expected " + std::to_string(model.nl) + " values");
           pl = lambda->data();
         }
-        auto array = [](std::initializer_list<size_t> shape, auto* tag) {
-          using T = std::remove_pointer_t<decltype(tag)>;
-          size_t size = 1;
-          for (size_t n : shape) size *= n;
-          T* buf = new T[size > 0 ? size : 1]();
-          nb::capsule owner(buf, [](void* ptr) noexcept { delete[] static_cast<T*>(ptr); });
-          return nb::ndarray<nb::numpy, T>(buf, shape, owner);
-        };
         const size_t kk = static_cast<size_t>(k), nb_ = model.nb, nc = model.nc;
-        auto states = array({kk, 13 * nb_}, (double*)nullptr);
-        auto iterations = array({kk}, (int*)nullptr);
-        auto residual = array({kk}, (double*)nullptr);
-        auto status = array({kk}, (int*)nullptr);
-        auto complementarity = array({kk}, (double*)nullptr);
-        auto impulses = array({kk, static_cast<size_t>(model.nl)}, (double*)nullptr);
-        auto distance = array({kk, nc}, (double*)nullptr);
-        auto normal = array({kk, nc}, (double*)nullptr);
-        auto friction = array({kk, nc, size_t(2)}, (double*)nullptr);
-        auto slip = array({kk, nc, size_t(2)}, (double*)nullptr);
+        auto states = numpy_zeros<double>({kk, 13 * nb_});
+        auto iterations = numpy_zeros<int>({kk});
+        auto residual = numpy_zeros<double>({kk});
+        auto status = numpy_zeros<int>({kk});
+        auto complementarity = numpy_zeros<double>({kk});
+        auto impulses = numpy_zeros<double>({kk, static_cast<size_t>(model.nl)});
+        auto distance = numpy_zeros<double>({kk, nc});
+        auto normal = numpy_zeros<double>({kk, nc});
+        auto friction = numpy_zeros<double>({kk, nc, size_t(2)});
+        auto slip = numpy_zeros<double>({kk, nc, size_t(2)});
         RolloutRecord rec;
         rec.states = states.data();
         rec.iterations = iterations.data();
@@ -683,12 +679,6 @@ NB_MODULE(_core, m) {
   // Arrays may carry leading batch axes (e.g. (T, 13 nb) states): one call converts them all.
   {
     using FlagArray = nb::ndarray<const bool, nb::c_contig, nb::device::cpu>;
-    // A new numpy array owning `values`.
-    auto owned = [](std::vector<double> values, std::vector<size_t> shape) {
-      auto* buf = new std::vector<double>(std::move(values));
-      nb::capsule owner(buf, [](void* p) noexcept { delete static_cast<std::vector<double>*>(p); });
-      return OutArray(buf->data(), shape.size(), shape.data(), owner);
-    };
     // The leading (batch) axes of `a`, whose trailing axes must be `tail`; returns their product.
     auto batch = [](const auto& a, std::vector<size_t> tail, const char* what, std::vector<size_t>& lead) {
       const size_t nd = a.ndim(), nt = tail.size();
@@ -731,7 +721,7 @@ NB_MODULE(_core, m) {
           const size_t n = batch(z, {kState * model.nb}, "z", lead), ny = 2 * static_cast<size_t>(model.nf);
           std::vector<double> y(n * ny);
           for (size_t t = 0; t < n; ++t) maximal_to_minimal(model, z.data() + t * kState * model.nb, y.data() + t * ny);
-          return owned(std::move(y), with(lead, {ny}));
+          return numpy_owning<double>(std::move(y), with(lead, {ny}));
         },
         nb::arg("model"), nb::arg("z"),
         "Minimal states (..., 2 nf), per joint [coordinates; velocities], of maximal states z (..., 13 nb).");
@@ -746,7 +736,7 @@ NB_MODULE(_core, m) {
           std::vector<double> theta(n * nf);
           for (size_t t = 0; t < n; ++t)
             minimal_coordinates(model, x.data() + t * nb3, q.data() + t * (nb3 / 3) * 4, theta.data() + t * nf);
-          return owned(std::move(theta), with(lead, {nf}));
+          return numpy_owning<double>(std::move(theta), with(lead, {nf}));
         },
         nb::arg("model"), nb::arg("x"), nb::arg("q"),
         "Free coordinates (..., nf) at configurations x (..., nb, 3), q (..., nb, 4).");
@@ -759,7 +749,7 @@ NB_MODULE(_core, m) {
           for (size_t t = 0; t < n; ++t)
             minimal_coordinates_and_velocities(model, z.data() + t * kState * model.nb, static_cast<double*>(nullptr),
                                                rate.data() + t * nf);
-          return owned(std::move(rate), with(lead, {nf}));
+          return numpy_owning<double>(std::move(rate), with(lead, {nf}));
         },
         nb::arg("model"), nb::arg("z"),
         "Free-coordinate velocities (..., nf) of maximal states z (..., 13 nb) (backward differences).");
@@ -774,7 +764,7 @@ NB_MODULE(_core, m) {
           const BodyOverrides o = overrides_of(model, override_flags, override_values);
           std::vector<double> z(n * nz);
           for (size_t t = 0; t < n; ++t) minimal_to_maximal(model, y.data() + t * ny, base, o, z.data() + t * nz);
-          return owned(std::move(z), with(lead, {nz}));
+          return numpy_owning<double>(std::move(z), with(lead, {nz}));
         },
         nb::arg("model"), nb::arg("y"), nb::arg("z_base").none() = nb::none(),
         nb::arg("override_flags").none() = nb::none(), nb::arg("override_values").none() = nb::none(),
@@ -788,7 +778,7 @@ NB_MODULE(_core, m) {
           const size_t rows = 2 * static_cast<size_t>(model.nf), cols = 12 * static_cast<size_t>(model.nb);
           std::vector<double> jac(rows * cols);
           maximal_to_minimal_jacobian(model, z.data(), jac.data());
-          return owned(std::move(jac), {rows, cols});
+          return numpy_owning<double>(std::move(jac), {rows, cols});
         },
         nb::arg("model"), nb::arg("z"),
         "d y / d z (2 nf, 12 nb) of maximal_to_minimal at z (13 nb,), tangents [x, v, phi, w] per body.");
@@ -802,7 +792,7 @@ NB_MODULE(_core, m) {
           const BodyOverrides o = overrides_of(model, override_flags, override_values);
           std::vector<double> jac(rows * ny);
           minimal_to_maximal_jacobian(model, y.data(), base, o, jac.data());
-          return owned(std::move(jac), {rows, ny});
+          return numpy_owning<double>(std::move(jac), {rows, ny});
         },
         nb::arg("model"), nb::arg("y"), nb::arg("z_base").none() = nb::none(),
         nb::arg("override_flags").none() = nb::none(), nb::arg("override_values").none() = nb::none(),
@@ -814,7 +804,7 @@ NB_MODULE(_core, m) {
           const size_t n = batch(z, {kState * model.nb}, "z", lead), nj = model.nj;
           std::vector<double> out(n * nj);
           for (size_t t = 0; t < n; ++t) constraint_violation(model, z.data() + t * kState * model.nb, out.data() + t * nj);
-          return owned(std::move(out), with(lead, {nj}));
+          return numpy_owning<double>(std::move(out), with(lead, {nj}));
         },
         nb::arg("model"), nb::arg("z"), "Largest constraint-row magnitude per joint (..., nj) of states z (..., 13 nb).");
 
@@ -843,7 +833,7 @@ NB_MODULE(_core, m) {
           const size_t nb = model.nb, n = 3 * nb * steps;
           std::vector<double> p(n), l(n);
           body_momenta(model, steps, v.data(), omega.data(), p.data(), l.data());
-          return nb::make_tuple(owned(std::move(p), {size_t(steps), nb, 3}), owned(std::move(l), {size_t(steps), nb, 3}));
+          return nb::make_tuple(numpy_owning<double>(std::move(p), {size_t(steps), nb, 3}), numpy_owning<double>(std::move(l), {size_t(steps), nb, 3}));
         },
         nb::arg("model"), nb::arg("v"), nb::arg("omega"),
         "(p, l): per-body momenta (T, nb, 3) of states 0..T-1, world linear and body angular (Dojo's discrete "
@@ -854,7 +844,7 @@ NB_MODULE(_core, m) {
           const int steps = steps_of(model, v, omega);
           std::vector<double> out(steps);
           kinetic_energy(model, steps, v.data(), omega.data(), out.data());
-          return owned(std::move(out), {size_t(steps)});
+          return numpy_owning<double>(std::move(out), {size_t(steps)});
         },
         nb::arg("model"), nb::arg("v"), nb::arg("omega"), "(T,) kinetic energy of states 0..T-1.");
     m.def(
@@ -865,7 +855,7 @@ NB_MODULE(_core, m) {
           configurations(model, x, q, steps);
           std::vector<double> out(steps);
           potential_energy(model, steps, x.data(), q.data(), out.data());
-          return owned(std::move(out), {size_t(steps)});
+          return numpy_owning<double>(std::move(out), {size_t(steps)});
         },
         nb::arg("model"), nb::arg("x"), nb::arg("q"), "(T,) gravity and spring potential energy of x (T, nb, 3), q (T, nb, 4).");
     m.def(
@@ -874,7 +864,7 @@ NB_MODULE(_core, m) {
           const int steps = steps_of(model, v, omega);
           std::vector<double> out(3 * static_cast<size_t>(steps));
           linear_momentum(model, steps, v.data(), omega.data(), out.data());
-          return owned(std::move(out), {size_t(steps), 3});
+          return numpy_owning<double>(std::move(out), {size_t(steps), 3});
         },
         nb::arg("model"), nb::arg("v"), nb::arg("omega"), "(T, 3) total linear momentum, world frame.");
     m.def(
@@ -884,7 +874,7 @@ NB_MODULE(_core, m) {
           configurations(model, x, q, steps);
           std::vector<double> out(3 * static_cast<size_t>(steps));
           angular_momentum(model, steps, x.data(), q.data(), v.data(), omega.data(), out.data());
-          return owned(std::move(out), {size_t(steps), 3});
+          return numpy_owning<double>(std::move(out), {size_t(steps), 3});
         },
         nb::arg("model"), nb::arg("x"), nb::arg("q"), nb::arg("v"), nb::arg("omega"),
         "(T, 3) total angular momentum about the world origin, world frame.");
@@ -897,8 +887,8 @@ NB_MODULE(_core, m) {
           std::vector<double> kin(t), pot(t), lin(3 * t), ang(3 * t);
           mechanics(model, steps, x.data(), q.data(), v.data(), omega.data(), kin.data(), pot.data(), lin.data(),
                     ang.data());
-          return nb::make_tuple(owned(std::move(kin), {t}), owned(std::move(pot), {t}), owned(std::move(lin), {t, 3}),
-                                owned(std::move(ang), {t, 3}));
+          return nb::make_tuple(numpy_owning<double>(std::move(kin), {t}), numpy_owning<double>(std::move(pot), {t}), numpy_owning<double>(std::move(lin), {t, 3}),
+                                numpy_owning<double>(std::move(ang), {t, 3}));
         },
         nb::arg("model"), nb::arg("x"), nb::arg("q"), nb::arg("v"), nb::arg("omega"),
         "(kinetic (T,), potential (T,), linear momentum (T, 3), angular momentum (T, 3)) of states 0..T-1.");
