@@ -25,7 +25,7 @@ from dojo_cli.simulation import simulate as _sim
 from dojo_cli.simulation.controller import Controller
 from dojo_cli.simulation.simulate import Trajectory
 from dojo_cli.simulation.step import step as _step
-from dojo_cli.solver.options import SolverOptions
+from dojo_cli.solver.options import DOJO_DEFAULTS, SolverOptions
 
 
 def load_scene(source: str, overrides: Mapping[str, Any] | Sequence[str] | None = None) -> Mechanism:
@@ -51,12 +51,9 @@ def initial_state(mech: Mechanism) -> np.ndarray:
     return z.copy()
 
 
-_DOJO_DEFAULTS = SolverOptions()  # one instance: the core's copy of it is made once
-
-
 def default_options(mech: Mechanism) -> SolverOptions:
     """The scene's solver options (Dojo's defaults for a mechanism built in Python)."""
-    return getattr(mech, "default_options", None) or _DOJO_DEFAULTS
+    return getattr(mech, "default_options", None) or DOJO_DEFAULTS
 
 
 def step(mech: Mechanism, z, u=None, opts: SolverOptions | None = None, f_ext=None, tau_ext=None) -> np.ndarray:

@@ -32,8 +32,8 @@ from dojo_cli.errors import from_core
 from dojo_cli.model.mechanism import Mechanism
 from dojo_cli.model.parameters import PARAMETER_KINDS, parameter_labels
 from dojo_cli.physics.coordinates import maximal_to_minimal, minimal_to_maximal
-from dojo_cli.simulation.step import core_step
-from dojo_cli.solver.options import SolverOptions
+from dojo_cli.simulation.step import solve_step
+from dojo_cli.solver.options import DOJO_DEFAULTS, SolverOptions
 from dojo_cli.solver.status import SolverResult
 
 
@@ -81,11 +81,11 @@ def step_gradients(
         params: parameter kinds (PARAMETER_KINDS) when "params" is in wrt.
         kappa: central-path value to differentiate at (None: where the solver stopped).
     """
-    opts = opts or SolverOptions()
+    opts = opts or DOJO_DEFAULTS
     unknown = [kind for kind in params if kind not in PARAMETER_KINDS]
     if unknown:
         raise ValueError(f"unknown parameter kind {unknown[0]!r}; expected one of {', '.join(PARAMETER_KINDS)}")
-    z_next, result = core_step(mech, z, u, opts)
+    z_next, result = solve_step(mech, z, u, opts)
     codes = [PARAMETER_KINDS.index(kind) for kind in params] if "params" in wrt else []
     data = mech.core_data
     try:

@@ -31,8 +31,8 @@ from dojo_cli.model.mechanism import Mechanism
 from dojo_cli.simulation.controller import (
     ConstantController, Controller, ExternalForce, ScheduleController, external_wrench,
 )
-from dojo_cli.simulation.step import core_options, core_step
-from dojo_cli.solver.options import SolverOptions
+from dojo_cli.simulation.step import core_options, solve_step
+from dojo_cli.solver.options import DOJO_DEFAULTS, SolverOptions
 from dojo_cli.solver.status import STATUS_FROM_CODE
 
 # Aim for blocks of about this many seconds of stepping (progress and Ctrl-C latency).
@@ -186,7 +186,7 @@ def run(
         The run's summary. KeyboardInterrupt propagates after the completed steps
         were handed to the writer (a block is written whole or not at all).
     """
-    opts = opts or SolverOptions()
+    opts = opts or DOJO_DEFAULTS
     z = np.array(mech.initial if z0 is None else z0, dtype=float).reshape(-1)
     if z.shape != (13 * mech.nb,):
         raise ValueError(f"initial state must have {13 * mech.nb} entries, got {z.size}")
@@ -271,7 +271,7 @@ def _closed_loop_step(mech, data, k, z, lam, controller, opts, external, gradien
     f_ext = tau_ext = None
     if external:
         f_ext, tau_ext = external_wrench(mech, list(external), k * h, z.reshape(mech.nb, 13)[:, 6:10])
-    z_next, result = core_step(mech, z, u, opts, f_ext, tau_ext, lam0=lam, log=log, data=data)
+    z_next, result = solve_step(mech, z, u, opts, f_ext, tau_ext, lam0=lam, log=log, data=data)
     lam[:] = result.w[6 * mech.nb : 6 * mech.nb + mech.nl]
     out = {
         "states": z_next[None],

@@ -17,7 +17,7 @@ import numpy as np
 from dojo_cli import _core
 from dojo_cli.errors import InputError, from_core
 from dojo_cli.model.mechanism import Mechanism
-from dojo_cli.solver.options import SolverOptions
+from dojo_cli.solver.options import DOJO_DEFAULTS, SolverOptions
 from dojo_cli.solver.status import STATUS_FROM_CODE, SolverResult
 
 
@@ -49,22 +49,33 @@ def _vector(a, size: int, what: str) -> np.ndarray | None:
     return out
 
 
-def core_step(
-    mech: Mechanism, z, u, opts: SolverOptions, f_ext=None, tau_ext=None, lam0=None, log=None, data=None
-) -> tuple[np.ndarray, SolverResult]:
-    """One step in the C++ core (one call); returns (next state, solver result).
-
-    ``data`` is the scratch to step in (a run's own; default the mechanism's).
-    """
-    data = mech.core_data if data is None else data
+def _core_step(mech: Mechanism, data, z, u, f_ext, tau_ext, lam0, opts: SolverOptions | None) -> int:
+    """One step in the C++ core, in ``data`` (one call); returns the core's status code."""
     try:
-        code = _core.step(
+        return _core.step(
             mech.core, data, _vector(z, 13 * mech.nb, "state"), _vector(u, mech.nf, "input"),
             _vector(f_ext, 3 * mech.nb, "f_ext"), _vector(tau_ext, 3 * mech.nb, "tau_ext"),
-            _vector(lam0, mech.nl, "lambda0"), core_options(opts),
+            _vector(lam0, mech.nl, "lambda0"), core_options(opts or DOJO_DEFAULTS),
         )
     except (ValueError, TypeError, RuntimeError) as exc:
         raise from_core(exc, "step") from None
+
+
+def solve_step(
+    mech: Mechanism, z, u=None, opts: SolverOptions | None = None, f_ext=None, tau_ext=None, lam0=None, log=None,
+    data=None,
+) -> tuple[np.ndarray, SolverResult]:
+    """Solve one step in the C++ core; returns (next state, solver result).
+
+    Args:
+        lam0: (nl,) joint impulses to warm-start with (a run's previous step).
+        log: receives one dict per solver iteration (--verbose).
+        data: the scratch to step in (a run's own; default the mechanism's). Its contact
+            records (contact_distance, contact_normal_impulse, contact_friction_impulse,
+            contact_slip) hold the solution's until the next step.
+    """
+    data = mech.core_data if data is None else data
+    code = _core_step(mech, data, z, u, f_ext, tau_ext, lam0, opts)
     if log is not None:
         inequalities = mech.has_inequalities
         for it, res, bvio, alpha, kappa, step_norm, rvio in data.log:
@@ -74,17 +85,6 @@ def core_step(
             log(rec)
     result = SolverResult(data.w.copy(), STATUS_FROM_CODE[code], data.iterations, data.residual, None, data.complementarity)
     return data.z_next.copy(), result
-
-
-def solve_step(
-    mech: Mechanism, z, u=None, opts: SolverOptions | None = None, f_ext=None, tau_ext=None, lam0=None, log=None
-) -> tuple[np.ndarray, SolverResult]:
-    """Solve one step in the C++ core; returns (next state, solver result).
-
-    The contact records of the solution are in ``mech.core_data`` (contact_distance,
-    contact_normal_impulse, contact_friction_impulse, contact_slip) until the next step.
-    """
-    return core_step(mech, z, u, opts or SolverOptions(), f_ext, tau_ext, lam0, log)
 
 
 def step(mech: Mechanism, z, u=None, opts: SolverOptions | None = None, f_ext=None, tau_ext=None) -> np.ndarray:
@@ -98,17 +98,6 @@ def step(mech: Mechanism, z, u=None, opts: SolverOptions | None = None, f_ext=No
         f_ext: (nb,3) external forces on the centres of mass, world frame.
         tau_ext: (nb,3) external torques, body frame.
     """
-    # the shortest path into the core: one call, no solver record (solve_step has it)
-    data = mech.core_data
-    try:
-        _core.step(
-            mech.core, data, _vector(z, 13 * mech.nb, "state"), None if u is None else _vector(u, mech.nf, "input"),
-            None if f_ext is None else _vector(f_ext, 3 * mech.nb, "f_ext"),
-            None if tau_ext is None else _vector(tau_ext, 3 * mech.nb, "tau_ext"), None, core_options(opts or _DEFAULT),
-        )
-    except (ValueError, TypeError, RuntimeError) as exc:
-        raise from_core(exc, "step") from None
-    return data.z_next.copy()
-
-
-_DEFAULT = SolverOptions()
+    # the shortest path: no solver record (solve_step has it)
+    _core_step(mech, mech.core_data, z, u, f_ext, tau_ext, None, opts)
+    return mech.core_data.z_next.copy()

@@ -44,3 +44,8 @@ class SolverOptions:
     def field_names(cls) -> list[str]:
         """Names of the fields."""
         return [f.name for f in fields(cls)]
+
+
+# Dojo's defaults as one instance, so the core's converted copy of them is made once
+# (simulation.step.core_options keeps it on the instance).
+DOJO_DEFAULTS = SolverOptions()
