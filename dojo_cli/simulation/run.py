@@ -28,6 +28,8 @@ import numpy as np
 from dojo_cli import _core
 from dojo_cli.errors import SolverError, from_core
 from dojo_cli.model.mechanism import Mechanism
+from dojo_cli.model.state import unpack_maximal
+from dojo_cli.physics.coordinates import minimal_coordinates, minimal_velocities
 from dojo_cli.simulation.controller import (
     ConstantController, Controller, ExternalForce, ScheduleController, external_wrench,
 )
@@ -131,10 +133,10 @@ class RunSummary:
 
 def minimal_state(mech: Mechanism, z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Minimal coordinates and velocities (T, nf) of states (T, 13 nb), one core call each."""
-    z = np.ascontiguousarray(z, dtype=float)
+    z = np.asarray(z, dtype=float)
     s = z.reshape(len(z), mech.nb, 13)
-    q = _core.minimal_coordinates(mech.core, np.ascontiguousarray(s[:, :, 0:3]), np.ascontiguousarray(s[:, :, 6:10]))
-    v = _core.minimal_velocities(mech.core, z)
+    q = minimal_coordinates(mech, s[:, :, 0:3], s[:, :, 6:10])
+    v = minimal_velocities(mech, z)
     return np.asarray(q).reshape(len(z), mech.nf), np.asarray(v).reshape(len(z), mech.nf)
 
 
@@ -194,7 +196,7 @@ def run(
     summary = RunSummary()
     started = time.perf_counter()
     mq, mv = minimal_state(mech, z[None])
-    x, v, q, w = (a[0] for a in _parts(z[None], mech.nb))
+    x, v, q, w = unpack_maximal(z, mech.nb)
     writer.write_initial(0.0, x, q, v, w, mq[0], mv[0])
     data = _core.Data(mech.core)  # this run's scratch
     lam = np.zeros(mech.nl)
@@ -235,11 +237,6 @@ def run(
             block = int(min(MAX_BLOCK, max(1, n * BLOCK_SECONDS / elapsed)))
     summary.wall = time.perf_counter() - started
     return summary
-
-
-def _parts(z: np.ndarray, nb: int):
-    s = z.reshape(len(z), nb, 13)
-    return s[:, :, 0:3], s[:, :, 3:6], s[:, :, 6:10], s[:, :, 10:13]
 
 
 def _block(mech: Mechanism, k0: int, h: float, out: dict, inputs: np.ndarray) -> StepBlock:
