@@ -66,7 +66,6 @@ struct Data {
   std::vector<double> matrix;                 // structural block values of the Newton matrix
   BlockLU lu;                                 // its factorisation in the model's order
   BlockLU lu_robust;                          // ... in the robust order (model.h, blocks_robust)
-  bool lu_valid = false;                      // the last factorisation succeeded
   bool lu_is_robust = false;                  // it is lu_robust's
 
   // ---- interior point scratch (interior_point.cpp)

@@ -52,12 +52,6 @@ double soc_step(const double* x, const double* dx, double tau) {
   return gap > 0.0 ? std::min(1.0, tau / gap) : 1.0;
 }
 
-inline double inf_norm(const double* p, int n) {
-  double out = 0.0;
-  for (int i = 0; i < n; ++i) out = std::max(out, std::fabs(p[i]));
-  return out;
-}
-
 }  // namespace
 
 void scale_second_order_cones(const Model& m, Data& d, double* rn) {

@@ -24,8 +24,7 @@ Data::Data(const Model& m)
 
 bool factor_matrix(const Model& m, Data& d, bool robust) {
   d.lu_is_robust = robust || !d.lu.factor(m.blocks, d.matrix.data());
-  d.lu_valid = d.lu_is_robust ? d.lu_robust.factor(m.blocks_robust, d.matrix.data()) : true;
-  return d.lu_valid;
+  return !d.lu_is_robust || d.lu_robust.factor(m.blocks_robust, d.matrix.data());
 }
 
 void solve_factored(const Model& m, const Data& d, double* b, int nrhs, bool transpose) {
@@ -80,12 +79,6 @@ inline bool all_finite(const double* p, int n) {
   for (int i = 0; i < n; ++i)
     if (!std::isfinite(p[i])) return false;
   return true;
-}
-
-inline double inf_norm(const double* p, int n) {
-  double out = 0.0;
-  for (int i = 0; i < n; ++i) out = std::max(out, std::fabs(p[i]));
-  return out;
 }
 
 // Block access: block id -> (values, number of columns).
@@ -171,7 +164,6 @@ bool step_setup(const Model& m, Data& d, const double* z, const double* u, const
       d.constant[6 * b + 3 + k] = left[3 + k] + h * d.tau_ext[3 * b + k] + applied[6 * b + 3 + k];
     }
   }
-  d.lu_valid = false;
   return true;
 }
 

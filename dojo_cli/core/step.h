@@ -15,6 +15,9 @@
 // differ from Dojo).
 #pragma once
 
+#include <algorithm>
+#include <cmath>
+
 #include "data.h"
 #include "model.h"
 
@@ -29,6 +32,13 @@ constexpr double kMaxAngularSpeedSq = 3.9;
 constexpr double kConstraintRegularization = 1e-10;
 // Interior-point starting value of joint-limit slacks and impulses (Dojo: reset to 1).
 constexpr double kLimitStart = 1.0;
+
+// Infinity norm of n numbers (a NaN is dropped by max: callers test finiteness separately).
+inline double inf_norm(const double* p, int n) {
+  double out = 0.0;
+  for (int i = 0; i < n; ++i) out = std::max(out, std::fabs(p[i]));
+  return out;
+}
 
 // Load the step's inputs into d and compute what is constant over the solve.
 // z: (13 nb,) [x2, v15, q2, w15] per body; u: (nf,) or null (zero); f_ext, tau_ext:
