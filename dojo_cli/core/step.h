@@ -33,10 +33,15 @@ constexpr double kConstraintRegularization = 1e-10;
 // Interior-point starting value of joint-limit slacks and impulses (Dojo: reset to 1).
 constexpr double kLimitStart = 1.0;
 
-// Infinity norm of n numbers (a NaN is dropped by max: callers test finiteness separately).
+// Infinity norm of n numbers; NaN if any is NaN (std::max would drop it, and Newton's
+// line search would then accept a candidate whose residual is NaN as "smaller").
 inline double inf_norm(const double* p, int n) {
   double out = 0.0;
-  for (int i = 0; i < n; ++i) out = std::max(out, std::fabs(p[i]));
+  for (int i = 0; i < n; ++i) {
+    const double a = std::fabs(p[i]);
+    if (a != a) return a;
+    out = std::max(out, a);
+  }
   return out;
 }
 

@@ -89,3 +89,13 @@ def test_the_core_rejects_inconsistent_models_with_a_message():
     model_input.constrained = [1] * 6
     with pytest.raises(ValueError, match="invalid body"):
         _core.Model(model_input)
+
+
+@pytest.mark.parametrize("u", [1e300, -1e308])
+def test_overflowing_input_is_never_success(u):
+    """Candidates whose residual overflows to inf or NaN are never accepted (the core's
+    infinity norm keeps a NaN, as numpy's max did), so the step fails with a finite state."""
+    mech = dojo.load_scene("pendulum")
+    z_next, result = solve_step(mech, dojo.initial_state(mech), [u])
+    assert result.status is not SolverStatus.SUCCESS, result.status
+    assert np.all(np.isfinite(z_next)) or result.status is SolverStatus.NON_FINITE
