@@ -117,24 +117,6 @@ namespace collision_detail {
 template <class T>
 constexpr bool kIsDouble = std::is_same<T, double>::value;
 
-// R v for a constant matrix (mixed scalar types).
-template <class T>
-inline Vec3<T> mat_vec(const Mat3<double>& r, const Vec3<T>& v) {
-  return Vec3<T>{{r[0][0] * v[0] + r[0][1] * v[1] + r[0][2] * v[2], r[1][0] * v[0] + r[1][1] * v[1] + r[1][2] * v[2],
-                  r[2][0] * v[0] + r[2][1] * v[1] + r[2][2] * v[2]}};
-}
-// R^T v for a constant matrix.
-template <class T>
-inline Vec3<T> mat_tvec(const Mat3<double>& r, const Vec3<T>& v) {
-  return Vec3<T>{{r[0][0] * v[0] + r[1][0] * v[1] + r[2][0] * v[2], r[0][1] * v[0] + r[1][1] * v[1] + r[2][1] * v[2],
-                  r[0][2] * v[0] + r[1][2] * v[1] + r[2][2] * v[2]}};
-}
-// A constant vector.
-template <class T>
-inline Vec3<T> constant3(const double* p) {
-  return Vec3<T>{{T(p[0]), T(p[1]), T(p[2])}};
-}
-
 // Jet operations with jet.py's conventions at the edges (generic names, kept out of
 // namespace dojo).
 
@@ -175,16 +157,16 @@ template <class T, class U>
 inline Vec3<T> world_from_body(const TangentPose<T>& p, const Vec3<U>& u) {
   using namespace collision_detail;
   if constexpr (kIsDouble<T>) {
-    return mat_vec(p.R, u);
+    return matvec(p.R, u);
   } else {
     if (!p.seeded) {
       const Vec3<T> uu{{T(u[0]), T(u[1]), T(u[2])}};
-      return mat_vec(p.R, uu);
+      return matvec(p.R, uu);
     }
     // u + t x u (t has value 0, so the value is u exactly)
     const Vec3<T> w{{u[0] + (p.t[1] * u[2] - p.t[2] * u[1]), u[1] + (p.t[2] * u[0] - p.t[0] * u[2]),
                      u[2] + (p.t[0] * u[1] - p.t[1] * u[0])}};
-    return mat_vec(p.R, w);
+    return matvec(p.R, w);
   }
 }
 
@@ -192,7 +174,7 @@ inline Vec3<T> world_from_body(const TangentPose<T>& p, const Vec3<U>& u) {
 template <class T>
 inline Vec3<T> body_from_world(const TangentPose<T>& p, const Vec3<T>& w) {
   using namespace collision_detail;
-  const Vec3<T> v = mat_tvec(p.R, w);
+  const Vec3<T> v = tmatvec(p.R, w);
   if constexpr (kIsDouble<T>) {
     return v;
   } else {
@@ -256,7 +238,7 @@ void sphere_halfspace(const Vec3<T>& centre_a, const T& radius_a, const TangentP
   // height of the centre above the plane
   const T height = (centre_a[0] - shape[3]) * unit[0] + (centre_a[1] - shape[4]) * unit[1] +
                    (centre_a[2] - shape[5]) * unit[2];
-  const Vec3<T> n = collision_detail::constant3<T>(unit);
+  const Vec3<T> n = load3<T>(unit);
   Vec3<T> point_b;
   for (int i = 0; i < 3; ++i) point_b[i] = centre_a[i] - unit[i] * height;
   finish_geometry(centre_a, radius_a, height - radius_a, n, point_b, out);

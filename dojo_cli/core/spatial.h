@@ -111,14 +111,15 @@ inline Mat3<T> matmul(const Mat3<T>& a, const Mat3<T>& b) {
     for (int j = 0; j < 3; ++j) out[i][j] = a[i][0] * b[0][j] + a[i][1] * b[1][j] + a[i][2] * b[2][j];
   return out;
 }
-template <class T>
-inline Vec3<T> matvec(const Mat3<T>& a, const Vec3<T>& v) {
+// M v; M may be of another scalar type than v (a constant rotation times a dual vector)
+template <class U, class T>
+inline Vec3<T> matvec(const Mat3<U>& a, const Vec3<T>& v) {
   return Vec3<T>{{a[0][0] * v[0] + a[0][1] * v[1] + a[0][2] * v[2], a[1][0] * v[0] + a[1][1] * v[1] + a[1][2] * v[2],
                   a[2][0] * v[0] + a[2][1] * v[1] + a[2][2] * v[2]}};
 }
-// a^T v
-template <class T>
-inline Vec3<T> tmatvec(const Mat3<T>& a, const Vec3<T>& v) {
+// a^T v (a may be of another scalar type than v, as for matvec)
+template <class U, class T>
+inline Vec3<T> tmatvec(const Mat3<U>& a, const Vec3<T>& v) {
   return Vec3<T>{{a[0][0] * v[0] + a[1][0] * v[1] + a[2][0] * v[2], a[0][1] * v[0] + a[1][1] * v[1] + a[2][1] * v[2],
                   a[0][2] * v[0] + a[1][2] * v[1] + a[2][2] * v[2]}};
 }
