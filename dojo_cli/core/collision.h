@@ -26,8 +26,9 @@
 // tangents are t1 = normalize(e_x x n) (normalize(e_y x n) when |e_x x n| is not above
 // 1e-6) and t2 = t1 x n; for every kind point_a - point_b = distance * normal.
 //
-// This is a port of dojo_cli/physics/collision.py (same formulas, same special cases,
-// same thresholds). Differences from Dojo, on purpose, as documented there: t1 is
+// This is a port of the numpy dojo_cli/physics/collision.py and math/jet.py (deleted
+// since: commit 83cbf48 has them, tests/data/golden holds this code to them), with the
+// same formulas, special cases and thresholds. Differences from Dojo, on purpose, as documented there: t1 is
 // normalised; a sphere centre inside a box is pushed out through the nearest face
 // (Dojo clamps it to itself: distance -radius at any depth); every Jacobian is
 // analytic (Dojo uses finite differences for sphere-sphere and the box point); the

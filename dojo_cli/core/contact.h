@@ -23,7 +23,8 @@
 // its s indices (written here with kappa = 0) and its constraint rows at its gamma
 // indices.
 //
-// This is a port of dojo_cli/physics/contact.py (evaluate_contacts, _model_rows,
+// This is a port of the numpy dojo_cli/physics/contact.py (deleted since; commit 83cbf48,
+// held by tests/data/golden): evaluate_contacts, _model_rows,
 // ContactEvaluation.matrix_blocks), per contact, allocation-free and without virtual
 // calls: evaluate_contact() is the kernel. The pose-dependent part (geometry, contact
 // points, vt, force, torques) is one template over the scalar. The residual runs it on

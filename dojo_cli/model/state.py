@@ -22,8 +22,7 @@ def unpack_maximal(z: np.ndarray, nb: int) -> tuple[np.ndarray, np.ndarray, np.n
     Returns:
         x (nb,3), v (nb,3), q (nb,4), w (nb,3) (copies).
     """
-    z = np.asarray(z)
-    z = z if z.dtype.kind in "fc" else z.astype(float)  # complex stays complex (complex-step derivatives)
+    z = np.asarray(z, dtype=float)
     if z.shape != (STATE_SIZE * nb,):
         raise ValueError(f"maximal state must have shape ({STATE_SIZE * nb},), got {z.shape}")
     s = z.reshape(nb, STATE_SIZE)
