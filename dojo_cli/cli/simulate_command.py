@@ -6,13 +6,13 @@ An interrupted simulation (Ctrl-C) keeps the completed steps and exits 130.
 from __future__ import annotations
 
 import contextlib
+import math
 import signal
 import sys
 import threading
 from pathlib import Path
 from typing import Annotated, Optional
 
-import numpy as np
 import typer
 
 from dojo_cli import __version__
@@ -29,6 +29,8 @@ INTEGRATOR = "dojo-variational-midpoint"
 # A long run writes its file at most this often (a killed process loses at most this
 # much; Ctrl-C and solver failures lose nothing).
 FLUSH_SECONDS = 0.25
+# More steps than a run can store (10^9 states of one body are 100 GB): a typo, refused up front.
+MAX_STEPS = 10**9
 
 
 @reports_errors
@@ -48,8 +50,8 @@ def simulate(
     """Simulate a scene and write the trajectory to an HDF5 storage file."""
     if steps is not None and duration is not None:
         raise InputError("--steps and --duration: give one of them, not both")
-    if duration is not None and not duration > 0:
-        raise InputError(f"--duration: must be > 0, got {duration}")
+    if duration is not None and not (math.isfinite(duration) and duration > 0):
+        raise InputError(f"--duration: must be a finite number > 0, got {duration}")
     wrt = None
     if gradients or gradients_wrt is not None:
         # here: a run without --gradients does not import the gradient code
@@ -63,9 +65,16 @@ def simulate(
     if wrt is not None and mech.external:
         raise InputError(f"--gradients: scene {spec.name!r} has external forces, which the gradients do not include yet")
     h = mech.timestep
-    n = steps if steps is not None else (int(np.ceil(duration / h - 1e-9)) if duration is not None else mech.default_steps)
+    n = steps if steps is not None else (duration / h if duration is not None else mech.default_steps)
     if n is None:
         raise InputError(f"{scene}: the scene sets neither steps nor duration; pass --steps or --duration")
+    if duration is not None:
+        # checked after the division: a finite duration over a tiny timestep can still be too many steps
+        if not n <= MAX_STEPS:
+            raise InputError(f"--duration: {duration:g} s at timestep {h:g} s is {n:.3g} steps, more than {MAX_STEPS:.0e}")
+        n = int(math.ceil(n - 1e-9))
+    if n > MAX_STEPS:
+        raise InputError(f"--steps: {n} steps, more than {MAX_STEPS:.0e}")
     out = output if output is not None else Path(f"{spec.name}.h5")
     if out.exists() and not force:
         raise StorageError(f"{out}: already exists (use --force to overwrite)")
