@@ -17,7 +17,7 @@ is reported, with the fastest and slowest run.
   path: typer, scene validation (pydantic), the physics, the HDF5 file.
 
 ``dojo`` is the console script next to this interpreter (``.venv/bin/dojo``), or
-``--dojo PATH``; without one, ``python -c "from dojo_cli.cli.app import main; main()"`` with
+``--dojo PATH``; without one, ``python -c "from dojo_cli.__main__ import main; main()"`` with
 the repository on PYTHONPATH (the same code; the script adds ~1 ms). ``--imports`` runs
 each case once more under ``python -X importtime`` and lists the libraries it imported
 with their import time. The exit status is 0 unless a case fails (non-zero exit).
@@ -75,8 +75,8 @@ def dojo_command(explicit: str | None) -> tuple[list[str], str]:
     script = Path(sys.executable).with_name("dojo")
     if script.exists():
         return [str(script)], str(script)
-    return ([sys.executable, "-c", "from dojo_cli.cli.app import main; main()"],
-            "python -c 'from dojo_cli.cli.app import main; main()' (no dojo script next to this python)")
+    return ([sys.executable, "-c", "from dojo_cli.__main__ import main; main()"],
+            "python -c 'from dojo_cli.__main__ import main; main()' (no dojo script next to this python)")
 
 
 def cases(dojo: list[str]) -> list[Case]:
@@ -125,7 +125,7 @@ def import_times(case: Case, env: dict[str, str], folder: Path) -> dict[str, flo
     """Milliseconds importing each watched library took in one run (its outermost import, nested ones included)."""
     argv = list(case.argv)
     if Path(argv[0]).name == "dojo":  # a console script: run its code under python -X importtime
-        argv = [sys.executable, "-c", "from dojo_cli.cli.app import main; main()", *argv[1:]]
+        argv = [sys.executable, "-c", "from dojo_cli.__main__ import main; main()", *argv[1:]]
     proc = subprocess.run([argv[0], "-X", "importtime", *argv[1:]], env=env, cwd=folder, stdout=subprocess.DEVNULL,
                           stderr=subprocess.PIPE, text=True)
     out: dict[str, float] = {}

@@ -3,8 +3,9 @@
 Only this package prints or exits. Library errors (the DojoError family) are
 caught at the edge of each command (dojo_cli.cli.reporting) and printed one line
 per problem, ``file:line: field: message``, with the error's exit code: 2 invalid
-input, 1 solver failure with --abort-on-failure, 3 I/O. An interrupted simulation
-exits 130.
+input, 1 solver failure with --abort-on-failure, 3 I/O, 4 a run with failed steps. A command
+stopped by Ctrl-C exits 130 (a simulation stopped by signal N, 128 + N). The executable's
+entry point is dojo_cli.__main__.main.
 
 The commands live in their own modules and are listed in COMMANDS by name, module
 and help line. ``dojo --help`` shows that table; the module of a command is imported
@@ -16,6 +17,7 @@ command's docstring.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 from typing import Annotated, Any, NamedTuple
 
@@ -23,6 +25,8 @@ import typer
 from typer.core import TyperCommand, TyperGroup
 
 from dojo_cli import __version__
+from dojo_cli.cli.signals import interrupts_deferred
+from dojo_cli.errors import EXIT_INTERRUPTED
 
 
 class CommandEntry(NamedTuple):
@@ -80,6 +84,15 @@ class LazyCommand(TyperCommand):
         self.entry = entry
 
 
+@contextlib.contextmanager
+def _interrupt_is_one_line():
+    try:
+        yield
+    except KeyboardInterrupt:
+        typer.echo("dojo: interrupted", err=True)
+        raise typer.Exit(EXIT_INTERRUPTED) from None
+
+
 class LazyGroup(TyperGroup):
     """The ``dojo`` group: lists COMMANDS as stand-ins, imports a command when it is invoked."""
 
@@ -88,11 +101,23 @@ class LazyGroup(TyperGroup):
         for entry in COMMANDS:
             self.commands.setdefault(entry.name, LazyCommand(entry))
 
+    # Ctrl-C while the arguments are parsed, a command's modules are imported, or before
+    # the command handles signals itself: one line and exit 130 (typer's own handling of
+    # KeyboardInterrupt exits 130 without a word). These two calls are all typer runs.
+    def make_context(self, *args, **kwargs):
+        with _interrupt_is_one_line():
+            return super().make_context(*args, **kwargs)
+
+    def invoke(self, ctx):
+        with _interrupt_is_one_line():
+            return super().invoke(ctx)
+
     def resolve_command(self, ctx, args):
         # The one way to a command's own parsing, help and callback: load the real command here.
         name, command, rest = super().resolve_command(ctx, args)
         if isinstance(command, LazyCommand):
-            command = self.commands[name] = load_command(command.entry)
+            with interrupts_deferred():  # the command's imports build pydantic's schemas
+                command = self.commands[name] = load_command(command.entry)
         return name, command, rest
 
 
@@ -120,7 +145,3 @@ def _root(
 ) -> None:
     """Differentiable rigid-body simulation with contact, driven by YAML scenes."""
 
-
-def main() -> None:
-    """Entry point of the ``dojo`` command."""
-    app()

@@ -18,7 +18,7 @@ START_SECONDS = 4.0
 
 def dojo_command() -> list[str]:
     exe = Path(sys.executable).with_name("dojo")
-    return [str(exe)] if exe.exists() else [sys.executable, "-m", "dojo_cli.cli.app"]
+    return [str(exe)] if exe.exists() else [sys.executable, "-m", "dojo_cli"]
 
 
 def default_signals() -> None:
@@ -84,3 +84,25 @@ def test_a_second_ctrl_c_during_the_clean_up_keeps_the_file_consistent(tmp_path,
         steps = int(f.attrs["steps_completed"])
         assert f["x"].shape[0] == steps + 1 and f["solver/status"].shape[0] == steps
     assert f"keeps the {steps} completed steps" in err, "the message and the file agree"
+
+
+def test_ctrl_c_during_start_up_is_one_line_and_exit_130(tmp_path):
+    """Ctrl-C while the command line and the command's modules are imported (pydantic builds
+    its schemas then, and turned a KeyboardInterrupt into a SchemaError with exit 1) or while
+    the scene loads: exit 130 and one line, never a traceback. Delays from 0.1 s: before
+    that, Python itself is starting, before any of our code runs."""
+    outcomes = []
+    for delay in (0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5, 0.7):
+        child = subprocess.Popen(
+            dojo_command() + ["check", "box"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            cwd=tmp_path, preexec_fn=default_signals,
+        )
+        time.sleep(delay)
+        child.send_signal(signal.SIGINT)
+        out, err = child.communicate(timeout=60)
+        if child.returncode == 0:  # finished before the signal
+            assert "scene 'box': valid" in out and err == "", (delay, err)
+        else:
+            assert (child.returncode, err) == (130, "dojo: interrupted\n"), (delay, child.returncode, err)
+        outcomes.append(child.returncode)
+    assert 130 in outcomes, f"no signal landed during start-up: {outcomes}"
