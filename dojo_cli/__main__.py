@@ -4,9 +4,11 @@ This module imports nothing of the command line at import time, so that what
 happens while Python imports it (typer, then the command's own modules: about half
 a second of start-up) is inside ``main``'s handling:
 
-- Ctrl-C during start-up ends with one line and exit 130, not a traceback from
-  whichever import it interrupted (issue 11). Once a command runs, its own handling
-  takes over (``dojo simulate`` finishes its file as 'interrupted').
+- Ctrl-C (and SIGTERM, SIGHUP) during start-up ends with one line and exit 128 + the
+  signal, not a traceback from whichever import it interrupted (issue 11;
+  dojo_cli.cli.signals). Only Python's own start-up, before this function runs (some
+  30 ms on an idle machine), keeps Python's defaults: no file exists yet then. Once a command runs, its own handling takes over (``dojo
+  simulate`` finishes its file as 'interrupted').
 - numpy's RuntimeWarnings (overflow, invalid value) are not shown to users unless
   they ask with ``-W``/``PYTHONWARNINGS``, the standard practice for applications
   (Python's warnings documentation, "Overriding the default filter"). The library
@@ -17,27 +19,32 @@ a second of start-up) is inside ``main``'s handling:
 
 from __future__ import annotations
 
+import signal
 import sys
-
-from dojo_cli.errors import EXIT_INTERRUPTED  # a light module: no library is imported
 
 
 def main() -> None:
     """Run the ``dojo`` command line on ``sys.argv``."""
-    if not sys.warnoptions:
-        import warnings
-
-        warnings.simplefilter("ignore", RuntimeWarning)
     try:
-        from dojo_cli.cli.signals import interrupts_deferred  # light: no library imported
+        from dojo_cli.cli import signals  # light: no library imported
 
-        with interrupts_deferred():
+        signals.install_stop_handlers()  # first: SIGTERM and SIGHUP then stop as Ctrl-C does
+        if not sys.warnoptions:
+            import warnings
+
+            warnings.simplefilter("ignore", RuntimeWarning)
+        with signals.signals_deferred():
             from dojo_cli.cli.app import app
         app()
-    except KeyboardInterrupt:
-        # start-up, before typer's own handling (LazyGroup.invoke) is in place
-        sys.stderr.write("dojo: interrupted\n")
-        raise SystemExit(EXIT_INTERRUPTED) from None
+    except KeyboardInterrupt as exc:
+        # start-up, before typer's own handling (LazyGroup) is in place; nothing here may
+        # need dojo_cli.cli.signals, whose own import may be what was interrupted
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            if signal.getsignal(sig) is not signal.SIG_IGN:
+                signal.signal(sig, signal.SIG_IGN)  # a second signal while we exit changes nothing
+        signum = getattr(exc, "signum", signal.SIGINT)
+        sys.stderr.write(f"dojo: interrupted by {signal.Signals(signum).name}\n")
+        raise SystemExit(128 + signum) from None
 
 
 if __name__ == "__main__":

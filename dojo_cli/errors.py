@@ -8,9 +8,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-EXIT_INTERRUPTED = 130
-"""Exit code of a command stopped by Ctrl-C: 128 + SIGINT, as a shell reports it."""
-
 
 class DojoError(Exception):
     """Base class of every error dojo_cli raises on purpose."""

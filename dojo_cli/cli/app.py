@@ -19,14 +19,14 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import signal
 from typing import Annotated, Any, NamedTuple
 
 import typer
 from typer.core import TyperCommand, TyperGroup
 
 from dojo_cli import __version__
-from dojo_cli.cli.signals import interrupts_deferred
-from dojo_cli.errors import EXIT_INTERRUPTED
+from dojo_cli.cli import signals
 
 
 class CommandEntry(NamedTuple):
@@ -88,9 +88,11 @@ class LazyCommand(TyperCommand):
 def _interrupt_is_one_line():
     try:
         yield
-    except KeyboardInterrupt:
-        typer.echo("dojo: interrupted", err=True)
-        raise typer.Exit(EXIT_INTERRUPTED) from None
+    except KeyboardInterrupt as exc:
+        signals.ignore_stop_signals()  # a second Ctrl-C while we exit changes nothing
+        signum = signals.signal_number(exc)
+        typer.echo(f"dojo: interrupted by {signal.Signals(signum).name}", err=True)
+        raise typer.Exit(128 + signum) from None
 
 
 class LazyGroup(TyperGroup):
@@ -101,9 +103,10 @@ class LazyGroup(TyperGroup):
         for entry in COMMANDS:
             self.commands.setdefault(entry.name, LazyCommand(entry))
 
-    # Ctrl-C while the arguments are parsed, a command's modules are imported, or before
-    # the command handles signals itself: one line and exit 130 (typer's own handling of
-    # KeyboardInterrupt exits 130 without a word). These two calls are all typer runs.
+    # Ctrl-C (SIGTERM, SIGHUP) while the arguments are parsed, a command's modules are
+    # imported, or before the command handles signals itself: one line and exit 128 + the
+    # signal (typer's own handling of KeyboardInterrupt exits 130 without a word). These
+    # two calls are all typer runs.
     def make_context(self, *args, **kwargs):
         with _interrupt_is_one_line():
             return super().make_context(*args, **kwargs)
@@ -116,7 +119,7 @@ class LazyGroup(TyperGroup):
         # The one way to a command's own parsing, help and callback: load the real command here.
         name, command, rest = super().resolve_command(ctx, args)
         if isinstance(command, LazyCommand):
-            with interrupts_deferred():  # the command's imports build pydantic's schemas
+            with signals.signals_deferred():  # the command's imports build pydantic's schemas
                 command = self.commands[name] = load_command(command.entry)
         return name, command, rest
 

@@ -1,14 +1,23 @@
-"""How the command line takes signals.
+"""How the command line takes the signals that ask it to stop: SIGINT, SIGTERM, SIGHUP.
 
-A signal's default Python behaviour (KeyboardInterrupt raised wherever the
-interpreter happens to be) is wrong in two places, which this module covers:
+All three mean the same (Ctrl-C; what `timeout`, batch schedulers and a closed
+terminal send): stop cleanly, say so in one line, exit 128 + the signal. A signal
+that whoever started us ignores (nohup ignores SIGHUP) stays ignored.
+
+Python's default, KeyboardInterrupt raised wherever the interpreter happens to be,
+is wrong in three places, which this module covers:
 
 - While modules are imported. pydantic builds its validators and serializers when
   dojo_cli.scene.schema is imported, and a KeyboardInterrupt raised inside that
   build comes out as a ``SchemaError`` naming a field (seen in the signal trials of
-  issue 11: exit 1 and a traceback, for a Ctrl-C 0.4 s after start). So imports run
-  with Ctrl-C recorded and raised once they are done: ``interrupts_deferred``.
-- While a run writes its file (``dojo simulate``): handled there, at block boundaries.
+  issue 11: exit 1 and a traceback, for a Ctrl-C 0.4 s after start). Imports run
+  with the signals recorded, and the stop is raised once they are done:
+  ``signals_deferred``.
+- While a run writes its file (``dojo simulate``): the signal is recorded and the run
+  stops at its next block boundary, so that no write is cut in half: ``stop_requests``.
+- After the first signal: a second Ctrl-C while the process cleans up and exits would
+  raise again inside the clean-up (or, once Python has nothing left to catch it,
+  kill the process by SIGINT): ``ignore_stop_signals`` once the stop is under way.
 """
 
 from __future__ import annotations
@@ -17,24 +26,86 @@ import contextlib
 import signal
 import threading
 
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+class Interrupted(KeyboardInterrupt):
+    """A stop signal arrived; ``signum`` says which (the exit code is 128 + signum)."""
+
+    def __init__(self, signum: int):
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+def signal_number(exc: KeyboardInterrupt) -> int:
+    """The signal behind a KeyboardInterrupt (SIGINT for Python's own)."""
+    return getattr(exc, "signum", signal.SIGINT)
+
+
+def _in_main_thread() -> bool:
+    return threading.current_thread() is threading.main_thread()
+
+
+def _raise_interrupted(signum, frame) -> None:
+    raise Interrupted(signum)
+
+
+def _taken() -> list[signal.Signals]:
+    """The stop signals we may handle: not ignored on purpose by whoever started us."""
+    if not _in_main_thread():
+        return []
+    return [sig for sig in STOP_SIGNALS if signal.getsignal(sig) is not signal.SIG_IGN]
+
+
+def install_stop_handlers() -> None:
+    """At start-up: SIGTERM and SIGHUP raise as SIGINT does (Interrupted, with the signal)."""
+    for sig in _taken():
+        signal.signal(sig, _raise_interrupted)
+
+
+def ignore_stop_signals() -> None:
+    """The stop is under way: further stop signals change nothing."""
+    for sig in _taken():
+        signal.signal(sig, signal.SIG_IGN)
+
+
+class StopRequest:
+    """Records the first stop signal; ``check`` raises Interrupted for it."""
+
+    def __init__(self):
+        self.signum: int | None = None
+
+    def handler(self, signum, frame) -> None:
+        if self.signum is None:
+            self.signum = signum
+
+    def check(self) -> None:
+        if self.signum is not None:
+            raise Interrupted(self.signum)
+
 
 @contextlib.contextmanager
-def interrupts_deferred():
-    """Record SIGINT in the block and raise KeyboardInterrupt when it ends.
-
-    Only in the main thread (the only one Python delivers signals to) and only when
-    SIGINT has Python's default handler (not ignored, not taken by someone else).
-    """
-    if threading.current_thread() is not threading.main_thread() or (
-        signal.getsignal(signal.SIGINT) is not signal.default_int_handler
-    ):
-        yield
-        return
-    received: list[int] = []
-    previous = signal.signal(signal.SIGINT, lambda signum, frame: received.append(signum))
+def stop_requests():
+    """In the block, stop signals are only recorded (``request.check()`` raises them);
+    on leaving, the previous handlers come back, or, when leaving by the stop
+    (KeyboardInterrupt), stop signals are ignored from then on."""
+    request = StopRequest()
+    previous = {sig: signal.signal(sig, request.handler) for sig in _taken()}
+    stopping = False
     try:
-        yield
+        yield request
+    except KeyboardInterrupt:
+        stopping = True
+        raise
     finally:
-        signal.signal(signal.SIGINT, previous)
-    if received:
-        raise KeyboardInterrupt
+        # once the stop is under way, further signals change nothing (ignore_stop_signals)
+        for sig, handler in previous.items():
+            signal.signal(sig, signal.SIG_IGN if stopping else handler)
+
+
+@contextlib.contextmanager
+def signals_deferred():
+    """Record stop signals in the block and raise the first (Interrupted) when it ends."""
+    with stop_requests() as request:
+        yield
+    request.check()

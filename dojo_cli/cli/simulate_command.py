@@ -5,11 +5,9 @@ An interrupted simulation (Ctrl-C) keeps the completed steps and exits 130.
 
 from __future__ import annotations
 
-import contextlib
 import math
 import signal
 import sys
-import threading
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -18,6 +16,7 @@ import typer
 from dojo_cli import __version__
 from dojo_cli.cli.arguments import SceneArg, SetOpt, load_scene_arguments
 from dojo_cli.cli.reporting import echo_err, reports_errors
+from dojo_cli.cli.signals import signal_number, stop_requests
 from dojo_cli.errors import InputError, SolverError, StorageError
 from dojo_cli.io.storage import StorageWriter
 from dojo_cli.scene.loader import dump_scene
@@ -81,48 +80,59 @@ def simulate(
     opts = mech.default_options.replace(verbose=verbose)
     log = _iteration_logger() if verbose else None
 
-    writer = StorageWriter(
-        out,
-        scene_yaml=dump_scene(spec),
-        scene_name=spec.name,
-        timestep=h,
-        gravity=list(mech.gravity),
-        solver_options=opts.to_dict(),
-        integrator=INTEGRATOR,
-        body_names=[b.name for b in mech.bodies],
-        minimal_q_names=mech.coordinate_names(),
-        minimal_v_names=[f"{c}_dot" for c in mech.coordinate_names()],
-        input_dim=mech.nf,
-        dojo_cli_version=__version__,
-        flush_interval=FLUSH_SECONDS,
-        extra_attrs={"contact_names": [c.name for c in mech.contacts]} if mech.nc else None,
-        dataset_attrs=gradient_dataset_attrs(mech, wrt) if wrt is not None else None,
-    )
     progress = None
+    writer = None
     try:
-        with writer, _signals_as_requests() as stop:
-            progress = _progress(n, quiet)
-
-            def advance(k: int) -> None:
-                if progress is not None:
-                    progress.update(k)
-                stop.check()  # a signal stops the run here, between whole blocks
-
-            summary = run(
-                mech, n, writer, controller=mech.controller, opts=opts, external=mech.external,
-                gradients=tuple(wrt or ()), abort_on_failure=abort_on_failure, log=log, progress=advance,
+        # Stop signals are only recorded from before the file is created until it is
+        # finished (dojo_cli.cli.signals): a file never exists without its attributes, and
+        # the run stops between whole blocks.
+        with stop_requests() as stop:
+            writer = StorageWriter(
+                out,
+                scene_yaml=dump_scene(spec),
+                scene_name=spec.name,
+                timestep=h,
+                gravity=list(mech.gravity),
+                solver_options=opts.to_dict(),
+                integrator=INTEGRATOR,
+                body_names=[b.name for b in mech.bodies],
+                minimal_q_names=mech.coordinate_names(),
+                minimal_v_names=[f"{c}_dot" for c in mech.coordinate_names()],
+                input_dim=mech.nf,
+                dojo_cli_version=__version__,
+                flush_interval=FLUSH_SECONDS,
+                extra_attrs={"contact_names": [c.name for c in mech.contacts]} if mech.nc else None,
+                dataset_attrs=gradient_dataset_attrs(mech, wrt) if wrt is not None else None,
             )
-    except SolverError as exc:
+            with writer:
+                progress = _progress(n, quiet)
+
+                def advance(k: int) -> None:
+                    if progress is not None:
+                        progress.update(k)
+                    stop.check()  # a signal stops the run here, between whole blocks
+
+                # (a signal that arrived while the file was being created is taken at the
+                # first block boundary, once the initial state is in the file)
+                summary = run(
+                    mech, n, writer, controller=mech.controller, opts=opts, external=mech.external,
+                    gradients=tuple(wrt or ()), abort_on_failure=abort_on_failure, log=log, progress=advance,
+                )
+    except SolverError:
         _close(progress)
         echo_err(f"{out}: run stopped, status 'failed' after {writer.steps_completed} steps")
-        raise exc
+        raise
     except KeyboardInterrupt as exc:
+        # (stop_requests now ignores further signals: a second Ctrl-C changes nothing)
         _close(progress)
-        signum = getattr(exc, "signum", signal.SIGINT)
-        echo_err(
-            f"{out}: interrupted by {signal.Signals(signum).name}; the file keeps the {writer.steps_completed} "
-            "completed steps (status 'interrupted')"
-        )
+        signum = signal_number(exc)
+        if writer is None:  # before the file was created
+            echo_err(f"dojo: interrupted by {signal.Signals(signum).name}")
+        else:
+            echo_err(
+                f"{out}: interrupted by {signal.Signals(signum).name}; the file keeps the {writer.steps_completed} "
+                "completed steps (status 'interrupted')"
+            )
         raise typer.Exit(128 + signum) from None
     _close(progress)
     if not quiet:
@@ -139,53 +149,6 @@ def simulate(
             f"(t = {writer.first_failed_step * h:.6g} s); status 'complete_with_failures' (see solver/status)"
         )
         raise typer.Exit(EXIT_COMPLETE_WITH_FAILURES)
-
-
-class Terminated(KeyboardInterrupt):
-    """A signal stopped the run (SIGINT, SIGTERM or SIGHUP): the file is finished as
-    'interrupted' with every completed step, exit code 128 + the signal."""
-
-    def __init__(self, signum: int):
-        super().__init__(signal.Signals(signum).name)
-        self.signum = signum
-
-
-class _StopRequest:
-    """Set by the signal handlers; the run loop stops at its next block boundary.
-
-    The handlers only record the signal: raising from a handler would interrupt
-    whatever Python code happens to run (a weakref callback swallows it and the run
-    goes on; a second Ctrl-C during the file's clean-up would break the clean-up).
-    """
-
-    def __init__(self):
-        self.signum: int | None = None
-
-    def handler(self, signum, frame) -> None:
-        if self.signum is None:
-            self.signum = signum
-
-    def check(self) -> None:
-        if self.signum is not None:
-            raise Terminated(self.signum)
-
-
-@contextlib.contextmanager
-def _signals_as_requests():
-    """While a run writes its file, SIGINT, SIGTERM and SIGHUP (what `timeout`, batch
-    schedulers and a closed terminal send) ask it to stop cleanly at the next block."""
-    request = _StopRequest()
-    installed = {}
-    if threading.current_thread() is threading.main_thread():
-        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-            if signal.getsignal(sig) is signal.SIG_IGN:
-                continue  # ignored on purpose by whoever started us (nohup ignores SIGHUP)
-            installed[sig] = signal.signal(sig, request.handler)
-    try:
-        yield request
-    finally:
-        for sig, previous in installed.items():
-            signal.signal(sig, previous)
 
 
 def _iteration_logger():
