@@ -14,9 +14,18 @@ import typer
 from dojo_cli.errors import DojoError
 
 
+def printable(text: str) -> str:
+    """``text`` with every character that is not printable written as its escape
+    (``\\x1b``, ``\\x00``): a file name, a YAML key or a value from a hostile input never
+    sends control characters (terminal escape sequences) to the user's terminal."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
+
+
 def echo_err(line: str) -> None:
-    """One line on stderr."""
-    typer.echo(line, err=True)
+    """One line on stderr, control characters escaped."""
+    typer.echo(printable(line), err=True)
 
 
 def reports_errors(command):

@@ -45,7 +45,11 @@ def import_urdf(
     """Import a URDF as an editable scene: bodies at their centres of mass, joints with limits and dampers, contacts."""
     if timestep is not None and not (timestep > 0 and math.isfinite(timestep)):
         raise InputError(f"--timestep: must be > 0, got {timestep:g}")
-    if output.exists() and not force:
+    try:
+        exists = output.exists()
+    except OSError as exc:  # a name the file system refuses (longer than NAME_MAX, ...)
+        raise StorageError(f"{output}: cannot write ({exc.strerror or exc})") from None
+    if exists and not force:
         raise StorageError(f"{output}: already exists (use --force to overwrite)")
     options = UrdfOptions(
         floating=floating, contacts=contacts.value, friction=friction, merge_fixed=merge_fixed,

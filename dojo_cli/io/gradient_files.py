@@ -33,6 +33,8 @@ FORMAT_NAME = "dojo-gradients"
 FORMAT_VERSION = 1
 SUFFIXES = (".h5", ".hdf5", ".json", ".npz")
 MATRICES = ("A", "B", "P")
+# Largest JSON gradient file read: A for 200 bodies ((12 nb)^2 numbers) is about 140 MB as text.
+MAX_JSON_BYTES = 512 * 1024 * 1024
 
 
 @dataclass
@@ -138,17 +140,33 @@ def read_gradient_file(path: str | os.PathLike) -> GradientFile:
         if suffix in (".h5", ".hdf5"):
             content = _read_h5(p)
         elif suffix == ".json":
-            doc = json.loads(p.read_text())
+            # refused before reading: a JSON document is held whole in memory, several times over
+            if p.stat().st_size > MAX_JSON_BYTES:
+                raise StorageError(f"{p}: {p.stat().st_size:,} bytes, more than the limit of {MAX_JSON_BYTES:,} bytes for JSON")
+            try:
+                # NaN and Infinity tokens are allowed: the writer puts them in the matrices of a failed step
+                doc = json.loads(p.read_text(encoding="utf-8"))
+            except RecursionError:
+                raise StorageError(f"{p}: cannot read gradient file (JSON nested too deeply)") from None
+            if not isinstance(doc, dict):
+                raise StorageError(f"{p}: not a dojo gradient file (a JSON {type(doc).__name__}, not an object)")
             matrices, labels, vectors = {}, {}, {}
             for name in MATRICES:
                 if name in doc:
                     block = doc.pop(name)
-                    rows, cols = list(block["rows"]), list(block["cols"])
-                    matrices[name] = np.asarray(block["data"], dtype=float).reshape(len(rows), len(cols))
+                    try:
+                        rows, cols = [str(r) for r in block["rows"]], [str(c) for c in block["cols"]]
+                        matrices[name] = np.asarray(block["data"], dtype=float).reshape(len(rows), len(cols))
+                    except (KeyError, TypeError, ValueError) as exc:
+                        what = f"no {exc}" if isinstance(exc, KeyError) else exc
+                        raise StorageError(f"{p}: {name}: must be {{rows, cols, data}} with a rows x cols matrix ({what})") from None
                     labels[name] = (rows, cols)
             for name in ("state", "input", "next_state"):
                 if name in doc:
-                    vectors[name] = np.asarray(doc.pop(name), dtype=float)
+                    try:
+                        vectors[name] = np.asarray(doc.pop(name), dtype=float).reshape(-1)
+                    except (TypeError, ValueError) as exc:
+                        raise StorageError(f"{p}: {name}: must be a list of numbers ({exc})") from None
             content = GradientFile(matrices, labels, vectors, doc)
         else:
             with np.load(p, allow_pickle=False) as data:

@@ -11,12 +11,35 @@ from __future__ import annotations
 import numpy as np
 
 from dojo_cli import _core
-from dojo_cli.errors import SceneError
+from dojo_cli.errors import Problem, SceneError
 
 # Enum values of the core (core/model.h, core/contact.h).
 CONTACT_MODEL_CODE = {"impact": 0, "nonlinear": 1, "linear": 2}
 COLLISION_KIND_CODE = {"halfspace": 0, "sphere": 1, "capsule": 2, "box": 3}
 SHAPE_PARAMETERS = 7  # per contact: the kind's parameters, padded
+
+# The real-valued ModelInput arrays -> (what an entry belongs to, entries per owner, the
+# scene field it comes from), so that a value the core would refuse is named as the
+# scene names it (joints.0.axis, not ModelInput.basis). Owners: the scene (None),
+# "bodies", "joints", "free" (a joint's free coordinate), "limits", "contacts".
+_SCENE_FIELDS = {
+    "timestep": (None, 1, "timestep"),
+    "gravity": (None, 3, "gravity"),
+    "mass": ("bodies", 1, "mass"),
+    "inertia": ("bodies", 9, "inertia"),
+    "parent_vertex": ("joints", 3, "parent_vertex"),
+    "child_vertex": ("joints", 3, "child_vertex"),
+    "orientation_offset": ("joints", 4, "orientation_offset"),
+    "basis": ("joints", 18, "axis"),
+    "spring": ("free", 1, "spring"),
+    "damper": ("free", 1, "damper"),
+    "spring_offset": ("free", 1, "spring_offset"),
+    "limit_bound": ("limits", 1, "limits"),
+    "contact_friction": ("contacts", 1, "friction"),
+    "contact_radius": ("contacts", 1, "radius"),
+    "contact_offset": ("contacts", 3, "offset"),
+    "contact_shape": ("contacts", SHAPE_PARAMETERS, "against"),
+}
 
 
 def contact_shape_parameters(contact) -> np.ndarray:
@@ -71,9 +94,33 @@ def compile_model(mech) -> _core.Model:
 
     Raises:
         SceneError: the core rejects the description (a value that is not finite, an
-            index out of range); the message names the field.
+            index out of range); the problem names the scene field where it can.
     """
+    m = model_input(mech)
+    problem = _non_finite_field(mech, m)
+    if problem is not None:
+        raise SceneError(problem)
     try:
-        return _core.Model(model_input(mech))
+        return _core.Model(m)
     except (ValueError, TypeError) as exc:
         raise SceneError(f"mechanism {mech.name!r}: {exc}") from None
+
+
+def _non_finite_field(mech, m: _core.ModelInput) -> Problem | None:
+    """The first value the core would refuse as not finite, named by its scene field."""
+    for attribute, (owner, width, name) in _SCENE_FIELDS.items():
+        values = np.asarray(getattr(m, attribute), dtype=float).reshape(-1)
+        bad = np.flatnonzero(~np.isfinite(values))
+        if bad.size == 0:
+            continue
+        k = int(bad[0]) // width
+        if owner is None:
+            path = name
+        elif owner == "free":
+            path = f"joints.{int(mech.free_joint[k])}.{name}"
+        elif owner == "limits":
+            path = f"joints.{int(mech.free_joint[mech.limit_free[k]])}.{name}"
+        else:
+            path = f"{owner}.{k}.{name}"
+        return Problem(f"mechanism {mech.name!r}", None, path, f"not finite (the core's ModelInput.{attribute} has {values[bad[0]]})")
+    return None

@@ -24,12 +24,13 @@ a free) and the identity when none or all three are.
 from __future__ import annotations
 
 import copy
+import math
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 
 import numpy as np
 
-from dojo_cli.errors import SceneError
+from dojo_cli.errors import Problem, SceneError
 from dojo_cli.math.quaternion import IDENTITY, matrix_from_quaternion
 from dojo_cli import _core
 from dojo_cli.model.compiled import compile_model
@@ -43,12 +44,22 @@ def axis_basis(axis: np.ndarray) -> np.ndarray:
     """Rows (v1, v2, a): the deterministic in-plane basis of the module docstring.
 
     Args:
-        axis: (3,) nonzero axis.
+        axis: (3,) finite nonzero axis.
 
     Returns:
         (3, 3) orthonormal rows, right-handed, last row the unit axis.
+
+    Raises:
+        ValueError: the axis is zero or not finite.
     """
     a = np.asarray(axis, dtype=float)
+    scale = float(np.max(np.abs(a)))
+    if not (math.isfinite(scale) and scale > 0.0):
+        raise ValueError(f"must be a finite nonzero axis, got {a.tolist()}")
+    if not 1e-150 < scale < 1e150:
+        # the norm's squares would overflow or underflow: scale by the largest entry first
+        # (only then, so that ordinary axes keep their exact rounding)
+        a = a / scale
     a = a / np.linalg.norm(a)
     k = int(np.argmax(np.abs(a)))  # argmax returns the first index on ties
     e = np.zeros(3)
@@ -245,8 +256,9 @@ class Mechanism:
         name: str = "mechanism",
         contacts: list[Contact] | None = None,
     ):
-        if timestep <= 0:
-            raise SceneError("timestep: must be > 0")
+        problems = _input_problems(bodies, joints, contacts or [], timestep, gravity)
+        if problems:
+            raise SceneError([Problem(f"mechanism {name!r}", None, path, message) for path, message in problems])
         self.name = name
         self.timestep = float(timestep)
         self.gravity = np.asarray(gravity, dtype=float).reshape(3)
@@ -459,6 +471,71 @@ class Mechanism:
             f"Mechanism({self.name!r}, {self.nb} bodies, {self.nj} joints, {self.nf} dof, "
             f"{self.nc} contacts, {self.nlim} limits, h={self.timestep})"
         )
+
+
+def _input_problems(bodies, joints, contacts, timestep, gravity) -> list[tuple[str, str]]:
+    """(field path, message) for each value the model cannot be built from.
+
+    The last check before the compiled core: every number finite, masses and the
+    timestep positive, inertias invertible, axes usable. Paths index the scene's
+    sections (``bodies.0.inertia``), so the scene builder can point at the line.
+    """
+    problems: list[tuple[str, str]] = []
+
+    def finite(path: str, value, what: str = "") -> bool:
+        try:
+            arr = np.asarray(value, dtype=float)
+        except (TypeError, ValueError):
+            problems.append((path, f"must be numbers, got {value!r}"))
+            return False
+        if not np.all(np.isfinite(arr)):
+            problems.append((path, f"not finite{what} (got {arr.tolist()})"))
+            return False
+        return True
+
+    if finite("timestep", timestep) and not float(timestep) > 0:
+        problems.append(("timestep", f"must be > 0, got {float(timestep):g}"))
+    if finite("gravity", gravity) and np.size(gravity) != 3:
+        problems.append(("gravity", f"must have 3 entries, got {np.size(gravity)}"))
+    for i, b in enumerate(bodies):
+        if finite(f"bodies.{i}.mass", b.mass) and not float(b.mass) > 0:
+            problems.append((f"bodies.{i}.mass", f"must be > 0, got {float(b.mass):g}"))
+        if finite(f"bodies.{i}.inertia", b.inertia):
+            inertia = np.asarray(b.inertia, dtype=float)
+            if inertia.shape != (3, 3):
+                problems.append((f"bodies.{i}.inertia", f"must be 3x3, got shape {inertia.shape}"))
+            elif not _invertible(inertia):
+                problems.append((f"bodies.{i}.inertia", f"must be invertible with a finite inverse, got {inertia.tolist()}"))
+    for i, j in enumerate(joints):
+        for key in ("parent_vertex", "child_vertex", "orientation_offset", "spring", "damper", "spring_offset"):
+            value = getattr(j, key)
+            if value is not None:
+                finite(f"joints.{i}.{key}", value)
+        # the axis builds a basis only for an element with one or two constrained directions
+        if finite(f"joints.{i}.axis", j.axis) and {1, 2} & set(j.constrained):
+            try:
+                axis_basis(j.axis)
+            except ValueError as exc:
+                problems.append((f"joints.{i}.axis", str(exc)))
+        if j.limits is not None and any(np.any(np.isnan(np.asarray(v, dtype=float))) for v in j.limits):
+            problems.append((f"joints.{i}.limits", "not finite (nan; use -.inf or .inf for no bound)"))
+    for i, c in enumerate(contacts):
+        finite(f"contacts.{i}.friction", c.friction)
+        finite(f"contacts.{i}.radius", c.radius)
+        finite(f"contacts.{i}.offset", c.offset)
+        for key, value in c.params.items():
+            finite(f"contacts.{i}.against", value, f" ({key})")
+    return problems
+
+
+def _invertible(matrix: np.ndarray) -> bool:
+    """Whether a finite 3x3 matrix has a finite inverse (no warning either way)."""
+    with np.errstate(all="ignore"):  # an inverse that overflows is the answer here, not a warning
+        try:
+            inverse = np.linalg.inv(matrix)
+        except np.linalg.LinAlgError:
+            return False
+    return bool(np.all(np.isfinite(inverse)))
 
 
 def _per_free(joint: Joint, values) -> np.ndarray:

@@ -80,9 +80,23 @@ def central_inertia(shape: Shape, mass: float) -> np.ndarray | None:
 
 
 def body_inertia(shape: Shape, mass: float) -> np.ndarray | None:
-    """Central inertia of the shape expressed in the body frame (3, 3), or None."""
-    inertia = central_inertia(shape, mass)
+    """Central inertia of the shape expressed in the body frame (3, 3), or None.
+
+    Raises:
+        ValueError: the inertia is not finite (a size or a mass so large that the
+            products overflow; a scene's bounds keep them finite).
+    """
+    # an overflow is answered below, not warned about: numpy's products give inf, and
+    # Python's float ** raises OverflowError
+    with np.errstate(over="ignore", invalid="ignore"):
+        try:
+            inertia = central_inertia(shape, mass)
+        except ArithmeticError:
+            inertia = np.full((3, 3), np.inf)
     if inertia is None:
         return None
+    if not np.all(np.isfinite(inertia)):
+        # checked before rotating, which would mix inf * 0 = nan (and warn)
+        raise ValueError(f"the inertia of this {shape.kind} of mass {mass:g} kg is not finite (the products overflow)")
     rot = matrix_from_quaternion(np.asarray(shape.orientation_offset, dtype=float))
     return rot @ inertia @ rot.T

@@ -5,6 +5,13 @@ The built Mechanism carries what running the scene needs, its run set-up
 (Mechanism.with_run_setup): ``initial`` (13 nb,), ``default_options``
 (SolverOptions), ``controller``, ``external`` (ExternalForce tuple),
 ``default_steps`` (int or None), ``scene`` (the SceneSpec) and ``scene_file``.
+
+Every quantity derived here from scene numbers (a body's inertia from its shape and
+mass, its weight, the initial maximal state from the joints' minimal coordinates, a
+schedule's inputs) is checked after the arithmetic against the scene's bounds
+(schema.MAX_MAGNITUDE, schema.MIN_AMOUNT), so nothing non-finite or absurd reaches
+the core; a problem names the field the quantity came from (the one set by ``--set``
+when one was).
 """
 
 from __future__ import annotations
@@ -18,6 +25,7 @@ from dojo_cli.io.tables import read_input_table
 from dojo_cli.model.mechanism import ORIGIN, Body, Contact, Joint, Mechanism
 from dojo_cli.model.shapes import Shape, body_inertia
 from dojo_cli.physics.coordinates import constraint_violation, interleave_minimal, minimal_to_maximal
+from dojo_cli.scene.schema import MAX_MAGNITUDE, MAX_STEPS, MIN_AMOUNT
 from dojo_cli.simulation.controller import (
     ConstantController, Controller, ExternalForce, PDController, ScheduleController,
 )
@@ -51,15 +59,30 @@ def build_mechanism(spec, file: str | None = None) -> Mechanism:
     problems: list[Problem] = []
     names = {b.name: i for i, b in enumerate(spec.bodies)}
 
+    gravity = math.hypot(*spec.gravity)
     bodies = []
     for i, b in enumerate(spec.bodies):
         shape = shape_from_spec(b.shape)
         inertia = b.inertia_matrix()
+        sources = [f"bodies.{i}.inertia"]
         if inertia is None:
-            inertia = body_inertia(shape, b.mass)
+            # derived from the shape and the mass: a problem is theirs
+            sources = [f"bodies.{i}.shape", f"bodies.{i}.mass"]
+            try:
+                inertia = body_inertia(shape, b.mass)
+            except ValueError as exc:
+                problems.append(_derived_problem(spec, sources, str(exc)))
+                inertia = np.eye(3)
         if inertia is None:
             problems.append(spec.problem(f"bodies.{i}.inertia", f"required for a {shape.kind} shape (it has no volume)"))
             inertia = np.eye(3)
+        problem = _inertia_problem(np.asarray(inertia, dtype=float), b.mass, len(sources) > 1)
+        if problem is not None:
+            problems.append(_derived_problem(spec, sources, problem))
+            inertia = np.eye(3)
+        if b.mass * gravity > MAX_MAGNITUDE:
+            message = f"the weight mass * |gravity| = {b.mass * gravity:.3g} N is more than {MAX_MAGNITUDE:g}"
+            problems.append(_derived_problem(spec, [f"bodies.{i}.mass", "gravity"], message))
         visuals = [shape_from_spec(v) for v in b.visuals]
         bodies.append(Body(b.name, float(b.mass), np.asarray(inertia, dtype=float), shape, visuals))
 
@@ -79,7 +102,11 @@ def build_mechanism(spec, file: str | None = None) -> Mechanism:
         raise SceneError(problems)
 
     contacts = [contact_from_spec(c, names) for c in spec.contacts]
-    mech = Mechanism(bodies, joints, spec.timestep, spec.gravity, name=spec.name, contacts=contacts)
+    try:
+        mech = Mechanism(bodies, joints, spec.timestep, spec.gravity, name=spec.name, contacts=contacts)
+    except SceneError as exc:
+        # the mechanism names scene fields (bodies.0.inertia): point them at the file's lines
+        raise SceneError([spec.problem(p.field, p.message) if p.field else p for p in exc.problems]) from None
     external = [
         ExternalForce(names[e.body], np.asarray(e.force, float), np.asarray(e.torque, float), np.asarray(e.vertex, float),
                       e.frame, float(e.start), float(e.stop))
@@ -94,6 +121,36 @@ def build_mechanism(spec, file: str | None = None) -> Mechanism:
         controller=controller_from_spec(spec, mech, file),
         external=external,
     )
+
+
+def _inertia_problem(inertia: np.ndarray, mass: float, derived: bool) -> str | None:
+    """What is wrong with a body's inertia (3, 3) against the scene's bounds, or None."""
+    if not np.all(np.isfinite(inertia)):
+        return f"the inertia is not finite ({inertia.tolist()})"
+    eigenvalues = np.linalg.eigvalsh(0.5 * inertia + 0.5 * inertia.T)
+    what = f"the inertia from this shape and the mass {mass:g} kg" if derived else "the inertia"
+    if eigenvalues.max() > MAX_MAGNITUDE:
+        return f"{what} reaches {eigenvalues.max():.3g} kg m^2, more than {MAX_MAGNITUDE:g}"
+    if eigenvalues.min() < MIN_AMOUNT:
+        return f"{what} is down to {eigenvalues.min():.3g} kg m^2, less than {MIN_AMOUNT:g}"
+    return None
+
+
+def _derived_problem(spec, sources: list[str], message: str) -> Problem:
+    """A problem with a quantity derived from the fields ``sources``.
+
+    Reported on the first source set by an override (on ``--set``, at the overridden
+    field, which may lie inside the source: ``bodies.0.shape.size``), else on the
+    first source's line in the file.
+    """
+    overridden = list(spec.source.overrides)
+    for path in sources:
+        for key in overridden:
+            if key == path or path.startswith(key + "."):
+                return spec.problem(path, message)
+            if key.startswith(path + "."):
+                return spec.problem(key, message)
+    return spec.problem(sources[0], message)
 
 
 def contact_from_spec(c, names: dict[str, int]) -> Contact:
@@ -123,8 +180,13 @@ def _steps(spec) -> int | None:
     if spec.steps is not None:
         return int(spec.steps)
     if spec.duration is not None:
+        n = spec.duration / spec.timestep
+        # checked after the division: a fine duration over a tiny timestep is still too many steps
+        if not n <= MAX_STEPS:
+            message = f"{spec.duration:g} s at timestep {spec.timestep:g} s is {n:.3g} steps, more than {MAX_STEPS:.0e}"
+            raise SceneError(_derived_problem(spec, ["duration", "timestep"], message))
         # 1e-9 guards against duration/h landing just above an integer in floating point
-        return int(math.ceil(spec.duration / spec.timestep - 1e-9))
+        return int(math.ceil(n - 1e-9))
     return None
 
 
@@ -144,6 +206,9 @@ def initial_state_from_spec(spec, mech: Mechanism, file: str) -> np.ndarray:
         if b.initial is not None:
             overrides[i] = b.initial.model_dump()
     z = minimal_to_maximal(mech, interleave_minimal(mech, theta, rate), body_overrides=overrides)
+    problems = _initial_state_problems(spec, mech, z)
+    if problems:
+        raise SceneError(problems)
     viol = constraint_violation(mech, z)
     bad = [(i, v) for i, v in enumerate(viol) if v > INITIAL_VIOLATION_TOL]
     if bad:
@@ -155,6 +220,31 @@ def initial_state_from_spec(spec, mech: Mechanism, file: str) -> np.ndarray:
             problems.append(spec.problem(f"joints.{i}", f"joint {j.name!r} is violated by {v:.3g} in the initial state ({what})"))
         raise SceneError(problems)
     return z
+
+
+def _initial_state_problems(spec, mech: Mechanism, z: np.ndarray) -> list[Problem]:
+    """Bodies whose initial maximal state (from the joints' initial values, chained
+    root to leaves, and the bodies' own) is not finite or beyond MAX_MAGNITUDE."""
+    problems = []
+    parts = ("position", "velocity", "orientation", "angular velocity")
+    for i, state in enumerate(np.asarray(z, dtype=float).reshape(mech.nb, 13)):
+        bad = [name for name, values in zip(parts, np.split(state, [3, 6, 10]))
+               if not (np.all(np.isfinite(values)) and np.max(np.abs(values)) <= MAX_MAGNITUDE)]
+        if not bad:
+            continue
+        # what set it: the body's own initial state, else the joints' initial values on its
+        # way to the origin (nearest first)
+        sources = [f"bodies.{i}.initial"] if spec.bodies[i].initial is not None else []
+        body = i
+        while body >= 0 and mech.tree_joint_of_body[body] >= 0:
+            j = int(mech.tree_joint_of_body[body])
+            if spec.joints[j].initial is not None:
+                sources.append(f"joints.{j}.initial")
+            body = int(mech.parent[j])
+        message = (f"the initial {' and '.join(bad)} of body {mech.bodies[i].name!r} "
+                   f"{'is' if len(bad) == 1 else 'are'} not finite or more than {MAX_MAGNITUDE:g} in magnitude")
+        problems.append(_derived_problem(spec, sources or [f"bodies.{i}"], message))
+    return problems
 
 
 def controller_from_spec(spec, mech: Mechanism, file: str) -> Controller | None:
@@ -171,8 +261,14 @@ def controller_from_spec(spec, mech: Mechanism, file: str) -> Controller | None:
         return PDController(gains(c.kp), gains(c.kd), _per_joint(mech, c.targets), _per_joint(mech, c.velocity_targets))
     try:
         table = read_input_table(c.file)
-    except (OSError, ValueError) as exc:
+    except OSError as exc:
+        raise SceneError(spec.problem("controller.file", f"{c.file}: cannot read ({exc.strerror or exc})")) from None
+    except (ValueError, TypeError, KeyError) as exc:
         raise SceneError(spec.problem("controller.file", f"{c.file}: {exc}")) from None
+    if table.size and not np.max(np.abs(table)) <= MAX_MAGNITUDE:
+        row, col = np.unravel_index(int(np.argmax(~(np.abs(table) <= MAX_MAGNITUDE))), table.shape)
+        message = f"{c.file}: row {row + 1}, column {col + 1} is {table[row, col]:g}, more than {MAX_MAGNITUDE:g} in magnitude"
+        raise SceneError(spec.problem("controller.file", message))
     if table.shape[1] != mech.nf:
         raise SceneError(spec.problem("controller.file", f"{c.file}: has {table.shape[1]} columns, the mechanism has {mech.nf} inputs"))
     return ScheduleController(table, c.after_end)

@@ -34,6 +34,17 @@ BUILTIN_FOLDER = "builtin"
 """Folder of the built-in scenes inside this package (``<name>.yaml``)."""
 
 _SCENE_SUFFIX = ".yaml"
+
+MAX_DOCUMENT_BYTES = 4 * 1024 * 1024
+"""Largest scene document (UTF-8 bytes): over 100 times the largest built-in scene once
+resolved (humanoid, 34 kB), small enough that reading it is instant."""
+MAX_NESTING_DEPTH = 64
+"""Deepest nesting of mappings and lists (the built-in scenes need at most 6:
+bodies.0.visuals.0.color); the walks over the tree recurse once per level."""
+MAX_EXPANDED_NODES = 100_000
+"""Most nodes in a document counting each alias as the nodes it stands for: 30 times
+the largest built-in scene once resolved (humanoid, 3,400 nodes). The line index and
+pydantic visit the expanded tree, so this bounds their work (about a second)."""
 # pydantic's location element for a mapping key's own error
 _KEY_LOCATION = "[key]"
 
@@ -127,43 +138,84 @@ def load_scene_spec(
             problem per issue, each with file, line and field path.
     """
     path = Path(source)
-    if path.is_file():
-        try:
-            text = path.read_text(encoding="utf-8")
-        except OSError as exc:
-            raise SceneError(Problem(str(source), None, "", f"cannot read the file: {exc.strerror or exc}")) from None
-        except UnicodeDecodeError as exc:
-            raise SceneError(
-                Problem(str(source), None, "", f"cannot read the file: not UTF-8 text (byte {exc.start})")
-            ) from None
-        return load_scene_spec_from_string(text, str(source), path.resolve().parent, overrides)
     name = str(source)
+    file = name
+    try:
+        is_file, exists = path.is_file(), path.exists()
+    except OSError as exc:  # a name the file system refuses (longer than NAME_MAX, ...)
+        raise SceneError(Problem(file, None, "", f"cannot read the file: {exc.strerror or exc}")) from None
+    if is_file:
+        return load_scene_spec_from_string(_read_scene_file(path, file), file, path.resolve().parent, overrides)
     if name in builtin_scene_names():
         builtin = builtin_scene_path(name)
         shown = f"dojo_cli/scene/{BUILTIN_FOLDER}/{builtin.name}"
         return load_scene_spec_from_string(builtin_scene_text(name), shown, builtin.parent, overrides)
-    if path.exists():
-        raise SceneError(Problem(name, None, "", "not a scene file (a directory?)"))
+    if exists:
+        raise SceneError(Problem(file, None, "", "not a scene file (a directory?)"))
     raise _unknown_scene(name)
 
 
+def _read_scene_file(path: Path, file: str) -> str:
+    """The text of a scene file, refused before reading when it is too large.
+
+    Raises:
+        SceneError: unreadable, larger than MAX_DOCUMENT_BYTES, or not UTF-8.
+    """
+    try:
+        size = path.stat().st_size
+        if size > MAX_DOCUMENT_BYTES:
+            raise SceneError(Problem(file, None, "", _too_large(size)))
+        with path.open("rb") as stream:
+            # one byte more than the limit: a file that grew since stat() is still caught
+            data = stream.read(MAX_DOCUMENT_BYTES + 1)
+    except OSError as exc:
+        raise SceneError(Problem(file, None, "", f"cannot read the file: {exc.strerror or exc}")) from None
+    if len(data) > MAX_DOCUMENT_BYTES:
+        raise SceneError(Problem(file, None, "", _too_large(len(data))))
+    return _decoded(data, file)
+
+
+def _too_large(size: int) -> str:
+    return f"the document is {size:,} bytes, more than the limit of {MAX_DOCUMENT_BYTES:,} bytes"
+
+
+def _decoded(data: bytes, file: str) -> str:
+    """UTF-8 bytes as text; invalid UTF-8 is a problem at its line."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        message = f"not UTF-8 text (byte {exc.start}: {data[exc.start:exc.start + 1]!r})"
+        raise SceneError(Problem(file, line, "", f"cannot read the file: {message}")) from None
+
+
 def load_scene_spec_from_string(
-    text: str,
+    text: str | bytes,
     file: str = "<string>",
     base_dir: str | os.PathLike | None = None,
     overrides: Mapping[str, Any] | Sequence[str] | None = None,
 ) -> SceneSpec:
     """Validate a scene given as YAML text.
 
+    The entry point for scene text that is not a file of its own (the scene kept
+    in a storage file, ``file`` naming it as ``run.h5:scene``): the same limits
+    and checks as a scene file.
+
     Args:
-        text: the YAML scene.
+        text: the YAML scene (bytes must be UTF-8).
         file: name of the text in problems.
         base_dir: folder relative paths resolve against (None: the current directory).
         overrides: as for ``load_scene_spec``.
 
     Raises:
-        SceneError: invalid YAML or an invalid scene.
+        SceneError: invalid YAML, YAML beyond the limits, or an invalid scene.
     """
+    if isinstance(text, (bytes, bytearray)):
+        if len(text) > MAX_DOCUMENT_BYTES:
+            raise SceneError(Problem(file, None, "", _too_large(len(text))))
+        text = _decoded(bytes(text), file)
+    elif not isinstance(text, str):
+        raise SceneError(Problem(file, None, "", f"a scene must be YAML text, got {type(text).__name__}"))
     data, lines = _parse_yaml(text, file)
     source = SceneSource(file, _absolute_folder(base_dir), lines)
     if not isinstance(data, dict):
@@ -247,25 +299,176 @@ def _validate(
 # -------------------------------------------------------------------- YAML
 
 
-def _parse_yaml(text: str, file: str) -> tuple[Any, dict[str, int]]:
-    """Plain data and {field path: line} of a YAML document.
+class YamlProblem(Exception):
+    """YAML that cannot be read, or that is beyond a limit.
+
+    Attributes:
+        line: 1-based line of the problem, or None.
+        message: what is wrong, e.g. ``nested deeper than 64 levels (the limit)``.
+    """
+
+    def __init__(self, line: int | None, message: str):
+        self.line = line
+        self.message = message
+        super().__init__(message if line is None else f"line {line}: {message}")
+
+
+class _LimitExceeded(yaml.YAMLError):
+    """Raised by the composer at the node that crosses a limit."""
+
+    def __init__(self, mark: yaml.Mark | None, message: str):
+        self.mark = mark
+        self.message = message
+        super().__init__(message)
+
+
+class _LimitedLoader(yaml.SafeLoader):
+    """SafeLoader whose composer enforces MAX_NESTING_DEPTH and MAX_EXPANDED_NODES.
+
+    Composing keeps aliases as references to one node, so it costs the size of the
+    text; the expanded size is counted as it goes (an alias adds the expanded size
+    of its node, recorded when that node was composed), and so is the depth an
+    alias reaches (its depth plus its node's height). Whatever crosses a limit is
+    refused at once, before anything expands the tree. An alias to a collection
+    still being composed (``a: &a [*a]``) would make the tree cyclic: refused too.
+    """
+
+    def __init__(self, stream: str):
+        super().__init__(stream)
+        self._depth = 0  # collections open around the node being composed
+        self._deepest = 0  # deepest expanded level reached so far
+        self._expanded = 0  # nodes so far, aliases expanded
+        self._open: set[str] = set()  # anchors of the collections being composed
+        self._shape: dict[int, tuple[int, int]] = {}  # id(anchored node) -> (expanded nodes, height)
+
+    def compose_node(self, parent, index):
+        event = self.peek_event()
+        if isinstance(event, yaml.AliasEvent):
+            if event.anchor in self._open:
+                raise _LimitExceeded(
+                    event.start_mark,
+                    f"recursive alias *{event.anchor}: it stands for a collection that contains it",
+                )
+            node = self.anchors.get(event.anchor)
+            if node is not None:  # else the composer reports the undefined alias
+                size, height = self._shape[id(node)]
+                self._add(size, event.start_mark)
+                self._reach(self._depth + height, event.start_mark)
+            return super().compose_node(parent, index)
+        collection = isinstance(event, (yaml.SequenceStartEvent, yaml.MappingStartEvent))
+        base, before, outer_deepest = self._depth, self._expanded, self._deepest
+        self._deepest = base  # from here, the deepest level inside this node
+        self._add(1, event.start_mark)
+        if collection:
+            self._depth += 1
+            self._reach(self._depth, event.start_mark)
+            if event.anchor is not None:
+                self._open.add(event.anchor)
+        try:
+            node = super().compose_node(parent, index)
+        finally:
+            if collection:
+                self._open.discard(event.anchor)
+                self._depth -= 1
+        if event.anchor is not None:
+            # an alias of this node adds its expanded size, and its height to the alias's depth
+            self._shape[id(node)] = (self._expanded - before, self._deepest - base)
+        self._deepest = max(outer_deepest, self._deepest)
+        return node
+
+    def _add(self, nodes: int, mark: yaml.Mark) -> None:
+        self._expanded += nodes
+        if self._expanded > MAX_EXPANDED_NODES:
+            raise _LimitExceeded(
+                mark,
+                f"more than {MAX_EXPANDED_NODES:,} nodes once aliases are expanded (the limit; "
+                "an alias counts as the nodes it stands for)",
+            )
+
+    def _reach(self, depth: int, mark: yaml.Mark) -> None:
+        self._deepest = max(self._deepest, depth)
+        if depth > MAX_NESTING_DEPTH:
+            raise _LimitExceeded(mark, f"nested deeper than {MAX_NESTING_DEPTH} levels (the limit)")
+
+    def construct_object(self, node, deep=False):
+        # a scalar with an explicit tag it does not fit (!!float abc, !!bool maybe,
+        # !!timestamp 12) fails inside PyYAML with a plain ValueError, KeyError... that
+        # names no line: made a YAML problem at the node
+        try:
+            return super().construct_object(node, deep)
+        except yaml.YAMLError:
+            raise
+        except (ValueError, TypeError, KeyError, AttributeError, ArithmeticError):
+            tag = node.tag.rsplit(":", 1)[-1]
+            if tag == "int" and isinstance(node.value, str) and len(node.value) > 4000:
+                # Python refuses int() of more than 4,300 digits
+                reason = f"an integer of {len(node.value):,} digits is too long"
+            else:
+                reason = f"{_shortened(node.value)} is not a valid !!{tag}"
+            raise yaml.constructor.ConstructorError(None, None, reason, node.start_mark) from None
+
+
+def _shortened(value: Any) -> str:
+    text = repr(value) if isinstance(value, str) else f"a {type(value).__name__}"
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def read_yaml(text: str) -> tuple[yaml.Node | None, Any]:
+    """The node tree and the plain data of one YAML document, within the limits.
 
     Raises:
-        SceneError: malformed YAML, or a key given twice in one mapping.
+        YamlProblem: malformed YAML, a character YAML does not allow, or a document
+            beyond MAX_DOCUMENT_BYTES, MAX_NESTING_DEPTH or MAX_EXPANDED_NODES.
     """
-    loader = yaml.SafeLoader(text)
+    # characters are at least one byte each: only a long text needs encoding to measure
+    if len(text) > MAX_DOCUMENT_BYTES // 4 and len(text.encode("utf-8", "surrogatepass")) > MAX_DOCUMENT_BYTES:
+        raise YamlProblem(None, _too_large(len(text.encode("utf-8", "surrogatepass"))))
+    try:
+        # the reader checks every character here, before any parsing
+        loader = _LimitedLoader(text)
+    except yaml.reader.ReaderError as exc:
+        raise YamlProblem(_line_at(text, exc.position), _character_message(exc)) from None
     try:
         node = loader.get_single_node()
         data = loader.construct_document(node) if node is not None else None
+    except _LimitExceeded as exc:
+        raise YamlProblem(exc.mark.line + 1 if exc.mark is not None else None, exc.message) from None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark is not None else None
         reason = exc.problem or exc.context or "unreadable"
-        raise SceneError(Problem(file, line, "", f"invalid YAML: {reason}")) from None
+        raise YamlProblem(line, f"invalid YAML: {reason}") from None
+    except yaml.reader.ReaderError as exc:
+        raise YamlProblem(_line_at(text, exc.position), _character_message(exc)) from None
     except yaml.YAMLError as exc:
-        raise SceneError(Problem(file, None, "", f"invalid YAML: {exc}")) from None
+        raise YamlProblem(None, f"invalid YAML: {exc}") from None
     finally:
         loader.dispose()
+    return node, data
+
+
+def _line_at(text: str, position: int) -> int:
+    """1-based line of a character index (YAML's line breaks are splitlines' up to there)."""
+    return len((text[:position] + "x").splitlines())
+
+
+def _character_message(exc: yaml.reader.ReaderError) -> str:
+    character = exc.character
+    code = character if isinstance(character, int) else ord(character)
+    return f"character U+{code:04X} ({chr(code)!r}) is not allowed in YAML (control characters and NUL are not)"
+
+
+def _parse_yaml(text: str, file: str) -> tuple[Any, dict[str, int]]:
+    """Plain data and {field path: line} of a YAML document.
+
+    Raises:
+        SceneError: malformed YAML, YAML beyond the limits, or a key given twice in
+            one mapping.
+    """
+    try:
+        node, data = read_yaml(text)
+    except YamlProblem as exc:
+        raise SceneError(Problem(file, exc.line, "", exc.message)) from None
     lines: dict[str, int] = {}
     duplicates: list[Problem] = []
     if node is not None:

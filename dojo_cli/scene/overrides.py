@@ -17,27 +17,31 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
-import yaml
 
 from dojo_cli.errors import Problem, SceneError
-from dojo_cli.scene.schema import OVERRIDE_FILE, field_default
+from dojo_cli.scene.schema import OVERRIDE_FILE, field_default, value_text
 
 
 def parse_override(text: str) -> tuple[str, Any]:
-    """Split a ``PATH=VALUE`` override; VALUE is read as YAML (``2``, ``[0, 0, -1]``, ``.inf``).
+    """Split a ``PATH=VALUE`` override; VALUE is read as YAML (``2``, ``[0, 0, -1]``, ``.inf``),
+    within the limits of a scene file (size, nesting, aliases, characters: see the loader).
 
     Raises:
-        SceneError: no ``=``, an empty path, or a VALUE that is not YAML.
+        SceneError: no ``=``, an empty path, or a VALUE that is not YAML or is beyond a limit.
     """
+    # here, not at the top: the loader imports this module
+    from dojo_cli.scene.loader import YamlProblem, read_yaml
+
     path, sep, raw = text.partition("=")
     path = path.strip()
     if not sep or not path:
-        raise SceneError(Problem(OVERRIDE_FILE, None, "", f"expected PATH=VALUE, got {text!r}"))
+        raise SceneError(Problem(OVERRIDE_FILE, None, "", f"expected PATH=VALUE, got {value_text(text)}"))
+    if not path.isprintable():
+        raise SceneError(Problem(OVERRIDE_FILE, None, "", f"the path must be printable, got {value_text(path)}"))
     try:
-        value = yaml.safe_load(raw)
-    except yaml.YAMLError as exc:
-        reason = getattr(exc, "problem", None) or str(exc)
-        raise SceneError(Problem(OVERRIDE_FILE, None, path, f"invalid value {raw!r}: {reason}")) from None
+        _, value = read_yaml(raw)
+    except YamlProblem as exc:
+        raise SceneError(Problem(OVERRIDE_FILE, None, path, f"invalid value {value_text(raw)}: {exc.message}")) from None
     return path, value
 
 

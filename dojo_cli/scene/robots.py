@@ -112,7 +112,11 @@ def resolve_resource(name: str, base_dir: Path, search_path: list[Path]) -> Path
     if name.startswith(PACKAGE_SCHEME):
         package, _, rest = name[len(PACKAGE_SCHEME):].lstrip("/").partition("/")
         for folder in search_path:
-            if (folder / package).is_dir():
+            try:
+                found = (folder / package).is_dir()
+            except OSError:  # a name the file system refuses (longer than NAME_MAX): not there
+                found = False
+            if found:
                 return folder / package / rest
         raise UnresolvedPackage(package, search_path)
     if name.startswith(FILE_SCHEME):

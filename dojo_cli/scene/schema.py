@@ -58,6 +58,28 @@ MIN_DIRECTION_NORM = 1e-12
 # Relative tolerance on the symmetry of an explicit 3x3 inertia.
 INERTIA_SYMMETRY_RTOL = 1e-9
 
+# Numbers. Every finite number of a scene is at most MAX_MAGNITUDE in magnitude, and
+# every positive physical amount (mass, timestep, duration, shape lengths, inertia) at
+# least MIN_AMOUNT. Nothing physical in SI units comes near either (the observable
+# universe is ~1e53 kg and ~1e27 m), and within them a product or quotient of any three
+# scene numbers (an inertia m a^2, a weight m g h, a rate 1/h) stays inside double
+# precision (1e+-308), so deriving a quantity never overflows; the builder still checks
+# each quantity it derives against the same bounds (dojo_cli.scene.builder). Directions
+# and quaternions are exempt: they are normalised (safely, scaled first).
+MAX_MAGNITUDE = 1e100
+MIN_AMOUNT = 1.0 / MAX_MAGNITUDE
+# Most steps a scene may ask for (steps, or duration / timestep, which the builder
+# checks after the division): 10^9 states of one body are 100 GB, so more is a typo.
+MAX_STEPS = 10**9
+# Most iterations of any solver loop: 2,000 times Dojo's default (50), and the core
+# keeps a record row per iteration (max_iter 10^5: a few MB).
+MAX_ITERATIONS = 10**5
+# Names end up in storage files, messages and dotted --set paths; they are printable
+# text (no NUL, newline or other control character) of at most this many characters.
+MAX_NAME_LENGTH = 256
+# File paths in a scene: printable, at most PATH_MAX (Linux) characters.
+MAX_PATH_LENGTH = 4096
+
 RESERVED_BODY_NAME = "origin"
 OVERRIDE_FILE = "--set"
 """The "file" named by problems in fields set by overrides."""
@@ -103,6 +125,9 @@ def value_text(value: Any) -> str:
         text = "null"
     elif isinstance(value, str):
         text = repr(value)
+    elif isinstance(value, int) and value.bit_length() > 4000:
+        # str() refuses integers of more than 4,300 digits
+        text = f"an integer of about {value.bit_length() * math.log10(2):.0f} digits"
     elif isinstance(value, Mapping):
         text = "{" + ", ".join(f"{k}: {value_text(v)}" for k, v in value.items()) + "}"
     elif isinstance(value, (list, tuple, np.ndarray)):
@@ -140,6 +165,9 @@ def _number_not_bool(value: Any) -> Any:
     # pydantic reads true/false as 1/0; in a scene that is always a mistake
     if isinstance(value, bool):
         raise _invalid(f"must be a number, got {value_text(value)}")
+    # an integer beyond every float would be reported as "not a number"
+    if isinstance(value, int) and abs(value) > MAX_MAGNITUDE:
+        raise _invalid(f"must be at most {MAX_MAGNITUDE:g} in magnitude, got {value_text(value)}")
     return value
 
 
@@ -155,11 +183,27 @@ def _not_nan(value: float) -> float:
     return value
 
 
-Real = Annotated[float, BeforeValidator(_number_not_bool), Field(allow_inf_nan=False)]
-"""A finite number."""
-ExtendedReal = Annotated[float, BeforeValidator(_number_not_bool), AfterValidator(_not_nan)]
-"""A number that may be infinite (written ``.inf`` in YAML), never nan."""
+def _within_magnitude(value: float) -> float:
+    if math.isfinite(value) and abs(value) > MAX_MAGNITUDE:
+        raise _invalid(f"must be at most {MAX_MAGNITUDE:g} in magnitude, got {value:g}")
+    return value
+
+
+def _at_least_amount(value: float) -> float:
+    if value < MIN_AMOUNT:
+        raise _invalid(f"must be at least {MIN_AMOUNT:g}, got {value:g}")
+    return value
+
+
+FiniteReal = Annotated[float, BeforeValidator(_number_not_bool), Field(allow_inf_nan=False)]
+"""Any finite number (the entries of a direction, which is normalised)."""
+Real = Annotated[FiniteReal, AfterValidator(_within_magnitude)]
+"""A finite number of magnitude at most MAX_MAGNITUDE."""
+ExtendedReal = Annotated[float, BeforeValidator(_number_not_bool), AfterValidator(_not_nan), AfterValidator(_within_magnitude)]
+"""A number that may be infinite (written ``.inf`` in YAML), never nan; finite ones as Real."""
 PositiveReal = Annotated[Real, Field(gt=0)]
+Amount = Annotated[PositiveReal, AfterValidator(_at_least_amount)]
+"""A positive physical amount (mass, timestep, length, inertia): in [MIN_AMOUNT, MAX_MAGNITUDE]."""
 NonNegativeReal = Annotated[Real, Field(ge=0)]
 UnitIntervalReal = Annotated[Real, Field(ge=0, le=1)]
 Integer = Annotated[int, BeforeValidator(_integer_not_bool)]
@@ -171,7 +215,53 @@ def _non_empty(value: str) -> str:
     return value
 
 
-Name = Annotated[str, AfterValidator(_non_empty)]
+def _control_character(value: str, allowed: str = "") -> str | None:
+    """A message naming the first character of ``value`` that is not printable, or None."""
+    for index, character in enumerate(value):
+        if not character.isprintable() and character not in allowed:
+            return f"must be printable text, got {character!r} (U+{ord(character):04X}) at character {index + 1}"
+    return None
+
+
+def _name_text(value: str) -> str:
+    problem = _control_character(value)
+    if problem is not None:
+        raise _invalid(problem)
+    if len(value) > MAX_NAME_LENGTH:
+        raise _invalid(f"must be at most {MAX_NAME_LENGTH} characters, got {len(value):,}")
+    return value
+
+
+def _path_text(value: str) -> str:
+    problem = _control_character(value)
+    if problem is not None:
+        raise _invalid(problem)
+    if len(value) > MAX_PATH_LENGTH:
+        raise _invalid(f"must be a path of at most {MAX_PATH_LENGTH} characters, got {len(value):,}")
+    return value
+
+
+def _free_text(value: str) -> str:
+    # tabs and line breaks belong in prose; other control characters are garbage
+    problem = _control_character(value, allowed="\t\n\r")
+    if problem is not None:
+        raise _invalid(problem)
+    return value
+
+
+def _file_name_safe(value: str) -> str:
+    # the scene name is the default output file name (simulate writes <name>.h5)
+    if "/" in value or "\\" in value or value in (".", ".."):
+        raise _invalid(f"must not contain / or \\ (it names the output file), got {value_text(value)}")
+    return value
+
+
+Name = Annotated[str, AfterValidator(_non_empty), AfterValidator(_name_text)]
+"""A name: not blank, printable (no NUL, newline or other control character), at most MAX_NAME_LENGTH."""
+FilePath = Annotated[str, AfterValidator(_non_empty), AfterValidator(_path_text)]
+"""A file path: not blank, printable, at most MAX_PATH_LENGTH characters."""
+Text = Annotated[str, AfterValidator(_free_text)]
+"""Free text: printable, with tabs and line breaks."""
 
 
 def _list_entries(value: Any) -> list:
@@ -197,17 +287,27 @@ def _three_entries(value: Any) -> list:
 Vector3 = Annotated[list[Real], BeforeValidator(_three_entries)]
 """Exactly three finite numbers."""
 PositiveVector3 = Annotated[list[PositiveReal], BeforeValidator(_three_entries)]
+AmountVector3 = Annotated[list[Amount], BeforeValidator(_three_entries)]
 
 
 def _unit_direction(value: list[float]) -> list[float]:
     norm = math.sqrt(sum(v * v for v in value))
-    if norm < MIN_DIRECTION_NORM:
+    if math.isfinite(norm) and norm > 1e-150:
+        if norm < MIN_DIRECTION_NORM:
+            raise _invalid(f"must be nonzero, got {value_text(value)}")
+        return _normalised(value, norm)
+    # the squares overflowed (entries past 1e154) or underflowed: scale by the largest
+    # entry first, which keeps every step finite
+    scale = max(abs(v) for v in value)
+    if scale < MIN_DIRECTION_NORM:
         raise _invalid(f"must be nonzero, got {value_text(value)}")
-    return _normalised(value, norm)
+    scaled = [v / scale for v in value]
+    unit = math.sqrt(sum(v * v for v in scaled))  # in [1, sqrt(3)]
+    return [v / unit for v in scaled]
 
 
-Direction = Annotated[Vector3, AfterValidator(_unit_direction)]
-"""A nonzero 3-vector, normalised to unit length."""
+Direction = Annotated[list[FiniteReal], BeforeValidator(_three_entries), AfterValidator(_unit_direction)]
+"""A nonzero 3-vector of any finite scale, normalised to unit length."""
 
 _QUATERNION_TEXT = "must be a unit quaternion [w, x, y, z]"
 
@@ -300,10 +400,13 @@ def _symmetric_positive_definite(rows: list[list[float]]) -> list[list[float]]:
     if asymmetry.max() > INERTIA_SYMMETRY_RTOL * np.abs(matrix).max():
         i, j = np.unravel_index(np.argmax(asymmetry), asymmetry.shape)
         raise _invalid(f"must be symmetric, got [{i}][{j}] = {matrix[i, j]:g} but [{j}][{i}] = {matrix[j, i]:g}")
-    eigenvalues = np.linalg.eigvalsh(0.5 * (matrix + matrix.T))
+    # halves first: m + m.T overflows for entries past half the largest float
+    eigenvalues = np.linalg.eigvalsh(0.5 * matrix + 0.5 * matrix.T)
+    shown = ", ".join(f"{e:.4g}" for e in eigenvalues)
     if eigenvalues.min() <= 0.0:
-        shown = ", ".join(f"{e:.4g}" for e in eigenvalues)
         raise _invalid(f"must be positive definite, got eigenvalues [{shown}]")
+    if eigenvalues.min() < MIN_AMOUNT:
+        raise _invalid(f"must have eigenvalues of at least {MIN_AMOUNT:g}, got [{shown}]")
     return rows
 
 
@@ -316,7 +419,7 @@ def _diagonal_entries(value: Any) -> list:
 
 Inertia = Annotated[
     Union[
-        Annotated[list[PositiveReal], BeforeValidator(_diagonal_entries), Tag(_DIAGONAL)],
+        Annotated[list[Amount], BeforeValidator(_diagonal_entries), Tag(_DIAGONAL)],
         Annotated[
             list[list[Real]],
             BeforeValidator(_inertia_matrix_shape),
@@ -366,45 +469,45 @@ class BoxShapeSpec(_ShapeSpec):
     """A box; ``size``: (3,) edge lengths along the shape's x, y, z (m)."""
 
     type: Literal["box"] = "box"
-    size: PositiveVector3
+    size: AmountVector3
 
 
 class SphereShapeSpec(_ShapeSpec):
     """A sphere of ``radius`` (m)."""
 
     type: Literal["sphere"] = "sphere"
-    radius: PositiveReal
+    radius: Amount
 
 
 class CylinderShapeSpec(_ShapeSpec):
     """A cylinder of ``radius`` and ``height`` along the shape's z axis (m)."""
 
     type: Literal["cylinder"] = "cylinder"
-    radius: PositiveReal
-    height: PositiveReal
+    radius: Amount
+    height: Amount
 
 
 class CapsuleShapeSpec(_ShapeSpec):
     """A capsule: a cylinder of ``radius`` and ``height`` (z axis) with hemispherical caps (m)."""
 
     type: Literal["capsule"] = "capsule"
-    radius: PositiveReal
-    height: PositiveReal
+    radius: Amount
+    height: Amount
 
 
 class PyramidShapeSpec(_ShapeSpec):
     """A square pyramid of base ``width`` and ``height`` along z (m)."""
 
     type: Literal["pyramid"] = "pyramid"
-    width: PositiveReal
-    height: PositiveReal
+    width: Amount
+    height: Amount
 
 
 class MeshShapeSpec(_ShapeSpec):
     """A mesh (visual only): ``file`` relative to the scene's folder, ``scale`` uniform or per axis."""
 
     type: Literal["mesh"] = "mesh"
-    file: Name
+    file: FilePath
     scale: Scale = 1.0
 
 
@@ -463,7 +566,7 @@ class BodySpec(_Spec):
 
     name: Name
     shape: ShapeSpec = Field(default_factory=FrameShapeSpec)
-    mass: PositiveReal
+    mass: Amount
     inertia: Inertia | None = None
     initial: BodyInitialSpec | None = None
     visuals: list[ShapeSpec] = Field(default_factory=list)
@@ -482,7 +585,7 @@ class BodySpec(_Spec):
         matrix = np.array(self.inertia, dtype=float)
         if matrix.ndim == 1:
             return np.diag(matrix)
-        return 0.5 * (matrix + matrix.T)
+        return 0.5 * matrix + 0.5 * matrix.T
 
 
 # --------------------------------------------------------------------- joints
@@ -746,7 +849,7 @@ class ControllerSpec(_Spec):
     kd: Gains = 0.0
     targets: dict[str, RealList] = Field(default_factory=dict)
     velocity_targets: dict[str, RealList] = Field(default_factory=dict)
-    file: Name | None = None
+    file: FilePath | None = None
     after_end: Literal["zero", "hold"] = "zero"
 
     @model_validator(mode="after")
@@ -800,11 +903,11 @@ class SolverSpec(_Spec):
 
     rtol: PositiveReal = 1e-6
     btol: PositiveReal = 1e-4
-    max_iter: Annotated[Integer, Field(ge=1)] = 50
-    max_ls: Annotated[Integer, Field(ge=0)] = 10
+    max_iter: Annotated[Integer, Field(ge=1, le=MAX_ITERATIONS)] = 50
+    max_ls: Annotated[Integer, Field(ge=0, le=MAX_ITERATIONS)] = 10
     ls_scale: Annotated[Real, Field(gt=0, lt=1)] = 0.5
     undercut: Annotated[ExtendedReal, Field(gt=0)] = math.inf
-    no_progress_max: Annotated[Integer, Field(ge=1)] = 3
+    no_progress_max: Annotated[Integer, Field(ge=1, le=MAX_ITERATIONS)] = 3
     no_progress_undercut: Annotated[Real, Field(gt=1)] = 10.0
 
 
@@ -884,11 +987,11 @@ class SceneSpec(_Spec):
     """
 
     format: Annotated[Literal[1], BeforeValidator(_format_version)] = 1
-    name: Name
-    timestep: PositiveReal
+    name: Annotated[Name, AfterValidator(_file_name_safe)]
+    timestep: Amount
     gravity: Vector3 = Field(default_factory=lambda: [0.0, 0.0, -9.81])
-    duration: PositiveReal | None = None
-    steps: Annotated[Integer, Field(gt=0)] | None = None
+    duration: Amount | None = None
+    steps: Annotated[Integer, Field(gt=0, le=MAX_STEPS)] | None = None
     seed: Annotated[Integer, Field(ge=0)] = 0
     solver: SolverSpec = Field(default_factory=SolverSpec)
     bodies: Annotated[list[BodySpec], Field(min_length=1)]
@@ -896,7 +999,7 @@ class SceneSpec(_Spec):
     contacts: list[ContactSpec] = Field(default_factory=list)
     controller: ControllerSpec = Field(default_factory=ControllerSpec)
     external: list[ExternalForceSpec] = Field(default_factory=list)
-    description: str = ""
+    description: Text = ""
 
     _source: SceneSource = PrivateAttr(default_factory=SceneSource)
 

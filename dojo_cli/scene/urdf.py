@@ -53,6 +53,7 @@ import numpy as np
 
 from dojo_cli.errors import Problem, SceneError
 from dojo_cli.scene.robots import UnresolvedPackage, package_search_path, resolve_resource
+from dojo_cli.scene.schema import MAX_MAGNITUDE, MAX_PATH_LENGTH
 
 URDF_JOINT_TYPES = ("revolute", "continuous", "prismatic", "fixed", "floating", "planar")
 """Joint types of the URDF specification (all are read)."""
@@ -269,6 +270,18 @@ class _Reader:
     def warn(self, line: int | None, element: str, message: str) -> None:
         self.warnings.append(f"warning: {Problem(self.file, line, element, message)}")
 
+    def finite(self, line: int | None, element: str, what: str, values, infinite: bool = False) -> bool:
+        """Whether ``values`` are numbers of magnitude at most MAX_MAGNITUDE (the scene's
+        bound; ``infinite``: or infinite); else a problem at the element."""
+        arr = np.asarray(values, dtype=float)
+        ok = ~np.isnan(arr) & ((np.abs(arr) <= MAX_MAGNITUDE) | (infinite & np.isinf(arr)))
+        if np.all(ok):
+            return True
+        bad = arr.reshape(-1)[int(np.argmin(ok.reshape(-1)))]
+        kind = "a number" if np.isnan(bad) else ("finite" if np.isinf(bad) else f"at most {MAX_MAGNITUDE:g} in magnitude")
+        self.problem(line, element, f"{what} must be {kind}, got {bad:g}")
+        return False
+
     def fail_if_problems(self) -> None:
         if self.problems:
             raise SceneError(self.problems)
@@ -287,12 +300,25 @@ class _Reader:
             raise SceneError(Problem(self.file, line, "", f"malformed XML: {exc.msg}")) from None
         if root.tag != "robot":
             raise SceneError(Problem(self.file, root.sourceline, f"<{root.tag}>", "the root element of a URDF must be <robot>"))
+        dtd = root.getroottree().docinfo.internalDTD
+        if dtd is not None and any(True for _ in dtd.iterentities()):
+            # never expanded (no entity bombs), and a URDF needs none: refused rather than half read
+            names = ", ".join(f"&{entity.name};" for entity in dtd.iterentities())
+            raise SceneError(Problem(self.file, None, "<!DOCTYPE>", f"XML entities are not supported (declared: {_shortened(names)})"))
+        # yourdfpy indexes these names without a check (a KeyError naming no line)
+        for element in [root] + [e for e in root if e.tag in ("link", "joint")]:
+            if element.get("name") is None:
+                self.problem(element.sourceline, f"<{element.tag}>", "has no name attribute")
+        self.fail_if_problems()
         model = self._parse_with_yourdfpy(_without_capsules(root))
         link_elements = root.findall("link")
         joint_elements = root.findall("joint")
         materials = self._materials(root, model)
         links: dict[str, _Link] = {}
         for element, link in zip(link_elements, model.links):
+            if not _printable_name(link.name):
+                self.problem(element.sourceline, f"link {_shortened(str(link.name))}", "the name must be printable text (no control characters)")
+                continue
             if link.name in links:
                 self.problem(element.sourceline, f"link {link.name!r}", "defined twice")
                 continue
@@ -300,6 +326,9 @@ class _Reader:
         joints: list[_Joint] = []
         names: set[str] = set()
         for element, joint in zip(joint_elements, model.joints):
+            if not _printable_name(joint.name):
+                self.problem(element.sourceline, f"joint {_shortened(str(joint.name))}", "the name must be printable text (no control characters)")
+                continue
             if joint.name in names:
                 self.problem(element.sourceline, f"joint {joint.name!r}", "defined twice")
                 continue
@@ -335,6 +364,9 @@ class _Reader:
         except (ValueError, TypeError, AttributeError, IndexError) as exc:
             # a number that is not one, a vector of the wrong length
             raise SceneError(Problem(self.file, None, "", f"invalid URDF value: {exc}")) from None
+        except KeyError as exc:
+            # an element without an attribute yourdfpy requires (read() names the usual ones first)
+            raise SceneError(Problem(self.file, None, "", f"invalid URDF: a required attribute {exc} is missing")) from None
         finally:
             logger.setLevel(level)
         return urdf.robot
@@ -353,14 +385,19 @@ class _Reader:
         has_inertial = inertial is not None
         if inertial is not None:
             mass = float(inertial.mass or 0.0)
-            if mass < 0:
+            # every comparison with nan is false: without this a nan mass would pass as "massless"
+            if self.finite(element.sourceline, where, "<mass>", mass) and mass < 0:
                 self.problem(element.sourceline, where, f"<mass> must be >= 0, got {mass:g}")
             origin = _origin(inertial.origin)
+            if not self.finite(element.sourceline, where, "<inertial><origin>", origin):
+                origin = np.eye(4)
             com = origin[:3, 3].copy()
             rot = origin[:3, :3]
             if inertial.inertia is not None:
-                # rotate the inertia from the inertial frame into the link frame
-                inertia = rot @ np.asarray(inertial.inertia, dtype=float) @ rot.T
+                given = np.asarray(inertial.inertia, dtype=float)
+                if self.finite(element.sourceline, where, "<inertia>", given):
+                    # rotate the inertia from the inertial frame into the link frame
+                    inertia = rot @ given @ rot.T
         out = _Link(link.name, element.sourceline, mass, com, 0.5 * (inertia + inertia.T), has_inertial=has_inertial)
         for kind, items, elements in (
             ("visual", link.visuals, element.findall("visual")),
@@ -376,6 +413,8 @@ class _Reader:
         line = element.sourceline
         geometry_element = element.find("geometry")
         pose = _origin(item.origin)
+        if not self.finite(line, where, "<origin>", pose):
+            return None
         rgba = None
         material = getattr(item, "material", None)
         if material is not None:
@@ -394,29 +433,48 @@ class _Reader:
             except (TypeError, ValueError):
                 self.problem(capsule.sourceline, where, "<capsule> needs numbers radius and length")
                 return None
+            if not self.finite(capsule.sourceline, where, "<capsule>", list(params.values())):
+                return None
             return ("capsule", params, pose, rgba, line)
+        primitive = None
         if geometry.box is not None:
-            return ("box", {"size": _vector(geometry.box.size)}, pose, rgba, line)
-        if geometry.sphere is not None:
-            return ("sphere", {"radius": float(geometry.sphere.radius)}, pose, rgba, line)
-        if geometry.cylinder is not None:
-            return ("cylinder", {"radius": float(geometry.cylinder.radius), "height": float(geometry.cylinder.length)}, pose, rgba, line)
+            primitive = ("box", {"size": _vector(geometry.box.size)})
+        elif geometry.sphere is not None:
+            primitive = ("sphere", {"radius": float(geometry.sphere.radius)})
+        elif geometry.cylinder is not None:
+            primitive = ("cylinder", {"radius": float(geometry.cylinder.radius), "height": float(geometry.cylinder.length)})
+        if primitive is not None:
+            kind, params = primitive
+            if not self.finite(line, where, f"<{kind}>", [v for value in params.values() for v in np.ravel(value)]):
+                return None
+            return (kind, params, pose, rgba, line)
         if geometry.mesh is not None:
             mesh_element = geometry_element.find("mesh")
             mesh_line = mesh_element.sourceline if mesh_element is not None else line
             name = geometry.mesh.filename
+            if name is None or not name.isprintable() or len(name) > MAX_PATH_LENGTH:
+                shown = "none" if name is None else _shortened(name)
+                self.problem(mesh_line, f"{where} mesh", f"filename must be a printable path of at most {MAX_PATH_LENGTH} characters, got {shown}")
+                return None
             try:
                 path = resolve_resource(name, self.path.parent, self.search_path)
+                exists = path.is_file()
             except UnresolvedPackage as exc:
-                self.problem(mesh_line, f"{where} mesh", f"cannot resolve {name!r}: {exc.hint()}")
+                self.problem(mesh_line, f"{where} mesh", f"cannot resolve {_shortened(name)}: {exc.hint()}")
+                return None
+            except OSError as exc:
+                # a name the file system refuses (a part longer than NAME_MAX, ...)
+                self.problem(mesh_line, f"{where} mesh", f"filename {_shortened(name)}: {exc.strerror or exc}")
                 return None
             if path.suffix.lower() not in _MESH_SUFFIXES:
                 self.warn(mesh_line, f"{where} mesh", f"{name!r}: unsupported mesh format (supported: {', '.join(_MESH_SUFFIXES)}); not drawn")
                 return None
-            if not path.is_file():
+            if not exists:
                 # physics does not need meshes: the scene still loads and simulates
                 self.warn(mesh_line, f"{where} mesh", f"{name!r}: no such file {path}; replay draws a placeholder")
             scale = geometry.mesh.scale
+            if scale is not None and not self.finite(mesh_line, f"{where} mesh", "scale", scale):
+                return None
             scale = 1.0 if scale is None else _vector(np.broadcast_to(np.asarray(scale, dtype=float), (3,)))
             if isinstance(scale, list) and len(set(scale)) == 1:
                 scale = scale[0]
@@ -446,19 +504,32 @@ class _Reader:
         if not ok:
             return None
         axis = np.asarray(joint.axis if joint.axis is not None else [1.0, 0.0, 0.0], dtype=float)
+        if axis.shape != (3,):
+            self.problem(line, where, f"<axis xyz> must be 3 numbers, got {axis.size}")
+            return None
+        origin = _origin(joint.origin)
+        if not (self.finite(line, where, "<axis xyz>", axis) and self.finite(line, where, "<origin>", origin)):
+            return None
         if kind in ("revolute", "continuous", "prismatic", "planar") and np.linalg.norm(axis) < 1e-12:
             self.problem(line, where, "<axis xyz> must be nonzero")
             return None
-        out = _Joint(joint.name, line, kind, joint.parent, joint.child, _origin(joint.origin), axis / max(np.linalg.norm(axis), 1e-300))
+        out = _Joint(joint.name, line, kind, joint.parent, joint.child, origin, axis / max(np.linalg.norm(axis), 1e-300))
         limit = joint.limit
         limit_element = element.find("limit")
         if limit is not None and limit_element is not None:
-            out.effort = _number(limit.effort)
-            out.velocity = _number(limit.velocity)
+            try:
+                out.effort = _number(limit.effort)
+                out.velocity = _number(limit.velocity)
+                lower, upper = _number(limit_element.get("lower")), _number(limit_element.get("upper"))
+            except ValueError as exc:
+                self.problem(limit_element.sourceline, where, f"<limit> values must be numbers ({exc})")
+                return None
+            given = [v for v in (out.effort, out.velocity, lower, upper) if v is not None]
+            if not self.finite(limit_element.sourceline, where, "<limit>", given, infinite=True):
+                return None
             if kind in ("revolute", "prismatic"):
                 # the spec defaults lower and upper to 0; a missing one means no bound here,
                 # and equal bounds (a joint locked by its limits) are not solvable as inequalities
-                lower, upper = _number(limit_element.get("lower")), _number(limit_element.get("upper"))
                 if lower is not None and upper is not None and lower > upper:
                     self.problem(limit_element.sourceline, where, f"<limit> lower {lower:g} > upper {upper:g}")
                 elif lower is not None and upper is not None and lower == upper:
@@ -475,8 +546,14 @@ class _Reader:
         elif kind in ("revolute", "prismatic"):
             self.warn(line, where, "has no <limit> (required for its type); no position limits")
         if joint.dynamics is not None:
-            out.damping = _number(joint.dynamics.damping) or 0.0
-            out.friction = _number(joint.dynamics.friction) or 0.0
+            try:
+                out.damping = _number(joint.dynamics.damping) or 0.0
+                out.friction = _number(joint.dynamics.friction) or 0.0
+            except ValueError as exc:
+                self.problem(line, where, f"<dynamics> values must be numbers ({exc})")
+                return None
+            if not self.finite(line, where, "<dynamics>", [out.damping, out.friction]):
+                return None
             if out.damping < 0:
                 self.problem(line, where, f"<dynamics damping> must be >= 0, got {out.damping:g}")
         if joint.mimic is not None:
@@ -501,6 +578,16 @@ def _without_capsules(root) -> bytes:
         if "radius" not in capsule.attrib:
             capsule.set("radius", "1")
     return etree.tostring(copy)
+
+
+def _printable_name(name) -> bool:
+    # names become scene names, which end up in storage files and messages (XML allows tabs and line breaks)
+    return not isinstance(name, str) or name.isprintable()
+
+
+def _shortened(name: str, most: int = 60) -> str:
+    """repr of a name for a message, cut short when long."""
+    return repr(name) if len(name) <= most else f"{name[:most]!r}... ({len(name):,} characters)"
 
 
 def _number(value) -> float | None:
@@ -688,6 +775,9 @@ def _group_links(reader, links, joints, child_joint, root, result):
                 body_of[root] = 0
             continue
         joint = child_joint[name]
+        if joint.parent not in body_of:
+            # its parent was refused (a problem already says why): nothing to hang it from
+            continue
         parent_group = body_of[joint.parent]
         if parent_group == -1 and joint.type == "fixed":
             world_links[name] = world_links[joint.parent] @ joint.origin
@@ -949,16 +1039,23 @@ def _zero_configuration_poses(result: UrdfImport) -> dict[str, tuple[np.ndarray,
     from scipy.spatial.transform import Rotation
 
     poses: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-    for joint in result.scene_joints:
-        if joint["parent"] == "origin":
-            prot, ppos = np.eye(3), np.zeros(3)
-        else:
-            prot, ppos = poses[joint["parent"]]
-        offset = Rotation.from_quat(_xyzw(joint.get("orientation_offset", [1.0, 0.0, 0.0, 0.0]))).as_matrix()
-        rot = prot @ offset
-        joint_point = ppos + prot @ np.asarray(joint.get("parent_vertex", [0.0, 0.0, 0.0]))
-        pos = joint_point - rot @ np.asarray(joint.get("child_vertex", [0.0, 0.0, 0.0]))
-        poses[joint["child"]] = (rot, pos)
+    pending = list(result.scene_joints)
+    # a URDF may list a joint before the one its parent hangs from: placed root to leaves
+    while pending:
+        ready = [joint for joint in pending if joint["parent"] == "origin" or joint["parent"] in poses]
+        if not ready:
+            break  # nothing left hangs from a placed body
+        for joint in ready:
+            if joint["parent"] == "origin":
+                prot, ppos = np.eye(3), np.zeros(3)
+            else:
+                prot, ppos = poses[joint["parent"]]
+            offset = Rotation.from_quat(_xyzw(joint.get("orientation_offset", [1.0, 0.0, 0.0, 0.0]))).as_matrix()
+            rot = prot @ offset
+            joint_point = ppos + prot @ np.asarray(joint.get("parent_vertex", [0.0, 0.0, 0.0]))
+            pos = joint_point - rot @ np.asarray(joint.get("child_vertex", [0.0, 0.0, 0.0]))
+            poses[joint["child"]] = (rot, pos)
+        pending = [joint for joint in pending if not any(joint is r for r in ready)]
     return poses
 
 

@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 from dojo_cli.errors import Problem, SceneError
 from dojo_cli.scene.robots import PACKAGE_SCHEME, UnresolvedPackage, package_search_path, resolve_resource
-from dojo_cli.scene.schema import SceneSource
+from dojo_cli.scene.schema import SceneSource, value_text
 
 if TYPE_CHECKING:
     from dojo_cli.scene.urdf import UrdfImport, UrdfOptions
@@ -66,14 +66,17 @@ def urdf_path(value: Any, source: SceneSource, search: list[str]) -> Path:
         SceneError: not a string, a package that is not installed, or no such file.
     """
     line = source.lines.get(URDF_KEY)
-    if not isinstance(value, str) or not value.strip():
-        raise SceneError(Problem(source.file, line, URDF_KEY, f"must be the path of a URDF file, got {value!r}"))
+    if not isinstance(value, str) or not value.strip() or not value.isprintable():
+        raise SceneError(Problem(source.file, line, URDF_KEY, f"must be the path of a URDF file, got {value_text(value)}"))
     base = source.base_dir or Path.cwd()
     try:
         path = resolve_resource(value, base, package_search_path(search))
+        found = path.is_file()
     except UnresolvedPackage as exc:
         raise SceneError(Problem(source.file, line, URDF_KEY, f"cannot resolve {value!r}: {exc.hint()}")) from None
-    if not path.is_file():
+    except OSError as exc:  # a name the file system refuses (longer than NAME_MAX, ...)
+        raise SceneError(Problem(source.file, line, URDF_KEY, f"cannot use {value_text(value)}: {exc.strerror or exc}")) from None
+    if not found:
         raise SceneError(Problem(source.file, line, URDF_KEY, f"no such URDF file: {path}"))
     return path
 
@@ -103,7 +106,11 @@ def import_urdf(path: Path, options: UrdfOptions, shown: str | None = None) -> U
     Returns a deep copy, so callers may change it.
     """
     key = tuple((k, tuple(v) if isinstance(v, list) else v) for k, v in vars(options).items())
-    result = _cached_import(str(path), os.path.getmtime(path), key, shown or str(path))
+    try:
+        mtime = os.path.getmtime(path)
+    except OSError as exc:  # removed since it was found
+        raise SceneError(Problem(shown or str(path), None, "", f"cannot read the URDF: {exc.strerror or exc}")) from None
+    result = _cached_import(str(path), mtime, key, shown or str(path))
     return copy.deepcopy(result)
 
 

@@ -366,3 +366,14 @@ def test_contacts_slip_tolerance_changes_the_classification(tmp_path):
     a = json.loads(strict.read_text())["contacts"][0]
     b = json.loads(loose.read_text())["contacts"][0]
     assert b["stick_fraction"] == 1.0 and a["stick_fraction"] < b["stick_fraction"], (a, b)
+
+
+def test_control_characters_in_messages_are_escaped(tmp_path):
+    """A hostile file name or key never sends control characters (a terminal escape
+    sequence) to the terminal: every message line is printed with them escaped."""
+    scene = tmp_path / "red\x1b[31m.yaml"
+    scene.write_text("name: x\nbodies:\n  - name: b\n    mass: 1\n    shape: {type: sphere, radius: 1}\n    \x07bell: 1\n")
+    result = invoke("check", str(scene))
+    assert result.exit_code == 2
+    assert "\x1b" not in result.output and "\x07" not in result.output
+    assert "red\\x1b[31m.yaml" in result.output, result.output

@@ -33,6 +33,14 @@ CASES = [
      "bodies.1", "attached by no joint"),
     ("controller-unknown-joint", lambda s: s + "controller: {type: constant, inputs: {knee: [1.0]}}\n", None,
      "controller.inputs.knee", "unknown joint"),
+    # issue 11: numbers beyond the bounds, quantities derived after the arithmetic, names
+    ("mass-too-large", lambda s: s.replace("mass: 1.0", "mass: 1.0e+300"), 8, "bodies.0.mass", "at most 1e+100 in magnitude"),
+    ("derived-inertia-too-large", lambda s: s.replace("size: [0.1, 0.1, 1.0]", "size: [1.0e+60, 1.0e+60, 1.0e+60]"), 7,
+     "bodies.0.shape", "the inertia from this shape and the mass 1 kg reaches"),
+    ("weight-too-large", lambda s: s.replace("mass: 1.0", "mass: 1.0e+99").replace("-9.81]", "-100]"), 8, "bodies.0.mass",
+     "the weight mass * |gravity|"),
+    ("nul-in-name", lambda s: s.replace("name: hinge", 'name: "hin\\0ge"'), 10, "joints.0.name", "must be printable text"),
+    ("control-character-in-file", lambda s: s.replace("name: hinge", "name: hin\x01ge"), 10, "", "character U+0001"),
 ]
 
 
