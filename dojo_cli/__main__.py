@@ -40,11 +40,15 @@ def main() -> None:
         # start-up, before typer's own handling (LazyGroup) is in place; nothing here may
         # need dojo_cli.cli.signals, whose own import may be what was interrupted
         for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-            if signal.getsignal(sig) is not signal.SIG_IGN:
-                signal.signal(sig, signal.SIG_IGN)  # a second signal while we exit changes nothing
+            signal.signal(sig, signal.SIG_IGN)  # a second signal while we exit changes nothing
         signum = getattr(exc, "signum", signal.SIGINT)
         sys.stderr.write(f"dojo: interrupted by {signal.Signals(signum).name}\n")
         raise SystemExit(128 + signum) from None
+    finally:
+        # The command is done (typer's SystemExit is on its way out): a signal from here
+        # on would only turn that exit into a traceback and death by SIGINT.
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            signal.signal(sig, signal.SIG_IGN)
 
 
 if __name__ == "__main__":

@@ -9,16 +9,17 @@ from typing import Annotated, Optional
 import numpy as np
 import typer
 
-from dojo_cli.cli.reporting import reports_errors
+from dojo_cli.cli.reporting import echo_err, reports_errors
 from dojo_cli.errors import InputError, StorageError
 from dojo_cli.io.storage import read_storage
-from dojo_cli.scene.loader import load_scene_spec_from_string
+from dojo_cli.scene.stored_run import run_mechanism
 from dojo_cli.simulation.contact_report import DEFAULT_GAP, DEFAULT_SLIP_TOL, summarize_contacts
 
 
 @reports_errors
 def contacts(
-    run: Annotated[Path, typer.Argument(help="Storage file written by `dojo simulate`.")],
+    # readable=False: read_storage reports an unreadable file (exit 3), not click (exit 2, a usage box)
+    run: Annotated[Path, typer.Argument(help="Storage file written by `dojo simulate`.", readable=False)],
     gap: Annotated[float, typer.Option("--gap", help="A contact touches when closer than this (m) and carrying more than btol/gap.")] = DEFAULT_GAP,
     slip_tol: Annotated[float, typer.Option("--slip-tol", help="Touching contacts slower than this (m/s) stick.")] = DEFAULT_SLIP_TOL,
     json_out: Annotated[Optional[Path], typer.Option("--json", help="Write the summary as JSON.")] = None,
@@ -26,10 +27,13 @@ def contacts(
     """Per-contact summary of a run: penetration, time in contact, stick/slip, cone violation."""
     if not gap > 0 or not slip_tol > 0:
         raise InputError("--gap and --slip-tol: must be > 0")
-    stored = read_storage(run)
+    stored = read_storage(run)  # validated: every contact dataset present, as long as the run
+    note = stored.status_note()
+    if note:
+        echo_err(f"warning: {note}")
     if "contacts/distance" not in stored.extras:
         raise InputError(f"{run}: the run has no contact records (its scene has no contacts)")
-    spec = load_scene_spec_from_string(stored.scene_yaml, file=f"{run}:scene")
+    spec, _ = run_mechanism(stored, controller=False)  # and its scene has those contacts
     e = stored.extras
     rows = summarize_contacts(
         [c.name for c in spec.contacts], [c.model for c in spec.contacts], np.array([c.friction for c in spec.contacts]),

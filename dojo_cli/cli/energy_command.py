@@ -13,27 +13,28 @@ from dojo_cli.cli.reporting import echo_err, reports_errors
 from dojo_cli.errors import InputError, StorageError
 from dojo_cli.io.storage import read_storage
 from dojo_cli.physics.energy import mechanics
-from dojo_cli.scene.builder import build_mechanism
-from dojo_cli.scene.loader import load_scene_spec_from_string
+from dojo_cli.scene.stored_run import run_mechanism
 
 
 @reports_errors
 def energy(
-    run: Annotated[Path, typer.Argument(help="Storage file written by `dojo simulate`.")],
+    # readable=False: read_storage reports an unreadable file (exit 3), not click (exit 2, a usage box)
+    run: Annotated[Path, typer.Argument(help="Storage file written by `dojo simulate`.", readable=False)],
     csv: Annotated[Optional[Path], typer.Option("--csv", help="Write per-step energy and momentum as CSV.")] = None,
     json_out: Annotated[Optional[Path], typer.Option("--json", help="Write the summary and series as JSON.")] = None,
     plot: Annotated[Optional[Path], typer.Option("--plot", help="Write a PNG plot of energy and momentum against time.")] = None,
 ) -> None:
     """Kinetic, potential and mechanical energy and momentum of a run."""
-    stored = read_storage(run)
-    spec = load_scene_spec_from_string(stored.scene_yaml, file=f"{run}:scene")
-    mech = build_mechanism(spec, f"{run}:scene")
+    stored = read_storage(run)  # validated: consistent lengths, widths matching the names
+    note = stored.status_note()  # killed, interrupted, failed: said before anything else
+    if note:
+        echo_err(f"warning: {note}")
+    # the controller is not needed (and a schedule's table may not have travelled with the file)
+    spec, mech = run_mechanism(stored, controller=False)
     if stored.steps_completed < 1:
         raise InputError(f"{run}: the run has no completed step; energy needs at least one")
     me = mechanics(mech, stored.time, stored.x, stored.q, stored.v, stored.omega)
     summary = _energy_summary(me)
-    if stored.status != "complete":
-        echo_err(f"warning: {run}: the run is {stored.status} after {stored.steps_completed} steps")
     typer.echo(f"{run}: {spec.name}, {len(me.time)} states (t = 0 .. {me.time[-1]:g} s), status {stored.status}")
     typer.echo(f"{'quantity':<22}{'initial':>14}{'final':>14}{'max drift':>14}{'rel drift':>12}")
     for key, row in summary.items():

@@ -51,7 +51,8 @@ StateOpt = Annotated[
     typer.Option("--state", help="Start from this state: JSON {\"maximal\": [...]} or {\"minimal\": [...]}, "
                  "or a CSV/TXT/NPY list of 13*nb (maximal) or 2*nf (minimal) numbers. See docs/gradients.md."),
 ]
-FromOpt = Annotated[Optional[Path], typer.Option("--from", help="Start from a state of this storage file (with --index).")]
+# readable=False: read_storage reports an unreadable file (exit 3), not click (exit 2, a usage box)
+FromOpt = Annotated[Optional[Path], typer.Option("--from", help="Start from a state of this storage file (with --index).", readable=False)]
 IndexOpt = Annotated[Optional[int], typer.Option("--index", help="State index K in the --from file (0 = initial; negative counts from the end).")]
 InputOpt = Annotated[
     Optional[list[str]],
@@ -82,28 +83,96 @@ class StartState:
     source: str
 
 
+# A --state or --input-file file holds one vector (13 numbers per body): 16 MiB is
+# hundreds of thousands of numbers, and a larger file is not one of ours.
+MAX_NUMBERS_FILE_BYTES = 16 * 1024 * 1024
+# The JSON keys holding a vector (--state: maximal or minimal; --input-file: input).
+_VECTOR_KEYS = ("maximal", "minimal", "input")
+
+
+class _JsonConstant(str):
+    """A NaN or Infinity token of a JSON file, kept so that its place can be named."""
+
+
+def _json_value_problem(value, where: str, depth: int = 0) -> str | None:
+    """What is wrong with a JSON vector (numbers, or lists of them as rows), or None."""
+    if isinstance(value, list):
+        if depth >= 2:
+            return f"{where}: nested deeper than a list of rows"
+        for i, item in enumerate(value):
+            problem = _json_value_problem(item, f"{where}[{i}]", depth + 1)
+            if problem is not None:
+                return problem
+        return None
+    shown = "an object" if isinstance(value, dict) else str(value) if isinstance(value, _JsonConstant) else json.dumps(value)[:40]
+    if depth == 0:
+        return f"{where}: must be a list of numbers, got {shown}"
+    if isinstance(value, _JsonConstant):
+        return f"{where}: must be a finite number, got {shown}"
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return f"{where}: must be a number, got {shown}"
+    try:
+        finite = math.isfinite(float(value))
+    except OverflowError:  # an integer beyond every float
+        finite = False
+    if not finite:
+        return f"{where}: must be a finite number, got {shown[:20]} (beyond the floating-point range)"
+    return None
+
+
 def _numbers_from_file(path: Path, what: str) -> tuple[np.ndarray, dict | None]:
-    """(numbers, the JSON object or None) of a --state / --input-file file."""
-    if not path.exists():
-        raise InputError(f"{what} {path}: no such file")
-    if path.is_dir():
-        raise InputError(f"{what} {path}: is a directory")
+    """(numbers, the JSON object or None) of a --state / --input-file file.
+
+    Raises:
+        InputError: naming the file (and the entry): not a readable regular file,
+            larger than MAX_NUMBERS_FILE_BYTES, not UTF-8, JSON that is malformed,
+            nested deeply or holds NaN/Infinity or non-numbers, an NPY file of
+            anything but real numbers.
+    """
+    try:
+        if not path.exists():
+            raise InputError(f"{what} {path}: no such file")
+        if path.is_dir():
+            raise InputError(f"{what} {path}: is a directory")
+        if not path.is_file():
+            raise InputError(f"{what} {path}: not a regular file")
+        size = path.stat().st_size
+    except OSError as exc:  # a name the file system refuses (longer than NAME_MAX, ...)
+        raise InputError(f"{what} {path}: cannot read ({exc.strerror or exc})") from None
+    if size > MAX_NUMBERS_FILE_BYTES:
+        raise InputError(f"{what} {path}: {size:,} bytes, more than the limit of {MAX_NUMBERS_FILE_BYTES:,} bytes")
     suffix = path.suffix.lower()
     doc = None
     try:
         if suffix == ".json":
-            doc = json.loads(path.read_text())
+            # NaN and Infinity are not JSON; Python's reader takes them unless told
+            doc = json.loads(path.read_text(encoding="utf-8"), parse_constant=_JsonConstant)
             values = doc
         elif suffix == ".npy":
             values = np.load(path, allow_pickle=False)
+            if values.dtype.kind not in "iuf":
+                raise InputError(f"{what} {path}: holds {values.dtype} values, not real numbers")
         else:
-            text = "\n".join(line.split("#", 1)[0] for line in path.read_text().splitlines())
+            text = "\n".join(line.split("#", 1)[0] for line in path.read_text(encoding="utf-8").splitlines())
             tokens = [t for t in re.split(r"[,\s;]+", text) if t]
             values = [float(t) for t in tokens]
+    except RecursionError:
+        raise InputError(f"{what} {path}: JSON nested too deeply") from None
     except (OSError, ValueError, UnicodeDecodeError) as exc:
         raise InputError(f"{what} {path}: cannot read numbers ({exc})") from None
     if isinstance(doc, dict):
+        for key in _VECTOR_KEYS:
+            if key in doc:
+                problem = _json_value_problem(doc[key], repr(key))
+                if problem is not None:
+                    raise InputError(f"{what} {path}: {problem}")
         return np.zeros(0), doc
+    if suffix == ".json":
+        if not isinstance(doc, list):
+            raise InputError(f"{what} {path}: expected a JSON list of numbers or an object, got {type(doc).__name__}")
+        problem = _json_value_problem(doc, "entry")
+        if problem is not None:
+            raise InputError(f"{what} {path}: {problem}")
     try:
         arr = np.asarray(values, dtype=float).reshape(-1)
     except (TypeError, ValueError):
@@ -197,9 +266,13 @@ def resolve_state(mech, spec, state: Path | None, run: Path | None, index: int |
         from dojo_cli.io.storage import read_storage  # here: h5py only for --from
 
         try:
-            stored = read_storage(run)
+            stored = read_storage(run)  # validated: consistent lengths, widths matching the names
         except StorageError as exc:
-            raise InputError(f"--from {exc}") from None
+            # a damaged file stays an I/O error (3), a foreign one invalid input (2)
+            raise type(exc)(f"--from {exc}") from None
+        note = stored.status_note()  # killed, interrupted, failed: said, then its states are used
+        if note:
+            echo_err(f"warning: --from {note}")
         names = [b.name for b in mech.bodies]
         if stored.body_names != names:
             raise InputError(
@@ -211,10 +284,15 @@ def resolve_state(mech, spec, state: Path | None, run: Path | None, index: int |
         if not math.isclose(stored.timestep, mech.timestep):
             echo_err(f"warning: --from {run}: timestep {stored.timestep:g} s, the scene's is {mech.timestep:g} s")
         n = stored.x.shape[0]
+        if n == 0:
+            raise InputError(f"--from {run}: the run holds no state (its writer stopped before the initial state)")
         k = index + n if index < 0 else index
         if not 0 <= k < n:
             raise InputError(f"--index {index}: {run} holds states 0..{n - 1} (or -{n}..-1 from the end)")
         z = np.concatenate([stored.x[k], stored.v[k], stored.q[k], stored.omega[k]], axis=1).reshape(-1)
+        if not np.all(np.isfinite(z)):
+            failed = f" (step {k - 1}: {str(stored.solver['status'][k - 1])!r})" if k > 0 else ""
+            raise InputError(f"--index {index}: state {k} of {run} is not finite{failed}; pick an earlier state")
         u = stored.inputs[k] if k < stored.inputs.shape[0] and stored.inputs.shape[1] == mech.nf else None
         return StartState(z, None, k, u, f"state {k} of {run} (t = {stored.time[k]:g} s)")
     return StartState(np.asarray(mech.initial, dtype=float).copy(), None, 0, None, "the scene's initial state")

@@ -82,7 +82,8 @@ def draw(
 # ------------------------------------------------------------------------- plot
 @reports_errors
 def plot(
-    run: Annotated[Path, typer.Argument(help="Storage file written by `dojo simulate`.")],
+    # readable=False: read_storage reports an unreadable file (exit 3), not click (exit 2, a usage box)
+    run: Annotated[Path, typer.Argument(help="Storage file written by `dojo simulate`.", readable=False)],
     png: Annotated[Path | None, typer.Option("--png", help="PNG file to write (default: the run's name with .png).")] = None,
     quantity: Annotated[
         list[str] | None,
@@ -103,15 +104,18 @@ def plot(
     for q in quantity or []:
         if q not in QUANTITY_NAMES:
             raise InputError(f"--quantity: unknown quantity {q!r} (choose from {', '.join(QUANTITY_NAMES)})")
-    from dojo_cli.io.storage import STATUS_COMPLETE, read_storage  # here: `dojo draw` needs no h5py
+    from dojo_cli.io.storage import read_storage  # here: `dojo draw` needs no h5py
 
-    stored = read_storage(run)
+    stored = read_storage(run)  # validated: consistent lengths, widths matching the names
     quantities = list(quantity) if quantity else ["minimal" if stored.minimal_q.shape[-1] else "position"]
     out = png if png is not None else run.with_suffix(".png")
     if out.resolve() == run.resolve():
         raise InputError(f"--png: {out} is the run itself")
-    if stored.status != STATUS_COMPLETE:
-        echo_err(f"warning: {run}: the run is {stored.status} after {stored.steps_completed} steps; plotting the stored steps")
+    note = stored.status_note()
+    if note:
+        echo_err(f"warning: {note}; plotting the stored steps")
+    if len(stored.time) == 0:
+        raise InputError(f"{run}: the run holds no state to plot (its writer stopped before the initial state)")
     from dojo_cli.viz.pictures import plot_run
 
     result = plot_run(stored, quantities, out, bodies=body, coordinates=coordinate, size=pixels, csv_path=csv)

@@ -33,7 +33,8 @@ def _camera(text: str | None) -> tuple[float, float, float] | None:
 
 @reports_errors
 def replay(
-    run: Annotated[Path, typer.Argument(help="Storage file written by `dojo simulate`.")],
+    # readable=False: read_storage reports an unreadable file (exit 3), not click (exit 2, a usage box)
+    run: Annotated[Path, typer.Argument(help="Storage file written by `dojo simulate`.", readable=False)],
     html: Annotated[
         Optional[Path], typer.Option("--html", help="Write a standalone HTML animation (no server, no network) instead.")
     ] = None,
@@ -61,11 +62,11 @@ def replay(
     options = ReplayOptions(fps=fps, speed=speed, contacts=contacts, joints=joints, frames=frames,
                             camera=_camera(camera), zoom=zoom, loop=loop)
     options.check()
-    stored = read_storage(run)
-    mech = mechanism_from_run(stored)
-    note = status_note(stored)
+    stored = read_storage(run)  # validated: consistent lengths, widths matching the names
+    note = status_note(stored)  # killed, interrupted, failed: said before anything else
     if note:
         echo_err(f"note: {note}")
+    mech = mechanism_from_run(stored)  # and checked against the run's own scene
 
     if html is not None:
         result = export_html(stored, html, mech=mech, options=options)

@@ -25,36 +25,87 @@ Layout (T = steps stored, nb bodies, nq/nv minimal coordinates/velocities, nu in
 Root attributes: ``format = "dojo-storage"``, ``format_version = 1``, ``dojo_cli_version``,
 ``scene`` (the resolved scene YAML), ``scene_name``, ``timestep``, ``gravity`` (3,),
 ``solver_options`` (JSON object), ``integrator``, ``status`` (``running`` while writing, then
-``complete``, ``interrupted`` or ``failed``), ``steps_completed`` (T), ``created`` (ISO 8601,
-UTC). ``solver_options`` is written by Python's ``json`` module, so an infinite option
-(``undercut: .inf``) appears as ``Infinity``, which Python (and the lenient modes of most
-JSON readers) read back as a float. Extensions: ``finished`` (ISO 8601, UTC, set by
-``finish``), ``status_message`` (why a run stopped, when known), and the caller's
-``extra_attrs`` (dicts and lists of non-numbers stored as JSON, decoded by ``read_storage``).
+``complete``, ``complete_with_failures``, ``interrupted`` or ``failed``), ``steps_completed``
+(T), ``created`` (ISO 8601, UTC). ``solver_options`` is written by Python's ``json`` module, so
+an infinite option (``undercut: .inf``) appears as ``Infinity``, which Python (and the lenient
+modes of most JSON readers) read back as a float. Extensions: ``finished`` (ISO 8601, UTC, set
+by ``finish``), ``status_message`` (why a run stopped, when known), ``failed_steps``,
+``first_failed_step``, and the caller's ``extra_attrs`` (dicts and lists of non-numbers stored
+as JSON, decoded by ``read_storage``).
 
-Every dataset is chunked along the time axis with an unlimited maximum length; numeric
-datasets are gzip-compressed (with the shuffle filter, which helps float64 columns). An extra
-dataset that first appears at step k > 0 is created with its earlier rows filled (NaN for
-floating types, 0 otherwise); a step that omits an existing extra fills its row the same way.
+Every dataset is chunked along the time axis (about 64 KiB a chunk) with an unlimited maximum
+length. An extra dataset that first appears at step k > 0 is created with its earlier rows
+filled (NaN for floating types, 0 otherwise); a step that omits an existing extra fills its
+row the same way.
 
-Crash consistency. Steps are buffered in memory and written in blocks: every ``flush_every``
-steps (and at ``finish``) the writer grows every dataset by the buffered rows, writes them,
-sets ``steps_completed`` and flushes the file. Between blocks the file is not touched, so the
-file of a killed process holds consistent lengths (``len(inputs) == steps_completed ==
-len(time) - 1``) and loses at most ``flush_every - 1`` steps; ``status`` then still reads
-``running``. A Python-level stop (exception, Ctrl-C) goes through ``finish``, which writes
-every buffered step first. The file uses HDF5 format bounds ("v108", "v110"): v1.8 objects
-allow attributes above 64 KiB (large scenes), and staying below superblock v3 avoids the
-file-consistency flags that make a killed writer's file unopenable without ``h5clear``.
-``read_storage`` trims every dataset to the shortest consistent length anyway, so a file
-killed in the middle of a block write still reads.
+Crash consistency (docs/storage.md, "What a stop leaves"). Steps are buffered in memory and
+written in blocks: when ``flush_every`` steps and ``flush_interval`` seconds have passed (and
+at ``finish``) the writer grows every dataset by the buffered rows, writes them, then sets
+``steps_completed`` and flushes the file. While the run is written its datasets are *not*
+compressed: an uncompressed chunk keeps its place and size in the file, so a block write
+rewrites the last, partial chunk of each dataset in place, with the same bytes for the rows
+already stored. (A compressed chunk changes size at every rewrite; HDF5 then frees its old
+place, which the same flush may reuse for another chunk while the index on disk still points
+there: a process killed in that window left a file whose last chunk no longer decompressed, 3
+times in 15 kills.) A run that ends normally (``complete``, ``complete_with_failures``) is then
+compacted: copied gzip-compressed into a temporary file next to it, which replaces it; an
+interrupted or failed run is left as written (stopping stays quick), and a failed compaction
+leaves the uncompressed file, which is complete. A killed process's file holds the steps of
+the last block write, with ``status = running``; ``read_storage`` trims a ``running`` file to
+its shortest consistent length and, through the lock below, says whether a process is still
+writing it. The file uses HDF5 format bounds ("v108", "v110"): v1.8 objects allow attributes
+above 64 KiB (large scenes), and staying below superblock v3 avoids the file-consistency flags
+that make a killed writer's file unopenable without ``h5clear``.
+
+One writer per file. The writer takes an exclusive ``flock`` on the file *before* HDF5 opens
+(and so truncates) it, and holds it until the file is finished; HDF5's own locking is off for
+the writer, since it would take a second, conflicting lock (and HDF5 truncates a file before
+it even tries its lock). A second writer on the same file (``dojo simulate --force``) is
+refused without touching the file; ``read_storage`` probes the lock to tell a run still being
+written from one whose writer died.
+
+Full disks. Before each block write the writer reserves the file space the block can need
+(``posix_fallocate`` past HDF5's end of file, plus ``_RESERVE_BYTES``), so a full disk, a
+quota or a file size limit fails the reservation, before HDF5 has written anything: the run
+stops with a ``StorageError``, the file keeps every block written before, and the reserve
+still holds the final ``status = failed``. (Without the reservation, HDF5 failing halfway
+through a flush left files whose metadata pointed past their end, and sometimes crashed the
+process.) A write error the reservation cannot foresee (an I/O error, a file system without
+``posix_fallocate``) detaches HDF5 from the file before it can write anything more, then
+reopens the file to cut it back to the last block write and mark it ``failed``; if HDF5 had
+already written part of the block's metadata, the file may be damaged, and the message says so.
+
+Reading. ``read_storage`` validates a file once for every reader: the format and version;
+the type and range of every attribute the format defines (``timestep`` finite and > 0,
+``status`` one of STATUSES, ``steps_completed`` an integer >= 0, ...); every core dataset
+present, stored in the file (no links), of a floating-point, integer or text type as its
+meaning wants, with shapes that agree with each other and with their ``names``; the contact
+datasets with ``contact_names``; the lengths (a file with a final status holds exactly
+``steps_completed`` steps in every per-step dataset, a ``running`` one is trimmed); times
+finite and increasing; every chunk a dataset's length claims actually stored; and, in a
+``complete`` run, every state finite. Before h5py opens the file in this process, HDF5's
+walk of its structure is tried in a forked child with a deadline (``_probe_structure``:
+HDF5 loops forever or crashes on some damaged metadata). A readable HDF5 file
+that is not a storage file is a NotStorageFileError (exit code 2), anything else wrong a
+StorageError (3), each naming the file and what is wrong. The stored scene is checked by
+the readers that use it (dojo_cli.scene.stored_run).
 """
 
 from __future__ import annotations
 
+import errno
+import faulthandler
+import io
 import json
+import math
 import os
+import re
+import select
+import signal
+import stat
+import threading
 import time as time_module
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from enum import Enum
@@ -64,7 +115,13 @@ from typing import Any
 import h5py
 import numpy as np
 
-from dojo_cli.errors import StorageError
+from dojo_cli.errors import DojoError, StorageError
+from dojo_cli.io.hdf5_checks import global_heap_problem
+
+try:  # POSIX; without it (Windows) files are not locked
+    import fcntl
+except ImportError:  # pragma: no cover
+    fcntl = None  # type: ignore[assignment]
 
 FORMAT_NAME = "dojo-storage"
 FORMAT_VERSION = 1
@@ -77,6 +134,7 @@ STATUS_FAILED = "failed"
 # "complete" only when every step converged.
 STATUS_COMPLETE_WITH_FAILURES = "complete_with_failures"
 FINAL_STATUSES = (STATUS_COMPLETE, STATUS_COMPLETE_WITH_FAILURES, STATUS_INTERRUPTED, STATUS_FAILED)
+STATUSES = (STATUS_RUNNING,) + FINAL_STATUSES
 STEP_SUCCESS = b"success"
 
 # Width of the fixed-length solver/status strings: SolverStatus values are at most 19
@@ -87,12 +145,32 @@ STATUS_BYTES = 32
 _LIBVER = ("v108", "v110")
 # gzip level 4: the usual speed/ratio compromise (levels above 6 gain little on float64).
 _GZIP_LEVEL = 4
-# Target bytes per chunk. Each flush rewrites the last, partial chunk of every dataset, so
-# smaller chunks flush faster, but gzip then compresses far worse: measured on a smooth
-# 4-body trajectory, 64 KiB chunks store 30 % of the raw bytes at ~0.13 ms per step
-# (flush_every = 50); 16 KiB chunks store 60 % at ~0.09 ms per step.
+# Target bytes per chunk: gzip compresses 64 KiB chunks of a smooth 4-body trajectory to 30 %
+# of the raw bytes, 16 KiB chunks only to 60 %.
 _CHUNK_BYTES = 64 * 1024
 _MAX_CHUNK_ROWS = 4096
+# Kept allocated past the data while writing: room for the final status after a write error.
+_RESERVE_BYTES = 256 * 1024
+# Reservations grow by at least this much (and by 1/8 of the file), so most block writes
+# find their room already reserved (one posix_fallocate every few blocks).
+_RESERVE_STEP = 1024 * 1024
+# Metadata a block write may add per dataset (index nodes, object header), generously.
+_METADATA_BYTES = 8 * 1024
+# How long a new writer waits for readers (shared locks) to close the file before refusing.
+_READER_WAIT_SECONDS = 1.0
+# Deadline of the walk of a file's structure in a child process (read_storage): far more
+# than any real file needs (milliseconds), far less than a user waits.
+_PROBE_SECONDS = 10.0
+# Files whose structure walked fine, by (device, inode, size, modification time): not again.
+_PROBED: dict[tuple, None] = {}
+_PROBED_MAX = 256
+# Tries of a read of a file another process is writing (a block write may be under way).
+_BUSY_READ_TRIES = 4
+_BUSY_READ_PAUSE = 0.1
+_HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
+# What h5py raises when HDF5 fails to write: OSError, or RuntimeError ("Unable to
+# synchronously flush file (file write failed: ... errno = 27 ...)").
+_WRITE_ERRORS = (OSError, RuntimeError)
 
 # Datasets with one row per state entry (T+1 rows) and per step (T rows).
 _STATE_DATASETS = ("time", "x", "q", "v", "omega", "minimal/q", "minimal/v")
@@ -100,6 +178,7 @@ _STEP_DATASETS = ("inputs", "solver/iterations", "solver/residual", "solver/stat
 _CORE_DATASETS = frozenset(_STATE_DATASETS + _STEP_DATASETS)
 # Group of the per-step Jacobians of `dojo simulate --gradients` (read on request only).
 GRADIENT_GROUP = "gradients"
+CONTACT_DATASETS = ("contacts/distance", "contacts/normal_impulse", "contacts/friction_impulse", "contacts/slip")
 _RESERVED_ATTRS = frozenset(
     {
         "format",
@@ -123,6 +202,13 @@ _RESERVED_ATTRS = frozenset(
 _REQUIRED_ATTRS = ("format_version", "scene", "timestep", "status", "steps_completed")
 
 
+class NotStorageFileError(StorageError):
+    """A readable HDF5 file that is not a dojo storage file (another program's, or a gradient
+    file): the user named the wrong file, so invalid input (exit code 2), not an I/O error."""
+
+    exit_code = 2
+
+
 def _utc_now() -> str:
     """Current time, ISO 8601 in UTC, to the second."""
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
@@ -139,14 +225,17 @@ def _chunk_rows(row_shape: tuple[int, ...], itemsize: int) -> int:
     return int(min(_MAX_CHUNK_ROWS, max(1, _CHUNK_BYTES // row_bytes)))
 
 
-def _create_series(group: h5py.Group, name: str, row_shape: tuple[int, ...], dtype) -> h5py.Dataset:
-    """An empty (0, *row_shape) dataset, chunked and resizable along axis 0."""
+def _create_series(
+    group: h5py.Group, name: str, row_shape: tuple[int, ...], dtype, *, compress: bool = False
+) -> h5py.Dataset:
+    """An empty (0, *row_shape) dataset, chunked and resizable along axis 0; gzip-compressed
+    with ``compress`` (compaction), raw while a run is written (module docstring)."""
     dtype = np.dtype(dtype) if not isinstance(dtype, np.dtype) else dtype
     rows = _chunk_rows(row_shape, dtype.itemsize)
     chunks = (rows,) + tuple(max(1, n) for n in row_shape)
     kwargs: dict[str, Any] = {}
     # Empty rows have nothing to compress.
-    if all(n > 0 for n in row_shape):
+    if compress and all(n > 0 for n in row_shape):
         kwargs = {"compression": "gzip", "compression_opts": _GZIP_LEVEL, "shuffle": dtype.itemsize > 1}
     # HDF5 chunks are at least 1 wide, so an empty axis (nq = 0, nu = 0) gets an unlimited maximum.
     maxshape = (None,) + tuple(n if n > 0 else None for n in row_shape)
@@ -170,12 +259,16 @@ def _encode_attr(value: Any) -> Any:
 
 
 def _decode_attr(name: str, value: Any) -> Any:
-    """An HDF5 attribute as Python: bytes -> str, numpy scalars -> Python, JSON objects -> dict."""
+    """An HDF5 attribute as Python: bytes -> str, numpy scalars -> Python, JSON objects -> dict.
+
+    Raises:
+        UnicodeDecodeError: text that is not UTF-8.
+    """
     if isinstance(value, bytes):
         value = value.decode("utf-8")
     if isinstance(value, np.ndarray) and value.dtype.kind in "OSU":
         value = [v.decode("utf-8") if isinstance(v, bytes) else str(v) for v in value.tolist()]
-    elif isinstance(value, np.generic):
+    elif isinstance(value, np.generic) and value.dtype.kind != "V":
         value = value.item()
     if isinstance(value, str) and name != "scene" and value[:1] in "{[":
         try:
@@ -183,6 +276,12 @@ def _decode_attr(name: str, value: Any) -> Any:
         except ValueError:
             return value
     return value
+
+
+def _shown(value: Any, limit: int = 60) -> str:
+    """A value from a file as a message may show it: repr (control characters escaped), short."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _path_reason(path: Path, exc: BaseException | None = None) -> str:
@@ -197,8 +296,125 @@ def _path_reason(path: Path, exc: BaseException | None = None) -> str:
     if not os.access(parent, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
         return "permission denied"
     if exc is not None:
-        return str(exc).strip() or type(exc).__name__
+        return _os_reason(exc)
     return "cannot be created"
+
+
+_ERRNO_IN_MESSAGE = re.compile(r"errno = (\d+)")
+
+
+def _os_reason(exc: BaseException) -> str:
+    """The operating system's words for an error (h5py's messages bury the errno in a long
+    line: ``Can't write data (file write failed: ..., errno = 28, error message = ...)``)."""
+    code = getattr(exc, "errno", None)
+    if not isinstance(code, int):
+        found = _ERRNO_IN_MESSAGE.search(str(exc))
+        code = int(found.group(1)) if found else None
+    if isinstance(code, int) and code > 0:
+        return os.strerror(code)
+    text = " ".join(str(exc).split())
+    return text[:200] or type(exc).__name__
+
+
+# ---------------------------------------------------------------------- locks
+
+
+def _lock_for_writing(path: Path, overwrite: bool) -> tuple[io.FileIO, bool]:
+    """Open (create) ``path`` without truncating it and take its exclusive writer lock.
+
+    Returns the open file, which holds the lock until it is closed (by the writer, or by
+    the kernel when the process dies), and whether it was created here. HDF5 truncates
+    only after this succeeded.
+
+    Raises:
+        StorageError: the file exists (``overwrite`` False), cannot be created, is not a
+            regular file, or another process holds it (a writer, or readers that did not
+            close it within _READER_WAIT_SECONDS); the file is left untouched.
+    """
+    # O_NONBLOCK: opening a FIFO must not wait for a reader; regular files ignore it.
+    flags = os.O_RDWR | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    if path.is_dir():
+        raise StorageError(f"{path}: cannot create storage file: is a directory")
+    created = True
+    try:
+        try:
+            fd = os.open(path, flags | os.O_CREAT | os.O_EXCL, 0o666)  # (atomic: two runs cannot both create it)
+        except FileExistsError:
+            if not overwrite:
+                raise StorageError(f"{path}: already exists (use --force to overwrite)") from None
+            created = False
+            fd = os.open(path, flags | os.O_CREAT, 0o666)
+    except OSError as exc:
+        raise StorageError(f"{path}: cannot create storage file: {_path_reason(path, exc)}") from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise StorageError(f"{path}: not a regular file (a device, FIFO or socket); cannot write a storage file there")
+        if fcntl is not None:
+            _flock_exclusive(fd, path)
+    except BaseException:
+        os.close(fd)
+        raise
+    return io.FileIO(fd, "r+", closefd=True), created
+
+
+def _flock_exclusive(fd: int, path: Path) -> None:
+    """Take the exclusive lock on ``fd``, telling a writer (exclusive lock) from readers
+    (shared locks: HDF5 holds one while a program has the file open for reading)."""
+    deadline = time_module.monotonic() + _READER_WAIT_SECONDS
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            pass
+        except OSError:
+            return  # no locks on this file system (some network mounts): proceed unlocked
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise StorageError(
+                f"{path}: another run is writing it (a `dojo simulate` still running?); not overwritten"
+            ) from None
+        except OSError:
+            return
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        if time_module.monotonic() > deadline:
+            raise StorageError(f"{path}: another program has it open (reading it); close it first; not overwritten")
+        time_module.sleep(0.05)
+
+
+def being_written(path: str | os.PathLike) -> bool:
+    """Whether a process holds ``path``'s writer lock (a run still being written).
+
+    A lock held by a process that died is released by the kernel, so a ``running`` file
+    that nobody holds was left by a killed (or crashed) writer.
+    """
+    if fcntl is None:
+        return False
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(fd)  # (closing also drops the shared lock)
+    return False
+
+
+def _scratch_fd() -> int:
+    """A descriptor that takes any write (the null device): where a failed HDF5 handle is
+    pointed so that its close writes nothing more into the real file. (Not a memory file:
+    a file size limit, one cause of the failure, applies to those too, and HDF5 failing
+    again while it closes has crashed the process.)"""
+    return os.open(os.devnull, os.O_RDWR | getattr(os, "O_CLOEXEC", 0))
+
+
+# ---------------------------------------------------------------------- writing
 
 
 class StorageWriter:
@@ -209,7 +425,7 @@ class StorageWriter:
     exit as ``complete`` unless ``finish`` was already called.
 
     Args:
-        path: file to create (an existing file is overwritten).
+        path: file to create.
         scene_yaml: the resolved scene, as YAML text.
         scene_name: the scene's name.
         timestep: s, the time step h.
@@ -221,19 +437,27 @@ class StorageWriter:
         minimal_v_names: (nv,) names of the minimal velocities.
         input_dim: nu, inputs per step.
         dojo_cli_version: the writing program's version.
-        flush_every: steps between block writes (>= 1); a killed process loses at most
-            ``flush_every - 1`` steps. Each block write costs a few milliseconds
-            (partial compressed chunks are rewritten), so 1 is for tests, not long runs.
-        flush_interval: and at least this many seconds between block writes (a long
-            fast run then writes a few times a second, not once per block; a killed
-            process loses at most that much, an interrupted or failed one nothing:
-            ``finish`` writes every buffered step).
+        flush_every, flush_interval: a block write happens once ``flush_every`` (>= 1)
+            steps are buffered *and* ``flush_interval`` seconds have passed since the last
+            one (checked whenever steps are added). A killed process loses the steps
+            buffered since: at most ``flush_every - 1`` steps or ``flush_interval`` seconds
+            of them, whichever is more; an interrupted or failed one loses nothing
+            (``finish`` writes every buffered step). `dojo simulate` uses 1 step and
+            FLUSH_SECONDS (docs/storage.md: each block write costs a few milliseconds).
         extra_attrs: further root attributes (must not reuse the format's names).
         dataset_attrs: attributes to set on extra datasets when they are created, by
             dataset path (e.g. ``{"gradients/A": {"rows": [...], "cols": [...]}}``).
+        overwrite: replace an existing file (False: refuse, atomically, if one exists).
+        compact: compress a run that ends normally (module docstring); False leaves the
+            file as written.
+        stop_requested: called between the blocks of the compaction; True skips the rest
+            of it (the file stays complete, uncompressed): a stop signal during a long
+            compaction need not wait for it.
 
     Raises:
-        StorageError: the file cannot be created (message names the path and the reason).
+        StorageError: the file cannot be created, exists (``overwrite`` False) or another
+            process is writing it (the message names the path and the reason; the file
+            is then left untouched).
     """
 
     def __init__(
@@ -255,6 +479,9 @@ class StorageWriter:
         flush_interval: float = 0.0,
         extra_attrs: dict | None = None,
         dataset_attrs: dict[str, dict] | None = None,
+        overwrite: bool = True,
+        compact: bool = True,
+        stop_requested: Callable[[], bool] | None = None,
     ) -> None:
         if int(flush_every) < 1:
             raise ValueError(f"flush_every must be >= 1, got {flush_every}")
@@ -268,6 +495,10 @@ class StorageWriter:
         self.path = Path(path)
         self.flush_every = int(flush_every)
         self.flush_interval = float(flush_interval)
+        self.compact = bool(compact)
+        self._stop_requested = stop_requested
+        self.compacted = False  # whether finish compressed the file
+        self.compaction_note: str | None = None  # why it did not, when it tried
         self._last_flush = time_module.monotonic()
         self.nb = len(body_names)
         self.nq = len(minimal_q_names)
@@ -287,6 +518,7 @@ class StorageWriter:
             "solver/status": (),
         }
         self._file: h5py.File | None = None
+        self._lock: io.FileIO | None = None
         self._finished = False
         self._initial_written = False
         self._steps = 0  # steps accepted (written or buffered)
@@ -294,16 +526,28 @@ class StorageWriter:
         self._first_failed = -1  # index of the first of those
         self._steps_on_disk = 0  # step rows written by the last complete flush
         self._states_on_disk = 0  # state rows written by the last complete flush
+        self._failed_on_disk = 0  # failed_steps and first_failed_step as last written
+        self._first_failed_on_disk = -1
+        self._reserved = 0  # bytes of the file known to be allocated on disk
+        self._can_reserve = hasattr(os, "posix_fallocate")
         self._state_buffer: dict[str, list] = {name: [] for name in _STATE_DATASETS}
         self._step_buffer: dict[str, list] = {name: [] for name in _STEP_DATASETS}
         self._extra_buffer: list[tuple[int, dict[str, np.ndarray]]] = []  # (rows, arrays by name)
         self._extras: dict[str, h5py.Dataset] = {}
         self._dataset_attrs = {name: dict(attrs) for name, attrs in (dataset_attrs or {}).items()}
 
+        # the lock first: nothing may truncate a file another run is writing
+        self._lock, created = _lock_for_writing(self.path, bool(overwrite))
         try:
-            self._file = h5py.File(self.path, "w", libver=_LIBVER)
+            self._file = h5py.File(self.path, "w", libver=_LIBVER, locking=False)
         except (OSError, ValueError) as exc:
-            raise StorageError(f"{self.path}: cannot create storage file: {_path_reason(self.path, exc)}") from exc
+            if created:  # nothing of ours may stay behind
+                try:
+                    os.unlink(self.path)
+                except OSError:
+                    pass
+            self._release_lock()
+            raise StorageError(f"{self.path}: cannot create storage file: {_path_reason(self.path, exc)}") from None
 
         try:
             f = self._file
@@ -330,14 +574,14 @@ class StorageWriter:
             self._datasets["x"].attrs["names"] = [str(n) for n in body_names]
             self._datasets["minimal/q"].attrs["names"] = [str(n) for n in minimal_q_names]
             self._datasets["minimal/v"].attrs["names"] = [str(n) for n in minimal_v_names]
+            self._reserve(len(self._datasets) * _METADATA_BYTES)
             f.flush()
-        except OSError as exc:
-            self._close_quietly()
-            raise StorageError(f"{self.path}: cannot write storage file: {exc}") from exc
+        except _WRITE_ERRORS as exc:
+            self._discard()
+            raise StorageError(f"{self.path}: cannot write storage file: {_os_reason(exc)} (nothing written)") from None
         except BaseException:
-            self._close_quietly()
+            self._discard()
             raise
-
     # ------------------------------------------------------------------ properties
 
     @property
@@ -520,10 +764,19 @@ class StorageWriter:
         Each dataset is topped up to its target length from the rows it lacks, so a flush
         that was itself interrupted (Ctrl-C inside h5py) can simply be repeated, and a
         step whose buffering was interrupted (a trailing partial row) is ignored.
+
+        Raises:
+            StorageError: a write error (disk full, quota, file size limit, I/O error). The
+                writer is then finished: the file keeps the steps of the previous block
+                writes, marked ``failed`` when that could still be written (module docstring).
         """
         self._check_open()
         assert self._file is not None
         state_target = self._steps + 1 if self._initial_written else 0
+        try:
+            self._reserve(self._pending_bytes(state_target))
+        except _WRITE_ERRORS as exc:
+            self._stop_on_write_error(exc, clean=True)
         try:
             for name in _STATE_DATASETS:
                 self._top_up(self._datasets[name], self._state_buffer[name], self._states_on_disk, state_target)
@@ -534,22 +787,26 @@ class StorageWriter:
             self._file.attrs["failed_steps"] = self._failed
             self._file.attrs["first_failed_step"] = self._first_failed
             self._file.flush()
-        except OSError as exc:
-            raise StorageError(f"{self.path}: cannot write storage file: {exc}") from exc
-        for buffer in list(self._state_buffer.values()) + list(self._step_buffer.values()):
-            buffer.clear()
-        self._extra_buffer.clear()
+        except _WRITE_ERRORS as exc:
+            self._stop_on_write_error(exc, clean=False)
+        self._clear_buffers()
         self._steps_on_disk = self._steps
         self._states_on_disk = state_target
+        self._failed_on_disk = self._failed
+        self._first_failed_on_disk = self._first_failed
         self._last_flush = time_module.monotonic()
 
     def finish(self, status: str, message: str | None = None) -> None:
-        """Write every buffered step, set the final status and close the file.
+        """Write every buffered step, set the final status and close the file (then compact
+        a run that ended normally, see the module docstring).
 
         Args:
             status: ``"complete"``, ``"interrupted"`` or ``"failed"`` (``"complete"``
                 becomes ``"complete_with_failures"`` when a step did not converge).
             message: optional reason, stored as the ``status_message`` attribute.
+
+        Raises:
+            StorageError: a write error (as ``flush``).
         """
         status = _status_text(status)
         if status not in FINAL_STATUSES:
@@ -557,17 +814,14 @@ class StorageWriter:
         if status == STATUS_COMPLETE and self._failed:
             status = STATUS_COMPLETE_WITH_FAILURES  # "complete" means every step converged
         self._check_open()
-        assert self._file is not None
         try:
             self.flush()
-            self._file.attrs["status"] = status
-            self._file.attrs["finished"] = _utc_now()
-            if message:
-                self._file.attrs["status_message"] = str(message)
-            self._file.flush()
-            self._file.close()
-        except OSError as exc:
-            raise StorageError(f"{self.path}: cannot finish storage file: {exc}") from exc
+            try:
+                self._write_status(status, message)
+            except _WRITE_ERRORS as exc:
+                self._stop_on_write_error(exc, clean=False)
+            if self.compact and status in (STATUS_COMPLETE, STATUS_COMPLETE_WITH_FAILURES):
+                self._compact()
         finally:
             self._finished = True
             self._close_quietly()
@@ -590,11 +844,234 @@ class StorageWriter:
             self._close_quietly()
         return False
 
+    # ------------------------------------------------------------------ file space and errors
+
+    def _pending_bytes(self, state_target: int) -> int:
+        """The file space the next block write needs: the chunks it adds (HDF5 allocates a
+        raw chunk whole, when its first row is written) and some metadata per dataset."""
+        need = 0
+        targets = {name: state_target for name in _STATE_DATASETS}
+        targets.update({name: self._steps for name in _STEP_DATASETS})
+        for name, target in targets.items():
+            ds = self._datasets[name]
+            need += _chunk_growth(ds.chunks, ds.dtype, ds.shape[0], target)
+        for ds in self._extras.values():
+            need += _chunk_growth(ds.chunks, ds.dtype, ds.shape[0], self._steps)
+        new: dict[str, np.ndarray] = {}
+        for _, blk in self._extra_buffer:
+            for name, arr in blk.items():
+                if name not in self._extras:
+                    new.setdefault(name, arr)
+        for arr in new.values():  # created with every row up to now
+            chunks = (_chunk_rows(arr.shape[1:], arr.dtype.itemsize),) + tuple(max(1, n) for n in arr.shape[1:])
+            need += _chunk_growth(chunks, arr.dtype, 0, self._steps)
+        return need + (len(targets) + len(self._extras) + len(new)) * _METADATA_BYTES
+
+    def _reserve(self, need: int) -> None:
+        """Have the file space for ``need`` more bytes, and the reserve after them, allocated
+        on disk before HDF5 writes (module docstring, "Full disks").
+
+        Raises:
+            OSError: no space (ENOSPC), quota (EDQUOT), file size limit (EFBIG), I/O error.
+        """
+        if not self._can_reserve or self._lock is None or self._file is None:
+            return
+        end = int(self._file.id.get_filesize())
+        needed = end + int(need) + _RESERVE_BYTES
+        if needed <= self._reserved:
+            return
+        generous = max(needed, self._reserved + _RESERVE_STEP, end + end // 8)
+        fd = self._lock.fileno()
+        for target in (generous, needed):
+            try:
+                os.posix_fallocate(fd, end, target - end)
+            except OSError as exc:
+                if exc.errno in (errno.EOPNOTSUPP, errno.ENOTSUP, errno.EINVAL, errno.ENOSYS, errno.ENODEV):
+                    self._can_reserve = False  # this file system cannot: write unprotected
+                    return
+                if target == needed:
+                    raise
+                continue
+            self._reserved = target
+            return
+
+    def _write_status(self, status: str, message: str | None) -> None:
+        """Set the final status, flush, give back the unused reserve, close HDF5's handle."""
+        assert self._file is not None
+        f = self._file
+        f.attrs["status"] = status
+        f.attrs["finished"] = _utc_now()
+        if message:
+            f.attrs["status_message"] = str(message)
+        f.flush()
+        if self._reserved and self._lock is not None:
+            try:
+                os.ftruncate(self._lock.fileno(), int(f.id.get_filesize()))
+            except OSError:
+                pass  # the reserve stays: a few hundred KiB of zeros past the data
+        f.close()
+        self._file = None
+
+    def _stop_on_write_error(self, exc: BaseException, *, clean: bool) -> None:
+        """Finish the file after a write error and raise the StorageError that says so.
+
+        ``clean``: the error came before HDF5 wrote anything of the block (the reservation
+        failed), so the file holds the previous block writes exactly and the reserve has
+        room for the status. Otherwise HDF5 is detached from the file first (whatever it
+        still holds goes to a scratch file), and the file is reopened to cut every dataset
+        back to the last complete block and mark it failed.
+        """
+        reason = _os_reason(exc)
+        kept = self._steps_on_disk
+        message = f"write error after {kept} steps: {reason}"
+        marked = False
+        if clean:
+            try:
+                self._write_status(STATUS_FAILED, message)
+                marked = True
+            except Exception:
+                pass
+        if not marked:
+            self._detach()
+            marked = self._mark_failed(kept, message)
+        self._finished = True
+        self._close_quietly()
+        self._clear_buffers()
+        self._steps, self._failed, self._first_failed = kept, self._failed_on_disk, self._first_failed_on_disk
+        if marked:
+            kept_text = f"after {kept} steps, which the file keeps" if kept else "before its first step was stored"
+            raise StorageError(f"{self.path}: write error: {reason}; the run stopped {kept_text} (status 'failed')") from None
+        raise StorageError(
+            f"{self.path}: write error: {reason}, in the middle of a block write; the run stopped after {kept} steps "
+            "and the file may be damaged"
+        ) from None
+
+    def _detach(self) -> None:
+        """Point HDF5's descriptor of the file at a scratch file, then close the handle: what
+        HDF5 still holds of a failed block write never reaches the file."""
+        if self._file is None:
+            return
+        try:
+            fd = int(self._file.id.get_vfd_handle())
+            scratch = _scratch_fd()
+            try:
+                os.dup2(scratch, fd)
+            finally:
+                os.close(scratch)
+        except Exception:
+            pass
+        try:
+            self._file.close()
+        except Exception:
+            pass
+        self._file = None
+
+    def _mark_failed(self, kept: int, message: str) -> bool:
+        """Reopen the file after a failed block write: every dataset back to the last
+        complete block, status failed. False when the file cannot be updated."""
+        try:
+            with h5py.File(self.path, "r+", locking=False) as f:
+                datasets: dict[str, h5py.Dataset] = {}
+                f.visititems(lambda name, obj: datasets.setdefault(name, obj) if isinstance(obj, h5py.Dataset) else None)
+                for name, ds in datasets.items():
+                    target = kept + 1 if name in _STATE_DATASETS else kept
+                    if ds.ndim and ds.shape[0] > target:
+                        ds.resize(target, axis=0)
+                    elif ds.ndim and ds.shape[0] < target:
+                        return False  # the last block write did not reach the disk whole
+                f.attrs["steps_completed"] = kept
+                f.attrs["failed_steps"] = self._failed_on_disk
+                f.attrs["first_failed_step"] = self._first_failed_on_disk
+                f.attrs["status"] = STATUS_FAILED
+                f.attrs["status_message"] = message
+                f.attrs["finished"] = _utc_now()
+            _read_storage(self.path, False, probe=False)  # and it reads back whole (no fork: we may have threads)
+            return True
+        except Exception:
+            return False
+
+    def _discard(self) -> None:
+        """The file could not even get its header: detach HDF5, remove the (truncated) file,
+        let go of the lock."""
+        self._detach()
+        try:
+            os.unlink(self.path)
+        except OSError:
+            pass
+        self._finished = True
+        self._release_lock()
+
+    # ------------------------------------------------------------------ compaction
+
+    def _compact(self) -> None:
+        """Replace the finished file by a gzip-compressed copy (module docstring). Best
+        effort: on any failure (no room for the copy, a second Ctrl-C) the uncompressed
+        file stays, complete, and ``compaction_note`` says why.
+
+        The copy is written under a temporary name next to the file (a rename within one
+        folder is atomic), locked like the file; a copy left by a killed compaction is
+        removed by the next one.
+        """
+        try:
+            source = Path(os.path.realpath(self.path))  # a symbolic link stays a link
+            info = os.stat(source)
+            if info.st_nlink > 1:
+                self.compaction_note = "not compressed: the file has other hard links"
+                return
+            _remove_stale_copies(source)
+            temporary = source.with_name(f".{source.name}.{os.getpid()}{_COMPACTING_SUFFIX}")
+            fd = os.open(temporary, os.O_RDWR | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), stat.S_IMODE(info.st_mode))
+        except OSError as exc:
+            self.compaction_note = f"not compressed: {_os_reason(exc)}"
+            return
+        try:
+            if fcntl is not None:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            with h5py.File(source, "r", locking=False) as src, h5py.File(temporary, "w", libver=_LIBVER, locking=False) as dst:
+
+                def reserve(raw_bytes: int) -> None:
+                    # compressed rows never outgrow the raw ones: with the next dataset's raw
+                    # size reserved, HDF5 cannot meet a full disk while it writes the copy
+                    if self._can_reserve:
+                        end = int(dst.id.get_filesize())
+                        os.posix_fallocate(fd, end, int(raw_bytes) + _RESERVE_BYTES)
+
+                _copy_compressed(src, dst, reserve, self._stop_requested)
+                dst.flush()
+                os.ftruncate(fd, int(dst.id.get_filesize()))
+            os.fsync(fd)  # the copy is on disk before its name replaces the file
+            os.replace(temporary, source)
+            self.compacted = True
+        except BaseException as exc:
+            try:
+                os.unlink(temporary)
+            except OSError:
+                pass
+            interrupted = isinstance(exc, (KeyboardInterrupt, _CompactionStopped))
+            self.compaction_note = "not compressed: interrupted" if interrupted else f"not compressed: {_os_reason(exc)}"
+            if not isinstance(exc, (Exception, KeyboardInterrupt)):
+                raise  # SystemExit and the like
+        finally:
+            os.close(fd)
+
     # ------------------------------------------------------------------ internals
 
     def _check_open(self) -> None:
         if self._finished or self._file is None:
             raise RuntimeError(f"{self.path}: the storage writer is already finished")
+
+    def _clear_buffers(self) -> None:
+        for buffer in list(self._state_buffer.values()) + list(self._step_buffer.values()):
+            buffer.clear()
+        self._extra_buffer.clear()
+
+    def _release_lock(self) -> None:
+        if self._lock is not None:
+            try:
+                self._lock.close()
+            except OSError:
+                pass
+            self._lock = None
 
     def _close_quietly(self) -> None:
         if self._file is not None:
@@ -603,6 +1080,7 @@ class StorageWriter:
             except Exception:
                 pass
             self._file = None
+        self._release_lock()
 
     def _check_extra_name(self, name: str, current: dict[str, np.ndarray]) -> None:
         """ValueError when ``name`` is empty, reserved, or nests into another dataset's path."""
@@ -701,6 +1179,88 @@ class StorageWriter:
             self._top_up(dataset, [block], self._steps_on_disk, self._steps)
 
 
+
+
+def _chunk_growth(chunks: tuple[int, ...] | None, dtype, before: int, after: int) -> int:
+    """Bytes of the chunks a raw series gains from ``before`` to ``after`` rows."""
+    if not chunks or after <= before:
+        return 0
+    rows = int(chunks[0])
+    new_chunks = -(-int(after) // rows) - -(-int(before) // rows)
+    return new_chunks * int(np.prod(chunks, dtype=np.int64)) * np.dtype(dtype).itemsize
+
+
+# Rows copied at once by the compaction (whole chunks, about this many bytes).
+_COPY_BYTES = 4 * 1024 * 1024
+
+
+def _copy_attrs(source: h5py.AttributeManager, target: h5py.AttributeManager) -> None:
+    """Every attribute, with its HDF5 type (variable-length strings stay strings)."""
+    for key in source:
+        target.create(key, source[key], dtype=source.get_id(key).dtype)
+
+
+_COMPACTING_SUFFIX = ".compacting"
+
+
+def _remove_stale_copies(source: Path) -> None:
+    """Remove the temporary copies of ``source`` that no compaction holds (left by a
+    process killed while it compacted)."""
+    for path in source.parent.glob(f".{source.name}.*{_COMPACTING_SUFFIX}"):
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        except OSError:
+            continue
+        try:
+            if fcntl is not None:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            os.unlink(path)
+        except OSError:
+            pass  # another compaction holds it
+        finally:
+            os.close(fd)
+
+
+class _CompactionStopped(Exception):
+    """A stop was requested during a compaction."""
+
+
+def _copy_compressed(src: h5py.File, dst: h5py.File, reserve=None, stop_requested=None) -> None:
+    """Copy a storage file's groups, datasets and attributes into ``dst``, the datasets
+    chunked as the writer makes them and gzip-compressed. ``reserve(bytes)`` is called
+    before each dataset with its raw size (file space for the copy); ``stop_requested()``
+    between blocks of rows (True: raise _CompactionStopped)."""
+    _copy_attrs(src.attrs, dst.attrs)
+    items: list[tuple[str, Any]] = []
+
+    def collect(name: str, obj) -> None:
+        items.append((name, obj))
+
+    src.visititems(collect)
+    for name, obj in items:
+        if isinstance(obj, h5py.Group):
+            _copy_attrs(obj.attrs, dst.require_group(name).attrs)
+            continue
+        if not isinstance(obj, h5py.Dataset):
+            continue
+        if reserve is not None:
+            reserve(obj.size * obj.dtype.itemsize + _METADATA_BYTES)
+        if obj.ndim == 0:
+            out = dst.create_dataset(name, data=obj[()], dtype=obj.dtype)
+        else:
+            out = _create_series(dst, name, obj.shape[1:], obj.dtype, compress=True)
+            n = obj.shape[0]
+            out.resize(n, axis=0)
+            rows = out.chunks[0]
+            row_bytes = max(1, obj.dtype.itemsize * int(np.prod(obj.shape[1:], dtype=np.int64)))
+            step = rows * max(1, _COPY_BYTES // (rows * row_bytes))
+            for start in range(0, n, step):
+                if stop_requested is not None and stop_requested():
+                    raise _CompactionStopped
+                out[start : start + step] = obj[start : start + step]
+        _copy_attrs(obj.attrs, out.attrs)
+
+
 def _json_default(value: Any) -> Any:
     """JSON encoding of numpy values and infinities inside solver options."""
     if isinstance(value, np.generic):
@@ -712,15 +1272,22 @@ def _json_default(value: Any) -> Any:
     return str(value)
 
 
+# ---------------------------------------------------------------------- reading
+
+
 @dataclass
 class StoredRun:
-    """A storage file read back, trimmed to its consistent length T.
+    """A storage file read back and validated, trimmed to its consistent length T.
+
+    Every per-state array has T+1 rows (none when a killed run had not yet written its
+    initial state), every per-step array (``inputs``, ``solver``, ``extras``) T rows, and
+    the widths agree with the names (``read_storage`` checks it).
 
     Attributes:
         path: the file.
         attrs: every root attribute, decoded (str, Python numbers, dicts from JSON).
         scene_yaml: the resolved scene YAML.
-        status: running | complete | interrupted | failed.
+        status: running | complete | complete_with_failures | interrupted | failed.
         steps_completed: T, steps stored.
         timestep: s.
         time: (T+1,) s.
@@ -730,6 +1297,8 @@ class StoredRun:
         inputs: (T, nu).
         solver: "iterations" (T,) int, "residual" (T,) float, "status" (T,) str.
         extras: every other dataset by path, (T, ...).
+        writing: a process holds the file's writer lock (a run still being written), so a
+            ``running`` status is current, not the mark of a killed writer.
     """
 
     path: Path
@@ -751,6 +1320,7 @@ class StoredRun:
     inputs: np.ndarray
     solver: dict[str, np.ndarray] = field(default_factory=dict)
     extras: dict[str, np.ndarray] = field(default_factory=dict)
+    writing: bool = False
 
     @property
     def gravity(self) -> np.ndarray:
@@ -763,127 +1333,654 @@ class StoredRun:
         value = self.attrs.get("solver_options", {})
         return value if isinstance(value, dict) else {}
 
+    @property
+    def ended_without_status(self) -> bool:
+        """The writer died (killed, crashed) before it could set a final status."""
+        return self.status == STATUS_RUNNING and not self.writing
 
-def _names(dataset: h5py.Dataset) -> list[str]:
-    raw = dataset.attrs.get("names", [])
-    return [n.decode("utf-8") if isinstance(n, bytes) else str(n) for n in np.asarray(raw).tolist()]
+    def status_note(self) -> str | None:
+        """One line saying how the run ended, when not ``complete``; None when complete.
+
+        Every reading command prints it, so a killed, interrupted or failed run is never
+        taken for a whole one.
+        """
+        t = self.steps_completed
+        steps = f"{t} step{'' if t == 1 else 's'}"
+        if self.status == STATUS_COMPLETE:
+            return None
+        if self.status == STATUS_RUNNING:
+            if self.writing:
+                return f"{self.path}: still being written by another process (status 'running'); {steps} stored so far"
+            return f"{self.path}: the run ended without a status (killed?); {steps} stored"
+        if self.status == STATUS_COMPLETE_WITH_FAILURES:
+            failed = self.attrs.get("failed_steps")
+            first = self.attrs.get("first_failed_step")
+            which = f"{failed} of {t} steps" if isinstance(failed, int) else "some steps"
+            at = f", the first at step {first}" if isinstance(first, int) and first >= 0 else ""
+            return f"{self.path}: {which} did not converge{at} (status 'complete_with_failures')"
+        why = self.attrs.get("status_message")
+        why = f": {_shown(why, 120)}" if isinstance(why, str) and why else ""
+        if self.status == STATUS_INTERRUPTED:
+            return f"{self.path}: the run was interrupted after {steps} (status 'interrupted'{why})"
+        return f"{self.path}: the run failed after {steps} (status 'failed'{why})"
+
+
+def _names(dataset: h5py.Dataset) -> list[str] | None:
+    """The ``names`` attribute as a list of str, None when missing or not text."""
+    if "names" not in dataset.attrs:
+        return None
+    raw = dataset.attrs["names"]
+    values = np.asarray(raw).reshape(-1).tolist() if not isinstance(raw, (str, bytes)) else [raw]
+    out = []
+    for n in values:
+        if isinstance(n, bytes):
+            n = n.decode("utf-8")
+        if not isinstance(n, str):
+            return None
+        out.append(n)
+    return out
 
 
 def read_storage(path: str | os.PathLike, gradients: bool = False) -> StoredRun:
-    """Read a storage file, whatever its status, trimmed to the consistent length.
+    """Read and validate a storage file, whatever its status.
 
-    Per-step Jacobians (``gradients/...`` datasets of ``dojo simulate --gradients``,
-    (T, 12 nb, 12 nb) each, large) are read into ``extras`` only with ``gradients=True``;
-    ``read_gradient_rows`` reads the rows of a few steps.
+    A ``running`` file (a writer still at work, or one that was killed) is trimmed to the
+    shortest consistent length; a file with a final status must hold exactly
+    ``steps_completed`` steps in every per-step dataset. Per-step Jacobians
+    (``gradients/...`` datasets of ``dojo simulate --gradients``, (T, 12 nb, 12 nb) each,
+    large) are read into ``extras`` only with ``gradients=True``; ``read_gradient_rows``
+    reads the rows of a few steps.
 
     Raises:
-        StorageError: the file is missing, not HDF5, not a dojo storage file, of a newer
-            format version, or lacks a dataset (the message names the file and the reason).
+        NotStorageFileError: a well-formed HDF5 file that is not a dojo storage file (exit 2).
+        StorageError: the file is missing, unreadable, not HDF5, truncated, damaged or
+            inconsistent (a missing or malformed attribute or dataset, lengths or widths that
+            disagree, a non-finite state in a ``complete`` run), or of a newer format
+            version; the message names the file and what is wrong.
     """
+    return _read_storage(path, gradients, probe=True)
+
+
+def _read_storage(path: str | os.PathLike, gradients: bool, probe: bool) -> StoredRun:
     label = os.fspath(path)
     p = Path(path)
-    if not p.exists():
-        raise StorageError(f"{label}: no such file")
-    if p.is_dir():
-        raise StorageError(f"{label}: is a directory, not a storage file")
-    try:
-        f = _open_for_reading(p)
-    except OSError as exc:
-        if not os.access(p, os.R_OK):
-            raise StorageError(f"{label}: permission denied") from exc
-        if not h5py.is_hdf5(p):
-            raise StorageError(f"{label}: not an HDF5 file") from exc
-        raise StorageError(f"{label}: cannot open storage file: {exc}") from exc
-    try:
-        with f:
-            return _read_open(f, p, label, gradients)
-    except OSError as exc:
-        raise StorageError(f"{label}: cannot read storage file: {exc}") from exc
+    _check_readable_file(p, label)
+    writing = being_written(p)
+    if probe:
+        _probe_structure(p, label)
+    tries = _BUSY_READ_TRIES if writing else 1
+    for attempt in range(tries):
+        try:
+            f = _open_hdf5(p, label, writing)
+            try:
+                return _read_open(f, p, label, gradients, writing)
+            finally:
+                try:
+                    f.close()
+                except Exception:
+                    pass
+        except NotStorageFileError:
+            raise
+        except StorageError as exc:
+            # a block write may have been under way: read again, then say what was seen
+            if attempt + 1 < tries and being_written(p):
+                time_module.sleep(_BUSY_READ_PAUSE)
+                continue
+            if writing:
+                raise StorageError(f"{exc} (another process is writing the file; try again)") from None
+            raise
+    raise AssertionError("unreachable")  # pragma: no cover
 
 
-def _open_for_reading(p: Path) -> h5py.File:
-    """Open read-only; if another process holds the HDF5 file lock (a run still being
-    written), open without locking, so the blocks flushed so far can be inspected.
+def _walk_structure(p: Path) -> None:
+    """Touch everything of the file HDF5 parses before raw data, as a reader would: the
+    attributes of the root, of every group and dataset (variable-length text lives in the
+    global heap), dataset types, chunk indexes (B-trees) and the contents of
+    variable-length datasets. An error on one item does not end the walk: the reader may
+    go on past it (it reads the root's attributes before any link, for one)."""
 
-    HDF5 refuses to open one file twice in a process with different locking flags, so
-    locking=False is the fallback, not the default.
+    def attributes(obj) -> None:
+        try:
+            names = list(obj.attrs)
+        except Exception:
+            return
+        for key in names:
+            try:
+                obj.attrs[key]
+            except Exception:
+                pass
+
+    def dataset(ds) -> None:
+        try:
+            ds.shape, ds.dtype  # noqa: B018 (parsed on access)
+            if ds.chunks is not None:  # the chunk index: one traversal
+                if hasattr(ds.id, "chunk_iter"):
+                    ds.id.chunk_iter(lambda info: None)
+                else:
+                    for k in range(ds.id.get_num_chunks()):
+                        ds.id.get_chunk_info(k)
+            if h5py.check_vlen_dtype(ds.dtype) is not None or (
+                h5py.check_string_dtype(ds.dtype) is not None and h5py.check_string_dtype(ds.dtype).length is None
+            ):
+                ds[()]
+        except Exception:
+            pass
+
+    with h5py.File(p, "r", locking=False) as f:
+        attributes(f)
+        objects: dict[str, Any] = {}
+        try:
+            f.visititems(lambda name, obj: objects.setdefault(name, obj) and None)
+        except Exception:
+            pass  # (a damaged group: what was found, and the datasets by name below)
+        for name in sorted(_CORE_DATASETS) + list(CONTACT_DATASETS):
+            if name not in objects:
+                try:
+                    objects[name] = f[name]
+                except Exception:
+                    pass
+        for obj in objects.values():
+            attributes(obj)
+            if isinstance(obj, h5py.Dataset):
+                dataset(obj)
+
+
+def check_hdf5_structure(path: str | os.PathLike) -> None:
+    """Make sure HDF5 can walk the structure of any HDF5 file (``_probe_structure``)
+    before this process reads it.
+
+    Raises:
+        StorageError: HDF5 loops or crashes on it ("<file>: damaged HDF5 file: ...").
+    """
+    _probe_structure(Path(path), os.fspath(path), "HDF5 file")
+
+
+def _probe_structure(p: Path, label: str, what: str = "storage file") -> None:
+    """Walk the file's structure (``_walk_structure``) in a forked child first, with a
+    deadline: HDF5 parsing damaged metadata can loop forever (a global heap whose object
+    sizes do not add up spins in H5HG__cache_heap_deserialize) or crash the process, and
+    neither can be caught in the process that calls it. A hang or a crash of the child
+    is this StorageError; anything else the child meets, the real read reports.
+
+    Raises:
+        StorageError: HDF5 looped or crashed on the file's structure.
     """
     try:
-        return h5py.File(p, "r")
+        info = os.stat(p)
+    except OSError:
+        return  # (the real read says why)
+    key = (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
+    if key in _PROBED:
+        return  # this very file walked fine already (a command reads a file more than once)
+    problem = global_heap_problem(p)  # the one loop known by its bytes: said at once, and precisely
+    if problem is not None:
+        raise StorageError(f"{label}: {problem}")
+    if not hasattr(os, "fork") or threading.active_count() > 1:
+        # (no fork, or other threads: a child forked while another thread holds HDF5's
+        # lock would wait for it forever, and the file would be called damaged; read
+        # unprotected, after the byte check above)
+        return
+    read_end, write_end = os.pipe()
+    try:
+        pid = os.fork()
+    except OSError:
+        os.close(read_end)
+        os.close(write_end)
+        return
+    if pid == 0:  # the child: walk, say "done", leave without any clean-up of the parent's
+        try:
+            os.close(read_end)
+            silent = os.open(os.devnull, os.O_WRONLY)  # what it meets, the real read reports
+            os.dup2(silent, 1)
+            os.dup2(silent, 2)
+            faulthandler.disable()  # (a crash is the parent's to report)
+            try:
+                _walk_structure(p)
+            except BaseException:
+                pass  # (an error the real read reports)
+            os.write(write_end, b"done")
+        finally:
+            os._exit(0)
+    os.close(write_end)
+    done = False
+    try:
+        deadline = time_module.monotonic() + _PROBE_SECONDS
+        while True:
+            left = deadline - time_module.monotonic()
+            if left <= 0:
+                break
+            ready, _, _ = select.select([read_end], [], [], left)
+            if ready:
+                done = os.read(read_end, 16) == b"done"
+                break
+    finally:
+        os.close(read_end)
+        if not done:
+            try:
+                os.kill(pid, signal.SIGKILL)  # a loop in C does not see anything milder
+            except OSError:
+                pass
+        _, status = os.waitpid(pid, 0)
+    if not done and os.WIFSIGNALED(status) and os.WTERMSIG(status) != signal.SIGKILL:
+        raise StorageError(
+            f"{label}: damaged {what}: HDF5 crashed reading its structure ({_signal_name(os.WTERMSIG(status))})"
+        )
+    if not done:
+        raise StorageError(
+            f"{label}: damaged {what}: HDF5 did not finish reading its structure within {_PROBE_SECONDS:g} s "
+            "(a loop in damaged metadata)"
+        )
+    if len(_PROBED) >= _PROBED_MAX:
+        _PROBED.clear()
+    _PROBED[key] = None
+
+
+def _signal_name(signum: int) -> str:
+    try:
+        return signal.Signals(signum).name
+    except ValueError:
+        return f"signal {signum}"
+
+
+def _check_readable_file(p: Path, label: str) -> None:
+    """StorageError unless ``p`` is a readable, non-empty regular file (checked before
+    anything opens it: opening a FIFO would wait forever)."""
+    try:
+        info = os.stat(p)
+    except FileNotFoundError:
+        raise StorageError(f"{label}: no such file") from None
+    except PermissionError:
+        raise StorageError(f"{label}: permission denied") from None
     except OSError as exc:
-        if "lock" not in str(exc).lower():
-            raise
-    return h5py.File(p, "r", locking=False)
+        raise StorageError(f"{label}: cannot read: {_os_reason(exc)}") from None
+    if stat.S_ISDIR(info.st_mode):
+        raise StorageError(f"{label}: is a directory, not a storage file")
+    if not stat.S_ISREG(info.st_mode):
+        raise StorageError(f"{label}: not a regular file (a device, FIFO or socket), not a storage file")
+    try:
+        with open(p, "rb") as fh:
+            head = fh.read(len(_HDF5_SIGNATURE))
+    except PermissionError:
+        raise StorageError(f"{label}: permission denied") from None
+    except OSError as exc:
+        raise StorageError(f"{label}: cannot read: {_os_reason(exc)}") from None
+    if info.st_size == 0:
+        raise StorageError(f"{label}: empty file (0 bytes), not a storage file (a run killed before it wrote anything?)")
+    if head != _HDF5_SIGNATURE and not h5py.is_hdf5(p):
+        raise StorageError(f"{label}: not an HDF5 file (no HDF5 signature), not a storage file")
 
 
-def _read_open(f: h5py.File, p: Path, label: str, gradients: bool = False) -> StoredRun:
-    attrs = {name: _decode_attr(name, f.attrs[name]) for name in f.attrs}
-    if "format" not in attrs:
-        raise StorageError(f"{label}: not a dojo storage file (missing attribute 'format')")
-    if attrs["format"] != FORMAT_NAME:
-        raise StorageError(f"{label}: not a dojo storage file (attribute 'format' is {attrs['format']!r})")
-    for name in _REQUIRED_ATTRS:
-        if name not in attrs:
-            raise StorageError(f"{label}: damaged storage file (missing attribute {name!r})")
-    version = attrs["format_version"]
-    if not isinstance(version, int) or version > FORMAT_VERSION:
-        raise StorageError(f"{label}: unsupported format_version {version!r} (this dojo_cli reads {FORMAT_VERSION})")
-    for name in _CORE_DATASETS:
-        if not isinstance(f.get(name), h5py.Dataset):
-            raise StorageError(f"{label}: damaged storage file (missing dataset {name!r})")
+_TRUNCATED = re.compile(r"truncated file: eof = (\d+).*stored_eof = (\d+)")
 
-    extras: dict[str, h5py.Dataset] = {}
 
-    def visit(name: str, obj) -> None:
-        if isinstance(obj, h5py.Dataset) and name not in _CORE_DATASETS:
-            extras[name] = obj
+def _open_hdf5(p: Path, label: str, writing: bool) -> h5py.File:
+    """Open read-only.
 
-    f.visititems(visit)
+    HDF5's own file locks are skipped when a writer holds the file (HDF5 would refuse),
+    and tried first otherwise: HDF5 refuses to open one file twice in a process with
+    different locking flags, so a file this process already has open with locks (a test,
+    a notebook) needs them again.
+    """
+    unlocked: dict[str, Any] = {"locking": False}
+    attempts = (unlocked, {}) if writing else ({}, unlocked)
+    error: BaseException | None = None
+    for kwargs in attempts:
+        try:
+            return h5py.File(p, "r", **kwargs)
+        except Exception as exc:  # h5py raises OSError, and others for damaged headers
+            error = error or exc
+    text = str(error)
+    found = _TRUNCATED.search(text)
+    if found:
+        raise StorageError(
+            f"{label}: damaged storage file: truncated ({found.group(1)} of its {found.group(2)} bytes are there)"
+        ) from None
+    if not h5py.is_hdf5(p):
+        raise StorageError(f"{label}: not an HDF5 file") from None
+    raise StorageError(f"{label}: damaged storage file: HDF5 cannot open it ({_os_reason(error)})") from None
 
-    # Consistent length: the smallest of what the attribute and every dataset promise.
-    lengths = [int(attrs["steps_completed"]), f["time"].shape[0] - 1]
-    lengths += [f[n].shape[0] - 1 for n in _STATE_DATASETS] + [f[n].shape[0] for n in _STEP_DATASETS]
-    lengths += [d.shape[0] for d in extras.values() if d.ndim >= 1]
-    steps = max(0, min(lengths))
-    n_states = steps + 1 if f["time"].shape[0] > 0 else 0
 
-    def state(name: str) -> np.ndarray:
-        return np.asarray(f[name][:n_states])
+def _read_open(f: h5py.File, p: Path, label: str, gradients: bool = False, writing: bool = False) -> StoredRun:
+    """Validate an open storage file and read it (see read_storage). Any failure of h5py
+    on damaged bytes becomes a StorageError naming the file."""
+    try:
+        return _validated(f, p, label, gradients, writing)
+    except DojoError:
+        raise
+    except RecursionError:
+        raise StorageError(f"{label}: damaged storage file: its groups nest too deeply") from None
+    except MemoryError:
+        raise StorageError(f"{label}: damaged storage file: a dataset claims more rows than fit in memory") from None
+    except Exception as exc:  # h5py and HDF5 raise many types on damaged bytes
+        raise StorageError(f"{label}: damaged storage file: {_os_reason(exc)}") from None
 
-    status_ds = f["solver/status"]
-    if h5py.check_string_dtype(status_ds.dtype) is not None:
-        status = np.array(status_ds.asstr()[:steps], dtype=str)
-    else:
-        status = np.asarray(status_ds[:steps])
+
+class _Damaged(Exception):
+    """What is wrong with a storage file (becomes ``StorageError("<file>: damaged storage file: <what>")``)."""
+
+
+def _validated(f: h5py.File, p: Path, label: str, gradients: bool, writing: bool) -> StoredRun:
+    try:
+        attrs = _attributes(f, label)
+        body_names, datasets = _core_datasets(f)
+        extras = _extra_datasets(f, attrs, len(body_names), datasets["inputs"].shape[1])
+        steps, n_states = _consistent_length(attrs, datasets, extras)
+
+        def rows(name: str, n: int) -> np.ndarray:
+            _check_stored(name, datasets[name], n)
+            return np.asarray(datasets[name][:n])
+
+        arrays = {name: rows(name, n_states) for name in _STATE_DATASETS}
+        arrays.update({name: rows(name, steps) for name in _STEP_DATASETS})
+        status = arrays["solver/status"]
+        try:
+            text = [s.decode("utf-8") if isinstance(s, bytes) else str(s) for s in status.reshape(-1).tolist()]
+        except UnicodeDecodeError:
+            raise _Damaged("dataset 'solver/status' is not UTF-8 text") from None
+        arrays["solver/status"] = np.array([t.rstrip("\0") for t in text], dtype=str).reshape(steps)
+        _check_values(attrs["status"], arrays)
+        extra_arrays = {}
+        for name, d in extras.items():
+            if gradients or not name.startswith(GRADIENT_GROUP + "/"):
+                if d.ndim >= 1:
+                    _check_stored(name, d, steps)
+                extra_arrays[name] = np.asarray(d[:steps]) if d.ndim >= 1 else np.asarray(d[()])
+    except _Damaged as exc:
+        raise StorageError(f"{label}: damaged storage file: {exc}") from None
     return StoredRun(
         path=p,
         attrs=attrs,
-        scene_yaml=str(attrs["scene"]),
-        status=str(attrs["status"]),
+        scene_yaml=attrs["scene"],
+        status=attrs["status"],
         steps_completed=steps,
         timestep=float(attrs["timestep"]),
-        time=state("time"),
-        x=state("x"),
-        q=state("q"),
-        v=state("v"),
-        omega=state("omega"),
-        minimal_q=state("minimal/q"),
-        minimal_v=state("minimal/v"),
-        minimal_q_names=_names(f["minimal/q"]),
-        minimal_v_names=_names(f["minimal/v"]),
-        body_names=_names(f["x"]),
-        inputs=np.asarray(f["inputs"][:steps]),
+        time=arrays["time"],
+        x=arrays["x"],
+        q=arrays["q"],
+        v=arrays["v"],
+        omega=arrays["omega"],
+        minimal_q=arrays["minimal/q"],
+        minimal_v=arrays["minimal/v"],
+        minimal_q_names=_names(datasets["minimal/q"]) or [],
+        minimal_v_names=_names(datasets["minimal/v"]) or [],
+        body_names=body_names,
+        inputs=arrays["inputs"],
         solver={
-            "iterations": np.asarray(f["solver/iterations"][:steps]),
-            "residual": np.asarray(f["solver/residual"][:steps]),
-            "status": status,
+            "iterations": arrays["solver/iterations"].astype(np.int64),
+            "residual": arrays["solver/residual"],
+            "status": arrays["solver/status"],
         },
-        extras={
-            name: np.asarray(d[:steps]) if d.ndim >= 1 else np.asarray(d[()])
-            for name, d in extras.items()
-            if gradients or not name.startswith(GRADIENT_GROUP + "/")
-        },
+        extras=extra_arrays,
+        writing=writing,
     )
+
+
+def _check_stored(name: str, ds: h5py.Dataset, rows: int) -> None:
+    """The first ``rows`` rows of a chunked dataset are stored, not just claimed: the writer
+    writes every chunk it extends a dataset over, so a chunk missing there means a length
+    set without its data (HDF5 would read the fill value, zeros, as if stored), or a
+    tampered length (10^9 rows claimed in a small file), found before anything is read."""
+    if ds.chunks is None or rows <= 0 or any(n == 0 for n in ds.shape[1:]):
+        return
+    extent = (rows,) + ds.shape[1:]
+    needed = int(np.prod([-(-n // c) for n, c in zip(extent, ds.chunks)], dtype=np.int64))
+    stored = ds.id.get_num_chunks()
+    if stored < needed:
+        raise _Damaged(f"dataset {name!r} claims {ds.shape[0]} rows, but its data covers fewer than {rows}")
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_real(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _attributes(f: h5py.File, label: str) -> dict[str, Any]:
+    """The root attributes, decoded and checked (format first: a foreign file is told as such)."""
+    attrs: dict[str, Any] = {}
+    for name in f.attrs:
+        try:
+            attrs[name] = _decode_attr(name, f.attrs[name])
+        except UnicodeDecodeError:
+            if name == "format":
+                raise NotStorageFileError(f"{label}: not a dojo storage file (attribute 'format' is not text)") from None
+            raise _Damaged(f"attribute {name!r} is not UTF-8 text") from None
+        except Exception as exc:
+            raise _Damaged(f"attribute {name!r} cannot be read ({_os_reason(exc)})") from None
+    if "format" not in attrs:
+        raise NotStorageFileError(
+            f"{label}: not a dojo storage file (no attribute 'format': an HDF5 file written by another program?)"
+        )
+    if attrs["format"] != FORMAT_NAME:
+        hint = ": a gradient file of `dojo gradients -o`" if attrs["format"] == "dojo-gradients" else ""
+        raise NotStorageFileError(f"{label}: not a dojo storage file (attribute 'format' is {_shown(attrs['format'])}{hint})")
+    for name in _REQUIRED_ATTRS:
+        if name not in attrs:
+            raise _Damaged(f"missing attribute {name!r}")
+    version = attrs["format_version"]
+    if not _is_int(version) or version < 1:
+        raise _Damaged(f"attribute 'format_version' is {_shown(version)}, expected an integer >= 1")
+    if version > FORMAT_VERSION:
+        raise StorageError(
+            f"{label}: unsupported format_version {version} (this dojo_cli reads {FORMAT_VERSION}; a newer dojo_cli wrote it)"
+        )
+    if not isinstance(attrs["scene"], str):
+        raise _Damaged(f"attribute 'scene' is {type(attrs['scene']).__name__}, expected the scene's YAML text")
+    h = attrs["timestep"]
+    if not _is_real(h) or not math.isfinite(h) or h <= 0:
+        raise _Damaged(f"attribute 'timestep' is {_shown(h)}, expected a finite number of seconds > 0")
+    status = attrs["status"]
+    if not isinstance(status, str):
+        raise _Damaged(f"attribute 'status' is {_shown(status)}, expected text")
+    if status not in STATUSES:
+        raise _Damaged(f"unknown status {_shown(status)} (known: {', '.join(STATUSES)})")
+    steps = attrs["steps_completed"]
+    if not _is_int(steps) or steps < 0:
+        raise _Damaged(f"attribute 'steps_completed' is {_shown(steps)}, expected an integer >= 0")
+    for name in ("failed_steps", "first_failed_step"):
+        if name in attrs and (not _is_int(attrs[name]) or attrs[name] < -1):
+            raise _Damaged(f"attribute {name!r} is {_shown(attrs[name])}, expected an integer")
+    for name in ("scene_name", "integrator", "dojo_cli_version", "created", "finished", "status_message"):
+        if name in attrs and not isinstance(attrs[name], str):
+            raise _Damaged(f"attribute {name!r} is {_shown(attrs[name])}, expected text")
+    if "gravity" in attrs:
+        g = attrs["gravity"]
+        try:
+            ok = np.asarray(g).dtype.kind in "iuf" and np.shape(g) == (3,) and bool(np.all(np.isfinite(g)))
+        except Exception:
+            ok = False
+        if not ok:
+            raise _Damaged(f"attribute 'gravity' is {_shown(g)}, expected 3 finite numbers")
+    if "solver_options" in attrs and not isinstance(attrs["solver_options"], dict):
+        raise _Damaged(f"attribute 'solver_options' is {_shown(attrs['solver_options'])}, expected a JSON object")
+    if "contact_names" in attrs:
+        names = attrs["contact_names"]
+        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+            raise _Damaged(f"attribute 'contact_names' is {_shown(names)}, expected a JSON list of names")
+    return attrs
+
+
+_FLOAT = "f"
+_CORE_SPECS: dict[str, tuple[str, str]] = {
+    # name: (dtype kinds, what the row holds); row shapes are checked in _core_datasets
+    "time": (_FLOAT, "numbers"),
+    "x": (_FLOAT, "numbers"),
+    "q": (_FLOAT, "numbers"),
+    "v": (_FLOAT, "numbers"),
+    "omega": (_FLOAT, "numbers"),
+    "minimal/q": (_FLOAT, "numbers"),
+    "minimal/v": (_FLOAT, "numbers"),
+    "inputs": (_FLOAT, "numbers"),
+    "solver/iterations": ("iu", "integers"),
+    "solver/residual": (_FLOAT, "numbers"),
+    "solver/status": ("S", "text"),
+}
+
+
+def _dataset(f: h5py.File, name: str) -> h5py.Dataset:
+    """The dataset ``name``, stored in this file (no links to other files or places)."""
+    try:
+        link = f.get(name, getlink=True)
+    except Exception:
+        link = None
+    if link is None:
+        raise _Damaged(f"missing dataset {name!r}")
+    if not isinstance(link, h5py.HardLink):
+        raise _Damaged(f"dataset {name!r} is a link ({type(link).__name__}), not data stored in the file")
+    obj = f.get(name)
+    if not isinstance(obj, h5py.Dataset):
+        raise _Damaged(f"{name!r} is a {type(obj).__name__}, expected a dataset")
+    return obj
+
+
+def _check_kind(name: str, ds: h5py.Dataset, kinds: str, what: str) -> None:
+    kind = ds.dtype.kind
+    if kinds == "S":
+        if h5py.check_string_dtype(ds.dtype) is None and kind != "S":
+            raise _Damaged(f"dataset {name!r} holds {ds.dtype}, expected {what}")
+    elif kind not in kinds:
+        raise _Damaged(f"dataset {name!r} holds {ds.dtype}, expected {what}")
+
+
+def _core_datasets(f: h5py.File) -> tuple[list[str], dict[str, h5py.Dataset]]:
+    """The core datasets, their types and row shapes checked against each other and their names."""
+    datasets = {name: _dataset(f, name) for name in _STATE_DATASETS + _STEP_DATASETS}
+    for name, (kinds, what) in _CORE_SPECS.items():
+        _check_kind(name, datasets[name], kinds, what)
+    for name in ("time", "solver/iterations", "solver/residual", "solver/status"):
+        if datasets[name].ndim != 1:
+            raise _Damaged(f"dataset {name!r} has shape {datasets[name].shape}, expected one value per row")
+    x = datasets["x"]
+    if x.ndim != 3 or x.shape[2] != 3:
+        raise _Damaged(f"dataset 'x' has shape {x.shape}, expected (states, bodies, 3)")
+    nb = x.shape[1]
+    for name, width in (("q", 4), ("v", 3), ("omega", 3)):
+        shape = datasets[name].shape
+        if len(shape) != 3 or shape[1:] != (nb, width):
+            raise _Damaged(f"dataset {name!r} has shape {shape}, expected (states, {nb}, {width}) like 'x'")
+    body_names = _names(x)
+    if body_names is None:
+        raise _Damaged("dataset 'x' has no attribute 'names' (the body names)")
+    if len(body_names) != nb:
+        raise _Damaged(
+            f"dataset 'x' holds {nb} {'body' if nb == 1 else 'bodies'} but its attribute 'names' lists {len(body_names)}"
+        )
+    for name in ("minimal/q", "minimal/v", "inputs"):
+        if datasets[name].ndim != 2:
+            raise _Damaged(f"dataset {name!r} has shape {datasets[name].shape}, expected (rows, width)")
+    for name in ("minimal/q", "minimal/v"):
+        names = _names(datasets[name])
+        width = datasets[name].shape[1]
+        if names is None:
+            raise _Damaged(f"dataset {name!r} has no attribute 'names'")
+        if len(names) != width:
+            raise _Damaged(f"dataset {name!r} holds {width} coordinates but its attribute 'names' lists {len(names)}")
+    return body_names, datasets
+
+
+def _extra_datasets(f: h5py.File, attrs: dict, nb: int, nu: int) -> dict[str, h5py.Dataset]:
+    """Every other dataset; the ones the format knows (contacts, gradients) checked."""
+    found: list[str] = []
+    f.visititems(lambda name, obj: found.append(name) if isinstance(obj, h5py.Dataset) else None)
+    extras = {name: _dataset(f, name) for name in found if name not in _CORE_DATASETS}
+    for name, ds in extras.items():
+        if ds.dtype.kind not in "biufcS" and h5py.check_string_dtype(ds.dtype) is None:
+            raise _Damaged(f"dataset {name!r} holds {ds.dtype}, expected numbers")
+    if "contact_names" in attrs and any(name in extras for name in CONTACT_DATASETS):
+        # written by `dojo simulate` for a scene with contacts; the datasets appear with the
+        # first block of steps (_consistent_length wants them once the run has a step)
+        for name in CONTACT_DATASETS:
+            if name not in extras:
+                raise _Damaged(f"missing dataset {name!r} (the run has contact records)")
+        nc = extras["contacts/distance"].shape[1] if extras["contacts/distance"].ndim == 2 else -1
+        if len(attrs["contact_names"]) != nc:
+            raise _Damaged(
+                f"attribute 'contact_names' lists {len(attrs['contact_names'])} contacts, dataset 'contacts/distance' "
+                f"holds {nc if nc >= 0 else 'no'} columns"
+            )
+        for name, tail in zip(CONTACT_DATASETS, ((nc,), (nc,), (nc, 2), (nc, 2))):
+            if extras[name].shape[1:] != tail or extras[name].dtype.kind != "f":
+                raise _Damaged(
+                    f"dataset {name!r} has shape {extras[name].shape} ({extras[name].dtype}), expected "
+                    f"(steps, {', '.join(map(str, tail))}) numbers"
+                )
+    expected = {
+        "gradients/A": (12 * nb, 12 * nb),
+        "gradients/B": (12 * nb, nu),
+        "gradients/kappa": (),
+        "solver/complementarity": (),
+    }
+    for name, tail in expected.items():
+        if name in extras and extras[name].shape[1:] != tail:
+            raise _Damaged(f"dataset {name!r} has shape {extras[name].shape}, expected (steps{''.join(', ' + str(n) for n in tail)})")
+    if "impulses" in extras and extras["impulses"].ndim != 2:
+        raise _Damaged(f"dataset 'impulses' has shape {extras['impulses'].shape}, expected (steps, impulses)")
+    return extras
+
+
+def _consistent_length(attrs: dict, datasets: dict[str, h5py.Dataset], extras: dict[str, h5py.Dataset]) -> tuple[int, int]:
+    """(steps T, states) to read.
+
+    A file with a final status must hold exactly what ``steps_completed`` says (its writer
+    cut every dataset to the last complete block before it set the status). A ``running``
+    file is whatever its writer's last block write left, or a write in progress: the
+    shortest consistent length.
+    """
+    claimed = attrs["steps_completed"]
+    states = {name: datasets[name].shape[0] for name in _STATE_DATASETS}
+    steps = {name: datasets[name].shape[0] for name in _STEP_DATASETS}
+    if "contact_names" in attrs:  # contact records, created with the first block of steps
+        steps.update({name: 0 for name in CONTACT_DATASETS})
+    steps.update({name: d.shape[0] for name, d in extras.items() if d.ndim >= 1})
+    if attrs["status"] in FINAL_STATUSES:
+        if claimed == 0 and not any(states.values()) and not any(steps.values()):
+            return 0, 0  # stopped (a write error) before even the initial state was stored
+        for name, n in states.items():
+            if n != claimed + 1:
+                raise _Damaged(
+                    f"dataset {name!r} holds {n} states, but the run has {claimed} steps ({claimed + 1} states, "
+                    "attribute 'steps_completed')"
+                )
+        for name, n in steps.items():
+            if n != claimed and name in CONTACT_DATASETS and name not in extras:
+                raise _Damaged(f"missing dataset {name!r} (the run has {claimed} steps with contact records)")
+            if n != claimed:
+                raise _Damaged(f"dataset {name!r} holds {n} steps, but the run has {claimed} (attribute 'steps_completed')")
+        return claimed, claimed + 1
+    fewest_states = min(states.values())
+    if fewest_states == 0:
+        return 0, 0
+    t = min([claimed, fewest_states - 1] + list(steps.values()))
+    return t, t + 1
+
+
+_FINITE_IN_COMPLETE = ("x", "q", "v", "omega", "minimal/q", "minimal/v", "inputs", "solver/residual")
+
+
+def _check_values(status: str, arrays: dict[str, np.ndarray]) -> None:
+    """Times finite and increasing; in a ``complete`` run (every step converged), every
+    state finite: a non-finite one marks a damaged or tampered file."""
+    time = arrays["time"]
+    bad = np.flatnonzero(~np.isfinite(time))
+    if bad.size:
+        raise _Damaged(f"dataset 'time' holds a non-finite value at state {int(bad[0])}")
+    back = np.flatnonzero(np.diff(time) <= 0)
+    if back.size:
+        raise _Damaged(f"dataset 'time' does not increase at state {int(back[0]) + 1}")
+    if status != STATUS_COMPLETE:
+        return  # a failed step may have left non-finite states (solver/status says which)
+    for name in _FINITE_IN_COMPLETE:
+        values = arrays[name]
+        finite = np.isfinite(values).reshape(len(values), -1).all(axis=1) if values.size else np.ones(len(values), bool)
+        bad = np.flatnonzero(~finite)
+        if bad.size:
+            what = "state" if name in _STATE_DATASETS else "step"
+            raise _Damaged(
+                f"status 'complete' but dataset {name!r} holds a non-finite value at {what} {int(bad[0])} "
+                "(a complete run has every state finite)"
+            )
 
 
 def read_gradient_rows(path: str | os.PathLike, steps) -> dict[str, Any]:
@@ -901,14 +1998,20 @@ def read_gradient_rows(path: str | os.PathLike, steps) -> dict[str, Any]:
     if idx.size and (idx.min() < 0 or idx.max() >= run.steps_completed):
         raise StorageError(f"{label}: steps {idx.tolist()} outside 0..{run.steps_completed - 1}")
     out: dict[str, Any] = {}
-    with _open_for_reading(Path(path)) as f:
-        group = f.get(GRADIENT_GROUP)
-        if not isinstance(group, h5py.Group):
-            raise StorageError(f"{label}: no per-step gradients (simulate with --gradients)")
-        for name, ds in group.items():
-            key = f"{GRADIENT_GROUP}/{name}"
-            out[key] = np.stack([np.asarray(ds[int(k)]) for k in idx]) if idx.size else np.zeros((0,) + ds.shape[1:])
-            for attr in ("rows", "cols"):
-                if attr in ds.attrs:
-                    out[f"{key}:{attr}"] = _decode_attr(attr, ds.attrs[attr])
+    f = _open_hdf5(Path(path), label, run.writing)
+    try:
+        with f:
+            group = f.get(GRADIENT_GROUP)
+            if not isinstance(group, h5py.Group):
+                raise StorageError(f"{label}: no per-step gradients (simulate with --gradients)")
+            for name, ds in group.items():
+                key = f"{GRADIENT_GROUP}/{name}"
+                out[key] = np.stack([np.asarray(ds[int(k)]) for k in idx]) if idx.size else np.zeros((0,) + ds.shape[1:])
+                for attr in ("rows", "cols"):
+                    if attr in ds.attrs:
+                        out[f"{key}:{attr}"] = _decode_attr(attr, ds.attrs[attr])
+    except DojoError:
+        raise
+    except Exception as exc:
+        raise StorageError(f"{label}: damaged storage file: {_os_reason(exc)}") from None
     return out

@@ -46,8 +46,7 @@ from dojo_cli.io.storage import STATUS_COMPLETE, StoredRun
 from dojo_cli.math.quaternion import matrix_from_quaternion, skew
 from dojo_cli.model.mechanism import ORIGIN, Mechanism
 from dojo_cli.model.shapes import Shape
-from dojo_cli.scene.builder import build_mechanism
-from dojo_cli.scene.loader import load_scene_spec_from_string
+from dojo_cli.scene.stored_run import run_mechanism
 
 SCENE_ROOT = "dojo"
 CAMERA_PATH = "/Cameras/default/rotated/<object>"
@@ -331,21 +330,17 @@ def body_path(name: str) -> str:
 
 
 def mechanism_from_run(run: StoredRun) -> Mechanism:
-    """Rebuild the run's Mechanism from its ``scene`` attribute alone.
+    """Rebuild the run's Mechanism from its ``scene`` attribute alone, checked against
+    its datasets (``dojo_cli.scene.stored_run.run_mechanism``).
 
     Relative mesh files resolve against the storage file's folder. The controller is
     dropped: replay does not need it, and a schedule's table may not travel with the file.
 
     Raises:
-        SceneError: the stored scene does not validate or build.
-        StorageError: the stored trajectory does not match the scene's bodies.
+        StorageError: the stored scene does not validate or build, or does not match the
+            stored trajectory (its bodies, coordinates, contacts).
     """
-    label = f"{run.path}:scene"
-    spec = load_scene_spec_from_string(run.scene_yaml, file=label, base_dir=Path(run.path).resolve().parent)
-    spec = spec.model_copy(update={"controller": type(spec.controller)()})
-    mech = build_mechanism(spec, label)
-    if run.x.ndim != 3 or run.x.shape[1] != mech.nb:
-        raise StorageError(f"{run.path}: x: holds {run.x.shape[1] if run.x.ndim == 3 else '?'} bodies, the scene has {mech.nb}")
+    _, mech = run_mechanism(run, controller=False)
     return mech
 
 
@@ -540,6 +535,11 @@ def set_frame(vis: meshcat.Visualizer, mech: Mechanism, run: StoredRun, k: int) 
     return set_body_transforms(vis, mech, run.x[k], run.q[k])
 
 
+# Frames of one animation at most: a million frames is hours at 60 fps and a page of
+# hundreds of MB per body; beyond it is a typo in --speed or --fps.
+MAX_FRAMES = 1_000_000
+
+
 def frame_indices(time: np.ndarray, fps: float, speed: float) -> np.ndarray:
     """Stored state shown by each animation frame: frame f shows the state nearest to
     simulated time t0 + f speed / fps, for every such time up to the last state.
@@ -549,13 +549,22 @@ def frame_indices(time: np.ndarray, fps: float, speed: float) -> np.ndarray:
 
     Returns:
         (n,) int state indices.
+
+    Raises:
+        InputError: more than MAX_FRAMES frames.
     """
     time = np.asarray(time, dtype=float)
     if len(time) < 2:
         return np.zeros(len(time), dtype=int)
     step = speed / fps
     # 1e-9: (t_end - t0) / step landing just below an integer by rounding
-    n = int(math.floor((time[-1] - time[0]) / step + 1e-9)) + 1
+    frames = math.floor((time[-1] - time[0]) / step + 1e-9) + 1.0 if step > 0 else math.inf
+    if not frames <= MAX_FRAMES:  # (a tiny --speed or a huge --fps: checked before any array is made)
+        raise InputError(
+            f"--speed {speed:g} at --fps {fps:g}: {frames:.3g} animation frames for {time[-1] - time[0]:g} s, "
+            f"more than {MAX_FRAMES:,}; raise --speed or lower --fps"
+        )
+    n = int(frames)
     t = time[0] + np.arange(n) * step
     right = np.clip(np.searchsorted(time, t), 1, len(time) - 1)
     left = right - 1
@@ -609,13 +618,13 @@ def load_run(
 
 
 def status_note(run: StoredRun) -> str | None:
-    """A line saying the run did not complete, or None when it did."""
-    if run.status == STATUS_COMPLETE:
+    """A line saying the run did not complete (killed, interrupted, failed, failed steps:
+    ``StoredRun.status_note``), or None when it did."""
+    note = run.status_note()
+    if note is None:
         return None
-    return (
-        f"{run.path}: the run was interrupted after {run.steps_completed} steps (status '{run.status}', "
-        f"t = {run.time[-1] if len(run.time) else 0.0:g} s); replaying the states it holds"
-    )
+    t = run.time[-1] if len(run.time) else 0.0
+    return f"{note}; replaying the states it holds (t = 0 .. {t:g} s)"
 
 
 # ------------------------------------------------------------------ standalone HTML

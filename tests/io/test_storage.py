@@ -308,18 +308,37 @@ def test_killed_process_keeps_flushed_blocks(tmp_path: Path):
     assert_run_equal(stored, make_run(9), 8)
 
 
-def test_reader_trims_to_consistent_length(tmp_path: Path):
-    """A file whose datasets disagree (killed mid-block) reads at the shortest length."""
+def test_reader_trims_a_running_file_to_consistent_length(tmp_path: Path):
+    """A running file whose datasets disagree (its writer was killed during a block write)
+    reads at the shortest length."""
     path = tmp_path / "run.h5"
     run = make_run(6)
     w = StorageWriter(path, **writer_kwargs(flush_every=1))
     w.write_initial(*state(run, 0))
     write_steps(w, run, 0, 6)
-    w.finish("complete")
+    del w  # status stays 'running'
     with h5py.File(path, "a") as f:
         f["inputs"].resize(4, axis=0)
     stored = read_storage(path)
+    assert stored.status == "running" and not stored.writing
     assert_run_equal(stored, run, 4)
+
+
+def test_finished_file_with_a_short_dataset_is_damaged(tmp_path: Path):
+    """A file with a final status holds exactly steps_completed steps: anything else is damage."""
+    path = tmp_path / "run.h5"
+    run = make_run(6)
+    with StorageWriter(path, **writer_kwargs(flush_every=1)) as w:
+        w.write_initial(*state(run, 0))
+        write_steps(w, run, 0, 6)
+    with h5py.File(path, "a") as f:
+        f["inputs"].resize(4, axis=0)
+    with pytest.raises(StorageError) as info:
+        read_storage(path)
+    assert str(info.value) == (
+        f"{path}: damaged storage file: dataset 'inputs' holds 4 steps, but the run has 6 (attribute 'steps_completed')"
+    )
+    assert info.value.exit_code == 3
 
 
 def test_non_storage_hdf5_file(tmp_path: Path):
@@ -328,8 +347,10 @@ def test_non_storage_hdf5_file(tmp_path: Path):
         f["data"] = np.zeros(3)
     with pytest.raises(StorageError) as info:
         read_storage(path)
-    assert str(info.value) == f"{path}: not a dojo storage file (missing attribute 'format')"
-    assert info.value.exit_code == 3
+    assert str(info.value) == (
+        f"{path}: not a dojo storage file (no attribute 'format': an HDF5 file written by another program?)"
+    )
+    assert info.value.exit_code == 2, "a well-formed file of another program is invalid input, not an I/O error"
 
 
 def test_wrong_format_and_newer_version(tmp_path: Path):
@@ -449,3 +470,56 @@ def test_ctrl_c_inside_a_block_write_is_repaired_by_finish(tmp_path: Path, monke
     assert stored.status == "interrupted"
     assert_run_equal(stored, run, 4)
     np.testing.assert_array_equal(stored.extras["impulses"][:, 0], np.arange(4.0))
+
+
+def test_a_second_writer_on_the_same_file_is_refused(tmp_path: Path):
+    """The writer's lock is taken before HDF5 truncates: a second writer (here in the same
+    process; another process alike) is refused and the first one's file is untouched."""
+    path = tmp_path / "run.h5"
+    run = make_run(6)
+    with StorageWriter(path, **writer_kwargs(flush_every=2)) as first:
+        first.write_initial(*state(run, 0))
+        write_steps(first, run, 0, 4)
+        stored = read_storage(path)
+        assert stored.writing and stored.status == "running" and stored.steps_completed == 4
+        assert stored.status_note() == f"{path}: still being written by another process (status 'running'); 4 steps stored so far"
+        with pytest.raises(StorageError) as info:
+            StorageWriter(path, **writer_kwargs())
+        assert str(info.value) == f"{path}: another run is writing it (a `dojo simulate` still running?); not overwritten"
+        assert info.value.exit_code == 3
+        write_steps(first, run, 4, 6)
+    stored = read_storage(path)
+    assert not stored.writing
+    assert_run_equal(stored, run, 6)
+
+
+def test_compaction_keeps_every_value_and_attribute(tmp_path: Path):
+    """Raw while written, gzip once finished complete: the same values, dtypes, attributes."""
+    path = tmp_path / "run.h5"
+    run = make_run(7)
+    rows = {"rows": ["a.x", "a.y"], "cols": ["u"], "meaning": "d z'/d u"}
+    writer = StorageWriter(path, **writer_kwargs(flush_every=1, dataset_attrs={"gradients/B": rows},
+                                                 extra_attrs={"contact_names": ["c"], "seed": 3}))
+    with writer:
+        writer.write_initial(*state(run, 0))
+        write_steps(writer, run, 0, 7, extra=lambda k: {
+            "gradients/B": np.full((24, 3), float(k)), "contacts/distance": np.array([k * 0.1]),
+            "contacts/normal_impulse": np.array([0.0]), "contacts/friction_impulse": np.zeros((1, 2)),
+            "contacts/slip": np.zeros((1, 2)), "flags": np.array([k % 2], dtype=np.int8),
+        })
+        with h5py.File(path, "r", locking=False) as f:
+            assert f["x"].compression is None, "raw while the run is written"
+    assert writer.compacted and writer.compaction_note is None
+    with h5py.File(path, "r") as f:
+        for name in ("x", "solver/status", "gradients/B", "contacts/slip", "flags"):
+            assert f[name].compression == "gzip", name
+        assert f["solver/status"].dtype == h5py.string_dtype("utf-8", 32)
+        assert f["flags"].dtype == np.int8 and f["solver/iterations"].dtype == np.int32
+        assert list(f["gradients/B"].attrs["rows"]) == ["a.x", "a.y"] and f["gradients/B"].attrs["meaning"] == "d z'/d u"
+        assert isinstance(f.attrs["status"], str) and f["x"].maxshape[0] is None
+    stored = read_storage(path, gradients=True)
+    assert_run_equal(stored, run, 7)
+    assert stored.attrs["contact_names"] == ["c"] and stored.attrs["seed"] == 3
+    np.testing.assert_array_equal(stored.extras["gradients/B"][:, 0, 0], np.arange(7.0))
+    np.testing.assert_array_equal(stored.extras["flags"][:, 0], np.arange(7) % 2)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run.h5"]

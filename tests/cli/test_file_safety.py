@@ -1,0 +1,349 @@
+"""No run destroys another's file, no full disk corrupts one, a killed run is told as
+such (issue 11, items 5 and 6): real `dojo simulate` processes, a file size limit
+(RLIMIT_FSIZE) for the full disk, SIGKILL for the kill."""
+
+from __future__ import annotations
+
+import errno
+import re
+import resource
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import h5py
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from dojo_cli.cli import simulate_command
+from dojo_cli.cli.app import app
+from dojo_cli.errors import StorageError
+from dojo_cli.io import storage
+from dojo_cli.io.storage import StorageWriter, read_storage
+
+runner = CliRunner()
+REPO = Path(__file__).resolve().parents[2]
+READERS = ("energy", "contacts", "plot", "replay", "step", "gradients")
+
+
+def invoke(*args):
+    return runner.invoke(app, [str(a) for a in args])
+
+
+def dojo_command() -> list[str]:
+    exe = Path(sys.executable).with_name("dojo")
+    return [str(exe)] if exe.exists() else [sys.executable, "-m", "dojo_cli"]
+
+
+def reader_args(command: str, path: Path, tmp: Path) -> tuple:
+    return {
+        "energy": ("energy", path),
+        "contacts": ("contacts", path),
+        "plot": ("plot", path, "--png", tmp / "out.png"),
+        "replay": ("replay", path, "--html", tmp / "out.html"),
+        "step": ("step", "box", "--from", path, "--index", -1),
+        "gradients": ("gradients", "box", "--from", path, "--index", 0),
+    }[command]
+
+
+def assert_consistent(run) -> None:
+    t = run.steps_completed
+    for name in ("time", "x", "q", "v", "omega", "minimal_q", "minimal_v"):
+        assert getattr(run, name).shape[0] == t + 1, name
+    assert run.inputs.shape[0] == t
+    assert all(len(v) == t for v in run.solver.values())
+    assert all(v.shape[0] == t for v in run.extras.values())
+
+
+def wait_for_steps(path: Path, child: subprocess.Popen, timeout: float = 60.0):
+    """The run as read while its writer works, once it has stored a step."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        assert child.poll() is None, f"the run ended early: {child.communicate()}"
+        if path.exists():
+            try:
+                run = read_storage(path)
+            except StorageError:
+                run = None  # the header is being written
+            if run is not None and run.steps_completed > 0:
+                return run
+        time.sleep(0.02)
+    raise AssertionError(f"{path}: no step stored within {timeout} s")
+
+
+# ------------------------------------------------------------- one writer per file
+
+
+def test_force_on_a_file_another_run_writes_is_refused(tmp_path):
+    """`--force` while another process writes the file: exit 3, the file untouched, and
+    the first run finishes it whole."""
+    out = tmp_path / "r.h5"
+    steps = 40000
+    first = subprocess.Popen(
+        dojo_command() + ["simulate", "box", "--steps", str(steps), "-q", "-o", str(out)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path,
+    )
+    try:
+        run = wait_for_steps(out, first)
+        assert run.writing and run.status == "running"
+        assert run.status_note().endswith("still being written by another process (status 'running'); "
+                                          f"{run.steps_completed} steps stored so far")
+        res = invoke("simulate", "pendulum", "--steps", 5, "-o", out, "--force")
+        assert res.exit_code == 3, res.output
+        assert res.stderr.strip() == f"{out}: another run is writing it (a `dojo simulate` still running?); not overwritten"
+        res = invoke("simulate", "pendulum", "--steps", 5, "-o", out)
+        assert res.exit_code == 3 and "already exists (use --force to overwrite)" in res.stderr, res.output
+        assert read_storage(out).attrs["scene_name"] == "box", "the file was not touched"
+        _, err = first.communicate(timeout=300)
+    finally:
+        if first.poll() is None:
+            first.kill()
+    assert first.returncode == 0, err
+    run = read_storage(out)
+    assert run.status == "complete" and run.steps_completed == steps and not run.writing
+    assert_consistent(run)
+    with h5py.File(out) as f:
+        assert f["x"].compression == "gzip", "a complete run is compacted"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r.h5"], "no temporary file left"
+
+
+def test_force_on_a_file_a_reader_holds_open_is_refused(tmp_path):
+    """A program reading the file (HDF5 holds a shared lock while it is open): `--force`
+    waits a moment, then refuses rather than truncating it under the reader."""
+    out = tmp_path / "r.h5"
+    assert invoke("simulate", "pendulum", "--steps", 5, "-o", out, "-q").exit_code == 0
+    with h5py.File(out, "r") as f:
+        started = time.monotonic()
+        res = invoke("simulate", "pendulum", "--steps", 7, "-o", out, "--force", "-q")
+        waited = time.monotonic() - started
+        assert res.exit_code == 3, res.output
+        assert res.stderr.strip() == f"{out}: another program has it open (reading it); close it first; not overwritten"
+        assert waited >= storage._READER_WAIT_SECONDS
+        assert int(f.attrs["steps_completed"]) == 5
+    assert read_storage(out).steps_completed == 5
+    assert invoke("simulate", "pendulum", "--steps", 7, "-o", out, "--force", "-q").exit_code == 0
+    assert read_storage(out).steps_completed == 7
+
+
+def test_writer_without_overwrite_refuses_an_existing_file(tmp_path):
+    out = tmp_path / "r.h5"
+    out.write_text("precious")
+    with pytest.raises(StorageError) as info:
+        StorageWriter(out, **writer_kwargs(), overwrite=False)
+    assert str(info.value) == f"{out}: already exists (use --force to overwrite)"
+    assert out.read_text() == "precious"
+
+
+def writer_kwargs(**overrides) -> dict:
+    kwargs = dict(
+        scene_yaml="name: t\n", scene_name="t", timestep=0.01, gravity=[0, 0, -9.81], solver_options={},
+        integrator="test", body_names=["a"], minimal_q_names=["j"], minimal_v_names=["j_dot"], input_dim=1,
+        dojo_cli_version="test",
+    )
+    kwargs.update(overrides)
+    return kwargs
+
+
+def write(writer: StorageWriter, steps: int, start: int = 0) -> None:
+    for k in range(start, start + steps):
+        writer.write_step((k + 1) * 0.01, np.full((1, 3), k), [[1.0, 0, 0, 0]], np.zeros((1, 3)), np.zeros((1, 3)),
+                          [k], [0.0], [0.0], iterations=1, residual=0.0, status="success")
+
+
+# ------------------------------------------------------------- full disks
+
+
+def file_size_limit(limit: int):
+    """preexec_fn: writes beyond ``limit`` bytes fail with EFBIG (SIGXFSZ ignored), as on a
+    full disk, for this process alone and without privileges."""
+
+    def apply() -> None:
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    return apply
+
+
+def run_limited(tmp_path: Path, limit: int, argv: list[str]) -> subprocess.CompletedProcess:
+    return subprocess.run(argv, capture_output=True, text=True, cwd=tmp_path, timeout=300,
+                          preexec_fn=file_size_limit(limit))
+
+
+@pytest.mark.parametrize("limit", [3_000_000, 8_000_000])
+def test_a_full_disk_stops_the_run_and_keeps_every_step_written(tmp_path, limit):
+    out = tmp_path / "r.h5"
+    res = run_limited(tmp_path, limit, dojo_command() + ["simulate", "box", "--steps", "1000000", "-q", "-o", str(out)])
+    assert res.returncode == 3, (res.returncode, res.stderr)
+    found = re.fullmatch(
+        rf"{re.escape(str(out))}: write error: File too large; the run stopped after (\d+) steps, which the file "
+        r"keeps \(status 'failed'\)", res.stderr.strip(),
+    )
+    assert found, f"one line: {res.stderr!r}"
+    kept = int(found.group(1))
+    assert kept > 0
+    run = read_storage(out)
+    assert run.status == "failed" and run.steps_completed == kept
+    assert run.attrs["status_message"] == f"write error after {kept} steps: File too large"
+    assert_consistent(run)
+    assert np.all(np.isfinite(run.x)) and np.all(np.diff(run.time) > 0)
+    assert out.stat().st_size <= limit
+    res = invoke("energy", out)
+    assert res.exit_code == 0, res.output
+    assert f"the run failed after {kept} steps (status 'failed': 'write error after {kept} steps: File too large')" in res.stderr
+
+
+def test_no_room_for_the_header_leaves_no_file(tmp_path):
+    out = tmp_path / "r.h5"
+    res = run_limited(tmp_path, 100_000, dojo_command() + ["simulate", "box", "--steps", "100", "-q", "-o", str(out)])
+    assert res.returncode == 3, (res.returncode, res.stderr)
+    assert res.stderr.strip() == f"{out}: cannot write storage file: File too large (nothing written)"
+    assert not out.exists()
+
+
+def test_a_write_error_hdf5_meets_is_one_line_never_a_crash(tmp_path):
+    """Without the reservation (a file system that cannot reserve space), HDF5 itself
+    meets the full disk in the middle of a block: still exit 3 and one line (it used to
+    be a segmentation fault), and readers answer the file cleanly, whatever it holds."""
+    out = tmp_path / "r.h5"
+    script = textwrap.dedent(
+        """
+        import sys
+        from dojo_cli.io import storage
+        storage.StorageWriter._reserve = lambda self, need: None
+        from dojo_cli.cli.app import app
+        sys.argv = ["dojo", "simulate", "box", "--steps", "1000000", "-q", "--force", "-o", sys.argv[1]]
+        app()
+        """
+    )
+    for limit in (2_000_000, 5_000_000):
+        res = run_limited(tmp_path, limit, [sys.executable, "-c", script, str(out)])
+        assert res.returncode == 3, (limit, res.returncode, res.stderr)
+        lines = res.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith(f"{out}: write error: File too large"), res.stderr
+        for command in READERS:
+            answer = invoke(*reader_args(command, out, tmp_path))
+            assert answer.exception is None or isinstance(answer.exception, SystemExit), (command, answer.exception)
+            assert answer.exit_code in (0, 3), (command, answer.output)
+
+
+def test_an_io_error_in_the_middle_of_a_block(tmp_path, monkeypatch):
+    """An I/O error after the core datasets of a block were written, before its extras: the
+    writer detaches HDF5 from the file (nothing more of that block reaches it), reopens it,
+    and marks it failed with the steps of the previous block, every dataset as long."""
+    out = tmp_path / "r.h5"
+    original = StorageWriter._flush_extras
+    calls = {"n": 0}
+
+    def failing(self):
+        calls["n"] += 1
+        if calls["n"] == 3:
+            raise OSError(errno.EIO, "Input/output error")
+        original(self)
+
+    monkeypatch.setattr(StorageWriter, "_flush_extras", failing)
+    writer = StorageWriter(out, **writer_kwargs(flush_every=4))
+    writer.write_initial(0.0, np.zeros((1, 3)), [[1.0, 0, 0, 0]], np.zeros((1, 3)), np.zeros((1, 3)), [0.0], [0.0])
+    with pytest.raises(StorageError) as info:
+        with writer:
+            for k in range(12):
+                writer.write_step((k + 1) * 0.01, np.full((1, 3), k), [[1.0, 0, 0, 0]], np.zeros((1, 3)), np.zeros((1, 3)),
+                                  [k], [0.0], [0.0], iterations=1, residual=0.0, status="success",
+                                  extra={"impulses": np.array([float(k)])})
+    assert str(info.value) == (
+        f"{out}: write error: Input/output error; the run stopped after 4 steps, which the file keeps (status 'failed')"
+    )
+    assert writer.steps_completed == 4
+    run = read_storage(out)
+    assert run.status == "failed" and run.steps_completed == 4 and not run.writing
+    assert_consistent(run)
+    np.testing.assert_array_equal(run.extras["impulses"][:, 0], np.arange(4.0))
+
+
+# ------------------------------------------------------------- killed runs
+
+
+def test_a_killed_run_is_read_as_ended_without_a_status(tmp_path):
+    """SIGKILL: the file keeps its last block write, status 'running'; while the writer
+    lives, readers say it is still being written; once it is dead, that it ended without a
+    status (killed?), and they work on the steps that are there."""
+    out = tmp_path / "r.h5"
+    child = subprocess.Popen(
+        dojo_command() + ["simulate", "box", "--steps", "100000000", "-q", "-o", str(out)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path,
+    )
+    try:
+        live = wait_for_steps(out, child)
+        res = invoke("energy", out)
+        assert res.exit_code == 0, res.output
+        assert "still being written by another process (status 'running')" in res.stderr, res.stderr
+        time.sleep(0.3)
+        child.send_signal(signal.SIGKILL)
+        child.wait(timeout=60)
+    finally:
+        if child.poll() is None:
+            child.kill()
+    assert child.returncode == -signal.SIGKILL
+    run = read_storage(out)
+    assert run.status == "running" and not run.writing and run.ended_without_status
+    assert run.steps_completed >= live.steps_completed
+    assert_consistent(run)
+    with h5py.File(out) as f:  # what is on disk says the same
+        assert f.attrs["status"] == "running" and int(f.attrs["steps_completed"]) == run.steps_completed
+    note = f"{out}: the run ended without a status (killed?); {run.steps_completed} steps stored"
+    assert run.status_note() == note
+    for command in READERS:
+        res = invoke(*reader_args(command, out, tmp_path))
+        assert res.exit_code == 0, f"{command}: {res.output}"
+        assert note in res.stderr, f"{command}: {res.stderr}"
+
+
+def test_flush_policy_writes_once_the_interval_has_passed(tmp_path, monkeypatch):
+    """The writer of `dojo simulate` writes its buffered steps as soon as FLUSH_SECONDS
+    have passed since the last write, however few steps (a slow step is written at once)."""
+    clock = {"t": 1000.0}
+    monkeypatch.setattr(storage.time_module, "monotonic", lambda: clock["t"])
+    writer = StorageWriter(tmp_path / "r.h5", **writer_kwargs(flush_every=1, flush_interval=simulate_command.FLUSH_SECONDS))
+    writer.write_initial(0.0, np.zeros((1, 3)), [[1.0, 0, 0, 0]], np.zeros((1, 3)), np.zeros((1, 3)), [0.0], [0.0])
+    write(writer, 5)
+    assert writer._steps_on_disk == 0, "written only when the interval has passed"
+    clock["t"] += simulate_command.FLUSH_SECONDS
+    write(writer, 1, start=5)
+    assert writer._steps_on_disk == 6
+    clock["t"] += 10.0  # one slow step
+    write(writer, 1, start=6)
+    assert writer._steps_on_disk == 7
+    writer.finish("complete")
+    assert read_storage(tmp_path / "r.h5").steps_completed == 7
+    assert simulate_command.FLUSH_SECONDS == 0.1
+
+
+# ------------------------------------------------------------- compaction
+
+
+def test_interrupted_run_stays_uncompressed_and_compaction_failures_keep_the_file(tmp_path, monkeypatch):
+    out = tmp_path / "i.h5"
+    with pytest.raises(KeyboardInterrupt):
+        with StorageWriter(out, **writer_kwargs()) as writer:
+            writer.write_initial(0.0, np.zeros((1, 3)), [[1.0, 0, 0, 0]], np.zeros((1, 3)), np.zeros((1, 3)), [0.0], [0.0])
+            write(writer, 3)
+            raise KeyboardInterrupt
+    with h5py.File(out) as f:
+        assert f.attrs["status"] == "interrupted" and f["x"].compression is None, "stopping stays quick"
+
+    def no_room(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(storage, "_copy_compressed", no_room)
+    out = tmp_path / "c.h5"
+    stale = tmp_path / ".c.h5.999999.compacting"  # left by a compaction that was killed
+    stale.write_bytes(b"partial")
+    res = invoke("simulate", "pendulum", "--steps", 5, "-o", out)
+    assert res.exit_code == 0, res.output
+    assert res.stderr.strip() == f"note: {out}: not compressed: No space left on device"
+    run = read_storage(out)
+    assert run.status == "complete" and run.steps_completed == 5
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.h5", "i.h5"], "no temporary file left, the stale one gone"
