@@ -50,9 +50,15 @@ def _attr(value):
     raise ValueError(kind)
 
 
+MAX_ROWS_READ = 100_000
+
+
 def _replace(f: h5py.File, name: str, how: str, seed: int) -> None:
     rng = np.random.default_rng(seed)
-    old = f[name][()]
+    ds = f[name]
+    # a dataset an earlier op made huge (huge_shape: 10^9 rows of fill value) is damaged
+    # further from its first rows: reading it whole took 60 GB in the test process
+    old = ds[:MAX_ROWS_READ] if isinstance(ds, h5py.Dataset) and ds.shape and ds.shape[0] > MAX_ROWS_READ else ds[()]
     old = np.asarray(old)
     shape = old.shape
     del f[name]
