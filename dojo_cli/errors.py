@@ -85,3 +85,10 @@ def from_core(exc: Exception, what: str) -> DojoError:
     if isinstance(exc, (ValueError, TypeError)):
         return InputError(f"{what}: {exc}")
     return SolverError(f"{what}: {exc}")
+
+
+def shown(value, limit: int = 60) -> str:
+    """A value read from a file as a message shows it: its repr (control characters
+    escaped), cut to ``limit`` characters."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -136,14 +136,13 @@ def simulate(
     except KeyboardInterrupt as exc:
         # (stop_requests now ignores further signals: a second Ctrl-C changes nothing)
         _close(progress)
+        if writer is None:  # before the file was created: the command line's one line (cli.app)
+            raise
         signum = signal_number(exc)
-        if writer is None:  # before the file was created
-            echo_err(f"dojo: interrupted by {signal.Signals(signum).name}")
-        else:
-            echo_err(
-                f"{out}: interrupted by {signal.Signals(signum).name}; the file keeps the {writer.steps_completed} "
-                "completed steps (status 'interrupted')"
-            )
+        echo_err(
+            f"{out}: interrupted by {signal.Signals(signum).name}; the file keeps the {writer.steps_completed} "
+            "completed steps (status 'interrupted')"
+        )
         raise typer.Exit(128 + signum) from None
     _close(progress)
     if not quiet:

@@ -115,7 +115,7 @@ from typing import Any
 import h5py
 import numpy as np
 
-from dojo_cli.errors import DojoError, StorageError
+from dojo_cli.errors import DojoError, StorageError, shown
 from dojo_cli.io.hdf5_checks import global_heap_problem
 
 try:  # POSIX; without it (Windows) files are not locked
@@ -276,12 +276,6 @@ def _decode_attr(name: str, value: Any) -> Any:
         except ValueError:
             return value
     return value
-
-
-def _shown(value: Any, limit: int = 60) -> str:
-    """A value from a file as a message may show it: repr (control characters escaped), short."""
-    text = repr(value)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _path_reason(path: Path, exc: BaseException | None = None) -> str:
@@ -1359,7 +1353,7 @@ class StoredRun:
             at = f", the first at step {first}" if isinstance(first, int) and first >= 0 else ""
             return f"{self.path}: {which} did not converge{at} (status 'complete_with_failures')"
         why = self.attrs.get("status_message")
-        why = f": {_shown(why, 120)}" if isinstance(why, str) and why else ""
+        why = f": {shown(why, 120)}" if isinstance(why, str) and why else ""
         if self.status == STATUS_INTERRUPTED:
             return f"{self.path}: the run was interrupted after {steps} (status 'interrupted'{why})"
         return f"{self.path}: the run failed after {steps} (status 'failed'{why})"
@@ -1755,13 +1749,13 @@ def _attributes(f: h5py.File, label: str) -> dict[str, Any]:
         )
     if attrs["format"] != FORMAT_NAME:
         hint = ": a gradient file of `dojo gradients -o`" if attrs["format"] == "dojo-gradients" else ""
-        raise NotStorageFileError(f"{label}: not a dojo storage file (attribute 'format' is {_shown(attrs['format'])}{hint})")
+        raise NotStorageFileError(f"{label}: not a dojo storage file (attribute 'format' is {shown(attrs['format'])}{hint})")
     for name in _REQUIRED_ATTRS:
         if name not in attrs:
             raise _Damaged(f"missing attribute {name!r}")
     version = attrs["format_version"]
     if not _is_int(version) or version < 1:
-        raise _Damaged(f"attribute 'format_version' is {_shown(version)}, expected an integer >= 1")
+        raise _Damaged(f"attribute 'format_version' is {shown(version)}, expected an integer >= 1")
     if version > FORMAT_VERSION:
         raise StorageError(
             f"{label}: unsupported format_version {version} (this dojo_cli reads {FORMAT_VERSION}; a newer dojo_cli wrote it)"
@@ -1770,21 +1764,21 @@ def _attributes(f: h5py.File, label: str) -> dict[str, Any]:
         raise _Damaged(f"attribute 'scene' is {type(attrs['scene']).__name__}, expected the scene's YAML text")
     h = attrs["timestep"]
     if not _is_real(h) or not math.isfinite(h) or h <= 0:
-        raise _Damaged(f"attribute 'timestep' is {_shown(h)}, expected a finite number of seconds > 0")
+        raise _Damaged(f"attribute 'timestep' is {shown(h)}, expected a finite number of seconds > 0")
     status = attrs["status"]
     if not isinstance(status, str):
-        raise _Damaged(f"attribute 'status' is {_shown(status)}, expected text")
+        raise _Damaged(f"attribute 'status' is {shown(status)}, expected text")
     if status not in STATUSES:
-        raise _Damaged(f"unknown status {_shown(status)} (known: {', '.join(STATUSES)})")
+        raise _Damaged(f"unknown status {shown(status)} (known: {', '.join(STATUSES)})")
     steps = attrs["steps_completed"]
     if not _is_int(steps) or steps < 0:
-        raise _Damaged(f"attribute 'steps_completed' is {_shown(steps)}, expected an integer >= 0")
+        raise _Damaged(f"attribute 'steps_completed' is {shown(steps)}, expected an integer >= 0")
     for name in ("failed_steps", "first_failed_step"):
         if name in attrs and (not _is_int(attrs[name]) or attrs[name] < -1):
-            raise _Damaged(f"attribute {name!r} is {_shown(attrs[name])}, expected an integer")
+            raise _Damaged(f"attribute {name!r} is {shown(attrs[name])}, expected an integer")
     for name in ("scene_name", "integrator", "dojo_cli_version", "created", "finished", "status_message"):
         if name in attrs and not isinstance(attrs[name], str):
-            raise _Damaged(f"attribute {name!r} is {_shown(attrs[name])}, expected text")
+            raise _Damaged(f"attribute {name!r} is {shown(attrs[name])}, expected text")
     if "gravity" in attrs:
         g = attrs["gravity"]
         try:
@@ -1792,13 +1786,13 @@ def _attributes(f: h5py.File, label: str) -> dict[str, Any]:
         except Exception:
             ok = False
         if not ok:
-            raise _Damaged(f"attribute 'gravity' is {_shown(g)}, expected 3 finite numbers")
+            raise _Damaged(f"attribute 'gravity' is {shown(g)}, expected 3 finite numbers")
     if "solver_options" in attrs and not isinstance(attrs["solver_options"], dict):
-        raise _Damaged(f"attribute 'solver_options' is {_shown(attrs['solver_options'])}, expected a JSON object")
+        raise _Damaged(f"attribute 'solver_options' is {shown(attrs['solver_options'])}, expected a JSON object")
     if "contact_names" in attrs:
         names = attrs["contact_names"]
         if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
-            raise _Damaged(f"attribute 'contact_names' is {_shown(names)}, expected a JSON list of names")
+            raise _Damaged(f"attribute 'contact_names' is {shown(names)}, expected a JSON list of names")
     return attrs
 
 

@@ -12,18 +12,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from dojo_cli.errors import DojoError, StorageError
+from dojo_cli.errors import DojoError, StorageError, shown
 from dojo_cli.io.storage import StoredRun
 from dojo_cli.model.mechanism import Mechanism
 from dojo_cli.scene.builder import build_mechanism
 from dojo_cli.scene.loader import load_scene_spec_from_string
 from dojo_cli.scene.schema import SceneSpec
-
-
-def _shown(value, limit: int = 120) -> str:
-    """A value from a file as a message may show it: repr (control characters escaped), short."""
-    text = repr(value)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 class StoredSceneError(StorageError):
@@ -72,7 +66,7 @@ def check_run_mechanism(run: StoredRun, mech: Mechanism) -> None:
     names = [b.name for b in mech.bodies]
     problems = []
     if run.body_names != names:
-        problems.append(f"its datasets hold bodies {_shown(run.body_names)}, its scene has {_shown(names)}")
+        problems.append(f"its datasets hold bodies {shown(run.body_names, 120)}, its scene has {shown(names, 120)}")
     nf = mech.nf
     for what, width in (("minimal/q", run.minimal_q.shape[1]), ("minimal/v", run.minimal_v.shape[1]), ("inputs", run.inputs.shape[1])):
         if width != nf:

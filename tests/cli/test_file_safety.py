@@ -24,6 +24,7 @@ from dojo_cli.cli.app import app
 from dojo_cli.errors import StorageError
 from dojo_cli.io import storage
 from dojo_cli.io.storage import StorageWriter, read_storage
+from tests.processes import dojo_command
 
 runner = CliRunner()
 REPO = Path(__file__).resolve().parents[2]
@@ -32,11 +33,6 @@ READERS = ("energy", "contacts", "plot", "replay", "step", "gradients")
 
 def invoke(*args):
     return runner.invoke(app, [str(a) for a in args])
-
-
-def dojo_command() -> list[str]:
-    exe = Path(sys.executable).with_name("dojo")
-    return [str(exe)] if exe.exists() else [sys.executable, "-m", "dojo_cli"]
 
 
 def reader_args(command: str, path: Path, tmp: Path) -> tuple:

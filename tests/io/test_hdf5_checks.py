@@ -4,14 +4,13 @@ reader hung until SIGKILL, found by the fuzz suite); the byte check refuses it f
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from dojo_cli.io.hdf5_checks import global_heap_problem
+from tests.processes import dojo_command
 
-DOJO = Path(sys.executable).with_name("dojo")
 
 
 def _spinning_copy(good: Path, bad: Path) -> None:
@@ -26,7 +25,7 @@ def _spinning_copy(good: Path, bad: Path) -> None:
 def files(tmp_path_factory):
     folder = tmp_path_factory.mktemp("heap")
     good, bad = folder / "good.h5", folder / "spin.h5"
-    subprocess.run([str(DOJO), "simulate", "pendulum", "--steps", "8", "-q", "-o", str(good)], check=True, timeout=60)
+    subprocess.run([*dojo_command(), "simulate", "pendulum", "--steps", "8", "-q", "-o", str(good)], check=True, timeout=60)
     _spinning_copy(good, bad)
     return good, bad
 
@@ -49,6 +48,6 @@ def test_the_check_leaves_files_it_cannot_judge_to_h5py(tmp_path):
 @pytest.mark.parametrize("command", [["energy"], ["contacts"], ["step", "pendulum", "--index", "0", "--from"]])
 def test_readers_refuse_the_file_instead_of_hanging(files, command):
     _, bad = files
-    proc = subprocess.run([str(DOJO), *command, str(bad)], capture_output=True, text=True, timeout=60)
+    proc = subprocess.run([*dojo_command(), *command, str(bad)], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 3, (proc.returncode, proc.stderr)
     assert "global heap" in proc.stderr and str(bad) in proc.stderr and "Traceback" not in proc.stderr
