@@ -18,6 +18,13 @@ is wrong in three places, which this module covers:
 - After the first signal: a second Ctrl-C while the process cleans up and exits would
   raise again inside the clean-up (or, once Python has nothing left to catch it,
   kill the process by SIGINT): ``ignore_stop_signals`` once the stop is under way.
+- Where the raise is lost. A handler runs at whatever bytecode the main thread is at,
+  and that can be a ``__del__`` or a weak-reference callback run by the garbage
+  collector (the stdlib's WeakSet and WeakValueDictionary have them), where Python
+  prints "Exception ignored in ..." and carries on. A SIGTERM lost that way left a run
+  of `dojo simulate` going for good (seen once in the signal trials). So the handler
+  also records the signal (``pending``), and every ``stop_requests`` block starts from
+  it: a lost stop is taken at the run's first block boundary.
 """
 
 from __future__ import annotations
@@ -46,7 +53,18 @@ def _in_main_thread() -> bool:
     return threading.current_thread() is threading.main_thread()
 
 
+_pending: list[int] = []  # the first stop signal taken by _raise_interrupted, raised or not
+
+
+def pending() -> int | None:
+    """The first stop signal raised as Interrupted in this process, whether or not the
+    raise reached anyone (None when there was none)."""
+    return _pending[0] if _pending else None
+
+
 def _raise_interrupted(signum, frame) -> None:
+    if not _pending:
+        _pending.append(signum)  # (a list: no global statement, and append is atomic)
     raise Interrupted(signum)
 
 
@@ -73,11 +91,14 @@ class StopRequest:
     """Records the first stop signal; ``check`` raises Interrupted for it."""
 
     def __init__(self):
-        self.signum: int | None = None
+        # a stop raised earlier and lost (swallowed in a __del__, module docstring) counts
+        self.signum: int | None = pending()
 
     def handler(self, signum, frame) -> None:
         if self.signum is None:
             self.signum = signum
+        if not _pending:
+            _pending.append(signum)
 
     def check(self) -> None:
         if self.signum is not None:

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
 import h5py
 import pytest
 
+from dojo_cli.cli import signals
 from tests.processes import default_signals, dojo_command
 
 # States are stored at knots (steps + 1 rows); every other dataset per step.
@@ -158,6 +160,11 @@ def _trial(tmp_path: Path, k: int, sig: int, double: bool, phase: str, delay: fl
             time.sleep(gap)
             child.send_signal(sig)
         _, err = child.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        # still running a minute after the signal: what it printed says where it was
+        child.kill()
+        _, err = child.communicate()
+        err = f"[still running 60 s after the signal; killed] {err}"
     finally:
         if child.poll() is None:
             child.kill()
@@ -195,3 +202,31 @@ def test_signal_trials_at_random_delays(tmp_path, kind):
         steps = interrupted_steps(r["out"], where)
         assert f"keeps the {steps} completed steps" in r["err"], where
     assert with_file >= TRIALS // 2, f"only {with_file} of {TRIALS} runs had a file"
+
+
+def test_a_stop_swallowed_by_a_finalizer_still_stops_the_run(monkeypatch):
+    """A handler runs at whatever bytecode Python is at; inside a ``__del__`` (or a weak
+    reference's callback, run by the garbage collector) its Interrupted is printed as
+    "Exception ignored" and dropped. The signal is still recorded: the run's stop
+    requests start from it, and the run stops at its first block boundary instead of
+    going on for good (a SIGTERM trial once ran on 60 s after its signal)."""
+    monkeypatch.setattr(signals, "_pending", [])
+    swallowed = []
+    monkeypatch.setattr(sys, "unraisablehook", lambda u: swallowed.append(u.exc_type))
+    previous = {sig: signal.getsignal(sig) for sig in signals.STOP_SIGNALS}
+
+    class Finalized:
+        def __del__(self):
+            signal.raise_signal(signal.SIGTERM)  # its handler raises here, inside __del__
+
+    try:
+        signals.install_stop_handlers()
+        Finalized()  # collected at once
+        assert swallowed == [signals.Interrupted], "the raise was dropped, as Python does in a finalizer"
+        assert signals.pending() == signal.SIGTERM
+        with pytest.raises(signals.Interrupted) as exc, signals.stop_requests() as stop:
+            stop.check()
+        assert exc.value.signum == signal.SIGTERM
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
