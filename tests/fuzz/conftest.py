@@ -1,6 +1,6 @@
 """The fuzz suite's profiles and its session: a fork server, a recorder, base runs.
 
-Profiles (``pytest tests/fuzz --hypothesis-profile=NAME``):
+Profiles (``pytest tests/fuzz --hypothesis-profile=NAME``; registered in profiles.py):
 
 - ``fuzz-ci`` (used whenever the loaded profile is not ``long``): a few hundred cases over
   the four families, derandomized (the same cases on every run), no deadline.
@@ -24,23 +24,13 @@ import shutil
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, currently_in_test_context, event, seed, settings
+from hypothesis import currently_in_test_context, event, seed, settings
 
 from tests.fuzz.runner import ForkServer, Recorder, Result, Violation, violations
 
 # The budget of each family, as a fraction of the profile's max_examples.
 WEIGHTS = {"scenes": 1.2, "set": 0.9, "storage": 1.0, "urdf": 0.6}
 
-_COMMON = {
-    "deadline": None,
-    "database": None,
-    "print_blob": False,
-    "suppress_health_check": [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much,
-                              HealthCheck.large_base_example, HealthCheck.function_scoped_fixture,
-                              HealthCheck.nested_given],
-}
-settings.register_profile("fuzz-ci", max_examples=150, derandomize=True, **_COMMON)
-settings.register_profile("long", max_examples=900, derandomize=False, **_COMMON)
 
 
 # Each family runs as SHARDS tests (pytest-xdist spreads them over the workers), each with
@@ -49,8 +39,8 @@ SHARDS = 2
 
 
 def long_profile() -> bool:
-    """--hypothesis-profile=long (with tests/fuzz on the command line, so that this file is
-    loaded before the option is read), or DOJO_FUZZ_PROFILE=long (works from `pytest tests`)."""
+    """--hypothesis-profile=long (on any path: tests/fuzz/profiles.py), or
+    DOJO_FUZZ_PROFILE=long (the fuzz suite alone)."""
     return settings.get_current_profile_name() == "long" or os.environ.get("DOJO_FUZZ_PROFILE") == "long"
 
 
