@@ -1,3 +1,24 @@
 """Loaded by pytest before it reads its options (the tests folder's own conftest)."""
 
+import signal
+import sys
+
+import pytest
+
 import tests.fuzz.profiles  # noqa: F401  (registers --hypothesis-profile=long and fuzz-ci)
+
+_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+@pytest.fixture(autouse=True)
+def _stop_signals_as_they_were():
+    """A command run in-process may leave the stop signals ignored or handled by dojo
+    (dojo_cli.cli.signals: once a stop is under way, further signals are ignored), and a
+    later test in the same worker would inherit that: each test starts from the worker's own."""
+    handlers = {sig: signal.getsignal(sig) for sig in _STOP_SIGNALS}
+    hook = sys.unraisablehook
+    yield
+    for sig, handler in handlers.items():
+        if handler is not None and signal.getsignal(sig) is not handler:  # (None: set outside Python)
+            signal.signal(sig, handler)
+    sys.unraisablehook = hook

@@ -19,18 +19,23 @@ is wrong in three places, which this module covers:
   raise again inside the clean-up (or, once Python has nothing left to catch it,
   kill the process by SIGINT): ``ignore_stop_signals`` once the stop is under way.
 - Where the raise is lost. A handler runs at whatever bytecode the main thread is at,
-  and that can be a ``__del__`` or a weak-reference callback run by the garbage
-  collector (the stdlib's WeakSet and WeakValueDictionary have them), where Python
-  prints "Exception ignored in ..." and carries on. A SIGTERM lost that way left a run
-  of `dojo simulate` going for good (seen once in the signal trials). So the handler
-  also records the signal (``pending``), and every ``stop_requests`` block starts from
-  it: a lost stop is taken at the run's first block boundary.
+  and that can be a ``__del__`` or a weak-reference callback, run by the garbage
+  collector or when an object is freed (importlib's module locks have one, run during
+  every import), where Python prints "Exception ignored in ..." with a traceback and
+  carries on. Seen in the signal trials: a SIGTERM lost that way left a run of `dojo
+  simulate` going for good, and a Ctrl-C printed that traceback. So the handler also
+  records the signal (``pending``), every ``stop_requests`` block starts from it (a
+  lost stop is taken at the run's first block boundary), and a dropped Interrupted is
+  not printed (``install_stop_handlers`` sets ``sys.unraisablehook``). A command that
+  has no block boundaries (``check``, ``energy``, ...) then finishes normally: the
+  signal came too late for it, as if it had arrived a moment after the command ended.
 """
 
 from __future__ import annotations
 
 import contextlib
 import signal
+import sys
 import threading
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
@@ -75,10 +80,27 @@ def _taken() -> list[signal.Signals]:
     return [sig for sig in STOP_SIGNALS if signal.getsignal(sig) is not signal.SIG_IGN]
 
 
+class _DroppedStopsUnprinted:
+    """sys.unraisablehook: an Interrupted that Python dropped (raised inside a finalizer or a
+    weak-reference callback) is not printed; ``pending`` has its signal. Anything else
+    goes to the hook that was there before."""
+
+    def __init__(self, previous):
+        self.previous = previous
+
+    def __call__(self, unraisable) -> None:
+        if isinstance(unraisable.exc_value, Interrupted):
+            return
+        self.previous(unraisable)
+
+
 def install_stop_handlers() -> None:
-    """At start-up: SIGTERM and SIGHUP raise as SIGINT does (Interrupted, with the signal)."""
+    """At start-up: SIGTERM and SIGHUP raise as SIGINT does (Interrupted, with the signal),
+    and a raise that Python drops is recorded, not printed (module docstring)."""
     for sig in _taken():
         signal.signal(sig, _raise_interrupted)
+    if not isinstance(sys.unraisablehook, _DroppedStopsUnprinted):
+        sys.unraisablehook = _DroppedStopsUnprinted(sys.unraisablehook)
 
 
 def ignore_stop_signals() -> None:
