@@ -168,6 +168,8 @@ class Contact:
         friction: Coulomb coefficient (unused by impact).
         radius: sphere radius (m), 0 for a point.
         offset: (3,) sphere centre in the body frame.
+        restitution: coefficient e in [0, 1] of the normal velocity after an impact
+            (0: inelastic; core/restitution.h).
         kind: "halfspace", "sphere", "capsule" or "box" (what it touches).
         other: index of the other body, or ORIGIN for a half-space.
         params: kind parameters: halfspace ``normal`` (3,) unit and ``point`` (3,),
@@ -182,6 +184,7 @@ class Contact:
     friction: float = 0.5
     radius: float = 0.0
     offset: np.ndarray = field(default_factory=lambda: np.zeros(3))
+    restitution: float = 0.0
     kind: str = "halfspace"
     other: int = ORIGIN
     params: dict = field(default_factory=lambda: {"normal": np.array([0.0, 0.0, 1.0]), "point": np.zeros(3)})
@@ -523,6 +526,8 @@ def _input_problems(bodies, joints, contacts, timestep, gravity) -> list[tuple[s
         finite(f"contacts.{i}.friction", c.friction)
         finite(f"contacts.{i}.radius", c.radius)
         finite(f"contacts.{i}.offset", c.offset)
+        if finite(f"contacts.{i}.restitution", c.restitution) and not 0.0 <= float(c.restitution) <= 1.0:
+            problems.append((f"contacts.{i}.restitution", f"must be in [0, 1], got {float(c.restitution):g}"))
         for key, value in c.params.items():
             finite(f"contacts.{i}.against", value, f" ({key})")
     return problems
