@@ -168,14 +168,14 @@ class Contact:
         friction: Coulomb coefficient (unused by impact).
         radius: sphere radius (m), 0 for a point.
         offset: (3,) sphere centre in the body frame.
-        restitution: coefficient e in [0, 1] of the normal velocity after an impact
-            (0: inelastic; core/restitution.h).
         kind: "halfspace", "sphere", "capsule" or "box" (what it touches).
         other: index of the other body, or ORIGIN for a half-space.
         params: kind parameters: halfspace ``normal`` (3,) unit and ``point`` (3,),
             world; sphere ``offset`` (3,) and ``radius`` in the other body's frame;
             capsule ``end1``, ``end2`` (3,) and ``radius``; box ``centre`` (3,) and
             ``half_sizes`` (3,).
+        restitution: coefficient e in [0, 1] of the normal velocity after an impact
+            (0: inelastic; core/restitution.h).
     """
 
     name: str
@@ -184,10 +184,10 @@ class Contact:
     friction: float = 0.5
     radius: float = 0.0
     offset: np.ndarray = field(default_factory=lambda: np.zeros(3))
-    restitution: float = 0.0
     kind: str = "halfspace"
     other: int = ORIGIN
     params: dict = field(default_factory=lambda: {"normal": np.array([0.0, 0.0, 1.0]), "point": np.zeros(3)})
+    restitution: float = 0.0
 
 
 # What a scene attaches to a mechanism for running it (Mechanism.with_run_setup).
