@@ -27,8 +27,9 @@
 //   its energy, so the apex, is right (exactly, under gravity alone);
 // - resting contacts: the approach speed V = -vn must exceed a threshold; the target is
 //   scaled by smoothstep((V - v_th) / v_th), v_th = kRestitutionThreshold |g| h (the
-//   speed gravity adds in two steps): a body at rest, or bouncing slower than the step
-//   can resolve, gets Dojo's inelastic contact and comes to rest.
+//   speed gravity adds in one step): a body at rest, or bouncing slower than the step
+//   can resolve, gets Dojo's inelastic contact and comes to rest. Without gravity
+//   v_th = 0 (any approaching contact bounces).
 #pragma once
 
 #include "contact.h"
@@ -36,7 +37,7 @@
 namespace dojo {
 
 // v_th / (|g| h): restitution is off below v_th and full above 2 v_th (C1 in between).
-constexpr double kRestitutionThreshold = 2.0;
+constexpr double kRestitutionThreshold = 1.0;
 
 // One body as the target reads it at z2 (pointers into the caller's arrays; null for the
 // world): x2 (3), q2 (4), v15 (3), w15 (3, body frame).
