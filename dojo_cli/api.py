@@ -197,7 +197,7 @@ def parameter_gradients(
     mech: Mechanism, z, u=None, names=_grad.PARAMETER_KINDS, opts: SolverOptions | None = None, kappa: float | None = None
 ):
     """(dz'/dtheta (12 nb, p), labels) for parameter kinds ``names`` (mass, inertia, gravity,
-    spring, damper, friction, radius, offset); see dojo_cli.model.parameters for the labels."""
+    spring, damper, friction, radius, offset, restitution); see dojo_cli.model.parameters for the labels."""
     return _grad.parameter_gradients(mech, z, u, names, opts or default_options(mech), kappa)
 
 

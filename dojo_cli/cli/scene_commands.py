@@ -43,7 +43,7 @@ def check(scene: SceneArg, overrides: SetOpt = None) -> None:
         other = "a half-space" if c.kind == "halfspace" else f"the {c.kind} of body {mech.bodies[c.other].name!r}"
         typer.echo(
             f"  {c.name:<16} {c.model:<9} on {mech.bodies[c.body].name} against {other}, "
-            f"friction {c.friction:g}, radius {c.radius:g}"
+            f"friction {c.friction:g}, radius {c.radius:g}" + (f", restitution {c.restitution:g}" if c.restitution else "")
         )
     typer.echo("dimensions:")
     typer.echo(f"  maximal state {mech.maximal_dimension()} (13 per body), minimal state {mech.minimal_dimension()}")

@@ -493,7 +493,8 @@ NB_MODULE(_core, m) {
       .def_rw("contact_friction", &ModelInput::contact_friction)
       .def_rw("contact_radius", &ModelInput::contact_radius)
       .def_rw("contact_offset", &ModelInput::contact_offset)
-      .def_rw("contact_shape", &ModelInput::contact_shape);
+      .def_rw("contact_shape", &ModelInput::contact_shape)
+      .def_rw("contact_restitution", &ModelInput::contact_restitution);
 
   nb::class_<Model>(m, "Model", "A compiled mechanism: frozen flat arrays and the step's block structure.")
       .def(nb::init<const ModelInput&>(), nb::arg("input"))
@@ -567,7 +568,7 @@ NB_MODULE(_core, m) {
         request.kappa = kappa;
         int p = 0;
         for (int kind : parameters) {
-          if (kind < 0 || kind > static_cast<int>(ParameterKind::Offset))
+          if (kind < 0 || kind > static_cast<int>(ParameterKind::Restitution))
             throw std::invalid_argument("unknown parameter kind " + std::to_string(kind));
           p += parameter_count(model, static_cast<ParameterKind>(kind));
         }

@@ -81,7 +81,8 @@ constexpr double kPyramid[4][2] = {{0.0, 1.0}, {0.0, -1.0}, {1.0, 0.0}, {-1.0, 0
 //   0 for a point; offset: (3,) sphere centre in a's frame (m); shape: body b's shape
 //   (collision.h's kShapeSize layout: halfspace normal(3), point(3) in the world;
 //   sphere offset(3), radius; capsule end1(3), end2(3), radius; box centre(3),
-//   half_sizes(3), in b's frame).
+//   half_sizes(3), in b's frame); restitution: coefficient e in [0, 1], read only by the
+//   step's gap target (restitution.h), not by the kernels here.
 struct ContactParams {
   int body;
   int other;
@@ -91,6 +92,7 @@ struct ContactParams {
   double radius;
   double offset[3];
   double shape[kShapeSize];
+  double restitution;
 };
 
 // What evaluate_contact computes. The interior point evaluates the residual more often

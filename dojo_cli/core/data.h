@@ -59,6 +59,7 @@ struct Data {
   std::vector<double> jg2;        // (nl, 12) constraint Jacobians at z2 (the impulse maps)
   std::vector<double> jf2;        // (nf, 12) minimal-coordinate Jacobians at z2 (springs, dampers, limits)
   std::vector<double> rot2;       // (nb, 9) R(q2)
+  std::vector<double> contact_target;  // (nc,) restitution targets tau of the gap rows (restitution.h)
 
   // ---- iterate
   std::vector<double> w, r, delta, cand, rc;  // (n,)

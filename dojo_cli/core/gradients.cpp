@@ -24,6 +24,7 @@ int parameter_count(const Model& m, ParameterKind kind) {
     case ParameterKind::Friction:
     case ParameterKind::Radius: return m.nc;
     case ParameterKind::Offset: return 3 * m.nc;
+    case ParameterKind::Restitution: return m.nc;
   }
   throw std::invalid_argument("unknown parameter kind");
 }
@@ -190,7 +191,26 @@ void state_residual_jacobian(const Model& m, Data& d, const double* w, Columns o
       for (int k = 0; k < 12; ++k) neg[k] = -ev.wrench_z3[r][k];
       add_z3(out, 6 * bodies[r / 6] + r % 6, neg, a, b, chain);
     }
+    // the gap row's restitution target tau(z2): d - tau - s
+    if (m.contacts[c].restitution > 0.0) {
+      double jac[kTargetColumns];
+      restitution_target_jacobian(m.contacts[c], h, m.gravity, restitution_body(d, a), restitution_body(d, b), jac);
+      for (int s = 0; s < 2; ++s) {
+        if (bodies[s] == kWorld) continue;
+        for (int k = 0; k < 12; ++k) out.at(g0, 12 * bodies[s] + k) -= jac[12 * s + k];
+      }
+    }
   }
+}
+
+// d tau / d theta of contact c's restitution target, kernel column `column`
+// (restitution.h), 0 without restitution.
+double target_parameter(const Model& m, const Data& d, int c, int column) {
+  const ContactParams& p = m.contacts[c];
+  if (!(p.restitution > 0.0)) return 0.0;
+  double jac[kTargetColumns];
+  restitution_target_jacobian(p, m.h, m.gravity, restitution_body(d, p.body), restitution_body(d, p.other), jac);
+  return jac[column];
 }
 
 // dr/du (n x nf): -h Ju(z2)^T on the body rows.
@@ -243,6 +263,11 @@ void parameter_residual_jacobian(const Model& m, Data& d, const double* w, const
       case ParameterKind::Gravity:
         for (int b = 0; b < m.nb; ++b)
           for (int k = 0; k < 3; ++k) out.at(6 * b + k, col + k) = -h * m.mass[b];
+        // restitution targets: gravity's normal acceleration and the speed threshold
+        for (int c = 0; c < m.nc; ++c) {
+          const int g0 = m.contact_start[c] + contact_half_size(m.contacts[c].model);
+          for (int k = 0; k < 3; ++k) out.at(g0, col + k) -= target_parameter(m, d, c, kTargetGravity + k);
+        }
         break;
       case ParameterKind::Spring:
       case ParameterKind::Damper: {
@@ -284,12 +309,20 @@ void parameter_residual_jacobian(const Model& m, Data& d, const double* w, const
             const int pc = radius ? 3 : p;  // kernel column: offset x, y, z, radius
             const int oc = col + (radius ? c : 3 * c + p);
             for (int i = 0; i < ev.n; ++i) out.at(g0 + i, oc) += ev.cons_parameters[i][pc];
+            out.at(g0, oc) -= target_parameter(m, d, c, radius ? kTargetRadius : kTargetOffset + p);
             for (int r = 0; r < 12; ++r)
               if (bodies[r / 6] != kWorld) out.at(6 * bodies[r / 6] + r % 6, oc) -= ev.wrench_parameters[r][pc];
           }
         }
         break;
       }
+      case ParameterKind::Restitution:
+        // the gap row d - tau - s
+        for (int c = 0; c < m.nc; ++c) {
+          const int g0 = m.contact_start[c] + contact_half_size(m.contacts[c].model);
+          out.at(g0, col + c) = -target_parameter(m, d, c, kTargetRestitution);
+        }
+        break;
     }
     col += parameter_count(m, kind);
   }

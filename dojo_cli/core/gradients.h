@@ -24,7 +24,9 @@
 //   (kinematics.h) with dual numbers seeded on the joint's 12 tangents: the same code
 //   as the values, differentiated exactly.
 // Parameters: body mass and inertia, gravity, joint spring and damper coefficients,
-// and per contact the friction coefficient, sphere radius and offset.
+// and per contact the friction coefficient, sphere radius and offset, and restitution.
+// A contact's restitution target tau(z2) (restitution.h) adds -d tau/dz2 and
+// -d tau/dtheta (offset, radius, restitution, gravity) to its gap row.
 //
 // The joint-impulse regularisation (step.h) is removed from every solve by iterative
 // refinement against the unregularised matrix (a sweep kept only when it halves the
@@ -44,8 +46,8 @@ namespace dojo {
 
 // Parameter kinds, in dojo_cli.model.parameters.PARAMETER_KINDS order; each expands
 // to one column per instance: mass (nb), inertia (6 nb: xx yy zz xy xz yz), gravity (3),
-// spring (nf), damper (nf), friction (nc), radius (nc), offset (3 nc).
-enum class ParameterKind : int { Mass = 0, Inertia, Gravity, Spring, Damper, Friction, Radius, Offset };
+// spring (nf), damper (nf), friction (nc), radius (nc), offset (3 nc), restitution (nc).
+enum class ParameterKind : int { Mass = 0, Inertia, Gravity, Spring, Damper, Friction, Radius, Offset, Restitution };
 int parameter_count(const Model& m, ParameterKind kind);
 
 // Relaxation onto the central path: Newton iterations, tolerance (relative to

@@ -47,6 +47,7 @@ Model::Model(const ModelInput& in) {
       {"contact_radius", &in.contact_radius},
       {"contact_offset", &in.contact_offset},
       {"contact_shape", &in.contact_shape},
+      {"contact_restitution", &in.contact_restitution},
   };
   for (const auto& field : numbers)
     for (double v : *field.second)
@@ -193,6 +194,9 @@ Model::Model(const ModelInput& in) {
   contact_radius = in.contact_radius;
   contact_offset = in.contact_offset;
   contact_shape = in.contact_shape;
+  contact_restitution = in.contact_restitution;
+  if (contact_restitution.empty()) contact_restitution.assign(nc, 0.0);
+  check_size("contact_restitution", contact_restitution.size(), nc);
   for (int c = 0; c < nc; ++c) {
     if (contact_body[c] < 0 || contact_body[c] >= nb || contact_other[c] < kWorld || contact_other[c] >= nb)
       throw std::invalid_argument("ModelInput.contact_body/other: out of range");
@@ -207,6 +211,10 @@ Model::Model(const ModelInput& in) {
     p.radius = contact_radius[c];
     for (int k = 0; k < 3; ++k) p.offset[k] = contact_offset[3 * c + k];
     for (int k = 0; k < kShapeSize; ++k) p.shape[k] = contact_shape[7 * c + k];
+    if (!(contact_restitution[c] >= 0.0 && contact_restitution[c] <= 1.0))
+      throw std::invalid_argument("ModelInput.contact_restitution: must be in [0, 1]");
+    p.restitution = contact_restitution[c];
+    has_restitution = has_restitution || p.restitution > 0.0;
     contacts.push_back(p);
   }
 

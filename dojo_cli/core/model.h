@@ -50,6 +50,7 @@ struct ModelInput {
   std::vector<double> contact_friction, contact_radius;  // (nc,)
   std::vector<double> contact_offset;  // (nc, 3) sphere centre, body frame
   std::vector<double> contact_shape;   // (nc, 7) kind parameters (contact.h)
+  std::vector<double> contact_restitution;  // (nc,) in [0, 1] (restitution.h); empty: all 0
 };
 
 
@@ -86,6 +87,8 @@ struct Model {
   // ---- contacts
   std::vector<int> contact_body, contact_other, contact_model, contact_kind;
   std::vector<double> contact_friction, contact_radius, contact_offset, contact_shape;
+  std::vector<double> contact_restitution;  // (nc,)
+  bool has_restitution = false;             // any contact_restitution > 0
   std::vector<ContactParams> contacts;  // (nc,) the same, as the contact kernels take them (contact.h)
   std::vector<int> contact_start;  // (nc+1,) first unknown of each contact (its N slacks, then N impulses)
 

@@ -8,12 +8,13 @@
 #include "dynamics.h"
 #include "interior_point.h"
 #include "kinematics.h"
+#include "restitution.h"
 
 namespace dojo {
 
 Data::Data(const Model& m)
     : x2(3 * m.nb), v15(3 * m.nb), q2(4 * m.nb), w15(3 * m.nb), u(m.nf), f_ext(3 * m.nb), tau_ext(3 * m.nb),
-      constant(m.nv), jg2(12 * m.nl), jf2(12 * m.nf), rot2(9 * m.nb), w(m.n), r(m.n), delta(m.n), cand(m.n),
+      constant(m.nv), jg2(12 * m.nl), jf2(12 * m.nf), rot2(9 * m.nb), contact_target(m.nc), w(m.n), r(m.n), delta(m.n), cand(m.n),
       rc(m.n), x3(3 * m.nb), q3(4 * m.nb), rot3(9 * m.nb), mw(9 * m.nb), matrix(m.blocks.structural_size),
       target(m.n), d_aff(m.n), rhs(m.n), soc_w(3 * m.soc_s.size()), soc_w_inv(3 * m.soc_s.size()),
       soc_lambda(m.soc_s.size()), contact_distance(m.nc), contact_normal_impulse(m.nc),
@@ -44,6 +45,11 @@ inline ContactBodyState contact_body_state(const Data& d, const double* w, int b
 }
 
 }  // namespace
+
+RestitutionBody restitution_body(const Data& d, int b) {
+  if (b == kWorld) return RestitutionBody{nullptr, nullptr, nullptr, nullptr};
+  return RestitutionBody{&d.x2[3 * b], &d.q2[4 * b], &d.v15[3 * b], &d.w15[3 * b]};
+}
 
 const ContactEval& evaluate_step_contact(const Model& m, Data& d, const double* w, int c, ContactOutput output) {
   const ContactParams& p = m.contacts[c];
@@ -164,6 +170,13 @@ bool step_setup(const Model& m, Data& d, const double* z, const double* u, const
       d.constant[6 * b + 3 + k] = left[3 + k] + h * d.tau_ext[3 * b + k] + applied[6 * b + 3 + k];
     }
   }
+  // restitution targets of the gap rows, from z2 (restitution.h)
+  for (int c = 0; c < m.nc; ++c) {
+    const ContactParams& p = m.contacts[c];
+    d.contact_target[c] = m.has_restitution ? restitution_target(p, h, m.gravity, restitution_body(d, p.body),
+                                                                 restitution_body(d, p.other))
+                                            : 0.0;
+  }
   return true;
 }
 
@@ -217,6 +230,7 @@ void step_residual(const Model& m, Data& d, const double* w, double* r) {
       r[s0 + k] = ev.comp[k];
       r[g0 + k] = ev.cons[k];
     }
+    r[g0] -= d.contact_target[c];  // the gap row d - tau - s (restitution.h; tau = 0 without)
     const int bodies[2] = {m.contacts[c].body, m.contacts[c].other};
     for (int side = 0; side < 2; ++side) {
       if (bodies[side] == kWorld) continue;

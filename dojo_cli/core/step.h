@@ -6,7 +6,8 @@
 //           - sum_limits sigma Jf(z2)^T gamma - sum_contacts wrench(z3, gamma)
 // - joint row r: g_r(z3) with x3 = x2 + h v25, q3 = q2 qmap(w25);
 // - limit (bound b, sign sigma = +1 lower / -1 upper): s - sigma (theta(z3) - b) = 0, s gamma = kappa;
-// - contact: the model's constraint and complementarity rows (contact.h).
+// - contact: the model's constraint and complementarity rows (contact.h), the gap row
+//   d - tau - s with the restitution target tau from z2 (restitution.h).
 // Constraint impulses act through the constraint Jacobian at the current
 // configuration and the constraints hold at the next one; contact wrenches act at
 // the next configuration (Dojo's choices). Springs are the exact gradient of
@@ -20,6 +21,7 @@
 
 #include "data.h"
 #include "model.h"
+#include "restitution.h"
 
 namespace dojo {
 
@@ -59,6 +61,9 @@ void step_matrix(const Model& m, Data& d, const double* w);
 // Evaluate contact c at the unknowns w; d.x3, d.q3 (and d.mw for Jacobians) must be
 // those of w (step_residual / step_matrix set them). The result is d.contact_eval.
 const ContactEval& evaluate_step_contact(const Model& m, Data& d, const double* w, int c, ContactOutput output);
+
+// Body b at z2 (x2, q2, v15, w15) as the restitution target reads it (null for the world).
+RestitutionBody restitution_body(const Data& d, int b);
 
 // Each contact's record at the unknowns w (distance, impulses, slip) into d.contact_*.
 void step_contact_records(const Model& m, Data& d, const double* w);

@@ -39,6 +39,7 @@ _SCENE_FIELDS = {
     "contact_radius": ("contacts", 1, "radius"),
     "contact_offset": ("contacts", 3, "offset"),
     "contact_shape": ("contacts", SHAPE_PARAMETERS, "against"),
+    "contact_restitution": ("contacts", 1, "restitution"),
 }
 
 
@@ -86,6 +87,7 @@ def model_input(mech) -> _core.ModelInput:
     m.contact_radius = [float(c.radius) for c in cs]
     m.contact_offset = [float(v) for c in cs for v in np.asarray(c.offset, float).reshape(3)]
     m.contact_shape = [float(v) for c in cs for v in contact_shape_parameters(c)]
+    m.contact_restitution = [float(c.restitution) for c in cs]
     return m
 
 

@@ -174,6 +174,8 @@ class Contact:
             world; sphere ``offset`` (3,) and ``radius`` in the other body's frame;
             capsule ``end1``, ``end2`` (3,) and ``radius``; box ``centre`` (3,) and
             ``half_sizes`` (3,).
+        restitution: coefficient e in [0, 1] of the normal velocity after an impact
+            (0: inelastic; core/restitution.h).
     """
 
     name: str
@@ -185,6 +187,7 @@ class Contact:
     kind: str = "halfspace"
     other: int = ORIGIN
     params: dict = field(default_factory=lambda: {"normal": np.array([0.0, 0.0, 1.0]), "point": np.zeros(3)})
+    restitution: float = 0.0
 
 
 # What a scene attaches to a mechanism for running it (Mechanism.with_run_setup).
@@ -523,6 +526,8 @@ def _input_problems(bodies, joints, contacts, timestep, gravity) -> list[tuple[s
         finite(f"contacts.{i}.friction", c.friction)
         finite(f"contacts.{i}.radius", c.radius)
         finite(f"contacts.{i}.offset", c.offset)
+        if finite(f"contacts.{i}.restitution", c.restitution) and not 0.0 <= float(c.restitution) <= 1.0:
+            problems.append((f"contacts.{i}.restitution", f"must be in [0, 1], got {float(c.restitution):g}"))
         for key, value in c.params.items():
             finite(f"contacts.{i}.against", value, f" ({key})")
     return problems

@@ -2,9 +2,9 @@
 
 Labels are dotted paths like the scene's (``bodies.box.mass``,
 ``bodies.box.inertia.xy``, ``gravity.z``, ``joints.hinge.spring.0``,
-``contacts.foot.friction``, ``contacts.foot.radius``, ``contacts.foot.offset.x``).
-A kind (``mass``, ``inertia``, ``gravity``, ``spring``, ``damper``, ``friction``,
-``radius``, ``offset``) expands to one label per instance, in body, joint or
+``contacts.foot.friction``, ``contacts.foot.radius``, ``contacts.foot.offset.x``,
+``contacts.foot.restitution``). A kind (``mass``, ``inertia``, ``gravity``, ``spring``,
+``damper``, ``friction``, ``radius``, ``offset``, ``restitution``) expands to one label per instance, in body, joint or
 contact order. Parameter gradients (simulation.gradients) use the same labels, so a
 fit can read values, step along the gradient and rebuild (``with_parameters``).
 """
@@ -17,7 +17,7 @@ import numpy as np
 
 from dojo_cli.model.mechanism import Mechanism
 
-PARAMETER_KINDS = ("mass", "inertia", "gravity", "spring", "damper", "friction", "radius", "offset")
+PARAMETER_KINDS = ("mass", "inertia", "gravity", "spring", "damper", "friction", "radius", "offset", "restitution")
 INERTIA_COMPONENTS = ("xx", "yy", "zz", "xy", "xz", "yz")
 _INERTIA_INDEX = {"xx": (0, 0), "yy": (1, 1), "zz": (2, 2), "xy": (0, 1), "xz": (0, 2), "yz": (1, 2)}
 _AXES = {"x": 0, "y": 1, "z": 2}
@@ -52,6 +52,8 @@ def parameter_labels(mech: Mechanism, kinds) -> list[str]:
             labels += [f"contacts.{n}.radius" for n in contacts]
         elif kind == "offset":
             labels += [f"contacts.{n}.offset.{c}" for n in contacts for c in "xyz"]
+        elif kind == "restitution":
+            labels += [f"contacts.{n}.restitution" for n in contacts]
         else:
             raise ValueError(f"unknown parameter kind {kind!r}; expected one of {', '.join(PARAMETER_KINDS)}")
     return labels
@@ -77,7 +79,7 @@ def _parse(mech: Mechanism, label: str):
             return (parts[2], mech.joint_free_range[j].start + k)
         if parts[0] == "contacts":
             c = [ct.name for ct in mech.contacts].index(parts[1])
-            if parts[2:] in (["friction"], ["radius"]):
+            if parts[2:] in (["friction"], ["radius"], ["restitution"]):
                 return (parts[2], c)
             if parts[2] == "offset" and len(parts) == 4:
                 return ("offset", c, _AXES[parts[3]])

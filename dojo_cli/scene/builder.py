@@ -156,7 +156,7 @@ def _derived_problem(spec, sources: list[str], message: str) -> Problem:
 def contact_from_spec(c, names: dict[str, int]) -> Contact:
     """Numeric Contact from a contact spec (``against`` ground, a half-space or a body's shape)."""
     base = dict(name=c.name, body=names[c.body], model=c.model, friction=float(c.friction),
-                radius=float(c.radius), offset=np.asarray(c.offset, float))
+                radius=float(c.radius), offset=np.asarray(c.offset, float), restitution=float(c.restitution))
     against = c.against
     if against == "ground" or isinstance(against, str):
         return Contact(**base, kind="halfspace", params={"normal": np.array([0.0, 0.0, 1.0]), "point": np.zeros(3)})

@@ -799,6 +799,8 @@ class ContactSpec(_Spec):
         friction: Coulomb coefficient, >= 0 (ignored by impact).
         radius: sphere radius (m), 0 for a point.
         offset: (3,) sphere centre in the body frame (m).
+        restitution: coefficient e in [0, 1] of the normal velocity after an impact
+            (0: inelastic, Dojo's contact; docs/physics.md "Restitution").
         against: "ground" (z >= 0), a HalfSpaceSpec or a BodyCollisionSpec.
     """
 
@@ -808,6 +810,7 @@ class ContactSpec(_Spec):
     friction: NonNegativeReal = 0.5
     radius: NonNegativeReal = 0.0
     offset: Vector3 = Field(default_factory=_zero_vector)
+    restitution: UnitIntervalReal = 0.0
     against: Against = "ground"
 
 

@@ -11,7 +11,7 @@ q -> q [sqrt(1 - |phi|^2), phi]. Everything is evaluated at the state the step
 started from (Dojo differentiates at the post-step state).
 
 Parameters: body mass and inertia, gravity, joint spring and damper coefficients,
-and per contact the friction coefficient and the sphere's offset and radius
+and per contact the friction coefficient, the sphere's offset and radius and the restitution
 (labels: dojo_cli.model.parameters).
 
 Smoothness (the Dojo paper's relaxed gradients): by default the derivative is taken

@@ -219,6 +219,36 @@ def test_contact_models_and_pairs(kind, model):
             assert errors[worst] < TOL, f"{seconds} s kappa {kappa}: {worst} relative error {errors[worst]:.2e}"
 
 
+@pytest.mark.parametrize("model", ["impact", "linear", "nonlinear"])
+@pytest.mark.parametrize("kind", ["halfspace", "sphere", "capsule", "box"])
+def test_restitution_gradients(kind, model):
+    """A spinning ball about to hit (e = 0.7, h = 0.05): the step's target tau(z2)
+    (core/restitution.h) enters A and the parameter Jacobian (restitution, and gravity,
+    radius, offset through tau). Approach speeds 3 m/s (full restitution) and 0.7 m/s (on
+    the threshold's smoothstep, v_th = |g| h = 0.49 m/s). The spin is one under which the
+    nonlinear contact sticks in the unrelaxed step: where it slides, the finite differences
+    of the hard step do not converge (e = 0 alike, 1e-3 .. 1 as the difference step changes),
+    which is what the relaxed check is for."""
+    if kind == "halfspace":
+        mech, ball, top = M.ball(model=model, mu=0.4, h=0.05, normal=(0.1, 0.0, 1.0)), 0, 0.5
+    else:
+        mech, ball, top = M.ball_on(kind, model=model, mu=0.4), 1, 1.0
+    mech = with_parameters(mech, ["contacts.c.restitution"], [0.7])
+    for speed in (3.0, 0.7):
+        z = minimal_to_maximal(mech, np.zeros(mech.minimal_dimension())).reshape(mech.nb, 13)
+        z[ball, 0:6] = [0.03, 0.02, top + 0.02, 0.3, -0.2, -speed]
+        z[ball, 10:13] = [3.0, 1.0, 0.0]
+        z = z.ravel()
+        g = step_gradients(mech, z, None, TIGHT, wrt=("params",), params=("restitution",))
+        assert np.max(np.abs(g.P)) > 0.1, "restitution does not act: not an impact"
+        for kappa in (None, KAPPA):
+            err = check_state_and_input(mech, z, None, kappa, directions=3, e=FD_RELAXED if kappa else FD)
+            assert err < TOL, f"{speed} m/s kappa {kappa}: state relative error {err:.2e}"
+            errors = check_parameters(mech, z, None, ("restitution", "gravity", "radius", "offset", "mass"), kappa)
+            worst = max(errors, key=errors.get)
+            assert errors[worst] < TOL, f"{speed} m/s kappa {kappa}: {worst} relative error {errors[worst]:.2e}"
+
+
 def test_parameters_sliding_box_every_model():
     """A box sliding on four corners: friction matters (dz'/dmu is not zero) and matches."""
     for model in ("linear", "nonlinear"):
