@@ -483,6 +483,7 @@ NB_MODULE(_core, m) {
       .def_rw("spring", &ModelInput::spring)
       .def_rw("damper", &ModelInput::damper)
       .def_rw("spring_offset", &ModelInput::spring_offset)
+      .def_rw("damper_implicit", &ModelInput::damper_implicit)
       .def_rw("limit_free", &ModelInput::limit_free)
       .def_rw("limit_sign", &ModelInput::limit_sign)
       .def_rw("limit_bound", &ModelInput::limit_bound)

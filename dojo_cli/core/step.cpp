@@ -145,6 +145,11 @@ bool step_setup(const Model& m, Data& d, const double* z, const double* u, const
         std::copy(row.jac, row.jac + 12, &d.jf2[12 * f]);
         const double spring_force = -m.spring[f] * (row.value - m.spring_offset[f]);
         for (int k = 0; k < 12; ++k) gen[k] += h * row.jac[k] * spring_force;
+        // the midpoint damper's known half, -(h c / 2) Jf^T Jf xi15 (step.h)
+        if (m.damper[f] != 0.0 && !m.damper_implicit[f]) {
+          const double force = -damper_weight(m, f) * previous_rate(m, d, j, row.jac);
+          for (int k = 0; k < 12; ++k) gen[k] += row.jac[k] * force;
+        }
       }
       if (any_input) {
         input_row(m, j, m.free_slot[f], kin, row);
@@ -202,12 +207,12 @@ void step_residual(const Model& m, Data& d, const double* w, double* r) {
       scatter12(m, j, &d.jf2[12 * f], -m.limit_sign[l] * g, body);
     }
   }
-  // dampers: Rayleigh dissipation on theta_dot = Jf(z2) xi25
+  // dampers: their part on the unknowns, damper_weight Jf(z2)^T Jf(z2) xi25 (step.h)
   for (int f : m.damped_free) {
     const int j = m.free_joint[f];
     const double* jf = &d.jf2[12 * f];
     const double rate = dot12(m, j, jf, w);
-    scatter12(m, j, jf, h * m.damper[f] * rate, body);
+    scatter12(m, j, jf, damper_weight(m, f) * rate, body);
   }
   // contacts: their rows, and the body residual minus their wrenches (at z3)
   for (int c = 0; c < m.nc; ++c) {
@@ -249,11 +254,11 @@ void step_matrix(const Model& m, Data& d, const double* w) {
     BlockRef blk = block(m, d, m.blk_body[b]);
     for (int i = 0; i < 36; ++i) blk.v[i] += jac[i];
   }
-  // dampers: h c Jf Jf^T over [parent, child] (a constant matrix)
+  // dampers: damper_weight Jf Jf^T over [parent, child] (a constant matrix)
   for (int f : m.damped_free) {
     const int j = m.free_joint[f];
     const double* jf = &d.jf2[12 * f];
-    const double c = h * m.damper[f];
+    const double c = damper_weight(m, f);
     const int a = m.parent[j], b = m.child[j];
     const int ids[2][2] = {{a == kWorld ? -1 : m.blk_body[a], m.blk_body_body[j]},
                            {m.blk_body_body_t[j], m.blk_body[b]}};
