@@ -24,7 +24,9 @@ Data::Data(const Model& m)
 
 bool factor_matrix(const Model& m, Data& d, bool robust) {
   d.lu_is_robust = robust || !d.lu.factor(m.blocks, d.matrix.data());
-  return !d.lu_is_robust || d.lu_robust.factor(m.blocks_robust, d.matrix.data());
+  const bool ok = !d.lu_is_robust || d.lu_robust.factor(m.blocks_robust, d.matrix.data());
+  d.singular_node = ok ? -1 : d.lu_robust.failed_node();
+  return ok;
 }
 
 void solve_factored(const Model& m, const Data& d, double* b, int nrhs, bool transpose) {
@@ -473,6 +475,7 @@ SolverStatus step(const Model& m, Data& d, const double* z, const double* u, con
   d.log_rows = 0;
   d.iterations = 0;
   d.complementarity = 0.0;
+  d.singular_node = -1;
   if (!step_setup(m, d, z, u, f_ext, tau_ext)) {
     d.residual = std::numeric_limits<double>::quiet_NaN();
     std::fill(d.z_next.begin(), d.z_next.end(), std::numeric_limits<double>::quiet_NaN());
@@ -522,6 +525,7 @@ int rollout(const Model& m, Data& d, const double* z, int k, const double* input
     if (out.residual) out.residual[i] = d.residual;
     if (out.status) out.status[i] = static_cast<int>(status);
     if (out.complementarity) out.complementarity[i] = d.complementarity;
+    if (out.singular_node) out.singular_node[i] = status == SolverStatus::SingularMatrix ? d.singular_node : -1;
     if (out.impulses)
       for (int r = 0; r < m.nl; ++r) out.impulses[static_cast<size_t>(i) * m.nl + r] = d.w[m.lam + r];
     const size_t c0 = static_cast<size_t>(i) * m.nc;

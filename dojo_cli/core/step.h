@@ -120,6 +120,7 @@ struct RolloutRecord {
   double* residual = nullptr;         // (k,)
   int* status = nullptr;              // (k,) SolverStatus codes
   double* complementarity = nullptr;  // (k,)
+  int* singular_node = nullptr;       // (k,) Data::singular_node of a singular_matrix step, else -1
   double* impulses = nullptr;         // (k, nl) joint impulses
   double* contact_distance = nullptr;          // (k, nc)
   double* contact_normal_impulse = nullptr;    // (k, nc)
