@@ -22,17 +22,18 @@ def box_body(name: str, size, mass: float = 1.0) -> Body:
     return Body(name, mass, body_inertia(shape, mass), shape)
 
 
-def pendulum(h=0.01, gravity=(0, 0, -9.81), spring=0.0, damper=0.0, length=1.0) -> Mechanism:
+def pendulum(h=0.01, gravity=(0, 0, -9.81), spring=0.0, damper=0.0, length=1.0, damper_form="midpoint") -> Mechanism:
     """Dojo's pendulum: a 0.1 x 0.1 x L box hinged about X at its top, pivot at (L+0.1) z."""
     body = box_body("link", (0.1, 0.1, length))
     joint = Joint(
         "hinge", "revolute", ORIGIN, 0, axis=X, parent_vertex=(length + 0.1) * Z, child_vertex=0.5 * length * Z,
-        spring=np.array([spring]), damper=np.array([damper]),
+        spring=np.array([spring]), damper=np.array([damper]), damper_form=damper_form,
     )
     return Mechanism([body], [joint], h, gravity, name="pendulum")
 
 
-def chain(n: int, joint_type: str, axes, h=0.01, gravity=(0, 0, 0), spring=0.0, damper=0.0, base="floating"):
+def chain(n: int, joint_type: str, axes, h=0.01, gravity=(0, 0, 0), spring=0.0, damper=0.0, base="floating",
+          damper_form="midpoint"):
     """Dojo's snake/twister: n boxes [1, 0.15, 0.1] along x, a floating base and
     ``joint_type`` joints between consecutive links with axes cycling through ``axes``."""
     bodies = [box_body(f"link{i}", (1.0, 0.15, 0.1)) for i in range(n)]
@@ -42,6 +43,7 @@ def chain(n: int, joint_type: str, axes, h=0.01, gravity=(0, 0, 0), spring=0.0, 
             Joint(
                 f"joint{i}", joint_type, i - 1, i, axis=np.asarray(axes[(i - 1) % len(axes)], float),
                 parent_vertex=0.5 * X, child_vertex=-0.5 * X, spring=np.array([spring]), damper=np.array([damper]),
+                damper_form=damper_form,
             )
         )
     return Mechanism(bodies, joints, h, gravity, name=f"chain-{joint_type}")
@@ -70,12 +72,12 @@ def random_state(mech: Mechanism, seed=0, **kw) -> np.ndarray:
     return minimal_to_maximal(mech, random_minimal_state(mech, np.random.default_rng(seed), **kw))
 
 
-def slider(h=0.01, gravity=(0, 0, -9.81), spring=0.0, damper=0.0) -> Mechanism:
+def slider(h=0.01, gravity=(0, 0, -9.81), spring=0.0, damper=0.0, damper_form="midpoint") -> Mechanism:
     """Dojo's slider: a 0.1 x 0.1 x 1 box of 1 kg on a prismatic joint along z."""
     body = box_body("box", (0.1, 0.1, 1.0))
     joint = Joint(
         "slide", "prismatic", ORIGIN, 0, axis=Z, child_vertex=0.5 * Z,
-        spring=np.array([spring]), damper=np.array([damper]),
+        spring=np.array([spring]), damper=np.array([damper]), damper_form=damper_form,
     )
     return Mechanism([body], [joint], h, gravity, name="slider")
 

@@ -16,6 +16,7 @@ import typer
 from dojo_cli import __version__
 from dojo_cli.cli.arguments import SceneArg, SetOpt, load_scene_arguments
 from dojo_cli.cli.reporting import echo_err, reports_errors
+from dojo_cli.simulation.step import singular_message
 from dojo_cli.cli.signals import signal_number, stop_requests
 from dojo_cli.errors import InputError, SolverError, StorageError
 from dojo_cli.io.storage import StorageWriter
@@ -160,6 +161,9 @@ def simulate(
             f"{out}: {summary.failed_steps} of {n} steps did not converge, the first at step {writer.first_failed_step} "
             f"(t = {writer.first_failed_step * h:.6g} s); status 'complete_with_failures' (see solver/status)"
         )
+        if summary.first_singular is not None:
+            k, node = summary.first_singular
+            echo_err(f"{out}: step {k} (t = {k * h:.6g} s): {singular_message(mech, node)}")
         raise typer.Exit(EXIT_COMPLETE_WITH_FAILURES)
 
 

@@ -483,6 +483,7 @@ NB_MODULE(_core, m) {
       .def_rw("spring", &ModelInput::spring)
       .def_rw("damper", &ModelInput::damper)
       .def_rw("spring_offset", &ModelInput::spring_offset)
+      .def_rw("damper_implicit", &ModelInput::damper_implicit)
       .def_rw("limit_free", &ModelInput::limit_free)
       .def_rw("limit_sign", &ModelInput::limit_sign)
       .def_rw("limit_bound", &ModelInput::limit_bound)
@@ -511,7 +512,20 @@ NB_MODULE(_core, m) {
                    [](const Model& s) { return static_cast<int>(s.blocks.block_row.size()) - s.blocks.n_structural; })
       .def_prop_ro("elimination_order", [](const Model& s) { return s.blocks.order; })
       .def_prop_ro("tree_joints", [](const Model& s) { return s.tree_joints; })
-      .def_prop_ro("loop_joints", [](const Model& s) { return s.loop_joints; });
+      .def_prop_ro("loop_joints", [](const Model& s) { return s.loop_joints; })
+      .def_prop_ro(
+          "node_owner",
+          [](const Model& s) {
+            // per Newton-matrix node: ("body" | "joint" | "contact", index)
+            std::vector<std::pair<std::string, int>> out(s.blocks.n_nodes);
+            const std::pair<const char*, const std::vector<int>*> kinds[] = {
+                {"body", &s.body_node}, {"joint", &s.joint_node}, {"contact", &s.contact_node}};
+            for (const auto& kind : kinds)
+              for (size_t i = 0; i < kind.second->size(); ++i)
+                if ((*kind.second)[i] >= 0) out[(*kind.second)[i]] = {kind.first, static_cast<int>(i)};
+            return out;
+          },
+          "Per Newton-matrix node, what owns its unknowns: (kind, index) with kind body, joint or contact.");
 
   nb::class_<SolverOptions>(m, "SolverOptions", "The per-step solver's options (Dojo's names and defaults).")
       .def(nb::init<>())
@@ -541,7 +555,9 @@ NB_MODULE(_core, m) {
       .def_ro("iterations", &Data::iterations)
       .def_ro("lu_is_robust", &Data::lu_is_robust, "The last factorisation used the robust elimination order.")
       .def_ro("residual", &Data::residual)
-      .def_ro("complementarity", &Data::complementarity);
+      .def_ro("complementarity", &Data::complementarity)
+      .def_ro("singular_node", &Data::singular_node,
+              "After a singular_matrix step: the node (Model.node_owner) with the zero pivot; else -1.");
 
   m.def(
       "step",
@@ -606,6 +622,7 @@ NB_MODULE(_core, m) {
         auto residual = numpy_zeros<double>({kk});
         auto status = numpy_zeros<int>({kk});
         auto complementarity = numpy_zeros<double>({kk});
+        auto singular_node = numpy_zeros<int>({kk});
         auto impulses = numpy_zeros<double>({kk, static_cast<size_t>(model.nl)});
         auto distance = numpy_zeros<double>({kk, nc});
         auto normal = numpy_zeros<double>({kk, nc});
@@ -617,6 +634,7 @@ NB_MODULE(_core, m) {
         rec.residual = residual.data();
         rec.status = status.data();
         rec.complementarity = complementarity.data();
+        rec.singular_node = singular_node.data();
         rec.impulses = impulses.data();
         rec.contact_distance = distance.data();
         rec.contact_normal_impulse = normal.data();
@@ -630,6 +648,7 @@ NB_MODULE(_core, m) {
         out["residual"] = residual;
         out["status"] = status;
         out["complementarity"] = complementarity;
+        out["singular_node"] = singular_node;
         out["impulses"] = impulses;
         out["contact_distance"] = distance;
         out["contact_normal_impulse"] = normal;

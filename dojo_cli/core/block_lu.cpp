@@ -729,12 +729,16 @@ bool BlockLU::factor(const BlockStructure& s, const double* values) {
   int* piv = pivots_.data();
   double* dinv = dinv_.data();
   double* scratch = tmp_.data();
+  failed_node_ = -1;
   for (const Step& st : s.steps) {
     bool ok = true;
 #define DOJO_CALL(M) ok = eliminate<M>(s, st, lu, piv, dinv, scratch)
     DOJO_DISPATCH(st.size, DOJO_CALL)
 #undef DOJO_CALL
-    if (!ok) return false;
+    if (!ok) {
+      failed_node_ = st.node;
+      return false;
+    }
   }
   return true;
 }

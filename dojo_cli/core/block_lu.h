@@ -103,6 +103,10 @@ class BlockLU {
   // symmetric ((i, j) present iff (j, i) is), so it is reported as well.
   bool factor(const BlockStructure& s, const double* values);
 
+  // The node whose diagonal block had the zero or non-finite pivot when the last
+  // factor() failed (what is singular, for the failed step's message); -1 after a success.
+  int failed_node() const { return failed_node_; }
+
   // Solve A x = b (or A^T x = b) in place for nrhs right-hand sides: b is
   // n x nrhs, column-major (column k at b + k * n), in the unknown layout of w.
   // Any nrhs: the right-hand sides go through the work buffer (sized in init) in
@@ -119,6 +123,7 @@ class BlockLU {
   std::vector<double> dinv_;   // 1 / U_kk(r, r), by row
   mutable std::vector<double> work_;  // right-hand sides in elimination order, n x kRhsChunk row-major
   mutable std::vector<double> tmp_;   // one column of a node larger than the compiled sizes
+  int failed_node_ = -1;
 };
 
 // y = A x (or A^T x) with the structural blocks `values` (residual checks and

@@ -88,6 +88,9 @@ struct Data {
   int iterations = 0;
   double residual = 0.0;         // infinity norm of the final residual
   double complementarity = 0.0;  // final complementarity violation (0 without inequalities)
+  // The Newton-matrix node (Model::body_node / joint_node / contact_node) whose diagonal
+  // block had a zero or non-finite pivot when the last factorisation failed; -1 otherwise.
+  int singular_node = -1;
   std::vector<double> log;       // (max_iter + 1, kLogColumns) per-iteration record
   int log_rows = 0;
 };

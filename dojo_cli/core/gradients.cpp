@@ -91,8 +91,9 @@ void state_residual_jacobian(const Model& m, Data& d, const double* w, Columns o
   }
 
   // impulse maps at z2: the joint's part of the body residual,
-  //   F = -Jc^T lambda + Jm^T (h k (m - m0) + h c Jm xi - sigma gamma) - Ju^T h u,
-  // differentiated along the joint's 12 tangents with dual numbers.
+  //   F = -Jc^T lambda + Jm^T (h k (m - m0) + w_c Jm (xi25 [+ xi15]) - sigma gamma) - Ju^T h u,
+  // (w_c = damper_weight, xi15 in the midpoint form: step.h) differentiated along the
+  // joint's 12 tangents with dual numbers.
   std::vector<double> limit;
   limit_impulses(m, w, limit);
   const bool minimal = m.has_springs || m.has_dampers || m.nlim > 0;
@@ -114,16 +115,21 @@ void state_residual_jacobian(const Model& m, Data& d, const double* w, Columns o
     const int f0 = m.joint_free_start[j], f1 = m.joint_free_start[j + 1];
     if (f0 < f1 && minimal) {
       const Vec3<D12> rv = rotation_vector(kin.q_rel);
-      double xi[12];
-      for (int k = 0; k < 6; ++k) {
-        xi[k] = a == kWorld ? 0.0 : w[6 * a + k];
-        xi[6 + k] = w[6 * b + k];
+      double xi[12], xi15[12];
+      for (int s = 0; s < 2; ++s) {
+        const int body = s == 0 ? a : b;
+        for (int k = 0; k < 6; ++k) xi[6 * s + k] = body == kWorld ? 0.0 : w[6 * body + k];
+        for (int k = 0; k < 3; ++k) {
+          xi15[6 * s + k] = body == kWorld ? 0.0 : d.v15[3 * body + k];
+          xi15[6 * s + 3 + k] = body == kWorld ? 0.0 : d.w15[3 * body + k];
+        }
       }
       for (int f = f0; f < f1; ++f) {
         minimal_row(m, j, m.free_slot[f], kin, rv, row);
+        const bool midpoint = !m.damper_implicit[f];
         D12 rate(0.0);
-        for (int k = 0; k < 12; ++k) rate += row.jac[k] * xi[k];
-        const D12 coef = (h * m.spring[f]) * (row.value - m.spring_offset[f]) + (h * m.damper[f]) * rate - limit[f];
+        for (int k = 0; k < 12; ++k) rate += row.jac[k] * (midpoint ? xi[k] + xi15[k] : xi[k]);
+        const D12 coef = (h * m.spring[f]) * (row.value - m.spring_offset[f]) + damper_weight(m, f) * rate - limit[f];
         for (int k = 0; k < 12; ++k) F[k] += row.jac[k] * coef;
       }
     }
@@ -146,6 +152,26 @@ void state_residual_jacobian(const Model& m, Data& d, const double* w, Columns o
           for (int k = 0; k < 3; ++k)
             out.at(r, state_col(body, rot ? 2 : 0, k)) += (rot ? 2.0 : 1.0) * F[6 * rs + i].d[3 * part + k];
         }
+      }
+    }
+  }
+
+  // the midpoint dampers' known half, w_c Jf(z2)^T Jf(z2) xi15: its xi15 = (v15, w15) columns
+  for (int f : m.damped_free) {
+    if (m.damper_implicit[f]) continue;
+    const int j = m.free_joint[f];
+    const double* jf = &d.jf2[12 * f];
+    const double c = damper_weight(m, f);
+    const int bodies[2] = {m.parent[j], m.child[j]};
+    for (int rs = 0; rs < 2; ++rs) {
+      if (bodies[rs] == kWorld) continue;
+      for (int cs = 0; cs < 2; ++cs) {
+        if (bodies[cs] == kWorld) continue;
+        for (int i = 0; i < 6; ++i)
+          for (int k = 0; k < 3; ++k) {
+            out.at(6 * bodies[rs] + i, state_col(bodies[cs], 1, k)) += c * jf[6 * rs + i] * jf[6 * cs + k];
+            out.at(6 * bodies[rs] + i, state_col(bodies[cs], 3, k)) += c * jf[6 * rs + i] * jf[6 * cs + 3 + k];
+          }
       }
     }
   }
@@ -271,7 +297,7 @@ void parameter_residual_jacobian(const Model& m, Data& d, const double* w, const
         break;
       case ParameterKind::Spring:
       case ParameterKind::Damper: {
-        // d r / d k_f = +h (m - m0) Jm^T; d r / d c_f = +h (Jm xi) Jm^T (at z2)
+        // d r / d k_f = +h (m - m0) Jm^T; d r / d c_f = +(w_c / c) (Jm (xi25 [+ xi15])) Jm^T (at z2)
         JointKinematics<double> kin;
         JointRow<double> row;
         for (int j = 0; j < m.nj; ++j) {
@@ -281,8 +307,11 @@ void parameter_residual_jacobian(const Model& m, Data& d, const double* w, const
           const Vec3<double> rv = rotation_vector(kin.q_rel);
           for (int f = f0; f < f1; ++f) {
             minimal_row(m, j, m.free_slot[f], kin, rv, row);
-            const double coef = kind == ParameterKind::Spring ? h * (row.value - m.spring_offset[f])
-                                                              : h * dot12(m, j, row.jac, w);
+            double coef = h * (row.value - m.spring_offset[f]);
+            if (kind == ParameterKind::Damper) {
+              const bool midpoint = !m.damper_implicit[f];
+              coef = (midpoint ? 0.5 * h : h) * (dot12(m, j, row.jac, w) + (midpoint ? previous_rate(m, d, j, row.jac) : 0.0));
+            }
             scatter12(m, j, row.jac, coef, &out.at(0, col + f));
           }
         }

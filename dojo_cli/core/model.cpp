@@ -111,6 +111,10 @@ Model::Model(const ModelInput& in) {
   spring = in.spring;
   damper = in.damper;
   spring_offset = in.spring_offset;
+  damper_implicit = in.damper_implicit.empty() ? std::vector<int>(nf, 0) : in.damper_implicit;
+  check_size("damper_implicit", damper_implicit.size(), nf);
+  for (int v : damper_implicit)
+    if (v != 0 && v != 1) throw std::invalid_argument("ModelInput.damper_implicit: expected 0 or 1");
   for (int f = 0; f < nf; ++f) {
     if (spring[f] != 0.0) has_springs = true;
     if (damper[f] != 0.0) {

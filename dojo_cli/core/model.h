@@ -40,6 +40,9 @@ struct ModelInput {
   std::vector<double> basis;                        // (nj, 6, 3): translational rows 0:3, rotational 3:6
   std::vector<int> constrained;                     // (nj, 6): 1 where a basis row is a constraint
   std::vector<double> spring, damper, spring_offset;  // (nf,) per free coordinate, in joint order
+  // (nf,) 1: the damper's first-order implicit form (L-stable), 0: the midpoint form
+  // (second order); step.h. Empty means midpoint everywhere.
+  std::vector<int> damper_implicit;
   // joint limits: one inequality per finite bound of a free coordinate
   std::vector<int> limit_free;                   // (nlim,) free-coordinate index
   std::vector<double> limit_sign, limit_bound;   // (nlim,) +1 lower / -1 upper, bound
@@ -76,6 +79,7 @@ struct Model {
   std::vector<double> spring, damper, spring_offset;   // (nf,)
   bool has_springs = false, has_dampers = false;
   std::vector<int> damped_free;  // free coordinates with a damper
+  std::vector<int> damper_implicit;  // (nf,) 1 implicit, 0 midpoint (ModelInput)
   // tree order (root to leaves) and loop-closing joints
   std::vector<int> tree_joints, loop_joints;
 

@@ -25,7 +25,9 @@ Data::Data(const Model& m)
 
 bool factor_matrix(const Model& m, Data& d, bool robust) {
   d.lu_is_robust = robust || !d.lu.factor(m.blocks, d.matrix.data());
-  return !d.lu_is_robust || d.lu_robust.factor(m.blocks_robust, d.matrix.data());
+  const bool ok = !d.lu_is_robust || d.lu_robust.factor(m.blocks_robust, d.matrix.data());
+  d.singular_node = ok ? -1 : d.lu_robust.failed_node();
+  return ok;
 }
 
 void solve_factored(const Model& m, const Data& d, double* b, int nrhs, bool transpose) {
@@ -151,6 +153,11 @@ bool step_setup(const Model& m, Data& d, const double* z, const double* u, const
         std::copy(row.jac, row.jac + 12, &d.jf2[12 * f]);
         const double spring_force = -m.spring[f] * (row.value - m.spring_offset[f]);
         for (int k = 0; k < 12; ++k) gen[k] += h * row.jac[k] * spring_force;
+        // the midpoint damper's known half, -(h c / 2) Jf^T Jf xi15 (step.h)
+        if (m.damper[f] != 0.0 && !m.damper_implicit[f]) {
+          const double force = -damper_weight(m, f) * previous_rate(m, d, j, row.jac);
+          for (int k = 0; k < 12; ++k) gen[k] += row.jac[k] * force;
+        }
       }
       if (any_input) {
         input_row(m, j, m.free_slot[f], kin, row);
@@ -215,12 +222,12 @@ void step_residual(const Model& m, Data& d, const double* w, double* r) {
       scatter12(m, j, &d.jf2[12 * f], -m.limit_sign[l] * g, body);
     }
   }
-  // dampers: Rayleigh dissipation on theta_dot = Jf(z2) xi25
+  // dampers: their part on the unknowns, damper_weight Jf(z2)^T Jf(z2) xi25 (step.h)
   for (int f : m.damped_free) {
     const int j = m.free_joint[f];
     const double* jf = &d.jf2[12 * f];
     const double rate = dot12(m, j, jf, w);
-    scatter12(m, j, jf, h * m.damper[f] * rate, body);
+    scatter12(m, j, jf, damper_weight(m, f) * rate, body);
   }
   // contacts: their rows, and the body residual minus their wrenches (at z3)
   for (int c = 0; c < m.nc; ++c) {
@@ -263,11 +270,11 @@ void step_matrix(const Model& m, Data& d, const double* w) {
     BlockRef blk = block(m, d, m.blk_body[b]);
     for (int i = 0; i < 36; ++i) blk.v[i] += jac[i];
   }
-  // dampers: h c Jf Jf^T over [parent, child] (a constant matrix)
+  // dampers: damper_weight Jf Jf^T over [parent, child] (a constant matrix)
   for (int f : m.damped_free) {
     const int j = m.free_joint[f];
     const double* jf = &d.jf2[12 * f];
-    const double c = h * m.damper[f];
+    const double c = damper_weight(m, f);
     const int a = m.parent[j], b = m.child[j];
     const int ids[2][2] = {{a == kWorld ? -1 : m.blk_body[a], m.blk_body_body[j]},
                            {m.blk_body_body_t[j], m.blk_body[b]}};
@@ -482,6 +489,7 @@ SolverStatus step(const Model& m, Data& d, const double* z, const double* u, con
   d.log_rows = 0;
   d.iterations = 0;
   d.complementarity = 0.0;
+  d.singular_node = -1;
   if (!step_setup(m, d, z, u, f_ext, tau_ext)) {
     d.residual = std::numeric_limits<double>::quiet_NaN();
     std::fill(d.z_next.begin(), d.z_next.end(), std::numeric_limits<double>::quiet_NaN());
@@ -531,6 +539,7 @@ int rollout(const Model& m, Data& d, const double* z, int k, const double* input
     if (out.residual) out.residual[i] = d.residual;
     if (out.status) out.status[i] = static_cast<int>(status);
     if (out.complementarity) out.complementarity[i] = d.complementarity;
+    if (out.singular_node) out.singular_node[i] = status == SolverStatus::SingularMatrix ? d.singular_node : -1;
     if (out.impulses)
       for (int r = 0; r < m.nl; ++r) out.impulses[static_cast<size_t>(i) * m.nl + r] = d.w[m.lam + r];
     const size_t c0 = static_cast<size_t>(i) * m.nc;

@@ -11,9 +11,15 @@
 // Constraint impulses act through the constraint Jacobian at the current
 // configuration and the constraints hold at the next one; contact wrenches act at
 // the next configuration (Dojo's choices). Springs are the exact gradient of
-// 1/2 k (theta - theta0)^2 at z2; dampers are Rayleigh dissipation on the joint
-// velocity Jf(z2) xi25, linear in the unknowns (docs/physics.md says why these
-// differ from Dojo).
+// 1/2 k (theta - theta0)^2 at z2 (the discrete potential h (V(q_k) + V(q_k+1)) / 2
+// of the two steps meeting at z2: second order, like gravity). Dampers are Rayleigh
+// dissipation on the joint velocity through Jf(z2), linear in the unknowns, in one of
+// two forms per free coordinate (docs/physics.md, "Joints"):
+// - midpoint (second order): each step's impulse h c Jf xi is split between its two
+//   ends (discrete Lagrange-d'Alembert forcing), so z2 receives
+//   (h c / 2) Jf(z2)^T Jf(z2) (xi15 + xi25); Jf (xi15 + xi25) / 2 = theta_dot(t2) + O(h^2);
+// - implicit (first order, L-stable): h c Jf(z2)^T Jf(z2) xi25, the whole impulse on
+//   the unknown velocity (backward Euler on the damper).
 #pragma once
 
 #include <algorithm>
@@ -43,6 +49,24 @@ inline double inf_norm(const double* p, int n) {
     const double a = std::fabs(p[i]);
     if (a != a) return a;
     out = std::max(out, a);
+  }
+  return out;
+}
+
+// The weight of damper f's unknown velocity in the body residual: h c (implicit) or
+// h c / 2 (midpoint, whose other half multiplies the known xi15).
+inline double damper_weight(const Model& m, int f) {
+  return (m.damper_implicit[f] ? 1.0 : 0.5) * m.h * m.damper[f];
+}
+
+// Jf . xi15 of a joint's 12-vector jf: its rate at the state's midpoint velocities.
+inline double previous_rate(const Model& m, const Data& d, int j, const double* jf) {
+  const int bodies[2] = {m.parent[j], m.child[j]};
+  double out = 0.0;
+  for (int s = 0; s < 2; ++s) {
+    if (bodies[s] == kWorld) continue;
+    for (int k = 0; k < 3; ++k)
+      out += jf[6 * s + k] * d.v15[3 * bodies[s] + k] + jf[6 * s + 3 + k] * d.w15[3 * bodies[s] + k];
   }
   return out;
 }
@@ -101,6 +125,7 @@ struct RolloutRecord {
   double* residual = nullptr;         // (k,)
   int* status = nullptr;              // (k,) SolverStatus codes
   double* complementarity = nullptr;  // (k,)
+  int* singular_node = nullptr;       // (k,) Data::singular_node of a singular_matrix step, else -1
   double* impulses = nullptr;         // (k, nl) joint impulses
   double* contact_distance = nullptr;          // (k, nc)
   double* contact_normal_impulse = nullptr;    // (k, nc)

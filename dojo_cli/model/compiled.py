@@ -75,6 +75,7 @@ def model_input(mech) -> _core.ModelInput:
     m.spring = mech.spring.tolist()
     m.damper = mech.damper.tolist()
     m.spring_offset = mech.spring_offset.tolist()
+    m.damper_implicit = [int(v) for v in mech.damper_implicit]
     m.limit_free = [int(f) for f in mech.limit_free]
     m.limit_sign = mech.limit_sign.tolist()
     m.limit_bound = mech.limit_bound.tolist()

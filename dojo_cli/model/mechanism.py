@@ -120,6 +120,8 @@ class Joint:
         damper: (n,) damping per free coordinate (N s/m or N m s/rad).
         spring_offset: (n,) rest value of the free coordinates.
         limits: (lower (n,), upper (n,)) or None.
+        damper_form: "midpoint" (second order) or "implicit" (first order, L-stable):
+            how the step discretises the damper (core/step.h, docs/physics.md "Joints").
     """
 
     name: str
@@ -134,6 +136,7 @@ class Joint:
     damper: np.ndarray | None = None
     spring_offset: np.ndarray | None = None
     limits: tuple[np.ndarray, np.ndarray] | None = None
+    damper_form: str = "midpoint"
 
     @property
     def constrained(self) -> tuple[int, int]:
@@ -151,6 +154,9 @@ class Joint:
         """Number of free coordinates (= inputs)."""
         return sum(self.free)
 
+
+# How the step discretises a damper (core/step.h): second order, or first order and L-stable.
+DAMPER_FORMS = ("midpoint", "implicit")
 
 # Contact models (dojo_engine_notes.md 4.2): unknowns per contact, s and gamma each.
 CONTACT_HALF_SIZE = {"impact": 1, "nonlinear": 4, "linear": 6}
@@ -310,6 +316,10 @@ class Mechanism:
         self.spring_offset = np.concatenate([_per_free(j, j.spring_offset) for j in self.joints]) if nj else np.zeros(0)
         self.has_springs = bool(np.any(self.spring != 0))
         self.has_dampers = bool(np.any(self.damper != 0))
+        # (nf,) 1 where the damper takes the first-order implicit form (core/step.h)
+        self.damper_implicit = np.concatenate(
+            [np.full(j.input_dimension, int(j.damper_form == "implicit")) for j in self.joints]
+        ).astype(int) if nj else np.zeros(0, dtype=int)
 
         self.tree_joints, self.loop_joints = _tree_order(self.parent, self.child, self.nb)
 
@@ -514,6 +524,8 @@ def _input_problems(bodies, joints, contacts, timestep, gravity) -> list[tuple[s
             value = getattr(j, key)
             if value is not None:
                 finite(f"joints.{i}.{key}", value)
+        if j.damper_form not in DAMPER_FORMS:
+            problems.append((f"joints.{i}.damper_form", f"must be one of {', '.join(DAMPER_FORMS)}, got {j.damper_form!r}"))
         # the axis builds a basis only for an element with one or two constrained directions
         if finite(f"joints.{i}.axis", j.axis) and {1, 2} & set(j.constrained):
             try:

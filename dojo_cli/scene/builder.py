@@ -96,6 +96,7 @@ def build_mechanism(spec, file: str | None = None) -> Mechanism:
                 axis=np.asarray(j.axis, float), parent_vertex=np.asarray(j.parent_vertex, float),
                 child_vertex=np.asarray(j.child_vertex, float), orientation_offset=np.asarray(j.orientation_offset, float),
                 spring=j.spring_values(), damper=j.damper_values(), spring_offset=j.spring_offset_values(), limits=limits,
+                damper_form=j.damper_form or spec.damper_form,
             )
         )
     if problems:

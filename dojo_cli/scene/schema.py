@@ -619,6 +619,11 @@ class JointLimitsSpec(_Spec):
         return self
 
 
+# How the step discretises dampers (core/step.h): second order (midpoint), or first
+# order and L-stable (implicit: stiff damping at large steps).
+DamperForm = Literal["midpoint", "implicit"]
+
+
 class JointInitialSpec(_Spec):
     """A joint's initial minimal coordinates (None = zero)."""
 
@@ -659,6 +664,8 @@ class JointSpec(_Spec):
             ``<limit effort>``); recorded, not enforced by the simulator.
         velocity_limit: largest speed per free coordinate (``<limit velocity>``);
             recorded, not enforced.
+        damper_form: ``midpoint`` or ``implicit``, the damper's discretisation (None:
+            the scene's ``damper_form``; docs/physics.md "Joints" says which when).
     """
 
     name: Name
@@ -676,6 +683,7 @@ class JointSpec(_Spec):
     initial: JointInitialSpec | None = None
     effort_limit: Bound | None = None
     velocity_limit: Bound | None = None
+    damper_form: DamperForm | None = None
 
     @model_validator(mode="after")
     def _counts_match_type(self) -> JointSpec:
@@ -986,6 +994,8 @@ class SceneSpec(_Spec):
         contacts: contact spheres.
         controller: joint inputs.
         external: external forces.
+        damper_form: ``midpoint`` (default, second order) or ``implicit`` (first
+            order, L-stable): how joints' dampers are discretised unless a joint says.
         description: free text.
     """
 
@@ -1002,6 +1012,7 @@ class SceneSpec(_Spec):
     contacts: list[ContactSpec] = Field(default_factory=list)
     controller: ControllerSpec = Field(default_factory=ControllerSpec)
     external: list[ExternalForceSpec] = Field(default_factory=list)
+    damper_form: DamperForm = "midpoint"
     description: Text = ""
 
     _source: SceneSource = PrivateAttr(default_factory=SceneSource)

@@ -28,11 +28,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from dojo_cli import _core
-from dojo_cli.errors import from_core
+from dojo_cli.errors import SolverError, from_core
 from dojo_cli.model.mechanism import Mechanism
 from dojo_cli.model.parameters import PARAMETER_KINDS, parameter_labels
 from dojo_cli.physics.coordinates import maximal_to_minimal, minimal_to_maximal
-from dojo_cli.simulation.step import solve_step
+from dojo_cli.simulation.step import singular_message, solve_step
 from dojo_cli.solver.options import DOJO_DEFAULTS, SolverOptions
 from dojo_cli.solver.status import SolverResult
 
@@ -92,7 +92,10 @@ def step_gradients(
         A, B, P, kappa_used = _core.gradients(
             mech.core, data, "state" in wrt, "input" in wrt, codes, -1.0 if kappa is None else float(kappa)
         )
-    except (ValueError, TypeError, RuntimeError) as exc:
+    except RuntimeError:
+        # the matrix at the solution is singular: say where (an exact zero pivot)
+        raise SolverError(f"gradients: {singular_message(mech, data.singular_node)}") from None
+    except (ValueError, TypeError) as exc:
         raise from_core(exc, "gradients") from None
     labels = parameter_labels(mech, params) if codes else []
     if kappa is not None and mech.has_inequalities:

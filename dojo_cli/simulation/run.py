@@ -33,9 +33,9 @@ from dojo_cli.physics.coordinates import minimal_coordinates, minimal_velocities
 from dojo_cli.simulation.controller import (
     ConstantController, Controller, ExternalForce, ScheduleController, external_wrench,
 )
-from dojo_cli.simulation.step import core_options, solve_step
+from dojo_cli.simulation.step import core_options, singular_message, solve_step
 from dojo_cli.solver.options import DOJO_DEFAULTS, SolverOptions
-from dojo_cli.solver.status import STATUS_FROM_CODE
+from dojo_cli.solver.status import STATUS_FROM_CODE, SolverStatus
 
 # Aim for blocks of about this many seconds of stepping (progress and Ctrl-C latency).
 BLOCK_SECONDS = 0.05
@@ -43,6 +43,7 @@ BLOCK_SECONDS = 0.05
 FIRST_BLOCK = 16
 MAX_BLOCK = 4096
 STATUS_TEXT = np.array([s.value for s in STATUS_FROM_CODE])
+_SINGULAR = STATUS_FROM_CODE.index(SolverStatus.SINGULAR_MATRIX)
 
 
 @dataclass
@@ -78,6 +79,8 @@ class StepBlock:
     contact_friction_impulse: np.ndarray
     contact_slip: np.ndarray
     gradients: dict[str, np.ndarray] = field(default_factory=dict)
+    # (n,) per singular_matrix step the Newton-matrix node with the zero pivot (-1 otherwise)
+    singular_node: np.ndarray | None = None
 
     @property
     def n(self) -> int:
@@ -116,8 +119,13 @@ class RunSummary:
     failed_steps: int = 0
     iteration_counts: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     wall: float = 0.0
+    first_singular: tuple[int, int] | None = None  # (step, Newton-matrix node) of the first singular matrix
 
     def add(self, block: StepBlock) -> None:
+        if self.first_singular is None and block.singular_node is not None:
+            hits = np.flatnonzero(block.status_code == _SINGULAR)
+            if hits.size:
+                self.first_singular = (block.k0 + int(hits[0]), int(block.singular_node[hits[0]]))
         self.steps += block.n
         self.failed_steps += int(np.count_nonzero(block.status_code))
         counts = np.bincount(block.iterations, minlength=len(self.iteration_counts))
@@ -229,9 +237,10 @@ def run(
         if abort_on_failure and failed.size:
             kf = result.k0 + int(failed[0])
             status = STATUS_FROM_CODE[int(result.status_code[failed[0]])]
-            raise SolverError(
-                f"step {kf} (t = {kf * h:.6g} s): the solver {status.message} (residual {result.residual[failed[0]]:.3e})"
-            )
+            why = status.message
+            if status is SolverStatus.SINGULAR_MATRIX and result.singular_node is not None:
+                why = f"could not factorise the Newton matrix ({singular_message(mech, int(result.singular_node[failed[0]]))})"
+            raise SolverError(f"step {kf} (t = {kf * h:.6g} s): the solver {why} (residual {result.residual[failed[0]]:.3e})")
         if fast:
             elapsed = max(time.perf_counter() - tick, 1e-6)
             block = int(min(MAX_BLOCK, max(1, n * BLOCK_SECONDS / elapsed)))
@@ -258,6 +267,7 @@ def _block(mech: Mechanism, k0: int, h: float, out: dict, inputs: np.ndarray) ->
         contact_normal_impulse=out["contact_normal_impulse"],
         contact_friction_impulse=out["contact_friction_impulse"],
         contact_slip=out["contact_slip"],
+        singular_node=out.get("singular_node"),
     )
 
 
@@ -281,13 +291,23 @@ def _closed_loop_step(mech, data, k, z, lam, controller, opts, external, gradien
         "contact_normal_impulse": data.contact_normal_impulse.copy()[None],
         "contact_friction_impulse": data.contact_friction_impulse.copy()[None],
         "contact_slip": data.contact_slip.copy()[None],
+        "singular_node": np.array([data.singular_node]),
     }
     block = _block(mech, k, h, out, u[None])
     if gradients:
         # on this step's own solve (data still holds it): no re-solve
         try:
             A, B, _, kappa = _core.gradients(mech.core, data, "state" in gradients, "input" in gradients, [], -1.0)
-        except (ValueError, TypeError, RuntimeError) as exc:
+        except RuntimeError:
+            # the Newton matrix at the solution is exactly singular: no derivative there. The
+            # step is a failed step (singular_matrix, naming the block), its gradients NaN.
+            block.status_code[0] = _SINGULAR
+            block.singular_node[0] = data.singular_node
+            nan = np.full((12 * mech.nb, 12 * mech.nb), np.nan)
+            A = nan if "state" in gradients else None
+            B = np.full((12 * mech.nb, mech.nf), np.nan) if "input" in gradients else None
+            kappa = np.nan
+        except (ValueError, TypeError) as exc:
             raise from_core(exc, f"gradients of step {k}") from None
         if A is not None:
             block.gradients["gradients/A"] = A[None]

@@ -61,6 +61,21 @@ def _core_step(mech: Mechanism, data, z, u, f_ext, tau_ext, lam0, opts: SolverOp
         raise from_core(exc, "step") from None
 
 
+def singular_part(mech: Mechanism, node: int) -> str:
+    """What a Newton-matrix node is (Data.singular_node after a singular_matrix step), for
+    the failed step's message: "contact 'c1'", "joint 'hinge'", "body 'box'"."""
+    if node < 0:
+        return "an unknown part"
+    kind, index = mech.core.node_owner[node]
+    items = {"body": mech.bodies, "joint": mech.joints, "contact": mech.contacts}[kind]
+    return f"{kind} {items[index].name!r}"
+
+
+def singular_message(mech: Mechanism, node: int) -> str:
+    """The sentence for a Newton matrix that could not be factorised at ``node``."""
+    return f"the Newton matrix is singular: a zero or non-finite pivot in the block of {singular_part(mech, node)}"
+
+
 def solve_step(
     mech: Mechanism, z, u=None, opts: SolverOptions | None = None, f_ext=None, tau_ext=None, lam0=None, log=None,
     data=None,

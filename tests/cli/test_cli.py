@@ -377,3 +377,40 @@ def test_control_characters_in_messages_are_escaped(tmp_path):
     assert result.exit_code == 2
     assert "\x1b" not in result.output and "\x07" not in result.output
     assert "red\\x1b[31m.yaml" in result.output, result.output
+
+
+# A box resting on four frictionless corners with the nonlinear (cone) model: mu = 0 makes
+# each cone's raw rows degenerate, so the Newton matrix at the solution (the gradients') is
+# exactly singular, and the running solve meets it at the landing of the `box` scene.
+FRICTIONLESS_BOX = """\
+format: 1
+name: frictionless
+timestep: 0.01
+steps: 5
+bodies:
+  - {name: box, shape: {type: box, size: [0.5, 0.5, 0.5]}, mass: 1.0, initial: {position: [0, 0, 0.25]}}
+joints:
+  - {name: base, type: floating, parent: origin, child: box}
+contacts:
+""" + "".join(
+    f"  - {{name: c{i}, body: box, model: nonlinear, friction: 0.0, offset: [{x}, {y}, -0.25], against: ground}}\n"
+    for i, (x, y) in enumerate([(0.25, 0.25), (-0.25, 0.25), (0.25, -0.25), (-0.25, -0.25)])
+)
+
+
+def test_singular_matrix_is_a_failed_step_naming_its_block(tmp_path):
+    """Issue 12, item 7c: an exactly singular factorisation is a failed step whose message
+    names what is singular, never an error that stops the run (it did: 'run stopped,
+    status failed after 0 steps', exit 1)."""
+    out = tmp_path / "s.h5"
+    res = invoke("simulate", write(tmp_path, FRICTIONLESS_BOX), "-o", out, "--gradients")
+    assert res.exit_code == 4, res.output
+    assert "step 0 (t = 0 s): the Newton matrix is singular" in res.stderr and "contact 'c0'" in res.stderr
+    run = read_storage(out)
+    assert run.status == "complete_with_failures" and run.steps_completed == 5
+    assert set(np.asarray(run.solver["status"]).astype(str)) == {"singular_matrix"}
+    # the run itself (no gradients asked) converges; the landing of `box` meets the
+    # singular matrix inside the solve
+    assert invoke("simulate", write(tmp_path, FRICTIONLESS_BOX), "-o", tmp_path / "t.h5").exit_code == 0
+    res = invoke("simulate", "box", "-o", tmp_path / "b.h5", "--set", "contacts.0.friction=0")
+    assert res.exit_code == 4 and "the Newton matrix is singular" in res.stderr and "contact 'corner_ppp'" in res.stderr

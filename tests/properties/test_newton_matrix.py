@@ -87,9 +87,10 @@ def test_every_joint_type(build, joint_type):
     check(mech, tr.state(10), u)
 
 
+@pytest.mark.parametrize("damper_form", ["midpoint", "implicit"])
 @pytest.mark.parametrize("build", [pendulum, slider], ids=["pendulum", "slider"])
-def test_simple(build):
-    mech = build(spring=2.0, damper=0.3)
+def test_simple(build, damper_form):
+    mech = build(spring=2.0, damper=0.3, damper_form=damper_form)
     check(mech, random_state(mech, seed=4), np.array([0.1]))
 
 

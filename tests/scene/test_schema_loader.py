@@ -383,6 +383,13 @@ INVALID = [
         "field required for a schedule controller",
     ),
     (
+        "unknown damper form",
+        [("    parent: link", "    parent: link\n    damper_form: trapezoid")],
+        21,
+        "joints.1.damper_form",
+        "must be 'midpoint' or 'implicit', got 'trapezoid'",
+    ),
+    (
         "duplicate key",
         [("    mass: 0.5", "    mass: 0.5\n    mass: 0.6")],
         11,

@@ -265,14 +265,17 @@ def test_parameters_sliding_box_every_model():
         assert errors[worst] < TOL, f"{model}: {worst} relative error {errors[worst]:.2e}"
 
 
-def test_parameters_joints():
-    """Springs, dampers, masses, inertias and gravity of a jointed chain."""
-    mech = M.twister(3, "revolute", gravity=(0, 0, -9.81), spring=2.0, damper=0.5)
+@pytest.mark.parametrize("damper_form", ["midpoint", "implicit"])
+def test_parameters_joints(damper_form):
+    """Springs, dampers, masses, inertias and gravity of a jointed chain, in both damper forms."""
+    mech = M.twister(3, "revolute", gravity=(0, 0, -9.81), spring=2.0, damper=0.5, damper_form=damper_form)
     z = M.random_state(mech, seed=5)
     u = np.array([0.2, -0.1, 0.3, 0.1, 0.0, 0.2, -0.3, 0.1][: mech.nf])
     errors = check_parameters(mech, z, u, ("mass", "inertia", "gravity", "spring", "damper"), None)
     worst = max(errors, key=errors.get)
     assert errors[worst] < TOL, f"{worst} relative error {errors[worst]:.2e}"
+    err = check_state_and_input(mech, z, u, None, directions=3)
+    assert err < TOL, f"state and input: relative error {err:.2e}"
 
 
 # ------------------------------------------------------------ relaxation (smoothness control)
