@@ -645,9 +645,17 @@ void segment_box(const Vec3<T>& centre_a, const T& radius_a, const TangentPose<T
 // the axis i of b on which the boxes overlap least (separating-axis test over b's face
 // axes, on values: overlap_i = h_i + sum_k ha_k |(R_b^T R_a)_ik| - |d_i|, d the centre of
 // a's box in b's box coordinates), towards a's box. A corner within that face's extent
-// (|p_k| <= h_k for the other two axes) is held by its plane: distance = s p_i - h_i -
-// radius_a, normal the face's (s = sign d_i), point_b the corner projected on the plane;
-// beyond it, sphere_box (the corner is then outside b, and the two agree on the border).
+// (|p_k| <= h_k (1 + kFaceMargin) for the other two axes) is held by its plane: distance =
+// s p_i - h_i - radius_a, normal the face's (s = sign d_i), point_b the corner projected on
+// the plane; beyond it, sphere_box (the corner is then outside b). The margin: boxes stacked
+// flush put every corner exactly on an edge, where rounding puts it inside the face at one
+// step and outside at the next; each switch between the two branches changes the contact
+// point's derivatives, and a 2-box stack at rest grew a yaw-and-slide mode by 1.8x per step
+// until its Newton matrix was singular (~100 steps). Within the margin the plane holds the
+// corner; the branches then differ by at most kFaceMargin h_k in distance at the switch.
+// Relative margin beyond a face's edges within which corner_box holds a corner by the face.
+constexpr double kFaceMargin = 1e-6;
+
 template <class T>
 void corner_box(const Vec3<T>& centre_a, const T& radius_a, const TangentPose<T>& a, const double* shape_a,
                 const TangentPose<T>& b, const double* shape, Geometry<T>& out) {
@@ -675,7 +683,7 @@ void corner_box(const Vec3<T>& centre_a, const T& radius_a, const TangentPose<T>
   const double sign = d[axis] < 0.0 ? -1.0 : 1.0;
   bool within = true;
   for (int k = 0; k < 3; ++k)
-    if (k != axis && std::abs(value(local[k])) > h[k]) within = false;
+    if (k != axis && std::abs(value(local[k])) > h[k] * (1.0 + kFaceMargin)) within = false;
   if (!within) {
     sphere_box(centre_a, radius_a, a, shape_a, b, shape, out);
     return;
