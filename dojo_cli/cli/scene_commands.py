@@ -40,7 +40,7 @@ def check(scene: SceneArg, overrides: SetOpt = None) -> None:
         )
     typer.echo(f"contacts ({mech.nc}):")
     for c in mech.contacts:
-        other = "a half-space" if c.kind == "halfspace" else f"the {c.kind} of body {mech.bodies[c.other].name!r}"
+        other = "a half-space" if c.other < 0 else f"the {c.kind} of body {mech.bodies[c.other].name!r}"
         typer.echo(
             f"  {c.name:<16} {c.model:<9} on {mech.bodies[c.body].name} against {other}, "
             f"friction {c.friction:g}, radius {c.radius:g}" + (f", restitution {c.restitution:g}" if c.restitution else "")

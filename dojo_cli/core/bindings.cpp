@@ -140,15 +140,20 @@ dojo::CollisionKind parse_kind(nb::handle obj) {
     if (name == "sphere") return dojo::CollisionKind::Sphere;
     if (name == "capsule") return dojo::CollisionKind::Capsule;
     if (name == "box") return dojo::CollisionKind::Box;
+    if (name == "segment_capsule") return dojo::CollisionKind::SegmentCapsule;
+    if (name == "segment_box") return dojo::CollisionKind::SegmentBox;
+    if (name == "circle_halfspace") return dojo::CollisionKind::CircleHalfspace;
+    if (name == "corner_box") return dojo::CollisionKind::CornerBox;
     throw std::invalid_argument("kind: unknown collision kind '" + name + "'");
   }
   const int k = nb::cast<int>(obj);
-  if (k < 0 || k >= dojo::kCollisionKinds) throw std::invalid_argument("kind: expected 0..3");
+  if (k < 0 || k >= dojo::kCollisionKinds)
+    throw std::invalid_argument("kind: expected 0.." + std::to_string(dojo::kCollisionKinds - 1));
   return static_cast<dojo::CollisionKind>(k);
 }
 
 // ContactParams from a dict {body, other, model, kind, friction, radius, offset (3,),
-// shape (<= 7,)}; missing keys take contact.py's defaults (the ground, nonlinear, mu 0.5).
+// shape_a (<= 7,), shape (<= 7,)}; missing keys take contact.py's defaults (the ground, nonlinear, mu 0.5).
 dojo::ContactParams parse_contact(const nb::dict& d) {
   dojo::ContactParams c{};
   c.body = d.contains("body") ? nb::cast<int>(d["body"]) : 0;
@@ -158,6 +163,7 @@ dojo::ContactParams parse_contact(const nb::dict& d) {
   c.friction = d.contains("friction") ? nb::cast<double>(d["friction"]) : 0.5;
   c.radius = d.contains("radius") ? nb::cast<double>(d["radius"]) : 0.0;
   if (d.contains("offset")) read_sequence(d["offset"], c.offset, 3, "offset", true);
+  if (d.contains("shape_a")) read_sequence(d["shape_a"], c.shape_a, dojo::kShapeASize, "shape_a", false);
   if (d.contains("shape")) {
     read_sequence(d["shape"], c.shape, dojo::kShapeSize, "shape", false);
   } else if (c.kind == dojo::CollisionKind::Halfspace) {
@@ -228,7 +234,8 @@ void bind_contacts(nb::module_& m) {
       nb::arg("output") = "jacobians", nb::arg("reference") = false,
       "One contact's residual rows, wrench and derivatives (contact.h's evaluate_contact).\n\n"
       "params: dict with body, other (-1 = world), model ('impact' | 'nonlinear' | 'linear'),\n"
-      "kind ('halfspace' | 'sphere' | 'capsule' | 'box'), friction, radius, offset (3,), shape (7,).\n"
+      "kind ('halfspace' | 'sphere' | 'capsule' | 'box' | 'segment_capsule' | 'segment_box' |\n"
+      "'circle_halfspace' | 'corner_box'), friction, radius, offset (3,), shape_a (<= 7,), shape (7,).\n"
       "x/q: (3,)/(4,) next configuration; v/w: (3,) midpoint velocities; mw: (3, 3) dt3/dw25;\n"
       "s, gamma: (N,). output: 'residual', 'jacobians' or 'parameters'. reference: use\n"
       "evaluate_contact_reference (dual numbers through every operation; for tests).\n"
@@ -237,14 +244,16 @@ void bind_contacts(nb::module_& m) {
   m.def(
       "contact_geometry",
       [](nb::handle kind, const InputArray& xa, const InputArray& qa, const InputArray& offset, double radius,
-         const InputArray& xb, const InputArray& qb, const InputArray& shape, bool parameters) {
+         const InputArray& xb, const InputArray& qb, const InputArray& shape, bool parameters, nb::handle shape_a) {
         double shape7[dojo::kShapeSize] = {0.0};
         if (shape.size() > static_cast<size_t>(dojo::kShapeSize)) throw std::invalid_argument("shape: too many entries");
         std::copy(shape.data(), shape.data() + shape.size(), shape7);
+        double shape4[dojo::kShapeASize] = {0.0};
+        if (!shape_a.is_none()) read_sequence(shape_a, shape4, dojo::kShapeASize, "shape_a", false);
         dojo::GeometryJacobian g;
         dojo::contact_geometry(parse_kind(kind), require_size(xa, 3, "xa"), require_size(qa, 4, "qa"),
-                               require_size(offset, 3, "offset"), radius, require_size(xb, 3, "xb"), require_size(qb, 4, "qb"),
-                               shape7, parameters, g);
+                               require_size(offset, 3, "offset"), radius, shape4, require_size(xb, 3, "xb"),
+                               require_size(qb, 4, "qb"), shape7, parameters, g);
         const size_t cols = static_cast<size_t>(g.columns);
         const size_t stride = dojo::kPairParameterColumns;
         nb::dict out;
@@ -264,9 +273,10 @@ void bind_contacts(nb::module_& m) {
         return out;
       },
       nb::arg("kind"), nb::arg("xa"), nb::arg("qa"), nb::arg("offset"), nb::arg("radius"), nb::arg("xb"),
-      nb::arg("qb"), nb::arg("shape"), nb::arg("parameters") = false,
-      "Collision geometry of a sphere on body a against body b's shape (collision.h), with\n"
-      "Jacobians over [x_a, t_a, x_b, t_b] (12 columns) or also offset (3) and radius (16).");
+      nb::arg("qb"), nb::arg("shape"), nb::arg("parameters") = false, nb::arg("shape_a") = nb::none(),
+      "Collision geometry of a primitive on body a (a sphere; a segment, circle or box corner, shape_a (<= 7,))\n"
+      "against body b's shape (collision.h), with Jacobians over [x_a, t_a, x_b, t_b] (12 columns)\n"
+      "or also offset (3) and radius (16).");
 
   m.def(
       "contact_starting_point",
@@ -495,7 +505,8 @@ NB_MODULE(_core, m) {
       .def_rw("contact_radius", &ModelInput::contact_radius)
       .def_rw("contact_offset", &ModelInput::contact_offset)
       .def_rw("contact_shape", &ModelInput::contact_shape)
-      .def_rw("contact_restitution", &ModelInput::contact_restitution);
+      .def_rw("contact_restitution", &ModelInput::contact_restitution)
+      .def_rw("contact_shape_a", &ModelInput::contact_shape_a);
 
   nb::class_<Model>(m, "Model", "A compiled mechanism: frozen flat arrays and the step's block structure.")
       .def(nb::init<const ModelInput&>(), nb::arg("input"))

@@ -1,24 +1,34 @@
-// Contact geometry between a sphere on body a and a shape on body b, templated on the scalar.
+// Contact geometry between a primitive on body a and a shape on body b, templated on the scalar.
 //
-// Body a always carries a sphere (radius >= 0; radius 0 is a point) centred at a
-// body-frame offset. Body b carries a half-space (fixed in the world), a sphere, a
-// capsule (a segment swept by a radius) or a box. Each pair is one templated function
-// that computes the signed distance, the unit normal, two tangents and the contact
-// points on both surfaces (a Geometry<T>); the functions are chosen from a table keyed
-// by CollisionKind (MuJoCo's mjCOLLISIONFUNC, engine_collision_driver.c): adding a pair
-// is one function plus one table entry.
+// Body a carries a sphere (radius >= 0; radius 0 is a point) centred at a body-frame
+// offset, or, for the pairs that need more, a segment swept by that radius (a capsule's
+// core: offset -+ a body-frame half-vector) or a circle (a cylinder cap's rim: centre at
+// the offset, a body-frame axis and the circle's radius). Body b carries a half-space
+// (fixed in the world), a sphere, a capsule (a segment swept by a radius) or a box. Each
+// pair is one templated function that computes the signed distance, the unit normal, two
+// tangents and the contact points on both surfaces (a Geometry<T>); the functions are
+// chosen from a table keyed by CollisionKind, the pair (MuJoCo's mjCOLLISIONFUNC,
+// engine_collision_driver.c): adding a pair is one function plus one table entry. A
+// scene's shape pair (box-box, a cylinder on the ground, a convex hull on the ground)
+// compiles into several contacts, each one entry of this table (dojo_cli/model/collisions.py;
+// docs/physics.md, "Collision table").
 //
 // Derivatives. Instantiated with double the functions give values; with
 // Dual<double, N> seeded on the pair's tangent coordinates [x_a, t_a, x_b, t_b]
 // (world-frame position increments and body-frame rotation increments
 // q -> q exp(t/2)) they give the exact Jacobians, operation by operation (forward
-// mode, no finite differences). Every collision function sees body a only through
-// its sphere centre c = x_a + R(q_a) offset_a and its radius (computed once by the
-// caller, sphere_centre()), so seeding the offset and the radius as well gives the
-// parameter derivatives (contact_geometry(..., parameters = true), 16 columns).
-// Branches test value(x), so every instantiation takes the same branch, and no
-// templated expression divides (x * (1 / y) instead of x / y): the double and dual
-// instantiations then give bitwise identical values.
+// mode, no finite differences). Every collision function sees body a's position only
+// through its primitive's centre c = x_a + R(q_a) offset_a (computed once by the caller,
+// sphere_centre()) and its rotation only through the body-frame vectors it rotates
+// (world_from_body(a, ...): a segment's half-vector, a circle's axis; a sphere uses
+// none), so seeding the offset and the radius as well gives the parameter derivatives
+// (contact_geometry(..., parameters = true), 16 columns). Branches test value(x), so
+// every instantiation takes the same branch, and no templated expression divides
+// (x * (1 / y) instead of x / y): the double and dual instantiations then give bitwise
+// identical values. A pair whose closest points solve a small minimisation (segment
+// against segment or box) finds the active case on values, then recomputes its
+// closed form with the scalar type, so the derivatives include those of the closest
+// points (not only the envelope theorem's distance derivative).
 //
 // Conventions (those of Dojo, src/contacts/collisions/collision.jl;
 // dojo_engine_notes.md section 4.3): body a is Dojo's contact *parent* and body b
@@ -26,27 +36,39 @@
 // tangents are t1 = normalize(e_x x n) (normalize(e_y x n) when |e_x x n| is not above
 // 1e-6) and t2 = t1 x n; for every kind point_a - point_b = distance * normal.
 //
-// This is a port of the numpy dojo_cli/physics/collision.py and math/jet.py (deleted
+// The sphere pairs are a port of the numpy dojo_cli/physics/collision.py and math/jet.py (deleted
 // since: commit 83cbf48 has them, tests/data/golden holds this code to them), with the
 // same formulas, special cases and thresholds. Differences from Dojo, on purpose, as documented there: t1 is
 // normalised; a sphere centre inside a box is pushed out through the nearest face
 // (Dojo clamps it to itself: distance -radius at any depth); every Jacobian is
 // analytic (Dojo uses finite differences for sphere-sphere and the box point); the
 // normals are built from the sphere centre and the closest point of b, which do not
-// cross when the surfaces overlap, so no sign flip is needed.
+// cross when the surfaces overlap, so no sign flip is needed. Dojo has no segment or
+// circle pairs (its capsule_capsule.jl is not included).
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <type_traits>
+#include <utility>
 
 #include "dual.h"
 #include "spatial.h"
 
 namespace dojo {
 
-// What body b carries (the second index of the pair; body a always carries a sphere).
-enum class CollisionKind : int { Halfspace = 0, Sphere = 1, Capsule = 2, Box = 3 };
-constexpr int kCollisionKinds = 4;
+// The pair: what body b carries, with a sphere on body a (0..3), or what both carry (4..6).
+enum class CollisionKind : int {
+  Halfspace = 0,        // sphere - half-space
+  Sphere = 1,           // sphere - sphere
+  Capsule = 2,          // sphere - capsule
+  Box = 3,              // sphere - box
+  SegmentCapsule = 4,   // segment (a capsule's core) - capsule
+  SegmentBox = 5,       // segment - box
+  CircleHalfspace = 6,  // circle (a cylinder cap's rim) - half-space
+  CornerBox = 7,        // a box's corner (a sphere with its box) - box
+};
+constexpr int kCollisionKinds = 8;
 
 // Tangent coordinates of a pair: [x_a (3), t_a (3), x_b (3), t_b (3)].
 constexpr int kPairTangents = 12;
@@ -81,6 +103,20 @@ constexpr double kTinyNorm = 1e-300;
 // world): halfspace normal(3), point(3); sphere offset(3), radius; capsule end1(3),
 // end2(3), radius; box centre(3), half_sizes(3).
 constexpr int kShapeSize = 7;
+// Layout of ContactParams::shape_a (body a's primitive beyond the sphere, in a's frame):
+// segment half-vector(3) (ends offset -+ half-vector); circle unit axis(3), circle
+// radius; a box corner's box centre(3), half sizes(3); unused (zeros) for a sphere.
+constexpr int kShapeASize = 7;
+
+// Segment pairs (closest points by cases, Ericson, Real-Time Collision Detection 5.1.9):
+// two segments are treated as parallel when |u x v|^2 <= kParallelSegments |u|^2 |v|^2
+// (within 1e-6 rad), where the 2 x 2 system for the closest points is singular.
+constexpr double kParallelSegments = 1e-12;
+// A circle whose axis is within this sine of the half-space normal lies flat: every rim
+// point is at the same height to 2 radius kLevelCircle, and the lowest point, whose
+// direction (the normal projected on the circle's plane) turns at a rate
+// 1 / |projection|, is replaced by a fixed rim point (circle_halfspace).
+constexpr double kLevelCircle = 1e-4;
 
 // A body's pose at the linearisation point with its tangent seeds: the position x
 // (world; its derivatives are the x seeds), the rotation R(q) (values only) and the
@@ -220,8 +256,13 @@ inline void finish_geometry(const Vec3<T>& centre_a, const T& radius_a, const T&
 
 // ------------------------------------------------------------- collisions
 // Every collision function has the same signature (the table's):
-//   centre_a: (3,) world centre of a's sphere (sphere_centre()), with its derivatives.
-//   radius_a: a's sphere radius (m), >= 0 (a variable only for parameter derivatives).
+//   centre_a: (3,) world centre of a's primitive (sphere_centre()), with its derivatives.
+//   radius_a: a's sphere (or swept) radius (m), >= 0 (a variable only for parameter
+//     derivatives); every pair has distance = (its radius-0 distance) - radius_a and
+//     point_a = (its radius-0 point) - radius_a normal.
+//   a: body a's pose with its rotation seeds; read only through world_from_body
+//     (its position enters through centre_a).
+//   shape_a: (kShapeASize,) a's primitive beyond the sphere (ContactParams::shape_a).
 //   b: body b's pose with its seeds (the world: identity, unseeded).
 //   shape: (kShapeSize,) body b's shape (ContactParams::shape layout).
 //   out: the geometry.
@@ -232,7 +273,8 @@ inline void finish_geometry(const Vec3<T>& centre_a, const T& radius_a, const T&
 // given normal, normalised here); point_b is c projected on the plane. Body b plays
 // no part.
 template <class T>
-void sphere_halfspace(const Vec3<T>& centre_a, const T& radius_a, const TangentPose<T>& /*b*/, const double* shape,
+void sphere_halfspace(const Vec3<T>& centre_a, const T& radius_a, const TangentPose<T>& /*a*/, const double* /*shape_a*/,
+                      const TangentPose<T>& /*b*/, const double* shape,
                       Geometry<T>& out) {
   const double r = std::sqrt(shape[0] * shape[0] + shape[1] * shape[1] + shape[2] * shape[2]);
   const double unit[3] = {shape[0] / r, shape[1] / r, shape[2] / r};
@@ -250,7 +292,8 @@ void sphere_halfspace(const Vec3<T>& centre_a, const T& radius_a, const TangentP
 // Coincident centres (|ca - cb| <= kCoincident) take the world +z as normal (constant,
 // zero Jacobian) and distance -(ra + rb).
 template <class T>
-void sphere_sphere(const Vec3<T>& centre_a, const T& radius_a, const TangentPose<T>& b, const double* shape,
+void sphere_sphere(const Vec3<T>& centre_a, const T& radius_a, const TangentPose<T>& /*a*/, const double* /*shape_a*/,
+                   const TangentPose<T>& b, const double* shape,
                    Geometry<T>& out) {
   using namespace collision_detail;  // norm, normalized, clip
   const Vec3<double> offset_b{{shape[0], shape[1], shape[2]}};
@@ -275,7 +318,8 @@ void sphere_sphere(const Vec3<T>& centre_a, const T& radius_a, const TangentPose
 // 30 degrees of z (kParallelSine), so that point_b lies on the capsule's cylinder; its
 // Jacobian follows b's rotation only.
 template <class T>
-void sphere_capsule(const Vec3<T>& centre_a, const T& radius_a, const TangentPose<T>& b, const double* shape,
+void sphere_capsule(const Vec3<T>& centre_a, const T& radius_a, const TangentPose<T>& /*a*/, const double* /*shape_a*/,
+                    const TangentPose<T>& b, const double* shape,
                     Geometry<T>& out) {
   using namespace collision_detail;  // norm, normalized, clip
   const Vec3<double> end1_b{{shape[0], shape[1], shape[2]}}, end2_b{{shape[3], shape[4], shape[5]}};
@@ -331,7 +375,8 @@ constexpr int kBoxFaces = 6;
 // A centre on the surface takes the inside branch: depth 0, distance -ra, continuous
 // with outside.
 template <class T>
-void sphere_box(const Vec3<T>& centre_a, const T& radius_a, const TangentPose<T>& b, const double* shape,
+void sphere_box(const Vec3<T>& centre_a, const T& radius_a, const TangentPose<T>& /*a*/, const double* /*shape_a*/,
+                const TangentPose<T>& b, const double* shape,
                 Geometry<T>& out) {
   using namespace collision_detail;  // norm, normalized, clip
   const Vec3<double> centre_b{{shape[0], shape[1], shape[2]}};
@@ -372,10 +417,324 @@ void sphere_box(const Vec3<T>& centre_a, const T& radius_a, const TangentPose<T>
   }
 }
 
+// ------------------------------------------------- pairs beyond a sphere on a
+// Body a's segment: the ends c -+ R_a h (h: shape_a's half-vector, a's frame).
+template <class T>
+inline void segment_ends(const Vec3<T>& centre_a, const TangentPose<T>& a, const double* shape_a, Vec3<T>& end1,
+                         Vec3<T>& end2) {
+  const Vec3<T> half = world_from_body(a, Vec3<double>{{shape_a[0], shape_a[1], shape_a[2]}});
+  end1 = centre_a - half;
+  end2 = centre_a + half;
+}
+
+// Parameters (s, t) in [0, 1]^2 of the closest points p1 + s u and q1 + t v of two
+// segments, r = p1 - q1 (Ericson, Real-Time Collision Detection 5.1.9): the unclamped
+// solution of the 2 x 2 normal equations, clamped to the square by the book's
+// sequence; each case is a closed form in the scalar type, so s and t carry the
+// derivatives of the closest points (zero where clamped). Parallel segments
+// (kParallelSegments) have a stretch of closest points: s is the middle of the stretch
+// where they overlap (the nearest end when they do not), a choice, smooth in the poses.
+template <class T>
+void segment_parameters(const Vec3<T>& u, const Vec3<T>& v, const Vec3<T>& r, T& s, T& t) {
+  using namespace collision_detail;  // clip
+  const T a = dot(u, u), e = dot(v, v), f = dot(v, r);
+  const double short2 = kShortSegment * kShortSegment;
+  if (value(a) <= short2 && value(e) <= short2) {
+    s = T(0.0);
+    t = T(0.0);
+    return;
+  }
+  if (value(a) <= short2) {  // a is a point
+    s = T(0.0);
+    t = clip(f * (1.0 / e), 0.0, 1.0);
+    return;
+  }
+  const T c = dot(u, r);
+  if (value(e) <= short2) {  // b is a point
+    t = T(0.0);
+    s = clip((0.0 - c) * (1.0 / a), 0.0, 1.0);
+    return;
+  }
+  const T b = dot(u, v);
+  const T denom = a * e - b * b;
+  if (value(denom) > kParallelSegments * value(a) * value(e)) {
+    s = clip((b * f - c * e) * (1.0 / denom), 0.0, 1.0);
+  } else {
+    // parallel: b's ends project on a's line at -c/a and (b - c)/a
+    const T inv_a = 1.0 / a;
+    T lo = (0.0 - c) * inv_a, hi = (b - c) * inv_a;
+    if (value(lo) > value(hi)) std::swap(lo, hi);
+    if (value(hi) < 0.0) {
+      s = T(0.0);
+    } else if (value(lo) > 1.0) {
+      s = T(1.0);
+    } else {
+      const T first = value(lo) < 0.0 ? T(0.0) : lo, last = value(hi) > 1.0 ? T(1.0) : hi;
+      s = 0.5 * (first + last);
+    }
+  }
+  t = (b * s + f) * (1.0 / e);
+  if (value(t) < 0.0) {
+    t = T(0.0);
+    s = clip((0.0 - c) * (1.0 / a), 0.0, 1.0);
+  } else if (value(t) > 1.0) {
+    t = T(1.0);
+    s = clip((b - c) * (1.0 / a), 0.0, 1.0);
+  }
+}
+
+// Segment on a (capsule core, swept by radius_a) against a capsule on b (segment
+// [e1, e2] swept by rb): the closest points P, Q of the two segments
+// (segment_parameters); distance = |P - Q| - ra - rb, normal = normalize(P - Q),
+// point_b = Q + rb normal. Crossing segments (|P - Q| <= kCoincident) take the normal
+// normalize(u x v), oriented from b's segment middle towards a's; parallel ones that
+// touch take b's degenerate capsule normal (sphere_capsule).
+template <class T>
+void segment_capsule(const Vec3<T>& centre_a, const T& radius_a, const TangentPose<T>& a, const double* shape_a,
+                     const TangentPose<T>& b, const double* shape, Geometry<T>& out) {
+  using namespace collision_detail;  // norm, normalized
+  Vec3<T> p1, p2;
+  segment_ends(centre_a, a, shape_a, p1, p2);
+  const Vec3<double> end1_b{{shape[0], shape[1], shape[2]}}, end2_b{{shape[3], shape[4], shape[5]}};
+  const double radius_b = shape[6];
+  const Vec3<T> q1 = b.x + world_from_body(b, end1_b);
+  const Vec3<T> q2 = b.x + world_from_body(b, end2_b);
+  const Vec3<T> u = p2 - p1, v = q2 - q1;
+  T s, t;
+  segment_parameters(u, v, p1 - q1, s, t);
+  const Vec3<T> closest_a = p1 + s * u, closest_b = q1 + t * v;
+  const Vec3<T> diff = closest_a - closest_b;
+  const T gap = norm(diff);
+  if (value(gap) > kCoincident) {
+    const Vec3<T> normal = normalized(diff);
+    finish_geometry(closest_a, radius_a, (gap - radius_a) - radius_b, normal, closest_b + radius_b * normal, out);
+    return;
+  }
+  const Vec3<T> across = cross(u, v);
+  Vec3<T> normal;
+  if (value(norm(across)) > kCoincident) {
+    normal = normalized(across);
+    const Vec3<T> between = (p1 + p2) - (q1 + q2);  // twice middle a - middle b
+    if (value(dot(normal, between)) < 0.0) normal = -normal;
+    finish_geometry(closest_a, radius_a, (gap - radius_a) - radius_b, normal, closest_b + radius_b * normal, out);
+  } else {
+    // parallel and touching: sphere_capsule's degenerate normal for the point closest_a
+    sphere_capsule(closest_a, radius_a, a, shape_a, b, shape, out);
+  }
+}
+
+// Signed distance from a point p (box coordinates) to the box of half sizes h: the
+// distance to the box outside, minus the depth to the nearest face inside
+// (max_i |p_i| - h_i). Convex in p.
+inline double box_signed_distance(const double p[3], const double h[3]) {
+  double outside = 0.0, inside = -INFINITY;
+  for (int i = 0; i < 3; ++i) {
+    const double excess = std::abs(p[i]) - h[i];
+    if (excess > 0.0) outside += excess * excess;
+    inside = std::max(inside, excess);
+  }
+  return outside > 0.0 ? std::sqrt(outside) : inside;
+}
+
+// One candidate for the segment parameter of segment_box (its closed form).
+struct SegmentBoxCandidate {
+  int type;      // 0: s = 0; 1: s = 1; 2: stationary outside; 3: p_i = 0; 4: inside faces i, j cross
+  int i, j;      // axes (types 3, 4)
+  int mask[3];   // type 2: per axis 0 (inside its slab), +1 or -1 (beyond the face +-h)
+  double sign_i, sign_j;  // type 4: the faces sign h
+};
+
+// The closed form of a candidate, in the scalar type (p0, d: the segment's first end and
+// direction in box coordinates; h: half sizes):
+//   type 2: s = -sum_m (p0_i - m_i h_i) d_i / sum_m d_i^2 (the squared distance to the
+//     faces beyond which the segment point lies is stationary);
+//   type 3: s = -p0_i / d_i; type 4: sign_i p_i(s) - h_i = sign_j p_j(s) - h_j.
+template <class T>
+T segment_box_parameter(const SegmentBoxCandidate& k, const Vec3<T>& p0, const Vec3<T>& d, const double h[3]) {
+  switch (k.type) {
+    case 0:
+      return T(0.0);
+    case 1:
+      return T(1.0);
+    case 2: {
+      T num(0.0), den(0.0);
+      for (int i = 0; i < 3; ++i) {
+        if (k.mask[i] == 0) continue;
+        num = num + (p0[i] - k.mask[i] * h[i]) * d[i];
+        den = den + d[i] * d[i];
+      }
+      return (0.0 - num) * (1.0 / den);
+    }
+    case 3:
+      return (0.0 - p0[k.i]) * (1.0 / d[k.i]);
+    default:
+      return ((h[k.i] - h[k.j]) - k.sign_i * p0[k.i] + k.sign_j * p0[k.j]) * (1.0 / (k.sign_i * d[k.i] - k.sign_j * d[k.j]));
+  }
+}
+
+// Segment on a (capsule core, swept by radius_a) against a box on b: the segment point
+// p(s) = e1 + s (e2 - e1) of least box signed distance, then sphere_box at that point.
+// The signed distance along the segment is convex in s, so its minimum on [0, 1] is an
+// end, a stationary point of one of its quadratic pieces (outside the box: the segment
+// point beyond a set of faces), or a kink of its piecewise-linear inside part (a
+// coordinate crossing 0, or two faces' depths crossing): every candidate of these
+// kinds (2 + 26 + 3 + 12) is evaluated on values and the least kept (ties, a segment
+// parallel to a face: the candidate nearest the segment's middle), then its closed
+// form recomputed in the scalar type (segment_box_parameter), so the closest point
+// carries its derivatives.
+template <class T>
+void segment_box(const Vec3<T>& centre_a, const T& radius_a, const TangentPose<T>& a, const double* shape_a,
+                 const TangentPose<T>& b, const double* shape, Geometry<T>& out) {
+  Vec3<T> e1, e2;
+  segment_ends(centre_a, a, shape_a, e1, e2);
+  const Vec3<double> centre_b{{shape[0], shape[1], shape[2]}};
+  const double h[3] = {shape[3], shape[4], shape[5]};
+  const Vec3<T> box_centre = b.x + world_from_body(b, centre_b);
+  const Vec3<T> p0 = body_from_world(b, e1 - box_centre);  // box coordinates
+  const Vec3<T> d = body_from_world(b, e2 - e1);
+  const Vec3<double> p0v{{value(p0[0]), value(p0[1]), value(p0[2])}}, dv{{value(d[0]), value(d[1]), value(d[2])}};
+
+  // candidates on values
+  SegmentBoxCandidate best{0, 0, 0, {0, 0, 0}, 0.0, 0.0};
+  double best_distance = INFINITY, best_s = 0.0;
+  const double tie = 1e-12 * (1.0 + h[0] + h[1] + h[2]);
+  auto consider = [&](const SegmentBoxCandidate& k) {
+    const double s = value(segment_box_parameter(k, p0v, dv, h));
+    if (!(s >= 0.0 && s <= 1.0)) return;  // outside the segment (or not a number)
+    const double p[3] = {p0v[0] + s * dv[0], p0v[1] + s * dv[1], p0v[2] + s * dv[2]};
+    const double distance = box_signed_distance(p, h);
+    const bool better = distance < best_distance - tie ||
+                        (distance <= best_distance + tie && std::abs(s - 0.5) < std::abs(best_s - 0.5));
+    if (better) {
+      best = k;
+      best_distance = std::min(distance, best_distance);
+      best_s = s;
+    }
+  };
+  consider({0, 0, 0, {0, 0, 0}, 0.0, 0.0});
+  consider({1, 0, 0, {0, 0, 0}, 0.0, 0.0});
+  const double degenerate = kShortSegment * kShortSegment;
+  for (int m = 1; m < 27; ++m) {
+    SegmentBoxCandidate k{2, 0, 0, {m % 3, (m / 3) % 3, m / 9}, 0.0, 0.0};
+    double den = 0.0;
+    for (int i = 0; i < 3; ++i) {
+      if (k.mask[i] == 2) k.mask[i] = -1;
+      if (k.mask[i] != 0) den += dv[i] * dv[i];
+    }
+    if (den > degenerate) consider(k);
+  }
+  for (int i = 0; i < 3; ++i) {
+    if (std::abs(dv[i]) > kShortSegment) consider({3, i, i, {0, 0, 0}, 0.0, 0.0});
+    for (int j = i + 1; j < 3; ++j) {
+      for (const double si : {1.0, -1.0}) {
+        for (const double sj : {1.0, -1.0}) {
+          if (std::abs(si * dv[i] - sj * dv[j]) > kShortSegment) consider({4, i, j, {0, 0, 0}, si, sj});
+        }
+      }
+    }
+  }
+  const T s = segment_box_parameter(best, p0, d, h);
+  sphere_box(e1 + s * (e2 - e1), radius_a, a, shape_a, b, shape, out);
+}
+
+// A corner of a box on a (the point centre_a, swept by radius_a; shape_a: a's box centre
+// (3) and half sizes (3) in a's frame, its axes along a's) against a box on b. A corner
+// meeting a face exactly at an edge or a corner of b (boxes stacked flush: every corner
+// on an edge of the other box) makes the nearest face of sphere_box a tie, which it may
+// break towards a side face and miss the load. The face is chosen for the pair instead:
+// the axis i of b on which the boxes overlap least (separating-axis test over b's face
+// axes, on values: overlap_i = h_i + sum_k ha_k |(R_b^T R_a)_ik| - |d_i|, d the centre of
+// a's box in b's box coordinates), towards a's box. A corner within that face's extent
+// (|p_k| <= h_k (1 + kFaceMargin) for the other two axes) is held by its plane: distance =
+// s p_i - h_i - radius_a, normal the face's (s = sign d_i), point_b the corner projected on
+// the plane; beyond it, sphere_box (the corner is then outside b). The margin: boxes stacked
+// flush put every corner exactly on an edge, where rounding puts it inside the face at one
+// step and outside at the next; each switch between the two branches changes the contact
+// point's derivatives, and a 2-box stack at rest grew a yaw-and-slide mode by 1.8x per step
+// until its Newton matrix was singular (~100 steps). Within the margin the plane holds the
+// corner; the branches then differ by at most kFaceMargin h_k in distance at the switch.
+// Relative margin beyond a face's edges within which corner_box holds a corner by the face.
+constexpr double kFaceMargin = 1e-6;
+
+template <class T>
+void corner_box(const Vec3<T>& centre_a, const T& radius_a, const TangentPose<T>& a, const double* shape_a,
+                const TangentPose<T>& b, const double* shape, Geometry<T>& out) {
+  const Vec3<double> centre_b{{shape[0], shape[1], shape[2]}};
+  const double h[3] = {shape[3], shape[4], shape[5]};
+  const Vec3<T> box_centre = b.x + world_from_body(b, centre_b);
+  const Vec3<T> local = body_from_world(b, centre_a - box_centre);
+  // the face: least overlap of the two boxes along b's axes (values)
+  const Vec3<double> xa{{value(a.x[0]), value(a.x[1]), value(a.x[2])}};
+  const Vec3<double> box_a = xa + matvec(a.R, Vec3<double>{{shape_a[0], shape_a[1], shape_a[2]}});
+  const Vec3<double> box_b{{value(box_centre[0]), value(box_centre[1]), value(box_centre[2])}};
+  const Vec3<double> d = tmatvec(b.R, box_a - box_b);
+  const Mat3<double> relative = matmul(transpose(b.R), a.R);
+  int axis = 0;
+  double least = INFINITY;
+  for (int i = 0; i < 3; ++i) {
+    double extent = 0.0;
+    for (int k = 0; k < 3; ++k) extent += shape_a[3 + k] * std::abs(relative[i][k]);
+    const double overlap = h[i] + extent - std::abs(d[i]);
+    if (overlap < least) {
+      least = overlap;
+      axis = i;
+    }
+  }
+  const double sign = d[axis] < 0.0 ? -1.0 : 1.0;
+  bool within = true;
+  for (int k = 0; k < 3; ++k)
+    if (k != axis && std::abs(value(local[k])) > h[k] * (1.0 + kFaceMargin)) within = false;
+  if (!within) {
+    sphere_box(centre_a, radius_a, a, shape_a, b, shape, out);
+    return;
+  }
+  Vec3<double> face{{0.0, 0.0, 0.0}};
+  face[axis] = sign;
+  const Vec3<T> normal = world_from_body(b, face);
+  const T height = sign * local[axis] - h[axis];
+  finish_geometry(centre_a, radius_a, height - radius_a, normal, centre_a - height * normal, out);
+}
+
+// A fixed unit vector perpendicular to a unit axis (the in-plane basis rule of
+// docs/physics.md: k the axis' largest component, e_{k+1} made perpendicular).
+inline Vec3<double> perpendicular_unit(const Vec3<double>& axis) {
+  int k = 0;
+  for (int i = 1; i < 3; ++i)
+    if (std::abs(axis[i]) > std::abs(axis[k])) k = i;
+  Vec3<double> e{{0.0, 0.0, 0.0}};
+  e[(k + 1) % 3] = 1.0;
+  const double along = dot(e, axis);
+  const Vec3<double> p{{e[0] - along * axis[0], e[1] - along * axis[1], e[2] - along * axis[2]}};
+  const double inv = 1.0 / std::sqrt(dot(p, p));
+  return Vec3<double>{{p[0] * inv, p[1] * inv, p[2] * inv}};
+}
+
+// A circle on a (a cylinder cap's rim: centre c, world axis A = R_a axis, radius rho;
+// swept by radius_a) against a half-space: the rim point lowest along the normal n,
+// c - rho u with u = normalize(n - (n.A) A), then sphere_halfspace at that point
+// (distance n.(c - point) - rho |n - (n.A) A| - radius_a). A circle lying flat
+// (|n - (n.A) A| <= kLevelCircle) takes the fixed rim point c - rho R_a w0
+// (w0 = perpendicular_unit(axis)); its height is within 2 rho kLevelCircle of the lowest.
+template <class T>
+void circle_halfspace(const Vec3<T>& centre_a, const T& radius_a, const TangentPose<T>& a, const double* shape_a,
+                      const TangentPose<T>& b, const double* shape, Geometry<T>& out) {
+  using namespace collision_detail;  // norm, normalized
+  const Vec3<double> axis_a{{shape_a[0], shape_a[1], shape_a[2]}};
+  const double rho = shape_a[3];
+  const double r = std::sqrt(shape[0] * shape[0] + shape[1] * shape[1] + shape[2] * shape[2]);
+  const Vec3<double> n{{shape[0] / r, shape[1] / r, shape[2] / r}};
+  const Vec3<T> axis = world_from_body(a, axis_a);
+  const T along = dot(axis, Vec3<T>{{T(n[0]), T(n[1]), T(n[2])}});
+  const Vec3<T> level{{n[0] - along * axis[0], n[1] - along * axis[1], n[2] - along * axis[2]}};
+  const Vec3<T> u = value(norm(level)) > kLevelCircle ? normalized(level) : world_from_body(a, perpendicular_unit(axis_a));
+  sphere_halfspace(centre_a - rho * u, radius_a, a, shape_a, b, shape, out);
+}
+
 // ------------------------------------------------------------- dispatch
 template <class T>
-using CollisionFunction = void (*)(const Vec3<T>& centre_a, const T& radius_a, const TangentPose<T>& b,
-                                   const double* shape, Geometry<T>& out);
+using CollisionFunction = void (*)(const Vec3<T>& centre_a, const T& radius_a, const TangentPose<T>& a,
+                                   const double* shape_a, const TangentPose<T>& b, const double* shape,
+                                   Geometry<T>& out);
 
 // The narrow phase, indexed by CollisionKind (MuJoCo's mjCOLLISIONFUNC).
 template <class T>
@@ -384,12 +743,30 @@ inline constexpr CollisionFunction<T> kCollisionFunctions[kCollisionKinds] = {
     &sphere_sphere<T>,     // CollisionKind::Sphere
     &sphere_capsule<T>,    // CollisionKind::Capsule
     &sphere_box<T>,        // CollisionKind::Box
+    &segment_capsule<T>,   // CollisionKind::SegmentCapsule
+    &segment_box<T>,       // CollisionKind::SegmentBox
+    &circle_halfspace<T>,  // CollisionKind::CircleHalfspace
+    &corner_box<T>,        // CollisionKind::CornerBox
 };
 
 template <class T>
-inline void collide(CollisionKind kind, const Vec3<T>& centre_a, const T& radius_a, const TangentPose<T>& b,
-                    const double* shape, Geometry<T>& out) {
-  kCollisionFunctions<T>[static_cast<int>(kind)](centre_a, radius_a, b, shape, out);
+inline void collide(CollisionKind kind, const Vec3<T>& centre_a, const T& radius_a, const TangentPose<T>& a,
+                    const double* shape_a, const TangentPose<T>& b, const double* shape, Geometry<T>& out) {
+  kCollisionFunctions<T>[static_cast<int>(kind)](centre_a, radius_a, a, shape_a, b, shape, out);
+}
+
+// Whether body b is the world (a half-space).
+constexpr bool is_halfspace(CollisionKind kind) {
+  return kind == CollisionKind::Halfspace || kind == CollisionKind::CircleHalfspace;
+}
+
+// Whether body a's rotation enters the pair beyond its primitive's centre (a segment's
+// or a circle's body-frame vectors): the contact kernel then seeds a's rotation in the
+// geometry too (contact.cpp).
+// (A box corner's box enters only through the face choice, on values.)
+constexpr bool rotates_primitive(CollisionKind kind) {
+  return kind == CollisionKind::SegmentCapsule || kind == CollisionKind::SegmentBox ||
+         kind == CollisionKind::CircleHalfspace;
 }
 
 // ------------------------------------------------------------- poses
@@ -434,10 +811,11 @@ struct GeometryJacobian {
 };
 
 // xa, xb: (3,) world positions; qa, qb: (4,) orientations [w, x, y, z] body to world;
-// offset_a: (3,) sphere centre in a's frame; radius_a: sphere radius;
-// shape: (kShapeSize,) body b's shape. Defined in contact.cpp.
+// offset_a: (3,) a's primitive centre in a's frame; radius_a: its sphere (swept) radius;
+// shape_a: (kShapeASize,) a's primitive beyond the sphere; shape: (kShapeSize,) body b's
+// shape. Defined in contact.cpp.
 void contact_geometry(CollisionKind kind, const double xa[3], const double qa[4], const double offset_a[3],
-                      double radius_a, const double xb[3], const double qb[4], const double* shape, bool parameters,
-                      GeometryJacobian& out);
+                      double radius_a, const double* shape_a, const double xb[3], const double qb[4],
+                      const double* shape, bool parameters, GeometryJacobian& out);
 
 }  // namespace dojo

@@ -11,9 +11,10 @@ namespace {
 
 // Columns of a pair's derivatives (the K output columns): body a's tangents [0, 6),
 // body b's [6, 12) when b is a body (not the world), then with parameters the sphere
-// offset (3) and radius (1). The geometry itself is differentiated over fewer seeds:
-// the sphere centre c (3), then b's x_b (3) and t_b (3) (every collision function sees
-// body a only through c and the radius).
+// offset (3) and radius (1). The geometry itself is differentiated over its own seeds:
+// the primitive's centre c (3), a's rotation t_a (3), then b's x_b (3) and t_b (3)
+// (every collision function sees a's position only through c; its rotation enters only
+// for a segment or a circle, rotates_primitive(), and is zero for a sphere).
 template <bool kWithB, bool kParameters>
 struct Columns {
   static constexpr bool with_b = kWithB;
@@ -23,7 +24,8 @@ struct Columns {
   static constexpr int count = tangents + (kParameters ? 4 : 0);
   static constexpr int offset = tangents;
   static constexpr int radius = tangents + 3;
-  static constexpr int geometry = kWithB ? 9 : 3;
+  static constexpr int geometry = kWithB ? 12 : 6;
+  static constexpr int geometry_ta = 3, geometry_b = 6;  // first seeds of t_a and of b
 };
 
 // Everything of a contact at z3 that depends on the poses: the geometry, the contact
@@ -43,7 +45,7 @@ struct PairState {
 template <class T, class U>
 inline void pair_geometry(const ContactParams& c, const TangentPose<T>& pose_a, const TangentPose<T>& pose_b,
                           const Vec3<U>& offset, const T& radius, Geometry<T>& g) {
-  collide(c.kind, sphere_centre(pose_a, offset), radius, pose_b, c.shape, g);
+  collide(c.kind, sphere_centre(pose_a, offset), radius, pose_a, c.shape_a, pose_b, c.shape, g);
 }
 
 // contact.py's evaluate_contacts after the geometry (st.g set), templated on the scalar.
@@ -393,9 +395,10 @@ void evaluate_residual(const ContactParams& c, const ContactBodyState& a, const 
 }
 
 // The derivative path. The geometry is differentiated by dual numbers over its own seeds
-// [c, x_b, t_b] and chained to the K columns: d/dx_a = d/dc, d/dt_a = d/dc (-R_a [offset]x),
-// d/doffset = d/dc R_a; the radius enters only as distance - radius and
-// point_a = c - radius n (d/dradius = -1 and -n). The rest (contact points relative to
+// [c, t_a, x_b, t_b] and chained to the K columns: d/dx_a = d/dc,
+// d/dt_a = d/dc (-R_a [offset]x) + the direct t_a seed (a segment's or circle's vectors),
+// d/doffset = d/dc R_a (the offset moves the whole primitive); the radius enters only as
+// distance - radius and point_a = (radius-0 point) - radius n (d/dradius = -1 and -n). The rest (contact points relative to
 // the bodies, relative velocity, vt, force, torques) is chained by hand with 3 x K
 // blocks, the derivatives of jet.py's operations: d(a x b) = -[b]x da + [a]x db;
 // d(R(q exp(t/2)) u)/dt = -R [u]x; d(R(q exp(t/2))^T w)/dt = [R^T w]x.
@@ -420,9 +423,15 @@ void evaluate_derivatives(const ContactParams& c, double h, const ContactBodySta
   if (moving_frame) {
     Vec3<G> centre_g;
     for (int i = 0; i < 3; ++i) centre_g[i] = G::variable(centre[i], i);
+    // a's rotation seeded (its position is unused: it enters through the centre)
+    TangentPose<G> pose_ag = tangent_pose<G>(a.x, a.q, -1);
+    if (rotates_primitive(c.kind)) {
+      pose_ag.seeded = true;
+      for (int i = 0; i < 3; ++i) pose_ag.t[i] = G::variable(0.0, C::geometry_ta + i);
+    }
     const TangentPose<G> pose_bg =
-        world_b ? tangent_pose<G>(kOrigin, kIdentity, -1) : tangent_pose<G>(b.x, b.q, 3);
-    collide(c.kind, centre_g, G(c.radius), pose_bg, c.shape, gg);
+        world_b ? tangent_pose<G>(kOrigin, kIdentity, -1) : tangent_pose<G>(b.x, b.q, C::geometry_b);
+    collide(c.kind, centre_g, G(c.radius), pose_ag, c.shape_a, pose_bg, c.shape, gg);
     st.g.distance = gg.distance.v;
     st.g.normal = values(gg.normal);
     st.g.tangent[0] = values(gg.tangent[0]);
@@ -430,7 +439,7 @@ void evaluate_derivatives(const ContactParams& c, double h, const ContactBodySta
     st.g.point_a = values(gg.point_a);
     st.g.point_b = values(gg.point_b);
   } else {
-    collide(c.kind, centre, c.radius, pose_b, c.shape, st.g);
+    collide(c.kind, centre, c.radius, pose_a, c.shape_a, pose_b, c.shape, st.g);
     // distance = n.(c - point) - r, point_a = c - r n, point_b = c - n (n.(c - point)):
     // d/dc = n, I and I - n n^T (the dual numbers' products exactly)
     const Vec3<double>& u = st.g.normal;
@@ -452,12 +461,13 @@ void evaluate_derivatives(const ContactParams& c, double h, const ContactBodySta
   auto chain = [&](const G& x, double* row) {
     for (int j = 0; j < 3; ++j) {
       row[C::xa + j] = x.d[j];
-      row[C::ta + j] = x.d[0] * centre_ta[0][j] + x.d[1] * centre_ta[1][j] + x.d[2] * centre_ta[2][j];
+      row[C::ta + j] = x.d[0] * centre_ta[0][j] + x.d[1] * centre_ta[1][j] + x.d[2] * centre_ta[2][j] +
+                       x.d[C::geometry_ta + j];
     }
     if constexpr (C::with_b) {
       for (int j = 0; j < 3; ++j) {
-        row[C::xb + j] = x.d[3 + j];
-        row[C::tb + j] = x.d[6 + j];
+        row[C::xb + j] = x.d[C::geometry_b + j];
+        row[C::tb + j] = x.d[C::geometry_b + 3 + j];
       }
     }
     if constexpr (C::parameters) {
@@ -671,8 +681,8 @@ namespace {
 
 template <int N>
 void geometry_with_columns(CollisionKind kind, const double xa[3], const double qa[4], const double offset_a[3],
-                           double radius_a, const double xb[3], const double qb[4], const double* shape,
-                           GeometryJacobian& out) {
+                           double radius_a, const double* shape_a, const double xb[3], const double qb[4],
+                           const double* shape, GeometryJacobian& out) {
   using D = Dual<double, N>;
   const TangentPose<D> pose_a = tangent_pose<D>(xa, qa, kColumnsA);
   const TangentPose<D> pose_b = tangent_pose<D>(xb, qb, kColumnsB);
@@ -680,10 +690,11 @@ void geometry_with_columns(CollisionKind kind, const double xa[3], const double 
   if constexpr (N == kPairParameterColumns) {
     Vec3<D> offset;
     for (int i = 0; i < 3; ++i) offset[i] = D::variable(offset_a[i], kColumnsOffset + i);
-    collide(kind, sphere_centre(pose_a, offset), D::variable(radius_a, kColumnRadius), pose_b, shape, g);
+    collide(kind, sphere_centre(pose_a, offset), D::variable(radius_a, kColumnRadius), pose_a, shape_a, pose_b, shape,
+            g);
   } else {
     const Vec3<double> offset{{offset_a[0], offset_a[1], offset_a[2]}};
-    collide(kind, sphere_centre(pose_a, offset), D(radius_a), pose_b, shape, g);
+    collide(kind, sphere_centre(pose_a, offset), D(radius_a), pose_a, shape_a, pose_b, shape, g);
   }
   out.columns = N;
   auto put = [](const D& x, double& v, double* jac) {
@@ -703,12 +714,12 @@ void geometry_with_columns(CollisionKind kind, const double xa[3], const double 
 }  // namespace
 
 void contact_geometry(CollisionKind kind, const double xa[3], const double qa[4], const double offset_a[3],
-                      double radius_a, const double xb[3], const double qb[4], const double* shape, bool parameters,
-                      GeometryJacobian& out) {
+                      double radius_a, const double* shape_a, const double xb[3], const double qb[4],
+                      const double* shape, bool parameters, GeometryJacobian& out) {
   if (parameters) {
-    geometry_with_columns<kPairParameterColumns>(kind, xa, qa, offset_a, radius_a, xb, qb, shape, out);
+    geometry_with_columns<kPairParameterColumns>(kind, xa, qa, offset_a, radius_a, shape_a, xb, qb, shape, out);
   } else {
-    geometry_with_columns<kPairTangents>(kind, xa, qa, offset_a, radius_a, xb, qb, shape, out);
+    geometry_with_columns<kPairTangents>(kind, xa, qa, offset_a, radius_a, shape_a, xb, qb, shape, out);
   }
 }
 

@@ -78,7 +78,9 @@ constexpr double kPyramid[4][2] = {{0.0, 1.0}, {0.0, -1.0}, {1.0, 0.0}, {-1.0, 0
 //   body: index of body a (carries the sphere); other: index of body b, or -1 for the
 //   world (a half-space); model, kind: contact model and what body b carries;
 //   friction: Coulomb coefficient mu (unused by impact); radius: a's sphere radius (m),
-//   0 for a point; offset: (3,) sphere centre in a's frame (m); shape: body b's shape
+//   0 for a point; offset: (3,) sphere centre in a's frame (m); shape_a: a's primitive
+//   beyond the sphere (collision.h's kShapeASize layout: a segment's half-vector, a
+//   circle's axis and radius; zeros for a sphere); shape: body b's shape
 //   (collision.h's kShapeSize layout: halfspace normal(3), point(3) in the world;
 //   sphere offset(3), radius; capsule end1(3), end2(3), radius; box centre(3),
 //   half_sizes(3), in b's frame); restitution: coefficient e in [0, 1], read only by the
@@ -91,6 +93,7 @@ struct ContactParams {
   double friction;
   double radius;
   double offset[3];
+  double shape_a[kShapeASize];
   double shape[kShapeSize];
   double restitution;
 };

@@ -48,6 +48,7 @@ Model::Model(const ModelInput& in) {
       {"contact_offset", &in.contact_offset},
       {"contact_shape", &in.contact_shape},
       {"contact_restitution", &in.contact_restitution},
+      {"contact_shape_a", &in.contact_shape_a},
   };
   for (const auto& field : numbers)
     for (double v : *field.second)
@@ -190,6 +191,8 @@ Model::Model(const ModelInput& in) {
   check_size("contact_radius", in.contact_radius.size(), nc);
   check_size("contact_offset", in.contact_offset.size(), 3 * nc);
   check_size("contact_shape", in.contact_shape.size(), 7 * nc);
+  // a's primitive beyond the sphere: optional (empty: every contact carries a sphere)
+  if (!in.contact_shape_a.empty()) check_size("contact_shape_a", in.contact_shape_a.size(), kShapeASize * nc);
   contact_body = in.contact_body;
   contact_other = in.contact_other;
   contact_model = in.contact_model;
@@ -205,7 +208,11 @@ Model::Model(const ModelInput& in) {
     if (contact_body[c] < 0 || contact_body[c] >= nb || contact_other[c] < kWorld || contact_other[c] >= nb)
       throw std::invalid_argument("ModelInput.contact_body/other: out of range");
     if (contact_model[c] < 0 || contact_model[c] > 2) throw std::invalid_argument("ModelInput.contact_model: unknown");
-    if (contact_kind[c] < 0 || contact_kind[c] > 3) throw std::invalid_argument("ModelInput.contact_kind: unknown");
+    if (contact_kind[c] < 0 || contact_kind[c] >= kCollisionKinds)
+      throw std::invalid_argument("ModelInput.contact_kind: unknown");
+    const bool halfspace = is_halfspace(static_cast<CollisionKind>(contact_kind[c]));
+    if (halfspace != (contact_other[c] == kWorld))
+      throw std::invalid_argument("ModelInput.contact_other: a half-space pair is against the world, any other against a body");
     ContactParams p;
     p.body = contact_body[c];
     p.other = contact_other[c];
@@ -219,6 +226,8 @@ Model::Model(const ModelInput& in) {
       throw std::invalid_argument("ModelInput.contact_restitution: must be in [0, 1]");
     p.restitution = contact_restitution[c];
     has_restitution = has_restitution || p.restitution > 0.0;
+    for (int k = 0; k < kShapeASize; ++k)
+      p.shape_a[k] = in.contact_shape_a.empty() ? 0.0 : in.contact_shape_a[kShapeASize * c + k];
     contacts.push_back(p);
   }
 
@@ -227,9 +236,12 @@ Model::Model(const ModelInput& in) {
     double scale = 0.0;
     for (const std::vector<double>* v : {&parent_vertex, &child_vertex, &contact_offset, &contact_radius})
       for (double x : *v) scale = std::max(scale, std::fabs(x));
-    for (int c = 0; c < nc; ++c)
+    for (int c = 0; c < nc; ++c) {
+      const bool halfspace = is_halfspace(static_cast<CollisionKind>(contact_kind[c]));
       for (int k = 0; k < 7; ++k)
-        if (!(contact_kind[c] == 0 && k < 3)) scale = std::max(scale, std::fabs(contact_shape[7 * c + k]));  // not a normal
+        if (!(halfspace && k < 3)) scale = std::max(scale, std::fabs(contact_shape[7 * c + k]));  // not a normal
+      for (int k = 0; k < kShapeASize; ++k) scale = std::max(scale, std::fabs(contacts[c].shape_a[k]));
+    }
     state_bound = kDivergenceFactor * (1.0 + scale);
   }
 

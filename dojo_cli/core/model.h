@@ -49,11 +49,12 @@ struct ModelInput {
   // contacts (a sphere on `body` against a half-space or another body's shape)
   std::vector<int> contact_body, contact_other;  // (nc,), other kWorld for a half-space
   std::vector<int> contact_model;                // (nc,) ContactModel: impact 0, nonlinear 1, linear 2
-  std::vector<int> contact_kind;                 // (nc,) CollisionKind: halfspace 0, sphere 1, capsule 2, box 3
+  std::vector<int> contact_kind;                 // (nc,) CollisionKind (collision.h): the pair
   std::vector<double> contact_friction, contact_radius;  // (nc,)
   std::vector<double> contact_offset;  // (nc, 3) sphere centre, body frame
   std::vector<double> contact_shape;   // (nc, 7) kind parameters (contact.h)
   std::vector<double> contact_restitution;  // (nc,) in [0, 1] (restitution.h); empty: all 0
+  std::vector<double> contact_shape_a;  // (nc, 7) a's primitive beyond the sphere, or empty (all spheres)
 };
 
 

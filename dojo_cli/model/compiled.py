@@ -15,8 +15,12 @@ from dojo_cli.errors import Problem, SceneError
 
 # Enum values of the core (core/model.h, core/contact.h).
 CONTACT_MODEL_CODE = {"impact": 0, "nonlinear": 1, "linear": 2}
-COLLISION_KIND_CODE = {"halfspace": 0, "sphere": 1, "capsule": 2, "box": 3}
+COLLISION_KIND_CODE = {
+    "halfspace": 0, "sphere": 1, "capsule": 2, "box": 3, "segment_capsule": 4, "segment_box": 5, "circle_halfspace": 6,
+    "corner_box": 7,
+}
 SHAPE_PARAMETERS = 7  # per contact: the kind's parameters, padded
+SHAPE_A_PARAMETERS = 7  # per contact: body a's primitive beyond the sphere
 
 # The real-valued ModelInput arrays -> (what an entry belongs to, entries per owner, the
 # scene field it comes from), so that a value the core would refuse is named as the
@@ -40,6 +44,7 @@ _SCENE_FIELDS = {
     "contact_offset": ("contacts", 3, "offset"),
     "contact_shape": ("contacts", SHAPE_PARAMETERS, "against"),
     "contact_restitution": ("contacts", 1, "restitution"),
+    "contact_shape_a": ("contacts", SHAPE_A_PARAMETERS, "shape"),
 }
 
 
@@ -47,11 +52,11 @@ def contact_shape_parameters(contact) -> np.ndarray:
     """The 7 kind parameters of a contact (core/contact.h's ContactParams.shape)."""
     p = contact.params
     out = np.zeros(SHAPE_PARAMETERS)
-    if contact.kind == "halfspace":
+    if contact.kind in ("halfspace", "circle_halfspace"):
         out[0:3], out[3:6] = p["normal"], p["point"]
     elif contact.kind == "sphere":
         out[0:3], out[3] = p["offset"], p["radius"]
-    elif contact.kind == "capsule":
+    elif contact.kind in ("capsule", "segment_capsule"):
         out[0:3], out[3:6], out[6] = p["end1"], p["end2"], p["radius"]
     else:
         out[0:3], out[3:6] = p["centre"], p["half_sizes"]
@@ -89,6 +94,7 @@ def model_input(mech) -> _core.ModelInput:
     m.contact_offset = [float(v) for c in cs for v in np.asarray(c.offset, float).reshape(3)]
     m.contact_shape = [float(v) for c in cs for v in contact_shape_parameters(c)]
     m.contact_restitution = [float(c.restitution) for c in cs]
+    m.contact_shape_a = [float(v) for c in cs for v in np.asarray(c.shape_a, float).reshape(SHAPE_A_PARAMETERS)]
     return m
 
 

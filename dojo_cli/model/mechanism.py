@@ -160,12 +160,18 @@ DAMPER_FORMS = ("midpoint", "implicit")
 
 # Contact models (dojo_engine_notes.md 4.2): unknowns per contact, s and gamma each.
 CONTACT_HALF_SIZE = {"impact": 1, "nonlinear": 4, "linear": 6}
-COLLISION_KINDS = ("halfspace", "sphere", "capsule", "box")
+# The core's collision table (core/collision.h), by what body a carries: a sphere against
+# a half-space, sphere, capsule or box; a segment (a capsule's core) against a capsule or
+# a box; a circle (a cylinder cap's rim) against a half-space. Scene shape pairs compile
+# into these (model/collisions.py).
+COLLISION_KINDS = ("halfspace", "sphere", "capsule", "box", "segment_capsule", "segment_box", "circle_halfspace",
+                   "corner_box")
+HALF_SPACE_KINDS = ("halfspace", "circle_halfspace")
 
 
 @dataclass(frozen=True)
 class Contact:
-    """A contact sphere on ``body`` against a half-space or another body's shape.
+    """A contact: a sphere (or a segment, a circle) on ``body`` against a half-space or another body's shape.
 
     Attributes:
         name: unique name.
@@ -173,8 +179,8 @@ class Contact:
         model: "impact", "linear" or "nonlinear".
         friction: Coulomb coefficient (unused by impact).
         radius: sphere radius (m), 0 for a point.
-        offset: (3,) sphere centre in the body frame.
-        kind: "halfspace", "sphere", "capsule" or "box" (what it touches).
+        offset: (3,) sphere centre in the body frame (a segment's middle, a circle's centre).
+        kind: one of COLLISION_KINDS (the pair).
         other: index of the other body, or ORIGIN for a half-space.
         params: kind parameters: halfspace ``normal`` (3,) unit and ``point`` (3,),
             world; sphere ``offset`` (3,) and ``radius`` in the other body's frame;
@@ -182,6 +188,11 @@ class Contact:
             ``half_sizes`` (3,).
         restitution: coefficient e in [0, 1] of the normal velocity after an impact
             (0: inelastic; core/restitution.h).
+            ``half_sizes`` (3,); segment_capsule as capsule, segment_box and corner_box as box,
+            circle_halfspace as halfspace.
+        shape_a: (7,) body a's primitive beyond the sphere, in its frame: segment
+            half-vector (3,) (ends offset -+ it); circle unit axis (3,) and radius;
+            a box corner's box centre (3,) and half sizes (3,); zeros for a sphere (core/collision.h's kShapeASize layout).
     """
 
     name: str
@@ -194,6 +205,7 @@ class Contact:
     other: int = ORIGIN
     params: dict = field(default_factory=lambda: {"normal": np.array([0.0, 0.0, 1.0]), "point": np.zeros(3)})
     restitution: float = 0.0
+    shape_a: np.ndarray = field(default_factory=lambda: np.zeros(7))
 
 
 # What a scene attaches to a mechanism for running it (Mechanism.with_run_setup).
@@ -223,7 +235,8 @@ def _frozen_parts(bodies, joints, contacts):
         for j in joints
     )
     contacts = tuple(
-        replace(c, offset=_readonly(c.offset), params=MappingProxyType({k: _readonly(v) for k, v in c.params.items()}))
+        replace(c, offset=_readonly(c.offset), shape_a=_readonly(c.shape_a),
+                params=MappingProxyType({k: _readonly(v) for k, v in c.params.items()}))
         for c in contacts
     )
     return bodies, joints, contacts
@@ -347,6 +360,8 @@ class Mechanism:
                 raise SceneError(f"contact {c.name!r}: unknown model {c.model!r}")
             if c.kind not in COLLISION_KINDS:
                 raise SceneError(f"contact {c.name!r}: unknown collision kind {c.kind!r}")
+            if (c.kind in HALF_SPACE_KINDS) != (c.other == ORIGIN):
+                raise SceneError(f"contact {c.name!r}: a {c.kind} pair is against {'the world' if c.other == ORIGIN else 'a body'}")
         self.tree_joint_of_body = np.full(self.nb, -1, dtype=int)
         for j in self.tree_joints:
             self.tree_joint_of_body[self.child[j]] = j
@@ -540,6 +555,7 @@ def _input_problems(bodies, joints, contacts, timestep, gravity) -> list[tuple[s
         finite(f"contacts.{i}.offset", c.offset)
         if finite(f"contacts.{i}.restitution", c.restitution) and not 0.0 <= float(c.restitution) <= 1.0:
             problems.append((f"contacts.{i}.restitution", f"must be in [0, 1], got {float(c.restitution):g}"))
+        finite(f"contacts.{i}.shape", c.shape_a)
         for key, value in c.params.items():
             finite(f"contacts.{i}.against", value, f" ({key})")
     return problems

@@ -16,16 +16,20 @@ when one was).
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
 
 from dojo_cli.errors import Problem, SceneError
 from dojo_cli.io.tables import read_input_table
+from dojo_cli.model.collisions import (
+    BODY_SHAPES, GROUND, HALF_SPACE_SHAPES, UnsupportedPair, body_pair_contacts, half_space_contacts,
+)
 from dojo_cli.model.mechanism import ORIGIN, Body, Contact, Joint, Mechanism
 from dojo_cli.model.shapes import Shape, body_inertia
 from dojo_cli.physics.coordinates import constraint_violation, interleave_minimal, minimal_to_maximal
-from dojo_cli.scene.schema import MAX_MAGNITUDE, MAX_STEPS, MIN_AMOUNT
+from dojo_cli.scene.schema import GROUND_NAME, MAX_MAGNITUDE, MAX_STEPS, MIN_AMOUNT
 from dojo_cli.simulation.controller import (
     ConstantController, Controller, ExternalForce, PDController, ScheduleController,
 )
@@ -102,7 +106,7 @@ def build_mechanism(spec, file: str | None = None) -> Mechanism:
     if problems:
         raise SceneError(problems)
 
-    contacts = [contact_from_spec(c, names) for c in spec.contacts]
+    contacts = scene_contacts(spec, names, bodies, joints)
     try:
         mech = Mechanism(bodies, joints, spec.timestep, spec.gravity, name=spec.name, contacts=contacts)
     except SceneError as exc:
@@ -175,6 +179,89 @@ def contact_from_spec(c, names: dict[str, int]) -> Contact:
     else:
         params = {"centre": offset, "half_sizes": 0.5 * np.asarray(against.size, float)}
     return Contact(**base, kind=against.shape, other=other, params=params)
+
+
+def scene_contacts(spec, names: dict[str, int], bodies: list[Body], joints: list[Joint]) -> list[Contact]:
+    """The contacts of a scene: its listed contacts (a sphere, or a shape pair compiled into
+    the collision table's contacts, model/collisions.py), then those ``collisions:`` asks for.
+
+    Raises:
+        SceneError: a shape pair the table has no entry for; two contacts of one name.
+    """
+    problems: list[Problem] = []
+    contacts: list[Contact] = []
+    fields: list[str] = []  # the scene field each contact comes from (for duplicate names)
+    for i, c in enumerate(spec.contacts):
+        try:
+            made = [contact_from_spec(c, names)] if c.shape is None else _shape_contacts(c, names, bodies)
+        except UnsupportedPair as exc:
+            problems.append(spec.problem(f"contacts.{i}.shape", str(exc)))
+            continue
+        contacts += made
+        fields += [f"contacts.{i}.name"] * len(made)
+    generated = _collision_contacts(spec, bodies, joints)
+    contacts += generated
+    fields += ["collisions"] * len(generated)
+    seen: dict[str, str] = {}
+    for contact, path in zip(contacts, fields):
+        if contact.name in seen:
+            problems.append(spec.problem(path, f"contact name {contact.name!r} is also made by {seen[contact.name]}"))
+        seen.setdefault(contact.name, path)
+    if problems:
+        raise SceneError(problems)
+    return contacts
+
+
+def _shape_contacts(c, names: dict[str, int], bodies: list[Body]) -> list[Contact]:
+    """A listed contact with a shape: the shape pair's contacts (UnsupportedPair if none)."""
+    body = names[c.body]
+    shape = bodies[body].shape if c.shape == "body" else shape_from_spec(c.shape)
+    base = dict(model=c.model, friction=float(c.friction), restitution=float(c.restitution))
+    against = c.against
+    if isinstance(against, str):
+        return half_space_contacts(c.name, body, shape, GROUND, **base)
+    if hasattr(against, "normal"):
+        n = np.asarray(against.normal, float)
+        plane = {"normal": n / np.linalg.norm(n), "point": np.asarray(against.point, float)}
+        return half_space_contacts(c.name, body, shape, plane, **base)
+    other = names[against.body]
+    if against.shape == "body":
+        other_shape = bodies[other].shape
+    else:
+        size = {"sphere": {}, "capsule": {"height": float(against.height)},
+                "box": {"size": tuple(against.size or (0.0, 0.0, 0.0))}}[against.shape]
+        radius = {} if against.shape == "box" else {"radius": float(against.radius)}
+        other_shape = Shape(against.shape, {**size, **radius}, tuple(against.offset))
+    return body_pair_contacts(c.name, body, shape, other, other_shape, **base)
+
+
+def _collision_contacts(spec, bodies: list[Body], joints: list[Joint]) -> list[Contact]:
+    """The contacts ``collisions:`` asks for: each body's shape against the ground
+    (``<body>/ground``), with mode all also each pair of bodies not joined as parent
+    and child (``<body>/<body>``, in body order), but the excluded pairs. Shapes the
+    collision table cannot pair are left out (docs/physics.md, "Collision table")."""
+    options = spec.collisions
+    if options.mode == "none":
+        return []
+    excluded = {frozenset(pair) for pair in options.exclude}
+    base = dict(model=options.model, friction=float(options.friction), restitution=float(options.restitution))
+    out: list[Contact] = []
+    for i, body in enumerate(bodies):
+        if body.shape.kind in HALF_SPACE_SHAPES and frozenset((body.name, GROUND_NAME)) not in excluded:
+            out += half_space_contacts(f"{body.name}/{GROUND_NAME}", i, body.shape, GROUND, **base)
+    if options.mode == "ground":
+        return out
+    joined = {frozenset((j.parent, j.child)) for j in joints}
+    for i, j in itertools.combinations(range(len(bodies)), 2):
+        a, b = bodies[i], bodies[j]
+        if (frozenset((i, j)) in joined or frozenset((a.name, b.name)) in excluded
+                or a.shape.kind not in BODY_SHAPES or b.shape.kind not in BODY_SHAPES):
+            continue
+        try:
+            out += body_pair_contacts(f"{a.name}/{b.name}", i, a.shape, j, b.shape, **base)
+        except UnsupportedPair:
+            continue  # a box turned in its body frame: not a table shape (documented)
+    return out
 
 
 def _steps(spec) -> int | None:

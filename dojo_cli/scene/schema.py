@@ -84,6 +84,13 @@ RESERVED_BODY_NAME = "origin"
 OVERRIDE_FILE = "--set"
 """The "file" named by problems in fields set by overrides."""
 SHAPE_TYPES = ("box", "sphere", "cylinder", "capsule", "pyramid", "mesh", "frame")
+# Shapes a contact may give its body beyond the body shapes (a URDF mesh's convex hull).
+CONTACT_SHAPE_TYPES = ("hull",)
+# The word naming the ground in ``collisions.exclude`` pairs.
+GROUND_NAME = "ground"
+# Most vertices of a hull (each is a contact): a few dozen make a mesh (the importer
+# reduces to HULL_VERTICES, dojo_cli.scene.urdf), a few hundred would make a step slow.
+MAX_HULL_VERTICES = 256
 
 # Tags of the callable discriminators below (angle brackets keep them apart from
 # any scene key).
@@ -97,7 +104,9 @@ _HALF_SPACE = "<half-space>"
 _BODY = "<body>"
 # Every tag pydantic may insert into an error location: the callable ones, and
 # the shape types of the shape union (discriminated by its ``type`` field).
-UNION_TAGS = frozenset((_SCALAR, _LIST, _MAPPING, _DIAGONAL, _MATRIX, _GROUND, _HALF_SPACE, _BODY) + SHAPE_TYPES)
+UNION_TAGS = frozenset(
+    (_SCALAR, _LIST, _MAPPING, _DIAGONAL, _MATRIX, _GROUND, _HALF_SPACE, _BODY) + SHAPE_TYPES + CONTACT_SHAPE_TYPES
+)
 
 # Longest rendering of an input value inside a message.
 _MAX_VALUE_TEXT = 40
@@ -741,12 +750,28 @@ class HalfSpaceSpec(_Spec):
     point: Vector3 = Field(default_factory=_zero_vector)
 
 
+class HullShapeSpec(_ShapeSpec):
+    """A convex hull (a contact's shape: a URDF collision mesh reduced to its hull);
+    ``vertices``: (n, 3) points in the shape frame (m), each a contact against a half-space."""
+
+    type: Literal["hull"] = "hull"
+    vertices: Annotated[list[Vector3], Field(min_length=1, max_length=MAX_HULL_VERTICES)]
+
+
+ContactShapeSpec = Annotated[
+    Union[BoxShapeSpec, SphereShapeSpec, CylinderShapeSpec, CapsuleShapeSpec, PyramidShapeSpec, HullShapeSpec],
+    Field(discriminator="type"),
+]
+"""The shapes a contact can give its body (mesh and frame have no collision geometry)."""
+
+
 class BodyCollisionSpec(_Spec):
     """Another body's geometry, for body-body contact.
 
     Attributes:
         body: the other body's name.
-        shape: sphere, capsule or box.
+        shape: sphere, capsule or box; or ``body``: that body's own shape (sphere,
+            capsule or box), the other fields unused.
         radius: sphere or capsule radius (m); for a box, an inflation radius.
         offset: (3,) shape centre in the other body's frame (m).
         height: capsule segment length along the other body's z axis (m).
@@ -754,7 +779,7 @@ class BodyCollisionSpec(_Spec):
     """
 
     body: Name
-    shape: Literal["sphere", "capsule", "box"]
+    shape: Literal["sphere", "capsule", "box", "body"]
     radius: NonNegativeReal = 0.0
     offset: Vector3 = Field(default_factory=_zero_vector)
     height: NonNegativeReal = 0.0
@@ -798,7 +823,7 @@ Against = Annotated[
 
 
 class ContactSpec(_Spec):
-    """A contact sphere on a body, against the ground, a half-space or another body.
+    """A contact sphere (or a shape) on a body, against the ground, a half-space or another body.
 
     Attributes:
         name: unique contact name.
@@ -809,6 +834,11 @@ class ContactSpec(_Spec):
         offset: (3,) sphere centre in the body frame (m).
         restitution: coefficient e in [0, 1] of the normal velocity after an impact
             (0: inelastic, Dojo's contact; docs/physics.md "Restitution").
+        shape: None (the sphere of radius and offset), ``body`` (the body's own shape) or
+            a shape in the body frame (box, sphere, cylinder, capsule, pyramid, hull):
+            the contact is then the shape pair, compiled into the collision table's
+            contacts named ``<name>/<k>`` (dojo_cli.model.collisions), and radius and
+            offset stay unset.
         against: "ground" (z >= 0), a HalfSpaceSpec or a BodyCollisionSpec.
     """
 
@@ -819,7 +849,35 @@ class ContactSpec(_Spec):
     radius: NonNegativeReal = 0.0
     offset: Vector3 = Field(default_factory=_zero_vector)
     restitution: UnitIntervalReal = 0.0
+    shape: Annotated[Union[Literal["body"], ContactShapeSpec], Field(union_mode="left_to_right")] | None = None
     against: Against = "ground"
+
+    @model_validator(mode="after")
+    def _sphere_or_shape(self) -> ContactSpec:
+        if self.shape is not None:
+            problems = [(key, "describes the contact sphere; a contact with a shape has none (leave it out)")
+                        for key in ("radius", "offset") if key in self.model_fields_set]
+            if problems:
+                raise SpecProblems(problems)
+        return self
+
+
+class CollisionsSpec(_Spec):
+    """Collisions asked for wholesale (MuJoCo's default), besides the listed contacts.
+
+    Attributes:
+        mode: none; ground (every body's shape against the ground z >= 0); all (also
+            every pair of bodies not joined parent-child).
+        model, friction: as on a contact, for every generated contact.
+        restitution: in [0, 1], as on a contact.
+        exclude: pairs of body names (or a body and ``ground``) left out.
+    """
+
+    mode: Literal["none", "ground", "all"] = "none"
+    model: Literal["impact", "linear", "nonlinear"] = "nonlinear"
+    friction: NonNegativeReal = 0.5
+    restitution: UnitIntervalReal = 0.0
+    exclude: list[Annotated[list[Name], Field(min_length=2, max_length=2)]] = Field(default_factory=list)
 
 
 # ------------------------------------------------------ controller and forces
@@ -991,7 +1049,8 @@ class SceneSpec(_Spec):
         solver: default solver options.
         bodies: at least one body.
         joints: joints in order (a body's first joint as child is its tree joint).
-        contacts: contact spheres.
+        contacts: contact spheres and shape pairs.
+        collisions: collisions asked for wholesale.
         controller: joint inputs.
         external: external forces.
         damper_form: ``midpoint`` (default, second order) or ``implicit`` (first
@@ -1010,6 +1069,7 @@ class SceneSpec(_Spec):
     bodies: Annotated[list[BodySpec], Field(min_length=1)]
     joints: list[JointSpec] = Field(default_factory=list)
     contacts: list[ContactSpec] = Field(default_factory=list)
+    collisions: CollisionsSpec = Field(default_factory=CollisionsSpec)
     controller: ControllerSpec = Field(default_factory=ControllerSpec)
     external: list[ExternalForceSpec] = Field(default_factory=list)
     damper_form: DamperForm = "midpoint"
@@ -1109,6 +1169,10 @@ class SceneSpec(_Spec):
                 check(f"contacts.{i}.against.body", contact.against.body)
                 if contact.against.body == contact.body:
                     problems.append((f"contacts.{i}.against.body", "a body cannot collide with itself"))
+        for i, pair in enumerate(self.collisions.exclude):
+            for k, name in enumerate(pair):
+                if name != GROUND_NAME and name not in bodies:
+                    problems.append((f"collisions.exclude.{i}.{k}", f"unknown body {name!r} (bodies: {_listed(bodies)}; or ground)"))
         for i, force in enumerate(self.external):
             check(f"external.{i}.body", force.body)
         return problems
@@ -1184,6 +1248,8 @@ SPEC_MODELS: tuple[type[BaseModel], ...] = (
     ContactSpec,
     HalfSpaceSpec,
     BodyCollisionSpec,
+    HullShapeSpec,
+    CollisionsSpec,
     ControllerSpec,
     ExternalForceSpec,
 )

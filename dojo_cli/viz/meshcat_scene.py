@@ -381,7 +381,7 @@ def _is_ground(normal: np.ndarray, point: np.ndarray) -> bool:
 def touches_ground(mech: Mechanism) -> bool:
     """Whether a contact of the mechanism is against the ground z >= 0."""
     return any(
-        c.kind == "halfspace" and _is_ground(np.asarray(c.params["normal"], float), np.asarray(c.params["point"], float))
+        c.other < 0 and _is_ground(np.asarray(c.params["normal"], float), np.asarray(c.params["point"], float))
         for c in mech.contacts
     )
 
@@ -390,7 +390,7 @@ def _halfspaces(mech: Mechanism) -> list[tuple[np.ndarray, np.ndarray]]:
     """The distinct half-spaces of the contacts other than the ground z >= 0."""
     out: list[tuple[np.ndarray, np.ndarray]] = []
     for c in mech.contacts:
-        if c.kind != "halfspace":
+        if c.other >= 0:
             continue
         n = np.asarray(c.params["normal"], dtype=float)
         p = np.asarray(c.params["point"], dtype=float)

@@ -597,6 +597,17 @@ KERNEL_CASES = {
     "sphere": lambda rng: dict(kind="sphere", other=1, shape=[0.1, -0.2, 0.05, 0.4]),
     "capsule": lambda rng: dict(kind="capsule", other=1, shape=[0.1, -0.3, 0.2, -0.2, 0.4, 0.1, 0.3]),
     "box": lambda rng: dict(kind="box", other=1, shape=[0.05, 0.1, -0.1, 0.3, 0.4, 0.5]),
+    # body a carries a segment (half-vector shape_a) or a cap's rim (axis, radius)
+    "segment-capsule": lambda rng: dict(kind="segment_capsule", other=1, shape_a=[0.3, -0.1, 0.2, 0.0],
+                                        shape=[0.1, -0.3, 0.2, -0.2, 0.4, 0.1, 0.3]),
+    # (a box small enough that the segment stays outside it: inside, the deepest segment
+    # point lies where two faces are equally deep, a documented non-smooth point)
+    "segment-box": lambda rng: dict(kind="segment_box", other=1, shape_a=[0.3, -0.1, 0.2, 0.0],
+                                    shape=[0.05, 0.1, -0.1, 0.1, 0.15, 0.12]),
+    "circle-ground": lambda rng: dict(kind="circle_halfspace", other=-1, shape_a=[0.6, 0.0, 0.8, 0.3],
+                                      shape=[0, 0, 1, 0, 0, 0]),
+    "corner-box": lambda rng: dict(kind="corner_box", other=1, shape_a=[-0.2, 0.1, 0.3, 0.25, 0.2, 0.3],
+                                   shape=[0.05, 0.1, -0.1, 0.3, 0.4, 0.5]),
 }
 
 
