@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 import signal
 import sys
+from functools import partial
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -19,6 +20,7 @@ from dojo_cli.cli.reporting import echo_err, reports_errors
 from dojo_cli.cli.signals import signal_number, stop_requests
 from dojo_cli.errors import InputError, SolverError, StorageError
 from dojo_cli.io.storage import StorageWriter
+from dojo_cli.physics.energy import knot_velocities
 from dojo_cli.scene.loader import dump_scene
 from dojo_cli.scene.schema import MAX_STEPS
 from dojo_cli.simulation.run import run
@@ -104,6 +106,7 @@ def simulate(
                 input_dim=mech.nf,
                 dojo_cli_version=__version__,
                 flush_every=1,  # (time decides: FLUSH_SECONDS)
+                knot_velocities=partial(knot_velocities, mech),  # v, omega at t_k; v_mid, omega_mid
                 flush_interval=FLUSH_SECONDS,
                 overwrite=force,  # (refused atomically if the file appeared since the check above)
                 stop_requested=lambda: stop.signum is not None,  # a stop skips the final compression

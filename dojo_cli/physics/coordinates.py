@@ -47,8 +47,15 @@ def minimal_coordinates(mech: Mechanism, x: np.ndarray, q: np.ndarray) -> np.nda
     return _core.minimal_coordinates(mech.core, _floats(x), _floats(q))
 
 
-def minimal_velocities(mech: Mechanism, z: np.ndarray) -> np.ndarray:
-    """Free-coordinate velocities (nf,) of a maximal state (13 nb,) (backward difference); leading axes batch."""
+def minimal_velocities(mech: Mechanism, z: np.ndarray, instantaneous: bool = False) -> np.ndarray:
+    """Free-coordinate velocities (nf,) of a maximal state (13 nb,); leading axes batch.
+
+    By default z holds midpoint velocities (Dojo's state) and the result is the backward
+    difference over the last interval; with ``instantaneous`` z holds velocities at its
+    configuration's time (knot velocities) and the result is their exact image J(q) qdot.
+    """
+    if instantaneous:
+        return _core.instantaneous_minimal_velocities(mech.core, _floats(z))
     return _core.minimal_velocities(mech.core, _floats(z))
 
 
@@ -103,7 +110,8 @@ def body_override_arrays(mech: Mechanism, body_overrides: dict | None) -> tuple[
 
 
 def minimal_to_maximal(
-    mech: Mechanism, y: np.ndarray, z_base: np.ndarray | None = None, body_overrides: dict | None = None
+    mech: Mechanism, y: np.ndarray, z_base: np.ndarray | None = None, body_overrides: dict | None = None,
+    instantaneous: bool = False,
 ) -> np.ndarray:
     """Maximal state (13 nb,) from a minimal state (2 nf,).
 

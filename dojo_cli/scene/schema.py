@@ -983,6 +983,9 @@ class SceneSpec(_Spec):
         contacts: contact spheres.
         controller: joint inputs.
         external: external forces.
+        initial_velocity: what the initial velocities of bodies and joints mean: ``t0``
+            (default) the velocities at t = 0, ``midpoint`` Dojo's convention, the
+            integrator's midpoint velocity over [-h, 0] (docs/physics.md).
         description: free text.
     """
 
@@ -999,6 +1002,7 @@ class SceneSpec(_Spec):
     contacts: list[ContactSpec] = Field(default_factory=list)
     controller: ControllerSpec = Field(default_factory=ControllerSpec)
     external: list[ExternalForceSpec] = Field(default_factory=list)
+    initial_velocity: Literal["t0", "midpoint"] = "t0"
     description: Text = ""
 
     _source: SceneSource = PrivateAttr(default_factory=SceneSource)
