@@ -70,10 +70,13 @@ def golden(scene: str) -> tuple[dict, dict]:
 
 
 def mechanism(scene: str):
+    """The scene with Dojo's convention for its initial velocities (``initial_velocity:
+    midpoint``), which the goldens were written with: they hold the integrator's midpoint
+    velocities (Trajectory.state, v_mid), and that option must reproduce them."""
     reason = builtin_scene_unavailable(scene)
     if reason is not None:  # a robot scene without the [robots] extra
         pytest.skip(f"{scene}: {reason}")
-    return dojo.load_scene(scene)
+    return dojo.load_scene(scene, ["initial_velocity=midpoint"])
 
 
 def options(settings: dict) -> dojo.SolverOptions:

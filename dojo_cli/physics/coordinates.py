@@ -124,11 +124,20 @@ def minimal_to_maximal(
             "angular_velocity"}} maximal values (world frame; angular velocity in
             the body frame) that replace what the joint gives, applied as the
             tree is walked so that the body's descendants follow it.
+        instantaneous: the rates in y and the overrides' velocities are velocities at
+            the configuration's time, and so are the result's (the exact velocity map,
+            core/coordinates.h; one state (2 nf,), no z_base). By default the result
+            holds Dojo's midpoint velocities: differences of the poses at theta - h rate
+            and at theta.
     """
     y = _floats(y)
     if y.shape[-1:] != (2 * mech.nf,):
         raise ValueError(f"minimal state must have {2 * mech.nf} entries, got {y.size}")
     flags, values = body_override_arrays(mech, body_overrides)
+    if instantaneous:
+        if z_base is not None:
+            raise ValueError("instantaneous conversions take no z_base")
+        return _core.minimal_to_maximal_instantaneous(mech.core, y, flags, values)
     base = None if z_base is None else _floats(z_base)
     return _core.minimal_to_maximal(mech.core, y, base, flags, values)
 
