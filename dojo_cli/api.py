@@ -149,13 +149,14 @@ def get_node(mech: Mechanism, name):
 
 
 def mechanics(mech: Mechanism, traj: Trajectory) -> _energy.Mechanics:
-    """Energy and momentum of the states 0..T-1 of a trajectory."""
-    return _energy.mechanics(mech, traj.time, traj.x, traj.q, traj.v, traj.omega)
+    """Energy and momentum of the states 0..T-1 of a trajectory (from its midpoint velocities;
+    the same as from its knot velocities v, omega at those states)."""
+    return _energy.mechanics(mech, traj.time, traj.x, traj.q, traj.v_mid, traj.omega_mid)
 
 
 def kinetic_energy(mech: Mechanism, traj: Trajectory) -> np.ndarray:
     """(T,) kinetic energy, J (Dojo's discrete Legendre transform)."""
-    return _energy.kinetic_energy(mech, traj.v, traj.omega)
+    return _energy.kinetic_energy(mech, traj.v_mid, traj.omega_mid)
 
 
 def potential_energy(mech: Mechanism, traj: Trajectory) -> np.ndarray:
@@ -172,8 +173,8 @@ def mechanical_energy(mech: Mechanism, traj: Trajectory) -> np.ndarray:
 def momentum(mech: Mechanism, traj: Trajectory) -> tuple[np.ndarray, np.ndarray]:
     """(T,3) linear momentum and (T,3) angular momentum about the origin, world frame."""
     return (
-        _energy.linear_momentum(mech, traj.v, traj.omega),
-        _energy.angular_momentum(mech, traj.x, traj.q, traj.v, traj.omega),
+        _energy.linear_momentum(mech, traj.v_mid, traj.omega_mid),
+        _energy.angular_momentum(mech, traj.x, traj.q, traj.v_mid, traj.omega_mid),
     )
 
 

@@ -11,8 +11,8 @@ import typer
 
 from dojo_cli.cli.reporting import echo_err, reports_errors
 from dojo_cli.errors import InputError, StorageError
-from dojo_cli.io.storage import read_storage
-from dojo_cli.physics.energy import mechanics
+from dojo_cli.io.storage import KNOT, read_storage
+from dojo_cli.physics.energy import knot_mechanics, mechanics
 from dojo_cli.scene.stored_run import run_mechanism
 
 
@@ -33,7 +33,13 @@ def energy(
     spec, mech = run_mechanism(stored, controller=False)
     if stored.steps_completed < 1:
         raise InputError(f"{run}: the run has no completed step; energy needs at least one")
-    me = mechanics(mech, stored.time, stored.x, stored.q, stored.v, stored.omega)
+    if stored.velocities == KNOT:
+        # velocities at every knot t_0..t_T (docs/physics.md): energy and momentum of each state
+        me = knot_mechanics(mech, stored.time, stored.x, stored.q, stored.v, stored.omega)
+    else:
+        # a file written before knot velocities: v, omega are midpoint velocities, whose
+        # averaged transforms give the knots 0..T-1 (the last state has no outgoing step)
+        me = mechanics(mech, stored.time, stored.x, stored.q, stored.v, stored.omega)
     summary = _energy_summary(me)
     typer.echo(f"{run}: {spec.name}, {len(me.time)} states (t = 0 .. {me.time[-1]:g} s), status {stored.status}")
     typer.echo(f"{'quantity':<22}{'initial':>14}{'final':>14}{'max drift':>14}{'rel drift':>12}")

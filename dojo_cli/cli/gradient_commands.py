@@ -74,6 +74,8 @@ class StartState:
         k: step index (controller, time t = k h, external forces).
         stored_input: the inputs a --from run applied at step k, or None.
         source: a phrase for the report ("the scene's initial state", "state 12 of run.h5").
+        warm_start: (nl,) joint impulses to start the solve from: a --from run's of step
+            k - 1, the run's own warm start of step k (so the step is the run's to rounding).
     """
 
     z: np.ndarray
@@ -81,6 +83,7 @@ class StartState:
     k: int
     stored_input: np.ndarray | None
     source: str
+    warm_start: np.ndarray | None = None
 
 
 # A --state or --input-file file holds one vector (13 numbers per body): 16 MiB is
@@ -289,12 +292,17 @@ def resolve_state(mech, spec, state: Path | None, run: Path | None, index: int |
         k = index + n if index < 0 else index
         if not 0 <= k < n:
             raise InputError(f"--index {index}: {run} holds states 0..{n - 1} (or -{n}..-1 from the end)")
-        z = np.concatenate([stored.x[k], stored.v[k], stored.q[k], stored.omega[k]], axis=1).reshape(-1)
+        z = stored.midpoint_state(k)  # Dojo's layout: v_mid, omega_mid (or v, omega of an older file)
         if not np.all(np.isfinite(z)):
             failed = f" (step {k - 1}: {str(stored.solver['status'][k - 1])!r})" if k > 0 else ""
             raise InputError(f"--index {index}: state {k} of {run} is not finite{failed}; pick an earlier state")
         u = stored.inputs[k] if k < stored.inputs.shape[0] and stored.inputs.shape[1] == mech.nf else None
-        return StartState(z, None, k, u, f"state {k} of {run} (t = {stored.time[k]:g} s)")
+        impulses = stored.extras.get("impulses")
+        warm = None
+        if k > 0 and impulses is not None and impulses.ndim == 2 and impulses.shape[1] == mech.nl:
+            warm = np.asarray(impulses[k - 1], dtype=float)
+            warm = warm if np.all(np.isfinite(warm)) else None
+        return StartState(z, None, k, u, f"state {k} of {run} (t = {stored.time[k]:g} s)", warm)
     return StartState(np.asarray(mech.initial, dtype=float).copy(), None, 0, None, "the scene's initial state")
 
 
@@ -375,7 +383,7 @@ def step_command(
     start = resolve_state(mech, spec, state, run, index)
     u, u_source = resolve_input(mech, start, inputs, input_file)
     f_ext, tau_ext = external_forces(mech, start)
-    z1, result = solve_step(mech, start.z, u, mech.default_options, f_ext, tau_ext)
+    z1, result = solve_step(mech, start.z, u, mech.default_options, f_ext, tau_ext, lam0=start.warm_start)
     h = mech.timestep
     t0 = start.k * h
     y1 = maximal_to_minimal(mech, z1)
@@ -414,7 +422,7 @@ def step_command(
             for name, val in zip(minimal_labels(mech), y1):
                 typer.echo(f"  {name:<{width}} {val: .9g}")
         else:
-            typer.echo(f"next state (t = {t0 + h:g} s), maximal coordinates (x, v world frame; q [w x y z]; omega body frame):")
+            typer.echo(f"next state (t = {t0 + h:g} s), maximal coordinates (x world frame; v, omega the midpoint velocities over the step, v world, omega body frame; q [w x y z]):")
             width = max([len(b.name) for b in mech.bodies] + [4])
             for i, b in enumerate(mech.bodies):
                 typer.echo(f"  {b.name:<{width}} x {_fmt(x[i])}  v {_fmt(v[i])}  q {_fmt(q[i])}  omega {_fmt(w[i])}")

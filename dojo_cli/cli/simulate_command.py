@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 import signal
 import sys
+from functools import partial
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -20,6 +21,7 @@ from dojo_cli.simulation.step import singular_message
 from dojo_cli.cli.signals import signal_number, stop_requests
 from dojo_cli.errors import InputError, SolverError, StorageError
 from dojo_cli.io.storage import StorageWriter
+from dojo_cli.physics.energy import knot_velocities
 from dojo_cli.scene.loader import dump_scene
 from dojo_cli.scene.schema import MAX_STEPS
 from dojo_cli.simulation.run import run
@@ -105,6 +107,7 @@ def simulate(
                 input_dim=mech.nf,
                 dojo_cli_version=__version__,
                 flush_every=1,  # (time decides: FLUSH_SECONDS)
+                knot_velocities=partial(knot_velocities, mech),  # v, omega at t_k; v_mid, omega_mid
                 flush_interval=FLUSH_SECONDS,
                 overwrite=force,  # (refused atomically if the file appeared since the check above)
                 stop_requested=lambda: stop.signum is not None,  # a stop skips the final compression

@@ -28,6 +28,7 @@
 #include "data.h"
 #include "energy.h"
 #include "gradients.h"
+#include "initial.h"
 #include "interior_point.h"
 #include "model.h"
 #include "step.h"
@@ -586,6 +587,25 @@ NB_MODULE(_core, m) {
       "One step from z = [x2, v15, q2, w15] per body; the result is in data (z_next, w, status, iterations).");
 
   m.def(
+      "initial_midpoint",
+      [](const Model& model, Data& data, const InArray& z, std::optional<InArray> u, std::optional<InArray> f_ext,
+         std::optional<InArray> tau_ext, const SolverOptions& opts) {
+        const size_t nz = 13 * static_cast<size_t>(model.nb);
+        const double* pz = checked(z, nz, "state");
+        const double* pu = checked(u, model.nf, "input");
+        const double* pf = checked(f_ext, 3 * static_cast<size_t>(model.nb), "f_ext");
+        const double* pt = checked(tau_ext, 3 * static_cast<size_t>(model.nb), "tau_ext");
+        std::vector<double> z0(nz);
+        const InitialResult r = initial_midpoint(model, data, pz, pu, pf, pt, opts, z0.data());
+        return nb::make_tuple(numpy_owning<double>(std::move(z0), {nz}), static_cast<int>(r.status), r.iterations,
+                              r.residual);
+      },
+      nb::arg("model"), nb::arg("data"), nb::arg("z"), nb::arg("u").none(), nb::arg("f_ext").none(),
+      nb::arg("tau_ext").none(), nb::arg("opts"),
+      "(z0, status, iterations, residual): the state [x, v15, q, w15] per body whose first step starts with the\n"
+      "velocities of z = [x, v(0), q, w(0)] at t = 0 (initial.h); u, f_ext, tau_ext: the first step's.");
+
+  m.def(
       "gradients",
       [](const Model& model, Data& data, bool state, bool input, const std::vector<int>& parameters, double kappa) {
         GradientRequest request;
@@ -803,6 +823,34 @@ NB_MODULE(_core, m) {
         "joint reaches; override_flags (nb, 4) bool [position, orientation, velocity, angular_velocity] with "
         "override_values (nb, 13) in the maximal layout: parts of bodies replaced as the tree is walked.");
     m.def(
+        "minimal_to_maximal_instantaneous",
+        [=](const Model& model, const InArray& y, std::optional<FlagArray> override_flags,
+            std::optional<InArray> override_values) {
+          const size_t ny = 2 * static_cast<size_t>(model.nf), nz = kState * model.nb;
+          checked(y, ny, "y");
+          const BodyOverrides o = overrides_of(model, override_flags, override_values);
+          std::vector<double> z(nz);
+          minimal_to_maximal_instantaneous(model, y.data(), o, z.data());
+          return numpy_owning<double>(std::move(z), {nz});
+        },
+        nb::arg("model"), nb::arg("y"), nb::arg("override_flags").none() = nb::none(),
+        nb::arg("override_values").none() = nb::none(),
+        "Maximal state (13 nb,) with velocities at t of a minimal state y (2 nf,) of coordinates and rates at t\n"
+        "(the exact velocity map, not a difference over h); overrides as minimal_to_maximal's, velocities at t.");
+    m.def(
+        "instantaneous_minimal_velocities",
+        [=](const Model& model, const InArray& z) {
+          std::vector<size_t> lead;
+          const size_t n = batch(z, {kState * model.nb}, "z", lead), nf = model.nf;
+          std::vector<double> rate(n * nf);
+          for (size_t t = 0; t < n; ++t)
+            instantaneous_minimal_velocities(model, z.data() + t * kState * model.nb, rate.data() + t * nf);
+          return numpy_owning<double>(std::move(rate), with(lead, {nf}));
+        },
+        nb::arg("model"), nb::arg("z"),
+        "Free-coordinate rates (..., nf) of maximal states z (..., 13 nb) whose velocities are at the\n"
+        "configuration's time (the exact map, for knot velocities).");
+    m.def(
         "maximal_to_minimal_jacobian",
         [=](const Model& model, const InArray& z) {
           checked(z, kState * model.nb, "z");
@@ -869,6 +917,36 @@ NB_MODULE(_core, m) {
         nb::arg("model"), nb::arg("v"), nb::arg("omega"),
         "(p, l): per-body momenta (T, nb, 3) of states 0..T-1, world linear and body angular (Dojo's discrete "
         "Legendre transforms averaged).");
+    m.def(
+        "knot_velocities",
+        [=](const Model& model, const InArray& v_mid, const InArray& omega_mid, bool extrapolate_last) {
+          const int steps = steps_of(model, v_mid, omega_mid);
+          const size_t nb = model.nb, rows = steps + (extrapolate_last ? 1 : 0);
+          std::vector<double> v(3 * nb * (steps + 1)), w(3 * nb * (steps + 1));
+          knot_velocities(model, steps, v_mid.data(), omega_mid.data(), extrapolate_last, v.data(), w.data());
+          v.resize(3 * nb * rows);
+          w.resize(3 * nb * rows);
+          return nb::make_tuple(numpy_owning<double>(std::move(v), {rows, nb, 3}),
+                                numpy_owning<double>(std::move(w), {rows, nb, 3}));
+        },
+        nb::arg("model"), nb::arg("v_mid"), nb::arg("omega_mid"), nb::arg("extrapolate_last") = false,
+        "(v, omega): velocities (T, nb, 3) at the knots 0..T-1 from midpoint velocities (T+1, nb, 3)\n"
+        "(energy.h); extrapolate_last adds knot T, its outgoing step's impulses taken as the previous step's.");
+    m.def(
+        "knot_mechanics",
+        [=](const Model& model, const InArray& x, const InArray& q, const InArray& v, const InArray& omega) {
+          const int states = steps_of(model, v, omega) + 1;
+          configurations(model, x, q, states);
+          const size_t t = states;
+          std::vector<double> kin(t), pot(t), lin(3 * t), ang(3 * t);
+          knot_mechanics(model, states, x.data(), q.data(), v.data(), omega.data(), kin.data(), pot.data(), lin.data(),
+                         ang.data());
+          return nb::make_tuple(numpy_owning<double>(std::move(kin), {t}), numpy_owning<double>(std::move(pot), {t}),
+                                numpy_owning<double>(std::move(lin), {t, 3}), numpy_owning<double>(std::move(ang), {t, 3}));
+        },
+        nb::arg("model"), nb::arg("x"), nb::arg("q"), nb::arg("v"), nb::arg("omega"),
+        "(kinetic (n,), potential (n,), linear momentum (n, 3), angular momentum (n, 3)) of n states whose\n"
+        "velocities v, omega (n, nb, 3) are at the knots.");
     m.def(
         "kinetic_energy",
         [=](const Model& model, const InArray& v, const InArray& omega) {

@@ -99,6 +99,44 @@ void minimal_to_maximal_chunks(const Model& m, const double* y, const double* z_
 
 }  // namespace
 
+namespace {
+using D1 = Dual<double, 1>;
+// v as a rate: a zero whose derivative along direction 0 is v (coordinates.h).
+inline D1 rate_seed(double v) { return D1::variable(0.0, 0) * v; }
+}  // namespace
+
+void minimal_to_maximal_instantaneous(const Model& m, const double* y, const BodyOverrides& overrides, double* z) {
+  std::vector<D1> yd(2 * static_cast<size_t>(m.nf)), zd(13 * static_cast<size_t>(m.nb));
+  for (int j = 0; j < m.nj; ++j) {
+    const int f0 = m.joint_free_start[j], n = m.joint_free_start[j + 1] - f0;
+    for (int i = 0; i < n; ++i) {
+      yd[2 * f0 + i] = D1(y[2 * f0 + i]);
+      yd[2 * f0 + n + i] = rate_seed(y[2 * f0 + n + i]);
+    }
+  }
+  BodyOverrides seeded = overrides;
+  seeded.instantaneous = true;
+  minimal_to_maximal(m, yd.data(), nullptr, seeded, zd.data());
+  // positions and orientations are the values; the velocities' values are zero and
+  // their derivatives the rates
+  for (int b = 0; b < m.nb; ++b)
+    for (int k = 0; k < 13; ++k) {
+      const D1& e = zd[13 * b + k];
+      z[13 * b + k] = (k >= 3 && k < 6) || k >= 10 ? e.d[0] : e.v;
+    }
+}
+
+void instantaneous_minimal_velocities(const Model& m, const double* z, double* rate) {
+  std::vector<D1> zd(13 * static_cast<size_t>(m.nb)), rd(m.nf);
+  for (int b = 0; b < m.nb; ++b)
+    for (int k = 0; k < 13; ++k) {
+      const double e = z[13 * b + k];
+      zd[13 * b + k] = (k >= 3 && k < 6) || k >= 10 ? rate_seed(e) : D1(e);
+    }
+  minimal_coordinates_and_velocities(m, zd.data(), static_cast<D1*>(nullptr), rd.data());
+  for (int f = 0; f < m.nf; ++f) rate[f] = rd[f].d[0];
+}
+
 void constraint_violation(const Model& m, const double* z, double* out) {
   std::vector<Pose<double>> pose(m.nb);
   for (int b = 0; b < m.nb; ++b) {

@@ -23,8 +23,10 @@
 #pragma once
 
 #include <cstdint>
+#include <stdexcept>
 #include <vector>
 
+#include "dual.h"
 #include "kinematics.h"
 #include "model.h"
 #include "spatial.h"
@@ -46,7 +48,29 @@ enum OverridePart : int {
 struct BodyOverrides {
   const uint8_t* flags = nullptr;
   const double* values = nullptr;
+  // The velocity values are instantaneous: they enter as the derivative along dual
+  // direction 0 (minimal_to_maximal_instantaneous, coordinates.cpp; T = Dual only).
+  bool instantaneous = false;
   bool has(int b, OverridePart part) const { return flags && flags[kOverrideParts * b + part]; }
+};
+
+// a (3,) as a velocity: the value itself, or (instantaneous conversions) the
+// derivative of a zero along dual direction 0, so that a difference over h of the
+// poses it builds is the exact rate (coordinates.cpp).
+template <class T>
+struct VelocitySeed {
+  static Vec3<T> of(const double* a, bool instantaneous) {
+    if (instantaneous) throw std::logic_error("instantaneous conversions need dual numbers");
+    return load3<T>(a);
+  }
+};
+template <int N>
+struct VelocitySeed<Dual<double, N>> {
+  static Vec3<Dual<double, N>> of(const double* a, bool instantaneous) {
+    using D = Dual<double, N>;
+    if (!instantaneous) return load3<D>(a);
+    return Vec3<D>{{D::variable(0.0, 0) * a[0], D::variable(0.0, 0) * a[1], D::variable(0.0, 0) * a[2]}};
+  }
 };
 
 namespace detail {
@@ -199,8 +223,8 @@ inline void apply_override(const BodyOverrides& o, int b, double h, Pose<T>& now
     now.q = Quat<T>{{T(val[6] / norm), T(val[7] / norm), T(val[8] / norm), T(val[9] / norm)}};
     now.r = rotation(now.q);
   }
-  if (o.has(b, kOverrideVelocity)) v = load3<T>(val + 3);
-  if (o.has(b, kOverrideAngularVelocity)) dq = integrator_map(-load3<T>(val + 10), h);
+  if (o.has(b, kOverrideVelocity)) v = VelocitySeed<T>::of(val + 3, o.instantaneous);
+  if (o.has(b, kOverrideAngularVelocity)) dq = integrator_map(-VelocitySeed<T>::of(val + 10, o.instantaneous), h);
   prev = make_pose(now.x - h * v, multiply(now.q, dq));
 }
 
@@ -263,6 +287,20 @@ inline void minimal_to_maximal(const Model& m, const T* y, const double* z_base,
     for (int k = 0; k < 4; ++k) s[6 + k] = now[b].q[k];
   }
 }
+
+// Instantaneous conversions (velocities at the configuration's own time, not midpoint
+// velocities over the interval before it; docs/physics.md "Velocities at t0 and at the
+// knots"). The conversions above difference two poses h apart; seeding every velocity
+// as the derivative of a zero along one dual direction makes the previous pose
+// (x - h v, q qmap(-w)) differ from the current one only in that direction, so the
+// difference over h is the exact derivative: the map J(q) qdot, no O(h) chord.
+// Maximal state z (13 nb,) [x, v(t), q, w(t)] of a minimal state y (2 nf,) of
+// coordinates and their rates at t; overrides' velocities are rates at t too.
+void minimal_to_maximal_instantaneous(const Model& m, const double* y, const BodyOverrides& overrides, double* z);
+
+// Free-coordinate rates (nf,) of a maximal state z (13 nb,) whose velocities are at
+// the configuration's time.
+void instantaneous_minimal_velocities(const Model& m, const double* z, double* rate);
 
 // Largest constraint-row magnitude of each joint at the configuration of z (13 nb,), into out (nj,).
 void constraint_violation(const Model& m, const double* z, double* out);

@@ -1,6 +1,7 @@
 // Energy and momentum of a trajectory's states (energy.h).
 #include "energy.h"
 
+#include <algorithm>
 #include <vector>
 
 #include "coordinates.h"
@@ -71,15 +72,15 @@ void potential_energy(const Model& m, int steps, const double* x, const double* 
   }
 }
 
-void mechanics(const Model& m, int steps, const double* x, const double* q, const double* v, const double* omega,
-               double* kinetic, double* potential, double* linear, double* angular) {
+namespace {
+
+// Energy and momenta of n states from per-body momenta p (world), l (body), (n, nb, 3).
+void mechanics_of_momenta(const Model& m, int states, const double* x, const double* q, const double* p,
+                          const double* l, double* kinetic, double* potential, double* linear, double* angular) {
   const int nb = m.nb;
-  const size_t n = 3 * static_cast<size_t>(steps) * nb;
-  std::vector<double> p(n), l(n);
-  body_momenta(m, steps, v, omega, p.data(), l.data());
   std::vector<Mat3<double>> inertia_inv(nb);
   for (int b = 0; b < nb; ++b) inertia_inv[b] = inverse(body_inertia(m, b));
-  for (int t = 0; t < steps; ++t) {
+  for (int t = 0; t < states; ++t) {
     double energy = 0.0;
     Vec3<double> lin{{0.0, 0.0, 0.0}}, ang{{0.0, 0.0, 0.0}};
     for (int b = 0; b < nb; ++b) {
@@ -97,7 +98,70 @@ void mechanics(const Model& m, int steps, const double* x, const double* q, cons
       if (angular) angular[3 * t + k] = ang[k];
     }
   }
-  if (potential) potential_energy(m, steps, x, q, potential);
+  if (potential) potential_energy(m, states, x, q, potential);
+}
+
+}  // namespace
+
+void mechanics(const Model& m, int steps, const double* x, const double* q, const double* v, const double* omega,
+               double* kinetic, double* potential, double* linear, double* angular) {
+  const size_t n = 3 * static_cast<size_t>(steps) * m.nb;
+  std::vector<double> p(n), l(n);
+  body_momenta(m, steps, v, omega, p.data(), l.data());
+  mechanics_of_momenta(m, steps, x, q, p.data(), l.data(), kinetic, potential, linear, angular);
+}
+
+void knot_velocities(const Model& m, int steps, const double* v_mid, const double* omega_mid, bool extrapolate_last,
+                     double* v, double* omega) {
+  const int nb = m.nb;
+  body_momenta(m, steps, v_mid, omega_mid, v, omega);  // p_k, L_k in place
+  if (extrapolate_last) {
+    double right[6], left[6], before[6] = {0, 0, 0, 0, 0, 0};
+    for (int b = 0; b < nb; ++b) {
+      const Mat3<double> inertia = body_inertia(m, b);
+      const size_t last = 3 * (static_cast<size_t>(steps) * nb + b), prev = last - 3 * static_cast<size_t>(nb);
+      momentum(m.mass[b], inertia, load3<double>(v_mid + last), load3<double>(omega_mid + last), m.h, 1.0, right);
+      momentum(m.mass[b], inertia, load3<double>(v_mid + last), load3<double>(omega_mid + last), m.h, -1.0, left);
+      if (steps > 0) {
+        momentum(m.mass[b], inertia, load3<double>(v_mid + prev), load3<double>(omega_mid + prev), m.h, -1.0, before);
+      } else {
+        std::copy(right, right + 6, before);  // no step yet: no impulse
+      }
+      for (int k = 0; k < 3; ++k) {
+        v[last + k] = left[k] + 0.5 * (right[k] - before[k]);
+        omega[last + k] = left[3 + k] + 0.5 * (right[3 + k] - before[3 + k]);
+      }
+    }
+  }
+  const int knots = steps + (extrapolate_last ? 1 : 0);
+  for (int b = 0; b < nb; ++b) {
+    const Mat3<double> inertia_inv = inverse(body_inertia(m, b));
+    for (int t = 0; t < knots; ++t) {
+      const size_t i = 3 * (static_cast<size_t>(t) * nb + b);
+      const Vec3<double> w = matvec(inertia_inv, load3<double>(omega + i));
+      for (int k = 0; k < 3; ++k) {
+        v[i + k] /= m.mass[b];
+        omega[i + k] = w[k];
+      }
+    }
+  }
+}
+
+void knot_mechanics(const Model& m, int states, const double* x, const double* q, const double* v,
+                    const double* omega, double* kinetic, double* potential, double* linear, double* angular) {
+  const int nb = m.nb;
+  const size_t n = 3 * static_cast<size_t>(states) * nb;
+  std::vector<double> p(n), l(n);
+  for (int t = 0; t < states; ++t)
+    for (int b = 0; b < nb; ++b) {
+      const size_t i = 3 * (static_cast<size_t>(t) * nb + b);
+      const Vec3<double> jw = matvec(body_inertia(m, b), load3<double>(omega + i));
+      for (int k = 0; k < 3; ++k) {
+        p[i + k] = m.mass[b] * v[i + k];
+        l[i + k] = jw[k];
+      }
+    }
+  mechanics_of_momenta(m, states, x, q, p.data(), l.data(), kinetic, potential, linear, angular);
 }
 
 void kinetic_energy(const Model& m, int steps, const double* v, const double* omega, double* out) {

@@ -43,4 +43,20 @@ void angular_momentum(const Model& m, int steps, const double* x, const double* 
 void mechanics(const Model& m, int steps, const double* x, const double* q, const double* v, const double* omega,
                double* kinetic, double* potential, double* linear, double* angular);
 
+// Velocities at the knots t_0 .. t_{T-1} from the midpoint velocities v_mid, omega_mid
+// (T+1, nb, 3): the knot momenta above (p_k, L_k) as velocities, v_k = p_k / m,
+// omega_k = J^-1 L_k, second-order accurate (docs/physics.md). v, omega: (T, nb, 3).
+// With `extrapolate_last`, one more knot (row T, the last midpoint row's own knot,
+// whose outgoing step is unknown) is written as well, taking that step's impulses equal
+// to the previous step's: p_T = left_T + (right_T - left_{T-1}) / 2, exact for constant
+// forces, second order for smooth ones (v, omega then (T+1, nb, 3); with T = 0 the
+// impulse is taken as zero).
+void knot_velocities(const Model& m, int steps, const double* v_mid, const double* omega_mid, bool extrapolate_last,
+                     double* v, double* omega);
+
+// mechanics() of n states whose velocities are at the knots (v, omega (n, nb, 3), as
+// knot_velocities gives): p = m v, L = J omega; every output has n rows.
+void knot_mechanics(const Model& m, int states, const double* x, const double* q, const double* v,
+                    const double* omega, double* kinetic, double* potential, double* linear, double* angular);
+
 }  // namespace dojo

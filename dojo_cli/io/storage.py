@@ -9,10 +9,12 @@ Layout (T = steps stored, nb bodies, nq/nv minimal coordinates/velocities, nu in
     time                   (T+1,)        float64  s; entry 0 is the initial state
     x                      (T+1, nb, 3)  float64  body centre of mass, world frame; attribute `names`
     q                      (T+1, nb, 4)  float64  orientation [w, x, y, z], body to world
-    v                      (T+1, nb, 3)  float64  linear (midpoint) velocity, world frame
-    omega                  (T+1, nb, 3)  float64  angular (midpoint) velocity, body frame
+    v                      (T+1, nb, 3)  float64  linear velocity at t_k, world frame
+    omega                  (T+1, nb, 3)  float64  angular velocity at t_k, body frame
+    v_mid, omega_mid       (T+1, nb, 3)  float64  the integrator's midpoint velocities into state k
+                                                  (Dojo's state layout: exact restarts)
     minimal/q              (T+1, nq)     float64  minimal coordinates; attribute `names`
-    minimal/v              (T+1, nv)     float64  minimal velocities; attribute `names`
+    minimal/v              (T+1, nv)     float64  minimal velocities at t_k; attribute `names`
     inputs                 (T, nu)       float64  joint inputs applied during step k
     solver/iterations      (T,)          int32    Newton iterations of step k
     solver/residual        (T,)          float64  final residual (infinity norm) of step k
@@ -32,6 +34,19 @@ modes of most JSON readers) read back as a float. Extensions: ``finished`` (ISO 
 by ``finish``), ``status_message`` (why a run stopped, when known), ``failed_steps``,
 ``first_failed_step``, and the caller's ``extra_attrs`` (dicts and lists of non-numbers stored
 as JSON, decoded by ``read_storage``).
+
+Velocities. Root attribute ``velocities = "knot"``: ``v``, ``omega`` and ``minimal/v`` are
+velocities at the knot times t_k, from the discrete Legendre transform at q_k (the average
+of the transforms of the midpoint velocities on both sides, core/energy.h knot_velocities),
+and ``v_mid``, ``omega_mid`` the integrator's midpoint velocities. The writer computes the
+knot values (``knot_velocities``, given by the run loop) from the midpoint velocities it is
+handed; row k needs row k+1, so at each block write the last row's are extrapolated (the
+next step's impulses taken as the last one's) and rewritten at the next write; at the end
+of a normal run the run loop hands the midpoint velocities of one more step
+(``set_final_midpoint``), which make the last row's exact. Files without the attribute
+(written before it, or by a writer without ``knot_velocities``) hold midpoint velocities in
+``v``, ``omega`` and ``minimal/v`` and no ``v_mid``; ``StoredRun.velocities`` says which, and
+``StoredRun.midpoint_state(k)`` reads Dojo's state from either.
 
 Every dataset is chunked along the time axis (about 64 KiB a chunk) with an unlimited maximum
 length. An extra dataset that first appears at step k > 0 is created with its earlier rows
@@ -174,6 +189,11 @@ _WRITE_ERRORS = (OSError, RuntimeError)
 
 # Datasets with one row per state entry (T+1 rows) and per step (T rows).
 _STATE_DATASETS = ("time", "x", "q", "v", "omega", "minimal/q", "minimal/v")
+# State datasets of a file whose `velocities` attribute is "knot": the midpoint velocities.
+_MIDPOINT_DATASETS = ("v_mid", "omega_mid")
+VELOCITIES_ATTR = "velocities"
+KNOT = "knot"
+MIDPOINT = "midpoint"
 _STEP_DATASETS = ("inputs", "solver/iterations", "solver/residual", "solver/status")
 _CORE_DATASETS = frozenset(_STATE_DATASETS + _STEP_DATASETS)
 # Group of the per-step Jacobians of `dojo simulate --gradients` (read on request only).
@@ -197,6 +217,7 @@ _RESERVED_ATTRS = frozenset(
         "created",
         "finished",
         "status_message",
+        "velocities",
     }
 )
 _REQUIRED_ATTRS = ("format_version", "scene", "timestep", "status", "steps_completed")
@@ -441,6 +462,14 @@ class StorageWriter:
         extra_attrs: further root attributes (must not reuse the format's names).
         dataset_attrs: attributes to set on extra datasets when they are created, by
             dataset path (e.g. ``{"gradients/A": {"rows": [...], "cols": [...]}}``).
+        knot_velocities: ``(x (n, nb, 3), q (n, nb, 4), v_mid (m, nb, 3), omega_mid (m, nb, 3),
+            extrapolate_last) -> (v, omega (n, nb, 3), minimal_v (n, nv))``, velocities at the
+            knots of n states from their midpoint velocities (m = n + 1: the next state's
+            included; m = n with extrapolate_last: the last knot extrapolated). Given, the
+            file holds knot velocities in ``v``, ``omega``, ``minimal/v`` and the velocities
+            handed to ``write_initial``/``write_steps`` (midpoint ones) in ``v_mid``,
+            ``omega_mid`` (module docstring, "Velocities"); None: they go to ``v``,
+            ``omega`` as given (a midpoint file).
         overwrite: replace an existing file (False: refuse, atomically, if one exists).
         compact: compress a run that ends normally (module docstring); False leaves the
             file as written.
@@ -473,6 +502,7 @@ class StorageWriter:
         flush_interval: float = 0.0,
         extra_attrs: dict | None = None,
         dataset_attrs: dict[str, dict] | None = None,
+        knot_velocities: Callable | None = None,
         overwrite: bool = True,
         compact: bool = True,
         stop_requested: Callable[[], bool] | None = None,
@@ -498,12 +528,18 @@ class StorageWriter:
         self.nq = len(minimal_q_names)
         self.nv = len(minimal_v_names)
         self.nu = int(input_dim)
+        self._knots = knot_velocities
+        self._state_names = _STATE_DATASETS + (_MIDPOINT_DATASETS if knot_velocities else ())
+        self._final_midpoint: tuple[np.ndarray, np.ndarray] | None = None
+        self._tail: dict[str, np.ndarray] = {}  # knot files: the last state row on disk (x, q, v_mid, omega_mid)
         self._shapes: dict[str, tuple[int, ...]] = {
             "time": (),
             "x": (self.nb, 3),
             "q": (self.nb, 4),
             "v": (self.nb, 3),
             "omega": (self.nb, 3),
+            "v_mid": (self.nb, 3),
+            "omega_mid": (self.nb, 3),
             "minimal/q": (self.nq,),
             "minimal/v": (self.nv,),
             "inputs": (self.nu,),
@@ -524,7 +560,7 @@ class StorageWriter:
         self._first_failed_on_disk = -1
         self._reserved = 0  # bytes of the file known to be allocated on disk
         self._can_reserve = hasattr(os, "posix_fallocate")
-        self._state_buffer: dict[str, list] = {name: [] for name in _STATE_DATASETS}
+        self._state_buffer: dict[str, list] = {name: [] for name in self._state_names}
         self._step_buffer: dict[str, list] = {name: [] for name in _STEP_DATASETS}
         self._extra_buffer: list[tuple[int, dict[str, np.ndarray]]] = []  # (rows, arrays by name)
         self._extras: dict[str, h5py.Dataset] = {}
@@ -557,13 +593,14 @@ class StorageWriter:
             f.attrs["status"] = STATUS_RUNNING
             f.attrs["steps_completed"] = 0
             f.attrs["created"] = _utc_now()
+            f.attrs[VELOCITIES_ATTR] = KNOT if knot_velocities else MIDPOINT
             for key, value in (extra_attrs or {}).items():
                 f.attrs[key] = _encode_attr(value)
 
             string = h5py.string_dtype("utf-8", STATUS_BYTES)
             dtypes = {"solver/iterations": np.int32, "solver/status": string}
             self._datasets: dict[str, h5py.Dataset] = {}
-            for name in _STATE_DATASETS + _STEP_DATASETS:
+            for name in self._state_names + _STEP_DATASETS:
                 self._datasets[name] = _create_series(f, name, self._shapes[name], dtypes.get(name, np.float64))
             self._datasets["x"].attrs["names"] = [str(n) for n in body_names]
             self._datasets["minimal/q"].attrs["names"] = [str(n) for n in minimal_q_names]
@@ -683,7 +720,7 @@ class StorageWriter:
         n = len(time)
         if n == 0:
             return
-        rows = {
+        rows = self._state_rows({
             "time": time,
             "x": self._checked_block("x", x, n),
             "q": self._checked_block("q", q, n),
@@ -691,7 +728,7 @@ class StorageWriter:
             "omega": self._checked_block("omega", omega, n),
             "minimal/q": self._checked_block("minimal/q", minimal_q, n),
             "minimal/v": self._checked_block("minimal/v", minimal_v, n),
-        }
+        })
         inputs = self._checked_block("inputs", inputs, n)
         iterations = np.asarray(iterations, dtype=np.int64).reshape(n)
         residual = np.asarray(residual, dtype=float).reshape(n)
@@ -721,6 +758,7 @@ class StorageWriter:
 
         for name, block in rows.items():
             self._state_buffer[name].append(block)
+        self._final_midpoint = None  # it was the state after the last one
         self._step_buffer["inputs"].append(inputs)
         self._step_buffer["solver/iterations"].append(iterations)
         self._step_buffer["solver/residual"].append(residual)
@@ -735,6 +773,49 @@ class StorageWriter:
             time_module.monotonic() - self._last_flush >= self.flush_interval
         ):
             self.flush()
+
+    def set_final_midpoint(self, v_mid, omega_mid) -> None:
+        """The midpoint velocities (nb, 3) of the state after the last one written (a step
+        past the end of the run): the last row's knot velocities are then exact instead of
+        extrapolated (knot files; ignored otherwise). Cleared by any further step."""
+        if self._knots is not None:
+            self._final_midpoint = (self._checked("v_mid", v_mid), self._checked("omega_mid", omega_mid))
+
+    def _state_rows(self, rows: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """State rows by dataset: in a knot file the given velocities are the midpoint
+        ones, and the knot datasets are filled at each block write (_knot_rows)."""
+        if self._knots is None:
+            return rows
+        rows["v_mid"], rows["omega_mid"] = rows.pop("v"), rows.pop("omega")
+        del rows["minimal/v"]
+        return rows
+
+    def _knot_rows(self, state_target: int) -> None:
+        """Knot velocities of the buffered states into their buffers, and the last row on
+        disk (extrapolated at the previous write) rewritten from its successor."""
+        first = self._states_on_disk
+        new = state_target - first
+        if self._knots is None or (new <= 0 and self._final_midpoint is None):
+            return
+        part = {name: np.concatenate(self._state_buffer[name])[:new] if new > 0 else np.zeros((0,) + self._shapes[name])
+                for name in ("x", "q", "v_mid", "omega_mid")}
+        redo = first > 0  # the row before the buffered ones, on disk, gains its successor
+        if redo:
+            part = {name: np.concatenate([self._tail[name][None], part[name]]) for name in part}
+        v_mid, omega_mid = part["v_mid"], part["omega_mid"]
+        final = self._final_midpoint is not None
+        if final:
+            v_mid = np.concatenate([v_mid, self._final_midpoint[0][None]])
+            omega_mid = np.concatenate([omega_mid, self._final_midpoint[1][None]])
+        v, omega, minimal_v = self._knots(part["x"], part["q"], v_mid, omega_mid, not final)
+        if redo:
+            for name, values in (("v", v), ("omega", omega), ("minimal/v", minimal_v)):
+                self._datasets[name][first - 1] = values[0]
+            v, omega, minimal_v = v[1:], omega[1:], minimal_v[1:]
+        for name, values in (("v", v), ("omega", omega), ("minimal/v", minimal_v)):
+            self._state_buffer[name] = [np.asarray(values, dtype=float)]
+        if state_target > 0:
+            self._tail = {name: part[name][-1].copy() for name in part}
 
     def write_block(self, mech, block) -> None:
         """Store a run loop's block of steps (simulation.run.StepBlock) with its extras:
@@ -772,7 +853,8 @@ class StorageWriter:
         except _WRITE_ERRORS as exc:
             self._stop_on_write_error(exc, clean=True)
         try:
-            for name in _STATE_DATASETS:
+            self._knot_rows(state_target)
+            for name in self._state_names:
                 self._top_up(self._datasets[name], self._state_buffer[name], self._states_on_disk, state_target)
             for name in _STEP_DATASETS:
                 self._top_up(self._datasets[name], self._step_buffer[name], self._steps_on_disk, self._steps)
@@ -844,7 +926,7 @@ class StorageWriter:
         """The file space the next block write needs: the chunks it adds (HDF5 allocates a
         raw chunk whole, when its first row is written) and some metadata per dataset."""
         need = 0
-        targets = {name: state_target for name in _STATE_DATASETS}
+        targets = {name: state_target for name in self._state_names}
         targets.update({name: self._steps for name in _STEP_DATASETS})
         for name, target in targets.items():
             ds = self._datasets[name]
@@ -968,7 +1050,7 @@ class StorageWriter:
                 datasets: dict[str, h5py.Dataset] = {}
                 f.visititems(lambda name, obj: datasets.setdefault(name, obj) if isinstance(obj, h5py.Dataset) else None)
                 for name, ds in datasets.items():
-                    target = kept + 1 if name in _STATE_DATASETS else kept
+                    target = kept + 1 if name in self._state_names else kept
                     if ds.ndim and ds.shape[0] > target:
                         ds.resize(target, axis=0)
                     elif ds.ndim and ds.shape[0] < target:
@@ -1115,14 +1197,14 @@ class StorageWriter:
         return np.array(arr, copy=True)
 
     def _buffer_state(self, time, x, q, v, omega, minimal_q, minimal_v) -> None:
-        rows = {
+        rows = self._state_rows({
             "x": self._checked("x", x),
             "q": self._checked("q", q),
             "v": self._checked("v", v),
             "omega": self._checked("omega", omega),
             "minimal/q": self._checked("minimal/q", minimal_q),
             "minimal/v": self._checked("minimal/v", minimal_v),
-        }
+        })
         self._state_buffer["time"].append(np.array([float(time)]))
         for name, row in rows.items():
             self._state_buffer[name].append(row[None])
@@ -1285,8 +1367,11 @@ class StoredRun:
         steps_completed: T, steps stored.
         timestep: s.
         time: (T+1,) s.
-        x: (T+1, nb, 3); q: (T+1, nb, 4); v: (T+1, nb, 3); omega: (T+1, nb, 3).
-        minimal_q: (T+1, nq); minimal_v: (T+1, nv).
+        x: (T+1, nb, 3); q: (T+1, nb, 4); v: (T+1, nb, 3); omega: (T+1, nb, 3): velocities
+            at t_k in a knot file, midpoint velocities in an older one (``velocities``).
+        v_mid, omega_mid: (T+1, nb, 3) the integrator's midpoint velocities (knot files;
+            None in a midpoint file, whose ``v``, ``omega`` are those).
+        minimal_q: (T+1, nq); minimal_v: (T+1, nv) (at t_k in a knot file).
         minimal_q_names, minimal_v_names, body_names: dataset `names` attributes.
         inputs: (T, nu).
         solver: "iterations" (T,) int, "residual" (T,) float, "status" (T,) str.
@@ -1315,6 +1400,27 @@ class StoredRun:
     solver: dict[str, np.ndarray] = field(default_factory=dict)
     extras: dict[str, np.ndarray] = field(default_factory=dict)
     writing: bool = False
+    v_mid: np.ndarray | None = None
+    omega_mid: np.ndarray | None = None
+
+    @property
+    def velocities(self) -> str:
+        """``knot`` (v, omega, minimal/v at t_k; v_mid, omega_mid stored) or ``midpoint``
+        (a file written before knot velocities: v, omega are the midpoint ones)."""
+        return KNOT if self.v_mid is not None else MIDPOINT
+
+    @property
+    def midpoint_velocities(self) -> tuple[np.ndarray, np.ndarray]:
+        """(v, omega) (T+1, nb, 3): the integrator's midpoint velocities, from either kind of file."""
+        if self.v_mid is not None:
+            return self.v_mid, self.omega_mid
+        return self.v, self.omega
+
+    def midpoint_state(self, k: int) -> np.ndarray:
+        """Maximal state (13 nb,) of entry k in Dojo's layout [x, v15, q, w15] per body (the
+        state a step starts from: restarts reproduce the run's next step)."""
+        v, omega = self.midpoint_velocities
+        return np.concatenate([self.x[k], v[k], self.q[k], omega[k]], axis=1).reshape(-1)
 
     @property
     def gravity(self) -> np.ndarray:
@@ -1656,7 +1762,8 @@ class _Damaged(Exception):
 def _validated(f: h5py.File, p: Path, label: str, gradients: bool, writing: bool) -> StoredRun:
     try:
         attrs = _attributes(f, label)
-        body_names, datasets = _core_datasets(f)
+        knot = attrs.get(VELOCITIES_ATTR, MIDPOINT) == KNOT
+        body_names, datasets = _core_datasets(f, knot)
         extras = _extra_datasets(f, attrs, len(body_names), datasets["inputs"].shape[1])
         steps, n_states = _consistent_length(attrs, datasets, extras)
 
@@ -1664,7 +1771,7 @@ def _validated(f: h5py.File, p: Path, label: str, gradients: bool, writing: bool
             _check_stored(name, datasets[name], n)
             return np.asarray(datasets[name][:n])
 
-        arrays = {name: rows(name, n_states) for name in _STATE_DATASETS}
+        arrays = {name: rows(name, n_states) for name in _state_datasets(knot)}
         arrays.update({name: rows(name, steps) for name in _STEP_DATASETS})
         status = arrays["solver/status"]
         try:
@@ -1706,7 +1813,14 @@ def _validated(f: h5py.File, p: Path, label: str, gradients: bool, writing: bool
         },
         extras=extra_arrays,
         writing=writing,
+        v_mid=arrays.get("v_mid"),
+        omega_mid=arrays.get("omega_mid"),
     )
+
+
+def _state_datasets(knot: bool) -> tuple[str, ...]:
+    """The per-state datasets of a knot file (knot) or of a midpoint one."""
+    return _STATE_DATASETS + (_MIDPOINT_DATASETS if knot else ())
 
 
 def _check_stored(name: str, ds: h5py.Dataset, rows: int) -> None:
@@ -1787,6 +1901,8 @@ def _attributes(f: h5py.File, label: str) -> dict[str, Any]:
             ok = False
         if not ok:
             raise _Damaged(f"attribute 'gravity' is {shown(g)}, expected 3 finite numbers")
+    if VELOCITIES_ATTR in attrs and attrs[VELOCITIES_ATTR] not in (KNOT, MIDPOINT):
+        raise _Damaged(f"attribute {VELOCITIES_ATTR!r} is {shown(attrs[VELOCITIES_ATTR])}, expected {KNOT!r} or {MIDPOINT!r}")
     if "solver_options" in attrs and not isinstance(attrs["solver_options"], dict):
         raise _Damaged(f"attribute 'solver_options' is {shown(attrs['solver_options'])}, expected a JSON object")
     if "contact_names" in attrs:
@@ -1804,6 +1920,8 @@ _CORE_SPECS: dict[str, tuple[str, str]] = {
     "q": (_FLOAT, "numbers"),
     "v": (_FLOAT, "numbers"),
     "omega": (_FLOAT, "numbers"),
+    "v_mid": (_FLOAT, "numbers"),
+    "omega_mid": (_FLOAT, "numbers"),
     "minimal/q": (_FLOAT, "numbers"),
     "minimal/v": (_FLOAT, "numbers"),
     "inputs": (_FLOAT, "numbers"),
@@ -1838,11 +1956,13 @@ def _check_kind(name: str, ds: h5py.Dataset, kinds: str, what: str) -> None:
         raise _Damaged(f"dataset {name!r} holds {ds.dtype}, expected {what}")
 
 
-def _core_datasets(f: h5py.File) -> tuple[list[str], dict[str, h5py.Dataset]]:
-    """The core datasets, their types and row shapes checked against each other and their names."""
-    datasets = {name: _dataset(f, name) for name in _STATE_DATASETS + _STEP_DATASETS}
+def _core_datasets(f: h5py.File, knot: bool) -> tuple[list[str], dict[str, h5py.Dataset]]:
+    """The core datasets (with the midpoint velocities in a knot file), their types and row
+    shapes checked against each other and their names."""
+    datasets = {name: _dataset(f, name) for name in _state_datasets(knot) + _STEP_DATASETS}
     for name, (kinds, what) in _CORE_SPECS.items():
-        _check_kind(name, datasets[name], kinds, what)
+        if name in datasets:
+            _check_kind(name, datasets[name], kinds, what)
     for name in ("time", "solver/iterations", "solver/residual", "solver/status"):
         if datasets[name].ndim != 1:
             raise _Damaged(f"dataset {name!r} has shape {datasets[name].shape}, expected one value per row")
@@ -1850,7 +1970,7 @@ def _core_datasets(f: h5py.File) -> tuple[list[str], dict[str, h5py.Dataset]]:
     if x.ndim != 3 or x.shape[2] != 3:
         raise _Damaged(f"dataset 'x' has shape {x.shape}, expected (states, bodies, 3)")
     nb = x.shape[1]
-    for name, width in (("q", 4), ("v", 3), ("omega", 3)):
+    for name, width in (("q", 4), ("v", 3), ("omega", 3)) + tuple((n, 3) for n in _MIDPOINT_DATASETS if knot):
         shape = datasets[name].shape
         if len(shape) != 3 or shape[1:] != (nb, width):
             raise _Damaged(f"dataset {name!r} has shape {shape}, expected (states, {nb}, {width}) like 'x'")
@@ -1878,7 +1998,9 @@ def _extra_datasets(f: h5py.File, attrs: dict, nb: int, nu: int) -> dict[str, h5
     """Every other dataset; the ones the format knows (contacts, gradients) checked."""
     found: list[str] = []
     f.visititems(lambda name, obj: found.append(name) if isinstance(obj, h5py.Dataset) else None)
-    extras = {name: _dataset(f, name) for name in found if name not in _CORE_DATASETS}
+    knot = attrs.get(VELOCITIES_ATTR, MIDPOINT) == KNOT
+    extras = {name: _dataset(f, name) for name in found
+              if name not in _CORE_DATASETS and not (knot and name in _MIDPOINT_DATASETS)}
     for name, ds in extras.items():
         if ds.dtype.kind not in "biufcS" and h5py.check_string_dtype(ds.dtype) is None:
             raise _Damaged(f"dataset {name!r} holds {ds.dtype}, expected numbers")
@@ -1923,7 +2045,7 @@ def _consistent_length(attrs: dict, datasets: dict[str, h5py.Dataset], extras: d
     shortest consistent length.
     """
     claimed = attrs["steps_completed"]
-    states = {name: datasets[name].shape[0] for name in _STATE_DATASETS}
+    states = {name: datasets[name].shape[0] for name in datasets if name not in _STEP_DATASETS}
     steps = {name: datasets[name].shape[0] for name in _STEP_DATASETS}
     if "contact_names" in attrs:  # contact records, created with the first block of steps
         steps.update({name: 0 for name in CONTACT_DATASETS})
@@ -1950,7 +2072,8 @@ def _consistent_length(attrs: dict, datasets: dict[str, h5py.Dataset], extras: d
     return t, t + 1
 
 
-_FINITE_IN_COMPLETE = ("x", "q", "v", "omega", "minimal/q", "minimal/v", "inputs", "solver/residual")
+_FINITE_IN_COMPLETE = ("x", "q", "v", "omega", "v_mid", "omega_mid", "minimal/q", "minimal/v", "inputs",
+                       "solver/residual")
 
 
 def _check_values(status: str, arrays: dict[str, np.ndarray]) -> None:
@@ -1966,11 +2089,13 @@ def _check_values(status: str, arrays: dict[str, np.ndarray]) -> None:
     if status != STATUS_COMPLETE:
         return  # a failed step may have left non-finite states (solver/status says which)
     for name in _FINITE_IN_COMPLETE:
+        if name not in arrays:
+            continue  # v_mid, omega_mid of a midpoint file
         values = arrays[name]
         finite = np.isfinite(values).reshape(len(values), -1).all(axis=1) if values.size else np.ones(len(values), bool)
         bad = np.flatnonzero(~finite)
         if bad.size:
-            what = "state" if name in _STATE_DATASETS else "step"
+            what = "step" if name in _STEP_DATASETS else "state"
             raise _Damaged(
                 f"status 'complete' but dataset {name!r} holds a non-finite value at {what} {int(bad[0])} "
                 "(a complete run has every state finite)"

@@ -47,8 +47,15 @@ def minimal_coordinates(mech: Mechanism, x: np.ndarray, q: np.ndarray) -> np.nda
     return _core.minimal_coordinates(mech.core, _floats(x), _floats(q))
 
 
-def minimal_velocities(mech: Mechanism, z: np.ndarray) -> np.ndarray:
-    """Free-coordinate velocities (nf,) of a maximal state (13 nb,) (backward difference); leading axes batch."""
+def minimal_velocities(mech: Mechanism, z: np.ndarray, instantaneous: bool = False) -> np.ndarray:
+    """Free-coordinate velocities (nf,) of a maximal state (13 nb,); leading axes batch.
+
+    By default z holds midpoint velocities (Dojo's state) and the result is the backward
+    difference over the last interval; with ``instantaneous`` z holds velocities at its
+    configuration's time (knot velocities) and the result is their exact image J(q) qdot.
+    """
+    if instantaneous:
+        return _core.instantaneous_minimal_velocities(mech.core, _floats(z))
     return _core.minimal_velocities(mech.core, _floats(z))
 
 
@@ -103,7 +110,8 @@ def body_override_arrays(mech: Mechanism, body_overrides: dict | None) -> tuple[
 
 
 def minimal_to_maximal(
-    mech: Mechanism, y: np.ndarray, z_base: np.ndarray | None = None, body_overrides: dict | None = None
+    mech: Mechanism, y: np.ndarray, z_base: np.ndarray | None = None, body_overrides: dict | None = None,
+    instantaneous: bool = False,
 ) -> np.ndarray:
     """Maximal state (13 nb,) from a minimal state (2 nf,).
 
@@ -116,11 +124,20 @@ def minimal_to_maximal(
             "angular_velocity"}} maximal values (world frame; angular velocity in
             the body frame) that replace what the joint gives, applied as the
             tree is walked so that the body's descendants follow it.
+        instantaneous: the rates in y and the overrides' velocities are velocities at
+            the configuration's time, and so are the result's (the exact velocity map,
+            core/coordinates.h; one state (2 nf,), no z_base). By default the result
+            holds Dojo's midpoint velocities: differences of the poses at theta - h rate
+            and at theta.
     """
     y = _floats(y)
     if y.shape[-1:] != (2 * mech.nf,):
         raise ValueError(f"minimal state must have {2 * mech.nf} entries, got {y.size}")
     flags, values = body_override_arrays(mech, body_overrides)
+    if instantaneous:
+        if z_base is not None:
+            raise ValueError("instantaneous conversions take no z_base")
+        return _core.minimal_to_maximal_instantaneous(mech.core, y, flags, values)
     base = None if z_base is None else _floats(z_base)
     return _core.minimal_to_maximal(mech.core, y, base, flags, values)
 

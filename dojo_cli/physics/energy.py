@@ -99,3 +99,42 @@ def mechanics(mech: Mechanism, time, x, q, v, omega) -> Mechanics:
         linear_momentum=lin,
         angular_momentum=ang,
     )
+
+
+def knot_velocities(mech: Mechanism, x, q, v_mid, omega_mid, extrapolate_last: bool = False):
+    """Velocities at the knot times t_k from the integrator's midpoint velocities.
+
+    v_k = p_k / m, omega_k = J^-1 L_k with p_k, L_k the knot momenta above (the average
+    of the discrete Legendre transforms on both sides of k): second-order accurate
+    (docs/physics.md, "Velocities at t0 and at the knots").
+
+    Args:
+        x: (n, nb, 3), q: (n, nb, 4) configurations of the n knots.
+        v_mid, omega_mid: (n + 1, nb, 3) midpoint velocities into knots 0..n (the last:
+            into the state after the n-th), or (n, nb, 3) with ``extrapolate_last``: the
+            last knot's outgoing step is then taken to have the previous step's impulses.
+
+    Returns:
+        v (n, nb, 3) world, omega (n, nb, 3) body frame, minimal_v (n, nf): the free
+        coordinates' rates at the knots (the exact map J(q) [v; omega]).
+    """
+    v, omega = _core.knot_velocities(mech.core, _floats(v_mid), _floats(omega_mid), bool(extrapolate_last))
+    x, q = np.asarray(x, dtype=float), np.asarray(q, dtype=float)
+    n = len(v)
+    z = np.concatenate([x.reshape(n, mech.nb, 3), v, q.reshape(n, mech.nb, 4), omega], axis=2).reshape(n, 13 * mech.nb)
+    rates = _core.instantaneous_minimal_velocities(mech.core, _floats(z))
+    return v, omega, np.asarray(rates).reshape(n, mech.nf)
+
+
+def knot_mechanics(mech: Mechanism, time, x, q, v, omega) -> Mechanics:
+    """All mechanics of n states whose velocities are at the knots (a knot storage file's
+    v, omega (n, nb, 3)): p = m v, L = J omega; results have n entries."""
+    kin, pot, lin, ang = _core.knot_mechanics(mech.core, _floats(x), _floats(q), _floats(v), _floats(omega))
+    return Mechanics(
+        time=np.asarray(time)[: len(kin)],
+        kinetic=kin,
+        potential=pot,
+        mechanical=kin + pot,
+        linear_momentum=lin,
+        angular_momentum=ang,
+    )

@@ -30,6 +30,7 @@ from dojo_cli.model.mechanism import ORIGIN, Body, Contact, Joint, Mechanism
 from dojo_cli.model.shapes import Shape, body_inertia
 from dojo_cli.physics.coordinates import constraint_violation, interleave_minimal, minimal_to_maximal
 from dojo_cli.scene.schema import GROUND_NAME, MAX_MAGNITUDE, MAX_STEPS, MIN_AMOUNT
+from dojo_cli.simulation.initial import InitialStateError, midpoint_state
 from dojo_cli.simulation.controller import (
     ConstantController, Controller, ExternalForce, PDController, ScheduleController,
 )
@@ -117,13 +118,15 @@ def build_mechanism(spec, file: str | None = None) -> Mechanism:
                       e.frame, float(e.start), float(e.stop))
         for e in spec.external
     ]
+    options = SolverOptions(**spec.solver.model_dump())
+    controller = controller_from_spec(spec, mech, file)
     return mech.with_run_setup(
         scene=spec,
         scene_file=file,
-        default_options=SolverOptions(**spec.solver.model_dump()),
+        default_options=options,
         default_steps=_steps(spec),
-        initial=initial_state_from_spec(spec, mech, file),
-        controller=controller_from_spec(spec, mech, file),
+        initial=initial_state_from_spec(spec, mech, file, controller, external, options),
+        controller=controller,
         external=external,
     )
 
@@ -278,8 +281,15 @@ def _steps(spec) -> int | None:
     return None
 
 
-def initial_state_from_spec(spec, mech: Mechanism, file: str) -> np.ndarray:
-    """Joint initial values (minimal coordinates) root to leaves, then body overrides."""
+def initial_state_from_spec(spec, mech: Mechanism, file: str, controller: Controller | None = None,
+                            external=(), options: SolverOptions | None = None) -> np.ndarray:
+    """Joint initial values (minimal coordinates) root to leaves, then body overrides.
+
+    With ``initial_velocity: t0`` (the default) the velocities are at t = 0: the state
+    is converted with the exact velocity map, then turned into the integrator's midpoint
+    velocities by the first-step solve (simulation.initial, with the run's controller,
+    forces and solver options); with ``midpoint`` they are Dojo's midpoint velocities.
+    """
     theta = np.zeros(mech.nf)
     rate = np.zeros(mech.nf)
     for i, j in enumerate(spec.joints):
@@ -293,7 +303,8 @@ def initial_state_from_spec(spec, mech: Mechanism, file: str) -> np.ndarray:
     for i, b in enumerate(spec.bodies):
         if b.initial is not None:
             overrides[i] = b.initial.model_dump()
-    z = minimal_to_maximal(mech, interleave_minimal(mech, theta, rate), body_overrides=overrides)
+    at_t0 = spec.initial_velocity == "t0"
+    z = minimal_to_maximal(mech, interleave_minimal(mech, theta, rate), body_overrides=overrides, instantaneous=at_t0)
     problems = _initial_state_problems(spec, mech, z)
     if problems:
         raise SceneError(problems)
@@ -307,6 +318,13 @@ def initial_state_from_spec(spec, mech: Mechanism, file: str) -> np.ndarray:
                 "a body's initial pose moves its child away from the joint")
             problems.append(spec.problem(f"joints.{i}", f"joint {j.name!r} is violated by {v:.3g} in the initial state ({what})"))
         raise SceneError(problems)
+    if at_t0:
+        try:
+            z = midpoint_state(mech, z, controller, external, options)
+        except InitialStateError as exc:
+            sources = [f"bodies.{i}.initial" for i, b in enumerate(spec.bodies) if b.initial is not None]
+            sources += [f"joints.{i}.initial" for i, j in enumerate(spec.joints) if j.initial is not None]
+            raise SceneError(_derived_problem(spec, sources or ["timestep"], str(exc))) from None
     return z
 
 

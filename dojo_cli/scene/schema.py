@@ -1055,6 +1055,9 @@ class SceneSpec(_Spec):
         external: external forces.
         damper_form: ``midpoint`` (default, second order) or ``implicit`` (first
             order, L-stable): how joints' dampers are discretised unless a joint says.
+        initial_velocity: what the initial velocities of bodies and joints mean: ``t0``
+            (default) the velocities at t = 0, ``midpoint`` Dojo's convention, the
+            integrator's midpoint velocity over [-h, 0] (docs/physics.md).
         description: free text.
     """
 
@@ -1073,6 +1076,7 @@ class SceneSpec(_Spec):
     controller: ControllerSpec = Field(default_factory=ControllerSpec)
     external: list[ExternalForceSpec] = Field(default_factory=list)
     damper_form: DamperForm = "midpoint"
+    initial_velocity: Literal["t0", "midpoint"] = "t0"
     description: Text = ""
 
     _source: SceneSource = PrivateAttr(default_factory=SceneSource)

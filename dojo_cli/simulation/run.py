@@ -30,6 +30,7 @@ from dojo_cli.errors import SolverError, from_core
 from dojo_cli.model.mechanism import Mechanism
 from dojo_cli.model.state import unpack_maximal
 from dojo_cli.physics.coordinates import minimal_coordinates, minimal_velocities
+from dojo_cli.physics.energy import knot_velocities
 from dojo_cli.simulation.controller import (
     ConstantController, Controller, ExternalForce, ScheduleController, external_wrench,
 )
@@ -98,7 +99,10 @@ class StepBlock:
 
 
 class RunWriter(Protocol):
-    """Where a run goes: the initial state, then blocks of steps."""
+    """Where a run goes: the initial state, then blocks of steps (states in Dojo's layout,
+    midpoint velocities). A writer may also have ``set_final_midpoint(v, omega)``: the
+    midpoint velocities (nb, 3) of one step past the last state, which the run loop hands
+    at the end of a run so that the last state's knot velocities are exact."""
 
     def write_initial(self, time: float, x, q, v, omega, minimal_q, minimal_v) -> None: ...
 
@@ -244,6 +248,14 @@ def run(
         if fast:
             elapsed = max(time.perf_counter() - tick, 1e-6)
             block = int(min(MAX_BLOCK, max(1, n * BLOCK_SECONDS / elapsed)))
+    final = getattr(writer, "set_final_midpoint", None)
+    if final is not None:
+        # one step past the end (not stored): the last state's outgoing midpoint
+        # velocities, for its knot velocities (docs/physics.md)
+        ahead = _closed_loop_step(mech, data, steps, z, lam.copy(), controller, opts, external, (), None)
+        if ahead.status_code[0] == 0:
+            _, v_next, _, w_next = ahead.state_parts(mech.nb)
+            final(v_next[0], w_next[0])
     summary.wall = time.perf_counter() - started
     return summary
 
@@ -323,6 +335,10 @@ class TrajectoryRecorder:
     def __init__(self):
         self.initial = None
         self.blocks: list[StepBlock] = []
+        self.final_midpoint = None
+
+    def set_final_midpoint(self, v, omega) -> None:
+        self.final_midpoint = (np.asarray(v, float), np.asarray(omega, float))
 
     def write_initial(self, time, x, q, v, omega, minimal_q, minimal_v) -> None:
         self.initial = (time, x, q, v, omega, minimal_q, minimal_v)
@@ -350,14 +366,27 @@ class TrajectoryRecorder:
                 "contact_friction_impulse": cat("contact_friction_impulse", (mech.nc, 2)),
                 "contact_slip": cat("contact_slip", (mech.nc, 2)),
             }
+        x = np.concatenate([x0[None], s[:, :, 0:3]])
+        q = np.concatenate([q0[None], s[:, :, 6:10]])
+        v_mid = np.concatenate([v0[None], s[:, :, 3:6]])
+        omega_mid = np.concatenate([w0[None], s[:, :, 10:13]])
+        final = self.final_midpoint
+        if final is None:
+            v, omega, minimal_v = knot_velocities(mech, x, q, v_mid, omega_mid, extrapolate_last=True)
+        else:
+            v, omega, minimal_v = knot_velocities(
+                mech, x, q, np.concatenate([v_mid, final[0][None]]), np.concatenate([omega_mid, final[1][None]])
+            )
         return Trajectory(
             time=np.concatenate([[t0], cat("time", ())]),
-            x=np.concatenate([x0[None], s[:, :, 0:3]]),
-            q=np.concatenate([q0[None], s[:, :, 6:10]]),
-            v=np.concatenate([v0[None], s[:, :, 3:6]]),
-            omega=np.concatenate([w0[None], s[:, :, 10:13]]),
+            x=x,
+            q=q,
+            v=v,
+            omega=omega,
+            v_mid=v_mid,
+            omega_mid=omega_mid,
             minimal_q=np.concatenate([np.reshape(mq0, (1, nf)), cat("minimal_q", (nf,))]),
-            minimal_v=np.concatenate([np.reshape(mv0, (1, nf)), cat("minimal_v", (nf,))]),
+            minimal_v=minimal_v,
             inputs=cat("inputs", (nf,)).reshape(T, nf),
             iterations=cat("iterations", ()).astype(int),
             residual=cat("residual", ()),

@@ -17,8 +17,12 @@ class Trajectory:
     """A simulated run as arrays (the datasets of a storage file).
 
     Attributes:
-        time: (T+1,); x, v, omega: (T+1, nb, 3); q: (T+1, nb, 4);
-        minimal_q, minimal_v: (T+1, nf); inputs: (T, nu);
+        time: (T+1,); x: (T+1, nb, 3); q: (T+1, nb, 4);
+        v, omega: (T+1, nb, 3) velocities at t_k (world linear, body angular), from the
+            discrete Legendre transform at q_k (docs/physics.md);
+        v_mid, omega_mid: (T+1, nb, 3) the integrator's midpoint velocities into state k
+            (Dojo's layout, what ``state(k)`` holds and a step starts from);
+        minimal_q, minimal_v: (T+1, nf) (minimal_v at t_k); inputs: (T, nu);
         iterations (T,), residual (T,), status (T,) solver record;
         impulses: (T, nl) joint impulses of each step.
         complementarity: (T,) final complementarity violation of each step.
@@ -33,6 +37,8 @@ class Trajectory:
     omega: np.ndarray
     minimal_q: np.ndarray
     minimal_v: np.ndarray
+    v_mid: np.ndarray
+    omega_mid: np.ndarray
     inputs: np.ndarray
     iterations: np.ndarray
     residual: np.ndarray
@@ -49,8 +55,8 @@ class Trajectory:
         return len(self.inputs)
 
     def state(self, k: int) -> np.ndarray:
-        """Maximal state (13 nb,) at entry k."""
-        return np.concatenate([self.x[k], self.v[k], self.q[k], self.omega[k]], axis=1).reshape(-1)
+        """Maximal state (13 nb,) at entry k, in Dojo's layout [x, v15, q, w15] per body."""
+        return np.concatenate([self.x[k], self.v_mid[k], self.q[k], self.omega_mid[k]], axis=1).reshape(-1)
 
 
 def simulate(

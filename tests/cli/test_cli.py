@@ -224,7 +224,7 @@ def test_energy_summary_and_files(tmp_path):
     assert res.exit_code == 0, res.output
     assert "mechanical [J]" in res.stdout and "status complete" in res.stdout
     table = np.loadtxt(csv, delimiter=",", skiprows=1)
-    assert table.shape == (100, 10)
+    assert table.shape == (101, 10)  # every knot t_0..t_100: the file holds velocities at the knots
     header = csv.read_text().splitlines()[0].split(",")
     assert header[:4] == ["time", "kinetic", "potential", "mechanical"]
     assert np.allclose(table[:, 3], table[:, 1] + table[:, 2])
@@ -232,7 +232,7 @@ def test_energy_summary_and_files(tmp_path):
     assert drift < 1e-3, f"pendulum energy drift {drift:.2e}"
     doc = json.loads(js.read_text())
     assert doc["summary"]["mechanical [J]"]["initial"] == pytest.approx(table[0, 3])
-    assert len(doc["time"]) == 100
+    assert len(doc["time"]) == 101
     import matplotlib.image as mpimg
 
     img = mpimg.imread(png)

@@ -24,7 +24,7 @@ def invoke(*args):
 
 
 def stored_state(run, k):
-    return np.concatenate([run.x[k], run.v[k], run.q[k], run.omega[k]], axis=1).reshape(-1)
+    return run.midpoint_state(k)
 
 
 @pytest.fixture(scope="module")

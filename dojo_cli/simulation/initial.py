@@ -1,0 +1,121 @@
+"""The state a run starts from, given velocities at t = 0: the Python face of the
+core's initial_midpoint (dojo_cli/core/initial.h; docs/physics.md, "Velocities at t0
+and at the knots").
+
+The integrator's state holds midpoint velocities (the velocity over the interval before
+a knot, Dojo's layout); a scene's velocities are at t = 0. ``midpoint_state`` finds the
+midpoint velocities whose first regular step starts with the momentum of the t = 0
+velocities, half of the first step's impulses (gravity, springs, dampers, inputs,
+joint and contact impulses) counted over [0, h/2]. The regular step from the result is
+then the run's first step, so the API (``dojo.initial_state``), the CLI and storage
+agree: a storage file's ``v[0]`` is the velocity at t = 0, to the solver's tolerance.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from dojo_cli import _core
+from dojo_cli.errors import from_core
+from dojo_cli.model.mechanism import Mechanism
+from dojo_cli.simulation.controller import Controller, ExternalForce, external_wrench
+from dojo_cli.simulation.step import core_options
+from dojo_cli.solver.options import DOJO_DEFAULTS, SolverOptions
+from dojo_cli.solver.status import STATUS_FROM_CODE
+
+# A controller that reads the state (PD) sees the midpoint state: its first input is
+# found with the state, alternating the two until the input no longer changes
+# (its dependence on the state is O(h) per round).
+INPUT_ROUNDS = 8
+INPUT_TOLERANCE = 1e-13
+# Equality tolerance of the steps solved to find the state (at most the run's rtol).
+INNER_RTOL = 1e-10
+# A solve that stalls (the steps are not accurate enough for the solver's rtol) is kept
+# when its momentum residual is below this fraction of the momenta at hand (the larger of
+# the initial momenta and one step's weight m |g| h).
+STALL_TOLERANCE = 1e-3
+
+
+class InitialStateError(ValueError):
+    """The velocities at t = 0 could not be turned into the first midpoint velocities."""
+
+
+def midpoint_state(
+    mech: Mechanism,
+    z_t0: np.ndarray,
+    controller: Controller | None = None,
+    external: list[ExternalForce] | tuple = (),
+    opts: SolverOptions | None = None,
+) -> np.ndarray:
+    """The state [x, v15, q, w15] per body (13 nb,) whose first step starts at z_t0.
+
+    Args:
+        mech: the mechanism.
+        z_t0: (13 nb,) per body [x, v(0), q, w(0)]: velocities at t = 0 (world linear,
+            body angular).
+        controller: the run's input law (its input of step 0 is used; None: zero).
+        external: the run's external forces (at t = 0).
+        opts: solver options of the run (the condition holds to their rtol).
+
+    When the first step does not solve at all (the solver fails from the velocities at
+    t0), the state holds those velocities as midpoint ones: the run's first step then
+    fails the same way and reports it.
+
+    Raises:
+        InitialStateError: the first steps solved but the condition was not met.
+    """
+    z_t0 = np.ascontiguousarray(z_t0, dtype=float).reshape(-1)
+    opts = opts or DOJO_DEFAULTS
+    # the steps of the solve as accurate as a step sensibly gets: the state is computed
+    # once, and the run's first step starts from it whatever its own tolerance
+    options = core_options(opts.replace(rtol=min(opts.rtol, INNER_RTOL)))
+    f_ext = tau_ext = None
+    if external:
+        f_ext, tau_ext = external_wrench(mech, list(external), 0.0, z_t0.reshape(mech.nb, 13)[:, 6:10])
+        f_ext, tau_ext = np.ascontiguousarray(f_ext, float).reshape(-1), np.ascontiguousarray(tau_ext, float).reshape(-1)
+    data = _core.Data(mech.core)
+    z, u = z_t0, None
+    for _ in range(INPUT_ROUNDS):
+        if controller is not None:
+            u_new = np.ascontiguousarray(controller(mech, 0, z), dtype=float).reshape(-1)
+            if u is not None and np.max(np.abs(u_new - u), initial=0.0) <= INPUT_TOLERANCE * max(1.0, np.max(np.abs(u), initial=0.0)):
+                break
+            u = u_new
+        try:
+            z, status, iterations, residual = _core.initial_midpoint(mech.core, data, z_t0, u, f_ext, tau_ext, options)
+        except (ValueError, TypeError, RuntimeError) as exc:
+            raise from_core(exc, "initial state") from None
+        if status != 0 and iterations == 0:
+            # the first step itself does not solve from the velocities at t0 (too few
+            # iterations, a stiff scene): the run's first step will fail the same way and
+            # report it; start from those velocities rather than refuse the scene
+            return np.asarray(z, dtype=float)
+        if status != 0 and residual <= STALL_TOLERANCE * _momentum_scale(mech, z_t0):
+            # stalled at the level of the steps' own accuracy (contacts: the interior
+            # point's relaxation): the condition holds far better than the O(h) of
+            # Dojo's convention, and the run's first step is no more accurate itself
+            status = 0
+        if status != 0:
+            what = STATUS_FROM_CODE[status]
+            raise InitialStateError(
+                f"the velocities at t = 0 give no first step: the solver {what.message} "
+                f"(momentum residual {residual:.3e} after {iterations} iterations); "
+                "initial_velocity: midpoint takes them as Dojo's midpoint velocities instead"
+            )
+        if controller is None or type(controller) is Controller:
+            break
+    return z
+
+
+def _momentum_scale(mech: Mechanism, z_t0: np.ndarray) -> float:
+    """The largest of the bodies' momenta at t0 (N s, N m s) and one step's weight impulse."""
+    s = z_t0.reshape(mech.nb, 13)
+    g = float(np.linalg.norm(mech.gravity)) * mech.timestep
+    scale = 0.0
+    for b, body in enumerate(mech.bodies):
+        angular = np.asarray(body.inertia, dtype=float) @ s[b, 10:13]
+        scale = max(scale, body.mass * float(np.max(np.abs(s[b, 3:6]))), float(np.max(np.abs(angular))), body.mass * g)
+    return scale
+
+
+__all__ = ["InitialStateError", "midpoint_state"]
