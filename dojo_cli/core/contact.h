@@ -96,6 +96,10 @@ struct ContactParams {
   double shape_a[kShapeASize];
   double shape[kShapeSize];
   double restitution;
+  // body a / body b (other >= 0) welded to the world through fixed joints: it does not
+  // fall, which the restitution target's relative acceleration needs (restitution.h)
+  bool body_welded = false;
+  bool other_welded = false;
 };
 
 // What evaluate_contact computes. The interior point evaluates the residual more often

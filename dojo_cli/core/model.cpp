@@ -204,6 +204,18 @@ Model::Model(const ModelInput& in) {
   contact_restitution = in.contact_restitution;
   if (contact_restitution.empty()) contact_restitution.assign(nc, 0.0);
   check_size("contact_restitution", contact_restitution.size(), nc);
+  // bodies welded to the world: the child of a joint constraining all six directions whose
+  // parent is the world or welded itself (a fixed point over the joints, nj passes at most)
+  std::vector<char> welded(nb, 0);
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (int j = 0; j < nj; ++j) {
+      bool all = true;
+      for (int k = 0; k < 6; ++k) all = all && constrained[6 * j + k] != 0;
+      const int c = child[j], p = parent[j];
+      if (all && !welded[c] && (p == kWorld || welded[p])) welded[c] = changed = true;
+    }
+  }
   for (int c = 0; c < nc; ++c) {
     if (contact_body[c] < 0 || contact_body[c] >= nb || contact_other[c] < kWorld || contact_other[c] >= nb)
       throw std::invalid_argument("ModelInput.contact_body/other: out of range");
@@ -225,6 +237,8 @@ Model::Model(const ModelInput& in) {
     if (!(contact_restitution[c] >= 0.0 && contact_restitution[c] <= 1.0))
       throw std::invalid_argument("ModelInput.contact_restitution: must be in [0, 1]");
     p.restitution = contact_restitution[c];
+    p.body_welded = welded[p.body];
+    p.other_welded = p.other >= 0 && welded[p.other];
     has_restitution = has_restitution || p.restitution > 0.0;
     for (int k = 0; k < kShapeASize; ++k)
       p.shape_a[k] = in.contact_shape_a.empty() ? 0.0 : in.contact_shape_a[kShapeASize * c + k];

@@ -24,8 +24,10 @@ T target(const ContactParams& c, double h, const T& e, const Vec3<T>& g, const T
   Vec3<T> dv = va + cross(world_from_body(pose_a, wa), geo.point_a - pose_a.x);
   if (!world_b) dv = dv - (vb + cross(world_from_body(pose_b, wb), geo.point_b - pose_b.x));
   const T vn = dot(geo.normal, dv);
-  // gravity's relative normal acceleration: a against the world; two bodies both fall
-  const T accel = world_b ? dot(geo.normal, g) : T(0.0);
+  // gravity's relative normal acceleration of a's point with respect to b's: each body
+  // falls unless it is the world or welded to it (two falling bodies have none)
+  const double falls = (c.body_welded ? 0.0 : 1.0) - ((world_b || c.other_welded) ? 0.0 : 1.0);
+  const T accel = falls * dot(geo.normal, g);
   const T d2 = geo.distance;
   if (!(value(d2 + h * (vn + h * accel)) < 0.0)) return T(0.0);  // no impact within the step
 

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import yaml
 
 import dojo_cli as dojo
 from dojo_cli.errors import SceneError
@@ -77,13 +78,13 @@ def drop(mech, seconds):
 def flight_energies(tr):
     """Per flight (no contact impulse in the steps into and out of a state), the mean of
     two energies per unit mass at its states k, both exactly constant in free flight:
-    - the energy g z_k + |v_k|^2 / 2 with the knot velocity v_k = (v[k] + v[k+1]) / 2
+    - the energy g z_k + |v_k|^2 / 2 with the knot velocity v_k = (v_mid[k] + v_mid[k+1]) / 2
       (as dojo energy computes it);
-    - Stormer-Verlet's invariant g z_k + v[k] v[k+1] / 2 (= that - g^2 h^2 / 8), the one
+    - Stormer-Verlet's invariant g z_k + v_mid[k] v_mid[k+1] / 2 (= that - g^2 h^2 / 8), the one
       the restitution target scales by e^2 (core/restitution.h).
     Also the largest relative spread of the energy within a flight."""
     z = tr.x[:, 0, 2] - R
-    v = tr.v[:, 0, 2]
+    v = tr.v_mid[:, 0, 2]  # the integrator's midpoint velocities (v holds the knot ones)
     energy = G * z[1:-1] + 0.5 * (0.5 * (v[1:-1] + v[2:])) ** 2  # states 1 .. T-1
     invariant = G * z[1:-1] + 0.5 * v[1:-1] * v[2:]
     gn = tr.contact_normal_impulse[:, 0]
@@ -253,3 +254,56 @@ def test_mechanism_api_validates_restitution():
     with pytest.raises(SceneError, match=r"contacts\.0\.restitution.*\[0, 1\]"):
         Mechanism([body], [Joint("base", "floating", ORIGIN, 0)], 0.01, (0, 0, -G),
                   contacts=[Contact("c", 0, radius=R, restitution=1.2)])
+
+
+# ------------------------------------------------- shape pairs (issue 12: every collision pair)
+
+_SIDEWAYS = [float(np.cos(np.pi / 4)), float(np.sin(np.pi / 4)), 0.0, 0.0]  # a body's z axis turned onto -y
+
+
+def _pair_drop(case: str, e: float, h: float, gap: float = 0.5):
+    """A shape dropped ``gap`` m onto the ground or onto a body welded to the world, through
+    the shape-pair contacts of `collisions:` (model/collisions.py): a cylinder on its side
+    on the ground (cap rims, circle_halfspace), a box flat on a fixed table box (corners,
+    corner_box), a capsule crosswise on a fixed capsule (segment_capsule and end spheres).
+    Returns (the mechanism, the dropped body's height above its resting height)."""
+    if case == "cylinder":
+        bodies = [{"name": "roller", "mass": 1.0, "shape": {"type": "cylinder", "radius": 0.2, "height": 0.5},
+                   "initial": {"position": [0, 0, 0.2 + gap], "orientation": _SIDEWAYS}}]
+        joints, rest, collisions = [], 0.2, {"mode": "ground"}
+    elif case == "box_on_box":
+        bodies = [{"name": "table", "mass": 5.0, "shape": {"type": "box", "size": [2, 2, 0.5]}},
+                  {"name": "box", "mass": 1.0, "shape": {"type": "box", "size": [0.4, 0.4, 0.4]},
+                   "initial": {"position": [0, 0, 0.45 + gap]}}]
+        joints = [{"name": "weld", "type": "fixed", "parent": "origin", "child": "table"}]
+        rest, collisions = 0.45, {"mode": "all", "exclude": [["table", "ground"], ["box", "ground"]]}
+    else:
+        bodies = [{"name": "bar", "mass": 5.0, "shape": {"type": "capsule", "radius": 0.1, "height": 1.0}},
+                  {"name": "rod", "mass": 1.0, "shape": {"type": "capsule", "radius": 0.1, "height": 1.0},
+                   "initial": {"position": [0, 0, 0.2 + gap], "orientation": _SIDEWAYS}}]
+        joints = [{"name": "weld", "type": "fixed", "parent": "origin", "child": "bar",
+                   "orientation_offset": [float(np.cos(np.pi / 4)), 0.0, float(np.sin(np.pi / 4)), 0.0]}]  # along x
+        rest, collisions = 0.2, {"mode": "all", "exclude": [["bar", "ground"], ["rod", "ground"]]}
+    dropped = bodies[-1]["name"]
+    joints = joints + [{"name": "free", "type": "floating", "parent": "origin", "child": dropped}]
+    text = yaml.safe_dump({"name": case, "timestep": h, "solver": {"rtol": 1e-10, "btol": 1e-10}, "bodies": bodies,
+                           "joints": joints, "collisions": {**collisions, "restitution": e, "friction": 0.5}})
+    mech = build_mechanism(load_scene_spec_from_string(text))
+    traj = simulate(mech, steps=int(round(1.2 / h)))
+    assert set(traj.status) == {"success"}, case
+    assert traj.contact_distance.min() > -1e-6, case
+    return mech, traj.x[:, -1, 2] - rest
+
+
+@pytest.mark.parametrize("case", ["cylinder", "box_on_box", "capsule"])
+@pytest.mark.parametrize("h, tolerance", [(1e-3, 0.02), (1e-2, 0.05)])
+def test_shape_pairs_rebound_to_e_squared(case, h, tolerance):
+    """Restitution on the new collision pairs: the first rebound reaches e^2 of the drop,
+    against the ground and against a body welded to the world (which does not fall, so
+    gravity enters the energy balance as against the ground)."""
+    e, gap = 0.5, 0.5
+    _, z = _pair_drop(case, e, h, gap)
+    bounce = int(np.argmax(np.diff(z) > 0))  # the first step that rises
+    assert bounce > 0
+    apex = z[bounce:].max()
+    assert abs(apex / (e * e * gap) - 1) < tolerance, f"{case} h={h}: apex {apex:.5f} m, e^2 drop {e * e * gap:.5f} m"

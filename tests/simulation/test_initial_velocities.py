@@ -13,6 +13,7 @@ import json
 
 import h5py
 import numpy as np
+import pytest
 from scipy.integrate import solve_ivp
 
 import dojo_cli as dojo
@@ -167,3 +168,83 @@ def test_files_with_midpoint_velocities_still_read(tmp_path):
     res = invoke("step", "pendulum", "--set", "initial_velocity=midpoint", "--from", out, "--index", 12, "--json")
     assert res.exit_code == 0, res.output
     assert np.abs(np.array(json.loads(res.stdout)["maximal"]) - traj.state(13)).max() < 1e-12
+
+
+# ------------------------------------------- the double pendulum and the cartpole, DOP853
+
+
+def _double_pendulum_reference(mech, t, a0, b0):
+    """Both links' centres of mass (y, z) and velocities by DOP853 (rtol 1e-12) on the
+    double pendulum's Lagrange equations in absolute angles a = theta1, b = theta1 +
+    theta2 (each link's centre halfway along it, pivot at z = P):
+      M11 a'' + M12 b'' + m2 L l2 sin(a - b) b'^2 + (m1 l1 + m2 L) g sin a = 0
+      M12 a'' + M22 b'' - m2 L l2 sin(a - b) a'^2 + m2 l2 g sin b = 0
+    with M11 = m1 l1^2 + I1 + m2 L^2, M12 = m2 L l2 cos(a - b), M22 = m2 l2^2 + I2."""
+    (m1, i1), (m2, i2) = [(b.mass, b.inertia[0, 0]) for b in mech.bodies]
+    length, l1, l2, g, pivot = 1.0, 0.5, 0.5, 9.81, 2.1
+
+    def rhs(_, y):
+        a, b, da, db = y
+        c, s = np.cos(a - b), np.sin(a - b)
+        mass = np.array([[m1 * l1**2 + i1 + m2 * length**2, m2 * length * l2 * c], [m2 * length * l2 * c, m2 * l2**2 + i2]])
+        force = -np.array([m2 * length * l2 * s * db**2 + (m1 * l1 + m2 * length) * g * np.sin(a),
+                           -m2 * length * l2 * s * da**2 + m2 * l2 * g * np.sin(b)])
+        return [da, db, *np.linalg.solve(mass, force)]
+
+    a, b, da, db = solve_ivp(rhs, (0, t[-1]), [a0, a0 + b0, 0.0, 0.0], method="DOP853", rtol=1e-12, atol=1e-12, t_eval=t).y
+    p1 = np.stack([l1 * np.sin(a), pivot - l1 * np.cos(a)], -1)
+    p2 = np.stack([length * np.sin(a) + l2 * np.sin(b), pivot - length * np.cos(a) - l2 * np.cos(b)], -1)
+    v1 = np.stack([l1 * np.cos(a) * da, l1 * np.sin(a) * da], -1)
+    v2 = np.stack([length * np.cos(a) * da + l2 * np.cos(b) * db, length * np.sin(a) * da + l2 * np.sin(b) * db], -1)
+    return np.stack([p1, p2], 1), np.stack([v1, v2], 1)
+
+
+def _cartpole_reference(mech, t, theta0):
+    """The cart's and the pole's centres (y, z) and velocities by DOP853 on the cartpole's
+    Lagrange equations (cart at s along y, pole angle theta from upright, its centre
+    l = 0.5 from the hinge at the cart's centre: (s - l sin theta, l cos theta)):
+      (mc + mp) s'' - mp l cos(theta) theta'' + mp l sin(theta) theta'^2 = 0
+      -mp l cos(theta) s'' + (mp l^2 + Ip) theta'' - mp g l sin(theta) = 0"""
+    (mc, _), (mp, ip) = [(b.mass, b.inertia[0, 0]) for b in mech.bodies]
+    half, g = 0.5, 9.81
+
+    def rhs(_, y):
+        s, th, ds, dth = y
+        c, sn = np.cos(th), np.sin(th)
+        mass = np.array([[mc + mp, -mp * half * c], [-mp * half * c, mp * half**2 + ip]])
+        force = np.array([-mp * half * sn * dth**2, mp * g * half * sn])
+        return [ds, dth, *np.linalg.solve(mass, force)]
+
+    s, th, ds, dth = solve_ivp(rhs, (0, t[-1]), [0.0, theta0, 0.0, 0.0], method="DOP853", rtol=1e-12, atol=1e-12, t_eval=t).y
+    zero = np.zeros_like(s)
+    cart, cart_v = np.stack([s, zero], -1), np.stack([ds, zero], -1)
+    pole = np.stack([s - half * np.sin(th), half * np.cos(th)], -1)
+    pole_v = np.stack([ds - half * np.cos(th) * dth, -half * np.sin(th) * dth], -1)
+    return np.stack([cart, pole], 1), np.stack([cart_v, pole_v], 1)
+
+
+def _chain_errors(scene: str, h: float, seconds: float) -> tuple[float, float]:
+    """(largest error of the bodies' centres of mass in m, of their stored knot velocities
+    in m/s) against the scene's DOP853 reference, from its initial angles at rest."""
+    mech = dojo.load_scene(scene, TIGHT + [f"timestep={h}"])
+    traj = dojo.simulate(mech, steps=int(round(seconds / h)))
+    assert set(traj.status) == {"success"}
+    angles = traj.minimal_q[0]
+    if scene == "double_pendulum":
+        position, velocity = _double_pendulum_reference(mech, traj.time, angles[0], angles[1])
+    else:
+        position, velocity = _cartpole_reference(mech, traj.time, angles[1])
+    assert np.abs(traj.x[:, :, 0]).max() < 1e-12, "the motion stays in the y-z plane"
+    return (float(np.abs(traj.x[:, :, 1:] - position).max()), float(np.abs(traj.v[:, :, 1:] - velocity).max()))
+
+
+@pytest.mark.parametrize("scene", ["double_pendulum", "cartpole"])
+def test_chains_against_dop853_second_order(scene):
+    """The double pendulum and the cartpole (issue 12's checks) from their built-in initial
+    angles at rest: within 1e-4 m at h = 1e-3 over 1 s, and the errors of the centres of
+    mass and of the stored knot velocities fall ~4x when h halves."""
+    coarse = _chain_errors(scene, 2e-3, 1.0)
+    fine = _chain_errors(scene, 1e-3, 1.0)
+    assert fine[0] < 1e-4, f"position error {fine[0]:.2e} m"
+    for what, c, f in zip(("position", "knot velocity"), coarse, fine):
+        assert 3.5 < c / f < 4.5, f"{what}: error {c:.3e} -> {f:.3e}, ratio {c / f:.2f} (second order: 4)"
