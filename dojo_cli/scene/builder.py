@@ -218,11 +218,11 @@ def _shape_contacts(c, names: dict[str, int], bodies: list[Body]) -> list[Contac
     base = dict(model=c.model, friction=float(c.friction))
     against = c.against
     if isinstance(against, str):
-        return half_space_contacts(c.name, body, shape, GROUND, **base)
+        return half_space_contacts(c.name, body, shape, GROUND, rim_points=c.rim_points, **base)
     if hasattr(against, "normal"):
         n = np.asarray(against.normal, float)
         plane = {"normal": n / np.linalg.norm(n), "point": np.asarray(against.point, float)}
-        return half_space_contacts(c.name, body, shape, plane, **base)
+        return half_space_contacts(c.name, body, shape, plane, rim_points=c.rim_points, **base)
     other = names[against.body]
     if against.shape == "body":
         other_shape = bodies[other].shape

@@ -744,10 +744,13 @@ class HalfSpaceSpec(_Spec):
 
 class HullShapeSpec(_ShapeSpec):
     """A convex hull (a contact's shape: a URDF collision mesh reduced to its hull);
-    ``vertices``: (n, 3) points in the shape frame (m), each a contact against a half-space."""
+    ``vertices``: (n, 3) points in the shape frame (m), each a contact against a half-space;
+    ``radius``: each vertex is a sphere of this radius (m): the hull inflated by it (the
+    importer's reduction error, so that the inflated hull holds the whole mesh)."""
 
     type: Literal["hull"] = "hull"
     vertices: Annotated[list[Vector3], Field(min_length=1, max_length=MAX_HULL_VERTICES)]
+    radius: NonNegativeReal = 0.0
 
 
 ContactShapeSpec = Annotated[
@@ -829,6 +832,9 @@ class ContactSpec(_Spec):
             the contact is then the shape pair, compiled into the collision table's
             contacts named ``<name>/<k>`` (dojo_cli.model.collisions), and radius and
             offset stay unset.
+        rim_points: with a cylinder shape against a half-space, the fixed points per cap
+            rim besides the rolling rim contact (3 by default, so that it stands on an end;
+            0: the rims alone, dojo_cli.model.collisions).
         against: "ground" (z >= 0), a HalfSpaceSpec or a BodyCollisionSpec.
     """
 
@@ -839,15 +845,19 @@ class ContactSpec(_Spec):
     radius: NonNegativeReal = 0.0
     offset: Vector3 = Field(default_factory=_zero_vector)
     shape: Annotated[Union[Literal["body"], ContactShapeSpec], Field(union_mode="left_to_right")] | None = None
+    rim_points: Annotated[int, Field(ge=0, le=16)] = 3
     against: Against = "ground"
 
     @model_validator(mode="after")
     def _sphere_or_shape(self) -> ContactSpec:
+        problems = []
         if self.shape is not None:
             problems = [(key, "describes the contact sphere; a contact with a shape has none (leave it out)")
                         for key in ("radius", "offset") if key in self.model_fields_set]
-            if problems:
-                raise SpecProblems(problems)
+        if "rim_points" in self.model_fields_set and (self.rim_points in (1, 2) or self.shape is None):
+            problems.append(("rim_points", "fixed points per rim of a cylinder shape: 0, or 3 to 16 (fewer cannot stand)"))
+        if problems:
+            raise SpecProblems(problems)
         return self
 
 
