@@ -230,7 +230,7 @@ def _shape_contacts(c, names: dict[str, int], bodies: list[Body]) -> list[Contac
         size = {"sphere": {}, "capsule": {"height": float(against.height)},
                 "box": {"size": tuple(against.size or (0.0, 0.0, 0.0))}}[against.shape]
         radius = {} if against.shape == "box" else {"radius": float(against.radius)}
-        other_shape = Shape(against.shape, {**size, **radius}, tuple(against.offset))
+        other_shape = Shape(against.shape, {**size, **radius}, tuple(against.offset), tuple(against.orientation_offset))
     return body_pair_contacts(c.name, body, shape, other, other_shape, **base)
 
 

@@ -769,7 +769,9 @@ class BodyCollisionSpec(_Spec):
             capsule or box), the other fields unused.
         radius: sphere or capsule radius (m); for a box, an inflation radius.
         offset: (3,) shape centre in the other body's frame (m).
-        height: capsule segment length along the other body's z axis (m).
+        orientation_offset: the shape's orientation in the other body's frame [w, x, y, z]
+            (a capsule's axis is its z; a box may only be turned by quarter turns).
+        height: capsule segment length along the shape's z axis (m).
         size: (3,) box edge lengths (m), required for a box.
     """
 
@@ -777,6 +779,7 @@ class BodyCollisionSpec(_Spec):
     shape: Literal["sphere", "capsule", "box", "body"]
     radius: NonNegativeReal = 0.0
     offset: Vector3 = Field(default_factory=_zero_vector)
+    orientation_offset: Quaternion = Field(default_factory=_identity_quaternion)
     height: NonNegativeReal = 0.0
     size: PositiveVector3 | None = None
 

@@ -41,6 +41,7 @@ translation-only Planar).
 from __future__ import annotations
 
 import io
+import itertools
 import logging
 import math
 import os
@@ -53,6 +54,7 @@ import numpy as np
 
 from dojo_cli.errors import Problem, SceneError
 from dojo_cli.model.collisions import GROUND, RIM_POINTS, half_space_contacts, lowest_height, reduced_hull
+from dojo_cli.model.shapes import Shape
 from dojo_cli.scene.robots import UnresolvedPackage, package_search_path, resolve_resource
 from dojo_cli.scene.schema import MAX_MAGNITUDE, MAX_PATH_LENGTH
 
@@ -1003,8 +1005,39 @@ def _collision_shape(reader: _Reader, kind: str, params: dict, pose: np.ndarray,
     return None
 
 
-def _self_collisions(contacts: list[dict], result: UrdfImport, options: UrdfOptions) -> list[dict]:
-    return []
+def _self_collisions(reader: _Reader, contacts: list[dict], result: UrdfImport) -> list[dict]:
+    """Each pair of ground contacts' shapes on two bodies not joined parent-child (the
+    ``collisions: all`` filter), as a contact ``<a>-<b>`` on the first against the second,
+    where the collision table pairs them (sphere, capsule, box; a box turned by quarter
+    turns only: others are left out with a warning)."""
+    from dojo_cli.model.collisions import BODY_SHAPES, UnsupportedPair, body_pair_contacts
+
+    joined = {frozenset((j["parent"], j["child"])) for j in result.scene_joints}
+    shapes = [c for c in contacts if c["shape"]["type"] in BODY_SHAPES]
+    out, skipped = [], []
+    for a, b in itertools.combinations(shapes, 2):
+        if a["body"] == b["body"] or frozenset((a["body"], b["body"])) in joined:
+            continue
+        try:
+            body_pair_contacts("", 0, _shape(a["shape"]), 1, _shape(b["shape"]))
+        except UnsupportedPair:
+            skipped.append(f"{a['name']}-{b['name']}")
+            continue
+        given = {k: v for k, v in b["shape"].items() if k in ("radius", "height", "size")}
+        against = {"body": b["body"], "shape": b["shape"]["type"], "offset": b["shape"]["position_offset"],
+                   "orientation_offset": b["shape"]["orientation_offset"], **given}
+        base = {k: a[k] for k in ("model", "friction")}
+        out.append({"name": f"{a['name']}-{b['name']}", "body": a["body"], **base, "shape": a["shape"], "against": against})
+    if skipped:
+        reader.warn(None, "self-collision", f"{len(skipped)} pairs with a box turned in its body other than by quarter turns "
+                    f"are left out (the collision table's boxes are axis-aligned): {_listed(skipped, 4)}")
+    return out
+
+
+def _shape(given: dict) -> Shape:
+    """A scene shape mapping as the compile's Shape."""
+    params = {k: v for k, v in given.items() if k not in ("type", "position_offset", "orientation_offset")}
+    return Shape(given["type"], params, tuple(given["position_offset"]), tuple(given["orientation_offset"]))
 
 
 def _mesh_points(reader: _Reader, params: dict, where: str, line) -> np.ndarray | None:
@@ -1045,7 +1078,7 @@ def _contacts(reader, links, groups, result: UrdfImport, options: UrdfOptions) -
                     label = name if len(items) == 1 else f"{name}_{k}"
                     contacts.append({"name": label, "body": group.name, **base, "shape": shape, **extra})
         if options.self_collision:
-            contacts += _self_collisions(contacts, result, options)
+            contacts += _self_collisions(reader, contacts, result)
         return contacts
 
     # feet: the leaves of the body tree, lowest at the zero configuration
@@ -1127,17 +1160,14 @@ def _xyzw(q: list[float]) -> list[float]:
 def _stand_on_ground(scene: dict, result: UrdfImport) -> None:
     """Lift a floating robot so that its lowest contact (a sphere's bottom, a shape's lowest
     point, as compiled into the collision table) touches z = 0."""
-    from dojo_cli.model.shapes import Shape
-
     poses = _zero_configuration_poses(result)
     lowest = math.inf
     for c in scene["contacts"]:
         rot, pos = poses[c["body"]]
         if "shape" in c:
-            given = c["shape"]
-            params = {k: v for k, v in given.items() if k not in ("type", "position_offset", "orientation_offset")}
-            shape = Shape(given["type"], params, tuple(given["position_offset"]), tuple(given["orientation_offset"]))
-            made = half_space_contacts("", 0, shape, GROUND, rim_points=c.get("rim_points", RIM_POINTS))
+            if c["against"] != "ground":
+                continue  # a self-collision contact
+            made = half_space_contacts("", 0, _shape(c["shape"]), GROUND, rim_points=c.get("rim_points", RIM_POINTS))
             lowest = min(lowest, lowest_height(made, rot, pos))
         else:
             lowest = min(lowest, float((pos + rot @ np.asarray(c["offset"]))[2]) - c["radius"])

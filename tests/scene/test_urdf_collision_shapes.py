@@ -89,3 +89,25 @@ def test_dropped_primitives_stay_above_the_ground():
     traj = dojo.simulate(mech, steps=100)
     assert set(traj.status) == {"success"}
     assert traj.contact_distance.min() > -1e-3 and traj.contact_normal_impulse[-1].sum() > 0
+
+
+def test_self_collision_pairs_the_shapes_of_bodies_not_joined(tmp_path):
+    robot, packages = DATA / "robot.urdf", str(DATA / "packages")
+    result = read_urdf(robot, UrdfOptions(floating=True, contacts="collision", self_collision=True, package_path=[packages]))
+    ground = [c for c in result.scene["contacts"] if c["against"] == "ground"]
+    pairs = [c for c in result.scene["contacts"] if c["against"] != "ground"]
+    joined = {frozenset((j["parent"], j["child"])) for j in result.scene["joints"]}
+    table = {"sphere", "capsule", "box"}
+    shapes = [(c["body"], c["shape"]["type"]) for c in ground if c["shape"]["type"] in table]
+    expected = sum(1 for i, (a, ka) in enumerate(shapes) for b, kb in shapes[i + 1:] if a != b and frozenset((a, b)) not in joined)
+    assert pairs and len(pairs) == expected
+    for c in pairs:
+        assert frozenset((c["body"], c["against"]["body"])) not in joined and c["body"] != c["against"]["body"]
+        assert {c["shape"]["type"], c["against"]["shape"]} <= table
+    assert build_mechanism(spec_from_dict(result.scene)).nc > len(ground)
+    from typer.testing import CliRunner
+
+    from dojo_cli.cli.app import app
+
+    res = CliRunner().invoke(app, ["import-urdf", str(robot), "-o", str(tmp_path / "r.yaml"), "--self-collision"])
+    assert res.exit_code == 2 and "--self-collision: needs --contacts collision" in res.output
