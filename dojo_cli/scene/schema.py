@@ -857,7 +857,8 @@ class ContactSpec(_Spec):
         if self.shape is not None:
             problems = [(key, "describes the contact sphere; a contact with a shape has none (leave it out)")
                         for key in ("radius", "offset") if key in self.model_fields_set]
-        if "rim_points" in self.model_fields_set and (self.rim_points in (1, 2) or self.shape is None):
+        # (a stored scene writes the default back on every contact: that one is accepted)
+        if self.rim_points in (1, 2) or (self.shape is None and self.rim_points != 3):
             problems.append(("rim_points", "fixed points per rim of a cylinder shape: 0, or 3 to 16 (fewer cannot stand)"))
         if problems:
             raise SpecProblems(problems)
