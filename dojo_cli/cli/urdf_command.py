@@ -32,7 +32,8 @@ def import_urdf(
     urdf: Annotated[Path, typer.Argument(help="The robot's URDF file.")],
     output: Annotated[Path, typer.Option("--output", "-o", help="Scene YAML file to write.")],
     floating: Annotated[bool, typer.Option("--floating", help="Free-floating base (a floating joint to the world); else the root is fixed.")] = False,
-    contacts: Annotated[ContactMode, typer.Option("--contacts", help="feet: spheres at the ends of the legs; collision: at every collision primitive; none.")] = ContactMode.none,
+    contacts: Annotated[ContactMode, typer.Option("--contacts", help="feet: spheres at the ends of the legs; collision: every collision element as its shape against the ground; none.")] = ContactMode.none,
+    self_collision: Annotated[bool, typer.Option("--self-collision", help="With --contacts collision: the links' collision shapes also against each other (bodies not joined parent-child).")] = False,
     friction: Annotated[float, typer.Option("--friction", min=0.0, help="Friction coefficient of the contacts.")] = DEFAULT_FRICTION,
     merge_fixed: Annotated[bool, typer.Option("--merge-fixed", help="Merge links joined by fixed joints into one body (parallel-axis rule).")] = False,
     package_path: Annotated[Optional[list[Path]], typer.Option("--package-path", help="Folder holding ROS packages, for package:// names. Repeatable.")] = None,
@@ -43,6 +44,8 @@ def import_urdf(
     force: Annotated[bool, typer.Option("--force", "-f", help="Overwrite the output file.")] = False,
 ) -> None:
     """Import a URDF as an editable scene: bodies at their centres of mass, joints with limits and dampers, contacts."""
+    if self_collision and contacts != ContactMode.collision:
+        raise InputError(f"--self-collision: needs --contacts collision (the links' collision shapes), got --contacts {contacts.value}")
     if timestep is not None and not (timestep > 0 and math.isfinite(timestep)):
         raise InputError(f"--timestep: must be > 0, got {timestep:g}")
     try:
@@ -52,7 +55,7 @@ def import_urdf(
     if exists and not force:
         raise StorageError(f"{output}: already exists (use --force to overwrite)")
     options = UrdfOptions(
-        floating=floating, contacts=contacts.value, friction=friction, merge_fixed=merge_fixed,
+        floating=floating, contacts=contacts.value, self_collision=self_collision, friction=friction, merge_fixed=merge_fixed,
         package_path=[str(p) for p in package_path or []], meshes=not no_meshes, geometry=geometry.value,
     )
     result = read_urdf(urdf, options, str(urdf))
@@ -63,7 +66,8 @@ def import_urdf(
         scene["timestep"] = timestep
     # what is written must load: validate and build it before writing anything
     mech = build_mechanism(spec_from_dict(scene, file=str(urdf), base_dir=output.resolve().parent))
-    flags = " ".join(f for f, on in (("--floating", floating), ("--merge-fixed", merge_fixed), ("--no-meshes", no_meshes)) if on)
+    flags = " ".join(f for f, on in (("--floating", floating), ("--merge-fixed", merge_fixed), ("--no-meshes", no_meshes),
+                                         ("--self-collision", self_collision)) if on)
     header = (
         f"# {scene['name']}: imported from {urdf} by dojo import-urdf {flags} --contacts {contacts.value}\n"
         "# Bodies sit at their links' centres of mass (body frames oriented as the links); edit freely,\n"

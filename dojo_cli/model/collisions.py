@@ -9,8 +9,11 @@ list of such contacts, always the same ones in the same order (the storage names
 
 - against a half-space: a sphere is its centre with its radius; a capsule its two end
   spheres; a box, a pyramid or a convex hull its vertices (radius 0); a cylinder its two
-  cap rims (circle_halfspace: the lowest rim point, so it rolls) then three fixed points of
-  each rim (0, 120, 240 degrees from perpendicular_unit(axis)), so that it stands on an end;
+  cap rims (circle_halfspace: the lowest rim point, so it rolls) then ``rim_points`` fixed
+  points of each rim (default 3: 0, 120, 240 degrees from perpendicular_unit(axis)), so that
+  it stands on an end (0: the rims alone, which never go through the plane but balance on
+  one point per rim when standing: what a robot's link needs, at a quarter of the contacts);
+  a hull with a ``radius`` gives its vertices that radius (a hull inflated by it);
 - between bodies (sphere, capsule, box, the shapes the table carries on body b):
   sphere-X: the sphere against X (1); capsule-capsule: the segments' closest points, then
   each capsule's end spheres against the other (1 + 2 + 2); capsule-box: the segment's
@@ -40,9 +43,9 @@ GROUND = {"normal": np.array([0.0, 0.0, 1.0]), "point": np.zeros(3)}
 # Shapes that collide with a half-space, and with another body (the table's b shapes).
 HALF_SPACE_SHAPES = ("sphere", "capsule", "box", "cylinder", "pyramid", "hull")
 BODY_SHAPES = ("sphere", "capsule", "box")
-# Fixed rim points of a cylinder cap (rad from perpendicular_unit(axis)), three so that a
-# cylinder on its end stands on a triangle holding its centre.
-_RIM_ANGLES = (0.0, 2.0 * np.pi / 3.0, 4.0 * np.pi / 3.0)
+# Fixed points per cylinder cap rim, evenly spaced from perpendicular_unit(axis): three so
+# that a cylinder on its end stands on a triangle holding its centre.
+RIM_POINTS = 3
 # A box's rotation in its body frame counts as a signed permutation of the axes when its
 # entries are within this of 0 or +-1.
 _PERMUTATION_TOL = 1e-9
@@ -109,7 +112,8 @@ def _b_kind(shape: Shape) -> tuple[str, dict]:
     raise UnsupportedPair(f"a {shape.kind} collides only with the ground or a half-space")
 
 
-def half_space_contacts(name: str, body: int, shape: Shape, half_space: dict, **base) -> list[Contact]:
+def half_space_contacts(name: str, body: int, shape: Shape, half_space: dict, rim_points: int = RIM_POINTS,
+                        **base) -> list[Contact]:
     """A body's shape against a half-space ({normal, point}, world frame).
 
     Args:
@@ -117,6 +121,7 @@ def half_space_contacts(name: str, body: int, shape: Shape, half_space: dict, **
         body: index of the body carrying the shape.
         shape: the shape, in the body frame.
         half_space: ``normal`` (3,) unit and ``point`` (3,).
+        rim_points: fixed points per cylinder rim (0: the rolling rim contacts only).
         base: model, friction and restitution of every contact.
 
     Raises:
@@ -131,7 +136,8 @@ def half_space_contacts(name: str, body: int, shape: Shape, half_space: dict, **
         middle, half, radius = _segment(shape)
         spheres = [(middle - half, radius), (middle + half, radius)]
     elif shape.kind in ("box", "pyramid", "hull"):
-        spheres = [(v, 0.0) for v in vertices(shape)]
+        radius = float(shape.params.get("radius") or 0.0) if shape.kind == "hull" else 0.0
+        spheres = [(v, radius) for v in vertices(shape)]
     elif shape.kind == "cylinder":
         rot, origin = _frame(shape)
         axis, rho = rot[:, 2], float(shape.params["radius"])
@@ -140,7 +146,8 @@ def half_space_contacts(name: str, body: int, shape: Shape, half_space: dict, **
         caps = [origin - 0.5 * float(shape.params["height"]) * axis, origin + 0.5 * float(shape.params["height"]) * axis]
         circles = [Contact("", body, offset=cap, kind="circle_halfspace", params=params,
                            shape_a=_padded(axis, rho), **base) for cap in caps]
-        spheres = [(cap - rho * (np.cos(t) * w0 + np.sin(t) * w1), 0.0) for cap in caps for t in _RIM_ANGLES]
+        angles = 2.0 * np.pi * np.arange(rim_points) / max(rim_points, 1)
+        spheres = [(cap - rho * (np.cos(t) * w0 + np.sin(t) * w1), 0.0) for cap in caps for t in angles]
     else:
         raise UnsupportedPair(f"a {shape.kind} shape cannot collide")
     contacts = circles + [Contact("", body, radius=r, offset=c, kind="halfspace", params=params, **base) for c, r in spheres]
@@ -205,3 +212,71 @@ def _named(name: str, contacts: list[Contact]) -> list[Contact]:
     if len(contacts) == 1:
         return [replace(contacts[0], name=name)]
     return [replace(c, name=f"{name}/{k}") for k, c in enumerate(contacts)]
+
+
+def lowest_height(contacts: list[Contact], rotation: np.ndarray, position: np.ndarray) -> float:
+    """The lowest world height (z) of a body's half-space contacts with the body at
+    (rotation (3, 3), centre of mass position (3,)): a sphere's bottom, a rim's lowest point."""
+    lows = []
+    for c in contacts:
+        centre = position + rotation @ np.asarray(c.offset, float)
+        if c.kind == "circle_halfspace":
+            axis, rho = rotation @ np.asarray(c.shape_a[:3], float), float(c.shape_a[3])
+            lows.append(centre[2] - rho * np.sqrt(max(0.0, 1.0 - axis[2] ** 2)))
+        else:
+            lows.append(centre[2] - float(c.radius))
+    return float(min(lows))
+
+
+def reduced_hull(points: np.ndarray, most: int) -> tuple[np.ndarray, float]:
+    """At most ``most`` vertices of the convex hull of ``points`` (n, 3), and the error:
+    the largest distance of a point from their hull.
+
+    Greedy: the extreme points along +-x, +-y, +-z, then repeatedly the point farthest
+    beyond a face of the current hull (Quickhull's choice), until ``most`` or every point
+    is inside. The vertices are a subset of the hull's, so their hull lies inside the
+    mesh's and the error is one-sided: the hull inflated by the error (each vertex a
+    sphere of that radius, the hull shape's ``radius``) holds every point; against a
+    plane it sits at most the error lower than the points do (in any direction: the
+    error is the Hausdorff distance of the two hulls).
+
+    Raises:
+        ValueError: points with no volume (all on a plane), or ``most`` < 4.
+    """
+    from scipy.spatial import ConvexHull, QhullError
+    from trimesh.triangles import closest_point
+
+    if most < 4:
+        raise ValueError(f"a hull needs at least 4 vertices, asked for {most}")
+    points = np.asarray(points, float).reshape(-1, 3)
+    try:
+        hull = ConvexHull(points)
+    except (QhullError, ValueError):
+        raise ValueError(f"the {len(points)} points span no volume (flat or fewer than 4)") from None
+    candidates = points[hull.vertices]
+    if len(candidates) <= most:
+        return candidates, 0.0
+    centred = candidates - candidates.mean(axis=0)
+    chosen = list(dict.fromkeys(int(i) for k in range(3) for i in (np.argmin(centred[:, k]), np.argmax(centred[:, k]))))
+    while len(chosen) < 4:  # a flat start (a disc's extremes): the farthest point off its plane
+        base = candidates[chosen]
+        normal = np.linalg.svd(base - base.mean(axis=0))[2][-1]
+        chosen.append(int(np.argmax(np.abs((candidates - base.mean(axis=0)) @ normal))))
+    while len(chosen) < most:
+        sub = ConvexHull(candidates[chosen])
+        beyond = (candidates @ sub.equations[:, :3].T + sub.equations[:, 3]).max(axis=1)
+        k = int(np.argmax(beyond))
+        if beyond[k] <= 0.0:
+            break
+        chosen.append(k)
+    vertices = candidates[chosen]
+    sub = ConvexHull(vertices)
+    # a point outside a convex hull is nearest its boundary: the closest point over its triangles
+    outside = candidates[(candidates @ sub.equations[:, :3].T + sub.equations[:, 3]).max(axis=1) > 0.0]
+    if len(outside) == 0:
+        return vertices, 0.0
+    triangles = vertices[sub.simplices]
+    pairs_t = np.repeat(triangles[None], len(outside), axis=0).reshape(-1, 3, 3)
+    pairs_p = np.repeat(outside, len(triangles), axis=0)
+    distance = np.linalg.norm(closest_point(pairs_t, pairs_p) - pairs_p, axis=1).reshape(len(outside), len(triangles))
+    return vertices, float(distance.min(axis=1).max())

@@ -222,11 +222,11 @@ def _shape_contacts(c, names: dict[str, int], bodies: list[Body]) -> list[Contac
     base = dict(model=c.model, friction=float(c.friction), restitution=float(c.restitution))
     against = c.against
     if isinstance(against, str):
-        return half_space_contacts(c.name, body, shape, GROUND, **base)
+        return half_space_contacts(c.name, body, shape, GROUND, rim_points=c.rim_points, **base)
     if hasattr(against, "normal"):
         n = np.asarray(against.normal, float)
         plane = {"normal": n / np.linalg.norm(n), "point": np.asarray(against.point, float)}
-        return half_space_contacts(c.name, body, shape, plane, **base)
+        return half_space_contacts(c.name, body, shape, plane, rim_points=c.rim_points, **base)
     other = names[against.body]
     if against.shape == "body":
         other_shape = bodies[other].shape
@@ -234,7 +234,7 @@ def _shape_contacts(c, names: dict[str, int], bodies: list[Body]) -> list[Contac
         size = {"sphere": {}, "capsule": {"height": float(against.height)},
                 "box": {"size": tuple(against.size or (0.0, 0.0, 0.0))}}[against.shape]
         radius = {} if against.shape == "box" else {"radius": float(against.radius)}
-        other_shape = Shape(against.shape, {**size, **radius}, tuple(against.offset))
+        other_shape = Shape(against.shape, {**size, **radius}, tuple(against.offset), tuple(against.orientation_offset))
     return body_pair_contacts(c.name, body, shape, other, other_shape, **base)
 
 

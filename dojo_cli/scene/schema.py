@@ -752,10 +752,13 @@ class HalfSpaceSpec(_Spec):
 
 class HullShapeSpec(_ShapeSpec):
     """A convex hull (a contact's shape: a URDF collision mesh reduced to its hull);
-    ``vertices``: (n, 3) points in the shape frame (m), each a contact against a half-space."""
+    ``vertices``: (n, 3) points in the shape frame (m), each a contact against a half-space;
+    ``radius``: each vertex is a sphere of this radius (m): the hull inflated by it (the
+    importer's reduction error, so that the inflated hull holds the whole mesh)."""
 
     type: Literal["hull"] = "hull"
     vertices: Annotated[list[Vector3], Field(min_length=1, max_length=MAX_HULL_VERTICES)]
+    radius: NonNegativeReal = 0.0
 
 
 ContactShapeSpec = Annotated[
@@ -774,7 +777,9 @@ class BodyCollisionSpec(_Spec):
             capsule or box), the other fields unused.
         radius: sphere or capsule radius (m); for a box, an inflation radius.
         offset: (3,) shape centre in the other body's frame (m).
-        height: capsule segment length along the other body's z axis (m).
+        orientation_offset: the shape's orientation in the other body's frame [w, x, y, z]
+            (a capsule's axis is its z; a box may only be turned by quarter turns).
+        height: capsule segment length along the shape's z axis (m).
         size: (3,) box edge lengths (m), required for a box.
     """
 
@@ -782,6 +787,7 @@ class BodyCollisionSpec(_Spec):
     shape: Literal["sphere", "capsule", "box", "body"]
     radius: NonNegativeReal = 0.0
     offset: Vector3 = Field(default_factory=_zero_vector)
+    orientation_offset: Quaternion = Field(default_factory=_identity_quaternion)
     height: NonNegativeReal = 0.0
     size: PositiveVector3 | None = None
 
@@ -839,6 +845,9 @@ class ContactSpec(_Spec):
             the contact is then the shape pair, compiled into the collision table's
             contacts named ``<name>/<k>`` (dojo_cli.model.collisions), and radius and
             offset stay unset.
+        rim_points: with a cylinder shape against a half-space, the fixed points per cap
+            rim besides the rolling rim contact (3 by default, so that it stands on an end;
+            0: the rims alone, dojo_cli.model.collisions).
         against: "ground" (z >= 0), a HalfSpaceSpec or a BodyCollisionSpec.
     """
 
@@ -850,15 +859,20 @@ class ContactSpec(_Spec):
     offset: Vector3 = Field(default_factory=_zero_vector)
     restitution: UnitIntervalReal = 0.0
     shape: Annotated[Union[Literal["body"], ContactShapeSpec], Field(union_mode="left_to_right")] | None = None
+    rim_points: Annotated[int, Field(ge=0, le=16)] = 3
     against: Against = "ground"
 
     @model_validator(mode="after")
     def _sphere_or_shape(self) -> ContactSpec:
+        problems = []
         if self.shape is not None:
             problems = [(key, "describes the contact sphere; a contact with a shape has none (leave it out)")
                         for key in ("radius", "offset") if key in self.model_fields_set]
-            if problems:
-                raise SpecProblems(problems)
+        # (a stored scene writes the default back on every contact: that one is accepted)
+        if self.rim_points in (1, 2) or (self.shape is None and self.rim_points != 3):
+            problems.append(("rim_points", "fixed points per rim of a cylinder shape: 0, or 3 to 16 (fewer cannot stand)"))
+        if problems:
+            raise SpecProblems(problems)
         return self
 
 

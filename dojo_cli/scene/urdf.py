@@ -41,6 +41,7 @@ translation-only Planar).
 from __future__ import annotations
 
 import io
+import itertools
 import logging
 import math
 import os
@@ -52,6 +53,8 @@ from typing import Any
 import numpy as np
 
 from dojo_cli.errors import Problem, SceneError
+from dojo_cli.model.collisions import GROUND, RIM_POINTS, half_space_contacts, lowest_height, reduced_hull
+from dojo_cli.model.shapes import Shape
 from dojo_cli.scene.robots import UnresolvedPackage, package_search_path, resolve_resource
 from dojo_cli.scene.schema import MAX_MAGNITUDE, MAX_PATH_LENGTH
 
@@ -80,6 +83,12 @@ FOOT_HEIGHT_TOL = 0.05
 # A planar joint's normal must be kept by its origin's rotation to this (rad).
 AXIS_TOL = 1e-9
 _MESH_SUFFIXES = (".obj", ".stl", ".dae")
+# --contacts collision: a box whose longest side is at least this many times its middle
+# one is a thin link, made the capsule around it (2 contacts, not 8); it then sits at most
+# (half diagonal - half smallest side) of its cross-section too high, never too low.
+THIN_BOX_RATIO = 4.0
+# --contacts collision: most vertices of a mesh's reduced convex hull (each is a contact).
+HULL_VERTICES = 32
 
 _log = logging.getLogger(__name__)
 
@@ -90,8 +99,10 @@ class UrdfOptions:
 
     Attributes:
         floating: attach the root body to the world by a floating joint (else fixed).
-        contacts: "feet" (spheres at the ends of the legs), "collision" (spheres for
-            every collision primitive) or "none".
+        contacts: "feet" (spheres at the ends of the legs), "collision" (every collision
+            element as its shape against the ground) or "none".
+        self_collision: with contacts "collision", the links' collision shapes also
+            against each other (bodies not joined parent-child; sphere, capsule, box).
         friction: Coulomb coefficient of those contacts.
         contact_model: impact, linear or nonlinear.
         merge_fixed: merge links joined by fixed joints into one body (massless
@@ -103,6 +114,7 @@ class UrdfOptions:
 
     floating: bool = False
     contacts: str = "none"
+    self_collision: bool = False
     friction: float = DEFAULT_FRICTION
     contact_model: str = "nonlinear"
     merge_fixed: bool = False
@@ -156,6 +168,8 @@ class UrdfOptions:
         out = []
         if self.contacts not in CONTACT_MODES:
             out.append(("contacts", f"must be one of {', '.join(CONTACT_MODES)}, got {self.contacts!r}"))
+        elif self.self_collision and self.contacts != "collision":
+            out.append(("self_collision", f"needs contacts: collision (the links' collision shapes), got contacts {self.contacts!r}"))
         if self.geometry not in GEOMETRY_MODES:
             out.append(("geometry", f"must be one of {', '.join(GEOMETRY_MODES)}, got {self.geometry!r}"))
         if self.contact_model not in ("impact", "linear", "nonlinear"):
@@ -946,22 +960,100 @@ def _scene_joints(reader, links, joints, groups, body_of, world_links, root, opt
 
 
 def _contact_points(kind: str, params: dict, pose: np.ndarray) -> list[tuple[np.ndarray, float]]:
-    """Contact spheres (centre in the body frame, radius) standing for a collision primitive."""
+    """Contact spheres (centre in the body frame, radius) of a sphere or a box's corners (feet)."""
     centre, rot = pose[:3, 3], pose[:3, :3]
     if kind == "sphere":
         return [(centre, params["radius"])]
-    if kind == "capsule":
-        half = 0.5 * params["height"] * rot[:, 2]
-        return [(centre - half, params["radius"]), (centre + half, params["radius"])]
     if kind == "box":
         half = 0.5 * np.asarray(params["size"])
         corners = [np.array([sx, sy, sz]) * half for sx in (-1, 1) for sy in (-1, 1) for sz in (-1, 1)]
         return [(centre + rot @ c, 0.0) for c in corners]
-    if kind == "cylinder":
-        r, h = params["radius"], 0.5 * params["height"]
-        rims = [np.array([r * c, r * s, sz * h]) for sz in (-1, 1) for c, s in ((1, 0), (0, 1), (-1, 0), (0, -1))]
-        return [(centre + rot @ p, 0.0) for p in rims]
     return []
+
+
+def _collision_shape(reader: _Reader, kind: str, params: dict, pose: np.ndarray, where: str, line) -> tuple[dict, dict] | None:
+    """(shape, extra contact fields) of a collision element against the ground, or None (a
+    mesh that cannot be read: warned). See the module doc of dojo_cli.model.collisions."""
+    if kind in ("sphere", "capsule"):
+        return {"type": kind, **params, **_pose(pose)}, {}
+    if kind == "cylinder":
+        # the rolling rim contacts alone: a link never stands on a cylinder's end by itself
+        return {"type": kind, **params, **_pose(pose)}, {"rim_points": 0}
+    if kind == "box":
+        size = np.asarray(params["size"], float)
+        order = np.argsort(size)  # small, middle, long
+        if size[order[2]] >= THIN_BOX_RATIO * size[order[1]]:
+            # a thin link: the capsule around it (its long axis, the cross-section's half
+            # diagonal), whose two end spheres hold the box's 8 corners
+            long = int(order[2])
+            axes = np.eye(3)[:, [(long + 1) % 3, (long + 2) % 3, long]]  # z along the long side
+            turned = pose.copy()
+            turned[:3, :3] = pose[:3, :3] @ axes
+            radius = 0.5 * float(np.hypot(size[order[0]], size[order[1]]))
+            return {"type": "capsule", "radius": radius, "height": float(size[long]), **_pose(turned)}, {}
+        return {"type": "box", "size": _vector(size), **_pose(pose)}, {}
+    if kind == "mesh":
+        points = _mesh_points(reader, params, where, line)
+        if points is None:
+            return None
+        try:
+            vertices, error = reduced_hull(points, HULL_VERTICES)
+        except ValueError as exc:
+            reader.warn(line, where, f"{Path(params['file']).name}: {exc}; no contacts")
+            return None
+        return {"type": "hull", "vertices": [_vector(v) for v in vertices], "radius": error, **_pose(pose)}, {}
+    return None
+
+
+def _self_collisions(reader: _Reader, contacts: list[dict], result: UrdfImport) -> list[dict]:
+    """Each pair of ground contacts' shapes on two bodies not joined parent-child (the
+    ``collisions: all`` filter), as a contact ``<a>-<b>`` on the first against the second,
+    where the collision table pairs them (sphere, capsule, box; a box turned by quarter
+    turns only: others are left out with a warning)."""
+    from dojo_cli.model.collisions import BODY_SHAPES, UnsupportedPair, body_pair_contacts
+
+    joined = {frozenset((j["parent"], j["child"])) for j in result.scene_joints}
+    shapes = [c for c in contacts if c["shape"]["type"] in BODY_SHAPES]
+    out, skipped = [], []
+    for a, b in itertools.combinations(shapes, 2):
+        if a["body"] == b["body"] or frozenset((a["body"], b["body"])) in joined:
+            continue
+        try:
+            body_pair_contacts("", 0, _shape(a["shape"]), 1, _shape(b["shape"]))
+        except UnsupportedPair:
+            skipped.append(f"{a['name']}-{b['name']}")
+            continue
+        given = {k: v for k, v in b["shape"].items() if k in ("radius", "height", "size")}
+        against = {"body": b["body"], "shape": b["shape"]["type"], "offset": b["shape"]["position_offset"],
+                   "orientation_offset": b["shape"]["orientation_offset"], **given}
+        base = {k: a[k] for k in ("model", "friction")}
+        out.append({"name": f"{a['name']}-{b['name']}", "body": a["body"], **base, "shape": a["shape"], "against": against})
+    if skipped:
+        reader.warn(None, "self-collision", f"{len(skipped)} pairs with a box turned in its body other than by quarter turns "
+                    f"are left out (the collision table's boxes are axis-aligned): {_listed(skipped, 4)}")
+    return out
+
+
+def _shape(given: dict) -> Shape:
+    """A scene shape mapping as the compile's Shape."""
+    params = {k: v for k, v in given.items() if k not in ("type", "position_offset", "orientation_offset")}
+    return Shape(given["type"], params, tuple(given["position_offset"]), tuple(given["orientation_offset"]))
+
+
+def _mesh_points(reader: _Reader, params: dict, where: str, line) -> np.ndarray | None:
+    """The vertices of a mesh file, scaled (mesh frame), or None (warned: no contacts)."""
+    import trimesh  # here: yourdfpy has imported it already for any URDF
+
+    try:
+        mesh = trimesh.load(params["file"], force="mesh")
+        points = np.asarray(mesh.vertices, float) * np.broadcast_to(np.asarray(params["scale"], float), (3,))
+    except Exception as exc:  # noqa: BLE001 - trimesh raises what its loaders raise (missing file, bad format)
+        reader.warn(line, where, f"{Path(params['file']).name}: cannot read the mesh ({type(exc).__name__}: {exc}); no contacts")
+        return None
+    if len(points) == 0 or not np.all(np.isfinite(points)):
+        reader.warn(line, where, f"{Path(params['file']).name}: no finite vertices; no contacts")
+        return None
+    return points
 
 
 def _contacts(reader, links, groups, result: UrdfImport, options: UrdfOptions) -> list[dict]:
@@ -975,16 +1067,18 @@ def _contacts(reader, links, groups, result: UrdfImport, options: UrdfOptions) -
 
     if options.contacts == "collision":
         for group in groups:
-            count = 0
             for name, pose in group.links.items():
                 body_pose = _translation(-group.com) @ pose
-                for kind, params, origin, _rgba, line in links[name].collisions:
-                    points = _contact_points(kind, params, body_pose @ origin)
-                    if not points and kind == "mesh":
-                        reader.warn(line, f"link {name!r} collision", "a mesh gets no contact spheres")
-                    for centre, radius in points:
-                        add(group.name, f"{group.name}_{count}", centre, radius)
-                        count += 1
+                items = links[name].collisions
+                for k, (kind, params, origin, _rgba, line) in enumerate(items):
+                    made = _collision_shape(reader, kind, params, body_pose @ origin, f"link {name!r} collision", line)
+                    if made is None:
+                        continue
+                    shape, extra = made
+                    label = name if len(items) == 1 else f"{name}_{k}"
+                    contacts.append({"name": label, "body": group.name, **base, "shape": shape, **extra})
+        if options.self_collision:
+            contacts += _self_collisions(reader, contacts, result)
         return contacts
 
     # feet: the leaves of the body tree, lowest at the zero configuration
@@ -1064,11 +1158,18 @@ def _xyzw(q: list[float]) -> list[float]:
 
 
 def _stand_on_ground(scene: dict, result: UrdfImport) -> None:
-    """Lift a floating robot so that its lowest contact sphere touches z = 0."""
+    """Lift a floating robot so that its lowest contact (a sphere's bottom, a shape's lowest
+    point, as compiled into the collision table) touches z = 0."""
     poses = _zero_configuration_poses(result)
-    lowest = min(
-        float((poses[c["body"]][1] + poses[c["body"]][0] @ np.asarray(c["offset"]))[2]) - c["radius"]
-        for c in scene["contacts"]
-    )
+    lowest = math.inf
+    for c in scene["contacts"]:
+        rot, pos = poses[c["body"]]
+        if "shape" in c:
+            if c["against"] != "ground":
+                continue  # a self-collision contact
+            made = half_space_contacts("", 0, _shape(c["shape"]), GROUND, rim_points=c.get("rim_points", RIM_POINTS))
+            lowest = min(lowest, lowest_height(made, rot, pos))
+        else:
+            lowest = min(lowest, float((pos + rot @ np.asarray(c["offset"]))[2]) - c["radius"])
     base = scene["joints"][0]
     base["initial"] = {"position": [0.0, 0.0, -lowest + 0.0, 0.0, 0.0, 0.0]}

@@ -15,6 +15,7 @@ import dojo_cli as dojo
 from dojo_cli.cli.app import app
 from dojo_cli.errors import SceneError
 from dojo_cli.math.quaternion import matrix_from_quaternion
+from dojo_cli.model.collisions import lowest_height
 from dojo_cli.scene.builder import build_mechanism
 from dojo_cli.scene.loader import load_scene_spec_from_string, spec_from_dict
 from dojo_cli.scene.urdf import UrdfOptions, read_urdf
@@ -123,11 +124,12 @@ def test_merged_fixed_joints_keep_mass_centre_and_inertia():
 def test_floating_base_with_collision_contacts_rests_on_the_ground():
     result, mech = _import(floating=True, contacts="collision", friction=0.3)
     assert mech.joints[0].type == "floating" and mech.joints[0].name == "floating_base"
-    kinds = {c.name: c for c in mech.contacts}
-    # base box: 8 corners; arm capsule: 2 end spheres; wheel cylinder: 8 rim points; foot sphere: 1
-    assert len(kinds) == 8 + 2 + 8 + 1 and all(c.friction == 0.3 for c in mech.contacts)
+    kinds = {c.name: c.kind for c in mech.contacts}
+    # base box: 8 corners; arm capsule: 2 end spheres; wheel cylinder: its 2 rolling rims; foot sphere: 1
+    assert len(kinds) == 8 + 2 + 2 + 1 and all(c.friction == 0.3 for c in mech.contacts)
+    assert [k for n, k in kinds.items() if n.startswith("wheel")] == ["circle_halfspace"] * 2
     z = mech.initial.reshape(mech.nb, 13)
-    lows = [(z[c.body, :3] + matrix_from_quaternion(z[c.body, 6:10]) @ c.offset)[2] - c.radius for c in mech.contacts]
+    lows = [lowest_height([c], matrix_from_quaternion(z[c.body, 6:10]), z[c.body, :3]) for c in mech.contacts]
     assert abs(min(lows)) < _EXACT, "the importer lifts a floating robot onto its lowest contact"
 
 
