@@ -1,0 +1,80 @@
+"""The scene's inputs and passive forces as generalized forces (PinnZoo's B_func; the
+springs and dampers C_func leaves out).
+
+A scene's inputs u (nu,) are Dojo's, per joint in scene order (physics.md "Inputs"): a
+force along each free translation (parent frame, at the child's joint point) and a
+torque about each free rotation axis of the joint frame. Their generalized force is
+tau = B(x) u with, per joint, the translation block E_t^T = T R_J^T T^T (the force
+seen in the successor frame; the identity unless the joint also rotates), 1 for a
+revolute angle, and R_J^T (times the orientation offset for a floating base) for a
+quaternion joint's torque. Inputs of loop-closing joints are not mapped (zero columns).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from dojo_cli.math.quaternion import matrix_from_quaternion
+from dojo_cli.minimal.dynamics import velocity_kinematics
+from dojo_cli.minimal.model import ROT_QUATERNION, ROT_REVOLUTE, MinimalModel
+
+
+def _state_dependent(model: MinimalModel) -> bool:
+    return any(tj.rot == ROT_QUATERNION or (tj.rot == ROT_REVOLUTE and tj.n_trans > 1) for tj in model.joints)
+
+
+def B_func(model: MinimalModel, x=None) -> np.ndarray:  # noqa: N802 (PinnZoo's name)
+    """B (nv, nu) with tau = B u for the scene's inputs u (module doc).
+
+    Args:
+        x: (nx,) state; needed only where the map turns with the configuration (a
+            floating, spherical, planar or free_revolute joint).
+    """
+    mech = model.mech
+    if x is None and _state_dependent(model):
+        raise ValueError("B_func: this model's input map depends on the configuration (a floating, spherical or "
+                         "planar joint): pass x")
+    B = np.zeros((model.nv, model.nu))
+    E = velocity_kinematics(model, x) if x is not None else None
+    for tj in model.joints:
+        cols = mech.joint_free_range[tj.index]
+        if cols.stop == cols.start:
+            continue
+        r0, c0, nt = tj.v.start, cols.start, tj.n_trans
+        if tj.rot != 0 and nt:
+            Et = E[tj.q.start: tj.q.start + nt, tj.v.start: tj.v.start + nt]
+            B[r0: r0 + nt, c0: c0 + nt] = Et.T
+        else:
+            B[r0: r0 + nt, c0: c0 + nt] = np.eye(nt)
+        if tj.rot == ROT_REVOLUTE:
+            B[r0 + nt, c0 + nt] = 1.0
+        elif tj.rot == ROT_QUATERNION:
+            q = np.asarray(x, dtype=float)[tj.q][nt:]
+            RJ = matrix_from_quaternion(q / np.linalg.norm(q))
+            off = matrix_from_quaternion(np.asarray(mech.joints[tj.index].orientation_offset, dtype=float))
+            B[r0 + nt: r0 + nt + 3, c0 + nt: c0 + nt + 3] = RJ.T @ off if tj.floating else RJ.T
+    return B
+
+
+def passive_forces(model: MinimalModel, x) -> np.ndarray:
+    """(nv,) generalized spring and damper forces of the scene's joints (Dojo's springs on
+    its free coordinates, -k (theta - theta0), and dampers, -c theta_dot), which C_func
+    leaves out. Joints with a quaternion and a nonzero spring or damper are refused (their
+    Dojo coordinates are rotation vectors, not modelled here yet)."""
+    mech = model.mech
+    x = np.asarray(x, dtype=float).reshape(-1)
+    if x.size != model.nx:
+        raise ValueError(f"state must have nx = {model.nx} entries, got {x.size}")
+    E = velocity_kinematics(model, x)
+    qdot = E @ x[model.nq:]
+    force = np.zeros(model.nu)
+    for tj in model.joints:
+        cols = mech.joint_free_range[tj.index]
+        k, c, q0 = mech.spring[cols], mech.damper[cols], mech.spring_offset[cols]
+        if not (np.any(k) or np.any(c)):
+            continue
+        if tj.rot == ROT_QUATERNION:
+            raise ValueError(f"passive_forces: joint {tj.name!r} has a spring or damper on a quaternion joint "
+                             "(not supported in minimal coordinates yet)")
+        force[cols] = -k * (x[tj.q] - q0) - c * qdot[tj.q]
+    return B_func(model, x) @ force
