@@ -20,6 +20,3 @@ from dojo_cli.minimal.orders import change_order, change_orders, order_names, re
 from dojo_cli.minimal.states import (  # noqa: F401
     apply_dx, error_jacobian, error_jacobian_T, init_state, randn_state, state_error, zero_state,
 )
-
-# PinnZoo's Julia name is apply_Δx
-apply_Δx = apply_dx  # noqa: E305

@@ -111,8 +111,6 @@ def test_state_error_and_apply_dx(scene):
 @pytest.mark.parametrize("scene", SCENES)
 def test_kinematics(scene):
     model, x, _, rng = _case(scene)
-    if not model.kinematics_points:
-        pytest.skip("no kinematics points")  # pinnzoo_rigid_body: PinnZoo's RigidBody has none either
     J = minimal.kinematics_jacobian(model, x)
     assert _rel(J, _fd(lambda y: minimal.kinematics(model, y), x)) < FD_TOL["kinematics"]
     E = minimal.velocity_kinematics(model, x)
