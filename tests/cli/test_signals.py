@@ -220,6 +220,10 @@ def test_a_stop_swallowed_by_a_finalizer_still_stops_the_run(monkeypatch):
             signal.raise_signal(signal.SIGTERM)  # its handler raises here, inside __del__
 
     try:
+        # an in-process CLI test that stopped earlier in this worker leaves the stop signals
+        # ignored (ignore_stop_signals), and install_stop_handlers keeps an ignored signal
+        for sig in signals.STOP_SIGNALS:
+            signal.signal(sig, signal.SIG_DFL)
         signals.install_stop_handlers()
         Finalized()  # collected at once
         assert swallowed == [signals.Interrupted], "the raise was dropped, as Python does in a finalizer"
