@@ -40,7 +40,7 @@ _EXPORTS: dict[str, str] = {
 }
 
 # Subpackages an eager ``import dojo_cli`` used to leave as attributes (``dojo.math``).
-_SUBMODULES = ("api", "errors", "io", "math", "model", "physics", "scene", "simulation", "solver")
+_SUBMODULES = ("api", "errors", "io", "math", "minimal", "model", "physics", "scene", "simulation", "solver")
 
 __all__ = list(_EXPORTS)
 

@@ -32,6 +32,7 @@
 #include "interior_point.h"
 #include "model.h"
 #include "step.h"
+#include "tree.h"
 
 namespace nb = nanobind;
 using namespace dojo;
@@ -473,10 +474,205 @@ void bind_block_lu(nanobind::module_& m) {
           nb::arg("values"), "The dense (n, n) matrix (tests).");
 }
 
+// ---- the minimal-coordinate tree (tree.h): one crossing per PinnZoo function
+namespace {
+
+const double* tree_take(const InArray& a, size_t size, const char* what) {
+  if (a.size() != size)
+    throw std::invalid_argument(std::string(what) + ": expected " + std::to_string(size) + " entries, got " +
+                                std::to_string(a.size()));
+  return a.data();
+}
+
+std::vector<double> raw_columns(const TreeModel& m, const TreeData& d, const double* dq_tangent,
+                                const double* dv, int rows) {
+  // [d/dq (raw, chained through d tangent / d q), d/dv] (rows, nx)
+  const int nx = m.nq + m.nv;
+  std::vector<double> out(static_cast<size_t>(rows) * nx, 0.0);
+  tree_tangent_to_raw(m, d, dq_tangent, rows, out.data(), nx);
+  if (dv)
+    for (int r = 0; r < rows; ++r)
+      for (int c = 0; c < m.nv; ++c) out[static_cast<size_t>(r) * nx + m.nq + c] = dv[r * m.nv + c];
+  return out;
+}
+
+std::vector<double> tangent_columns(const TreeModel& m, const double* dq, const double* dv, int rows) {
+  std::vector<double> out(static_cast<size_t>(rows) * 2 * m.nv, 0.0);
+  for (int r = 0; r < rows; ++r)
+    for (int c = 0; c < m.nv; ++c) {
+      out[static_cast<size_t>(r) * 2 * m.nv + c] = dq[r * m.nv + c];
+      if (dv) out[static_cast<size_t>(r) * 2 * m.nv + m.nv + c] = dv[r * m.nv + c];
+    }
+  return out;
+}
+
+size_t sz(int n) { return static_cast<size_t>(n); }
+
+}  // namespace
+
+void bind_tree(nb::module_& m) {
+  nb::class_<TreeInput>(m, "TreeInput", "The description a TreeModel is compiled from (flat arrays, tree.h).")
+      .def(nb::init<>())
+      .def_rw("gravity", &TreeInput::gravity)
+      .def_rw("parent", &TreeInput::parent)
+      .def_rw("n_trans", &TreeInput::n_trans)
+      .def_rw("trans_dirs", &TreeInput::trans_dirs)
+      .def_rw("rot_kind", &TreeInput::rot_kind)
+      .def_rw("axis", &TreeInput::axis)
+      .def_rw("placement_rotation", &TreeInput::placement_rotation)
+      .def_rw("placement_translation", &TreeInput::placement_translation)
+      .def_rw("mass", &TreeInput::mass)
+      .def_rw("com", &TreeInput::com)
+      .def_rw("inertia", &TreeInput::inertia)
+      .def_rw("idx_q", &TreeInput::idx_q)
+      .def_rw("idx_v", &TreeInput::idx_v)
+      .def_rw("nq", &TreeInput::nq)
+      .def_rw("nv", &TreeInput::nv)
+      .def_rw("point_joint", &TreeInput::point_joint)
+      .def_rw("point_offset", &TreeInput::point_offset);
+  nb::class_<TreeModel>(m, "TreeModel", "A compiled kinematic tree (minimal coordinates, frozen).")
+      .def(nb::init<const TreeInput&>(), nb::arg("input"))
+      .def_ro("n", &TreeModel::n)
+      .def_ro("nq", &TreeModel::nq)
+      .def_ro("nv", &TreeModel::nv)
+      .def_ro("np", &TreeModel::np);
+  nb::class_<TreeData>(m, "TreeData", "Scratch of a TreeModel, allocated once.")
+      .def(nb::init<const TreeModel&>(), nb::arg("model"));
+
+  m.def("tree_mass_matrix", [](const TreeModel& t, TreeData& d, const InArray& x) {
+    tree_crba(t, d, tree_take(x, sz(t.nq + t.nv), "x"));
+    return numpy_owning(d.M, {sz(t.nv), sz(t.nv)});
+  }, "M(q) by CRBA (x = [q; v]).");
+  m.def("tree_bias", [](const TreeModel& t, TreeData& d, const InArray& x) {
+    const double* xp = tree_take(x, sz(t.nq + t.nv), "x");
+    tree_rnea(t, d, xp, xp + t.nq, nullptr);
+    return numpy_owning(d.tau, {sz(t.nv)});
+  }, "C(x): Coriolis, centrifugal and gravity (RNEA with vdot = 0).");
+  m.def("tree_inverse_dynamics", [](const TreeModel& t, TreeData& d, const InArray& x, const InArray& a) {
+    const double* xp = tree_take(x, sz(t.nq + t.nv), "x");
+    tree_rnea(t, d, xp, xp + t.nq, tree_take(a, sz(t.nv), "vdot"));
+    return numpy_owning(d.tau, {sz(t.nv)});
+  }, "tau = M vdot + C by RNEA.");
+  m.def("tree_forward_dynamics", [](const TreeModel& t, TreeData& d, const InArray& x, const InArray& tau) {
+    const double* xp = tree_take(x, sz(t.nq + t.nv), "x");
+    tree_aba(t, d, xp, xp + t.nq, tree_take(tau, sz(t.nv), "tau"));
+    return numpy_owning(d.vdot, {sz(t.nv)});
+  }, "vdot = M^-1 (tau - C) by ABA.");
+  m.def("tree_inverse_dynamics_deriv", [](const TreeModel& t, TreeData& d, const InArray& x, const InArray& a, bool raw) {
+    const double* xp = tree_take(x, sz(t.nq + t.nv), "x");
+    const double* ap = tree_take(a, sz(t.nv), "vdot");
+    tree_crba(t, d, xp);
+    std::vector<double> M = d.M;
+    tree_rnea_derivatives(t, d, xp, xp + t.nq, ap);
+    const int nx = raw ? t.nq + t.nv : 2 * t.nv;
+    std::vector<double> dx = raw ? raw_columns(t, d, d.dtau_dq.data(), d.dtau_dv.data(), t.nv)
+                                 : tangent_columns(t, d.dtau_dq.data(), d.dtau_dv.data(), t.nv);
+    return std::make_pair(numpy_owning(std::move(dx), {sz(t.nv), sz(nx)}), numpy_owning(std::move(M), {sz(t.nv), sz(t.nv)}));
+  }, "(dtau/dx, dtau/dvdot = M): x raw (PinnZoo) or tangent [dq (nv); dv].");
+  m.def("tree_forward_dynamics_deriv", [](const TreeModel& t, TreeData& d, const InArray& x, const InArray& tau, bool raw) {
+    const double* xp = tree_take(x, sz(t.nq + t.nv), "x");
+    const double* tp = tree_take(tau, sz(t.nv), "tau");
+    std::vector<double> dq(sz(t.nv * t.nv)), dv(sz(t.nv * t.nv));
+    tree_aba_derivatives(t, d, xp, xp + t.nq, tp, dq.data(), dv.data());
+    const int nx = raw ? t.nq + t.nv : 2 * t.nv;
+    std::vector<double> dx = raw ? raw_columns(t, d, dq.data(), dv.data(), t.nv) : tangent_columns(t, dq.data(), dv.data(), t.nv);
+    return std::make_pair(numpy_owning(std::move(dx), {sz(t.nv), sz(nx)}), numpy_owning(d.Minv, {sz(t.nv), sz(t.nv)}));
+  }, "(dvdot/dx, dvdot/dtau = M^-1), Carpentier and Mansard's ABA derivatives.");
+  m.def("tree_dynamics_deriv", [](const TreeModel& t, TreeData& d, const InArray& x, const InArray& tau, bool raw) {
+    const double* xp = tree_take(x, sz(t.nq + t.nv), "x");
+    const double* tp = tree_take(tau, sz(t.nv), "tau");
+    const int nv = t.nv;
+    std::vector<double> dq(sz(nv * nv)), dv(sz(nv * nv));
+    tree_aba_derivatives(t, d, xp, xp + t.nq, tp, dq.data(), dv.data());
+    const int nx = raw ? t.nq + nv : 2 * nv;
+    std::vector<double> bottom = raw ? raw_columns(t, d, dq.data(), dv.data(), nv) : tangent_columns(t, dq.data(), dv.data(), nv);
+    std::vector<double> dx(sz(2 * nv * nx), 0.0), dtau(sz(2 * nv * nv), 0.0);
+    const int v0 = raw ? t.nq : nv;
+    for (int r = 0; r < nv; ++r) dx[sz(r * nx + v0 + r)] = 1.0;  // d v / d v = I
+    std::copy(bottom.begin(), bottom.end(), dx.begin() + nv * nx);
+    std::copy(d.Minv.begin(), d.Minv.end(), dtau.begin() + nv * nv);
+    return std::make_pair(numpy_owning(std::move(dx), {sz(2 * nv), sz(nx)}), numpy_owning(std::move(dtau), {sz(2 * nv), sz(nv)}));
+  }, "(d[v; vdot]/dx, d[v; vdot]/dtau).");
+  m.def("tree_velocity_kinematics", [](const TreeModel& t, const InArray& x) {
+    if (x.size() != sz(t.nq) && x.size() != sz(t.nq + t.nv)) throw std::invalid_argument("x: expected nq or nx entries");
+    std::vector<double> E(sz(t.nq * t.nv));
+    tree_velocity_kinematics(t, x.data(), E.data());
+    return numpy_owning(std::move(E), {sz(t.nq), sz(t.nv)});
+  });
+  m.def("tree_velocity_kinematics_T", [](const TreeModel& t, const InArray& x) {
+    if (x.size() != sz(t.nq) && x.size() != sz(t.nq + t.nv)) throw std::invalid_argument("x: expected nq or nx entries");
+    std::vector<double> E(sz(t.nq * t.nv));
+    tree_velocity_kinematics_T(t, x.data(), E.data());
+    return numpy_owning(std::move(E), {sz(t.nv), sz(t.nq)});
+  });
+  m.def("tree_velocity_kinematics_jvp_deriv", [](const TreeModel& t, const InArray& x, const InArray& v) {
+    if (x.size() != sz(t.nq) && x.size() != sz(t.nq + t.nv)) throw std::invalid_argument("x: expected nq or nx entries");
+    std::vector<double> out(sz(t.nq * (t.nq + t.nv)));
+    tree_velocity_kinematics_jvp_deriv(t, x.data(), tree_take(v, sz(t.nv), "v"), out.data());
+    return numpy_owning(std::move(out), {sz(t.nq), sz(t.nq + t.nv)});
+  });
+  m.def("tree_velocity_kinematics_T_jvp_deriv", [](const TreeModel& t, const InArray& x, const InArray& y) {
+    if (x.size() != sz(t.nq) && x.size() != sz(t.nq + t.nv)) throw std::invalid_argument("x: expected nq or nx entries");
+    std::vector<double> out(sz(t.nv * (t.nq + t.nv)));
+    tree_velocity_kinematics_T_jvp_deriv(t, x.data(), tree_take(y, sz(t.nq), "qdot"), out.data());
+    return numpy_owning(std::move(out), {sz(t.nv), sz(t.nq + t.nv)});
+  });
+  m.def("tree_placements", [](const TreeModel& t, TreeData& d, const InArray& x) {
+    const double* xp = tree_take(x, sz(t.nq + t.nv), "x");
+    tree_forward_kinematics(t, d, xp);
+    tree_velocities(t, d, xp + t.nq);
+    return nb::make_tuple(numpy_owning(d.R, {sz(t.n), 3, 3}), numpy_owning(d.p, {sz(t.n), 3}),
+                          numpy_owning(d.ov, {sz(t.n), 6}));
+  }, "(R (n,3,3), p (n,3), twist (n,6)): successor frames in the world, world twists [v; w] at the origin.");
+  m.def("tree_kinematics", [](const TreeModel& t, TreeData& d, const InArray& x, const std::string& what,
+                              std::optional<InArray> lambda) {
+    const double* xp = tree_take(x, sz(t.nq + t.nv), "x");
+    tree_forward_kinematics(t, d, xp);
+    const int np = t.np, nv = t.nv, nx = t.nq + t.nv;
+    if (what == "positions") {
+      std::vector<double> out(sz(3 * np));
+      tree_point_positions(t, d, out.data());
+      return nb::cast(numpy_owning(std::move(out), {sz(np), 3}));
+    }
+    if (what == "rotations") {
+      std::vector<double> out(sz(9 * np));
+      for (int k = 0; k < np; ++k)
+        for (int r = 0; r < 9; ++r) out[sz(9 * k + r)] = d.R[sz(9 * t.point_joint[sz(k)] + r)];
+      return nb::cast(numpy_owning(std::move(out), {sz(np), 3, 3}));
+    }
+    tree_velocities(t, d, xp + t.nq);
+    if (what == "velocities") {
+      std::vector<double> out(sz(3 * np));
+      tree_point_velocities(t, d, out.data());
+      return nb::cast(numpy_owning(std::move(out), {sz(np), 3}));
+    }
+    std::vector<double> jac(sz(3 * np * nv));
+    if (what == "jacobian" || what == "jacobian_tangent") {
+      tree_point_jacobian(t, d, jac.data());
+      if (what == "jacobian_tangent") return nb::cast(numpy_owning(std::move(jac), {sz(3 * np), sz(nv)}));
+      return nb::cast(numpy_owning(raw_columns(t, d, jac.data(), nullptr, 3 * np), {sz(3 * np), sz(nx)}));
+    }
+    if (what == "velocity_jacobian") {
+      std::vector<double> jv(sz(3 * np * nv));
+      tree_point_velocity_jacobian(t, d, jac.data());
+      tree_point_jacobian(t, d, jv.data());
+      return nb::cast(numpy_owning(raw_columns(t, d, jac.data(), jv.data(), 3 * np), {sz(3 * np), sz(nx)}));
+    }
+    if (what == "force_jacobian") {
+      if (!lambda) throw std::invalid_argument("force_jacobian needs lambda");
+      std::vector<double> fj(sz(nv * nv));
+      tree_point_force_jacobian(t, d, tree_take(*lambda, sz(3 * np), "lambda"), fj.data());
+      return nb::cast(numpy_owning(raw_columns(t, d, fj.data(), nullptr, nv), {sz(nv), sz(nx)}));
+    }
+    throw std::invalid_argument("what: unknown kinematics output '" + what + "'");
+  }, "Point kinematics: positions, rotations, velocities, jacobian(_tangent), velocity_jacobian, force_jacobian.");
+}
+
 NB_MODULE(_core, m) {
   m.doc() = "dojo_cli's compiled core: Model, Data, the step, contacts, solvers and gradients.";
   bind_contacts(m);
   bind_block_lu(m);
+  bind_tree(m);
 
   nb::class_<ModelInput>(m, "ModelInput", "The description a Model is compiled from (flat arrays).")
       .def(nb::init<>())

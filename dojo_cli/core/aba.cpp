@@ -1,0 +1,125 @@
+// Articulated body algorithm (Featherstone, RBDA algorithm 7.3), in the world frame:
+// every articulated inertia and bias force is expressed at the world origin, so the
+// passes add children to parents without transforms.
+#include <cmath>
+#include <stdexcept>
+
+#include "tree.h"
+
+namespace dojo {
+
+namespace {
+
+// In-place inverse of a small symmetric positive definite matrix (n <= 6, row-major)
+// by Cholesky; throws when it is not positive definite.
+void spd_inverse(double* A, int n) {
+  double L[36] = {0.0}, Li[36] = {0.0};
+  for (int j = 0; j < n; ++j) {
+    double s = A[j * n + j];
+    for (int k = 0; k < j; ++k) s -= L[j * n + k] * L[j * n + k];
+    if (!(s > 0.0)) throw std::domain_error("articulated inertia of a joint is singular (no mass or inertia beyond a free direction)");
+    L[j * n + j] = std::sqrt(s);
+    for (int i = j + 1; i < n; ++i) {
+      double t = A[i * n + j];
+      for (int k = 0; k < j; ++k) t -= L[i * n + k] * L[j * n + k];
+      L[i * n + j] = t / L[j * n + j];
+    }
+  }
+  for (int c = 0; c < n; ++c) {
+    Li[c * n + c] = 1.0 / L[c * n + c];
+    for (int i = c + 1; i < n; ++i) {
+      double t = 0.0;
+      for (int k = c; k < i; ++k) t -= L[i * n + k] * Li[k * n + c];
+      Li[i * n + c] = t / L[i * n + i];
+    }
+  }
+  for (int i = 0; i < n; ++i)
+    for (int j = 0; j < n; ++j) {
+      double t = 0.0;
+      for (int k = (i > j ? i : j); k < n; ++k) t += Li[k * n + i] * Li[k * n + j];
+      A[i * n + j] = t;
+    }
+}
+
+}  // namespace
+
+void tree_aba(const TreeModel& m, TreeData& d, const double* q, const double* v, const double* tau) {
+  tree_forward_kinematics(m, d, q);
+  // pass 1 (RBDA eqs. 7.34-7.36): velocities, velocity-product accelerations
+  // c_i = v_i x J_i qd_i, and IA_i = Y_i, pA_i = v_i x* Y_i v_i
+  for (int i = 0; i < m.n; ++i) {
+    const int lam = m.parent[i], iv = m.idx_v[i];
+    const double* J = &d.J[36 * i];
+    double vj[6] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
+    for (int col = 0; col < m.nv_i[i]; ++col)
+      for (int k = 0; k < 6; ++k) vj[k] += J[6 * col + k] * v[iv + col];
+    double* ov = &d.ov[6 * i];
+    for (int k = 0; k < 6; ++k) ov[k] = (lam < 0 ? 0.0 : d.ov[6 * lam + k]) + vj[k];
+    tree::motion_cross(ov, vj, &d.c[6 * i]);
+    for (int k = 0; k < 36; ++k) d.IA[36 * i + k] = d.Y[36 * i + k];
+    double h[6];
+    tree::mat6_vec(&d.Y[36 * i], ov, h);
+    tree::force_cross(ov, h, &d.pA[6 * i]);
+  }
+  // pass 2 (eqs. 7.37-7.42): U = IA J, D = J^T U, u = tau - J^T pA; the parent gets
+  // Ia = IA - U D^-1 U^T and pa = pA + Ia c + U D^-1 u.
+  for (int i = m.n - 1; i >= 0; --i) {
+    const int ni = m.nv_i[i], iv = m.idx_v[i];
+    const double* J = &d.J[36 * i];
+    double* IA = &d.IA[36 * i];
+    double* U = &d.U[36 * i];
+    double* Dinv = &d.Dinv[36 * i];
+    double* u = &d.u[6 * i];
+    for (int col = 0; col < ni; ++col) tree::mat6_vec(IA, J + 6 * col, U + 6 * col);
+    for (int r = 0; r < ni; ++r) {
+      for (int col = 0; col < ni; ++col) Dinv[r * ni + col] = tree::dot6(J + 6 * r, U + 6 * col);
+      u[r] = tau[iv + r] - tree::dot6(J + 6 * r, &d.pA[6 * i]);
+    }
+    spd_inverse(Dinv, ni);
+    const int lam = m.parent[i];
+    if (lam < 0) continue;
+    // UD = U D^-1 (6 x ni)
+    double UD[36];
+    for (int k = 0; k < 6; ++k)
+      for (int col = 0; col < ni; ++col) {
+        double t = 0.0;
+        for (int r = 0; r < ni; ++r) t += U[6 * r + k] * Dinv[r * ni + col];
+        UD[6 * col + k] = t;
+      }
+    double Ia[36];
+    for (int r = 0; r < 6; ++r)
+      for (int k = 0; k < 6; ++k) {
+        double t = IA[6 * r + k];
+        for (int col = 0; col < ni; ++col) t -= UD[6 * col + r] * U[6 * col + k];
+        Ia[6 * r + k] = t;
+      }
+    double pa[6], Iac[6];
+    tree::mat6_vec(Ia, &d.c[6 * i], Iac);
+    for (int k = 0; k < 6; ++k) {
+      double t = d.pA[6 * i + k] + Iac[k];
+      for (int col = 0; col < ni; ++col) t += UD[6 * col + k] * u[col];
+      pa[k] = t;
+    }
+    for (int k = 0; k < 36; ++k) d.IA[36 * lam + k] += Ia[k];
+    for (int k = 0; k < 6; ++k) d.pA[6 * lam + k] += pa[k];
+  }
+  // pass 3 (eqs. 7.43-7.45): a' = a_lambda + c, qdd = D^-1 (u - U^T a'), a = a' + J qdd,
+  // from a_0 = -g.
+  const double a0[6] = {-m.gravity[0], -m.gravity[1], -m.gravity[2], 0.0, 0.0, 0.0};
+  for (int i = 0; i < m.n; ++i) {
+    const int lam = m.parent[i], ni = m.nv_i[i], iv = m.idx_v[i];
+    double* oa = &d.oa[6 * i];
+    for (int k = 0; k < 6; ++k) oa[k] = (lam < 0 ? a0[k] : d.oa[6 * lam + k]) + d.c[6 * i + k];
+    double rhs[6];
+    for (int r = 0; r < ni; ++r) rhs[r] = d.u[6 * i + r] - tree::dot6(&d.U[36 * i + 6 * r], oa);
+    for (int r = 0; r < ni; ++r) {
+      double t = 0.0;
+      for (int col = 0; col < ni; ++col) t += d.Dinv[36 * i + r * ni + col] * rhs[col];
+      d.vdot[iv + r] = t;
+    }
+    for (int col = 0; col < ni; ++col)
+      for (int k = 0; k < 6; ++k) oa[k] += d.J[36 * i + 6 * col + k] * d.vdot[iv + col];
+  }
+}
+
+}  // namespace dojo

@@ -1,0 +1,72 @@
+// Composite rigid body algorithm (Featherstone, RBDA algorithm 6.2), in the world
+// frame, and the mass matrix's Cholesky factor and inverse.
+#include <cmath>
+#include <stdexcept>
+
+#include "tree.h"
+
+namespace dojo {
+
+// Yc_i = Y_i + sum of the children's Yc (RBDA eq. 6.4, no transform in the world
+// frame); F = Yc_i J_i; M_ii = J_i^T F and, walking up, M_ji = J_j^T F (eqs. 6.5-6.6).
+void tree_crba(const TreeModel& m, TreeData& d, const double* q) {
+  tree_forward_kinematics(m, d, q);
+  const int nv = m.nv;
+  for (int k = 0; k < 36 * m.n; ++k) d.Yc[k] = d.Y[k];
+  for (int i = m.n - 1; i >= 0; --i) {
+    const int lam = m.parent[i];
+    if (lam >= 0)
+      for (int k = 0; k < 36; ++k) d.Yc[36 * lam + k] += d.Yc[36 * i + k];
+  }
+  for (int k = 0; k < nv * nv; ++k) d.M[k] = 0.0;
+  for (int i = 0; i < m.n; ++i) {
+    double F[36];
+    for (int col = 0; col < m.nv_i[i]; ++col) tree::mat6_vec(&d.Yc[36 * i], &d.J[36 * i + 6 * col], F + 6 * col);
+    for (int j = i; j >= 0; j = m.parent[j])
+      for (int r = 0; r < m.nv_i[j]; ++r)
+        for (int col = 0; col < m.nv_i[i]; ++col) {
+          const double value = tree::dot6(&d.J[36 * j + 6 * r], F + 6 * col);
+          d.M[(m.idx_v[j] + r) * nv + m.idx_v[i] + col] = value;
+          d.M[(m.idx_v[i] + col) * nv + m.idx_v[j] + r] = value;
+        }
+  }
+}
+
+void tree_mass_matrix_inverse(const TreeModel& m, TreeData& d) {
+  // Cholesky M = L L^T, then M^-1 column by column (nv is small: dense is fastest).
+  const int n = m.nv;
+  double* L = d.L.data();
+  for (int k = 0; k < n * n; ++k) L[k] = 0.0;
+  for (int j = 0; j < n; ++j) {
+    double s = d.M[j * n + j];
+    for (int k = 0; k < j; ++k) s -= L[j * n + k] * L[j * n + k];
+    if (!(s > 0.0)) throw std::domain_error("the mass matrix is not positive definite (a body with no mass or inertia on a free direction?)");
+    const double ljj = std::sqrt(s);
+    L[j * n + j] = ljj;
+    for (int i = j + 1; i < n; ++i) {
+      double t = d.M[i * n + j];
+      for (int k = 0; k < j; ++k) t -= L[i * n + k] * L[j * n + k];
+      L[i * n + j] = t / ljj;
+    }
+  }
+  // L^-1 into work (lower triangular), then M^-1 = L^-T L^-1
+  double* Li = d.work.data();
+  for (int k = 0; k < n * n; ++k) Li[k] = 0.0;
+  for (int c = 0; c < n; ++c) {
+    Li[c * n + c] = 1.0 / L[c * n + c];
+    for (int i = c + 1; i < n; ++i) {
+      double t = 0.0;
+      for (int k = c; k < i; ++k) t -= L[i * n + k] * Li[k * n + c];
+      Li[i * n + c] = t / L[i * n + i];
+    }
+  }
+  for (int i = 0; i < n; ++i)
+    for (int j = 0; j <= i; ++j) {
+      double t = 0.0;
+      for (int k = i; k < n; ++k) t += Li[k * n + i] * Li[k * n + j];
+      d.Minv[i * n + j] = t;
+      d.Minv[j * n + i] = t;
+    }
+}
+
+}  // namespace dojo

@@ -1,0 +1,599 @@
+// The tree model, forward kinematics, velocity kinematics (E, E_T) and point
+// kinematics (tree.h has the conventions).
+#include "tree.h"
+
+#include <cmath>
+#include <stdexcept>
+#include <string>
+
+namespace dojo {
+
+namespace {
+
+// R of a quaternion [w x y z] by PinnZoo's quat_to_rot, I + 2 s [v]x + 2 [v]x^2
+// (exact for unit q; used as given, as PinnZoo does, by E and E_T).
+void quat_rotation(const double* q, double* R) {
+  const double s = q[0], x = q[1], y = q[2], z = q[3];
+  R[0] = 1.0 - 2.0 * (y * y + z * z);
+  R[1] = 2.0 * (x * y) - 2.0 * s * z;
+  R[2] = 2.0 * (x * z) + 2.0 * s * y;
+  R[3] = 2.0 * (x * y) + 2.0 * s * z;
+  R[4] = 1.0 - 2.0 * (x * x + z * z);
+  R[5] = 2.0 * (y * z) - 2.0 * s * x;
+  R[6] = 2.0 * (x * z) - 2.0 * s * y;
+  R[7] = 2.0 * (y * z) + 2.0 * s * x;
+  R[8] = 1.0 - 2.0 * (x * x + y * y);
+}
+
+// Rodrigues: rotation by angle about the unit axis a.
+void axis_rotation(const double* a, double angle, double* R) {
+  const double c = std::cos(angle), s = std::sin(angle), t = 1.0 - c;
+  R[0] = c + t * a[0] * a[0];
+  R[1] = t * a[0] * a[1] - s * a[2];
+  R[2] = t * a[0] * a[2] + s * a[1];
+  R[3] = t * a[1] * a[0] + s * a[2];
+  R[4] = c + t * a[1] * a[1];
+  R[5] = t * a[1] * a[2] - s * a[0];
+  R[6] = t * a[2] * a[0] - s * a[1];
+  R[7] = t * a[2] * a[1] + s * a[0];
+  R[8] = c + t * a[2] * a[2];
+}
+
+void mat3_mul(const double* A, const double* B, double* out) {
+  for (int r = 0; r < 3; ++r)
+    for (int c = 0; c < 3; ++c) out[3 * r + c] = A[3 * r] * B[c] + A[3 * r + 1] * B[3 + c] + A[3 * r + 2] * B[6 + c];
+}
+
+void mat3_vec(const double* A, const double* x, double* out) {
+  for (int r = 0; r < 3; ++r) out[r] = A[3 * r] * x[0] + A[3 * r + 1] * x[1] + A[3 * r + 2] * x[2];
+}
+
+void mat3t_vec(const double* A, const double* x, double* out) {
+  for (int c = 0; c < 3; ++c) out[c] = A[c] * x[0] + A[3 + c] * x[1] + A[6 + c] * x[2];
+}
+
+void cross3(const double* a, const double* b, double* out) {
+  out[0] = a[1] * b[2] - a[2] * b[1];
+  out[1] = a[2] * b[0] - a[0] * b[2];
+  out[2] = a[0] * b[1] - a[1] * b[0];
+}
+
+// 6x6 spatial inertia [[m I, -m [c]x], [m [c]x, Ic - m [c]x [c]x]] (row-major) of a body
+// of mass m, centre c and rotational inertia Ic about c (all in one frame).
+void spatial_inertia(double mass, const double* c, const double* Ic, double* Y) {
+  for (int k = 0; k < 36; ++k) Y[k] = 0.0;
+  const double h[3] = {mass * c[0], mass * c[1], mass * c[2]};
+  for (int k = 0; k < 3; ++k) Y[6 * k + k] = mass;
+  // -[h]x in the upper right, [h]x in the lower left
+  const double hx[9] = {0.0, -h[2], h[1], h[2], 0.0, -h[0], -h[1], h[0], 0.0};
+  for (int r = 0; r < 3; ++r)
+    for (int k = 0; k < 3; ++k) {
+      Y[6 * r + 3 + k] = -hx[3 * r + k];
+      Y[6 * (3 + r) + k] = hx[3 * r + k];
+    }
+  // Ic - m [c]x [c]x = Ic + m (|c|^2 I - c c^T)
+  const double cc = c[0] * c[0] + c[1] * c[1] + c[2] * c[2];
+  for (int r = 0; r < 3; ++r)
+    for (int k = 0; k < 3; ++k)
+      Y[6 * (3 + r) + 3 + k] = Ic[3 * r + k] + mass * ((r == k ? cc : 0.0) - c[r] * c[k]);
+}
+
+// d(R(q) y)/d[s, v] (3x4, row-major) for PinnZoo's R(q) = I + 2 s [v]x + 2 [v]x^2;
+// transpose: the same for R(q)^T y (s -> -s).
+void rotate_derivative(const double* q, const double* y, bool transpose, double* out) {
+  const double s = transpose ? -q[0] : q[0];
+  const double* v = q + 1;
+  double vy[3];
+  cross3(v, y, vy);
+  // d/ds = 2 v x y (sign of s flips it for the transpose)
+  const double sign = transpose ? -1.0 : 1.0;
+  for (int r = 0; r < 3; ++r) out[4 * r] = sign * 2.0 * vy[r];
+  // d/dv = -2 s [y]x - 2 [v x y]x - 2 [v]x [y]x
+  const double yx[9] = {0.0, -y[2], y[1], y[2], 0.0, -y[0], -y[1], y[0], 0.0};
+  const double vyx[9] = {0.0, -vy[2], vy[1], vy[2], 0.0, -vy[0], -vy[1], vy[0], 0.0};
+  const double vx[9] = {0.0, -v[2], v[1], v[2], 0.0, -v[0], -v[1], v[0], 0.0};
+  double vxyx[9];
+  mat3_mul(vx, yx, vxyx);
+  for (int r = 0; r < 3; ++r)
+    for (int k = 0; k < 3; ++k) out[4 * r + 1 + k] = -2.0 * s * yx[3 * r + k] - 2.0 * vyx[3 * r + k] - 2.0 * vxyx[3 * r + k];
+}
+
+}  // namespace
+
+TreeModel::TreeModel(const TreeInput& in) {
+  n = static_cast<int>(in.parent.size());
+  nq = in.nq;
+  nv = in.nv;
+  auto need = [&](size_t size, size_t per, const char* what) {
+    if (size != per * static_cast<size_t>(n))
+      throw std::invalid_argument(std::string("TreeInput.") + what + ": expected " + std::to_string(per * n) +
+                                  " values, got " + std::to_string(size));
+  };
+  need(in.n_trans.size(), 1, "n_trans");
+  need(in.trans_dirs.size(), 9, "trans_dirs");
+  need(in.rot_kind.size(), 1, "rot_kind");
+  need(in.axis.size(), 3, "axis");
+  need(in.placement_rotation.size(), 4, "placement_rotation");
+  need(in.placement_translation.size(), 3, "placement_translation");
+  need(in.mass.size(), 1, "mass");
+  need(in.com.size(), 3, "com");
+  need(in.inertia.size(), 9, "inertia");
+  need(in.idx_q.size(), 1, "idx_q");
+  need(in.idx_v.size(), 1, "idx_v");
+  if (in.gravity.size() != 3) throw std::invalid_argument("TreeInput.gravity: expected 3 values");
+  for (int k = 0; k < 3; ++k) gravity[k] = in.gravity[k];
+  parent = in.parent;
+  n_trans = in.n_trans;
+  rot_kind = in.rot_kind;
+  idx_q = in.idx_q;
+  idx_v = in.idx_v;
+  trans_dirs = in.trans_dirs;
+  axis = in.axis;
+  placement_p = in.placement_translation;
+  nq_i.resize(n);
+  nv_i.resize(n);
+  placement_R.resize(9 * n);
+  S.assign(36 * n, 0.0);
+  inertia.resize(36 * n);
+  subtree.assign(n, {});
+  int total_q = 0, total_v = 0;
+  for (int i = 0; i < n; ++i) {
+    if (parent[i] >= i || parent[i] < -1)
+      throw std::invalid_argument("TreeInput.parent: joint " + std::to_string(i) + " must come after its parent");
+    if (n_trans[i] < 0 || n_trans[i] > 3) throw std::invalid_argument("TreeInput.n_trans: 0..3");
+    if (rot_kind[i] < 0 || rot_kind[i] > 2) throw std::invalid_argument("TreeInput.rot_kind: 0, 1 or 2");
+    const int nr_q = rot_kind[i] == 0 ? 0 : (rot_kind[i] == 1 ? 1 : 4);
+    const int nr_v = rot_kind[i] == 0 ? 0 : (rot_kind[i] == 1 ? 1 : 3);
+    nq_i[i] = n_trans[i] + nr_q;
+    nv_i[i] = n_trans[i] + nr_v;
+    total_q += nq_i[i];
+    total_v += nv_i[i];
+    if (idx_q[i] < 0 || idx_q[i] + nq_i[i] > nq || idx_v[i] < 0 || idx_v[i] + nv_i[i] > nv)
+      throw std::invalid_argument("TreeInput.idx_q/idx_v: joint " + std::to_string(i) + " out of range");
+    const double* pq = &in.placement_rotation[4 * i];
+    const double norm = std::sqrt(pq[0] * pq[0] + pq[1] * pq[1] + pq[2] * pq[2] + pq[3] * pq[3]);
+    const double qn[4] = {pq[0] / norm, pq[1] / norm, pq[2] / norm, pq[3] / norm};
+    quat_rotation(qn, &placement_R[9 * i]);
+    // S: translations [dir; 0], then the rotation [0; axis] or [0; I] (successor frame)
+    double* s = &S[36 * i];
+    for (int c = 0; c < n_trans[i]; ++c)
+      for (int k = 0; k < 3; ++k) s[6 * c + k] = trans_dirs[9 * i + 3 * c + k];
+    if (rot_kind[i] == 1) {
+      for (int k = 0; k < 3; ++k) s[6 * n_trans[i] + 3 + k] = axis[3 * i + k];
+    } else if (rot_kind[i] == 2) {
+      for (int k = 0; k < 3; ++k) s[6 * (n_trans[i] + k) + 3 + k] = 1.0;
+    }
+    spatial_inertia(in.mass[i], &in.com[3 * i], &in.inertia[9 * i], &inertia[36 * i]);
+  }
+  if (total_q != nq || total_v != nv)
+    throw std::invalid_argument("TreeInput: nq/nv do not match the joints (" + std::to_string(total_q) + ", " +
+                                std::to_string(total_v) + ")");
+  for (int i = 0; i < n; ++i)
+    for (int k = i; k >= 0; k = parent[k]) subtree[k].push_back(i);
+  np = static_cast<int>(in.point_joint.size());
+  if (in.point_offset.size() != 3 * in.point_joint.size()) throw std::invalid_argument("TreeInput.point_offset: 3 per point");
+  for (int j : in.point_joint)
+    if (j < 0 || j >= n) throw std::invalid_argument("TreeInput.point_joint: out of range");
+  point_joint = in.point_joint;
+  point_offset = in.point_offset;
+  body_mass = in.mass;
+  body_com = in.com;
+  body_inertia = in.inertia;
+}
+
+TreeData::TreeData(const TreeModel& m) {
+  const int n = m.n, nv = m.nv;
+  R.assign(9 * n, 0.0);
+  p.assign(3 * n, 0.0);
+  RJ.assign(9 * n, 0.0);
+  J.assign(36 * n, 0.0);
+  Y.assign(36 * n, 0.0);
+  Yc.assign(36 * n, 0.0);
+  ov.assign(6 * n, 0.0);
+  oa.assign(6 * n, 0.0);
+  of.assign(6 * n, 0.0);
+  Bc.assign(36 * n, 0.0);
+  dVdq.assign(36 * n, 0.0);
+  dAdq.assign(36 * n, 0.0);
+  dAdv.assign(36 * n, 0.0);
+  psi.assign(36 * n, 0.0);
+  P.assign(36 * n, 0.0);
+  Q.assign(36 * n, 0.0);
+  Delta.assign(36 * n, 0.0);
+  DeltaV.assign(36 * n, 0.0);
+  IA.assign(36 * n, 0.0);
+  pA.assign(6 * n, 0.0);
+  U.assign(36 * n, 0.0);
+  Dinv.assign(36 * n, 0.0);
+  u.assign(6 * n, 0.0);
+  c.assign(6 * n, 0.0);
+  q.assign(m.nq, 0.0);
+  qdot.assign(m.nq, 0.0);
+  tau.assign(nv, 0.0);
+  vdot.assign(nv, 0.0);
+  M.assign(nv * nv, 0.0);
+  Minv.assign(nv * nv, 0.0);
+  L.assign(nv * nv, 0.0);
+  dtau_dq.assign(nv * nv, 0.0);
+  dtau_dv.assign(nv * nv, 0.0);
+  work.assign(nv * nv, 0.0);
+  work2.assign(nv * nv, 0.0);
+  qnorm.assign(n, 1.0);
+}
+
+void tree_forward_kinematics(const TreeModel& m, TreeData& d, const double* q) {
+  for (int k = 0; k < m.nq; ++k) d.q[k] = q[k];
+  for (int i = 0; i < m.n; ++i) {
+    const int nt = m.n_trans[i], iq = m.idx_q[i];
+    double* RJ = &d.RJ[9 * i];
+    // joint rotation R_J
+    if (m.rot_kind[i] == 0) {
+      for (int k = 0; k < 9; ++k) RJ[k] = (k % 4 == 0) ? 1.0 : 0.0;
+    } else if (m.rot_kind[i] == 1) {
+      axis_rotation(&m.axis[3 * i], q[iq + nt], RJ);
+    } else {
+      const double* qq = q + iq + nt;
+      const double norm = std::sqrt(qq[0] * qq[0] + qq[1] * qq[1] + qq[2] * qq[2] + qq[3] * qq[3]);
+      if (!(norm > 0.0)) throw std::invalid_argument("a quaternion of the configuration is zero or not finite");
+      d.qnorm[i] = norm;
+      for (int k = 0; k < 4; ++k) d.q[iq + nt + k] = qq[k] / norm;
+      quat_rotation(&d.q[iq + nt], RJ);
+    }
+    // joint translation p_J = T^T q_t (predecessor frame)
+    double pJ[3] = {0.0, 0.0, 0.0};
+    for (int c = 0; c < nt; ++c)
+      for (int k = 0; k < 3; ++k) pJ[k] += m.trans_dirs[9 * i + 3 * c + k] * q[iq + c];
+    // predecessor frame in the world: parent placement times X_T
+    const int lam = m.parent[i];
+    double Rpre[9], ppre[3];
+    const double* RT = &m.placement_R[9 * i];
+    const double* pT = &m.placement_p[3 * i];
+    if (lam < 0) {
+      for (int k = 0; k < 9; ++k) Rpre[k] = RT[k];
+      for (int k = 0; k < 3; ++k) ppre[k] = pT[k];
+    } else {
+      mat3_mul(&d.R[9 * lam], RT, Rpre);
+      mat3_vec(&d.R[9 * lam], pT, ppre);
+      for (int k = 0; k < 3; ++k) ppre[k] += d.p[3 * lam + k];
+    }
+    double* Ri = &d.R[9 * i];
+    double* pi = &d.p[3 * i];
+    mat3_mul(Rpre, RJ, Ri);
+    mat3_vec(Rpre, pJ, pi);
+    for (int k = 0; k < 3; ++k) pi[k] += ppre[k];
+    // world Jacobian columns: w = R s_w, v = R s_v + p x w
+    const double* S = &m.S[36 * i];
+    double* J = &d.J[36 * i];
+    for (int col = 0; col < m.nv_i[i]; ++col) {
+      double w[3], v[3], pw[3];
+      mat3_vec(Ri, S + 6 * col + 3, w);
+      mat3_vec(Ri, S + 6 * col, v);
+      cross3(pi, w, pw);
+      for (int k = 0; k < 3; ++k) {
+        J[6 * col + k] = v[k] + pw[k];
+        J[6 * col + 3 + k] = w[k];
+      }
+    }
+    // world inertia from (m, world centre, R Ic R^T)
+    const double mass = m.body_mass[i];
+    const double* c_local = &m.body_com[3 * i];
+    const double* Ic = &m.body_inertia[9 * i];
+    double RIc[9], IcW[9], cw[3];
+    mat3_mul(Ri, Ic, RIc);
+    for (int r = 0; r < 3; ++r)
+      for (int k = 0; k < 3; ++k)
+        IcW[3 * r + k] = RIc[3 * r] * Ri[3 * k] + RIc[3 * r + 1] * Ri[3 * k + 1] + RIc[3 * r + 2] * Ri[3 * k + 2];
+    mat3_vec(Ri, c_local, cw);
+    for (int k = 0; k < 3; ++k) cw[k] += pi[k];
+    spatial_inertia(mass, cw, IcW, &d.Y[36 * i]);
+  }
+}
+
+void tree_velocities(const TreeModel& m, TreeData& d, const double* v) {
+  for (int i = 0; i < m.n; ++i) {
+    const int lam = m.parent[i], iv = m.idx_v[i];
+    double* ov = &d.ov[6 * i];
+    for (int k = 0; k < 6; ++k) ov[k] = lam < 0 ? 0.0 : d.ov[6 * lam + k];
+    const double* J = &d.J[36 * i];
+    for (int col = 0; col < m.nv_i[i]; ++col)
+      for (int k = 0; k < 6; ++k) ov[k] += J[6 * col + k] * v[iv + col];
+  }
+}
+
+void tree_velocity_kinematics(const TreeModel& m, const double* q, double* E) {
+  const int nv = m.nv;
+  for (int k = 0; k < m.nq * nv; ++k) E[k] = 0.0;
+  for (int i = 0; i < m.n; ++i) {
+    const int nt = m.n_trans[i], iq = m.idx_q[i], iv = m.idx_v[i];
+    double RJ[9];
+    if (m.rot_kind[i] == 1) {
+      axis_rotation(&m.axis[3 * i], q[iq + nt], RJ);
+    } else if (m.rot_kind[i] == 2) {
+      quat_rotation(q + iq + nt, RJ);
+    }
+    // translations: q_t' = T R_J T^T v_t
+    const double* T = &m.trans_dirs[9 * i];
+    for (int r = 0; r < nt; ++r)
+      for (int c = 0; c < nt; ++c) {
+        double s = 0.0;
+        if (m.rot_kind[i] == 0) {
+          s = T[3 * r] * T[3 * c] + T[3 * r + 1] * T[3 * c + 1] + T[3 * r + 2] * T[3 * c + 2];
+        } else {
+          double rt[3];
+          mat3_vec(RJ, T + 3 * c, rt);
+          s = T[3 * r] * rt[0] + T[3 * r + 1] * rt[1] + T[3 * r + 2] * rt[2];
+        }
+        E[(iq + r) * nv + iv + c] = s;
+      }
+    if (m.rot_kind[i] == 1) {
+      E[(iq + nt) * nv + iv + nt] = 1.0;
+    } else if (m.rot_kind[i] == 2) {
+      // q' = 1/2 G(q) w, G = [-v^T; s I + [v]x] (PinnZoo's attitude_jacobian)
+      const double* qq = q + iq + nt;
+      const double G[12] = {-qq[1], -qq[2], -qq[3], qq[0], -qq[3], qq[2], qq[3], qq[0], -qq[1], -qq[2], qq[1], qq[0]};
+      for (int r = 0; r < 4; ++r)
+        for (int c = 0; c < 3; ++c) E[(iq + nt + r) * nv + iv + nt + c] = 0.5 * G[3 * r + c];
+    }
+  }
+}
+
+void tree_velocity_kinematics_T(const TreeModel& m, const double* q, double* ET) {
+  const int nq = m.nq;
+  for (int k = 0; k < m.nv * nq; ++k) ET[k] = 0.0;
+  for (int i = 0; i < m.n; ++i) {
+    const int nt = m.n_trans[i], iq = m.idx_q[i], iv = m.idx_v[i];
+    double RJ[9];
+    if (m.rot_kind[i] == 1) {
+      axis_rotation(&m.axis[3 * i], q[iq + nt], RJ);
+    } else if (m.rot_kind[i] == 2) {
+      quat_rotation(q + iq + nt, RJ);
+    }
+    // translations: v_t = T R_J^T T^T q_t'
+    const double* T = &m.trans_dirs[9 * i];
+    for (int r = 0; r < nt; ++r)
+      for (int c = 0; c < nt; ++c) {
+        double s = 0.0;
+        if (m.rot_kind[i] == 0) {
+          s = T[3 * r] * T[3 * c] + T[3 * r + 1] * T[3 * c + 1] + T[3 * r + 2] * T[3 * c + 2];
+        } else {
+          double rt[3];
+          mat3t_vec(RJ, T + 3 * c, rt);
+          s = T[3 * r] * rt[0] + T[3 * r + 1] * rt[1] + T[3 * r + 2] * rt[2];
+        }
+        ET[(iv + r) * nq + iq + c] = s;
+      }
+    if (m.rot_kind[i] == 1) {
+      ET[(iv + nt) * nq + iq + nt] = 1.0;
+    } else if (m.rot_kind[i] == 2) {
+      const double* qq = q + iq + nt;
+      const double G[12] = {-qq[1], -qq[2], -qq[3], qq[0], -qq[3], qq[2], qq[3], qq[0], -qq[1], -qq[2], qq[1], qq[0]};
+      for (int r = 0; r < 3; ++r)
+        for (int c = 0; c < 4; ++c) ET[(iv + nt + r) * nq + iq + nt + c] = 2.0 * G[3 * c + r];
+    }
+  }
+}
+
+namespace {
+
+// d(E v)/dx (transpose = false) or d(E_T y)/dx (transpose = true), rows nq or nv, columns nx.
+void velocity_kinematics_jvp(const TreeModel& m, const double* q, const double* y, bool transpose, double* out) {
+  const int nx = m.nq + m.nv;
+  const int rows = transpose ? m.nv : m.nq;
+  for (int k = 0; k < rows * nx; ++k) out[k] = 0.0;
+  for (int i = 0; i < m.n; ++i) {
+    const int nt = m.n_trans[i], iq = m.idx_q[i], iv = m.idx_v[i];
+    if (m.rot_kind[i] == 0) continue;
+    const double* T = &m.trans_dirs[9 * i];
+    const int row0 = transpose ? iv : iq;
+    const int in0 = transpose ? iq : iv;  // where the joint's part of y starts
+    // translation rows: d(T R_J(^T) T^T y_t)/d(rotation coordinates)
+    double yt[3] = {0.0, 0.0, 0.0};
+    for (int c = 0; c < nt; ++c)
+      for (int k = 0; k < 3; ++k) yt[k] += T[3 * c + k] * y[in0 + c];
+    if (nt > 0) {
+      if (m.rot_kind[i] == 1) {
+        // d(R_J)/dtheta = [a]x R_J; d(R_J^T)/dtheta = -R_J^T [a]x
+        double RJ[9], r[3], ar[3];
+        axis_rotation(&m.axis[3 * i], q[iq + nt], RJ);
+        const double* a = &m.axis[3 * i];
+        if (!transpose) {
+          mat3_vec(RJ, yt, r);
+          cross3(a, r, ar);
+        } else {
+          cross3(a, yt, r);
+          mat3t_vec(RJ, r, ar);
+          for (int k = 0; k < 3; ++k) ar[k] = -ar[k];
+        }
+        for (int rr = 0; rr < nt; ++rr)
+          out[(row0 + rr) * nx + iq + nt] = T[3 * rr] * ar[0] + T[3 * rr + 1] * ar[1] + T[3 * rr + 2] * ar[2];
+      } else {
+        double D[12];
+        rotate_derivative(q + iq + nt, yt, transpose, D);
+        for (int rr = 0; rr < nt; ++rr)
+          for (int c = 0; c < 4; ++c)
+            out[(row0 + rr) * nx + iq + nt + c] = T[3 * rr] * D[c] + T[3 * rr + 1] * D[4 + c] + T[3 * rr + 2] * D[8 + c];
+      }
+    }
+    if (m.rot_kind[i] == 2) {
+      const double* yr = y + in0 + nt;
+      if (!transpose) {
+        // 1/2 G(q) w = 1/2 [-v.w; s w + v x w]: d/ds = 1/2 [0; w], d/dv = 1/2 [-w^T; -[w]x]
+        const double* w = yr;
+        double* o = out + (row0 + nt) * nx + iq + nt;
+        o[0] = 0.0;
+        o[1] = -0.5 * w[0];
+        o[2] = -0.5 * w[1];
+        o[3] = -0.5 * w[2];
+        const double wx[9] = {0.0, -w[2], w[1], w[2], 0.0, -w[0], -w[1], w[0], 0.0};
+        for (int r = 0; r < 3; ++r) {
+          o[(1 + r) * nx] = 0.5 * w[r];
+          for (int c = 0; c < 3; ++c) o[(1 + r) * nx + 1 + c] = -0.5 * wx[3 * r + c];
+        }
+      } else {
+        // 2 G(q)^T y = 2 [-v y0 + s yv - v x yv]: d/ds = 2 yv, d/dv = 2 (-y0 I + [yv]x)
+        const double y0 = yr[0];
+        const double* yv = yr + 1;
+        const double yx[9] = {0.0, -yv[2], yv[1], yv[2], 0.0, -yv[0], -yv[1], yv[0], 0.0};
+        double* o = out + (row0 + nt) * nx + iq + nt;
+        for (int r = 0; r < 3; ++r) {
+          o[r * nx] = 2.0 * yv[r];
+          for (int c = 0; c < 3; ++c) o[r * nx + 1 + c] = 2.0 * ((r == c ? -y0 : 0.0) + yx[3 * r + c]);
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void tree_velocity_kinematics_jvp_deriv(const TreeModel& m, const double* q, const double* v, double* out) {
+  velocity_kinematics_jvp(m, q, v, false, out);
+}
+
+void tree_velocity_kinematics_T_jvp_deriv(const TreeModel& m, const double* q, const double* y, double* out) {
+  velocity_kinematics_jvp(m, q, y, true, out);
+}
+
+void tree_tangent_to_raw(const TreeModel& m, const TreeData& d, const double* A, int rows, double* out, int ld_out) {
+  const int nv = m.nv;
+  for (int i = 0; i < m.n; ++i) {
+    const int nt = m.n_trans[i], iq = m.idx_q[i], iv = m.idx_v[i];
+    const double* T = &m.trans_dirs[9 * i];
+    const double* RJ = &d.RJ[9 * i];
+    // d(tangent)/d(raw): translations T R_J^T T^T; revolute 1; quaternion 2 G(q^)^T / |q|
+    double Et[6 * 7] = {0.0};
+    const int nqi = m.nq_i[i], nvi = m.nv_i[i];
+    for (int r = 0; r < nt; ++r)
+      for (int c = 0; c < nt; ++c) {
+        double rt[3];
+        mat3t_vec(RJ, T + 3 * c, rt);
+        Et[r * nqi + c] = T[3 * r] * rt[0] + T[3 * r + 1] * rt[1] + T[3 * r + 2] * rt[2];
+      }
+    if (m.rot_kind[i] == 1) {
+      Et[nt * nqi + nt] = 1.0;
+    } else if (m.rot_kind[i] == 2) {
+      const double norm = d.qnorm[i];
+      const double* qq = &d.q[iq + nt];  // normalised
+      const double G[12] = {-qq[1], -qq[2], -qq[3], qq[0], -qq[3], qq[2], qq[3], qq[0], -qq[1], -qq[2], qq[1], qq[0]};
+      for (int r = 0; r < 3; ++r)
+        for (int c = 0; c < 4; ++c) Et[(nt + r) * nqi + nt + c] = 2.0 * G[3 * c + r] / norm;
+    }
+    for (int r = 0; r < rows; ++r)
+      for (int c = 0; c < nqi; ++c) {
+        double s = 0.0;
+        for (int k = 0; k < nvi; ++k) s += A[r * nv + iv + k] * Et[k * nqi + c];
+        out[r * ld_out + iq + c] = s;
+      }
+  }
+}
+
+namespace {
+void point_position(const TreeModel& m, const TreeData& d, int k, double* pos) {
+  const int i = m.point_joint[k];
+  mat3_vec(&d.R[9 * i], &m.point_offset[3 * k], pos);
+  for (int r = 0; r < 3; ++r) pos[r] += d.p[3 * i + r];
+}
+// linear part of the world motion m at the point pos: m_v + m_w x pos
+void motion_at(const double* mo, const double* pos, double* out) {
+  cross3(mo + 3, pos, out);
+  for (int r = 0; r < 3; ++r) out[r] += mo[r];
+}
+}  // namespace
+
+void tree_point_positions(const TreeModel& m, const TreeData& d, double* pos) {
+  for (int k = 0; k < m.np; ++k) point_position(m, d, k, pos + 3 * k);
+}
+
+void tree_point_velocities(const TreeModel& m, const TreeData& d, double* vel) {
+  for (int k = 0; k < m.np; ++k) {
+    double pos[3];
+    point_position(m, d, k, pos);
+    motion_at(&d.ov[6 * m.point_joint[k]], pos, vel + 3 * k);
+  }
+}
+
+void tree_point_jacobian(const TreeModel& m, const TreeData& d, double* jac) {
+  const int nv = m.nv;
+  for (int k = 0; k < 3 * m.np * nv; ++k) jac[k] = 0.0;
+  for (int k = 0; k < m.np; ++k) {
+    double pos[3];
+    point_position(m, d, k, pos);
+    for (int j = m.point_joint[k]; j >= 0; j = m.parent[j])
+      for (int s = 0; s < m.nv_i[j]; ++s) {
+        double col[3];
+        motion_at(&d.J[36 * j + 6 * s], pos, col);
+        for (int r = 0; r < 3; ++r) jac[(3 * k + r) * nv + m.idx_v[j] + s] = col[r];
+      }
+  }
+}
+
+void tree_point_velocity_jacobian(const TreeModel& m, const TreeData& d, double* jac) {
+  // d(point velocity)/d(delta_j) for j on the point's path: the subtree of j moves by
+  // xi = J_j^s, so v_i changes by xi x (v_i - v_parent(j)) and the point by xi at pos.
+  const int nv = m.nv;
+  for (int k = 0; k < 3 * m.np * nv; ++k) jac[k] = 0.0;
+  for (int k = 0; k < m.np; ++k) {
+    const int i = m.point_joint[k];
+    double pos[3];
+    point_position(m, d, k, pos);
+    const double* vi = &d.ov[6 * i];
+    for (int j = i; j >= 0; j = m.parent[j]) {
+      const int lam = m.parent[j];
+      double w[6];
+      for (int r = 0; r < 6; ++r) w[r] = vi[r] - (lam < 0 ? 0.0 : d.ov[6 * lam + r]);
+      for (int s = 0; s < m.nv_i[j]; ++s) {
+        const double* xi = &d.J[36 * j + 6 * s];
+        double dv[6], a[3], dp[3], b[3];
+        tree::motion_cross(xi, w, dv);
+        motion_at(dv, pos, a);
+        motion_at(xi, pos, dp);
+        cross3(vi + 3, dp, b);
+        for (int r = 0; r < 3; ++r) jac[(3 * k + r) * nv + m.idx_v[j] + s] = a[r] + b[r];
+      }
+    }
+  }
+}
+
+void tree_point_force_jacobian(const TreeModel& m, TreeData& d, const double* lambda, double* jac) {
+  // tau = J_v^T lambda: tau_k = J_k^T F_k, F_k the wrenches (world origin) of the
+  // points below k. Moving the subtree of j by xi: for k at or below j, J_k moves with
+  // it and the world force does not: d tau_k = -J_k^T [w x l; pos x (w x l)] (w the
+  // angular part of xi); for k above j only the point moves: J_k^T [0; dpos x l].
+  const int nv = m.nv;
+  for (int k = 0; k < nv * nv; ++k) jac[k] = 0.0;
+  int path[256];
+  for (int k = 0; k < m.np; ++k) {
+    const double* l = lambda + 3 * k;
+    double pos[3];
+    point_position(m, d, k, pos);
+    int depth = 0;
+    for (int j = m.point_joint[k]; j >= 0; j = m.parent[j]) {
+      if (depth == 256) throw std::invalid_argument("tree deeper than 256 joints");
+      path[depth++] = j;
+    }
+    for (int a = 0; a < depth; ++a) {
+      const int j = path[a];
+      for (int s = 0; s < m.nv_i[j]; ++s) {
+        const double* xi = &d.J[36 * j + 6 * s];
+        double wl[3], below[6], dp[3], above[6];
+        cross3(xi + 3, l, wl);
+        below[0] = -wl[0];
+        below[1] = -wl[1];
+        below[2] = -wl[2];
+        cross3(pos, wl, below + 3);
+        for (int r = 3; r < 6; ++r) below[r] = -below[r];
+        motion_at(xi, pos, dp);
+        above[0] = above[1] = above[2] = 0.0;
+        cross3(dp, l, above + 3);
+        for (int b = 0; b < depth; ++b) {
+          const int kk = path[b];
+          const double* f = b <= a ? below : above;
+          for (int r = 0; r < m.nv_i[kk]; ++r)
+            jac[(m.idx_v[kk] + r) * nv + m.idx_v[j] + s] += tree::dot6(&d.J[36 * kk + 6 * r], f);
+        }
+      }
+    }
+  }
+}
+
+}  // namespace dojo

@@ -1,0 +1,194 @@
+// The minimal-coordinate (tree) model: Featherstone's algorithms on joint coordinates.
+//
+// A TreeModel is compiled once from a TreeInput (dojo_cli/minimal/model.py builds it
+// from a scene's tree joints) and never mutated; a TreeData holds every scratch
+// buffer, allocated once, so the algorithms allocate nothing (MuJoCo's and
+// Pinocchio's Model/Data discipline). One header, one file per algorithm:
+// tree.cpp (the model, forward kinematics, velocity kinematics, point kinematics),
+// rnea.cpp, crba.cpp, aba.cpp, tree_derivatives.cpp.
+//
+// Conventions (PinnZoo's, docs/minimal.md):
+// - each tree joint i connects a parent frame (joint lambda(i)'s successor frame, or
+//   the world) to its successor frame, through a constant placement X_T (the
+//   predecessor frame in the parent frame) and the joint motion X_J(q_i):
+//   translation p_J = T^T q_t along n_t fixed unit directions (rows of T,
+//   predecessor frame), then a rotation R_J: none, about a fixed axis (revolute),
+//   or a quaternion [w x y z] (body to parent). Coordinates: translations first.
+// - velocities v_i are the successor frame's velocity relative to the predecessor,
+//   in the successor frame: v_i = [linear (n_t) ; angular (0, 1 or 3)], so the motion
+//   subspace S_i is constant in the successor frame (Featherstone, RBDA table 4.1
+//   form). The translation directions must be invariant under R_J (checked in
+//   Python), so q_t' = T R_J T^T v_t: the floating base's body-frame linear velocity.
+// - spatial vectors are [linear; angular] (Pinocchio's order): motion m = [v; w]
+//   (v the velocity of the point at the frame origin), force f = [f; n].
+// - the algorithms run in the world frame (Carpentier and Mansard 2018, "Analytical
+//   Derivatives of Rigid Body Dynamics Algorithms", sec. III): every spatial quantity
+//   of body i is expressed at the world origin, so no transform is needed between a
+//   body and its parent, and J_i = X_i S_i are the columns of the world Jacobian.
+#pragma once
+
+#include <vector>
+
+namespace dojo {
+
+// Rotation part of a tree joint.
+enum class TreeRotation : int { None = 0, Revolute = 1, Quaternion = 2 };
+
+// The description handed over from Python (flat, row-major arrays over tree joints i,
+// parents before children).
+struct TreeInput {
+  std::vector<double> gravity{0.0, 0.0, -9.81};
+  std::vector<int> parent;                     // (n,) parent tree joint, -1 for the world
+  std::vector<int> n_trans;                    // (n,) free translations 0..3
+  std::vector<double> trans_dirs;              // (n, 3, 3) unit directions (rows), predecessor frame
+  std::vector<int> rot_kind;                   // (n,) TreeRotation
+  std::vector<double> axis;                    // (n, 3) revolute axis, predecessor frame
+  std::vector<double> placement_rotation;      // (n, 4) X_T rotation [w x y z]
+  std::vector<double> placement_translation;   // (n, 3) X_T origin, parent frame
+  std::vector<double> mass;                    // (n,) kg
+  std::vector<double> com;                     // (n, 3) centre of mass, successor frame
+  std::vector<double> inertia;                 // (n, 3, 3) about the centre of mass, successor axes
+  std::vector<int> idx_q, idx_v;               // (n,) first configuration / velocity entry
+  int nq = 0, nv = 0;
+  std::vector<int> point_joint;                // (np,) kinematics points: the joint whose frame carries them
+  std::vector<double> point_offset;            // (np, 3) in that successor frame
+};
+
+struct TreeModel {
+  explicit TreeModel(const TreeInput& in);
+
+  int n = 0, nq = 0, nv = 0, np = 0;
+  double gravity[3] = {0.0, 0.0, -9.81};
+  std::vector<int> parent, n_trans, rot_kind, nq_i, nv_i, idx_q, idx_v;
+  std::vector<double> trans_dirs, axis, placement_R, placement_p;  // (n,9) (n,3) (n,9) (n,3)
+  std::vector<double> S;        // (n, 36) motion subspace, successor frame, column-major 6 x nv_i
+  std::vector<double> inertia;  // (n, 36) spatial inertia in the successor frame (6x6, row-major)
+  std::vector<double> body_mass, body_com, body_inertia;  // (n,), (n, 3), (n, 9): the same, as given
+  std::vector<int> point_joint;
+  std::vector<double> point_offset;
+  // subtree[i]: joints of the subtree rooted at i (i first), in model order
+  std::vector<std::vector<int>> subtree;
+};
+
+struct TreeData {
+  explicit TreeData(const TreeModel& m);
+
+  // ---- per joint (world frame; placements of the successor frames)
+  std::vector<double> R, p;          // (n, 9), (n, 3)
+  std::vector<double> RJ;            // (n, 9) joint rotation R_J
+  std::vector<double> J;             // (n, 36) world Jacobian columns X_i S_i, column-major 6 x nv_i
+  std::vector<double> Y;             // (n, 36) body inertia, world
+  std::vector<double> Yc;            // (n, 36) composite (subtree) inertia, world
+  std::vector<double> ov, oa, of;    // (n, 6) velocity, acceleration (gravity included), force
+  std::vector<double> Bc;            // (n, 36) subtree sum of the inertia variation (derivatives)
+  std::vector<double> dVdq, dAdq, dAdv, psi;  // (n, 36) columns per joint (derivatives)
+  std::vector<double> P, Q, Delta, DeltaV;    // (n, 36) (derivatives)
+  // ---- articulated body scratch (aba.cpp)
+  std::vector<double> IA, pA, U, Dinv, u, c;  // (n,36) (n,6) (n,36) (n,36) (n,6) (n,6)
+  // ---- generalized quantities
+  std::vector<double> q, qdot, tau, vdot;  // q: normalised copy (nq,); (nv,)
+  std::vector<double> M, Minv, L;          // (nv, nv) row-major
+  std::vector<double> dtau_dq, dtau_dv;    // (nv, nv) tangent derivatives
+  std::vector<double> work, work2;         // (nv * nv) scratch
+  std::vector<double> qnorm;               // (n,) |q| of each quaternion joint (1 otherwise)
+};
+
+// ---- tree.cpp
+// Placements R, p, world Jacobians J and world inertias Y at q (nq,) (quaternions normalised).
+void tree_forward_kinematics(const TreeModel& m, TreeData& d, const double* q);
+// Velocities ov (world) at v (nv,), after tree_forward_kinematics.
+void tree_velocities(const TreeModel& m, TreeData& d, const double* v);
+// E(q) (nq, nv) with q' = E v, and E_T(q) (nv, nq) with v = E_T q', E_T E = I (PinnZoo's
+// velocity_kinematics / velocity_kinematics_T; quaternions used as given).
+void tree_velocity_kinematics(const TreeModel& m, const double* q, double* E);
+void tree_velocity_kinematics_T(const TreeModel& m, const double* q, double* ET);
+// d(E(q) v)/dx (nq, nq + nv) and d(E_T(q) y)/dx (nv, nq + nv), PinnZoo's *_jvp_deriv.
+void tree_velocity_kinematics_jvp_deriv(const TreeModel& m, const double* q, const double* v, double* out);
+void tree_velocity_kinematics_T_jvp_deriv(const TreeModel& m, const double* q, const double* y, double* out);
+// Right-multiply a tangent derivative A (rows, nv) by d(tangent)/d(raw q) (nv, nq), into
+// out (rows, nq) with row stride ld_out: the chain rule to PinnZoo's raw-x derivatives
+// (a function of a quaternion is evaluated at q/|q|).
+void tree_tangent_to_raw(const TreeModel& m, const TreeData& d, const double* A, int rows, double* out, int ld_out);
+// Point kinematics (after forward kinematics; velocities after tree_velocities).
+void tree_point_positions(const TreeModel& m, const TreeData& d, double* pos);       // (np, 3)
+void tree_point_velocities(const TreeModel& m, const TreeData& d, double* vel);      // (np, 3)
+void tree_point_jacobian(const TreeModel& m, const TreeData& d, double* jac);        // (3np, nv) tangent
+// d(point velocity)/d(tangent q) (3np, nv)
+void tree_point_velocity_jacobian(const TreeModel& m, const TreeData& d, double* jac);
+// d(J_v^T lambda)/d(tangent q) (nv, nv) for world forces lambda (np, 3) at the points
+void tree_point_force_jacobian(const TreeModel& m, TreeData& d, const double* lambda, double* jac);
+
+// ---- rnea.cpp (Featherstone, RBDA algorithm 5.1, world frame)
+// tau = M(q) a + C(q, v) into d.tau; a null: the bias C (Pinocchio's nonLinearEffects).
+void tree_rnea(const TreeModel& m, TreeData& d, const double* q, const double* v, const double* a);
+
+// ---- crba.cpp (RBDA algorithm 6.2, world frame): d.M (nv, nv), both triangles.
+void tree_crba(const TreeModel& m, TreeData& d, const double* q);
+// Cholesky of d.M into d.L and d.Minv = M^-1 (after tree_crba); throws if M is not positive definite.
+void tree_mass_matrix_inverse(const TreeModel& m, TreeData& d);
+
+// ---- aba.cpp (RBDA algorithm 7.3, world frame): d.vdot.
+void tree_aba(const TreeModel& m, TreeData& d, const double* q, const double* v, const double* tau);
+
+// ---- tree_derivatives.cpp (Carpentier and Mansard 2018)
+// d.dtau_dq, d.dtau_dv (nv, nv), tangent, of tau = rnea(q, v, a); also leaves d.tau.
+void tree_rnea_derivatives(const TreeModel& m, TreeData& d, const double* q, const double* v, const double* a);
+// ABA derivatives: vdot = aba(q, v, tau) into d.vdot, d.Minv (= dvdot/dtau), and
+// dvdot_dq = -M^-1 dtau_dq, dvdot_dv = -M^-1 dtau_dv (tangent) into the outputs (nv, nv).
+void tree_aba_derivatives(const TreeModel& m, TreeData& d, const double* q, const double* v, const double* tau,
+                          double* dvdot_dq, double* dvdot_dv);
+
+// ---- small spatial helpers shared by the algorithm files
+namespace tree {
+
+// motion cross product m1 x m2, [v; w]: [w1 x v2 + v1 x w2; w1 x w2]
+inline void motion_cross(const double* a, const double* b, double* out) {
+  const double* va = a;
+  const double* wa = a + 3;
+  const double* vb = b;
+  const double* wb = b + 3;
+  out[0] = wa[1] * vb[2] - wa[2] * vb[1] + va[1] * wb[2] - va[2] * wb[1];
+  out[1] = wa[2] * vb[0] - wa[0] * vb[2] + va[2] * wb[0] - va[0] * wb[2];
+  out[2] = wa[0] * vb[1] - wa[1] * vb[0] + va[0] * wb[1] - va[1] * wb[0];
+  out[3] = wa[1] * wb[2] - wa[2] * wb[1];
+  out[4] = wa[2] * wb[0] - wa[0] * wb[2];
+  out[5] = wa[0] * wb[1] - wa[1] * wb[0];
+}
+
+// force cross product m x* f, f = [f; n]: [w x f; w x n + v x f]
+inline void force_cross(const double* m, const double* f, double* out) {
+  const double* v = m;
+  const double* w = m + 3;
+  const double* ff = f;
+  const double* n = f + 3;
+  out[0] = w[1] * ff[2] - w[2] * ff[1];
+  out[1] = w[2] * ff[0] - w[0] * ff[2];
+  out[2] = w[0] * ff[1] - w[1] * ff[0];
+  out[3] = w[1] * n[2] - w[2] * n[1] + v[1] * ff[2] - v[2] * ff[1];
+  out[4] = w[2] * n[0] - w[0] * n[2] + v[2] * ff[0] - v[0] * ff[2];
+  out[5] = w[0] * n[1] - w[1] * n[0] + v[0] * ff[1] - v[1] * ff[0];
+}
+
+// out = A x (6x6 row-major times 6-vector)
+inline void mat6_vec(const double* A, const double* x, double* out) {
+  for (int r = 0; r < 6; ++r) {
+    const double* a = A + 6 * r;
+    out[r] = a[0] * x[0] + a[1] * x[1] + a[2] * x[2] + a[3] * x[3] + a[4] * x[4] + a[5] * x[5];
+  }
+}
+
+// out = A^T x
+inline void mat6t_vec(const double* A, const double* x, double* out) {
+  for (int c = 0; c < 6; ++c) {
+    double s = 0.0;
+    for (int r = 0; r < 6; ++r) s += A[6 * r + c] * x[r];
+    out[c] = s;
+  }
+}
+
+inline double dot6(const double* a, const double* b) {
+  return a[0] * b[0] + a[1] * b[1] + a[2] * b[2] + a[3] * b[3] + a[4] * b[4] + a[5] * b[5];
+}
+
+}  // namespace tree
+}  // namespace dojo

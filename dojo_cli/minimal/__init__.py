@@ -1,0 +1,22 @@
+"""Minimal coordinates: PinnZoo's functions on the core's tree algorithms (docs/minimal.md).
+
+``from dojo_cli import minimal``; ``model = minimal.build_model(mech)``; then
+``minimal.M_func(model, x)`` and the rest, with PinnZoo's names and meanings.
+"""
+
+from dojo_cli.minimal.dynamics import (  # noqa: F401
+    C_func, M_func, dynamics, dynamics_deriv, forward_dynamics, forward_dynamics_deriv, inverse_dynamics,
+    inverse_dynamics_deriv, kinematics, kinematics_force_jacobian, kinematics_jacobian, kinematics_rotation,
+    kinematics_velocity, kinematics_velocity_jacobian, velocity_kinematics, velocity_kinematics_T,
+    velocity_kinematics_T_jvp_deriv, velocity_kinematics_jvp_deriv,
+)
+from dojo_cli.minimal.model import MinimalModel, build_model  # noqa: F401
+from dojo_cli.minimal.quaternions import (  # noqa: F401
+    L_mult, R_mult, attitude_jacobian, axis_angle_to_quat, quat_conjugate, quat_to_axis_angle, quat_to_rot,
+    rot_to_quat, skew,
+)
+from dojo_cli.minimal.inputs import B_func, passive_forces  # noqa: F401
+from dojo_cli.minimal.orders import change_order, change_orders, order_names, register_order  # noqa: F401
+from dojo_cli.minimal.states import (  # noqa: F401
+    apply_dx, error_jacobian, error_jacobian_T, init_state, randn_state, state_error, zero_state,
+)

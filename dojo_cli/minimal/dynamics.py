@@ -1,0 +1,114 @@
+"""PinnZoo's dynamics and kinematics functions on the core's tree algorithms.
+
+Each function is one call into the C++ core (dojo_cli/core/tree.h): CRBA for M, RNEA
+for C and the inverse dynamics, ABA for the forward dynamics, Carpentier and Mansard's
+analytical derivatives for the ``*_deriv`` functions. x = [q; v] (nx,) in the model's
+nominal order; derivatives are with respect to the raw x (every configuration number,
+a quaternion's four included, as PinnZoo), a quaternion being read as q/|q|, unless
+``tangent=True`` (then with respect to [dq (nv, the joints' tangent, as Pinocchio's
+derivatives); dv]). See docs/minimal.md.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from dojo_cli import _core
+from dojo_cli.minimal.model import MinimalModel
+
+
+def _vec(a) -> np.ndarray:
+    return np.ascontiguousarray(a, dtype=float).reshape(-1)
+
+
+def M_func(model: MinimalModel, x) -> np.ndarray:  # noqa: N802 (PinnZoo's name)
+    """M(q) (nv, nv), the mass matrix (CRBA); x: (nx,) state (only q is read)."""
+    return _core.tree_mass_matrix(model.tree, model.data, _vec(x))
+
+
+def C_func(model: MinimalModel, x) -> np.ndarray:  # noqa: N802
+    """C(x) (nv,): Coriolis, centrifugal and gravity (Pinocchio's nonLinearEffects).
+
+    Springs, dampers and limits are not in it (``passive_forces``)."""
+    return _core.tree_bias(model.tree, model.data, _vec(x))
+
+
+def forward_dynamics(model: MinimalModel, x, tau) -> np.ndarray:
+    """vdot (nv,) = M(x)^-1 (tau - C(x)), by ABA; tau: (nv,) generalized forces."""
+    return _core.tree_forward_dynamics(model.tree, model.data, _vec(x), _vec(tau))
+
+
+def inverse_dynamics(model: MinimalModel, x, vdot) -> np.ndarray:
+    """tau (nv,) = M(x) vdot + C(x), by RNEA."""
+    return _core.tree_inverse_dynamics(model.tree, model.data, _vec(x), _vec(vdot))
+
+
+def dynamics(model: MinimalModel, x, tau) -> np.ndarray:
+    """[v; vdot] (2 nv,), PinnZoo's ``dynamics`` (not q' = E v: see velocity_kinematics)."""
+    x = _vec(x)
+    return np.concatenate([x[model.nq:], forward_dynamics(model, x, tau)])
+
+
+def forward_dynamics_deriv(model: MinimalModel, x, tau, tangent: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """(d vdot/dx (nv, nx), d vdot/dtau = M^-1 (nv, nv))."""
+    return _core.tree_forward_dynamics_deriv(model.tree, model.data, _vec(x), _vec(tau), not tangent)
+
+
+def inverse_dynamics_deriv(model: MinimalModel, x, vdot, tangent: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """(d tau/dx (nv, nx), d tau/d vdot = M (nv, nv))."""
+    return _core.tree_inverse_dynamics_deriv(model.tree, model.data, _vec(x), _vec(vdot), not tangent)
+
+
+def dynamics_deriv(model: MinimalModel, x, tau, tangent: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """(d[v; vdot]/dx (2 nv, nx), d[v; vdot]/dtau (2 nv, nv))."""
+    return _core.tree_dynamics_deriv(model.tree, model.data, _vec(x), _vec(tau), not tangent)
+
+
+def velocity_kinematics(model: MinimalModel, x) -> np.ndarray:
+    """E(q) (nq, nv) with q' = E(q) v (x: (nq,) or (nx,); quaternions used as given)."""
+    return _core.tree_velocity_kinematics(model.tree, _vec(x))
+
+
+def velocity_kinematics_T(model: MinimalModel, x) -> np.ndarray:  # noqa: N802
+    """E_T(q) (nv, nq) with v = E_T(q) q'; E_T E = I for unit quaternions (E_T != E^T)."""
+    return _core.tree_velocity_kinematics_T(model.tree, _vec(x))
+
+
+def velocity_kinematics_jvp_deriv(model: MinimalModel, x, v) -> np.ndarray:
+    """d(E(x) v)/dx (nq, nx)."""
+    return _core.tree_velocity_kinematics_jvp_deriv(model.tree, _vec(x), _vec(v))
+
+
+def velocity_kinematics_T_jvp_deriv(model: MinimalModel, x, qdot) -> np.ndarray:  # noqa: N802
+    """d(E_T(x) qdot)/dx (nv, nx)."""
+    return _core.tree_velocity_kinematics_T_jvp_deriv(model.tree, _vec(x), _vec(qdot))
+
+
+def kinematics(model: MinimalModel, x) -> np.ndarray:
+    """World positions of ``model.kinematics_points``, flat (3 np,)."""
+    return _core.tree_kinematics(model.tree, model.data, _vec(x), "positions", None).reshape(-1)
+
+
+def kinematics_rotation(model: MinimalModel, x) -> np.ndarray:
+    """(np, 3, 3) rotation matrices (body to world) of the points' bodies."""
+    return _core.tree_kinematics(model.tree, model.data, _vec(x), "rotations", None)
+
+
+def kinematics_jacobian(model: MinimalModel, x) -> np.ndarray:
+    """d kinematics/dx (3 np, nx), raw x (the v block is zero)."""
+    return _core.tree_kinematics(model.tree, model.data, _vec(x), "jacobian", None)
+
+
+def kinematics_velocity(model: MinimalModel, x) -> np.ndarray:
+    """World velocities of the points (3 np,) = J_q E v."""
+    return _core.tree_kinematics(model.tree, model.data, _vec(x), "velocities", None).reshape(-1)
+
+
+def kinematics_velocity_jacobian(model: MinimalModel, x) -> np.ndarray:
+    """d kinematics_velocity/dx (3 np, nx) = [d(J_q E v)/dq, J_q E]."""
+    return _core.tree_kinematics(model.tree, model.data, _vec(x), "velocity_jacobian", None)
+
+
+def kinematics_force_jacobian(model: MinimalModel, x, lam) -> np.ndarray:
+    """d(J^T lam)/dx (nv, nx), J = d kinematics_velocity/dv; lam: (3 np,) world forces."""
+    return _core.tree_kinematics(model.tree, model.data, _vec(x), "force_jacobian", _vec(lam))

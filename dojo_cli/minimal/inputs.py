@@ -1,0 +1,108 @@
+"""The scene's inputs and passive forces as generalized forces (PinnZoo's B_func; the
+springs and dampers C_func leaves out).
+
+A scene's inputs u (nu,) are Dojo's, per joint in scene order (physics.md "Inputs"): a
+force along each free translation (parent frame, at the child's joint point) and a
+torque about each free rotation axis of the joint frame. Their generalized force is
+tau = B(x) u with, per joint, the translation block E_t^T = T R_J^T T^T (the force
+seen in the successor frame; the identity unless the joint also rotates), 1 for a
+revolute angle, and R_J^T (times the orientation offset for a floating base) for a
+quaternion joint's torque. Inputs of loop-closing joints are not mapped (zero columns).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from dojo_cli.math.quaternion import matrix_from_quaternion
+from dojo_cli.minimal.dynamics import velocity_kinematics
+from dojo_cli.minimal.model import ROT_QUATERNION, ROT_REVOLUTE, MinimalModel
+from dojo_cli.minimal.quaternions import L_mult, quat_to_axis_angle, skew
+
+
+def _state_dependent(model: MinimalModel) -> bool:
+    return any(tj.rot == ROT_QUATERNION or (tj.rot == ROT_REVOLUTE and tj.n_trans > 1) for tj in model.joints)
+
+
+def B_func(model: MinimalModel, x=None) -> np.ndarray:  # noqa: N802 (PinnZoo's name)
+    """B (nv, nu) with tau = B u for the scene's inputs u (module doc).
+
+    Args:
+        x: (nx,) state; needed only where the map turns with the configuration (a
+            floating, spherical, planar or free_revolute joint).
+    """
+    mech = model.mech
+    if x is None and _state_dependent(model):
+        raise ValueError("B_func: this model's input map depends on the configuration (a floating, spherical or "
+                         "planar joint): pass x")
+    B = np.zeros((model.nv, model.nu))
+    E = velocity_kinematics(model, x) if x is not None else None
+    for tj in model.joints:
+        cols = mech.joint_free_range[tj.index]
+        if cols.stop == cols.start:
+            continue
+        r0, c0, nt = tj.v.start, cols.start, tj.n_trans
+        if tj.rot != 0 and nt:
+            Et = E[tj.q.start: tj.q.start + nt, tj.v.start: tj.v.start + nt]
+            B[r0: r0 + nt, c0: c0 + nt] = Et.T
+        else:
+            B[r0: r0 + nt, c0: c0 + nt] = np.eye(nt)
+        if tj.rot == ROT_REVOLUTE:
+            B[r0 + nt, c0 + nt] = 1.0
+        elif tj.rot == ROT_QUATERNION:
+            q = np.asarray(x, dtype=float)[tj.q][nt:]
+            RJ = matrix_from_quaternion(q / np.linalg.norm(q))
+            off = matrix_from_quaternion(np.asarray(mech.joints[tj.index].orientation_offset, dtype=float))
+            B[r0 + nt: r0 + nt + 3, c0 + nt: c0 + nt + 3] = RJ.T @ off if tj.floating else RJ.T
+    return B
+
+
+def _right_jacobian_inverse(rv: np.ndarray) -> np.ndarray:
+    """J_r^-1(t) = I + [t]x/2 + (1/a^2 - (1 + cos a)/(2 a sin a)) [t]x^2 (Barfoot, "State
+    Estimation for Robotics", eq. 7.187), the core's right_jacobian_inverse (spatial.h):
+    d log(q exp(d)) = J_r^-1 d for a body-frame rotation increment d."""
+    a = float(np.linalg.norm(rv))
+    tx = skew(rv)
+    # below 1e-4 rad the closed form cancels: its series 1/12 + a^2/720
+    k = 1.0 / 12.0 + a * a / 720.0 if a < 1e-4 else 1.0 / a**2 - (1.0 + np.cos(a)) / (2.0 * a * np.sin(a))
+    return np.eye(3) + 0.5 * tx + k * tx @ tx
+
+
+def passive_forces(model: MinimalModel, x) -> np.ndarray:
+    """(nv,) generalized forces of the scene's joint springs and dampers, which C_func
+    leaves out: Dojo's spring -k (theta - theta0) and damper -c theta_dot on each free
+    coordinate theta (physics.md), mapped by the transpose of d theta / d(tangent):
+    E_t^T for translations, 1 for a revolute angle, J_r^-1(theta)^T for a rotation
+    vector theta = log(q_rel) (spherical and floating joints). As Dojo's, that rotation vector
+    has its angle in [0, 2 pi), so it depends on the quaternion's sign: q and -q give
+    different spring forces (the maximal model reads the sign of the bodies' quaternions)."""
+    mech = model.mech
+    x = np.asarray(x, dtype=float).reshape(-1)
+    if x.size != model.nx:
+        raise ValueError(f"state must have nx = {model.nx} entries, got {x.size}")
+    E = velocity_kinematics(model, x)
+    v = x[model.nq:]
+    tau = np.zeros(model.nv)
+    for tj in model.joints:
+        cols = mech.joint_free_range[tj.index]
+        k, c, q0 = mech.spring[cols], mech.damper[cols], mech.spring_offset[cols]
+        if not (np.any(k) or np.any(c)):
+            continue
+        joint = mech.joints[tj.index]
+        q, nt = x[tj.q], tj.n_trans
+        # translations: Dojo's theta_t is the displacement from parent_vertex (parent frame)
+        theta_t = q[:nt] - (tj.directions @ np.asarray(joint.parent_vertex, dtype=float) if tj.floating else 0.0)
+        Et = E[tj.q.start: tj.q.start + nt, tj.v.start: tj.v.start + nt]
+        rate_t = Et @ v[tj.v][:nt]
+        tau[tj.v.start: tj.v.start + nt] = Et.T @ (-k[:nt] * (theta_t - q0[:nt]) - c[:nt] * rate_t)
+        if tj.rot == ROT_REVOLUTE:
+            tau[tj.v.start + nt] = -k[nt] * (q[nt] - q0[nt]) - c[nt] * v[tj.v][nt]
+        elif tj.rot == ROT_QUATERNION:
+            q_rel = q[nt:] / np.linalg.norm(q[nt:])
+            if tj.floating:  # our quaternion includes the orientation offset: q = offset q_rel
+                q_rel = L_mult(np.asarray(joint.orientation_offset, dtype=float)).T @ q_rel
+            theta = quat_to_axis_angle(q_rel)
+            Jinv = _right_jacobian_inverse(theta)
+            rate = Jinv @ v[tj.v][nt:]
+            tau[tj.v.start + nt: tj.v.stop] = Jinv.T @ (-k[nt:] * (theta - q0[nt:]) - c[nt:] * rate)
+    return tau

@@ -1,0 +1,353 @@
+"""The minimal-coordinate model of a scene: its tree joints compiled into the core's TreeModel.
+
+PinnZoo's conventions (docs/minimal.md): q = [x y z qw qx qy qz] for a floating base
+(position of the base frame in the world, quaternion body to world) and v = [v; w], both
+in the base's body frame; M(x) vdot + C(x) = tau; q' = E(q) v. Every tree joint j of the
+scene becomes one tree joint of the core (dojo_cli/core/tree.h):
+
+- its successor frame sits at the joint point of the child (``child_vertex`` in the child
+  body) with the child's orientation; for a URDF scene that is the child link's frame (the
+  importer places bodies so), as Pinocchio and PinnZoo have it;
+- its predecessor frame sits at ``parent_vertex`` in the parent body, turned by
+  ``orientation_offset`` (Dojo's joint frame), except for a floating joint, whose
+  predecessor frame is the parent body (the world) itself, so that its q is the pose
+  of the successor frame in the world;
+- coordinates: the joint's free translations (Dojo's, parent frame, the same numbers),
+  then its rotation: a revolute angle (Dojo's, the same number), or a quaternion (the
+  rotation relative to the predecessor frame, where Dojo uses a rotation vector);
+- velocities: the successor frame's velocity relative to the predecessor frame, in
+  the successor frame (body frame): a floating base's [v; w], a planar joint's
+  [vx vy wz] (as Pinocchio's and RigidBodyDynamics.jl's planar joints).
+
+Supported: every joint with 0, 1 or 3 free rotations whose free translations turn
+into themselves under its rotation (fixed, prismatic, planar, fixed_orientation,
+revolute, cylindrical, planar_axis, free_revolute, spherical, floating). Joints with two
+free rotations (orbital and its variants) and the translation + spherical mixes
+(cylindrical_free, planar_free) have no such coordinates: building a model of a scene
+with one raises a SceneError naming it. Loop-closing joints are kept by name
+(``loop_joints``) and are not part of the tree dynamics.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from dojo_cli import _core
+from dojo_cli.errors import SceneError
+from dojo_cli.math.quaternion import matrix_from_quaternion
+from dojo_cli.model.joint_types import JointType
+from dojo_cli.model.mechanism import ORIGIN, Mechanism
+from dojo_cli.minimal.quaternions import quat_to_axis_angle, rot_to_quat
+
+# Rotation kinds of the core's tree joints (tree.h TreeRotation).
+ROT_NONE, ROT_REVOLUTE, ROT_QUATERNION = 0, 1, 2
+# Tolerance on the invariance of a joint's translation directions under its rotation
+# (axis parallel or perpendicular to them): a scene's axes are unit vectors to rounding.
+_INVARIANCE_TOL = 1e-9
+
+
+@dataclass(frozen=True)
+class TreeJoint:
+    """One joint of the tree (Python-side description, the glue's bookkeeping).
+
+    Attributes:
+        name: the scene joint's name; index: its index in the scene.
+        type: Dojo joint type; parent: parent tree-joint index (model order) or -1.
+        body: index of the child body (scene order).
+        n_trans: free translations; directions: (n_trans, 3) rows, predecessor frame.
+        rot: ROT_NONE, ROT_REVOLUTE or ROT_QUATERNION; axis: (3,) revolute axis.
+        placement_rotation: (3, 3) predecessor frame in the parent tree frame;
+        placement_translation: (3,) its origin there.
+        com: (3,) the child's centre of mass in the successor frame (= -child_vertex).
+        q: slice of q; v: slice of v (nominal order).
+        floating: a floating joint (its predecessor is the parent body frame).
+    """
+
+    name: str
+    index: int
+    type: JointType
+    parent: int
+    body: int
+    n_trans: int
+    directions: np.ndarray
+    rot: int
+    axis: np.ndarray
+    placement_rotation: np.ndarray
+    placement_translation: np.ndarray
+    com: np.ndarray
+    q: slice
+    v: slice
+    floating: bool
+
+
+def _coordinate_names(joint, n_trans: int, rot: int, floating: bool) -> tuple[list[str], list[str]]:
+    """PinnZoo-style names: a one-coordinate joint is named after itself; otherwise
+    ``joint:coordinate`` (floating x y z qw qx qy qz / vx vy vz wx wy wz; planar
+    x y qz / vx vy wz; spherical qw qx qy qz / wx wy wz)."""
+    name = joint.name
+    nq = n_trans + (0, 1, 4)[rot]
+    if nq == 1:
+        return [name], [name]
+    jt = JointType(joint.type)
+    if jt == JointType.CYLINDRICAL:
+        trans = ["z"]
+    else:
+        trans = ["x", "y", "z"][:n_trans]
+    q = list(trans)
+    v = [f"v{t}" for t in trans]
+    if rot == ROT_REVOLUTE:
+        q.append("qz")
+        v.append("wz")
+    elif rot == ROT_QUATERNION:
+        q += ["qw", "qx", "qy", "qz"]
+        v += ["wx", "wy", "wz"]
+    return [f"{name}:{c}" for c in q], [f"{name}:{c}" for c in v]
+
+
+def _nominal_order(mech: Mechanism) -> list[int]:
+    """Scene joint order with the floating base(s) to the world first (PinnZoo's nominal order)."""
+    tree = set(mech.tree_joints)
+    first = [j for j in range(mech.nj) if j in tree and mech.joints[j].type == JointType.FLOATING
+             and mech.parent[j] == ORIGIN]
+    return first + [j for j in range(mech.nj) if j in tree and j not in first]
+
+
+class MinimalModel:
+    """A scene's tree in minimal coordinates (PinnZoo's model): sizes, names, orders and
+    the core's compiled TreeModel. Immutable after construction except for
+    ``register_order``.
+
+    Attributes:
+        mech: the Mechanism it was built from.
+        nq, nv, nx (= nq + nv), nu (the scene's inputs): sizes.
+        is_floating: whether the first joint is a floating base to the world.
+        config_names, velocity_names, torque_names: PinnZoo's StateOrder of the nominal order.
+        kinematics_points: names of the points ``kinematics`` reports (contacts, bodies).
+        joints: the TreeJoint list, parents before children.
+        loop_joints: names of the loop-closing joints (not in the tree dynamics).
+        gravity: (3,) m/s^2.
+    """
+
+    def __init__(self, mech: Mechanism, kinematics_points: list[str] | None = None):
+        self.mech = mech
+        self.gravity = np.array(mech.gravity, dtype=float)
+        order = _nominal_order(mech)
+        # q/v offsets in the nominal order
+        joints_info = {}
+        for j in mech.tree_joints:
+            joint = mech.joints[j]
+            ft, fr = joint.free
+            if fr == 2 or (fr == 3 and ft in (1, 2)):
+                raise SceneError(
+                    f"joint {joint.name!r} ({JointType(joint.type).value}): no minimal coordinates for this joint "
+                    "type (two free rotations, or a spherical rotation with one or two translations); "
+                    "supported: fixed, prismatic, planar, fixed_orientation, revolute, cylindrical, planar_axis, "
+                    "free_revolute, spherical, floating"
+                )
+            joints_info[j] = (ft, (ROT_NONE, ROT_REVOLUTE, None, ROT_QUATERNION)[fr])
+        nq_of = {j: ft + (0, 1, 4)[rot] for j, (ft, rot) in joints_info.items()}
+        nv_of = {j: ft + (0, 1, 3)[rot] for j, (ft, rot) in joints_info.items()}
+        q_start, v_start, iq, iv = {}, {}, 0, 0
+        config_names, velocity_names = [], []
+        for j in order:
+            q_start[j], v_start[j] = iq, iv
+            iq += nq_of[j]
+            iv += nv_of[j]
+            ft, rot = joints_info[j]
+            cn, vn = _coordinate_names(mech.joints[j], ft, rot, mech.joints[j].type == JointType.FLOATING)
+            config_names += cn
+            velocity_names += vn
+        self.nq, self.nv = iq, iv
+        self.nx = self.nq + self.nv
+        self.nu = mech.nf
+        self.config_names = config_names
+        self.velocity_names = velocity_names
+        self.torque_names = list(velocity_names)
+
+        # tree joints in the core's order (root to leaves), with their frames
+        model_index = {j: k for k, j in enumerate(mech.tree_joints)}
+        tree_joint_of_body = {int(mech.child[j]): j for j in mech.tree_joints}
+        joints: list[TreeJoint] = []
+        for j in mech.tree_joints:
+            joint = mech.joints[j]
+            ft, rot = joints_info[j]
+            floating = JointType(joint.type) == JointType.FLOATING
+            basis = mech.basis[j]
+            free = ~mech.constrained[j]
+            off = matrix_from_quaternion(np.asarray(joint.orientation_offset, dtype=float))
+            parent_body = int(mech.parent[j])
+            parent_joint = -1 if parent_body == ORIGIN else model_index[tree_joint_of_body[parent_body]]
+            # the parent tree frame is the parent's successor frame: its body frame shifted by
+            # the parent's child_vertex (the body's centre of mass is at -child_vertex there)
+            parent_com_shift = np.zeros(3) if parent_body == ORIGIN else \
+                -np.asarray(mech.child_vertex[tree_joint_of_body[parent_body]], dtype=float)
+            if floating:
+                rot_p, trans_p = np.eye(3), parent_com_shift.copy()
+                directions = basis[:3][free[:3]]  # identity rows: the parent frame's axes
+            else:
+                rot_p = off
+                trans_p = parent_com_shift + np.asarray(joint.parent_vertex, dtype=float)
+                directions = basis[:3][free[:3]] @ off  # rows R_off^T b: parent-frame directions in the joint frame
+            axis = basis[3:][free[3:]][0] if rot == ROT_REVOLUTE else np.zeros(3)
+            if rot == ROT_REVOLUTE and ft in (1, 2):
+                dots = np.abs(directions @ axis)
+                ok = np.all(dots > 1 - _INVARIANCE_TOL) if ft == 1 else np.all(dots < _INVARIANCE_TOL)
+                if not ok:
+                    raise SceneError(
+                        f"joint {joint.name!r}: its translation directions (parent frame) and rotation axis (joint "
+                        "frame, after orientation_offset) are neither parallel nor perpendicular; no minimal "
+                        "coordinates with a constant motion subspace"
+                    )
+            joints.append(TreeJoint(
+                name=joint.name, index=j, type=JointType(joint.type), parent=parent_joint, body=int(mech.child[j]),
+                n_trans=ft, directions=np.array(directions, dtype=float).reshape(ft, 3), rot=rot,
+                axis=np.array(axis, dtype=float), placement_rotation=rot_p, placement_translation=trans_p,
+                com=-np.asarray(joint.child_vertex, dtype=float),
+                q=slice(q_start[j], q_start[j] + nq_of[j]), v=slice(v_start[j], v_start[j] + nv_of[j]),
+                floating=floating,
+            ))
+        self.joints = joints
+        self.loop_joints = [mech.joints[j].name for j in mech.loop_joints]
+        self.is_floating = bool(order) and mech.joints[order[0]].type == JointType.FLOATING \
+            and mech.parent[order[0]] == ORIGIN
+        self._joint_of_body = {tj.body: k for k, tj in enumerate(joints)}
+
+        # kinematics points: every contact point and every leaf body by default
+        self.kinematics_points, point_joint, point_offset = [], [], []
+        names = kinematics_points if kinematics_points is not None else self._default_points()
+        for name in names:
+            k, offset = self._point(name)
+            self.kinematics_points.append(name)
+            point_joint.append(k)
+            point_offset.append(offset)
+
+        ti = _core.TreeInput()
+        ti.gravity = [float(g) for g in self.gravity]
+        ti.parent = [tj.parent for tj in joints]
+        ti.n_trans = [tj.n_trans for tj in joints]
+        dirs = np.zeros((len(joints), 3, 3))
+        for k, tj in enumerate(joints):
+            dirs[k, : tj.n_trans] = tj.directions
+        ti.trans_dirs = dirs.reshape(-1).tolist()
+        ti.rot_kind = [tj.rot for tj in joints]
+        ti.axis = np.array([tj.axis for tj in joints]).reshape(-1).tolist()
+        ti.placement_rotation = np.array([_quaternion_of(tj.placement_rotation) for tj in joints]).reshape(-1).tolist()
+        ti.placement_translation = np.array([tj.placement_translation for tj in joints]).reshape(-1).tolist()
+        ti.mass = [float(mech.mass[tj.body]) for tj in joints]
+        ti.com = np.array([tj.com for tj in joints]).reshape(-1).tolist()
+        ti.inertia = np.array([mech.inertia[tj.body] for tj in joints]).reshape(-1).tolist()
+        ti.idx_q = [tj.q.start for tj in joints]
+        ti.idx_v = [tj.v.start for tj in joints]
+        ti.nq, ti.nv = self.nq, self.nv
+        ti.point_joint = point_joint
+        ti.point_offset = np.array(point_offset, dtype=float).reshape(-1).tolist()
+        self.tree = _core.TreeModel(ti)
+        self.data = _core.TreeData(self.tree)
+        self.orders: dict[str, tuple[list[str], list[str], list[str]]] = {}
+
+    # ------------------------------------------------------------------ points
+    def _default_points(self) -> list[str]:
+        names = [c.name for c in self.mech.contacts if c.body in self._joint_of_body]
+        has_child = {tj.parent for tj in self.joints}
+        names += [self.mech.bodies[tj.body].name for k, tj in enumerate(self.joints) if k not in has_child]
+        return names
+
+    def _point(self, name: str) -> tuple[int, np.ndarray]:
+        """(tree joint, offset in its successor frame) of a contact or body name."""
+        for c in self.mech.contacts:
+            if c.name == name:
+                k = self._joint_of_body.get(c.body)
+                if k is None:
+                    break
+                return k, np.asarray(c.offset, dtype=float) + self.joints[k].com
+        for b, body in enumerate(self.mech.bodies):
+            if body.name == name and b in self._joint_of_body:
+                k = self._joint_of_body[b]
+                return k, self.joints[k].com.copy()
+        known = [c.name for c in self.mech.contacts] + [b.name for b in self.mech.bodies]
+        raise SceneError(f"kinematics point {name!r}: no contact or tree body of that name (known: {', '.join(known)})")
+
+    def __repr__(self) -> str:
+        return (f"MinimalModel({self.mech.name!r}, nq={self.nq}, nv={self.nv}, nu={self.nu}, "
+                f"floating={self.is_floating}, points={len(self.kinematics_points)})")
+
+    # -------------------------------------------------------------- maximal
+    def state_from_maximal(self, z) -> np.ndarray:
+        """The minimal state x (nx,) of a maximal state z (13 nb,) [x, v, q, w] per body.
+
+        Coordinates from the bodies' relative poses; velocities from their relative
+        twists (the maximal state's velocities taken as those at the same instant).
+        """
+        z = np.asarray(z, dtype=float).reshape(self.mech.nb, 13)
+        xq = np.zeros(self.nq)
+        xv = np.zeros(self.nv)
+        frames = {}  # tree joint -> (R, p, w_world, v_origin_world) of its successor frame
+        for k, tj in enumerate(self.joints):
+            s = z[tj.body]
+            Rb = matrix_from_quaternion(s[6:10])
+            p_s = s[0:3] - Rb @ tj.com  # successor origin: the child's joint point
+            w_b = Rb @ s[10:13]
+            v_s = s[3:6] + np.cross(w_b, p_s - s[0:3])
+            if tj.parent < 0:
+                Rl, pl, wl, vl = np.eye(3), np.zeros(3), np.zeros(3), np.zeros(3)
+            else:
+                Rl, pl, wl, vl = frames[tj.parent]
+            R_p = Rl @ tj.placement_rotation
+            p_p = pl + Rl @ tj.placement_translation
+            v_p = vl + np.cross(wl, p_p - pl)
+            R_j = R_p.T @ Rb
+            p_j = R_p.T @ (p_s - p_p)
+            frames[k] = (Rb, p_s, w_b, v_s)
+            q = xq[tj.q]
+            q[: tj.n_trans] = tj.directions @ p_j
+            if tj.rot == ROT_REVOLUTE:
+                q[tj.n_trans] = float(np.dot(tj.axis, quat_to_axis_angle(rot_to_quat(R_j))))
+            elif tj.rot == ROT_QUATERNION:
+                q[tj.n_trans:] = rot_to_quat(R_j)
+            # relative twist in the successor frame, projected on S (orthonormal columns)
+            lin = Rb.T @ (v_s - v_p - np.cross(wl, p_s - p_p))
+            ang = Rb.T @ (w_b - wl)
+            v = xv[tj.v]
+            v[: tj.n_trans] = tj.directions @ lin
+            if tj.rot == ROT_REVOLUTE:
+                v[tj.n_trans] = float(np.dot(tj.axis, ang))
+            elif tj.rot == ROT_QUATERNION:
+                v[tj.n_trans:] = ang
+        return np.concatenate([xq, xv])
+
+    def bodies_from_state(self, x) -> dict[str, np.ndarray]:
+        """Body centres of mass and velocities of a minimal state x (nx,), from the core's
+        forward kinematics: ``x`` (nb, 3) positions (world), ``q`` (nb, 4) orientations,
+        ``v`` (nb, 3) centre-of-mass velocities (world), ``w`` (nb, 3) angular velocities
+        (body frame); bodies in scene order (bodies off the tree stay at zero)."""
+        R, p, twist = _core.tree_placements(self.tree, self.data, np.ascontiguousarray(x, dtype=float))
+        nb = self.mech.nb
+        out = {"x": np.zeros((nb, 3)), "q": np.tile([1.0, 0, 0, 0], (nb, 1)), "v": np.zeros((nb, 3)), "w": np.zeros((nb, 3))}
+        for k, tj in enumerate(self.joints):
+            c = p[k] + R[k] @ tj.com
+            out["x"][tj.body] = c
+            out["q"][tj.body] = rot_to_quat(R[k])
+            out["v"][tj.body] = twist[k, :3] + np.cross(twist[k, 3:], c)
+            out["w"][tj.body] = R[k].T @ twist[k, 3:]
+        return out
+
+
+def _quaternion_of(R: np.ndarray) -> np.ndarray:
+    return rot_to_quat(R)
+
+
+def build_model(mech: Mechanism, kinematics_points: list[str] | None = None) -> MinimalModel:
+    """The minimal-coordinate model of a scene (``mech`` from ``dojo.load_scene``).
+
+    Args:
+        mech: the mechanism.
+        kinematics_points: names of contacts or bodies whose positions ``kinematics``
+            reports (default: every contact point, then every leaf body).
+
+    Raises:
+        SceneError: a tree joint has no minimal coordinates (two free rotations, or a
+            spherical rotation with one or two translations), or a point is unknown.
+    """
+    return MinimalModel(mech, kinematics_points)

@@ -1,0 +1,141 @@
+"""The minimal-coordinate functions against Pinocchio (the independent oracle), with
+PinnZoo's tolerances (other_systems_notes.md 2.7): M, C, forward dynamics (ABA),
+inverse dynamics (RNEA) and the tangent derivatives of RNEA and ABA, at init_state
+and at random states of every tree built-in scene and of the URDF robots.
+
+Scenes: Pinocchio's model is built joint by joint from the scene's tree
+(tests/minimal/pinocchio_reference.py, Pinocchio's own joint models and algorithms).
+URDF robots: Pinocchio reads the URDF file itself (pin.buildModelFromUrdf), and
+``change_order(..., "pinocchio")`` is what lines our vectors up with its own.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import pytest
+
+import dojo_cli as dojo
+from dojo_cli import minimal
+from dojo_cli.errors import SceneError
+from dojo_cli.scene import robots
+from dojo_cli.scene.loader import builtin_scene_names
+
+pin = pytest.importorskip("pinocchio", reason="Pinocchio (pin, the test extra) is not installed")
+from tests.minimal import pinocchio_reference as ref  # noqa: E402
+
+# PinnZoo's tolerances (other_systems_notes.md 2.7), relative to each quantity's scale.
+M_TOL = 1e-12
+C_TOL = 1e-12
+ABA_TOL = 1e-9
+RNEA_TOL = 1e-12
+# Tangent derivatives against Pinocchio's analytical ones: both are exact, so rounding
+# only; ABA's pass through M^-1, whose conditioning (1e4 on the chains) costs digits.
+RNEA_DERIV_TOL = 1e-11
+ABA_DERIV_TOL = 1e-8
+RANDOM_STATES = 20
+# Scenes whose tree has a joint with no minimal coordinates (two free rotations; fourbar and
+# twister have their orbital joints as loop closures, outside the tree).
+UNSUPPORTED = {"orbital_chain"}
+URDF_SCENES = {"quadruped": "a1_description/urdf/a1.urdf", "go1": "go1_description/urdf/go1.urdf",
+               "solo12": "solo_description/robots/solo12.urdf", "panda": "panda_description/urdf/panda.urdf",
+               "humanoid": "g1_description/urdf/g1_29dof_rev_1_0.urdf"}
+TREE_SCENES = sorted(set(builtin_scene_names()) - UNSUPPORTED - set(URDF_SCENES))
+_NEEDS_DATA = pytest.mark.skipif(robots.example_robot_data_root() is None,
+                                 reason=f"example-robot-data is not installed ({robots.ROBOTS_EXTRA_INSTALL})")
+
+
+@functools.lru_cache(maxsize=None)
+def _model(scene: str) -> minimal.MinimalModel:
+    return minimal.build_model(dojo.load_scene(scene))
+
+
+def _states(model, seed=0):
+    rng = np.random.default_rng(seed)
+    yield minimal.init_state(model)
+    for _ in range(RANDOM_STATES):
+        yield minimal.randn_state(model, rng)
+
+
+def _rel(a, b) -> float:
+    return float(np.max(np.abs(a - b), initial=0.0) / max(1.0, np.max(np.abs(b), initial=0.0)))
+
+
+def _compare(model, pm, q_of, v_of, perm, derivatives=True):
+    """Worst relative errors over the states: {quantity: error}."""
+    pd = pm.createData()
+    inv = np.argsort(perm)
+    rng = np.random.default_rng(1)
+    worst = dict.fromkeys(("M", "C", "ABA", "RNEA", "dRNEA", "dABA"), 0.0)
+    nv = model.nv
+    for x in _states(model):
+        q, v = q_of(x), v_of(x)
+        tau, a = rng.standard_normal(nv), rng.standard_normal(nv)
+        Mp = pin.crba(pm, pd, q)
+        Mp = np.triu(Mp) + np.triu(Mp, 1).T
+        got = {
+            "M": (minimal.M_func(model, x)[np.ix_(perm, perm)], Mp),
+            "C": (minimal.C_func(model, x)[perm], pin.nonLinearEffects(pm, pd, q, v).copy()),
+            "ABA": (minimal.forward_dynamics(model, x, tau[inv])[perm], pin.aba(pm, pd, q, v, tau).copy()),
+            "RNEA": (minimal.inverse_dynamics(model, x, a[inv])[perm], pin.rnea(pm, pd, q, v, a).copy()),
+        }
+        if derivatives:
+            dq, dv, _ = (np.array(t) for t in pin.computeRNEADerivatives(pm, pd, q, v, a))
+            D, _ = minimal.inverse_dynamics_deriv(model, x, a[inv], tangent=True)
+            got["dRNEA"] = (np.hstack([D[:, :nv][np.ix_(perm, perm)], D[:, nv:][np.ix_(perm, perm)]]), np.hstack([dq, dv]))
+            pin.computeABADerivatives(pm, pd, q, v, tau)
+            F, _ = minimal.forward_dynamics_deriv(model, x, tau[inv], tangent=True)
+            got["dABA"] = (np.hstack([F[:, :nv][np.ix_(perm, perm)], F[:, nv:][np.ix_(perm, perm)]]),
+                           np.hstack([pd.ddq_dq, pd.ddq_dv]))
+        for key, (ours, theirs) in got.items():
+            worst[key] = max(worst[key], _rel(ours, theirs))
+    return worst
+
+
+def _check(worst, scene):
+    tol = {"M": M_TOL, "C": C_TOL, "ABA": ABA_TOL, "RNEA": RNEA_TOL, "dRNEA": RNEA_DERIV_TOL, "dABA": ABA_DERIV_TOL}
+    bad = {k: f"{e:.1e} > {tol[k]:.0e}" for k, e in worst.items() if e > tol[k]}
+    assert not bad, f"{scene}: {bad}"
+
+
+@pytest.mark.parametrize("scene", TREE_SCENES)
+def test_scene_matches_pinocchio(scene):
+    model = _model(scene)
+    pm, info = ref.build(model)
+    q_of, v_of, perm = ref.converters(model, pm, info)
+    _check(_compare(model, pm, q_of, v_of, perm), scene)
+
+
+@pytest.mark.parametrize("scene", sorted(UNSUPPORTED))
+def test_unsupported_joint_is_a_clear_error(scene):
+    with pytest.raises(SceneError, match="no minimal coordinates for this joint type"):
+        minimal.build_model(dojo.load_scene(scene))
+
+
+@_NEEDS_DATA
+@pytest.mark.parametrize("scene", sorted(URDF_SCENES))
+def test_urdf_robot_matches_pinocchio_from_the_urdf(scene):
+    """Pinocchio reads the URDF; our pinocchio order names its joints as it does."""
+    model = _model(scene)
+    path = robots.example_robot_data_root() / "robots" / URDF_SCENES[scene]
+    pm = pin.buildModelFromUrdf(str(path), pin.JointModelFreeFlyer()) if model.is_floating \
+        else pin.buildModelFromUrdf(str(path))
+    # joints the scene leaves out (massless leaves) are locked at zero, as the importer drops them
+    ours = set(model.velocity_names)
+    locked = [pm.getJointId(n) for n in pm.names[1:] if n not in ours and n != "root_joint"]
+    if locked:
+        pm = pin.buildReducedModel(pm, locked, pin.neutral(pm))
+    cq, cv, _ = minimal.order_names(model, "pinocchio")
+    names = [n for n in pm.names[1:] if n != "root_joint"]
+    assert [n for n in cv if ":" not in n] == names, "pinocchio order: the joints as Pinocchio numbers them"
+    assert pm.nq == model.nq and pm.nv == model.nv
+
+    def q_of(x):
+        return minimal.change_order(model, x, "nominal", "pinocchio", kind="state")[: model.nq]
+
+    def v_of(x):
+        return minimal.change_order(model, x, "nominal", "pinocchio", kind="state")[model.nq:]
+
+    perm = np.array([model.velocity_names.index(n) for n in cv])
+    _check(_compare(model, pm, q_of, v_of, perm, derivatives=scene in ("go1", "panda")), scene)
