@@ -138,7 +138,7 @@ def build(p: Pattern, rng) -> tuple[BlockSystem, np.ndarray]:
         values[o : o + block.size] = block.ravel()
 
     for i, j in set(p.blocks):
-        mi, mj, ki, kj = p.sizes[i], p.sizes[j], p.kinds[i], p.kinds[j]
+        mi, ki, kj = p.sizes[i], p.kinds[i], p.kinds[j]
         if i == j and ki == "body":
             put(i, i, np.diag(np.r_[np.full(3, rng.uniform(0.5, 2)), rng.uniform(0.05, 0.5, 3)]) + 0.02 * rng.normal(size=(6, 6)))
         elif i == j and ki == "joint":  # equality rows regularised; limit rows (beyond 5) complementarity-like

@@ -51,9 +51,12 @@ def init_state(model: MinimalModel) -> np.ndarray:
     """(nx,) the scene's initial state in minimal coordinates (its ``initial`` joint values,
     or the zero configuration), as PinnZoo's init_state gives a model's starting pose.
 
-    Velocities are the maximal state's (Dojo's midpoint velocities taken at t = 0)."""
+    Velocities are those at t = 0 (the scene's initial velocities; with ``initial_velocity:
+    midpoint``, Dojo's midpoint velocities, which the scene then gives)."""
     mech = model.mech
-    z = getattr(mech, "initial", None)
+    z = getattr(mech, "initial_t0", None)
+    if z is None:
+        z = getattr(mech, "initial", None)
     if z is None:
         z = minimal_to_maximal(mech, np.zeros(mech.minimal_dimension()))
     return model.state_from_maximal(z)

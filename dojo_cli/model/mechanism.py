@@ -209,7 +209,11 @@ class Contact:
 
 
 # What a scene attaches to a mechanism for running it (Mechanism.with_run_setup).
-RUN_SETUP_FIELDS = ("scene", "scene_file", "default_options", "default_steps", "initial", "controller", "external")
+RUN_SETUP_FIELDS = ("scene", "scene_file", "default_options", "default_steps", "initial", "initial_t0", "controller",
+                    "external")
+"""``initial`` is Dojo's state [x, v15, q, w15] (the integrator's midpoint velocities into
+step 0); ``initial_t0`` the same pose with the velocities at t = 0 (the scene's initial
+velocities, docs/physics.md "Velocities at t0 and at the knots"), or None when not known."""
 
 
 def _readonly(a) -> np.ndarray:
@@ -397,7 +401,7 @@ class Mechanism:
 
     def with_run_setup(self, **fields) -> Mechanism:
         """A copy with the run set-up replaced (RUN_SETUP_FIELDS: scene, scene_file,
-        default_options, default_steps, initial, controller, external).
+        default_options, default_steps, initial, initial_t0, controller, external).
 
         The physics is unchanged, so the compiled core Model is shared; the copy gets
         its own scratch Data.
@@ -406,8 +410,10 @@ class Mechanism:
         if unknown:
             raise TypeError(f"not run set-up fields: {', '.join(sorted(unknown))} (expected {', '.join(RUN_SETUP_FIELDS)})")
         out = copy.copy(self)
+        if "initial" in fields and "initial_t0" not in fields:
+            out.__dict__["initial_t0"] = None  # the old one belongs to the old initial state
         for key, value in fields.items():
-            if key == "initial" and value is not None:
+            if key in ("initial", "initial_t0") and value is not None:
                 value = _readonly(value)
             elif key == "external":
                 value = tuple(value or ())

@@ -125,7 +125,7 @@ def build_mechanism(spec, file: str | None = None) -> Mechanism:
         scene_file=file,
         default_options=options,
         default_steps=_steps(spec),
-        initial=initial_state_from_spec(spec, mech, file, controller, external, options),
+        **initial_states_from_spec(spec, mech, file, controller, external, options),
         controller=controller,
         external=external,
     )
@@ -281,9 +281,11 @@ def _steps(spec) -> int | None:
     return None
 
 
-def initial_state_from_spec(spec, mech: Mechanism, file: str, controller: Controller | None = None,
-                            external=(), options: SolverOptions | None = None) -> np.ndarray:
-    """Joint initial values (minimal coordinates) root to leaves, then body overrides.
+def initial_states_from_spec(spec, mech: Mechanism, file: str, controller: Controller | None = None,
+                             external=(), options: SolverOptions | None = None) -> dict[str, np.ndarray]:
+    """The run set-up's ``initial`` (Dojo's state, midpoint velocities) and ``initial_t0``
+    (the same pose with the velocities at t = 0): joint initial values (minimal
+    coordinates) root to leaves, then body overrides.
 
     With ``initial_velocity: t0`` (the default) the velocities are at t = 0: the state
     is converted with the exact velocity map, then turned into the integrator's midpoint
@@ -318,14 +320,15 @@ def initial_state_from_spec(spec, mech: Mechanism, file: str, controller: Contro
                 "a body's initial pose moves its child away from the joint")
             problems.append(spec.problem(f"joints.{i}", f"joint {j.name!r} is violated by {v:.3g} in the initial state ({what})"))
         raise SceneError(problems)
-    if at_t0:
-        try:
-            z = midpoint_state(mech, z, controller, external, options)
-        except InitialStateError as exc:
-            sources = [f"bodies.{i}.initial" for i, b in enumerate(spec.bodies) if b.initial is not None]
-            sources += [f"joints.{i}.initial" for i, j in enumerate(spec.joints) if j.initial is not None]
-            raise SceneError(_derived_problem(spec, sources or ["timestep"], str(exc))) from None
-    return z
+    if not at_t0:
+        return {"initial": z, "initial_t0": None}
+    try:
+        z_mid = midpoint_state(mech, z, controller, external, options)
+    except InitialStateError as exc:
+        sources = [f"bodies.{i}.initial" for i, b in enumerate(spec.bodies) if b.initial is not None]
+        sources += [f"joints.{i}.initial" for i, j in enumerate(spec.joints) if j.initial is not None]
+        raise SceneError(_derived_problem(spec, sources or ["timestep"], str(exc))) from None
+    return {"initial": z_mid, "initial_t0": z}
 
 
 def _initial_state_problems(spec, mech: Mechanism, z: np.ndarray) -> list[Problem]:
