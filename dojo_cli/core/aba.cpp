@@ -8,41 +8,6 @@
 
 namespace dojo {
 
-namespace {
-
-// In-place inverse of a small symmetric positive definite matrix (n <= 6, row-major)
-// by Cholesky; throws when it is not positive definite.
-void spd_inverse(double* A, int n) {
-  double L[36] = {0.0}, Li[36] = {0.0};
-  for (int j = 0; j < n; ++j) {
-    double s = A[j * n + j];
-    for (int k = 0; k < j; ++k) s -= L[j * n + k] * L[j * n + k];
-    if (!(s > 0.0)) throw std::domain_error("articulated inertia of a joint is singular (no mass or inertia beyond a free direction)");
-    L[j * n + j] = std::sqrt(s);
-    for (int i = j + 1; i < n; ++i) {
-      double t = A[i * n + j];
-      for (int k = 0; k < j; ++k) t -= L[i * n + k] * L[j * n + k];
-      L[i * n + j] = t / L[j * n + j];
-    }
-  }
-  for (int c = 0; c < n; ++c) {
-    Li[c * n + c] = 1.0 / L[c * n + c];
-    for (int i = c + 1; i < n; ++i) {
-      double t = 0.0;
-      for (int k = c; k < i; ++k) t -= L[i * n + k] * Li[k * n + c];
-      Li[i * n + c] = t / L[i * n + i];
-    }
-  }
-  for (int i = 0; i < n; ++i)
-    for (int j = 0; j < n; ++j) {
-      double t = 0.0;
-      for (int k = (i > j ? i : j); k < n; ++k) t += Li[k * n + i] * Li[k * n + j];
-      A[i * n + j] = t;
-    }
-}
-
-}  // namespace
-
 void tree_aba(const TreeModel& m, TreeData& d, const double* q, const double* v, const double* tau) {
   tree_forward_kinematics(m, d, q);
   // pass 1 (RBDA eqs. 7.34-7.36): velocities, velocity-product accelerations
@@ -75,7 +40,9 @@ void tree_aba(const TreeModel& m, TreeData& d, const double* q, const double* v,
       for (int col = 0; col < ni; ++col) Dinv[r * ni + col] = tree::dot6(J + 6 * r, U + 6 * col);
       u[r] = tau[iv + r] - tree::dot6(J + 6 * r, &d.pA[6 * i]);
     }
-    spd_inverse(Dinv, ni);
+    double L[36], Li[36];
+    tree::spd_inverse(Dinv, ni, L, Li, Dinv,
+                      "articulated inertia of a joint is singular (no mass or inertia beyond a free direction)");
     const int lam = m.parent[i];
     if (lam < 0) continue;
     // UD = U D^-1 (6 x ni)

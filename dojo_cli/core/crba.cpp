@@ -33,24 +33,28 @@ void tree_crba(const TreeModel& m, TreeData& d, const double* q) {
 }
 
 void tree_mass_matrix_inverse(const TreeModel& m, TreeData& d) {
-  // Cholesky M = L L^T, then M^-1 column by column (nv is small: dense is fastest).
-  const int n = m.nv;
-  double* L = d.L.data();
+  // dense: nv is small, and that is fastest
+  tree::spd_inverse(d.M.data(), m.nv, d.L.data(), d.work.data(), d.Minv.data(),
+                    "the mass matrix is not positive definite (a body with no mass or inertia on a free direction?)");
+}
+
+namespace tree {
+
+void spd_inverse(const double* A, int n, double* L, double* Li, double* Ainv, const char* what) {
   for (int k = 0; k < n * n; ++k) L[k] = 0.0;
   for (int j = 0; j < n; ++j) {
-    double s = d.M[j * n + j];
+    double s = A[j * n + j];
     for (int k = 0; k < j; ++k) s -= L[j * n + k] * L[j * n + k];
-    if (!(s > 0.0)) throw std::domain_error("the mass matrix is not positive definite (a body with no mass or inertia on a free direction?)");
+    if (!(s > 0.0)) throw std::domain_error(what);
     const double ljj = std::sqrt(s);
     L[j * n + j] = ljj;
     for (int i = j + 1; i < n; ++i) {
-      double t = d.M[i * n + j];
+      double t = A[i * n + j];
       for (int k = 0; k < j; ++k) t -= L[i * n + k] * L[j * n + k];
       L[i * n + j] = t / ljj;
     }
   }
-  // L^-1 into work (lower triangular), then M^-1 = L^-T L^-1
-  double* Li = d.work.data();
+  // L^-1 (lower triangular), then A^-1 = L^-T L^-1
   for (int k = 0; k < n * n; ++k) Li[k] = 0.0;
   for (int c = 0; c < n; ++c) {
     Li[c * n + c] = 1.0 / L[c * n + c];
@@ -64,9 +68,10 @@ void tree_mass_matrix_inverse(const TreeModel& m, TreeData& d) {
     for (int j = 0; j <= i; ++j) {
       double t = 0.0;
       for (int k = i; k < n; ++k) t += Li[k * n + i] * Li[k * n + j];
-      d.Minv[i * n + j] = t;
-      d.Minv[j * n + i] = t;
+      Ainv[i * n + j] = t;
+      Ainv[j * n + i] = t;
     }
 }
 
+}  // namespace tree
 }  // namespace dojo

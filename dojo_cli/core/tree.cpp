@@ -300,18 +300,24 @@ void tree_velocities(const TreeModel& m, TreeData& d, const double* v) {
   }
 }
 
-void tree_velocity_kinematics(const TreeModel& m, const double* q, double* E) {
-  const int nv = m.nv;
-  for (int k = 0; k < m.nq * nv; ++k) E[k] = 0.0;
+namespace {
+
+// E (transpose = false: qdot = E v, (nq, nv)) or E_T (transpose = true: v = E_T qdot,
+// (nv, nq)), per joint: translations T R_J T^T (E) and T R_J^T T^T (E_T); a revolute
+// angle 1; a quaternion 1/2 G(q) (E) and 2 G(q)^T (E_T), G = [-v^T; s I + [v]x]
+// (PinnZoo's attitude_jacobian), so that E_T E = I.
+void velocity_kinematics(const TreeModel& m, const double* q, bool transpose, double* out) {
+  const int cols = transpose ? m.nq : m.nv;
+  for (int k = 0; k < m.nq * m.nv; ++k) out[k] = 0.0;
   for (int i = 0; i < m.n; ++i) {
     const int nt = m.n_trans[i], iq = m.idx_q[i], iv = m.idx_v[i];
+    const int row0 = transpose ? iv : iq, col0 = transpose ? iq : iv;
     double RJ[9];
     if (m.rot_kind[i] == 1) {
       axis_rotation(&m.axis[3 * i], q[iq + nt], RJ);
     } else if (m.rot_kind[i] == 2) {
       quat_rotation(q + iq + nt, RJ);
     }
-    // translations: q_t' = T R_J T^T v_t
     const double* T = &m.trans_dirs[9 * i];
     for (int r = 0; r < nt; ++r)
       for (int c = 0; c < nt; ++c) {
@@ -320,57 +326,35 @@ void tree_velocity_kinematics(const TreeModel& m, const double* q, double* E) {
           s = T[3 * r] * T[3 * c] + T[3 * r + 1] * T[3 * c + 1] + T[3 * r + 2] * T[3 * c + 2];
         } else {
           double rt[3];
-          mat3_vec(RJ, T + 3 * c, rt);
+          (transpose ? mat3t_vec : mat3_vec)(RJ, T + 3 * c, rt);
           s = T[3 * r] * rt[0] + T[3 * r + 1] * rt[1] + T[3 * r + 2] * rt[2];
         }
-        E[(iq + r) * nv + iv + c] = s;
+        out[(row0 + r) * cols + col0 + c] = s;
       }
     if (m.rot_kind[i] == 1) {
-      E[(iq + nt) * nv + iv + nt] = 1.0;
+      out[(row0 + nt) * cols + col0 + nt] = 1.0;
     } else if (m.rot_kind[i] == 2) {
-      // q' = 1/2 G(q) w, G = [-v^T; s I + [v]x] (PinnZoo's attitude_jacobian)
       const double* qq = q + iq + nt;
       const double G[12] = {-qq[1], -qq[2], -qq[3], qq[0], -qq[3], qq[2], qq[3], qq[0], -qq[1], -qq[2], qq[1], qq[0]};
-      for (int r = 0; r < 4; ++r)
-        for (int c = 0; c < 3; ++c) E[(iq + nt + r) * nv + iv + nt + c] = 0.5 * G[3 * r + c];
+      if (!transpose) {
+        for (int r = 0; r < 4; ++r)
+          for (int c = 0; c < 3; ++c) out[(row0 + nt + r) * cols + col0 + nt + c] = 0.5 * G[3 * r + c];
+      } else {
+        for (int r = 0; r < 3; ++r)
+          for (int c = 0; c < 4; ++c) out[(row0 + nt + r) * cols + col0 + nt + c] = 2.0 * G[3 * c + r];
+      }
     }
   }
 }
 
+}  // namespace
+
+void tree_velocity_kinematics(const TreeModel& m, const double* q, double* E) {
+  velocity_kinematics(m, q, false, E);
+}
+
 void tree_velocity_kinematics_T(const TreeModel& m, const double* q, double* ET) {
-  const int nq = m.nq;
-  for (int k = 0; k < m.nv * nq; ++k) ET[k] = 0.0;
-  for (int i = 0; i < m.n; ++i) {
-    const int nt = m.n_trans[i], iq = m.idx_q[i], iv = m.idx_v[i];
-    double RJ[9];
-    if (m.rot_kind[i] == 1) {
-      axis_rotation(&m.axis[3 * i], q[iq + nt], RJ);
-    } else if (m.rot_kind[i] == 2) {
-      quat_rotation(q + iq + nt, RJ);
-    }
-    // translations: v_t = T R_J^T T^T q_t'
-    const double* T = &m.trans_dirs[9 * i];
-    for (int r = 0; r < nt; ++r)
-      for (int c = 0; c < nt; ++c) {
-        double s = 0.0;
-        if (m.rot_kind[i] == 0) {
-          s = T[3 * r] * T[3 * c] + T[3 * r + 1] * T[3 * c + 1] + T[3 * r + 2] * T[3 * c + 2];
-        } else {
-          double rt[3];
-          mat3t_vec(RJ, T + 3 * c, rt);
-          s = T[3 * r] * rt[0] + T[3 * r + 1] * rt[1] + T[3 * r + 2] * rt[2];
-        }
-        ET[(iv + r) * nq + iq + c] = s;
-      }
-    if (m.rot_kind[i] == 1) {
-      ET[(iv + nt) * nq + iq + nt] = 1.0;
-    } else if (m.rot_kind[i] == 2) {
-      const double* qq = q + iq + nt;
-      const double G[12] = {-qq[1], -qq[2], -qq[3], qq[0], -qq[3], qq[2], qq[3], qq[0], -qq[1], -qq[2], qq[1], qq[0]};
-      for (int r = 0; r < 3; ++r)
-        for (int c = 0; c < 4; ++c) ET[(iv + nt + r) * nq + iq + nt + c] = 2.0 * G[3 * c + r];
-    }
-  }
+  velocity_kinematics(m, q, true, ET);
 }
 
 namespace {

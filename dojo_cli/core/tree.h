@@ -141,6 +141,12 @@ void tree_aba_derivatives(const TreeModel& m, TreeData& d, const double* q, cons
 // ---- small spatial helpers shared by the algorithm files
 namespace tree {
 
+// The inverse of a symmetric positive definite n x n matrix A (row-major) by Cholesky,
+// A = L L^T, A^-1 = L^-T L^-1, into Ainv (which may be A itself: A is read only while it
+// is factored). L (which keeps the factor) and Li are n x n scratch. Throws
+// std::domain_error(what) when A is not positive definite. (CRBA's M^-1, ABA's D_i^-1.)
+void spd_inverse(const double* A, int n, double* L, double* Li, double* Ainv, const char* what);
+
 // motion cross product m1 x m2, [v; w]: [w1 x v2 + v1 x w2; w1 x w2]
 inline void motion_cross(const double* a, const double* b, double* out) {
   const double* va = a;
