@@ -119,8 +119,6 @@ class StopRequest:
     def handler(self, signum, frame) -> None:
         if self.signum is None:
             self.signum = signum
-        if not _pending:
-            _pending.append(signum)
 
     def check(self) -> None:
         if self.signum is not None:

@@ -3,7 +3,6 @@ completed step with all datasets the same length, and the exit code is 128 + the
 
 from __future__ import annotations
 
-import contextlib
 import signal
 import subprocess
 import sys
@@ -227,25 +226,15 @@ def test_a_stop_swallowed_by_a_finalizer_still_stops_the_run(monkeypatch):
     def value_error():
         raise ValueError("not a stop")
 
-    with _stop_signals_restored():
-        for sig in signals.STOP_SIGNALS:  # (a test runner may ignore them)
-            signal.signal(sig, signal.SIG_DFL)
-        signals.install_stop_handlers()
-        Finalized(lambda: signal.raise_signal(signal.SIGTERM))  # collected at once
-        assert signals.pending() == signal.SIGTERM, "dropped, and recorded"
-        assert reported == [], "a dropped stop is not printed"
-        Finalized(value_error)
-        assert reported == [ValueError], "other dropped exceptions are reported as before"
-        with pytest.raises(signals.Interrupted) as exc, signals.stop_requests() as stop:
-            stop.check()
-        assert exc.value.signum == signal.SIGTERM
+    for sig in signals.STOP_SIGNALS:  # (a test runner may ignore them; tests/conftest.py restores them)
+        signal.signal(sig, signal.SIG_DFL)
+    signals.install_stop_handlers()
+    Finalized(lambda: signal.raise_signal(signal.SIGTERM))  # collected at once
+    assert signals.pending() == signal.SIGTERM, "dropped, and recorded"
+    assert reported == [], "a dropped stop is not printed"
+    Finalized(value_error)
+    assert reported == [ValueError], "other dropped exceptions are reported as before"
+    with pytest.raises(signals.Interrupted) as exc, signals.stop_requests() as stop:
+        stop.check()
+    assert exc.value.signum == signal.SIGTERM
 
-
-@contextlib.contextmanager
-def _stop_signals_restored():
-    previous = {sig: signal.getsignal(sig) for sig in signals.STOP_SIGNALS}
-    try:
-        yield
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
