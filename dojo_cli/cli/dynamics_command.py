@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+import zipfile
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
@@ -217,7 +218,7 @@ def read_state(model, path: Path, order: str) -> tuple[np.ndarray, str]:
         raise InputError(f"--state {exc}") from None
     except RecursionError:
         raise InputError(f"{what}: JSON nested too deeply") from None
-    except (OSError, ValueError, KeyError, UnicodeDecodeError) as exc:
+    except (OSError, ValueError, KeyError, EOFError, UnicodeDecodeError, zipfile.BadZipFile) as exc:
         raise InputError(f"{what}: cannot read numbers ({exc})") from None
     if x is not None:
         if isinstance(x, list):

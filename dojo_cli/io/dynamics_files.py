@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+import zipfile
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -183,7 +184,7 @@ def read_dynamics_file(path: str | os.PathLike) -> DynamicsFile:
         raise
     except RecursionError:
         raise StorageError(f"{p}: cannot read dynamics file (JSON nested too deeply)") from None
-    except (OSError, ValueError, KeyError, TypeError) as exc:
+    except (OSError, ValueError, KeyError, TypeError, EOFError, UnicodeDecodeError, zipfile.BadZipFile) as exc:
         raise StorageError(f"{p}: cannot read dynamics file ({exc})") from None
     if content.meta.get("format") != FORMAT_NAME:
         raise StorageError(f"{p}: not a dojo dynamics file (format {content.meta.get('format')!r})")

@@ -311,3 +311,23 @@ def test_documented_example_runs_as_shown(tmp_path):
     model = _model("pendulum", [])
     x = np.array([0.3, -1.0])
     assert _rel(doc["forward_dynamics"]["data"], minimal.forward_dynamics(model, x, [0.2])) <= TOL
+
+
+HOSTILE = {
+    "truncated.npz": (b"PK\x03\x04" + b"\x00" * 40, "cannot read numbers"),
+    "latin1.csv": (b"\xff\xfe1,2", "cannot read numbers"),
+    "deep.json": (b"[" * 100000, "JSON nested too deeply"),
+    "text.json": (b'{"q": ["0.3"], "v": [0]}', "'q': expected a list of 1 numbers"),
+    "bool.json": (b"[true, 0]", "entry [0]: must be a number"),
+    "huge.json": (b"[1e999, 0]", "non-finite"),
+    "notours.h5": (b"not hdf5", "cannot read dynamics file"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(HOSTILE))
+def test_hostile_state_files_are_one_line_exit_2(tmp_path, name):
+    data, message = HOSTILE[name]
+    (tmp_path / name).write_bytes(data)
+    res = invoke("dynamics", "pendulum", "--state", tmp_path / name)
+    assert res.exit_code == 2 and message in res.output, res.output
+    assert len(res.output.strip().splitlines()) == 1 and "Traceback" not in res.output, res.output
