@@ -93,6 +93,10 @@ def write_dynamics_file(path: str | os.PathLike, content: DynamicsFile, overwrit
         raise StorageError(f"{p}: cannot write ({exc.strerror or exc})") from None
     os.close(fd)
     try:
+        # mkstemp makes the file private (0600); an output file gets the usual 0666 & ~umask
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
         if suffix in (".h5", ".hdf5"):
             _write_h5(Path(tmp), content)
         elif suffix == ".json":

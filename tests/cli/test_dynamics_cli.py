@@ -331,3 +331,13 @@ def test_hostile_state_files_are_one_line_exit_2(tmp_path, name):
     res = invoke("dynamics", "pendulum", "--state", tmp_path / name)
     assert res.exit_code == 2 and message in res.output, res.output
     assert len(res.output.strip().splitlines()) == 1 and "Traceback" not in res.output, res.output
+
+
+def test_output_file_has_the_usual_permissions(tmp_path):
+    import os
+
+    out = tmp_path / "d.json"
+    assert invoke("dynamics", "pendulum", "-o", out).exit_code == 0
+    umask = os.umask(0)
+    os.umask(umask)
+    assert out.stat().st_mode & 0o777 == 0o666 & ~umask, oct(out.stat().st_mode)
