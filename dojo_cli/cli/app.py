@@ -61,6 +61,8 @@ COMMANDS = (
                  "One step of a scene: print or write the next state and the solver's record."),
     CommandEntry("gradients", "dojo_cli.cli.gradient_commands:gradients_command",
                  "Jacobians of one step (implicit function theorem): A = d z'/d z, B = d z'/d u, P = d z'/d theta."),
+    CommandEntry("dynamics", "dojo_cli.cli.dynamics_command:dynamics",
+                 "Minimal-coordinate dynamics at one state: M, C, forward and inverse dynamics, E (and derivatives)."),
 )
 
 

@@ -529,7 +529,12 @@ void bind_tree(nb::module_& m) {
       .def_rw("nq", &TreeInput::nq)
       .def_rw("nv", &TreeInput::nv)
       .def_rw("point_joint", &TreeInput::point_joint)
-      .def_rw("point_offset", &TreeInput::point_offset);
+      .def_rw("point_offset", &TreeInput::point_offset)
+      .def_rw("spring", &TreeInput::spring)
+      .def_rw("damper", &TreeInput::damper)
+      .def_rw("spring_offset", &TreeInput::spring_offset)
+      .def_rw("joint_frame_translation", &TreeInput::joint_frame_translation)
+      .def_rw("joint_frame_rotation", &TreeInput::joint_frame_rotation);
   nb::class_<TreeModel>(m, "TreeModel", "A compiled kinematic tree (minimal coordinates, frozen).")
       .def(nb::init<const TreeInput&>(), nb::arg("input"))
       .def_ro("n", &TreeModel::n)
@@ -548,6 +553,11 @@ void bind_tree(nb::module_& m) {
     tree_rnea(t, d, xp, xp + t.nq, nullptr);
     return numpy_owning(d.tau, {sz(t.nv)});
   }, "C(x): Coriolis, centrifugal and gravity (RNEA with vdot = 0).");
+  m.def("tree_passive_forces", [](const TreeModel& t, const InArray& x) {
+    std::vector<double> tau(sz(t.nv));
+    tree_passive_forces(t, tree_take(x, sz(t.nq + t.nv), "x"), tau.data());
+    return numpy_owning(std::move(tau), {sz(t.nv)});
+  }, "Generalized forces (nv,) of the joints' springs and dampers at x = [q; v] (not in C).");
   m.def("tree_inverse_dynamics", [](const TreeModel& t, TreeData& d, const InArray& x, const InArray& a) {
     const double* xp = tree_take(x, sz(t.nq + t.nv), "x");
     tree_rnea(t, d, xp, xp + t.nq, tree_take(a, sz(t.nv), "vdot"));

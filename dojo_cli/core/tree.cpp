@@ -6,37 +6,31 @@
 #include <stdexcept>
 #include <string>
 
+#include "spatial.h"
+
 namespace dojo {
 
 namespace {
 
-// R of a quaternion [w x y z] by PinnZoo's quat_to_rot, I + 2 s [v]x + 2 [v]x^2
-// (exact for unit q; used as given, as PinnZoo does, by E and E_T).
-void quat_rotation(const double* q, double* R) {
-  const double s = q[0], x = q[1], y = q[2], z = q[3];
-  R[0] = 1.0 - 2.0 * (y * y + z * z);
-  R[1] = 2.0 * (x * y) - 2.0 * s * z;
-  R[2] = 2.0 * (x * z) + 2.0 * s * y;
-  R[3] = 2.0 * (x * y) + 2.0 * s * z;
-  R[4] = 1.0 - 2.0 * (x * x + z * z);
-  R[5] = 2.0 * (y * z) - 2.0 * s * x;
-  R[6] = 2.0 * (x * z) - 2.0 * s * y;
-  R[7] = 2.0 * (y * z) + 2.0 * s * x;
-  R[8] = 1.0 - 2.0 * (x * x + y * y);
+// Row-major flat copy of a spatial.h matrix (the tree code keeps rotations as double[9]).
+void store33(const Mat3<double>& a, double* out) {
+  for (int r = 0; r < 3; ++r)
+    for (int c = 0; c < 3; ++c) out[3 * r + c] = a[r][c];
 }
 
-// Rodrigues: rotation by angle about the unit axis a.
+// R of a quaternion used as given, PinnZoo's quat_to_rot I + 2 s [v]x + 2 [v]x^2 (E and
+// E_T read the configuration's quaternions unnormalised, as PinnZoo does): spatial.h's
+// quadratic form has w^2 + x^2 - y^2 - z^2 = |q|^2 - 2 (y^2 + z^2) on the diagonal where
+// PinnZoo's has 1 - 2 (y^2 + z^2), so the two differ by (|q|^2 - 1) I (zero for unit q).
+void quat_rotation_as_given(const double* q, double* R) {
+  store33(rotation(load4<double>(q)), R);
+  const double excess = q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3] - 1.0;
+  for (int k = 0; k < 3; ++k) R[4 * k] -= excess;
+}
+
+// Rotation by angle about the unit axis a: R(exp(angle a / 2)) (spatial.h's exp map).
 void axis_rotation(const double* a, double angle, double* R) {
-  const double c = std::cos(angle), s = std::sin(angle), t = 1.0 - c;
-  R[0] = c + t * a[0] * a[0];
-  R[1] = t * a[0] * a[1] - s * a[2];
-  R[2] = t * a[0] * a[2] + s * a[1];
-  R[3] = t * a[1] * a[0] + s * a[2];
-  R[4] = c + t * a[1] * a[1];
-  R[5] = t * a[1] * a[2] - s * a[0];
-  R[6] = t * a[2] * a[0] - s * a[1];
-  R[7] = t * a[2] * a[1] + s * a[0];
-  R[8] = c + t * a[2] * a[2];
+  store33(rotation(quaternion_from_rotation_vector(angle * load3<double>(a))), R);
 }
 
 void mat3_mul(const double* A, const double* B, double* out) {
@@ -153,7 +147,7 @@ TreeModel::TreeModel(const TreeInput& in) {
     const double* pq = &in.placement_rotation[4 * i];
     const double norm = std::sqrt(pq[0] * pq[0] + pq[1] * pq[1] + pq[2] * pq[2] + pq[3] * pq[3]);
     const double qn[4] = {pq[0] / norm, pq[1] / norm, pq[2] / norm, pq[3] / norm};
-    quat_rotation(qn, &placement_R[9 * i]);
+    store33(rotation(load4<double>(qn)), &placement_R[9 * i]);
     // S: translations [dir; 0], then the rotation [0; axis] or [0; I] (successor frame)
     double* s = &S[36 * i];
     for (int c = 0; c < n_trans[i]; ++c)
@@ -164,6 +158,32 @@ TreeModel::TreeModel(const TreeInput& in) {
       for (int k = 0; k < 3; ++k) s[6 * (n_trans[i] + k) + 3 + k] = 1.0;
     }
     spatial_inertia(in.mass[i], &in.com[3 * i], &in.inertia[9 * i], &inertia[36 * i]);
+  }
+  auto per_velocity = [&](const std::vector<double>& given, const char* what) {
+    if (given.empty()) return std::vector<double>(nv, 0.0);
+    if (given.size() != static_cast<size_t>(nv))
+      throw std::invalid_argument(std::string("TreeInput.") + what + ": expected nv = " + std::to_string(nv) +
+                                  " values or none, got " + std::to_string(given.size()));
+    return given;
+  };
+  spring = per_velocity(in.spring, "spring");
+  damper = per_velocity(in.damper, "damper");
+  spring_offset = per_velocity(in.spring_offset, "spring_offset");
+  joint_frame_p.assign(3 * n, 0.0);
+  joint_frame_q.assign(4 * n, 0.0);
+  for (int i = 0; i < n; ++i) joint_frame_q[4 * i] = 1.0;
+  if (!in.joint_frame_translation.empty()) {
+    need(in.joint_frame_translation.size(), 3, "joint_frame_translation");
+    joint_frame_p = in.joint_frame_translation;
+  }
+  if (!in.joint_frame_rotation.empty()) {
+    need(in.joint_frame_rotation.size(), 4, "joint_frame_rotation");
+    for (int i = 0; i < n; ++i) {
+      const double* o = &in.joint_frame_rotation[4 * i];
+      const double norm = std::sqrt(o[0] * o[0] + o[1] * o[1] + o[2] * o[2] + o[3] * o[3]);
+      if (!(norm > 0.0)) throw std::invalid_argument("TreeInput.joint_frame_rotation: a zero quaternion");
+      for (int k = 0; k < 4; ++k) joint_frame_q[4 * i + k] = o[k] / norm;
+    }
   }
   if (total_q != nq || total_v != nv)
     throw std::invalid_argument("TreeInput: nq/nv do not match the joints (" + std::to_string(total_q) + ", " +
@@ -237,7 +257,7 @@ void tree_forward_kinematics(const TreeModel& m, TreeData& d, const double* q) {
       if (!(norm > 0.0)) throw std::invalid_argument("a quaternion of the configuration is zero or not finite");
       d.qnorm[i] = norm;
       for (int k = 0; k < 4; ++k) d.q[iq + nt + k] = qq[k] / norm;
-      quat_rotation(&d.q[iq + nt], RJ);
+      store33(rotation(load4<double>(&d.q[iq + nt])), RJ);
     }
     // joint translation p_J = T^T q_t (predecessor frame)
     double pJ[3] = {0.0, 0.0, 0.0};
@@ -316,7 +336,7 @@ void velocity_kinematics(const TreeModel& m, const double* q, bool transpose, do
     if (m.rot_kind[i] == 1) {
       axis_rotation(&m.axis[3 * i], q[iq + nt], RJ);
     } else if (m.rot_kind[i] == 2) {
-      quat_rotation(q + iq + nt, RJ);
+      quat_rotation_as_given(q + iq + nt, RJ);
     }
     const double* T = &m.trans_dirs[9 * i];
     for (int r = 0; r < nt; ++r)

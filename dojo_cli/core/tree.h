@@ -52,6 +52,16 @@ struct TreeInput {
   int nq = 0, nv = 0;
   std::vector<int> point_joint;                // (np,) kinematics points: the joint whose frame carries them
   std::vector<double> point_offset;            // (np, 3) in that successor frame
+  // Joint springs and dampers (Dojo's, on the joint's free coordinates: physics.md), one
+  // value per velocity entry (a joint's free coordinates are its velocities: translations,
+  // then the rotation); empty: none. The coordinates they act on are Dojo's, measured in
+  // Dojo's joint frame: translations theta_t = q_t - T r, rotations the rotation vector
+  // log(o^* q_rel) with o^* q_rel's angle in [0, 2 pi), where the joint frame (r, o) is
+  // given in the predecessor frame: the identity, except for a floating joint (its
+  // predecessor is the parent body: r = parent_vertex, o = orientation_offset).
+  std::vector<double> spring, damper, spring_offset;  // (nv,) each, or empty
+  std::vector<double> joint_frame_translation;         // (n, 3) r, or empty (zeros)
+  std::vector<double> joint_frame_rotation;            // (n, 4) o [w x y z], or empty (identity)
 };
 
 struct TreeModel {
@@ -68,6 +78,8 @@ struct TreeModel {
   std::vector<double> point_offset;
   // subtree[i]: joints of the subtree rooted at i (i first), in model order
   std::vector<std::vector<int>> subtree;
+  // springs and dampers (TreeInput): (nv,) each, zeros when none; joint frames (n, 3), (n, 4)
+  std::vector<double> spring, damper, spring_offset, joint_frame_p, joint_frame_q;
 };
 
 struct TreeData {
@@ -117,6 +129,13 @@ void tree_point_jacobian(const TreeModel& m, const TreeData& d, double* jac);   
 void tree_point_velocity_jacobian(const TreeModel& m, const TreeData& d, double* jac);
 // d(J_v^T lambda)/d(tangent q) (nv, nv) for world forces lambda (np, 3) at the points
 void tree_point_force_jacobian(const TreeModel& m, TreeData& d, const double* lambda, double* jac);
+
+// ---- tree_passive.cpp
+// tau (nv,) of the joints' springs and dampers at x = [q; v] (nq + nv,), which C leaves
+// out: Dojo's -k (theta - theta0) - c theta' on each free coordinate theta (TreeInput),
+// mapped by d theta'/dv^T: E_t^T = T R_J^T T^T for translations, 1 for a revolute angle,
+// J_r^-1(theta)^T (spatial.h) for a rotation vector. Quaternions are normalised.
+void tree_passive_forces(const TreeModel& m, const double* x, double* tau);
 
 // ---- rnea.cpp (Featherstone, RBDA algorithm 5.1, world frame)
 // tau = M(q) a + C(q, v) into d.tau; a null: the bias C (Pinocchio's nonLinearEffects).

@@ -1,6 +1,6 @@
 """HDF5 storage files (format 1): written step by step, readable after any stop.
 
-This module (and io/gradient_files.py, for `dojo gradients -o`) is where dojo_cli imports h5py. The user-facing contract is
+This module (and io/gradient_files.py and io/dynamics_files.py, for `dojo gradients -o` and `dojo dynamics -o`) is where dojo_cli imports h5py. The user-facing contract is
 FORMATS.md ("Storage files") and docs/storage.md; this docstring is the full layout.
 
 Layout (T = steps stored, nb bodies, nq/nv minimal coordinates/velocities, nu inputs)::

@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from dojo_cli import _core
 from dojo_cli.math.quaternion import matrix_from_quaternion
 from dojo_cli.minimal.dynamics import velocity_kinematics
 from dojo_cli.minimal.model import ROT_QUATERNION, ROT_REVOLUTE, MinimalModel
-from dojo_cli.minimal.quaternions import L_mult, quat_to_axis_angle, skew
 
 
 def _state_dependent(model: MinimalModel) -> bool:
@@ -57,52 +57,21 @@ def B_func(model: MinimalModel, x=None) -> np.ndarray:  # noqa: N802 (PinnZoo's 
     return B
 
 
-def _right_jacobian_inverse(rv: np.ndarray) -> np.ndarray:
-    """J_r^-1(t) = I + [t]x/2 + (1/a^2 - (1 + cos a)/(2 a sin a)) [t]x^2 (Barfoot, "State
-    Estimation for Robotics", eq. 7.187), the core's right_jacobian_inverse (spatial.h):
-    d log(q exp(d)) = J_r^-1 d for a body-frame rotation increment d."""
-    a = float(np.linalg.norm(rv))
-    tx = skew(rv)
-    # below 1e-4 rad the closed form cancels: its series 1/12 + a^2/720
-    k = 1.0 / 12.0 + a * a / 720.0 if a < 1e-4 else 1.0 / a**2 - (1.0 + np.cos(a)) / (2.0 * a * np.sin(a))
-    return np.eye(3) + 0.5 * tx + k * tx @ tx
-
-
 def passive_forces(model: MinimalModel, x) -> np.ndarray:
     """(nv,) generalized forces of the scene's joint springs and dampers, which C_func
-    leaves out: Dojo's spring -k (theta - theta0) and damper -c theta_dot on each free
-    coordinate theta (physics.md), mapped by the transpose of d theta / d(tangent):
-    E_t^T for translations, 1 for a revolute angle, J_r^-1(theta)^T for a rotation
-    vector theta = log(q_rel) (spherical and floating joints). As Dojo's, that rotation vector
+    leaves out (one call into the core: core/tree_passive.cpp).
+
+    Dojo's spring -k (theta - theta0) and damper -c theta_dot on each free coordinate
+    theta (physics.md), mapped by the transpose of d theta_dot / dv: E_t^T for
+    translations, 1 for a revolute angle, J_r^-1(theta)^T for a rotation vector
+    theta = log(q_rel) (spherical and floating joints). As Dojo's, that rotation vector
     has its angle in [0, 2 pi), so it depends on the quaternion's sign: q and -q give
-    different spring forces (the maximal model reads the sign of the bodies' quaternions)."""
-    mech = model.mech
-    x = np.asarray(x, dtype=float).reshape(-1)
+    different spring forces (the maximal model reads the sign of the bodies' quaternions).
+
+    Args:
+        x: (nx,) state [q; v], nominal order.
+    """
+    x = np.ascontiguousarray(x, dtype=float).reshape(-1)
     if x.size != model.nx:
         raise ValueError(f"state must have nx = {model.nx} entries, got {x.size}")
-    E = velocity_kinematics(model, x)
-    v = x[model.nq:]
-    tau = np.zeros(model.nv)
-    for tj in model.joints:
-        cols = mech.joint_free_range[tj.index]
-        k, c, q0 = mech.spring[cols], mech.damper[cols], mech.spring_offset[cols]
-        if not (np.any(k) or np.any(c)):
-            continue
-        joint = mech.joints[tj.index]
-        q, nt = x[tj.q], tj.n_trans
-        # translations: Dojo's theta_t is the displacement from parent_vertex (parent frame)
-        theta_t = q[:nt] - (tj.directions @ np.asarray(joint.parent_vertex, dtype=float) if tj.floating else 0.0)
-        Et = E[tj.q.start: tj.q.start + nt, tj.v.start: tj.v.start + nt]
-        rate_t = Et @ v[tj.v][:nt]
-        tau[tj.v.start: tj.v.start + nt] = Et.T @ (-k[:nt] * (theta_t - q0[:nt]) - c[:nt] * rate_t)
-        if tj.rot == ROT_REVOLUTE:
-            tau[tj.v.start + nt] = -k[nt] * (q[nt] - q0[nt]) - c[nt] * v[tj.v][nt]
-        elif tj.rot == ROT_QUATERNION:
-            q_rel = q[nt:] / np.linalg.norm(q[nt:])
-            if tj.floating:  # our quaternion includes the orientation offset: q = offset q_rel
-                q_rel = L_mult(np.asarray(joint.orientation_offset, dtype=float)).T @ q_rel
-            theta = quat_to_axis_angle(q_rel)
-            Jinv = _right_jacobian_inverse(theta)
-            rate = Jinv @ v[tj.v][nt:]
-            tau[tj.v.start + nt: tj.v.stop] = Jinv.T @ (-k[nt:] * (theta - q0[nt:]) - c[nt:] * rate)
-    return tau
+    return _core.tree_passive_forces(model.tree, x)

@@ -243,6 +243,20 @@ class MinimalModel:
         ti.nq, ti.nv = self.nq, self.nv
         ti.point_joint = point_joint
         ti.point_offset = np.array(point_offset, dtype=float).reshape(-1).tolist()
+        # springs and dampers: the scene's, per free coordinate (a tree joint's free coordinates
+        # are its velocities, translations then rotation), measured in Dojo's joint frame
+        # (tree.h TreeInput), which differs from the predecessor frame for a floating joint only
+        spring, damper, spring_offset = np.zeros(self.nv), np.zeros(self.nv), np.zeros(self.nv)
+        frame_p, frame_q = np.zeros((len(joints), 3)), np.tile([1.0, 0.0, 0.0, 0.0], (len(joints), 1))
+        for k, tj in enumerate(joints):
+            cols = mech.joint_free_range[tj.index]
+            spring[tj.v], damper[tj.v], spring_offset[tj.v] = mech.spring[cols], mech.damper[cols], mech.spring_offset[cols]
+            if tj.floating:
+                frame_p[k] = mech.joints[tj.index].parent_vertex
+                frame_q[k] = mech.joints[tj.index].orientation_offset
+        ti.spring, ti.damper, ti.spring_offset = spring.tolist(), damper.tolist(), spring_offset.tolist()
+        ti.joint_frame_translation = frame_p.reshape(-1).tolist()
+        ti.joint_frame_rotation = frame_q.reshape(-1).tolist()
         self.tree = _core.TreeModel(ti)
         self.data = _core.TreeData(self.tree)
         self.orders: dict[str, tuple[list[str], list[str], list[str]]] = {}

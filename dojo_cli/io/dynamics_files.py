@@ -1,0 +1,257 @@
+"""Dynamics files written by ``dojo dynamics -o``: HDF5, JSON or NPZ (format 1).
+
+Labelled vectors and matrices of one state (docs/minimal.md, "Command line"). The
+suffix chooses the container: ``.h5``/``.hdf5`` HDF5, ``.json`` JSON, ``.npz`` NumPy.
+Every container holds the same content:
+
+- vectors (``q``, ``v``, ``C``, ...) with their entries' names (HDF5: dataset attribute
+  ``names``; JSON: ``{"names": [...], "data": [...]}``; NPZ: arrays ``q`` and ``q_names``);
+- matrices (``M``, ``E``, ...) with row and column names (HDF5: attributes ``rows``,
+  ``cols``; JSON: ``{"rows", "cols", "data"}``; NPZ: ``M``, ``M_rows``, ``M_cols``);
+- metadata (HDF5: root attributes; JSON: top-level keys; NPZ: the JSON string ``meta``):
+  ``format = "dojo-dynamics"``, ``format_version``, ``created`` and the writer's keys.
+
+A file is written whole into a temporary file next to it, which then takes its name (a
+rename: atomic), so a reader never sees half a file and a failed write leaves none.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import zipfile
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from dojo_cli.errors import StorageError
+
+FORMAT_NAME = "dojo-dynamics"
+FORMAT_VERSION = 1
+SUFFIXES = (".h5", ".hdf5", ".json", ".npz")
+# Largest JSON dynamics file read back: the matrices of a 100-joint robot are a few MB.
+MAX_JSON_BYTES = 256 * 1024 * 1024
+
+
+@dataclass
+class DynamicsFile:
+    """The content of a dynamics file.
+
+    Attributes:
+        vectors: name -> ((n,) array, n entry names).
+        matrices: name -> ((rows, cols) array, row names, column names).
+        meta: metadata (JSON-serialisable values).
+    """
+
+    vectors: dict[str, tuple[np.ndarray, list[str]]] = field(default_factory=dict)
+    matrices: dict[str, tuple[np.ndarray, list[str], list[str]]] = field(default_factory=dict)
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    return str(value)
+
+
+def dynamics_document(content: DynamicsFile) -> dict:
+    """The JSON form of ``content`` (what ``dojo dynamics --json`` prints and ``.json`` holds)."""
+    doc: dict[str, Any] = {"format": FORMAT_NAME, "format_version": FORMAT_VERSION, **content.meta}
+    for name, (vec, names) in content.vectors.items():
+        doc[name] = {"names": list(names), "data": np.asarray(vec, dtype=float).tolist()}
+    for name, (mat, rows, cols) in content.matrices.items():
+        doc[name] = {"rows": list(rows), "cols": list(cols), "data": np.asarray(mat, dtype=float).tolist()}
+    return doc
+
+
+def write_dynamics_file(path: str | os.PathLike, content: DynamicsFile, overwrite: bool = False) -> None:
+    """Write ``content`` to ``path`` atomically; the suffix picks HDF5, JSON or NPZ.
+
+    Args:
+        overwrite: replace an existing file (False: refuse, also when one appears
+            while the file is written).
+
+    Raises:
+        StorageError: unknown suffix, an existing file without ``overwrite``, or the
+            file cannot be written (nothing is left behind then).
+    """
+    p = Path(path)
+    suffix = p.suffix.lower()
+    if suffix not in SUFFIXES:
+        raise StorageError(f"{p}: unknown dynamics file type {suffix or '(none)'!r}; use .h5, .json or .npz")
+    content = DynamicsFile(content.vectors, content.matrices,
+                           {"created": datetime.now(timezone.utc).isoformat(timespec="seconds"), **content.meta})
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent if str(p.parent) else ".")
+    except OSError as exc:
+        raise StorageError(f"{p}: cannot write ({exc.strerror or exc})") from None
+    os.close(fd)
+    try:
+        # mkstemp makes the file private (0600); an output file gets the usual 0666 & ~umask
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
+        if suffix in (".h5", ".hdf5"):
+            _write_h5(Path(tmp), content)
+        elif suffix == ".json":
+            Path(tmp).write_text(json.dumps(dynamics_document(content), indent=1, default=_json_default))
+        else:
+            _write_npz(Path(tmp), content)
+        if overwrite:
+            os.replace(tmp, p)
+        else:
+            os.link(tmp, p)  # fails if p exists: no clobbering, even of a file that appeared meanwhile
+            os.unlink(tmp)
+    except FileExistsError:
+        _remove(tmp)
+        raise StorageError(f"{p}: already exists (use --force to overwrite)") from None
+    except OSError as exc:
+        _remove(tmp)
+        raise StorageError(f"{p}: cannot write ({exc.strerror or exc})") from None
+    except BaseException:
+        _remove(tmp)
+        raise
+
+
+def _remove(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
+
+def _meta_value(value: Any) -> Any:
+    if isinstance(value, (dict, list, tuple)):
+        return json.dumps(value, default=_json_default)
+    return "none" if value is None else value
+
+
+def _write_h5(p: Path, content: DynamicsFile) -> None:
+    import h5py
+
+    with h5py.File(p, "w") as f:
+        f.attrs["format"] = FORMAT_NAME
+        f.attrs["format_version"] = FORMAT_VERSION
+        for key, value in content.meta.items():
+            f.attrs[key] = _meta_value(value)
+        for name, (vec, names) in content.vectors.items():
+            ds = f.create_dataset(name, data=np.asarray(vec, dtype=float))
+            ds.attrs["names"] = [str(n) for n in names]
+        for name, (mat, rows, cols) in content.matrices.items():
+            ds = f.create_dataset(name, data=np.asarray(mat, dtype=float))
+            ds.attrs["rows"] = [str(r) for r in rows]
+            ds.attrs["cols"] = [str(c) for c in cols]
+
+
+def _write_npz(p: Path, content: DynamicsFile) -> None:
+    meta = {"format": FORMAT_NAME, "format_version": FORMAT_VERSION, **content.meta}
+    arrays: dict[str, Any] = {"meta": np.array(json.dumps(meta, default=_json_default))}
+    for name, (vec, names) in content.vectors.items():
+        arrays[name] = np.asarray(vec, dtype=float)
+        arrays[f"{name}_names"] = np.array([str(n) for n in names], dtype=str)
+    for name, (mat, rows, cols) in content.matrices.items():
+        arrays[name] = np.asarray(mat, dtype=float)
+        arrays[f"{name}_rows"] = np.array([str(r) for r in rows], dtype=str)
+        arrays[f"{name}_cols"] = np.array([str(c) for c in cols], dtype=str)
+    with open(p, "wb") as fh:
+        np.savez(fh, **arrays)
+
+
+def read_dynamics_file(path: str | os.PathLike) -> DynamicsFile:
+    """Read a file written by ``write_dynamics_file`` (any of the three containers).
+
+    Raises:
+        StorageError: missing, unreadable or not a dynamics file.
+    """
+    p = Path(path)
+    if not p.is_file():
+        raise StorageError(f"{p}: no such file")
+    suffix = p.suffix.lower()
+    if suffix not in SUFFIXES:
+        raise StorageError(f"{p}: unknown dynamics file type {suffix!r}")
+    try:
+        if suffix in (".h5", ".hdf5"):
+            content = _read_h5(p)
+        elif suffix == ".json":
+            if p.stat().st_size > MAX_JSON_BYTES:
+                raise StorageError(f"{p}: {p.stat().st_size:,} bytes, more than the limit of {MAX_JSON_BYTES:,} bytes")
+            content = dynamics_from_document(json.loads(p.read_text(encoding="utf-8")), str(p))
+        else:
+            content = _read_npz(p)
+    except StorageError:
+        raise
+    except RecursionError:
+        raise StorageError(f"{p}: cannot read dynamics file (JSON nested too deeply)") from None
+    except (OSError, ValueError, KeyError, TypeError, EOFError, UnicodeDecodeError, zipfile.BadZipFile) as exc:
+        raise StorageError(f"{p}: cannot read dynamics file ({exc})") from None
+    if content.meta.get("format") != FORMAT_NAME:
+        raise StorageError(f"{p}: not a dojo dynamics file (format {content.meta.get('format')!r})")
+    return content
+
+
+def dynamics_from_document(doc: Any, where: str) -> DynamicsFile:
+    """The content of a JSON document (``dynamics_document``'s form).
+
+    Raises:
+        StorageError: not an object, or a vector/matrix entry of the wrong form.
+    """
+    if not isinstance(doc, dict):
+        raise StorageError(f"{where}: not a dojo dynamics file (a JSON {type(doc).__name__}, not an object)")
+    out = DynamicsFile()
+    for key, value in doc.items():
+        if isinstance(value, dict) and "data" in value and ("names" in value or "rows" in value):
+            try:
+                if "names" in value:
+                    names = [str(n) for n in value["names"]]
+                    out.vectors[key] = (np.asarray(value["data"], dtype=float).reshape(len(names)), names)
+                else:
+                    rows, cols = [str(r) for r in value["rows"]], [str(c) for c in value["cols"]]
+                    out.matrices[key] = (np.asarray(value["data"], dtype=float).reshape(len(rows), len(cols)), rows, cols)
+            except (KeyError, TypeError, ValueError) as exc:
+                raise StorageError(f"{where}: {key}: must be {{names, data}} or {{rows, cols, data}} of matching sizes ({exc})") from None
+        else:
+            out.meta[key] = value
+    return out
+
+
+def _text(v: Any) -> Any:
+    return v.decode("utf-8") if isinstance(v, bytes) else (v.item() if isinstance(v, np.generic) else v)
+
+
+def _read_h5(p: Path) -> DynamicsFile:
+    import h5py
+
+    out = DynamicsFile()
+    with h5py.File(p, "r") as f:
+        out.meta = {k: _text(v) for k, v in f.attrs.items()}
+        for name, ds in f.items():
+            if not isinstance(ds, h5py.Dataset):
+                continue
+            if "names" in ds.attrs:
+                out.vectors[name] = (np.asarray(ds[...], dtype=float), [_text(n) for n in ds.attrs["names"]])
+            elif "rows" in ds.attrs:
+                out.matrices[name] = (np.asarray(ds[...], dtype=float), [_text(r) for r in ds.attrs["rows"]],
+                                      [_text(c) for c in ds.attrs["cols"]])
+    return out
+
+
+def _read_npz(p: Path) -> DynamicsFile:
+    out = DynamicsFile()
+    with np.load(p, allow_pickle=False) as data:
+        out.meta = json.loads(str(data["meta"])) if "meta" in data else {}
+        keys = set(data.files)
+        for name in keys:
+            if name == "meta" or name.endswith(("_names", "_rows", "_cols")):
+                continue
+            if f"{name}_names" in keys:
+                out.vectors[name] = (np.asarray(data[name], dtype=float), [str(n) for n in data[f"{name}_names"]])
+            elif f"{name}_rows" in keys:
+                out.matrices[name] = (np.asarray(data[name], dtype=float), [str(r) for r in data[f"{name}_rows"]],
+                                      [str(c) for c in data[f"{name}_cols"]])
+    return out
