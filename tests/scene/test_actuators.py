@@ -106,6 +106,9 @@ def test_constant_controller_names_actuators(tmp_path):
     path.write_text(text, encoding="utf-8")
     mech = build_mechanism(load_scene_spec(path))
     np.testing.assert_array_equal(mech.controller.u, [0.0, 3.0, 0.5])
+
+
+def test_constant_controller_unknown_actuator(tmp_path):
     bad = SCENE + "controller:\n  type: constant\n  inputs: {hinge: [3.0]}\n"
     p = _only(_problems(tmp_path, bad), "controller.inputs.hinge")
     assert p.message == "unknown actuator 'hinge' (actuators: m1, thrust, yaw)" and p.line == 20
@@ -120,6 +123,9 @@ def test_pd_controller_acts_through_joint_actuators(tmp_path):
     u = mech.controller(mech, 0, np.asarray(mech.initial))
     # tau = kp (target - 0) = 1.0 on the hinge, through the actuator of gain 4
     np.testing.assert_allclose(u, [0.25, 0.0, 0.0], atol=1e-12)
+
+
+def test_pd_controller_needs_joint_actuators(tmp_path):
     ungoverned = SCENE + "controller:\n  type: pd\n  kp: {base: [1, 1, 1, 1, 1, 1]}\n"
     p = _only(_problems(tmp_path, ungoverned), "controller.kp")
     assert "no joint actuator drives" in p.message and "base" in p.message
