@@ -56,9 +56,9 @@ FromOpt = Annotated[Optional[Path], typer.Option("--from", help="Start from a st
 IndexOpt = Annotated[Optional[int], typer.Option("--index", help="State index K in the --from file (0 = initial; negative counts from the end).")]
 InputOpt = Annotated[
     Optional[list[str]],
-    typer.Option("--input", "-u", help="Joint inputs in joint order (N, N m): numbers separated by commas, or repeat the flag."),
+    typer.Option("--input", "-u", help="Inputs: joint inputs in joint order (N, N m), or the scene's actuators in order; numbers separated by commas, or repeat the flag."),
 ]
-InputFileOpt = Annotated[Optional[Path], typer.Option("--input-file", help="Joint inputs from a JSON list/{\"input\": [...]} or CSV/NPY file.")]
+InputFileOpt = Annotated[Optional[Path], typer.Option("--input-file", help="Inputs (as --input) from a JSON list/{\"input\": [...]} or CSV/NPY file.")]
 MinimalOpt = Annotated[bool, typer.Option("--minimal", help="Minimal coordinates (per joint [coordinates; velocities]) instead of maximal.")]
 AbortOpt = Annotated[bool, typer.Option("--abort-on-failure", help="Exit with code 1 when the solver does not converge.")]
 
