@@ -91,7 +91,7 @@ def dojo_model(name: str):
         z = traj.state(BOX_STEPS)
     else:
         raise SystemExit(f"unknown model {name!r}")
-    return mech, z, np.zeros(mech.nf)
+    return mech, z, np.zeros(mech.nu)
 
 
 def box_touching(mech, z) -> int:
@@ -136,7 +136,7 @@ def mj_model(name: str, mech, z0_dojo):
 def time_model(name: str, repeat: int) -> dict:
     mech, z, u = dojo_model(name)
     opts = dojo.default_options(mech)
-    row: dict = {"model": name, "nb": mech.nb, "nu": mech.nf, "repeat": repeat}
+    row: dict = {"model": name, "nb": mech.nb, "nu": mech.nu, "repeat": repeat}
     g = dojo.step_gradients(mech, z, u, opts)
     row["A_shape"], row["B_shape"] = list(g.A.shape), list(g.B.shape)
     row["solver_status"] = g.result.status.value

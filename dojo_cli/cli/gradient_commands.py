@@ -56,9 +56,9 @@ FromOpt = Annotated[Optional[Path], typer.Option("--from", help="Start from a st
 IndexOpt = Annotated[Optional[int], typer.Option("--index", help="State index K in the --from file (0 = initial; negative counts from the end).")]
 InputOpt = Annotated[
     Optional[list[str]],
-    typer.Option("--input", "-u", help="Joint inputs in joint order (N, N m): numbers separated by commas, or repeat the flag."),
+    typer.Option("--input", "-u", help="Inputs: joint inputs in joint order (N, N m), or the scene's actuators in order; numbers separated by commas, or repeat the flag."),
 ]
-InputFileOpt = Annotated[Optional[Path], typer.Option("--input-file", help="Joint inputs from a JSON list/{\"input\": [...]} or CSV/NPY file.")]
+InputFileOpt = Annotated[Optional[Path], typer.Option("--input-file", help="Inputs (as --input) from a JSON list/{\"input\": [...]} or CSV/NPY file.")]
 MinimalOpt = Annotated[bool, typer.Option("--minimal", help="Minimal coordinates (per joint [coordinates; velocities]) instead of maximal.")]
 AbortOpt = Annotated[bool, typer.Option("--abort-on-failure", help="Exit with code 1 when the solver does not converge.")]
 
@@ -296,7 +296,7 @@ def resolve_state(mech, spec, state: Path | None, run: Path | None, index: int |
         if not np.all(np.isfinite(z)):
             failed = f" (step {k - 1}: {str(stored.solver['status'][k - 1])!r})" if k > 0 else ""
             raise InputError(f"--index {index}: state {k} of {run} is not finite{failed}; pick an earlier state")
-        u = stored.inputs[k] if k < stored.inputs.shape[0] and stored.inputs.shape[1] == mech.nf else None
+        u = stored.inputs[k] if k < stored.inputs.shape[0] and stored.inputs.shape[1] == mech.nu else None
         impulses = stored.extras.get("impulses")
         warm = None
         if k > 0 and impulses is not None and impulses.ndim == 2 and impulses.shape[1] == mech.nl:
@@ -308,7 +308,7 @@ def resolve_state(mech, spec, state: Path | None, run: Path | None, index: int |
 
 def resolve_input(mech, start: StartState, values: list[str] | None, file: Path | None) -> tuple[np.ndarray, str]:
     """(u (nu,), where it came from)."""
-    nu = mech.nf
+    nu = mech.nu
     if values and file is not None:
         raise InputError("--input and --input-file: give one of them, not both")
     if values:

@@ -104,7 +104,8 @@ def simulate(
                 body_names=[b.name for b in mech.bodies],
                 minimal_q_names=mech.coordinate_names(),
                 minimal_v_names=[f"{c}_dot" for c in mech.coordinate_names()],
-                input_dim=mech.nf,
+                input_dim=mech.nu,
+                input_names=mech.input_names(),
                 dojo_cli_version=__version__,
                 flush_every=1,  # (time decides: FLUSH_SECONDS)
                 knot_velocities=partial(knot_velocities, mech),  # v, omega at t_k; v_mid, omega_mid

@@ -80,7 +80,7 @@ def import_urdf(
     for warning in result.warnings:
         echo_err(warning)
     total = sum(b.mass for b in mech.bodies)
-    typer.echo(f"wrote {output}: {mech.nb} bodies, {mech.nj} joints, {mech.nc} contacts, {mech.nf} inputs, total mass {total:.6g} kg")
+    typer.echo(f"wrote {output}: {mech.nb} bodies, {mech.nj} joints, {mech.nc} contacts, {mech.nu} inputs, total mass {total:.6g} kg")
     if result.merged:
         typer.echo(f"  merged fixed joints ({len(result.merged)}): {', '.join(result.merged)}")
     if result.dropped:

@@ -634,6 +634,24 @@ void bind_tree(nb::module_& m) {
     return nb::make_tuple(numpy_owning(d.R, {sz(t.n), 3, 3}), numpy_owning(d.p, {sz(t.n), 3}),
                           numpy_owning(d.ov, {sz(t.n), 6}));
   }, "(R (n,3,3), p (n,3), twist (n,6)): successor frames in the world, world twists [v; w] at the origin.");
+  m.def("tree_frame_wrenches", [](const TreeModel& t, TreeData& d, const InArray& x, const std::vector<int>& joints,
+                                  const InArray& offsets, const InArray& forces, const InArray& torques) {
+    const size_t na = joints.size();
+    tree_forward_kinematics(t, d, tree_take(x, sz(t.nq + t.nv), "x"));
+    const double* po = tree_take(offsets, 3 * na, "offsets");
+    const double* pf = tree_take(forces, 3 * na, "forces");
+    const double* pt = tree_take(torques, 3 * na, "torques");
+    std::vector<double> cols(na * sz(t.nv), 0.0);  // column a of the result, contiguous
+    for (size_t a = 0; a < na; ++a) {
+      if (joints[a] < 0 || joints[a] >= t.n) throw std::invalid_argument("joints: tree joint out of range");
+      tree_frame_wrench(t, d, joints[a], po + 3 * a, pf + 3 * a, pt + 3 * a, cols.data() + a * sz(t.nv));
+    }
+    std::vector<double> out(na * sz(t.nv));
+    for (size_t a = 0; a < na; ++a)
+      for (int r = 0; r < t.nv; ++r) out[sz(r) * na + a] = cols[a * sz(t.nv) + sz(r)];
+    return numpy_owning(std::move(out), {sz(t.nv), na});
+  }, "(nv, na) generalized forces of unit wrenches fixed in successor frames: per column a, the force forces[a] "
+     "at offsets[a] and the torque torques[a], all in the frame of tree joint joints[a] (tree_frame_wrench).");
   m.def("tree_kinematics", [](const TreeModel& t, TreeData& d, const InArray& x, const std::string& what,
                               std::optional<InArray> lambda) {
     const double* xp = tree_take(x, sz(t.nq + t.nv), "x");
@@ -713,7 +731,13 @@ NB_MODULE(_core, m) {
       .def_rw("contact_offset", &ModelInput::contact_offset)
       .def_rw("contact_shape", &ModelInput::contact_shape)
       .def_rw("contact_restitution", &ModelInput::contact_restitution)
-      .def_rw("contact_shape_a", &ModelInput::contact_shape_a);
+      .def_rw("contact_shape_a", &ModelInput::contact_shape_a)
+      .def_rw("actuator_free", &ModelInput::actuator_free)
+      .def_rw("actuator_body", &ModelInput::actuator_body)
+      .def_rw("actuator_gain", &ModelInput::actuator_gain)
+      .def_rw("actuator_force", &ModelInput::actuator_force)
+      .def_rw("actuator_point", &ModelInput::actuator_point)
+      .def_rw("actuator_torque", &ModelInput::actuator_torque);
 
   nb::class_<Model>(m, "Model", "A compiled mechanism: frozen flat arrays and the step's block structure.")
       .def(nb::init<const ModelInput&>(), nb::arg("input"))
@@ -721,6 +745,7 @@ NB_MODULE(_core, m) {
       .def_ro("nj", &Model::nj)
       .def_ro("nl", &Model::nl)
       .def_ro("nf", &Model::nf)
+      .def_ro("nu", &Model::nu)
       .def_ro("nlim", &Model::nlim)
       .def_ro("nc", &Model::nc)
       .def_ro("n", &Model::n)
@@ -782,7 +807,7 @@ NB_MODULE(_core, m) {
       [](const Model& model, Data& data, const InArray& z, std::optional<InArray> u, std::optional<InArray> f_ext,
          std::optional<InArray> tau_ext, std::optional<InArray> lambda0, const SolverOptions& opts) {
         const double* pz = checked(z, 13 * static_cast<size_t>(model.nb), "state");
-        const double* pu = checked(u, model.nf, "input");
+        const double* pu = checked(u, model.nu, "input");
         const double* pf = checked(f_ext, 3 * static_cast<size_t>(model.nb), "f_ext");
         const double* pt = checked(tau_ext, 3 * static_cast<size_t>(model.nb), "tau_ext");
         const double* pl = checked(lambda0, model.nl, "lambda0");
@@ -798,7 +823,7 @@ NB_MODULE(_core, m) {
          std::optional<InArray> tau_ext, const SolverOptions& opts) {
         const size_t nz = 13 * static_cast<size_t>(model.nb);
         const double* pz = checked(z, nz, "state");
-        const double* pu = checked(u, model.nf, "input");
+        const double* pu = checked(u, model.nu, "input");
         const double* pf = checked(f_ext, 3 * static_cast<size_t>(model.nb), "f_ext");
         const double* pt = checked(tau_ext, 3 * static_cast<size_t>(model.nb), "tau_ext");
         std::vector<double> z0(nz);
@@ -830,7 +855,7 @@ NB_MODULE(_core, m) {
           if (!want) return std::nullopt;
           return numpy_zeros<double>({rows, cols});
         };
-        std::optional<OutArray> A = matrix(state, rows), B = matrix(input, model.nf), P = matrix(p > 0, p);
+        std::optional<OutArray> A = matrix(state, rows), B = matrix(input, model.nu), P = matrix(p > 0, p);
         const double used = step_gradients(model, data, request, A ? A->data() : nullptr, B ? B->data() : nullptr,
                                            P ? P->data() : nullptr);
         return nb::make_tuple(A, B, P, used);
@@ -846,7 +871,7 @@ NB_MODULE(_core, m) {
          bool stop_on_failure) {
         if (k < 0) throw std::invalid_argument("rollout: k must be >= 0");
         const double* pz = checked(z, 13 * static_cast<size_t>(model.nb), "state");
-        const double* pu = checked(inputs, static_cast<size_t>(k) * model.nf, "inputs");
+        const double* pu = checked(inputs, static_cast<size_t>(k) * model.nu, "inputs");
         double* pl = nullptr;
         if (lambda) {
           if (lambda->size() != static_cast<size_t>(model.nl))
@@ -895,14 +920,14 @@ NB_MODULE(_core, m) {
       },
       nb::arg("model"), nb::arg("data"), nb::arg("z"), nb::arg("k"), nb::arg("inputs").none(),
       nb::arg("lambda_").none(), nb::arg("opts"), nb::arg("stop_on_failure") = false,
-      "k steps from z with per-step inputs (k, nf) in one call; records per step (rows past 'steps' unused).");
+      "k steps from z with per-step inputs (k, nu) in one call; records per step (rows past 'steps' unused).");
 
   // Test access to the pieces of a step (residual and Newton matrix at given unknowns).
   m.def(
       "step_residual",
       [](const Model& model, Data& data, const InArray& z, std::optional<InArray> u, const InArray& w) {
         if (!step_setup(model, data, checked(z, 13 * static_cast<size_t>(model.nb), "state"),
-                        checked(u, model.nf, "input"), nullptr, nullptr))
+                        checked(u, model.nu, "input"), nullptr, nullptr))
           throw std::invalid_argument("state or input not finite");
         checked(w, model.n, "w");
         std::vector<double> ww(w.data(), w.data() + model.n);
@@ -914,7 +939,7 @@ NB_MODULE(_core, m) {
       "step_matrix_dense",
       [](const Model& model, Data& data, const InArray& z, std::optional<InArray> u, const InArray& w) {
         if (!step_setup(model, data, checked(z, 13 * static_cast<size_t>(model.nb), "state"),
-                        checked(u, model.nf, "input"), nullptr, nullptr))
+                        checked(u, model.nu, "input"), nullptr, nullptr))
           throw std::invalid_argument("state or input not finite");
         checked(w, model.n, "w");
         std::vector<double> ww(w.data(), w.data() + model.n);

@@ -51,7 +51,8 @@ struct Data {
 
   // ---- the step being solved: state z2 = [x2, v15, q2, w15] per body, inputs
   std::vector<double> x2, v15, q2, w15;  // (nb,3) (nb,3) (nb,4) (nb,3)
-  std::vector<double> u;                 // (nf,)
+  std::vector<double> u;                 // (nf,) joint input per free coordinate (the joint actuators' sum)
+  std::vector<double> u_act;             // (nu,) the actuators' inputs as given
   std::vector<double> f_ext, tau_ext;    // (nb,3) world-frame forces, body-frame torques
 
   // ---- constant over the solve (from z2)

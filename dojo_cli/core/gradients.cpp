@@ -156,6 +156,22 @@ void state_residual_jacobian(const Model& m, Data& d, const double* w, Columns o
     }
   }
 
+  // body actuators: the force rows carry -h u R(q2) F; d(R(q2 [1, phi]) F)/dphi = -2 R [F]x
+  for (int a : m.body_actuators) {
+    const double ua = d.u_act[a];
+    if (ua == 0.0) continue;
+    const int b = m.actuator_body[a];
+    const double* r = &d.rot2[9 * b];
+    const double* f = &m.actuator_force[3 * a];
+    const double fx[3][3] = {{0.0, -f[2], f[1]}, {f[2], 0.0, -f[0]}, {-f[1], f[0], 0.0}};
+    for (int i = 0; i < 3; ++i)
+      for (int k = 0; k < 3; ++k) {
+        double rf = 0.0;
+        for (int l = 0; l < 3; ++l) rf += r[3 * i + l] * fx[l][k];
+        out.at(6 * b + i, state_col(b, 2, k)) += 2.0 * h * ua * rf;
+      }
+  }
+
   // the midpoint dampers' known half, w_c Jf(z2)^T Jf(z2) xi15: its xi15 = (v15, w15) columns
   for (int f : m.damped_free) {
     if (m.damper_implicit[f]) continue;
@@ -239,17 +255,26 @@ double target_parameter(const Model& m, const Data& d, int c, int column) {
   return jac[column];
 }
 
-// dr/du (n x nf): -h Ju(z2)^T on the body rows.
+// dr/du (n x nu): per joint actuator -h g Ju(z2)^T, per body actuator -h [R(q2) F; M]
+// on the body rows.
 void input_residual_jacobian(const Model& m, Data& d, Columns out) {
   JointKinematics<double> kin;
   JointRow<double> row;
-  for (int j = 0; j < m.nj; ++j) {
-    const int f0 = m.joint_free_start[j], f1 = m.joint_free_start[j + 1];
-    if (f0 == f1) continue;
-    joint_kinematics_at(m, j, d.x2.data(), d.q2.data(), d.rot2.data(), kin);
-    for (int f = f0; f < f1; ++f) {
+  for (int a = 0; a < m.nu; ++a) {
+    const int f = m.actuator_free[a];
+    if (f >= 0) {
+      const int j = m.free_joint[f];
+      joint_kinematics_at(m, j, d.x2.data(), d.q2.data(), d.rot2.data(), kin);
       input_row(m, j, m.free_slot[f], kin, row);
-      scatter12(m, j, row.jac, -m.h, &out.at(0, f));
+      scatter12(m, j, row.jac, -m.h * m.actuator_gain[a], &out.at(0, a));
+      continue;
+    }
+    const int b = m.actuator_body[a];
+    const double* r = &d.rot2[9 * b];
+    const double* F = &m.actuator_force[3 * a];
+    for (int i = 0; i < 3; ++i) {
+      out.at(6 * b + i, a) -= m.h * (r[3 * i] * F[0] + r[3 * i + 1] * F[1] + r[3 * i + 2] * F[2]);
+      out.at(6 * b + 3 + i, a) -= m.h * m.actuator_moment[3 * a + i];
     }
   }
 }
@@ -497,10 +522,10 @@ double step_gradients(const Model& m, Data& d, const GradientRequest& request, d
       }
     }
   }
-  if (request.input && m.nf > 0) {
-    rhs.assign(static_cast<size_t>(n) * m.nf, 0.0);
+  if (request.input && m.nu > 0) {
+    rhs.assign(static_cast<size_t>(n) * m.nu, 0.0);
     input_residual_jacobian(m, d, Columns{rhs.data(), n});
-    solve_into(m.nf, B);
+    solve_into(m.nu, B);
   }
   int p = 0;
   for (int kind : request.parameters) p += parameter_count(m, static_cast<ParameterKind>(kind));

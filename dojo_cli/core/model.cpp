@@ -124,6 +124,54 @@ Model::Model(const ModelInput& in) {
     }
   }
 
+  // Actuators (the inputs u): by default one per free coordinate, gain 1.
+  {
+    const size_t na = in.actuator_free.size();
+    check_size("actuator_body", in.actuator_body.size(), na);
+    check_size("actuator_gain", in.actuator_gain.size(), na);
+    check_size("actuator_force", in.actuator_force.size(), 3 * na);
+    check_size("actuator_point", in.actuator_point.size(), 3 * na);
+    check_size("actuator_torque", in.actuator_torque.size(), 3 * na);
+    if (na == 0) {
+      nu = nf;
+      actuator_free.resize(nf);
+      for (int f = 0; f < nf; ++f) actuator_free[f] = f;
+      actuator_body.assign(nf, kWorld);
+      actuator_gain.assign(nf, 1.0);
+      actuator_force.assign(3 * static_cast<size_t>(nf), 0.0);
+      actuator_moment.assign(3 * static_cast<size_t>(nf), 0.0);
+    } else {
+      nu = static_cast<int>(na);
+      actuator_free = in.actuator_free;
+      actuator_body = in.actuator_body;
+      actuator_gain = in.actuator_gain;
+      actuator_force.assign(3 * na, 0.0);
+      actuator_moment.assign(3 * na, 0.0);
+      for (int a = 0; a < nu; ++a) {
+        const double g = actuator_gain[a];
+        if (!std::isfinite(g)) throw std::invalid_argument("ModelInput.actuator_gain: not finite");
+        const bool joint = actuator_free[a] >= 0, body = actuator_body[a] >= 0;
+        if (joint == body) throw std::invalid_argument("ModelInput: actuator " + std::to_string(a) + " needs exactly one of a free coordinate and a body");
+        if (joint && actuator_free[a] >= nf) throw std::invalid_argument("ModelInput.actuator_free: out of range");
+        if (body && actuator_body[a] >= nb) throw std::invalid_argument("ModelInput.actuator_body: out of range");
+        if (!body) continue;
+        body_actuators.push_back(a);
+        const double* f = &in.actuator_force[3 * a];
+        const double* p = &in.actuator_point[3 * a];
+        const double* t = &in.actuator_torque[3 * a];
+        const double pxf[3] = {p[1] * f[2] - p[2] * f[1], p[2] * f[0] - p[0] * f[2], p[0] * f[1] - p[1] * f[0]};
+        for (int k = 0; k < 3; ++k) {
+          actuator_force[3 * a + k] = g * f[k];
+          actuator_moment[3 * a + k] = g * (pxf[k] + t[k]);
+        }
+      }
+      for (double v : actuator_force)
+        if (!std::isfinite(v)) throw std::invalid_argument("ModelInput.actuator_force: not finite");
+      for (double v : actuator_moment)
+        if (!std::isfinite(v)) throw std::invalid_argument("ModelInput.actuator_point/torque: not finite");
+    }
+  }
+
   // Tree order (Dojo's get_loop_joints): a joint whose child already has a tree
   // joint earlier in the list closes a loop; the others are ordered root to leaves.
   {

@@ -55,6 +55,15 @@ struct ModelInput {
   std::vector<double> contact_shape;   // (nc, 7) kind parameters (contact.h)
   std::vector<double> contact_restitution;  // (nc,) in [0, 1] (restitution.h); empty: all 0
   std::vector<double> contact_shape_a;  // (nc, 7) a's primitive beyond the sphere, or empty (all spheres)
+  // actuators: the inputs u, in order (docs/scenes.md "Actuators"). Empty: one per free
+  // coordinate with gain 1 (Dojo's joint inputs). Each is either a joint actuator (a free
+  // coordinate, actuator_body -1) or a body actuator (actuator_free -1): a force fixed in
+  // the body frame at a point of the body (body frame, from the centre of mass) and/or a
+  // torque fixed in the body frame.
+  std::vector<int> actuator_free;                                       // (na,) free coordinate or -1
+  std::vector<int> actuator_body;                                       // (na,) body or -1
+  std::vector<double> actuator_gain;                                    // (na,)
+  std::vector<double> actuator_force, actuator_point, actuator_torque;  // (na, 3) body frame
 };
 
 
@@ -96,6 +105,15 @@ struct Model {
   bool has_restitution = false;             // any contact_restitution > 0
   std::vector<ContactParams> contacts;  // (nc,) the same, as the contact kernels take them (contact.h)
   std::vector<int> contact_start;  // (nc+1,) first unknown of each contact (its N slacks, then N impulses)
+
+  // ---- actuators (the inputs u, nu of them; ModelInput): joint actuator a drives free
+  // coordinate actuator_free[a] with actuator_gain[a]; body actuator a (actuator_body[a]
+  // >= 0) applies the body-frame force actuator_force (gain included) and the body-frame
+  // moment actuator_moment = gain (point x force + torque) per unit input.
+  int nu = 0;
+  std::vector<int> actuator_free, actuator_body;
+  std::vector<double> actuator_gain, actuator_force, actuator_moment;  // (nu,), (nu, 3), (nu, 3)
+  std::vector<int> body_actuators;  // actuators with a body
 
   // ---- unknown layout
   int nv = 0;          // 6 nb body velocities
@@ -143,7 +161,7 @@ struct Model {
   // contact offsets, radii and shapes).
   double state_bound = 0.0;
 
-  int input_dimension() const { return nf; }
+  int input_dimension() const { return nu; }
 };
 
 }  // namespace dojo

@@ -13,7 +13,7 @@
 namespace dojo {
 
 Data::Data(const Model& m)
-    : x2(3 * m.nb), v15(3 * m.nb), q2(4 * m.nb), w15(3 * m.nb), u(m.nf), f_ext(3 * m.nb), tau_ext(3 * m.nb),
+    : x2(3 * m.nb), v15(3 * m.nb), q2(4 * m.nb), w15(3 * m.nb), u(m.nf), u_act(m.nu), f_ext(3 * m.nb), tau_ext(3 * m.nb),
       constant(m.nv), jg2(12 * m.nl), jf2(12 * m.nf), rot2(9 * m.nb), contact_target(m.nc), w(m.n), r(m.n), delta(m.n), cand(m.n),
       rc(m.n), x3(3 * m.nb), q3(4 * m.nb), rot3(9 * m.nb), mw(9 * m.nb), matrix(m.blocks.structural_size),
       target(m.n), d_aff(m.n), rhs(m.n), soc_w(3 * m.soc_s.size()), soc_w_inv(3 * m.soc_s.size()),
@@ -104,7 +104,7 @@ inline BlockRef block(const Model& m, Data& d, int id) {
 bool step_setup(const Model& m, Data& d, const double* z, const double* u, const double* f_ext,
                 const double* tau_ext) {
   const int nb = m.nb;
-  if (!all_finite(z, 13 * nb) || (u && !all_finite(u, m.nf)) || (f_ext && !all_finite(f_ext, 3 * nb)) ||
+  if (!all_finite(z, 13 * nb) || (u && !all_finite(u, m.nu)) || (f_ext && !all_finite(f_ext, 3 * nb)) ||
       (tau_ext && !all_finite(tau_ext, 3 * nb)))
     return false;
   const double h = m.h;
@@ -122,11 +122,15 @@ bool step_setup(const Model& m, Data& d, const double* z, const double* u, const
     for (int i = 0; i < 3; ++i)
       for (int k = 0; k < 3; ++k) d.rot2[9 * b + 3 * i + k] = r[i][k];
   }
-  bool any_input = false;
-  for (int f = 0; f < m.nf; ++f) {
-    d.u[f] = u ? u[f] : 0.0;
-    if (d.u[f] != 0.0) any_input = true;
+  // the actuators' inputs: joint actuators summed per free coordinate (gain included)
+  std::fill(d.u.begin(), d.u.end(), 0.0);
+  for (int a = 0; a < m.nu; ++a) {
+    d.u_act[a] = u ? u[a] : 0.0;
+    if (m.actuator_free[a] >= 0) d.u[m.actuator_free[a]] += m.actuator_gain[a] * d.u_act[a];
   }
+  bool any_input = false;
+  for (int f = 0; f < m.nf; ++f)
+    if (d.u[f] != 0.0) any_input = true;
 
   // Kinematics at z2: constraint Jacobians (impulse maps), minimal-coordinate
   // Jacobians (springs, dampers, limits) and the constant impulses of springs and inputs.
@@ -164,6 +168,19 @@ bool step_setup(const Model& m, Data& d, const double* z, const double* u, const
         for (int k = 0; k < 12; ++k) gen[k] += h * row.jac[k] * d.u[f];
       }
       scatter12(m, j, gen, 1.0, applied.data());
+    }
+  }
+  // body actuators: the impulse h u [R(q2) F; M] of a force F and moment M fixed in the
+  // body, at z2 as the joint inputs' h Ju(z2)^T u (model.h)
+  for (int a : m.body_actuators) {
+    const double ua = d.u_act[a];
+    if (ua == 0.0) continue;
+    const int b = m.actuator_body[a];
+    const double* r = &d.rot2[9 * b];
+    const double* f = &m.actuator_force[3 * a];
+    for (int i = 0; i < 3; ++i) {
+      applied[6 * b + i] += h * ua * (r[3 * i] * f[0] + r[3 * i + 1] * f[1] + r[3 * i + 2] * f[2]);
+      applied[6 * b + 3 + i] += h * ua * m.actuator_moment[3 * a + i];
     }
   }
   // constant = momentum_left(v15, w15) + h (m g + F_ext; tau_ext) + applied
@@ -527,7 +544,7 @@ int rollout(const Model& m, Data& d, const double* z, int k, const double* input
   bool warm = lambda != nullptr;
   for (int i = 0; i < k; ++i) {
     const SolverStatus status =
-        step(m, d, current, inputs ? inputs + static_cast<size_t>(i) * m.nf : nullptr, nullptr, nullptr,
+        step(m, d, current, inputs ? inputs + static_cast<size_t>(i) * m.nu : nullptr, nullptr, nullptr,
              warm ? lambda : nullptr, opts);
     if (lambda) {
       for (int r = 0; r < m.nl; ++r) lambda[r] = d.w[m.lam + r];

@@ -2,7 +2,8 @@
 //
 // Residual (dojo_engine_notes.md 2.3, 3.3, 3.6, 4.2), with w the unknowns of model.h:
 // - body i: DEL(v25, w25) - sum_r Jg_r,i(z2)^T lambda_r - h sum_f Jf_f,i(z2)^T spring_f
-//           - h sum_f Ju_f,i(z2)^T u_f + h sum_f Jf_f,i^T c_f (Jf(z2) xi25)_f
+//           - h sum_f Ju_f,i(z2)^T u_f - h sum_a [R(q2) F_a; M_a] u_a (body actuators)
+//           + h sum_f Jf_f,i^T c_f (Jf(z2) xi25)_f
 //           - sum_limits sigma Jf(z2)^T gamma - sum_contacts wrench(z3, gamma)
 // - joint row r: g_r(z3) with x3 = x2 + h v25, q3 = q2 qmap(w25);
 // - limit (bound b, sign sigma = +1 lower / -1 upper): s - sigma (theta(z3) - b) = 0, s gamma = kappa;
@@ -72,7 +73,7 @@ inline double previous_rate(const Model& m, const Data& d, int j, const double* 
 }
 
 // Load the step's inputs into d and compute what is constant over the solve.
-// z: (13 nb,) [x2, v15, q2, w15] per body; u: (nf,) or null (zero); f_ext, tau_ext:
+// z: (13 nb,) [x2, v15, q2, w15] per body; u: (nu,) actuator inputs or null (zero); f_ext, tau_ext:
 // (nb, 3) or null. Returns false when any input is not finite (nothing is computed).
 bool step_setup(const Model& m, Data& d, const double* z, const double* u, const double* f_ext, const double* tau_ext);
 

@@ -516,6 +516,22 @@ void tree_point_velocities(const TreeModel& m, const TreeData& d, double* vel) {
   }
 }
 
+void tree_frame_wrench(const TreeModel& m, const TreeData& d, int k, const double* offset, const double* f,
+                       const double* t, double* tau) {
+  double F[3], T[3], c[3], n[3];
+  mat3_vec(&d.R[9 * k], f, F);
+  mat3_vec(&d.R[9 * k], t, T);
+  mat3_vec(&d.R[9 * k], offset, c);
+  for (int r = 0; r < 3; ++r) c[r] += d.p[3 * k + r];
+  cross3(c, F, n);
+  for (int r = 0; r < 3; ++r) n[r] += T[r];
+  for (int j = k; j >= 0; j = m.parent[j])
+    for (int s = 0; s < m.nv_i[j]; ++s) {
+      const double* col = &d.J[36 * j + 6 * s];
+      tau[m.idx_v[j] + s] += col[0] * F[0] + col[1] * F[1] + col[2] * F[2] + col[3] * n[0] + col[4] * n[1] + col[5] * n[2];
+    }
+}
+
 void tree_point_jacobian(const TreeModel& m, const TreeData& d, double* jac) {
   const int nv = m.nv;
   for (int k = 0; k < 3 * m.np * nv; ++k) jac[k] = 0.0;

@@ -125,6 +125,12 @@ void tree_tangent_to_raw(const TreeModel& m, const TreeData& d, const double* A,
 void tree_point_positions(const TreeModel& m, const TreeData& d, double* pos);       // (np, 3)
 void tree_point_velocities(const TreeModel& m, const TreeData& d, double* vel);      // (np, 3)
 void tree_point_jacobian(const TreeModel& m, const TreeData& d, double* jac);        // (3np, nv) tangent
+// Generalized force (added into tau, nv) of a wrench fixed in joint k's successor frame:
+// the force f at the point offset and the torque t (both in that frame), after forward
+// kinematics: tau += J_k^T [R f; (p + R offset) x R f + R t] (world spatial force at the
+// origin through the world Jacobian columns of k and its ancestors).
+void tree_frame_wrench(const TreeModel& m, const TreeData& d, int k, const double* offset, const double* f,
+                       const double* t, double* tau);
 // d(point velocity)/d(tangent q) (3np, nv)
 void tree_point_velocity_jacobian(const TreeModel& m, const TreeData& d, double* jac);
 // d(J_v^T lambda)/d(tangent q) (nv, nv) for world forces lambda (np, 3) at the points

@@ -15,7 +15,7 @@ Layout (T = steps stored, nb bodies, nq/nv minimal coordinates/velocities, nu in
                                                   (Dojo's state layout: exact restarts)
     minimal/q              (T+1, nq)     float64  minimal coordinates; attribute `names`
     minimal/v              (T+1, nv)     float64  minimal velocities at t_k; attribute `names`
-    inputs                 (T, nu)       float64  joint inputs applied during step k
+    inputs                 (T, nu)       float64  inputs applied during step k (attribute names)
     solver/iterations      (T,)          int32    Newton iterations of step k
     solver/residual        (T,)          float64  final residual (infinity norm) of step k
     solver/status          (T,)          string   fixed-length (32-byte) UTF-8, e.g. "success",
@@ -451,6 +451,7 @@ class StorageWriter:
         minimal_q_names: (nq,) names of the minimal coordinates.
         minimal_v_names: (nv,) names of the minimal velocities.
         input_dim: nu, inputs per step.
+        input_names: (nu,) names of the inputs (attribute ``names`` of ``inputs``), or None.
         dojo_cli_version: the writing program's version.
         flush_every, flush_interval: a block write happens once ``flush_every`` (>= 1)
             steps are buffered *and* ``flush_interval`` seconds have passed since the last
@@ -506,6 +507,7 @@ class StorageWriter:
         overwrite: bool = True,
         compact: bool = True,
         stop_requested: Callable[[], bool] | None = None,
+        input_names: list[str] | None = None,
     ) -> None:
         if int(flush_every) < 1:
             raise ValueError(f"flush_every must be >= 1, got {flush_every}")
@@ -605,6 +607,8 @@ class StorageWriter:
             self._datasets["x"].attrs["names"] = [str(n) for n in body_names]
             self._datasets["minimal/q"].attrs["names"] = [str(n) for n in minimal_q_names]
             self._datasets["minimal/v"].attrs["names"] = [str(n) for n in minimal_v_names]
+            if input_names is not None:
+                self._datasets["inputs"].attrs["names"] = [str(n) for n in input_names]
             self._reserve(len(self._datasets) * _METADATA_BYTES)
             f.flush()
         except _WRITE_ERRORS as exc:

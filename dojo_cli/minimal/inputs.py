@@ -1,13 +1,20 @@
 """The scene's inputs and passive forces as generalized forces (PinnZoo's B_func; the
 springs and dampers C_func leaves out).
 
-A scene's inputs u (nu,) are Dojo's, per joint in scene order (physics.md "Inputs"): a
-force along each free translation (parent frame, at the child's joint point) and a
-torque about each free rotation axis of the joint frame. Their generalized force is
-tau = B(x) u with, per joint, the translation block E_t^T = T R_J^T T^T (the force
-seen in the successor frame; the identity unless the joint also rotates), 1 for a
-revolute angle, and R_J^T (times the orientation offset for a floating base) for a
-quaternion joint's torque. Inputs of loop-closing joints are not mapped (zero columns).
+Without ``actuators``, a scene's inputs u (nu,) are Dojo's, per joint in scene order
+(physics.md "Inputs"): a force along each free translation (parent frame, at the child's
+joint point) and a torque about each free rotation axis of the joint frame. Their
+generalized force is tau = B(x) u with, per joint, the translation block E_t^T =
+T R_J^T T^T (the force seen in the successor frame; the identity unless the joint also
+rotates), 1 for a revolute angle, and R_J^T (times the orientation offset for a floating
+base) for a quaternion joint's torque. Inputs of loop-closing joints are not mapped (zero
+columns).
+
+With ``actuators`` (docs/scenes.md), a joint actuator is that joint-input column times its
+gain, and a body actuator's column is the generalized force of its body-frame wrench,
+J_b(q)^T [R f; (c + R p) x R f + R t] (the world Jacobian of the body's tree joint and its
+ancestors, core tree_frame_wrench): for a force at a point, the point's Jacobian
+transposed times R f; for a torque, the angular Jacobian transposed times R t.
 """
 
 from __future__ import annotations
@@ -15,31 +22,66 @@ from __future__ import annotations
 import numpy as np
 
 from dojo_cli import _core
+from dojo_cli.errors import SceneError
 from dojo_cli.math.quaternion import matrix_from_quaternion
 from dojo_cli.minimal.dynamics import velocity_kinematics
 from dojo_cli.minimal.model import ROT_QUATERNION, ROT_REVOLUTE, MinimalModel
 
 
 def _state_dependent(model: MinimalModel) -> bool:
-    return any(tj.rot == ROT_QUATERNION or (tj.rot == ROT_REVOLUTE and tj.n_trans > 1) for tj in model.joints)
+    mech = model.mech
+    if any(a.body >= 0 for a in mech.actuators):
+        return True
+    driven = {int(mech.free_joint[f]) for f in mech.actuator_free if f >= 0}
+    return any(tj.index in driven and (tj.rot == ROT_QUATERNION or (tj.rot == ROT_REVOLUTE and tj.n_trans > 1))
+               for tj in model.joints)
 
 
 def B_func(model: MinimalModel, x=None) -> np.ndarray:  # noqa: N802 (PinnZoo's name)
-    """B (nv, nu) with tau = B u for the scene's inputs u (module doc).
+    """B (nv, nu) with tau = B u for the scene's inputs u (module doc): its joint inputs,
+    or its actuators in order.
 
     Args:
         x: (nx,) state; needed only where the map turns with the configuration (a
-            floating, spherical, planar or free_revolute joint).
+            floating, spherical, planar or free_revolute joint, a body actuator).
     """
     mech = model.mech
     if x is None and _state_dependent(model):
         raise ValueError("B_func: this model's input map depends on the configuration (a floating, spherical or "
-                         "planar joint): pass x")
-    B = np.zeros((model.nv, model.nu))
+                         "planar joint, or a body actuator): pass x")
+    if x is not None:
+        x = np.asarray(x, dtype=float).reshape(-1)
+        if x.size != model.nx:
+            raise ValueError(f"state must have nx = {model.nx} entries, got {x.size}")
+    B = _joint_input_map(model, x) @ mech.input_map()
+    body = [a for a, act in enumerate(mech.actuators) if act.body >= 0]
+    if body:
+        joints, offsets, forces, torques = [], [], [], []
+        for a in body:
+            act = mech.actuators[a]
+            k = model._joint_of_body.get(act.body)
+            if k is None:
+                raise SceneError(f"actuator {act.name!r}: body {mech.bodies[act.body].name!r} is not in the tree")
+            joints.append(k)
+            # the successor frame has the body's axes, its origin at the joint point: the body's
+            # centre of mass is at com there
+            offsets.append(np.asarray(act.point, dtype=float) + model.joints[k].com)
+            forces.append(act.gain * (np.zeros(3) if act.force is None else np.asarray(act.force, dtype=float)))
+            torques.append(act.gain * (np.zeros(3) if act.torque is None else np.asarray(act.torque, dtype=float)))
+        B[:, body] = _core.tree_frame_wrenches(model.tree, model.data, x, joints, np.array(offsets).reshape(-1),
+                                               np.array(forces).reshape(-1), np.array(torques).reshape(-1))
+    return B
+
+
+def _joint_input_map(model: MinimalModel, x) -> np.ndarray:
+    """(nv, nf): the generalized force of a joint input per free coordinate (module doc)."""
+    mech = model.mech
+    B = np.zeros((model.nv, mech.nf))
+    driven = {int(mech.free_joint[f]) for f in mech.actuator_free if f >= 0}
     E = velocity_kinematics(model, x) if x is not None else None
     for tj in model.joints:
         cols = mech.joint_free_range[tj.index]
-        if cols.stop == cols.start:
+        if cols.stop == cols.start or tj.index not in driven:
             continue
         r0, c0, nt = tj.v.start, cols.start, tj.n_trans
         if tj.rot != 0 and nt:

@@ -161,7 +161,7 @@ class MinimalModel:
             velocity_names += vn
         self.nq, self.nv = iq, iv
         self.nx = self.nq + self.nv
-        self.nu = mech.nf
+        self.nu = mech.nu
         self.config_names = config_names
         self.velocity_names = velocity_names
         self.torque_names = list(velocity_names)

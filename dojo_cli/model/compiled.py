@@ -95,6 +95,17 @@ def model_input(mech) -> _core.ModelInput:
     m.contact_shape = [float(v) for c in cs for v in contact_shape_parameters(c)]
     m.contact_restitution = [float(c.restitution) for c in cs]
     m.contact_shape_a = [float(v) for c in cs for v in np.asarray(c.shape_a, float).reshape(SHAPE_A_PARAMETERS)]
+    acts = mech.actuators  # empty: one input per free coordinate (the core's default)
+    m.actuator_free = [int(f) for f in mech.actuator_free] if acts else []
+    m.actuator_body = [int(a.body) for a in acts]
+    m.actuator_gain = [float(a.gain) for a in acts]
+
+    def vec(v):
+        return [0.0, 0.0, 0.0] if v is None else [float(x) for x in np.asarray(v, float).reshape(3)]
+
+    m.actuator_force = [x for a in acts for x in vec(a.force)]
+    m.actuator_point = [x for a in acts for x in vec(a.point)]
+    m.actuator_torque = [x for a in acts for x in vec(a.torque)]
     return m
 
 

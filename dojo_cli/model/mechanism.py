@@ -208,6 +208,32 @@ class Contact:
     shape_a: np.ndarray = field(default_factory=lambda: np.zeros(7))
 
 
+@dataclass(frozen=True)
+class Actuator:
+    """One input of the mechanism (docs/scenes.md "Actuators"): a joint's free coordinate,
+    or a force and/or torque fixed in a body (body frame, so they turn with the body).
+
+    Attributes:
+        name: the input's name.
+        joint: joint index of a joint actuator (-1 for a body actuator).
+        coordinate: which free coordinate of that joint (0-based).
+        body: body index of a body actuator (-1 for a joint actuator).
+        force: (3,) body-frame force per unit input (N), or None.
+        point: (3,) where the force acts, body frame from the centre of mass (m).
+        torque: (3,) body-frame torque per unit input (N m), or None.
+        gain: the input is multiplied by it.
+    """
+
+    name: str
+    joint: int = -1
+    coordinate: int = 0
+    body: int = -1
+    force: np.ndarray | None = None
+    point: np.ndarray = field(default_factory=lambda: np.zeros(3))
+    torque: np.ndarray | None = None
+    gain: float = 1.0
+
+
 # What a scene attaches to a mechanism for running it (Mechanism.with_run_setup).
 RUN_SETUP_FIELDS = ("scene", "scene_file", "default_options", "default_steps", "initial", "initial_t0", "controller",
                     "external")
@@ -281,8 +307,10 @@ class Mechanism:
         gravity=(0.0, 0.0, -9.81),
         name: str = "mechanism",
         contacts: list[Contact] | None = None,
+        actuators: list[Actuator] | None = None,
     ):
         problems = _input_problems(bodies, joints, contacts or [], timestep, gravity)
+        problems += _actuator_problems(actuators or [], bodies, joints)
         if problems:
             raise SceneError([Problem(f"mechanism {name!r}", None, path, message) for path, message in problems])
         self.name = name
@@ -359,6 +387,24 @@ class Mechanism:
 
         self.contacts = contacts
         self.nc = len(self.contacts)
+
+        # Inputs: the actuators in order, or one per free coordinate (Dojo's joint inputs).
+        self.actuators = tuple(
+            replace(a, force=None if a.force is None else _readonly(a.force), point=_readonly(a.point),
+                    torque=None if a.torque is None else _readonly(a.torque))
+            for a in (actuators or ())
+        )
+        self.has_actuators = bool(self.actuators)
+        self.nu = len(self.actuators) if self.has_actuators else self.nf
+        # (nu,) the free coordinate each input drives (-1 for a body actuator) and its gain
+        if self.has_actuators:
+            self.actuator_free = np.array(
+                [self.joint_free_range[a.joint].start + a.coordinate if a.joint >= 0 else -1 for a in self.actuators],
+                dtype=int)
+            self.actuator_gain = np.array([float(a.gain) for a in self.actuators])
+        else:
+            self.actuator_free = np.arange(self.nf, dtype=int)
+            self.actuator_gain = np.ones(self.nf)
         for c in self.contacts:
             if c.model not in CONTACT_HALF_SIZE:
                 raise SceneError(f"contact {c.name!r}: unknown model {c.model!r}")
@@ -458,13 +504,31 @@ class Mechanism:
 
     # ------------------------------------------------------------- dimensions
     def input_dimensions(self) -> list[int]:
-        """Inputs per joint, in joint order."""
+        """Inputs per joint, in joint order; with ``actuators``, one per actuator (their
+        sum is always nu)."""
+        if self.has_actuators:
+            return [1] * self.nu
         return [j.input_dimension for j in self.joints]
 
     @property
     def input_dimension(self) -> int:
-        """Total number of joint inputs (= free coordinates)."""
-        return self.nf
+        """Total number of inputs nu (the free coordinates, or the actuators)."""
+        return self.nu
+
+    def input_names(self) -> list[str]:
+        """One name per input: the actuators' names, or the coordinate names (``hinge:r0``)."""
+        if self.has_actuators:
+            return [a.name for a in self.actuators]
+        return self.coordinate_names()
+
+    def input_map(self) -> np.ndarray:
+        """(nf, nu): the joint input per free coordinate of the inputs u is ``input_map() @ u``
+        (the joint actuators' gains; body actuators' columns are zero)."""
+        out = np.zeros((self.nf, self.nu))
+        for a, f in enumerate(self.actuator_free):
+            if f >= 0:
+                out[f, a] = self.actuator_gain[a]
+        return out
 
     def maximal_dimension(self, attitude_jacobian: bool = False) -> int:
         """13 per body ([x, v, q, w]), or 12 in tangent coordinates."""
@@ -564,6 +628,45 @@ def _input_problems(bodies, joints, contacts, timestep, gravity) -> list[tuple[s
         finite(f"contacts.{i}.shape", c.shape_a)
         for key, value in c.params.items():
             finite(f"contacts.{i}.against", value, f" ({key})")
+    return problems
+
+
+def _actuator_problems(actuators, bodies, joints) -> list[tuple[str, str]]:
+    """(field path, message) for actuators the model cannot be built from (the scene's
+    schema checks names and counts first; this guards the Python API)."""
+    problems: list[tuple[str, str]] = []
+    names = set()
+    for i, a in enumerate(actuators):
+        path = f"actuators.{i}"
+        if a.name in names:
+            problems.append((f"{path}.name", f"duplicate actuator name {a.name!r}"))
+        names.add(a.name)
+        if (a.joint >= 0) == (a.body >= 0):
+            problems.append((path, "needs exactly one of a joint and a body"))
+            continue
+        if not math.isfinite(float(a.gain)):
+            problems.append((f"{path}.gain", f"not finite (got {a.gain})"))
+        if a.joint >= 0:
+            if a.joint >= len(joints):
+                problems.append((f"{path}.joint", f"joint index {a.joint} out of range"))
+            elif not 0 <= a.coordinate < joints[a.joint].input_dimension:
+                n = joints[a.joint].input_dimension
+                problems.append((f"{path}.coordinate", f"must be in 0..{n - 1} (joint {joints[a.joint].name!r} has {n} "
+                                 f"free coordinate{'s' if n != 1 else ''}), got {a.coordinate}"))
+            continue
+        if a.body >= len(bodies):
+            problems.append((f"{path}.body", f"body index {a.body} out of range"))
+        if a.force is None and a.torque is None:
+            problems.append((path, "a body actuator needs a force or a torque"))
+        for key in ("force", "point", "torque"):
+            value = getattr(a, key)
+            if value is None:
+                continue
+            arr = np.asarray(value, dtype=float)
+            if arr.shape != (3,) or not np.all(np.isfinite(arr)):
+                problems.append((f"{path}.{key}", f"must be 3 finite numbers, got {arr.tolist()}"))
+            elif key != "point" and not np.any(arr):
+                problems.append((f"{path}.{key}", "must be nonzero"))
     return problems
 
 

@@ -143,6 +143,7 @@ def with_parameters(mech: Mechanism, labels, values) -> Mechanism:
             )
             for j, jt in enumerate(mech.joints)
         ]
-    out = Mechanism(bodies, joints, timestep=mech.timestep, gravity=gravity, name=mech.name, contacts=contacts)
+    out = Mechanism(bodies, joints, timestep=mech.timestep, gravity=gravity, name=mech.name, contacts=contacts,
+                    actuators=list(mech.actuators))
     # what a scene attached (initial state, solver options, controller, ...) carries over
     return out.with_run_setup(**mech.run_setup())

@@ -26,7 +26,7 @@ from dojo_cli.io.tables import read_input_table
 from dojo_cli.model.collisions import (
     BODY_SHAPES, GROUND, HALF_SPACE_SHAPES, UnsupportedPair, body_pair_contacts, half_space_contacts,
 )
-from dojo_cli.model.mechanism import ORIGIN, Body, Contact, Joint, Mechanism
+from dojo_cli.model.mechanism import ORIGIN, Actuator, Body, Contact, Joint, Mechanism
 from dojo_cli.model.shapes import Shape, body_inertia
 from dojo_cli.physics.coordinates import constraint_violation, interleave_minimal, minimal_to_maximal
 from dojo_cli.scene.schema import GROUND_NAME, MAX_MAGNITUDE, MAX_STEPS, MIN_AMOUNT
@@ -108,8 +108,18 @@ def build_mechanism(spec, file: str | None = None) -> Mechanism:
         raise SceneError(problems)
 
     contacts = scene_contacts(spec, names, bodies, joints)
+    joint_names = {j.name: i for i, j in enumerate(spec.joints)}
+    actuators = [
+        Actuator(a.name, joint=joint_names[a.joint], coordinate=int(a.coordinate or 0), gain=float(a.gain))
+        if a.joint is not None else
+        Actuator(a.name, body=names[a.body], force=None if a.force is None else np.asarray(a.force, float),
+                 point=np.asarray(a.point if a.point is not None else [0.0, 0.0, 0.0], float),
+                 torque=None if a.torque is None else np.asarray(a.torque, float), gain=float(a.gain))
+        for a in spec.actuators
+    ]
     try:
-        mech = Mechanism(bodies, joints, spec.timestep, spec.gravity, name=spec.name, contacts=contacts)
+        mech = Mechanism(bodies, joints, spec.timestep, spec.gravity, name=spec.name, contacts=contacts,
+                         actuators=actuators)
     except SceneError as exc:
         # the mechanism names scene fields (bodies.0.inertia): point them at the file's lines
         raise SceneError([spec.problem(p.field, p.message) if p.field else p for p in exc.problems]) from None
@@ -362,12 +372,34 @@ def controller_from_spec(spec, mech: Mechanism, file: str) -> Controller | None:
     if c is None or c.type == "none":
         return None
     if c.type == "constant":
+        if mech.has_actuators:
+            u = np.zeros(mech.nu)
+            for name, values in (c.inputs or {}).items():
+                u[mech.input_names().index(name)] = values[0]
+            return ConstantController(u)
         return ConstantController(_per_joint(mech, c.inputs))
     if c.type == "pd":
         def gains(g):
             return np.full(mech.nf, float(g)) if isinstance(g, (int, float)) else _per_joint(mech, g)
 
-        return PDController(gains(c.kp), gains(c.kd), _per_joint(mech, c.targets), _per_joint(mech, c.velocity_targets))
+        kp, kd = gains(c.kp), gains(c.kd)
+        output = None
+        if mech.has_actuators:
+            # the PD law's joint forces, through the joint actuators: u_a = tau_f / gain_a
+            output = np.zeros((mech.nu, mech.nf))
+            driven = np.zeros(mech.nf, dtype=bool)
+            for a, f in enumerate(mech.actuator_free):
+                if f >= 0 and not driven[f]:
+                    output[a, f] = 1.0 / mech.actuator_gain[a]
+                    driven[f] = True
+            missing = [int(f) for f in np.flatnonzero(((kp != 0) | (kd != 0)) & ~driven)]
+            if missing:
+                joints = sorted({mech.joints[int(mech.free_joint[f])].name for f in missing})
+                field = "controller.kp" if np.any(kp[missing]) else "controller.kd"
+                raise SceneError(spec.problem(field, f"gains on joint{'s' if len(joints) > 1 else ''} "
+                                              f"{', '.join(joints)} that no joint actuator drives (with `actuators`, "
+                                              "a pd controller acts through the joint actuators)"))
+        return PDController(kp, kd, _per_joint(mech, c.targets), _per_joint(mech, c.velocity_targets), output)
     try:
         table = read_input_table(c.file)
     except OSError as exc:
@@ -378,8 +410,8 @@ def controller_from_spec(spec, mech: Mechanism, file: str) -> Controller | None:
         row, col = np.unravel_index(int(np.argmax(~(np.abs(table) <= MAX_MAGNITUDE))), table.shape)
         message = f"{c.file}: row {row + 1}, column {col + 1} is {table[row, col]:g}, more than {MAX_MAGNITUDE:g} in magnitude"
         raise SceneError(spec.problem("controller.file", message))
-    if table.shape[1] != mech.nf:
-        raise SceneError(spec.problem("controller.file", f"{c.file}: has {table.shape[1]} columns, the mechanism has {mech.nf} inputs"))
+    if table.shape[1] != mech.nu:
+        raise SceneError(spec.problem("controller.file", f"{c.file}: has {table.shape[1]} columns, the mechanism has {mech.nu} inputs"))
     return ScheduleController(table, c.after_end)
 
 

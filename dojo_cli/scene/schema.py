@@ -916,7 +916,8 @@ class ControllerSpec(_Spec):
 
     Attributes:
         type: none, constant, pd or schedule.
-        inputs: constant: per joint name, one value per free coordinate.
+        inputs: constant: per joint name, one value per free coordinate (with ``actuators``:
+            per actuator name, one value).
         kp: pd: position gain, for all coordinates or per joint.
         kd: pd: velocity gain, for all coordinates or per joint.
         targets: pd: per joint, target minimal coordinates (default zero).
@@ -978,6 +979,63 @@ class ExternalForceSpec(_Spec):
     def _stop_after_start(self) -> ExternalForceSpec:
         if self.stop <= self.start:
             raise SpecProblems([("stop", f"must be > start ({self.stop:g} <= {self.start:g})")])
+        return self
+
+
+def _nonzero_vector(value: list[float]) -> list[float]:
+    if not any(value):
+        raise _invalid(f"must be nonzero, got {value_text(value)}")
+    return value
+
+
+NonzeroVector3 = Annotated[list[Real], BeforeValidator(_three_entries), AfterValidator(_nonzero_vector)]
+"""Three finite numbers, not all zero."""
+
+
+class ActuatorSpec(_Spec):
+    """A named input (docs/scenes.md "Actuators"): one free coordinate of a joint, or a
+    force and/or torque fixed in a body (body frame: they turn with the body).
+
+    Attributes:
+        name: unique among the actuators; names the input (controllers, storage, gradients).
+        joint: joint actuator: the joint whose free coordinate it drives.
+        coordinate: joint actuator: which free coordinate (0-based; default 0).
+        body: body actuator: the body pushed.
+        force: body actuator: (3,) force per unit input, body frame (N).
+        point: body actuator: (3,) where the force acts, body frame from the centre of mass (m).
+        torque: body actuator: (3,) torque per unit input, body frame (N m).
+        gain: the input is multiplied by it (default 1).
+    """
+
+    name: Name
+    joint: Name | None = None
+    coordinate: Annotated[Integer, Field(ge=0)] | None = None
+    body: Name | None = None
+    force: NonzeroVector3 | None = None
+    point: Vector3 | None = None
+    torque: NonzeroVector3 | None = None
+    gain: NonzeroReal = 1.0
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> ActuatorSpec:
+        problems = []
+        if self.joint is not None and self.body is not None:
+            problems.append(("body", "give either joint (a joint actuator) or body (a body actuator), not both"))
+        elif self.joint is None and self.body is None:
+            problems.append(("joint", "field required: joint (with coordinate) or body (with force and/or torque)"))
+        elif self.joint is not None:
+            for key in ("force", "point", "torque"):
+                if getattr(self, key) is not None:
+                    problems.append((key, "only for a body actuator (this one drives a joint)"))
+        else:
+            if self.coordinate is not None:
+                problems.append(("coordinate", "only for a joint actuator (this one pushes a body)"))
+            if self.force is None and self.torque is None:
+                problems.append(("force", "a body actuator needs a force or a torque (or both)"))
+            if self.point is not None and self.force is None:
+                problems.append(("point", "the point of a force: give force too"))
+        if problems:
+            raise SpecProblems(problems)
         return self
 
 
@@ -1067,6 +1125,7 @@ class SceneSpec(_Spec):
         collisions: collisions asked for wholesale.
         controller: joint inputs.
         external: external forces.
+        actuators: the inputs u, in order (none: one per free coordinate of each joint).
         damper_form: ``midpoint`` (default, second order) or ``implicit`` (first
             order, L-stable): how joints' dampers are discretised unless a joint says.
         initial_velocity: what the initial velocities of bodies and joints mean: ``t0``
@@ -1089,6 +1148,7 @@ class SceneSpec(_Spec):
     collisions: CollisionsSpec = Field(default_factory=CollisionsSpec)
     controller: ControllerSpec = Field(default_factory=ControllerSpec)
     external: list[ExternalForceSpec] = Field(default_factory=list)
+    actuators: list[ActuatorSpec] = Field(default_factory=list)
     damper_form: DamperForm = "midpoint"
     initial_velocity: Literal["t0", "midpoint"] = "t0"
     description: Text = ""
@@ -1105,9 +1165,11 @@ class SceneSpec(_Spec):
         problems: list[tuple[str, str]] = []
         if self.steps is not None and self.duration is not None:
             problems.append(("steps", "give either steps or duration, not both"))
-        for section, items in (("bodies", self.bodies), ("joints", self.joints), ("contacts", self.contacts)):
+        for section, items in (("bodies", self.bodies), ("joints", self.joints), ("contacts", self.contacts),
+                               ("actuators", self.actuators)):
             problems += _duplicate_names(section, items)
         problems += self._joint_references()
+        problems += self._actuator_references()
         problems += self._tree_problems()
         problems += self._body_references()
         problems += self._controller_references()
@@ -1195,12 +1257,40 @@ class SceneSpec(_Spec):
             check(f"external.{i}.body", force.body)
         return problems
 
+    def _actuator_references(self) -> list[tuple[str, str]]:
+        types = {j.name: j.type for j in self.joints}
+        bodies = [b.name for b in self.bodies]
+        problems = []
+        for i, a in enumerate(self.actuators):
+            if a.joint is not None:
+                if a.joint not in types:
+                    problems.append((f"actuators.{i}.joint", f"unknown joint {a.joint!r} (joints: {_listed(list(types))})"))
+                    continue
+                n = input_dimension(types[a.joint])
+                if (a.coordinate or 0) >= n:
+                    kind = types[a.joint].value if hasattr(types[a.joint], "value") else types[a.joint]
+                    problems.append((f"actuators.{i}.coordinate",
+                                     f"must be in 0..{n - 1} (joint {a.joint!r}, {kind}, has {n} free "
+                                     f"coordinate{'s' if n != 1 else ''}), got {a.coordinate}" if n else
+                                     f"joint {a.joint!r} ({kind}) has no free coordinate to drive"))
+            elif a.body is not None and a.body not in bodies:
+                problems.append((f"actuators.{i}.body", f"unknown body {a.body!r} (bodies: {_listed(bodies)})"))
+        return problems
+
     def _controller_references(self) -> list[tuple[str, str]]:
         types = {j.name: j.type for j in self.joints}
+        actuators = [a.name for a in self.actuators]
         problems = []
         for key, table in self.controller.per_joint_tables().items():
             for name, values in table.items():
                 path = f"controller.{key}.{name}"
+                if key == "inputs" and actuators:
+                    # with actuators, constant inputs are per actuator name, one value each
+                    if name not in actuators:
+                        problems.append((path, f"unknown actuator {name!r} (actuators: {_listed(actuators)})"))
+                    elif len(values) != 1:
+                        problems.append((path, f"must have 1 value (one input per actuator), got {len(values)}"))
+                    continue
                 if name not in types:
                     problems.append((path, f"unknown joint {name!r} (joints: {_listed(list(types))})"))
                 elif len(values) != input_dimension(types[name]):
@@ -1240,7 +1330,7 @@ class SceneSpec(_Spec):
 def _duplicate_names(section: str, items: list[Any]) -> list[tuple[str, str]]:
     seen: set[str] = set()
     problems = []
-    singular = {"bodies": "body", "joints": "joint", "contacts": "contact"}[section]
+    singular = {"bodies": "body", "joints": "joint", "contacts": "contact", "actuators": "actuator"}[section]
     for i, item in enumerate(items):
         if item.name in seen:
             problems.append((f"{section}.{i}.name", f"duplicate {singular} name {item.name!r}"))
@@ -1270,6 +1360,7 @@ SPEC_MODELS: tuple[type[BaseModel], ...] = (
     CollisionsSpec,
     ControllerSpec,
     ExternalForceSpec,
+    ActuatorSpec,
 )
 """Every model of the scene format (for "did you mean" suggestions)."""
 

@@ -1,4 +1,5 @@
-"""Controllers: joint inputs (forces N, torques N m) per step, held over the step."""
+"""Controllers: the inputs u (nu,: joint forces N and torques N m, or the scene's actuators) per
+step, held over the step."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ class Controller:
 
     def __call__(self, mech: Mechanism, k: int, z: np.ndarray) -> np.ndarray:
         """Inputs (nu,) for step k from state z (13 nb,)."""
-        return np.zeros(mech.nf)
+        return np.zeros(mech.nu)
 
 
 @dataclass
@@ -39,19 +40,23 @@ class PDController(Controller):
     """u = kp (target - theta) + kd (velocity_target - theta_dot) on minimal coordinates.
 
     Attributes:
-        kp, kd, target, velocity_target: (nu,) per free coordinate.
+        kp, kd, target, velocity_target: (nf,) per free coordinate.
+        output: (nu, nf) map from the joint forces to the inputs (a scene's joint
+            actuators: 1 / gain), or None (the inputs are the joint forces).
     """
 
     kp: np.ndarray
     kd: np.ndarray
     target: np.ndarray
     velocity_target: np.ndarray
+    output: np.ndarray | None = None
 
     def __call__(self, mech, k, z):
         x, _, q, _ = unpack_maximal(z, mech.nb)
         theta = minimal_coordinates(mech, x, q)
         rate = minimal_velocities(mech, z)
-        return self.kp * (self.target - theta) + self.kd * (self.velocity_target - rate)
+        tau = self.kp * (self.target - theta) + self.kd * (self.velocity_target - rate)
+        return tau if self.output is None else self.output @ tau
 
 
 @dataclass
@@ -71,7 +76,7 @@ class ScheduleController(Controller):
             return self.table[k]
         if self.after_end == "hold" and len(self.table):
             return self.table[-1]
-        return np.zeros(mech.nf)
+        return np.zeros(mech.nu)
 
 
 @dataclass

@@ -31,8 +31,8 @@ def minimal_labels(mech: Mechanism) -> list[str]:
 
 
 def input_labels(mech: Mechanism) -> list[str]:
-    """One per input (inputs act on the free coordinates): ``hinge:r0``."""
-    return list(mech.coordinate_names())
+    """One per input: ``hinge:r0`` (inputs on the free coordinates), or the actuators' names."""
+    return list(mech.input_names())
 
 
 def parse_gradient_wrt(text: str) -> tuple[str, ...]:

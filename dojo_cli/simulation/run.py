@@ -157,9 +157,9 @@ def _open_loop_inputs(mech: Mechanism, controller: Controller | None, k0: int, n
     if controller is None or type(controller) is Controller:
         return None
     if isinstance(controller, ConstantController):
-        return np.ascontiguousarray(np.broadcast_to(np.asarray(controller.u, float).reshape(1, -1), (n, mech.nf)))
+        return np.ascontiguousarray(np.broadcast_to(np.asarray(controller.u, float).reshape(1, -1), (n, mech.nu)))
     rows = [controller(mech, k, None) for k in range(k0, k0 + n)]  # a schedule reads its table only
-    return np.ascontiguousarray(np.asarray(rows, dtype=float).reshape(n, mech.nf))
+    return np.ascontiguousarray(np.asarray(rows, dtype=float).reshape(n, mech.nu))
 
 
 def _is_open_loop(controller: Controller | None) -> bool:
@@ -226,7 +226,7 @@ def run(
                 raise from_core(exc, "run") from None
             n = out["steps"]
             if inputs is None:
-                inputs = np.zeros((n, mech.nf))
+                inputs = np.zeros((n, mech.nu))
             out = {key: value[:n] for key, value in out.items() if key != "steps"}
             result = _block(mech, k, h, out, inputs[:n])
         else:
@@ -269,7 +269,7 @@ def _block(mech: Mechanism, k0: int, h: float, out: dict, inputs: np.ndarray) ->
         z=out["states"],
         minimal_q=mq,
         minimal_v=mv,
-        inputs=np.asarray(inputs, dtype=float).reshape(n, mech.nf),
+        inputs=np.asarray(inputs, dtype=float).reshape(n, mech.nu),
         iterations=out["iterations"],
         residual=out["residual"],
         status_code=out["status"],
@@ -286,7 +286,7 @@ def _block(mech: Mechanism, k0: int, h: float, out: dict, inputs: np.ndarray) ->
 def _closed_loop_step(mech, data, k, z, lam, controller, opts, external, gradients, log) -> StepBlock:
     """One step whose inputs or forces depend on the state (or with gradients or a log)."""
     h = mech.timestep
-    u = np.zeros(mech.nf) if controller is None else np.asarray(controller(mech, k, z), dtype=float).reshape(-1)
+    u = np.zeros(mech.nu) if controller is None else np.asarray(controller(mech, k, z), dtype=float).reshape(-1)
     f_ext = tau_ext = None
     if external:
         f_ext, tau_ext = external_wrench(mech, list(external), k * h, z.reshape(mech.nb, 13)[:, 6:10])
@@ -317,14 +317,14 @@ def _closed_loop_step(mech, data, k, z, lam, controller, opts, external, gradien
             block.singular_node[0] = data.singular_node
             nan = np.full((12 * mech.nb, 12 * mech.nb), np.nan)
             A = nan if "state" in gradients else None
-            B = np.full((12 * mech.nb, mech.nf), np.nan) if "input" in gradients else None
+            B = np.full((12 * mech.nb, mech.nu), np.nan) if "input" in gradients else None
             kappa = np.nan
         except (ValueError, TypeError) as exc:
             raise from_core(exc, f"gradients of step {k}") from None
         if A is not None:
             block.gradients["gradients/A"] = A[None]
         if B is not None:
-            block.gradients["gradients/B"] = B.reshape(12 * mech.nb, mech.nf)[None]
+            block.gradients["gradients/B"] = B.reshape(12 * mech.nb, mech.nu)[None]
         block.gradients["gradients/kappa"] = np.array([kappa])
     return block
 
@@ -387,7 +387,7 @@ class TrajectoryRecorder:
             omega_mid=omega_mid,
             minimal_q=np.concatenate([np.reshape(mq0, (1, nf)), cat("minimal_q", (nf,))]),
             minimal_v=minimal_v,
-            inputs=cat("inputs", (nf,)).reshape(T, nf),
+            inputs=cat("inputs", (mech.nu,)).reshape(T, mech.nu),
             iterations=cat("iterations", ()).astype(int),
             residual=cat("residual", ()),
             status=[str(t) for t in (STATUS_TEXT[cat("status_code", ()).astype(int)] if T else [])],

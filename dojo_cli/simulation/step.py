@@ -53,7 +53,7 @@ def _core_step(mech: Mechanism, data, z, u, f_ext, tau_ext, lam0, opts: SolverOp
     """One step in the C++ core, in ``data`` (one call); returns the core's status code."""
     try:
         return _core.step(
-            mech.core, data, _vector(z, 13 * mech.nb, "state"), _vector(u, mech.nf, "input"),
+            mech.core, data, _vector(z, 13 * mech.nb, "state"), _vector(u, mech.nu, "input"),
             _vector(f_ext, 3 * mech.nb, "f_ext"), _vector(tau_ext, 3 * mech.nb, "tau_ext"),
             _vector(lam0, mech.nl, "lambda0"), core_options(opts or DOJO_DEFAULTS),
         )

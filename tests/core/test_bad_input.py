@@ -31,8 +31,8 @@ def test_non_finite_state_is_a_failed_step(scene, where, bad):
 @pytest.mark.parametrize("scene", SCENES)
 def test_non_finite_input_is_a_failed_step(scene):
     mech = dojo.load_scene(scene)
-    u = np.zeros(mech.nf)
-    if mech.nf:
+    u = np.zeros(mech.nu)
+    if mech.nu:
         u[0] = np.nan
         _, result = solve_step(mech, dojo.initial_state(mech), u)
         assert result.status is SolverStatus.NON_FINITE

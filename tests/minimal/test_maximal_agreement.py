@@ -28,6 +28,13 @@ CASES = [
     ("box2d", {"contacts": []}),
     ("spherical_chain", {"joints.0.damper": 0.05, "joints.1.damper": 0.05}),
     ("npendulum", {"joints.0.spring": 3.0, "joints.1.damper": 0.5}),
+    # actuators (docs/scenes.md): PinnZoo's rotors, and joint and body actuators on a chain
+    ("pinnzoo_quadrotor", {}),
+    ("npendulum", {"actuators": [
+        {"name": "elbow", "joint": "joint2", "gain": 2.0},
+        {"name": "push", "body": "link3", "force": [0, 1, 0.5], "point": [0, 0.02, -0.5], "torque": [1, 0, 0]},
+        {"name": "spin", "body": "link5", "torque": [0.3, 0.2, 1.0], "gain": 0.5},
+    ]}),
 ]
 STEPS = (1e-3, 1e-4)
 # The error is O(h): below this constant times h (relative to the accelerations' scale). Its
@@ -109,7 +116,8 @@ def _acceleration_error(scene, overrides, h, seed=0):
     return err / max(1.0, np.abs(a_lin).max(), np.abs(a_ang).max())
 
 
-@pytest.mark.parametrize("scene, overrides", CASES, ids=[c[0] for c in CASES])
+@pytest.mark.parametrize("scene, overrides", CASES,
+                         ids=[c[0] + ("_actuators" if "actuators" in c[1] else "") for c in CASES])
 def test_variational_step_accelerations_match_aba(scene, overrides):
     errors = [_acceleration_error(scene, overrides, h) for h in STEPS]
     for h, e in zip(STEPS, errors):

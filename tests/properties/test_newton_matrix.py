@@ -81,7 +81,7 @@ def check(mech, z, u=None, seed=0):
 def test_every_joint_type(build, joint_type):
     mech = build(3, joint_type, spring=1.0, damper=0.2, gravity=(0, 0, -9.81))
     z = random_state(mech, seed=3)
-    u = 0.1 * np.ones(mech.nf)
+    u = 0.1 * np.ones(mech.nu)
     # evaluate "flying" after 0.1 s of simulation, as Dojo's test does
     tr = simulate(mech, 10, z, ConstantController(u))
     check(mech, tr.state(10), u)

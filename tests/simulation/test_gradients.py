@@ -80,7 +80,7 @@ def check_state_and_input(mech, z, u, kappa, directions=3, seed=0, e=FD):
     """Largest relative errors of A and B along random directions."""
     rng = np.random.default_rng(seed)
     nb = mech.nb
-    u = np.zeros(mech.nf) if u is None else u
+    u = np.zeros(mech.nu) if u is None else u
     g = step_gradients(mech, z, u, TIGHT, wrt=("state", "input"), kappa=kappa)
     f = next_state_fn(mech, kappa)
     z_next = f(z, u)
@@ -89,9 +89,9 @@ def check_state_and_input(mech, z, u, kappa, directions=3, seed=0, e=FD):
         d = rng.standard_normal(12 * nb)
         numeric = four_point(lambda t: tangent_difference(nb, z_next, f(perturb(nb, z, t * d), u)), z_next, e)
         errors.append(relative_error(g.A @ d, numeric))
-    if mech.nf:
-        for _ in range(min(directions, mech.nf)):
-            du = rng.standard_normal(mech.nf)
+    if mech.nu:
+        for _ in range(min(directions, mech.nu)):
+            du = rng.standard_normal(mech.nu)
             numeric = four_point(lambda t: tangent_difference(nb, z_next, f(z, u + t * du)), z_next, e)
             errors.append(relative_error(g.B @ du, numeric))
     return max(errors)
@@ -101,7 +101,7 @@ def check_minimal(mech, z, u, directions=3, seed=0):
     """Largest relative error of A_min, B_min (unrelaxed) along random minimal-coordinate directions:
     the perturbations a jointed mechanism can physically take."""
     rng = np.random.default_rng(seed)
-    u = np.zeros(mech.nf) if u is None else u
+    u = np.zeros(mech.nu) if u is None else u
     y = maximal_to_minimal(mech, z)
     g = dojo.step_gradients(mech, y, u, TIGHT, minimal=True)
 
@@ -112,14 +112,14 @@ def check_minimal(mech, z, u, directions=3, seed=0):
     for _ in range(directions):
         d = rng.standard_normal(y.size)
         errors.append(relative_error(g.A @ d, four_point(lambda e: f(y + e * d, u) - g.next_state, None)))
-        du = rng.standard_normal(mech.nf)
+        du = rng.standard_normal(mech.nu)
         errors.append(relative_error(g.B @ du, four_point(lambda e: f(y, u + e * du) - g.next_state, None)))
     return max(errors)
 
 
 def check_parameters(mech, z, u, kinds, kappa):
     """Largest relative error of the parameter Jacobian, column by column."""
-    u = np.zeros(mech.nf) if u is None else u
+    u = np.zeros(mech.nu) if u is None else u
     g = step_gradients(mech, z, u, TIGHT, wrt=("params",), params=kinds, kappa=kappa)
     labels = parameter_labels(mech, kinds)
     assert g.labels == labels
@@ -162,7 +162,7 @@ def test_builtin_scene_gradients(scene, seconds):
     except dojo.SceneError as err:  # a robot scene without the robots extra
         pytest.skip(f"{scene}: {err}")
     z = state_after(mech, seconds)
-    u = 0.1 * np.ones(mech.nf)
+    u = 0.1 * np.ones(mech.nu)
     directions = 3 if mech.nb <= 8 else 1  # the robots: one random direction each (they cost 10x)
     if mech.has_inequalities:
         # the relaxed contact is a stiff spring (~ gamma^2 / kappa): a smaller difference step
@@ -179,7 +179,7 @@ def test_builtin_scene_gradients(scene, seconds):
 def test_every_joint_type_with_springs_and_dampers(builder, joint_type):
     mech = builder(3, joint_type, gravity=(0, 0, -9.81), spring=2.0, damper=0.5)
     z = M.random_state(mech, seed=3)
-    u = 0.3 * np.random.default_rng(1).standard_normal(mech.nf)
+    u = 0.3 * np.random.default_rng(1).standard_normal(mech.nu)
     err = check_state_and_input(mech, z, u, None, directions=3)
     assert err < TOL, f"relative error {err:.2e}"
 
@@ -190,7 +190,7 @@ def test_limits_and_fourbar_loop():
     fourbar, fourbar_start = M.fourbar()
     for mech, seconds, z0 in ((dojo.load_scene("pendulum_limit"), 1.5, None), (fourbar, 0.4, fourbar_start)):
         z = state_after(mech, seconds, z0)
-        u = 0.1 * np.ones(mech.nf)
+        u = 0.1 * np.ones(mech.nu)
         err = check_state_and_input(mech, z, u, KAPPA if mech.has_inequalities else None)
         assert err < TOL, f"{mech.name}: relative error {err:.2e}"
         err = check_minimal(mech, z, u)
@@ -270,7 +270,7 @@ def test_parameters_joints(damper_form):
     """Springs, dampers, masses, inertias and gravity of a jointed chain, in both damper forms."""
     mech = M.twister(3, "revolute", gravity=(0, 0, -9.81), spring=2.0, damper=0.5, damper_form=damper_form)
     z = M.random_state(mech, seed=5)
-    u = np.array([0.2, -0.1, 0.3, 0.1, 0.0, 0.2, -0.3, 0.1][: mech.nf])
+    u = np.array([0.2, -0.1, 0.3, 0.1, 0.0, 0.2, -0.3, 0.1][: mech.nu])
     errors = check_parameters(mech, z, u, ("mass", "inertia", "gravity", "spring", "damper"), None)
     worst = max(errors, key=errors.get)
     assert errors[worst] < TOL, f"{worst} relative error {errors[worst]:.2e}"
