@@ -261,3 +261,54 @@ def test_rk4_scene_key_and_clear_errors(tmp_path):
     assert "contacts.0" in r.output and "rk4" in r.output
     r = runner.invoke(app, ["simulate", "pendulum", "--integrator", "euler", "-o", str(tmp_path / "e.h5")])
     assert r.exit_code == 2 and "--integrator" in r.output
+
+
+# ---------------------------------------------------------------- quaternion joints
+
+def test_rk4_converges_at_fourth_order_with_floating_and_spherical_joints():
+    model = minimal.build_model(dojo.load_scene("spherical_chain", overrides={"gravity": [0, 0, -9.81]}))
+    x0 = minimal.randn_state(model, np.random.default_rng(7))
+    x0[model.nq:] *= 0.5
+    ref = _final(*minimal.simulate(model, x0, 0.5, dt=2.0**-11))
+    errors = []
+    for p in (6, 7, 8):
+        errors.append(np.max(np.abs(minimal.state_error(model, _final(*minimal.simulate(model, x0, 0.5, dt=2.0**-p)), ref))))
+    ratios = [errors[0] / errors[1], errors[1] / errors[2]]
+    for r in ratios:
+        assert 13.0 < r < 19.0, (errors, ratios)
+
+
+def test_rk4_springs_dampers_and_inputs_are_minimal_passive_forces_and_B_func():
+    mech = dojo.load_scene("spherical_chain", overrides={
+        "gravity": [0, 0, -9.81], "joints.0.spring": 3.0, "joints.0.damper": 0.4, "joints.1.spring": 5.0,
+        "joints.2.damper": 0.7, "joints.3.spring": [1.0, 2.0, 3.0], "joints.1.spring_offset": [0.1, -0.2, 0.3],
+    })
+    model = minimal.build_model(mech)
+    integ = minimal.Rk4(model)
+    rng = np.random.default_rng(11)
+    for _ in range(3):
+        x = minimal.randn_state(model, rng)
+        u = rng.standard_normal(model.nu)
+        tau = minimal.passive_forces(model, x) + minimal.B_func(model, x) @ u
+        assert np.allclose(integ.dynamics(x, u), minimal.forward_dynamics(model, x, tau), atol=1e-10)
+
+
+def test_rk4_floating_chain_conserves_energy_and_momentum_without_gravity():
+    # the scene's springs off (its potential is not in _energy): free motion, no gravity
+    model = minimal.build_model(dojo.load_scene("spherical_chain", overrides={f"joints.{j}.spring": 0.0 for j in range(1, 5)}))
+    integ = minimal.Rk4(model)
+    mech = model.mech
+    x0 = minimal.randn_state(model, np.random.default_rng(5))
+    x0[model.nq:] *= 0.5
+    ts, qs, vs = minimal.simulate(model, x0, 2.0, dt=2.0**-9)
+
+    def momentum(x):
+        z = integ.bodies(x)
+        p = np.sum(mech.mass[:, None] * z[:, 3:6], axis=0)
+        L = sum(np.cross(z[b, 0:3], mech.mass[b] * z[b, 3:6])
+                + matrix_from_quaternion(z[b, 6:10]) @ (mech.inertia[b] @ z[b, 10:13]) for b in range(mech.nb))
+        return np.concatenate([p, L])
+
+    x1 = _final(ts, qs, vs)
+    assert abs(_energy(model, integ, x1) - _energy(model, integ, x0)) < 1e-8
+    assert np.max(np.abs(momentum(x1) - momentum(x0))) < 1e-7  # RK4 error at this step (momenta ~ 1-10)
