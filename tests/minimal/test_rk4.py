@@ -312,3 +312,23 @@ def test_rk4_floating_chain_conserves_energy_and_momentum_without_gravity():
     x1 = _final(ts, qs, vs)
     assert abs(_energy(model, integ, x1) - _energy(model, integ, x0)) < 1e-8
     assert np.max(np.abs(momentum(x1) - momentum(x0))) < 1e-7  # RK4 error at this step (momenta ~ 1-10)
+
+
+def test_python_simulate_of_an_rk4_scene_runs_rk4():
+    mech = dojo.load_scene("rbd_fourbar")  # integrator: rk4
+    traj = dojo.simulate(mech, steps=200)
+    model = minimal.build_model(mech)
+    integ = minimal.Rk4(model)
+    ts, qs, vs = minimal.simulate(model, minimal.init_state(model), 0.2 * (1 - 1e-9), dt=mech.timestep)
+    assert len(ts) == 201
+    z = np.array([integ.bodies(np.concatenate([q, v])) for q, v in zip(qs, vs)])
+    assert np.allclose(traj.x, z[:, :, 0:3], atol=1e-12) and np.allclose(traj.v, z[:, :, 3:6], atol=1e-12)
+    assert np.allclose(traj.omega, z[:, :, 10:13], atol=1e-12)
+    me = dojo_cli_knot_mechanics(mech, traj)
+    assert np.ptp(me.mechanical) < 1e-10
+
+
+def dojo_cli_knot_mechanics(mech, traj):
+    from dojo_cli.physics.energy import knot_mechanics
+
+    return knot_mechanics(mech, traj.time, traj.x, traj.q, traj.v, traj.omega)
