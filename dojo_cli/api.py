@@ -87,11 +87,31 @@ def simulate(
         controller: input law (default: the scene's controller).
         opts: solver options (default: the scene's).
         abort_on_failure: raise SolverError at the first failed step.
+
+    A scene with ``integrator: rk4`` is run by the rk4 integrator (simulation.rk4_run) from
+    its own initial state (z0 and opts are the variational integrator's: not accepted);
+    the trajectory's v, omega, v_mid, omega_mid are then the velocities at t_k.
     """
     if steps is None:
         steps = getattr(mech, "default_steps", None)
         if steps is None:
             raise ValueError("steps not given and the scene sets neither steps nor duration")
+    scene = getattr(mech, "scene", None)
+    if scene is not None and getattr(scene, "integrator", "variational") == "rk4":
+        from dojo_cli.errors import InputError
+        from dojo_cli.simulation.rk4_run import rk4_problems, run_rk4
+        from dojo_cli.simulation.run import TrajectoryRecorder
+
+        problems = rk4_problems(mech, getattr(mech, "external", None) or (), ())
+        if z0 is not None or opts is not None:
+            problems.append("z0 and opts belong to the variational integrator (rk4 starts from the scene's "
+                            "state; minimal.simulate takes any x0)")
+        if problems:
+            raise InputError(f"scene {mech.name!r} (integrator: rk4): " + "; ".join(problems))
+        recorder = TrajectoryRecorder(exact_knots=True)
+        run_rk4(mech, int(steps), recorder, controller=controller if controller is not None else
+                getattr(mech, "controller", None))
+        return recorder.trajectory(mech)
     return _sim.simulate(
         mech,
         int(steps),

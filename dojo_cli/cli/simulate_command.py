@@ -24,6 +24,7 @@ from dojo_cli.io.storage import StorageWriter
 from dojo_cli.physics.energy import knot_velocities
 from dojo_cli.scene.loader import dump_scene
 from dojo_cli.scene.schema import MAX_STEPS
+from dojo_cli.simulation.rk4_run import RK4_INTEGRATOR, knot_identity, run_rk4
 from dojo_cli.simulation.run import run
 
 # Every step was taken but some did not converge (docs/storage.md, status complete_with_failures).
@@ -51,6 +52,7 @@ def simulate(
     force: Annotated[bool, typer.Option("--force", "-f", help="Overwrite an existing output file.")] = False,
     gradients: Annotated[bool, typer.Option("--gradients", help="Also store each step's Jacobians (gradients/A, gradients/B; see docs/storage.md).")] = False,
     gradients_wrt: Annotated[Optional[str], typer.Option("--gradients-wrt", help="Which Jacobians --gradients stores: state (A), input (B) or state,input (implies --gradients).")] = None,
+    integrator: Annotated[Optional[str], typer.Option("--integrator", help="variational (Dojo's, the default) or rk4 (Munthe-Kaas RK4 in minimal coordinates); overrides the scene's `integrator`.")] = None,
 ) -> None:
     """Simulate a scene and write the trajectory to an HDF5 storage file."""
     if steps is not None and duration is not None:
@@ -66,7 +68,18 @@ def simulate(
             wrt = parse_gradient_wrt(gradients_wrt or "state,input")
         except ValueError as exc:
             raise InputError(f"--gradients-wrt: {exc}") from None
+    if integrator is not None and integrator not in ("variational", "rk4"):
+        raise InputError(f"--integrator: {integrator!r} is not an integrator (variational, rk4)")
     spec, mech = load_scene_arguments(scene, overrides)
+    if integrator is not None and integrator != spec.integrator:
+        spec = spec.model_copy(update={"integrator": integrator})
+    use_rk4 = spec.integrator == "rk4"
+    if use_rk4:
+        from dojo_cli.simulation.rk4_run import rk4_problems
+
+        problems = rk4_problems(mech, mech.external, tuple(wrt or ()))
+        if problems:
+            raise InputError(f"{scene}: " + "; ".join(problems))
     if wrt is not None and mech.external:
         raise InputError(f"--gradients: scene {spec.name!r} has external forces, which the gradients do not include yet")
     h = mech.timestep
@@ -100,7 +113,7 @@ def simulate(
                 timestep=h,
                 gravity=list(mech.gravity),
                 solver_options=opts.to_dict(),
-                integrator=INTEGRATOR,
+                integrator=RK4_INTEGRATOR if use_rk4 else INTEGRATOR,
                 body_names=[b.name for b in mech.bodies],
                 minimal_q_names=mech.coordinate_names(),
                 minimal_v_names=[f"{c}_dot" for c in mech.coordinate_names()],
@@ -108,7 +121,8 @@ def simulate(
                 input_names=mech.input_names(),
                 dojo_cli_version=__version__,
                 flush_every=1,  # (time decides: FLUSH_SECONDS)
-                knot_velocities=partial(knot_velocities, mech),  # v, omega at t_k; v_mid, omega_mid
+                # v, omega at t_k; v_mid, omega_mid (rk4: the velocities at t_k already)
+                knot_velocities=partial(knot_identity if use_rk4 else knot_velocities, mech),
                 flush_interval=FLUSH_SECONDS,
                 overwrite=force,  # (refused atomically if the file appeared since the check above)
                 stop_requested=lambda: stop.signum is not None,  # a stop skips the final compression
@@ -125,10 +139,13 @@ def simulate(
 
                 # (a signal that arrived while the file was being created is taken at the
                 # first block boundary, once the initial state is in the file)
-                summary = run(
-                    mech, n, writer, controller=mech.controller, opts=opts, external=mech.external,
-                    gradients=tuple(wrt or ()), abort_on_failure=abort_on_failure, log=log, progress=advance,
-                )
+                if use_rk4:
+                    summary = run_rk4(mech, n, writer, controller=mech.controller, progress=advance)
+                else:
+                    summary = run(
+                        mech, n, writer, controller=mech.controller, opts=opts, external=mech.external,
+                        gradients=tuple(wrt or ()), abort_on_failure=abort_on_failure, log=log, progress=advance,
+                    )
     except StorageError:
         # the file cannot be created, another run is writing it, or a write failed (disk
         # full): the writer has finished the file and the message says what it keeps
@@ -152,9 +169,10 @@ def simulate(
     _close(progress)
     if not quiet:
         conv = "all steps converged" if not summary.failed_steps else f"{summary.failed_steps} steps did NOT converge"
+        how = "Munthe-Kaas RK4" if use_rk4 else f"median {summary.median_iterations} solver iterations, {conv}"
         typer.echo(
             f"wrote {out}: {n} steps of {h:g} s ({n * h:g} s simulated), {mech.nb} {'body' if mech.nb == 1 else 'bodies'}, "
-            f"median {summary.median_iterations} solver iterations, {conv}; "
+            f"{how}; "
             f"{summary.wall:.2f} s wall ({summary.wall / max(n, 1) * 1e3:.3f} ms/step)"
         )
         if writer.compaction_note:  # complete, but left as written (uncompressed)

@@ -739,7 +739,13 @@ class StorageWriter:
         status_text = np.asarray(status)
         if status_text.dtype.kind != "U":  # enums or mixed objects: their string values
             status_text = np.array([_status_text(t) for t in status_text.reshape(-1)], dtype=str)
-        status_text = np.char.encode(status_text.reshape(n), "utf-8")
+        status_text = status_text.reshape(n)
+        if status_text[0] == status_text[-1] and np.all(status_text == status_text[0]):
+            # one status for the whole block (the usual case): encode it once
+            one = str(status_text[0]).encode("utf-8")
+            status_text = np.full(n, one, dtype=f"S{max(1, len(one))}")
+        else:
+            status_text = np.char.encode(status_text, "utf-8")
         if status_text.dtype.itemsize > STATUS_BYTES:
             longest = max(status_text.tolist(), key=len).decode("utf-8")
             raise ValueError(f"solver status {longest!r} is longer than {STATUS_BYTES} bytes")

@@ -17,6 +17,7 @@ from dojo_cli.minimal.quaternions import (  # noqa: F401
 )
 from dojo_cli.minimal.inputs import B_func, passive_forces  # noqa: F401
 from dojo_cli.minimal.orders import change_order, change_orders, order_names, register_order  # noqa: F401
+from dojo_cli.minimal.simulate import Rk4, loop_joint_errors, simulate  # noqa: F401
 from dojo_cli.minimal.states import (  # noqa: F401
     apply_dx, error_jacobian, error_jacobian_T, init_state, randn_state, state_error, zero_state,
 )

@@ -1131,6 +1131,8 @@ class SceneSpec(_Spec):
         initial_velocity: what the initial velocities of bodies and joints mean: ``t0``
             (default) the velocities at t = 0, ``midpoint`` Dojo's convention, the
             integrator's midpoint velocity over [-h, 0] (docs/physics.md).
+        integrator: ``variational`` (Dojo's, default) or ``rk4`` (the Munthe-Kaas RK4 in
+            minimal coordinates, RigidBodyDynamics.jl's simulate; docs/minimal.md).
         description: free text.
     """
 
@@ -1151,6 +1153,7 @@ class SceneSpec(_Spec):
     actuators: list[ActuatorSpec] = Field(default_factory=list)
     damper_form: DamperForm = "midpoint"
     initial_velocity: Literal["t0", "midpoint"] = "t0"
+    integrator: Literal["variational", "rk4"] = "variational"
     description: Text = ""
 
     _source: SceneSource = PrivateAttr(default_factory=SceneSource)

@@ -332,7 +332,10 @@ def _closed_loop_step(mech, data, k, z, lam, controller, opts, external, gradien
 class TrajectoryRecorder:
     """A RunWriter that keeps the run in memory and builds a Trajectory (dojo.simulate)."""
 
-    def __init__(self):
+    def __init__(self, exact_knots: bool = False):
+        # exact_knots: the states handed in carry the velocities at t_k already (the rk4
+        # integrator's), not midpoint velocities
+        self.exact_knots = exact_knots
         self.initial = None
         self.blocks: list[StepBlock] = []
         self.final_midpoint = None
@@ -371,7 +374,11 @@ class TrajectoryRecorder:
         v_mid = np.concatenate([v0[None], s[:, :, 3:6]])
         omega_mid = np.concatenate([w0[None], s[:, :, 10:13]])
         final = self.final_midpoint
-        if final is None:
+        if self.exact_knots:
+            from dojo_cli.simulation.rk4_run import knot_identity
+
+            v, omega, minimal_v = knot_identity(mech, x, q, v_mid, omega_mid)
+        elif final is None:
             v, omega, minimal_v = knot_velocities(mech, x, q, v_mid, omega_mid, extrapolate_last=True)
         else:
             v, omega, minimal_v = knot_velocities(

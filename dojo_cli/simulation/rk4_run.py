@@ -1,0 +1,166 @@
+"""The run loop of the rk4 integrator: a scene's steps into a RunWriter (storage file or memory).
+
+``dojo simulate SCENE --integrator rk4`` (or ``integrator: rk4`` in the scene) steps the
+scene's minimal-coordinate model with the core's Munthe-Kaas RK4 (core/rk4.h), the
+scene's timestep as the step, and writes the same storage datasets as the variational
+integrator: every body's x, q, v, omega at t_k from the core's forward kinematics of the
+minimal state (exact knot velocities, so ``v_mid``, ``omega_mid`` hold the same values),
+Dojo's minimal coordinates, the inputs; the solver record says ``success`` with 0
+iterations and the joint impulses are NaN (RK4 has none). Open-loop runs (no controller,
+a constant or a scheduled one) are stepped by the core a block at a time; a PD controller
+reads the state once per step (its input is held over the step).
+
+Not supported under rk4, each with a clear error: contacts (no soft contact model yet),
+joint limits, external forces, springs or dampers on loop-closing joints, per-step gradients.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import numpy as np
+
+from dojo_cli import _core
+from dojo_cli.errors import InputError, SolverError
+from dojo_cli.minimal.model import build_model
+from dojo_cli.minimal.simulate import Rk4, normalize_state
+from dojo_cli.minimal.states import init_state
+from dojo_cli.model.mechanism import Mechanism
+from dojo_cli.physics.coordinates import minimal_coordinates
+from dojo_cli.simulation.controller import Controller
+from dojo_cli.simulation.run import (
+    BLOCK_SECONDS, FIRST_BLOCK, MAX_BLOCK, RunSummary, RunWriter, StepBlock, _is_open_loop, _open_loop_inputs,
+)
+
+RK4_INTEGRATOR = "munthe-kaas-rk4"
+VARIATIONAL_INTEGRATOR = "dojo-variational-midpoint"
+
+
+def rk4_problems(mech: Mechanism, external=(), gradients=()) -> list[str]:
+    """What in a scene the rk4 integrator cannot run, one message each (empty: runnable)."""
+    out = []
+    for i, c in enumerate(mech.contacts):
+        out.append(f"contacts.{i}: contact {c.name!r}: the rk4 integrator has no contact model (use integrator: variational)")
+    limited = sorted({int(mech.free_joint[f]) for f in mech.limit_free})
+    for j in limited:
+        out.append(f"joints.{j}.limits: joint {mech.joints[j].name!r}: joint limits are not supported by the rk4 integrator")
+    for j in mech.loop_joints:
+        cols = mech.joint_free_range[j]
+        if np.any(mech.spring[cols]) or np.any(mech.damper[cols]):
+            out.append(f"joints.{j}: joint {mech.joints[j].name!r}: springs and dampers on a loop-closing joint are not "
+                       "supported by the rk4 integrator")
+    if external:
+        out.append("external forces are not supported by the rk4 integrator")
+    if gradients:
+        out.append("--gradients: per-step gradients are the variational integrator's (not rk4's)")
+    return out
+
+
+def knot_identity(mech: Mechanism, x, q, v_mid, omega_mid, extrapolate_last: bool = False):
+    """A knot writer's velocity map for rk4 files: the velocities handed in are already
+    those at t_k (v, omega as given; minimal/v their exact image J(q) [v; omega])."""
+    n = len(x)
+    v, omega = np.asarray(v_mid, float)[:n], np.asarray(omega_mid, float)[:n]
+    z = np.concatenate([np.reshape(x, (n, mech.nb, 3)), v, np.reshape(q, (n, mech.nb, 4)), omega], axis=2)
+    rates = _core.instantaneous_minimal_velocities(mech.core, np.ascontiguousarray(z.reshape(n, 13 * mech.nb)))
+    return v, omega, np.asarray(rates).reshape(n, mech.nf)
+
+
+def run_rk4(
+    mech: Mechanism,
+    steps: int,
+    writer: RunWriter,
+    *,
+    x0: np.ndarray | None = None,
+    controller: Controller | None = None,
+    stabilization_gains="default",
+    progress: Callable[[int], None] | None = None,
+) -> RunSummary:
+    """Run ``steps`` RK4 steps of the scene's timestep into ``writer``.
+
+    Args:
+        mech: the mechanism (its scene's initial state unless x0).
+        steps: number of steps.
+        writer: receives the initial state, then blocks of steps (simulation.run.RunWriter).
+        x0: (nx,) initial minimal state (default: ``minimal.init_state``).
+        controller: the scene's input law (None: zero inputs).
+        stabilization_gains: loop joints' Baumgarte gains (minimal.simulate).
+        progress: called with the number of steps completed after each block.
+
+    Raises:
+        InputError: the scene has something rk4 cannot run (rk4_problems).
+        SolverError: the state stopped being finite (the steps before it are written).
+    """
+    problems = rk4_problems(mech)
+    if problems:
+        raise InputError("; ".join(problems))
+    model = build_model(mech)
+    integ = Rk4(model, stabilization_gains)
+    x = normalize_state(model, init_state(model) if x0 is None else x0)
+    q = np.ascontiguousarray(x[: model.nq])
+    v = np.ascontiguousarray(x[model.nq:])
+    h = mech.timestep
+    nb, nf = mech.nb, mech.nf
+    summary = RunSummary()
+    started = time.perf_counter()
+    z0 = integ.bodies(x)
+    writer.write_initial(0.0, z0[:, 0:3], z0[:, 6:10], z0[:, 3:6], z0[:, 10:13],
+                         np.asarray(minimal_coordinates(mech, z0[:, 0:3], z0[:, 6:10])).reshape(nf), np.zeros(nf))
+    fast = _is_open_loop(controller)
+    block = FIRST_BLOCK if fast else 1
+    k = 0
+    while k < steps:
+        n = min(block, steps - k)
+        tick = time.perf_counter()
+        if fast:
+            inputs = _open_loop_inputs(mech, controller, k, n)
+        else:
+            zk = integ.bodies(np.concatenate([q, v])).reshape(-1)
+            inputs = np.asarray(controller(mech, k, zk), dtype=float).reshape(1, nf)
+        out_q = np.zeros((n, model.nq))
+        out_v = np.zeros((n, model.nv))
+        out_z = np.zeros((n, 13 * nb))
+        done = integ.run(q, v, k * h, h, n, out_q, out_v, out_z, row0=0,
+                         inputs=None if inputs is None else np.ascontiguousarray(inputs, dtype=float))
+        good = done
+        if not (np.all(np.isfinite(out_q[:done])) and np.all(np.isfinite(out_v[:done]))):
+            good = int(np.argmax(~(np.all(np.isfinite(out_q[:done]), axis=1) & np.all(np.isfinite(out_v[:done]), axis=1))))
+        if good:
+            writer.write_block(mech, _block(mech, k, h, out_z[:good], inputs, good))
+            summary.steps += good
+        k += good
+        if good < n:
+            raise SolverError(f"step {k} (t = {k * h:.6g} s): the rk4 state is no longer finite (the timestep "
+                              f"{h:g} s is too large for this scene?)")
+        if progress is not None:
+            progress(k)
+        if fast:
+            elapsed = max(time.perf_counter() - tick, 1e-6)
+            block = int(min(MAX_BLOCK, max(1, n * BLOCK_SECONDS / elapsed)))
+    summary.iteration_counts = np.array([summary.steps], dtype=np.int64)
+    summary.wall = time.perf_counter() - started
+    return summary
+
+
+def _block(mech: Mechanism, k0: int, h: float, z: np.ndarray, inputs, n: int) -> StepBlock:
+    s = z.reshape(n, mech.nb, 13)
+    mq = np.asarray(minimal_coordinates(mech, s[:, :, 0:3], s[:, :, 6:10])).reshape(n, mech.nf)
+    nc = mech.nc
+    return StepBlock(
+        k0=k0,
+        time=(k0 + 1 + np.arange(n)) * h,
+        z=z,
+        minimal_q=mq,
+        minimal_v=np.zeros((n, mech.nf)),  # the writer's knot map computes them (knot_identity)
+        inputs=np.zeros((n, mech.nf)) if inputs is None else np.asarray(inputs, dtype=float)[:n].reshape(n, mech.nf),
+        iterations=np.zeros(n, dtype=np.int64),
+        residual=np.zeros(n),
+        status_code=np.zeros(n, dtype=np.int64),
+        complementarity=np.zeros(n),
+        impulses=np.full((n, mech.nl), np.nan),
+        contact_distance=np.zeros((n, nc)),
+        contact_normal_impulse=np.zeros((n, nc)),
+        contact_friction_impulse=np.zeros((n, nc, 2)),
+        contact_slip=np.zeros((n, nc, 2)),
+    )
