@@ -703,7 +703,8 @@ NB_MODULE(_core, m) {
       .def_rw("contact_offset", &ModelInput::contact_offset)
       .def_rw("contact_shape", &ModelInput::contact_shape)
       .def_rw("contact_restitution", &ModelInput::contact_restitution)
-      .def_rw("contact_shape_a", &ModelInput::contact_shape_a);
+      .def_rw("contact_shape_a", &ModelInput::contact_shape_a)
+      .def_rw("contact_margin", &ModelInput::contact_margin);
 
   nb::class_<Model>(m, "Model", "A compiled mechanism: frozen flat arrays and the step's block structure.")
       .def(nb::init<const ModelInput&>(), nb::arg("input"))
@@ -761,6 +762,10 @@ NB_MODULE(_core, m) {
       .def_prop_ro("contact_slip", data_view<&Data::contact_slip>(2))
       .def_prop_ro("status", [](const Data& d) { return static_cast<int>(d.status); })
       .def_ro("iterations", &Data::iterations)
+      .def_prop_ro("contact_active",
+                   [](const Data& d) { return std::vector<bool>(d.contact_active.begin(), d.contact_active.end()); },
+                   "(nc,) whether each contact was in the last step's solve (step.h, \"Contact margins\").")
+      .def_ro("solves", &Data::solves, "Solves of the last step (1, or more when a left-out contact touched).")
       .def_ro("lu_is_robust", &Data::lu_is_robust, "The last factorisation used the robust elimination order.")
       .def_ro("residual", &Data::residual)
       .def_ro("complementarity", &Data::complementarity)

@@ -55,6 +55,10 @@ struct ModelInput {
   std::vector<double> contact_shape;   // (nc, 7) kind parameters (contact.h)
   std::vector<double> contact_restitution;  // (nc,) in [0, 1] (restitution.h); empty: all 0
   std::vector<double> contact_shape_a;  // (nc, 7) a's primitive beyond the sphere, or empty (all spheres)
+  // (nc,) >= 0 or +infinity: the contact joins a step's solve only when its distance at
+  // the step's predicted configuration is within this (m; step.h, "Contact margins");
+  // empty: all +infinity (every contact in every solve)
+  std::vector<double> contact_margin;
 };
 
 
@@ -94,6 +98,8 @@ struct Model {
   std::vector<double> contact_friction, contact_radius, contact_offset, contact_shape;
   std::vector<double> contact_restitution;  // (nc,)
   bool has_restitution = false;             // any contact_restitution > 0
+  std::vector<double> contact_margin;       // (nc,) +infinity: always in the solve
+  bool has_margins = false;                 // any finite contact_margin
   std::vector<ContactParams> contacts;  // (nc,) the same, as the contact kernels take them (contact.h)
   std::vector<int> contact_start;  // (nc+1,) first unknown of each contact (its N slacks, then N impulses)
 
@@ -108,6 +114,7 @@ struct Model {
   std::vector<int> orthant_s, orthant_g;  // (no,)
   std::vector<int> soc_s, soc_g;          // (ns, 3)
   std::vector<int> soc_contact;           // (ns,) the nonlinear contact of each SOC block
+  std::vector<int> orthant_contact;       // (no,) the contact of each orthant pair, -1 for a limit
   std::vector<uint8_t> is_complementarity;  // (n,) 1 for complementarity rows
   int degree = 0;                          // orthant pairs + SOC blocks
 

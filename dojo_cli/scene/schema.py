@@ -849,6 +849,11 @@ class ContactSpec(_Spec):
             rim besides the rolling rim contact (3 by default, so that it stands on an end;
             0: the rims alone, dojo_cli.model.collisions).
         against: "ground" (z >= 0), a HalfSpaceSpec or a BodyCollisionSpec.
+        margin: None (in every step's solve) or a distance >= 0 (m): the contact (each of
+            a shape's contacts) joins a step's solve only when its distance at the
+            step's predicted configuration is within it; one that the solution brings
+            to touch joins and the step is solved again (docs/physics.md, "Contact
+            margins").
     """
 
     name: Name
@@ -861,6 +866,7 @@ class ContactSpec(_Spec):
     shape: Annotated[Union[Literal["body"], ContactShapeSpec], Field(union_mode="left_to_right")] | None = None
     rim_points: Annotated[int, Field(ge=0, le=16)] = 3
     against: Against = "ground"
+    margin: NonNegativeReal | None = None
 
     @model_validator(mode="after")
     def _sphere_or_shape(self) -> ContactSpec:
@@ -884,6 +890,7 @@ class CollisionsSpec(_Spec):
             every pair of bodies not joined parent-child).
         model, friction: as on a contact, for every generated contact.
         restitution: in [0, 1], as on a contact.
+        margin: as on a contact, for every generated contact.
         exclude: pairs of body names (or a body and ``ground``) left out.
     """
 
@@ -891,6 +898,7 @@ class CollisionsSpec(_Spec):
     model: Literal["impact", "linear", "nonlinear"] = "nonlinear"
     friction: NonNegativeReal = 0.5
     restitution: UnitIntervalReal = 0.0
+    margin: NonNegativeReal | None = None
     exclude: list[Annotated[list[Name], Field(min_length=2, max_length=2)]] = Field(default_factory=list)
 
 
