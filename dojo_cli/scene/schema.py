@@ -775,7 +775,8 @@ class BodyCollisionSpec(_Spec):
         body: the other body's name.
         shape: sphere, capsule or box; or ``body``: that body's own shape (sphere,
             capsule or box), the other fields unused.
-        radius: sphere or capsule radius (m); for a box, an inflation radius.
+        radius: sphere or capsule radius (m); a box has none (0: the collision table's
+            box is not rounded, so a radius given for a box is refused rather than ignored).
         offset: (3,) shape centre in the other body's frame (m).
         orientation_offset: the shape's orientation in the other body's frame [w, x, y, z]
             (a capsule's axis is its z; a box may only be turned by quarter turns).
@@ -793,8 +794,14 @@ class BodyCollisionSpec(_Spec):
 
     @model_validator(mode="after")
     def _box_has_size(self) -> BodyCollisionSpec:
+        problems = []
         if self.shape == "box" and self.size is None:
-            raise SpecProblems([("size", "field required for a box")])
+            problems.append(("size", "field required for a box"))
+        if self.shape == "box" and self.radius != 0.0:
+            problems.append(("radius", "a box has no radius (the collision table's box is not rounded); "
+                                       "inflate the shape on the contact's own body instead, or leave it out"))
+        if problems:
+            raise SpecProblems(problems)
         return self
 
 
