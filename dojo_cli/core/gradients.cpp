@@ -292,7 +292,7 @@ void parameter_residual_jacobian(const Model& m, Data& d, const double* w, const
           for (int k = 0; k < 3; ++k) out.at(6 * b + k, col + k) = -h * m.mass[b];
         // restitution targets: gravity's normal acceleration and the speed threshold
         for (int c = 0; c < m.nc; ++c) {
-    if (!d.contact_active[c]) continue;  // left out of the solve: rows 0 = 0 (step.h)
+          if (!d.contact_active[c]) continue;  // left out of the solve: rows 0 = 0 (step.h)
           const int g0 = m.contact_start[c] + contact_half_size(m.contacts[c].model);
           for (int k = 0; k < 3; ++k) out.at(g0, col + k) -= target_parameter(m, d, c, kTargetGravity + k);
         }
@@ -322,7 +322,7 @@ void parameter_residual_jacobian(const Model& m, Data& d, const double* w, const
       case ParameterKind::Friction:
         // the mu gn row (row 1 of the constraint rows; impact has no friction)
         for (int c = 0; c < m.nc; ++c) {
-    if (!d.contact_active[c]) continue;  // left out of the solve: rows 0 = 0 (step.h)
+          if (!d.contact_active[c]) continue;  // left out of the solve: rows 0 = 0 (step.h)
           if (m.contacts[c].model == ContactModel::Impact) continue;
           const int g0 = m.contact_start[c] + contact_half_size(m.contacts[c].model);
           out.at(g0 + 1, col + c) = w[g0];
@@ -334,7 +334,7 @@ void parameter_residual_jacobian(const Model& m, Data& d, const double* w, const
         // constraint rows, and the body rows minus the wrench
         const bool radius = kind == ParameterKind::Radius;
         for (int c = 0; c < m.nc; ++c) {
-    if (!d.contact_active[c]) continue;  // left out of the solve: rows 0 = 0 (step.h)
+          if (!d.contact_active[c]) continue;  // left out of the solve: rows 0 = 0 (step.h)
           const ContactEval& ev = evaluate_step_contact(m, d, w, c, ContactOutput::Parameters);
           const int g0 = m.contact_start[c] + ev.n;
           const int bodies[2] = {m.contacts[c].body, m.contacts[c].other};
@@ -352,7 +352,7 @@ void parameter_residual_jacobian(const Model& m, Data& d, const double* w, const
       case ParameterKind::Restitution:
         // the gap row d - tau - s
         for (int c = 0; c < m.nc; ++c) {
-    if (!d.contact_active[c]) continue;  // left out of the solve: rows 0 = 0 (step.h)
+          if (!d.contact_active[c]) continue;  // left out of the solve: rows 0 = 0 (step.h)
           const int g0 = m.contact_start[c] + contact_half_size(m.contacts[c].model);
           out.at(g0, col + c) = -target_parameter(m, d, c, kTargetRestitution);
         }
