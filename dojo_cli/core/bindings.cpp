@@ -849,7 +849,8 @@ NB_MODULE(_core, m) {
       .def_rw("actuator_gain", &ModelInput::actuator_gain)
       .def_rw("actuator_force", &ModelInput::actuator_force)
       .def_rw("actuator_point", &ModelInput::actuator_point)
-      .def_rw("actuator_torque", &ModelInput::actuator_torque);
+      .def_rw("actuator_torque", &ModelInput::actuator_torque)
+      .def_rw("contact_margin", &ModelInput::contact_margin);
 
   nb::class_<Model>(m, "Model", "A compiled mechanism: frozen flat arrays and the step's block structure.")
       .def(nb::init<const ModelInput&>(), nb::arg("input"))
@@ -908,6 +909,10 @@ NB_MODULE(_core, m) {
       .def_prop_ro("contact_slip", data_view<&Data::contact_slip>(2))
       .def_prop_ro("status", [](const Data& d) { return static_cast<int>(d.status); })
       .def_ro("iterations", &Data::iterations)
+      .def_prop_ro("contact_active",
+                   [](const Data& d) { return std::vector<bool>(d.contact_active.begin(), d.contact_active.end()); },
+                   "(nc,) whether each contact was in the last step's solve (step.h, \"Contact margins\").")
+      .def_ro("solves", &Data::solves, "Solves of the last step (1, or more when a left-out contact touched).")
       .def_ro("lu_is_robust", &Data::lu_is_robust, "The last factorisation used the robust elimination order.")
       .def_ro("residual", &Data::residual)
       .def_ro("complementarity", &Data::complementarity)

@@ -49,6 +49,8 @@
 //   linearisation, as matrix_blocks(soc_jacobians) does.
 #pragma once
 
+#include <limits>
+
 #include "collision.h"
 
 namespace dojo {
@@ -96,6 +98,9 @@ struct ContactParams {
   double shape_a[kShapeASize];
   double shape[kShapeSize];
   double restitution;
+  // the contact joins a step's solve only when its distance at the step's predicted
+  // configuration is within this (m); +infinity: always (step.h, "Contact margins")
+  double margin = std::numeric_limits<double>::infinity();
   // body a / body b (other >= 0) welded to the world through fixed joints: it does not
   // fall, which the restitution target's relative acceleration needs (restitution.h)
   bool body_welded = false;

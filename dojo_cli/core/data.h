@@ -62,6 +62,13 @@ struct Data {
   std::vector<double> rot2;       // (nb, 9) R(q2)
   std::vector<double> contact_target;  // (nc,) restitution targets tau of the gap rows (restitution.h)
 
+  // ---- contacts in this step's solve (step.h, "Contact margins"): 1 in the solve, 0 left
+  // out (its unknowns held at 0, its rows 0 = 0, its matrix block the identity);
+  // all 1 for a model without margins
+  std::vector<uint8_t> contact_active;  // (nc,)
+  int active_degree = 0;                // the interior point's degree over the contacts in the solve
+  int solves = 0;                       // solves of the last step (1 + re-solves after a left-out contact touched)
+
   // ---- iterate
   std::vector<double> w, r, delta, cand, rc;  // (n,)
   std::vector<double> x3, q3, rot3, mw;       // next configuration, R(q3), dt3/dw25 per body

@@ -222,6 +222,7 @@ void state_residual_jacobian(const Model& m, Data& d, const double* w, Columns o
   }
   // contacts: constraint rows and body impulses, both evaluated at z3
   for (int c = 0; c < m.nc; ++c) {
+    if (!d.contact_active[c]) continue;  // left out of the solve: rows 0 = 0 (step.h)
     const ContactEval& ev = evaluate_step_contact(m, d, w, c, ContactOutput::Jacobians);
     const int a = m.contacts[c].body, b = m.contacts[c].other;
     const int g0 = m.contact_start[c] + ev.n;
@@ -316,6 +317,7 @@ void parameter_residual_jacobian(const Model& m, Data& d, const double* w, const
           for (int k = 0; k < 3; ++k) out.at(6 * b + k, col + k) = -h * m.mass[b];
         // restitution targets: gravity's normal acceleration and the speed threshold
         for (int c = 0; c < m.nc; ++c) {
+          if (!d.contact_active[c]) continue;  // left out of the solve: rows 0 = 0 (step.h)
           const int g0 = m.contact_start[c] + contact_half_size(m.contacts[c].model);
           for (int k = 0; k < 3; ++k) out.at(g0, col + k) -= target_parameter(m, d, c, kTargetGravity + k);
         }
@@ -345,6 +347,7 @@ void parameter_residual_jacobian(const Model& m, Data& d, const double* w, const
       case ParameterKind::Friction:
         // the mu gn row (row 1 of the constraint rows; impact has no friction)
         for (int c = 0; c < m.nc; ++c) {
+          if (!d.contact_active[c]) continue;  // left out of the solve: rows 0 = 0 (step.h)
           if (m.contacts[c].model == ContactModel::Impact) continue;
           const int g0 = m.contact_start[c] + contact_half_size(m.contacts[c].model);
           out.at(g0 + 1, col + c) = w[g0];
@@ -356,6 +359,7 @@ void parameter_residual_jacobian(const Model& m, Data& d, const double* w, const
         // constraint rows, and the body rows minus the wrench
         const bool radius = kind == ParameterKind::Radius;
         for (int c = 0; c < m.nc; ++c) {
+          if (!d.contact_active[c]) continue;  // left out of the solve: rows 0 = 0 (step.h)
           const ContactEval& ev = evaluate_step_contact(m, d, w, c, ContactOutput::Parameters);
           const int g0 = m.contact_start[c] + ev.n;
           const int bodies[2] = {m.contacts[c].body, m.contacts[c].other};
@@ -373,6 +377,7 @@ void parameter_residual_jacobian(const Model& m, Data& d, const double* w, const
       case ParameterKind::Restitution:
         // the gap row d - tau - s
         for (int c = 0; c < m.nc; ++c) {
+          if (!d.contact_active[c]) continue;  // left out of the solve: rows 0 = 0 (step.h)
           const int g0 = m.contact_start[c] + contact_half_size(m.contacts[c].model);
           out.at(g0, col + c) = -target_parameter(m, d, c, kTargetRestitution);
         }
@@ -450,18 +455,27 @@ void solve_exact(const Model& m, Data& d, double* b, int k) {
 
 // Move the converged solution d.w onto the central path s o gamma = kappa.
 void relax(const Model& m, Data& d, double kappa) {
+  // the contacts left out of the solve (step.h, "Contact margins") stay out: unknowns 0
+  const uint8_t* active = d.contact_active.data();
+  auto in_solve = [&](int c) { return c < 0 || active[c]; };
   std::fill(d.target.begin(), d.target.end(), 0.0);
-  for (int i : m.orthant_s) d.target[i] = kappa;
-  for (size_t k = 0; k < m.soc_contact.size(); ++k) d.target[m.soc_s[3 * k]] = kappa;
+  for (size_t i = 0; i < m.orthant_s.size(); ++i)
+    if (in_solve(m.orthant_contact[i])) d.target[m.orthant_s[i]] = kappa;
+  for (size_t k = 0; k < m.soc_contact.size(); ++k)
+    if (in_solve(m.soc_contact[k])) d.target[m.soc_s[3 * k]] = kappa;
   double* w = d.w.data();
   // Start strictly inside the cones: at tight tolerances the solver's last iterate can
   // sit within rounding of a cone boundary, where the scaling is undefined. The lift
   // is far below the central-path values (~kappa / gamma).
   const double lift = kRelaxLift * kappa;
-  for (int i : m.orthant_s) w[i] = std::max(w[i], 0.0) + lift;
-  for (int i : m.orthant_g) w[i] = std::max(w[i], 0.0) + lift;
+  for (size_t i = 0; i < m.orthant_s.size(); ++i) {
+    if (!in_solve(m.orthant_contact[i])) continue;
+    w[m.orthant_s[i]] = std::max(w[m.orthant_s[i]], 0.0) + lift;
+    w[m.orthant_g[i]] = std::max(w[m.orthant_g[i]], 0.0) + lift;
+  }
   for (const std::vector<int>* idx : {&m.soc_s, &m.soc_g})
     for (size_t k = 0; k < idx->size() / 3; ++k) {
+      if (!in_solve(m.soc_contact[k])) continue;
       double* x0 = &w[(*idx)[3 * k]];
       const double x1 = w[(*idx)[3 * k + 1]], x2 = w[(*idx)[3 * k + 2]];
       *x0 = std::max(*x0, std::sqrt(x1 * x1 + x2 * x2)) + lift;
@@ -477,7 +491,7 @@ void relax(const Model& m, Data& d, double kappa) {
     if (!factor_matrix(m, d)) throw std::runtime_error("relaxation: singular Newton matrix");
     for (int i = 0; i < m.n; ++i) d.delta[i] = d.target[i] - d.rhs[i];
     solve_factored(m, d, d.delta.data());
-    const double alpha = std::min(1.0, cone_step(m, w, d.delta.data(), 0.99));
+    const double alpha = std::min(1.0, cone_step(m, w, d.delta.data(), 0.99, active));
     for (int i = 0; i < m.n; ++i) w[i] += alpha * d.delta[i];
   }
 }
@@ -492,7 +506,7 @@ double step_gradients(const Model& m, Data& d, const GradientRequest& request, d
       relax(m, d, request.kappa);
       step_next_state(m, d, d.w.data());
     }
-    kappa_used = complementarity_measure(m, d.w.data());
+    kappa_used = complementarity_measure(m, d.w.data(), d.contact_active.data());
   }
   const double* w = d.w.data();
   // dr/dw at the solution with the raw rows (also sets x3, q3, rot3 at the solution)

@@ -30,12 +30,17 @@ inline void matvec3(const double* mat, const double* x, double* out) {
   for (int i = 0; i < 3; ++i) out[i] = mat[3 * i] * x[0] + mat[3 * i + 1] * x[1] + mat[3 * i + 2] * x[2];
 }
 
+// Whether the cone of contact c (-1: a joint limit) is in the solve.
+inline bool in_solve(const uint8_t* active, int c) { return c < 0 || active == nullptr || active[c]; }
+
 // Largest alpha <= 1 keeping x + alpha dx >= (1 - tau) x (Dojo's positive orthant rule).
-double orthant_step(const Model& m, const double* w, const double* dw, double tau) {
+double orthant_step(const Model& m, const double* w, const double* dw, double tau, const uint8_t* active) {
   double alpha = 1.0;
   for (const std::vector<int>* idx : {&m.orthant_s, &m.orthant_g})
-    for (int i : *idx)
-      if (dw[i] < 0.0) alpha = std::min(alpha, -tau * w[i] / dw[i]);
+    for (size_t k = 0; k < idx->size(); ++k) {
+      const int i = (*idx)[k];
+      if (dw[i] < 0.0 && in_solve(active, m.orthant_contact[k])) alpha = std::min(alpha, -tau * w[i] / dw[i]);
+    }
   return alpha;
 }
 
@@ -58,6 +63,7 @@ void scale_second_order_cones(const Model& m, Data& d, double* rn) {
   const int ns = static_cast<int>(m.soc_contact.size());
   double s[3], z[3], a[9];
   for (int k = 0; k < ns; ++k) {
+    if (!d.contact_active[m.soc_contact[k]]) continue;
     for (int i = 0; i < 3; ++i) {
       s[i] = d.w[m.soc_s[3 * k + i]];
       z[i] = d.w[m.soc_g[3 * k + i]];
@@ -126,20 +132,28 @@ void violations(const Model& m, const double* r, double& rvio, double& bvio) {
   }
 }
 
-double complementarity_measure(const Model& m, const double* w) {
+double complementarity_measure(const Model& m, const double* w, const uint8_t* active) {
   double total = 0.0;
-  for (size_t i = 0; i < m.orthant_s.size(); ++i) total += w[m.orthant_s[i]] * w[m.orthant_g[i]];
+  int degree = 0;
+  for (size_t i = 0; i < m.orthant_s.size(); ++i)
+    if (in_solve(active, m.orthant_contact[i])) {
+      total += w[m.orthant_s[i]] * w[m.orthant_g[i]];
+      ++degree;
+    }
   double soc = 0.0;
-  for (size_t i = 0; i < m.soc_s.size(); ++i) soc += w[m.soc_s[i]] * w[m.soc_g[i]];
-  return (total + soc) / std::max(m.degree, 1);
+  for (size_t i = 0; i < m.soc_s.size(); ++i)
+    if (in_solve(active, m.soc_contact[i / 3])) soc += w[m.soc_s[i]] * w[m.soc_g[i]];
+  for (int c : m.soc_contact) degree += in_solve(active, c) ? 1 : 0;
+  return (total + soc) / std::max(degree, 1);
 }
 
-double cone_step(const Model& m, const double* w, const double* dw, double tau) {
-  double alpha = orthant_step(m, w, dw, tau);
+double cone_step(const Model& m, const double* w, const double* dw, double tau, const uint8_t* active) {
+  double alpha = orthant_step(m, w, dw, tau, active);
   const double tau_soc = std::min(tau, kSocFraction);
   const int ns = static_cast<int>(m.soc_contact.size());
   double x[3], dx[3];
-  for (int k = 0; k < ns; ++k)
+  for (int k = 0; k < ns; ++k) {
+    if (!in_solve(active, m.soc_contact[k])) continue;
     for (const std::vector<int>* idx : {&m.soc_s, &m.soc_g}) {
       for (int i = 0; i < 3; ++i) {
         x[i] = w[(*idx)[3 * k + i]];
@@ -147,15 +161,20 @@ double cone_step(const Model& m, const double* w, const double* dw, double tau) 
       }
       alpha = std::min(alpha, soc_step(x, dx, tau_soc));
     }
+  }
   return alpha;
 }
 
 SolverStatus interior_point(const Model& m, Data& d, const SolverOptions& opts) {
   const int n = m.n;
   step_project(m, d.w.data());
+  // the contacts in this solve (step.h, "Contact margins"): the others' cones are skipped
+  const uint8_t* active = d.contact_active.data();
   std::fill(d.target.begin(), d.target.end(), 0.0);  // e: 1 on orthant rows, (1, 0, 0) on SOC rows
-  for (int i : m.orthant_s) d.target[i] = 1.0;
-  for (size_t k = 0; k < m.soc_contact.size(); ++k) d.target[m.soc_s[3 * k]] = 1.0;
+  for (size_t i = 0; i < m.orthant_s.size(); ++i)
+    if (in_solve(active, m.orthant_contact[i])) d.target[m.orthant_s[i]] = 1.0;
+  for (size_t k = 0; k < m.soc_contact.size(); ++k)
+    if (active[m.soc_contact[k]]) d.target[m.soc_s[3 * k]] = 1.0;
   double undercut = opts.undercut;
   int no_progress = 0, short_steps = 0;
   bool line_search_failed = false;
@@ -180,12 +199,12 @@ SolverStatus interior_point(const Model& m, Data& d, const SolverOptions& opts) 
     // 1-2. affine direction and its step length
     for (int i = 0; i < n; ++i) d.d_aff[i] = -d.rhs[i];
     solve_factored(m, d, d.d_aff.data());
-    const double a_aff = cone_step(m, d.w.data(), d.d_aff.data(), kAffineFraction);
+    const double a_aff = cone_step(m, d.w.data(), d.d_aff.data(), kAffineFraction, active);
 
     // 3. centering (a pure centering step after a step cut short by a cone boundary)
-    const double nu = complementarity_measure(m, d.w.data());
+    const double nu = complementarity_measure(m, d.w.data(), active);
     for (int i = 0; i < n; ++i) d.cand[i] = d.w[i] + a_aff * d.d_aff[i];
-    const double nu_aff = complementarity_measure(m, d.cand.data());
+    const double nu_aff = complementarity_measure(m, d.cand.data(), active);
     double sigma = std::pow(std::clamp(nu_aff / (nu + kCenteringGuard), 0.0, 1.0), 3);
     const bool centering = short_steps >= kShortStepsBeforeCentering;
     if (centering) sigma = 1.0;
@@ -195,6 +214,7 @@ SolverStatus interior_point(const Model& m, Data& d, const SolverOptions& opts) 
     for (int i = 0; i < n; ++i) d.rhs[i] -= kappa * d.target[i];
     for (size_t i = 0; i < m.orthant_s.size(); ++i) d.rhs[m.orthant_s[i]] += d.d_aff[m.orthant_s[i]] * d.d_aff[m.orthant_g[i]];
     for (size_t k = 0; k < m.soc_contact.size(); ++k) {
+      if (!active[m.soc_contact[k]]) continue;
       double ds[3], dz[3], sds[3], sdz[3], cp[3];
       for (int i = 0; i < 3; ++i) {
         ds[i] = d.d_aff[m.soc_s[3 * k + i]];
@@ -211,7 +231,7 @@ SolverStatus interior_point(const Model& m, Data& d, const SolverOptions& opts) 
     // 5. cone step length and backtracking
     const double viol = std::max(rvio, bvio);
     const double tau = std::max(kMinFraction, 1.0 - viol * viol);
-    double alpha = cone_step(m, d.w.data(), d.delta.data(), tau);
+    double alpha = cone_step(m, d.w.data(), d.delta.data(), tau, active);
     double rvio_c = 0.0, bvio_c = 0.0;
     line_search_failed = true;
     for (int ls = 0; ls < std::max(opts.max_ls, 1); ++ls) {

@@ -63,17 +63,20 @@ void nesterov_todd(const double* s, const double* z, double* w, double* w_inv, d
 // (rvio, bvio) of a residual: infinity norms of the equality and complementarity rows.
 void violations(const Model& m, const double* r, double& rvio, double& bvio);
 
-// Mean duality measure nu = sum s.gamma / degree.
-double complementarity_measure(const Model& m, const double* w);
+// Mean duality measure nu = sum s.gamma / degree. active: (nc,) the contacts in the
+// solve (Data::contact_active; step.h, "Contact margins"), or null for all: the others'
+// cones are left out of the sum and of the degree.
+double complementarity_measure(const Model& m, const double* w, const uint8_t* active = nullptr);
 
-// Largest step keeping every cone variable strictly inside its cone.
-double cone_step(const Model& m, const double* w, const double* dw, double tau);
+// Largest step keeping every cone variable strictly inside its cone (active: as above).
+double cone_step(const Model& m, const double* w, const double* dw, double tau, const uint8_t* active = nullptr);
 
 // Nesterov-Todd scaled linearisation of the second-order cones at d.w: the residual
 // rows cone_product(gamma, s) (in rn) become lambda o lambda and their Newton rows (in
 // d.matrix, assembled at d.w) (arrow(lambda) W, arrow(lambda) W^-1), since the rows
 // cone_product(gamma, s) = kappa e become lambda o (W ds + W^-1 dgamma) = kappa e - lambda o lambda.
-// Keeps W, W^-1 and lambda in d.soc_w, d.soc_w_inv, d.soc_lambda.
+// Keeps W, W^-1 and lambda in d.soc_w, d.soc_w_inv, d.soc_lambda. Contacts left out
+// of the solve (d.contact_active) are skipped.
 void scale_second_order_cones(const Model& m, Data& d, double* rn);
 
 // Solve the step (d.w holds the starting point, cone variables strictly inside).

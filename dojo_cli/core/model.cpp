@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -252,6 +253,9 @@ Model::Model(const ModelInput& in) {
   contact_restitution = in.contact_restitution;
   if (contact_restitution.empty()) contact_restitution.assign(nc, 0.0);
   check_size("contact_restitution", contact_restitution.size(), nc);
+  contact_margin = in.contact_margin;
+  if (contact_margin.empty()) contact_margin.assign(nc, std::numeric_limits<double>::infinity());
+  check_size("contact_margin", contact_margin.size(), nc);
   // bodies welded to the world: the child of a joint constraining all six directions whose
   // parent is the world or welded itself (a fixed point over the joints, nj passes at most)
   std::vector<char> welded(nb, 0);
@@ -285,6 +289,10 @@ Model::Model(const ModelInput& in) {
     if (!(contact_restitution[c] >= 0.0 && contact_restitution[c] <= 1.0))
       throw std::invalid_argument("ModelInput.contact_restitution: must be in [0, 1]");
     p.restitution = contact_restitution[c];
+    // +infinity is allowed (always in the solve); NaN and negative margins are not
+    if (!(contact_margin[c] >= 0.0)) throw std::invalid_argument("ModelInput.contact_margin: must be >= 0 (or infinite)");
+    p.margin = contact_margin[c];
+    has_margins = has_margins || std::isfinite(p.margin);
     p.body_welded = welded[p.body];
     p.other_welded = p.other >= 0 && welded[p.other];
     has_restitution = has_restitution || p.restitution > 0.0;
@@ -321,6 +329,7 @@ Model::Model(const ModelInput& in) {
   for (int l = 0; l < nlim; ++l) {
     orthant_s.push_back(lim_s + l);
     orthant_g.push_back(lim_g + l);
+    orthant_contact.push_back(-1);
   }
   for (int model = 0; model < 3; ++model) {
     for (int c = 0; c < nc; ++c) {
@@ -330,6 +339,7 @@ Model::Model(const ModelInput& in) {
       if (model == 1) {
         orthant_s.push_back(s0);
         orthant_g.push_back(g0);
+        orthant_contact.push_back(c);
         for (int k = 1; k < 4; ++k) {
           soc_s.push_back(s0 + k);
           soc_g.push_back(g0 + k);
@@ -339,6 +349,7 @@ Model::Model(const ModelInput& in) {
         for (int k = 0; k < half; ++k) {
           orthant_s.push_back(s0 + k);
           orthant_g.push_back(g0 + k);
+          orthant_contact.push_back(c);
         }
       }
     }

@@ -64,6 +64,10 @@ struct ModelInput {
   std::vector<int> actuator_body;                                       // (na,) body or -1
   std::vector<double> actuator_gain;                                    // (na,)
   std::vector<double> actuator_force, actuator_point, actuator_torque;  // (na, 3) body frame
+  // (nc,) >= 0 or +infinity: the contact joins a step's solve only when its distance at
+  // the step's predicted configuration is within this (m; step.h, "Contact margins");
+  // empty: all +infinity (every contact in every solve)
+  std::vector<double> contact_margin;
 };
 
 
@@ -103,6 +107,8 @@ struct Model {
   std::vector<double> contact_friction, contact_radius, contact_offset, contact_shape;
   std::vector<double> contact_restitution;  // (nc,)
   bool has_restitution = false;             // any contact_restitution > 0
+  std::vector<double> contact_margin;       // (nc,) +infinity: always in the solve
+  bool has_margins = false;                 // any finite contact_margin
   std::vector<ContactParams> contacts;  // (nc,) the same, as the contact kernels take them (contact.h)
   std::vector<int> contact_start;  // (nc+1,) first unknown of each contact (its N slacks, then N impulses)
 
@@ -126,6 +132,7 @@ struct Model {
   std::vector<int> orthant_s, orthant_g;  // (no,)
   std::vector<int> soc_s, soc_g;          // (ns, 3)
   std::vector<int> soc_contact;           // (ns,) the nonlinear contact of each SOC block
+  std::vector<int> orthant_contact;       // (no,) the contact of each orthant pair, -1 for a limit
   std::vector<uint8_t> is_complementarity;  // (n,) 1 for complementarity rows
   int degree = 0;                          // orthant pairs + SOC blocks
 

@@ -19,6 +19,8 @@ Data::Data(const Model& m)
       target(m.n), d_aff(m.n), rhs(m.n), soc_w(3 * m.soc_s.size()), soc_w_inv(3 * m.soc_s.size()),
       soc_lambda(m.soc_s.size()), contact_distance(m.nc), contact_normal_impulse(m.nc),
       contact_friction_impulse(2 * m.nc), contact_slip(2 * m.nc), z_next(13 * m.nb) {
+  contact_active.assign(m.nc, 1);
+  active_degree = m.degree;
   lu.init(m.blocks);
   lu_robust.init(m.blocks_robust);
 }
@@ -248,6 +250,10 @@ void step_residual(const Model& m, Data& d, const double* w, double* r) {
   }
   // contacts: their rows, and the body residual minus their wrenches (at z3)
   for (int c = 0; c < m.nc; ++c) {
+    if (!d.contact_active[c]) {  // left out of this solve: rows 0 = 0 (its unknowns stay 0)
+      std::fill(r + m.contact_start[c], r + m.contact_start[c + 1], 0.0);
+      continue;
+    }
     const ContactEval& ev = evaluate_step_contact(m, d, w, c, ContactOutput::Residual);
     const int s0 = m.contact_start[c], g0 = s0 + ev.n;
     for (int k = 0; k < ev.n; ++k) {
@@ -352,6 +358,11 @@ void step_matrix(const Model& m, Data& d, const double* w) {
   // contacts: local unknowns [s (N), gamma (N)]; complementarity rows at s, constraint
   // rows at gamma; the body rows subtract the wrench (contact.h's signs)
   for (int c = 0; c < m.nc; ++c) {
+    if (!d.contact_active[c]) {  // left out of this solve: the identity on its unknowns
+      BlockRef diag = block(m, d, m.blk_contact_diag[c]);
+      for (int i = 0; i < diag.cols; ++i) diag.at(i, i) = 1.0;
+      continue;
+    }
     const ContactEval& ev = evaluate_step_contact(m, d, w, c, ContactOutput::Jacobians);
     const int n = ev.n;
     BlockRef diag = block(m, d, m.blk_contact_diag[c]);
@@ -411,8 +422,46 @@ void step_initial_guess(const Model& m, Data& d, const double* lambda0) {
   // contacts: Dojo's starting point (contact.h)
   for (int c = 0; c < m.nc; ++c) {
     const int s0 = m.contact_start[c];
-    contact_starting_point(m.contacts[c].model, &d.w[s0], &d.w[s0 + contact_half_size(m.contacts[c].model)]);
+    if (d.contact_active[c])
+      contact_starting_point(m.contacts[c].model, &d.w[s0], &d.w[s0 + contact_half_size(m.contacts[c].model)]);
   }
+}
+
+void select_contacts(const Model& m, Data& d) {
+  std::fill(d.contact_active.begin(), d.contact_active.end(), uint8_t{1});
+  d.active_degree = m.degree;
+  if (!m.has_margins) return;
+  // the predicted configuration: the initial guess holds xi25 = xi15
+  next_configuration(m, d, d.w.data(), false);
+  bool any_out = false;
+  for (int c = 0; c < m.nc; ++c) {
+    if (!std::isfinite(m.contacts[c].margin)) continue;
+    const ContactEval& ev = evaluate_step_contact(m, d, d.w.data(), c, ContactOutput::Residual);
+    if (ev.distance > m.contacts[c].margin) {
+      d.contact_active[c] = 0;
+      any_out = true;
+    }
+  }
+  if (any_out) leave_out_contacts(m, d);
+}
+
+void leave_out_contacts(const Model& m, Data& d) {
+  int degree = 0;
+  for (int c : m.orthant_contact) degree += (c < 0 || d.contact_active[c]) ? 1 : 0;
+  for (int c : m.soc_contact) degree += d.contact_active[c] ? 1 : 0;
+  d.active_degree = degree;
+  for (int c = 0; c < m.nc; ++c)
+    if (!d.contact_active[c]) std::fill(d.w.begin() + m.contact_start[c], d.w.begin() + m.contact_start[c + 1], 0.0);
+}
+
+bool admit_touching_contacts(const Model& m, Data& d) {
+  bool any = false;
+  for (int c = 0; c < m.nc; ++c)
+    if (!d.contact_active[c] && !(d.contact_distance[c] > 0.0)) {
+      d.contact_active[c] = 1;
+      any = true;
+    }
+  return any;
 }
 
 void step_next_state(const Model& m, Data& d, const double* w) {
@@ -513,8 +562,24 @@ SolverStatus step(const Model& m, Data& d, const double* z, const double* u, con
     d.status = SolverStatus::NonFinite;
     return d.status;
   }
+  // the contacts within their margins at the predicted configuration; after the solve,
+  // any left-out contact that the solution brings to touch (distance <= 0) joins and
+  // the step is solved again from the start, so the left-out contacts are separated at
+  // the solution (step.h, "Contact margins")
+  std::fill(d.contact_active.begin(), d.contact_active.end(), uint8_t{1});
   step_initial_guess(m, d, lambda0);
-  d.status = (m.nlim > 0 || m.nc > 0) ? interior_point(m, d, opts) : newton(m, d, opts);
+  select_contacts(m, d);
+  int iterations = 0;
+  for (d.solves = 1;; ++d.solves) {
+    d.status = (m.nlim > 0 || m.nc > 0) ? interior_point(m, d, opts) : newton(m, d, opts);
+    iterations += d.iterations;
+    if (!m.has_margins) break;
+    step_contact_records(m, d, d.w.data());
+    if (!admit_touching_contacts(m, d)) break;
+    step_initial_guess(m, d, lambda0);
+    leave_out_contacts(m, d);
+  }
+  d.iterations = iterations;
   step_next_state(m, d, d.w.data());
   // a "converged" step must also land on a finite state within the model's bounds
   if (d.status == SolverStatus::Success) {
@@ -533,7 +598,8 @@ SolverStatus step(const Model& m, Data& d, const double* z, const double* u, con
         }
       }
   }
-  step_contact_records(m, d, d.w.data());
+  // (with margins the solve loop has recorded them at this solution already)
+  if (!m.has_margins) step_contact_records(m, d, d.w.data());
   return d.status;
 }
 

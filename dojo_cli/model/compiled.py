@@ -95,6 +95,7 @@ def model_input(mech) -> _core.ModelInput:
     m.contact_shape = [float(v) for c in cs for v in contact_shape_parameters(c)]
     m.contact_restitution = [float(c.restitution) for c in cs]
     m.contact_shape_a = [float(v) for c in cs for v in np.asarray(c.shape_a, float).reshape(SHAPE_A_PARAMETERS)]
+    m.contact_margin = [float(c.margin) for c in cs]
     acts = mech.actuators  # empty: one input per free coordinate (the core's default)
     m.actuator_free = [int(f) for f in mech.actuator_free] if acts else []
     m.actuator_body = [int(a.body) for a in acts]

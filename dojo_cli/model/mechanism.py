@@ -193,6 +193,9 @@ class Contact:
         shape_a: (7,) body a's primitive beyond the sphere, in its frame: segment
             half-vector (3,) (ends offset -+ it); circle unit axis (3,) and radius;
             a box corner's box centre (3,) and half sizes (3,); zeros for a sphere (core/collision.h's kShapeASize layout).
+        margin: the contact joins a step's solve only when its distance at the step's
+            predicted configuration is within this (m); infinity: always (core/step.h,
+            "Contact margins").
     """
 
     name: str
@@ -206,6 +209,7 @@ class Contact:
     params: dict = field(default_factory=lambda: {"normal": np.array([0.0, 0.0, 1.0]), "point": np.zeros(3)})
     restitution: float = 0.0
     shape_a: np.ndarray = field(default_factory=lambda: np.zeros(7))
+    margin: float = math.inf
 
 
 @dataclass(frozen=True)
@@ -626,6 +630,8 @@ def _input_problems(bodies, joints, contacts, timestep, gravity) -> list[tuple[s
         if finite(f"contacts.{i}.restitution", c.restitution) and not 0.0 <= float(c.restitution) <= 1.0:
             problems.append((f"contacts.{i}.restitution", f"must be in [0, 1], got {float(c.restitution):g}"))
         finite(f"contacts.{i}.shape", c.shape_a)
+        if not float(c.margin) >= 0.0:  # infinity is allowed (always in the solve)
+            problems.append((f"contacts.{i}.margin", f"must be >= 0, got {float(c.margin):g}"))
         for key, value in c.params.items():
             finite(f"contacts.{i}.against", value, f" ({key})")
     return problems

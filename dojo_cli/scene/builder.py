@@ -171,10 +171,16 @@ def _derived_problem(spec, sources: list[str], message: str) -> Problem:
     return spec.problem(sources[0], message)
 
 
+def _margin(value) -> float:
+    """A contact's margin (m) from its spec: None is infinity (in every step's solve)."""
+    return math.inf if value is None else float(value)
+
+
 def contact_from_spec(c, names: dict[str, int]) -> Contact:
     """Numeric Contact from a contact spec (``against`` ground, a half-space or a body's shape)."""
     base = dict(name=c.name, body=names[c.body], model=c.model, friction=float(c.friction),
-                radius=float(c.radius), offset=np.asarray(c.offset, float), restitution=float(c.restitution))
+                radius=float(c.radius), offset=np.asarray(c.offset, float), restitution=float(c.restitution),
+                margin=_margin(c.margin))
     against = c.against
     if against == "ground" or isinstance(against, str):
         return Contact(**base, kind="halfspace", params={"normal": np.array([0.0, 0.0, 1.0]), "point": np.zeros(3)})
@@ -229,7 +235,7 @@ def _shape_contacts(c, names: dict[str, int], bodies: list[Body]) -> list[Contac
     """A listed contact with a shape: the shape pair's contacts (UnsupportedPair if none)."""
     body = names[c.body]
     shape = bodies[body].shape if c.shape == "body" else shape_from_spec(c.shape)
-    base = dict(model=c.model, friction=float(c.friction), restitution=float(c.restitution))
+    base = dict(model=c.model, friction=float(c.friction), restitution=float(c.restitution), margin=_margin(c.margin))
     against = c.against
     if isinstance(against, str):
         return half_space_contacts(c.name, body, shape, GROUND, rim_points=c.rim_points, **base)
@@ -257,7 +263,8 @@ def _collision_contacts(spec, bodies: list[Body], joints: list[Joint]) -> list[C
     if options.mode == "none":
         return []
     excluded = {frozenset(pair) for pair in options.exclude}
-    base = dict(model=options.model, friction=float(options.friction), restitution=float(options.restitution))
+    base = dict(model=options.model, friction=float(options.friction), restitution=float(options.restitution),
+                margin=_margin(options.margin))
     out: list[Contact] = []
     for i, body in enumerate(bodies):
         if body.shape.kind in HALF_SPACE_SHAPES and frozenset((body.name, GROUND_NAME)) not in excluded:

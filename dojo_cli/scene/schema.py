@@ -775,7 +775,8 @@ class BodyCollisionSpec(_Spec):
         body: the other body's name.
         shape: sphere, capsule or box; or ``body``: that body's own shape (sphere,
             capsule or box), the other fields unused.
-        radius: sphere or capsule radius (m); for a box, an inflation radius.
+        radius: sphere or capsule radius (m); a box has none (0: the collision table's
+            box is not rounded, so a radius given for a box is refused rather than ignored).
         offset: (3,) shape centre in the other body's frame (m).
         orientation_offset: the shape's orientation in the other body's frame [w, x, y, z]
             (a capsule's axis is its z; a box may only be turned by quarter turns).
@@ -793,8 +794,14 @@ class BodyCollisionSpec(_Spec):
 
     @model_validator(mode="after")
     def _box_has_size(self) -> BodyCollisionSpec:
+        problems = []
         if self.shape == "box" and self.size is None:
-            raise SpecProblems([("size", "field required for a box")])
+            problems.append(("size", "field required for a box"))
+        if self.shape == "box" and self.radius != 0.0:
+            problems.append(("radius", "a box has no radius (the collision table's box is not rounded); "
+                                       "inflate the shape on the contact's own body instead, or leave it out"))
+        if problems:
+            raise SpecProblems(problems)
         return self
 
 
@@ -849,6 +856,11 @@ class ContactSpec(_Spec):
             rim besides the rolling rim contact (3 by default, so that it stands on an end;
             0: the rims alone, dojo_cli.model.collisions).
         against: "ground" (z >= 0), a HalfSpaceSpec or a BodyCollisionSpec.
+        margin: None (in every step's solve) or a distance >= 0 (m): the contact (each of
+            a shape's contacts) joins a step's solve only when its distance at the
+            step's predicted configuration is within it; one that the solution brings
+            to touch joins and the step is solved again (docs/physics.md, "Contact
+            margins").
     """
 
     name: Name
@@ -861,6 +873,7 @@ class ContactSpec(_Spec):
     shape: Annotated[Union[Literal["body"], ContactShapeSpec], Field(union_mode="left_to_right")] | None = None
     rim_points: Annotated[int, Field(ge=0, le=16)] = 3
     against: Against = "ground"
+    margin: NonNegativeReal | None = None
 
     @model_validator(mode="after")
     def _sphere_or_shape(self) -> ContactSpec:
@@ -884,6 +897,7 @@ class CollisionsSpec(_Spec):
             every pair of bodies not joined parent-child).
         model, friction: as on a contact, for every generated contact.
         restitution: in [0, 1], as on a contact.
+        margin: as on a contact, for every generated contact.
         exclude: pairs of body names (or a body and ``ground``) left out.
     """
 
@@ -891,6 +905,7 @@ class CollisionsSpec(_Spec):
     model: Literal["impact", "linear", "nonlinear"] = "nonlinear"
     friction: NonNegativeReal = 0.5
     restitution: UnitIntervalReal = 0.0
+    margin: NonNegativeReal | None = None
     exclude: list[Annotated[list[Name], Field(min_length=2, max_length=2)]] = Field(default_factory=list)
 
 

@@ -84,6 +84,9 @@ def test_limp_laikago_keeps_every_collision_element_above_the_ground():
     trunk = mech.body_index("trunk")
     # it collapses onto its trunk and legs, which stay up; feet-only goes through the floor
     assert traj.x[-1, trunk, 2] > 0.05 and feet.x[-1, trunk, 2] < 0.0
-    # the step's cost: the solver effort (a structural proxy of the wall time, measured in
-    # the report: ~4x feet-only per step, from 3.1x per iteration and 1.45x iterations)
-    assert traj.iterations.mean() < 1.6 * feet.iterations.mean(), (traj.iterations.mean(), feet.iterations.mean())
+    # the step's cost: the solver effort (a structural proxy of the wall time, which
+    # benchmarks/urdf_collision_speed.py measures: 1.8x feet-only with the import's contact
+    # margins, 4x without); the margins keep the contacts far from the ground out of the
+    # solves, so the iterations are those of feet-only
+    assert all(np.isfinite(c.margin) for c in mech.contacts), "the import's contact margins"
+    assert traj.iterations.mean() < 1.1 * feet.iterations.mean(), (traj.iterations.mean(), feet.iterations.mean())

@@ -522,3 +522,26 @@ def test_override_validation_problem_names_set(tmp_path):
         (str(tmp_path / "scene.yaml"), 10, "bodies.1.mass"),
     ], "overridden fields are reported on --set, as the user named them; the rest keep their line"
     assert problems[0].message == "must be > 0, got -1"
+
+
+def test_a_box_against_which_a_contact_collides_has_no_radius():
+    """The collision table's box (core/collision.h) is not rounded: a radius given for a box
+    under ``against:`` is refused with its field, not silently ignored; 0 (what a stored
+    scene writes back) is accepted."""
+    from dojo_cli.errors import SceneError
+    from dojo_cli.scene.loader import spec_from_dict
+
+    def scene(radius):
+        return {
+            "name": "b", "timestep": 0.01,
+            "bodies": [{"name": "a", "mass": 1, "shape": {"type": "sphere", "radius": 0.1}},
+                       {"name": "b", "mass": 1, "shape": {"type": "box", "size": [1, 1, 1]}}],
+            "joints": [{"name": "ja", "type": "floating", "parent": "origin", "child": "a"},
+                       {"name": "jb", "type": "fixed", "parent": "origin", "child": "b"}],
+            "contacts": [{"name": "c", "body": "a", "radius": 0.1,
+                          "against": {"body": "b", "shape": "box", "size": [1, 1, 1], "radius": radius}}],
+        }
+
+    spec_from_dict(scene(0.0))
+    with pytest.raises(SceneError, match=r"contacts\.0\.against\.radius: a box has no radius"):
+        spec_from_dict(scene(0.05))

@@ -111,3 +111,70 @@ def test_self_collision_pairs_the_shapes_of_bodies_not_joined(tmp_path):
 
     res = CliRunner().invoke(app, ["import-urdf", str(robot), "-o", str(tmp_path / "r.yaml"), "--self-collision"])
     assert res.exit_code == 2 and "--self-collision: needs --contacts collision" in res.output
+
+
+# A floating base (a 0.4 x 0.3 x 0.1 box) with an arm whose hand (the forearm's sphere of
+# radius 0.05, 0.23 below the shoulder at (0.15, 0, 0.25)) reaches into the base box at the
+# zero configuration, and a tail sphere on the base's far side. Pairs not joined
+# parent-child: base-forearm (overlapping), upper-tail and forearm-tail (clear).
+_OVERLAPPING = """<robot name="overlapping">
+  <link name="base">
+    <inertial><mass value="2"/><inertia ixx="0.02" iyy="0.03" izz="0.04" ixy="0" ixz="0" iyz="0"/></inertial>
+    <collision><geometry><box size="0.4 0.3 0.1"/></geometry></collision>
+  </link>
+  <joint name="shoulder" type="revolute">
+    <parent link="base"/><child link="upper"/><origin xyz="0.15 0 0.25"/><axis xyz="0 1 0"/>
+    <limit lower="-1" upper="1" effort="10" velocity="10"/>
+  </joint>
+  <link name="upper">
+    <inertial><origin xyz="0 0 0.1"/><mass value="0.5"/><inertia ixx="0.002" iyy="0.002" izz="0.001" ixy="0" ixz="0" iyz="0"/></inertial>
+    <collision><origin xyz="0 0 0.1"/><geometry><capsule radius="0.03" length="0.1"/></geometry></collision>
+  </link>
+  <joint name="elbow" type="revolute">
+    <parent link="upper"/><child link="forearm"/><origin xyz="0 0 0"/><axis xyz="0 1 0"/>
+    <limit lower="-1" upper="1" effort="10" velocity="10"/>
+  </joint>
+  <link name="forearm">
+    <inertial><origin xyz="0 0 -0.12"/><mass value="0.5"/><inertia ixx="0.002" iyy="0.002" izz="0.001" ixy="0" ixz="0" iyz="0"/></inertial>
+    <collision><origin xyz="0 0 -0.23"/><geometry><sphere radius="0.05"/></geometry></collision>
+  </link>
+  <joint name="tail_joint" type="revolute">
+    <parent link="base"/><child link="tail"/><origin xyz="-0.3 0 0"/><axis xyz="0 1 0"/>
+    <limit lower="-1" upper="1" effort="10" velocity="10"/>
+  </joint>
+  <link name="tail">
+    <inertial><mass value="0.3"/><inertia ixx="0.001" iyy="0.001" izz="0.001" ixy="0" ixz="0" iyz="0"/></inertial>
+    <collision><geometry><sphere radius="0.05"/></geometry></collision>
+  </link>
+</robot>
+"""
+
+
+def _box_distance(point, half) -> float:
+    """Signed distance of a point from an axis-aligned box centred at the origin."""
+    excess = np.abs(point) - half
+    outside = np.linalg.norm(np.maximum(excess, 0.0))
+    return float(outside if outside > 0.0 else excess.max())
+
+
+def test_self_collision_leaves_out_pairs_overlapping_at_the_zero_configuration(tmp_path):
+    path = tmp_path / "overlapping.urdf"
+    path.write_text(_OVERLAPPING)
+    result = read_urdf(path, UrdfOptions(floating=True, contacts="collision", self_collision=True, meshes=False))
+    pairs = {frozenset((c["body"], c["against"]["body"])) for c in result.scene["contacts"] if c["against"] != "ground"}
+    # candidates (not parent-child): base-forearm, upper-tail, forearm-tail; base-forearm overlaps
+    assert pairs == {frozenset(("upper", "tail")), frozenset(("forearm", "tail"))}
+    assert any("1 pairs that overlap or touch at the zero configuration" in w and "base-forearm" in w
+               for w in result.warnings)
+    # the left-out pair does overlap at the zero configuration: the hand's sphere, from the
+    # URDF's numbers (shoulder at (0.15, 0, 0.25), the sphere 0.23 below it), reaches 0.08
+    # into the base box (half sizes 0.2, 0.15, 0.05 about the base origin)
+    hand = np.array([0.15, 0.0, 0.25 - 0.23])
+    assert _box_distance(hand, np.array([0.2, 0.15, 0.05])) - 0.05 == pytest.approx(-0.08, abs=1e-12)
+    # and the robot imported with --self-collision falls, lands and settles with every step solved
+    mech = build_mechanism(spec_from_dict(result.scene))
+    traj = dojo.simulate(mech, steps=150)
+    assert set(traj.status) == {"success"}
+    assert traj.contact_distance.min() > -1e-3
+    base = mech.body_index("base")
+    assert traj.contact_normal_impulse[-1].sum() > 0 and abs(traj.v[-1, base]).max() < 0.05
