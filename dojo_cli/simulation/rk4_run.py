@@ -50,6 +50,10 @@ def rk4_problems(mech: Mechanism, external=(), gradients=()) -> list[str]:
         if np.any(mech.spring[cols]) or np.any(mech.damper[cols]):
             out.append(f"joints.{j}: joint {mech.joints[j].name!r}: springs and dampers on a loop-closing joint are not "
                        "supported by the rk4 integrator")
+    for i, a in enumerate(mech.actuators):
+        if a.body >= 0:
+            out.append(f"actuators.{i}: actuator {a.name!r}: body actuators are not supported by the rk4 integrator "
+                       "(use integrator: variational)")
     if external:
         out.append("external forces are not supported by the rk4 integrator")
     if gradients:
@@ -102,6 +106,7 @@ def run_rk4(
     v = np.ascontiguousarray(x[model.nq:])
     h = mech.timestep
     nb, nf = mech.nb, mech.nf
+    input_map = mech.input_map()  # (nf, nu)
     summary = RunSummary()
     started = time.perf_counter()
     z0 = integ.bodies(x)
@@ -117,12 +122,14 @@ def run_rk4(
             inputs = _open_loop_inputs(mech, controller, k, n)
         else:
             zk = integ.bodies(np.concatenate([q, v])).reshape(-1)
-            inputs = np.asarray(controller(mech, k, zk), dtype=float).reshape(1, nf)
+            inputs = np.asarray(controller(mech, k, zk), dtype=float).reshape(1, mech.nu)
         out_q = np.zeros((n, model.nq))
         out_v = np.zeros((n, model.nv))
         out_z = np.zeros((n, 13 * nb))
-        done = integ.run(q, v, k * h, h, n, out_q, out_v, out_z, row0=0,
-                         inputs=None if inputs is None else np.ascontiguousarray(inputs, dtype=float))
+        # the core's rk4 takes one input per free coordinate: joint actuators map onto them
+        # through their gains (input_map); body actuators are refused by rk4_problems
+        free_inputs = None if inputs is None else np.ascontiguousarray(np.asarray(inputs, dtype=float) @ input_map.T)
+        done = integ.run(q, v, k * h, h, n, out_q, out_v, out_z, row0=0, inputs=free_inputs)
         good = done
         if not (np.all(np.isfinite(out_q[:done])) and np.all(np.isfinite(out_v[:done]))):
             good = int(np.argmax(~(np.all(np.isfinite(out_q[:done]), axis=1) & np.all(np.isfinite(out_v[:done]), axis=1))))
@@ -153,7 +160,7 @@ def _block(mech: Mechanism, k0: int, h: float, z: np.ndarray, inputs, n: int) ->
         z=z,
         minimal_q=mq,
         minimal_v=np.zeros((n, mech.nf)),  # the writer's knot map computes them (knot_identity)
-        inputs=np.zeros((n, mech.nf)) if inputs is None else np.asarray(inputs, dtype=float)[:n].reshape(n, mech.nf),
+        inputs=np.zeros((n, mech.nu)) if inputs is None else np.asarray(inputs, dtype=float)[:n].reshape(n, mech.nu),
         iterations=np.zeros(n, dtype=np.int64),
         residual=np.zeros(n),
         status_code=np.zeros(n, dtype=np.int64),

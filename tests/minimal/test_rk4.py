@@ -332,3 +332,42 @@ def dojo_cli_knot_mechanics(mech, traj):
     from dojo_cli.physics.energy import knot_mechanics
 
     return knot_mechanics(mech, traj.time, traj.x, traj.q, traj.v, traj.omega)
+
+
+def _pendulum_with_actuators(tmp_path, actuators, controller=None, name="actuated") -> str:
+    import yaml
+
+    from dojo_cli.scene.loader import builtin_scene_path
+
+    doc = yaml.safe_load(open(builtin_scene_path("pendulum")))
+    if actuators:
+        doc["actuators"] = actuators
+    if controller:
+        doc["controller"] = controller
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    return str(path)
+
+
+def test_rk4_joint_actuators_act_through_their_gain(tmp_path):
+    """Under rk4 an actuator's input drives its coordinate times its gain: u = 0.5 at gain 2
+    is the plain pendulum at u = 1, step for step; storage keeps the actuator's input."""
+    scene = _pendulum_with_actuators(tmp_path, [{"name": "motor", "joint": "hinge", "coordinate": 0, "gain": 2.0}],
+                                     {"type": "constant", "inputs": {"motor": [0.5]}})
+    plain = _pendulum_with_actuators(tmp_path, None, {"type": "constant", "inputs": {"hinge": [1.0]}}, name="plain")
+    a, b = tmp_path / "a.h5", tmp_path / "b.h5"
+    r = runner.invoke(app, ["simulate", scene, "--integrator", "rk4", "--steps", "200", "-o", str(a), "-q"])
+    assert r.exit_code == 0, r.output
+    r = runner.invoke(app, ["simulate", plain, "--integrator", "rk4", "--steps", "200", "-o", str(b), "-q"])
+    assert r.exit_code == 0, r.output
+    sa, sb = read_storage(a), read_storage(b)
+    assert np.max(np.abs(sa.x - sb.x)) < 1e-14
+    assert np.max(np.abs(sb.x[-1] - sb.x[0])) > 1e-2  # it moved
+    assert np.all(sa.inputs == 0.5) and np.all(sb.inputs == 1.0)
+
+
+def test_rk4_refuses_body_actuators_naming_them(tmp_path):
+    scene = _pendulum_with_actuators(tmp_path, [{"name": "push", "body": "link", "force": [1.0, 0, 0]}])
+    r = runner.invoke(app, ["simulate", scene, "--integrator", "rk4", "--steps", "10", "-o", str(tmp_path / "c.h5")])
+    assert r.exit_code == 2, r.output
+    assert "actuators.0" in r.output and "push" in r.output and "Traceback" not in r.output
