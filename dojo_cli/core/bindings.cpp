@@ -720,6 +720,9 @@ NB_MODULE(_core, m) {
                    [](const Model& s) { return static_cast<int>(s.blocks.block_row.size()) - s.blocks.n_structural; })
       .def_prop_ro("elimination_order", [](const Model& s) { return s.blocks.order; })
       .def_prop_ro("tree_joints", [](const Model& s) { return s.tree_joints; })
+      .def_prop_ro("limit_free", [](const Model& s) { return s.limit_free; })
+      .def_prop_ro("limit_unwrapped",
+                   [](const Model& s) { return std::vector<bool>(s.limit_unwrapped.begin(), s.limit_unwrapped.end()); })
       .def_prop_ro("loop_joints", [](const Model& s) { return s.loop_joints; })
       .def_prop_ro(
           "node_owner",
@@ -751,6 +754,8 @@ NB_MODULE(_core, m) {
       .def_prop_ro("z_next", data_view<&Data::z_next>(1))
       .def_prop_ro("w", data_view<&Data::w>(1))
       .def_prop_ro("residual_vector", data_view<&Data::r>(1))
+      .def_prop_ro("limit_ref", data_view<&Data::limit_ref>(1),
+                   "(nlim,) angles the revolute limits' rows unwrap towards (writable; runs carry it).")
       .def_prop_ro("log", [](nb::handle self) {
         Data& d = nb::cast<Data&>(self);
         return view(d.log, self, {static_cast<size_t>(d.log_rows), static_cast<size_t>(kLogColumns)});
@@ -800,6 +805,11 @@ NB_MODULE(_core, m) {
       nb::arg("tau_ext").none(), nb::arg("opts"),
       "(z0, status, iterations, residual): the state [x, v15, q, w15] per body whose first step starts with the\n"
       "velocities of z = [x, v(0), q, w(0)] at t = 0 (initial.h); u, f_ext, tau_ext: the first step's.");
+
+  m.def(
+      "advance_limit_reference", [](const Model& model, Data& data) { advance_limit_reference(model, data); },
+      nb::arg("model"), nb::arg("data"),
+      "After a step in data: its revolute limits' angles become the next step's unwrapping reference.");
 
   m.def(
       "gradients",

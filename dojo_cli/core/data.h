@@ -58,6 +58,10 @@ struct Data {
   std::vector<double> constant;   // (6 nb,) previous momentum, gravity, external, springs, inputs
   std::vector<double> jg2;        // (nl, 12) constraint Jacobians at z2 (the impulse maps)
   std::vector<double> jf2;        // (nf, 12) minimal-coordinate Jacobians at z2 (springs, dampers, limits)
+  // (nlim,) the angle a revolute limit's row unwraps towards (Model.limit_unwrapped):
+  // Model.limit_ref_default (stateless), or the previous step's angle in a run
+  // (advance_limit_reference), as the warm-start impulses are carried
+  std::vector<double> limit_ref;
   std::vector<double> rot2;       // (nb, 9) R(q2)
   std::vector<double> contact_target;  // (nc,) restitution targets tau of the gap rows (restitution.h)
 

@@ -198,7 +198,7 @@ void state_residual_jacobian(const Model& m, Data& d, const double* w, Columns o
     if (l0 == l1) continue;
     const Vec3<double> rv = rotation_vector(kin3.q_rel);
     for (int l = l0; l < l1; ++l) {
-      minimal_row(m, j, m.free_slot[m.limit_free[l]], kin3, rv, row3);
+      limit_row(m, j, l, kin3, rv, d.limit_ref[l], row3);
       double neg[12];
       for (int k = 0; k < 12; ++k) neg[k] = -m.limit_sign[l] * row3.jac[k];
       add_z3(out, m.lim_g + l, neg, m.parent[j], m.child[j], chain);

@@ -150,6 +150,30 @@ inline void minimal_row(const Model& m, int j, int slot, const JointKinematics<T
   detail::rotational_jacobian(b, right_jacobian_inverse(rv), k, row);
 }
 
+// Row of limit l's coordinate (joint j, kinematics k, rv = rotation_vector(k.q_rel)).
+// A revolute angle (Model.limit_unwrapped) is measured on the canonical quaternion
+// (w >= 0: angle in (-pi, pi], where the inverse right Jacobian is regular; the raw
+// log map reaches 2 pi, where it is singular) and moved by the multiple of 2 pi that
+// brings it nearest to `ref`: theta = theta_log + 2 pi round((ref - theta_log) / 2 pi).
+// The shift is constant, so the Jacobian is the canonical one; steps turn the joint by
+// less than pi (|w| h < 2 by the step's clipping), so a run that passes each step's
+// angle as the next one's ref follows the angle through any number of turns.
+template <class T>
+inline void limit_row(const Model& m, int j, int l, const JointKinematics<T>& k, const Vec3<T>& rv, double ref,
+                      JointRow<T>& row) {
+  const int slot = m.free_slot[m.limit_free[l]];
+  if (!m.limit_unwrapped[l]) {
+    minimal_row(m, j, slot, k, rv, row);
+    return;
+  }
+  Quat<T> qc = k.q_rel;
+  if (value(qc[0]) < 0.0)
+    for (int i = 0; i < 4; ++i) qc[i] = -qc[i];
+  minimal_row(m, j, slot, k, rotation_vector(qc), row);
+  constexpr double kTwoPi = 6.283185307179586;
+  row.value = row.value + kTwoPi * std::round((ref - value(row.value)) / kTwoPi);
+}
+
 // Input row `slot` of joint j: the body impulses per unit input and time.
 template <class T>
 inline void input_row(const Model& m, int j, int slot, const JointKinematics<T>& k, JointRow<T>& row) {

@@ -88,6 +88,12 @@ struct Model {
   std::vector<int> limit_free;
   std::vector<double> limit_sign, limit_bound;
   std::vector<int> joint_limit_start;  // (nj+1,) limits of joint j, in limit order
+  // (nlim,) the limit's coordinate is the only rotation of its joint (a revolute angle):
+  // its row measures the angle unwrapped to the branch nearest Data.limit_ref (step.h)
+  std::vector<char> limit_unwrapped;
+  // (nlim,) the stateless reference: the centre of the coordinate's limit interval
+  // when both bounds are finite, else 0
+  std::vector<double> limit_ref_default;
 
   // ---- contacts
   std::vector<int> contact_body, contact_other, contact_model, contact_kind;

@@ -19,6 +19,7 @@ Data::Data(const Model& m)
       target(m.n), d_aff(m.n), rhs(m.n), soc_w(3 * m.soc_s.size()), soc_w_inv(3 * m.soc_s.size()),
       soc_lambda(m.soc_s.size()), contact_distance(m.nc), contact_normal_impulse(m.nc),
       contact_friction_impulse(2 * m.nc), contact_slip(2 * m.nc), z_next(13 * m.nb) {
+  limit_ref = m.limit_ref_default;
   lu.init(m.blocks);
   lu_robust.init(m.blocks_robust);
 }
@@ -214,7 +215,7 @@ void step_residual(const Model& m, Data& d, const double* w, double* r) {
     const Vec3<double> rv = rotation_vector(kin.q_rel);
     for (int l = l0; l < l1; ++l) {
       const int f = m.limit_free[l];
-      minimal_row(m, j, m.free_slot[f], kin, rv, row);
+      limit_row(m, j, l, kin, rv, d.limit_ref[l], row);
       const double s = w[m.lim_s + l], g = w[m.lim_g + l];
       r[m.lim_s + l] = s * g;
       r[m.lim_g + l] = s - m.limit_sign[l] * (row.value - m.limit_bound[l]);
@@ -321,7 +322,7 @@ void step_matrix(const Model& m, Data& d, const double* w) {
       diag.at(ls, ls) += g;  // d(s gamma)/ds
       diag.at(ls, lg) += s;  // d(s gamma)/dgamma
       diag.at(lg, ls) += 1.0;
-      minimal_row(m, j, m.free_slot[f], kin, rv, row);
+      limit_row(m, j, l, kin, rv, d.limit_ref[l], row);
       for (int side = 0; side < 2; ++side) {
         if (bodies[side] == kWorld) continue;
         chain6(row.jac + 6 * side, &d.mw[9 * bodies[side]], h, chained);
@@ -378,6 +379,8 @@ void step_project(const Model& m, double* w) {
   }
 }
 
+namespace { constexpr double kFarLimit = 6.283185307179586; }
+
 void step_initial_guess(const Model& m, Data& d, const double* lambda0) {
   std::fill(d.w.begin(), d.w.end(), 0.0);
   for (int b = 0; b < m.nb; ++b)
@@ -390,6 +393,10 @@ void step_initial_guess(const Model& m, Data& d, const double* lambda0) {
   for (int l = 0; l < m.nlim; ++l) {
     d.w[m.lim_s + l] = kLimitStart;
     d.w[m.lim_g + l] = kLimitStart;
+    // a revolute bound more than a turn away starts at its distance from the
+    // reference angle (a slack of 1 would be tens of radians off: the solve stalls)
+    const double far = m.limit_unwrapped[l] ? m.limit_sign[l] * (d.limit_ref[l] - m.limit_bound[l]) : 0.0;
+    if (far > kFarLimit) d.w[m.lim_s + l] = far;
   }
   // contacts: Dojo's starting point (contact.h)
   for (int c = 0; c < m.nc; ++c) {
@@ -520,6 +527,15 @@ SolverStatus step(const Model& m, Data& d, const double* z, const double* u, con
   return d.status;
 }
 
+void advance_limit_reference(const Model& m, Data& d) {
+  // the angle of the solution's z3 from its limit row: s - sign (theta - bound) = r_g
+  for (int l = 0; l < m.nlim; ++l) {
+    if (!m.limit_unwrapped[l]) continue;
+    const double theta = m.limit_bound[l] + m.limit_sign[l] * (d.w[m.lim_s + l] - d.r[m.lim_g + l]);
+    if (std::isfinite(theta)) d.limit_ref[l] = theta;
+  }
+}
+
 int rollout(const Model& m, Data& d, const double* z, int k, const double* inputs, double* lambda,
             const SolverOptions& opts, bool stop_on_failure, const RolloutRecord& out) {
   const int nb = m.nb;
@@ -551,6 +567,7 @@ int rollout(const Model& m, Data& d, const double* z, int k, const double* input
         if (out.contact_slip) out.contact_slip[2 * (c0 + c) + j] = d.contact_slip[2 * c + j];
       }
     }
+    advance_limit_reference(m, d);
     if (status != SolverStatus::Success && stop_on_failure) return i + 1;
     // the next step starts from this one's result (its setup reads the state before
     // anything overwrites d.z_next)

@@ -137,6 +137,10 @@ struct RolloutRecord {
 // warm-started with the previous step's joint impulses (lambda: (nl,) in, the last
 // step's out; null: start from zero). Stops after the first step that fails when
 // stop_on_failure. Returns the number of steps taken; d holds the last one.
+// After a step solved in d: its revolute limits' angles at z3 become the reference the
+// next step's limit rows unwrap towards (kinematics.h limit_row). Runs call it per step.
+void advance_limit_reference(const Model& m, Data& d);
+
 int rollout(const Model& m, Data& d, const double* z, int k, const double* inputs, double* lambda,
             const SolverOptions& opts, bool stop_on_failure, const RolloutRecord& out);
 

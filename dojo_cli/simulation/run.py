@@ -152,6 +152,20 @@ def minimal_state(mech: Mechanism, z: np.ndarray) -> tuple[np.ndarray, np.ndarra
     return np.asarray(q).reshape(len(z), mech.nf), np.asarray(v).reshape(len(z), mech.nf)
 
 
+def start_limit_reference(mech: Mechanism, data, theta0: np.ndarray) -> None:
+    """Start a run's revolute limits on the branch of the initial angle nearest the
+    stateless reference (the centre of the limit interval, or 0): the core then carries
+    each step's angle to the next (``advance_limit_reference``), through any number of turns."""
+    core = mech.core
+    if core.nlim == 0:
+        return
+    ref = data.limit_ref
+    for l, (f, unwrapped) in enumerate(zip(core.limit_free, core.limit_unwrapped)):
+        if unwrapped:
+            t = float(theta0[f])
+            ref[l] = t + 2 * np.pi * np.round((ref[l] - t) / (2 * np.pi))
+
+
 def _open_loop_inputs(mech: Mechanism, controller: Controller | None, k0: int, n: int) -> np.ndarray | None:
     """(n, nu) inputs of steps k0.. for an open-loop controller, None for zero."""
     if controller is None or type(controller) is Controller:
@@ -211,6 +225,7 @@ def run(
     x, v, q, w = unpack_maximal(z, mech.nb)
     writer.write_initial(0.0, x, q, v, w, mq[0], mv[0])
     data = _core.Data(mech.core)  # this run's scratch
+    start_limit_reference(mech, data, mq[0])
     lam = np.zeros(mech.nl)
     fast = _is_open_loop(controller) and not external and not gradients and log is None
     block = FIRST_BLOCK if fast else 1
@@ -292,6 +307,7 @@ def _closed_loop_step(mech, data, k, z, lam, controller, opts, external, gradien
         f_ext, tau_ext = external_wrench(mech, list(external), k * h, z.reshape(mech.nb, 13)[:, 6:10])
     z_next, result = solve_step(mech, z, u, opts, f_ext, tau_ext, lam0=lam, log=log, data=data)
     lam[:] = result.w[6 * mech.nb : 6 * mech.nb + mech.nl]
+    _core.advance_limit_reference(mech.core, data)
     out = {
         "states": z_next[None],
         "iterations": np.array([result.iterations]),
