@@ -183,19 +183,18 @@ Model::Model(const ModelInput& in) {
       }
   }
 
-  // Revolute angles of any size: which limits unwrap, and their stateless reference.
-  limit_unwrapped.assign(nlim, 0);
-  limit_ref_default.assign(nlim, 0.0);
-  for (int l = 0; l < nlim; ++l) {
-    const int f = limit_free[l], j = free_joint[f];
+  // Revolute angles of any size (kinematics.h unwrapped_angle): which coordinates are a
+  // joint's only rotation, and their limit intervals.
+  angle_unwrapped.assign(nf, 0);
+  free_lower.assign(nf, -std::numeric_limits<double>::infinity());
+  free_upper.assign(nf, std::numeric_limits<double>::infinity());
+  for (int f = 0; f < nf; ++f) {
+    const int j = free_joint[f];
     int rotations = 0;
     for (int g = joint_free_start[j]; g < joint_free_start[j + 1]; ++g) rotations += free_slot[g] >= 3;
-    limit_unwrapped[l] = free_slot[f] >= 3 && rotations == 1;
-    double lo = -std::numeric_limits<double>::infinity(), hi = std::numeric_limits<double>::infinity();
-    for (int k = 0; k < nlim; ++k)
-      if (limit_free[k] == f) (limit_sign[k] > 0 ? lo : hi) = limit_bound[k];
-    limit_ref_default[l] = (std::isfinite(lo) && std::isfinite(hi)) ? 0.5 * (lo + hi) : 0.0;
+    angle_unwrapped[f] = free_slot[f] >= 3 && rotations == 1;
   }
+  for (int l = 0; l < nlim; ++l) (limit_sign[l] > 0 ? free_lower : free_upper)[limit_free[l]] = limit_bound[l];
 
   // Contacts.
   nc = static_cast<int>(in.contact_body.size());

@@ -88,12 +88,13 @@ struct Model {
   std::vector<int> limit_free;
   std::vector<double> limit_sign, limit_bound;
   std::vector<int> joint_limit_start;  // (nj+1,) limits of joint j, in limit order
-  // (nlim,) the limit's coordinate is the only rotation of its joint (a revolute angle):
-  // its row measures the angle unwrapped to the branch nearest Data.limit_ref (step.h)
-  std::vector<char> limit_unwrapped;
-  // (nlim,) the stateless reference: the centre of the coordinate's limit interval
-  // when both bounds are finite, else 0
-  std::vector<double> limit_ref_default;
+  // (nf,) the coordinate is the only rotation of its joint (a revolute or cylindrical
+  // angle): a limit on it measures the angle unwrapped through any number of turns
+  // (kinematics.h unwrapped_angle), and stored minimal coordinates are unwrapped too
+  std::vector<char> angle_unwrapped;
+  // (nf,) the coordinate's limit interval (-inf / +inf where it has no bound): where a
+  // step with no carried angle puts the angle (kinematics.h start_angle)
+  std::vector<double> free_lower, free_upper;
 
   // ---- contacts
   std::vector<int> contact_body, contact_other, contact_model, contact_kind;
