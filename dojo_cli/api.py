@@ -224,8 +224,13 @@ def parameter_gradients(
 
 def step_gradients(
     mech: Mechanism, z, u=None, opts: SolverOptions | None = None, wrt=("state", "input"), params=(),
-    kappa: float | None = None, minimal: bool = False,
+    kappa: float | None = None, minimal: bool = False, angles=None,
 ) -> _grad.StepGradients:
-    """One step and the derivatives asked for (``wrt``: state, input, params) in one solve."""
-    fn = _grad.minimal_step_gradients if minimal else _grad.step_gradients
-    return fn(mech, z, u, opts or default_options(mech), wrt=wrt, params=params, kappa=kappa)
+    """One step and the derivatives asked for (``wrt``: state, input, params) in one solve.
+    ``angles`` (maximal coordinates only): the unwrapped minimal coordinates at z, for
+    revolute limits of joints wound past +-pi (docs/physics.md)."""
+    if minimal:
+        if angles is not None:
+            raise ValueError("angles: with maximal coordinates only")
+        return _grad.minimal_step_gradients(mech, z, u, opts or default_options(mech), wrt=wrt, params=params, kappa=kappa)
+    return _grad.step_gradients(mech, z, u, opts or default_options(mech), wrt=wrt, params=params, kappa=kappa, angles=angles)

@@ -76,6 +76,8 @@ class StartState:
         source: a phrase for the report ("the scene's initial state", "state 12 of run.h5").
         warm_start: (nl,) joint impulses to start the solve from: a --from run's of step
             k - 1, the run's own warm start of step k (so the step is the run's to rounding).
+        angles: (nf,) a --from run's minimal/q of state k: its revolute angles unwrapped
+            through turns, where the run's step k measured its limits from.
     """
 
     z: np.ndarray
@@ -84,6 +86,7 @@ class StartState:
     stored_input: np.ndarray | None
     source: str
     warm_start: np.ndarray | None = None
+    angles: np.ndarray | None = None
 
 
 # A --state or --input-file file holds one vector (13 numbers per body): 16 MiB is
@@ -302,7 +305,10 @@ def resolve_state(mech, spec, state: Path | None, run: Path | None, index: int |
         if k > 0 and impulses is not None and impulses.ndim == 2 and impulses.shape[1] == mech.nl:
             warm = np.asarray(impulses[k - 1], dtype=float)
             warm = warm if np.all(np.isfinite(warm)) else None
-        return StartState(z, None, k, u, f"state {k} of {run} (t = {stored.time[k]:g} s)", warm)
+        angles = None
+        if stored.minimal_q.ndim == 2 and stored.minimal_q.shape[1] == mech.nf and np.all(np.isfinite(stored.minimal_q[k])):
+            angles = np.asarray(stored.minimal_q[k], dtype=float)
+        return StartState(z, None, k, u, f"state {k} of {run} (t = {stored.time[k]:g} s)", warm, angles)
     return StartState(np.asarray(mech.initial, dtype=float).copy(), None, 0, None, "the scene's initial state")
 
 
@@ -383,7 +389,7 @@ def step_command(
     start = resolve_state(mech, spec, state, run, index)
     u, u_source = resolve_input(mech, start, inputs, input_file)
     f_ext, tau_ext = external_forces(mech, start)
-    z1, result = solve_step(mech, start.z, u, mech.default_options, f_ext, tau_ext, lam0=start.warm_start)
+    z1, result = solve_step(mech, start.z, u, mech.default_options, f_ext, tau_ext, lam0=start.warm_start, angles=start.angles)
     h = mech.timestep
     t0 = start.k * h
     y1 = maximal_to_minimal(mech, z1)
@@ -523,7 +529,8 @@ def gradients_command(
     if check:
         opts = opts.replace(rtol=check_solver_tol, btol=check_solver_tol, max_iter=max(opts.max_iter, 100))
     x0 = (start.y if start.y is not None else maximal_to_minimal(mech, start.z)) if minimal else start.z
-    g = step_gradients(mech, x0, u, opts, wrt=wrt_parts, params=kinds, kappa=kappa, minimal=minimal)
+    g = step_gradients(mech, x0, u, opts, wrt=wrt_parts, params=kinds, kappa=kappa, minimal=minimal,
+                       angles=None if minimal else start.angles)
     blocks = gradient_blocks(mech, g, minimal)
 
     coords = "minimal coordinates (per joint [coordinates; velocities])" if minimal else "maximal tangent coordinates [x, v, phi, w] per body"

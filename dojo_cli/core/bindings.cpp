@@ -868,6 +868,10 @@ NB_MODULE(_core, m) {
                    [](const Model& s) { return static_cast<int>(s.blocks.block_row.size()) - s.blocks.n_structural; })
       .def_prop_ro("elimination_order", [](const Model& s) { return s.blocks.order; })
       .def_prop_ro("tree_joints", [](const Model& s) { return s.tree_joints; })
+      .def_prop_ro("limit_free", [](const Model& s) { return s.limit_free; })
+      .def_prop_ro("angle_unwrapped",
+                   [](const Model& s) { return std::vector<bool>(s.angle_unwrapped.begin(), s.angle_unwrapped.end()); },
+                   "(nf,) the coordinate is its joint's only rotation (an angle unwrapped through turns).")
       .def_prop_ro("loop_joints", [](const Model& s) { return s.loop_joints; })
       .def_prop_ro(
           "node_owner",
@@ -899,6 +903,10 @@ NB_MODULE(_core, m) {
       .def_prop_ro("z_next", data_view<&Data::z_next>(1))
       .def_prop_ro("w", data_view<&Data::w>(1))
       .def_prop_ro("residual_vector", data_view<&Data::r>(1))
+      .def_prop_ro("angle_ref", data_view<&Data::angle_ref>(1),
+                   "(nf,) unwrapped angles where the next step starts, NaN where not known (writable; runs carry\n"
+                   "it: advance_angles; a restart sets it from the stored minimal/q).")
+      .def_prop_ro("angle2", data_view<&Data::angle2>(1), "(nf,) the last step's unwrapped angles at z2 (limited angles).")
       .def_prop_ro("log", [](nb::handle self) {
         Data& d = nb::cast<Data&>(self);
         return view(d.log, self, {static_cast<size_t>(d.log_rows), static_cast<size_t>(kLogColumns)});
@@ -952,6 +960,39 @@ NB_MODULE(_core, m) {
       nb::arg("tau_ext").none(), nb::arg("opts"),
       "(z0, status, iterations, residual): the state [x, v15, q, w15] per body whose first step starts with the\n"
       "velocities of z = [x, v(0), q, w(0)] at t = 0 (initial.h); u, f_ext, tau_ext: the first step's.");
+
+  m.def(
+      "advance_angles", [](const Model& model, Data& data) { advance_angles(model, data); }, nb::arg("model"),
+      nb::arg("data"),
+      "After a step in data: the unwrapped angles of its z3 become data.angle_ref (where the next step starts).");
+
+  m.def(
+      "unwrapped_coordinates",
+      [](const Model& model, const InArray& z, const std::optional<InArray>& z_prev,
+         const std::optional<InArray>& theta_prev) {
+        const size_t nz = 13 * static_cast<size_t>(model.nb), nf = model.nf;
+        if (nz == 0 || z.size() % nz != 0)
+          throw std::invalid_argument("z: expected (T, " + std::to_string(nz) + ") values, got " + std::to_string(z.size()));
+        if (z_prev.has_value() != theta_prev.has_value())
+          throw std::invalid_argument("z_prev and theta_prev: give both or neither");
+        const double* zp = checked(z_prev, nz, "z_prev");
+        const double* tp = checked(theta_prev, nf, "theta_prev");
+        const size_t n = z.size() / nz;
+        std::vector<double> theta(n * nf);
+        for (size_t t = 0; t < n; ++t) {
+          const double* zt = z.data() + t * nz;
+          minimal_coordinates_and_velocities(model, zt, theta.data() + t * nf, static_cast<double*>(nullptr));
+          if (t == 0)
+            unwrap_angles(model, zt, zp, tp, theta.data());
+          else
+            unwrap_angles(model, zt, zt - nz, theta.data() + (t - 1) * nf, theta.data() + t * nf);
+        }
+        return numpy_owning<double>(std::move(theta), {n, nf});
+      },
+      nb::arg("model"), nb::arg("z"), nb::arg("z_prev").none() = nb::none(), nb::arg("theta_prev").none() = nb::none(),
+      "(T, nf) minimal coordinates of the states z (T, 13 nb), each angle coordinate (Model.angle_unwrapped)\n"
+      "unwrapped from the state before as a step measures it (row 0 from z_prev, theta_prev; without them,\n"
+      "where a step with no carried angle starts). The coordinates storage writes to minimal/q.");
 
   m.def(
       "gradients",

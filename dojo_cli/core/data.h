@@ -59,6 +59,13 @@ struct Data {
   std::vector<double> constant;   // (6 nb,) previous momentum, gravity, external, springs, inputs
   std::vector<double> jg2;        // (nl, 12) constraint Jacobians at z2 (the impulse maps)
   std::vector<double> jf2;        // (nf, 12) minimal-coordinate Jacobians at z2 (springs, dampers, limits)
+  // Angles of any size (kinematics.h limit_row), for the coordinates Model.angle_unwrapped:
+  // - angle_ref (nf,): the unwrapped angles at the state the next step starts from, NaN
+  //   where not known. Runs carry it from step to step (advance_angles), as they carry
+  //   the warm-start impulses; a step with NaN there starts from start_angle.
+  // - angle2 (nf,), qrel2 (nj, 4): the step's unwrapped angles at z2 and the joints'
+  //   q_rel at z2 (step_setup; for limited angle coordinates only).
+  std::vector<double> angle_ref, angle2, qrel2;
   std::vector<double> rot2;       // (nb, 9) R(q2)
   std::vector<double> contact_target;  // (nc,) restitution targets tau of the gap rows (restitution.h)
 

@@ -125,7 +125,7 @@ void state_residual_jacobian(const Model& m, Data& d, const double* w, Columns o
         }
       }
       for (int f = f0; f < f1; ++f) {
-        minimal_row(m, j, m.free_slot[f], kin, rv, row);
+        coordinate_row(m, j, f, kin, rv, row);
         const bool midpoint = !m.damper_implicit[f];
         D12 rate(0.0);
         for (int k = 0; k < 12; ++k) rate += row.jac[k] * (midpoint ? xi[k] + xi15[k] : xi[k]);
@@ -214,7 +214,7 @@ void state_residual_jacobian(const Model& m, Data& d, const double* w, Columns o
     if (l0 == l1) continue;
     const Vec3<double> rv = rotation_vector(kin3.q_rel);
     for (int l = l0; l < l1; ++l) {
-      minimal_row(m, j, m.free_slot[m.limit_free[l]], kin3, rv, row3);
+      limit_row(m, j, m.limit_free[l], kin3, rv, &d.qrel2[4 * j], d.angle2[m.limit_free[l]], row3);
       double neg[12];
       for (int k = 0; k < 12; ++k) neg[k] = -m.limit_sign[l] * row3.jac[k];
       add_z3(out, m.lim_g + l, neg, m.parent[j], m.child[j], chain);
@@ -333,7 +333,7 @@ void parameter_residual_jacobian(const Model& m, Data& d, const double* w, const
           joint_kinematics_at(m, j, d.x2.data(), d.q2.data(), d.rot2.data(), kin);
           const Vec3<double> rv = rotation_vector(kin.q_rel);
           for (int f = f0; f < f1; ++f) {
-            minimal_row(m, j, m.free_slot[f], kin, rv, row);
+            coordinate_row(m, j, f, kin, rv, row);
             double coef = h * (row.value - m.spring_offset[f]);
             if (kind == ParameterKind::Damper) {
               const bool midpoint = !m.damper_implicit[f];

@@ -150,6 +150,90 @@ inline void minimal_row(const Model& m, int j, int slot, const JointKinematics<T
   detail::rotational_jacobian(b, right_jacobian_inverse(rv), k, row);
 }
 
+// ---- angles of any size (revolute limits; docs/physics.md, "Revolute limits of any size")
+//
+// A revolute joint's angle theta is known from q_rel only modulo 2 pi; a limit beyond
+// +-pi needs the winding, which the step gets from the angle at its start z2 (carried
+// by a run, Data.angle_ref) and measures from there:
+//   theta(q3) = b.log(q3c) + 2 pi n,  n = round((theta2 + b.log(q2* q3) - b.log(q3c)) / 2 pi),
+// q3c the canonical form (w >= 0) of q3 = q_rel at z3, q2 = q_rel at z2, theta2 the
+// unwrapped angle at z2. The value b.log(q3c) is in (-pi, pi], where the inverse right
+// Jacobian is regular (the raw log map reaches 2 pi, where it is singular); n is
+// piecewise constant, so the row's Jacobian is the canonical one. The increment
+// b.log(q2* q3) is taken on the signed quaternions: an iterate's body quaternions are
+// z2's times maps with a positive scalar part (each turning less than pi, step.cpp's
+// clipping), so it is continuous in the iterate and in (-2 pi, 2 pi): the branch never
+// jumps within a step, however far a Newton iterate turns the joint.
+constexpr double kTwoPi = 6.283185307179586;
+
+// q or -q, whichever has w >= 0 (the same rotation).
+template <class T>
+inline Quat<T> canonical_quaternion(const Quat<T>& q) {
+  if (value(q[0]) >= 0.0) return q;
+  return Quat<T>{{-q[0], -q[1], -q[2], -q[3]}};
+}
+
+// 2 pi n above, for the joint-frame axis b, q = q_rel (values) and its canonical angle.
+inline double angle_branch(const double* b, const Quat<double>& q, double canonical, const double* q2, double theta2) {
+  const Vec3<double> inc = rotation_vector(multiply(conjugate(load4<double>(q2)), q));
+  return kTwoPi * std::round((theta2 + b[0] * inc[0] + b[1] * inc[1] + b[2] * inc[2] - canonical) / kTwoPi);
+}
+
+// The angle a step with no carried angle starts from: of the branches canonical + 2 pi n,
+// the one nearest `raw` (b.log of the signed q_rel, in (-2 pi, 2 pi): the angle a scene
+// gave, for |angle| < 2 pi, and the only angle before revolute limits unwrapped) when it
+// lies in [lo, hi]; else the branch in [lo, hi] nearest it; else (an interval narrower
+// than a turn that no branch meets) the branch violating it least.
+inline double start_angle(double canonical, double raw, double lo, double hi) {
+  const double best = canonical + kTwoPi * std::round((raw - canonical) / kTwoPi);
+  if (best < lo) {
+    const double in = canonical + kTwoPi * std::ceil((lo - canonical) / kTwoPi);  // smallest >= lo
+    if (in <= hi) return in;
+    return (in - hi < lo - (in - kTwoPi)) ? in : in - kTwoPi;
+  }
+  if (best > hi) {
+    const double in = canonical + kTwoPi * std::floor((hi - canonical) / kTwoPi);  // largest <= hi
+    if (in >= lo) return in;
+    return (lo - in < in + kTwoPi - hi) ? in : in + kTwoPi;
+  }
+  return best;
+}
+
+// Row of coordinate f of joint j for its springs, dampers and limit impulses (at z2):
+// minimal_row, except that an angle coordinate (Model.angle_unwrapped) whose q_rel has
+// w < 0 takes its Jacobian on the canonical quaternion (the raw log's inverse right
+// Jacobian is singular at a full turn, |log q_rel| = 2 pi) and keeps the raw value
+// (the spring's angle) as a constant shift of the canonical one. With w >= 0 it is
+// minimal_row itself.
+template <class T>
+inline void coordinate_row(const Model& m, int j, int f, const JointKinematics<T>& k, const Vec3<T>& rv,
+                           JointRow<T>& row) {
+  const int slot = m.free_slot[f];
+  if (!m.angle_unwrapped[f] || value(k.q_rel[0]) >= 0.0) {
+    minimal_row(m, j, slot, k, rv, row);
+    return;
+  }
+  const double* b = detail::basis_row(m, j, slot);
+  const double raw = b[0] * value(rv[0]) + b[1] * value(rv[1]) + b[2] * value(rv[2]);
+  minimal_row(m, j, slot, k, rotation_vector(canonical_quaternion(k.q_rel)), row);
+  row.value = row.value + (raw - value(row.value));
+}
+
+// Row of coordinate f (slot `slot`) of joint j for its limits: minimal_row, with an
+// angle coordinate (Model.angle_unwrapped) unwrapped from (q2, theta2) as above.
+template <class T>
+inline void limit_row(const Model& m, int j, int f, const JointKinematics<T>& k, const Vec3<T>& rv, const double* q2,
+                      double theta2, JointRow<T>& row) {
+  const int slot = m.free_slot[f];
+  if (!m.angle_unwrapped[f]) {
+    minimal_row(m, j, slot, k, rv, row);
+    return;
+  }
+  minimal_row(m, j, slot, k, rotation_vector(canonical_quaternion(k.q_rel)), row);
+  const Quat<double> q{{value(k.q_rel[0]), value(k.q_rel[1]), value(k.q_rel[2]), value(k.q_rel[3])}};
+  row.value = row.value + angle_branch(detail::basis_row(m, j, slot), q, value(row.value), q2, theta2);
+}
+
 // Input row `slot` of joint j: the body impulses per unit input and time.
 template <class T>
 inline void input_row(const Model& m, int j, int slot, const JointKinematics<T>& k, JointRow<T>& row) {

@@ -231,6 +231,19 @@ Model::Model(const ModelInput& in) {
       }
   }
 
+  // Revolute angles of any size (kinematics.h unwrapped_angle): which coordinates are a
+  // joint's only rotation, and their limit intervals.
+  angle_unwrapped.assign(nf, 0);
+  free_lower.assign(nf, -std::numeric_limits<double>::infinity());
+  free_upper.assign(nf, std::numeric_limits<double>::infinity());
+  for (int f = 0; f < nf; ++f) {
+    const int j = free_joint[f];
+    int rotations = 0;
+    for (int g = joint_free_start[j]; g < joint_free_start[j + 1]; ++g) rotations += free_slot[g] >= 3;
+    angle_unwrapped[f] = free_slot[f] >= 3 && rotations == 1;
+  }
+  for (int l = 0; l < nlim; ++l) (limit_sign[l] > 0 ? free_lower : free_upper)[limit_free[l]] = limit_bound[l];
+
   // Contacts.
   nc = static_cast<int>(in.contact_body.size());
   check_size("contact_other", in.contact_other.size(), nc);

@@ -101,6 +101,13 @@ struct Model {
   std::vector<int> limit_free;
   std::vector<double> limit_sign, limit_bound;
   std::vector<int> joint_limit_start;  // (nj+1,) limits of joint j, in limit order
+  // (nf,) the coordinate is the only rotation of its joint (a revolute or cylindrical
+  // angle): a limit on it measures the angle unwrapped through any number of turns
+  // (kinematics.h unwrapped_angle), and stored minimal coordinates are unwrapped too
+  std::vector<char> angle_unwrapped;
+  // (nf,) the coordinate's limit interval (-inf / +inf where it has no bound): where a
+  // step with no carried angle puts the angle (kinematics.h start_angle)
+  std::vector<double> free_lower, free_upper;
 
   // ---- contacts
   std::vector<int> contact_body, contact_other, contact_model, contact_kind;

@@ -21,6 +21,9 @@ Data::Data(const Model& m)
       contact_friction_impulse(2 * m.nc), contact_slip(2 * m.nc), z_next(13 * m.nb) {
   contact_active.assign(m.nc, 1);
   active_degree = m.degree;
+  angle_ref.assign(m.nf, std::numeric_limits<double>::quiet_NaN());
+  angle2.assign(m.nf, 0.0);
+  qrel2.assign(4 * m.nj, 0.0);
   lu.init(m.blocks);
   lu_robust.init(m.blocks_robust);
 }
@@ -153,9 +156,19 @@ bool step_setup(const Model& m, Data& d, const double* z, const double* u, const
     Vec3<double> rv{};
     if (need_minimal) rv = rotation_vector(kin.q_rel);
     for (int f = f0; f < f1; ++f) {
+      if (m.angle_unwrapped[f] && m.joint_limit_start[j] < m.joint_limit_start[j + 1]) {
+        // the unwrapped angle at z2 its limit rows measure from (kinematics.h limit_row)
+        for (int k = 0; k < 4; ++k) d.qrel2[4 * j + k] = kin.q_rel[k];
+        const double* b = &m.basis[18 * j + 3 * m.free_slot[f]];
+        const Vec3<double> rc = rotation_vector(canonical_quaternion(kin.q_rel));
+        const double c = b[0] * rc[0] + b[1] * rc[1] + b[2] * rc[2];
+        const double ref = d.angle_ref[f];
+        d.angle2[f] = std::isnan(ref) ? start_angle(c, b[0] * rv[0] + b[1] * rv[1] + b[2] * rv[2], m.free_lower[f], m.free_upper[f])
+                                      : c + kTwoPi * std::round((ref - c) / kTwoPi);
+      }
       std::fill(gen, gen + 12, 0.0);
       if (need_minimal) {
-        minimal_row(m, j, m.free_slot[f], kin, rv, row);
+        coordinate_row(m, j, f, kin, rv, row);
         std::copy(row.jac, row.jac + 12, &d.jf2[12 * f]);
         const double spring_force = -m.spring[f] * (row.value - m.spring_offset[f]);
         for (int k = 0; k < 12; ++k) gen[k] += h * row.jac[k] * spring_force;
@@ -233,7 +246,7 @@ void step_residual(const Model& m, Data& d, const double* w, double* r) {
     const Vec3<double> rv = rotation_vector(kin.q_rel);
     for (int l = l0; l < l1; ++l) {
       const int f = m.limit_free[l];
-      minimal_row(m, j, m.free_slot[f], kin, rv, row);
+      limit_row(m, j, f, kin, rv, &d.qrel2[4 * j], d.angle2[f], row);
       const double s = w[m.lim_s + l], g = w[m.lim_g + l];
       r[m.lim_s + l] = s * g;
       r[m.lim_g + l] = s - m.limit_sign[l] * (row.value - m.limit_bound[l]);
@@ -344,7 +357,7 @@ void step_matrix(const Model& m, Data& d, const double* w) {
       diag.at(ls, ls) += g;  // d(s gamma)/ds
       diag.at(ls, lg) += s;  // d(s gamma)/dgamma
       diag.at(lg, ls) += 1.0;
-      minimal_row(m, j, m.free_slot[f], kin, rv, row);
+      limit_row(m, j, f, kin, rv, &d.qrel2[4 * j], d.angle2[f], row);
       for (int side = 0; side < 2; ++side) {
         if (bodies[side] == kWorld) continue;
         chain6(row.jac + 6 * side, &d.mw[9 * bodies[side]], h, chained);
@@ -406,6 +419,16 @@ void step_project(const Model& m, double* w) {
   }
 }
 
+namespace {
+// A limit whose bound lies farther than this from the angle at z2 (rad) starts with its
+// slack at that distance (Dojo's start, s = gamma = 1, is kept below it: the goldens pin it).
+// From s = 1 the first Newton step asks the joint to close the gap s - distance at once; a
+// revolute bound several radians away (possible since angles unwrap) then throws the
+// iterate far off and the solve stalls. kFarLimit is below the smallest gap that stalled
+// in tests/properties/test_revolute_winding.py and above every gap of the built-in scenes.
+constexpr double kFarLimit = 4.0;
+}  // namespace
+
 void step_initial_guess(const Model& m, Data& d, const double* lambda0) {
   std::fill(d.w.begin(), d.w.end(), 0.0);
   for (int b = 0; b < m.nb; ++b)
@@ -418,6 +441,14 @@ void step_initial_guess(const Model& m, Data& d, const double* lambda0) {
   for (int l = 0; l < m.nlim; ++l) {
     d.w[m.lim_s + l] = kLimitStart;
     d.w[m.lim_g + l] = kLimitStart;
+    // a far angle bound (kFarLimit): s at its distance, gamma such that s gamma stays
+    // Dojo's starting complementarity (1)
+    const int f = m.limit_free[l];
+    const double far = m.angle_unwrapped[f] ? m.limit_sign[l] * (d.angle2[f] - m.limit_bound[l]) : 0.0;
+    if (far > kFarLimit) {
+      d.w[m.lim_s + l] = far;
+      d.w[m.lim_g + l] = kLimitStart * kLimitStart / far;
+    }
   }
   // contacts: Dojo's starting point (contact.h)
   for (int c = 0; c < m.nc; ++c) {
@@ -603,6 +634,63 @@ SolverStatus step(const Model& m, Data& d, const double* z, const double* u, con
   return d.status;
 }
 
+namespace {
+// Pose of body b in a state z (13 nb,), or the world's.
+Pose<double> state_pose(const double* z, int b) {
+  if (b == kWorld) return world_pose<double>();
+  const double* s = z + 13 * b;
+  Pose<double> p;
+  p.x = load3<double>(s);
+  p.q = load4<double>(s + 6);
+  p.r = rotation(p.q);
+  return p;
+}
+
+// Joint j's canonical angle (kinematics.h) of coordinate f and q_rel in state z.
+double canonical_angle(const Model& m, int j, int f, const double* z, Quat<double>& q_rel) {
+  JointKinematics<double> kin;
+  joint_kinematics(m, j, state_pose(z, m.parent[j]), state_pose(z, m.child[j]), kin);
+  q_rel = kin.q_rel;
+  const double* b = &m.basis[18 * j + 3 * m.free_slot[f]];
+  const Vec3<double> rc = rotation_vector(canonical_quaternion(kin.q_rel));
+  return b[0] * rc[0] + b[1] * rc[1] + b[2] * rc[2];
+}
+}  // namespace
+
+void advance_angles(const Model& m, Data& d) {
+  const double* z3 = d.z_next.data();
+  if (!all_finite(z3, 13 * m.nb)) return;
+  for (int j = 0; j < m.nj; ++j) {
+    if (m.joint_limit_start[j] == m.joint_limit_start[j + 1]) continue;
+    for (int f = m.joint_free_start[j]; f < m.joint_free_start[j + 1]; ++f) {
+      if (!m.angle_unwrapped[f]) continue;
+      Quat<double> q3;
+      const double c = canonical_angle(m, j, f, z3, q3);
+      d.angle_ref[f] = c + angle_branch(&m.basis[18 * j + 3 * m.free_slot[f]], q3, c, &d.qrel2[4 * j], d.angle2[f]);
+    }
+  }
+}
+
+void unwrap_angles(const Model& m, const double* z, const double* z_prev, const double* theta_prev, double* theta) {
+  for (int f = 0; f < m.nf; ++f) {
+    if (!m.angle_unwrapped[f]) continue;
+    const int j = m.free_joint[f];
+    const double* b = &m.basis[18 * j + 3 * m.free_slot[f]];
+    Quat<double> q;
+    const double c = canonical_angle(m, j, f, z, q);
+    if (z_prev) {
+      Quat<double> q_prev;
+      const double c_prev = canonical_angle(m, j, f, z_prev, q_prev);
+      // theta_prev snapped to its branch, as a step snaps Data.angle_ref (step_setup)
+      const double theta1 = c_prev + kTwoPi * std::round((theta_prev[f] - c_prev) / kTwoPi);
+      theta[f] = c + angle_branch(b, q, c, q_prev.q, theta1);
+    } else {
+      const Vec3<double> rv = rotation_vector(q);
+      theta[f] = start_angle(c, b[0] * rv[0] + b[1] * rv[1] + b[2] * rv[2], m.free_lower[f], m.free_upper[f]);
+    }
+  }
+}
+
 int rollout(const Model& m, Data& d, const double* z, int k, const double* inputs, double* lambda,
             const SolverOptions& opts, bool stop_on_failure, const RolloutRecord& out) {
   const int nb = m.nb;
@@ -634,6 +722,7 @@ int rollout(const Model& m, Data& d, const double* z, int k, const double* input
         if (out.contact_slip) out.contact_slip[2 * (c0 + c) + j] = d.contact_slip[2 * c + j];
       }
     }
+    advance_angles(m, d);
     if (status != SolverStatus::Success && stop_on_failure) return i + 1;
     // the next step starts from this one's result (its setup reads the state before
     // anything overwrites d.z_next)

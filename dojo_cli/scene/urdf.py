@@ -272,7 +272,6 @@ class _Joint:
     damping: float = 0.0
     friction: float = 0.0
     mimic: str | None = None
-    unreachable: list[float] = field(default_factory=list)  # revolute bounds beyond +-pi, left out
 
 
 class _Reader:
@@ -360,10 +359,6 @@ class _Reader:
                 joints.append(parsed)
         if not links:
             self.problem(root.sourceline, "robot", "has no <link>")
-        unreachable = [j.name for j in joints if j.unreachable]
-        if unreachable:
-            self.warn(None, "joints", f"{len(unreachable)} revolute joints have position limits beyond +-pi, which a revolute angle "
-                      f"(in (-pi, pi]) never reaches; those bounds are left out ({_listed(unreachable, 4)})")
         self.fail_if_problems()
         return model.name or self.path.stem, links, joints
 
@@ -558,13 +553,6 @@ class _Reader:
                     self.warn(limit_element.sourceline, where, f"<limit> lower = upper = {lower:g}; position limits ignored")
                 else:
                     out.lower, out.upper = lower, upper
-                if kind == "revolute":
-                    # a revolute coordinate is an angle in (-pi, pi]: a bound outside can never
-                    # act, and a far slack (10 rad) only slows the interior-point solver down
-                    if out.lower is not None and out.lower <= -math.pi:
-                        out.lower, out.unreachable = None, out.unreachable + [lower]
-                    if out.upper is not None and out.upper >= math.pi:
-                        out.upper, out.unreachable = None, out.unreachable + [upper]
         elif kind in ("revolute", "prismatic"):
             self.warn(line, where, "has no <limit> (required for its type); no position limits")
         if joint.dynamics is not None:

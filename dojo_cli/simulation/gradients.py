@@ -67,6 +67,7 @@ def step_gradients(
     wrt=("state", "input"),
     params=(),
     kappa: float | None = None,
+    angles=None,
 ) -> StepGradients:
     """Solve one step from z and differentiate it (implicit function theorem).
 
@@ -80,12 +81,14 @@ def step_gradients(
         wrt: any of "state", "input", "params".
         params: parameter kinds (PARAMETER_KINDS) when "params" is in wrt.
         kappa: central-path value to differentiate at (None: where the solver stopped).
+        angles: (nf,) unwrapped minimal coordinates at z (solve_step): where limited
+            revolute angles wound past +-pi start; None: a fresh start (start_angle).
     """
     opts = opts or DOJO_DEFAULTS
     unknown = [kind for kind in params if kind not in PARAMETER_KINDS]
     if unknown:
         raise ValueError(f"unknown parameter kind {unknown[0]!r}; expected one of {', '.join(PARAMETER_KINDS)}")
-    z_next, result = solve_step(mech, z, u, opts)
+    z_next, result = solve_step(mech, z, u, opts, angles=angles)
     codes = [PARAMETER_KINDS.index(kind) for kind in params] if "params" in wrt else []
     data = mech.core_data
     try:

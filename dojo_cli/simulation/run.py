@@ -29,7 +29,7 @@ from dojo_cli import _core
 from dojo_cli.errors import SolverError, from_core
 from dojo_cli.model.mechanism import Mechanism
 from dojo_cli.model.state import unpack_maximal
-from dojo_cli.physics.coordinates import minimal_coordinates, minimal_velocities
+from dojo_cli.physics.coordinates import minimal_velocities
 from dojo_cli.physics.energy import knot_velocities
 from dojo_cli.simulation.controller import (
     ConstantController, Controller, ExternalForce, ScheduleController, external_wrench,
@@ -143,11 +143,19 @@ class RunSummary:
         return int(np.searchsorted(np.cumsum(self.iteration_counts), (self.steps + 1) // 2))
 
 
-def minimal_state(mech: Mechanism, z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Minimal coordinates and velocities (T, nf) of states (T, 13 nb), one core call each."""
-    z = np.asarray(z, dtype=float)
-    s = z.reshape(len(z), mech.nb, 13)
-    q = minimal_coordinates(mech, s[:, :, 0:3], s[:, :, 6:10])
+def minimal_state(mech: Mechanism, z: np.ndarray, before: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Minimal coordinates and velocities (T, nf) of states (T, 13 nb), one core call each.
+
+    Angle coordinates (a joint's only rotation) are unwrapped through turns as the steps
+    measure them (``_core.unwrapped_coordinates``, docs/storage.md): from ``before`` =
+    (the state before z[0], its minimal coordinates), or as a run's first state.
+    """
+    z = np.ascontiguousarray(z, dtype=float).reshape(-1, 13 * mech.nb)
+    if before is None:
+        q = _core.unwrapped_coordinates(mech.core, z)
+    else:
+        q = _core.unwrapped_coordinates(mech.core, z, np.ascontiguousarray(before[0], dtype=float),
+                                        np.ascontiguousarray(before[1], dtype=float))
     v = minimal_velocities(mech, z)
     return np.asarray(q).reshape(len(z), mech.nf), np.asarray(v).reshape(len(z), mech.nf)
 
@@ -210,7 +218,8 @@ def run(
     mq, mv = minimal_state(mech, z[None])
     x, v, q, w = unpack_maximal(z, mech.nb)
     writer.write_initial(0.0, x, q, v, w, mq[0], mv[0])
-    data = _core.Data(mech.core)  # this run's scratch
+    data = _core.Data(mech.core)  # this run's scratch; its angle_ref carries the limits' winding
+    before = (z, mq[0])  # the state before the next block, its minimal coordinates
     lam = np.zeros(mech.nl)
     fast = _is_open_loop(controller) and not external and not gradients and log is None
     block = FIRST_BLOCK if fast else 1
@@ -228,13 +237,14 @@ def run(
             if inputs is None:
                 inputs = np.zeros((n, mech.nu))
             out = {key: value[:n] for key, value in out.items() if key != "steps"}
-            result = _block(mech, k, h, out, inputs[:n])
+            result = _block(mech, k, h, out, inputs[:n], before)
         else:
-            result = _closed_loop_step(mech, data, k, z, lam, controller, opts, external, gradients, log)
+            result = _closed_loop_step(mech, data, k, z, lam, controller, opts, external, gradients, log, before)
         writer.write_block(mech, result)
         summary.add(result)
         k += result.n
         z = result.z[-1].copy()
+        before = (z, result.minimal_q[-1])
         if progress is not None:
             progress(k)
         failed = np.flatnonzero(result.status_code)
@@ -252,7 +262,7 @@ def run(
     if final is not None:
         # one step past the end (not stored): the last state's outgoing midpoint
         # velocities, for its knot velocities (docs/physics.md)
-        ahead = _closed_loop_step(mech, data, steps, z, lam.copy(), controller, opts, external, (), None)
+        ahead = _closed_loop_step(mech, data, steps, z, lam.copy(), controller, opts, external, (), None, before)
         if ahead.status_code[0] == 0:
             _, v_next, _, w_next = ahead.state_parts(mech.nb)
             final(v_next[0], w_next[0])
@@ -260,9 +270,9 @@ def run(
     return summary
 
 
-def _block(mech: Mechanism, k0: int, h: float, out: dict, inputs: np.ndarray) -> StepBlock:
+def _block(mech: Mechanism, k0: int, h: float, out: dict, inputs: np.ndarray, before) -> StepBlock:
     n = len(out["states"])
-    mq, mv = minimal_state(mech, out["states"])
+    mq, mv = minimal_state(mech, out["states"], before)
     return StepBlock(
         k0=k0,
         time=(k0 + 1 + np.arange(n)) * h,
@@ -283,7 +293,7 @@ def _block(mech: Mechanism, k0: int, h: float, out: dict, inputs: np.ndarray) ->
     )
 
 
-def _closed_loop_step(mech, data, k, z, lam, controller, opts, external, gradients, log) -> StepBlock:
+def _closed_loop_step(mech, data, k, z, lam, controller, opts, external, gradients, log, before) -> StepBlock:
     """One step whose inputs or forces depend on the state (or with gradients or a log)."""
     h = mech.timestep
     u = np.zeros(mech.nu) if controller is None else np.asarray(controller(mech, k, z), dtype=float).reshape(-1)
@@ -292,6 +302,7 @@ def _closed_loop_step(mech, data, k, z, lam, controller, opts, external, gradien
         f_ext, tau_ext = external_wrench(mech, list(external), k * h, z.reshape(mech.nb, 13)[:, 6:10])
     z_next, result = solve_step(mech, z, u, opts, f_ext, tau_ext, lam0=lam, log=log, data=data)
     lam[:] = result.w[6 * mech.nb : 6 * mech.nb + mech.nl]
+    _core.advance_angles(mech.core, data)  # where the next step's limit rows measure from
     out = {
         "states": z_next[None],
         "iterations": np.array([result.iterations]),
@@ -305,7 +316,7 @@ def _closed_loop_step(mech, data, k, z, lam, controller, opts, external, gradien
         "contact_slip": data.contact_slip.copy()[None],
         "singular_node": np.array([data.singular_node]),
     }
-    block = _block(mech, k, h, out, u[None])
+    block = _block(mech, k, h, out, u[None], before)
     if gradients:
         # on this step's own solve (data still holds it): no re-solve
         try:

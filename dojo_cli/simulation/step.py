@@ -78,7 +78,7 @@ def singular_message(mech: Mechanism, node: int) -> str:
 
 def solve_step(
     mech: Mechanism, z, u=None, opts: SolverOptions | None = None, f_ext=None, tau_ext=None, lam0=None, log=None,
-    data=None,
+    data=None, angles=None,
 ) -> tuple[np.ndarray, SolverResult]:
     """Solve one step in the C++ core; returns (next state, solver result).
 
@@ -88,9 +88,19 @@ def solve_step(
         data: the scratch to step in (a run's own; default the mechanism's). Its contact
             records (contact_distance, contact_normal_impulse, contact_friction_impulse,
             contact_slip) hold the solution's until the next step.
+        angles: (nf,) the unwrapped minimal coordinates at z (a run's stored minimal/q):
+            where limited revolute angles start (docs/physics.md, "Revolute limits of any
+            size"); None: a run's data carries them, the mechanism's starts afresh.
     """
-    data = mech.core_data if data is None else data
-    code = _core_step(mech, data, z, u, f_ext, tau_ext, lam0, opts)
+    shared = data is None
+    data = mech.core_data if shared else data
+    if angles is not None:
+        data.angle_ref[:] = _vector(angles, mech.nf, "angles")
+    try:
+        code = _core_step(mech, data, z, u, f_ext, tau_ext, lam0, opts)
+    finally:
+        if shared and angles is not None:
+            data.angle_ref[:] = np.nan  # the mechanism's scratch stays stateless (dojo.step)
     if log is not None:
         inequalities = mech.has_inequalities
         for it, res, bvio, alpha, kappa, step_norm, rvio in data.log:

@@ -4,7 +4,6 @@ reading of each URDF (tests/urdf_reference.py)."""
 
 from __future__ import annotations
 
-import math
 
 import numpy as np
 import pytest
@@ -88,8 +87,9 @@ def test_merged_robot_keeps_mass_properties_limits_and_dampers(name):
             continue
         got = mech.get_joint(j.name)
         assert np.all(got.damper == j.damping), f"{j.name}: damper"
-        lower = j.lower if j.lower is not None and not (j.type == "revolute" and j.lower <= -math.pi) else -np.inf
-        upper = j.upper if j.upper is not None and not (j.type == "revolute" and j.upper >= math.pi) else np.inf
+        # every bound kept, revolute ones beyond +-pi included (docs/physics.md, "Revolute limits of any size")
+        lower = j.lower if j.lower is not None else -np.inf
+        upper = j.upper if j.upper is not None else np.inf
         if j.type == "continuous" or (np.isinf(lower) and np.isinf(upper)):
             assert got.limits is None or (np.isinf(got.limits[0][0]) and np.isinf(got.limits[1][0])), j.name
         else:

@@ -236,3 +236,39 @@ def test_urdf_scene_bad_import_option_and_missing_file(tmp_path):
         load_scene_spec_from_string(text, "s.yaml", tmp_path)
     with pytest.raises(SceneError, match="s.yaml:2: import.contacts: must be one of"):
         load_scene_spec_from_string("urdf: x.urdf\nimport: {contacts: hands}\n", "s.yaml", tmp_path)
+
+
+_WINDING = """<robot name="winder">
+  <link name="base"><inertial><mass value="1"/><inertia ixx="0.1" iyy="0.1" izz="0.1" ixy="0" ixz="0" iyz="0"/></inertial></link>
+  <link name="arm"><inertial><origin xyz="0.2 0 0"/><mass value="1"/>
+    <inertia ixx="0.001" iyy="0.01" izz="0.01" ixy="0" ixz="0" iyz="0"/></inertial></link>
+  <link name="wheel"><inertial><mass value="0.5"/><inertia ixx="0.01" iyy="0.01" izz="0.01" ixy="0" ixz="0" iyz="0"/></inertial></link>
+  <joint name="hinge" type="revolute"><parent link="base"/><child link="arm"/><axis xyz="0 0 1"/>
+    <limit lower="-10" upper="10" effort="5" velocity="10"/></joint>
+  <joint name="spin" type="continuous"><parent link="arm"/><child link="wheel"/><origin xyz="0.4 0 0"/><axis xyz="0 0 1"/></joint>
+</robot>
+"""
+
+
+def test_revolute_bounds_beyond_pi_are_kept_and_reached_through_turns(tmp_path):
+    """A URDF revolute joint with limits +-10 rad keeps them (the importer once left out
+    bounds beyond +-pi), and a torque winds it through a turn and a half onto its upper
+    bound (docs/physics.md, "Revolute limits of any size") with every step converging;
+    the continuous joint beyond it winds freely, its stored angle continuous."""
+    path = tmp_path / "winder.urdf"
+    path.write_text(_WINDING)
+    result = read_urdf(path, UrdfOptions())
+    mech = build_mechanism(spec_from_dict(dict(result.scene, gravity=[0.0, 0.0, 0.0])))
+    hinge, spin = mech.get_joint("hinge"), mech.get_joint("spin")
+    assert hinge.limits[0][0] == -10.0 and hinge.limits[1][0] == 10.0
+    assert spin.limits is None
+    assert mech.coordinate_names() == ["hinge:r0", "spin:r0"]
+    f_hinge = 0
+    u = np.zeros(2)
+    u[f_hinge] = 1.0
+    tr = dojo.simulate(mech, 400, controller=dojo.ConstantController(u))
+    assert set(tr.status) == {"success"}
+    theta = tr.minimal_q[:, f_hinge]
+    assert np.abs(np.diff(theta)).max() < 0.5  # unwrapped: no jump of 2 pi
+    assert theta.max() == pytest.approx(10.0, abs=1e-3) and theta.max() <= 10.0 + 1e-5
+    assert np.abs(np.diff(tr.minimal_q[:, 1 - f_hinge])).max() < 0.5
