@@ -27,7 +27,6 @@ from dojo_cli.minimal.model import build_model
 from dojo_cli.minimal.simulate import Rk4, normalize_state
 from dojo_cli.minimal.states import init_state
 from dojo_cli.model.mechanism import Mechanism
-from dojo_cli.physics.coordinates import minimal_coordinates
 from dojo_cli.simulation.controller import Controller
 from dojo_cli.simulation.run import (
     BLOCK_SECONDS, FIRST_BLOCK, MAX_BLOCK, RunSummary, RunWriter, StepBlock, _is_open_loop, _open_loop_inputs,
@@ -110,8 +109,13 @@ def run_rk4(
     summary = RunSummary()
     started = time.perf_counter()
     z0 = integ.bodies(x)
+    # minimal/q unwrapped through turns as the variational runs store it (docs/storage.md),
+    # each block chained on the state before it
+    z0_flat = np.ascontiguousarray(z0.reshape(1, 13 * nb))
+    mq0 = np.asarray(_core.unwrapped_coordinates(mech.core, z0_flat)).reshape(nf)
+    before = (z0_flat.reshape(-1), mq0)
     writer.write_initial(0.0, z0[:, 0:3], z0[:, 6:10], z0[:, 3:6], z0[:, 10:13],
-                         np.asarray(minimal_coordinates(mech, z0[:, 0:3], z0[:, 6:10])).reshape(nf), np.zeros(nf))
+                         mq0, np.zeros(nf))
     fast = _is_open_loop(controller)
     block = FIRST_BLOCK if fast else 1
     k = 0
@@ -134,7 +138,9 @@ def run_rk4(
         if not (np.all(np.isfinite(out_q[:done])) and np.all(np.isfinite(out_v[:done]))):
             good = int(np.argmax(~(np.all(np.isfinite(out_q[:done]), axis=1) & np.all(np.isfinite(out_v[:done]), axis=1))))
         if good:
-            writer.write_block(mech, _block(mech, k, h, out_z[:good], inputs, good))
+            blk = _block(mech, k, h, out_z[:good], inputs, good, before)
+            writer.write_block(mech, blk)
+            before = (np.ascontiguousarray(out_z[good - 1]), blk.minimal_q[-1])
             summary.steps += good
         k += good
         if good < n:
@@ -150,9 +156,9 @@ def run_rk4(
     return summary
 
 
-def _block(mech: Mechanism, k0: int, h: float, z: np.ndarray, inputs, n: int) -> StepBlock:
-    s = z.reshape(n, mech.nb, 13)
-    mq = np.asarray(minimal_coordinates(mech, s[:, :, 0:3], s[:, :, 6:10])).reshape(n, mech.nf)
+def _block(mech: Mechanism, k0: int, h: float, z: np.ndarray, inputs, n: int, before) -> StepBlock:
+    mq = np.asarray(_core.unwrapped_coordinates(mech.core, np.ascontiguousarray(z[:n]), before[0],
+                                                np.ascontiguousarray(before[1], dtype=float))).reshape(n, mech.nf)
     nc = mech.nc
     return StepBlock(
         k0=k0,
