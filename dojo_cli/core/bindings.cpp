@@ -761,6 +761,7 @@ NB_MODULE(_core, m) {
       .def_prop_ro("contact_slip", data_view<&Data::contact_slip>(2))
       .def_prop_ro("status", [](const Data& d) { return static_cast<int>(d.status); })
       .def_ro("iterations", &Data::iterations)
+      .def_ro("recovery_iteration", &Data::recovery_iteration)
       .def_ro("lu_is_robust", &Data::lu_is_robust, "The last factorisation used the robust elimination order.")
       .def_ro("residual", &Data::residual)
       .def_ro("complementarity", &Data::complementarity)
@@ -1237,14 +1238,15 @@ NB_MODULE(_core, m) {
         "contact_start (nc + 1,).");
     m.def(
         "cone_step",
-        [](const Model& model, const InArray& w, const InArray& dw, double tau) {
+        [](const Model& model, const InArray& w, const InArray& dw, double tau, bool stay_inside) {
           checked(w, model.n, "w");
           checked(dw, model.n, "dw");
-          return cone_step(model, w.data(), dw.data(), tau);
+          return cone_step(model, w.data(), dw.data(), tau, stay_inside);
         },
-        nb::arg("model"), nb::arg("w"), nb::arg("dw"), nb::arg("tau"),
+        nb::arg("model"), nb::arg("w"), nb::arg("dw"), nb::arg("tau"), nb::arg("stay_inside") = false,
         "Largest step alpha <= 1 along dw keeping every cone variable of w (n,) inside its cone\n"
-        "(fraction to the boundary tau; at most 0.95 for second-order cones).");
+        "(fraction to the boundary tau; at most 0.95 for second-order cones). stay_inside: the\n"
+        "solver's safeguard for tiny cone vectors, whose step Dojo's absolute guards let leave the cone.");
     m.def(
         "complementarity_measure",
         [](const Model& model, const InArray& w) {
