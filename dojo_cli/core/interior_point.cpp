@@ -52,11 +52,12 @@ double soc_step(const double* x, const double* dx, double tau) {
   return gap > 0.0 ? std::min(1.0, tau / gap) : 1.0;
 }
 
-// x + a dx strictly inside the second-order cone.
-bool strictly_inside(const double* x, const double* dx, double a) {
+// x + a dx outside the second-order cone (on its boundary is not outside: Dojo's rule
+// takes a vector that must vanish, a frictionless contact's impulse cone, exactly to 0).
+bool leaves_cone(const double* x, const double* dx, double a) {
   double y[3];
   for (int i = 0; i < 3; ++i) y[i] = x[i] + a * dx[i];
-  return y[0] > 0.0 && jordan_det(y) > 0.0;
+  return y[0] < 0.0 || jordan_det(y) < 0.0;
 }
 
 }  // namespace
@@ -153,7 +154,7 @@ double cone_step(const Model& m, const double* w, const double* dw, double tau, 
         dx[i] = dw[(*idx)[3 * k + i]];
       }
       double a = soc_step(x, dx, tau_soc);
-      if (stay_inside && !strictly_inside(x, dx, a)) {
+      if (stay_inside && leaves_cone(x, dx, a)) {
         // Dojo's rule has absolute guards (kSocJFloor, kSocEps) that swamp the Jordan
         // determinant of a cone vector of size ~1e-7 (a sticking contact's slip cone at
         // kappa ~ 1e-8, det ~ 1e-15 < kSocEps): the step it returns can then leave the
