@@ -921,6 +921,7 @@ NB_MODULE(_core, m) {
                    [](const Data& d) { return std::vector<bool>(d.contact_active.begin(), d.contact_active.end()); },
                    "(nc,) whether each contact was in the last step's solve (step.h, \"Contact margins\").")
       .def_ro("solves", &Data::solves, "Solves of the last step (1, or more when a left-out contact touched).")
+      .def_ro("recovery_iteration", &Data::recovery_iteration)
       .def_ro("lu_is_robust", &Data::lu_is_robust, "The last factorisation used the robust elimination order.")
       .def_ro("residual", &Data::residual)
       .def_ro("complementarity", &Data::complementarity)
@@ -1430,14 +1431,15 @@ NB_MODULE(_core, m) {
         "contact_start (nc + 1,).");
     m.def(
         "cone_step",
-        [](const Model& model, const InArray& w, const InArray& dw, double tau) {
+        [](const Model& model, const InArray& w, const InArray& dw, double tau, bool stay_inside) {
           checked(w, model.n, "w");
           checked(dw, model.n, "dw");
-          return cone_step(model, w.data(), dw.data(), tau);
+          return cone_step(model, w.data(), dw.data(), tau, nullptr, stay_inside);
         },
-        nb::arg("model"), nb::arg("w"), nb::arg("dw"), nb::arg("tau"),
+        nb::arg("model"), nb::arg("w"), nb::arg("dw"), nb::arg("tau"), nb::arg("stay_inside") = false,
         "Largest step alpha <= 1 along dw keeping every cone variable of w (n,) inside its cone\n"
-        "(fraction to the boundary tau; at most 0.95 for second-order cones).");
+        "(fraction to the boundary tau; at most 0.95 for second-order cones). stay_inside: the\n"
+        "solver's safeguard for tiny cone vectors, whose step Dojo's absolute guards let leave the cone.");
     m.def(
         "complementarity_measure",
         [](const Model& model, const InArray& w) {

@@ -106,6 +106,9 @@ struct Data {
   // The Newton-matrix node (Model::body_node / joint_node / contact_node) whose diagonal
   // block had a zero or non-finite pivot when the last factorisation failed; -1 otherwise.
   int singular_node = -1;
+  // The iteration after which the interior point's recovery dropped Mehrotra's
+  // second-order term (interior_point.h); -1 when it did not.
+  int recovery_iteration = -1;
   std::vector<double> log;       // (max_iter + 1, kLogColumns) per-iteration record
   int log_rows = 0;
 };

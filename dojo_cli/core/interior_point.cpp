@@ -57,6 +57,14 @@ double soc_step(const double* x, const double* dx, double tau) {
   return gap > 0.0 ? std::min(1.0, tau / gap) : 1.0;
 }
 
+// x + a dx outside the second-order cone (on its boundary is not outside: Dojo's rule
+// takes a vector that must vanish, a frictionless contact's impulse cone, exactly to 0).
+bool leaves_cone(const double* x, const double* dx, double a) {
+  double y[3];
+  for (int i = 0; i < 3; ++i) y[i] = x[i] + a * dx[i];
+  return y[0] < 0.0 || jordan_det(y) < 0.0;
+}
+
 }  // namespace
 
 void scale_second_order_cones(const Model& m, Data& d, double* rn) {
@@ -147,7 +155,8 @@ double complementarity_measure(const Model& m, const double* w, const uint8_t* a
   return (total + soc) / std::max(degree, 1);
 }
 
-double cone_step(const Model& m, const double* w, const double* dw, double tau, const uint8_t* active) {
+double cone_step(const Model& m, const double* w, const double* dw, double tau, const uint8_t* active,
+                 bool stay_inside) {
   double alpha = orthant_step(m, w, dw, tau, active);
   const double tau_soc = std::min(tau, kSocFraction);
   const int ns = static_cast<int>(m.soc_contact.size());
@@ -159,7 +168,23 @@ double cone_step(const Model& m, const double* w, const double* dw, double tau, 
         x[i] = w[(*idx)[3 * k + i]];
         dx[i] = dw[(*idx)[3 * k + i]];
       }
-      alpha = std::min(alpha, soc_step(x, dx, tau_soc));
+      double a = soc_step(x, dx, tau_soc);
+      if (stay_inside && leaves_cone(x, dx, a)) {
+        // Dojo's rule has absolute guards (kSocJFloor, kSocEps) that swamp the Jordan
+        // determinant of a cone vector of size ~1e-7 (a sticking contact's slip cone at
+        // kappa ~ 1e-8, det ~ 1e-15 < kSocEps): the step it returns can then leave the
+        // cone, after which the scaling and the linearisation are meaningless and the
+        // solve stalls (seen: the twister dropped straight). The same rule on x / x0,
+        // dx / x0 is scale-invariant (its guards become relative). Only taken when Dojo's
+        // step would leave the cone, which no built-in scene's iterate does.
+        const double x0 = x[0];
+        for (int i = 0; i < 3; ++i) {
+          x[i] /= x0;
+          dx[i] /= x0;
+        }
+        a = soc_step(x, dx, tau_soc);
+      }
+      alpha = std::min(alpha, a);
     }
   }
   return alpha;
@@ -176,7 +201,9 @@ SolverStatus interior_point(const Model& m, Data& d, const SolverOptions& opts) 
   for (size_t k = 0; k < m.soc_contact.size(); ++k)
     if (active[m.soc_contact[k]]) d.target[m.soc_s[3 * k]] = 1.0;
   double undercut = opts.undercut;
-  int no_progress = 0, short_steps = 0;
+  int no_progress = 0, short_steps = 0, stalls = 0;
+  bool recovering = false;  // Mehrotra's second-order term dropped (kStallsBeforeRecovery)
+  d.recovery_iteration = -1;
   bool line_search_failed = false;
   step_residual(m, d, d.w.data(), d.r.data());
   double rvio, bvio;
@@ -210,10 +237,13 @@ SolverStatus interior_point(const Model& m, Data& d, const SolverOptions& opts) 
     if (centering) sigma = 1.0;
     const double kappa = std::max(sigma * nu, opts.btol / undercut);
 
-    // 4. corrector: target kappa plus the affine second-order term (scaled for SOCs)
+    // 4. corrector: target kappa plus the affine second-order term (scaled for SOCs),
+    // which the recovery drops (kStallsBeforeRecovery)
     for (int i = 0; i < n; ++i) d.rhs[i] -= kappa * d.target[i];
-    for (size_t i = 0; i < m.orthant_s.size(); ++i) d.rhs[m.orthant_s[i]] += d.d_aff[m.orthant_s[i]] * d.d_aff[m.orthant_g[i]];
-    for (size_t k = 0; k < m.soc_contact.size(); ++k) {
+    const size_t n_orthant = recovering ? 0 : m.orthant_s.size();
+    const size_t n_soc = recovering ? 0 : m.soc_contact.size();
+    for (size_t i = 0; i < n_orthant; ++i) d.rhs[m.orthant_s[i]] += d.d_aff[m.orthant_s[i]] * d.d_aff[m.orthant_g[i]];
+    for (size_t k = 0; k < n_soc; ++k) {
       if (!active[m.soc_contact[k]]) continue;
       double ds[3], dz[3], sds[3], sdz[3], cp[3];
       for (int i = 0; i < 3; ++i) {
@@ -231,7 +261,7 @@ SolverStatus interior_point(const Model& m, Data& d, const SolverOptions& opts) 
     // 5. cone step length and backtracking
     const double viol = std::max(rvio, bvio);
     const double tau = std::max(kMinFraction, 1.0 - viol * viol);
-    double alpha = cone_step(m, d.w.data(), d.delta.data(), tau, active);
+    double alpha = cone_step(m, d.w.data(), d.delta.data(), tau, active, /*stay_inside=*/true);
     double rvio_c = 0.0, bvio_c = 0.0;
     line_search_failed = true;
     for (int ls = 0; ls < std::max(opts.max_ls, 1); ++ls) {
@@ -257,6 +287,10 @@ SolverStatus interior_point(const Model& m, Data& d, const SolverOptions& opts) 
     if (no_progress >= opts.no_progress_max) {
       undercut *= opts.no_progress_undercut;
       no_progress = 0;
+      if (!recovering && ++stalls >= kStallsBeforeRecovery) {
+        recovering = true;
+        d.recovery_iteration = it + 1;
+      }
     }
     if (d.log_rows * kLogColumns < static_cast<int>(d.log.size())) {
       double* line = &d.log[kLogColumns * d.log_rows++];

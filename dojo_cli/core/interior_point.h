@@ -24,7 +24,20 @@
 //    an unconverged violation, undercut *= no_progress_undercut.
 // Beyond Dojo: second-order cones are linearised in Nesterov-Todd scaled form (the raw
 // linearisation can drive a cone variable onto its boundary and jam), and after a step
-// cut short by a cone boundary one pure centering step (sigma = 1) follows.
+// cut short by a cone boundary one pure centering step (sigma = 1) follows. Two
+// safeguards that no built-in scene triggers (their paths are Dojo's):
+// - a second-order-cone step that would leave the cone (Dojo's absolute guards swamp a
+//   cone vector of size ~1e-7) is recomputed scale-invariantly (cone_step);
+// - recovery: after the no-progress bookkeeping of step 6 has fired
+//   kStallsBeforeRecovery times, the corrector drops Mehrotra's second-order term for
+//   the rest of the solve (sigma keeps Mehrotra's rule). Near a nearly singular Newton
+//   matrix (a contact at the switch between sticking and sliding, several collinear
+//   sliding contacts sharing a load the equations do not fix) the affine direction is
+//   blown up along the near-null direction and its second-order term, quadratic in it,
+//   dominates the right-hand side: the corrected step is cut to alpha ~ 1e-5 by the
+//   cones, or wanders without progress (Mehrotra 1992 has no such safeguard; Wright,
+//   Primal-Dual Interior-Point Methods, 1997, ch. 10, notes the corrector can spoil the
+//   step and practical codes fall back to the plain centred direction).
 // Converged when rvio < rtol and bvio < btol (raw products, kappa not subtracted).
 #pragma once
 
@@ -43,6 +56,10 @@ constexpr double kSocFraction = 0.95;
 // next iteration centres (sigma = 1), once.
 constexpr double kShortStep = 0.1;
 constexpr int kShortStepsBeforeCentering = 1;
+// No-progress events (each: no_progress_max iterations without a 20 % decrease, step 6)
+// before the recovery drops the second-order term. One event happens in a few steps of
+// the built-in box (which then converges on its own), two in none of them.
+constexpr int kStallsBeforeRecovery = 2;
 // A violation must shrink by this factor to count as progress (Dojo: 20 %).
 constexpr double kProgressFactor = 0.8;
 // Guards of the second-order-cone step length (CVXOPT 8.2 as in Dojo).
@@ -68,8 +85,14 @@ void violations(const Model& m, const double* r, double& rvio, double& bvio);
 // cones are left out of the sum and of the degree.
 double complementarity_measure(const Model& m, const double* w, const uint8_t* active = nullptr);
 
-// Largest step keeping every cone variable strictly inside its cone (active: as above).
-double cone_step(const Model& m, const double* w, const double* dw, double tau, const uint8_t* active = nullptr);
+// Largest step keeping every cone variable strictly inside its cone, by Dojo's rules
+// (orthant: fraction tau of the way to the boundary; second-order cone: CVXOPT 8.2 with
+// Dojo's absolute guards). stay_inside: a second-order-cone step that those guards let
+// leave the cone is recomputed scale-invariantly (the step the iterate takes; the affine
+// step length, which only sets sigma, keeps Dojo's rule). active: the contacts in the solve
+// (as above; null: all).
+double cone_step(const Model& m, const double* w, const double* dw, double tau, const uint8_t* active = nullptr,
+                 bool stay_inside = false);
 
 // Nesterov-Todd scaled linearisation of the second-order cones at d.w: the residual
 // rows cone_product(gamma, s) (in rn) become lambda o lambda and their Newton rows (in

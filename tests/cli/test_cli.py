@@ -380,8 +380,8 @@ def test_control_characters_in_messages_are_escaped(tmp_path):
 
 
 # A box resting on four frictionless corners with the nonlinear (cone) model: mu = 0 makes
-# each cone's raw rows degenerate, so the Newton matrix at the solution (the gradients') is
-# exactly singular, and the running solve meets it at the landing of the `box` scene.
+# each cone's raw rows degenerate (the impulse cone ends exactly at its apex), so the Newton
+# matrix at the solution (the gradients') is exactly singular.
 FRICTIONLESS_BOX = """\
 format: 1
 name: frictionless
@@ -409,8 +409,10 @@ def test_singular_matrix_is_a_failed_step_naming_its_block(tmp_path):
     run = read_storage(out)
     assert run.status == "complete_with_failures" and run.steps_completed == 5
     assert set(np.asarray(run.solver["status"]).astype(str)) == {"singular_matrix"}
-    # the run itself (no gradients asked) converges; the landing of `box` meets the
-    # singular matrix inside the solve
+    # the run itself (no gradients asked) converges. The landing of `box` with one
+    # frictionless corner met a singular matrix inside the solve: Dojo's cone step had
+    # taken that corner's impulse cone out of the cone (issue 12 item 7a); the solver's
+    # step stays inside (interior_point.h), and every step converges
     assert invoke("simulate", write(tmp_path, FRICTIONLESS_BOX), "-o", tmp_path / "t.h5").exit_code == 0
     res = invoke("simulate", "box", "-o", tmp_path / "b.h5", "--set", "contacts.0.friction=0")
-    assert res.exit_code == 4 and "the Newton matrix is singular" in res.stderr and "contact 'corner_ppp'" in res.stderr
+    assert res.exit_code == 0 and "all steps converged" in res.output, res.output + res.stderr
