@@ -58,6 +58,8 @@ COMMANDS = (
                  "Replay a run in meshcat in the browser (until Ctrl-C), or write it as a standalone HTML page (--html)."),
     CommandEntry("import-urdf", "dojo_cli.cli.urdf_command:import_urdf",
                  "Import a URDF as an editable scene: bodies at their centres of mass, joints with limits and dampers, contacts."),
+    CommandEntry("sweep", "dojo_cli.cli.sweep_command:sweep",
+                 "Run a scene over a grid of parameters (locally or on Dask) and summarize the runs."),
     CommandEntry("info", "dojo_cli.cli.info_command:info",
                  "Status, steps, wall time, overrides and final state of a run; --get EXPR prints one number."),
     CommandEntry("step", "dojo_cli.cli.gradient_commands:step_command",
