@@ -133,7 +133,7 @@ def _simulate(task: RunTask, stop: Callable[[], bool] | None, row: dict[str, Any
 
     with writer:
         run(mech, steps, writer, controller=mech.controller, opts=opts, external=mech.external, progress=progress)
-    stored = read_storage(task.output)
+    stored = read_storage(task.output, probe=False)  # (our own file, just finished: no need to fork a probe)
     row["status"] = stored.status
     row["failed_steps"] = int(stored.attrs.get("failed_steps", 0))
     row["wall_time"] = float(stored.attrs.get("wall_time", float("nan")))
