@@ -68,9 +68,18 @@ def builtin_scene_names() -> list[str]:
     )
 
 
+def unknown_scene_message(name: str) -> str:
+    """What to say of a scene that is neither a file nor a built-in: the close built-in names
+    (a misspelling: "did you mean 'pendulum'?"), else every built-in name."""
+    names = builtin_scene_names()
+    close = difflib.get_close_matches(name, names, n=3, cutoff=0.6)
+    if close:
+        return f"no such scene file or built-in scene {name!r}; did you mean {' or '.join(repr(c) for c in close)}?"
+    return f"no such scene file or built-in scene {name!r} (built-in: {', '.join(names) or 'none'})"
+
+
 def _unknown_scene(name: str) -> SceneError:
-    listed = ", ".join(builtin_scene_names()) or "none"
-    return SceneError(Problem(name, None, "", f"no such scene file or built-in scene {name!r} (built-in: {listed})"))
+    return SceneError(Problem(name, None, "", unknown_scene_message(name)))
 
 
 def builtin_scene_path(name: str) -> Path:

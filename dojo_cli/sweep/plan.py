@@ -124,7 +124,7 @@ def load_sweep(path: str | os.PathLike) -> SweepPlan:
         SceneError: the file cannot be read, or a key, value, scene, preset or metric is
             invalid; one problem per issue, each with the file, line and key (exit code 2).
     """
-    from dojo_cli.scene.loader import builtin_scene_names, read_yaml_file
+    from dojo_cli.scene.loader import builtin_scene_names, read_yaml_file, unknown_scene_message
     from dojo_cli.scene.presets import read_preset
 
     file = os.fspath(path)
@@ -149,7 +149,7 @@ def load_sweep(path: str | os.PathLike) -> SweepPlan:
         elif scene in builtin_scene_names():
             scene_ref = scene
         else:
-            r.problem("scene", f"no such scene file or built-in scene {scene!r}")
+            r.problem("scene", unknown_scene_message(scene))
 
     configs: list[Path] = []
     raw_configs = data.get("config")

@@ -91,3 +91,12 @@ def test_override_items_keep_their_origin_in_no_such_field():
     with pytest.raises(SceneError) as err:
         load_scene_spec("pendulum", [Override("joints.nope.spring", 1.0, "p.yaml", 4)])
     assert err.value.lines()[0].startswith("p.yaml:4: joints.nope.spring: no such field")
+
+
+def test_misspelt_scene_name_suggests_the_close_ones():
+    with pytest.raises(SceneError) as err:
+        load_scene_spec("sliding_bx")
+    assert err.value.lines() == ["sliding_bx: no such scene file or built-in scene 'sliding_bx'; did you mean 'sliding_box'?"]
+    with pytest.raises(SceneError) as err:
+        load_scene_spec("xyzzy")
+    assert "(built-in: ball_on_ball, " in err.value.lines()[0], "nothing close: every name"

@@ -55,7 +55,7 @@ def test_no_axes_is_one_run(tmp_path):
 def test_problems_name_file_line_and_key(tmp_path):
     with pytest.raises(SceneError) as err:
         plan_of(tmp_path, """\
-scene: no_such_scene
+scene: pendulm
 grid:
   bodies.0.mass: 3
   joints.0.damper: {linspace: [0, 1, 0]}
@@ -67,7 +67,8 @@ colour: red
     path = tmp_path / "sweep.yaml"
     assert err.value.lines() == [
         f"{path}:8: colour: unknown key (known: scene, config, set, grid, zip, random, metrics, output)",
-        f"{path}:1: scene: no such scene file or built-in scene 'no_such_scene'",
+        f"{path}:1: scene: no such scene file or built-in scene 'pendulm'; did you mean 'pendulum' or 'npendulum' or "
+        "'pendulum_limit'?",
         f"{path}:3: grid.bodies.0.mass: a list of values or one of {{linspace: [...]}}, {{logspace: [...]}}, "
         "{geomspace: [...]}, {arange: [...]}, got 3",
         f"{path}:4: grid.joints.0.damper.linspace: [start, stop, num] with an integer num from 1 to 1,000,000, got [0, 1, 0]",
