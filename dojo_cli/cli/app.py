@@ -27,6 +27,7 @@ from typer.core import TyperCommand, TyperGroup
 
 from dojo_cli import __version__
 from dojo_cli.cli import signals
+from dojo_cli.cli.arguments import set_command_line
 
 
 class CommandEntry(NamedTuple):
@@ -57,6 +58,10 @@ COMMANDS = (
                  "Replay a run in meshcat in the browser (until Ctrl-C), or write it as a standalone HTML page (--html)."),
     CommandEntry("import-urdf", "dojo_cli.cli.urdf_command:import_urdf",
                  "Import a URDF as an editable scene: bodies at their centres of mass, joints with limits and dampers, contacts."),
+    CommandEntry("sweep", "dojo_cli.cli.sweep_command:sweep",
+                 "Run a scene over a grid of parameters (locally or on Dask) and summarize the runs."),
+    CommandEntry("info", "dojo_cli.cli.info_command:info",
+                 "Status, steps, wall time, overrides and final state of a run; --get EXPR prints one number."),
     CommandEntry("step", "dojo_cli.cli.gradient_commands:step_command",
                  "One step of a scene: print or write the next state and the solver's record."),
     CommandEntry("gradients", "dojo_cli.cli.gradient_commands:gradients_command",
@@ -69,8 +74,13 @@ COMMANDS = (
 def load_command(entry: CommandEntry) -> TyperCommand:
     """Import the entry's module and build its command, as ``@app.command(name)`` would."""
     module, _, function = entry.target.partition(":")
+    target = getattr(importlib.import_module(module), function)
+    if isinstance(target, typer.Typer):  # a command with subcommands (dojo sweep, dojo sweep summarize)
+        group = typer.main.get_group(target)
+        group.name = entry.name
+        return group
     single = typer.Typer(add_completion=False)
-    single.command(entry.name)(getattr(importlib.import_module(module), function))
+    single.command(entry.name)(target)
     return typer.main.get_command(single)
 
 
@@ -109,9 +119,10 @@ class LazyGroup(TyperGroup):
     # imported, or before the command handles signals itself: one line and exit 128 + the
     # signal (typer's own handling of KeyboardInterrupt exits 130 without a word). These
     # two calls are all typer runs.
-    def make_context(self, *args, **kwargs):
+    def make_context(self, info_name, args, *rest, **kwargs):
+        set_command_line(["dojo", *args])  # what runs record (storage attribute command_line)
         with _interrupt_is_one_line():
-            return super().make_context(*args, **kwargs)
+            return super().make_context(info_name, args, *rest, **kwargs)
 
     def invoke(self, ctx):
         with _interrupt_is_one_line():

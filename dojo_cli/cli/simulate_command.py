@@ -15,7 +15,10 @@ from typing import Annotated, Optional
 import typer
 
 from dojo_cli import __version__
-from dojo_cli.cli.arguments import SceneArg, SetOpt, load_scene_arguments
+from dojo_cli.cli.arguments import (
+    ConfigOpt, SceneArg, SetOpt, command_line, default_output, load_scene_spec_and_mechanism, make_parent_folder,
+    scene_overrides,
+)
 from dojo_cli.cli.reporting import echo_err, reports_errors
 from dojo_cli.simulation.step import singular_message
 from dojo_cli.cli.signals import signal_number, stop_requests
@@ -42,10 +45,11 @@ FLUSH_SECONDS = 0.1
 @reports_errors
 def simulate(
     scene: SceneArg,
-    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Storage file to write (default: <scene name>.h5).")] = None,
+    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Storage file to write (default: outputs/<scene>.h5, or the first free outputs/<scene>-2.h5, ...; folders are created).")] = None,
     steps: Annotated[Optional[int], typer.Option("--steps", help="Number of steps (overrides the scene).", min=1)] = None,
     duration: Annotated[Optional[float], typer.Option("--duration", help="Simulated time in s (overrides the scene).")] = None,
     overrides: SetOpt = None,
+    configs: ConfigOpt = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar and no summary.")] = False,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Print the solver's iterations.")] = False,
     abort_on_failure: Annotated[bool, typer.Option("--abort-on-failure", help="Stop at the first step the solver fails (exit code 1).")] = False,
@@ -70,7 +74,8 @@ def simulate(
             raise InputError(f"--gradients-wrt: {exc}") from None
     if integrator is not None and integrator not in ("variational", "rk4"):
         raise InputError(f"--integrator: {integrator!r} is not an integrator (variational, rk4)")
-    spec, mech = load_scene_arguments(scene, overrides)
+    items = scene_overrides(overrides, configs)
+    spec, mech = load_scene_spec_and_mechanism(scene, items)
     if integrator is not None and integrator != spec.integrator:
         spec = spec.model_copy(update={"integrator": integrator})
     use_rk4 = spec.integrator == "rk4"
@@ -93,9 +98,10 @@ def simulate(
         n = int(math.ceil(n - 1e-9))
     if n > MAX_STEPS:
         raise InputError(f"--steps: {n} steps, more than {MAX_STEPS:.0e}")
-    out = output if output is not None else Path(f"{spec.name}.h5")
+    out = output if output is not None else default_output(scene, overwrite=force)
     if out.exists() and not force:
         raise StorageError(f"{out}: already exists (use --force to overwrite)")
+    make_parent_folder(out)
     opts = mech.default_options.replace(verbose=verbose)
     log = _iteration_logger() if verbose else None
 
@@ -128,6 +134,8 @@ def simulate(
                 stop_requested=lambda: stop.signum is not None,  # a stop skips the final compression
                 extra_attrs={"contact_names": [c.name for c in mech.contacts]} if mech.nc else None,
                 dataset_attrs=gradient_dataset_attrs(mech, wrt) if wrt is not None else None,
+                overrides={item.path: item.value for item in items},
+                command_line=command_line(),
             )
             with writer:
                 progress = _progress(n, quiet)

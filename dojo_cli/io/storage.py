@@ -32,8 +32,11 @@ Root attributes: ``format = "dojo-storage"``, ``format_version = 1``, ``dojo_cli
 an infinite option (``undercut: .inf``) appears as ``Infinity``, which Python (and the lenient
 modes of most JSON readers) read back as a float. Extensions: ``finished`` (ISO 8601, UTC, set
 by ``finish``), ``status_message`` (why a run stopped, when known), ``failed_steps``,
-``first_failed_step``, and the caller's ``extra_attrs`` (dicts and lists of non-numbers stored
-as JSON, decoded by ``read_storage``).
+``first_failed_step``, the provenance of the run (``scene_hash``: SHA-256 of ``scene``, hex;
+``overrides``: JSON object {path: value} of the ``--config`` and ``--set`` values in the order
+applied; ``command_line``: the command as given; ``wall_time``: seconds from the file's
+creation to its final status), and the caller's ``extra_attrs`` (dicts and lists of
+non-numbers stored as JSON, decoded by ``read_storage``).
 
 Velocities. Root attribute ``velocities = "knot"``: ``v``, ``omega`` and ``minimal/v`` are
 velocities at the knot times t_k, from the discrete Legendre transform at q_k (the average
@@ -110,6 +113,7 @@ from __future__ import annotations
 
 import errno
 import faulthandler
+import hashlib
 import io
 import json
 import math
@@ -218,6 +222,10 @@ _RESERVED_ATTRS = frozenset(
         "finished",
         "status_message",
         "velocities",
+        "scene_hash",
+        "overrides",
+        "command_line",
+        "wall_time",
     }
 )
 _REQUIRED_ATTRS = ("format_version", "scene", "timestep", "status", "steps_completed")
@@ -228,6 +236,11 @@ class NotStorageFileError(StorageError):
     file): the user named the wrong file, so invalid input (exit code 2), not an I/O error."""
 
     exit_code = 2
+
+
+def scene_hash(scene_yaml: str) -> str:
+    """The ``scene_hash`` attribute: SHA-256 (hex) of the resolved scene's YAML text."""
+    return hashlib.sha256(scene_yaml.encode("utf-8")).hexdigest()
 
 
 def _utc_now() -> str:
@@ -398,6 +411,28 @@ def _flock_exclusive(fd: int, path: Path) -> None:
         time_module.sleep(0.05)
 
 
+def stored_status(path: str | os.PathLike) -> str | None:
+    """The ``status`` attribute of a storage file, read cheaply (no validation: a resumed
+    sweep's look at the runs it has), or None when there is no readable storage file there.
+    A ``running`` file is ``running`` whether its writer lives or died."""
+    p = Path(path)
+    try:
+        if not p.is_file() or p.stat().st_size < len(_HDF5_SIGNATURE):
+            return None
+        with open(p, "rb") as stream:
+            if stream.read(len(_HDF5_SIGNATURE)) != _HDF5_SIGNATURE:
+                return None
+        with h5py.File(p, "r", locking=False) as f:
+            if f.attrs.get("format") not in (FORMAT_NAME, FORMAT_NAME.encode()):
+                return None
+            status = f.attrs.get("status")
+    except Exception:  # noqa: BLE001 - any failure to read means: no usable file
+        return None
+    if isinstance(status, bytes):
+        status = status.decode("utf-8", "replace")
+    return status if status in STATUSES else None
+
+
 def being_written(path: str | os.PathLike) -> bool:
     """Whether a process holds ``path``'s writer lock (a run still being written).
 
@@ -477,6 +512,9 @@ class StorageWriter:
         stop_requested: called between the blocks of the compaction; True skips the rest
             of it (the file stays complete, uncompressed): a stop signal during a long
             compaction need not wait for it.
+        overrides: {path: value} the scene was given on top of its file (``--config``,
+            ``--set``, a sweep's axes), stored as the JSON attribute ``overrides``.
+        command_line: the command that made the run, stored as ``command_line``.
 
     Raises:
         StorageError: the file cannot be created, exists (``overwrite`` False) or another
@@ -508,6 +546,8 @@ class StorageWriter:
         compact: bool = True,
         stop_requested: Callable[[], bool] | None = None,
         input_names: list[str] | None = None,
+        overrides: dict | None = None,
+        command_line: str | None = None,
     ) -> None:
         if int(flush_every) < 1:
             raise ValueError(f"flush_every must be >= 1, got {flush_every}")
@@ -526,6 +566,7 @@ class StorageWriter:
         self.compacted = False  # whether finish compressed the file
         self.compaction_note: str | None = None  # why it did not, when it tried
         self._last_flush = time_module.monotonic()
+        self._created = time_module.perf_counter()  # wall_time counts from here
         self.nb = len(body_names)
         self.nq = len(minimal_q_names)
         self.nv = len(minimal_v_names)
@@ -596,6 +637,10 @@ class StorageWriter:
             f.attrs["steps_completed"] = 0
             f.attrs["created"] = _utc_now()
             f.attrs[VELOCITIES_ATTR] = KNOT if knot_velocities else MIDPOINT
+            f.attrs["scene_hash"] = scene_hash(str(scene_yaml))
+            f.attrs["overrides"] = json.dumps(dict(overrides or {}), default=_json_default)
+            if command_line is not None:
+                f.attrs["command_line"] = str(command_line)
             for key, value in (extra_attrs or {}).items():
                 f.attrs[key] = _encode_attr(value)
 
@@ -987,6 +1032,7 @@ class StorageWriter:
         f = self._file
         f.attrs["status"] = status
         f.attrs["finished"] = _utc_now()
+        f.attrs["wall_time"] = time_module.perf_counter() - self._created
         if message:
             f.attrs["status_message"] = str(message)
         f.flush()
@@ -1491,7 +1537,7 @@ def _names(dataset: h5py.Dataset) -> list[str] | None:
     return out
 
 
-def read_storage(path: str | os.PathLike, gradients: bool = False) -> StoredRun:
+def read_storage(path: str | os.PathLike, gradients: bool = False, probe: bool = True) -> StoredRun:
     """Read and validate a storage file, whatever its status.
 
     A ``running`` file (a writer still at work, or one that was killed) is trimmed to the
@@ -1499,7 +1545,10 @@ def read_storage(path: str | os.PathLike, gradients: bool = False) -> StoredRun:
     ``steps_completed`` steps in every per-step dataset. Per-step Jacobians
     (``gradients/...`` datasets of ``dojo simulate --gradients``, (T, 12 nb, 12 nb) each,
     large) are read into ``extras`` only with ``gradients=True``; ``read_gradient_rows``
-    reads the rows of a few steps.
+    reads the rows of a few steps. ``probe=False`` skips the walk of the file's structure in
+    a child process (about 20 ms, a fork): for a file this process has just written and
+    finished itself (a sweep's run reading its own file back), never for a file from
+    elsewhere.
 
     Raises:
         NotStorageFileError: a well-formed HDF5 file that is not a dojo storage file (exit 2).
@@ -1508,7 +1557,7 @@ def read_storage(path: str | os.PathLike, gradients: bool = False) -> StoredRun:
             disagree, a non-finite state in a ``complete`` run), or of a newer format
             version; the message names the file and what is wrong.
     """
-    return _read_storage(path, gradients, probe=True)
+    return _read_storage(path, gradients, probe=probe)
 
 
 def _read_storage(path: str | os.PathLike, gradients: bool, probe: bool) -> StoredRun:
@@ -1900,7 +1949,12 @@ def _attributes(f: h5py.File, label: str) -> dict[str, Any]:
     for name in ("failed_steps", "first_failed_step"):
         if name in attrs and (not _is_int(attrs[name]) or attrs[name] < -1):
             raise _Damaged(f"attribute {name!r} is {shown(attrs[name])}, expected an integer")
-    for name in ("scene_name", "integrator", "dojo_cli_version", "created", "finished", "status_message"):
+    if "overrides" in attrs and not isinstance(attrs["overrides"], dict):
+        raise _Damaged(f"attribute 'overrides' is {shown(attrs['overrides'])}, expected a JSON object")
+    if "wall_time" in attrs and (not _is_real(attrs["wall_time"]) or not attrs["wall_time"] >= 0):
+        raise _Damaged(f"attribute 'wall_time' is {shown(attrs['wall_time'])}, expected seconds >= 0")
+    for name in ("scene_name", "integrator", "dojo_cli_version", "created", "finished", "status_message",
+                 "scene_hash", "command_line"):
         if name in attrs and not isinstance(attrs[name], str):
             raise _Damaged(f"attribute {name!r} is {shown(attrs[name])}, expected text")
     if "gravity" in attrs:

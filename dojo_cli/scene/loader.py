@@ -26,7 +26,7 @@ from pydantic import ValidationError
 from pydantic_core import ErrorDetails
 
 from dojo_cli.errors import Problem, SceneError
-from dojo_cli.scene.overrides import apply_overrides_with_paths
+from dojo_cli.scene.overrides import apply_override_items
 from dojo_cli.scene.schema import SPEC_MODELS, UNION_TAGS, SceneSource, SceneSpec, SpecProblems, value_text
 from dojo_cli.scene.urdf_scene import expand_urdf_scene, is_urdf_scene, unavailable_reason
 
@@ -68,9 +68,18 @@ def builtin_scene_names() -> list[str]:
     )
 
 
+def unknown_scene_message(name: str) -> str:
+    """What to say of a scene that is neither a file nor a built-in: the close built-in names
+    (a misspelling: "did you mean 'pendulum'?"), else every built-in name."""
+    names = builtin_scene_names()
+    close = difflib.get_close_matches(name, names, n=3, cutoff=0.6)
+    if close:
+        return f"no such scene file or built-in scene {name!r}; did you mean {' or '.join(repr(c) for c in close)}?"
+    return f"no such scene file or built-in scene {name!r} (built-in: {', '.join(names) or 'none'})"
+
+
 def _unknown_scene(name: str) -> SceneError:
-    listed = ", ".join(builtin_scene_names()) or "none"
-    return SceneError(Problem(name, None, "", f"no such scene file or built-in scene {name!r} (built-in: {listed})"))
+    return SceneError(Problem(name, None, "", unknown_scene_message(name)))
 
 
 def builtin_scene_path(name: str) -> Path:
@@ -284,14 +293,16 @@ def _validate(
     if is_urdf_scene(data):
         data, source = expand_urdf_scene(data, source)
     if overrides:
-        data, overridden = apply_overrides_with_paths(data, overrides)
-        source = replace(source, overrides=overridden)
+        data, overridden, origins = apply_override_items(data, overrides)
+        source = replace(source, overrides=overridden, override_origins=origins)
     try:
         spec = SceneSpec.model_validate(data)
     except ValidationError as exc:
         problems = [problem for error in exc.errors() for problem in _problems(error, data, source)]
         # overrides (no line) first, then in file order; stable within a line
         problems.sort(key=lambda p: (p.line is not None, p.line or 0))
+        # once each: a wildcard override (contacts.*.friction) sets, and breaks, several fields alike
+        problems = list({str(p): p for p in problems}.values())
         raise SceneError(problems) from None
     return spec.with_source(source)
 
@@ -456,6 +467,23 @@ def _character_message(exc: yaml.reader.ReaderError) -> str:
     character = exc.character
     code = character if isinstance(character, int) else ord(character)
     return f"character U+{code:04X} ({chr(code)!r}) is not allowed in YAML (control characters and NUL are not)"
+
+
+def read_yaml_file(path: str | os.PathLike, file: str | None = None) -> tuple[Any, dict[str, int]]:
+    """Plain data and {field path: line} of a YAML file other than a scene (a preset, a
+    sweep file), read with a scene file's limits and checks.
+
+    Raises:
+        SceneError: unreadable, too large, not UTF-8, malformed YAML, YAML beyond the
+            limits, or a key given twice; each problem names ``file`` (default: the path).
+    """
+    file = os.fspath(path) if file is None else file
+    p = Path(path)
+    if p.is_dir():
+        raise SceneError(Problem(file, None, "", "cannot read the file: it is a directory"))
+    if not p.exists():
+        raise SceneError(Problem(file, None, "", "no such file"))
+    return _parse_yaml(_read_scene_file(p, file), file)
 
 
 def _parse_yaml(text: str, file: str) -> tuple[Any, dict[str, int]]:

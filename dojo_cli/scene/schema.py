@@ -1081,12 +1081,15 @@ class SceneSource:
         lines: dotted field path -> 1-based line of that field in ``file``.
         overrides: field paths set by overrides, in index form
             (``joints.0.spring``) -> as the user wrote them (``joints.hinge.spring``).
+        override_origins: the same paths -> (file, line) the override was written at
+            (``--set``, None unless it came from a preset file: ``--config``).
     """
 
     file: str = "<scene>"
     base_dir: Path | None = None
     lines: Mapping[str, int] = field(default_factory=dict)
     overrides: Mapping[str, str] = field(default_factory=dict)
+    override_origins: Mapping[str, tuple[str, int | None]] = field(default_factory=dict)
 
     def line(self, path: str) -> int | None:
         """Line of a field, or of its closest enclosing field that is in the file."""
@@ -1101,7 +1104,8 @@ class SceneSource:
         matches = [key for key in self.overrides if path == key or path.startswith(key + ".")]
         if matches:
             key = max(matches, key=len)
-            return Problem(OVERRIDE_FILE, None, self.overrides[key] + path[len(key) :], message)
+            file, line = self.override_origins.get(key, (OVERRIDE_FILE, None))
+            return Problem(file, line, self.overrides[key] + path[len(key) :], message)
         return Problem(self.file, self.line(path), path, message)
 
 

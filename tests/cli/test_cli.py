@@ -89,7 +89,32 @@ def test_simulate_duration_and_default_output(tmp_path, monkeypatch):
     res = invoke("simulate", scene, "--duration", 0.1, "--quiet")
     assert res.exit_code == 0, res.output
     assert res.stdout == "", "--quiet prints nothing"
-    assert read_storage(tmp_path / "test_pendulum.h5").steps_completed == 10
+    # the scene file's stem, in outputs/ (created)
+    assert read_storage(tmp_path / "outputs" / "scene.h5").steps_completed == 10
+
+
+def test_default_output_never_overwrites(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    first = invoke("simulate", "pendulum", "--steps", 3)
+    assert first.exit_code == 0, first.output
+    assert first.stdout.startswith("wrote outputs/pendulum.h5:"), first.stdout
+    created = read_storage(tmp_path / "outputs" / "pendulum.h5").attrs["created"]
+    second = invoke("simulate", "pendulum", "--steps", 4)
+    assert second.exit_code == 0, second.output
+    assert second.stdout.startswith("wrote outputs/pendulum-2.h5:"), "a new name, printed"
+    assert read_storage(tmp_path / "outputs" / "pendulum.h5").attrs["created"] == created, "the first file untouched"
+    assert read_storage(tmp_path / "outputs" / "pendulum-2.h5").steps_completed == 4
+    third = invoke("simulate", "pendulum", "--steps", 5, "--force", "-q")
+    assert third.exit_code == 0, third.output
+    assert read_storage(tmp_path / "outputs" / "pendulum.h5").steps_completed == 5, "--force: the first name, rewritten"
+    assert not (tmp_path / "outputs" / "pendulum-3.h5").exists()
+
+
+def test_output_folders_are_created(tmp_path):
+    out = tmp_path / "a" / "b" / "run.h5"
+    res = invoke("simulate", "pendulum", "--steps", 2, "-o", out, "-q")
+    assert res.exit_code == 0, res.output
+    assert read_storage(out).steps_completed == 2
 
 
 def test_simulate_scene_steps_used(tmp_path):
@@ -122,10 +147,11 @@ def test_existing_output_needs_force(tmp_path):
 
 
 def test_unwritable_output_is_io_error(tmp_path):
-    out = tmp_path / "missing" / "run.h5"
+    (tmp_path / "a_file").write_text("not a folder")
+    out = tmp_path / "a_file" / "run.h5"  # (a missing folder is created; one under a file cannot be)
     res = invoke("simulate", "pendulum", "-o", out, "--steps", 2)
     assert res.exit_code == 3, res.output
-    assert str(out) in res.stderr and "Traceback" not in res.output
+    assert str(out) in res.stderr and "cannot create the folder" in res.stderr and "Traceback" not in res.output
     assert not out.exists()
 
 
