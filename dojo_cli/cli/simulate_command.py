@@ -8,13 +8,11 @@ from __future__ import annotations
 import math
 import signal
 import sys
-from functools import partial
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 
-from dojo_cli import __version__
 from dojo_cli.cli.arguments import (
     ConfigOpt, SceneArg, SetOpt, command_line, default_output, load_scene_spec_and_mechanism, make_parent_folder,
     scene_overrides,
@@ -23,16 +21,11 @@ from dojo_cli.cli.reporting import echo_err, reports_errors
 from dojo_cli.simulation.step import singular_message
 from dojo_cli.cli.signals import signal_number, stop_requests
 from dojo_cli.errors import InputError, SolverError, StorageError
-from dojo_cli.io.storage import StorageWriter
-from dojo_cli.physics.energy import knot_velocities
-from dojo_cli.scene.loader import dump_scene
+from dojo_cli.io.runs import run_scene, run_writer
 from dojo_cli.scene.schema import MAX_STEPS
-from dojo_cli.simulation.rk4_run import RK4_INTEGRATOR, knot_identity, run_rk4
-from dojo_cli.simulation.run import run
 
 # Every step was taken but some did not converge (docs/storage.md, status complete_with_failures).
 EXIT_COMPLETE_WITH_FAILURES = 4
-INTEGRATOR = "dojo-variational-midpoint"
 # A run writes its buffered steps to the file once this many seconds have passed since
 # the last write (checked after every block of steps): a killed process loses at most the
 # steps of the last FLUSH_SECONDS of computing, plus the block in progress (one step of a
@@ -112,30 +105,13 @@ def simulate(
         # finished (dojo_cli.cli.signals): a file never exists without its attributes, and
         # the run stops between whole blocks.
         with stop_requests() as stop:
-            writer = StorageWriter(
-                out,
-                scene_yaml=dump_scene(spec),
-                scene_name=spec.name,
-                timestep=h,
-                gravity=list(mech.gravity),
-                solver_options=opts.to_dict(),
-                integrator=RK4_INTEGRATOR if use_rk4 else INTEGRATOR,
-                body_names=[b.name for b in mech.bodies],
-                minimal_q_names=mech.coordinate_names(),
-                minimal_v_names=[f"{c}_dot" for c in mech.coordinate_names()],
-                input_dim=mech.nu,
-                input_names=mech.input_names(),
-                dojo_cli_version=__version__,
-                flush_every=1,  # (time decides: FLUSH_SECONDS)
-                # v, omega at t_k; v_mid, omega_mid (rk4: the velocities at t_k already)
-                knot_velocities=partial(knot_identity if use_rk4 else knot_velocities, mech),
-                flush_interval=FLUSH_SECONDS,
+            writer = run_writer(
+                spec, mech, out, opts=opts, flush_interval=FLUSH_SECONDS,
                 overwrite=force,  # (refused atomically if the file appeared since the check above)
                 stop_requested=lambda: stop.signum is not None,  # a stop skips the final compression
-                extra_attrs={"contact_names": [c.name for c in mech.contacts]} if mech.nc else None,
-                dataset_attrs=gradient_dataset_attrs(mech, wrt) if wrt is not None else None,
                 overrides={item.path: item.value for item in items},
                 command_line=command_line(),
+                dataset_attrs=gradient_dataset_attrs(mech, wrt) if wrt is not None else None,
             )
             with writer:
                 progress = _progress(n, quiet)
@@ -147,13 +123,8 @@ def simulate(
 
                 # (a signal that arrived while the file was being created is taken at the
                 # first block boundary, once the initial state is in the file)
-                if use_rk4:
-                    summary = run_rk4(mech, n, writer, controller=mech.controller, progress=advance)
-                else:
-                    summary = run(
-                        mech, n, writer, controller=mech.controller, opts=opts, external=mech.external,
-                        gradients=tuple(wrt or ()), abort_on_failure=abort_on_failure, log=log, progress=advance,
-                    )
+                summary = run_scene(spec, mech, n, writer, opts=opts, gradients=tuple(wrt or ()),
+                                    abort_on_failure=abort_on_failure, log=log, progress=advance)
     except StorageError:
         # the file cannot be created, another run is writing it, or a write failed (disk
         # full): the writer has finished the file and the message says what it keeps

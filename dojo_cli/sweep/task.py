@@ -14,16 +14,12 @@ import time
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import partial
 from pathlib import Path
 from typing import Any
 
-from dojo_cli import __version__
 from dojo_cli.errors import DojoError
 from dojo_cli.scene.overrides import Override
 
-# The integrator's name in the storage file (as `dojo simulate` writes it).
-INTEGRATOR = "dojo-variational-midpoint"
 # A run's buffered steps are written once this many seconds have passed since the last
 # write: a killed worker loses at most that much of a run, which a re-run redoes anyway
 # (`dojo simulate` writes every 0.1 s; 1 s keeps the writes, about 5 ms each, to 0.5 % of
@@ -85,11 +81,10 @@ def execute(task: RunTask, stop: Callable[[], bool] | None = None) -> dict[str, 
 
 
 def _simulate(task: RunTask, stop: Callable[[], bool] | None, row: dict[str, Any]) -> None:
-    from dojo_cli.io.storage import StorageWriter, read_storage
-    from dojo_cli.physics.energy import knot_velocities
+    from dojo_cli.io.runs import run_scene, run_writer
+    from dojo_cli.io.storage import read_storage
     from dojo_cli.scene.builder import build_mechanism
-    from dojo_cli.scene.loader import dump_scene, load_scene_spec
-    from dojo_cli.simulation.run import run
+    from dojo_cli.scene.loader import load_scene_spec
     from dojo_cli.sweep.metrics import RunData, metric_values
 
     spec = load_scene_spec(task.scene, list(task.overrides))
@@ -98,25 +93,10 @@ def _simulate(task: RunTask, stop: Callable[[], bool] | None, row: dict[str, Any
     if steps is None:
         raise DojoError(f"{task.scene}: the scene sets neither steps nor duration (set one in the sweep's set:)")
     opts = mech.default_options
-    writer = StorageWriter(
-        task.output,
-        scene_yaml=dump_scene(spec),
-        scene_name=spec.name,
-        timestep=mech.timestep,
-        gravity=list(mech.gravity),
-        solver_options=opts.to_dict(),
-        integrator=INTEGRATOR,
-        body_names=[b.name for b in mech.bodies],
-        minimal_q_names=mech.coordinate_names(),
-        minimal_v_names=[f"{c}_dot" for c in mech.coordinate_names()],
-        input_dim=mech.nf,
-        dojo_cli_version=__version__,
-        flush_every=1,
-        flush_interval=FLUSH_SECONDS,
-        knot_velocities=partial(knot_velocities, mech),
+    writer = run_writer(
+        spec, mech, task.output, opts=opts, flush_interval=FLUSH_SECONDS,
         overwrite=True,  # an interrupted or failed earlier try of this run is redone
         stop_requested=stop,
-        extra_attrs={"contact_names": [c.name for c in mech.contacts]} if mech.nc else None,
         overrides={item.path: item.value for item in task.overrides},
         command_line=task.command_line,
     )
@@ -132,7 +112,7 @@ def _simulate(task: RunTask, stop: Callable[[], bool] | None, row: dict[str, Any
                     raise StopSweep()
 
     with writer:
-        run(mech, steps, writer, controller=mech.controller, opts=opts, external=mech.external, progress=progress)
+        run_scene(spec, mech, steps, writer, opts=opts, progress=progress)
     stored = read_storage(task.output, probe=False)  # (our own file, just finished: no need to fork a probe)
     row["status"] = stored.status
     row["failed_steps"] = int(stored.attrs.get("failed_steps", 0))

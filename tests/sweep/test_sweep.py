@@ -230,3 +230,28 @@ def test_stopped_sweep_resumes_without_redoing_runs(tmp_path):
     assert all(r["status"] == "complete" for r in rows)
     for rid, when in created.items():
         assert read_storage(out / "runs" / f"{rid}.h5").attrs["created"] == when, f"run {rid} was done again"
+
+
+def test_sweep_runs_write_the_file_dojo_simulate_writes(tmp_path):
+    """A sweep task and `dojo simulate` share one run function (io/runs.py): same integrator
+    (an rk4 scene runs rk4), same datasets and names, same trajectory to the last bit."""
+    sweep = write(tmp_path, """\
+scene: pendulum
+set: {duration: 0.2, integrator: rk4}
+grid:
+  joints.0.damper: [0.0, 0.3]
+""")
+    res = invoke("sweep", sweep, "-o", tmp_path / "out", "--workers", 0)
+    assert res.exit_code == 0, res.output
+    names, rows = manifest.read_csv(tmp_path / "out" / "manifest.csv")
+    assert [r["status"] for r in rows] == ["complete", "complete"]
+    for row, damper in zip(rows, ("0.0", "0.3")):
+        swept = read_storage(tmp_path / "out" / row["file"])
+        ref = tmp_path / f"ref-{damper}.h5"
+        r = invoke("simulate", "pendulum", "-o", ref, "-q", "--set", "duration=0.2", "--set", "integrator=rk4",
+                   "--set", f"joints.0.damper={damper}")
+        assert r.exit_code == 0, r.output
+        direct = read_storage(ref)
+        assert swept.attrs["integrator"] == direct.attrs["integrator"] == "munthe-kaas-rk4"
+        for name in ("x", "q", "v", "omega", "minimal_q", "minimal_v", "inputs"):
+            assert (getattr(swept, name) == getattr(direct, name)).all(), name

@@ -1,0 +1,80 @@
+"""A scene's run into its storage file: the one place that opens a run's StorageWriter and
+drives the integrator the scene asks for, used by `dojo simulate` and by sweep tasks (so a
+sweep's file is the file `dojo simulate` writes, with the same datasets and attributes)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import partial
+from pathlib import Path
+
+from dojo_cli import __version__
+from dojo_cli.io.storage import StorageWriter
+from dojo_cli.model.mechanism import Mechanism
+from dojo_cli.physics.energy import knot_velocities
+from dojo_cli.scene.loader import dump_scene
+from dojo_cli.simulation.rk4_run import RK4_INTEGRATOR, VARIATIONAL_INTEGRATOR, knot_identity, run_rk4
+from dojo_cli.simulation.run import RunSummary, run
+from dojo_cli.solver.options import SolverOptions
+
+
+def run_writer(
+    spec,
+    mech: Mechanism,
+    out: str | Path,
+    *,
+    opts: SolverOptions,
+    flush_interval: float,
+    overwrite: bool,
+    stop_requested: Callable[[], bool] | None = None,
+    overrides: dict | None = None,
+    command_line: str | None = None,
+    dataset_attrs: dict | None = None,
+) -> StorageWriter:
+    """The StorageWriter of a run of ``spec`` (its resolved scene, names, integrator and run
+    record); ``overrides``: the --set/preset values as path -> value."""
+    rk4 = spec.integrator == "rk4"
+    return StorageWriter(
+        out,
+        scene_yaml=dump_scene(spec),
+        scene_name=spec.name,
+        timestep=mech.timestep,
+        gravity=list(mech.gravity),
+        solver_options=opts.to_dict(),
+        integrator=RK4_INTEGRATOR if rk4 else VARIATIONAL_INTEGRATOR,
+        body_names=[b.name for b in mech.bodies],
+        minimal_q_names=mech.coordinate_names(),
+        minimal_v_names=[f"{c}_dot" for c in mech.coordinate_names()],
+        input_dim=mech.nu,
+        input_names=mech.input_names(),
+        dojo_cli_version=__version__,
+        flush_every=1,  # (time decides: flush_interval)
+        # v, omega at t_k; v_mid, omega_mid (rk4: the velocities at t_k already)
+        knot_velocities=partial(knot_identity if rk4 else knot_velocities, mech),
+        flush_interval=flush_interval,
+        overwrite=overwrite,
+        stop_requested=stop_requested,
+        extra_attrs={"contact_names": [c.name for c in mech.contacts]} if mech.nc else None,
+        dataset_attrs=dataset_attrs,
+        overrides=overrides,
+        command_line=command_line,
+    )
+
+
+def run_scene(
+    spec,
+    mech: Mechanism,
+    steps: int,
+    writer: StorageWriter,
+    *,
+    opts: SolverOptions,
+    gradients: tuple[str, ...] = (),
+    abort_on_failure: bool = False,
+    log=None,
+    progress: Callable[[int], None] | None = None,
+) -> RunSummary:
+    """``steps`` steps of the scene's integrator (``spec.integrator``) into ``writer``."""
+    if spec.integrator == "rk4":
+        return run_rk4(mech, steps, writer, controller=mech.controller, progress=progress)
+    return run(mech, steps, writer, controller=mech.controller, opts=opts, external=mech.external,
+               gradients=tuple(gradients), abort_on_failure=abort_on_failure, log=log, progress=progress)
