@@ -22,6 +22,7 @@ from dojo_cli.simulation.step import singular_message
 from dojo_cli.cli.signals import signal_number, stop_requests
 from dojo_cli.errors import InputError, SolverError, StorageError
 from dojo_cli.io.runs import run_scene, run_writer
+from dojo_cli.scene.loader import dump_scene
 from dojo_cli.scene.schema import MAX_STEPS
 
 # Every step was taken but some did not converge (docs/storage.md, status complete_with_failures).
@@ -106,7 +107,7 @@ def simulate(
         # the run stops between whole blocks.
         with stop_requests() as stop:
             writer = run_writer(
-                spec, mech, out, opts=opts, flush_interval=FLUSH_SECONDS,
+                mech, out, scene_yaml=dump_scene(spec), scene_name=spec.name, integrator=spec.integrator, opts=opts, flush_interval=FLUSH_SECONDS,
                 overwrite=force,  # (refused atomically if the file appeared since the check above)
                 stop_requested=lambda: stop.signum is not None,  # a stop skips the final compression
                 overrides={item.path: item.value for item in items},
@@ -123,7 +124,7 @@ def simulate(
 
                 # (a signal that arrived while the file was being created is taken at the
                 # first block boundary, once the initial state is in the file)
-                summary = run_scene(spec, mech, n, writer, opts=opts, gradients=tuple(wrt or ()),
+                summary = run_scene(mech, n, writer, integrator=spec.integrator, opts=opts, gradients=tuple(wrt or ()),
                                     abort_on_failure=abort_on_failure, log=log, progress=advance)
     except StorageError:
         # the file cannot be created, another run is writing it, or a write failed (disk

@@ -12,17 +12,18 @@ from dojo_cli import __version__
 from dojo_cli.io.storage import StorageWriter
 from dojo_cli.model.mechanism import Mechanism
 from dojo_cli.physics.energy import knot_velocities
-from dojo_cli.scene.loader import dump_scene
 from dojo_cli.simulation.rk4_run import RK4_INTEGRATOR, VARIATIONAL_INTEGRATOR, knot_identity, run_rk4
 from dojo_cli.simulation.run import RunSummary, run
 from dojo_cli.solver.options import SolverOptions
 
 
 def run_writer(
-    spec,
     mech: Mechanism,
     out: str | Path,
     *,
+    scene_yaml: str,
+    scene_name: str,
+    integrator: str,
     opts: SolverOptions,
     flush_interval: float,
     overwrite: bool,
@@ -31,13 +32,14 @@ def run_writer(
     command_line: str | None = None,
     dataset_attrs: dict | None = None,
 ) -> StorageWriter:
-    """The StorageWriter of a run of ``spec`` (its resolved scene, names, integrator and run
-    record); ``overrides``: the --set/preset values as path -> value."""
-    rk4 = spec.integrator == "rk4"
+    """The StorageWriter of a run: ``scene_yaml`` the resolved scene (scene.loader.dump_scene),
+    ``integrator`` the scene's ("variational" or "rk4"), ``overrides`` the --set/preset values
+    as path -> value, then the names, integrator and run record every run file has."""
+    rk4 = integrator == "rk4"
     return StorageWriter(
         out,
-        scene_yaml=dump_scene(spec),
-        scene_name=spec.name,
+        scene_yaml=scene_yaml,
+        scene_name=scene_name,
         timestep=mech.timestep,
         gravity=list(mech.gravity),
         solver_options=opts.to_dict(),
@@ -62,19 +64,19 @@ def run_writer(
 
 
 def run_scene(
-    spec,
     mech: Mechanism,
     steps: int,
     writer: StorageWriter,
     *,
+    integrator: str,
     opts: SolverOptions,
     gradients: tuple[str, ...] = (),
     abort_on_failure: bool = False,
     log=None,
     progress: Callable[[int], None] | None = None,
 ) -> RunSummary:
-    """``steps`` steps of the scene's integrator (``spec.integrator``) into ``writer``."""
-    if spec.integrator == "rk4":
+    """``steps`` steps of the scene's integrator ("variational" or "rk4") into ``writer``."""
+    if integrator == "rk4":
         return run_rk4(mech, steps, writer, controller=mech.controller, progress=progress)
     return run(mech, steps, writer, controller=mech.controller, opts=opts, external=mech.external,
                gradients=tuple(gradients), abort_on_failure=abort_on_failure, log=log, progress=progress)

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from dojo_cli.cli import simulate_command
+from dojo_cli.io import runs
 from dojo_cli.cli.app import app
 from dojo_cli.io.storage import read_storage
 from dojo_cli.simulation.run import FIRST_BLOCK
@@ -224,7 +224,7 @@ def interrupt_after(real_run, steps: int):
 
 
 def test_interrupted_run_keeps_steps(tmp_path, monkeypatch):
-    monkeypatch.setattr(simulate_command, "run", interrupt_after(simulate_command.run, 5))
+    monkeypatch.setattr(runs, "run", interrupt_after(runs.run, 5))  # (the loop simulate drives, io/runs.py)
     out = tmp_path / "int.h5"
     res = invoke("simulate", "pendulum", "-o", out, "--steps", 50)
     assert res.exit_code == 130

@@ -10,7 +10,8 @@ import pytest
 from typer.testing import CliRunner
 
 import dojo_cli as dojo
-from dojo_cli.cli import gradient_commands, simulate_command
+from dojo_cli.cli import gradient_commands
+from dojo_cli.io import runs
 from dojo_cli.cli.app import app
 from tests.cli.test_cli import interrupt_after
 from dojo_cli.io.gradient_files import read_gradient_file
@@ -284,7 +285,7 @@ def test_simulate_gradients_wrt_state_only(tmp_path):
 
 
 def test_interrupted_simulate_keeps_gradients(tmp_path, monkeypatch):
-    monkeypatch.setattr(simulate_command, "run", interrupt_after(simulate_command.run, 5))
+    monkeypatch.setattr(runs, "run", interrupt_after(runs.run, 5))  # (the loop simulate drives, io/runs.py)
     out = tmp_path / "int.h5"
     res = invoke("simulate", "pendulum", "-o", out, "--steps", 50, "--gradients")
     assert res.exit_code == 130
