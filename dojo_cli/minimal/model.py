@@ -13,19 +13,22 @@ scene becomes one tree joint of the core (dojo_cli/core/tree.h):
   predecessor frame is the parent body (the world) itself, so that its q is the pose
   of the successor frame in the world;
 - coordinates: the joint's free translations (Dojo's, parent frame, the same numbers),
-  then its rotation: a revolute angle (Dojo's, the same number), or a quaternion (the
-  rotation relative to the predecessor frame, where Dojo uses a rotation vector);
+  then its rotation: a revolute angle (Dojo's, the same number), a quaternion (the
+  rotation relative to the predecessor frame, where Dojo uses a rotation vector), or a
+  swing's two coordinates (two free rotations: orbital and its variants), Dojo's
+  b1.log(q_rel), b2.log(q_rel) themselves (R_J = exp([q1 b1 + q2 b2]x), no twist about
+  the axis: Dojo's constraint b3.Vec(q_rel) = 0);
 - velocities: the successor frame's velocity relative to the predecessor frame, in
   the successor frame (body frame): a floating base's [v; w], a planar joint's
-  [vx vy wz] (as Pinocchio's and RigidBodyDynamics.jl's planar joints).
+  [vx vy wz] (as Pinocchio's and RigidBodyDynamics.jl's planar joints); a swing's are
+  its coordinates' rates (body angular velocity J_r(phi) [b1 b2] v). Translations that do
+  not turn into themselves under the joint's rotation (a spherical or swing rotation with
+  one or two translations: cylindrical_free, planar_free, prismatic_orbital,
+  planar_orbital, free_orbital) are measured in the predecessor frame with their rates as
+  velocities (``trans_pred``). Those joints' motion subspaces depend on q (core tree.h).
 
-Supported: every joint with 0, 1 or 3 free rotations whose free translations turn
-into themselves under its rotation (fixed, prismatic, planar, fixed_orientation,
-revolute, cylindrical, planar_axis, free_revolute, spherical, floating). Joints with two
-free rotations (orbital and its variants) and the translation + spherical mixes
-(cylindrical_free, planar_free) have no such coordinates: building a model of a scene
-with one raises a SceneError naming it. Loop-closing joints are kept by name
-(``loop_joints``) and are not part of the tree dynamics.
+Every joint type is supported. Loop-closing joints are kept by name (``loop_joints``) and
+are not part of the tree dynamics.
 """
 
 from __future__ import annotations
@@ -383,7 +386,7 @@ def build_model(mech: Mechanism, kinematics_points: list[str] | None = None) -> 
             reports (default: every contact point, then every leaf body).
 
     Raises:
-        SceneError: a tree joint has no minimal coordinates (two free rotations, or a
-            spherical rotation with one or two translations), or a point is unknown.
+        SceneError: a revolute joint's translations are neither parallel nor perpendicular
+            to its axis, or a kinematics point is unknown.
     """
     return MinimalModel(mech, kinematics_points)

@@ -132,3 +132,40 @@ def test_variational_step_accelerations_match_aba(scene, overrides):
     for h, e in zip(STEPS, errors):
         assert e <= ORDER_CONSTANT * h, f"{scene}: h={h:g}: relative acceleration error {e:.2e} > {ORDER_CONSTANT} h"
     assert errors[1] <= ORDER_RATIO * errors[0] + NOISE, f"{scene}: not O(h): errors {errors[0]:.2e}, {errors[1]:.2e}"
+
+
+@pytest.mark.parametrize("scene", [MINIMAL_JOINTS, "orbital_chain"], ids=["minimal_joints", "orbital_chain"])
+def test_swing_and_predecessor_frame_coordinates_are_dojos_minimal_coordinates(scene):
+    """A swing's q (b1.log(q_rel), b2.log(q_rel)) and the translations of cylindrical_free,
+    planar_free and the orbitals are Dojo's own free coordinates (storage's minimal/q), and
+    their velocities are those coordinates' rates (the maximal model's, by central differences
+    along the motion); state_from_maximal inverts the tree's bodies."""
+    from dojo_cli.physics.coordinates import minimal_coordinates
+
+    mech = dojo.load_scene(scene)
+    model = minimal.build_model(mech)
+    rng = np.random.default_rng(4)
+    x = minimal.randn_state(model, rng)
+    for tj in model.joints:
+        if tj.rot == 3:
+            x[tj.q.start + tj.n_trans: tj.q.stop] = rng.uniform(-1.2, 1.2, 2)
+
+    def theta(t):
+        b = model.bodies_from_state(minimal.apply_dx(model, x, np.concatenate([t * x[model.nq:], np.zeros(model.nv)])))
+        return minimal_coordinates(mech, b["x"], b["q"])
+
+    rates = (theta(FD_STEP) - theta(-FD_STEP)) / (2 * FD_STEP)
+    now = theta(0.0)
+    checked = 0
+    for tj in model.joints:
+        if tj.rot != 3 and not tj.trans_pred:
+            continue
+        cols = mech.joint_free_range[tj.index]
+        n = tj.n_trans if tj.rot == 2 else len(x[tj.q])  # a quaternion's own coordinates differ (rotation vector)
+        assert np.allclose(now[cols][:n], x[tj.q][:n], rtol=0, atol=1e-12), tj.name
+        assert np.allclose(rates[cols][:n], x[model.nq:][tj.v][:n], rtol=0, atol=1e-8), tj.name
+        checked += 1
+    assert checked >= 4
+    b = model.bodies_from_state(x)
+    z = np.concatenate([b["x"], b["v"], b["q"], b["w"]], axis=1).reshape(-1)
+    assert np.max(np.abs(minimal.state_error(model, model.state_from_maximal(z), x))) < 1e-12
