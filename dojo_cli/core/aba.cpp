@@ -21,6 +21,9 @@ void tree_aba(const TreeModel& m, TreeData& d, const double* q, const double* v,
     double* ov = &d.ov[6 * i];
     for (int k = 0; k < 6; ++k) ov[k] = (lam < 0 ? 0.0 : d.ov[6 * lam + k]) + vj[k];
     tree::motion_cross(ov, vj, &d.c[6 * i]);
+    double bias[6];
+    tree_joint_bias(m, d, i, v, bias);  // + X_i Sdot_i qd_i for a variable S_i (tree.h)
+    for (int k = 0; k < 6; ++k) d.c[6 * i + k] += bias[k];
     for (int k = 0; k < 36; ++k) d.IA[36 * i + k] = d.Y[36 * i + k];
     double h[6];
     tree::mat6_vec(&d.Y[36 * i], ov, h);

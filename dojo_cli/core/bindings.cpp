@@ -535,7 +535,9 @@ void bind_tree(nb::module_& m) {
       .def_rw("damper", &TreeInput::damper)
       .def_rw("spring_offset", &TreeInput::spring_offset)
       .def_rw("joint_frame_translation", &TreeInput::joint_frame_translation)
-      .def_rw("joint_frame_rotation", &TreeInput::joint_frame_rotation);
+      .def_rw("joint_frame_rotation", &TreeInput::joint_frame_rotation)
+      .def_rw("trans_pred", &TreeInput::trans_pred)
+      .def_rw("swing_axes", &TreeInput::swing_axes);
   nb::class_<TreeModel>(m, "TreeModel", "A compiled kinematic tree (minimal coordinates, frozen).")
       .def(nb::init<const TreeInput&>(), nb::arg("input"))
       .def_ro("n", &TreeModel::n)
@@ -628,6 +630,15 @@ void bind_tree(nb::module_& m) {
     tree_velocity_kinematics_T_jvp_deriv(t, x.data(), tree_take(y, sz(t.nq), "qdot"), out.data());
     return numpy_owning(std::move(out), {sz(t.nv), sz(t.nq + t.nv)});
   });
+  m.def("tree_swing_jacobian", [](const TreeModel& t, int i, const InArray& qr) {
+    if (i < 0 || i >= t.n || t.rot_kind[sz(i)] != 3) throw std::invalid_argument("joint: not a swing tree joint");
+    double A[3][2];
+    tree_swing_jacobian(t, i, tree_take(qr, 2, "qr"), A, nullptr, nullptr);
+    std::vector<double> out(6);
+    for (int r = 0; r < 3; ++r)
+      for (int c = 0; c < 2; ++c) out[sz(2 * r + c)] = A[r][c];
+    return numpy_owning(std::move(out), {3, 2});
+  }, "A (3, 2) = J_r(phi) [b1 b2] of swing tree joint i at its coordinates qr (2,), phi = b1 q1 + b2 q2.");
   m.def("tree_placements", [](const TreeModel& t, TreeData& d, const InArray& x) {
     const double* xp = tree_take(x, sz(t.nq + t.nv), "x");
     tree_forward_kinematics(t, d, xp);

@@ -78,6 +78,14 @@ void axis_R(const double* a, double angle, double* R) {
   R[8] = c + t * a[2] * a[2];
 }
 
+// exp(phi / 2) of swing joint i at its coordinates qr, phi = b1 q1 + b2 q2
+void swing_quat(const TreeModel& m, int i, const double* qr, double* out) {
+  const double* b = &m.swing_axes[6 * i];
+  double phi[3];
+  for (int k = 0; k < 3; ++k) phi[k] = b[k] * qr[0] + b[3 + k] * qr[1];
+  quat_exp(phi, out);
+}
+
 // R_J of tree joint i at q (quaternions normalised)
 void joint_R(const TreeModel& m, int i, const double* q, double* R) {
   const int nt = m.n_trans[i], iq = m.idx_q[i];
@@ -85,6 +93,10 @@ void joint_R(const TreeModel& m, int i, const double* q, double* R) {
     for (int k = 0; k < 9; ++k) R[k] = (k % 4 == 0) ? 1.0 : 0.0;
   } else if (m.rot_kind[i] == 1) {
     axis_R(&m.axis[3 * i], q[iq + nt], R);
+  } else if (m.rot_kind[i] == 3) {
+    double e[4];
+    swing_quat(m, i, q + iq + nt, e);
+    quat_to_R(e, R);
   } else {
     const double* qq = q + iq + nt;
     const double nrm = std::sqrt(qq[0] * qq[0] + qq[1] * qq[1] + qq[2] * qq[2] + qq[3] * qq[3]);
@@ -164,10 +176,12 @@ void se3_local_rate(const double* psi, const double* rho, const double* w, const
 void global_coordinates(const TreeModel& m, const double* q0, const double* phi, double* q) {
   for (int i = 0; i < m.n; ++i) {
     const int nt = m.n_trans[i], iq = m.idx_q[i], iv = m.idx_v[i];
-    if (m.rot_kind[i] != 2) {
+    if (m.rot_kind[i] != 2) {  // vector coordinates (a swing's too: phi = q - q0)
       for (int k = 0; k < m.nq_i[i]; ++k) q[iq + k] = q0[iq + k] + phi[iv + k];
       continue;
     }
+    if (m.trans_pred[i])  // translations in the predecessor frame: q_t' = v_t
+      for (int k = 0; k < nt; ++k) q[iq + k] = q0[iq + k] + phi[iv + k];
     const double* qr0 = q0 + iq + nt;
     const double* psi = phi + iv + nt;
     double e[4], qr[4];
@@ -175,7 +189,7 @@ void global_coordinates(const TreeModel& m, const double* q0, const double* phi,
     quat_mul(qr0, e, qr);
     const double nrm = std::sqrt(qr[0] * qr[0] + qr[1] * qr[1] + qr[2] * qr[2] + qr[3] * qr[3]);
     for (int k = 0; k < 4; ++k) q[iq + nt + k] = qr[k] / nrm;
-    if (nt == 0) continue;
+    if (nt == 0 || m.trans_pred[i]) continue;
     // floating (nt = 3): p = p0 + R0 V(psi) rho, with p = T^T q_t and rho = T^T phi_t
     const double* T = &m.trans_dirs[9 * i];
     double rho[3] = {0.0, 0.0, 0.0}, p0[3] = {0.0, 0.0, 0.0};
@@ -202,8 +216,8 @@ void global_coordinates(const TreeModel& m, const double* q0, const double* phi,
 void local_rates(const TreeModel& m, const double* q, const double* phi, const double* v, double* phid) {
   for (int i = 0; i < m.n; ++i) {
     const int nt = m.n_trans[i], iv = m.idx_v[i];
-    if (m.rot_kind[i] == 0) {
-      for (int k = 0; k < nt; ++k) phid[iv + k] = v[iv + k];
+    if (m.rot_kind[i] == 0 || m.rot_kind[i] == 3) {  // q' = v
+      for (int k = 0; k < m.nv_i[i]; ++k) phid[iv + k] = v[iv + k];
     } else if (m.rot_kind[i] == 1) {
       if (nt) {
         double RJ[9], Et[9];
@@ -216,9 +230,11 @@ void local_rates(const TreeModel& m, const double* q, const double* phi, const d
         }
       }
       phid[iv + nt] = v[iv + nt];
-    } else if (nt == 0) {
-      const Mat3<double> Ji = right_jacobian_inverse(Vec3<double>{{phi[iv], phi[iv + 1], phi[iv + 2]}});
-      for (int r = 0; r < 3; ++r) phid[iv + r] = Ji[r][0] * v[iv] + Ji[r][1] * v[iv + 1] + Ji[r][2] * v[iv + 2];
+    } else if (nt == 0 || m.trans_pred[i]) {
+      for (int k = 0; k < nt; ++k) phid[iv + k] = v[iv + k];
+      const int ir = iv + nt;
+      const Mat3<double> Ji = right_jacobian_inverse(Vec3<double>{{phi[ir], phi[ir + 1], phi[ir + 2]}});
+      for (int r = 0; r < 3; ++r) phid[ir + r] = Ji[r][0] * v[ir] + Ji[r][1] * v[ir + 1] + Ji[r][2] * v[ir + 2];
     } else {
       const double* T = &m.trans_dirs[9 * i];
       double rho[3] = {0.0, 0.0, 0.0}, u[3] = {0.0, 0.0, 0.0};
@@ -240,11 +256,12 @@ void joint_forces(const TreeModel& m, const Rk4Model& r, const double* q, const 
   for (int i = 0; i < m.n; ++i) {
     const int nt = m.n_trans[i], iq = m.idx_q[i], iv = m.idx_v[i], fs = r.in.free_start[i];
     if (fs < 0) continue;
-    const int nrot = m.rot_kind[i] == 0 ? 0 : (m.rot_kind[i] == 1 ? 1 : 3);
+    static const int kRotV[4] = {0, 1, 3, 2};
+    const int nrot = kRotV[m.rot_kind[i]];
     double RJ[9], Et[9];
     joint_R(m, i, q, RJ);
     if (nt) {
-      if (m.rot_kind[i] != 0) {
+      if (m.rot_kind[i] != 0 && !m.trans_pred[i]) {
         translation_block(m, i, RJ, Et);
       } else {
         for (int k = 0; k < 9; ++k) Et[k] = (k % 4 == 0) ? 1.0 : 0.0;
@@ -272,7 +289,22 @@ void joint_forces(const TreeModel& m, const Rk4Model& r, const double* q, const 
       for (int b = 0; b < nt; ++b) s += Et[3 * b + a] * ft[b];
       tau[iv + a] += s;
     }
-    if (nrot == 1) {
+    if (nrot == 2) {
+      // swing: a joint-frame torque u_1 b1 + u_2 b2 on the child, A^T R_J^T [b1 b2] u (minimal/inputs.py);
+      // Dojo's spring and damper on the coordinates themselves (q' = v)
+      double g[2] = {0.0, 0.0};
+      if (u) {
+        const double* b = &m.swing_axes[6 * i];
+        double t[3], tb[3], A[3][2];
+        for (int a = 0; a < 3; ++a) t[a] = b[a] * u[fs + nt] + b[3 + a] * u[fs + nt + 1];
+        mat_t_vec(RJ, t, tb);
+        tree_swing_jacobian(m, i, q + iq + nt, A, nullptr, nullptr);
+        for (int a = 0; a < 2; ++a) g[a] = A[0][a] * tb[0] + A[1][a] * tb[1] + A[2][a] * tb[2];
+      }
+      if (r.has_passive)
+        for (int a = 0; a < 2; ++a) g[a] += -k[nt + a] * (q[iq + nt + a] - q0[nt + a]) - c[nt + a] * v[iv + nt + a];
+      for (int a = 0; a < 2; ++a) tau[iv + nt + a] += g[a];
+    } else if (nrot == 1) {
       double t = u ? u[fs + nt] : 0.0;
       if (r.has_passive) t += -k[nt] * (q[iq + nt] - q0[nt]) - c[nt] * v[iv + nt];
       tau[iv + nt] += t;
@@ -451,9 +483,10 @@ void bias_accelerations(const TreeModel& m, const TreeData& d, Rk4Data& rd, cons
     double vj[6] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
     for (int col = 0; col < m.nv_i[i]; ++col)
       for (int k = 0; k < 6; ++k) vj[k] += d.J[36 * i + 6 * col + k] * v[iv + col];
-    double c[6];
+    double c[6], b[6];
     tree::motion_cross(&d.ov[6 * i], vj, c);
-    for (int k = 0; k < 6; ++k) rd.bias[6 * i + k] = (lam < 0 ? 0.0 : rd.bias[6 * lam + k]) + c[k];
+    tree_joint_bias(m, d, i, v, b);
+    for (int k = 0; k < 6; ++k) rd.bias[6 * i + k] = (lam < 0 ? 0.0 : rd.bias[6 * lam + k]) + c[k] + b[k];
   }
 }
 
@@ -518,6 +551,8 @@ void body_quaternions(const TreeModel& m, const Rk4Model& r, Rk4Data& rd, const 
       const double* qq = q + iq + nt;
       const double nrm = std::sqrt(qq[0] * qq[0] + qq[1] * qq[1] + qq[2] * qq[2] + qq[3] * qq[3]);
       for (int k = 0; k < 4; ++k) qj[k] = qq[k] / nrm;
+    } else if (m.rot_kind[i] == 3) {
+      swing_quat(m, i, q + iq + nt, qj);
     }
     double pre[4];
     const double* pq = &r.in.placement_quat[4 * i];

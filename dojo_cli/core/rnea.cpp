@@ -6,7 +6,8 @@ namespace dojo {
 
 // Forward pass (RBDA eqs. 5.7-5.9 in world coordinates):
 //   v_i = v_lambda + J_i qd_i
-//   a_i = a_lambda + J_i qdd_i + v_i x J_i qd_i      (dJ_i/dt = v_i x J_i)
+//   a_i = a_lambda + J_i qdd_i + v_i x J_i qd_i + X_i Sdot_i qd_i
+//   (dJ_i/dt = v_i x J_i + X_i Sdot_i, the last for a variable S_i(q): tree.h)
 //   f_i = Y_i a_i + v_i x* Y_i v_i
 // with a_0 = -g (gravity as a fictitious base acceleration, RBDA sec. 5.3); backward
 // pass: tau_i = J_i^T f_i, f_lambda += f_i (eqs. 5.10-5.11).
@@ -28,9 +29,10 @@ void tree_rnea(const TreeModel& m, TreeData& d, const double* q, const double* v
     if (a)
       for (int col = 0; col < m.nv_i[i]; ++col)
         for (int k = 0; k < 6; ++k) oa[k] += J[6 * col + k] * a[iv + col];
-    double cv[6];
+    double cv[6], bias[6];
     tree::motion_cross(ov, vj, cv);
-    for (int k = 0; k < 6; ++k) oa[k] += cv[k];
+    tree_joint_bias(m, d, i, v, bias);  // X_i Sdot_i qd_i (a variable S_i; zero otherwise)
+    for (int k = 0; k < 6; ++k) oa[k] += cv[k] + bias[k];
     double h[6], ya[6], vh[6];
     const double* Y = &d.Y[36 * i];
     tree::mat6_vec(Y, ov, h);

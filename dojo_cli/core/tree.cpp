@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "dual.h"
 #include "spatial.h"
 
 namespace dojo {
@@ -135,9 +136,10 @@ TreeModel::TreeModel(const TreeInput& in) {
     if (parent[i] >= i || parent[i] < -1)
       throw std::invalid_argument("TreeInput.parent: joint " + std::to_string(i) + " must come after its parent");
     if (n_trans[i] < 0 || n_trans[i] > 3) throw std::invalid_argument("TreeInput.n_trans: 0..3");
-    if (rot_kind[i] < 0 || rot_kind[i] > 2) throw std::invalid_argument("TreeInput.rot_kind: 0, 1 or 2");
-    const int nr_q = rot_kind[i] == 0 ? 0 : (rot_kind[i] == 1 ? 1 : 4);
-    const int nr_v = rot_kind[i] == 0 ? 0 : (rot_kind[i] == 1 ? 1 : 3);
+    if (rot_kind[i] < 0 || rot_kind[i] > 3) throw std::invalid_argument("TreeInput.rot_kind: 0, 1, 2 or 3");
+    static const int kRotQ[4] = {0, 1, 4, 2}, kRotV[4] = {0, 1, 3, 2};
+    const int nr_q = kRotQ[rot_kind[i]];
+    const int nr_v = kRotV[rot_kind[i]];
     nq_i[i] = n_trans[i] + nr_q;
     nv_i[i] = n_trans[i] + nr_v;
     total_q += nq_i[i];
@@ -156,6 +158,12 @@ TreeModel::TreeModel(const TreeInput& in) {
       for (int k = 0; k < 3; ++k) s[6 * n_trans[i] + 3 + k] = axis[3 * i + k];
     } else if (rot_kind[i] == 2) {
       for (int k = 0; k < 3; ++k) s[6 * (n_trans[i] + k) + 3 + k] = 1.0;
+    } else if (rot_kind[i] == 3) {  // at phi = 0 (J_r = I); variable: the forward kinematics computes it
+      if (in.swing_axes.size() != 6 * static_cast<size_t>(n))
+        throw std::invalid_argument("TreeInput.swing_axes: expected " + std::to_string(6 * n) +
+                                    " values (a swing joint needs its two axes)");
+      for (int c = 0; c < 2; ++c)
+        for (int k = 0; k < 3; ++k) s[6 * (n_trans[i] + c) + 3 + k] = in.swing_axes[6 * i + 3 * c + k];
     }
     spatial_inertia(in.mass[i], &in.com[3 * i], &in.inertia[9 * i], &inertia[36 * i]);
   }
@@ -188,6 +196,24 @@ TreeModel::TreeModel(const TreeInput& in) {
   if (total_q != nq || total_v != nv)
     throw std::invalid_argument("TreeInput: nq/nv do not match the joints (" + std::to_string(total_q) + ", " +
                                 std::to_string(total_v) + ")");
+  trans_pred.assign(n, 0);
+  if (!in.trans_pred.empty()) {
+    need(in.trans_pred.size(), 1, "trans_pred");
+    trans_pred = in.trans_pred;
+  }
+  swing_axes.assign(6 * n, 0.0);
+  if (!in.swing_axes.empty()) {
+    need(in.swing_axes.size(), 6, "swing_axes");
+    swing_axes = in.swing_axes;
+  }
+  variable.assign(n, 0);
+  for (int i = 0; i < n; ++i) {
+    if (trans_pred[i] && n_trans[i] == 0) trans_pred[i] = 0;
+    if (rot_kind[i] == 3 && n_trans[i] > 0 && !trans_pred[i])
+      throw std::invalid_argument("TreeInput.trans_pred: joint " + std::to_string(i) +
+                                  " (a swing rotation with translations) must measure them in the predecessor frame");
+    variable[i] = (trans_pred[i] && rot_kind[i] >= 2) || rot_kind[i] == 3;
+  }
   for (int i = 0; i < n; ++i)
     for (int k = i; k >= 0; k = parent[k]) subtree[k].push_back(i);
   np = static_cast<int>(in.point_joint.size());
@@ -206,6 +232,8 @@ TreeData::TreeData(const TreeModel& m) {
   R.assign(9 * n, 0.0);
   p.assign(3 * n, 0.0);
   RJ.assign(9 * n, 0.0);
+  S = m.S;
+  swingA.assign(6 * n, 0.0);
   J.assign(36 * n, 0.0);
   Y.assign(36 * n, 0.0);
   Yc.assign(36 * n, 0.0);
@@ -231,6 +259,7 @@ TreeData::TreeData(const TreeModel& m) {
   qdot.assign(m.nq, 0.0);
   tau.assign(nv, 0.0);
   vdot.assign(nv, 0.0);
+  v.assign(nv, 0.0);
   M.assign(nv * nv, 0.0);
   Minv.assign(nv * nv, 0.0);
   L.assign(nv * nv, 0.0);
@@ -251,6 +280,11 @@ void tree_forward_kinematics(const TreeModel& m, TreeData& d, const double* q) {
       for (int k = 0; k < 9; ++k) RJ[k] = (k % 4 == 0) ? 1.0 : 0.0;
     } else if (m.rot_kind[i] == 1) {
       axis_rotation(&m.axis[3 * i], q[iq + nt], RJ);
+    } else if (m.rot_kind[i] == 3) {
+      const double* b = &m.swing_axes[6 * i];
+      double phi[3];
+      for (int k = 0; k < 3; ++k) phi[k] = b[k] * q[iq + nt] + b[3 + k] * q[iq + nt + 1];
+      store33(rotation(quaternion_from_rotation_vector(load3<double>(phi))), RJ);
     } else {
       const double* qq = q + iq + nt;
       const double norm = std::sqrt(qq[0] * qq[0] + qq[1] * qq[1] + qq[2] * qq[2] + qq[3] * qq[3]);
@@ -281,8 +315,23 @@ void tree_forward_kinematics(const TreeModel& m, TreeData& d, const double* q) {
     mat3_mul(Rpre, RJ, Ri);
     mat3_vec(Rpre, pJ, pi);
     for (int k = 0; k < 3; ++k) pi[k] += ppre[k];
+    // motion subspace S_i(q) (successor frame): translation columns R_J^T T^T when measured
+    // in the predecessor frame, a swing's rotation columns J_r(phi) [b1 b2]
+    double* S = &d.S[36 * i];
+    if (m.variable[i]) {
+      if (m.trans_pred[i])
+        for (int c = 0; c < nt; ++c) mat3t_vec(RJ, &m.trans_dirs[9 * i + 3 * c], S + 6 * c);
+      if (m.rot_kind[i] == 3) {
+        double A[3][2];
+        tree_swing_jacobian(m, i, q + iq + nt, A, nullptr, nullptr);
+        for (int c = 0; c < 2; ++c)
+          for (int k = 0; k < 3; ++k) {
+            S[6 * (nt + c) + 3 + k] = A[k][c];
+            d.swingA[6 * i + 2 * k + c] = A[k][c];
+          }
+      }
+    }
     // world Jacobian columns: w = R s_w, v = R s_v + p x w
-    const double* S = &m.S[36 * i];
     double* J = &d.J[36 * i];
     for (int col = 0; col < m.nv_i[i]; ++col) {
       double w[3], v[3], pw[3];
@@ -310,6 +359,7 @@ void tree_forward_kinematics(const TreeModel& m, TreeData& d, const double* q) {
 }
 
 void tree_velocities(const TreeModel& m, TreeData& d, const double* v) {
+  for (int k = 0; k < m.nv; ++k) d.v[k] = v[k];
   for (int i = 0; i < m.n; ++i) {
     const int lam = m.parent[i], iv = m.idx_v[i];
     double* ov = &d.ov[6 * i];
@@ -342,7 +392,9 @@ void velocity_kinematics(const TreeModel& m, const double* q, bool transpose, do
     for (int r = 0; r < nt; ++r)
       for (int c = 0; c < nt; ++c) {
         double s = 0.0;
-        if (m.rot_kind[i] == 0) {
+        if (m.trans_pred[i]) {
+          s = r == c ? 1.0 : 0.0;  // q_t' = v_t
+        } else if (m.rot_kind[i] == 0) {
           s = T[3 * r] * T[3 * c] + T[3 * r + 1] * T[3 * c + 1] + T[3 * r + 2] * T[3 * c + 2];
         } else {
           double rt[3];
@@ -353,6 +405,8 @@ void velocity_kinematics(const TreeModel& m, const double* q, bool transpose, do
       }
     if (m.rot_kind[i] == 1) {
       out[(row0 + nt) * cols + col0 + nt] = 1.0;
+    } else if (m.rot_kind[i] == 3) {
+      out[(row0 + nt) * cols + col0 + nt] = out[(row0 + nt + 1) * cols + col0 + nt + 1] = 1.0;
     } else if (m.rot_kind[i] == 2) {
       const double* qq = q + iq + nt;
       const double G[12] = {-qq[1], -qq[2], -qq[3], qq[0], -qq[3], qq[2], qq[3], qq[0], -qq[1], -qq[2], qq[1], qq[0]};
@@ -394,7 +448,8 @@ void velocity_kinematics_jvp(const TreeModel& m, const double* q, const double* 
     double yt[3] = {0.0, 0.0, 0.0};
     for (int c = 0; c < nt; ++c)
       for (int k = 0; k < 3; ++k) yt[k] += T[3 * c + k] * y[in0 + c];
-    if (nt > 0) {
+    if (m.rot_kind[i] == 3) continue;  // E = I
+    if (nt > 0 && !m.trans_pred[i]) {
       if (m.rot_kind[i] == 1) {
         // d(R_J)/dtheta = [a]x R_J; d(R_J^T)/dtheta = -R_J^T [a]x
         double RJ[9], r[3], ar[3];
@@ -471,10 +526,13 @@ void tree_tangent_to_raw(const TreeModel& m, const TreeData& d, const double* A,
       for (int c = 0; c < nt; ++c) {
         double rt[3];
         mat3t_vec(RJ, T + 3 * c, rt);
-        Et[r * nqi + c] = T[3 * r] * rt[0] + T[3 * r + 1] * rt[1] + T[3 * r + 2] * rt[2];
+        Et[r * nqi + c] = m.trans_pred[i] ? (r == c ? 1.0 : 0.0)
+                                          : T[3 * r] * rt[0] + T[3 * r + 1] * rt[1] + T[3 * r + 2] * rt[2];
       }
     if (m.rot_kind[i] == 1) {
       Et[nt * nqi + nt] = 1.0;
+    } else if (m.rot_kind[i] == 3) {
+      Et[nt * nqi + nt] = Et[(nt + 1) * nqi + nt + 1] = 1.0;
     } else if (m.rot_kind[i] == 2) {
       const double norm = d.qnorm[i];
       const double* qq = &d.q[iq + nt];  // normalised
@@ -551,6 +609,7 @@ void tree_point_velocity_jacobian(const TreeModel& m, const TreeData& d, double*
   // d(point velocity)/d(delta_j) for j on the point's path: the subtree of j moves by
   // xi = J_j^s, so v_i changes by xi x (v_i - v_parent(j)) and the point by xi at pos.
   const int nv = m.nv;
+  JointVariation var;
   for (int k = 0; k < 3 * m.np * nv; ++k) jac[k] = 0.0;
   for (int k = 0; k < m.np; ++k) {
     const int i = m.point_joint[k];
@@ -561,10 +620,14 @@ void tree_point_velocity_jacobian(const TreeModel& m, const TreeData& d, double*
       const int lam = m.parent[j];
       double w[6];
       for (int r = 0; r < 6; ++r) w[r] = vi[r] - (lam < 0 ? 0.0 : d.ov[6 * lam + r]);
+      // a variable S_j also changes the joint's own velocity: by X_j (dS_j/ds) v_j
+      if (m.variable[j]) tree_joint_variation(m, d, j, d.v.data(), nullptr, var);
       for (int s = 0; s < m.nv_i[j]; ++s) {
         const double* xi = &d.J[36 * j + 6 * s];
         double dv[6], a[3], dp[3], b[3];
         tree::motion_cross(xi, w, dv);
+        if (m.variable[j])
+          for (int r = 0; r < 6; ++r) dv[r] += var.dSv[s][r];
         motion_at(dv, pos, a);
         motion_at(xi, pos, dp);
         cross3(vi + 3, dp, b);
@@ -580,6 +643,7 @@ void tree_point_force_jacobian(const TreeModel& m, TreeData& d, const double* la
   // it and the world force does not: d tau_k = -J_k^T [w x l; pos x (w x l)] (w the
   // angular part of xi); for k above j only the point moves: J_k^T [0; dpos x l].
   const int nv = m.nv;
+  JointVariation var;
   for (int k = 0; k < nv * nv; ++k) jac[k] = 0.0;
   int path[256];
   for (int k = 0; k < m.np; ++k) {
@@ -593,6 +657,15 @@ void tree_point_force_jacobian(const TreeModel& m, TreeData& d, const double* la
     }
     for (int a = 0; a < depth; ++a) {
       const int j = path[a];
+      if (m.variable[j]) {
+        // J_j's own columns change with q_j beyond the subtree's rigid motion: d tau_j += (X dS/ds)^T F
+        tree_joint_variation(m, d, j, d.v.data(), nullptr, var);
+        double F[6];
+        for (int r = 0; r < 3; ++r) F[r] = l[r];
+        cross3(pos, l, F + 3);
+        for (int s = 0; s < m.nv_i[j]; ++s)
+          for (int r = 0; r < m.nv_i[j]; ++r) jac[(m.idx_v[j] + r) * nv + m.idx_v[j] + s] += tree::dot6(var.dS[s][r], F);
+      }
       for (int s = 0; s < m.nv_i[j]; ++s) {
         const double* xi = &d.J[36 * j + 6 * s];
         double wl[3], below[6], dp[3], above[6];
@@ -613,6 +686,176 @@ void tree_point_force_jacobian(const TreeModel& m, TreeData& d, const double* la
         }
       }
     }
+  }
+}
+
+namespace {
+
+// Right Jacobian of SO(3), J_r(phi) = I - a [phi]x + b [phi]x^2 with a = (1 - cos t) / t^2,
+// b = (t - sin t) / t^3 (Barfoot, State Estimation for Robotics, eq. 7.77a, right form):
+// R(phi + d) = R(phi) exp(J_r(phi) d). Series in t^2 below t = 0.1 (no square root: its
+// derivatives are infinite at zero, and dual numbers differentiate this twice).
+template <class T>
+Mat3<T> right_jacobian_t(const Vec3<T>& phi) {
+  const T x = dot(phi, phi);
+  T a, b;
+  if (value(x) < 1e-2) {
+    a = 0.5 - x * (1.0 / 24.0 - x * (1.0 / 720.0 - x * (1.0 / 40320.0 - x / 3628800.0)));
+    b = 1.0 / 6.0 - x * (1.0 / 120.0 - x * (1.0 / 5040.0 - x * (1.0 / 362880.0 - x / 39916800.0)));
+  } else {
+    const T t = sqrt(x);
+    a = (1.0 - cos(t)) / x;
+    b = (t - sin(t)) / (x * t);
+  }
+  const Mat3<T> k = skew(phi);
+  const Mat3<T> kk = matmul(k, k);
+  Mat3<T> out;
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j) out[i][j] = T(i == j ? 1.0 : 0.0) - a * k[i][j] + b * kk[i][j];
+  return out;
+}
+
+// world motion of a successor-frame motion m: [R m_v + p x R m_w; R m_w]
+void to_world(const double* R, const double* p, const double* mo, double* out) {
+  double w[3], v[3], pw[3];
+  mat3_vec(R, mo + 3, w);
+  mat3_vec(R, mo, v);
+  cross3(p, w, pw);
+  for (int k = 0; k < 3; ++k) {
+    out[k] = v[k] + pw[k];
+    out[3 + k] = w[k];
+  }
+}
+
+}  // namespace
+
+void tree_swing_jacobian(const TreeModel& m, int i, const double* qr, double A[3][2], double dA[2][3][2],
+                         double d2A[2][2][3][2]) {
+  using D1 = Dual<double, 2>;
+  using D2 = Dual<D1, 2>;
+  const double* b = &m.swing_axes[6 * i];
+  D2 q[2];
+  for (int k = 0; k < 2; ++k) {
+    q[k].v = D1::variable(qr[k], k);
+    q[k].d[k] = D1(1.0);
+  }
+  Vec3<D2> phi;
+  for (int r = 0; r < 3; ++r) phi[r] = b[r] * q[0] + b[3 + r] * q[1];
+  const Mat3<D2> Jr = right_jacobian_t(phi);
+  for (int r = 0; r < 3; ++r)
+    for (int c = 0; c < 2; ++c) {
+      const D2 e = Jr[r][0] * b[3 * c] + Jr[r][1] * b[3 * c + 1] + Jr[r][2] * b[3 * c + 2];
+      A[r][c] = e.v.v;
+      if (dA)
+        for (int k = 0; k < 2; ++k) dA[k][r][c] = e.d[k].v;
+      if (d2A)
+        for (int k = 0; k < 2; ++k)
+          for (int l = 0; l < 2; ++l) d2A[k][l][r][c] = e.d[k].d[l];
+    }
+}
+
+void tree_joint_bias(const TreeModel& m, const TreeData& d, int i, const double* v, double* out) {
+  for (int k = 0; k < 6; ++k) out[k] = 0.0;
+  if (!m.variable[i]) return;
+  const int nt = m.n_trans[i], iv = m.idx_v[i], nvi = m.nv_i[i];
+  const double* S = &d.S[36 * i];
+  double u[3] = {0.0, 0.0, 0.0}, w[3] = {0.0, 0.0, 0.0};  // translation velocity, angular velocity (successor)
+  for (int c = 0; c < nvi; ++c)
+    for (int k = 0; k < 3; ++k) {
+      u[k] += S[6 * c + k] * v[iv + c];
+      w[k] += S[6 * c + 3 + k] * v[iv + c];
+    }
+  double beta[6] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
+  if (m.trans_pred[i]) {  // d/dt (R_J^T T^T) v_t = -w x u
+    cross3(w, u, beta);
+    for (int k = 0; k < 3; ++k) beta[k] = -beta[k];
+  }
+  if (m.rot_kind[i] == 3) {  // Adot v_r = sum_k dA_k v_k v_r
+    double A[3][2], dA[2][3][2];
+    tree_swing_jacobian(m, i, &d.q[m.idx_q[i] + nt], A, dA, nullptr);
+    const double* vr = v + iv + nt;
+    for (int r = 0; r < 3; ++r)
+      for (int k = 0; k < 2; ++k) beta[3 + r] += vr[k] * (dA[k][r][0] * vr[0] + dA[k][r][1] * vr[1]);
+  }
+  to_world(&d.R[9 * i], &d.p[3 * i], beta, out);
+}
+
+void tree_joint_variation(const TreeModel& m, const TreeData& d, int i, const double* v, const double* a,
+                          JointVariation& out) {
+  const int nt = m.n_trans[i], iv = m.idx_v[i], nvi = m.nv_i[i], rk = m.rot_kind[i];
+  const int nr = nvi - nt;
+  // local (successor-frame) quantities, then mapped to the world
+  double dS[6][6][6] = {}, dSv[6][6] = {}, dSa[6][6] = {}, dbq[6][6] = {}, dbv[6][6] = {};
+  const double* S = &d.S[36 * i];
+  const double* vr = v + iv + nt;
+  double A[3][2] = {}, dA[2][3][2] = {}, d2A[2][2][3][2] = {};
+  if (rk == 3) tree_swing_jacobian(m, i, &d.q[m.idx_q[i] + nt], A, dA, d2A);
+  // u = R_J^T T^T v_t (translation velocity), w = angular velocity, successor frame
+  double u[3] = {0.0, 0.0, 0.0}, w[3] = {0.0, 0.0, 0.0};
+  for (int c = 0; c < nvi; ++c)
+    for (int k = 0; k < 3; ++k) {
+      u[k] += S[6 * c + k] * v[iv + c];
+      w[k] += S[6 * c + 3 + k] * v[iv + c];
+    }
+  if (!m.trans_pred[i])
+    for (int k = 0; k < 3; ++k) u[k] = 0.0;
+  for (int r = 0; r < nr; ++r) {
+    const int s = nt + r;
+    // a_r: the body rotation per unit tangent r (A e_r for a swing, e_r for a quaternion)
+    double ar[3];
+    for (int k = 0; k < 3; ++k) ar[k] = S[6 * s + 3 + k];
+    double dAv[3] = {0.0, 0.0, 0.0};  // (dA/dq_r) v_r
+    if (rk == 3)
+      for (int k = 0; k < 3; ++k) dAv[k] = dA[r][k][0] * vr[0] + dA[r][k][1] * vr[1];
+    // dS/ds: translation columns -a_r x (R_J^T T_c); swing columns dA_r e_k
+    if (m.trans_pred[i])
+      for (int c = 0; c < nt; ++c) {
+        cross3(ar, S + 6 * c, dS[s][c]);
+        for (int k = 0; k < 3; ++k) dS[s][c][k] = -dS[s][c][k];
+      }
+    if (rk == 3)
+      for (int c = 0; c < 2; ++c)
+        for (int k = 0; k < 3; ++k) dS[s][nt + c][3 + k] = dA[r][k][c];
+    for (int c = 0; c < nvi; ++c)
+      for (int k = 0; k < 6; ++k) {
+        dSv[s][k] += dS[s][c][k] * v[iv + c];
+        if (a) dSa[s][k] += dS[s][c][k] * a[iv + c];
+      }
+    // d beta/ds: translation -(dA_r v_r) x u + w x (a_r x u); swing sum_k d2A_rk v_k v_r
+    if (m.trans_pred[i]) {
+      double t1[3], t2[3], t3[3];
+      cross3(dAv, u, t1);
+      cross3(ar, u, t2);
+      cross3(w, t2, t3);
+      for (int k = 0; k < 3; ++k) dbq[s][k] = -t1[k] + t3[k];
+    }
+    if (rk == 3)
+      for (int k = 0; k < 2; ++k)
+        for (int e = 0; e < 3; ++e) dbq[s][3 + e] += vr[k] * (d2A[r][k][e][0] * vr[0] + d2A[r][k][e][1] * vr[1]);
+    // d beta/dv_s (rotation velocity r): translation -a_r x u; swing dA_r v_r + sum_k dA_k v_k e_r
+    if (m.trans_pred[i]) {
+      double t[3];
+      cross3(ar, u, t);
+      for (int k = 0; k < 3; ++k) dbv[s][k] = -t[k];
+    }
+    if (rk == 3)
+      for (int e = 0; e < 3; ++e) dbv[s][3 + e] = dAv[e] + dA[0][e][r] * vr[0] + dA[1][e][r] * vr[1];
+  }
+  // d beta/dv_c (translation velocity c): -w x (R_J^T T_c)
+  if (m.trans_pred[i])
+    for (int c = 0; c < nt; ++c) {
+      double t[3];
+      cross3(w, S + 6 * c, t);
+      for (int k = 0; k < 3; ++k) dbv[c][k] = -t[k];
+    }
+  const double* R = &d.R[9 * i];
+  const double* p = &d.p[3 * i];
+  for (int s = 0; s < nvi; ++s) {
+    for (int c = 0; c < nvi; ++c) to_world(R, p, dS[s][c], out.dS[s][c]);
+    to_world(R, p, dSv[s], out.dSv[s]);
+    to_world(R, p, dSa[s], out.dSa[s]);
+    to_world(R, p, dbq[s], out.dbq[s]);
+    to_world(R, p, dbv[s], out.dbv[s]);
   }
 }
 

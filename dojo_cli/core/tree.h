@@ -32,7 +32,12 @@
 namespace dojo {
 
 // Rotation part of a tree joint.
-enum class TreeRotation : int { None = 0, Revolute = 1, Quaternion = 2 };
+// Swing: a rotation with two free axes b1, b2 (unit, orthogonal, predecessor frame) and
+// no twist about b1 x b2, R_J = exp([q1 b1 + q2 b2]x): Dojo's orbital joints, whose
+// constraint b3 . Vec(q_rel) = 0 leaves exactly these rotations, with Dojo's own minimal
+// coordinates q1 = b1 . log(q_rel), q2 = b2 . log(q_rel). Velocities v = q' (E = I); the
+// body angular velocity is J_r(phi) [b1 b2] v, a motion subspace that turns with q.
+enum class TreeRotation : int { None = 0, Revolute = 1, Quaternion = 2, Swing = 3 };
 
 // The description handed over from Python (flat, row-major arrays over tree joints i,
 // parents before children).
@@ -62,6 +67,13 @@ struct TreeInput {
   std::vector<double> spring, damper, spring_offset;  // (nv,) each, or empty
   std::vector<double> joint_frame_translation;         // (n, 3) r, or empty (zeros)
   std::vector<double> joint_frame_rotation;            // (n, 4) o [w x y z], or empty (identity)
+  // Translations measured in the predecessor frame: the joint's translation velocities are
+  // the coordinates' rates q_t' (E = I), the motion subspace's translation columns
+  // R_J^T T^T turn with the rotation (cylindrical_free, planar_free and the orbitals with
+  // translations, whose translations are not invariant under the rotation). (n,) 0/1, or
+  // empty (none). A swing joint with translations must have it.
+  std::vector<int> trans_pred;
+  std::vector<double> swing_axes;  // (n, 2, 3) b1, b2 of each swing joint (zeros otherwise), or empty
 };
 
 struct TreeModel {
@@ -80,6 +92,9 @@ struct TreeModel {
   std::vector<std::vector<int>> subtree;
   // springs and dampers (TreeInput): (nv,) each, zeros when none; joint frames (n, 3), (n, 4)
   std::vector<double> spring, damper, spring_offset, joint_frame_p, joint_frame_q;
+  // trans_pred and swing axes (TreeInput); variable[i]: S_i depends on q (trans_pred or swing)
+  std::vector<int> trans_pred, variable;
+  std::vector<double> swing_axes;  // (n, 6)
 };
 
 struct TreeData {
@@ -88,6 +103,8 @@ struct TreeData {
   // ---- per joint (world frame; placements of the successor frames)
   std::vector<double> R, p;          // (n, 9), (n, 3)
   std::vector<double> RJ;            // (n, 9) joint rotation R_J
+  std::vector<double> S;             // (n, 36) motion subspace S_i(q), successor frame (m.S unless variable)
+  std::vector<double> swingA;        // (n, 6) A = J_r(phi) [b1 b2] (3 x 2, row-major) of a swing joint
   std::vector<double> J;             // (n, 36) world Jacobian columns X_i S_i, column-major 6 x nv_i
   std::vector<double> Y;             // (n, 36) body inertia, world
   std::vector<double> Yc;            // (n, 36) composite (subtree) inertia, world
@@ -99,6 +116,7 @@ struct TreeData {
   std::vector<double> IA, pA, U, Dinv, u, c;  // (n,36) (n,6) (n,36) (n,36) (n,6) (n,6)
   // ---- generalized quantities
   std::vector<double> q, qdot, tau, vdot;  // q: normalised copy (nq,); (nv,)
+  std::vector<double> v;                   // (nv,) the velocities of the last tree_velocities
   std::vector<double> M, Minv, L;          // (nv, nv) row-major
   std::vector<double> dtau_dq, dtau_dv;    // (nv, nv) tangent derivatives
   std::vector<double> work, work2;         // (nv * nv) scratch
@@ -135,6 +153,25 @@ void tree_frame_wrench(const TreeModel& m, const TreeData& d, int k, const doubl
 void tree_point_velocity_jacobian(const TreeModel& m, const TreeData& d, double* jac);
 // d(J_v^T lambda)/d(tangent q) (nv, nv) for world forces lambda (np, 3) at the points
 void tree_point_force_jacobian(const TreeModel& m, TreeData& d, const double* lambda, double* jac);
+
+// Variable motion subspaces (TreeModel.variable): the bias X_i Sdot_i v_i (world, at the
+// origin: the part of the joint's acceleration that S_i's change along the motion adds to
+// J_i v_i'), after forward kinematics; zeros for a constant S_i.
+void tree_joint_bias(const TreeModel& m, const TreeData& d, int i, const double* v, double* out);
+// Tangent derivatives of a variable joint's subspace and bias, world frame at the origin,
+// after forward kinematics: for each tangent direction s of joint i (0..nv_i-1)
+// dS[s][c] = X d(S col c)/ds, dSv[s] = X (dS/ds) v_i, dSa[s] = X (dS/ds) a_i (a null: 0),
+// dbq[s] = X d(beta)/ds, dbv[s] = X d(beta)/dv_s, beta = Sdot v_i (successor frame).
+struct JointVariation {
+  double dS[6][6][6], dSv[6][6], dSa[6][6], dbq[6][6], dbv[6][6];
+};
+void tree_joint_variation(const TreeModel& m, const TreeData& d, int i, const double* v, const double* a,
+                          JointVariation& out);
+// A = J_r(phi) [b1 b2] (3x2) of swing joint i at its coordinates qr (2,), phi = b1 q1 + b2 q2,
+// with dA[k] = dA/dq_k and d2A[k][l] = d2A/dq_k dq_l (null: not wanted); J_r the right
+// Jacobian of SO(3) (exact derivatives: nested dual numbers, dual.h).
+void tree_swing_jacobian(const TreeModel& m, int i, const double* qr, double A[3][2], double dA[2][3][2],
+                         double d2A[2][2][3][2]);
 
 // ---- tree_passive.cpp
 // tau (nv,) of the joints' springs and dampers at x = [q; v] (nq + nv,), which C leaves

@@ -18,6 +18,11 @@
 // and Bc_i the subtree sum of B_k u = Y_k (u x v_k) + u x* (Y_k v_k) + v_k x* (Y_k u)
 // (the paper's dYcrb, eq. 14: the inertia's variation with the velocity plus the
 // momentum cross term).
+// A variable motion subspace S_i(q) (tree.h: a swing rotation, translations measured in
+// the predecessor frame) adds its own variation to the non-rigid parts: with
+// kappa = X_i (dS_i/ds) v_i, dVdq += kappa (the subtree's velocity changes by it too);
+// psi += X_i (dS_i/ds) a_i + X_i d(Sdot_i v_i)/ds + v_i x kappa; dAdv += X_i d(Sdot_i v_i)/dv_s; and
+// the joint's own row gains (X_i dS_i/ds)^T F_i (tree_joint_variation).
 // ABA's derivatives follow from the identity the paper uses (sec. IV):
 //   d(vdot)/dq = -M^-1 dtau/dq |_(a = vdot), d(vdot)/dv = -M^-1 dtau/dv, d(vdot)/dtau = M^-1.
 #include "tree.h"
@@ -27,6 +32,7 @@ namespace dojo {
 void tree_rnea_derivatives(const TreeModel& m, TreeData& d, const double* q, const double* v, const double* a) {
   tree_rnea(m, d, q, v, a);  // placements, J, Y, ov, oa (with gravity), of (per body), tau
   const int nv = m.nv;
+  JointVariation var;
   // per body: per-column quantities, B_i, Yc_i = Y_i, F_i = f_i (the rnea backward pass
   // already summed of into subtree forces: d.of holds F_i)
   for (int i = 0; i < m.n; ++i) {
@@ -36,6 +42,7 @@ void tree_rnea_derivatives(const TreeModel& m, TreeData& d, const double* q, con
     const double* vl = lam < 0 ? zero : &d.ov[6 * lam];
     const double* al = lam < 0 ? a0 : &d.oa[6 * lam];
     const double* vi = &d.ov[6 * i];
+    if (m.variable[i]) tree_joint_variation(m, d, i, v, a, var);
     for (int s = 0; s < m.nv_i[i]; ++s) {
       const double* xi = &d.J[36 * i + 6 * s];
       double* dvdq = &d.dVdq[36 * i + 6 * s];
@@ -47,8 +54,18 @@ void tree_rnea_derivatives(const TreeModel& m, TreeData& d, const double* q, con
       tree::motion_cross(al, xi, dadq);
       tree::motion_cross(vi, xi, t);
       for (int k = 0; k < 6; ++k) dadv[k] = dvdq[k] + t[k];
+      if (m.variable[i])
+        for (int k = 0; k < 6; ++k) {
+          dvdq[k] += var.dSv[s][k];
+          dadv[k] += var.dbv[s][k];
+        }
       tree::motion_cross(vl, dvdq, t);
       for (int k = 0; k < 6; ++k) ps[k] = dadq[k] + t[k];
+      if (m.variable[i]) {
+        // the joint's own term v_i x J_i qd_i sees J_i qd_i change by kappa too: + v_i x kappa
+        tree::motion_cross(vi, var.dSv[s], t);
+        for (int k = 0; k < 6; ++k) ps[k] += var.dSa[s][k] + var.dbq[s][k] + t[k];
+      }
     }
     // B_i column k: Y (e_k x v) + e_k x* h + v x* (Y e_k), h = Y v
     const double* Y = &d.Y[36 * i];
@@ -110,6 +127,13 @@ void tree_rnea_derivatives(const TreeModel& m, TreeData& d, const double* q, con
           d.dtau_dv[row * nv + col] = tree::dot6(P + 6 * r, &d.J[36 * j + 6 * s]) +
                                       tree::dot6(Q + 6 * r, &d.dAdv[36 * j + 6 * s]);
         }
+    // a variable S_i: tau_i = J_i^T F_i also changes with J_i's own shape, (X_i dS_i/ds)^T F_i
+    if (m.variable[i]) {
+      tree_joint_variation(m, d, i, v, a, var);
+      for (int r = 0; r < ni; ++r)
+        for (int s = 0; s < ni; ++s)
+          d.dtau_dq[(m.idx_v[i] + r) * nv + m.idx_v[i] + s] += tree::dot6(var.dS[s][r], &d.of[6 * i]);
+    }
     // k strictly above i: rows of k, columns of i
     for (int k = m.parent[i]; k >= 0; k = m.parent[k])
       for (int r = 0; r < m.nv_i[k]; ++r)

@@ -34,6 +34,8 @@ void tree_passive_forces(const TreeModel& m, const double* x, double* tau) {
       for (int k = 0; k < 4; ++k) q_rel[k] /= norm;
       RJ = rotation(q_rel);
     }
+    // translations in the predecessor frame (TreeModel.trans_pred): theta_t' = v_t, E_t = I
+    if (m.trans_pred[i]) RJ = identity3<double>();
     // translations: theta_t = q_t - T r (Dojo's displacement from its joint frame's origin)
     if (nt > 0) {
       const double* T = &m.trans_dirs[9 * i];
@@ -52,7 +54,11 @@ void tree_passive_forces(const TreeModel& m, const double* x, double* tau) {
       const Vec3<double> back = tmatvec(RJ, force);
       for (int c = 0; c < nt; ++c) tau[iv + c] = dot(load3<double>(T + 3 * c), back);
     }
-    if (m.rot_kind[i] == static_cast<int>(TreeRotation::Revolute)) {
+    if (m.rot_kind[i] == static_cast<int>(TreeRotation::Swing)) {
+      // the swing's coordinates are Dojo's b . log(q_rel) themselves, and their rates v
+      for (int k = 0; k < 2; ++k)
+        tau[iv + nt + k] = -k_[nt + k] * (q[iq + nt + k] - theta0[nt + k]) - c_[nt + k] * v[iv + nt + k];
+    } else if (m.rot_kind[i] == static_cast<int>(TreeRotation::Revolute)) {
       tau[iv + nt] = -k_[nt] * (q[iq + nt] - theta0[nt]) - c_[nt] * v[iv + nt];
     } else if (m.rot_kind[i] == static_cast<int>(TreeRotation::Quaternion)) {
       // Dojo's rotation vector of the rotation in its joint frame, angle in [0, 2 pi)

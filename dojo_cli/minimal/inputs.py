@@ -6,8 +6,10 @@ Without ``actuators``, a scene's inputs u (nu,) are Dojo's, per joint in scene o
 joint point) and a torque about each free rotation axis of the joint frame. Their
 generalized force is tau = B(x) u with, per joint, the translation block E_t^T =
 T R_J^T T^T (the force seen in the successor frame; the identity unless the joint also
-rotates), 1 for a revolute angle, and R_J^T (times the orientation offset for a floating
-base) for a quaternion joint's torque. Inputs of loop-closing joints are not mapped (zero
+rotates, or measures its translations in the predecessor frame), 1 for a revolute angle,
+R_J^T (times the orientation offset for a floating base) for a quaternion joint's torque,
+and A(q)^T R_J^T [b1 b2] for a swing's (the torque u1 b1 + u2 b2 of the joint frame, seen
+in the body frame, on the body angular velocity A(q) q' of the coordinates' rates). Inputs of loop-closing joints are not mapped (zero
 columns).
 
 With ``actuators`` (docs/scenes.md), a joint actuator is that joint-input column times its
@@ -25,7 +27,8 @@ from dojo_cli import _core
 from dojo_cli.errors import SceneError
 from dojo_cli.math.quaternion import matrix_from_quaternion
 from dojo_cli.minimal.dynamics import velocity_kinematics
-from dojo_cli.minimal.model import ROT_QUATERNION, ROT_REVOLUTE, MinimalModel
+from dojo_cli.minimal.model import ROT_QUATERNION, ROT_REVOLUTE, ROT_SWING, MinimalModel
+from dojo_cli.minimal.quaternions import axis_angle_to_quat
 
 
 def _state_dependent(model: MinimalModel) -> bool:
@@ -33,7 +36,7 @@ def _state_dependent(model: MinimalModel) -> bool:
     if any(a.body >= 0 for a in mech.actuators):
         return True
     driven = {int(mech.free_joint[f]) for f in mech.actuator_free if f >= 0}
-    return any(tj.index in driven and (tj.rot == ROT_QUATERNION or (tj.rot == ROT_REVOLUTE and tj.n_trans > 1))
+    return any(tj.index in driven and (tj.rot in (ROT_QUATERNION, ROT_SWING) or (tj.rot == ROT_REVOLUTE and tj.n_trans > 1))
                for tj in model.joints)
 
 
@@ -79,7 +82,7 @@ def _joint_input_map(model: MinimalModel, x) -> np.ndarray:
     B = np.zeros((model.nv, mech.nf))
     driven = {int(mech.free_joint[f]) for f in mech.actuator_free if f >= 0}
     E = velocity_kinematics(model, x) if x is not None else None
-    for tj in model.joints:
+    for k, tj in enumerate(model.joints):
         cols = mech.joint_free_range[tj.index]
         if cols.stop == cols.start or tj.index not in driven:
             continue
@@ -96,6 +99,10 @@ def _joint_input_map(model: MinimalModel, x) -> np.ndarray:
             RJ = matrix_from_quaternion(q / np.linalg.norm(q))
             off = matrix_from_quaternion(np.asarray(mech.joints[tj.index].orientation_offset, dtype=float))
             B[r0 + nt: r0 + nt + 3, c0 + nt: c0 + nt + 3] = RJ.T @ off if tj.floating else RJ.T
+        elif tj.rot == ROT_SWING:
+            qr = np.asarray(x, dtype=float)[tj.q][nt:]
+            RJ = matrix_from_quaternion(axis_angle_to_quat(tj.swing_axes.T @ qr))
+            B[r0 + nt: r0 + nt + 2, c0 + nt: c0 + nt + 2] = model.swing_jacobian(k, qr).T @ RJ.T @ tj.swing_axes.T
     return B
 
 

@@ -13,19 +13,22 @@ scene becomes one tree joint of the core (dojo_cli/core/tree.h):
   predecessor frame is the parent body (the world) itself, so that its q is the pose
   of the successor frame in the world;
 - coordinates: the joint's free translations (Dojo's, parent frame, the same numbers),
-  then its rotation: a revolute angle (Dojo's, the same number), or a quaternion (the
-  rotation relative to the predecessor frame, where Dojo uses a rotation vector);
+  then its rotation: a revolute angle (Dojo's, the same number), a quaternion (the
+  rotation relative to the predecessor frame, where Dojo uses a rotation vector), or a
+  swing's two coordinates (two free rotations: orbital and its variants), Dojo's
+  b1.log(q_rel), b2.log(q_rel) themselves (R_J = exp([q1 b1 + q2 b2]x), no twist about
+  the axis: Dojo's constraint b3.Vec(q_rel) = 0);
 - velocities: the successor frame's velocity relative to the predecessor frame, in
   the successor frame (body frame): a floating base's [v; w], a planar joint's
-  [vx vy wz] (as Pinocchio's and RigidBodyDynamics.jl's planar joints).
+  [vx vy wz] (as Pinocchio's and RigidBodyDynamics.jl's planar joints); a swing's are
+  its coordinates' rates (body angular velocity J_r(phi) [b1 b2] v). Translations that do
+  not turn into themselves under the joint's rotation (a spherical or swing rotation with
+  one or two translations: cylindrical_free, planar_free, prismatic_orbital,
+  planar_orbital, free_orbital) are measured in the predecessor frame with their rates as
+  velocities (``trans_pred``). Those joints' motion subspaces depend on q (core tree.h).
 
-Supported: every joint with 0, 1 or 3 free rotations whose free translations turn
-into themselves under its rotation (fixed, prismatic, planar, fixed_orientation,
-revolute, cylindrical, planar_axis, free_revolute, spherical, floating). Joints with two
-free rotations (orbital and its variants) and the translation + spherical mixes
-(cylindrical_free, planar_free) have no such coordinates: building a model of a scene
-with one raises a SceneError naming it. Loop-closing joints are kept by name
-(``loop_joints``) and are not part of the tree dynamics.
+Every joint type is supported. Loop-closing joints are kept by name (``loop_joints``) and
+are not part of the tree dynamics.
 """
 
 from __future__ import annotations
@@ -42,7 +45,9 @@ from dojo_cli.model.mechanism import ORIGIN, Mechanism
 from dojo_cli.minimal.quaternions import quat_to_axis_angle, rot_to_quat
 
 # Rotation kinds of the core's tree joints (tree.h TreeRotation).
-ROT_NONE, ROT_REVOLUTE, ROT_QUATERNION = 0, 1, 2
+ROT_NONE, ROT_REVOLUTE, ROT_QUATERNION, ROT_SWING = 0, 1, 2, 3
+# configuration and velocity sizes of each rotation kind
+ROT_NQ, ROT_NV = (0, 1, 4, 2), (0, 1, 3, 2)
 # Tolerance on the invariance of a joint's translation directions under its rotation
 # (axis parallel or perpendicular to them): a scene's axes are unit vectors to rounding.
 _INVARIANCE_TOL = 1e-9
@@ -57,7 +62,10 @@ class TreeJoint:
         type: Dojo joint type; parent: parent tree-joint index (model order) or -1.
         body: index of the child body (scene order).
         n_trans: free translations; directions: (n_trans, 3) rows, predecessor frame.
-        rot: ROT_NONE, ROT_REVOLUTE or ROT_QUATERNION; axis: (3,) revolute axis.
+        rot: ROT_NONE, ROT_REVOLUTE, ROT_QUATERNION or ROT_SWING; axis: (3,) revolute axis.
+        swing_axes: (2, 3) the free rotation axes b1, b2 of a swing (predecessor frame), else zeros.
+        trans_pred: translations measured in the predecessor frame, their velocities the
+            coordinates' rates (module doc); else in the successor frame.
         placement_rotation: (3, 3) predecessor frame in the parent tree frame;
         placement_translation: (3,) its origin there.
         com: (3,) the child's centre of mass in the successor frame (= -child_vertex).
@@ -74,6 +82,8 @@ class TreeJoint:
     directions: np.ndarray
     rot: int
     axis: np.ndarray
+    swing_axes: np.ndarray
+    trans_pred: bool
     placement_rotation: np.ndarray
     placement_translation: np.ndarray
     com: np.ndarray
@@ -87,11 +97,11 @@ def _coordinate_names(joint, n_trans: int, rot: int, floating: bool) -> tuple[li
     ``joint:coordinate`` (floating x y z qw qx qy qz / vx vy vz wx wy wz; planar
     x y qz / vx vy wz; spherical qw qx qy qz / wx wy wz)."""
     name = joint.name
-    nq = n_trans + (0, 1, 4)[rot]
+    nq = n_trans + ROT_NQ[rot]
     if nq == 1:
         return [name], [name]
     jt = JointType(joint.type)
-    if jt == JointType.CYLINDRICAL:
+    if jt in (JointType.CYLINDRICAL, JointType.CYLINDRICAL_FREE, JointType.PRISMATIC_ORBITAL):
         trans = ["z"]
     else:
         trans = ["x", "y", "z"][:n_trans]
@@ -103,6 +113,9 @@ def _coordinate_names(joint, n_trans: int, rot: int, floating: bool) -> tuple[li
     elif rot == ROT_QUATERNION:
         q += ["qw", "qx", "qy", "qz"]
         v += ["wx", "wy", "wz"]
+    elif rot == ROT_SWING:
+        q += ["r0", "r1"]
+        v += ["dr0", "dr1"]
     return [f"{name}:{c}" for c in q], [f"{name}:{c}" for c in v]
 
 
@@ -139,16 +152,9 @@ class MinimalModel:
         for j in mech.tree_joints:
             joint = mech.joints[j]
             ft, fr = joint.free
-            if fr == 2 or (fr == 3 and ft in (1, 2)):
-                raise SceneError(
-                    f"joint {joint.name!r} ({JointType(joint.type).value}): no minimal coordinates for this joint "
-                    "type (two free rotations, or a spherical rotation with one or two translations); "
-                    "supported: fixed, prismatic, planar, fixed_orientation, revolute, cylindrical, planar_axis, "
-                    "free_revolute, spherical, floating"
-                )
-            joints_info[j] = (ft, (ROT_NONE, ROT_REVOLUTE, None, ROT_QUATERNION)[fr])
-        nq_of = {j: ft + (0, 1, 4)[rot] for j, (ft, rot) in joints_info.items()}
-        nv_of = {j: ft + (0, 1, 3)[rot] for j, (ft, rot) in joints_info.items()}
+            joints_info[j] = (ft, (ROT_NONE, ROT_REVOLUTE, ROT_SWING, ROT_QUATERNION)[fr])
+        nq_of = {j: ft + ROT_NQ[rot] for j, (ft, rot) in joints_info.items()}
+        nv_of = {j: ft + ROT_NV[rot] for j, (ft, rot) in joints_info.items()}
         q_start, v_start, iq, iv = {}, {}, 0, 0
         config_names, velocity_names = [], []
         for j in order:
@@ -191,6 +197,10 @@ class MinimalModel:
                 trans_p = parent_com_shift + np.asarray(joint.parent_vertex, dtype=float)
                 directions = basis[:3][free[:3]] @ off  # rows R_off^T b: parent-frame directions in the joint frame
             axis = basis[3:][free[3:]][0] if rot == ROT_REVOLUTE else np.zeros(3)
+            swing_axes = np.array(basis[3:][free[3:]], dtype=float) if rot == ROT_SWING else np.zeros((2, 3))
+            # translations that do not turn into themselves under the rotation (a spherical or
+            # swing rotation with one or two translations): measured in the predecessor frame
+            trans_pred = ft > 0 and (rot == ROT_SWING or (rot == ROT_QUATERNION and ft in (1, 2)))
             if rot == ROT_REVOLUTE and ft in (1, 2):
                 dots = np.abs(directions @ axis)
                 ok = np.all(dots > 1 - _INVARIANCE_TOL) if ft == 1 else np.all(dots < _INVARIANCE_TOL)
@@ -203,7 +213,8 @@ class MinimalModel:
             joints.append(TreeJoint(
                 name=joint.name, index=j, type=JointType(joint.type), parent=parent_joint, body=int(mech.child[j]),
                 n_trans=ft, directions=np.array(directions, dtype=float).reshape(ft, 3), rot=rot,
-                axis=np.array(axis, dtype=float), placement_rotation=rot_p, placement_translation=trans_p,
+                axis=np.array(axis, dtype=float), swing_axes=swing_axes, trans_pred=bool(trans_pred),
+                placement_rotation=rot_p, placement_translation=trans_p,
                 com=-np.asarray(joint.child_vertex, dtype=float),
                 q=slice(q_start[j], q_start[j] + nq_of[j]), v=slice(v_start[j], v_start[j] + nv_of[j]),
                 floating=floating,
@@ -257,6 +268,8 @@ class MinimalModel:
         ti.spring, ti.damper, ti.spring_offset = spring.tolist(), damper.tolist(), spring_offset.tolist()
         ti.joint_frame_translation = frame_p.reshape(-1).tolist()
         ti.joint_frame_rotation = frame_q.reshape(-1).tolist()
+        ti.trans_pred = [int(tj.trans_pred) for tj in joints]
+        ti.swing_axes = np.array([tj.swing_axes for tj in joints]).reshape(-1).tolist()
         self.tree = _core.TreeModel(ti)
         self.data = _core.TreeData(self.tree)
         self.orders: dict[str, tuple[list[str], list[str], list[str]]] = {}
@@ -320,16 +333,28 @@ class MinimalModel:
                 q[tj.n_trans] = float(np.dot(tj.axis, quat_to_axis_angle(rot_to_quat(R_j))))
             elif tj.rot == ROT_QUATERNION:
                 q[tj.n_trans:] = rot_to_quat(R_j)
+            elif tj.rot == ROT_SWING:
+                phi = quat_to_axis_angle(rot_to_quat(R_j))  # log, angle in [0, pi]
+                q[tj.n_trans:] = tj.swing_axes @ phi
             # relative twist in the successor frame, projected on S (orthonormal columns)
             lin = Rb.T @ (v_s - v_p - np.cross(wl, p_s - p_p))
             ang = Rb.T @ (w_b - wl)
             v = xv[tj.v]
-            v[: tj.n_trans] = tj.directions @ lin
+            v[: tj.n_trans] = tj.directions @ (R_j @ lin if tj.trans_pred else lin)
             if tj.rot == ROT_REVOLUTE:
                 v[tj.n_trans] = float(np.dot(tj.axis, ang))
             elif tj.rot == ROT_QUATERNION:
                 v[tj.n_trans:] = ang
+            elif tj.rot == ROT_SWING:
+                # w = A(q) q' (A = J_r(phi) [b1 b2], the core's): q' solves it (exactly for a swing's w)
+                A = self.swing_jacobian(k, q[tj.n_trans:])
+                v[tj.n_trans:] = np.linalg.lstsq(A, ang, rcond=None)[0]
         return np.concatenate([xq, xv])
+
+    def swing_jacobian(self, k: int, qr) -> np.ndarray:
+        """A (3, 2) = J_r(phi) [b1 b2] of swing tree joint k at its coordinates qr (2,): its
+        body angular velocity per coordinate rate (core tree_swing_jacobian)."""
+        return np.asarray(_core.tree_swing_jacobian(self.tree, int(k), np.ascontiguousarray(qr, dtype=float)))
 
     def bodies_from_state(self, x) -> dict[str, np.ndarray]:
         """Body centres of mass and velocities of a minimal state x (nx,), from the core's
@@ -361,7 +386,7 @@ def build_model(mech: Mechanism, kinematics_points: list[str] | None = None) -> 
             reports (default: every contact point, then every leaf body).
 
     Raises:
-        SceneError: a tree joint has no minimal coordinates (two free rotations, or a
-            spherical rotation with one or two translations), or a point is unknown.
+        SceneError: a revolute joint's translations are neither parallel nor perpendicular
+            to its axis, or a kinematics point is unknown.
     """
     return MinimalModel(mech, kinematics_points)

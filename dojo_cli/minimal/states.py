@@ -6,7 +6,8 @@ apply_dx, error_jacobian(_T); other_systems_notes.md 2.5), per joint:
 - a spherical joint: quat_to_axis_angle(q0* q);
 - translations turned by a revolute joint (planar, free_revolute): E_t(q0)^T (t - t0),
   the same body-frame rule (E_t the joint's block of velocity_kinematics);
-- every other coordinate: the difference.
+- every other coordinate: the difference (among them a swing's two rotation coordinates
+  and the translations measured in the predecessor frame, whose velocities are their rates).
 apply_dx is the exact inverse; error_jacobian = [E 0; 0 I], error_jacobian_T = [E_T 0; 0 I].
 """
 
@@ -16,7 +17,7 @@ import numpy as np
 
 from dojo_cli.physics.coordinates import minimal_to_maximal
 from dojo_cli.minimal.dynamics import velocity_kinematics, velocity_kinematics_T
-from dojo_cli.minimal.model import ROT_QUATERNION, ROT_REVOLUTE, MinimalModel
+from dojo_cli.minimal.model import ROT_QUATERNION, ROT_REVOLUTE, ROT_SWING, MinimalModel
 from dojo_cli.minimal.quaternions import L_mult, axis_angle_to_quat, quat_to_axis_angle
 
 
@@ -66,7 +67,7 @@ def _blocks(model: MinimalModel, q: np.ndarray):
     """(tree joint, E_t block (n_t, n_t) or None) for joints whose translations turn."""
     E = None
     for tj in model.joints:
-        if tj.n_trans and tj.rot in (ROT_REVOLUTE, ROT_QUATERNION):
+        if tj.n_trans and tj.rot in (ROT_REVOLUTE, ROT_QUATERNION) and not tj.trans_pred:
             if E is None:
                 E = velocity_kinematics(model, q)
             yield tj, E[tj.q.start: tj.q.start + tj.n_trans, tj.v.start: tj.v.start + tj.n_trans]
@@ -84,8 +85,8 @@ def state_error(model: MinimalModel, x, x0) -> np.ndarray:
         d = dx[tj.v]
         nt = tj.n_trans
         d[:nt] = (q[:nt] - q0[:nt]) if Et is None else Et.T @ (q[:nt] - q0[:nt])
-        if tj.rot == ROT_REVOLUTE:
-            d[nt] = q[nt] - q0[nt]
+        if tj.rot in (ROT_REVOLUTE, ROT_SWING):
+            d[nt:] = q[nt:] - q0[nt:]
         elif tj.rot == ROT_QUATERNION:
             d[nt:] = quat_to_axis_angle(L_mult(q0[nt:]).T @ q[nt:])
     dx[nv:] = x[nq:] - x0[nq:]
@@ -104,8 +105,8 @@ def apply_dx(model: MinimalModel, x, dx) -> np.ndarray:
         q, d, o = x[tj.q], dx[tj.v], out[tj.q]
         nt = tj.n_trans
         o[:nt] = q[:nt] + (d[:nt] if Et is None else Et @ d[:nt])
-        if tj.rot == ROT_REVOLUTE:
-            o[nt] = q[nt] + d[nt]
+        if tj.rot in (ROT_REVOLUTE, ROT_SWING):
+            o[nt:] = q[nt:] + d[nt:]
         elif tj.rot == ROT_QUATERNION:
             o[nt:] = L_mult(q[nt:]) @ axis_angle_to_quat(d[nt:])
     out[nq:] = x[nq:] + dx[nv:]

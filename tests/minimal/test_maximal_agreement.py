@@ -18,9 +18,12 @@ import pytest
 import dojo_cli as dojo
 from dojo_cli import minimal
 from dojo_cli.minimal.quaternions import L_mult
+from tests.minimal.scenes import MINIMAL_JOINTS
 
 # (scene, overrides): every joint kind in the tree (revolute, prismatic, planar, spherical,
-# floating), springs and dampers on each kind; contacts removed (not part of the tree dynamics).
+# floating; the swing joints orbital, prismatic_orbital, planar_orbital, free_orbital and
+# cylindrical_free, planar_free in MINIMAL_JOINTS and orbital_chain), springs and dampers on
+# each kind; contacts removed (not part of the tree dynamics).
 CASES = [
     ("pinnzoo_double_pendulum", {}),
     ("pinnzoo_cartpole", {}),
@@ -30,6 +33,8 @@ CASES = [
     ("npendulum", {"joints.0.spring": 3.0, "joints.1.damper": 0.5}),
     # actuators (docs/scenes.md): PinnZoo's rotors, and joint and body actuators on a chain
     ("pinnzoo_quadrotor", {}),
+    (MINIMAL_JOINTS, {}),
+    ("orbital_chain", {"gravity": [0, 0, -9.81], "joints.2.damper": 0.2}),
     ("npendulum", {"actuators": [
         {"name": "elbow", "joint": "joint2", "gain": 2.0},
         {"name": "push", "body": "link3", "force": [0, 1, 0.5], "point": [0, 0.02, -0.5], "torque": [1, 0, 0]},
@@ -58,6 +63,8 @@ def _state(model, rng):
             # moderate relative rotations: Dojo's spring acts on log(q_rel) in [0, 2 pi), which
             # depends on the quaternion's sign beyond pi
             x[tj.q.start + tj.n_trans: tj.q.stop] = minimal.axis_angle_to_quat(0.5 * rng.standard_normal(3))
+        elif tj.rot == 3:  # a swing: moderate too (its spring acts on log(q_rel) as well)
+            x[tj.q.start + tj.n_trans: tj.q.stop] = 0.5 * rng.standard_normal(2)
     return x
 
 
@@ -67,7 +74,7 @@ def _step_back(model, x, vdot, h):
     v = x[model.nq:]
     d = -h * v + 0.5 * h * h * vdot
     for tj in model.joints:
-        if tj.n_trans and tj.rot:
+        if tj.n_trans and tj.rot and not tj.trans_pred:  # (predecessor-frame translations: q_t' = v_t)
             vv, nt = v[tj.v], tj.n_trans
             w = vv[nt:] if tj.rot == 2 else vv[nt] * tj.axis
             d[tj.v.start: tj.v.start + nt] += 0.5 * h * h * (tj.directions @ np.cross(w, tj.directions.T @ vv[:nt]))
@@ -80,12 +87,14 @@ def _bodies(model, x):
     the quaternion's sign, so each joint's q_rel must be its own quaternion, not its negative."""
     b = model.bodies_from_state(x)
     for tj in model.joints:
-        if tj.rot != 2:
+        if tj.rot not in (2, 3):
             continue
         qa = np.array([1.0, 0, 0, 0]) if tj.parent < 0 else b["q"][model.joints[tj.parent].body]
         off = np.asarray(model.mech.joints[tj.index].orientation_offset, dtype=float)
         rel = L_mult(off).T @ L_mult(qa).T @ b["q"][tj.body]
         ours = x[tj.q][tj.n_trans:]
+        if tj.rot == 3:  # a swing's q_rel is exp(phi / 2), phi = b1 q1 + b2 q2
+            ours = minimal.axis_angle_to_quat(tj.swing_axes.T @ ours)
         if tj.floating:  # a floating joint's quaternion includes the offset
             ours = L_mult(off).T @ ours
         if rel @ ours < 0:
@@ -117,9 +126,46 @@ def _acceleration_error(scene, overrides, h, seed=0):
 
 
 @pytest.mark.parametrize("scene, overrides", CASES,
-                         ids=[c[0] + ("_actuators" if "actuators" in c[1] else "") for c in CASES])
+                         ids=[c[0].rsplit("/", 1)[-1] + ("_actuators" if "actuators" in c[1] else "") for c in CASES])
 def test_variational_step_accelerations_match_aba(scene, overrides):
     errors = [_acceleration_error(scene, overrides, h) for h in STEPS]
     for h, e in zip(STEPS, errors):
         assert e <= ORDER_CONSTANT * h, f"{scene}: h={h:g}: relative acceleration error {e:.2e} > {ORDER_CONSTANT} h"
     assert errors[1] <= ORDER_RATIO * errors[0] + NOISE, f"{scene}: not O(h): errors {errors[0]:.2e}, {errors[1]:.2e}"
+
+
+@pytest.mark.parametrize("scene", [MINIMAL_JOINTS, "orbital_chain"], ids=["minimal_joints", "orbital_chain"])
+def test_swing_and_predecessor_frame_coordinates_are_dojos_minimal_coordinates(scene):
+    """A swing's q (b1.log(q_rel), b2.log(q_rel)) and the translations of cylindrical_free,
+    planar_free and the orbitals are Dojo's own free coordinates (storage's minimal/q), and
+    their velocities are those coordinates' rates (the maximal model's, by central differences
+    along the motion); state_from_maximal inverts the tree's bodies."""
+    from dojo_cli.physics.coordinates import minimal_coordinates
+
+    mech = dojo.load_scene(scene)
+    model = minimal.build_model(mech)
+    rng = np.random.default_rng(4)
+    x = minimal.randn_state(model, rng)
+    for tj in model.joints:
+        if tj.rot == 3:
+            x[tj.q.start + tj.n_trans: tj.q.stop] = rng.uniform(-1.2, 1.2, 2)
+
+    def theta(t):
+        b = model.bodies_from_state(minimal.apply_dx(model, x, np.concatenate([t * x[model.nq:], np.zeros(model.nv)])))
+        return minimal_coordinates(mech, b["x"], b["q"])
+
+    rates = (theta(FD_STEP) - theta(-FD_STEP)) / (2 * FD_STEP)
+    now = theta(0.0)
+    checked = 0
+    for tj in model.joints:
+        if tj.rot != 3 and not tj.trans_pred:
+            continue
+        cols = mech.joint_free_range[tj.index]
+        n = tj.n_trans if tj.rot == 2 else len(x[tj.q])  # a quaternion's own coordinates differ (rotation vector)
+        assert np.allclose(now[cols][:n], x[tj.q][:n], rtol=0, atol=1e-12), tj.name
+        assert np.allclose(rates[cols][:n], x[model.nq:][tj.v][:n], rtol=0, atol=1e-8), tj.name
+        checked += 1
+    assert checked >= 4
+    b = model.bodies_from_state(x)
+    z = np.concatenate([b["x"], b["v"], b["q"], b["w"]], axis=1).reshape(-1)
+    assert np.max(np.abs(minimal.state_error(model, model.state_from_maximal(z), x))) < 1e-12

@@ -16,6 +16,7 @@ from dojo_cli import minimal
 from dojo_cli.cli.app import app
 from dojo_cli.io.storage import read_storage
 from dojo_cli.math.quaternion import matrix_from_quaternion
+from tests.minimal.scenes import MINIMAL_JOINTS
 
 runner = CliRunner()
 
@@ -388,3 +389,41 @@ def test_rk4_files_store_angles_unwrapped_like_variational_runs(tmp_path):
     ts, qs, vs = minimal.simulate(model, minimal.init_state(model), 3.0 - 1e-9, dt=0.01)
     assert len(qs) == 301
     assert np.max(np.abs(np.asarray(qs)[:, 0] - q)) < 1e-9
+
+
+# ---------------------------------------------------------------- swing joints (orbital) and
+# translations measured in the predecessor frame (cylindrical_free, planar_free)
+
+def test_rk4_swing_joints_forces_are_passive_forces_and_B_func_and_converge_at_fourth_order():
+    model = minimal.build_model(dojo.load_scene(MINIMAL_JOINTS))
+    integ = minimal.Rk4(model)
+    rng = np.random.default_rng(3)
+    for _ in range(3):
+        x = minimal.randn_state(model, rng)
+        u = rng.standard_normal(model.nu)
+        tau = minimal.passive_forces(model, x) + minimal.B_func(model, x) @ u
+        assert np.allclose(integ.dynamics(x, u), minimal.forward_dynamics(model, x, tau), rtol=0, atol=1e-9)
+    x0 = minimal.randn_state(model, np.random.default_rng(7))
+    x0[model.nq:] *= 0.5
+    ref = _final(*minimal.simulate(model, x0, 0.25, dt=2.0**-12))
+    errors = [np.max(np.abs(minimal.state_error(model, _final(*minimal.simulate(model, x0, 0.25, dt=2.0**-p)), ref)))
+              for p in (7, 8, 9)]
+    ratios = [errors[0] / errors[1], errors[1] / errors[2]]
+    for r in ratios:
+        assert 13.0 < r < 19.0, (errors, ratios)
+
+
+def test_rk4_orbital_chain_keeps_its_energy_and_momentum(tmp_path):
+    # the built-in scene as it is (springs on the orbital joints, no gravity): dojo energy
+    # adds the springs' potential (Dojo's, on the same coordinates) to the kinetic energy
+    out = tmp_path / "o.h5"
+    r = runner.invoke(app, ["simulate", "orbital_chain", "--integrator", "rk4", "-o", str(out), "-q"])
+    assert r.exit_code == 0, r.output
+    js = tmp_path / "e.json"
+    assert runner.invoke(app, ["energy", str(out), "--json", str(js)]).exit_code == 0
+    doc = json.loads(js.read_text())
+    assert np.ptp(doc["potential"]) > 1e-3  # the springs exchange energy
+    summary = doc["summary"]
+    assert summary["mechanical [J]"]["max_drift"] < 1e-6  # 7.8e-8 over 3 s at dt = 0.01 (energy ~ 6 J)
+    assert summary["linear momentum"]["max_drift"] < 1e-6
+    assert summary["angular momentum"]["max_drift"] < 1e-5
