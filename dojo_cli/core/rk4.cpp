@@ -250,9 +250,12 @@ void local_rates(const TreeModel& m, const double* q, const double* phi, const d
   }
 }
 
-// tau += B(q) u + springs and dampers (minimal/inputs.py's B_func and passive_forces)
+// tau += B(q) u (minimal/inputs.py's B_func for joint inputs) + the springs and dampers
+// (tree_passive.cpp, the one copy of their law in minimal coordinates)
 void joint_forces(const TreeModel& m, const Rk4Model& r, const double* q, const double* v, const double* u,
                   double* tau) {
+  if (r.has_passive) tree_passive_forces_add(m, q, v, tau);
+  if (!u) return;
   for (int i = 0; i < m.n; ++i) {
     const int nt = m.n_trans[i], iq = m.idx_q[i], iv = m.idx_v[i], fs = r.in.free_start[i];
     if (fs < 0) continue;
@@ -268,80 +271,32 @@ void joint_forces(const TreeModel& m, const Rk4Model& r, const double* q, const 
       }
     }
     // generalized translation force f (free-coordinate space) -> Et^T f
-    double ft[3] = {0.0, 0.0, 0.0};
-    double fr[3] = {0.0, 0.0, 0.0};  // rotation: revolute scalar or the quaternion joint's torque (see below)
-    if (u) {
-      for (int c = 0; c < nt; ++c) ft[c] += u[fs + c];
-    }
-    const double* k = &r.in.spring[fs];
-    const double* c = &r.in.damper[fs];
-    const double* q0 = &r.in.spring_offset[fs];
-    if (r.has_passive && nt) {
-      for (int a = 0; a < nt; ++a) {
-        double rate = 0.0;
-        for (int b = 0; b < nt; ++b) rate += Et[3 * a + b] * v[iv + b];
-        const double theta = q[iq + a] - r.in.trans_origin[3 * i + a];
-        ft[a] += -k[a] * (theta - q0[a]) - c[a] * rate;
-      }
-    }
     for (int a = 0; a < nt; ++a) {
       double s = 0.0;
-      for (int b = 0; b < nt; ++b) s += Et[3 * b + a] * ft[b];
+      for (int b = 0; b < nt; ++b) s += Et[3 * b + a] * u[fs + b];
       tau[iv + a] += s;
     }
     if (nrot == 2) {
-      // swing: a joint-frame torque u_1 b1 + u_2 b2 on the child, A^T R_J^T [b1 b2] u (minimal/inputs.py);
-      // Dojo's spring and damper on the coordinates themselves (q' = v)
-      double g[2] = {0.0, 0.0};
-      if (u) {
-        const double* b = &m.swing_axes[6 * i];
-        double t[3], tb[3], A[3][2];
-        for (int a = 0; a < 3; ++a) t[a] = b[a] * u[fs + nt] + b[3 + a] * u[fs + nt + 1];
-        mat_t_vec(RJ, t, tb);
-        tree_swing_jacobian(m, i, q + iq + nt, A, nullptr, nullptr);
-        for (int a = 0; a < 2; ++a) g[a] = A[0][a] * tb[0] + A[1][a] * tb[1] + A[2][a] * tb[2];
-      }
-      if (r.has_passive)
-        for (int a = 0; a < 2; ++a) g[a] += -k[nt + a] * (q[iq + nt + a] - q0[nt + a]) - c[nt + a] * v[iv + nt + a];
-      for (int a = 0; a < 2; ++a) tau[iv + nt + a] += g[a];
+      // swing: a joint-frame torque u_1 b1 + u_2 b2 on the child, A^T R_J^T [b1 b2] u (minimal/inputs.py)
+      const double* b = &m.swing_axes[6 * i];
+      double t[3], tb[3], A[3][2];
+      for (int a = 0; a < 3; ++a) t[a] = b[a] * u[fs + nt] + b[3 + a] * u[fs + nt + 1];
+      mat_t_vec(RJ, t, tb);
+      tree_swing_jacobian(m, i, q + iq + nt, A, nullptr, nullptr);
+      for (int a = 0; a < 2; ++a) tau[iv + nt + a] += A[0][a] * tb[0] + A[1][a] * tb[1] + A[2][a] * tb[2];
     } else if (nrot == 1) {
-      double t = u ? u[fs + nt] : 0.0;
-      if (r.has_passive) t += -k[nt] * (q[iq + nt] - q0[nt]) - c[nt] * v[iv + nt];
-      tau[iv + nt] += t;
+      tau[iv + nt] += u[fs + nt];
     } else if (nrot == 3) {
-      if (u) {
-        // R_J^T (R_off for a floating joint) u: a joint-frame torque in the body frame
-        double uu[3] = {u[fs + nt], u[fs + nt + 1], u[fs + nt + 2]}, w[3];
-        if (r.in.floating[i]) {
-          double Ro[9];
-          quat_to_R(&r.in.offset_quat[4 * i], Ro);
-          mat_vec(Ro, uu, w);
-        } else {
-          for (int a = 0; a < 3; ++a) w[a] = uu[a];
-        }
-        mat_t_vec(RJ, w, fr);
+      // R_J^T (R_off for a floating joint) u: a joint-frame torque in the body frame
+      double uu[3] = {u[fs + nt], u[fs + nt + 1], u[fs + nt + 2]}, w[3], fr[3];
+      if (r.in.floating[i]) {
+        double Ro[9];
+        quat_to_R(&r.in.offset_quat[4 * i], Ro);
+        mat_vec(Ro, uu, w);
+      } else {
+        for (int a = 0; a < 3; ++a) w[a] = uu[a];
       }
-      if (r.has_passive) {
-        const double* qq = q + iq + nt;
-        const double nrm = std::sqrt(qq[0] * qq[0] + qq[1] * qq[1] + qq[2] * qq[2] + qq[3] * qq[3]);
-        double qrel[4] = {qq[0] / nrm, qq[1] / nrm, qq[2] / nrm, qq[3] / nrm};
-        if (r.in.floating[i]) {
-          const double* o = &r.in.offset_quat[4 * i];
-          const double oc[4] = {o[0], -o[1], -o[2], -o[3]};
-          double t4[4];
-          quat_mul(oc, qrel, t4);
-          for (int a = 0; a < 4; ++a) qrel[a] = t4[a];
-        }
-        // Dojo's rotation vector, angle in [0, 2 pi) (no sign canonicalisation), as passive_forces
-        const Vec3<double> th = rotation_vector(Quat<double>{{qrel[0], qrel[1], qrel[2], qrel[3]}});
-        const Mat3<double> Ji = right_jacobian_inverse(th);
-        double g[3];
-        for (int a = 0; a < 3; ++a) {
-          const double rate = Ji[a][0] * v[iv + nt] + Ji[a][1] * v[iv + nt + 1] + Ji[a][2] * v[iv + nt + 2];
-          g[a] = -k[nt + a] * (th[a] - q0[nt + a]) - c[nt + a] * rate;
-        }
-        for (int a = 0; a < 3; ++a) fr[a] += Ji[0][a] * g[0] + Ji[1][a] * g[1] + Ji[2][a] * g[2];
-      }
+      mat_t_vec(RJ, w, fr);
       for (int a = 0; a < 3; ++a) tau[iv + nt + a] += fr[a];
     }
   }
@@ -579,16 +534,12 @@ Rk4Model::Rk4Model(const TreeModel& tree, const Rk4Input& input) : in(input) {
       throw std::invalid_argument(std::string("Rk4Input.") + what + ": expected " + std::to_string(want) + " values, got " +
                                   std::to_string(size));
   };
-  const size_t sn = static_cast<size_t>(n), snl = static_cast<size_t>(nl), snu = static_cast<size_t>(nu);
+  const size_t sn = static_cast<size_t>(n), snl = static_cast<size_t>(nl);
   need(in.body.size(), sn, "body");
   need(in.placement_quat.size(), 4 * sn, "placement_quat");
   need(in.free_start.size(), sn, "free_start");
   need(in.floating.size(), sn, "floating");
   need(in.offset_quat.size(), 4 * sn, "offset_quat");
-  need(in.trans_origin.size(), 3 * sn, "trans_origin");
-  need(in.spring.size(), snu, "spring");
-  need(in.damper.size(), snu, "damper");
-  need(in.spring_offset.size(), snu, "spring_offset");
   need(in.loop_child.size(), snl, "loop_child");
   need(in.loop_pa.size(), 3 * snl, "loop_pa");
   need(in.loop_pb.size(), 3 * snl, "loop_pb");
@@ -607,8 +558,9 @@ Rk4Model::Rk4Model(const TreeModel& tree, const Rk4Input& input) : in(input) {
   for (int l = 0; l < nl; ++l)
     if (in.loop_parent[l] < -1 || in.loop_parent[l] >= n || in.loop_child[l] < -1 || in.loop_child[l] >= n)
       throw std::invalid_argument("Rk4Input.loop_parent/loop_child: out of range");
-  for (int a = 0; a < nu; ++a)
-    if (in.spring[a] != 0.0 || in.damper[a] != 0.0) has_passive = true;
+  // springs and dampers act through the tree's own values (tree_passive.cpp)
+  for (int k = 0; k < tree.nv; ++k)
+    if (tree.spring[k] != 0.0 || tree.damper[k] != 0.0) has_passive = true;
   offset_R.resize(9 * snl);
   for (int l = 0; l < nl; ++l) {
     const double* o = &in.loop_offset[4 * l];

@@ -46,8 +46,7 @@ struct Rk4Input {
   std::vector<int> free_start;             // (n,) first free coordinate of each tree joint
   std::vector<int> floating;               // (n,) 1 for a floating joint
   std::vector<double> offset_quat;         // (n, 4) orientation offset (a floating joint's quaternion includes it)
-  std::vector<double> trans_origin;        // (n, 3) rest point of the translation coordinates' springs
-  std::vector<double> spring, damper, spring_offset;  // (nu,)
+  // (springs and dampers: the TreeModel's own values, tree_passive.cpp)
   // loop-closing joints (nl)
   std::vector<int> loop_parent, loop_child;  // (nl,) tree joint carrying the parent / child body (-1: the world)
   std::vector<double> loop_pa, loop_pb;      // (nl, 3) joint point in the parent / child body frame (from the centre of mass)

@@ -179,6 +179,8 @@ void tree_swing_jacobian(const TreeModel& m, int i, const double* qr, double A[3
 // mapped by d theta'/dv^T: E_t^T = T R_J^T T^T for translations, 1 for a revolute angle,
 // J_r^-1(theta)^T (spatial.h) for a rotation vector. Quaternions are normalised.
 void tree_passive_forces(const TreeModel& m, const double* x, double* tau);
+// tau (nv) += the same forces at configuration q (nq) and velocities v (nv) (rk4's stages).
+void tree_passive_forces_add(const TreeModel& m, const double* q, const double* v, double* tau);
 
 // ---- rnea.cpp (Featherstone, RBDA algorithm 5.1, world frame)
 // tau = M(q) a + C(q, v) into d.tau; a null: the bias C (Pinocchio's nonLinearEffects).

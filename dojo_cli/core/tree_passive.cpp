@@ -11,9 +11,11 @@
 namespace dojo {
 
 void tree_passive_forces(const TreeModel& m, const double* x, double* tau) {
-  const double* q = x;
-  const double* v = x + m.nq;
   for (int k = 0; k < m.nv; ++k) tau[k] = 0.0;
+  tree_passive_forces_add(m, x, x + m.nq, tau);
+}
+
+void tree_passive_forces_add(const TreeModel& m, const double* q, const double* v, double* tau) {
   for (int i = 0; i < m.n; ++i) {
     const int nt = m.n_trans[i], iq = m.idx_q[i], iv = m.idx_v[i], nvi = m.nv_i[i];
     bool any = false;
@@ -52,14 +54,14 @@ void tree_passive_forces(const TreeModel& m, const double* x, double* tau) {
       }
       // E_t^T f = T R_J^T T^T f
       const Vec3<double> back = tmatvec(RJ, force);
-      for (int c = 0; c < nt; ++c) tau[iv + c] = dot(load3<double>(T + 3 * c), back);
+      for (int c = 0; c < nt; ++c) tau[iv + c] += dot(load3<double>(T + 3 * c), back);
     }
     if (m.rot_kind[i] == static_cast<int>(TreeRotation::Swing)) {
       // the swing's coordinates are Dojo's b . log(q_rel) themselves, and their rates v
       for (int k = 0; k < 2; ++k)
-        tau[iv + nt + k] = -k_[nt + k] * (q[iq + nt + k] - theta0[nt + k]) - c_[nt + k] * v[iv + nt + k];
+        tau[iv + nt + k] += -k_[nt + k] * (q[iq + nt + k] - theta0[nt + k]) - c_[nt + k] * v[iv + nt + k];
     } else if (m.rot_kind[i] == static_cast<int>(TreeRotation::Revolute)) {
-      tau[iv + nt] = -k_[nt] * (q[iq + nt] - theta0[nt]) - c_[nt] * v[iv + nt];
+      tau[iv + nt] += -k_[nt] * (q[iq + nt] - theta0[nt]) - c_[nt] * v[iv + nt];
     } else if (m.rot_kind[i] == static_cast<int>(TreeRotation::Quaternion)) {
       // Dojo's rotation vector of the rotation in its joint frame, angle in [0, 2 pi)
       const Vec3<double> theta = rotation_vector(multiply(conjugate(load4<double>(&m.joint_frame_q[4 * i])), q_rel));
@@ -68,7 +70,7 @@ void tree_passive_forces(const TreeModel& m, const double* x, double* tau) {
       Vec3<double> f;
       for (int k = 0; k < 3; ++k) f[k] = -k_[nt + k] * (theta[k] - theta0[nt + k]) - c_[nt + k] * rate[k];
       const Vec3<double> back = tmatvec(Jinv, f);
-      for (int k = 0; k < 3; ++k) tau[iv + nt + k] = back[k];
+      for (int k = 0; k < 3; ++k) tau[iv + nt + k] += back[k];
     }
   }
 }

@@ -98,22 +98,14 @@ class Rk4:
         ri.body = [tj.body for tj in model.joints]
         ri.placement_quat = np.array([rot_to_quat(tj.placement_rotation) for tj in model.joints]).reshape(-1).tolist()
         ri.nu = mech.nf
-        free_start, trans_origin, offsets = [], [], []
+        free_start, offsets = [], []
         for tj in model.joints:
             cols = mech.joint_free_range[tj.index]
             free_start.append(cols.start if cols.stop > cols.start else -1)
-            origin = np.zeros(3)
-            if tj.floating:
-                origin[: tj.n_trans] = tj.directions @ np.asarray(mech.joints[tj.index].parent_vertex, dtype=float)
-            trans_origin.append(origin)
             offsets.append(np.asarray(mech.joints[tj.index].orientation_offset, dtype=float))
         ri.free_start = free_start
         ri.floating = [int(tj.floating) for tj in model.joints]
         ri.offset_quat = np.array(offsets).reshape(-1).tolist()
-        ri.trans_origin = np.array(trans_origin).reshape(-1).tolist()
-        ri.spring = [float(s) for s in mech.spring]
-        ri.damper = [float(s) for s in mech.damper]
-        ri.spring_offset = [float(s) for s in mech.spring_offset]
         # loop joints: Dojo's constrained basis rows of each
         tree_of_body = {tj.body: k for k, tj in enumerate(model.joints)}
         loop_parent, loop_child, pa, pb, off, starts, rot, basis = [], [], [], [], [], [0], [], []
