@@ -13,7 +13,10 @@ scene's input map (its actuators, or one input per free coordinate).
   equilibria are then a continuum along it, reported once with it in ``free``. After the
   first equilibrium, its half-turn variants (subsets of its angles plus pi) are starts too. Revolute
   angles are wrapped to [-pi, pi) and equilibria closer than EQUILIBRIUM_TOL (tangent
-  distance, angles modulo 2 pi) are one. They are sorted by gravitational potential energy.
+  distance, angles modulo 2 pi) are one. Where r's Jacobian is singular beyond the held
+  coordinates the equilibrium lies on a family (``family``: its dimension; a ball-joint
+  pendulum hangs at any yaw): members with the same potential energy and spectrum are one.
+  They are sorted by gravitational potential energy.
 - **Linearisation** xdot = A x + B u about a state x* with u = 0, in error coordinates
   (minimal.state_error: the tangent dq of each joint, then dv), from the analytic
   derivatives of the forward dynamics (minimal.forward_dynamics_deriv, tangent=True).
@@ -133,6 +136,8 @@ class Equilibrium:
     residual: float
     free: list[str] = field(default_factory=list)
     potential: float = 0.0
+    family: int = 0  # dimension of the family of equilibria through x beyond ``free`` (0: isolated)
+    spectrum: np.ndarray | None = None
 
 
 def _residual(model: MinimalModel, x) -> np.ndarray:
@@ -253,7 +258,18 @@ def equilibria(model: MinimalModel, starts: int | None = None, seed: int = 0, x_
         x[model.nq:] = 0.0
         if any(_distance(model, x, e.x) < EQUILIBRIUM_TOL for e in found):
             continue
-        found.append(Equilibrium(x=x, residual=res, free=free, potential=potential_energy(model, x)))
+        # a family of equilibria (r's Jacobian singular beyond the held coordinates, as a
+        # ball-joint pendulum hanging at any yaw): one with the same energy and spectrum is the same
+        sv = np.linalg.svd(_residual_jacobian(model, x)[:, live > 0], compute_uv=False)
+        family = int(np.sum(sv <= 1e-9 * max(1.0, float(sv[0]) if sv.size else 1.0)))
+        potential = potential_energy(model, x)
+        spectrum = None
+        if family:
+            spectrum = _sorted_eigenvalues(np.linalg.eigvals(_linear_blocks(model, x)[0]))
+            if any(e.family == family and abs(e.potential - potential) <= 1e-9 * (1 + abs(potential))
+                   and e.spectrum is not None and np.allclose(e.spectrum, spectrum, atol=1e-6) for e in found):
+                continue
+        found.append(Equilibrium(x=x, residual=res, free=free, potential=potential, family=family, spectrum=spectrum))
     found.sort(key=lambda e: (round(e.potential, 9), tuple(np.round(e.x, 9))))
     return found
 

@@ -124,10 +124,11 @@ def analyze(
             lin = analysis.linearize(model, e.x, accessibility=False)
             eq_list.append({"q": e.x[: model.nq].tolist(), "stable": bool(lin.stable), "stability": lin.stability,
                             "eigenvalues": _eig_pairs(lin.eigenvalues), "potential_energy": e.potential,
-                            "residual": e.residual, "free": e.free})
+                            "residual": e.residual, "free": e.free, "family_dimension": e.family})
             q_text = ", ".join(f"{n} = {_fmt(v)}" for n, v in zip(model.config_names, e.x[: model.nq]))
             lines.append(f"equilibrium {k}: {q_text}; {'stable' if lin.stable else 'unstable'} ({lin.stability}); "
-                         f"eigenvalues {_eig_text(lin.eigenvalues)}")
+                         f"eigenvalues {_eig_text(lin.eigenvalues)}"
+                         + (f"; one of a {e.family}-dimensional family (the same energy and eigenvalues)" if e.family else ""))
         if eqs() and eqs()[0].free:
             lines.append(f"  not isolated: every value of {', '.join(eqs()[0].free)} (held at the initial pose)")
         doc_meta["equilibria"] = eq_list

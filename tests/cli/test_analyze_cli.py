@@ -191,3 +191,60 @@ def test_lie_bracket_skydys_example():
     q = np.array([0.7, -1.3, 0.4])
     assert np.allclose(analysis.lie_bracket(f, g)(q), [0, 0, 2 * q[0] * q[1]], atol=1e-9)
     assert np.allclose(analysis.lie_bracket(g, f)(q), -analysis.lie_bracket(f, g)(q), atol=1e-12)
+
+
+SPHERICAL = """\
+name: spherical_pendulum
+timestep: 0.01
+gravity: [0, 0, -9.81]
+bodies:
+  - {name: bob, mass: 2.0, inertia: [0.3, 0.4, 0.5], shape: {type: sphere, radius: 0.1}}
+joints:
+  - {name: ball, dofs: [rx, ry, rz], parent: origin, child: bob, child_vertex: [0, 0, 0.8]}
+actuators:
+  - {name: T_x, body: bob, torque: [1, 0, 0]}
+"""
+
+
+def test_spherical_pendulum_in_tangent_coordinates(tmp_path):
+    # hanging below a ball joint (quaternion coordinates): two pendulum modes
+    # omega^2 = m g l / (I_axis + m l^2) about x and y, and a free spin about z (a Jordan block)
+    path = tmp_path / "sp.yaml"
+    path.write_text(SPHERICAL)
+    doc = analyze_json(path, "--equilibria", "--at", "equilibrium:0", "--no-accessibility")
+    # hanging and inverted, each at any yaw: two families of dimension 1, reported once each
+    eqs = doc["equilibria"]
+    assert len(eqs) == 2 and [e["family_dimension"] for e in eqs] == [1, 1] and eqs[0]["free"] == []
+    assert np.allclose(eqs[0]["q"][1:3], 0.0, atol=1e-9)  # hanging: a pure yaw [cos, 0, 0, sin]
+    assert abs(np.linalg.norm(eqs[1]["q"][1:3]) - 1.0) < 1e-9  # inverted: a half turn about a horizontal axis
+    assert eqs[0]["potential_energy"] < eqs[1]["potential_energy"]
+    m, g, lc = 2.0, G, 0.8
+    wx, wy = np.sqrt(m * g * lc / (0.3 + m * lc**2)), np.sqrt(m * g * lc / (0.4 + m * lc**2))
+    eig = np.sort_complex(_eig(doc["eigenvalues"]))
+    expected = np.sort_complex(np.array([1j * wx, -1j * wx, 1j * wy, -1j * wy, 0, 0]))
+    assert np.allclose(eig, expected, atol=1e-7)
+    assert doc["stable"] is False and "Jordan" in doc["stability"]
+    assert doc["controllability_rank"] == 2  # the x swing only
+
+
+TWO_CARTS = """\
+name: two_carts
+timestep: 0.01
+gravity: [0, 0, -9.81]
+bodies:
+  - {name: a, mass: 1.0, inertia: [1, 1, 1]}
+  - {name: b, mass: 2.0, inertia: [1, 1, 1]}
+joints:
+  - {name: ja, dofs: [x], parent: origin, child: a}
+  - {name: jb, dofs: [y], parent: origin, child: b}
+actuators:
+  - {name: F, body: a, force: [1, 0, 0]}
+"""
+
+
+def test_uncoupled_cart_is_not_accessible(tmp_path):
+    # the second cart is out of reach of any input and any bracket: rank 2 of 4 both ways
+    path = tmp_path / "c.yaml"
+    path.write_text(TWO_CARTS)
+    doc = analyze_json(path, "--at", "initial")
+    assert doc["controllability_rank"] == 2 and doc["accessibility_rank"] == 2
