@@ -66,7 +66,7 @@ NEWTON_TOL = 1e-11
 NEWTON_ITERS = 60
 # Two equilibria closer than this (tangent distance, angles modulo 2 pi) are one.
 EQUILIBRIUM_TOL = 1e-6
-FD_STEP = 1e-6
+FD_STEP = 1e-5  # central differences (springs, dampers, the top block off v = 0, chart fields)
 
 
 def tangent_names(model: MinimalModel) -> list[str]:
@@ -339,6 +339,7 @@ class Linearization:
     accessibility_depth: int | None
     M: np.ndarray
     bias: np.ndarray
+    input_map: np.ndarray  # B_tau (nv, nu): generalized forces per input, M vdot + bias = B_tau u
     state_names: list[str]
     input_names: list[str]
 
@@ -399,7 +400,7 @@ def linearize(model: MinimalModel, x, accessibility: bool = True) -> Linearizati
     return Linearization(
         x=x, A=A, B=B, eigenvalues=_sorted_eigenvalues(eig), stable=stable, stability=reason,
         controllability_rank=controllability_rank(A, B), accessibility_rank=acc_rank, accessibility_depth=acc_depth,
-        M=minimal.M_func(model, x), bias=minimal.C_func(model, x) - passive(model, x),
+        M=minimal.M_func(model, x), bias=minimal.C_func(model, x) - passive(model, x), input_map=minimal.B_func(model, x),
         state_names=state_names(model), input_names=list(model.mech.input_names()),
     )
 

@@ -43,8 +43,9 @@ def latex_fragment(scene_name: str, model, lin, equilibria: list[dict], matrices
     q_names = ", ".join(_name(n) for n in model.config_names)
     out.append(f"Coordinates $q = ({q_names})$, velocities $v$ ({model.nv}).")
     if lin is not None:
-        out.append("\\paragraph{Equations of motion at the point} $M(q^*)\\,\\dot v + b(q^*, v^*) = B\\,u$ with")
-        out.append("\\[ M = " + _matrix(lin.M) + ",\\quad b = " + _matrix(lin.bias.reshape(-1, 1)) + " \\]")
+        out.append("\\paragraph{Equations of motion at the point} $M(q^*)\\,\\dot v + b(q^*, v^*) = B_\\tau\\,u$ with")
+        out.append("\\[ M = " + _matrix(lin.M) + ",\\quad b = " + _matrix(lin.bias.reshape(-1, 1))
+                   + ",\\quad B_\\tau = " + _matrix(lin.input_map.reshape(lin.M.shape[0], -1)) + " \\]")
         out.append("\\paragraph{Linearisation} $\\dot{\\delta x} = A\\,\\delta x + B\\,u$, $\\delta x = ("
                    + ", ".join(_name(n) for n in lin.state_names) + ")$:")
         out.append("\\[ A = " + _matrix(lin.A) + ",\\quad B = " + _matrix(lin.B) + " \\]")

@@ -126,7 +126,7 @@ def analyze(
                             "eigenvalues": _eig_pairs(lin.eigenvalues), "potential_energy": e.potential,
                             "residual": e.residual, "free": e.free, "family_dimension": e.family})
             q_text = ", ".join(f"{n} = {_fmt(v)}" for n, v in zip(model.config_names, e.x[: model.nq]))
-            lines.append(f"equilibrium {k}: {q_text}; {'stable' if lin.stable else 'unstable'} ({lin.stability}); "
+            lines.append(f"equilibrium {k}: {q_text}; {lin.stability}; "
                          f"eigenvalues {_eig_text(lin.eigenvalues)}"
                          + (f"; one of a {e.family}-dimensional family (the same energy and eigenvalues)" if e.family else ""))
         if eqs() and eqs()[0].free:
@@ -141,11 +141,12 @@ def analyze(
             raise InputError(f"{spec.name}: {exc}") from None
         sn, un = lin.state_names, lin.input_names
         vn = list(model.velocity_names)
-        vectors["x"] = (lin.x, list(model.config_names) + vn)
+        vectors["x"] = (lin.x, list(model.config_names) + sn[model.nv:])
         vectors["bias"] = (lin.bias, vn)
         matrices["A"] = (lin.A, sn, sn)
         matrices["B"] = (lin.B, sn, un)
         matrices["M"] = (lin.M, vn, vn)
+        matrices["B_tau"] = (lin.input_map.reshape(model.nv, -1), vn, un)
         doc_meta.update({
             "at": phrase, "eigenvalues": _eig_pairs(lin.eigenvalues), "stable": bool(lin.stable), "stability": lin.stability,
             "controllability_rank": lin.controllability_rank, "accessibility_rank": lin.accessibility_rank,
@@ -153,7 +154,7 @@ def analyze(
         })
         lines.append(f"at {phrase}: x = " + ", ".join(f"{n} = {_fmt(v)}" for n, v in zip(vectors['x'][1], lin.x)))
         lines.append(f"  eigenvalues of A: {_eig_text(lin.eigenvalues)}")
-        lines.append(f"  {'stable' if lin.stable else 'unstable'}: {lin.stability}")
+        lines.append(f"  verdict: {lin.stability}")
         lines.append(f"  controllability (Kalman) rank {lin.controllability_rank} of {len(sn)}"
                      f" ({'controllable' if lin.controllability_rank == len(sn) else 'not controllable'}; "
                      f"relative SVD tolerance {analysis.CONTROLLABILITY_TOL:g})")
@@ -175,7 +176,7 @@ def analyze(
                              "discrete_stable": bool(stable_d), "discrete_stability": why_d,
                              "discrete_controllability_rank": rank_d})
             lines.append(f"  discrete (variational step, h = {_fmt(mech.timestep)}): eigenvalues {_eig_text(eig_d)}; "
-                         f"{'stable' if stable_d else 'unstable'} ({why_d}); controllability rank {rank_d} of {Ad.shape[0]}")
+                         f"{why_d}; controllability rank {rank_d} of {Ad.shape[0]}")
     content = DynamicsFile(vectors, matrices, doc_meta)
     if json_out:
         typer.echo(json.dumps(dynamics_document(content), indent=1, default=float))
