@@ -364,7 +364,7 @@ def _linear_blocks(model: MinimalModel, x: np.ndarray) -> tuple[np.ndarray, np.n
         for k in range(2 * nv):
             e = np.zeros(2 * nv)
             e[k] = FD_STEP
-            upper[:, k] = (_chart_field(model, x, x, e)[:nv] - _chart_field(model, x, x, -e)[:nv]) / (2 * FD_STEP)
+            upper[:, k] = (_chart_field(model, x, e)[:nv] - _chart_field(model, x, -e)[:nv]) / (2 * FD_STEP)
     A = np.vstack([upper, lower])
     B = np.vstack([np.zeros((nv, Bu.shape[1])), dfd_dtau @ Bu])
     return A, B
@@ -372,15 +372,14 @@ def _linear_blocks(model: MinimalModel, x: np.ndarray) -> tuple[np.ndarray, np.n
 
 def _raw_rate(model: MinimalModel, x: np.ndarray, which: int) -> np.ndarray:
     """d x_raw / dt of the drift (which = -1) or of input field ``which``."""
-    nv = model.nv
     if which < 0:
         qdot = minimal.velocity_kinematics(model, x) @ x[model.nq:]
         return np.concatenate([qdot, _vdot(model, x)])
     b = minimal.B_func(model, x)[:, which]
-    return np.concatenate([np.zeros(model.nq), np.linalg.solve(minimal.M_func(model, x), b)])[: model.nq + nv]
+    return np.concatenate([np.zeros(model.nq), np.linalg.solve(minimal.M_func(model, x), b)])
 
 
-def _chart_field(model: MinimalModel, x0: np.ndarray, _x: np.ndarray, delta: np.ndarray, which: int = -1) -> np.ndarray:
+def _chart_field(model: MinimalModel, x0: np.ndarray, delta: np.ndarray, which: int = -1) -> np.ndarray:
     """The field (drift or input ``which``) in the chart delta -> apply_dx(x0, delta)."""
     x = minimal.apply_dx(model, x0, delta)
     rate = _raw_rate(model, x, which)
@@ -423,13 +422,13 @@ def accessibility_rank(model: MinimalModel, x, max_depth: int | None = None) -> 
 
     def base(which: int):
         if chart:
-            return lambda y: _chart_field(model, x, None, y, which)
-        return lambda y: _raw_to_tangentless(model, y, which)
+            return lambda y: _chart_field(model, x, y, which)
+        return lambda y: _raw_rate(model, y, which)  # x = [q; v] itself (nq = nv)
 
     def bracket(F, G):
         return lie_bracket(F, G, h)
 
-    y0 = np.zeros(n) if chart else np.concatenate([x[: model.nq], x[model.nq:]])
+    y0 = np.zeros(n) if chart else x.copy()
     drift = base(-1)
     inputs = [base(i) for i in range(nu)]
     generators = [drift] + inputs
@@ -473,11 +472,6 @@ def lie_bracket(F, G, step: float = ACCESSIBILITY_STEP):
         fy, gy = F(y), G(y)
         return (G(y + step * fy) - G(y - step * fy)) / (2 * step) - (F(y + step * gy) - F(y - step * gy)) / (2 * step)
     return field_
-
-
-def _raw_to_tangentless(model: MinimalModel, y: np.ndarray, which: int) -> np.ndarray:
-    """A field on x = [q; v] (no quaternions: nq = nv)."""
-    return _raw_rate(model, y, which)
 
 
 # ---------------------------------------------------------------- discrete

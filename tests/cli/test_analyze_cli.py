@@ -248,3 +248,35 @@ def test_uncoupled_cart_is_not_accessible(tmp_path):
     path.write_text(TWO_CARTS)
     doc = analyze_json(path, "--at", "initial")
     assert doc["controllability_rank"] == 2 and doc["accessibility_rank"] == 2
+
+
+def test_spring_and_damper_enter_equilibrium_and_linearisation():
+    # (I_yy + m l_c^2) th'' = m g l_c cos th - k th - c th' (skydy's equation plus a Dojo spring
+    # and damper on the joint): the equilibrium solves m g l_c cos th = k th (bisection here),
+    # and A = [[0, 1], [-(m g l_c sin th + k) / J, -c / J]]
+    k, c = 20.0, 0.7
+    J = I_YY + M * LC**2
+    lo, hi = 0.0, np.pi / 2
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if M * G * LC * np.cos(mid) - k * mid > 0 else (lo, mid)
+    th = 0.5 * (lo + hi)
+    doc = analyze_json("skydy_pendulum", "--set", f"joints.0.spring={k}", "--set", f"joints.0.damper={c}",
+                       "--equilibria", "--at", "equilibrium:0")
+    q = [e["q"][0] for e in doc["equilibria"]]
+    assert any(abs(v - th) < 1e-9 for v in q)
+    at = q.index(min(q, key=lambda v: abs(v - th)))
+    doc = analyze_json("skydy_pendulum", "--set", f"joints.0.spring={k}", "--set", f"joints.0.damper={c}",
+                       "--equilibria", "--at", f"equilibrium:{at}")
+    A = np.array(doc["A"]["data"])
+    assert np.allclose(A, [[0, 1], [-(M * G * LC * np.sin(th) + k) / J, -c / J]], atol=1e-8)
+    assert doc["stable"] is True and doc["stability"] == "asymptotically stable"
+
+
+def test_at_the_file_dojo_step_writes(tmp_path):
+    out = tmp_path / "s.json"
+    res = invoke("step", "skydy_pendulum", "-o", out)
+    assert res.exit_code == 0, res.output
+    y = json.loads(out.read_text())["minimal"]
+    doc = analyze_json("skydy_pendulum", "--at", out)
+    assert np.allclose(doc["x"]["data"], y, atol=1e-12)
