@@ -68,6 +68,8 @@ COMMANDS = (
                  "Jacobians of one step (implicit function theorem): A = d z'/d z, B = d z'/d u, P = d z'/d theta."),
     CommandEntry("dynamics", "dojo_cli.cli.dynamics_command:dynamics",
                  "Minimal-coordinate dynamics at one state: M, C, forward and inverse dynamics, E (and derivatives)."),
+    CommandEntry("analyze", "dojo_cli.cli.analyze_command:analyze",
+                 "Equilibria, linearisation, stability and controllability of a scene without contacts."),
 )
 
 

@@ -694,6 +694,25 @@ class JointSpec(_Spec):
     velocity_limit: Bound | None = None
     damper_form: DamperForm | None = None
 
+    @model_validator(mode="before")
+    @classmethod
+    def _type_from_dofs(cls, data: Any) -> Any:
+        """skydy's ``dofs: [x, rz]`` instead of ``type`` and ``axis`` (scene/dofs.py)."""
+        if not isinstance(data, dict) or "dofs" not in data:
+            return data
+        from dojo_cli.scene.dofs import dofs_to_joint
+
+        given = [k for k in ("type", "axis") if k in data]
+        if given:
+            raise SpecProblems([("dofs", f"give either dofs or {' and '.join(given)}, not both (dofs sets the type and axis)")])
+        try:
+            joint_type, axis = dofs_to_joint(data["dofs"])
+        except ValueError as exc:
+            raise SpecProblems([("dofs", str(exc))]) from None
+        out = {k: v for k, v in data.items() if k != "dofs"}
+        out["type"], out["axis"] = joint_type.value, axis
+        return out
+
     @model_validator(mode="after")
     def _counts_match_type(self) -> JointSpec:
         n = input_dimension(self.type)

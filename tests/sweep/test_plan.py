@@ -68,7 +68,7 @@ colour: red
     assert err.value.lines() == [
         f"{path}:8: colour: unknown key (known: scene, config, set, grid, zip, random, metrics, output)",
         f"{path}:1: scene: no such scene file or built-in scene 'pendulm'; did you mean 'pendulum' or 'npendulum' or "
-        "'pendulum_limit'?",
+        "'skydy_pendulum'?",
         f"{path}:3: grid.bodies.0.mass: a list of values or one of {{linspace: [...]}}, {{logspace: [...]}}, "
         "{geomspace: [...]}, {arange: [...]}, got 3",
         f"{path}:4: grid.joints.0.damper.linspace: [start, stop, num] with an integer num from 1 to 1,000,000, got [0, 1, 0]",
