@@ -125,6 +125,11 @@ def test_storage_names_limits_and_random_record(tmp_path):
     drawn = run.attrs["random_initial"]["planar"]
     assert set(drawn) == {"x", "theta"}
     np.testing.assert_allclose(run.minimal_q[0], [drawn["x"], 0.0, drawn["theta"]], atol=1e-12)
+    res = subprocess.run([sys.executable, "-m", "dojo_cli", "info", str(out)], capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
+    assert "joint limits    planar: position [-1, -1, -1] .. [1.5, 1.5, 1.5]; velocity [-1.1, -1.1, -1.1] .. " \
+           "[1.6, 1.6, 1.6]; acceleration [-1.2, -1.2, -1.2] .. [1.7, 1.7, 1.7]" in res.stdout, res.stdout
+    assert f"random initial  planar: x {drawn['x']:.6g}, theta {drawn['theta']:.6g}" in res.stdout
 
 
 @pytest.mark.parametrize("field, value, path, message", [
@@ -248,3 +253,62 @@ def test_accessors_refuse_other_joint_types():
         j.get_translation(y)
     with pytest.raises(ValueError, match="the state must be"):
         mech.joint(0).lock(np.zeros(5))
+
+
+# ------------------------------------------------------------------------- URDF
+URDF = """<?xml version="1.0"?>
+<robot name="sled">
+  <link name="world_link"/>
+  <link name="sled">
+    <inertial><origin xyz="0 0 0"/><mass value="2.0"/>
+      <inertia ixx="0.1" ixy="0" ixz="0" iyy="0.1" iyz="0" izz="0.2"/></inertial>
+  </link>
+  <joint name="base" type="planar">
+    <parent link="world_link"/><child link="sled"/>
+    <axis xyz="0 0 1"/>
+    <dynamics damping="{damping}"/>
+  </joint>
+</robot>
+"""
+
+
+def urdf_mech(tmp_path, damping):
+    from dojo_cli.scene.builder import build_mechanism
+    from dojo_cli.scene.loader import spec_from_dict
+    from dojo_cli.scene.urdf import read_urdf
+
+    path = tmp_path / "sled.urdf"
+    path.write_text(URDF.format(damping=damping))
+    return build_mechanism(spec_from_dict(read_urdf(path).scene)), path
+
+
+def test_urdf_planar_reads_three_damping_values(tmp_path):
+    mech, _ = urdf_mech(tmp_path, "0.1 0.2 0.3")
+    j = mech.joint("base")
+    assert j.type_name == "planar_axis"
+    np.testing.assert_array_equal(j.default_damping(), [0.1, 0.2, 0.3])
+    np.testing.assert_array_equal(mech.joints[0].axis, [0, 0, 1])  # <axis> is the plane normal
+    assert mech.state_names()[0] == ["base:x", "base:y", "base:qz"]
+    mech, _ = urdf_mech(tmp_path, "0.4")  # one value: every DOF
+    np.testing.assert_array_equal(mech.joint("base").default_damping(), [0.4, 0.4, 0.4])
+
+
+def test_urdf_planar_damping_of_two_values_is_an_error(tmp_path):
+    with pytest.raises(SceneError) as err:
+        urdf_mech(tmp_path, "0.1 0.2")
+    assert "sled.urdf:" in str(err.value) and "1 or 3 values (x, y, theta), got 2" in str(err.value)
+
+
+# ----------------------------------------------------------- position limits enforced
+def test_position_limits_enforced(tmp_path):
+    """Drake enforces position limits in discrete mode; here the step's contact solver does:
+    pushed toward x = 1.5 and theta = -1 at 2 m/s and 3 rad/s, the joint stays within them."""
+    mech = load(tmp_path, extra="initial: {velocity: [2, 0.5, -3]}\n",
+                replace=[("steps: 10", "steps: 150"), ("damper: [3, 3, 3]", "damper: [0, 0, 0]")])
+    traj = dojo.simulate(mech)
+    q = traj.minimal_q
+    assert q[:, 0].max() <= 1.5 + 1e-6 and q[:, 2].min() >= -1 - 1e-6
+    assert q[:, 0].max() > 1.45 and q[:, 2].min() < -0.95  # it reached them
+    v = traj.minimal_v
+    assert v[-1, 0] < 0 and v[-1, 2] > 0  # and was turned back (the limits' restitution)
+    assert q[-1, 1] == pytest.approx(0.5 * traj.time[-1], rel=1e-4)  # y is free: 0.5 m/s throughout
