@@ -312,3 +312,11 @@ def test_position_limits_enforced(tmp_path):
     v = traj.minimal_v
     assert v[-1, 0] < 0 and v[-1, 2] > 0  # and was turned back (the limits' restitution)
     assert q[-1, 1] == pytest.approx(0.5 * traj.time[-1], rel=1e-4)  # y is free: 0.5 m/s throughout
+
+
+def test_negative_damping_is_an_error(tmp_path):
+    """Drake's constructor throws on a negative damping entry; a scene names the entry."""
+    file = write(tmp_path, replace=[("damper: [3, 3, 3]", "damper: [3, -1, 3]")])
+    with pytest.raises(SceneError) as err:
+        dojo.load_scene(str(file))
+    assert f"{file}:" in str(err.value) and "joints.0.damper.1" in str(err.value), str(err.value)
