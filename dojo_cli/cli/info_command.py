@@ -93,6 +93,8 @@ def _summary(stored) -> dict[str, Any]:
         "scene_hash": attrs.get("scene_hash"),
         "dojo_cli_version": attrs.get("dojo_cli_version"),
         "created": attrs.get("created"),
+        **({"joint_limits": attrs["joint_limits"]} if attrs.get("joint_limits") else {}),
+        **({"random_initial": attrs["random_initial"]} if attrs.get("random_initial") else {}),
         "final_state": final,
     }
 
@@ -121,6 +123,11 @@ def _print_summary(s: dict[str, Any]) -> None:
     if s.get("scene_hash"):
         line("scene hash", s["scene_hash"])
     line("created", f"{s['created']} by dojo_cli {s['dojo_cli_version']}")
+    for joint, limits in (s.get("joint_limits") or {}).items():  # Drake's three pairs (docs/planar.md)
+        line("joint limits", f"{joint}: " + "; ".join(f"{kind} {_vector(v['lower'])} .. {_vector(v['upper'])}"
+                                                      for kind, v in limits.items()))
+    for joint, drawn in (s.get("random_initial") or {}).items():
+        line("random initial", f"{joint}: " + ", ".join(f"{k} {v:.6g}" for k, v in drawn.items()))
     final = s["final_state"]
     if not final:
         typer.echo("no state stored")

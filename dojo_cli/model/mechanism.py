@@ -38,6 +38,9 @@ from dojo_cli.model.joint_types import CONSTRAINED, JointType
 from dojo_cli.model.shapes import Shape
 
 ORIGIN = -1  # parent index meaning the world frame
+# Drake's PlanarJoint position and velocity suffixes (a planar_axis joint's coordinates)
+PLANAR_Q_SUFFIXES = ("x", "y", "qz")
+PLANAR_V_SUFFIXES = ("vx", "vy", "wz")
 
 
 def axis_basis(axis: np.ndarray) -> np.ndarray:
@@ -240,10 +243,12 @@ class Actuator:
 
 # What a scene attaches to a mechanism for running it (Mechanism.with_run_setup).
 RUN_SETUP_FIELDS = ("scene", "scene_file", "default_options", "default_steps", "initial", "initial_t0", "controller",
-                    "external")
+                    "external", "random_initial")
 """``initial`` is Dojo's state [x, v15, q, w15] (the integrator's midpoint velocities into
 step 0); ``initial_t0`` the same pose with the velocities at t = 0 (the scene's initial
-velocities, docs/physics.md "Velocities at t0 and at the knots"), or None when not known."""
+velocities, docs/physics.md "Velocities at t0 and at the knots"), or None when not known.
+``random_initial``: the coordinates drawn for joints' random initial poses,
+{joint: {coordinate: value}} (docs/planar.md), or None."""
 
 
 def _readonly(a) -> np.ndarray:
@@ -460,6 +465,7 @@ class Mechanism:
         if unknown:
             raise TypeError(f"not run set-up fields: {', '.join(sorted(unknown))} (expected {', '.join(RUN_SETUP_FIELDS)})")
         out = copy.copy(self)
+        out.__dict__.pop("_joint_handles", None)  # handles belong to the mechanism they were made for
         if "initial" in fields and "initial_t0" not in fields:
             out.__dict__["initial_t0"] = None  # the old one belongs to the old initial state
         for key, value in fields.items():
@@ -499,6 +505,18 @@ class Mechanism:
         """A joint by name or index."""
         i = name_or_index if isinstance(name_or_index, int) else self.joint_index(name_or_index)
         return self.joints[i]
+
+    def joint(self, name_or_index: str | int):
+        """A handle with Drake's joint accessors (dojo_cli.model.joint_handle, docs/planar.md).
+
+        The handle is kept per mechanism, so that its default pose persists between calls."""
+        from dojo_cli.model.joint_handle import JointHandle
+
+        i = name_or_index if isinstance(name_or_index, int) else self.joint_index(name_or_index)
+        handles = self.__dict__.setdefault("_joint_handles", {})
+        if i not in handles:
+            handles[i] = JointHandle(self, i)
+        return handles[i]
 
     def get_node(self, name: str) -> Body | Joint:
         """A body or joint by name."""
@@ -567,6 +585,20 @@ class Mechanism:
             k = int(np.sum((self.free_joint == i) & (self.free_slot < s) & ((self.free_slot < 3) == (s < 3))))
             names.append(f"{j.name}:{elem}{k}")
         return names
+
+    def state_names(self) -> tuple[list[str], list[str]]:
+        """Names of the stored minimal coordinates and velocities (storage ``minimal/q``,
+        ``minimal/v``): a planar_axis joint's are Drake's PlanarJoint suffixes
+        ``joint:x, joint:y, joint:qz`` / ``joint:vx, joint:vy, joint:wz`` (docs/planar.md);
+        every other coordinate is ``coordinate_names()``'s, its rate ``<name>_dot``."""
+        q_names = self.coordinate_names()
+        v_names = [f"{c}_dot" for c in q_names]
+        for i, j in enumerate(self.joints):
+            if JointType(j.type) == JointType.PLANAR_AXIS:
+                r = self.joint_free_range[i]
+                q_names[r] = [f"{j.name}:{c}" for c in PLANAR_Q_SUFFIXES]
+                v_names[r] = [f"{j.name}:{c}" for c in PLANAR_V_SUFFIXES]
+        return q_names, v_names
 
     def __repr__(self) -> str:
         return (

@@ -29,7 +29,8 @@ from dojo_cli.model.collisions import (
 from dojo_cli.model.mechanism import ORIGIN, Actuator, Body, Contact, Joint, Mechanism
 from dojo_cli.model.shapes import Shape, body_inertia
 from dojo_cli.physics.coordinates import constraint_violation, interleave_minimal, minimal_to_maximal
-from dojo_cli.scene.schema import GROUND_NAME, MAX_MAGNITUDE, MAX_STEPS, MIN_AMOUNT
+from dojo_cli.model.joint_types import JointType
+from dojo_cli.scene.schema import GROUND_NAME, MAX_MAGNITUDE, MAX_STEPS, MIN_AMOUNT, RANDOM_COORDINATES
 from dojo_cli.simulation.initial import InitialStateError, midpoint_state
 from dojo_cli.simulation.controller import (
     ConstantController, Controller, ExternalForce, PDController, ScheduleController,
@@ -311,6 +312,8 @@ def initial_states_from_spec(spec, mech: Mechanism, file: str, controller: Contr
     """
     theta = np.zeros(mech.nf)
     rate = np.zeros(mech.nf)
+    rng = np.random.default_rng(spec.seed)  # random initial poses, joint order (docs/planar.md)
+    drawn: dict[str, dict[str, float]] = {}
     for i, j in enumerate(spec.joints):
         r = mech.joint_free_range[i]
         if j.initial is not None:
@@ -318,6 +321,11 @@ def initial_states_from_spec(spec, mech: Mechanism, file: str, controller: Contr
                 theta[r] = j.initial.position
             if j.initial.velocity is not None:
                 rate[r] = j.initial.velocity
+            names = RANDOM_COORDINATES.get(JointType(j.type), ())
+            for k, (low, high) in j.random_intervals().items():
+                value = float(rng.uniform(low, high))
+                theta[r.start + k] = value
+                drawn.setdefault(j.name, {})[names[k]] = value
     overrides = {}
     for i, b in enumerate(spec.bodies):
         if b.initial is not None:
@@ -337,15 +345,16 @@ def initial_states_from_spec(spec, mech: Mechanism, file: str, controller: Contr
                 "a body's initial pose moves its child away from the joint")
             problems.append(spec.problem(f"joints.{i}", f"joint {j.name!r} is violated by {v:.3g} in the initial state ({what})"))
         raise SceneError(problems)
+    random_initial = drawn or None
     if not at_t0:
-        return {"initial": z, "initial_t0": None}
+        return {"initial": z, "initial_t0": None, "random_initial": random_initial}
     try:
         z_mid = midpoint_state(mech, z, controller, external, options)
     except InitialStateError as exc:
         sources = [f"bodies.{i}.initial" for i, b in enumerate(spec.bodies) if b.initial is not None]
         sources += [f"joints.{i}.initial" for i, j in enumerate(spec.joints) if j.initial is not None]
         raise SceneError(_derived_problem(spec, sources or ["timestep"], str(exc))) from None
-    return {"initial": z_mid, "initial_t0": z}
+    return {"initial": z_mid, "initial_t0": z, "random_initial": random_initial}
 
 
 def _initial_state_problems(spec, mech: Mechanism, z: np.ndarray) -> list[Problem]:

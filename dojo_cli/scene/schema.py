@@ -615,11 +615,14 @@ class JointLimitsSpec(_Spec):
 
     @model_validator(mode="after")
     def _ordered(self) -> JointLimitsSpec:
+        # Drake's Joint::set_*_limits checks, its condition text kept (docs/planar.md)
         if len(self.upper) != len(self.lower):
-            message = f"must have as many values as lower ({len(self.lower)}), got {len(self.upper)}"
+            message = (f"must have as many values as lower ({len(self.lower)}), got {len(self.upper)} "
+                       "(condition 'lower_limits.size() == upper_limits.size()' failed)")
             raise SpecProblems([("upper", message)])
         problems = [
-            (f"lower.{i}", f"must be <= upper ({low:g} > {high:g})")
+            (f"lower.{i}", f"must be <= upper ({low:g} > {high:g}) "
+                           "(condition '(lower_limits.array() <= upper_limits.array()).all()' failed)")
             for i, (low, high) in enumerate(zip(self.lower, self.upper))
             if low > high
         ]
@@ -633,11 +636,39 @@ class JointLimitsSpec(_Spec):
 DamperForm = Literal["midpoint", "implicit"]
 
 
+def _interval(value: Any) -> list:
+    entries = _entries(value)
+    if entries is None or len(entries) != 2:
+        raise _invalid(f"must be an interval [lower, upper], got {value_text(value)}")
+    return entries
+
+
+def _ordered_interval(value: list[float]) -> list[float]:
+    if value[0] > value[1]:
+        raise _invalid(f"must have lower <= upper, got [{value[0]:g}, {value[1]:g}]")
+    return value
+
+
+Interval = Annotated[list[Real], BeforeValidator(_interval), AfterValidator(_ordered_interval)]
+"""[lower, upper], finite, lower <= upper."""
+
+# The coordinates a random initial pose may name, per joint type (Drake's PlanarJoint:
+# x, y, theta). ``qz`` is the coordinate's storage name, accepted as theta's alias.
+RANDOM_COORDINATES: dict[JointType, tuple[str, ...]] = {JointType.PLANAR_AXIS: ("x", "y", "theta")}
+RANDOM_ALIASES = {"qz": "theta"}
+
+
 class JointInitialSpec(_Spec):
-    """A joint's initial minimal coordinates (None = zero)."""
+    """A joint's initial minimal coordinates (None = zero).
+
+    ``random``: a uniform random pose, coordinate -> [lower, upper] (planar_axis: ``x``,
+    ``y``, ``theta``), drawn from the scene's ``seed``; it replaces those coordinates of
+    ``position`` (Drake's random pose distribution; docs/planar.md).
+    """
 
     position: RealList | None = None
     velocity: RealList | None = None
+    random: dict[str, Interval] | None = None
 
 
 def _joint_type_name(value: Any) -> Any:
@@ -649,6 +680,15 @@ def _joint_type_name(value: Any) -> Any:
     if value not in {t.value for t in JointType}:
         raise _invalid(f"unknown joint type {value!r} (one of: {names})")
     return value
+
+
+def _drake_size_condition(path: str) -> str:
+    """Drake's condition text for a limit vector of the wrong size ("" for other fields)."""
+    kind = {"limits": "num_positions()", "velocity_limits": "num_velocities()",
+            "acceleration_limits": "num_velocities()"}.get(path.split(".")[0])
+    if kind is None:
+        return ""
+    return f" (condition '{path.split('.')[-1]}_limits.size() == {kind}' failed)"
 
 
 class JointSpec(_Spec):
@@ -673,6 +713,9 @@ class JointSpec(_Spec):
             ``<limit effort>``); recorded, not enforced by the simulator.
         velocity_limit: largest speed per free coordinate (``<limit velocity>``);
             recorded, not enforced.
+        velocity_limits, acceleration_limits: Drake's lower and upper velocity and
+            acceleration limits per free coordinate; stored and reported, not enforced
+            (as in Drake's dynamics).
         damper_form: ``midpoint`` or ``implicit``, the damper's discretisation (None:
             the scene's ``damper_form``; docs/physics.md "Joints" says which when).
     """
@@ -692,6 +735,8 @@ class JointSpec(_Spec):
     initial: JointInitialSpec | None = None
     effort_limit: Bound | None = None
     velocity_limit: Bound | None = None
+    velocity_limits: JointLimitsSpec | None = None
+    acceleration_limits: JointLimitsSpec | None = None
     damper_form: DamperForm | None = None
 
     @model_validator(mode="before")
@@ -714,6 +759,35 @@ class JointSpec(_Spec):
         return out
 
     @model_validator(mode="after")
+    def _random_coordinates(self) -> JointSpec:
+        if self.initial is None or self.initial.random is None:
+            return self
+        known = RANDOM_COORDINATES.get(JointType(self.type))
+        if known is None:
+            kinds = ", ".join(t.value for t in RANDOM_COORDINATES)
+            raise SpecProblems([("initial.random", f"a random initial pose is for {kinds} joints, not {self.type.value}")])
+        problems = []
+        seen: dict[str, str] = {}
+        for key in self.initial.random:
+            name = RANDOM_ALIASES.get(key, key)
+            if name not in known:
+                problems.append((f"initial.random.{key}", f"unknown coordinate {key!r} (one of: {', '.join(known)})"))
+            elif name in seen:
+                problems.append((f"initial.random.{key}", f"names the same coordinate as {seen[name]!r}"))
+            seen[name] = key
+        if problems:
+            raise SpecProblems(problems)
+        return self
+
+    def random_intervals(self) -> dict[int, tuple[float, float]]:
+        """Free-coordinate index -> (lower, upper) of the random initial pose (empty: none)."""
+        if self.initial is None or not self.initial.random:
+            return {}
+        known = RANDOM_COORDINATES[JointType(self.type)]
+        out = {known.index(RANDOM_ALIASES.get(k, k)): (float(v[0]), float(v[1])) for k, v in self.initial.random.items()}
+        return dict(sorted(out.items()))
+
+    @model_validator(mode="after")
     def _counts_match_type(self) -> JointSpec:
         n = input_dimension(self.type)
         given = {
@@ -727,11 +801,17 @@ class JointSpec(_Spec):
             "initial.position": self.initial.position if self.initial else None,
             "initial.velocity": self.initial.velocity if self.initial else None,
         }
+        for name in ("velocity_limits", "acceleration_limits"):
+            limits = getattr(self, name)
+            given[f"{name}.lower"] = limits.lower if limits else None
+            given[f"{name}.upper"] = limits.upper if limits else None
         problems = [
-            (path, _count_message(n, self.type, len(values)))
+            (path, _count_message(n, self.type, len(values)) + _drake_size_condition(path))
             for path, values in given.items()
             if values is not None and len(values) != n
         ]
+        if self.velocity_limit is not None and self.velocity_limits is not None:
+            problems.append(("velocity_limits", "give velocity_limit (a URDF bound) or velocity_limits, not both"))
         if problems:
             raise SpecProblems(problems)
         return self

@@ -269,7 +269,7 @@ class _Joint:
     upper: float | None = None
     effort: float | None = None
     velocity: float | None = None
-    damping: float = 0.0
+    damping: float | list[float] = 0.0  # a planar joint's may be (x, y, theta)
     friction: float = 0.0
     mimic: str | None = None
 
@@ -557,15 +557,19 @@ class _Reader:
             self.warn(line, where, "has no <limit> (required for its type); no position limits")
         if joint.dynamics is not None:
             try:
-                out.damping = _number(joint.dynamics.damping) or 0.0
+                if kind == "planar":
+                    # Drake's parser: a planar joint's damping is 3 values (x, y, theta), or one for all
+                    out.damping = _planar_damping(joint.dynamics.damping)
+                else:
+                    out.damping = _number(joint.dynamics.damping) or 0.0
                 out.friction = _number(joint.dynamics.friction) or 0.0
             except ValueError as exc:
                 self.problem(line, where, f"<dynamics> values must be numbers ({exc})")
                 return None
-            if not self.finite(line, where, "<dynamics>", [out.damping, out.friction]):
+            if not self.finite(line, where, "<dynamics>", np.r_[out.damping, out.friction]):
                 return None
-            if out.damping < 0:
-                self.problem(line, where, f"<dynamics damping> must be >= 0, got {out.damping:g}")
+            if np.min(out.damping) < 0:
+                self.problem(line, where, f"<dynamics damping> must be >= 0, got {np.min(out.damping):g}")
         if joint.mimic is not None:
             out.mimic = joint.mimic.joint
         return out
@@ -598,6 +602,19 @@ def _printable_name(name) -> bool:
 def _shortened(name: str, most: int = 60) -> str:
     """repr of a name for a message, cut short when long."""
     return repr(name) if len(name) <= most else f"{name[:most]!r}... ({len(name):,} characters)"
+
+
+def _planar_damping(value) -> float | list[float]:
+    """A planar joint's ``<dynamics damping>``: one value, or three (x, y, theta) as Drake reads it."""
+    if value is None:
+        return 0.0
+    if isinstance(value, (int, float)):
+        return float(value)
+    parts = str(value).split()
+    if len(parts) not in (1, 3):
+        raise ValueError(f"a planar joint's damping is 1 or 3 values (x, y, theta), got {len(parts)}: {value!r}")
+    numbers = [float(p) for p in parts]
+    return numbers[0] if len(numbers) == 1 else numbers
 
 
 def _number(value) -> float | None:
@@ -934,7 +951,9 @@ def _scene_joints(reader, links, joints, groups, body_of, world_links, root, opt
         if kind != "fixed" and kind != "floating":
             data["axis"] = _vector(axis)
         n = {"revolute": 1, "prismatic": 1, "planar_axis": 3, "floating": 6, "fixed": 0}[kind]
-        if joint.damping and n:
+        if isinstance(joint.damping, list):
+            data["damper"] = [float(d) for d in joint.damping]  # a planar joint's (x, y, theta)
+        elif joint.damping and n:
             data["damper"] = float(joint.damping)
         if n == 1 and (joint.lower is not None or joint.upper is not None):
             data["limits"] = {"lower": [joint.lower if joint.lower is not None else -math.inf],

@@ -1,0 +1,242 @@
+"""A joint handle with Drake's accessor names (``mech.joint("name")``; docs/planar.md).
+
+Drake's joints read and write a ``Context``; here the state is the mechanism's minimal
+state ``y`` (``dojo.maximal_to_minimal(mech, z)``: per joint, its coordinates then its
+velocities; ``dojo.minimal_to_maximal(mech, y)`` turns it back into a maximal state). The
+setters write into ``y`` in place and return the handle, so that calls chain as Drake's do:
+
+    j = mech.joint("base")
+    j.set_translation(y, [1.0, 0.3]).set_rotation(y, 1.5)
+
+A planar_axis joint (Drake's PlanarJoint) has translation (x, y), rotation theta and their
+rates (velocities exactly qdot, translation in the parent frame). The ``*_default_*``
+accessors read and change the handle's default pose, which starts at the scene's
+``initial.position`` (zero without one); ``set_default_state(y)`` writes it into a state
+and ``set_random_state(y, rng)`` draws the scene's random pose (``initial.random``) or, without
+one, writes the default pose (Drake's SetDefaultState / SetRandomState). Defaults never
+change the mechanism, which stays immutable.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from dojo_cli.model.joint_types import JointType
+
+
+class JointHandle:
+    """Accessors for one joint of a mechanism (see the module docstring)."""
+
+    def __init__(self, mech, index: int):
+        self._mech = mech
+        self.index = int(index)
+        joint = mech.joints[self.index]
+        self.name = joint.name
+        self.type = JointType(joint.type)
+        self._free = mech.joint_free_range[self.index]
+        self._n = self._free.stop - self._free.start
+        spec = self._spec()
+        position = np.zeros(self._n)
+        if spec is not None and spec.initial is not None and spec.initial.position is not None:
+            position[:] = spec.initial.position
+        self._default = position
+        self._random = spec.random_intervals() if spec is not None else {}
+        self._locked = bool(getattr(spec, "locked", False)) if spec is not None else False
+
+    # ------------------------------------------------------------------ layout
+    def _spec(self):
+        scene = getattr(self._mech, "scene", None)
+        joints = getattr(scene, "joints", None)
+        if not joints or self.index >= len(joints):
+            return None
+        return joints[self.index]
+
+    @property
+    def type_name(self) -> str:
+        return self.type.value
+
+    def num_positions(self) -> int:
+        return self._n
+
+    def num_velocities(self) -> int:
+        return self._n
+
+    def position_start(self) -> int:
+        """Index of the joint's first coordinate in the minimal state y."""
+        return 2 * self._free.start
+
+    def velocity_start(self) -> int:
+        """Index of the joint's first velocity in the minimal state y."""
+        return 2 * self._free.start + self._n
+
+    def position_suffix(self, k: int) -> str:
+        return self._mech.state_names()[0][self._free.start + k].split(":", 1)[-1]
+
+    def velocity_suffix(self, k: int) -> str:
+        return self._mech.state_names()[1][self._free.start + k].split(":", 1)[-1]
+
+    def _q(self, y) -> np.ndarray:
+        y = self._state(y)
+        return y[self.position_start(): self.position_start() + self._n]
+
+    def _v(self, y) -> np.ndarray:
+        y = self._state(y)
+        return y[self.velocity_start(): self.velocity_start() + self._n]
+
+    def _state(self, y) -> np.ndarray:
+        if not isinstance(y, np.ndarray) or y.dtype != float or y.shape != (2 * self._mech.nf,):
+            raise ValueError(f"joint {self.name!r}: the state must be a float array of {2 * self._mech.nf} entries "
+                             "(the minimal state, dojo.maximal_to_minimal)")
+        return y
+
+    def _planar(self) -> None:
+        if self.type != JointType.PLANAR_AXIS:
+            raise TypeError(f"joint {self.name!r} is a {self.type.value} joint; this accessor is a planar_axis "
+                            "joint's (Drake's PlanarJoint)")
+
+    # ------------------------------------------------------------ parameters
+    def default_damping(self) -> np.ndarray:
+        """(n,) damping per coordinate: N s/m (translations), N m s (rotation)."""
+        return np.array(self._mech.joints[self.index].damper, dtype=float)
+
+    def _limits(self, field: str, which: int) -> np.ndarray:
+        spec = self._spec()
+        limits = getattr(spec, field, None) if spec is not None else None
+        if limits is None:
+            return np.full(self._n, -np.inf if which == 0 else np.inf)
+        return np.array(limits.lower if which == 0 else limits.upper, dtype=float)
+
+    def position_lower_limits(self) -> np.ndarray:
+        return self._limits("limits", 0)
+
+    def position_upper_limits(self) -> np.ndarray:
+        return self._limits("limits", 1)
+
+    def velocity_lower_limits(self) -> np.ndarray:
+        return self._limits("velocity_limits", 0)
+
+    def velocity_upper_limits(self) -> np.ndarray:
+        return self._limits("velocity_limits", 1)
+
+    def acceleration_lower_limits(self) -> np.ndarray:
+        return self._limits("acceleration_limits", 0)
+
+    def acceleration_upper_limits(self) -> np.ndarray:
+        return self._limits("acceleration_limits", 1)
+
+    # --------------------------------------------------------- state access
+    def get_translation(self, y) -> np.ndarray:
+        self._planar()
+        return self._q(y)[:2].copy()
+
+    def set_translation(self, y, p_FoMo_F) -> JointHandle:
+        self._planar()
+        self._q(y)[:2] = _vector(p_FoMo_F, 2, "translation")
+        return self
+
+    def get_rotation(self, y) -> float:
+        self._planar()
+        return float(self._q(y)[2])
+
+    def set_rotation(self, y, theta: float) -> JointHandle:
+        self._planar()
+        self._q(y)[2] = float(theta)
+        return self
+
+    def set_pose(self, y, p_FoMo_F, theta: float) -> JointHandle:
+        return self.set_translation(y, p_FoMo_F).set_rotation(y, theta)
+
+    def get_translational_velocity(self, y) -> np.ndarray:
+        self._planar()
+        return self._v(y)[:2].copy()
+
+    def set_translational_velocity(self, y, v_FoMo_F) -> JointHandle:
+        self._planar()
+        self._v(y)[:2] = _vector(v_FoMo_F, 2, "translational velocity")
+        return self
+
+    def get_angular_velocity(self, y) -> float:
+        self._planar()
+        return float(self._v(y)[2])
+
+    def set_angular_velocity(self, y, theta_dot: float) -> JointHandle:
+        self._planar()
+        self._v(y)[2] = float(theta_dot)
+        return self
+
+    # ------------------------------------------------------------- defaults
+    def default_positions(self) -> np.ndarray:
+        return self._default.copy()
+
+    def set_default_positions(self, q) -> JointHandle:
+        self._default = _vector(q, self._n, "default positions")
+        return self
+
+    def get_default_translation(self) -> np.ndarray:
+        self._planar()
+        return self._default[:2].copy()
+
+    def set_default_translation(self, p_FoMo_F) -> JointHandle:
+        self._planar()
+        self._default[:2] = _vector(p_FoMo_F, 2, "translation")
+        return self
+
+    def get_default_rotation(self) -> float:
+        self._planar()
+        return float(self._default[2])
+
+    def set_default_rotation(self, theta: float) -> JointHandle:
+        self._planar()
+        self._default[2] = float(theta)
+        return self
+
+    def set_default_pose(self, p_FoMo_F, theta: float) -> JointHandle:
+        return self.set_default_translation(p_FoMo_F).set_default_rotation(theta)
+
+    def set_default_state(self, y) -> JointHandle:
+        """Write the default pose into y (the velocities are left as they are)."""
+        self._q(y)[:] = self._default
+        return self
+
+    def set_random_pose_distribution(self, intervals: dict) -> JointHandle:
+        """Uniform intervals per coordinate, {"x": (lo, hi), "y": ..., "theta": ...}."""
+        self._planar()
+        names = ("x", "y", "theta")
+        out = {}
+        for key, (low, high) in intervals.items():
+            key = "theta" if key == "qz" else key
+            if key not in names:
+                raise ValueError(f"unknown coordinate {key!r} (one of: x, y, theta)")
+            if not low <= high:
+                raise ValueError(f"{key}: must have lower <= upper, got [{low:g}, {high:g}]")
+            out[names.index(key)] = (float(low), float(high))
+        self._random = dict(sorted(out.items()))
+        return self
+
+    def set_random_state(self, y, rng: np.random.Generator) -> JointHandle:
+        """The default pose, then the random distribution's coordinates drawn from rng."""
+        self.set_default_state(y)
+        q = self._q(y)
+        for k, (low, high) in self._random.items():
+            q[k] = rng.uniform(low, high)
+        return self
+
+    # ----------------------------------------------------------------- lock
+    def is_locked(self) -> bool:
+        """Whether the scene locks this joint (``locked: true``: velocities held at zero)."""
+        return self._locked
+
+    def lock(self, y) -> JointHandle:
+        """Zero the joint's velocities in y (Drake's Lock on a context's state)."""
+        self._v(y)[:] = 0.0
+        return self
+
+    def __repr__(self) -> str:
+        return f"JointHandle({self.name!r}, {self.type.value}, {self._n} coordinates)"
+
+
+def _vector(value, n: int, what: str) -> np.ndarray:
+    out = np.asarray(value, dtype=float).reshape(-1)
+    if out.shape != (n,):
+        raise ValueError(f"{what} must have {n} values, got {out.size}")
+    return out
