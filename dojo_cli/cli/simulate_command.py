@@ -22,6 +22,7 @@ from dojo_cli.simulation.step import singular_message
 from dojo_cli.cli.signals import signal_number, stop_requests
 from dojo_cli.errors import InputError, SolverError, StorageError
 from dojo_cli.io.runs import run_scene, run_writer
+from dojo_cli.scene.loader import dump_scene
 from dojo_cli.scene.schema import MAX_STEPS
 
 # Every step was taken but some did not converge (docs/storage.md, status complete_with_failures).
@@ -106,7 +107,7 @@ def simulate(
         # the run stops between whole blocks.
         with stop_requests() as stop:
             writer = run_writer(
-                spec, mech, out, opts=opts, flush_interval=FLUSH_SECONDS,
+                spec, dump_scene(spec), mech, out, opts=opts, flush_interval=FLUSH_SECONDS,
                 overwrite=force,  # (refused atomically if the file appeared since the check above)
                 stop_requested=lambda: stop.signum is not None,  # a stop skips the final compression
                 overrides={item.path: item.value for item in items},

@@ -12,7 +12,6 @@ from dojo_cli import __version__
 from dojo_cli.io.storage import StorageWriter
 from dojo_cli.model.mechanism import Mechanism
 from dojo_cli.physics.energy import knot_velocities
-from dojo_cli.scene.loader import dump_scene
 from dojo_cli.simulation.rk4_run import RK4_INTEGRATOR, VARIATIONAL_INTEGRATOR, knot_identity, run_rk4
 from dojo_cli.simulation.run import RunSummary, run
 from dojo_cli.solver.options import SolverOptions
@@ -20,6 +19,7 @@ from dojo_cli.solver.options import SolverOptions
 
 def run_writer(
     spec,
+    scene_yaml: str,
     mech: Mechanism,
     out: str | Path,
     *,
@@ -32,11 +32,13 @@ def run_writer(
     dataset_attrs: dict | None = None,
 ) -> StorageWriter:
     """The StorageWriter of a run of ``spec`` (its resolved scene, names, integrator and run
-    record); ``overrides``: the --set/preset values as path -> value."""
+    record); ``scene_yaml``: the resolved scene as YAML (scene.loader.dump_scene(spec): the
+    storage layer does not import the scene layer above it); ``overrides``: the --set/preset
+    values as path -> value."""
     rk4 = spec.integrator == "rk4"
     return StorageWriter(
         out,
-        scene_yaml=dump_scene(spec),
+        scene_yaml=scene_yaml,
         scene_name=spec.name,
         timestep=mech.timestep,
         gravity=list(mech.gravity),

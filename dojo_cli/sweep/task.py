@@ -84,7 +84,7 @@ def _simulate(task: RunTask, stop: Callable[[], bool] | None, row: dict[str, Any
     from dojo_cli.io.runs import run_scene, run_writer
     from dojo_cli.io.storage import read_storage
     from dojo_cli.scene.builder import build_mechanism
-    from dojo_cli.scene.loader import load_scene_spec
+    from dojo_cli.scene.loader import dump_scene, load_scene_spec
     from dojo_cli.sweep.metrics import RunData, metric_values
 
     spec = load_scene_spec(task.scene, list(task.overrides))
@@ -94,7 +94,7 @@ def _simulate(task: RunTask, stop: Callable[[], bool] | None, row: dict[str, Any
         raise DojoError(f"{task.scene}: the scene sets neither steps nor duration (set one in the sweep's set:)")
     opts = mech.default_options
     writer = run_writer(
-        spec, mech, task.output, opts=opts, flush_interval=FLUSH_SECONDS,
+        spec, dump_scene(spec), mech, task.output, opts=opts, flush_interval=FLUSH_SECONDS,
         overwrite=True,  # an interrupted or failed earlier try of this run is redone
         stop_requested=stop,
         overrides={item.path: item.value for item in task.overrides},

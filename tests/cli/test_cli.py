@@ -209,22 +209,22 @@ def test_complete_means_every_step_converged(tmp_path):
 
 
 def interrupt_after(real_run, steps: int):
-    """The run loop with a Ctrl-C arriving once ``steps`` steps are done (as the
-    progress callback sees them: after whole blocks)."""
+    """The run function (io.runs.run_scene) with a Ctrl-C arriving once ``steps`` steps are
+    done (as the progress callback sees them: after whole blocks)."""
 
-    def run(mech, n, writer, **kwargs):
+    def run(*args, **kwargs):
         def progress(k):
             if k >= steps:
                 raise KeyboardInterrupt
 
         kwargs["progress"] = progress
-        return real_run(mech, n, writer, **kwargs)
+        return real_run(*args, **kwargs)
 
     return run
 
 
 def test_interrupted_run_keeps_steps(tmp_path, monkeypatch):
-    monkeypatch.setattr(simulate_command, "run", interrupt_after(simulate_command.run, 5))
+    monkeypatch.setattr(simulate_command, "run_scene", interrupt_after(simulate_command.run_scene, 5))
     out = tmp_path / "int.h5"
     res = invoke("simulate", "pendulum", "-o", out, "--steps", 50)
     assert res.exit_code == 130

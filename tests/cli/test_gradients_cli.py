@@ -284,7 +284,7 @@ def test_simulate_gradients_wrt_state_only(tmp_path):
 
 
 def test_interrupted_simulate_keeps_gradients(tmp_path, monkeypatch):
-    monkeypatch.setattr(simulate_command, "run", interrupt_after(simulate_command.run, 5))
+    monkeypatch.setattr(simulate_command, "run_scene", interrupt_after(simulate_command.run_scene, 5))
     out = tmp_path / "int.h5"
     res = invoke("simulate", "pendulum", "-o", out, "--steps", 50, "--gradients")
     assert res.exit_code == 130
