@@ -13,11 +13,10 @@ overrides are reported on ``--set`` instead of a line.
 from __future__ import annotations
 
 import difflib
+import functools
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from importlib import resources
-from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any
 
@@ -30,8 +29,10 @@ from dojo_cli.scene.overrides import apply_override_items
 from dojo_cli.scene.schema import SPEC_MODELS, UNION_TAGS, SceneSource, SceneSpec, SpecProblems, value_text
 from dojo_cli.scene.urdf_scene import expand_urdf_scene, is_urdf_scene, unavailable_reason
 
-BUILTIN_FOLDER = "builtin"
-"""Folder of the built-in scenes inside this package (``<name>.yaml``)."""
+SCENE_LIBRARY = "scenes"
+"""Folder of the scene library: the repository's top-level ``scenes/`` (one subfolder per
+group: ``scenes/basics/pendulum.yaml``), installed into the wheel as ``dojo_cli/scenes``
+(CMakeLists.txt). Built-in scene names are the files' stems, unique across the groups."""
 
 _SCENE_SUFFIX = ".yaml"
 
@@ -52,20 +53,44 @@ _KEY_LOCATION = "[key]"
 # ----------------------------------------------------------- built-in scenes
 
 
-def _builtin_folder() -> Traversable:
-    return resources.files(__package__).joinpath(BUILTIN_FOLDER)
+def scene_library() -> Path | None:
+    """The folder of the scene library, or None when none is installed.
+
+    An installed package carries it as ``dojo_cli/scenes``; a source checkout (an editable
+    install, or PYTHONPATH pointing at the repository) reads the repository's ``scenes/``
+    itself, so there is one copy of every scene and editing it needs no reinstall.
+    """
+    package = Path(__file__).resolve().parents[1]
+    for folder, marker in ((package / SCENE_LIBRARY, None), (package.parent / SCENE_LIBRARY, "pyproject.toml")):
+        # a checkout's folder only next to its pyproject.toml: not some other "scenes" in site-packages
+        if folder.is_dir() and (marker is None or (package.parent / marker).is_file()):
+            return folder
+    return None
+
+
+@functools.lru_cache(maxsize=4)
+def _scene_index(folder: Path | None) -> dict[str, Path]:
+    """{name: file} of the library's scenes, sorted by name (a name seen twice: the first, by path)."""
+    if folder is None:
+        return {}
+    index: dict[str, Path] = {}
+    for path in sorted(folder.glob(f"*/*{_SCENE_SUFFIX}")):
+        if path.is_file():
+            index.setdefault(path.stem, path)
+    return dict(sorted(index.items()))
 
 
 def builtin_scene_names() -> list[str]:
     """Names of the built-in scenes, sorted (empty when none are installed)."""
-    folder = _builtin_folder()
-    if not folder.is_dir():
-        return []
-    return sorted(
-        entry.name[: -len(_SCENE_SUFFIX)]
-        for entry in folder.iterdir()
-        if entry.is_file() and entry.name.endswith(_SCENE_SUFFIX)
-    )
+    return list(_scene_index(scene_library()))
+
+
+def builtin_scene_groups() -> dict[str, list[str]]:
+    """The built-in scenes by group (the library's subfolder: basics, contact, ...), both sorted."""
+    groups: dict[str, list[str]] = {}
+    for name, path in _scene_index(scene_library()).items():
+        groups.setdefault(path.parent.name, []).append(name)
+    return dict(sorted(groups.items()))
 
 
 def unknown_scene_message(name: str) -> str:
@@ -88,9 +113,10 @@ def builtin_scene_path(name: str) -> Path:
     Raises:
         SceneError: no built-in scene has that name.
     """
-    if name not in builtin_scene_names():
+    path = _scene_index(scene_library()).get(name)
+    if path is None:
         raise _unknown_scene(name)
-    return Path(str(_builtin_folder().joinpath(name + _SCENE_SUFFIX)))
+    return path
 
 
 def builtin_scene_text(name: str) -> str:
@@ -102,9 +128,7 @@ def builtin_scene_text(name: str) -> str:
     Raises:
         SceneError: no built-in scene has that name.
     """
-    if name not in builtin_scene_names():
-        raise _unknown_scene(name)
-    text = _builtin_folder().joinpath(name + _SCENE_SUFFIX).read_text(encoding="utf-8")
+    text = builtin_scene_path(name).read_text(encoding="utf-8")
     reason = builtin_scene_unavailable(name, text)
     if reason is not None:
         first = next((line.lstrip("#").strip() for line in text.splitlines() if line.strip().startswith("#")), "")
@@ -115,7 +139,7 @@ def builtin_scene_text(name: str) -> str:
 def builtin_scene_unavailable(name: str, text: str | None = None) -> str | None:
     """Why a built-in scene cannot be loaded on this machine (a missing package), or None."""
     if text is None:
-        text = _builtin_folder().joinpath(name + _SCENE_SUFFIX).read_text(encoding="utf-8")
+        text = builtin_scene_path(name).read_text(encoding="utf-8")
     if "urdf:" not in text:
         return None
     try:
@@ -157,7 +181,7 @@ def load_scene_spec(
         return load_scene_spec_from_string(_read_scene_file(path, file), file, path.resolve().parent, overrides)
     if name in builtin_scene_names():
         builtin = builtin_scene_path(name)
-        shown = f"dojo_cli/scene/{BUILTIN_FOLDER}/{builtin.name}"
+        shown = f"{SCENE_LIBRARY}/{builtin.parent.name}/{builtin.name}"
         return load_scene_spec_from_string(builtin_scene_text(name), shown, builtin.parent, overrides)
     if exists:
         raise SceneError(Problem(file, None, "", "not a scene file (a directory?)"))

@@ -441,8 +441,8 @@ def test_missing_and_unreadable_scene_files(tmp_path):
     assert problem.file == str(path) and "not UTF-8" in problem.message
 
 
-def test_builtin_names_without_builtin_folder(monkeypatch):
-    monkeypatch.setattr(loader, "BUILTIN_FOLDER", "no_such_folder")
+def test_builtin_names_without_scene_library(monkeypatch):
+    monkeypatch.setattr(loader, "scene_library", lambda: None)
     assert builtin_scene_names() == []
     with pytest.raises(SceneError, match=r"built-in scene 'nothing' \(built-in: none\)"):
         load_scene_spec("nothing")
