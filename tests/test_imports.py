@@ -166,3 +166,17 @@ def test_listed_help_is_the_command_docstring():
         command = load_command(entry)
         assert command.name == entry.name
         assert command.help == entry.help, f"{entry.name}: COMMANDS says {entry.help!r}, the docstring {command.help!r}"
+
+
+def test_commands_do_not_import_the_app():
+    """app.py registers the commands and imports them by name; they import dojo_cli.cli.shared,
+    never app.py (no import circle)."""
+    for path in (ROOT / "dojo_cli" / "cli").glob("*.py"):
+        if path.name == "app.py":
+            continue
+        tree = ast.parse(path.read_text())
+        imported = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module}
+        imported |= {a.name for node in ast.walk(tree) if isinstance(node, ast.Import) for a in node.names}
+        named = {f"{node.module}.{a.name}" for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module
+                 for a in node.names}
+        assert "dojo_cli.cli.app" not in imported | named, f"{path.name} imports dojo_cli.cli.app"

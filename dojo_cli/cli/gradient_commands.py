@@ -22,10 +22,10 @@ import typer
 
 from dojo_cli import __version__
 from dojo_cli.api import step_gradients as _api_step_gradients
-from dojo_cli.cli.arguments import SceneArg, SetOpt, load_scene_arguments
-from dojo_cli.cli.reporting import echo_err, reports_errors
+from dojo_cli.cli.shared import SceneArg, SetOpt, echo_err, load_scene_arguments, reports_errors
 from dojo_cli.errors import InputError, StorageError
 from dojo_cli.io.gradient_files import SUFFIXES, GradientFile, write_gradient_file
+from dojo_cli.io.state_files import MAX_STATE_FILE_BYTES, NonFinite, check_state_file, read_json, read_plain_numbers, stored_knot
 from dojo_cli.model.parameters import PARAMETER_KINDS
 from dojo_cli.model.state import unpack_maximal
 from dojo_cli.physics.coordinates import maximal_to_minimal, minimal_to_maximal
@@ -89,15 +89,10 @@ class StartState:
     angles: np.ndarray | None = None
 
 
-# A --state or --input-file file holds one vector (13 numbers per body): 16 MiB is
-# hundreds of thousands of numbers, and a larger file is not one of ours.
-MAX_NUMBERS_FILE_BYTES = 16 * 1024 * 1024
+# A --state or --input-file file holds one vector (13 numbers per body): the state files' limit.
+MAX_NUMBERS_FILE_BYTES = MAX_STATE_FILE_BYTES
 # The JSON keys holding a vector (--state: maximal or minimal; --input-file: input).
 _VECTOR_KEYS = ("maximal", "minimal", "input")
-
-
-class _JsonConstant(str):
-    """A NaN or Infinity token of a JSON file, kept so that its place can be named."""
 
 
 def _json_value_problem(value, where: str, depth: int = 0) -> str | None:
@@ -110,10 +105,10 @@ def _json_value_problem(value, where: str, depth: int = 0) -> str | None:
             if problem is not None:
                 return problem
         return None
-    shown = "an object" if isinstance(value, dict) else str(value) if isinstance(value, _JsonConstant) else json.dumps(value)[:40]
+    shown = "an object" if isinstance(value, dict) else str(value) if isinstance(value, NonFinite) else json.dumps(value)[:40]
     if depth == 0:
         return f"{where}: must be a list of numbers, got {shown}"
-    if isinstance(value, _JsonConstant):
+    if isinstance(value, NonFinite):
         return f"{where}: must be a finite number, got {shown}"
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return f"{where}: must be a number, got {shown}"
@@ -130,40 +125,24 @@ def _numbers_from_file(path: Path, what: str) -> tuple[np.ndarray, dict | None]:
     """(numbers, the JSON object or None) of a --state / --input-file file.
 
     Raises:
-        InputError: naming the file (and the entry): not a readable regular file,
-            larger than MAX_NUMBERS_FILE_BYTES, not UTF-8, JSON that is malformed,
-            nested deeply or holds NaN/Infinity or non-numbers, an NPY file of
-            anything but real numbers.
+        StorageError: no such file, or unreadable (exit 3; io.state_files.check_state_file).
+        InputError: naming the file (and the entry): not a regular file, larger than
+            MAX_NUMBERS_FILE_BYTES, not UTF-8, JSON that is malformed, nested deeply or
+            holds NaN/Infinity or non-numbers, an NPY file of anything but real numbers.
     """
-    try:
-        if not path.exists():
-            raise InputError(f"{what} {path}: no such file")
-        if path.is_dir():
-            raise InputError(f"{what} {path}: is a directory")
-        if not path.is_file():
-            raise InputError(f"{what} {path}: not a regular file")
-        size = path.stat().st_size
-    except OSError as exc:  # a name the file system refuses (longer than NAME_MAX, ...)
-        raise InputError(f"{what} {path}: cannot read ({exc.strerror or exc})") from None
-    if size > MAX_NUMBERS_FILE_BYTES:
-        raise InputError(f"{what} {path}: {size:,} bytes, more than the limit of {MAX_NUMBERS_FILE_BYTES:,} bytes")
+    check_state_file(path, what)
     suffix = path.suffix.lower()
     doc = None
     try:
         if suffix == ".json":
-            # NaN and Infinity are not JSON; Python's reader takes them unless told
-            doc = json.loads(path.read_text(encoding="utf-8"), parse_constant=_JsonConstant)
+            doc = read_json(path, what)  # NaN and Infinity come back as NonFinite
             values = doc
         elif suffix == ".npy":
             values = np.load(path, allow_pickle=False)
             if values.dtype.kind not in "iuf":
                 raise InputError(f"{what} {path}: holds {values.dtype} values, not real numbers")
         else:
-            text = "\n".join(line.split("#", 1)[0] for line in path.read_text(encoding="utf-8").splitlines())
-            tokens = [t for t in re.split(r"[,\s;]+", text) if t]
-            values = [float(t) for t in tokens]
-    except RecursionError:
-        raise InputError(f"{what} {path}: JSON nested too deeply") from None
+            values = read_plain_numbers(path)
     except (OSError, ValueError, UnicodeDecodeError) as exc:
         raise InputError(f"{what} {path}: cannot read numbers ({exc})") from None
     if isinstance(doc, dict):
@@ -265,36 +244,11 @@ def resolve_state(mech, spec, state: Path | None, run: Path | None, index: int |
         z, y = read_state_file(mech, state)
         return StartState(z, y, 0, None, f"the state in {state}")
     if run is not None:
-        if index is None:
-            raise InputError("--from needs --index K (the state to start from; 0 is the initial state, -1 the last)")
-        if not run.exists():
-            raise InputError(f"--from {run}: no such file")
-        from dojo_cli.io.storage import read_storage  # here: h5py only for --from
-
-        try:
-            stored = read_storage(run)  # validated: consistent lengths, widths matching the names
-        except StorageError as exc:
-            # a damaged file stays an I/O error (3), a foreign one invalid input (2)
-            raise type(exc)(f"--from {exc}") from None
-        note = stored.status_note()  # killed, interrupted, failed: said, then its states are used
-        if note:
-            echo_err(f"warning: --from {note}")
-        names = [b.name for b in mech.bodies]
-        if stored.body_names != names:
-            raise InputError(
-                f"--from {run}: its bodies {stored.body_names} are not the scene's {names} "
-                f"(the run was written by scene {stored.attrs.get('scene_name')!r})"
-            )
+        stored, k = stored_knot(run, index, [b.name for b in mech.bodies], lambda line: echo_err(f"warning: {line}"), "states")
         if stored.attrs.get("scene_name") != spec.name:
             echo_err(f"warning: --from {run}: written by scene {stored.attrs.get('scene_name')!r}, stepping scene {spec.name!r}")
         if not math.isclose(stored.timestep, mech.timestep):
             echo_err(f"warning: --from {run}: timestep {stored.timestep:g} s, the scene's is {mech.timestep:g} s")
-        n = stored.x.shape[0]
-        if n == 0:
-            raise InputError(f"--from {run}: the run holds no state (its writer stopped before the initial state)")
-        k = index + n if index < 0 else index
-        if not 0 <= k < n:
-            raise InputError(f"--index {index}: {run} holds states 0..{n - 1} (or -{n}..-1 from the end)")
         z = stored.midpoint_state(k)  # Dojo's layout: v_mid, omega_mid (or v, omega of an older file)
         if not np.all(np.isfinite(z)):
             failed = f" (step {k - 1}: {str(stored.solver['status'][k - 1])!r})" if k > 0 else ""

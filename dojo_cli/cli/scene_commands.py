@@ -9,8 +9,7 @@ from typing import Annotated, Optional
 import numpy as np
 import typer
 
-from dojo_cli.cli.arguments import SceneArg, SetOpt, load_scene_arguments
-from dojo_cli.cli.reporting import reports_errors
+from dojo_cli.cli.shared import SceneArg, SetOpt, load_scene_arguments, reports_errors
 from dojo_cli.errors import InputError, StorageError
 from dojo_cli.model.mechanism import CONTACT_HALF_SIZE
 from dojo_cli.scene.loader import builtin_scene_groups, builtin_scene_names, builtin_scene_path, builtin_scene_text

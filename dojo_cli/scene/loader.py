@@ -24,7 +24,7 @@ import yaml
 from pydantic import ValidationError
 from pydantic_core import ErrorDetails
 
-from dojo_cli.errors import Problem, SceneError
+from dojo_cli.errors import Problem, SceneError, SceneFileError
 from dojo_cli.scene.overrides import apply_override_items
 from dojo_cli.scene.schema import SPEC_MODELS, UNION_TAGS, SceneSource, SceneSpec, SpecProblems, value_text
 from dojo_cli.scene.urdf_scene import expand_urdf_scene, is_urdf_scene, unavailable_reason
@@ -175,7 +175,7 @@ def load_scene_spec(
     file = name
     try:
         is_file, exists = path.is_file(), path.exists()
-    except OSError as exc:  # a name the file system refuses (longer than NAME_MAX, ...)
+    except OSError as exc:  # a name the file system refuses (longer than NAME_MAX, ...): a bad name, exit 2
         raise SceneError(Problem(file, None, "", f"cannot read the file: {exc.strerror or exc}")) from None
     if is_file:
         return load_scene_spec_from_string(_read_scene_file(path, file), file, path.resolve().parent, overrides)
@@ -184,15 +184,25 @@ def load_scene_spec(
         shown = f"{SCENE_LIBRARY}/{builtin.parent.name}/{builtin.name}"
         return load_scene_spec_from_string(builtin_scene_text(name), shown, builtin.parent, overrides)
     if exists:
-        raise SceneError(Problem(file, None, "", "not a scene file (a directory?)"))
+        raise SceneFileError(Problem(file, None, "", "not a scene file (a directory?)"))
+    if _looks_like_a_path(name):
+        # a file name that is not there is an I/O problem (exit 3); a bare word that is
+        # not a built-in is a misspelt name (exit 2, "did you mean")
+        raise SceneFileError(Problem(file, None, "", "no such file"))
     raise _unknown_scene(name)
+
+
+def _looks_like_a_path(name: str) -> bool:
+    """A scene argument meant as a file: a YAML suffix or a folder in it (built-in names have neither)."""
+    return name.endswith((".yaml", ".yml")) or "/" in name or os.sep in name
 
 
 def _read_scene_file(path: Path, file: str) -> str:
     """The text of a scene file, refused before reading when it is too large.
 
     Raises:
-        SceneError: unreadable, larger than MAX_DOCUMENT_BYTES, or not UTF-8.
+        SceneFileError: unreadable (exit code 3).
+        SceneError: larger than MAX_DOCUMENT_BYTES, or not UTF-8.
     """
     try:
         size = path.stat().st_size
@@ -202,7 +212,7 @@ def _read_scene_file(path: Path, file: str) -> str:
             # one byte more than the limit: a file that grew since stat() is still caught
             data = stream.read(MAX_DOCUMENT_BYTES + 1)
     except OSError as exc:
-        raise SceneError(Problem(file, None, "", f"cannot read the file: {exc.strerror or exc}")) from None
+        raise SceneFileError(Problem(file, None, "", f"cannot read the file: {exc.strerror or exc}")) from None
     if len(data) > MAX_DOCUMENT_BYTES:
         raise SceneError(Problem(file, None, "", _too_large(len(data))))
     return _decoded(data, file)
@@ -504,9 +514,9 @@ def read_yaml_file(path: str | os.PathLike, file: str | None = None) -> tuple[An
     file = os.fspath(path) if file is None else file
     p = Path(path)
     if p.is_dir():
-        raise SceneError(Problem(file, None, "", "cannot read the file: it is a directory"))
+        raise SceneFileError(Problem(file, None, "", "cannot read the file: it is a directory"))
     if not p.exists():
-        raise SceneError(Problem(file, None, "", "no such file"))
+        raise SceneFileError(Problem(file, None, "", "no such file"))
     return _parse_yaml(_read_scene_file(p, file), file)
 
 
