@@ -28,6 +28,7 @@ from dojo_cli.cli.shared import (
     CONTEXT_SETTINGS,
     flag_shown_as_flag,
     interrupt_is_one_line,
+    plain_coercion,
     set_command_line,
     show_flags_as_flags,
 )
@@ -112,7 +113,11 @@ class LazyGroup(TyperGroup):
 
     def get_params(self, ctx):
         # typer appends --install-completion and --show-completion after construction
-        return [flag_shown_as_flag(param) for param in super().get_params(ctx)]
+        params = super().get_params(ctx)
+        for param in params:
+            flag_shown_as_flag(param)
+            plain_coercion(param)
+        return params
 
     # Ctrl-C (SIGTERM, SIGHUP) while the arguments are parsed, a command's modules are
     # imported, or before the command handles signals itself: one line and exit 128 + the

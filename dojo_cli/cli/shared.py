@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import os
 import shlex
 import signal
 import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Optional, get_args, get_origin
 
 import typer
 
@@ -60,7 +61,8 @@ ConfigOpt = Annotated[
 
 
 def show_flags_as_flags(command) -> None:
-    """Show boolean flags in ``command``'s help (and its subcommands') as flags.
+    """Show boolean flags in ``command``'s help (and its subcommands') as flags, and coerce
+    its plain str and Path values without pydantic (``plain_coercion``).
 
     typer (0.29, the newest release as of this writing) labels a flag's value type
     ``<bool>`` in its help, which reads as "takes true/false"; a flag takes no value and
@@ -70,14 +72,77 @@ def show_flags_as_flags(command) -> None:
     """
     for param in getattr(command, "params", ()):
         flag_shown_as_flag(param)
+        plain_coercion(param)
     make_help_option = command.get_help_option
 
     def get_help_option(ctx):
-        return flag_shown_as_flag(make_help_option(ctx))
+        option = flag_shown_as_flag(make_help_option(ctx))
+        if option is not None:
+            plain_coercion(option)
+        return option
 
     command.get_help_option = get_help_option
     for sub in getattr(command, "commands", {}).values():
         show_flags_as_flags(sub)
+
+
+class _PlainCoercion:
+    """typer's coercion of a str or Path value, without pydantic.
+
+    typer (0.29) coerces every parameter value through a pydantic TypeAdapter, so a command
+    that validates nothing with pydantic (``dojo info``, ``dojo energy``) still imports it
+    (0.06-0.09 s of start-up). For plain ``str`` and ``Path`` parameters (and lists of them)
+    this does what those adapters do: text as given (bytes decoded), a Path built from it and
+    then typer's own path checks (``coerce_cli_path``: exists, readable, ...); a flag's
+    True/False (or None: not given) as it is.
+    """
+
+    def __init__(self, annotation, multiple: bool, path_check):
+        self.annotation = annotation
+        self.multiple = multiple
+        self.path_check = path_check
+
+    def coerce(self, value, param, ctx):
+        if value is None:
+            return () if self.multiple else None  # (as typer's RuntimeParam.coerce)
+        if self.multiple:
+            return [self._one(item, param, ctx) for item in value]
+        return self._one(value, param, ctx)
+
+    def _one(self, value, param, ctx):
+        if self.annotation is bool:  # a flag: True, False (None is taken above)
+            if isinstance(value, bool):
+                return value
+            raise typer.BadParameter(f"a flag takes no value, got {value!r}", ctx=ctx, param=param)
+        if isinstance(value, bytes):
+            value = os.fsdecode(value)
+        if self.annotation is str:
+            return value
+        return self.path_check(Path(value), param.type_descriptor.parameter_info, path_type=Path, param=param, ctx=ctx)
+
+
+def plain_coercion(param) -> None:
+    """Give a str or Path parameter (or a list of them), or a flag, ``_PlainCoercion`` instead of typer's
+    pydantic-built one. typer's internals: where they differ (another typer version), the
+    parameter keeps typer's own coercion (tests/test_imports.py notices the cost)."""
+    descriptor = getattr(param, "type_descriptor", None)
+    if descriptor is None or getattr(param, "_runtime_param", "absent") is not None:
+        return
+    try:
+        from typer._param_types import coerce_cli_path
+    except ImportError:  # pragma: no cover (another typer)
+        return
+    annotation, multiple = descriptor.annotation, False
+    if get_origin(annotation) is list and len(get_args(annotation)) == 1:
+        annotation, multiple = get_args(annotation)[0], True
+    info = descriptor.parameter_info
+    if annotation is bool and not (getattr(param, "is_flag", False) and not multiple):
+        return
+    if annotation not in (str, Path, bool) or getattr(info, "parser", None) is not None or descriptor.file_annotation is not None:
+        return
+    if annotation is Path and getattr(info, "path_type", None) not in (None, Path):
+        return
+    param._runtime_param = _PlainCoercion(annotation, multiple, coerce_cli_path)
 
 
 def flag_shown_as_flag(param):

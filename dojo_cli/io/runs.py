@@ -12,8 +12,7 @@ from dojo_cli import __version__
 from dojo_cli.io.storage import StorageWriter
 from dojo_cli.model.mechanism import Mechanism
 from dojo_cli.physics.energy import knot_velocities
-from dojo_cli.simulation.rk4_run import RK4_INTEGRATOR, VARIATIONAL_INTEGRATOR, knot_identity, run_rk4
-from dojo_cli.simulation.run import RunSummary, run
+from dojo_cli.simulation.run import RK4_INTEGRATOR, VARIATIONAL_INTEGRATOR, RunSummary, run
 from dojo_cli.solver.options import SolverOptions
 
 
@@ -36,6 +35,8 @@ def run_writer(
     storage layer does not import the scene layer above it); ``overrides``: the --set/preset
     values as path -> value."""
     rk4 = spec.integrator == "rk4"
+    if rk4:  # the minimal-coordinate modules only for an rk4 run (~20 ms of start-up)
+        from dojo_cli.simulation.rk4_run import knot_identity
     return StorageWriter(
         out,
         scene_yaml=scene_yaml,
@@ -77,6 +78,8 @@ def run_scene(
 ) -> RunSummary:
     """``steps`` steps of the scene's integrator (``spec.integrator``) into ``writer``."""
     if spec.integrator == "rk4":
+        from dojo_cli.simulation.rk4_run import run_rk4
+
         return run_rk4(mech, steps, writer, controller=mech.controller, progress=progress)
     return run(mech, steps, writer, controller=mech.controller, opts=opts, external=mech.external,
                gradients=tuple(gradients), abort_on_failure=abort_on_failure, log=log, progress=progress)
