@@ -135,7 +135,7 @@ def build_free_body() -> tuple[Mechanism, np.ndarray]:
 
 
 def load_builtin(scene: str) -> tuple[Mechanism, np.ndarray]:
-    """A built-in scene (dojo_cli/scene/builtin/<scene>.yaml) and its initial state."""
+    """A built-in scene (scenes/<group>/<scene>.yaml) and its initial state."""
     mech = dojo.load_scene(scene)
     return mech, dojo.initial_state(mech)
 

@@ -57,6 +57,14 @@ class SceneError(DojoError):
         return [str(p) for p in self.problems]
 
 
+class SceneFileError(SceneError):
+    """A scene file (or a preset, a sweep file) that cannot be found or read: an I/O problem,
+    exit code 3, as every missing or unreadable input file is (README, exit codes). Still a
+    SceneError, so code that handles scene problems handles it."""
+
+    exit_code = 3
+
+
 class InputError(DojoError):
     """Invalid command-line input that is not a scene (flags, state files): exit code 2."""
 

@@ -159,6 +159,21 @@ def test_simulate_imports_no_picture_viewer_or_urdf_reader(tmp_path):
     assert not others, f"`dojo simulate` imported other commands' modules {others}"
 
 
+def test_shell_loop_commands_import_only_what_they_use(tmp_path):
+    """The shell loop of the issue (simulate, then info --get) pays start-up twice per run:
+    `dojo info --get` validates no scene, so it imports no pydantic (typer's own coercion of
+    str/Path values goes through pydantic; dojo_cli.cli.shared.plain_coercion does without),
+    and a variational run imports none of the rk4 integrator's minimal-coordinate modules."""
+    modules, proc = _loaded(tmp_path, _RUN_DOJO, "simulate", "pendulum", "--steps", "2", "-o", "run.h5", "-q")
+    assert proc.returncode == 0, proc.stderr
+    minimal = sorted(m for m in modules if m.startswith("dojo_cli.minimal"))
+    assert not minimal, f"`dojo simulate pendulum` imported {minimal}"
+    modules, proc = _loaded(tmp_path, _RUN_DOJO, "info", "run.h5", "--get", "x[-1, link, 0]")
+    assert proc.returncode == 0, proc.stderr
+    heavy = _top_level(modules, ("pydantic", "pydantic_core", "scipy", "matplotlib"))
+    assert not heavy, f"`dojo info --get` imported {heavy}"
+
+
 def test_listed_help_is_the_command_docstring():
     """`dojo --help` shows COMMANDS' help lines; `dojo NAME --help` the function's docstring."""
     assert len({entry.name for entry in COMMANDS}) == len(COMMANDS), "command names are unique"
@@ -166,3 +181,17 @@ def test_listed_help_is_the_command_docstring():
         command = load_command(entry)
         assert command.name == entry.name
         assert command.help == entry.help, f"{entry.name}: COMMANDS says {entry.help!r}, the docstring {command.help!r}"
+
+
+def test_commands_do_not_import_the_app():
+    """app.py registers the commands and imports them by name; they import dojo_cli.cli.shared,
+    never app.py (no import circle)."""
+    for path in (ROOT / "dojo_cli" / "cli").glob("*.py"):
+        if path.name == "app.py":
+            continue
+        tree = ast.parse(path.read_text())
+        imported = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module}
+        imported |= {a.name for node in ast.walk(tree) if isinstance(node, ast.Import) for a in node.names}
+        named = {f"{node.module}.{a.name}" for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module
+                 for a in node.names}
+        assert "dojo_cli.cli.app" not in imported | named, f"{path.name} imports dojo_cli.cli.app"

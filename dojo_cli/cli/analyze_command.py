@@ -16,8 +16,7 @@ import numpy as np
 import typer
 
 from dojo_cli import __version__
-from dojo_cli.cli.arguments import SceneArg, SetOpt, load_scene_arguments
-from dojo_cli.cli.reporting import printable, reports_errors
+from dojo_cli.cli.shared import SceneArg, SetOpt, load_scene_arguments, printable, reports_errors
 from dojo_cli.errors import InputError, StorageError
 from dojo_cli.io.dynamics_files import SUFFIXES, DynamicsFile, dynamics_document, write_dynamics_file
 
@@ -58,7 +57,7 @@ def _point(at: str, model, mech, eqs_fn):
     path = Path(at)
     if not path.exists():
         raise InputError(f"--at {at}: not initial, equilibrium[:K] or an existing state file")
-    from dojo_cli.cli.gradient_commands import read_state_file
+    from dojo_cli.io.state_files import read_state_file
 
     try:
         z, _ = read_state_file(mech, path)

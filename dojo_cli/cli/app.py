@@ -1,11 +1,10 @@
-"""The ``dojo`` command line: thin commands over the library.
+"""The ``dojo`` command line: the table of commands and the group that registers them.
 
-Only this package prints or exits. Library errors (the DojoError family) are
-caught at the edge of each command (dojo_cli.cli.reporting) and printed one line
-per problem, ``file:line: field: message``, with the error's exit code: 2 invalid
-input, 1 solver failure with --abort-on-failure, 3 I/O, 4 a run with failed steps. A command
-stopped by Ctrl-C exits 130 (a simulation stopped by signal N, 128 + N). The executable's
-entry point is dojo_cli.__main__.main.
+Only the cli package prints or exits. What the commands share (options, error handling:
+one line per problem and the error's exit code) is dojo_cli.cli.shared, which they import;
+this module only registers them and never is imported by them. A command stopped by
+Ctrl-C exits 130 (a simulation stopped by signal N, 128 + N). The executable's entry point
+is dojo_cli.__main__.main.
 
 The commands live in their own modules and are listed in COMMANDS by name, module
 and help line. ``dojo --help`` shows that table; the module of a command is imported
@@ -17,9 +16,7 @@ command's docstring.
 
 from __future__ import annotations
 
-import contextlib
 import importlib
-import signal
 from typing import Annotated, Any, NamedTuple
 
 import typer
@@ -27,7 +24,14 @@ from typer.core import TyperCommand, TyperGroup
 
 from dojo_cli import __version__
 from dojo_cli.cli import signals
-from dojo_cli.cli.arguments import set_command_line
+from dojo_cli.cli.shared import (
+    CONTEXT_SETTINGS,
+    flag_shown_as_flag,
+    interrupt_is_one_line,
+    plain_coercion,
+    set_command_line,
+    show_flags_as_flags,
+)
 
 
 class CommandEntry(NamedTuple):
@@ -78,12 +82,14 @@ def load_command(entry: CommandEntry) -> TyperCommand:
     module, _, function = entry.target.partition(":")
     target = getattr(importlib.import_module(module), function)
     if isinstance(target, typer.Typer):  # a command with subcommands (dojo sweep, dojo sweep summarize)
-        group = typer.main.get_group(target)
-        group.name = entry.name
-        return group
-    single = typer.Typer(add_completion=False)
-    single.command(entry.name)(target)
-    return typer.main.get_command(single)
+        command = typer.main.get_group(target)
+        command.name = entry.name
+    else:
+        single = typer.Typer(add_completion=False)
+        single.command(entry.name)(target)
+        command = typer.main.get_command(single)
+    show_flags_as_flags(command)
+    return command
 
 
 class LazyCommand(TyperCommand):
@@ -98,17 +104,6 @@ class LazyCommand(TyperCommand):
         self.entry = entry
 
 
-@contextlib.contextmanager
-def _interrupt_is_one_line():
-    try:
-        yield
-    except KeyboardInterrupt as exc:
-        signals.ignore_stop_signals()  # a second Ctrl-C while we exit changes nothing
-        signum = signals.signal_number(exc)
-        typer.echo(f"dojo: interrupted by {signal.Signals(signum).name}", err=True)
-        raise typer.Exit(128 + signum) from None
-
-
 class LazyGroup(TyperGroup):
     """The ``dojo`` group: lists COMMANDS as stand-ins, imports a command when it is invoked."""
 
@@ -116,6 +111,15 @@ class LazyGroup(TyperGroup):
         super().__init__(**attrs)
         for entry in COMMANDS:
             self.commands.setdefault(entry.name, LazyCommand(entry))
+        show_flags_as_flags(self)  # --version, --help
+
+    def get_params(self, ctx):
+        # typer appends --install-completion and --show-completion after construction
+        params = super().get_params(ctx)
+        for param in params:
+            flag_shown_as_flag(param)
+            plain_coercion(param)
+        return params
 
     # Ctrl-C (SIGTERM, SIGHUP) while the arguments are parsed, a command's modules are
     # imported, or before the command handles signals itself: one line and exit 128 + the
@@ -123,11 +127,11 @@ class LazyGroup(TyperGroup):
     # two calls are all typer runs.
     def make_context(self, info_name, args, *rest, **kwargs):
         set_command_line(["dojo", *args])  # what runs record (storage attribute command_line)
-        with _interrupt_is_one_line():
+        with interrupt_is_one_line():
             return super().make_context(info_name, args, *rest, **kwargs)
 
     def invoke(self, ctx):
-        with _interrupt_is_one_line():
+        with interrupt_is_one_line():
             return super().invoke(ctx)
 
     def resolve_command(self, ctx, args):
@@ -144,7 +148,10 @@ app = typer.Typer(
     cls=LazyGroup,
     help="Differentiable rigid-body simulation with contact (Dojo's variational integrator), driven by YAML scenes.",
     no_args_is_help=True,
-    add_completion=False,
+    # `dojo --install-completion` / `--show-completion` (bash, zsh, fish, PowerShell); the
+    # completion script asks `dojo` itself, so command names complete without importing them
+    add_completion=True,
+    context_settings=CONTEXT_SETTINGS,
     pretty_exceptions_enable=False,
 )
 

@@ -9,7 +9,7 @@ from typing import Annotated, Optional
 import numpy as np
 import typer
 
-from dojo_cli.cli.reporting import echo_err, reports_errors
+from dojo_cli.cli.shared import echo_err, reports_errors
 from dojo_cli.errors import InputError, StorageError
 from dojo_cli.io.storage import read_storage
 from dojo_cli.scene.stored_run import run_mechanism
@@ -55,3 +55,4 @@ def contacts(
             json_out.write_text(json.dumps({"run": str(run), "status": stored.status, "contacts": [r.to_dict() for r in rows]}, indent=1))
         except OSError as exc:
             raise StorageError(f"{json_out}: cannot write ({exc.strerror or exc})") from None
+        typer.echo(f"wrote {json_out}")

@@ -19,17 +19,15 @@ import numpy as np
 import typer
 
 from dojo_cli import __version__
-from dojo_cli.cli.arguments import SceneArg, SetOpt, load_scene_arguments
-from dojo_cli.cli.reporting import echo_err, printable, reports_errors
+from dojo_cli.cli.shared import SceneArg, SetOpt, echo_err, load_scene_arguments, printable, reports_errors
 from dojo_cli.errors import InputError, StorageError
 from dojo_cli.io.dynamics_files import SUFFIXES, DynamicsFile, dynamics_document, read_dynamics_file, write_dynamics_file
+from dojo_cli.io.state_files import NonFinite, check_state_file, read_json, read_plain_numbers, stored_knot
 
 ORDERS = ("nominal", "pinocchio", "mujoco")
 # A quaternion of a --state file may be off unit length by this much (then normalised);
 # beyond it the file is taken for a mistake (PinnZoo's states are unit quaternions).
 QUAT_TOL = 1e-6
-# A --state file holds one state: 16 MiB is hundreds of thousands of numbers.
-MAX_STATE_FILE_BYTES = 16 * 1024 * 1024
 # Printed numbers: significant digits (--json and -o keep every digit).
 DIGITS = 6
 
@@ -131,23 +129,6 @@ def _vector_by_names(value: Any, names: list[str], what: str) -> np.ndarray:
     return arr
 
 
-def _file_size_checked(path: Path) -> None:
-    try:
-        if not path.exists():
-            raise InputError(f"--state {path}: no such file")
-        if not path.is_file():
-            raise InputError(f"--state {path}: not a regular file")
-        size = path.stat().st_size
-    except OSError as exc:
-        raise InputError(f"--state {path}: cannot read ({exc.strerror or exc})") from None
-    if size > MAX_STATE_FILE_BYTES:
-        raise InputError(f"--state {path}: {size:,} bytes, more than the limit of {MAX_STATE_FILE_BYTES:,} bytes")
-
-
-class _NonFinite(str):
-    """A NaN or Infinity token of a JSON file (not JSON; Python's reader takes them unless told)."""
-
-
 def read_state(model, path: Path, order: str) -> tuple[np.ndarray, str]:
     """(x in the order of the file, that order) from a --state file (formats: StateOpt).
 
@@ -156,7 +137,7 @@ def read_state(model, path: Path, order: str) -> tuple[np.ndarray, str]:
     """
     from dojo_cli import minimal
 
-    _file_size_checked(path)
+    check_state_file(path, "--state")
     what = f"--state {path}"
     suffix = path.suffix.lower()
     file_order = order
@@ -164,7 +145,7 @@ def read_state(model, path: Path, order: str) -> tuple[np.ndarray, str]:
     cq, cv, _ = minimal.order_names(model, order)
     try:
         if suffix == ".json":
-            doc = json.loads(path.read_text(encoding="utf-8"), parse_constant=_NonFinite)
+            doc = read_json(path, "--state")  # NaN and Infinity come back as NonFinite
             if isinstance(doc, dict):
                 file_order = doc.get("order", order)
                 if file_order not in ORDERS:
@@ -176,7 +157,7 @@ def read_state(model, path: Path, order: str) -> tuple[np.ndarray, str]:
                     q, v = doc["q"], doc["v"]
                 else:
                     raise InputError(f"{what}: expected a JSON list of nx = {model.nx} numbers or an object with 'q' and 'v'")
-                if any(isinstance(t, _NonFinite) for t in _leaves([x, q, v])):
+                if any(isinstance(t, NonFinite) for t in _leaves([x, q, v])):
                     raise InputError(f"{what}: contains non-finite numbers (NaN or infinity)")
             else:
                 x = doc
@@ -210,20 +191,17 @@ def read_state(model, path: Path, order: str) -> tuple[np.ndarray, str]:
                 if isinstance(a, np.ndarray) and a.dtype.kind not in "iuf":
                     raise InputError(f"{what}: holds {a.dtype} values, not real numbers")
         else:
-            text = "\n".join(line.split("#", 1)[0] for line in path.read_text(encoding="utf-8").splitlines())
-            x = [float(t) for t in re.split(r"[,\s;]+", text) if t]
+            x = read_plain_numbers(path)
     except InputError:
         raise
     except StorageError as exc:
         raise InputError(f"--state {exc}") from None
-    except RecursionError:
-        raise InputError(f"{what}: JSON nested too deeply") from None
     except (OSError, ValueError, KeyError, EOFError, UnicodeDecodeError, zipfile.BadZipFile) as exc:
         raise InputError(f"{what}: cannot read numbers ({exc})") from None
     if x is not None:
         if isinstance(x, list):
             for i, t in enumerate(x):
-                if isinstance(t, _NonFinite):
+                if isinstance(t, NonFinite):
                     raise InputError(f"{what}: entry [{i}]: must be a finite number, got {t}")
                 if not _is_number(t):
                     raise InputError(f"{what}: entry [{i}]: must be a number, got {json.dumps(t)[:40] if not isinstance(t, str) else repr(t[:40])}")
@@ -277,31 +255,11 @@ def state_from_run(mech, model, spec, run: Path, index: int | None) -> tuple[np.
     The bodies' stored poses and velocities at t_k (a knot file; docs/storage.md) become
     the minimal state as init_state makes it from the scene's (``state_from_maximal``).
     """
-    from dojo_cli.io.storage import KNOT, read_storage
+    from dojo_cli.io.storage import KNOT
 
-    if index is None:
-        raise InputError("--from needs --index K (the knot to take; 0 is the initial state, -1 the last)")
-    if not run.exists():
-        raise InputError(f"--from {run}: no such file")
-    try:
-        stored = read_storage(run)
-    except StorageError as exc:  # a damaged file stays an I/O error (3), a foreign one invalid input (2)
-        raise type(exc)(f"--from {exc}") from None
-    note = stored.status_note()
-    if note:
-        echo_err(f"warning: --from {note}")
-    names = [b.name for b in mech.bodies]
-    if stored.body_names != names:
-        raise InputError(f"--from {run}: its bodies {stored.body_names} are not the scene's {names} "
-                         f"(the run was written by scene {stored.attrs.get('scene_name')!r})")
+    stored, k = stored_knot(run, index, [b.name for b in mech.bodies], lambda line: echo_err(f"warning: {line}"), "knots")
     if stored.attrs.get("scene_name") != spec.name:
         echo_err(f"warning: --from {run}: written by scene {stored.attrs.get('scene_name')!r}, evaluating scene {spec.name!r}")
-    n = stored.x.shape[0]
-    if n == 0:
-        raise InputError(f"--from {run}: the run holds no state")
-    k = index + n if index < 0 else index
-    if not 0 <= k < n:
-        raise InputError(f"--index {index}: {run} holds knots 0..{n - 1} (or -{n}..-1 from the end)")
     if stored.velocities != KNOT:
         echo_err(f"warning: --from {run}: an older file with midpoint velocities; they are taken as the velocities at t_k")
     z = np.concatenate([stored.x[k], stored.v[k], stored.q[k], stored.omega[k]], axis=1).reshape(-1)

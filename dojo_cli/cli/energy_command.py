@@ -9,7 +9,7 @@ from typing import Annotated, Optional
 import numpy as np
 import typer
 
-from dojo_cli.cli.reporting import echo_err, reports_errors
+from dojo_cli.cli.shared import echo_err, reports_errors
 from dojo_cli.errors import InputError, StorageError
 from dojo_cli.io.storage import KNOT, read_storage
 from dojo_cli.physics.energy import knot_mechanics, mechanics
@@ -47,10 +47,13 @@ def energy(
         typer.echo(f"{key:<22}{row['initial']:>14.6g}{row['final']:>14.6g}{row['max_drift']:>14.3e}{row['relative_drift']:>12.3e}")
     if csv is not None:
         _write_csv(csv, me)
+        typer.echo(f"wrote {csv}")
     if json_out is not None:
         _write_json(json_out, me, summary, stored)
+        typer.echo(f"wrote {json_out}")
     if plot is not None:
         _write_plot(plot, me, spec.name)
+        typer.echo(f"wrote {plot}")
 
 
 def _energy_summary(me) -> dict:

@@ -22,13 +22,13 @@ import typer
 
 from dojo_cli import __version__
 from dojo_cli.api import step_gradients as _api_step_gradients
-from dojo_cli.cli.arguments import SceneArg, SetOpt, load_scene_arguments
-from dojo_cli.cli.reporting import echo_err, reports_errors
+from dojo_cli.cli.shared import SceneArg, SetOpt, echo_err, load_scene_arguments, reports_errors
 from dojo_cli.errors import InputError, StorageError
 from dojo_cli.io.gradient_files import SUFFIXES, GradientFile, write_gradient_file
+from dojo_cli.io.state_files import finite_vector, numbers_from_file, read_state_file, stored_knot, vector_from
 from dojo_cli.model.parameters import PARAMETER_KINDS
 from dojo_cli.model.state import unpack_maximal
-from dojo_cli.physics.coordinates import maximal_to_minimal, minimal_to_maximal
+from dojo_cli.physics.coordinates import maximal_to_minimal
 from dojo_cli.scene.loader import dump_scene
 from dojo_cli.simulation.controller import external_wrench
 from dojo_cli.simulation.gradient_record import (
@@ -43,7 +43,6 @@ from dojo_cli.simulation.step import solve_step
 step_gradients = _api_step_gradients
 
 # Quaternions in a --state file may be off unit length by this much (then normalised).
-QUAT_TOL = 1e-6
 WRT_CHOICES = ("state", "input", "params")
 
 StateOpt = Annotated[
@@ -89,172 +88,6 @@ class StartState:
     angles: np.ndarray | None = None
 
 
-# A --state or --input-file file holds one vector (13 numbers per body): 16 MiB is
-# hundreds of thousands of numbers, and a larger file is not one of ours.
-MAX_NUMBERS_FILE_BYTES = 16 * 1024 * 1024
-# The JSON keys holding a vector (--state: maximal or minimal; --input-file: input).
-_VECTOR_KEYS = ("maximal", "minimal", "input")
-
-
-class _JsonConstant(str):
-    """A NaN or Infinity token of a JSON file, kept so that its place can be named."""
-
-
-def _json_value_problem(value, where: str, depth: int = 0) -> str | None:
-    """What is wrong with a JSON vector (numbers, or lists of them as rows), or None."""
-    if isinstance(value, list):
-        if depth >= 2:
-            return f"{where}: nested deeper than a list of rows"
-        for i, item in enumerate(value):
-            problem = _json_value_problem(item, f"{where}[{i}]", depth + 1)
-            if problem is not None:
-                return problem
-        return None
-    shown = "an object" if isinstance(value, dict) else str(value) if isinstance(value, _JsonConstant) else json.dumps(value)[:40]
-    if depth == 0:
-        return f"{where}: must be a list of numbers, got {shown}"
-    if isinstance(value, _JsonConstant):
-        return f"{where}: must be a finite number, got {shown}"
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return f"{where}: must be a number, got {shown}"
-    try:
-        finite = math.isfinite(float(value))
-    except OverflowError:  # an integer beyond every float
-        finite = False
-    if not finite:
-        return f"{where}: must be a finite number, got {shown[:20]} (beyond the floating-point range)"
-    return None
-
-
-def _numbers_from_file(path: Path, what: str) -> tuple[np.ndarray, dict | None]:
-    """(numbers, the JSON object or None) of a --state / --input-file file.
-
-    Raises:
-        InputError: naming the file (and the entry): not a readable regular file,
-            larger than MAX_NUMBERS_FILE_BYTES, not UTF-8, JSON that is malformed,
-            nested deeply or holds NaN/Infinity or non-numbers, an NPY file of
-            anything but real numbers.
-    """
-    try:
-        if not path.exists():
-            raise InputError(f"{what} {path}: no such file")
-        if path.is_dir():
-            raise InputError(f"{what} {path}: is a directory")
-        if not path.is_file():
-            raise InputError(f"{what} {path}: not a regular file")
-        size = path.stat().st_size
-    except OSError as exc:  # a name the file system refuses (longer than NAME_MAX, ...)
-        raise InputError(f"{what} {path}: cannot read ({exc.strerror or exc})") from None
-    if size > MAX_NUMBERS_FILE_BYTES:
-        raise InputError(f"{what} {path}: {size:,} bytes, more than the limit of {MAX_NUMBERS_FILE_BYTES:,} bytes")
-    suffix = path.suffix.lower()
-    doc = None
-    try:
-        if suffix == ".json":
-            # NaN and Infinity are not JSON; Python's reader takes them unless told
-            doc = json.loads(path.read_text(encoding="utf-8"), parse_constant=_JsonConstant)
-            values = doc
-        elif suffix == ".npy":
-            values = np.load(path, allow_pickle=False)
-            if values.dtype.kind not in "iuf":
-                raise InputError(f"{what} {path}: holds {values.dtype} values, not real numbers")
-        else:
-            text = "\n".join(line.split("#", 1)[0] for line in path.read_text(encoding="utf-8").splitlines())
-            tokens = [t for t in re.split(r"[,\s;]+", text) if t]
-            values = [float(t) for t in tokens]
-    except RecursionError:
-        raise InputError(f"{what} {path}: JSON nested too deeply") from None
-    except (OSError, ValueError, UnicodeDecodeError) as exc:
-        raise InputError(f"{what} {path}: cannot read numbers ({exc})") from None
-    if isinstance(doc, dict):
-        for key in _VECTOR_KEYS:
-            if key in doc:
-                problem = _json_value_problem(doc[key], repr(key))
-                if problem is not None:
-                    raise InputError(f"{what} {path}: {problem}")
-        return np.zeros(0), doc
-    if suffix == ".json":
-        if not isinstance(doc, list):
-            raise InputError(f"{what} {path}: expected a JSON list of numbers or an object, got {type(doc).__name__}")
-        problem = _json_value_problem(doc, "entry")
-        if problem is not None:
-            raise InputError(f"{what} {path}: {problem}")
-    try:
-        arr = np.asarray(values, dtype=float).reshape(-1)
-    except (TypeError, ValueError):
-        raise InputError(f"{what} {path}: expected a list of numbers") from None
-    return arr, None
-
-
-def _finite(arr: np.ndarray, what: str) -> np.ndarray:
-    if not np.all(np.isfinite(arr)):
-        raise InputError(f"{what}: contains non-finite numbers (NaN or infinity)")
-    return arr
-
-
-def _vector(values, what: str) -> np.ndarray:
-    try:
-        return _finite(np.asarray(values, dtype=float).reshape(-1), what)
-    except (TypeError, ValueError):
-        raise InputError(f"{what}: expected a list of numbers") from None
-
-
-def _checked_maximal(mech, z: np.ndarray, what: str) -> np.ndarray:
-    if z.size != 13 * mech.nb:
-        raise InputError(
-            f"{what}: a maximal state has 13 numbers per body (x, v, q [w x y z], omega) = {13 * mech.nb} "
-            f"for this scene, got {z.size}"
-        )
-    z = z.reshape(mech.nb, 13).copy()
-    for i, b in enumerate(mech.bodies):
-        n = np.linalg.norm(z[i, 6:10])
-        if abs(n - 1.0) > QUAT_TOL:
-            raise InputError(f"{what}: body {b.name!r}: orientation [w x y z] must be a unit quaternion, |q| = {n:.9g}")
-        z[i, 6:10] /= n
-    return z.reshape(-1)
-
-
-def _checked_minimal(mech, y: np.ndarray, what: str) -> np.ndarray:
-    if y.size != 2 * mech.nf:
-        raise InputError(
-            f"{what}: a minimal state has 2 numbers per free coordinate (per joint [coordinates; velocities]) "
-            f"= {2 * mech.nf} for this scene, got {y.size}"
-        )
-    return y
-
-
-def read_state_file(mech, path: Path) -> tuple[np.ndarray, np.ndarray | None]:
-    """(maximal z, minimal y or None) from a --state file (format: docs/gradients.md)."""
-    what = f"--state {path}"
-    arr, doc = _numbers_from_file(path, "--state")
-    kind = None
-    if doc is not None:
-        if "maximal" in doc:
-            kind, arr = "maximal", _vector(doc["maximal"], f"{what}: 'maximal'")
-        elif "minimal" in doc:
-            kind, arr = "minimal", _vector(doc["minimal"], f"{what}: 'minimal'")
-        else:
-            raise InputError(f"{what}: expected a JSON object with a 'maximal' or 'minimal' list (or a plain list of numbers)")
-    else:
-        _finite(arr, what)
-        n_max, n_min = 13 * mech.nb, 2 * mech.nf
-        if arr.size == n_max and arr.size == n_min:
-            raise InputError(f"{what}: {arr.size} numbers fit both a maximal and a minimal state; use JSON {{\"maximal\": [...]}} or {{\"minimal\": [...]}}")
-        if arr.size == n_max:
-            kind = "maximal"
-        elif arr.size == n_min:
-            kind = "minimal"
-        else:
-            raise InputError(
-                f"{what}: {arr.size} numbers; expected {n_max} (maximal: 13 per body, x v q omega) "
-                f"or {n_min} (minimal: per joint [coordinates; velocities])"
-            )
-    if kind == "maximal":
-        return _checked_maximal(mech, arr, what), None
-    y = _checked_minimal(mech, arr, what)
-    return minimal_to_maximal(mech, y), y
-
-
 def resolve_state(mech, spec, state: Path | None, run: Path | None, index: int | None) -> StartState:
     """The start state from the options (InputError on any inconsistency)."""
     if state is not None and run is not None:
@@ -265,36 +98,11 @@ def resolve_state(mech, spec, state: Path | None, run: Path | None, index: int |
         z, y = read_state_file(mech, state)
         return StartState(z, y, 0, None, f"the state in {state}")
     if run is not None:
-        if index is None:
-            raise InputError("--from needs --index K (the state to start from; 0 is the initial state, -1 the last)")
-        if not run.exists():
-            raise InputError(f"--from {run}: no such file")
-        from dojo_cli.io.storage import read_storage  # here: h5py only for --from
-
-        try:
-            stored = read_storage(run)  # validated: consistent lengths, widths matching the names
-        except StorageError as exc:
-            # a damaged file stays an I/O error (3), a foreign one invalid input (2)
-            raise type(exc)(f"--from {exc}") from None
-        note = stored.status_note()  # killed, interrupted, failed: said, then its states are used
-        if note:
-            echo_err(f"warning: --from {note}")
-        names = [b.name for b in mech.bodies]
-        if stored.body_names != names:
-            raise InputError(
-                f"--from {run}: its bodies {stored.body_names} are not the scene's {names} "
-                f"(the run was written by scene {stored.attrs.get('scene_name')!r})"
-            )
+        stored, k = stored_knot(run, index, [b.name for b in mech.bodies], lambda line: echo_err(f"warning: {line}"), "states")
         if stored.attrs.get("scene_name") != spec.name:
             echo_err(f"warning: --from {run}: written by scene {stored.attrs.get('scene_name')!r}, stepping scene {spec.name!r}")
         if not math.isclose(stored.timestep, mech.timestep):
             echo_err(f"warning: --from {run}: timestep {stored.timestep:g} s, the scene's is {mech.timestep:g} s")
-        n = stored.x.shape[0]
-        if n == 0:
-            raise InputError(f"--from {run}: the run holds no state (its writer stopped before the initial state)")
-        k = index + n if index < 0 else index
-        if not 0 <= k < n:
-            raise InputError(f"--index {index}: {run} holds states 0..{n - 1} (or -{n}..-1 from the end)")
         z = stored.midpoint_state(k)  # Dojo's layout: v_mid, omega_mid (or v, omega of an older file)
         if not np.all(np.isfinite(z)):
             failed = f" (step {k - 1}: {str(stored.solver['status'][k - 1])!r})" if k > 0 else ""
@@ -325,11 +133,11 @@ def resolve_input(mech, start: StartState, values: list[str] | None, file: Path 
             raise InputError(f"--input: expected numbers, got {' '.join(values)!r}") from None
         where = "--input"
     elif file is not None:
-        arr, doc = _numbers_from_file(file, "--input-file")
+        arr, doc = numbers_from_file(file, "--input-file")
         if doc is not None:
             if "input" not in doc:
                 raise InputError(f"--input-file {file}: expected a JSON list of numbers or an object with an 'input' list")
-            arr = _vector(doc["input"], f"--input-file {file}: 'input'")
+            arr = vector_from(doc["input"], f"--input-file {file}: 'input'")
         u, where = arr, f"--input-file {file}"
     elif start.stored_input is not None:
         return np.asarray(start.stored_input, dtype=float), "the inputs the run applied at this step"
@@ -339,7 +147,7 @@ def resolve_input(mech, start: StartState, values: list[str] | None, file: Path 
             return np.zeros(nu), "zero"
         u = np.asarray(ctrl(mech, start.k, start.z), dtype=float).reshape(-1)
         return u, f"the scene's controller ({type(ctrl).__name__})"
-    _finite(u, where)
+    finite_vector(u, where)
     if u.size != nu:
         labels = ", ".join(input_labels(mech)) or "none"
         raise InputError(f"{where}: this scene has {nu} inputs ({labels}), got {u.size}")

@@ -13,7 +13,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from dojo_cli.cli.reporting import echo_err, printable, reports_errors
+from dojo_cli.cli.shared import echo_err, printable, reports_errors
 
 
 @reports_errors

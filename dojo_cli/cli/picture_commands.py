@@ -13,8 +13,7 @@ from typing import Annotated
 
 import typer
 
-from dojo_cli.cli.arguments import SceneArg, SetOpt, load_scene_arguments
-from dojo_cli.cli.reporting import echo_err, reports_errors
+from dojo_cli.cli.shared import SceneArg, SetOpt, echo_err, load_scene_arguments, reports_errors
 from dojo_cli.errors import InputError
 
 # The flags' own defaults, kept here so --help can show them without importing matplotlib;

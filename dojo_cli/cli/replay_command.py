@@ -9,7 +9,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from dojo_cli.cli.reporting import echo_err, reports_errors
+from dojo_cli.cli.shared import echo_err, reports_errors
 from dojo_cli.errors import InputError
 from dojo_cli.io.storage import read_storage
 

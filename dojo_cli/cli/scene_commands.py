@@ -9,11 +9,10 @@ from typing import Annotated, Optional
 import numpy as np
 import typer
 
-from dojo_cli.cli.arguments import SceneArg, SetOpt, load_scene_arguments
-from dojo_cli.cli.reporting import reports_errors
+from dojo_cli.cli.shared import SceneArg, SetOpt, load_scene_arguments, reports_errors
 from dojo_cli.errors import InputError, StorageError
 from dojo_cli.model.mechanism import CONTACT_HALF_SIZE
-from dojo_cli.scene.loader import builtin_scene_names, builtin_scene_path, builtin_scene_text
+from dojo_cli.scene.loader import builtin_scene_groups, builtin_scene_names, builtin_scene_path, builtin_scene_text
 
 
 @reports_errors
@@ -62,6 +61,8 @@ def scenes(
     force: Annotated[bool, typer.Option("--force", "-f", help="Overwrite when copying.")] = False,
 ) -> None:
     """List the built-in scenes, print one (--show) or copy one (--copy NAME DIR)."""
+    # grouped as the library's folders are (scenes/basics, scenes/contact, ...); a scene's
+    # name is its file's stem, whatever its group
     names = builtin_scene_names()
     if show is not None:
         _known(show, names)
@@ -81,8 +82,10 @@ def scenes(
             raise StorageError(f"{target}: cannot write ({exc.strerror or exc})") from None
         typer.echo(f"copied {name} to {target}")
         return
-    for name in names:
-        typer.echo(f"{name:<18} {_first_comment(builtin_scene_text(name))}")
+    for group, members in builtin_scene_groups().items():
+        typer.echo(f"{group}:")
+        for name in members:
+            typer.echo(f"  {name:<24} {_first_comment(builtin_scene_text(name))}")
 
 
 def step_half_sizes(mech) -> list[int]:

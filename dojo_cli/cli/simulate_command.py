@@ -13,11 +13,18 @@ from typing import Annotated, Optional
 
 import typer
 
-from dojo_cli.cli.arguments import (
-    ConfigOpt, SceneArg, SetOpt, command_line, default_output, load_scene_spec_and_mechanism, make_parent_folder,
+from dojo_cli.cli.shared import (
+    ConfigOpt,
+    SceneArg,
+    SetOpt,
+    command_line,
+    default_output,
+    echo_err,
+    load_scene_spec_and_mechanism,
+    make_parent_folder,
+    reports_errors,
     scene_overrides,
 )
-from dojo_cli.cli.reporting import echo_err, reports_errors
 from dojo_cli.simulation.step import singular_message
 from dojo_cli.cli.signals import signal_number, stop_requests
 from dojo_cli.errors import InputError, SolverError, StorageError

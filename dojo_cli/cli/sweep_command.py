@@ -17,8 +17,7 @@ from typing import Annotated, Any, Optional
 import typer
 from typer.core import TyperGroup
 
-from dojo_cli.cli.arguments import command_line
-from dojo_cli.cli.reporting import echo_err, printable, reports_errors
+from dojo_cli.cli.shared import command_line, echo_err, printable, reports_errors
 from dojo_cli.cli.signals import stop_requests
 from dojo_cli.errors import InputError, StorageError
 
@@ -31,10 +30,10 @@ _CELL_WIDTH = 24
 
 class _DefaultRun(TyperGroup):
     """``dojo sweep FILE ...`` runs ``dojo sweep run FILE ...``: anything that is not a
-    subcommand's name (or --help) goes to ``run``."""
+    subcommand's name (or -h/--help) goes to ``run``."""
 
     def parse_args(self, ctx, args):
-        if args and args[0] not in self.commands and args[0] not in ("--help",):
+        if args and args[0] not in self.commands and args[0] not in ctx.help_option_names:
             args = ["run", *args]
         return super().parse_args(ctx, args)
 

@@ -9,7 +9,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from dojo_cli.cli.reporting import echo_err, reports_errors
+from dojo_cli.cli.shared import echo_err, reports_errors
 from dojo_cli.errors import InputError, StorageError
 from dojo_cli.scene.builder import build_mechanism
 from dojo_cli.scene.loader import dump_scene_data, spec_from_dict

@@ -12,8 +12,7 @@ from dojo_cli import __version__
 from dojo_cli.io.storage import StorageWriter
 from dojo_cli.model.mechanism import Mechanism
 from dojo_cli.physics.energy import knot_velocities
-from dojo_cli.simulation.rk4_run import RK4_INTEGRATOR, VARIATIONAL_INTEGRATOR, knot_identity, run_rk4
-from dojo_cli.simulation.run import RunSummary, run
+from dojo_cli.simulation.run import RK4_INTEGRATOR, VARIATIONAL_INTEGRATOR, RunSummary, run
 from dojo_cli.solver.options import SolverOptions
 
 
@@ -32,10 +31,13 @@ def run_writer(
     command_line: str | None = None,
     dataset_attrs: dict | None = None,
 ) -> StorageWriter:
-    """The StorageWriter of a run: ``scene_yaml`` the resolved scene (scene.loader.dump_scene),
-    ``integrator`` the scene's ("variational" or "rk4"), ``overrides`` the --set/preset values
-    as path -> value, then the names, integrator and run record every run file has."""
+    """The StorageWriter of a run: ``scene_yaml`` the resolved scene (scene.loader.dump_scene:
+    the storage layer does not import the scene layer above it), ``integrator`` the scene's
+    ("variational" or "rk4"), ``overrides`` the --set/preset values as path -> value, then the
+    names, integrator and run record every run file has."""
     rk4 = integrator == "rk4"
+    if rk4:  # the minimal-coordinate modules only for an rk4 run (~20 ms of start-up)
+        from dojo_cli.simulation.rk4_run import knot_identity
     return StorageWriter(
         out,
         scene_yaml=scene_yaml,
@@ -45,8 +47,8 @@ def run_writer(
         solver_options=opts.to_dict(),
         integrator=RK4_INTEGRATOR if rk4 else VARIATIONAL_INTEGRATOR,
         body_names=[b.name for b in mech.bodies],
-        minimal_q_names=mech.state_names()[0],
-        minimal_v_names=mech.state_names()[1],
+        minimal_q_names=mech.coordinate_names(),
+        minimal_v_names=[f"{c}_dot" for c in mech.coordinate_names()],
         input_dim=mech.nu,
         input_names=mech.input_names(),
         dojo_cli_version=__version__,
@@ -56,44 +58,11 @@ def run_writer(
         flush_interval=flush_interval,
         overwrite=overwrite,
         stop_requested=stop_requested,
-        extra_attrs=run_attrs(mech) or None,
+        extra_attrs={"contact_names": [c.name for c in mech.contacts]} if mech.nc else None,
         dataset_attrs=dataset_attrs,
         overrides=overrides,
         command_line=command_line,
     )
-
-
-def joint_limits_record(mech) -> dict:
-    """{joint: {"position" | "velocity" | "acceleration": {"lower": [...], "upper": [...]}}}
-    for the joints that set limits (Drake's three pairs; docs/planar.md): position limits
-    are enforced, velocity and acceleration limits stored and reported."""
-    scene = getattr(mech, "scene", None)
-    out: dict = {}
-    for j in getattr(scene, "joints", None) or ():
-        entry = {}
-        for key, field in (("position", "limits"), ("velocity", "velocity_limits"),
-                           ("acceleration", "acceleration_limits")):
-            limits = getattr(j, field, None)
-            if limits is not None:
-                entry[key] = {"lower": [float(v) for v in limits.lower], "upper": [float(v) for v in limits.upper]}
-        if entry:
-            out[j.name] = entry
-    return out
-
-
-def run_attrs(mech) -> dict:
-    """The scene-specific root attributes of a run file: contact names, the joints' limits
-    (``joint_limits``) and the drawn random initial poses (``random_initial``)."""
-    out: dict = {}
-    if mech.nc:
-        out["contact_names"] = [c.name for c in mech.contacts]
-    limits = joint_limits_record(mech)
-    if limits:
-        out["joint_limits"] = limits
-    drawn = getattr(mech, "random_initial", None)
-    if drawn:
-        out["random_initial"] = drawn
-    return out
 
 
 def run_scene(
@@ -110,6 +79,8 @@ def run_scene(
 ) -> RunSummary:
     """``steps`` steps of the scene's integrator ("variational" or "rk4") into ``writer``."""
     if integrator == "rk4":
+        from dojo_cli.simulation.rk4_run import run_rk4
+
         return run_rk4(mech, steps, writer, controller=mech.controller, progress=progress)
     return run(mech, steps, writer, controller=mech.controller, opts=opts, external=mech.external,
                gradients=tuple(gradients), abort_on_failure=abort_on_failure, log=log, progress=progress)

@@ -13,11 +13,10 @@ overrides are reported on ``--set`` instead of a line.
 from __future__ import annotations
 
 import difflib
+import functools
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from importlib import resources
-from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any
 
@@ -25,13 +24,15 @@ import yaml
 from pydantic import ValidationError
 from pydantic_core import ErrorDetails
 
-from dojo_cli.errors import Problem, SceneError
+from dojo_cli.errors import Problem, SceneError, SceneFileError
 from dojo_cli.scene.overrides import apply_override_items
 from dojo_cli.scene.schema import SPEC_MODELS, UNION_TAGS, SceneSource, SceneSpec, SpecProblems, value_text
 from dojo_cli.scene.urdf_scene import expand_urdf_scene, is_urdf_scene, unavailable_reason
 
-BUILTIN_FOLDER = "builtin"
-"""Folder of the built-in scenes inside this package (``<name>.yaml``)."""
+SCENE_LIBRARY = "scenes"
+"""Folder of the scene library: the repository's top-level ``scenes/`` (one subfolder per
+group: ``scenes/basics/pendulum.yaml``), installed into the wheel as ``dojo_cli/scenes``
+(CMakeLists.txt). Built-in scene names are the files' stems, unique across the groups."""
 
 _SCENE_SUFFIX = ".yaml"
 
@@ -52,20 +53,44 @@ _KEY_LOCATION = "[key]"
 # ----------------------------------------------------------- built-in scenes
 
 
-def _builtin_folder() -> Traversable:
-    return resources.files(__package__).joinpath(BUILTIN_FOLDER)
+def scene_library() -> Path | None:
+    """The folder of the scene library, or None when none is installed.
+
+    An installed package carries it as ``dojo_cli/scenes``; a source checkout (an editable
+    install, or PYTHONPATH pointing at the repository) reads the repository's ``scenes/``
+    itself, so there is one copy of every scene and editing it needs no reinstall.
+    """
+    package = Path(__file__).resolve().parents[1]
+    for folder, marker in ((package / SCENE_LIBRARY, None), (package.parent / SCENE_LIBRARY, "pyproject.toml")):
+        # a checkout's folder only next to its pyproject.toml: not some other "scenes" in site-packages
+        if folder.is_dir() and (marker is None or (package.parent / marker).is_file()):
+            return folder
+    return None
+
+
+@functools.lru_cache(maxsize=4)
+def _scene_index(folder: Path | None) -> dict[str, Path]:
+    """{name: file} of the library's scenes, sorted by name (a name seen twice: the first, by path)."""
+    if folder is None:
+        return {}
+    index: dict[str, Path] = {}
+    for path in sorted(folder.glob(f"*/*{_SCENE_SUFFIX}")):
+        if path.is_file():
+            index.setdefault(path.stem, path)
+    return dict(sorted(index.items()))
 
 
 def builtin_scene_names() -> list[str]:
     """Names of the built-in scenes, sorted (empty when none are installed)."""
-    folder = _builtin_folder()
-    if not folder.is_dir():
-        return []
-    return sorted(
-        entry.name[: -len(_SCENE_SUFFIX)]
-        for entry in folder.iterdir()
-        if entry.is_file() and entry.name.endswith(_SCENE_SUFFIX)
-    )
+    return list(_scene_index(scene_library()))
+
+
+def builtin_scene_groups() -> dict[str, list[str]]:
+    """The built-in scenes by group (the library's subfolder: basics, contact, ...), both sorted."""
+    groups: dict[str, list[str]] = {}
+    for name, path in _scene_index(scene_library()).items():
+        groups.setdefault(path.parent.name, []).append(name)
+    return dict(sorted(groups.items()))
 
 
 def unknown_scene_message(name: str) -> str:
@@ -88,9 +113,10 @@ def builtin_scene_path(name: str) -> Path:
     Raises:
         SceneError: no built-in scene has that name.
     """
-    if name not in builtin_scene_names():
+    path = _scene_index(scene_library()).get(name)
+    if path is None:
         raise _unknown_scene(name)
-    return Path(str(_builtin_folder().joinpath(name + _SCENE_SUFFIX)))
+    return path
 
 
 def builtin_scene_text(name: str) -> str:
@@ -102,9 +128,7 @@ def builtin_scene_text(name: str) -> str:
     Raises:
         SceneError: no built-in scene has that name.
     """
-    if name not in builtin_scene_names():
-        raise _unknown_scene(name)
-    text = _builtin_folder().joinpath(name + _SCENE_SUFFIX).read_text(encoding="utf-8")
+    text = builtin_scene_path(name).read_text(encoding="utf-8")
     reason = builtin_scene_unavailable(name, text)
     if reason is not None:
         first = next((line.lstrip("#").strip() for line in text.splitlines() if line.strip().startswith("#")), "")
@@ -115,7 +139,7 @@ def builtin_scene_text(name: str) -> str:
 def builtin_scene_unavailable(name: str, text: str | None = None) -> str | None:
     """Why a built-in scene cannot be loaded on this machine (a missing package), or None."""
     if text is None:
-        text = _builtin_folder().joinpath(name + _SCENE_SUFFIX).read_text(encoding="utf-8")
+        text = builtin_scene_path(name).read_text(encoding="utf-8")
     if "urdf:" not in text:
         return None
     try:
@@ -151,24 +175,34 @@ def load_scene_spec(
     file = name
     try:
         is_file, exists = path.is_file(), path.exists()
-    except OSError as exc:  # a name the file system refuses (longer than NAME_MAX, ...)
+    except OSError as exc:  # a name the file system refuses (longer than NAME_MAX, ...): a bad name, exit 2
         raise SceneError(Problem(file, None, "", f"cannot read the file: {exc.strerror or exc}")) from None
     if is_file:
         return load_scene_spec_from_string(_read_scene_file(path, file), file, path.resolve().parent, overrides)
     if name in builtin_scene_names():
         builtin = builtin_scene_path(name)
-        shown = f"dojo_cli/scene/{BUILTIN_FOLDER}/{builtin.name}"
+        shown = f"{SCENE_LIBRARY}/{builtin.parent.name}/{builtin.name}"
         return load_scene_spec_from_string(builtin_scene_text(name), shown, builtin.parent, overrides)
     if exists:
-        raise SceneError(Problem(file, None, "", "not a scene file (a directory?)"))
+        raise SceneFileError(Problem(file, None, "", "not a scene file (a directory?)"))
+    if _looks_like_a_path(name):
+        # a file name that is not there is an I/O problem (exit 3); a bare word that is
+        # not a built-in is a misspelt name (exit 2, "did you mean")
+        raise SceneFileError(Problem(file, None, "", "no such file"))
     raise _unknown_scene(name)
+
+
+def _looks_like_a_path(name: str) -> bool:
+    """A scene argument meant as a file: a YAML suffix or a folder in it (built-in names have neither)."""
+    return name.endswith((".yaml", ".yml")) or "/" in name or os.sep in name
 
 
 def _read_scene_file(path: Path, file: str) -> str:
     """The text of a scene file, refused before reading when it is too large.
 
     Raises:
-        SceneError: unreadable, larger than MAX_DOCUMENT_BYTES, or not UTF-8.
+        SceneFileError: unreadable (exit code 3).
+        SceneError: larger than MAX_DOCUMENT_BYTES, or not UTF-8.
     """
     try:
         size = path.stat().st_size
@@ -178,7 +212,7 @@ def _read_scene_file(path: Path, file: str) -> str:
             # one byte more than the limit: a file that grew since stat() is still caught
             data = stream.read(MAX_DOCUMENT_BYTES + 1)
     except OSError as exc:
-        raise SceneError(Problem(file, None, "", f"cannot read the file: {exc.strerror or exc}")) from None
+        raise SceneFileError(Problem(file, None, "", f"cannot read the file: {exc.strerror or exc}")) from None
     if len(data) > MAX_DOCUMENT_BYTES:
         raise SceneError(Problem(file, None, "", _too_large(len(data))))
     return _decoded(data, file)
@@ -480,9 +514,9 @@ def read_yaml_file(path: str | os.PathLike, file: str | None = None) -> tuple[An
     file = os.fspath(path) if file is None else file
     p = Path(path)
     if p.is_dir():
-        raise SceneError(Problem(file, None, "", "cannot read the file: it is a directory"))
+        raise SceneFileError(Problem(file, None, "", "cannot read the file: it is a directory"))
     if not p.exists():
-        raise SceneError(Problem(file, None, "", "no such file"))
+        raise SceneFileError(Problem(file, None, "", "no such file"))
     return _parse_yaml(_read_scene_file(p, file), file)
 
 

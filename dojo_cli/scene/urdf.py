@@ -52,7 +52,7 @@ from typing import Any
 
 import numpy as np
 
-from dojo_cli.errors import Problem, SceneError
+from dojo_cli.errors import Problem, SceneError, SceneFileError
 from dojo_cli.model.collisions import GROUND, RIM_POINTS, half_space_contacts, lowest_height, reduced_hull
 from dojo_cli.model.shapes import Shape
 from dojo_cli.scene.robots import UnresolvedPackage, package_search_path, resolve_resource
@@ -311,7 +311,8 @@ class _Reader:
         try:
             data = self.path.read_bytes()
         except OSError as exc:
-            raise SceneError(Problem(self.file, None, "", f"cannot read the URDF: {exc.strerror or exc}")) from None
+            # a file that is missing or unreadable: I/O (exit 3)
+            raise SceneFileError(Problem(self.file, None, "", f"cannot read the URDF: {exc.strerror or exc}")) from None
         from lxml import etree  # here, as yourdfpy and scipy: only URDF scenes pay for importing it
 
         try:

@@ -28,12 +28,11 @@ from dojo_cli.minimal.simulate import Rk4, normalize_state
 from dojo_cli.minimal.states import init_state
 from dojo_cli.model.mechanism import Mechanism
 from dojo_cli.simulation.controller import Controller
+# the storage attribute `integrator` of each run, defined with the run loop (every run imports it)
+from dojo_cli.simulation.run import RK4_INTEGRATOR, VARIATIONAL_INTEGRATOR  # noqa: F401
 from dojo_cli.simulation.run import (
     BLOCK_SECONDS, FIRST_BLOCK, MAX_BLOCK, RunSummary, RunWriter, StepBlock, _is_open_loop, _open_loop_inputs,
 )
-
-RK4_INTEGRATOR = "munthe-kaas-rk4"
-VARIATIONAL_INTEGRATOR = "dojo-variational-midpoint"
 
 
 def rk4_problems(mech: Mechanism, external=(), gradients=()) -> list[str]:

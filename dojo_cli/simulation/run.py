@@ -46,6 +46,11 @@ MAX_BLOCK = 4096
 STATUS_TEXT = np.array([s.value for s in STATUS_FROM_CODE])
 _SINGULAR = STATUS_FROM_CODE.index(SolverStatus.SINGULAR_MATRIX)
 
+# The storage attribute `integrator` of a run: Dojo's variational integrator (this loop) or
+# the Munthe-Kaas RK4 in minimal coordinates (simulation/rk4_run.py).
+VARIATIONAL_INTEGRATOR = "dojo-variational-midpoint"
+RK4_INTEGRATOR = "munthe-kaas-rk4"
+
 
 @dataclass
 class StepBlock:

@@ -209,16 +209,16 @@ def test_complete_means_every_step_converged(tmp_path):
 
 
 def interrupt_after(real_run, steps: int):
-    """The run loop with a Ctrl-C arriving once ``steps`` steps are done (as the
-    progress callback sees them: after whole blocks)."""
+    """The run function (io.runs.run_scene) with a Ctrl-C arriving once ``steps`` steps are
+    done (as the progress callback sees them: after whole blocks)."""
 
-    def run(mech, n, writer, **kwargs):
+    def run(*args, **kwargs):
         def progress(k):
             if k >= steps:
                 raise KeyboardInterrupt
 
         kwargs["progress"] = progress
-        return real_run(mech, n, writer, **kwargs)
+        return real_run(*args, **kwargs)
 
     return run
 

@@ -106,28 +106,23 @@ def test_step_solver_failure_exit_codes():
 @pytest.mark.parametrize(
     "args,message",
     [
-        (("--state", "MISSING"), "no such file"),
         (("--state", "SHORT"), "expected 13 (maximal"),
         (("--state", "BADQUAT"), "unit quaternion"),
         (("--state", "NOKEY"), "'maximal' or 'minimal'"),
         (("--from", "RUN", "--index", 61), "holds states 0..60"),
         (("--from", "RUN"), "--from needs --index"),
         (("--index", 3), "--index needs --from"),
-        (("--from", "NORUN", "--index", 0), "no such file"),
         (("--input", "1,2"), "has 6 inputs"),
         (("--input", "a"), "expected numbers"),
     ],
-    ids=["missing-file", "wrong-length", "quaternion", "json-key", "index", "no-index", "index-alone", "missing-run",
-         "input-length", "input-text"],
+    ids=["wrong-length", "quaternion", "json-key", "index", "no-index", "index-alone", "input-length", "input-text"],
 )
 def test_step_bad_inputs_exit_2(tmp_path, box_run, args, message):
     files = {
-        "MISSING": tmp_path / "missing.json",
         "SHORT": tmp_path / "short.csv",
         "BADQUAT": tmp_path / "badq.json",
         "NOKEY": tmp_path / "nokey.json",
         "RUN": box_run,
-        "NORUN": tmp_path / "none.h5",
     }
     files["SHORT"].write_text("1, 2, 3\n")
     z = dojo.initial_state(dojo.load_scene("box"))
@@ -138,6 +133,19 @@ def test_step_bad_inputs_exit_2(tmp_path, box_run, args, message):
     assert res.exit_code == 2, res.output
     assert message in res.stderr, res.stderr
     assert "Traceback" not in res.output
+
+
+@pytest.mark.parametrize("command", ["step", "gradients", "dynamics"])
+def test_missing_state_or_run_file_is_an_io_error(tmp_path, command):
+    """A missing --state or --from file is an I/O error (exit 3, README), the same in the
+    three commands that read them (dojo_cli.io.state_files)."""
+    missing = tmp_path / "missing.json"
+    res = invoke(command, "pendulum", "--state", missing)
+    assert res.exit_code == 3, res.output
+    assert res.stderr == f"--state {missing}: no such file\n"
+    res = invoke(command, "pendulum", "--from", tmp_path / "none.h5", "--index", 0)
+    assert res.exit_code == 3, res.output
+    assert res.stderr == f"--from {tmp_path / 'none.h5'}: no such file\n"
 
 
 def test_from_run_of_another_scene_exit_2(box_run):

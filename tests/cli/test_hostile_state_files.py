@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 import dojo_cli as dojo
 from dojo_cli.cli.app import app
-from dojo_cli.cli.gradient_commands import MAX_NUMBERS_FILE_BYTES
+from dojo_cli.io.state_files import MAX_NUMBERS_FILE_BYTES
 from dojo_cli.errors import StorageError
 from dojo_cli.io.gradient_files import read_gradient_file
 

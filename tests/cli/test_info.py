@@ -53,9 +53,10 @@ def test_preset_values_are_recorded_before_set(tmp_path):
     assert run.steps_completed == 5, "the preset's duration"
 
 
-def test_missing_preset_is_invalid_input(tmp_path):
+def test_missing_preset_is_an_io_error(tmp_path):
+    """A missing input file is an I/O error (exit 3, README), a preset as any other."""
     res = invoke("simulate", "pendulum", "--config", tmp_path / "nope.yaml", "-o", tmp_path / "x.h5")
-    assert res.exit_code == 2
+    assert res.exit_code == 3
     assert res.stderr.strip() == f"{tmp_path / 'nope.yaml'}: no such file"
     assert not (tmp_path / "x.h5").exists()
 

@@ -17,7 +17,7 @@ import yaml
 from hypothesis import strategies as st
 
 REPO = Path(__file__).resolve().parents[2]
-BUILTIN = REPO / "dojo_cli" / "scene" / "builtin"
+SCENES = REPO / "scenes"  # the scene library, one subfolder per group
 URDF_DIR = REPO / "tests" / "data" / "urdf"
 PACKAGES = URDF_DIR / "packages"
 
@@ -32,12 +32,13 @@ def weighted(*choices: tuple[int, st.SearchStrategy]) -> st.SearchStrategy:
 # ------------------------------------------------------------------ built-in scenes
 @cache
 def builtin_text(name: str) -> str:
-    return (BUILTIN / f"{name}.yaml").read_text(encoding="utf-8")
+    [path] = SCENES.glob(f"*/{name}.yaml")
+    return path.read_text(encoding="utf-8")
 
 
 @cache
 def builtin_names() -> tuple[str, ...]:
-    return tuple(sorted(p.stem for p in BUILTIN.glob("*.yaml")))
+    return tuple(sorted(p.stem for p in SCENES.glob("*/*.yaml")))
 
 
 @cache

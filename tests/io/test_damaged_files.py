@@ -231,10 +231,11 @@ def empty_run(path: Path, scene: str, *, initial: bool, status: str | None) -> P
     """A run of the scene with no step (``initial``: its initial state only; else nothing),
     finished with ``status`` (None: left running, as a killed writer leaves it)."""
     import dojo_cli as dojo
+    from dojo_cli.scene.loader import builtin_scene_path
 
     mech = dojo.load_scene(scene)
     writer = StorageWriter(
-        path, scene_yaml=Path(dojo.__file__).parent.joinpath("scene", "builtin", f"{scene}.yaml").read_text(),
+        path, scene_yaml=builtin_scene_path(scene).read_text(),
         scene_name=scene, timestep=mech.timestep, gravity=list(mech.gravity), solver_options={}, integrator="test",
         body_names=[b.name for b in mech.bodies], minimal_q_names=mech.coordinate_names(),
         minimal_v_names=mech.coordinate_names(), input_dim=mech.nf, dojo_cli_version="test",

@@ -126,8 +126,8 @@ def test_without_the_extra_robot_scenes_are_marked_and_fail_cleanly(monkeypatch)
     monkeypatch.delenv("ROS_PACKAGE_PATH", raising=False)
     listing = runner.invoke(app, ["scenes"])
     assert listing.exit_code == 0
-    line = next(l for l in listing.output.splitlines() if l.startswith("quadruped "))
+    line = next(l for l in listing.output.splitlines() if l.startswith("  quadruped "))
     assert "[unavailable:" in line and robots.ROBOTS_EXTRA_INSTALL in line, line
-    assert "[unavailable" not in next(l for l in listing.output.splitlines() if l.startswith("pendulum "))
+    assert "[unavailable" not in next(l for l in listing.output.splitlines() if l.startswith("  pendulum "))
     res = runner.invoke(app, ["simulate", "quadruped", "--steps", "1"])
     assert res.exit_code == 2 and robots.ROBOTS_EXTRA_INSTALL in res.output and "Traceback" not in res.output, res.output

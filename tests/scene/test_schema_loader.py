@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import yaml
 
-from dojo_cli.errors import Problem, SceneError
+from dojo_cli.errors import Problem, SceneError, SceneFileError
 from dojo_cli.scene import loader
 from dojo_cli.scene.loader import (
     builtin_scene_names,
@@ -433,16 +433,22 @@ def test_top_level_must_be_a_mapping(tmp_path):
 
 
 def test_missing_and_unreadable_scene_files(tmp_path):
-    with pytest.raises(SceneError, match="no such scene file or built-in scene"):
+    # a path that is not there: an I/O problem (exit 3), still a SceneError
+    with pytest.raises(SceneFileError, match="no such file") as missing:
         load_scene_spec(tmp_path / "missing.yaml")
+    assert missing.value.exit_code == 3 and isinstance(missing.value, SceneError)
+    # a bare word that is no built-in: a misspelt name (exit 2)
+    with pytest.raises(SceneError, match="did you mean 'pendulum' or") as misspelt:
+        load_scene_spec("pendulm")
+    assert misspelt.value.exit_code == 2
     path = tmp_path / "latin1.yaml"
     path.write_bytes(b"name: caf\xe9\n")
     [problem] = _problems(path)
     assert problem.file == str(path) and "not UTF-8" in problem.message
 
 
-def test_builtin_names_without_builtin_folder(monkeypatch):
-    monkeypatch.setattr(loader, "BUILTIN_FOLDER", "no_such_folder")
+def test_builtin_names_without_scene_library(monkeypatch):
+    monkeypatch.setattr(loader, "scene_library", lambda: None)
     assert builtin_scene_names() == []
     with pytest.raises(SceneError, match=r"built-in scene 'nothing' \(built-in: none\)"):
         load_scene_spec("nothing")

@@ -1,0 +1,262 @@
+"""What every command shares: its options and arguments, its error handling and its output naming.
+
+The commands (one module each, listed in dojo_cli.cli.app.COMMANDS) import this module and
+nothing of app.py; app.py imports the commands only by name, when one runs. So the imports
+go one way: app -> (lazily) a command module -> shared.
+
+Error handling: library errors (the DojoError family) are caught at the edge of each command
+(``reports_errors``) and printed ``file:line: field: message`` with the error's exit code: 2
+invalid input, 1 solver failure with --abort-on-failure, 3 I/O (a missing or unreadable input
+file too), 4 a run with failed steps; Ctrl-C during parsing or imports is one line and 128 + N
+(``interrupt_is_one_line``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+import shlex
+import signal
+import sys
+from pathlib import Path
+from typing import Annotated, Optional, get_args, get_origin
+
+import typer
+
+from dojo_cli.cli import signals
+
+# -h as well as --help, for `dojo` and every command (a context setting children inherit)
+CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"]}
+
+# The command line as given (["dojo", "simulate", ...]), set by cli.app's group when it
+# parses one (the click context does not keep the raw words); None outside the command line.
+_given: list[str] | None = None
+
+
+def set_command_line(words: list[str]) -> None:
+    """Record the command line being run (cli.app's group, before parsing it)."""
+    global _given
+    _given = [str(w) for w in words]
+
+
+# ------------------------------------------------------------------ shared options
+
+SceneArg = Annotated[
+    str, typer.Argument(metavar="SCENE", help="Scene YAML file, or the name of a built-in scene (see `dojo scenes`).")
+]
+SetOpt = Annotated[
+    Optional[list[str]],
+    typer.Option("--set", "-s", metavar="PATH=VALUE",
+                 help="Override a scene field: PATH=VALUE (e.g. bodies.0.mass=2, joints.hinge.spring=3). Repeatable."),
+]
+ConfigOpt = Annotated[
+    Optional[list[Path]],
+    typer.Option(
+        "--config", "-c", metavar="FILE",
+        help="Preset YAML merged into the scene before --set (scene < config < --set; e.g. configs/solver/accurate.yaml). Repeatable.",
+        readable=False,  # the loader reports a missing preset as file: problem (exit 3)
+    ),
+]
+
+
+def show_flags_as_flags(command) -> None:
+    """Show boolean flags in ``command``'s help (and its subcommands') as flags, and coerce
+    its plain str and Path values without pydantic (``plain_coercion``).
+
+    typer (0.29, the newest release as of this writing) labels a flag's value type
+    ``<bool>`` in its help, which reads as "takes true/false"; a flag takes no value and
+    ``--quiet true`` is rejected. An empty metavar leaves the type column empty, as click
+    shows flags. The help option is made per invocation (``get_help_option``), so that
+    method is wrapped on the instance too.
+    """
+    for param in getattr(command, "params", ()):
+        flag_shown_as_flag(param)
+        plain_coercion(param)
+    make_help_option = command.get_help_option
+
+    def get_help_option(ctx):
+        option = flag_shown_as_flag(make_help_option(ctx))
+        if option is not None:
+            plain_coercion(option)
+        return option
+
+    command.get_help_option = get_help_option
+    for sub in getattr(command, "commands", {}).values():
+        show_flags_as_flags(sub)
+
+
+class _PlainCoercion:
+    """typer's coercion of a str or Path value, without pydantic.
+
+    typer (0.29) coerces every parameter value through a pydantic TypeAdapter, so a command
+    that validates nothing with pydantic (``dojo info``, ``dojo energy``) still imports it
+    (0.06-0.09 s of start-up). For plain ``str`` and ``Path`` parameters (and lists of them)
+    this does what those adapters do: text as given (bytes decoded), a Path built from it and
+    then typer's own path checks (``coerce_cli_path``: exists, readable, ...); a flag's
+    True/False (or None: not given) as it is.
+    """
+
+    def __init__(self, annotation, multiple: bool, path_check):
+        self.annotation = annotation
+        self.multiple = multiple
+        self.path_check = path_check
+
+    def coerce(self, value, param, ctx):
+        if value is None:
+            return () if self.multiple else None  # (as typer's RuntimeParam.coerce)
+        if self.multiple:
+            return [self._one(item, param, ctx) for item in value]
+        return self._one(value, param, ctx)
+
+    def _one(self, value, param, ctx):
+        if self.annotation is bool:  # a flag: True, False (None is taken above)
+            if isinstance(value, bool):
+                return value
+            raise typer.BadParameter(f"a flag takes no value, got {value!r}", ctx=ctx, param=param)
+        if isinstance(value, bytes):
+            value = os.fsdecode(value)
+        if self.annotation is str:
+            return value
+        return self.path_check(Path(value), param.type_descriptor.parameter_info, path_type=Path, param=param, ctx=ctx)
+
+
+def plain_coercion(param) -> None:
+    """Give a str or Path parameter (or a list of them), or a flag, ``_PlainCoercion`` instead of typer's
+    pydantic-built one. typer's internals: where they differ (another typer version), the
+    parameter keeps typer's own coercion (tests/test_imports.py notices the cost)."""
+    descriptor = getattr(param, "type_descriptor", None)
+    if descriptor is None or getattr(param, "_runtime_param", "absent") is not None:
+        return
+    try:
+        from typer._param_types import coerce_cli_path
+    except ImportError:  # pragma: no cover (another typer)
+        return
+    annotation, multiple = descriptor.annotation, False
+    if get_origin(annotation) is list and len(get_args(annotation)) == 1:
+        annotation, multiple = get_args(annotation)[0], True
+    info = descriptor.parameter_info
+    if annotation is bool and not (getattr(param, "is_flag", False) and not multiple):
+        return
+    if annotation not in (str, Path, bool) or getattr(info, "parser", None) is not None or descriptor.file_annotation is not None:
+        return
+    if annotation is Path and getattr(info, "path_type", None) not in (None, Path):
+        return
+    param._runtime_param = _PlainCoercion(annotation, multiple, coerce_cli_path)
+
+
+def flag_shown_as_flag(param):
+    if param is not None and getattr(param, "is_flag", False) and param.metavar is None:
+        param.metavar = ""
+    return param
+
+
+def load_scene_arguments(scene: str, overrides: list[str] | None, configs: list[Path] | None = None):
+    """The validated spec and the built mechanism of a SceneArg with its --config presets and
+    --set overrides (in that order)."""
+    return load_scene_spec_and_mechanism(scene, scene_overrides(overrides, configs))
+
+
+def load_scene_spec_and_mechanism(scene: str, items: list):
+    """The validated spec and the built mechanism of a scene with overrides (``scene_overrides``)."""
+    # here, not at the top: the commands that take no scene do not import pydantic and the physics
+    from dojo_cli.scene.builder import build_mechanism
+    from dojo_cli.scene.loader import load_scene_spec
+
+    spec = load_scene_spec(scene, items)
+    return spec, build_mechanism(spec)
+
+
+def scene_overrides(overrides: list[str] | None, configs: list[Path] | None = None) -> list:
+    """The presets' overrides (scene.presets.Override, with file and line), then --set's, in order."""
+    from dojo_cli.scene.overrides import override_items
+    from dojo_cli.scene.presets import read_preset
+
+    items = [item for config in configs or [] for item in read_preset(config)]
+    return items + override_items(overrides or [])
+
+
+def command_line() -> str:
+    """The command as given (``dojo simulate box --set ...``), shell-quoted: what a run records."""
+    words = _given if _given is not None else ["dojo", *sys.argv[1:]]
+    return shlex.join(words)
+
+
+# Where runs go without -o (FORMATS.md: never overwriting), relative to the current directory.
+OUTPUTS_FOLDER = Path("outputs")
+# Most numbered names tried for a free default output (outputs/box-2.h5, ...).
+_MAX_NUMBERED = 100_000
+
+
+def default_output(scene: str, suffix: str = ".h5", overwrite: bool = False) -> Path:
+    """The output of a run without -o: ``outputs/<stem>.h5``, or (unless ``overwrite``, --force)
+    the first free ``outputs/<stem>-2.h5``, ``-3``, ... (the scene file's stem, a built-in's name)."""
+    stem = Path(scene).stem if Path(scene).suffix in (".yaml", ".yml") else Path(scene).name
+    stem = stem or "run"
+    first = OUTPUTS_FOLDER / f"{stem}{suffix}"
+    if overwrite or not first.exists():
+        return first
+    for n in range(2, _MAX_NUMBERED):
+        candidate = OUTPUTS_FOLDER / f"{stem}-{n}{suffix}"
+        if not candidate.exists():
+            return candidate
+    return first  # (then refused as existing, like -o)
+
+
+def make_parent_folder(path: Path) -> None:
+    """Create the folder a file goes in (and its parents).
+
+    Raises:
+        StorageError: it cannot be created (exit code 3).
+    """
+    from dojo_cli.errors import StorageError
+
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise StorageError(f"{path}: cannot create the folder {path.parent}: {exc.strerror or exc}") from None
+
+
+# ------------------------------------------------------------------ error handling
+
+
+def printable(text: str) -> str:
+    """``text`` with every character that is not printable written as its escape
+    (``\\x1b``, ``\\x00``): a file name, a YAML key or a value from a hostile input never
+    sends control characters (terminal escape sequences) to the user's terminal."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
+
+
+def echo_err(line: str) -> None:
+    """One line on stderr, control characters escaped."""
+    typer.echo(printable(line), err=True)
+
+
+def reports_errors(command):
+    """Print DojoError problems one per line and exit with the error's code."""
+
+    @functools.wraps(command)
+    def wrapper(*args, **kwargs):
+        from dojo_cli.errors import DojoError  # here: `dojo --help` imports nothing of the library
+
+        try:
+            return command(*args, **kwargs)
+        except DojoError as exc:
+            for line in exc.lines():
+                echo_err(line)
+            raise typer.Exit(exc.exit_code) from None
+
+    return wrapper
+
+
+@contextlib.contextmanager
+def interrupt_is_one_line():
+    try:
+        yield
+    except KeyboardInterrupt as exc:
+        signals.ignore_stop_signals()  # a second Ctrl-C while we exit changes nothing
+        signum = signals.signal_number(exc)
+        typer.echo(f"dojo: interrupted by {signal.Signals(signum).name}", err=True)
+        raise typer.Exit(128 + signum) from None
