@@ -47,8 +47,8 @@ def run_writer(
         solver_options=opts.to_dict(),
         integrator=RK4_INTEGRATOR if rk4 else VARIATIONAL_INTEGRATOR,
         body_names=[b.name for b in mech.bodies],
-        minimal_q_names=mech.coordinate_names(),
-        minimal_v_names=[f"{c}_dot" for c in mech.coordinate_names()],
+        minimal_q_names=mech.state_names()[0],
+        minimal_v_names=mech.state_names()[1],
         input_dim=mech.nu,
         input_names=mech.input_names(),
         dojo_cli_version=__version__,
@@ -58,11 +58,44 @@ def run_writer(
         flush_interval=flush_interval,
         overwrite=overwrite,
         stop_requested=stop_requested,
-        extra_attrs={"contact_names": [c.name for c in mech.contacts]} if mech.nc else None,
+        extra_attrs=run_attrs(mech) or None,
         dataset_attrs=dataset_attrs,
         overrides=overrides,
         command_line=command_line,
     )
+
+
+def joint_limits_record(mech) -> dict:
+    """{joint: {"position" | "velocity" | "acceleration": {"lower": [...], "upper": [...]}}}
+    for the joints that set limits (Drake's three pairs; docs/planar.md): position limits
+    are enforced, velocity and acceleration limits stored and reported."""
+    scene = getattr(mech, "scene", None)
+    out: dict = {}
+    for j in getattr(scene, "joints", None) or ():
+        entry = {}
+        for key, field in (("position", "limits"), ("velocity", "velocity_limits"),
+                           ("acceleration", "acceleration_limits")):
+            limits = getattr(j, field, None)
+            if limits is not None:
+                entry[key] = {"lower": [float(v) for v in limits.lower], "upper": [float(v) for v in limits.upper]}
+        if entry:
+            out[j.name] = entry
+    return out
+
+
+def run_attrs(mech) -> dict:
+    """The scene-specific root attributes of a run file: contact names, the joints' limits
+    (``joint_limits``) and the drawn random initial poses (``random_initial``)."""
+    out: dict = {}
+    if mech.nc:
+        out["contact_names"] = [c.name for c in mech.contacts]
+    limits = joint_limits_record(mech)
+    if limits:
+        out["joint_limits"] = limits
+    drawn = getattr(mech, "random_initial", None)
+    if drawn:
+        out["random_initial"] = drawn
+    return out
 
 
 def run_scene(
