@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from dojo_cli.errors import StorageError
+from dojo_cli.io.gradient_files import attr_text, json_default
 
 FORMAT_NAME = "dojo-dynamics"
 FORMAT_VERSION = 1
@@ -50,14 +51,6 @@ class DynamicsFile:
     vectors: dict[str, tuple[np.ndarray, list[str]]] = field(default_factory=dict)
     matrices: dict[str, tuple[np.ndarray, list[str], list[str]]] = field(default_factory=dict)
     meta: dict[str, Any] = field(default_factory=dict)
-
-
-def _json_default(value: Any) -> Any:
-    if isinstance(value, np.generic):
-        return value.item()
-    if isinstance(value, np.ndarray):
-        return value.tolist()
-    return str(value)
 
 
 def dynamics_document(content: DynamicsFile) -> dict:
@@ -100,7 +93,7 @@ def write_dynamics_file(path: str | os.PathLike, content: DynamicsFile, overwrit
         if suffix in (".h5", ".hdf5"):
             _write_h5(Path(tmp), content)
         elif suffix == ".json":
-            Path(tmp).write_text(json.dumps(dynamics_document(content), indent=1, default=_json_default))
+            Path(tmp).write_text(json.dumps(dynamics_document(content), indent=1, default=json_default))
         else:
             _write_npz(Path(tmp), content)
         if overwrite:
@@ -128,7 +121,7 @@ def _remove(path: str) -> None:
 
 def _meta_value(value: Any) -> Any:
     if isinstance(value, (dict, list, tuple)):
-        return json.dumps(value, default=_json_default)
+        return json.dumps(value, default=json_default)
     return "none" if value is None else value
 
 
@@ -151,7 +144,7 @@ def _write_h5(p: Path, content: DynamicsFile) -> None:
 
 def _write_npz(p: Path, content: DynamicsFile) -> None:
     meta = {"format": FORMAT_NAME, "format_version": FORMAT_VERSION, **content.meta}
-    arrays: dict[str, Any] = {"meta": np.array(json.dumps(meta, default=_json_default))}
+    arrays: dict[str, Any] = {"meta": np.array(json.dumps(meta, default=json_default))}
     for name, (vec, names) in content.vectors.items():
         arrays[name] = np.asarray(vec, dtype=float)
         arrays[f"{name}_names"] = np.array([str(n) for n in names], dtype=str)
@@ -220,24 +213,20 @@ def dynamics_from_document(doc: Any, where: str) -> DynamicsFile:
     return out
 
 
-def _text(v: Any) -> Any:
-    return v.decode("utf-8") if isinstance(v, bytes) else (v.item() if isinstance(v, np.generic) else v)
-
-
 def _read_h5(p: Path) -> DynamicsFile:
     import h5py
 
     out = DynamicsFile()
     with h5py.File(p, "r") as f:
-        out.meta = {k: _text(v) for k, v in f.attrs.items()}
+        out.meta = {k: attr_text(v) for k, v in f.attrs.items()}
         for name, ds in f.items():
             if not isinstance(ds, h5py.Dataset):
                 continue
             if "names" in ds.attrs:
-                out.vectors[name] = (np.asarray(ds[...], dtype=float), [_text(n) for n in ds.attrs["names"]])
+                out.vectors[name] = (np.asarray(ds[...], dtype=float), [attr_text(n) for n in ds.attrs["names"]])
             elif "rows" in ds.attrs:
-                out.matrices[name] = (np.asarray(ds[...], dtype=float), [_text(r) for r in ds.attrs["rows"]],
-                                      [_text(c) for c in ds.attrs["cols"]])
+                out.matrices[name] = (np.asarray(ds[...], dtype=float), [attr_text(r) for r in ds.attrs["rows"]],
+                                      [attr_text(c) for c in ds.attrs["cols"]])
     return out
 
 

@@ -58,7 +58,8 @@ def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
-def _json_default(value: Any) -> Any:
+def json_default(value: Any) -> Any:
+    """JSON encoding of numpy values in a labelled-matrix file's metadata (gradient and dynamics files)."""
     if isinstance(value, np.generic):
         return value.item()
     if isinstance(value, np.ndarray):
@@ -87,9 +88,9 @@ def write_gradient_file(path: str | os.PathLike, content: GradientFile) -> None:
             for name, mat in content.matrices.items():
                 rows, cols = content.labels[name]
                 doc[name] = {"rows": list(rows), "cols": list(cols), "data": np.asarray(mat).tolist()}
-            p.write_text(json.dumps(doc, indent=1, default=_json_default, allow_nan=True))
+            p.write_text(json.dumps(doc, indent=1, default=json_default, allow_nan=True))
         else:
-            arrays: dict[str, Any] = {"meta": np.array(json.dumps(meta, default=_json_default))}
+            arrays: dict[str, Any] = {"meta": np.array(json.dumps(meta, default=json_default))}
             for name, vec in content.vectors.items():
                 arrays[name] = np.asarray(vec, dtype=float)
             for name, mat in content.matrices.items():
@@ -109,7 +110,7 @@ def _write_h5(p: Path, content: GradientFile, meta: dict) -> None:
     with h5py.File(p, "w") as f:
         for key, value in meta.items():
             if isinstance(value, (dict, list, tuple)):
-                value = json.dumps(value, default=_json_default)
+                value = json.dumps(value, default=json_default)
             elif value is None:
                 value = "none"
             f.attrs[key] = value
@@ -122,6 +123,11 @@ def _write_h5(p: Path, content: GradientFile, meta: dict) -> None:
             ds = f.create_dataset(name, data=mat, **kwargs)
             ds.attrs["rows"] = [str(r) for r in rows]
             ds.attrs["cols"] = [str(c) for c in cols]
+
+
+def attr_text(v: Any) -> Any:
+    """An HDF5 attribute value as Python: bytes decoded, numpy scalars unwrapped."""
+    return v.decode("utf-8") if isinstance(v, bytes) else (v.item() if isinstance(v, np.generic) else v)
 
 
 def read_gradient_file(path: str | os.PathLike) -> GradientFile:
@@ -192,17 +198,14 @@ def read_gradient_file(path: str | os.PathLike) -> GradientFile:
 def _read_h5(p: Path) -> GradientFile:
     import h5py
 
-    def text(v):
-        return v.decode("utf-8") if isinstance(v, bytes) else (v.item() if isinstance(v, np.generic) else v)
-
     with h5py.File(p, "r") as f:
-        meta = {k: text(v) for k, v in f.attrs.items()}
+        meta = {k: attr_text(v) for k, v in f.attrs.items()}
         matrices, labels, vectors = {}, {}, {}
         for name in MATRICES:
             if name in f:
                 ds = f[name]
                 matrices[name] = np.asarray(ds[...])
-                labels[name] = ([text(r) for r in ds.attrs["rows"]], [text(c) for c in ds.attrs["cols"]])
+                labels[name] = ([attr_text(r) for r in ds.attrs["rows"]], [attr_text(c) for c in ds.attrs["cols"]])
         for name in ("state", "input", "next_state"):
             if name in f:
                 vectors[name] = np.asarray(f[name][...])
