@@ -95,6 +95,7 @@ def _summary(stored) -> dict[str, Any]:
         "created": attrs.get("created"),
         **({"joint_limits": attrs["joint_limits"]} if attrs.get("joint_limits") else {}),
         **({"random_initial": attrs["random_initial"]} if attrs.get("random_initial") else {}),
+        **({"locked_joints": attrs["locked_joints"]} if attrs.get("locked_joints") else {}),
         "final_state": final,
     }
 
@@ -126,6 +127,8 @@ def _print_summary(s: dict[str, Any]) -> None:
     for joint, limits in (s.get("joint_limits") or {}).items():  # Drake's three pairs (docs/planar.md)
         line("joint limits", f"{joint}: " + "; ".join(f"{kind} {_vector(v['lower'])} .. {_vector(v['upper'])}"
                                                       for kind, v in limits.items()))
+    if s.get("locked_joints"):  # Drake's Lock: velocities held at zero (docs/scenes.md)
+        line("locked joints", ", ".join(s["locked_joints"]))
     for joint, drawn in (s.get("random_initial") or {}).items():
         line("random initial", f"{joint}: " + ", ".join(f"{k} {v:.6g}" for k, v in drawn.items()))
     final = s["final_state"]

@@ -35,7 +35,7 @@ def check(scene: SceneArg, overrides: SetOpt = None) -> None:
             limits = f", limits {list(map(float, j.limits[0]))} .. {list(map(float, j.limits[1]))}"
         typer.echo(
             f"  {j.name:<16} {j.type:<18} {parent} -> {mech.bodies[j.child].name}: "
-            f"{ft} translational + {fr} rotational free{loop}{limits}"
+            f"{ft} translational + {fr} rotational free{loop}{limits}{', locked' if j.locked else ''}"
         )
     typer.echo(f"contacts ({mech.nc}):")
     for c in mech.contacts:

@@ -834,6 +834,7 @@ NB_MODULE(_core, m) {
       .def_rw("orientation_offset", &ModelInput::orientation_offset)
       .def_rw("basis", &ModelInput::basis)
       .def_rw("constrained", &ModelInput::constrained)
+      .def_rw("locked", &ModelInput::locked)
       .def_rw("spring", &ModelInput::spring)
       .def_rw("damper", &ModelInput::damper)
       .def_rw("spring_offset", &ModelInput::spring_offset)

@@ -151,6 +151,7 @@ void constraint_violation(const Model& m, const double* z, double* out) {
     joint_kinematics(m, j, m.parent[j] == kWorld ? world : pose[m.parent[j]], pose[m.child[j]], kin);
     out[j] = 0.0;
     for (int r = m.joint_row_start[j]; r < m.joint_row_start[j + 1]; ++r) {
+      if (m.row_lock[r]) continue;  // a lock row holds a step's change, not a state's property
       constraint_row(m, j, m.row_slot[r], kin, row);
       out[j] = std::max(out[j], std::fabs(row.value));
     }

@@ -66,6 +66,10 @@ struct Data {
   // - angle2 (nf,), qrel2 (nj, 4): the step's unwrapped angles at z2 and the joints'
   //   q_rel at z2 (step_setup; for limited angle coordinates only).
   std::vector<double> angle_ref, angle2, qrel2;
+  // Locked joints' configuration at z2, the reference their lock rows hold (kinematics.h
+  // lock_row): translational displacement (nj, 3) and relative rotation (nj, 4); set by
+  // step_setup for locked joints only.
+  std::vector<double> lock_d2, lock_q2;
   std::vector<double> rot2;       // (nb, 9) R(q2)
   std::vector<double> contact_target;  // (nc,) restitution targets tau of the gap rows (restitution.h)
 

@@ -108,9 +108,33 @@ void state_residual_jacobian(const Model& m, Data& d, const double* w, Columns o
     joint_kinematics(m, j, pa, pb, kin);
     D12 F[12];
     for (int rr = m.joint_row_start[j]; rr < m.joint_row_start[j + 1]; ++rr) {
-      constraint_row(m, j, m.row_slot[rr], kin, row);
+      if (m.row_lock[rr])
+        lock_impulse_row(m, j, m.row_slot[rr], kin, row);
+      else
+        constraint_row(m, j, m.row_slot[rr], kin, row);
       const double lam = w[m.lam + rr];
       for (int k = 0; k < 12; ++k) F[k] -= row.jac[k] * lam;
+    }
+    if (m.locked[j]) {
+      // the lock rows' reference (d2, q2) is the joint's configuration at z2: their
+      // value g(z3; d2(z2), q2(z2)) differentiated in it (the z3 part is below)
+      JointKinematics<double> k3;
+      joint_kinematics_at(m, j, d.x3.data(), d.q3.data(), d.rot3.data(), k3);
+      Vec3<D12> d3;
+      Quat<D12> q3;
+      for (int k = 0; k < 3; ++k) d3[k] = D12(k3.d[k]);
+      for (int k = 0; k < 4; ++k) q3[k] = D12(k3.q_rel[k]);
+      for (int rr = m.joint_row_start[j]; rr < m.joint_row_start[j + 1]; ++rr) {
+        if (!m.row_lock[rr]) continue;
+        const D12 g = lock_value(m, j, m.row_slot[rr], d3, q3, kin.d, kin.q_rel);
+        for (int part = 0; part < 4; ++part) {
+          const int body = part < 2 ? a : b;
+          if (body == kWorld) continue;
+          const bool rot = part % 2 == 1;
+          for (int k = 0; k < 3; ++k)
+            out.at(m.lam + rr, state_col(body, rot ? 2 : 0, k)) += (rot ? 2.0 : 1.0) * g.d[3 * part + k];
+        }
+      }
     }
     const int f0 = m.joint_free_start[j], f1 = m.joint_free_start[j + 1];
     if (f0 < f1 && minimal) {
@@ -208,7 +232,7 @@ void state_residual_jacobian(const Model& m, Data& d, const double* w, Columns o
     if (r0 == r1 && l0 == l1) continue;
     joint_kinematics_at(m, j, d.x3.data(), d.q3.data(), d.rot3.data(), kin3);
     for (int rr = r0; rr < r1; ++rr) {
-      constraint_row(m, j, m.row_slot[rr], kin3, row3);
+      joint_row(m, j, rr, kin3, d.lock_d2.data(), d.lock_q2.data(), row3);
       add_z3(out, m.lam + rr, row3.jac, m.parent[j], m.child[j], chain);
     }
     if (l0 == l1) continue;

@@ -12,12 +12,14 @@
 // with q -> q [sqrt(1 - |phi|^2), phi]; the physics' rotation tangent t
 // (q -> q exp(t/2)) is t = 2 phi to first order.
 //
-// dr/dz2 has four parts:
+// dr/dz2 has five parts:
 // - the previous momentum (v15, w15): minus the left momentum's Jacobian;
 // - the next configuration x3 = x2 + h v25, q3 = q2 qmap(w25) moves with z2:
 //   dx3/dx2 = I, dt3/dphi2 = 2 R(qmap(w25))^T; every quantity evaluated at z3 (joint
 //   constraints, limit rows, contact rows and wrenches) has its exact z3 Jacobian from
 //   the step, chained through this map;
+// - a locked joint's lock rows hold its configuration at z2 (kinematics.h lock_row):
+//   their value's derivative in that reference, with dual numbers as below;
 // - the impulse maps evaluated at z2 (Jg(z2)^T lambda, springs, dampers, inputs, limit
 //   impulses, all J(z2)^T times a vector): their derivative needs the second derivative
 //   of the joint kinematics, taken by instantiating the templated kinematics

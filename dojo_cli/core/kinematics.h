@@ -234,6 +234,80 @@ inline void limit_row(const Model& m, int j, int f, const JointKinematics<T>& k,
   row.value = row.value + angle_branch(detail::basis_row(m, j, slot), q, value(row.value), q2, theta2);
 }
 
+// ---- locked joints (Drake's Lock; ModelInput.locked, docs/scenes.md "locked")
+//
+// A locked joint's free coordinate `slot` gets an equality row on the joint impulses
+// that holds the joint where it was at the step's start z2: a fixed joint at the pose of
+// step k. Relative to (d2, q2), the joint's displacement and q_rel at z2:
+//   translational slot: b.(d(z3) - d2);  rotational slot: b.Vec(q2* q_rel(z3)),
+// Dojo's own constraint rows (constraint_row) applied to the change since z2, so the
+// joint's velocities are zero once the rows hold (x3 = x2 along the locked directions).
+// Why not the minimal coordinates the limits use (b.log q_rel(z3) - b.log q_rel2): the
+// log's branch at a half turn and its singular inverse right Jacobian at a full turn
+// would make a joint locked there ill-posed; Vec(q2* q_rel) is regular at every pose and
+// vanishes where the change does. The two have the same zero set near q2, so the
+// motion is the same.
+// The impulse map is the row's Jacobian at z3 = z2 (Dojo's J(z2)^T lambda): q2* q_rel =
+// identity there, so d Vec / dt = I / 2 exactly (lock_impulse_row), whatever z2 is.
+
+// b.(d - d2) or b.Vec(q2* q_rel) of the lock row `slot` (value only; the gradients
+// differentiate it in the reference (d2, q2) at z2).
+template <class T>
+inline T lock_value(const Model& m, int j, int slot, const Vec3<T>& d, const Quat<T>& q_rel, const Vec3<T>& d2,
+                    const Quat<T>& q2) {
+  const double* b = detail::basis_row(m, j, slot);
+  if (slot < 3) return b[0] * (d[0] - d2[0]) + b[1] * (d[1] - d2[1]) + b[2] * (d[2] - d2[2]);
+  const Vec3<T> vec = vector_part(multiply(conjugate(q2), q_rel));
+  return b[0] * vec[0] + b[1] * vec[1] + b[2] * vec[2];
+}
+
+// Lock row `slot` of joint j at kinematics k (z3) with the reference d2 (3,), q2 (4,).
+template <class T>
+inline void lock_row(const Model& m, int j, int slot, const JointKinematics<T>& k, const double* d2, const double* q2,
+                     JointRow<T>& row) {
+  const double* b = detail::basis_row(m, j, slot);
+  if (slot < 3) {
+    detail::translational_row(b, k, row);
+    row.value = row.value - (b[0] * d2[0] + b[1] * d2[1] + b[2] * d2[2]);
+    return;
+  }
+  const Quat<T> err = multiply(conjugate(load4<T>(q2)), k.q_rel);
+  const Vec3<T> vec = vector_part(err);
+  row.value = b[0] * vec[0] + b[1] * vec[1] + b[2] * vec[2];
+  // a right increment of q_rel is one of err: d Vec(err) = (w I + [v]x)/2 dt (as constraint_row)
+  Mat3<T> dvec = skew(vec);
+  for (int i = 0; i < 3; ++i)
+    for (int c = 0; c < 3; ++c) dvec[i][c] = 0.5 * (T(i == c ? 1.0 : 0.0) * err[0] + dvec[i][c]);
+  detail::rotational_jacobian(b, dvec, k, row);
+}
+
+// The impulse map of lock row `slot` at z2 (k at z2): lock_row's Jacobian at err =
+// identity, b^T [d_xa d_ta d_xb d_tb] or b^T (I/2) [0, rel_ta, 0, I]. Exact as a function
+// of z2 (the reference moves with z2), which the gradients differentiate.
+template <class T>
+inline void lock_impulse_row(const Model& m, int j, int slot, const JointKinematics<T>& k, JointRow<T>& row) {
+  const double* b = detail::basis_row(m, j, slot);
+  if (slot < 3) {
+    detail::translational_row(b, k, row);
+    return;
+  }
+  row.value = T(0.0);
+  Mat3<T> half = identity3<T>();
+  for (int i = 0; i < 3; ++i) half[i][i] = T(0.5);
+  detail::rotational_jacobian(b, half, k, row);
+}
+
+// Row rr of joint j at kinematics k (z3): Dojo's constraint row, or a lock row measured
+// from the joint's configuration at z2 (d2 (nj, 3), q2 (nj, 4): Data.lock_d2, lock_q2).
+template <class T>
+inline void joint_row(const Model& m, int j, int rr, const JointKinematics<T>& k, const double* d2, const double* q2,
+                      JointRow<T>& row) {
+  if (m.row_lock[rr])
+    lock_row(m, j, m.row_slot[rr], k, d2 + 3 * j, q2 + 4 * j, row);
+  else
+    constraint_row(m, j, m.row_slot[rr], k, row);
+}
+
 // Input row `slot` of joint j: the body impulses per unit input and time.
 template <class T>
 inline void input_row(const Model& m, int j, int slot, const JointKinematics<T>& k, JointRow<T>& row) {

@@ -80,6 +80,10 @@ Model::Model(const ModelInput& in) {
   orientation_offset = in.orientation_offset;
   basis = in.basis;
   constrained = in.constrained;
+  locked = in.locked.empty() ? std::vector<int>(nj, 0) : in.locked;
+  check_size("locked", locked.size(), nj);
+  for (int v : locked)
+    if (v != 0 && v != 1) throw std::invalid_argument("ModelInput.locked: expected 0 or 1");
   offset_rotation.resize(9 * nj);
   for (int j = 0; j < nj; ++j) {
     const Mat3<double> r = rotation(load4<double>(&orientation_offset[4 * j]));
@@ -87,7 +91,9 @@ Model::Model(const ModelInput& in) {
       for (int k = 0; k < 3; ++k) offset_rotation[9 * j + 3 * i + k] = r[i][k];
   }
 
-  // Constraint rows and free coordinates, joint by joint, translational first.
+  // Constraint rows and free coordinates, joint by joint, translational first; a
+  // locked joint's lock rows follow its constraint rows, one per free coordinate (so
+  // they join the joint's node of the Newton matrix and its impulses lambda).
   joint_row_start.assign(nj + 1, 0);
   joint_free_start.assign(nj + 1, 0);
   for (int j = 0; j < nj; ++j) {
@@ -97,10 +103,18 @@ Model::Model(const ModelInput& in) {
       if (constrained[6 * j + s]) {
         row_joint.push_back(j);
         row_slot.push_back(s);
+        row_lock.push_back(0);
       } else {
         free_joint.push_back(j);
         free_slot.push_back(s);
       }
+    }
+    if (!locked[j]) continue;
+    for (int s = 0; s < 6; ++s) {
+      if (constrained[6 * j + s]) continue;
+      row_joint.push_back(j);
+      row_slot.push_back(s);
+      row_lock.push_back(1);
     }
   }
   nl = static_cast<int>(row_joint.size());

@@ -7,7 +7,8 @@
 // layout, the Newton matrix's block pattern, the elimination order and its
 // symbolic factorisation. A new parameter value means a new Model.
 //
-// Unknowns of a step, w = [per body (v25, w25) (6 nb) | joint impulses lambda (nl)
+// Unknowns of a step, w = [per body (v25, w25) (6 nb) | joint impulses lambda (nl: the
+//   joints' constraint rows and the locked joints' lock rows, joint by joint)
 //   | joint-limit slacks s (nlim) | limit impulses gamma (nlim) | per contact s (N), gamma (N)]
 // (the layout of the numpy implementation this replaced, dojo_engine_notes.md 2.3).
 #pragma once
@@ -39,6 +40,10 @@ struct ModelInput {
   std::vector<double> orientation_offset;           // (nj, 4) [w, x, y, z]
   std::vector<double> basis;                        // (nj, 6, 3): translational rows 0:3, rotational 3:6
   std::vector<int> constrained;                     // (nj, 6): 1 where a basis row is a constraint
+  // (nj,) 1: the joint is locked (Drake's Lock): each free coordinate gets a lock row,
+  // an equality on the joint impulses holding it at its value at z2 (kinematics.h
+  // lock_row), so its velocity is zero. Empty: no joint locked.
+  std::vector<int> locked;
   std::vector<double> spring, damper, spring_offset;  // (nf,) per free coordinate, in joint order
   // (nf,) 1: the damper's first-order implicit form (L-stable), 0: the midpoint form
   // (second order); step.h. Empty means midpoint everywhere.
@@ -87,8 +92,11 @@ struct Model {
   std::vector<double> parent_vertex, child_vertex, orientation_offset, basis;  // (nj,3) (nj,3) (nj,4) (nj,18)
   std::vector<int> constrained;                                               // (nj, 6)
   std::vector<double> offset_rotation;                                        // (nj, 9) R(orientation_offset)
-  // constraint rows r and free coordinates f: joint and basis row (slot 0..5)
+  std::vector<int> locked;                                                    // (nj,) 1: locked (ModelInput)
+  // constraint rows r and free coordinates f: joint and basis row (slot 0..5). A joint's
+  // rows are its constraint rows, then (a locked joint) one lock row per free coordinate.
   std::vector<int> row_joint, row_slot, free_joint, free_slot;
+  std::vector<char> row_lock;  // (nl,) 1: a lock row (the slot is a free coordinate's)
   std::vector<int> joint_row_start, joint_free_start;  // (nj+1,) ranges into rows / frees
   std::vector<double> spring, damper, spring_offset;   // (nf,)
   bool has_springs = false, has_dampers = false;

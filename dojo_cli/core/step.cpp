@@ -24,6 +24,8 @@ Data::Data(const Model& m)
   angle_ref.assign(m.nf, std::numeric_limits<double>::quiet_NaN());
   angle2.assign(m.nf, 0.0);
   qrel2.assign(4 * m.nj, 0.0);
+  lock_d2.assign(3 * m.nj, 0.0);
+  lock_q2.assign(4 * m.nj, 0.0);
   lu.init(m.blocks);
   lu_robust.init(m.blocks_robust);
 }
@@ -147,8 +149,15 @@ bool step_setup(const Model& m, Data& d, const double* z, const double* u, const
   double gen[12];
   for (int j = 0; j < m.nj; ++j) {
     joint_kinematics_at(m, j, d.x2.data(), d.q2.data(), d.rot2.data(), kin);
+    if (m.locked[j]) {  // the configuration the lock rows hold (kinematics.h lock_row)
+      for (int k = 0; k < 3; ++k) d.lock_d2[3 * j + k] = kin.d[k];
+      for (int k = 0; k < 4; ++k) d.lock_q2[4 * j + k] = kin.q_rel[k];
+    }
     for (int r = m.joint_row_start[j]; r < m.joint_row_start[j + 1]; ++r) {
-      constraint_row(m, j, m.row_slot[r], kin, row);
+      if (m.row_lock[r])
+        lock_impulse_row(m, j, m.row_slot[r], kin, row);
+      else
+        constraint_row(m, j, m.row_slot[r], kin, row);
       std::copy(row.jac, row.jac + 12, &d.jg2[12 * r]);
     }
     const int f0 = m.joint_free_start[j], f1 = m.joint_free_start[j + 1];
@@ -238,7 +247,7 @@ void step_residual(const Model& m, Data& d, const double* w, double* r) {
     if (r0 == r1 && l0 == l1) continue;
     joint_kinematics_at(m, j, d.x3.data(), d.q3.data(), d.rot3.data(), kin);
     for (int rr = r0; rr < r1; ++rr) {
-      constraint_row(m, j, m.row_slot[rr], kin, row);
+      joint_row(m, j, rr, kin, d.lock_d2.data(), d.lock_q2.data(), row);
       r[m.lam + rr] = row.value;
       scatter12(m, j, &d.jg2[12 * rr], -w[m.lam + rr], body);
     }
@@ -335,7 +344,7 @@ void step_matrix(const Model& m, Data& d, const double* w) {
     BlockRef diag = block(m, d, m.blk_joint_diag[j]);
     for (int rr = r0; rr < r1; ++rr) {
       const int li = m.local_index[m.lam + rr];
-      constraint_row(m, j, m.row_slot[rr], kin, row);
+      joint_row(m, j, rr, kin, d.lock_d2.data(), d.lock_q2.data(), row);
       for (int s = 0; s < 2; ++s) {
         if (bodies[s] == kWorld) continue;
         // impulse map -Jg(z2)^T (body rows, lambda column)

@@ -85,10 +85,14 @@ def joint_limits_record(mech) -> dict:
 
 def run_attrs(mech) -> dict:
     """The scene-specific root attributes of a run file: contact names, the joints' limits
-    (``joint_limits``) and the drawn random initial poses (``random_initial``)."""
+    (``joint_limits``), the locked joints (``locked_joints``: names, Drake's Lock; absent
+    when none) and the drawn random initial poses (``random_initial``)."""
     out: dict = {}
     if mech.nc:
         out["contact_names"] = [c.name for c in mech.contacts]
+    locked = [j.name for j in mech.joints if j.locked]
+    if locked:
+        out["locked_joints"] = locked
     limits = joint_limits_record(mech)
     if limits:
         out["joint_limits"] = limits

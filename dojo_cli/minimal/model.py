@@ -38,7 +38,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dojo_cli import _core
-from dojo_cli.errors import SceneError
+from dojo_cli.errors import Problem, SceneError
 from dojo_cli.math.quaternion import matrix_from_quaternion
 from dojo_cli.model.joint_types import JointType
 from dojo_cli.model.mechanism import ORIGIN, Mechanism
@@ -144,6 +144,7 @@ class MinimalModel:
     """
 
     def __init__(self, mech: Mechanism, kinematics_points: list[str] | None = None):
+        _refuse_locked_joints(mech)
         self.mech = mech
         self.gravity = np.array(mech.gravity, dtype=float)
         order = _nominal_order(mech)
@@ -375,6 +376,31 @@ class MinimalModel:
 
 def _quaternion_of(R: np.ndarray) -> np.ndarray:
     return rot_to_quat(R)
+
+
+def _refuse_locked_joints(mech: Mechanism) -> None:
+    """Locked joints (Drake's Lock) are the variational step's constraint rows (core/kinematics.h
+    lock_row); the minimal-coordinate layer has no counterpart yet (a locked DOF would need
+    the reduced solve M_ff vdot_f = tau_f - bias_f), so it refuses them rather than moving them.
+
+    Raises:
+        SceneError: naming every locked joint (file, line and field when the scene is known).
+    """
+    locked = [i for i, j in enumerate(mech.joints) if j.locked and j.input_dimension > 0]
+    if not locked:
+        return
+    scene = getattr(mech, "scene", None)
+    problems = []
+    for i in locked:
+        name = mech.joints[i].name
+        message = (f"joint {name!r} is locked; the minimal-coordinate layer (the rk4 integrator, dojo dynamics, "
+                   f"dojo analyze, dojo_cli.minimal) does not support locked joints: use the variational "
+                   f"integrator, or unlock it (--set joints.{name}.locked=false)")
+        if scene is not None and hasattr(scene, "problem"):
+            problems.append(scene.problem(f"joints.{i}.locked", message))
+        else:
+            problems.append(Problem(f"mechanism {mech.name!r}", None, f"joints.{i}.locked", message))
+    raise SceneError(problems)
 
 
 def build_model(mech: Mechanism, kinematics_points: list[str] | None = None) -> MinimalModel:

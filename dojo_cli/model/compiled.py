@@ -77,6 +77,7 @@ def model_input(mech) -> _core.ModelInput:
     m.orientation_offset = mech.orientation_offset.reshape(-1).tolist()
     m.basis = mech.basis.reshape(-1).tolist()
     m.constrained = mech.constrained.astype(int).reshape(-1).tolist()
+    m.locked = [int(v) for v in mech.locked]
     m.spring = mech.spring.tolist()
     m.damper = mech.damper.tolist()
     m.spring_offset = mech.spring_offset.tolist()

@@ -41,7 +41,6 @@ class JointHandle:
             position[:] = spec.initial.position
         self._default = position
         self._random = spec.random_intervals() if spec is not None else {}
-        self._locked = bool(getattr(spec, "locked", False)) if spec is not None else False
 
     # ------------------------------------------------------------------ layout
     def _spec(self):
@@ -223,8 +222,8 @@ class JointHandle:
 
     # ----------------------------------------------------------------- lock
     def is_locked(self) -> bool:
-        """Whether the scene locks this joint (``locked: true``: velocities held at zero)."""
-        return self._locked
+        """Whether the mechanism locks this joint (``locked: true``: velocities held at zero)."""
+        return bool(self._mech.joints[self.index].locked)
 
     def lock(self, y) -> JointHandle:
         """Zero the joint's velocities in y (Drake's Lock on a context's state)."""

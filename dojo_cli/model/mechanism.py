@@ -125,6 +125,9 @@ class Joint:
         limits: (lower (n,), upper (n,)) or None.
         damper_form: "midpoint" (second order) or "implicit" (first order, L-stable):
             how the step discretises the damper (core/step.h, docs/physics.md "Joints").
+        locked: Drake's Lock: every free coordinate is held where each step starts
+            (one lock row per free coordinate on the joint impulses, core/kinematics.h
+            lock_row), so the joint's velocities stay zero. A no-op on a fixed joint.
     """
 
     name: str
@@ -140,6 +143,7 @@ class Joint:
     spring_offset: np.ndarray | None = None
     limits: tuple[np.ndarray, np.ndarray] | None = None
     damper_form: str = "midpoint"
+    locked: bool = False
 
     @property
     def constrained(self) -> tuple[int, int]:
@@ -297,7 +301,9 @@ class Mechanism:
         parent_vertex, child_vertex (nj,3), orientation_offset (nj,4).
         basis (nj,6,3): rows of the translational (0:3) and rotational (3:6) basis.
         constrained (nj,6): True where a basis row is a constraint.
+        locked (nj,): True for a locked joint (Joint.locked).
         row_joint, row_slot (nl,): joint and basis row of each constraint row.
+        row_lock (nl,): True for a locked joint's lock row (its slot is a free one).
         free_joint, free_slot (nf,): joint and basis row of each free coordinate.
         joint_free_range[j], joint_row_range[j]: slices into the free/constraint arrays.
         spring, damper, spring_offset (nf,): per free coordinate.
@@ -353,11 +359,19 @@ class Mechanism:
             self.basis[i, :3], self.constrained[i, :3] = element_basis(j.axis, nt)
             self.basis[i, 3:], self.constrained[i, 3:] = element_basis(j.axis, nr)
 
-        # Constraint rows and free coordinates, joint by joint, translational first.
-        rows = [(i, s) for i in range(nj) for s in range(6) if self.constrained[i, s]]
+        # Constraint rows and free coordinates, joint by joint, translational first; a
+        # locked joint's lock rows (one per free coordinate) follow its constraint rows,
+        # as the core orders them (core/model.cpp).
+        self.locked = np.array([bool(j.locked) for j in self.joints], dtype=bool)
+        rows = []
+        for i in range(nj):
+            rows += [(i, s, False) for s in range(6) if self.constrained[i, s]]
+            if self.locked[i]:
+                rows += [(i, s, True) for s in range(6) if not self.constrained[i, s]]
         frees = [(i, s) for i in range(nj) for s in range(6) if not self.constrained[i, s]]
         self.row_joint = np.array([r[0] for r in rows], dtype=int)
         self.row_slot = np.array([r[1] for r in rows], dtype=int)
+        self.row_lock = np.array([r[2] for r in rows], dtype=bool)
         self.free_joint = np.array([f[0] for f in frees], dtype=int)
         self.free_slot = np.array([f[1] for f in frees], dtype=int)
         self.nl = len(rows)

@@ -5,7 +5,8 @@ Labels are dotted paths like the scene's (``bodies.box.mass``,
 ``contacts.foot.friction``, ``contacts.foot.radius``, ``contacts.foot.offset.x``,
 ``contacts.foot.restitution``). A kind (``mass``, ``inertia``, ``gravity``, ``spring``,
 ``damper``, ``friction``, ``radius``, ``offset``, ``restitution``) expands to one label per instance, in body, joint or
-contact order. Parameter gradients (simulation.gradients) use the same labels, so a
+contact order. ``joints.hinge.locked`` (1 locked, 0 not; Drake's Lock / Unlock) is read
+and set here too, but is no kind: it is not differentiable. Parameter gradients (simulation.gradients) use the same labels, so a
 fit can read values, step along the gradient and rebuild (``with_parameters``).
 """
 
@@ -70,6 +71,8 @@ def _parse(mech: Mechanism, label: str):
                 return ("mass", i)
             if parts[2] == "inertia" and len(parts) == 4:
                 return ("inertia", i, _INERTIA_INDEX[parts[3]])
+        if parts[0] == "joints" and parts[2:] == ["locked"]:
+            return ("locked", [jt.name for jt in mech.joints].index(parts[1]))
         if parts[0] == "joints" and parts[2] in ("spring", "damper") and len(parts) == 4:
             j = [jt.name for jt in mech.joints].index(parts[1])
             k = int(parts[3])
@@ -102,6 +105,8 @@ def parameter_values(mech: Mechanism, labels) -> np.ndarray:
             out.append(mech.inertia[key[1]][key[2]])
         elif kind in ("spring", "damper"):
             out.append(getattr(mech, kind)[key[1]])
+        elif kind == "locked":
+            out.append(float(mech.joints[key[1]].locked))
         elif kind == "offset":
             out.append(np.asarray(mech.contacts[key[1]].offset, dtype=float)[key[2]])
         else:
@@ -117,10 +122,15 @@ def with_parameters(mech: Mechanism, labels, values) -> Mechanism:
     gravity = mech.gravity.copy()
     spring, damper = mech.spring.copy(), mech.damper.copy()
     touched_joints = False
+    locked: dict[int, bool] = {}
     for label, value in zip(labels, np.asarray(values, dtype=float).reshape(-1)):
         key = _parse(mech, label)
         kind = key[0]
-        if kind == "gravity":
+        if kind == "locked":
+            if value not in (0.0, 1.0):
+                raise ValueError(f"{label}: expected 1 (locked) or 0 (unlocked), got {value:g}")
+            locked[key[1]] = bool(value)
+        elif kind == "gravity":
             gravity[key[1]] = value
         elif kind == "mass":
             bodies[key[1]] = replace(bodies[key[1]], mass=float(value))
@@ -143,6 +153,8 @@ def with_parameters(mech: Mechanism, labels, values) -> Mechanism:
             )
             for j, jt in enumerate(mech.joints)
         ]
+    for j, value in locked.items():  # a new Model: the lock rows are part of the step's structure
+        joints[j] = replace(joints[j], locked=value)
     out = Mechanism(bodies, joints, timestep=mech.timestep, gravity=gravity, name=mech.name, contacts=contacts,
                     actuators=list(mech.actuators))
     # what a scene attached (initial state, solver options, controller, ...) carries over

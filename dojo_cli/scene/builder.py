@@ -102,7 +102,7 @@ def build_mechanism(spec, file: str | None = None) -> Mechanism:
                 axis=np.asarray(j.axis, float), parent_vertex=np.asarray(j.parent_vertex, float),
                 child_vertex=np.asarray(j.child_vertex, float), orientation_offset=np.asarray(j.orientation_offset, float),
                 spring=j.spring_values(), damper=j.damper_values(), spring_offset=j.spring_offset_values(), limits=limits,
-                damper_form=j.damper_form or spec.damper_form,
+                damper_form=j.damper_form or spec.damper_form, locked=bool(j.locked),
             )
         )
     if problems:
@@ -319,7 +319,7 @@ def initial_states_from_spec(spec, mech: Mechanism, file: str, controller: Contr
         if j.initial is not None:
             if j.initial.position is not None:
                 theta[r] = j.initial.position
-            if j.initial.velocity is not None:
+            if j.initial.velocity is not None and not j.locked:  # Drake's Lock zeroes a locked joint's velocities
                 rate[r] = j.initial.velocity
             names = RANDOM_COORDINATES.get(JointType(j.type), ())
             for k, (low, high) in j.random_intervals().items():

@@ -36,6 +36,7 @@ from pydantic import (
     Discriminator,
     Field,
     PrivateAttr,
+    StrictBool,
     Tag,
     field_validator,
     model_validator,
@@ -718,6 +719,9 @@ class JointSpec(_Spec):
             (as in Drake's dynamics).
         damper_form: ``midpoint`` or ``implicit``, the damper's discretisation (None:
             the scene's ``damper_form``; docs/physics.md "Joints" says which when).
+        locked: Drake's Lock: the joint's free coordinates are held where they are
+            (velocities zero, initial velocity set to zero); a no-op on a fixed joint
+            (docs/scenes.md "Locked joints").
     """
 
     name: Name
@@ -738,6 +742,7 @@ class JointSpec(_Spec):
     velocity_limits: JointLimitsSpec | None = None
     acceleration_limits: JointLimitsSpec | None = None
     damper_form: DamperForm | None = None
+    locked: StrictBool = False
 
     @model_validator(mode="before")
     @classmethod
