@@ -187,11 +187,11 @@ def analyze(
         if lin is not None:
             from rich.console import Console
 
-            from dojo_cli.cli.dynamics_command import _print_matrix
+            from dojo_cli.cli.tables import print_matrix
 
             console = Console(highlight=False, soft_wrap=False)
             for name, (mat, rows, cols) in matrices.items():
-                _print_matrix(console, name, mat, rows, cols)
+                print_matrix(console, name, mat, rows, cols)
     if output is not None:
         write_dynamics_file(output, DynamicsFile(vectors, matrices, {**doc_meta, "format_kind": "analysis", "scene": dump_scene(spec)}),
                             overwrite=force)

@@ -19,12 +19,10 @@ import typer
 
 from dojo_cli import __version__
 from dojo_cli.cli.shared import SceneArg, SetOpt, echo_err, load_scene_arguments, printable, reports_errors
+from dojo_cli.cli.tables import number_table, number_text, print_matrix
 from dojo_cli.errors import InputError, StorageError
 from dojo_cli.io.dynamics_files import SUFFIXES, DynamicsFile, dynamics_document, write_dynamics_file
 from dojo_cli.io.state_files import names_shown, read_minimal_state_file, stored_knot, vector_from
-
-# Printed numbers: significant digits (--json and -o keep every digit).
-DIGITS = 6
 
 StateOpt = Annotated[
     Optional[Path],
@@ -161,30 +159,15 @@ def in_order(model, nominal: dict, order: str, tangent: bool) -> tuple[dict, dic
 
 
 # ----------------------------------------------------------------- printing
-def _fmt(value: float) -> str:
-    return f"{value + 0.0:.{DIGITS}g}"  # + 0.0: no "-0"
-
-
 def _vec_text(values) -> str:
-    return "[" + ", ".join(_fmt(v) for v in values) + "]"
-
-
-def _table(title: str, head: list[str]):
-    from rich import box
-    from rich.table import Table
-
-    t = Table(title=printable(title), box=box.SIMPLE_HEAD, title_justify="left")
-    t.add_column(head[0], no_wrap=True, overflow="fold")
-    for h in head[1:]:
-        t.add_column(h, justify="right", no_wrap=True, overflow="fold", min_width=DIGITS + 6)
-    return t
+    return "[" + ", ".join(number_text(v) for v in values) + "]"
 
 
 def _print_tables(console, values: dict, labels: dict, matrices: list[str]) -> None:
     """The configuration, the velocity-space vectors in two tables, then the matrices."""
-    t = _table("configuration", ["name", "q"])
+    t = number_table("configuration", ["name", "q"])
     for name, val in zip(labels["q"], values["q"]):
-        t.add_row(printable(name), _fmt(val))
+        t.add_row(printable(name), number_text(val))
     console.print(t)
     groups = (
         ("velocities and accelerations", [("v", "v"), ("vdot", "vdot (--vdot)"), ("forward_dynamics", "FD(tau)")]),
@@ -193,33 +176,12 @@ def _print_tables(console, values: dict, labels: dict, matrices: list[str]) -> N
     )
     for title, cols in groups:
         names = labels[cols[0][0]]
-        t = _table(title, ["name"] + [h for _, h in cols])
+        t = number_table(title, ["name"] + [h for _, h in cols])
         for i, name in enumerate(names):
-            t.add_row(printable(name), *(_fmt(values[c][i]) for c, _ in cols))
+            t.add_row(printable(name), *(number_text(values[c][i]) for c, _ in cols))
         console.print(t)
     for name in matrices:
-        _print_matrix(console, f"{name}: {MEANING[name]}", values[name], *labels[name])
-
-
-def _print_matrix(console, title: str, mat: np.ndarray, rows: list[str], cols: list[str]) -> None:
-    """A labelled matrix in blocks of columns that fit the console's width."""
-    row_w = max([len(r) for r in rows] + [4])
-    widths = [max(len(c), DIGITS + 6) for c in cols]
-    room = max(console.width - row_w - 4, 1)
-    start = 0
-    while start < len(cols) or start == 0:
-        end, used = start, 0
-        while end < len(cols) and (end == start or used + widths[end] + 3 <= room):
-            used += widths[end] + 3
-            end += 1
-        part = "" if start == 0 and end == len(cols) else f" (columns {start + 1}..{end} of {len(cols)})"
-        t = _table(title + part, [""] + cols[start:end])
-        for i, r in enumerate(rows):
-            t.add_row(printable(r), *(_fmt(v) for v in mat[i, start:end]))
-        console.print(t)
-        if end >= len(cols):
-            break
-        start = end
+        print_matrix(console, f"{name}: {MEANING[name]}", values[name], *labels[name])
 
 
 # ------------------------------------------------------------------ command
