@@ -20,9 +20,10 @@ import typer
 from dojo_cli import __version__
 from dojo_cli.cli.shared import SceneArg, SetOpt, echo_err, load_scene_arguments, printable, reports_errors
 from dojo_cli.cli.tables import number_table, number_text, print_matrix
-from dojo_cli.errors import InputError, StorageError
-from dojo_cli.io.dynamics_files import SUFFIXES, DynamicsFile, dynamics_document, write_dynamics_file
-from dojo_cli.io.state_files import names_shown, read_minimal_state_file, stored_knot, vector_from
+from dojo_cli.errors import InputError
+from dojo_cli.io.dynamics_files import DynamicsFile, dynamics_document, write_dynamics_file
+from dojo_cli.io.labelled_files import check_output
+from dojo_cli.io.state_files import check_start_options, names_shown, read_minimal_state_file, stored_knot, vector_from
 
 StateOpt = Annotated[
     Optional[Path],
@@ -210,15 +211,8 @@ def dynamics(
         raise InputError(f"--order: must be one of {', '.join(BUILTIN_ORDERS)}, got {order!r}")
     if tangent and not derivatives:
         raise InputError("--tangent: only with --derivatives")
-    if state is not None and run is not None:
-        raise InputError("--state and --from: give one of them, not both")
-    if index is not None and run is None:
-        raise InputError("--index needs --from RUN.h5")
-    if output is not None:
-        if output.suffix.lower() not in SUFFIXES:
-            raise InputError(f"--output {output}: unknown file type; use .h5, .json or .npz")
-        if output.exists() and not force:
-            raise StorageError(f"{output}: already exists (use --force to overwrite)")
+    check_start_options(state, run, index)
+    check_output(output, force)
     spec, mech = load_scene_arguments(scene, overrides)
     model = minimal.build_model(mech)
     if model.loop_joints:

@@ -79,6 +79,19 @@ def read_plain_numbers(path: Path) -> list[float]:
     return [float(t) for t in re.split(r"[,\s;]+", text) if t]
 
 
+def check_start_options(state: Path | None, run: Path | None, index: int | None) -> None:
+    """Refuse a start given twice (``--state`` and ``--from``) or ``--index`` without ``--from``
+    (``stored_knot`` refuses ``--from`` without ``--index``).
+
+    Raises:
+        InputError: naming the options.
+    """
+    if state is not None and run is not None:
+        raise InputError("--state and --from: give one of them, not both")
+    if index is not None and run is None:
+        raise InputError("--index needs --from RUN.h5")
+
+
 def stored_knot(run: Path, index: int | None, body_names: list[str], warn: Callable[[str], None], kind: str = "states"):
     """(the stored run, knot k) for ``--from RUN --index K``.
 
