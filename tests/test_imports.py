@@ -195,3 +195,15 @@ def test_commands_do_not_import_the_app():
         named = {f"{node.module}.{a.name}" for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module
                  for a in node.names}
         assert "dojo_cli.cli.app" not in imported | named, f"{path.name} imports dojo_cli.cli.app"
+
+
+def test_command_modules_do_not_import_each_other():
+    """A command's module imports no other command's module, not even inside a function (what
+    two commands share lives in dojo_cli.cli.shared, another non-command cli module, or below)."""
+    for module in sorted(COMMAND_MODULES):
+        path = ROOT / (module.replace(".", "/") + ".py")
+        tree = ast.parse(path.read_text())
+        imported = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module}
+        imported |= {a.name for node in ast.walk(tree) if isinstance(node, ast.Import) for a in node.names}
+        others = sorted((imported & COMMAND_MODULES) - {module})
+        assert not others, f"{module} imports the command modules {others}"

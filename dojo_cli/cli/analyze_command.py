@@ -18,7 +18,8 @@ import typer
 from dojo_cli import __version__
 from dojo_cli.cli.shared import SceneArg, SetOpt, load_scene_arguments, printable, reports_errors
 from dojo_cli.errors import InputError, StorageError
-from dojo_cli.io.dynamics_files import SUFFIXES, DynamicsFile, dynamics_document, write_dynamics_file
+from dojo_cli.io.dynamics_files import DynamicsFile, dynamics_document, write_dynamics_file
+from dojo_cli.io.labelled_files import check_output
 
 DIGITS = 6
 
@@ -84,11 +85,9 @@ def analyze(
     from dojo_cli import analysis, minimal
     from dojo_cli.scene.loader import dump_scene
 
-    for path, what in ((output, "--output"), (latex, "--latex")):
-        if path is not None and path.exists() and not force:
-            raise StorageError(f"{path}: already exists (use --force to overwrite)")
-    if output is not None and output.suffix.lower() not in SUFFIXES:
-        raise InputError(f"--output {output}: unknown file type; use .h5, .json or .npz")
+    check_output(output, force)
+    if latex is not None and latex.exists() and not force:
+        raise StorageError(f"{latex}: already exists (use --force to overwrite)")
     spec, mech = load_scene_arguments(scene, overrides)
     if mech.nc:
         names = ", ".join(str(getattr(c, "name", "") or f"#{i}") for i, c in enumerate(mech.contacts))
@@ -187,11 +186,11 @@ def analyze(
         if lin is not None:
             from rich.console import Console
 
-            from dojo_cli.cli.dynamics_command import _print_matrix
+            from dojo_cli.cli.tables import print_matrix
 
             console = Console(highlight=False, soft_wrap=False)
             for name, (mat, rows, cols) in matrices.items():
-                _print_matrix(console, name, mat, rows, cols)
+                print_matrix(console, name, mat, rows, cols)
     if output is not None:
         write_dynamics_file(output, DynamicsFile(vectors, matrices, {**doc_meta, "format_kind": "analysis", "scene": dump_scene(spec)}),
                             overwrite=force)

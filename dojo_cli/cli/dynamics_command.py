@@ -11,25 +11,19 @@ from __future__ import annotations
 
 import json
 import re
-import zipfile
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Optional
 
 import numpy as np
 import typer
 
 from dojo_cli import __version__
 from dojo_cli.cli.shared import SceneArg, SetOpt, echo_err, load_scene_arguments, printable, reports_errors
-from dojo_cli.errors import InputError, StorageError
-from dojo_cli.io.dynamics_files import SUFFIXES, DynamicsFile, dynamics_document, read_dynamics_file, write_dynamics_file
-from dojo_cli.io.state_files import NonFinite, check_state_file, read_json, read_plain_numbers, stored_knot
-
-ORDERS = ("nominal", "pinocchio", "mujoco")
-# A quaternion of a --state file may be off unit length by this much (then normalised);
-# beyond it the file is taken for a mistake (PinnZoo's states are unit quaternions).
-QUAT_TOL = 1e-6
-# Printed numbers: significant digits (--json and -o keep every digit).
-DIGITS = 6
+from dojo_cli.cli.tables import number_table, number_text, print_matrix
+from dojo_cli.errors import InputError
+from dojo_cli.io.dynamics_files import DynamicsFile, dynamics_document, write_dynamics_file
+from dojo_cli.io.labelled_files import check_output
+from dojo_cli.io.state_files import check_start_options, names_shown, read_minimal_state_file, stored_knot, vector_from
 
 StateOpt = Annotated[
     Optional[Path],
@@ -51,21 +45,6 @@ VdotOpt = Annotated[
 
 
 # ------------------------------------------------------------------ parsing
-def _finite_vector(values, what: str) -> np.ndarray:
-    try:
-        arr = np.asarray(values, dtype=float).reshape(-1)
-    except (TypeError, ValueError):
-        raise InputError(f"{what}: expected a list of numbers") from None
-    if not np.all(np.isfinite(arr)):
-        raise InputError(f"{what}: contains non-finite numbers (NaN or infinity)")
-    return arr
-
-
-def _names_shown(names: list[str], limit: int = 12) -> str:
-    shown = ", ".join(names[:limit])
-    return shown + (f", ... ({len(names)} in all)" if len(names) > limit else "")
-
-
 def parse_named_values(values: list[str] | None, names: list[str], what: str, kind: str) -> np.ndarray:
     """(n,) from ``--tau``/``--vdot`` values: n numbers, or NAME=VALUE pairs (others zero).
 
@@ -85,15 +64,15 @@ def parse_named_values(values: list[str] | None, names: list[str], what: str, ki
         except ValueError:
             raise InputError(f"{what}: expected numbers or NAME=VALUE pairs, got {' '.join(values)!r}") from None
         if out.size != n:
-            raise InputError(f"{what}: {out.size} values; this model has nv = {n} {kind} entries ({_names_shown(names)})")
-        return _finite_vector(out, what)
+            raise InputError(f"{what}: {out.size} values; this model has nv = {n} {kind} entries ({names_shown(names)})")
+        return vector_from(out, what)
     out = np.zeros(n)
     where = {name: k for k, name in enumerate(names)}
     seen = set()
     for token in tokens:
         name, _, text = token.rpartition("=")  # names may hold ':' (floating_base:vx), never '='
         if name not in where:
-            raise InputError(f"{what}: unknown {kind} name {name!r} (known: {_names_shown(names)})")
+            raise InputError(f"{what}: unknown {kind} name {name!r} (known: {names_shown(names)})")
         if name in seen:
             raise InputError(f"{what}: {name!r} given twice")
         seen.add(name)
@@ -101,152 +80,7 @@ def parse_named_values(values: list[str] | None, names: list[str], what: str, ki
             out[where[name]] = float(text)
         except ValueError:
             raise InputError(f"{what}: {name}: expected a number, got {text!r}") from None
-    return _finite_vector(out, what)
-
-
-def _vector_by_names(value: Any, names: list[str], what: str) -> np.ndarray:
-    """A vector given as a list (in ``names``' order), {"names": [...], "data": [...]} or {name: number}."""
-    n = len(names)
-    if isinstance(value, dict) and "data" in value and "names" in value:
-        given = value["names"]
-        data = _finite_vector(value["data"], what)
-        if not isinstance(given, list) or len(given) != data.size:
-            raise InputError(f"{what}: 'names' and 'data' must be lists of the same length")
-        value = dict(zip((str(g) for g in given), data.tolist()))
-    if isinstance(value, dict):
-        unknown = [k for k in value if k not in names]
-        if unknown:
-            raise InputError(f"{what}: unknown name {unknown[0]!r} (known: {_names_shown(names)})")
-        missing = [k for k in names if k not in value]
-        if missing:
-            raise InputError(f"{what}: no value for {_names_shown(missing, 6)} (every one of the {n} names is needed)")
-        return _finite_vector([value[k] for k in names], what)
-    if not isinstance(value, (list, np.ndarray)) or (isinstance(value, list) and not all(_is_number(t) for t in value)):
-        raise InputError(f"{what}: expected a list of {n} numbers, {{name: number}} or {{\"names\": [...], \"data\": [...]}}")
-    arr = _finite_vector(value, what)
-    if arr.size != n:
-        raise InputError(f"{what}: {arr.size} numbers; expected {n} ({_names_shown(names)})")
-    return arr
-
-
-def read_state(model, path: Path, order: str) -> tuple[np.ndarray, str]:
-    """(x in the order of the file, that order) from a --state file (formats: StateOpt).
-
-    A file that says its order (a `dojo dynamics` output, a JSON object with "order") is
-    read in it; otherwise in ``order``.
-    """
-    from dojo_cli import minimal
-
-    check_state_file(path, "--state")
-    what = f"--state {path}"
-    suffix = path.suffix.lower()
-    file_order = order
-    q = v = x = None
-    cq, cv, _ = minimal.order_names(model, order)
-    try:
-        if suffix == ".json":
-            doc = read_json(path, "--state")  # NaN and Infinity come back as NonFinite
-            if isinstance(doc, dict):
-                file_order = doc.get("order", order)
-                if file_order not in ORDERS:
-                    raise InputError(f"{what}: 'order': must be one of {', '.join(ORDERS)}, got {str(file_order)[:40]!r}")
-                cq, cv, _ = minimal.order_names(model, file_order)
-                if "x" in doc:
-                    x = doc["x"]
-                elif "q" in doc and "v" in doc:
-                    q, v = doc["q"], doc["v"]
-                else:
-                    raise InputError(f"{what}: expected a JSON list of nx = {model.nx} numbers or an object with 'q' and 'v'")
-                if any(isinstance(t, NonFinite) for t in _leaves([x, q, v])):
-                    raise InputError(f"{what}: contains non-finite numbers (NaN or infinity)")
-            else:
-                x = doc
-        elif suffix in (".h5", ".hdf5"):
-            content = read_dynamics_file(path)
-            file_order = content.meta.get("order", order)
-            cq, cv, _ = minimal.order_names(model, file_order if file_order in ORDERS else order)
-            q, v = (content.vectors.get(k) for k in ("q", "v"))
-            if q is None or v is None:
-                raise InputError(f"{what}: no 'q' and 'v' vectors (not written by `dojo dynamics -o`?)")
-            q, v = {"names": q[1], "data": q[0].tolist()}, {"names": v[1], "data": v[0].tolist()}
-        elif suffix == ".npz":
-            with np.load(path, allow_pickle=False) as data:
-                arrays = {k: data[k] for k in data.files}
-            if "meta" in arrays:
-                meta = json.loads(str(arrays["meta"]))
-                file_order = meta.get("order", order) if isinstance(meta, dict) else order
-                if file_order not in ORDERS:
-                    raise InputError(f"{what}: meta 'order': must be one of {', '.join(ORDERS)}")
-                cq, cv, _ = minimal.order_names(model, file_order)
-            if "x" in arrays:
-                x = arrays["x"]
-            elif "q" in arrays and "v" in arrays:
-                q, v = arrays["q"], arrays["v"]
-                if "q_names" in arrays and "v_names" in arrays:
-                    q = {"names": [str(n) for n in arrays["q_names"]], "data": np.asarray(q, dtype=float).tolist()}
-                    v = {"names": [str(n) for n in arrays["v_names"]], "data": np.asarray(v, dtype=float).tolist()}
-            else:
-                raise InputError(f"{what}: expected arrays 'q' and 'v' (or 'x'); it has {', '.join(sorted(arrays)) or 'none'}")
-            for a in (x, q, v):
-                if isinstance(a, np.ndarray) and a.dtype.kind not in "iuf":
-                    raise InputError(f"{what}: holds {a.dtype} values, not real numbers")
-        else:
-            x = read_plain_numbers(path)
-    except InputError:
-        raise
-    except StorageError as exc:
-        raise InputError(f"--state {exc}") from None
-    except (OSError, ValueError, KeyError, EOFError, UnicodeDecodeError, zipfile.BadZipFile) as exc:
-        raise InputError(f"{what}: cannot read numbers ({exc})") from None
-    if x is not None:
-        if isinstance(x, list):
-            for i, t in enumerate(x):
-                if isinstance(t, NonFinite):
-                    raise InputError(f"{what}: entry [{i}]: must be a finite number, got {t}")
-                if not _is_number(t):
-                    raise InputError(f"{what}: entry [{i}]: must be a number, got {json.dumps(t)[:40] if not isinstance(t, str) else repr(t[:40])}")
-        elif not isinstance(x, np.ndarray):
-            raise InputError(f"{what}: expected a JSON list of nx = {model.nx} numbers or an object with 'q' and 'v'")
-        arr = _finite_vector(x, what)
-        if arr.size != model.nx:
-            raise InputError(
-                f"{what}: {arr.size} numbers; a state x = [q; v] of this model has nx = {model.nx} "
-                f"(nq = {model.nq}: {_names_shown(cq, 8)}; nv = {model.nv}: {_names_shown(cv, 8)})"
-            )
-        return arr, file_order
-    return np.concatenate([_vector_by_names(q, cq, f"{what}: 'q'"), _vector_by_names(v, cv, f"{what}: 'v'")]), file_order
-
-
-def _is_number(t) -> bool:
-    return isinstance(t, (int, float)) and not isinstance(t, bool)
-
-
-def _leaves(value):
-    if isinstance(value, dict):
-        for item in value.values():
-            yield from _leaves(item)
-    elif isinstance(value, list):
-        for item in value:
-            yield from _leaves(item)
-    else:
-        yield value
-
-
-def checked_quaternions(model, x: np.ndarray, what: str) -> np.ndarray:
-    """x (nominal order) with its quaternions normalised; InputError when one is far from unit length."""
-    from dojo_cli.minimal.model import ROT_QUATERNION
-
-    x = x.copy()
-    for tj in model.joints:
-        if tj.rot != ROT_QUATERNION:
-            continue
-        s = slice(tj.q.start + tj.n_trans, tj.q.stop)
-        norm = float(np.linalg.norm(x[s]))
-        if abs(norm - 1.0) > QUAT_TOL:
-            names = ", ".join(model.config_names[s])
-            raise InputError(f"{what}: joint {tj.name!r}: [{names}] must be a unit quaternion, |q| = {norm:.9g}")
-        x[s] /= norm
-    return x
+    return vector_from(out, what)
 
 
 def state_from_run(mech, model, spec, run: Path, index: int | None) -> tuple[np.ndarray, str, float]:
@@ -326,30 +160,15 @@ def in_order(model, nominal: dict, order: str, tangent: bool) -> tuple[dict, dic
 
 
 # ----------------------------------------------------------------- printing
-def _fmt(value: float) -> str:
-    return f"{value + 0.0:.{DIGITS}g}"  # + 0.0: no "-0"
-
-
 def _vec_text(values) -> str:
-    return "[" + ", ".join(_fmt(v) for v in values) + "]"
-
-
-def _table(title: str, head: list[str]):
-    from rich import box
-    from rich.table import Table
-
-    t = Table(title=printable(title), box=box.SIMPLE_HEAD, title_justify="left")
-    t.add_column(head[0], no_wrap=True, overflow="fold")
-    for h in head[1:]:
-        t.add_column(h, justify="right", no_wrap=True, overflow="fold", min_width=DIGITS + 6)
-    return t
+    return "[" + ", ".join(number_text(v) for v in values) + "]"
 
 
 def _print_tables(console, values: dict, labels: dict, matrices: list[str]) -> None:
     """The configuration, the velocity-space vectors in two tables, then the matrices."""
-    t = _table("configuration", ["name", "q"])
+    t = number_table("configuration", ["name", "q"])
     for name, val in zip(labels["q"], values["q"]):
-        t.add_row(printable(name), _fmt(val))
+        t.add_row(printable(name), number_text(val))
     console.print(t)
     groups = (
         ("velocities and accelerations", [("v", "v"), ("vdot", "vdot (--vdot)"), ("forward_dynamics", "FD(tau)")]),
@@ -358,33 +177,12 @@ def _print_tables(console, values: dict, labels: dict, matrices: list[str]) -> N
     )
     for title, cols in groups:
         names = labels[cols[0][0]]
-        t = _table(title, ["name"] + [h for _, h in cols])
+        t = number_table(title, ["name"] + [h for _, h in cols])
         for i, name in enumerate(names):
-            t.add_row(printable(name), *(_fmt(values[c][i]) for c, _ in cols))
+            t.add_row(printable(name), *(number_text(values[c][i]) for c, _ in cols))
         console.print(t)
     for name in matrices:
-        _print_matrix(console, f"{name}: {MEANING[name]}", values[name], *labels[name])
-
-
-def _print_matrix(console, title: str, mat: np.ndarray, rows: list[str], cols: list[str]) -> None:
-    """A labelled matrix in blocks of columns that fit the console's width."""
-    row_w = max([len(r) for r in rows] + [4])
-    widths = [max(len(c), DIGITS + 6) for c in cols]
-    room = max(console.width - row_w - 4, 1)
-    start = 0
-    while start < len(cols) or start == 0:
-        end, used = start, 0
-        while end < len(cols) and (end == start or used + widths[end] + 3 <= room):
-            used += widths[end] + 3
-            end += 1
-        part = "" if start == 0 and end == len(cols) else f" (columns {start + 1}..{end} of {len(cols)})"
-        t = _table(title + part, [""] + cols[start:end])
-        for i, r in enumerate(rows):
-            t.add_row(printable(r), *(_fmt(v) for v in mat[i, start:end]))
-        console.print(t)
-        if end >= len(cols):
-            break
-        start = end
+        print_matrix(console, f"{name}: {MEANING[name]}", values[name], *labels[name])
 
 
 # ------------------------------------------------------------------ command
@@ -406,34 +204,22 @@ def dynamics(
 ) -> None:
     """Minimal-coordinate dynamics at one state: M, C, forward and inverse dynamics, E (and derivatives)."""
     from dojo_cli import minimal
+    from dojo_cli.minimal.orders import BUILTIN_ORDERS
     from dojo_cli.scene.loader import dump_scene
 
-    if order not in ORDERS:
-        raise InputError(f"--order: must be one of {', '.join(ORDERS)}, got {order!r}")
+    if order not in BUILTIN_ORDERS:
+        raise InputError(f"--order: must be one of {', '.join(BUILTIN_ORDERS)}, got {order!r}")
     if tangent and not derivatives:
         raise InputError("--tangent: only with --derivatives")
-    if state is not None and run is not None:
-        raise InputError("--state and --from: give one of them, not both")
-    if index is not None and run is None:
-        raise InputError("--index needs --from RUN.h5")
-    if output is not None:
-        if output.suffix.lower() not in SUFFIXES:
-            raise InputError(f"--output {output}: unknown file type; use .h5, .json or .npz")
-        if output.exists() and not force:
-            raise StorageError(f"{output}: already exists (use --force to overwrite)")
+    check_start_options(state, run, index)
+    check_output(output, force)
     spec, mech = load_scene_arguments(scene, overrides)
     model = minimal.build_model(mech)
     if model.loop_joints:
         echo_err(f"warning: {spec.name}: loop-closing joints {', '.join(model.loop_joints)} are not part of the tree dynamics")
     time = None
     if state is not None:
-        x_file, file_order = read_state(model, state, order)
-        if file_order == "mujoco" or order == "mujoco":
-            q_nominal = x_file[: model.nq]  # the mujoco and nominal orders share the configuration
-        else:
-            q_nominal = None
-        x = minimal.change_order(model, x_file, file_order, "nominal", kind="state", q=q_nominal)
-        x = checked_quaternions(model, x, f"--state {state}")
+        x, file_order = read_minimal_state_file(model, state, order)
         source = f"the state in {state}" + (f" ({file_order} order)" if file_order != order else "")
     elif run is not None:
         x, source, time = state_from_run(mech, model, spec, run, index)

@@ -52,7 +52,9 @@ def energy(
         _write_json(json_out, me, summary, stored)
         typer.echo(f"wrote {json_out}")
     if plot is not None:
-        _write_plot(plot, me, spec.name)
+        from dojo_cli.viz.energy_plot import plot_energy  # here: matplotlib only for --plot
+
+        plot_energy(me, plot, spec.name)
         typer.echo(f"wrote {plot}")
 
 
@@ -99,32 +101,3 @@ def _write_json(path: Path, me, summary: dict, stored) -> None:
     except OSError as exc:
         raise StorageError(f"{path}: cannot write ({exc.strerror or exc})") from None
 
-
-def _write_plot(path: Path, me, name: str) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(3, 1, figsize=(8, 9), sharex=True)
-    axes[0].plot(me.time, me.kinetic, label="kinetic")
-    axes[0].plot(me.time, me.potential, label="potential")
-    axes[0].plot(me.time, me.mechanical, label="mechanical", color="k")
-    axes[0].set_ylabel("energy [J]")
-    axes[0].legend(loc="best")
-    axes[0].set_title(f"{name}: energy and momentum")
-    for i, c in enumerate("xyz"):
-        axes[1].plot(me.time, me.linear_momentum[:, i], label=f"p_{c}")
-        axes[2].plot(me.time, me.angular_momentum[:, i], label=f"L_{c}")
-    axes[1].set_ylabel("linear momentum [kg m/s]")
-    axes[2].set_ylabel("angular momentum [kg m^2/s]")
-    axes[1].legend(loc="best")
-    axes[2].legend(loc="best")
-    axes[2].set_xlabel("time [s]")
-    fig.tight_layout()
-    try:
-        fig.savefig(path, dpi=100)
-    except OSError as exc:
-        raise StorageError(f"{path}: cannot write ({exc.strerror or exc})") from None
-    finally:
-        plt.close(fig)

@@ -24,8 +24,11 @@ from dojo_cli import __version__
 from dojo_cli.api import step_gradients as _api_step_gradients
 from dojo_cli.cli.shared import SceneArg, SetOpt, echo_err, load_scene_arguments, reports_errors
 from dojo_cli.errors import InputError, StorageError
-from dojo_cli.io.gradient_files import SUFFIXES, GradientFile, write_gradient_file
-from dojo_cli.io.state_files import finite_vector, numbers_from_file, read_state_file, stored_knot, vector_from
+from dojo_cli.io.gradient_files import GradientFile, write_gradient_file
+from dojo_cli.io.labelled_files import check_output
+from dojo_cli.io.state_files import (
+    check_start_options, finite_vector, numbers_from_file, read_state_file, stored_knot, vector_from,
+)
 from dojo_cli.model.parameters import PARAMETER_KINDS
 from dojo_cli.model.state import unpack_maximal
 from dojo_cli.physics.coordinates import maximal_to_minimal
@@ -90,10 +93,7 @@ class StartState:
 
 def resolve_state(mech, spec, state: Path | None, run: Path | None, index: int | None) -> StartState:
     """The start state from the options (InputError on any inconsistency)."""
-    if state is not None and run is not None:
-        raise InputError("--state and --from: give one of them, not both")
-    if index is not None and run is None:
-        raise InputError("--index needs --from RUN.h5")
+    check_start_options(state, run, index)
     if state is not None:
         z, y = read_state_file(mech, state)
         return StartState(z, y, 0, None, f"the state in {state}")
@@ -319,11 +319,7 @@ def gradients_command(
     for flag, value in (("--check-tol", check_tol), ("--check-eps", check_eps), ("--check-solver-tol", check_solver_tol)):
         if not (math.isfinite(value) and value > 0):
             raise InputError(f"{flag}: must be a finite number > 0, got {value}")
-    if output is not None:
-        if output.suffix.lower() not in SUFFIXES:
-            raise InputError(f"--output {output}: unknown file type; use .h5, .json or .npz")
-        if output.exists() and not force:
-            raise StorageError(f"{output}: already exists (use --force to overwrite)")
+    check_output(output, force)
     spec, mech = load_scene_arguments(scene, overrides)
     start = resolve_state(mech, spec, state, run, index)
     u, u_source = resolve_input(mech, start, inputs, input_file)
@@ -379,7 +375,7 @@ def gradients_command(
                 "dojo_cli_version": __version__,
             },
         )
-        write_gradient_file(output, content)
+        write_gradient_file(output, content, overwrite=force)
         typer.echo(f"wrote {output}")
     failed = False
     if not res.success:

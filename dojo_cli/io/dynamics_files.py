@@ -2,7 +2,7 @@
 
 Labelled vectors and matrices of one state (docs/minimal.md, "Command line"). The
 suffix chooses the container: ``.h5``/``.hdf5`` HDF5, ``.json`` JSON, ``.npz`` NumPy.
-Every container holds the same content:
+Every container (io/labelled_files.py) holds the same content:
 
 - vectors (``q``, ``v``, ``C``, ...) with their entries' names (HDF5: dataset attribute
   ``names``; JSON: ``{"names": [...], "data": [...]}``; NPZ: arrays ``q`` and ``q_names``);
@@ -11,15 +11,14 @@ Every container holds the same content:
 - metadata (HDF5: root attributes; JSON: top-level keys; NPZ: the JSON string ``meta``):
   ``format = "dojo-dynamics"``, ``format_version``, ``created`` and the writer's keys.
 
-A file is written whole into a temporary file next to it, which then takes its name (a
-rename: atomic), so a reader never sees half a file and a failed write leaves none.
+A file is written atomically (labelled_files.write_atomically): a reader never sees half a
+file and a failed write leaves none.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import tempfile
 import zipfile
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -29,11 +28,13 @@ from typing import Any
 import numpy as np
 
 from dojo_cli.errors import StorageError
-from dojo_cli.io.gradient_files import attr_text, json_default
+from dojo_cli.io.labelled_files import (
+    SUFFIXES, add_npz_matrix, attr_text, h5_matrix, json_default, matrix_document, matrix_from_document, meta_attr,
+    npz_matrix, write_atomically, write_h5_matrix,
+)
 
 FORMAT_NAME = "dojo-dynamics"
 FORMAT_VERSION = 1
-SUFFIXES = (".h5", ".hdf5", ".json", ".npz")
 # Largest JSON dynamics file read back: the matrices of a 100-joint robot are a few MB.
 MAX_JSON_BYTES = 256 * 1024 * 1024
 
@@ -59,7 +60,7 @@ def dynamics_document(content: DynamicsFile) -> dict:
     for name, (vec, names) in content.vectors.items():
         doc[name] = {"names": list(names), "data": np.asarray(vec, dtype=float).tolist()}
     for name, (mat, rows, cols) in content.matrices.items():
-        doc[name] = {"rows": list(rows), "cols": list(cols), "data": np.asarray(mat, dtype=float).tolist()}
+        doc[name] = matrix_document(mat, rows, cols)
     return doc
 
 
@@ -80,49 +81,13 @@ def write_dynamics_file(path: str | os.PathLike, content: DynamicsFile, overwrit
         raise StorageError(f"{p}: unknown dynamics file type {suffix or '(none)'!r}; use .h5, .json or .npz")
     content = DynamicsFile(content.vectors, content.matrices,
                            {"created": datetime.now(timezone.utc).isoformat(timespec="seconds"), **content.meta})
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent if str(p.parent) else ".")
-    except OSError as exc:
-        raise StorageError(f"{p}: cannot write ({exc.strerror or exc})") from None
-    os.close(fd)
-    try:
-        # mkstemp makes the file private (0600); an output file gets the usual 0666 & ~umask
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)
-        if suffix in (".h5", ".hdf5"):
-            _write_h5(Path(tmp), content)
-        elif suffix == ".json":
-            Path(tmp).write_text(json.dumps(dynamics_document(content), indent=1, default=json_default))
-        else:
-            _write_npz(Path(tmp), content)
-        if overwrite:
-            os.replace(tmp, p)
-        else:
-            os.link(tmp, p)  # fails if p exists: no clobbering, even of a file that appeared meanwhile
-            os.unlink(tmp)
-    except FileExistsError:
-        _remove(tmp)
-        raise StorageError(f"{p}: already exists (use --force to overwrite)") from None
-    except OSError as exc:
-        _remove(tmp)
-        raise StorageError(f"{p}: cannot write ({exc.strerror or exc})") from None
-    except BaseException:
-        _remove(tmp)
-        raise
-
-
-def _remove(path: str) -> None:
-    try:
-        os.unlink(path)
-    except OSError:
-        pass
-
-
-def _meta_value(value: Any) -> Any:
-    if isinstance(value, (dict, list, tuple)):
-        return json.dumps(value, default=json_default)
-    return "none" if value is None else value
+    if suffix in (".h5", ".hdf5"):
+        write_atomically(p, lambda tmp: _write_h5(tmp, content), overwrite)
+    elif suffix == ".json":
+        text = json.dumps(dynamics_document(content), indent=1, default=json_default)
+        write_atomically(p, lambda tmp: tmp.write_text(text), overwrite)
+    else:
+        write_atomically(p, lambda tmp: _write_npz(tmp, content), overwrite)
 
 
 def _write_h5(p: Path, content: DynamicsFile) -> None:
@@ -132,14 +97,12 @@ def _write_h5(p: Path, content: DynamicsFile) -> None:
         f.attrs["format"] = FORMAT_NAME
         f.attrs["format_version"] = FORMAT_VERSION
         for key, value in content.meta.items():
-            f.attrs[key] = _meta_value(value)
+            f.attrs[key] = meta_attr(value)
         for name, (vec, names) in content.vectors.items():
             ds = f.create_dataset(name, data=np.asarray(vec, dtype=float))
             ds.attrs["names"] = [str(n) for n in names]
         for name, (mat, rows, cols) in content.matrices.items():
-            ds = f.create_dataset(name, data=np.asarray(mat, dtype=float))
-            ds.attrs["rows"] = [str(r) for r in rows]
-            ds.attrs["cols"] = [str(c) for c in cols]
+            write_h5_matrix(f, name, mat, rows, cols)
 
 
 def _write_npz(p: Path, content: DynamicsFile) -> None:
@@ -149,9 +112,7 @@ def _write_npz(p: Path, content: DynamicsFile) -> None:
         arrays[name] = np.asarray(vec, dtype=float)
         arrays[f"{name}_names"] = np.array([str(n) for n in names], dtype=str)
     for name, (mat, rows, cols) in content.matrices.items():
-        arrays[name] = np.asarray(mat, dtype=float)
-        arrays[f"{name}_rows"] = np.array([str(r) for r in rows], dtype=str)
-        arrays[f"{name}_cols"] = np.array([str(c) for c in cols], dtype=str)
+        add_npz_matrix(arrays, name, mat, rows, cols)
     with open(p, "wb") as fh:
         np.savez(fh, **arrays)
 
@@ -204,8 +165,7 @@ def dynamics_from_document(doc: Any, where: str) -> DynamicsFile:
                     names = [str(n) for n in value["names"]]
                     out.vectors[key] = (np.asarray(value["data"], dtype=float).reshape(len(names)), names)
                 else:
-                    rows, cols = [str(r) for r in value["rows"]], [str(c) for c in value["cols"]]
-                    out.matrices[key] = (np.asarray(value["data"], dtype=float).reshape(len(rows), len(cols)), rows, cols)
+                    out.matrices[key] = matrix_from_document(value)
             except (KeyError, TypeError, ValueError) as exc:
                 raise StorageError(f"{where}: {key}: must be {{names, data}} or {{rows, cols, data}} of matching sizes ({exc})") from None
         else:
@@ -225,8 +185,7 @@ def _read_h5(p: Path) -> DynamicsFile:
             if "names" in ds.attrs:
                 out.vectors[name] = (np.asarray(ds[...], dtype=float), [attr_text(n) for n in ds.attrs["names"]])
             elif "rows" in ds.attrs:
-                out.matrices[name] = (np.asarray(ds[...], dtype=float), [attr_text(r) for r in ds.attrs["rows"]],
-                                      [attr_text(c) for c in ds.attrs["cols"]])
+                out.matrices[name] = h5_matrix(ds)
     return out
 
 
@@ -241,6 +200,5 @@ def _read_npz(p: Path) -> DynamicsFile:
             if f"{name}_names" in keys:
                 out.vectors[name] = (np.asarray(data[name], dtype=float), [str(n) for n in data[f"{name}_names"]])
             elif f"{name}_rows" in keys:
-                out.matrices[name] = (np.asarray(data[name], dtype=float), [str(r) for r in data[f"{name}_rows"]],
-                                      [str(c) for c in data[f"{name}_cols"]])
+                out.matrices[name] = npz_matrix(data, name)
     return out

@@ -2,7 +2,7 @@
 
 One step's Jacobians with their row and column labels (docs/storage.md, "Gradient
 files"). The suffix chooses the container: ``.h5``/``.hdf5`` HDF5, ``.json`` JSON,
-``.npz`` NumPy. Every container holds the same content:
+``.npz`` NumPy. Every container (io/labelled_files.py) holds the same content:
 
 - matrices ``A`` (d next state / d state), ``B`` (d next state / d input),
   ``P`` (d next state / d parameters), each only when computed, with their labels
@@ -14,6 +14,9 @@ files"). The suffix chooses the container: ``.h5``/``.hdf5`` HDF5, ``.json`` JSO
   ``minimal``), ``scene_name``, ``scene`` (resolved YAML), ``time``, ``timestep``,
   ``kappa``, ``solver_status``, ``solver_iterations``, ``solver_residual``,
   ``solver_options``, ``source``, ``dojo_cli_version``, ``created``.
+
+A file is written atomically (labelled_files.write_atomically): a reader never sees half a
+file and a failed write leaves none.
 """
 
 from __future__ import annotations
@@ -28,10 +31,13 @@ from typing import Any
 import numpy as np
 
 from dojo_cli.errors import StorageError
+from dojo_cli.io.labelled_files import (
+    SUFFIXES, add_npz_matrix, attr_text, h5_matrix, json_default, matrix_document, matrix_from_document, meta_attr,
+    npz_matrix, write_atomically, write_h5_matrix,
+)
 
 FORMAT_NAME = "dojo-gradients"
 FORMAT_VERSION = 1
-SUFFIXES = (".h5", ".hdf5", ".json", ".npz")
 MATRICES = ("A", "B", "P")
 # Largest JSON gradient file read: A for 200 bodies ((12 nb)^2 numbers) is about 140 MB as text.
 MAX_JSON_BYTES = 512 * 1024 * 1024
@@ -58,50 +64,34 @@ def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
-def json_default(value: Any) -> Any:
-    """JSON encoding of numpy values in a labelled-matrix file's metadata (gradient and dynamics files)."""
-    if isinstance(value, np.generic):
-        return value.item()
-    if isinstance(value, np.ndarray):
-        return value.tolist()
-    return str(value)
+def write_gradient_file(path: str | os.PathLike, content: GradientFile, overwrite: bool = True) -> None:
+    """Write ``content`` to ``path`` atomically; the suffix picks HDF5, JSON or NPZ.
 
-
-def write_gradient_file(path: str | os.PathLike, content: GradientFile) -> None:
-    """Write ``content`` to ``path``; the suffix picks HDF5, JSON or NPZ.
+    Args:
+        overwrite: replace an existing file (False: refuse, also when one appears while
+            the file is written).
 
     Raises:
-        StorageError: unknown suffix, or the file cannot be written.
+        StorageError: unknown suffix, an existing file without ``overwrite``, or the file
+            cannot be written (nothing is left behind then).
     """
     p = Path(path)
     suffix = p.suffix.lower()
     if suffix not in SUFFIXES:
         raise StorageError(f"{p}: unknown gradient file type {suffix or '(none)'!r}; use .h5, .json or .npz")
     meta = {"format": FORMAT_NAME, "format_version": FORMAT_VERSION, "created": _now(), **content.meta}
-    try:
-        if suffix in (".h5", ".hdf5"):
-            _write_h5(p, content, meta)
-        elif suffix == ".json":
-            doc = dict(meta)
-            for name, vec in content.vectors.items():
-                doc[name] = np.asarray(vec, dtype=float).tolist()
-            for name, mat in content.matrices.items():
-                rows, cols = content.labels[name]
-                doc[name] = {"rows": list(rows), "cols": list(cols), "data": np.asarray(mat).tolist()}
-            p.write_text(json.dumps(doc, indent=1, default=json_default, allow_nan=True))
-        else:
-            arrays: dict[str, Any] = {"meta": np.array(json.dumps(meta, default=json_default))}
-            for name, vec in content.vectors.items():
-                arrays[name] = np.asarray(vec, dtype=float)
-            for name, mat in content.matrices.items():
-                rows, cols = content.labels[name]
-                arrays[name] = np.asarray(mat, dtype=float)
-                arrays[f"{name}_rows"] = np.array(rows, dtype=str)
-                arrays[f"{name}_cols"] = np.array(cols, dtype=str)
-            with open(p, "wb") as fh:
-                np.savez_compressed(fh, **arrays)
-    except OSError as exc:
-        raise StorageError(f"{p}: cannot write ({exc.strerror or exc})") from None
+    if suffix in (".h5", ".hdf5"):
+        write_atomically(p, lambda tmp: _write_h5(tmp, content, meta), overwrite)
+    elif suffix == ".json":
+        doc = dict(meta)
+        for name, vec in content.vectors.items():
+            doc[name] = np.asarray(vec, dtype=float).tolist()
+        for name, mat in content.matrices.items():
+            doc[name] = matrix_document(mat, *content.labels[name])
+        text = json.dumps(doc, indent=1, default=json_default, allow_nan=True)
+        write_atomically(p, lambda tmp: tmp.write_text(text), overwrite)
+    else:
+        write_atomically(p, lambda tmp: _write_npz(tmp, content, meta), overwrite)
 
 
 def _write_h5(p: Path, content: GradientFile, meta: dict) -> None:
@@ -109,25 +99,22 @@ def _write_h5(p: Path, content: GradientFile, meta: dict) -> None:
 
     with h5py.File(p, "w") as f:
         for key, value in meta.items():
-            if isinstance(value, (dict, list, tuple)):
-                value = json.dumps(value, default=json_default)
-            elif value is None:
-                value = "none"
-            f.attrs[key] = value
+            f.attrs[key] = meta_attr(value)
         for name, vec in content.vectors.items():
             f.create_dataset(name, data=np.asarray(vec, dtype=float))
         for name, mat in content.matrices.items():
-            rows, cols = content.labels[name]
-            mat = np.asarray(mat, dtype=float)
-            kwargs = {"compression": "gzip", "compression_opts": 4, "shuffle": True} if mat.size else {}
-            ds = f.create_dataset(name, data=mat, **kwargs)
-            ds.attrs["rows"] = [str(r) for r in rows]
-            ds.attrs["cols"] = [str(c) for c in cols]
+            kwargs = {"compression": "gzip", "compression_opts": 4, "shuffle": True} if np.size(mat) else {}
+            write_h5_matrix(f, name, mat, *content.labels[name], **kwargs)
 
 
-def attr_text(v: Any) -> Any:
-    """An HDF5 attribute value as Python: bytes decoded, numpy scalars unwrapped."""
-    return v.decode("utf-8") if isinstance(v, bytes) else (v.item() if isinstance(v, np.generic) else v)
+def _write_npz(p: Path, content: GradientFile, meta: dict) -> None:
+    arrays: dict[str, Any] = {"meta": np.array(json.dumps(meta, default=json_default))}
+    for name, vec in content.vectors.items():
+        arrays[name] = np.asarray(vec, dtype=float)
+    for name, mat in content.matrices.items():
+        add_npz_matrix(arrays, name, mat, *content.labels[name])
+    with open(p, "wb") as fh:
+        np.savez_compressed(fh, **arrays)
 
 
 def read_gradient_file(path: str | os.PathLike) -> GradientFile:
@@ -161,8 +148,7 @@ def read_gradient_file(path: str | os.PathLike) -> GradientFile:
                 if name in doc:
                     block = doc.pop(name)
                     try:
-                        rows, cols = [str(r) for r in block["rows"]], [str(c) for c in block["cols"]]
-                        matrices[name] = np.asarray(block["data"], dtype=float).reshape(len(rows), len(cols))
+                        matrices[name], rows, cols = matrix_from_document(block)
                     except (KeyError, TypeError, ValueError) as exc:
                         what = f"no {exc}" if isinstance(exc, KeyError) else exc
                         raise StorageError(f"{p}: {name}: must be {{rows, cols, data}} with a rows x cols matrix ({what})") from None
@@ -180,8 +166,8 @@ def read_gradient_file(path: str | os.PathLike) -> GradientFile:
                 matrices, labels, vectors = {}, {}, {}
                 for name in MATRICES:
                     if name in data:
-                        matrices[name] = np.asarray(data[name])
-                        labels[name] = ([str(r) for r in data[f"{name}_rows"]], [str(c) for c in data[f"{name}_cols"]])
+                        matrices[name], rows, cols = npz_matrix(data, name)
+                        labels[name] = (rows, cols)
                 for name in ("state", "input", "next_state"):
                     if name in data:
                         vectors[name] = np.asarray(data[name])
@@ -203,9 +189,8 @@ def _read_h5(p: Path) -> GradientFile:
         matrices, labels, vectors = {}, {}, {}
         for name in MATRICES:
             if name in f:
-                ds = f[name]
-                matrices[name] = np.asarray(ds[...])
-                labels[name] = ([attr_text(r) for r in ds.attrs["rows"]], [attr_text(c) for c in ds.attrs["cols"]])
+                matrices[name], rows, cols = h5_matrix(f[name])
+                labels[name] = (rows, cols)
         for name in ("state", "input", "next_state"):
             if name in f:
                 vectors[name] = np.asarray(f[name][...])

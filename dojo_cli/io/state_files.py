@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import zipfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -76,6 +77,19 @@ def read_plain_numbers(path: Path) -> list[float]:
     """
     text = "\n".join(line.split("#", 1)[0] for line in path.read_text(encoding="utf-8").splitlines())
     return [float(t) for t in re.split(r"[,\s;]+", text) if t]
+
+
+def check_start_options(state: Path | None, run: Path | None, index: int | None) -> None:
+    """Refuse a start given twice (``--state`` and ``--from``) or ``--index`` without ``--from``
+    (``stored_knot`` refuses ``--from`` without ``--index``).
+
+    Raises:
+        InputError: naming the options.
+    """
+    if state is not None and run is not None:
+        raise InputError("--state and --from: give one of them, not both")
+    if index is not None and run is None:
+        raise InputError("--index needs --from RUN.h5")
 
 
 def stored_knot(run: Path, index: int | None, body_names: list[str], warn: Callable[[str], None], kind: str = "states"):
@@ -271,3 +285,182 @@ def read_state_file(mech, path: Path) -> tuple[np.ndarray, np.ndarray | None]:
         return _checked_maximal(mech, arr, what), None
     y = _checked_minimal(mech, arr, what)
     return minimal_to_maximal(mech, y), y
+
+
+# --- minimal states in an order (`dojo dynamics --state`, docs/minimal.md) ---
+
+
+def names_shown(names: list[str], limit: int = 12) -> str:
+    """The first ``limit`` names, and how many there are in all when more."""
+    shown = ", ".join(names[:limit])
+    return shown + (f", ... ({len(names)} in all)" if len(names) > limit else "")
+
+
+def read_minimal_state_file(model, path: Path, order: str) -> tuple[np.ndarray, str]:
+    """(x = [q; v] in the nominal order, the order the file was read in) from a
+    ``dojo dynamics --state`` file: JSON (a list, or {"q": ..., "v": ...} as lists or
+    name: value objects; ``--json`` output too), NPZ (arrays q and v, or x), CSV/TXT (nx
+    numbers) or a ``dojo dynamics -o`` file, its numbers in ``order`` unless the file says
+    its own. Quaternions are normalised (InputError when one is off unit length by more
+    than QUAT_TOL).
+
+    Args:
+        model: the minimal model (dojo_cli.minimal.build_model).
+        order: the --order the numbers are in when the file does not say.
+    """
+    from dojo_cli import minimal
+
+    x_file, file_order = _ordered_state(model, path, order)
+    if file_order == "mujoco" or order == "mujoco":
+        q_nominal = x_file[: model.nq]  # the mujoco and nominal orders share the configuration
+    else:
+        q_nominal = None
+    x = minimal.change_order(model, x_file, file_order, "nominal", kind="state", q=q_nominal)
+    return _checked_quaternions(model, x, f"--state {path}"), file_order
+
+
+def _vector_by_names(value: Any, names: list[str], what: str) -> np.ndarray:
+    """A vector given as a list (in ``names``' order), {"names": [...], "data": [...]} or {name: number}."""
+    n = len(names)
+    if isinstance(value, dict) and "data" in value and "names" in value:
+        given = value["names"]
+        data = vector_from(value["data"], what)
+        if not isinstance(given, list) or len(given) != data.size:
+            raise InputError(f"{what}: 'names' and 'data' must be lists of the same length")
+        value = dict(zip((str(g) for g in given), data.tolist()))
+    if isinstance(value, dict):
+        unknown = [k for k in value if k not in names]
+        if unknown:
+            raise InputError(f"{what}: unknown name {unknown[0]!r} (known: {names_shown(names)})")
+        missing = [k for k in names if k not in value]
+        if missing:
+            raise InputError(f"{what}: no value for {names_shown(missing, 6)} (every one of the {n} names is needed)")
+        return vector_from([value[k] for k in names], what)
+    if not isinstance(value, (list, np.ndarray)) or (isinstance(value, list) and not all(_is_number(t) for t in value)):
+        raise InputError(f"{what}: expected a list of {n} numbers, {{name: number}} or {{\"names\": [...], \"data\": [...]}}")
+    arr = vector_from(value, what)
+    if arr.size != n:
+        raise InputError(f"{what}: {arr.size} numbers; expected {n} ({names_shown(names)})")
+    return arr
+
+
+def _ordered_state(model, path: Path, order: str) -> tuple[np.ndarray, str]:
+    """(x in the order of the file, that order) from a `dojo dynamics --state` file.
+
+    A file that says its order (a `dojo dynamics` output, a JSON object with "order") is
+    read in it; otherwise in ``order``.
+    """
+    from dojo_cli import minimal
+    from dojo_cli.io.dynamics_files import read_dynamics_file
+    from dojo_cli.minimal.orders import BUILTIN_ORDERS as ORDERS
+
+    check_state_file(path, "--state")
+    what = f"--state {path}"
+    suffix = path.suffix.lower()
+    file_order = order
+    q = v = x = None
+    cq, cv, _ = minimal.order_names(model, order)
+    try:
+        if suffix == ".json":
+            doc = read_json(path, "--state")  # NaN and Infinity come back as NonFinite
+            if isinstance(doc, dict):
+                file_order = doc.get("order", order)
+                if file_order not in ORDERS:
+                    raise InputError(f"{what}: 'order': must be one of {', '.join(ORDERS)}, got {str(file_order)[:40]!r}")
+                cq, cv, _ = minimal.order_names(model, file_order)
+                if "x" in doc:
+                    x = doc["x"]
+                elif "q" in doc and "v" in doc:
+                    q, v = doc["q"], doc["v"]
+                else:
+                    raise InputError(f"{what}: expected a JSON list of nx = {model.nx} numbers or an object with 'q' and 'v'")
+                if any(isinstance(t, NonFinite) for t in _leaves([x, q, v])):
+                    raise InputError(f"{what}: contains non-finite numbers (NaN or infinity)")
+            else:
+                x = doc
+        elif suffix in (".h5", ".hdf5"):
+            content = read_dynamics_file(path)
+            file_order = content.meta.get("order", order)
+            cq, cv, _ = minimal.order_names(model, file_order if file_order in ORDERS else order)
+            q, v = (content.vectors.get(k) for k in ("q", "v"))
+            if q is None or v is None:
+                raise InputError(f"{what}: no 'q' and 'v' vectors (not written by `dojo dynamics -o`?)")
+            q, v = {"names": q[1], "data": q[0].tolist()}, {"names": v[1], "data": v[0].tolist()}
+        elif suffix == ".npz":
+            with np.load(path, allow_pickle=False) as data:
+                arrays = {k: data[k] for k in data.files}
+            if "meta" in arrays:
+                meta = json.loads(str(arrays["meta"]))
+                file_order = meta.get("order", order) if isinstance(meta, dict) else order
+                if file_order not in ORDERS:
+                    raise InputError(f"{what}: meta 'order': must be one of {', '.join(ORDERS)}")
+                cq, cv, _ = minimal.order_names(model, file_order)
+            if "x" in arrays:
+                x = arrays["x"]
+            elif "q" in arrays and "v" in arrays:
+                q, v = arrays["q"], arrays["v"]
+                if "q_names" in arrays and "v_names" in arrays:
+                    q = {"names": [str(n) for n in arrays["q_names"]], "data": np.asarray(q, dtype=float).tolist()}
+                    v = {"names": [str(n) for n in arrays["v_names"]], "data": np.asarray(v, dtype=float).tolist()}
+            else:
+                raise InputError(f"{what}: expected arrays 'q' and 'v' (or 'x'); it has {', '.join(sorted(arrays)) or 'none'}")
+            for a in (x, q, v):
+                if isinstance(a, np.ndarray) and a.dtype.kind not in "iuf":
+                    raise InputError(f"{what}: holds {a.dtype} values, not real numbers")
+        else:
+            x = read_plain_numbers(path)
+    except InputError:
+        raise
+    except StorageError as exc:
+        raise InputError(f"--state {exc}") from None
+    except (OSError, ValueError, KeyError, EOFError, UnicodeDecodeError, zipfile.BadZipFile) as exc:
+        raise InputError(f"{what}: cannot read numbers ({exc})") from None
+    if x is not None:
+        if isinstance(x, list):
+            for i, t in enumerate(x):
+                if isinstance(t, NonFinite):
+                    raise InputError(f"{what}: entry [{i}]: must be a finite number, got {t}")
+                if not _is_number(t):
+                    raise InputError(f"{what}: entry [{i}]: must be a number, got {json.dumps(t)[:40] if not isinstance(t, str) else repr(t[:40])}")
+        elif not isinstance(x, np.ndarray):
+            raise InputError(f"{what}: expected a JSON list of nx = {model.nx} numbers or an object with 'q' and 'v'")
+        arr = vector_from(x, what)
+        if arr.size != model.nx:
+            raise InputError(
+                f"{what}: {arr.size} numbers; a state x = [q; v] of this model has nx = {model.nx} "
+                f"(nq = {model.nq}: {names_shown(cq, 8)}; nv = {model.nv}: {names_shown(cv, 8)})"
+            )
+        return arr, file_order
+    return np.concatenate([_vector_by_names(q, cq, f"{what}: 'q'"), _vector_by_names(v, cv, f"{what}: 'v'")]), file_order
+
+
+def _is_number(t) -> bool:
+    return isinstance(t, (int, float)) and not isinstance(t, bool)
+
+
+def _leaves(value):
+    if isinstance(value, dict):
+        for item in value.values():
+            yield from _leaves(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _leaves(item)
+    else:
+        yield value
+
+
+def _checked_quaternions(model, x: np.ndarray, what: str) -> np.ndarray:
+    """x (nominal order) with its quaternions normalised; InputError when one is far from unit length."""
+    from dojo_cli.minimal.model import ROT_QUATERNION
+
+    x = x.copy()
+    for tj in model.joints:
+        if tj.rot != ROT_QUATERNION:
+            continue
+        s = slice(tj.q.start + tj.n_trans, tj.q.stop)
+        norm = float(np.linalg.norm(x[s]))
+        if abs(norm - 1.0) > QUAT_TOL:
+            names = ", ".join(model.config_names[s])
+            raise InputError(f"{what}: joint {tj.name!r}: [{names}] must be a unit quaternion, |q| = {norm:.9g}")
+        x[s] /= norm
+    return x

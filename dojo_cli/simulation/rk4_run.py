@@ -31,7 +31,7 @@ from dojo_cli.simulation.controller import Controller
 # the storage attribute `integrator` of each run, defined with the run loop (every run imports it)
 from dojo_cli.simulation.run import RK4_INTEGRATOR, VARIATIONAL_INTEGRATOR  # noqa: F401
 from dojo_cli.simulation.run import (
-    BLOCK_SECONDS, FIRST_BLOCK, MAX_BLOCK, RunSummary, RunWriter, StepBlock, _is_open_loop, _open_loop_inputs,
+    RunSummary, RunWriter, StepBlock, _is_open_loop, _open_loop_inputs, step_blocks,
 )
 
 
@@ -116,11 +116,7 @@ def run_rk4(
     writer.write_initial(0.0, z0[:, 0:3], z0[:, 6:10], z0[:, 3:6], z0[:, 10:13],
                          mq0, np.zeros(nf))
     fast = _is_open_loop(controller)
-    block = FIRST_BLOCK if fast else 1
-    k = 0
-    while k < steps:
-        n = min(block, steps - k)
-        tick = time.perf_counter()
+    for k, n in step_blocks(steps, fast):
         if fast:
             inputs = _open_loop_inputs(mech, controller, k, n)
         else:
@@ -141,15 +137,11 @@ def run_rk4(
             writer.write_block(mech, blk)
             before = (np.ascontiguousarray(out_z[good - 1]), blk.minimal_q[-1])
             summary.steps += good
-        k += good
         if good < n:
-            raise SolverError(f"step {k} (t = {k * h:.6g} s): the rk4 state is no longer finite (the timestep "
-                              f"{h:g} s is too large for this scene?)")
+            raise SolverError(f"step {k + good} (t = {(k + good) * h:.6g} s): the rk4 state is no longer finite "
+                              f"(the timestep {h:g} s is too large for this scene?)")
         if progress is not None:
-            progress(k)
-        if fast:
-            elapsed = max(time.perf_counter() - tick, 1e-6)
-            block = int(min(MAX_BLOCK, max(1, n * BLOCK_SECONDS / elapsed)))
+            progress(k + n)
     summary.iteration_counts = np.array([summary.steps], dtype=np.int64)
     summary.wall = time.perf_counter() - started
     return summary

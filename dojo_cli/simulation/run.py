@@ -19,7 +19,7 @@ mechanism still reports progress and reacts to Ctrl-C promptly.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -179,6 +179,26 @@ def _is_open_loop(controller: Controller | None) -> bool:
     return controller is None or type(controller) in (Controller, ConstantController, ScheduleController)
 
 
+def step_blocks(steps: int, adaptive: bool) -> Iterator[tuple[int, int]]:
+    """The blocks (k0, n) of a run of ``steps`` steps, in order: one step each, or (adaptive)
+    sized to take about BLOCK_SECONDS each, from FIRST_BLOCK up to MAX_BLOCK steps.
+
+    Each block is timed from its yield to the next request, so the time the caller spends
+    stepping, writing and reporting it sizes the next. The caller completes every block
+    handed out, or stops (raises) inside it.
+    """
+    block = FIRST_BLOCK if adaptive else 1
+    k = 0
+    while k < steps:
+        n = min(block, steps - k)
+        tick = time.perf_counter()
+        yield k, n
+        k += n
+        if adaptive:
+            elapsed = max(time.perf_counter() - tick, 1e-6)
+            block = int(min(MAX_BLOCK, max(1, n * BLOCK_SECONDS / elapsed)))
+
+
 def run(
     mech: Mechanism,
     steps: int,
@@ -227,11 +247,7 @@ def run(
     before = (z, mq[0])  # the state before the next block, its minimal coordinates
     lam = np.zeros(mech.nl)
     fast = _is_open_loop(controller) and not external and not gradients and log is None
-    block = FIRST_BLOCK if fast else 1
-    k = 0
-    while k < steps:
-        n = min(block, steps - k)
-        tick = time.perf_counter()
+    for k, n in step_blocks(steps, fast):
         if fast:
             inputs = _open_loop_inputs(mech, controller, k, n)
             try:
@@ -247,11 +263,10 @@ def run(
             result = _closed_loop_step(mech, data, k, z, lam, controller, opts, external, gradients, log, before)
         writer.write_block(mech, result)
         summary.add(result)
-        k += result.n
         z = result.z[-1].copy()
         before = (z, result.minimal_q[-1])
         if progress is not None:
-            progress(k)
+            progress(k + result.n)
         failed = np.flatnonzero(result.status_code)
         if abort_on_failure and failed.size:
             kf = result.k0 + int(failed[0])
@@ -260,9 +275,6 @@ def run(
             if status is SolverStatus.SINGULAR_MATRIX and result.singular_node is not None:
                 why = f"could not factorise the Newton matrix ({singular_message(mech, int(result.singular_node[failed[0]]))})"
             raise SolverError(f"step {kf} (t = {kf * h:.6g} s): the solver {why} (residual {result.residual[failed[0]]:.3e})")
-        if fast:
-            elapsed = max(time.perf_counter() - tick, 1e-6)
-            block = int(min(MAX_BLOCK, max(1, n * BLOCK_SECONDS / elapsed)))
     final = getattr(writer, "set_final_midpoint", None)
     if final is not None:
         # one step past the end (not stored): the last state's outgoing midpoint

@@ -303,6 +303,17 @@ def shape_parts(shape: Shape, material, base_dir: Path | None = None, body: str 
     return [], [f"warning: body {body!r}: shape {kind!r} is not drawn"]
 
 
+def _place_shape(node, shape: Shape, body_index: int, base_dir: Path | None, body: str) -> list[str]:
+    """Put a shape's parts on ``node`` (under a body's node), placed by the shape's offsets;
+    returns the warnings of shape_parts."""
+    node.set_transform(transform_from_pose(shape.position_offset, shape.orientation_offset))
+    parts, warnings = shape_parts(shape, shape_material(shape, body_index), base_dir, body)
+    for name, obj, local in parts:
+        node[name].set_object(obj)
+        node[name].set_transform(local)
+    return warnings
+
+
 def shape_radius(shape: Shape) -> float:
     """Radius (m) of a sphere about the body origin that holds the shape (for framing)."""
     p = shape.params
@@ -442,23 +453,10 @@ def set_scene(
 
     for b, body in enumerate(mech.bodies):
         node = vis[body_path(body.name)]
-        shape = body.shape
-        shape_node = node["shape"]
-        shape_node.set_transform(transform_from_pose(shape.position_offset, shape.orientation_offset))
-        parts, part_warnings = shape_parts(shape, shape_material(shape, b), base_dir, body.name)
-        warnings += part_warnings
-        for name, obj, local in parts:
-            shape_node[name].set_object(obj)
-            shape_node[name].set_transform(local)
+        warnings += _place_shape(node["shape"], body.shape, b, base_dir, body.name)
         # a URDF link's further visual elements, each on its own node like the shape
         for k, visual in enumerate(body.visuals):
-            visual_node = node[f"visual{k}"]
-            visual_node.set_transform(transform_from_pose(visual.position_offset, visual.orientation_offset))
-            parts, part_warnings = shape_parts(visual, shape_material(visual, b), base_dir, body.name)
-            warnings += part_warnings
-            for name, obj, local in parts:
-                visual_node[name].set_object(obj)
-                visual_node[name].set_transform(local)
+            warnings += _place_shape(node[f"visual{k}"], visual, b, base_dir, body.name)
         if options.frames:
             node["frame"].set_object(g.triad(TRIAD_LENGTH))
         node.set_transform(np.eye(4))

@@ -8,8 +8,8 @@ half-spaces as light grids. ``plot_run`` draws chosen quantities of a stored run
 time, one subplot per quantity, and can write the plotted series as CSV.
 
 Both return what they drew (world positions, plotted arrays), so tests can check the
-numbers and not only that a file appeared. Figures are built on matplotlib's Agg canvas
-directly (no pyplot): no display, no global backend switch, nothing to close.
+numbers and not only that a file appeared. Figures are made and written by
+dojo_cli.viz.figures (matplotlib's Agg canvas, no pyplot).
 """
 
 from __future__ import annotations
@@ -22,9 +22,7 @@ from pathlib import Path
 
 import numpy as np
 from matplotlib import colormaps
-from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.colors import to_rgba
-from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.ticker import MaxNLocator
 from mpl_toolkits.mplot3d import proj3d  # also registers the "3d" projection
@@ -36,9 +34,8 @@ from dojo_cli.math.quaternion import matrix_from_quaternion
 from dojo_cli.model.joint_types import JointType, free_dimensions
 from dojo_cli.model.mechanism import ORIGIN, Mechanism, axis_basis
 from dojo_cli.model.state import unpack_maximal
+from dojo_cli.viz.figures import DPI, new_figure, save_png
 
-# Pixels per inch of the written PNGs: a W x H pixel request is a W/DPI x H/DPI inch figure.
-DPI = 100
 DEFAULT_SCENE_SIZE = (800, 600)
 # Matplotlib's own default 3D view (elevation, azimuth in degrees).
 DEFAULT_VIEW = (20.0, -60.0)
@@ -229,8 +226,7 @@ def draw_scene(
     rot = matrix_from_quaternion(q).reshape(mech.nb, 3, 3)
     title = mech.name if title is None else title
 
-    fig = Figure(figsize=(width / DPI, height / DPI), dpi=DPI)
-    FigureCanvasAgg(fig)
+    fig = new_figure(width / DPI, height / DPI)
     ax = fig.add_subplot(projection="3d", computed_zorder=False)
     fig.subplots_adjust(left=0.0, right=1.0, bottom=0.02, top=0.93)
 
@@ -288,7 +284,7 @@ def draw_scene(
     fig.suptitle(title, fontsize=12)
     _legend(ax, drawn_joints, contacts)
 
-    _save(fig, path)
+    save_png(fig, path)
     # Pixel positions need the projection of the final draw (savefig just made it).
     bodies = [
         DrawnBody(b.name, b.shape.kind, x[i].copy(), rot[i].copy(),
@@ -755,8 +751,7 @@ def plot_run(
     width, height = _checked_size(size or default_plot_size(len(quantities)))
     groups = [run_series(run, q, bodies=bodies, coordinates=coordinates) for q in quantities]
 
-    fig = Figure(figsize=(width / DPI, height / DPI), dpi=DPI, layout="constrained")
-    FigureCanvasAgg(fig)
+    fig = new_figure(width / DPI, height / DPI, layout="constrained")
     axes = fig.subplots(len(quantities), 1, sharex=True, squeeze=False)[:, 0]
     for ax, q, series in zip(axes, quantities, groups):
         _plot_quantity(ax, q, series)
@@ -765,7 +760,7 @@ def plot_run(
         name = run.attrs.get("scene_name", run.path.stem)
         title = f"{name}: {run.steps_completed} steps, {run.status}"
     fig.suptitle(title)
-    _save(fig, path)
+    save_png(fig, path)
     plotted = [s for g in groups for s in g]
     if csv_path is not None:
         _write_series_csv(csv_path, run, plotted)
@@ -838,11 +833,3 @@ def _checked_size(size) -> tuple[int, int]:
         if not MIN_PIXELS <= v <= MAX_PIXELS:
             raise InputError(f"size: {name} must be {MIN_PIXELS}..{MAX_PIXELS} pixels, got {v}")
     return width, height
-
-
-def _save(fig: Figure, path: str | os.PathLike) -> None:
-    """Write the figure as a PNG of exactly its pixel size."""
-    try:
-        fig.savefig(path, dpi=DPI, format="png")
-    except OSError as exc:
-        raise StorageError(f"{path}: cannot write ({exc.strerror or exc})") from None

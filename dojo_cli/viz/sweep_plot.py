@@ -7,7 +7,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from dojo_cli.errors import InputError, StorageError
+from dojo_cli.errors import InputError
 
 # Columns of a manifest that are not axes (first and last columns, dojo_cli.sweep.manifest).
 _NOT_AXES = ("run_id", "file", "status", "failed_steps", "wall_time", "error")
@@ -32,10 +32,7 @@ def plot_metric(rows: list[dict], columns: list[str], metric: str, axis: str, pa
         InputError: no run has numbers for both columns.
         StorageError: the PNG cannot be written.
     """
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from dojo_cli.viz.figures import new_figure, save_png  # here: matplotlib only when plotting
 
     if axes is None:
         axes = [c for c in columns if c not in _NOT_AXES and c not in (metric, axis)
@@ -49,7 +46,8 @@ def plot_metric(rows: list[dict], columns: list[str], metric: str, axis: str, pa
         groups.setdefault(key, []).append((x, y))
     if not groups:
         raise InputError(f"--plot {metric} --vs {axis}: no run has numbers for both")
-    fig, ax = plt.subplots(figsize=(7, 4.5))
+    fig = new_figure(7, 4.5)
+    ax = fig.subplots()
     for key, points in sorted(groups.items()):
         points.sort()
         label = ", ".join(f"{name} = {value}" for name, value in key) or None
@@ -61,12 +59,7 @@ def plot_metric(rows: list[dict], columns: list[str], metric: str, axis: str, pa
         ax.legend(loc="best", fontsize=8)
     ax.grid(True, alpha=0.3)
     fig.tight_layout()
-    try:
-        fig.savefig(path, dpi=100)
-    except OSError as exc:
-        raise StorageError(f"{path}: cannot write ({exc.strerror or exc})") from None
-    finally:
-        plt.close(fig)
+    save_png(fig, path)
     return len(groups)
 
 

@@ -162,6 +162,21 @@ def test_errors_are_one_line_exit_2(args, message):
     assert len(lines) == 1 and message in lines[0], res.output
 
 
+def test_output_checks_are_the_other_labelled_file_commands(tmp_path):
+    """--output is checked as dojo dynamics and dojo gradients check it (io.labelled_files.check_output):
+    an unknown type first (exit 2, --force cannot mend it; this command used to report an
+    existing file first, exit 3), then an existing file without --force (exit 3)."""
+    existing = tmp_path / "out.txt"
+    existing.write_text("keep")
+    res = invoke("analyze", "skydy_pendulum", "-o", existing)
+    assert res.exit_code == 2 and "unknown file type; use .h5, .json or .npz" in res.output, res.output
+    taken = tmp_path / "out.json"
+    taken.write_text("keep")
+    res = invoke("analyze", "skydy_pendulum", "-o", taken)
+    assert res.exit_code == 3 and "already exists (use --force to overwrite)" in res.output, res.output
+    assert taken.read_text() == "keep" and existing.read_text() == "keep"
+
+
 def test_bad_state_file_is_one_line(tmp_path):
     path = tmp_path / "s.json"
     path.write_text(json.dumps({"minimal": [1.0, 2.0, 3.0]}))

@@ -266,6 +266,20 @@ def test_energy_summary_and_files(tmp_path):
     assert np.std(img[..., :3]) > 0.05, "plot is not blank"
 
 
+def test_energy_plot_is_a_png_at_the_path_given(tmp_path):
+    """--plot PATH writes a PNG at PATH, also without a .png suffix (viz.figures.save_png;
+    before it, matplotlib's pyplot appended .png to a bare name while the command said
+    `wrote PATH`)."""
+    out = tmp_path / "run.h5"
+    assert invoke("simulate", "pendulum", "-o", out, "--steps", 5).exit_code == 0
+    plot = tmp_path / "energy_plot"
+    res = invoke("energy", out, "--plot", plot)
+    assert res.exit_code == 0, res.output
+    assert f"wrote {plot}" in res.stdout
+    assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG"
+    assert not (tmp_path / "energy_plot.png").exists(), "a suffix was added to the path given"
+
+
 def test_energy_of_bad_files(tmp_path):
     res = invoke("energy", tmp_path / "nope.h5")
     assert res.exit_code == 3 and "nope.h5" in res.stderr
