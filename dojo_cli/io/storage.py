@@ -117,7 +117,6 @@ from __future__ import annotations
 
 import errno
 import faulthandler
-import hashlib
 import io
 import json
 import math
@@ -249,6 +248,8 @@ class NotStorageFileError(StorageError):
 
 def scene_hash(scene_yaml: str) -> str:
     """The ``scene_hash`` attribute: SHA-256 (hex) of the resolved scene's YAML text."""
+    import hashlib  # (here: OpenSSL's loading, ~5 ms, only for the writers, not every reader)
+
     return hashlib.sha256(scene_yaml.encode("utf-8")).hexdigest()
 
 
