@@ -15,16 +15,28 @@ a second of start-up) is inside ``main``'s handling:
   is meant to produce none: the test suite turns them into errors (pyproject.toml),
   so one that appears there is a bug fixed at its source, and numbers are checked
   before arithmetic can overflow.
+- numpy's BLAS (OpenBLAS) runs on one thread unless ``OPENBLAS_NUM_THREADS`` says
+  otherwise. Its matrices here are tiny (the physics is in the compiled core, which uses
+  no BLAS), where threads only cost, and starting OpenBLAS's thread pool alone took
+  20-30 ms of every command's start-up and about 100 ms of CPU on a 2-core machine
+  (issue 15, benchmarks/cold_start.py). Sweep workers inherit the setting, so two
+  workers do not also fight over BLAS threads.
 """
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
+
+# numpy reads this when it loads; tiny matrices run faster on one thread (docstring)
+BLAS_THREADS = {"OPENBLAS_NUM_THREADS": "1"}
 
 
 def main() -> None:
     """Run the ``dojo`` command line on ``sys.argv``."""
+    for name, value in BLAS_THREADS.items():
+        os.environ.setdefault(name, value)  # (before anything imports numpy)
     try:
         from dojo_cli.cli import signals  # light: no library imported
 

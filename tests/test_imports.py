@@ -53,12 +53,13 @@ main()
 """
 
 
-def _loaded(tmp_path: Path, code: str, *args: str) -> tuple[set[str], subprocess.CompletedProcess]:
-    """The modules a fresh interpreter has imported after running ``code`` with ``args``."""
+def _loaded(tmp_path: Path, code: str, *args: str, **environ: str) -> tuple[set[str], subprocess.CompletedProcess]:
+    """The modules a fresh interpreter has imported after running ``code`` with ``args``
+    (``environ``: further environment variables)."""
     out = tmp_path / "modules.json"
     # the dojo_cli this process imported (a checkout, or an installed package with its compiled core)
     here = str(Path(dojo_cli.__file__).resolve().parents[1])
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [here, os.environ.get("PYTHONPATH")])))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [here, os.environ.get("PYTHONPATH")])), **environ)
     proc = subprocess.run(
         [sys.executable, "-c", _PROBE + code, str(out), *args],
         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300,
@@ -170,8 +171,19 @@ def test_shell_loop_commands_import_only_what_they_use(tmp_path):
     assert not minimal, f"`dojo simulate pendulum` imported {minimal}"
     modules, proc = _loaded(tmp_path, _RUN_DOJO, "info", "run.h5", "--get", "x[-1, link, 0]")
     assert proc.returncode == 0, proc.stderr
-    heavy = _top_level(modules, ("pydantic", "pydantic_core", "scipy", "matplotlib"))
+    heavy = _top_level(modules, ("pydantic", "pydantic_core", "scipy", "matplotlib", "yaml", "hashlib"))
     assert not heavy, f"`dojo info --get` imported {heavy}"
+
+
+def test_cli_runs_blas_on_one_thread_unless_told(tmp_path):
+    """dojo_cli.__main__ sets OPENBLAS_NUM_THREADS=1 before numpy loads (its thread pool cost
+    20-30 ms of every start on 2 cores; the matrices here are tiny), and keeps a user's value."""
+    code = _RUN_DOJO.replace("main()", "import os\ntry:\n    main()\nfinally:\n"
+                                       "    print('BLAS', os.environ.get('OPENBLAS_NUM_THREADS'), file=sys.stderr)")
+    _, proc = _loaded(tmp_path, code, "--version")
+    assert proc.returncode == 0 and "BLAS 1" in proc.stderr, proc.stderr
+    _, proc = _loaded(tmp_path, code, "--version", OPENBLAS_NUM_THREADS="2")
+    assert proc.returncode == 0 and "BLAS 2" in proc.stderr, proc.stderr
 
 
 def test_listed_help_is_the_command_docstring():

@@ -120,6 +120,7 @@ def simulate(
                 overrides={item.path: item.value for item in items},
                 command_line=command_line(),
                 dataset_attrs=gradient_dataset_attrs(mech, wrt) if wrt is not None else None,
+                steps=n,
             )
             with writer:
                 progress = _progress(n, quiet)

@@ -30,11 +30,13 @@ def run_writer(
     overrides: dict | None = None,
     command_line: str | None = None,
     dataset_attrs: dict | None = None,
+    steps: int | None = None,
 ) -> StorageWriter:
     """The StorageWriter of a run: ``scene_yaml`` the resolved scene (scene.loader.dump_scene:
     the storage layer does not import the scene layer above it), ``integrator`` the scene's
     ("variational" or "rk4"), ``overrides`` the --set/preset values as path -> value, then the
-    names, integrator and run record every run file has."""
+    names, integrator and run record every run file has. ``steps``: the steps the run is to
+    take (the writer sizes its chunks to it)."""
     rk4 = integrator == "rk4"
     if rk4:  # the minimal-coordinate modules only for an rk4 run (~20 ms of start-up)
         from dojo_cli.simulation.rk4_run import knot_identity
@@ -62,6 +64,7 @@ def run_writer(
         dataset_attrs=dataset_attrs,
         overrides=overrides,
         command_line=command_line,
+        steps=steps,
     )
 
 

@@ -68,7 +68,11 @@ there: a process killed in that window left a file whose last chunk no longer de
 times in 15 kills.) A run that ends normally (``complete``, ``complete_with_failures``) is then
 compacted: copied gzip-compressed into a temporary file next to it, which replaces it; an
 interrupted or failed run is left as written (stopping stays quick), and a failed compaction
-leaves the uncompressed file, which is complete. A killed process's file holds the steps of
+leaves the uncompressed file, which is complete. A run whose datasets hold less than
+``_COMPACT_MIN_BYTES`` (64 KiB) is left as written too: compression would save little and
+the copy costs more than a short run's steps. When the writer is told the run's length
+(``steps``), its chunks hold no more rows than the run, so a short run's raw file holds no
+empty chunk space. A killed process's file holds the steps of
 the last block write, with ``status = running``; ``read_storage`` trims a ``running`` file to
 its shortest consistent length and, through the lock below, says whether a process is still
 writing it. The file uses HDF5 format bounds ("v108", "v110"): v1.8 objects allow attributes
@@ -113,7 +117,6 @@ from __future__ import annotations
 
 import errno
 import faulthandler
-import hashlib
 import io
 import json
 import math
@@ -168,6 +171,11 @@ _GZIP_LEVEL = 4
 # of the raw bytes, 16 KiB chunks only to 60 %.
 _CHUNK_BYTES = 64 * 1024
 _MAX_CHUNK_ROWS = 4096
+# A run whose datasets hold fewer raw bytes than this is not compacted: gzip would save at
+# most a few tens of KiB (HDF5's metadata, about 50 KiB, is most of such a file; a one-step
+# file even grows), and the copy costs 30-50 ms, more than such a run's steps (issue 15:
+# a sweep task's overhead).
+_COMPACT_MIN_BYTES = 64 * 1024
 # Kept allocated past the data while writing: room for the final status after a write error.
 _RESERVE_BYTES = 256 * 1024
 # Reservations grow by at least this much (and by 1/8 of the file), so most block writes
@@ -240,6 +248,8 @@ class NotStorageFileError(StorageError):
 
 def scene_hash(scene_yaml: str) -> str:
     """The ``scene_hash`` attribute: SHA-256 (hex) of the resolved scene's YAML text."""
+    import hashlib  # (here: OpenSSL's loading, ~5 ms, only for the writers, not every reader)
+
     return hashlib.sha256(scene_yaml.encode("utf-8")).hexdigest()
 
 
@@ -253,19 +263,25 @@ def _status_text(status: Any) -> str:
     return str(status.value) if isinstance(status, Enum) else str(status)
 
 
-def _chunk_rows(row_shape: tuple[int, ...], itemsize: int) -> int:
-    """Rows per chunk so one chunk holds about _CHUNK_BYTES."""
+def _chunk_rows(row_shape: tuple[int, ...], itemsize: int, length: int | None = None) -> int:
+    """Rows per chunk so one chunk holds about _CHUNK_BYTES, and no more than ``length``
+    rows when the dataset's final length is known (a short run's chunks hold no empty rows)."""
     row_bytes = max(1, int(np.prod(row_shape, dtype=np.int64)) * itemsize)
-    return int(min(_MAX_CHUNK_ROWS, max(1, _CHUNK_BYTES // row_bytes)))
+    rows = min(_MAX_CHUNK_ROWS, max(1, _CHUNK_BYTES // row_bytes))
+    if length is not None:
+        rows = min(rows, max(1, int(length)))
+    return int(rows)
 
 
 def _create_series(
-    group: h5py.Group, name: str, row_shape: tuple[int, ...], dtype, *, compress: bool = False
+    group: h5py.Group, name: str, row_shape: tuple[int, ...], dtype, *, compress: bool = False,
+    length: int | None = None,
 ) -> h5py.Dataset:
     """An empty (0, *row_shape) dataset, chunked and resizable along axis 0; gzip-compressed
-    with ``compress`` (compaction), raw while a run is written (module docstring)."""
+    with ``compress`` (compaction), raw while a run is written (module docstring). ``length``:
+    the rows it will hold, when known (chunks no longer than that)."""
     dtype = np.dtype(dtype) if not isinstance(dtype, np.dtype) else dtype
-    rows = _chunk_rows(row_shape, dtype.itemsize)
+    rows = _chunk_rows(row_shape, dtype.itemsize, length)
     chunks = (rows,) + tuple(max(1, n) for n in row_shape)
     kwargs: dict[str, Any] = {}
     # Empty rows have nothing to compress.
@@ -507,14 +523,19 @@ class StorageWriter:
             ``omega_mid`` (module docstring, "Velocities"); None: they go to ``v``,
             ``omega`` as given (a midpoint file).
         overwrite: replace an existing file (False: refuse, atomically, if one exists).
-        compact: compress a run that ends normally (module docstring); False leaves the
-            file as written.
+        compact: compress a run that ends normally (module docstring) when its datasets hold
+            at least ``compact_min_bytes`` raw bytes; False leaves the file as written.
+        compact_min_bytes: the size below which a run is left uncompressed (None:
+            _COMPACT_MIN_BYTES, 64 KiB; 0 compresses every run).
         stop_requested: called between the blocks of the compaction; True skips the rest
             of it (the file stays complete, uncompressed): a stop signal during a long
             compaction need not wait for it.
         overrides: {path: value} the scene was given on top of its file (``--config``,
             ``--set``, a sweep's axes), stored as the JSON attribute ``overrides``.
         command_line: the command that made the run, stored as ``command_line``.
+        steps: the steps the run is to take, when known: chunks hold no more rows than the
+            run (a short run's raw file holds no empty rows); the datasets stay resizable,
+            so a run may still end earlier or go on.
 
     Raises:
         StorageError: the file cannot be created, exists (``overwrite`` False) or another
@@ -544,10 +565,12 @@ class StorageWriter:
         knot_velocities: Callable | None = None,
         overwrite: bool = True,
         compact: bool = True,
+        compact_min_bytes: int | None = None,
         stop_requested: Callable[[], bool] | None = None,
         input_names: list[str] | None = None,
         overrides: dict | None = None,
         command_line: str | None = None,
+        steps: int | None = None,
     ) -> None:
         if int(flush_every) < 1:
             raise ValueError(f"flush_every must be >= 1, got {flush_every}")
@@ -562,9 +585,11 @@ class StorageWriter:
         self.flush_every = int(flush_every)
         self.flush_interval = float(flush_interval)
         self.compact = bool(compact)
+        self.compact_min_bytes = _COMPACT_MIN_BYTES if compact_min_bytes is None else int(compact_min_bytes)
         self._stop_requested = stop_requested
         self.compacted = False  # whether finish compressed the file
         self.compaction_note: str | None = None  # why it did not, when it tried
+        self._data_bytes = 0  # raw bytes of the datasets, once the status is written
         self._last_flush = time_module.monotonic()
         self._created = time_module.perf_counter()  # wall_time counts from here
         self.nb = len(body_names)
@@ -572,6 +597,7 @@ class StorageWriter:
         self.nv = len(minimal_v_names)
         self.nu = int(input_dim)
         self._knots = knot_velocities
+        self._expected_steps = None if steps is None else max(0, int(steps))
         self._state_names = _STATE_DATASETS + (_MIDPOINT_DATASETS if knot_velocities else ())
         self._final_midpoint: tuple[np.ndarray, np.ndarray] | None = None
         self._tail: dict[str, np.ndarray] = {}  # knot files: the last state row on disk (x, q, v_mid, omega_mid)
@@ -648,7 +674,8 @@ class StorageWriter:
             dtypes = {"solver/iterations": np.int32, "solver/status": string}
             self._datasets: dict[str, h5py.Dataset] = {}
             for name in self._state_names + _STEP_DATASETS:
-                self._datasets[name] = _create_series(f, name, self._shapes[name], dtypes.get(name, np.float64))
+                self._datasets[name] = _create_series(f, name, self._shapes[name], dtypes.get(name, np.float64),
+                                                      length=self._length(name))
             self._datasets["x"].attrs["names"] = [str(n) for n in body_names]
             self._datasets["minimal/q"].attrs["names"] = [str(n) for n in minimal_q_names]
             self._datasets["minimal/v"].attrs["names"] = [str(n) for n in minimal_v_names]
@@ -951,7 +978,8 @@ class StorageWriter:
                 self._write_status(status, message)
             except _WRITE_ERRORS as exc:
                 self._stop_on_write_error(exc, clean=False)
-            if self.compact and status in (STATUS_COMPLETE, STATUS_COMPLETE_WITH_FAILURES):
+            if self.compact and status in (STATUS_COMPLETE, STATUS_COMPLETE_WITH_FAILURES) \
+                    and self._data_bytes >= self.compact_min_bytes:
                 self._compact()
         finally:
             self._finished = True
@@ -994,7 +1022,7 @@ class StorageWriter:
                 if name not in self._extras:
                     new.setdefault(name, arr)
         for arr in new.values():  # created with every row up to now
-            chunks = (_chunk_rows(arr.shape[1:], arr.dtype.itemsize),) + tuple(max(1, n) for n in arr.shape[1:])
+            chunks = (_chunk_rows(arr.shape[1:], arr.dtype.itemsize, self._length(name)),) + tuple(max(1, n) for n in arr.shape[1:])
             need += _chunk_growth(chunks, arr.dtype, 0, self._steps)
         return need + (len(targets) + len(self._extras) + len(new)) * _METADATA_BYTES
 
@@ -1030,6 +1058,7 @@ class StorageWriter:
         """Set the final status, flush, give back the unused reserve, close HDF5's handle."""
         assert self._file is not None
         f = self._file
+        self._data_bytes = sum(ds.size * ds.dtype.itemsize for ds in (*self._datasets.values(), *self._extras.values()))
         f.attrs["status"] = status
         f.attrs["finished"] = _utc_now()
         f.attrs["wall_time"] = time_module.perf_counter() - self._created
@@ -1188,6 +1217,12 @@ class StorageWriter:
 
     # ------------------------------------------------------------------ internals
 
+    def _length(self, name: str) -> int | None:
+        """The rows dataset ``name`` will hold when the run takes its expected steps."""
+        if self._expected_steps is None:
+            return None
+        return self._expected_steps + 1 if name in self._state_names else self._expected_steps
+
     def _check_open(self) -> None:
         if self._finished or self._file is None:
             raise RuntimeError(f"{self.path}: the storage writer is already finished")
@@ -1289,7 +1324,7 @@ class StorageWriter:
         new = sorted({name for _, blk in entries for name in blk} - set(self._extras))
         for name in new:
             first = next(blk[name] for _, blk in entries if name in blk)
-            self._extras[name] = _create_series(self._file, name, first.shape[1:], first.dtype)
+            self._extras[name] = _create_series(self._file, name, first.shape[1:], first.dtype, length=self._length(name))
             for key, value in self._dataset_attrs.get(name, {}).items():
                 if isinstance(value, (list, tuple)) and value and all(isinstance(v, str) for v in value):
                     self._extras[name].attrs[key] = [str(v) for v in value]  # labels: an array of strings
@@ -1380,8 +1415,8 @@ def _copy_compressed(src: h5py.File, dst: h5py.File, reserve=None, stop_requeste
         if obj.ndim == 0:
             out = dst.create_dataset(name, data=obj[()], dtype=obj.dtype)
         else:
-            out = _create_series(dst, name, obj.shape[1:], obj.dtype, compress=True)
             n = obj.shape[0]
+            out = _create_series(dst, name, obj.shape[1:], obj.dtype, compress=True, length=n)  # (a short run's chunks stay short)
             out.resize(n, axis=0)
             rows = out.chunks[0]
             row_bytes = max(1, obj.dtype.itemsize * int(np.prod(obj.shape[1:], dtype=np.int64)))

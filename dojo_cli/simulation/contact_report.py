@@ -61,15 +61,18 @@ def summarize_contacts(
     """
     distance = np.asarray(distance, float)
     gn = np.asarray(normal_impulse, float)
-    bt = np.linalg.norm(np.asarray(friction_impulse, float), axis=-1)
-    speed = np.linalg.norm(np.asarray(slip, float), axis=-1)
+    # values beyond the float range (a damaged file's bytes) come out as inf, not as an overflow warning
+    with np.errstate(over="ignore", invalid="ignore"):
+        bt = np.linalg.norm(np.asarray(friction_impulse, float), axis=-1)
+        speed = np.linalg.norm(np.asarray(slip, float), axis=-1)
+        cone_excess = bt - np.asarray(friction, float) * gn
     touching = (distance < gap) & (gn > btol / gap)
     out = []
     for i, name in enumerate(names):
         t = touching[:, i]
         n_touch = int(t.sum())
         stick = int((t & (speed[:, i] < slip_tol)).sum())
-        violation = 0.0 if models[i] == "impact" else float(np.max(bt[:, i] - friction[i] * gn[:, i], initial=0.0))
+        violation = 0.0 if models[i] == "impact" else float(np.max(cone_excess[:, i], initial=0.0))
         dmin = float(np.min(distance[:, i])) if len(distance) else float("nan")
         out.append(ContactSummary(
             name=str(name), model=str(models[i]), friction=float(friction[i]), min_distance=dmin,

@@ -99,6 +99,7 @@ def _simulate(task: RunTask, stop: Callable[[], bool] | None, row: dict[str, Any
         stop_requested=stop,
         overrides={item.path: item.value for item in task.overrides},
         command_line=task.command_line,
+        steps=steps,
     )
     progress = None
     if stop is not None:

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from dojo_cli.errors import StorageError
+from dojo_cli.io import storage
 from dojo_cli.io.storage import StorageWriter, read_storage
 
 NB, NQ, NV, NU = 2, 3, 3, 3
@@ -121,7 +122,7 @@ def test_file_layout_matches_the_format(tmp_path: Path):
     """Raw h5py view: dataset names, chunked + resizable time axis, names attributes."""
     path = tmp_path / "run.h5"
     run = make_run(3)
-    with StorageWriter(path, **writer_kwargs()) as w:
+    with StorageWriter(path, **writer_kwargs(compact_min_bytes=0)) as w:  # (compacted however small)
         w.write_initial(*state(run, 0))
         write_steps(w, run, 0, 3)
     with h5py.File(path, "r") as f:
@@ -493,12 +494,38 @@ def test_a_second_writer_on_the_same_file_is_refused(tmp_path: Path):
     assert_run_equal(stored, run, 6)
 
 
+def test_small_runs_stay_raw_and_chunks_fit_a_known_length(tmp_path: Path):
+    """A run below _COMPACT_MIN_BYTES is not compacted (the copy would cost more than it
+    saves); told its length, the writer makes chunks no longer than the run; a run past the
+    threshold is compacted, chunks no longer than its data."""
+    small, large = tmp_path / "small.h5", tmp_path / "large.h5"
+    run = make_run(5)
+    with StorageWriter(small, **writer_kwargs(steps=5)) as writer:
+        writer.write_initial(*state(run, 0))
+        write_steps(writer, run, 0, 5)
+    assert not writer.compacted and writer.compaction_note is None, "left as written, no note"
+    with h5py.File(small, "r") as f:
+        assert f["x"].compression is None and f["x"].chunks[0] == 6 and f["inputs"].chunks[0] == 5
+        assert f["x"].maxshape[0] is None, "still resizable"
+    assert_run_equal(read_storage(small), run, 5)
+    # a state row of this layout (2 bodies, 3 + 3 minimal coordinates) is (1 + 2 * 13 + 6) * 8 = 264 bytes
+    steps = storage._COMPACT_MIN_BYTES // 264 + 1
+    run = make_run(steps)
+    with StorageWriter(large, **writer_kwargs(steps=steps)) as writer:
+        writer.write_initial(*state(run, 0))
+        write_steps(writer, run, 0, steps)
+    assert writer.compacted
+    with h5py.File(large, "r") as f:
+        assert f["x"].compression == "gzip" and f["time"].chunks[0] == steps + 1
+    assert_run_equal(read_storage(large), run, steps)
+
+
 def test_compaction_keeps_every_value_and_attribute(tmp_path: Path):
     """Raw while written, gzip once finished complete: the same values, dtypes, attributes."""
     path = tmp_path / "run.h5"
     run = make_run(7)
     rows = {"rows": ["a.x", "a.y"], "cols": ["u"], "meaning": "d z'/d u"}
-    writer = StorageWriter(path, **writer_kwargs(flush_every=1, dataset_attrs={"gradients/B": rows},
+    writer = StorageWriter(path, **writer_kwargs(flush_every=1, dataset_attrs={"gradients/B": rows}, compact_min_bytes=0,
                                                  extra_attrs={"contact_names": ["c"], "seed": 3}))
     with writer:
         writer.write_initial(*state(run, 0))
