@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from collections.abc import Callable
+from enum import Enum
 from pathlib import Path
 from typing import Any
 
@@ -48,11 +48,15 @@ def check_output(output: Path | None, force: bool) -> None:
 
 
 def json_default(value: Any) -> Any:
-    """JSON encoding of numpy values in a labelled file's metadata."""
+    """JSON encoding of what the standard encoder refuses in metadata (labelled files' and
+    storage files' attributes): numpy values as Python numbers and lists, enums as their
+    value, anything else as its text."""
     if isinstance(value, np.generic):
         return value.item()
     if isinstance(value, np.ndarray):
         return value.tolist()
+    if isinstance(value, Enum):
+        return value.value
     return str(value)
 
 
@@ -125,6 +129,8 @@ def write_atomically(path: Path, write: Callable[[Path], None], overwrite: bool)
         StorageError: an existing file without ``overwrite``, or the file cannot be
             written (nothing is left behind then).
     """
+    import tempfile  # here, not at the top: storage files (and so `dojo info`) import this module for json_default
+
     p = Path(path)
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent if str(p.parent) else ".")

@@ -139,6 +139,7 @@ import numpy as np
 
 from dojo_cli.errors import DojoError, StorageError, shown
 from dojo_cli.io.hdf5_checks import global_heap_problem
+from dojo_cli.io.labelled_files import json_default
 
 try:  # POSIX; without it (Windows) files are not locked
     import fcntl
@@ -657,14 +658,14 @@ class StorageWriter:
             f.attrs["scene_name"] = str(scene_name)
             f.attrs["timestep"] = float(timestep)
             f.attrs["gravity"] = gravity
-            f.attrs["solver_options"] = json.dumps(solver_options, default=_json_default)
+            f.attrs["solver_options"] = json.dumps(solver_options, default=json_default)
             f.attrs["integrator"] = str(integrator)
             f.attrs["status"] = STATUS_RUNNING
             f.attrs["steps_completed"] = 0
             f.attrs["created"] = _utc_now()
             f.attrs[VELOCITIES_ATTR] = KNOT if knot_velocities else MIDPOINT
             f.attrs["scene_hash"] = scene_hash(str(scene_yaml))
-            f.attrs["overrides"] = json.dumps(dict(overrides or {}), default=_json_default)
+            f.attrs["overrides"] = json.dumps(dict(overrides or {}), default=json_default)
             if command_line is not None:
                 f.attrs["command_line"] = str(command_line)
             for key, value in (extra_attrs or {}).items():
@@ -1426,17 +1427,6 @@ def _copy_compressed(src: h5py.File, dst: h5py.File, reserve=None, stop_requeste
                     raise _CompactionStopped
                 out[start : start + step] = obj[start : start + step]
         _copy_attrs(obj.attrs, out.attrs)
-
-
-def _json_default(value: Any) -> Any:
-    """JSON encoding of numpy values and infinities inside solver options."""
-    if isinstance(value, np.generic):
-        return value.item()
-    if isinstance(value, np.ndarray):
-        return value.tolist()
-    if isinstance(value, Enum):
-        return value.value
-    return str(value)
 
 
 # ---------------------------------------------------------------------- reading
