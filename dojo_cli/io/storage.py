@@ -264,14 +264,15 @@ def _status_text(status: Any) -> str:
     return str(status.value) if isinstance(status, Enum) else str(status)
 
 
-def _chunk_rows(row_shape: tuple[int, ...], itemsize: int, length: int | None = None) -> int:
-    """Rows per chunk so one chunk holds about _CHUNK_BYTES, and no more than ``length``
-    rows when the dataset's final length is known (a short run's chunks hold no empty rows)."""
+def _series_chunks(row_shape: tuple[int, ...], itemsize: int, length: int | None = None) -> tuple[int, ...]:
+    """The chunk shape of a series: rows so one chunk holds about _CHUNK_BYTES, and no more
+    than ``length`` rows when the dataset's final length is known (a short run's chunks hold
+    no empty rows); HDF5 chunks are at least 1 wide along every other axis."""
     row_bytes = max(1, int(np.prod(row_shape, dtype=np.int64)) * itemsize)
     rows = min(_MAX_CHUNK_ROWS, max(1, _CHUNK_BYTES // row_bytes))
     if length is not None:
         rows = min(rows, max(1, int(length)))
-    return int(rows)
+    return (int(rows),) + tuple(max(1, n) for n in row_shape)
 
 
 def _create_series(
@@ -282,8 +283,7 @@ def _create_series(
     with ``compress`` (compaction), raw while a run is written (module docstring). ``length``:
     the rows it will hold, when known (chunks no longer than that)."""
     dtype = np.dtype(dtype) if not isinstance(dtype, np.dtype) else dtype
-    rows = _chunk_rows(row_shape, dtype.itemsize, length)
-    chunks = (rows,) + tuple(max(1, n) for n in row_shape)
+    chunks = _series_chunks(row_shape, dtype.itemsize, length)
     kwargs: dict[str, Any] = {}
     # Empty rows have nothing to compress.
     if compress and all(n > 0 for n in row_shape):
@@ -1022,8 +1022,8 @@ class StorageWriter:
             for name, arr in blk.items():
                 if name not in self._extras:
                     new.setdefault(name, arr)
-        for arr in new.values():  # created with every row up to now
-            chunks = (_chunk_rows(arr.shape[1:], arr.dtype.itemsize, self._length(name)),) + tuple(max(1, n) for n in arr.shape[1:])
+        for name, arr in new.items():  # created with every row up to now, as _flush_extras makes them
+            chunks = _series_chunks(arr.shape[1:], arr.dtype.itemsize, self._length(name))
             need += _chunk_growth(chunks, arr.dtype, 0, self._steps)
         return need + (len(targets) + len(self._extras) + len(new)) * _METADATA_BYTES
 
