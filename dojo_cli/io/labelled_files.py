@@ -12,7 +12,8 @@ each of those modules says what its files hold. The suffix chooses the container
 
 ``write_atomically`` writes a file whole into a temporary file next to it, which then
 takes its name (a rename: atomic), so a reader never sees half a file and a failed write
-leaves none.
+leaves none; the sweep manifests (sweep/manifest.py) are written with it too, and storage
+files encode their JSON attributes with ``json_default``.
 """
 
 from __future__ import annotations

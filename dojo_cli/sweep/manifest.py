@@ -18,11 +18,11 @@ import csv
 import io
 import json
 import math
-import os
 from pathlib import Path
 from typing import Any
 
 from dojo_cli.errors import StorageError
+from dojo_cli.io.labelled_files import write_atomically
 
 CSV_NAME = "manifest.csv"
 PARQUET_NAME = "manifest.parquet"
@@ -51,19 +51,6 @@ def _cell(value: Any) -> str:
     return json.dumps(value)
 
 
-def _atomic_write(path: Path, write) -> None:
-    temporary = path.with_name(f".{path.name}.tmp")
-    try:
-        write(temporary)
-        os.replace(temporary, path)
-    except OSError as exc:
-        try:
-            temporary.unlink()
-        except OSError:
-            pass
-        raise StorageError(f"{path}: cannot write ({exc.strerror or exc})") from None
-
-
 def write_csv(path: Path, rows: list[dict[str, Any]], names: list[str]) -> None:
     """Write the rows as CSV, replacing the file atomically.
 
@@ -75,7 +62,7 @@ def write_csv(path: Path, rows: list[dict[str, Any]], names: list[str]) -> None:
     writer.writerow(names)
     for row in rows:
         writer.writerow([_cell(row.get(name)) for name in names])
-    _atomic_write(Path(path), lambda p: p.write_text(buffer.getvalue(), encoding="utf-8"))
+    write_atomically(Path(path), lambda p: p.write_text(buffer.getvalue(), encoding="utf-8"), overwrite=True)
 
 
 def write_parquet(path: Path, rows: list[dict[str, Any]], names: list[str]) -> None:
@@ -102,13 +89,13 @@ def write_parquet(path: Path, rows: list[dict[str, Any]], names: list[str]) -> N
             arrays[name] = pa.array([None if v is None else (v if isinstance(v, str) else _cell(v)) for v in values],
                                     type=pa.string())
     table = pa.table(arrays)
-    _atomic_write(Path(path), lambda p: pq.write_table(table, p))
+    write_atomically(Path(path), lambda p: pq.write_table(table, p), overwrite=True)
 
 
 def write_column_kinds(folder: Path, axes: list[str], metrics: list[str]) -> None:
     """Record which manifest columns are axes and which metrics (``columns.json``)."""
     text = json.dumps({"axes": list(axes), "metrics": list(metrics)}, indent=1)
-    _atomic_write(Path(folder) / COLUMNS_NAME, lambda p: p.write_text(text, encoding="utf-8"))
+    write_atomically(Path(folder) / COLUMNS_NAME, lambda p: p.write_text(text, encoding="utf-8"), overwrite=True)
 
 
 def read_column_kinds(folder: Path) -> tuple[list[str], list[str]] | None:
