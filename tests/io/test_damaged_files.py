@@ -333,7 +333,8 @@ def zero_global_heap_free_space(path: Path) -> None:
     raise AssertionError("no free space in the global heap")
 
 
-def test_a_structure_hdf5_loops_on_is_damage_not_a_hang(runs, tmp_path, monkeypatch):
+
+def test_a_structure_hdf5_loops_on_is_damage_not_a_hang(runs, tmp_path, monkeypatch, probe_forks):
     """HDF5 loops forever on some damaged metadata. The loop known by its bytes (a global
     heap's free space of size 0: dojo_cli.io.hdf5_checks) is said at once; any other is
     caught by the walk of the structure in a child process, with a deadline (shortened
@@ -357,7 +358,7 @@ def test_a_structure_hdf5_loops_on_is_damage_not_a_hang(runs, tmp_path, monkeypa
     assert time.monotonic() - started < 15.0
 
 
-def test_a_structure_hdf5_crashes_on_is_damage_not_a_crash(runs, tmp_path, monkeypatch):
+def test_a_structure_hdf5_crashes_on_is_damage_not_a_crash(runs, tmp_path, monkeypatch, probe_forks):
     """A crash of HDF5 while it walks the structure (simulated: the child kills itself with
     SIGSEGV) is reported, and the reader's own process lives on."""
     monkeypatch.setattr(storage, "_walk_structure", lambda p: os.kill(os.getpid(), signal.SIGSEGV))

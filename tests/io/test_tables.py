@@ -61,7 +61,7 @@ def test_not_a_regular_file(tmp_path: Path):
         read_input_table(tmp_path / "missing.csv")
 
 
-def test_hdf5_table_hdf5_loops_on(tmp_path: Path, monkeypatch):
+def test_hdf5_table_hdf5_loops_on(tmp_path: Path, monkeypatch, probe_forks):
     """A storage file whose global heap makes HDF5 loop: refused within the deadline."""
     monkeypatch.setattr(storage, "_PROBE_SECONDS", 1.0)
     path = tmp_path / "u.h5"
