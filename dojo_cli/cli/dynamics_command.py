@@ -18,7 +18,7 @@ import numpy as np
 import typer
 
 from dojo_cli import __version__
-from dojo_cli.cli.shared import SceneArg, SetOpt, echo_err, load_scene_arguments, printable, reports_errors
+from dojo_cli.cli.shared import FromOpt, IndexOpt, SceneArg, SetOpt, echo_err, load_scene_arguments, printable, reports_errors
 from dojo_cli.cli.tables import number_table, number_text, print_matrix
 from dojo_cli.errors import InputError
 from dojo_cli.io.dynamics_files import DynamicsFile, dynamics_document, write_dynamics_file
@@ -31,8 +31,6 @@ StateOpt = Annotated[
                  "name: value objects; the output of --json too), NPZ (arrays q and v, or x), CSV/TXT (nx numbers) or "
                  "a `dojo dynamics -o` file. Default: the scene's initial state.", readable=False),
 ]
-FromOpt = Annotated[Optional[Path], typer.Option("--from", help="Take the state stored at knot --index K of this run (storage file).", readable=False)]
-IndexOpt = Annotated[Optional[int], typer.Option("--index", help="Knot K in the --from run (0 = initial; negative counts from the end).")]
 TauOpt = Annotated[
     Optional[list[str]],
     typer.Option("--tau", help="Generalized forces for the forward dynamics, in --order: nv numbers (commas or repeated), "

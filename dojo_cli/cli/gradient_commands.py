@@ -22,12 +22,12 @@ import typer
 
 from dojo_cli import __version__
 from dojo_cli.api import step_gradients as _api_step_gradients
-from dojo_cli.cli.shared import SceneArg, SetOpt, echo_err, load_scene_arguments, reports_errors
+from dojo_cli.cli.shared import FromOpt, IndexOpt, SceneArg, SetOpt, echo_err, load_scene_arguments, reports_errors
 from dojo_cli.errors import InputError, StorageError
 from dojo_cli.io.gradient_files import GradientFile, write_gradient_file
 from dojo_cli.io.labelled_files import check_output
 from dojo_cli.io.state_files import (
-    check_start_options, finite_vector, numbers_from_file, read_state_file, stored_knot, vector_from,
+    check_start_options, finite_vector, numbers_from_file, read_state_file, stored_start, vector_from,
 )
 from dojo_cli.model.parameters import PARAMETER_KINDS
 from dojo_cli.model.state import unpack_maximal
@@ -54,8 +54,6 @@ StateOpt = Annotated[
                  "or a CSV/TXT/NPY list of 13*nb (maximal) or 2*nf (minimal) numbers. See docs/gradients.md."),
 ]
 # readable=False: read_storage reports an unreadable file (exit 3), not click (exit 2, a usage box)
-FromOpt = Annotated[Optional[Path], typer.Option("--from", help="Start from a state of this storage file (with --index).", readable=False)]
-IndexOpt = Annotated[Optional[int], typer.Option("--index", help="State index K in the --from file (0 = initial; negative counts from the end).")]
 InputOpt = Annotated[
     Optional[list[str]],
     typer.Option("--input", "-u", help="Inputs: joint inputs in joint order (N, N m), or the scene's actuators in order; numbers separated by commas, or repeat the flag."),
@@ -98,25 +96,8 @@ def resolve_state(mech, spec, state: Path | None, run: Path | None, index: int |
         z, y = read_state_file(mech, state)
         return StartState(z, y, 0, None, f"the state in {state}")
     if run is not None:
-        stored, k = stored_knot(run, index, [b.name for b in mech.bodies], lambda line: echo_err(f"warning: {line}"), "states")
-        if stored.attrs.get("scene_name") != spec.name:
-            echo_err(f"warning: --from {run}: written by scene {stored.attrs.get('scene_name')!r}, stepping scene {spec.name!r}")
-        if not math.isclose(stored.timestep, mech.timestep):
-            echo_err(f"warning: --from {run}: timestep {stored.timestep:g} s, the scene's is {mech.timestep:g} s")
-        z = stored.midpoint_state(k)  # Dojo's layout: v_mid, omega_mid (or v, omega of an older file)
-        if not np.all(np.isfinite(z)):
-            failed = f" (step {k - 1}: {str(stored.solver['status'][k - 1])!r})" if k > 0 else ""
-            raise InputError(f"--index {index}: state {k} of {run} is not finite{failed}; pick an earlier state")
-        u = stored.inputs[k] if k < stored.inputs.shape[0] and stored.inputs.shape[1] == mech.nu else None
-        impulses = stored.extras.get("impulses")
-        warm = None
-        if k > 0 and impulses is not None and impulses.ndim == 2 and impulses.shape[1] == mech.nl:
-            warm = np.asarray(impulses[k - 1], dtype=float)
-            warm = warm if np.all(np.isfinite(warm)) else None
-        angles = None
-        if stored.minimal_q.ndim == 2 and stored.minimal_q.shape[1] == mech.nf and np.all(np.isfinite(stored.minimal_q[k])):
-            angles = np.asarray(stored.minimal_q[k], dtype=float)
-        return StartState(z, None, k, u, f"state {k} of {run} (t = {stored.time[k]:g} s)", warm, angles)
+        st = stored_start(run, index, mech, spec.name, lambda line: echo_err(f"warning: {line}"))
+        return StartState(st.z, None, st.step, st.stored_input, st.source, st.warm_start, st.angles)
     return StartState(np.asarray(mech.initial, dtype=float).copy(), None, 0, None, "the scene's initial state")
 
 

@@ -96,6 +96,7 @@ def _summary(stored) -> dict[str, Any]:
         **({"joint_limits": attrs["joint_limits"]} if attrs.get("joint_limits") else {}),
         **({"random_initial": attrs["random_initial"]} if attrs.get("random_initial") else {}),
         **({"locked_joints": attrs["locked_joints"]} if attrs.get("locked_joints") else {}),
+        **({"started_from": attrs["started_from"]} if isinstance(attrs.get("started_from"), dict) else {}),
         "final_state": final,
     }
 
@@ -111,6 +112,9 @@ def _print_summary(s: dict[str, Any]) -> None:
     typer.echo(printable(f"{s['file']}: scene {s['scene_name']}"))
     line("status", s["status"] + (f" ({s['status_message']})" if s.get("status_message") else ""))
     line("steps", f"{s['steps']} of {s['timestep']:g} s ({s['simulated_time']:g} s simulated)")
+    origin = s.get("started_from")
+    if origin:  # dojo simulate --from: a run continued from a state of another
+        line("started from", f"state {origin.get('index')} of {origin.get('file')} (t = {origin.get('time', 0.0):g} s)")
     failed = s["failed_steps"]
     first = s.get("first_failed_step")
     at = f", the first at step {first}" if isinstance(first, int) and first >= 0 else ""

@@ -50,6 +50,16 @@ SetOpt = Annotated[
     typer.Option("--set", "-s", metavar="PATH=VALUE",
                  help="Override a scene field: PATH=VALUE (e.g. bodies.0.mass=2, joints.hinge.spring=3). Repeatable."),
 ]
+# A state of a stored run to start from (`dojo step`, `gradients`, `dynamics`, `simulate`;
+# io.state_files.stored_knot reads it).
+FromOpt = Annotated[
+    Optional[Path],
+    typer.Option("--from", metavar="RUN.h5", help="Start from a state stored in this run file (with --index K).", readable=False),
+]
+IndexOpt = Annotated[
+    Optional[int],
+    typer.Option("--index", metavar="K", help="State K of the --from run (0 = initial; negative counts from the end: -1 = last)."),
+]
 ConfigOpt = Annotated[
     Optional[list[Path]],
     typer.Option(

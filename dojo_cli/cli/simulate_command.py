@@ -15,6 +15,8 @@ import typer
 
 from dojo_cli.cli.shared import (
     ConfigOpt,
+    FromOpt,
+    IndexOpt,
     SceneArg,
     SetOpt,
     command_line,
@@ -58,8 +60,14 @@ def simulate(
     gradients: Annotated[bool, typer.Option("--gradients", help="Also store each step's Jacobians (gradients/A, gradients/B; see docs/storage.md).")] = False,
     gradients_wrt: Annotated[Optional[str], typer.Option("--gradients-wrt", help="Which Jacobians --gradients stores: state (A), input (B) or state,input (implies --gradients).")] = None,
     integrator: Annotated[Optional[str], typer.Option("--integrator", help="variational (Dojo's, the default) or rk4 (Munthe-Kaas RK4 in minimal coordinates); overrides the scene's `integrator`.")] = None,
+    start_run: FromOpt = None,
+    index: IndexOpt = None,
 ) -> None:
     """Simulate a scene and write the trajectory to an HDF5 storage file."""
+    # --from RUN.h5 --index K: the run starts from state K of an earlier run instead of the
+    # scene's initial state and goes on from its time; the scene may differ from the earlier
+    # run's (a joint locked or unlocked, a parameter), its bodies may not; --steps, --duration
+    # and the scene's own count from there (docs/storage.md, "Continuing a run").
     if steps is not None and duration is not None:
         raise InputError("--steps and --duration: give one of them, not both")
     if duration is not None and not (math.isfinite(duration) and duration > 0):
@@ -75,6 +83,8 @@ def simulate(
             raise InputError(f"--gradients-wrt: {exc}") from None
     if integrator is not None and integrator not in ("variational", "rk4"):
         raise InputError(f"--integrator: {integrator!r} is not an integrator (variational, rk4)")
+    if index is not None and start_run is None:
+        raise InputError("--index needs --from RUN.h5")
     items = scene_overrides(overrides, configs)
     spec, mech = load_scene_spec_and_mechanism(scene, items)
     if integrator is not None and integrator != spec.integrator:
@@ -99,7 +109,15 @@ def simulate(
         n = int(math.ceil(n - 1e-9))
     if n > MAX_STEPS:
         raise InputError(f"--steps: {n} steps, more than {MAX_STEPS:.0e}")
+    start = started_from = None
+    if start_run is not None:
+        from dojo_cli.io.state_files import stored_start  # here: only a continued run reads one
+
+        start = stored_start(start_run, index, mech, spec.name, lambda line: echo_err(f"warning: {line}"), whole_steps=True)
+        started_from = {"file": str(start_run), "index": start.k, "time": start.time, "step": start.step}
     out = output if output is not None else default_output(scene, overwrite=force)
+    if start_run is not None and _same_file(out, start_run):
+        raise InputError(f"--output {out}: is the --from run; write the continued run to another file")
     if out.exists() and not force:
         raise StorageError(f"{out}: already exists (use --force to overwrite)")
     make_parent_folder(out)
@@ -121,6 +139,7 @@ def simulate(
                 command_line=command_line(),
                 dataset_attrs=gradient_dataset_attrs(mech, wrt) if wrt is not None else None,
                 steps=n,
+                started_from=started_from,
             )
             with writer:
                 progress = _progress(n, quiet)
@@ -133,7 +152,7 @@ def simulate(
                 # (a signal that arrived while the file was being created is taken at the
                 # first block boundary, once the initial state is in the file)
                 summary = run_scene(mech, n, writer, integrator=spec.integrator, opts=opts, gradients=tuple(wrt or ()),
-                                    abort_on_failure=abort_on_failure, log=log, progress=advance)
+                                    abort_on_failure=abort_on_failure, log=log, progress=advance, start=start)
     except StorageError:
         # the file cannot be created, another run is writing it, or a write failed (disk
         # full): the writer has finished the file and the message says what it keeps
@@ -158,23 +177,33 @@ def simulate(
     if not quiet:
         conv = "all steps converged" if not summary.failed_steps else f"{summary.failed_steps} steps did NOT converge"
         how = "Munthe-Kaas RK4" if use_rk4 else f"median {summary.median_iterations} solver iterations, {conv}"
+        origin = f" from {start.source}" if start is not None else ""
         typer.echo(
-            f"wrote {out}: {n} steps of {h:g} s ({n * h:g} s simulated), {mech.nb} {'body' if mech.nb == 1 else 'bodies'}, "
+            f"wrote {out}: {n} steps of {h:g} s ({n * h:g} s simulated{origin}), {mech.nb} {'body' if mech.nb == 1 else 'bodies'}, "
             f"{how}; "
             f"{summary.wall:.2f} s wall ({summary.wall / max(n, 1) * 1e3:.3f} ms/step)"
         )
         if writer.compaction_note:  # complete, but left as written (uncompressed)
             echo_err(f"note: {out}: {writer.compaction_note}")
     if summary.failed_steps:
-        # said even with -q (it silences progress, not failures), and a distinct exit code
+        # said even with -q (it silences progress, not failures), and a distinct exit code;
+        # steps numbered as in the file, times as on its time axis (a continued run's go on)
+        k0 = start.step if start is not None else 0
         echo_err(
             f"{out}: {summary.failed_steps} of {n} steps did not converge, the first at step {writer.first_failed_step} "
-            f"(t = {writer.first_failed_step * h:.6g} s); status 'complete_with_failures' (see solver/status)"
+            f"(t = {(k0 + writer.first_failed_step) * h:.6g} s); status 'complete_with_failures' (see solver/status)"
         )
         if summary.first_singular is not None:
             k, node = summary.first_singular
-            echo_err(f"{out}: step {k} (t = {k * h:.6g} s): {singular_message(mech, node)}")
+            echo_err(f"{out}: step {k - k0} (t = {k * h:.6g} s): {singular_message(mech, node)}")
         raise typer.Exit(EXIT_COMPLETE_WITH_FAILURES)
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return a.exists() and b.exists() and a.samefile(b)
+    except OSError:
+        return False
 
 
 def _iteration_logger():

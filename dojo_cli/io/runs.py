@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from dojo_cli import __version__
 from dojo_cli.io.storage import StorageWriter
@@ -14,6 +15,9 @@ from dojo_cli.model.mechanism import Mechanism
 from dojo_cli.physics.energy import knot_velocities
 from dojo_cli.simulation.run import RK4_INTEGRATOR, VARIATIONAL_INTEGRATOR, RunSummary, run
 from dojo_cli.solver.options import SolverOptions
+
+if TYPE_CHECKING:  # (state_files is read only by runs that start from a stored one)
+    from dojo_cli.io.state_files import StoredStart
 
 
 def run_writer(
@@ -31,12 +35,14 @@ def run_writer(
     command_line: str | None = None,
     dataset_attrs: dict | None = None,
     steps: int | None = None,
+    started_from: dict | None = None,
 ) -> StorageWriter:
     """The StorageWriter of a run: ``scene_yaml`` the resolved scene (scene.loader.dump_scene:
     the storage layer does not import the scene layer above it), ``integrator`` the scene's
     ("variational" or "rk4"), ``overrides`` the --set/preset values as path -> value, then the
     names, integrator and run record every run file has. ``steps``: the steps the run is to
-    take (the writer sizes its chunks to it)."""
+    take (the writer sizes its chunks to it). ``started_from``: where a run continued from
+    another starts ({"file", "index", "time", "step"}; root attribute ``started_from``)."""
     rk4 = integrator == "rk4"
     if rk4:  # the minimal-coordinate modules only for an rk4 run (~20 ms of start-up)
         from dojo_cli.simulation.rk4_run import knot_identity
@@ -60,7 +66,7 @@ def run_writer(
         flush_interval=flush_interval,
         overwrite=overwrite,
         stop_requested=stop_requested,
-        extra_attrs=run_attrs(mech) or None,
+        extra_attrs={**run_attrs(mech), **({"started_from": started_from} if started_from else {})} or None,
         dataset_attrs=dataset_attrs,
         overrides=overrides,
         command_line=command_line,
@@ -116,11 +122,21 @@ def run_scene(
     abort_on_failure: bool = False,
     log=None,
     progress: Callable[[int], None] | None = None,
+    start: StoredStart | None = None,
 ) -> RunSummary:
-    """``steps`` steps of the scene's integrator ("variational" or "rk4") into ``writer``."""
+    """``steps`` steps of the scene's integrator ("variational" or "rk4") into ``writer``,
+    from the scene's initial state or from ``start`` (a stored run's knot, ``--from``: the
+    variational integrator takes its midpoint state, warm start and unwrapped angles, so the
+    steps are the first run's to the solver's tolerance; rk4 takes the knot's velocities)."""
     if integrator == "rk4":
         from dojo_cli.simulation.rk4_run import run_rk4
 
-        return run_rk4(mech, steps, writer, controller=mech.controller, progress=progress)
+        if start is None:
+            return run_rk4(mech, steps, writer, controller=mech.controller, progress=progress)
+        return run_rk4(mech, steps, writer, controller=mech.controller, progress=progress, knot=start.knot,
+                       start_step=start.step, angles=start.angles)
+    kwargs = {}
+    if start is not None:
+        kwargs = dict(z0=start.z, start_step=start.step, warm_start=start.warm_start, angles=start.angles)
     return run(mech, steps, writer, controller=mech.controller, opts=opts, external=mech.external,
-               gradients=tuple(gradients), abort_on_failure=abort_on_failure, log=log, progress=progress)
+               gradients=tuple(gradients), abort_on_failure=abort_on_failure, log=log, progress=progress, **kwargs)

@@ -16,6 +16,7 @@ import math
 import re
 import zipfile
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -136,6 +137,97 @@ def stored_knot(run: Path, index: int | None, body_names: list[str], warn: Calla
     if not 0 <= k < n:
         raise InputError(f"--index {index}: {run} holds {kind} 0..{n - 1} (or -{n}..-1 from the end)")
     return stored, k
+
+
+# A stored knot's time is a whole number of the scene's timesteps when it is within this
+# many steps of one (times are sums or products of the timestep: rounding, not a choice).
+STEP_ALIGNMENT_TOL = 1e-6
+
+
+@dataclass
+class StoredStart:
+    """Knot k of a stored run as the state a step or a run starts from (``--from RUN --index K``).
+
+    Attributes:
+        z: (13 nb,) the knot in Dojo's layout [x, v15, q, w15] per body (the midpoint
+            velocities of the step that reached it): a step from it is the run's next step.
+        knot: (13 nb,) the same knot with its velocities at t_k (storage v, omega).
+        k: the knot's index in the file; step: its step number, time / timestep (the
+            controller's step, t = step h for external forces and the time axis).
+        time: s, the knot's time.
+        stored_input: the inputs the run applied at step k, when the run took one from there
+            with inputs of the scene's width; else None.
+        warm_start: (nl,) the joint impulses of the step that reached the knot (what the
+            run's next solve started from), when the run's joint rows are the scene's.
+        angles: (nf,) minimal/q of the knot: revolute angles unwrapped through turns, where
+            the run's next step measured its limits from; None when the widths differ.
+        source: a phrase for messages ("state 12 of run.h5 (t = 0.12 s)").
+    """
+
+    z: np.ndarray
+    knot: np.ndarray
+    k: int
+    step: int
+    time: float
+    stored_input: np.ndarray | None
+    warm_start: np.ndarray | None
+    angles: np.ndarray | None
+    source: str
+
+
+def stored_start(run: Path, index: int | None, mech, scene_name: str, warn: Callable[[str], None],
+                 whole_steps: bool = False) -> StoredStart:
+    """``--from RUN --index K`` of `dojo step`, `dojo gradients` and `dojo simulate`: knot K
+    of the run, checked (``stored_knot``; finite), with what restarts the run's next step to
+    rounding (the warm start, the unwrapped angles).
+
+    Args:
+        run, index: the options.
+        mech: the scene's mechanism (its bodies must be the run's).
+        scene_name: the scene's name (a run of another scene is warned about, not refused:
+            continuing a run with a changed scene, a joint locked or unlocked, is the point).
+        warn: called with each line for the user (the run's status note, other scene or
+            timestep).
+        whole_steps: refuse a knot whose time is not a whole number of the scene's
+            timesteps (a run continued from it numbers its steps on); otherwise say so and
+            take the nearest step.
+
+    Raises:
+        InputError: as stored_knot; knot K not finite; with whole_steps, its time not a
+            whole number of the scene's timesteps.
+        StorageError: no such file, a damaged file.
+    """
+    stored, k = stored_knot(run, index, [b.name for b in mech.bodies], warn, "states")
+    if stored.attrs.get("scene_name") != scene_name:
+        warn(f"--from {run}: written by scene {stored.attrs.get('scene_name')!r}, starting scene {scene_name!r}")
+    h = mech.timestep
+    if not math.isclose(stored.timestep, h):
+        warn(f"--from {run}: timestep {stored.timestep:g} s, the scene's is {h:g} s")
+    z = stored.midpoint_state(k)
+    knot = np.concatenate([stored.x[k], stored.v[k], stored.q[k], stored.omega[k]], axis=1).reshape(-1)
+    if not (np.all(np.isfinite(z)) and np.all(np.isfinite(knot))):
+        failed = f" (step {k - 1}: {str(stored.solver['status'][k - 1])!r})" if k > 0 else ""
+        raise InputError(f"--index {index}: state {k} of {run} is not finite{failed}; pick an earlier state")
+    t = float(stored.time[k])
+    step = int(round(t / h))
+    if abs(t - step * h) > STEP_ALIGNMENT_TOL * h:
+        message = (f"--from {run}: state {k} is at t = {t:.9g} s, not a whole number of the scene's timestep "
+                   f"{h:g} s ({t / h:.6g} steps)")
+        if whole_steps:
+            raise InputError(f"{message}; the steps from it would not line up with t = step * timestep")
+        warn(f"{message}; taken as step {step} (t = {step * h:g} s) for the controller and external forces")
+    u = None
+    if k < stored.inputs.shape[0] and stored.inputs.shape[1] == mech.nu:
+        u = np.asarray(stored.inputs[k], dtype=float)
+    impulses = stored.extras.get("impulses")
+    warm = None
+    if k > 0 and impulses is not None and impulses.ndim == 2 and impulses.shape[1] == mech.nl:
+        warm = np.asarray(impulses[k - 1], dtype=float)
+        warm = warm if np.all(np.isfinite(warm)) else None
+    angles = None
+    if stored.minimal_q.ndim == 2 and stored.minimal_q.shape[1] == mech.nf and np.all(np.isfinite(stored.minimal_q[k])):
+        angles = np.asarray(stored.minimal_q[k], dtype=float)
+    return StoredStart(z, knot, k, step, t, u, warm, angles, f"state {k} of {run} (t = {t:g} s)")
 
 
 # --- vectors from files (`dojo step`, `gradients`, `analyze`: --state, --input-file) ---

@@ -78,6 +78,9 @@ def run_rk4(
     controller: Controller | None = None,
     stabilization_gains="default",
     progress: Callable[[int], None] | None = None,
+    knot: np.ndarray | None = None,
+    start_step: int = 0,
+    angles: np.ndarray | None = None,
 ) -> RunSummary:
     """Run ``steps`` RK4 steps of the scene's timestep into ``writer``.
 
@@ -89,6 +92,12 @@ def run_rk4(
         controller: the scene's input law (None: zero inputs).
         stabilization_gains: loop joints' Baumgarte gains (minimal.simulate).
         progress: called with the number of steps completed after each block.
+        knot: (13 nb,) initial maximal state with its velocities at t0 (a stored run's
+            knot: storage x, v, q, omega), instead of x0.
+        start_step: the initial state's step number (simulation.run.run): steps are
+            numbered on from it, at t = step h.
+        angles: (nf,) the initial state's minimal/q unwrapped through turns (a stored run's),
+            which the stored minimal/q continues from.
 
     Raises:
         InputError: the scene has something rk4 cannot run (rk4_problems).
@@ -99,6 +108,8 @@ def run_rk4(
         raise InputError("; ".join(problems))
     model = build_model(mech)
     integ = Rk4(model, stabilization_gains)
+    if knot is not None:
+        x0 = model.state_from_maximal(np.asarray(knot, dtype=float))
     x = normalize_state(model, init_state(model) if x0 is None else x0)
     q = np.ascontiguousarray(x[: model.nq])
     v = np.ascontiguousarray(x[model.nq:])
@@ -112,11 +123,14 @@ def run_rk4(
     # each block chained on the state before it
     z0_flat = np.ascontiguousarray(z0.reshape(1, 13 * nb))
     mq0 = np.asarray(_core.unwrapped_coordinates(mech.core, z0_flat)).reshape(nf)
+    if angles is not None:
+        mq0 = np.asarray(angles, dtype=float).reshape(nf)
     before = (z0_flat.reshape(-1), mq0)
-    writer.write_initial(0.0, z0[:, 0:3], z0[:, 6:10], z0[:, 3:6], z0[:, 10:13],
+    writer.write_initial(start_step * h, z0[:, 0:3], z0[:, 6:10], z0[:, 3:6], z0[:, 10:13],
                          mq0, np.zeros(nf))
     fast = _is_open_loop(controller)
-    for k, n in step_blocks(steps, fast):
+    for k_run, n in step_blocks(steps, fast):
+        k = start_step + k_run
         if fast:
             inputs = _open_loop_inputs(mech, controller, k, n)
         else:
@@ -141,7 +155,7 @@ def run_rk4(
             raise SolverError(f"step {k + good} (t = {(k + good) * h:.6g} s): the rk4 state is no longer finite "
                               f"(the timestep {h:g} s is too large for this scene?)")
         if progress is not None:
-            progress(k + n)
+            progress(k_run + n)
     summary.iteration_counts = np.array([summary.steps], dtype=np.int64)
     summary.wall = time.perf_counter() - started
     return summary

@@ -212,6 +212,9 @@ def run(
     abort_on_failure: bool = False,
     progress: Callable[[int], None] | None = None,
     log: Callable[[dict], None] | None = None,
+    start_step: int = 0,
+    warm_start: np.ndarray | None = None,
+    angles: np.ndarray | None = None,
 ) -> RunSummary:
     """Run ``steps`` steps from z0 into ``writer``.
 
@@ -228,6 +231,16 @@ def run(
         abort_on_failure: stop after the first failed step (written) and raise SolverError.
         progress: called with the number of steps completed after each block.
         log: receives one dict per solver iteration (--verbose); steps one at a time.
+        start_step: the number of z0's step: the run's steps are start_step,
+            start_step + 1, ... at t = step h (the controller's step, the external forces'
+            time, the stored time axis). A run continued from knot K of another (``dojo
+            simulate --from``) starts at that knot's step, so that its steps are the ones the
+            first run would have taken.
+        warm_start: (nl,) joint impulses the first solve starts from (default zeros): a
+            continued run's of the step that reached z0, as the first run's next solve had.
+        angles: (nf,) z0's minimal coordinates with its revolute angles unwrapped through
+            turns (a stored run's minimal/q): where the first step measures limits from and
+            the stored minimal/q continues from (default: z0's, as a run's first state).
 
     Returns:
         The run's summary. KeyboardInterrupt propagates after the completed steps
@@ -241,13 +254,17 @@ def run(
     summary = RunSummary()
     started = time.perf_counter()
     mq, mv = minimal_state(mech, z[None])
-    x, v, q, w = unpack_maximal(z, mech.nb)
-    writer.write_initial(0.0, x, q, v, w, mq[0], mv[0])
     data = _core.Data(mech.core)  # this run's scratch; its angle_ref carries the limits' winding
+    if angles is not None:
+        mq[0] = np.asarray(angles, dtype=float).reshape(mech.nf)
+        data.angle_ref[:] = mq[0]
+    x, v, q, w = unpack_maximal(z, mech.nb)
+    writer.write_initial(start_step * h, x, q, v, w, mq[0], mv[0])
     before = (z, mq[0])  # the state before the next block, its minimal coordinates
-    lam = np.zeros(mech.nl)
+    lam = np.zeros(mech.nl) if warm_start is None else np.array(warm_start, dtype=float).reshape(mech.nl)
     fast = _is_open_loop(controller) and not external and not gradients and log is None
-    for k, n in step_blocks(steps, fast):
+    for k_run, n in step_blocks(steps, fast):
+        k = start_step + k_run
         if fast:
             inputs = _open_loop_inputs(mech, controller, k, n)
             try:
@@ -266,7 +283,7 @@ def run(
         z = result.z[-1].copy()
         before = (z, result.minimal_q[-1])
         if progress is not None:
-            progress(k + result.n)
+            progress(k_run + result.n)
         failed = np.flatnonzero(result.status_code)
         if abort_on_failure and failed.size:
             kf = result.k0 + int(failed[0])
@@ -279,7 +296,7 @@ def run(
     if final is not None:
         # one step past the end (not stored): the last state's outgoing midpoint
         # velocities, for its knot velocities (docs/physics.md)
-        ahead = _closed_loop_step(mech, data, steps, z, lam.copy(), controller, opts, external, (), None, before)
+        ahead = _closed_loop_step(mech, data, start_step + steps, z, lam.copy(), controller, opts, external, (), None, before)
         if ahead.status_code[0] == 0:
             _, v_next, _, w_next = ahead.state_parts(mech.nb)
             final(v_next[0], w_next[0])
