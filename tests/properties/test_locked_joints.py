@@ -18,6 +18,7 @@ joint where each step starts (core/kinematics.h lock_row). The checks:
 from __future__ import annotations
 
 import dataclasses
+import json
 
 import numpy as np
 import pytest
@@ -237,6 +238,15 @@ def test_locked_errors_and_records(tmp_path):
     assert stored.attrs["integrator"] == "munthe-kaas-rk4" and stored.minimal_q.shape == (51, 3)
     drift = np.abs(stored.minimal_q - [0.1, -0.2, 0.3]).max()
     assert drift < 1e-14, f"rk4 coordinate drift {drift:.2e}"
+    # dojo dynamics reports what the lock carries: gravity held up (m g along +y, in the body
+    # frame at qz = 0.3, the minimal layer's planar velocities) minus the generalized forces
+    result = runner.invoke(app, ["dynamics", str(path), "--tau", "3,1,0.5", "--json"])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    mg, qz = 2.0 * 9.81, 0.3
+    expected = [mg * np.sin(qz) - 3.0, mg * np.cos(qz) - 1.0, -0.5]
+    assert doc["locked_joints"] == ["base"] and np.allclose(doc["forward_dynamics"]["data"], 0.0, atol=0)
+    assert np.allclose(doc["lock_forces"]["data"], expected, rtol=0, atol=1e-12), doc["lock_forces"]
     out = tmp_path / "run.h5"
     result = runner.invoke(app, ["simulate", str(path), "--steps", "20", "-o", str(out)])
     assert result.exit_code == 0, result.output
