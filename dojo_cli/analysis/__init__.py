@@ -9,5 +9,6 @@ analytic derivatives) and, for the discrete map, the variational step's gradient
 
 from dojo_cli.analysis.analyze import (  # noqa: F401
     ACCESSIBILITY_TOL, CONTROLLABILITY_TOL, EIGEN_TOL, Equilibrium, Linearization, accessibility_rank,
-    controllability_rank, discrete_linearization, equilibria, lie_bracket, linearize, stability, state_names,
+    controllability_rank, discrete_linearization, equilibria, lie_bracket, linearize, locked_names, stability,
+    state_names, velocity_state_names,
 )

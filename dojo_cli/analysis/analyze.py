@@ -40,6 +40,15 @@ scene's input map (its actuators, or one input per free coordinate).
   times the input fields' size counting as zero, with relative SVD tolerance
   ACCESSIBILITY_TOL. Coordinates: x = [q; v] itself when the model has no quaternion joint;
   otherwise the chart apply_dx(x*, .) (its field by central differences).
+- **Locked joints** (Drake's Lock, model.locked_joints): their coordinates are held where the
+  state has them and their velocities at zero, so everything above is about the *reduced*
+  system of the free coordinates: the equilibria solve the free rows of r over the free
+  coordinates (the locked rows are the lock forces), and A, B, M, bias, B_tau, the
+  eigenvalues, stability, controllability and accessibility are over the free error state
+  [dq_f; dv_f] (``state_names``; the held coordinates are ``locked_names``). The held
+  coordinates have no dynamics of their own: keeping them as zero rows would add zero
+  eigenvalues that say nothing (and make a damped, asymptotically stable system only
+  marginally stable, and no system controllable). States x stay full (nx,), names unchanged.
 """
 
 from __future__ import annotations
@@ -84,11 +93,42 @@ def tangent_names(model: MinimalModel) -> list[str]:
 
 
 def state_names(model: MinimalModel) -> list[str]:
-    """The error-state entries [dq; dv]: tangent_names, then the velocity names (``:dot``
-    appended where a velocity has its coordinate's name, as a revolute joint's)."""
-    dq = tangent_names(model)
-    taken = set(dq)
-    return dq + [f"{n}:dot" if n in taken else n for n in model.velocity_names]
+    """The error-state entries [dq_f; dv_f] of the free coordinates (all of them without
+    locked joints): tangent_names, then the velocity names (``:dot`` appended where a
+    velocity has its coordinate's name, as a revolute joint's)."""
+    dq, dv = tangent_names(model), velocity_state_names(model)
+    free = free_indices(model)
+    return [dq[k] for k in free] + [dv[k] for k in free]
+
+
+def velocity_state_names(model: MinimalModel) -> list[str]:
+    """(nv,) every velocity's name in an error state, locked or not (state_names' dv part)."""
+    taken = set(tangent_names(model))
+    return [f"{n}:dot" if n in taken else n for n in model.velocity_names]
+
+
+def free_indices(model: MinimalModel) -> np.ndarray:
+    """(nf,) the tangent (and velocity) indices not held by a locked joint."""
+    return np.flatnonzero(~model.locked_v)
+
+
+def locked_names(model: MinimalModel) -> list[str]:
+    """The tangent coordinates a locked joint holds (tangent_names' entries), in order."""
+    names = tangent_names(model)
+    return [names[k] for k in np.flatnonzero(model.locked_v)]
+
+
+def _error_free(model: MinimalModel) -> np.ndarray:
+    """(2 nf,) the free entries of an error state [dq; dv]."""
+    free = free_indices(model)
+    return np.concatenate([free, model.nv + free])
+
+
+def held_state(model: MinimalModel, x) -> np.ndarray:
+    """A copy of x (nx,) with the locked joints' velocities zero (Drake's Lock)."""
+    x = np.asarray(x, dtype=float).reshape(-1).copy()
+    x[model.nq:][model.locked_v] = 0.0
+    return x
 
 
 def _revolute_indices(model: MinimalModel) -> list[tuple[int, int]]:
@@ -141,13 +181,22 @@ class Equilibrium:
 
 
 def _residual(model: MinimalModel, x) -> np.ndarray:
-    return minimal.C_func(model, x) - passive(model, x)
+    """(nf,) r's free rows (a locked row is the lock's force, whatever it is)."""
+    return (minimal.C_func(model, x) - passive(model, x))[free_indices(model)]
 
 
 def _residual_jacobian(model: MinimalModel, x) -> np.ndarray:
-    """(nv, nv) d r / d dq at v = 0 (analytic inverse-dynamics derivative, springs by differences)."""
+    """(nf, nf) d r_f / d dq_f at v = 0 (analytic inverse-dynamics derivative, springs by differences)."""
     dtau, _ = minimal.inverse_dynamics_deriv(model, x, np.zeros(model.nv), tangent=True)
-    return dtau[:, : model.nv] - _passive_jacobian(model, x)[:, : model.nv]
+    free = free_indices(model)
+    return (dtau[:, : model.nv] - _passive_jacobian(model, x)[:, : model.nv])[np.ix_(free, free)]
+
+
+def _on_free(model: MinimalModel, dq_free: np.ndarray) -> np.ndarray:
+    """(2 nv,) the error state with tangent step dq_free (nf,) on the free coordinates, v = 0."""
+    dx = np.zeros(2 * model.nv)
+    dx[free_indices(model)] = dq_free
+    return dx
 
 
 def potential_energy(model: MinimalModel, x) -> float:
@@ -173,7 +222,6 @@ def _distance(model: MinimalModel, a: np.ndarray, b: np.ndarray) -> float:
 
 def _newton(model: MinimalModel, x0: np.ndarray, scale: float) -> tuple[np.ndarray, float, bool]:
     x = x0.copy()
-    nv = model.nv
     r = _residual(model, x)
     for _ in range(NEWTON_ITERS):
         nr = float(np.linalg.norm(r))
@@ -183,7 +231,7 @@ def _newton(model: MinimalModel, x0: np.ndarray, scale: float) -> tuple[np.ndarr
         dq = -np.linalg.lstsq(J, r, rcond=1e-12)[0]
         step = 1.0
         while step > 1e-6:
-            xt = minimal.apply_dx(model, x, np.concatenate([step * dq, np.zeros(nv)]))
+            xt = minimal.apply_dx(model, x, _on_free(model, step * dq))
             rt = _residual(model, xt)
             if np.linalg.norm(rt) < nr:
                 break
@@ -207,7 +255,9 @@ def equilibria(model: MinimalModel, starts: int | None = None, seed: int = 0, x_
     x_init = minimal.init_state(model) if x_initial is None else np.asarray(x_initial, dtype=float).copy()
     x_init[model.nq:] = 0.0
     rng = np.random.default_rng(seed)
-    n_starts = min(64, 8 + 8 * nv) if starts is None else int(starts)
+    free_idx = free_indices(model)  # the locked joints' coordinates are held at x_init's
+    nf = free_idx.size
+    n_starts = min(64, 8 + 8 * nf) if starts is None else int(starts)
 
     def random_dx(full: np.ndarray) -> np.ndarray:
         dx = np.zeros(2 * nv)
@@ -219,19 +269,22 @@ def equilibria(model: MinimalModel, starts: int | None = None, seed: int = 0, x_
             elif tj.rot == ROT_QUATERNION:
                 axis = rng.standard_normal(3)
                 dx[v + tj.n_trans: v + tj.n_trans + 3] = axis / np.linalg.norm(axis) * rng.uniform(0.0, np.pi)
-        dx[:nv] *= full
+        dx[:nv][free_idx] *= full
+        dx[:nv][model.locked_v] = 0.0
         return dx
 
     # the coordinates r depends on somewhere (others are cyclic: held at the initial pose)
-    samples = [x_init] + [minimal.apply_dx(model, x_init, random_dx(np.ones(nv))) for _ in range(3)]
+    samples = [x_init] + [minimal.apply_dx(model, x_init, random_dx(np.ones(nf))) for _ in range(3)]
     J_abs = sum(np.abs(_residual_jacobian(model, s)) for s in samples)
-    force_scale = 1.0 + max(float(np.max(np.abs(_residual(model, s)))) for s in samples)
-    live = (np.max(J_abs, axis=0) > 1e-9 * (1.0 + float(np.max(J_abs)))).astype(float)
+    force_scale = 1.0 + max(float(np.max(np.abs(_residual(model, s)), initial=0.0)) for s in samples)
+    live = (np.max(J_abs, axis=0, initial=0.0) > 1e-9 * (1.0 + float(np.max(J_abs, initial=0.0)))).astype(float)
     names = tangent_names(model)
-    free = [names[k] for k in range(nv) if not live[k]]
+    free = [names[free_idx[k]] for k in range(nf) if not live[k]]
 
     found: list[Equilibrium] = []
-    revolute = [iq for iq, iv in _revolute_indices(model) if live[iv]]
+    live_v = np.zeros(nv)
+    live_v[free_idx] = live
+    revolute = [iq for iq, iv in _revolute_indices(model) if live_v[iv]]
     queue = [x_init]
     flipped = False
     k = 0
@@ -260,7 +313,8 @@ def equilibria(model: MinimalModel, starts: int | None = None, seed: int = 0, x_
             continue
         # a family of equilibria (r's Jacobian singular beyond the held coordinates, as a
         # ball-joint pendulum hanging at any yaw): one with the same energy and spectrum is the same
-        sv = np.linalg.svd(_residual_jacobian(model, x)[:, live > 0], compute_uv=False)
+        Jr = _residual_jacobian(model, x)[:, live > 0]
+        sv = np.linalg.svd(Jr, compute_uv=False) if Jr.size else np.zeros(0)
         family = int(np.sum(sv <= 1e-9 * max(1.0, float(sv[0]) if sv.size else 1.0)))
         potential = potential_energy(model, x)
         spectrum = None
@@ -311,9 +365,11 @@ def stability(A: np.ndarray, discrete: bool = False) -> tuple[bool, str]:
 def controllability_rank(A: np.ndarray, B: np.ndarray, tol: float = CONTROLLABILITY_TOL) -> int:
     """Kalman rank of (A, B): module doc."""
     A = np.asarray(A, dtype=float)
-    B = np.asarray(B, dtype=float).reshape(A.shape[0], -1)
     n = A.shape[0]
-    if n == 0 or B.shape[1] == 0:
+    if n == 0:  # no states (every joint locked)
+        return 0
+    B = np.asarray(B, dtype=float).reshape(n, -1)
+    if B.shape[1] == 0:
         return 0
     At = A / max(1.0, float(np.linalg.norm(A, 2)))
     blocks = [B]
@@ -329,19 +385,21 @@ class Linearization:
     """The linearisation at x (module doc). A (2nv, 2nv), B (2nv, nu) in error coordinates."""
 
     x: np.ndarray
-    A: np.ndarray
-    B: np.ndarray
+    A: np.ndarray  # (2 nf, 2 nf): the free coordinates' error state (module doc, locked joints)
+    B: np.ndarray  # (2 nf, nu)
     eigenvalues: np.ndarray
     stable: bool
     stability: str
     controllability_rank: int
     accessibility_rank: int | None
     accessibility_depth: int | None
-    M: np.ndarray
-    bias: np.ndarray
-    input_map: np.ndarray  # B_tau (nv, nu): generalized forces per input, M vdot + bias = B_tau u
+    M: np.ndarray  # (nf, nf) the free block
+    bias: np.ndarray  # (nf,)
+    input_map: np.ndarray  # B_tau (nf, nu): generalized forces per input, M vdot + bias = B_tau u
     state_names: list[str]
     input_names: list[str]
+    velocity_names: list[str] = field(default_factory=list)  # (nf,) the rows of M, bias, B_tau
+    locked: list[str] = field(default_factory=list)  # the locked joints' held coordinates (locked_names)
 
 
 def _vdot(model: MinimalModel, x, tau_extra=None) -> np.ndarray:
@@ -352,7 +410,10 @@ def _vdot(model: MinimalModel, x, tau_extra=None) -> np.ndarray:
 
 
 def _linear_blocks(model: MinimalModel, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(A (2 nf, 2 nf), B (2 nf, nu)) over the free error state (the reduced solve's
+    derivatives have zero locked rows; the held coordinates' columns are dropped)."""
     nv = model.nv
+    keep = _error_free(model)
     Bu = minimal.B_func(model, x)
     tau = passive(model, x)
     dfd_dx, dfd_dtau = minimal.forward_dynamics_deriv(model, x, tau, tangent=True)
@@ -361,12 +422,12 @@ def _linear_blocks(model: MinimalModel, x: np.ndarray) -> tuple[np.ndarray, np.n
         upper = np.hstack([np.zeros((nv, nv)), np.eye(nv)])
     else:
         upper = np.zeros((nv, 2 * nv))
-        for k in range(2 * nv):
+        for k in keep:
             e = np.zeros(2 * nv)
             e[k] = FD_STEP
             upper[:, k] = (_chart_field(model, x, e)[:nv] - _chart_field(model, x, -e)[:nv]) / (2 * FD_STEP)
-    A = np.vstack([upper, lower])
-    B = np.vstack([np.zeros((nv, Bu.shape[1])), dfd_dtau @ Bu])
+    A = np.vstack([upper, lower])[np.ix_(keep, keep)]
+    B = np.vstack([np.zeros((nv, Bu.shape[1])), dfd_dtau @ Bu])[keep]
     return A, B
 
 
@@ -376,7 +437,10 @@ def _raw_rate(model: MinimalModel, x: np.ndarray, which: int) -> np.ndarray:
         qdot = minimal.velocity_kinematics(model, x) @ x[model.nq:]
         return np.concatenate([qdot, _vdot(model, x)])
     b = minimal.B_func(model, x)[:, which]
-    return np.concatenate([np.zeros(model.nq), np.linalg.solve(minimal.M_func(model, x), b)])
+    free = free_indices(model)
+    vdot = np.zeros(model.nv)  # the reduced solve: a locked row is the lock's
+    vdot[free] = np.linalg.solve(minimal.M_func(model, x)[np.ix_(free, free)], b[free])
+    return np.concatenate([np.zeros(model.nq), vdot])
 
 
 def _chart_field(model: MinimalModel, x0: np.ndarray, delta: np.ndarray, which: int = -1) -> np.ndarray:
@@ -390,17 +454,21 @@ def _chart_field(model: MinimalModel, x0: np.ndarray, delta: np.ndarray, which: 
 
 
 def linearize(model: MinimalModel, x, accessibility: bool = True) -> Linearization:
-    """The linearisation at state x (nx,) with u = 0, its stability and controllability (module doc)."""
-    x = np.asarray(x, dtype=float).reshape(-1).copy()
+    """The linearisation at state x (nx,) with u = 0, its stability and controllability (module doc;
+    with locked joints, of the free coordinates, their velocities in x read as zero)."""
+    x = held_state(model, x)
     A, B = _linear_blocks(model, x)
     eig = np.linalg.eigvals(A) if A.size else np.zeros(0, dtype=complex)
     stable, reason = stability(A)
     acc_rank, acc_depth = accessibility_rank(model, x) if accessibility else (None, None)
+    free = free_indices(model)
     return Linearization(
         x=x, A=A, B=B, eigenvalues=_sorted_eigenvalues(eig), stable=stable, stability=reason,
         controllability_rank=controllability_rank(A, B), accessibility_rank=acc_rank, accessibility_depth=acc_depth,
-        M=minimal.M_func(model, x), bias=minimal.C_func(model, x) - passive(model, x), input_map=minimal.B_func(model, x),
-        state_names=state_names(model), input_names=list(model.mech.input_names()),
+        M=minimal.M_func(model, x)[np.ix_(free, free)], bias=(minimal.C_func(model, x) - passive(model, x))[free],
+        input_map=minimal.B_func(model, x)[free], state_names=state_names(model),
+        input_names=list(model.mech.input_names()), velocity_names=[model.velocity_names[k] for k in free],
+        locked=locked_names(model),
     )
 
 
@@ -412,9 +480,10 @@ def _sorted_eigenvalues(eig: np.ndarray) -> np.ndarray:
 # ---------------------------------------------------------------- accessibility
 def accessibility_rank(model: MinimalModel, x, max_depth: int | None = None) -> tuple[int, int]:
     """(rank, depth reached) of the Lie-bracket distribution of drift and inputs at x (module doc)."""
-    x = np.asarray(x, dtype=float).reshape(-1)
-    n = 2 * model.nv
+    x = held_state(model, x)
+    n = 2 * int(np.sum(~model.locked_v))  # the free error state's dimension
     nu = model.mech.nu
+    keep = _error_free(model)
     if n == 0 or nu == 0:
         return 0, 0
     chart = _has_quaternion(model)
@@ -428,7 +497,7 @@ def accessibility_rank(model: MinimalModel, x, max_depth: int | None = None) -> 
     def bracket(F, G):
         return lie_bracket(F, G, h)
 
-    y0 = np.zeros(n) if chart else x.copy()
+    y0 = np.zeros(2 * model.nv) if chart else x.copy()
     drift = base(-1)
     inputs = [base(i) for i in range(nu)]
     generators = [drift] + inputs
@@ -436,6 +505,7 @@ def accessibility_rank(model: MinimalModel, x, max_depth: int | None = None) -> 
     size = max(1.0, max(float(np.linalg.norm(g(y0))) for g in inputs))
 
     def add(vec: np.ndarray) -> bool:
+        vec = vec[keep]  # the fields have no held components (their rates are zero)
         if not np.all(np.isfinite(vec)) or np.linalg.norm(vec) <= ACCESSIBILITY_TOL * size:
             return False
         trial = vectors + [vec / np.linalg.norm(vec)]
@@ -477,18 +547,23 @@ def lie_bracket(F, G, step: float = ACCESSIBILITY_STEP):
 # ---------------------------------------------------------------- discrete
 def discrete_linearization(model: MinimalModel, x, opts=None):
     """(A_d, B_d, state labels, input labels) of the variational step at the scene's timestep,
-    in Dojo's minimal coordinates (per joint [coordinates; velocities]) from the minimal state x."""
-    from dojo_cli.physics.coordinates import maximal_to_minimal
+    in Dojo's minimal coordinates (per joint [coordinates; velocities]) from the minimal state x;
+    with locked joints, of the free joints' entries only (the step holds the others: their
+    rows are the identity on the coordinates and zero on the velocities, module doc)."""
+    from dojo_cli.physics.coordinates import interleave_minimal, maximal_to_minimal
     from dojo_cli.simulation.gradient_record import input_labels, minimal_labels
     from dojo_cli.simulation.gradients import minimal_gradients
 
     mech = model.mech
-    z = maximal_from_minimal_state(model, x)
+    z = maximal_from_minimal_state(model, held_state(model, x))
     y = maximal_to_minimal(mech, z)
     if opts is None:
         opts = getattr(mech, "default_options", None) or DOJO_DEFAULTS
     A, B = minimal_gradients(mech, y, np.zeros(mech.nu), opts)
-    return A, B, minimal_labels(mech), input_labels(mech)
+    labels = minimal_labels(mech)
+    held = np.array([bool(mech.joints[int(mech.free_joint[f])].locked) for f in range(mech.nf)], dtype=bool)
+    keep = ~np.asarray(interleave_minimal(mech, held, held), dtype=bool)
+    return A[np.ix_(keep, keep)], B[keep], [n for n, k in zip(labels, keep) if k], input_labels(mech)
 
 
 def maximal_from_minimal_state(model: MinimalModel, x) -> np.ndarray:

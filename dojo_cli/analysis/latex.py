@@ -42,10 +42,14 @@ def latex_fragment(scene_name: str, model, lin, equilibria: list[dict], matrices
     out = [f"% dojo analyze {scene_name}: numeric equations of motion (generated)", f"\\subsection*{{{esc}}}"]
     q_names = ", ".join(_name(n) for n in model.config_names)
     out.append(f"Coordinates $q = ({q_names})$, velocities $v$ ({model.nv}).")
+    locked = [n for n, h in zip(model.config_names, model.locked_q) if h]
+    if locked:  # Drake's Lock: the matrices below are the free coordinates' (docs/analysis.md)
+        out.append("Held by locked joints: $" + ", ".join(_name(n) for n in locked)
+                   + "$; the equations below are those of the other coordinates.")
     if lin is not None:
         out.append("\\paragraph{Equations of motion at the point} $M(q^*)\\,\\dot v + b(q^*, v^*) = B_\\tau\\,u$ with")
         out.append("\\[ M = " + _matrix(lin.M) + ",\\quad b = " + _matrix(lin.bias.reshape(-1, 1))
-                   + ",\\quad B_\\tau = " + _matrix(lin.input_map.reshape(lin.M.shape[0], -1)) + " \\]")
+                   + ",\\quad B_\\tau = " + _matrix(lin.input_map.reshape(lin.M.shape[0], len(lin.input_names))) + " \\]")
         out.append("\\paragraph{Linearisation} $\\dot{\\delta x} = A\\,\\delta x + B\\,u$, $\\delta x = ("
                    + ", ".join(_name(n) for n in lin.state_names) + ")$:")
         out.append("\\[ A = " + _matrix(lin.A) + ",\\quad B = " + _matrix(lin.B) + " \\]")

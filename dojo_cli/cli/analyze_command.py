@@ -112,10 +112,18 @@ def analyze(
         "config_names": list(model.config_names), "dojo_cli_version": __version__,
         "controllability_tol": analysis.CONTROLLABILITY_TOL, "accessibility_tol": analysis.ACCESSIBILITY_TOL,
         "eigen_tol": analysis.EIGEN_TOL,
+        # locked joints (Drake's Lock): their coordinates are held, the analysis is of the others
+        "locked_joints": list(model.locked_joints), "locked": analysis.locked_names(model),
     }
     vectors: dict = {}
     matrices: dict = {}
     lines: list[str] = []
+    if model.locked_joints:
+        q0 = minimal.init_state(model)[: model.nq]
+        held = ", ".join(f"{n} = {_fmt(v)}" for n, v, h in zip(model.config_names, q0, model.locked_q) if h)
+        lines.append(f"locked joints {', '.join(model.locked_joints)}: coordinates held (the equilibria at the initial "
+                     f"pose's {held}); A, B, M, bias, B_tau, eigenvalues and ranks are of the other "
+                     f"{2 * int(np.sum(~model.locked_v))} states")
     eq_list = []
     if equilibria_flag:
         for k, e in enumerate(eqs()):
@@ -138,13 +146,13 @@ def analyze(
         except (ValueError, RuntimeError, np.linalg.LinAlgError) as exc:
             raise InputError(f"{spec.name}: {exc}") from None
         sn, un = lin.state_names, lin.input_names
-        vn = list(model.velocity_names)
-        vectors["x"] = (lin.x, list(model.config_names) + sn[model.nv:])
+        vn = list(lin.velocity_names)  # the free velocities (all of them without locked joints)
+        vectors["x"] = (lin.x, list(model.config_names) + analysis.velocity_state_names(model))
         vectors["bias"] = (lin.bias, vn)
         matrices["A"] = (lin.A, sn, sn)
         matrices["B"] = (lin.B, sn, un)
         matrices["M"] = (lin.M, vn, vn)
-        matrices["B_tau"] = (lin.input_map.reshape(model.nv, -1), vn, un)
+        matrices["B_tau"] = (lin.input_map.reshape(len(vn), len(un)), vn, un)
         doc_meta.update({
             "at": phrase, "eigenvalues": _eig_pairs(lin.eigenvalues), "stable": bool(lin.stable), "stability": lin.stability,
             "controllability_rank": lin.controllability_rank, "accessibility_rank": lin.accessibility_rank,

@@ -1,10 +1,11 @@
 """`dojo dynamics`: a scene's minimal-coordinate dynamics at one state (docs/minimal.md,
 "Command line").
 
-M, C, the springs' and dampers' generalized forces, forward and inverse dynamics, E and,
-with ``--derivatives``, the derivative blocks, each computed by dojo_cli.minimal (one
-call into the core per quantity) in the nominal order and then converted to ``--order``
-by ``minimal.change_order``, every vector and matrix labelled with that order's names.
+M, C, the springs' and dampers' generalized forces, forward and inverse dynamics, E, the
+locked joints' lock forces (minimal.lock_forces) and, with ``--derivatives``, the
+derivative blocks, each computed by dojo_cli.minimal (one call into the core per quantity)
+in the nominal order and then converted to ``--order`` by ``minimal.change_order``, every
+vector and matrix labelled with that order's names.
 """
 
 from __future__ import annotations
@@ -113,6 +114,8 @@ def evaluate(model, x: np.ndarray, tau: np.ndarray, vdot: np.ndarray, derivative
         "vdot": vdot, "inverse_dynamics": minimal.inverse_dynamics(model, x, vdot),
         "E": minimal.velocity_kinematics(model, x),
     }
+    if model.locked_joints:  # Drake's Lock: what the locks carry, M vdot + C - tau on their rows
+        out["lock_forces"] = minimal.lock_forces(model, x, tau)
     if derivatives:
         out["forward_dynamics_dx"], out["forward_dynamics_dtau"] = minimal.forward_dynamics_deriv(model, x, tau, tangent)
         out["inverse_dynamics_dx"], out["inverse_dynamics_dvdot"] = minimal.inverse_dynamics_deriv(model, x, vdot, tangent)
@@ -121,7 +124,7 @@ def evaluate(model, x: np.ndarray, tau: np.ndarray, vdot: np.ndarray, derivative
 
 # (kind of the rows, kind of the columns) of each quantity, change_order's kinds
 KINDS = {
-    "q": "config", "v": "velocity", "C": "torque", "passive": "torque", "tau": "torque",
+    "q": "config", "v": "velocity", "C": "torque", "passive": "torque", "tau": "torque", "lock_forces": "torque",
     "forward_dynamics": "velocity", "vdot": "velocity", "inverse_dynamics": "torque",
     "M": ("torque", "velocity"), "E": ("config", "velocity"),
     "forward_dynamics_dx": ("velocity", "state"), "forward_dynamics_dtau": ("velocity", "torque"),
@@ -131,6 +134,7 @@ MEANING = {
     "q": "configuration", "v": "velocity", "C": "Coriolis, centrifugal and gravity (M vdot + C = tau)",
     "passive": "springs and dampers (not in C)", "tau": "--tau", "forward_dynamics": "vdot = M^-1 (tau - C)",
     "vdot": "--vdot", "inverse_dynamics": "tau = M vdot + C", "M": "mass matrix", "E": "qdot = E v",
+    "lock_forces": "locked joints' forces M FD(tau) + C - tau (zero on free rows)",
     "forward_dynamics_dx": "d vdot / dx", "forward_dynamics_dtau": "d vdot / d tau = M^-1",
     "inverse_dynamics_dx": "d tau / dx", "inverse_dynamics_dvdot": "d tau / d vdot = M",
 }
@@ -162,8 +166,10 @@ def _vec_text(values) -> str:
     return "[" + ", ".join(number_text(v) for v in values) + "]"
 
 
-def _print_tables(console, values: dict, labels: dict, matrices: list[str]) -> None:
-    """The configuration, the velocity-space vectors in two tables, then the matrices."""
+def _print_tables(console, values: dict, labels: dict, matrices: list[str], locked: set[str] = frozenset()) -> None:
+    """The configuration, the velocity-space vectors in two tables, the lock forces (the rows
+    named in ``locked``, the locked joints' torque names: the same in every order), then the
+    matrices."""
     t = number_table("configuration", ["name", "q"])
     for name, val in zip(labels["q"], values["q"]):
         t.add_row(printable(name), number_text(val))
@@ -178,6 +184,12 @@ def _print_tables(console, values: dict, labels: dict, matrices: list[str]) -> N
         t = number_table(title, ["name"] + [h for _, h in cols])
         for i, name in enumerate(names):
             t.add_row(printable(name), *(number_text(values[c][i]) for c, _ in cols))
+        console.print(t)
+    if locked:  # the locked rows only: what each lock carries at FD(tau)
+        t = number_table("lock forces", ["name", "M FD + C - tau"])
+        for name, val in zip(labels["lock_forces"], values["lock_forces"]):
+            if name in locked:
+                t.add_row(printable(name), number_text(val))
         console.print(t)
     for name in matrices:
         print_matrix(console, f"{name}: {MEANING[name]}", values[name], *labels[name])
@@ -238,7 +250,7 @@ def dynamics(
         "scene_name": spec.name, "order": order, "source": source, "time": time,
         "nq": model.nq, "nv": model.nv, "derivatives": derivatives,
         "derivative_columns": ("tangent [dq; v]" if tangent else "raw x = [q; v]") if derivatives else None,
-        "loop_joints": model.loop_joints, "dojo_cli_version": __version__,
+        "loop_joints": model.loop_joints, "locked_joints": model.locked_joints, "dojo_cli_version": __version__,
     }
     content = DynamicsFile(vectors, matrices, meta)
     if json_out:
@@ -249,9 +261,12 @@ def dynamics(
         console = Console(highlight=False, soft_wrap=False)
         typer.echo(printable(f"{spec.name}: minimal-coordinate dynamics at {source}, {order} order "
                              f"(nq = {model.nq}, nv = {model.nv}); gravity {_vec_text(model.gravity)} m/s^2; "
-                             "contacts and joint limits are not included"))
+                             "contacts and joint limits are not included"
+                             + (f"; locked (held): {', '.join(model.locked_joints)}, so FD(tau) is the reduced "
+                                "solve (their velocities read as zero)" if model.locked_joints else "")))
         shown = ["M", "E"] + ([n for n in matrices if n not in ("M", "E")] if derivatives else [])
-        _print_tables(console, values, labels, shown)
+        held = {n for n, h in zip(model.torque_names, model.locked_v) if h}
+        _print_tables(console, values, labels, shown, held)
     if output is not None:
         write_dynamics_file(output, DynamicsFile(vectors, matrices, {**meta, "scene": dump_scene(spec)}), overwrite=force)
         if not json_out:

@@ -537,7 +537,8 @@ void bind_tree(nb::module_& m) {
       .def_rw("joint_frame_translation", &TreeInput::joint_frame_translation)
       .def_rw("joint_frame_rotation", &TreeInput::joint_frame_rotation)
       .def_rw("trans_pred", &TreeInput::trans_pred)
-      .def_rw("swing_axes", &TreeInput::swing_axes);
+      .def_rw("swing_axes", &TreeInput::swing_axes)
+      .def_rw("locked", &TreeInput::locked);
   nb::class_<TreeModel>(m, "TreeModel", "A compiled kinematic tree (minimal coordinates, frozen).")
       .def(nb::init<const TreeInput&>(), nb::arg("input"))
       .def_ro("n", &TreeModel::n)
@@ -570,7 +571,13 @@ void bind_tree(nb::module_& m) {
     const double* xp = tree_take(x, sz(t.nq + t.nv), "x");
     tree_aba(t, d, xp, xp + t.nq, tree_take(tau, sz(t.nv), "tau"));
     return numpy_owning(d.vdot, {sz(t.nv)});
-  }, "vdot = M^-1 (tau - C) by ABA.");
+  }, "vdot = M^-1 (tau - C) by ABA (with locked joints the reduced solve: vdot_l = 0, v_l read as zero).");
+  m.def("tree_lock_forces", [](const TreeModel& t, TreeData& d, const InArray& x, const InArray& tau) {
+    const double* xp = tree_take(x, sz(t.nq + t.nv), "x");
+    tree_aba(t, d, xp, xp + t.nq, tree_take(tau, sz(t.nv), "tau"));
+    return numpy_owning(d.lock_tau, {sz(t.nv)});
+  }, "(nv,) the locked joints' lock forces M vdot + C - tau at the forward dynamics' vdot (v_l read as zero); "
+     "zero on the free rows.");
   m.def("tree_inverse_dynamics_deriv", [](const TreeModel& t, TreeData& d, const InArray& x, const InArray& a, bool raw) {
     const double* xp = tree_take(x, sz(t.nq + t.nv), "x");
     const double* ap = tree_take(a, sz(t.nv), "vdot");
@@ -601,7 +608,8 @@ void bind_tree(nb::module_& m) {
     std::vector<double> bottom = raw ? raw_columns(t, d, dq.data(), dv.data(), nv) : tangent_columns(t, dq.data(), dv.data(), nv);
     std::vector<double> dx(sz(2 * nv * nx), 0.0), dtau(sz(2 * nv * nv), 0.0);
     const int v0 = raw ? t.nq : nv;
-    for (int r = 0; r < nv; ++r) dx[sz(r * nx + v0 + r)] = 1.0;  // d v / d v = I
+    // d v / d v = I (a locked joint's v is read as zero: its entries are 0)
+    for (int r = 0; r < nv; ++r) dx[sz(r * nx + v0 + r)] = t.any_locked && t.locked_v[sz(r)] ? 0.0 : 1.0;
     std::copy(bottom.begin(), bottom.end(), dx.begin() + nv * nx);
     std::copy(d.Minv.begin(), d.Minv.end(), dtau.begin() + nv * nv);
     return std::make_pair(numpy_owning(std::move(dx), {sz(2 * nv), sz(nx)}), numpy_owning(std::move(dtau), {sz(2 * nv), sz(nv)}));

@@ -33,9 +33,21 @@ void tree_crba(const TreeModel& m, TreeData& d, const double* q) {
 }
 
 void tree_mass_matrix_inverse(const TreeModel& m, TreeData& d) {
+  static const char* kWhat = "the mass matrix is not positive definite (a body with no mass or inertia on a free direction?)";
   // dense: nv is small, and that is fastest
-  tree::spd_inverse(d.M.data(), m.nv, d.L.data(), d.work.data(), d.Minv.data(),
-                    "the mass matrix is not positive definite (a body with no mass or inertia on a free direction?)");
+  if (!m.any_locked) {
+    tree::spd_inverse(d.M.data(), m.nv, d.L.data(), d.work.data(), d.Minv.data(), kWhat);
+    return;
+  }
+  // locked joints: the reduced solve's inverse, M_ff^-1 scattered on the free rows and
+  // columns (vdot_f = M_ff^-1 (tau_f - c_f), vdot_l = 0: tree.h TreeInput.locked)
+  const int nv = m.nv, nf = static_cast<int>(m.free_v.size());
+  for (int a = 0; a < nf; ++a)
+    for (int b = 0; b < nf; ++b) d.Mff[a * nf + b] = d.M[m.free_v[a] * nv + m.free_v[b]];
+  tree::spd_inverse(d.Mff.data(), nf, d.L.data(), d.work.data(), d.Mff.data(), kWhat);
+  for (int k = 0; k < nv * nv; ++k) d.Minv[k] = 0.0;
+  for (int a = 0; a < nf; ++a)
+    for (int b = 0; b < nf; ++b) d.Minv[m.free_v[a] * nv + m.free_v[b]] = d.Mff[a * nf + b];
 }
 
 namespace tree {

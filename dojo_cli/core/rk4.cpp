@@ -597,6 +597,9 @@ Rk4Data::Rk4Data(const Rk4Model& r) {
 void rk4_dynamics(const TreeModel& m, TreeData& d, const Rk4Model& r, Rk4Data& rd, double t, const double* q,
                   const double* v, const double* u, const Rk4Control* control, double* vdot) {
   const int nv = m.nv;
+  // locked joints: their velocities read as zero (Drake's Lock); ABA and the reduced M^-1
+  // then give vdot_l = 0 and carry the locked rows' forces in the lock (tree.h TreeInput.locked)
+  v = tree_held_velocities(m, d, v);
   for (int a = 0; a < nv; ++a) rd.tau[a] = 0.0;
   if (u || r.has_passive) joint_forces(m, r, q, v, u, rd.tau.data());
   if (control && *control) {
@@ -655,6 +658,11 @@ void rk4_step(const TreeModel& m, TreeData& d, const Rk4Model& r, Rk4Data& rd, d
   static const double a_coef[4] = {0.0, 0.5, 0.5, 1.0};  // a_{i,i-1} (the classic tableau's only entries)
   static const double b_coef[4] = {1.0 / 6.0, 1.0 / 3.0, 1.0 / 3.0, 1.0 / 6.0};
   const int nq = m.nq, nv = m.nv;
+  // Drake's Lock zeroes a locked joint's velocities; with vdot_l = 0 at every stage they stay
+  // exactly zero, so its local coordinates' rates are zero and q_l stays where it is
+  if (m.any_locked)
+    for (int a = 0; a < nv; ++a)
+      if (m.locked_v[a]) v[a] = 0.0;
   for (int a = 0; a < nq; ++a) rd.q0[a] = q[a];
   for (int a = 0; a < nv; ++a) rd.v0[a] = v[a];
   for (int s = 0; s < 4; ++s) {

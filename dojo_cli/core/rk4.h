@@ -27,6 +27,11 @@
 // gains per loop joint (kp, kd) for the translational and the rotational rows; RBD's
 // default (100, 20), i.e. critical damping at 10 rad/s (Featherstone 2008, sec. 8.3).
 //
+// Locked joints (tree.h TreeInput.locked, Drake's Lock): each step zeroes their velocities,
+// the dynamics solve the reduced system (ABA welds them; with loops, the reduced M^-1 makes
+// the Schur complement K_f M_ff^-1 K_f^T), so vdot_l = 0, v_l stays exactly zero and the
+// locked coordinates do not move.
+//
 // Allocation-free: every buffer lives in Rk4Data, sized once.
 #pragma once
 

@@ -225,6 +225,18 @@ TreeModel::TreeModel(const TreeInput& in) {
   body_mass = in.mass;
   body_com = in.com;
   body_inertia = in.inertia;
+  locked.assign(n, 0);
+  if (!in.locked.empty()) {
+    need(in.locked.size(), 1, "locked");
+    for (int i = 0; i < n; ++i) locked[i] = in.locked[i] != 0;
+  }
+  locked_v.assign(nv, 0);
+  for (int i = 0; i < n; ++i)
+    for (int k = 0; k < nv_i[i]; ++k) locked_v[idx_v[i] + k] = locked[i];
+  for (int k = 0; k < nv; ++k) {
+    if (locked_v[k]) any_locked = true;
+    else free_v.push_back(k);
+  }
 }
 
 TreeData::TreeData(const TreeModel& m) {
@@ -268,6 +280,15 @@ TreeData::TreeData(const TreeModel& m) {
   work.assign(nv * nv, 0.0);
   work2.assign(nv * nv, 0.0);
   qnorm.assign(n, 1.0);
+  v_held.assign(nv, 0.0);
+  lock_tau.assign(nv, 0.0);
+  Mff.assign(m.any_locked ? m.free_v.size() * m.free_v.size() : 0, 0.0);
+}
+
+const double* tree_held_velocities(const TreeModel& m, TreeData& d, const double* v) {
+  if (!m.any_locked) return v;
+  for (int k = 0; k < m.nv; ++k) d.v_held[k] = m.locked_v[k] ? 0.0 : v[k];
+  return d.v_held.data();
 }
 
 void tree_forward_kinematics(const TreeModel& m, TreeData& d, const double* q) {

@@ -74,6 +74,12 @@ struct TreeInput {
   // empty (none). A swing joint with translations must have it.
   std::vector<int> trans_pred;
   std::vector<double> swing_axes;  // (n, 2, 3) b1, b2 of each swing joint (zeros otherwise), or empty
+  // Locked joints (Drake's Lock, docs/scenes.md "Locked joints"): (n,) 1 for a locked tree
+  // joint, or empty (none). Its velocities are held at zero and its coordinates where they
+  // are: the forward dynamics solves the reduced system M_ff vdot_f = tau_f - c_f(q, v) over
+  // the free velocities f, with v_l read as zero and vdot_l = 0 (aba.cpp); M, C and the
+  // inverse dynamics stay the tree's (their locked rows minus tau are the lock forces).
+  std::vector<int> locked;
 };
 
 struct TreeModel {
@@ -95,6 +101,10 @@ struct TreeModel {
   // trans_pred and swing axes (TreeInput); variable[i]: S_i depends on q (trans_pred or swing)
   std::vector<int> trans_pred, variable;
   std::vector<double> swing_axes;  // (n, 6)
+  // locked joints (TreeInput.locked): locked (n,) 0/1; locked_v (nv,) 0/1 per velocity entry;
+  // free_v the indices of the free (not locked) velocities, in order (nf = free_v.size())
+  std::vector<int> locked, locked_v, free_v;
+  bool any_locked = false;
 };
 
 struct TreeData {
@@ -121,6 +131,10 @@ struct TreeData {
   std::vector<double> dtau_dq, dtau_dv;    // (nv, nv) tangent derivatives
   std::vector<double> work, work2;         // (nv * nv) scratch
   std::vector<double> qnorm;               // (n,) |q| of each quaternion joint (1 otherwise)
+  // ---- locked joints (TreeModel.locked)
+  std::vector<double> v_held;    // (nv,) the velocities with the locked entries zeroed (tree_held_velocities)
+  std::vector<double> lock_tau;  // (nv,) lock forces of the last tree_aba: (M vdot + C - tau) on locked rows, 0 elsewhere
+  std::vector<double> Mff;       // (nf, nf) scratch: the free block of M
 };
 
 // ---- tree.cpp
@@ -173,6 +187,10 @@ void tree_joint_variation(const TreeModel& m, const TreeData& d, int i, const do
 void tree_swing_jacobian(const TreeModel& m, int i, const double* qr, double A[3][2], double dA[2][3][2],
                          double d2A[2][2][3][2]);
 
+// v (nv) as the dynamics read it: v itself without locked joints, else a copy in d.v_held
+// with the locked joints' entries zero (Drake's Lock holds them at zero).
+const double* tree_held_velocities(const TreeModel& m, TreeData& d, const double* v);
+
 // ---- tree_passive.cpp
 // tau (nv,) of the joints' springs and dampers at x = [q; v] (nq + nv,), which C leaves
 // out: Dojo's -k (theta - theta0) - c theta' on each free coordinate theta (TreeInput),
@@ -188,10 +206,13 @@ void tree_rnea(const TreeModel& m, TreeData& d, const double* q, const double* v
 
 // ---- crba.cpp (RBDA algorithm 6.2, world frame): d.M (nv, nv), both triangles.
 void tree_crba(const TreeModel& m, TreeData& d, const double* q);
-// Cholesky of d.M into d.L and d.Minv = M^-1 (after tree_crba); throws if M is not positive definite.
+// Cholesky of d.M into d.L and d.Minv = M^-1 (after tree_crba); throws if M is not positive
+// definite. With locked joints, d.Minv is the reduced inverse: M_ff^-1 on the free rows and
+// columns, zero on the locked ones (d vdot / d tau of the reduced solve; d.L factors M_ff).
 void tree_mass_matrix_inverse(const TreeModel& m, TreeData& d);
 
-// ---- aba.cpp (RBDA algorithm 7.3, world frame): d.vdot.
+// ---- aba.cpp (RBDA algorithm 7.3, world frame): d.vdot. A locked joint is welded at its q
+// (no free columns, v_l read as zero, vdot_l = 0); its lock force goes to d.lock_tau.
 void tree_aba(const TreeModel& m, TreeData& d, const double* q, const double* v, const double* tau);
 
 // ---- tree_derivatives.cpp (Carpentier and Mansard 2018)
@@ -199,6 +220,8 @@ void tree_aba(const TreeModel& m, TreeData& d, const double* q, const double* v,
 void tree_rnea_derivatives(const TreeModel& m, TreeData& d, const double* q, const double* v, const double* a);
 // ABA derivatives: vdot = aba(q, v, tau) into d.vdot, d.Minv (= dvdot/dtau), and
 // dvdot_dq = -M^-1 dtau_dq, dvdot_dv = -M^-1 dtau_dv (tangent) into the outputs (nv, nv).
+// With locked joints, those of the reduced solve: M^-1 the reduced inverse (zero locked rows
+// and columns), dtau at v_l = 0, and zero columns for v_l (read as zero).
 void tree_aba_derivatives(const TreeModel& m, TreeData& d, const double* q, const double* v, const double* tau,
                           double* dvdot_dq, double* dvdot_dv);
 

@@ -25,6 +25,12 @@
 // the joint's own row gains (X_i dS_i/ds)^T F_i (tree_joint_variation).
 // ABA's derivatives follow from the identity the paper uses (sec. IV):
 //   d(vdot)/dq = -M^-1 dtau/dq |_(a = vdot), d(vdot)/dv = -M^-1 dtau/dv, d(vdot)/dtau = M^-1.
+// Locked joints (tree.h TreeInput.locked): the reduced solve M_ff vdot_f = tau_f - c_f(q, v)
+// with v_l = vdot_l = 0 differentiates the same way on the free rows, rnea_f(q, v, vdot) =
+// tau_f: d(vdot_f)/dq = -M_ff^-1 dtau_f/dq and d(vdot_f)/dv_f = -M_ff^-1 dtau_f/dv_f at
+// (v_l, vdot_l) = 0, d(vdot_f)/dtau_f = M_ff^-1; the locked rows are zero, and so are the
+// v_l columns (v_l is read as zero). The q_l columns stay: the free motion depends on where
+// a joint is held.
 #include "tree.h"
 
 namespace dojo {
@@ -153,8 +159,10 @@ void tree_aba_derivatives(const TreeModel& m, TreeData& d, const double* q, cons
   double* vdot = d.work2.data();
   for (int k = 0; k < nv; ++k) vdot[k] = d.vdot[k];
   tree_crba(m, d, q);
-  tree_mass_matrix_inverse(m, d);
-  tree_rnea_derivatives(m, d, q, v, vdot);
+  tree_mass_matrix_inverse(m, d);  // with locked joints the reduced inverse (zero locked rows)
+  // locked joints: RNEA's identity tau_f = rnea_f(q, v, vdot) holds with v_l = vdot_l = 0
+  // held, so dvdot_f = -M_ff^-1 drnea_f (tree.h TreeInput.locked); v_l is read as zero
+  tree_rnea_derivatives(m, d, q, tree_held_velocities(m, d, v), vdot);
   for (int r = 0; r < nv; ++r)
     for (int c = 0; c < nv; ++c) {
       double sq = 0.0, sv = 0.0;
@@ -163,7 +171,7 @@ void tree_aba_derivatives(const TreeModel& m, TreeData& d, const double* q, cons
         sv += d.Minv[r * nv + k] * d.dtau_dv[k * nv + c];
       }
       dvdot_dq[r * nv + c] = -sq;
-      dvdot_dv[r * nv + c] = -sv;
+      dvdot_dv[r * nv + c] = m.any_locked && m.locked_v[c] ? 0.0 : -sv;
     }
   for (int k = 0; k < nv; ++k) d.vdot[k] = vdot[k];
 }

@@ -7,6 +7,12 @@ nominal order; derivatives are with respect to the raw x (every configuration nu
 a quaternion's four included, as PinnZoo), a quaternion being read as q/|q|, unless
 ``tangent=True`` (then with respect to [dq (nv, the joints' tangent, as Pinocchio's
 derivatives); dv]). See docs/minimal.md.
+
+Locked joints (``model.locked_joints``, Drake's Lock): ``forward_dynamics``, ``dynamics``
+and their derivatives are those of the reduced system M_ff vdot_f = tau_f - C_f(q, v) over
+the free velocities f, with a locked joint's velocities read as zero and its accelerations
+zero (the core's ABA welds it); ``M_func``, ``C_func`` and ``inverse_dynamics`` stay the
+tree's, and ``lock_forces`` gives the rows M vdot + C - tau the locks carry.
 """
 
 from __future__ import annotations
@@ -34,8 +40,19 @@ def C_func(model: MinimalModel, x) -> np.ndarray:  # noqa: N802
 
 
 def forward_dynamics(model: MinimalModel, x, tau) -> np.ndarray:
-    """vdot (nv,) = M(x)^-1 (tau - C(x)), by ABA; tau: (nv,) generalized forces."""
+    """vdot (nv,) = M(x)^-1 (tau - C(x)), by ABA; tau: (nv,) generalized forces.
+
+    With locked joints the reduced solve: vdot_f = M_ff^-1 (tau_f - C_f) with the locked
+    velocities read as zero, and vdot = 0 on the locked entries (module doc)."""
     return _core.tree_forward_dynamics(model.tree, model.data, _vec(x), _vec(tau))
+
+
+def lock_forces(model: MinimalModel, x, tau) -> np.ndarray:
+    """(nv,) the generalized forces the locked joints carry, M vdot + C - tau on their rows
+    at vdot = forward_dynamics(x, tau) (locked velocities read as zero); zero elsewhere.
+    They hold the locked coordinates against gravity, the inputs and the free motion
+    (Drake's Lock; the core's ABA, aba.cpp)."""
+    return _core.tree_lock_forces(model.tree, model.data, _vec(x), _vec(tau))
 
 
 def inverse_dynamics(model: MinimalModel, x, vdot) -> np.ndarray:
@@ -44,13 +61,17 @@ def inverse_dynamics(model: MinimalModel, x, vdot) -> np.ndarray:
 
 
 def dynamics(model: MinimalModel, x, tau) -> np.ndarray:
-    """[v; vdot] (2 nv,), PinnZoo's ``dynamics`` (not q' = E v: see velocity_kinematics)."""
+    """[v; vdot] (2 nv,), PinnZoo's ``dynamics`` (not q' = E v: see velocity_kinematics);
+    a locked joint's v entries are zero (read as zero, as forward_dynamics reads them)."""
     x = _vec(x)
-    return np.concatenate([x[model.nq:], forward_dynamics(model, x, tau)])
+    v = np.where(model.locked_v, 0.0, x[model.nq:])
+    return np.concatenate([v, forward_dynamics(model, x, tau)])
 
 
 def forward_dynamics_deriv(model: MinimalModel, x, tau, tangent: bool = False) -> tuple[np.ndarray, np.ndarray]:
-    """(d vdot/dx (nv, nx), d vdot/dtau = M^-1 (nv, nv))."""
+    """(d vdot/dx (nv, nx), d vdot/dtau = M^-1 (nv, nv)); with locked joints those of the
+    reduced solve: zero locked rows, zero columns for the locked velocities, and d vdot/dtau
+    = M_ff^-1 on the free rows and columns (zero elsewhere)."""
     return _core.tree_forward_dynamics_deriv(model.tree, model.data, _vec(x), _vec(tau), not tangent)
 
 

@@ -28,7 +28,10 @@ scene becomes one tree joint of the core (dojo_cli/core/tree.h):
   velocities (``trans_pred``). Those joints' motion subspaces depend on q (core tree.h).
 
 Every joint type is supported. Loop-closing joints are kept by name (``loop_joints``) and
-are not part of the tree dynamics.
+are not part of the tree dynamics. A locked tree joint (Drake's Lock) is held: the core's
+forward dynamics and its derivatives solve the reduced system over the other coordinates
+(core tree.h TreeInput.locked); a locked loop-closing joint is refused (its free directions
+would need lock rows in the rk4 loop solve, which holds only the constrained ones).
 """
 
 from __future__ import annotations
@@ -140,11 +143,16 @@ class MinimalModel:
         kinematics_points: names of the points ``kinematics`` reports (contacts, bodies).
         joints: the TreeJoint list, parents before children.
         loop_joints: names of the loop-closing joints (not in the tree dynamics).
+        locked_joints: names of the locked tree joints (Drake's Lock: their velocities are
+            held at zero and their coordinates where they are; the forward dynamics solve
+            the reduced system over the others, docs/minimal.md "Locked joints").
+        locked_q: (nq,) bool, the locked joints' configuration entries; locked_v: (nv,) bool,
+            their velocity (and tangent) entries.
         gravity: (3,) m/s^2.
     """
 
     def __init__(self, mech: Mechanism, kinematics_points: list[str] | None = None):
-        _refuse_locked_joints(mech)
+        _refuse_locked_loop_joints(mech)
         self.mech = mech
         self.gravity = np.array(mech.gravity, dtype=float)
         order = _nominal_order(mech)
@@ -225,6 +233,14 @@ class MinimalModel:
         self.is_floating = bool(order) and mech.joints[order[0]].type == JointType.FLOATING \
             and mech.parent[order[0]] == ORIGIN
         self._joint_of_body = {tj.body: k for k, tj in enumerate(joints)}
+        # locked joints (Drake's Lock, docs/minimal.md "Locked joints"): held coordinates
+        self.locked_joints = [tj.name for tj in joints if mech.joints[tj.index].locked and tj.v.stop > tj.v.start]
+        self.locked_v = np.zeros(self.nv, dtype=bool)
+        self.locked_q = np.zeros(self.nq, dtype=bool)
+        for tj in joints:
+            if tj.name in self.locked_joints:
+                self.locked_v[tj.v] = True
+                self.locked_q[tj.q] = True
 
         # kinematics points: every contact point and every leaf body by default
         self.kinematics_points, point_joint, point_offset = [], [], []
@@ -271,6 +287,8 @@ class MinimalModel:
         ti.joint_frame_rotation = frame_q.reshape(-1).tolist()
         ti.trans_pred = [int(tj.trans_pred) for tj in joints]
         ti.swing_axes = np.array([tj.swing_axes for tj in joints]).reshape(-1).tolist()
+        # locked joints (Drake's Lock): the core's forward dynamics solve the reduced system
+        ti.locked = [int(mech.joints[tj.index].locked) for tj in joints]
         self.tree = _core.TreeModel(ti)
         self.data = _core.TreeData(self.tree)
         self.orders: dict[str, tuple[list[str], list[str], list[str]]] = {}
@@ -378,24 +396,23 @@ def _quaternion_of(R: np.ndarray) -> np.ndarray:
     return rot_to_quat(R)
 
 
-def _refuse_locked_joints(mech: Mechanism) -> None:
-    """Locked joints (Drake's Lock) are the variational step's constraint rows (core/kinematics.h
-    lock_row); the minimal-coordinate layer has no counterpart yet (a locked DOF would need
-    the reduced solve M_ff vdot_f = tau_f - bias_f), so it refuses them rather than moving them.
+def _refuse_locked_loop_joints(mech: Mechanism) -> None:
+    """A locked loop-closing joint: the rk4 loop solve holds a loop joint's constrained
+    directions only (rk4.h), so the lock of its free ones has no rows there; refused.
 
     Raises:
-        SceneError: naming every locked joint (file, line and field when the scene is known).
+        SceneError: naming every such joint (file, line and field when the scene is known).
     """
-    locked = [i for i, j in enumerate(mech.joints) if j.locked and j.input_dimension > 0]
+    locked = [j for j in mech.loop_joints if mech.joints[j].locked and mech.joints[j].input_dimension > 0]
     if not locked:
         return
     scene = getattr(mech, "scene", None)
     problems = []
     for i in locked:
         name = mech.joints[i].name
-        message = (f"joint {name!r} is locked; the minimal-coordinate layer (the rk4 integrator, dojo dynamics, "
-                   f"dojo analyze, dojo_cli.minimal) does not support locked joints: use the variational "
-                   f"integrator, or unlock it (--set joints.{name}.locked=false)")
+        message = (f"joint {name!r} is a locked loop-closing joint; the minimal-coordinate layer (the rk4 integrator, "
+                   f"dojo dynamics, dojo analyze, dojo_cli.minimal) locks tree joints only: lock a tree joint of the "
+                   f"loop instead, use the variational integrator, or unlock it (--set joints.{name}.locked=false)")
         if scene is not None and hasattr(scene, "problem"):
             problems.append(scene.problem(f"joints.{i}.locked", message))
         else:
@@ -413,6 +430,6 @@ def build_model(mech: Mechanism, kinematics_points: list[str] | None = None) -> 
 
     Raises:
         SceneError: a revolute joint's translations are neither parallel nor perpendicular
-            to its axis, or a kinematics point is unknown.
+            to its axis, a kinematics point is unknown, or a loop-closing joint is locked.
     """
     return MinimalModel(mech, kinematics_points)

@@ -202,7 +202,8 @@ def simulate(
 
     Args:
         model: the minimal model (``build_model``).
-        x0: (nx,) initial state (quaternions are normalised).
+        x0: (nx,) initial state (quaternions are normalised; a locked joint's velocities
+            are set to zero, Drake's Lock, and its coordinates held: docs/minimal.md).
         final_time: s; stepping goes on ``while t < final_time`` (RBD's loop).
         control: ``control(torques, t, x)``, called at every RK stage with its time and
             state x = [q; v] (nx,), fills the generalized forces torques (nv,, zeroed
@@ -227,6 +228,7 @@ def simulate(
     if not (max_realtime_rate > 0):
         raise ValueError(f"max_realtime_rate: must be > 0, got {max_realtime_rate}")
     integ = Rk4(model, stabilization_gains)
+    x[model.nq:][model.locked_v] = 0.0  # Drake's Lock zeroes a locked joint's velocities (so does the core's step)
     cap = n + 1 if keep_last is None else min(int(keep_last), n + 1)
     qs = np.zeros((cap, model.nq))
     vs = np.zeros((cap, model.nv))

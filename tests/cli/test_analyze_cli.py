@@ -295,3 +295,65 @@ def test_at_the_file_dojo_step_writes(tmp_path):
     y = json.loads(out.read_text())["minimal"]
     doc = analyze_json("skydy_pendulum", "--at", out)
     assert np.allclose(doc["x"]["data"], y, atol=1e-12)
+
+
+# ------------------------------------------------------------------ locked joints
+def _compound_pendulum(phi: float) -> tuple[float, float, float]:
+    """(I_pivot, m g l_c, equilibrium offset) of skydy's double pendulum welded at the elbow
+    angle phi: two links of l = 2 (centres at l/2 = 1), m = 1, I_yy = 1, turning about y."""
+    # centres in the first link's frame, in its plane: link1 at (1, 0), link2 past the
+    # elbow at (2, 0) turned by phi: (2 + cos phi, sin phi) up to the sign of the second
+    c1 = np.array([1.0, 0.0])
+    c2 = np.array([2.0 + np.cos(phi), np.sin(phi)])
+    i_pivot = 2 * I_YY + M * c1 @ c1 + M * c2 @ c2  # parallel axes about the shoulder
+    mc = M * (c1 + c2)  # total mass times the composite centre
+    return i_pivot, G * float(np.linalg.norm(mc)), float(np.arctan2(mc[1], mc[0]))
+
+
+def test_double_pendulum_with_the_elbow_locked_is_one_compound_pendulum():
+    phi = 0.3  # joint2's initial angle in the scene: the lock holds it there
+    doc = analyze_json("skydy_double_pendulum", "--equilibria", "--at", "equilibrium:0", "--discrete",
+                       "--set", "joints.joint2.locked=true")
+    i_pivot, mgl, offset = _compound_pendulum(phi)
+    omega = np.sqrt(mgl / i_pivot)  # +-i sqrt(m g l_c / I_pivot) hanging, +-sqrt(...) inverted
+    # the analysis is the free coordinate's; the state stays the full minimal state
+    assert doc["locked_joints"] == ["joint2"] and doc["locked"] == ["joint2"]
+    assert doc["state_names"] == ["joint1", "joint1:dot"] and doc["config_names"] == ["joint1", "joint2"]
+    assert doc["x"]["names"] == ["joint1", "joint2", "joint1:dot", "joint2:dot"]
+    eqs = doc["equilibria"]
+    assert len(eqs) == 2, [e["q"] for e in eqs]  # the unlocked pendulum has four
+    hanging, inverted = eqs
+    for e in eqs:
+        assert abs(e["q"][1] - phi) < 1e-12, f"the held elbow moved to {e['q'][1]}"
+    # the composite centre straight below / above the shoulder
+    assert abs(hanging["q"][0] - (np.pi / 2 - offset)) < 1e-9 and abs(inverted["q"][0] - (-np.pi / 2 - offset)) < 1e-9
+    assert hanging["stable"] is True and inverted["stable"] is False
+    assert np.allclose(np.sort_complex(_eig(hanging["eigenvalues"])), [-1j * omega, 1j * omega], atol=1e-9, rtol=0)
+    assert np.allclose(np.sort_complex(_eig(inverted["eigenvalues"])), [-omega, omega], atol=1e-9, rtol=0)
+    # the linearisation: one rigid body, both body torques about y act on it
+    assert np.allclose(doc["M"]["data"], [[i_pivot]], atol=1e-12)
+    assert np.allclose(doc["A"]["data"], [[0, 1], [-omega**2, 0]], atol=1e-9)
+    assert np.allclose(doc["B"]["data"], [[0, 0], [1 / i_pivot, 1 / i_pivot]], atol=1e-12)
+    assert doc["controllability_rank"] == 2 and doc["accessibility_rank"] == 2
+    # the variational step's own map over the free joint: eigenvalues exp(+-i omega h) to O(h^3)
+    h = doc["timestep"]
+    assert doc["A_discrete"]["rows"] == ["joint1:r0", "joint1:r0_dot"]
+    gap = np.abs(np.sort_complex(_eig(doc["discrete_eigenvalues"])) - np.sort_complex(np.exp(h * np.array([-1j, 1j]) * omega))).max()
+    assert gap < 1e-5, f"discrete eigenvalues off exp(h lambda) by {gap:.1e}"
+
+
+def test_locked_elbow_with_a_damped_shoulder_is_asymptotically_stable():
+    # held coordinates kept as zero rows would add zero eigenvalues and call this only
+    # marginally stable; the reduced system is I s^2 + c s + m g l_c = 0
+    damper = 0.5
+    res = invoke("analyze", "skydy_double_pendulum", "--equilibria", "--set", "joints.joint2.locked=true",
+                 "--set", f"joints.joint1.damper={damper}")
+    assert res.exit_code == 0, res.output
+    assert "locked joints joint2: coordinates held" in res.output, res.output
+    doc = analyze_json("skydy_double_pendulum", "--equilibria", "--set", "joints.joint2.locked=true",
+                       "--set", f"joints.joint1.damper={damper}")
+    i_pivot, mgl, _ = _compound_pendulum(0.3)
+    hanging = doc["equilibria"][0]
+    assert hanging["stability"] == "asymptotically stable", hanging["stability"]
+    roots = np.roots([i_pivot, damper, mgl])
+    assert np.allclose(np.sort_complex(_eig(hanging["eigenvalues"])), np.sort_complex(roots), atol=1e-8, rtol=0)

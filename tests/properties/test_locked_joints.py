@@ -11,12 +11,14 @@ joint where each step starts (core/kinematics.h lock_row). The checks:
 4. the step's gradients (maximal, every joint type locked; minimal) against finite
    differences;
 5. contacts with a locked joint (a floating base with a locked arm dropped on the ground);
-6. errors: a non-boolean ``locked``, the minimal-coordinate layer, a bad with_parameters value.
+6. errors and records: a non-boolean ``locked``, a bad with_parameters value; the rk4 integrator
+   holds the joint too (the minimal layer's own checks: tests/minimal/test_locked_minimal.py).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
 
 import numpy as np
 import pytest
@@ -25,7 +27,7 @@ from typer.testing import CliRunner
 import dojo_cli as dojo
 from dojo_cli import minimal
 from dojo_cli.cli.app import app
-from dojo_cli.errors import SceneError
+from dojo_cli.io.storage import read_storage
 from dojo_cli.math import quaternion as quat
 from dojo_cli.model.mechanism import ORIGIN, Joint, Mechanism
 from dojo_cli.model.parameters import parameter_values, with_parameters
@@ -227,10 +229,24 @@ def test_locked_errors_and_records(tmp_path):
     bad.write_text(PLANAR_SCENE.replace("locked: true", "locked: maybe"))
     result = runner.invoke(app, ["check", str(bad)])
     assert result.exit_code == 2 and "bad.yaml:16: joints.0.locked: input should be a valid boolean" in result.output, result.output
-    for args in (["simulate", str(path), "--integrator", "rk4", "-o", str(tmp_path / "rk4.h5")], ["dynamics", str(path)]):
-        result = runner.invoke(app, args)
-        assert result.exit_code == 2, (args, result.output)
-        assert "planar_locked.yaml:16: joints.0.locked: joint 'base' is locked; the minimal-coordinate layer" in result.output
+    # the minimal-coordinate layer holds it too (tests/minimal/test_locked_minimal.py): rk4 keeps
+    # the coordinates exactly, whatever the gravity and the input
+    rk4 = tmp_path / "rk4.h5"
+    result = runner.invoke(app, ["simulate", str(path), "--integrator", "rk4", "--steps", "50", "-o", str(rk4)])
+    assert result.exit_code == 0, result.output
+    stored = read_storage(rk4)
+    assert stored.attrs["integrator"] == "munthe-kaas-rk4" and stored.minimal_q.shape == (51, 3)
+    drift = np.abs(stored.minimal_q - [0.1, -0.2, 0.3]).max()
+    assert drift < 1e-14, f"rk4 coordinate drift {drift:.2e}"
+    # dojo dynamics reports what the lock carries: gravity held up (m g along +y, in the body
+    # frame at qz = 0.3, the minimal layer's planar velocities) minus the generalized forces
+    result = runner.invoke(app, ["dynamics", str(path), "--tau", "3,1,0.5", "--json"])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    mg, qz = 2.0 * 9.81, 0.3
+    expected = [mg * np.sin(qz) - 3.0, mg * np.cos(qz) - 1.0, -0.5]
+    assert doc["locked_joints"] == ["base"] and np.allclose(doc["forward_dynamics"]["data"], 0.0, atol=0)
+    assert np.allclose(doc["lock_forces"]["data"], expected, rtol=0, atol=1e-12), doc["lock_forces"]
     out = tmp_path / "run.h5"
     result = runner.invoke(app, ["simulate", str(path), "--steps", "20", "-o", str(out)])
     assert result.exit_code == 0, result.output
@@ -243,5 +259,4 @@ def test_locked_errors_and_records(tmp_path):
     mech = dojo.load_scene(str(path))
     with pytest.raises(ValueError, match="expected 1 .locked. or 0 .unlocked., got 0.5"):
         with_parameters(mech, ["joints.base.locked"], [0.5])
-    with pytest.raises(SceneError, match="joints.0.locked: joint 'base' is locked"):
-        minimal.build_model(mech)
+    assert minimal.build_model(mech).locked_joints == ["base"]
