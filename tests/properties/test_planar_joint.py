@@ -104,12 +104,13 @@ BASE_DAMPING = [0.3, 0.5, 0.02]
 ARM_DAMPING = 0.01
 
 
-def arm_scene(tmp_path, h, duration=ARM_T):
+def arm_scene(tmp_path, h, duration=ARM_T, integrator="variational"):
     """A 3 kg base in the world's x-y plane (gravity along -y, in the plane) carrying two
     1 m links hinged about z: five coordinates (x, y, theta, a1, a2)."""
     text = f"""\
 format: 1
 name: planar_arm
+integrator: {integrator}
 timestep: {h!r}
 duration: {duration}
 gravity: [0, -9.81, 0]
@@ -144,7 +145,7 @@ joints:
     damper: {ARM_DAMPING}
     initial: {{position: [-0.4], velocity: [-1.0]}}
 """
-    path = tmp_path / f"arm_{h:g}.yaml"
+    path = tmp_path / f"arm_{integrator}_{h:g}.yaml"
     path.write_text(text)
     return dojo.load_scene(str(path))
 
@@ -168,8 +169,8 @@ def minimal_reference(mech, times):
     return q, qdot
 
 
-def arm_error(tmp_path, h, duration=ARM_T):
-    mech = arm_scene(tmp_path, h, duration)
+def arm_error(tmp_path, h, duration=ARM_T, integrator="variational"):
+    mech = arm_scene(tmp_path, h, duration, integrator)
     traj = dojo.simulate(mech)
     q, qdot = minimal_reference(mech, traj.time)
     return np.abs(traj.minimal_q - q).max(), np.abs(traj.minimal_v - qdot).max()
@@ -185,6 +186,17 @@ def test_planar_base_with_arm_matches_minimal_integration(tmp_path):
     assert eq < 2e-6 and ev < 4e-6, (eq, ev)
     ratios = errors[0] / errors[1]
     assert np.all(np.abs(ratios - 4.0) < 0.3), (errors, ratios)
+
+
+def test_planar_base_with_arm_in_minimal_coordinates_meets_1e6(tmp_path):
+    """The same arm simulated in minimal coordinates (`integrator: rk4`, RigidBodyDynamics.jl's
+    Munthe-Kaas RK4 on the planar joint's (x, y, theta)) meets the issue's 1e-6 at h = 1e-3
+    over 2 s by far: measured 5.7e-11 in coordinates, 1.0e-10 in velocities (the same at
+    h = 2e-3: the reference's rtol, not the step, limits it). Both sides use the minimal
+    model's M, C and passive forces, so this checks the integrator on the planar chart; the
+    test above ties the maximal-coordinate joint (the engine's) to that same model."""
+    eq, ev = arm_error(tmp_path, ARM_H, integrator="rk4")
+    assert eq < 1e-9 and ev < 1e-9, (eq, ev)
 
 
 if __name__ == "__main__":  # pragma: no cover - measurement helper
