@@ -8,6 +8,7 @@ otherwise.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -77,6 +78,8 @@ def simulate(
     controller: Controller | None = None,
     opts: SolverOptions | None = None,
     abort_on_failure: bool = False,
+    from_run: str | os.PathLike | None = None,
+    index: int = -1,
 ) -> Trajectory:
     """Simulate and return the storage datasets as arrays.
 
@@ -87,6 +90,15 @@ def simulate(
         controller: input law (default: the scene's controller).
         opts: solver options (default: the scene's).
         abort_on_failure: raise SolverError at the first failed step.
+        from_run, index: go on from state ``index`` (negative: from the end) of a stored
+            run, as ``dojo simulate --from RUN --index K`` (docs/storage.md, "Continuing a
+            run"): the variational integrator starts from the knot's midpoint state with the
+            run's warm start and unwrapped angles, so the steps are the run's own next ones
+            to the solver's tolerance; rk4 from the knot. Steps and times are numbered on
+            from the knot. The run's status (killed, interrupted, failed), another scene's
+            name or another timestep are warned about (``UserWarning``); a run of other
+            bodies, or a knot time that is not a whole number of timesteps, is an InputError.
+            Not with z0.
 
     A scene with ``integrator: rk4`` is run by the rk4 integrator (simulation.rk4_run) from
     its own initial state (z0 and opts are the variational integrator's: not accepted);
@@ -97,6 +109,8 @@ def simulate(
         if steps is None:
             raise ValueError("steps not given and the scene sets neither steps nor duration")
     scene = getattr(mech, "scene", None)
+    if from_run is not None:
+        return _simulate_from(mech, int(steps), from_run, index, z0, controller, opts, abort_on_failure)
     if scene is not None and getattr(scene, "integrator", "variational") == "rk4":
         from dojo_cli.errors import InputError
         from dojo_cli.simulation.rk4_run import rk4_problems, run_rk4
@@ -121,6 +135,43 @@ def simulate(
         getattr(mech, "external", None),
         abort_on_failure,
     )
+
+
+def _simulate_from(mech: Mechanism, steps: int, from_run, index: int, z0, controller, opts,
+                   abort_on_failure: bool) -> Trajectory:
+    """simulate(from_run=...): the command's StoredStart and run loops (io.runs.run_scene)."""
+    import warnings
+    from pathlib import Path
+
+    from dojo_cli.errors import InputError
+    from dojo_cli.io.state_files import stored_start
+    from dojo_cli.simulation.run import TrajectoryRecorder
+
+    if z0 is not None:
+        raise InputError("simulate: give z0 or from_run, not both")
+    scene = getattr(mech, "scene", None)
+    integrator = getattr(scene, "integrator", "variational") if scene is not None else "variational"
+    start = stored_start(Path(from_run), int(index), mech, mech.name,
+                         lambda line: warnings.warn(line, stacklevel=4), whole_steps=True)
+    controller = controller if controller is not None else getattr(mech, "controller", None)
+    recorder = TrajectoryRecorder(exact_knots=integrator == "rk4")
+    if integrator == "rk4":
+        from dojo_cli.simulation.rk4_run import rk4_problems, run_rk4
+
+        problems = rk4_problems(mech, getattr(mech, "external", None) or (), ())
+        if opts is not None:
+            problems.append("opts belong to the variational integrator")
+        if problems:
+            raise InputError(f"scene {mech.name!r} (integrator: rk4): " + "; ".join(problems))
+        run_rk4(mech, steps, recorder, controller=controller, knot=start.knot, start_step=start.step,
+                angles=start.angles)
+    else:
+        from dojo_cli.simulation.run import run
+
+        run(mech, steps, recorder, z0=start.z, controller=controller, opts=opts or default_options(mech),
+            external=getattr(mech, "external", None) or (), abort_on_failure=abort_on_failure,
+            start_step=start.step, warm_start=start.warm_start, angles=start.angles)
+    return recorder.trajectory(mech)
 
 
 def maximal_to_minimal(mech: Mechanism, z) -> np.ndarray:
