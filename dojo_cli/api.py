@@ -109,66 +109,41 @@ def simulate(
         if steps is None:
             raise ValueError("steps not given and the scene sets neither steps nor duration")
     scene = getattr(mech, "scene", None)
-    if from_run is not None:
-        return _simulate_from(mech, int(steps), from_run, index, z0, controller, opts, abort_on_failure)
-    if scene is not None and getattr(scene, "integrator", "variational") == "rk4":
-        from dojo_cli.errors import InputError
-        from dojo_cli.simulation.rk4_run import rk4_problems, run_rk4
-        from dojo_cli.simulation.run import TrajectoryRecorder
-
-        problems = rk4_problems(mech, getattr(mech, "external", None) or (), ())
-        if z0 is not None or opts is not None:
-            problems.append("z0 and opts belong to the variational integrator (rk4 starts from the scene's "
-                            "state; minimal.simulate takes any x0)")
-        if problems:
-            raise InputError(f"scene {mech.name!r} (integrator: rk4): " + "; ".join(problems))
-        recorder = TrajectoryRecorder(exact_knots=True)
-        run_rk4(mech, int(steps), recorder, controller=controller if controller is not None else
-                getattr(mech, "controller", None))
-        return recorder.trajectory(mech)
-    return _sim.simulate(
-        mech,
-        int(steps),
-        initial_state(mech) if z0 is None else z0,
-        controller if controller is not None else getattr(mech, "controller", None),
-        opts or default_options(mech),
-        getattr(mech, "external", None),
-        abort_on_failure,
-    )
-
-
-def _simulate_from(mech: Mechanism, steps: int, from_run, index: int, z0, controller, opts,
-                   abort_on_failure: bool) -> Trajectory:
-    """simulate(from_run=...): the command's StoredStart and run loops (io.runs.run_scene)."""
+    rk4 = scene is not None and getattr(scene, "integrator", "variational") == "rk4"
+    controller = controller if controller is not None else getattr(mech, "controller", None)
+    if from_run is None and not rk4:
+        return _sim.simulate(mech, int(steps), initial_state(mech) if z0 is None else z0, controller,
+                             opts or default_options(mech), getattr(mech, "external", None), abort_on_failure)
     import warnings
     from pathlib import Path
 
     from dojo_cli.errors import InputError
-    from dojo_cli.io.state_files import stored_start
     from dojo_cli.simulation.run import TrajectoryRecorder
 
-    if z0 is not None:
-        raise InputError("simulate: give z0 or from_run, not both")
-    scene = getattr(mech, "scene", None)
-    integrator = getattr(scene, "integrator", "variational") if scene is not None else "variational"
-    start = stored_start(Path(from_run), int(index), mech, mech.name,
-                         lambda line: warnings.warn(line, stacklevel=4), whole_steps=True)
-    controller = controller if controller is not None else getattr(mech, "controller", None)
-    recorder = TrajectoryRecorder(exact_knots=integrator == "rk4")
-    if integrator == "rk4":
+    start = None
+    if from_run is not None:
+        from dojo_cli.io.state_files import stored_start
+
+        if z0 is not None:
+            raise InputError("simulate: give z0 or from_run, not both")
+        start = stored_start(Path(from_run), int(index), mech, mech.name,
+                             lambda line: warnings.warn(line, stacklevel=4), whole_steps=True)
+    recorder = TrajectoryRecorder(exact_knots=rk4)
+    if rk4:
         from dojo_cli.simulation.rk4_run import rk4_problems, run_rk4
 
         problems = rk4_problems(mech, getattr(mech, "external", None) or (), ())
-        if opts is not None:
-            problems.append("opts belong to the variational integrator")
+        if z0 is not None or opts is not None:
+            problems.append("z0 and opts belong to the variational integrator (rk4 starts from the scene's "
+                            "state or from_run; minimal.simulate takes any x0)")
         if problems:
             raise InputError(f"scene {mech.name!r} (integrator: rk4): " + "; ".join(problems))
-        run_rk4(mech, steps, recorder, controller=controller, knot=start.knot, start_step=start.step,
-                angles=start.angles)
-    else:
+        kwargs = {} if start is None else dict(knot=start.knot, start_step=start.step, angles=start.angles)
+        run_rk4(mech, int(steps), recorder, controller=controller, **kwargs)
+    else:  # from a stored run: the run's midpoint state, warm start and unwrapped angles (io.runs.run_scene)
         from dojo_cli.simulation.run import run
 
-        run(mech, steps, recorder, z0=start.z, controller=controller, opts=opts or default_options(mech),
+        run(mech, int(steps), recorder, z0=start.z, controller=controller, opts=opts or default_options(mech),
             external=getattr(mech, "external", None) or (), abort_on_failure=abort_on_failure,
             start_step=start.step, warm_start=start.warm_start, angles=start.angles)
     return recorder.trajectory(mech)
