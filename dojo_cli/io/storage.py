@@ -139,6 +139,7 @@ import numpy as np
 
 from dojo_cli.errors import DojoError, StorageError, shown
 from dojo_cli.io.hdf5_checks import global_heap_problem
+from dojo_cli.io.hdf5_walk import walk_structure
 from dojo_cli.io.labelled_files import json_default
 
 try:  # POSIX; without it (Windows) files are not locked
@@ -212,6 +213,8 @@ _CORE_DATASETS = frozenset(_STATE_DATASETS + _STEP_DATASETS)
 # Group of the per-step Jacobians of `dojo simulate --gradients` (read on request only).
 GRADIENT_GROUP = "gradients"
 CONTACT_DATASETS = ("contacts/distance", "contacts/normal_impulse", "contacts/friction_impulse", "contacts/slip")
+# Datasets the walk of the structure also looks up by path: those a reader asks for by name.
+_WALK_NAMES = tuple(sorted(_CORE_DATASETS)) + CONTACT_DATASETS
 _RESERVED_ATTRS = frozenset(
     {
         "format",
@@ -1617,56 +1620,9 @@ def _read_storage(path: str | os.PathLike, gradients: bool, probe: bool) -> Stor
 
 
 def _walk_structure(p: Path) -> None:
-    """Touch everything of the file HDF5 parses before raw data, as a reader would: the
-    attributes of the root, of every group and dataset (variable-length text lives in the
-    global heap), dataset types, chunk indexes (B-trees) and the contents of
-    variable-length datasets. An error on one item does not end the walk: the reader may
-    go on past it (it reads the root's attributes before any link, for one)."""
-
-    def attributes(obj) -> None:
-        try:
-            names = list(obj.attrs)
-        except Exception:
-            return
-        for key in names:
-            try:
-                obj.attrs[key]
-            except Exception:
-                pass
-
-    def dataset(ds) -> None:
-        try:
-            ds.shape, ds.dtype  # noqa: B018 (parsed on access)
-            if ds.chunks is not None:  # the chunk index: one traversal
-                if hasattr(ds.id, "chunk_iter"):
-                    ds.id.chunk_iter(lambda info: None)
-                else:
-                    for k in range(ds.id.get_num_chunks()):
-                        ds.id.get_chunk_info(k)
-            if h5py.check_vlen_dtype(ds.dtype) is not None or (
-                h5py.check_string_dtype(ds.dtype) is not None and h5py.check_string_dtype(ds.dtype).length is None
-            ):
-                ds[()]
-        except Exception:
-            pass
-
-    with h5py.File(p, "r", locking=False) as f:
-        attributes(f)
-        objects: dict[str, Any] = {}
-        try:
-            f.visititems(lambda name, obj: objects.setdefault(name, obj) and None)
-        except Exception:
-            pass  # (a damaged group: what was found, and the datasets by name below)
-        for name in sorted(_CORE_DATASETS) + list(CONTACT_DATASETS):
-            if name not in objects:
-                try:
-                    objects[name] = f[name]
-                except Exception:
-                    pass
-        for obj in objects.values():
-            attributes(obj)
-            if isinstance(obj, h5py.Dataset):
-                dataset(obj)
+    """The walk of the probe (dojo_cli.io.hdf5_walk), with the datasets a reader asks for by
+    name (a damaged group can hide them from the walk of its links)."""
+    walk_structure(p, _WALK_NAMES)
 
 
 def check_hdf5_structure(path: str | os.PathLike) -> None:
