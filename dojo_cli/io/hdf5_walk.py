@@ -9,8 +9,8 @@ verdict may come from the fork itself, a fresh interpreter running this module):
 
 exits 0 once the walk has finished, whatever errors it met on the way (the real read
 reports those), and by a signal (SIGSEGV, SIGABRT, ...) when HDF5 crashes; when HDF5
-loops, it never exits, and the caller's deadline ends it. ``NAME`` s are datasets to
-look up by path as well (a damaged group can hide them from the walk of its links).
+loops, it never exits, and the caller's deadline ends it. Each ``NAME`` is a dataset
+looked up by path as well (a damaged group can hide it from the walk of its links).
 ``--report`` prints ``walking`` once the interpreter and h5py are loaded and ``done``
 after the walk, so that a caller can time the walk alone, without the start-up.
 
