@@ -106,8 +106,14 @@ datasets with ``contact_names``; the lengths (a file with a final status holds e
 ``steps_completed`` steps in every per-step dataset, a ``running`` one is trimmed); times
 finite and increasing; every chunk a dataset's length claims actually stored; and, in a
 ``complete`` run, every state finite. Before h5py opens the file in this process, HDF5's
-walk of its structure is tried in a forked child with a deadline (``_probe_structure``:
-HDF5 loops forever or crashes on some damaged metadata). A readable HDF5 file
+walk of its structure (io/hdf5_walk.py) is tried in a forked child with a deadline
+(``_probe_structure``: HDF5 loops forever or crashes on some damaged metadata), in every
+process, threads or not: the child is forked holding h5py's global lock, so no other
+thread is inside HDF5 at the fork. In a process with other threads a child can still
+inherit another library's lock held, or state half-changed, so there a crash of the
+child, or a child still walking at the deadline that used little CPU (waiting, not
+looping), is walked again in a fresh interpreter (``python -m dojo_cli.io.hdf5_walk``),
+whose verdict stands: at worst two deadlines. A readable HDF5 file
 that is not a storage file is a NotStorageFileError (exit code 2), anything else wrong a
 StorageError (3), each naming the file and what is wrong. The stored scene is checked by
 the readers that use it (dojo_cli.scene.stored_run).
@@ -125,6 +131,8 @@ import re
 import select
 import signal
 import stat
+import subprocess
+import sys
 import threading
 import time as time_module
 from collections.abc import Callable
@@ -139,6 +147,7 @@ import numpy as np
 
 from dojo_cli.errors import DojoError, StorageError, shown
 from dojo_cli.io.hdf5_checks import global_heap_problem
+from dojo_cli.io.hdf5_walk import DONE, WALKING, walk_structure
 from dojo_cli.io.labelled_files import json_default
 
 try:  # POSIX; without it (Windows) files are not locked
@@ -189,6 +198,32 @@ _READER_WAIT_SECONDS = 1.0
 # Deadline of the walk of a file's structure in a child process (read_storage): far more
 # than any real file needs (milliseconds), far less than a user waits.
 _PROBE_SECONDS = 10.0
+# A forked child still walking at the deadline with less CPU time than this share of it was
+# waiting (on a lock held at the fork by a thread it does not have), not looping: a loop in
+# HDF5 spins, and gets far more than a tenth of a core even on a loaded machine.
+_BLOCKED_CPU_FRACTION = 0.1
+# How long a fresh interpreter may take to start and load h5py before its walk is timed
+# (about 0.2 s on an idle machine): past it, something other than the file is wrong.
+_FRESH_START_SECONDS = 60.0
+# The module a fresh interpreter runs for the walk (python -m), and the lines it says.
+_WALK_MODULE = "dojo_cli.io.hdf5_walk"
+_WALKING = WALKING.encode()
+_DONE = DONE.encode()
+# Signals that say the walker crashed. SIGKILL is the kernel's when memory runs out (HDF5
+# allocating what damaged sizes claim), unless the deadline sent it; others (SIGINT,
+# SIGTERM, SIGHUP) come from outside and say nothing about the file.
+_CRASH_SIGNALS = frozenset(
+    getattr(signal, name)
+    for name in ("SIGSEGV", "SIGBUS", "SIGILL", "SIGFPE", "SIGABRT", "SIGTRAP", "SIGSYS", "SIGKILL")
+    if hasattr(signal, name)  # (Windows has only some of them)
+)
+try:
+    # h5py's global lock, taken around every call into HDF5 (private, but h5py's threading
+    # model since 2.4): held across a fork, it keeps every other thread out of HDF5. (h5py
+    # 3.14 and later take it at every os.fork themselves, h5py PR 2585; 3.9 to 3.13 do not.)
+    from h5py._objects import phil as _HDF5_LOCK
+except ImportError:  # pragma: no cover - a later h5py without it: the fresh-interpreter check remains
+    _HDF5_LOCK = threading.RLock()
 # Files whose structure walked fine, by (device, inode, size, modification time): not again.
 _PROBED: dict[tuple, None] = {}
 _PROBED_MAX = 256
@@ -212,6 +247,8 @@ _CORE_DATASETS = frozenset(_STATE_DATASETS + _STEP_DATASETS)
 # Group of the per-step Jacobians of `dojo simulate --gradients` (read on request only).
 GRADIENT_GROUP = "gradients"
 CONTACT_DATASETS = ("contacts/distance", "contacts/normal_impulse", "contacts/friction_impulse", "contacts/slip")
+# Datasets the walk of the structure also looks up by path: those a reader asks for by name.
+_WALK_NAMES = tuple(sorted(_CORE_DATASETS)) + CONTACT_DATASETS
 _RESERVED_ATTRS = frozenset(
     {
         "format",
@@ -1617,56 +1654,9 @@ def _read_storage(path: str | os.PathLike, gradients: bool, probe: bool) -> Stor
 
 
 def _walk_structure(p: Path) -> None:
-    """Touch everything of the file HDF5 parses before raw data, as a reader would: the
-    attributes of the root, of every group and dataset (variable-length text lives in the
-    global heap), dataset types, chunk indexes (B-trees) and the contents of
-    variable-length datasets. An error on one item does not end the walk: the reader may
-    go on past it (it reads the root's attributes before any link, for one)."""
-
-    def attributes(obj) -> None:
-        try:
-            names = list(obj.attrs)
-        except Exception:
-            return
-        for key in names:
-            try:
-                obj.attrs[key]
-            except Exception:
-                pass
-
-    def dataset(ds) -> None:
-        try:
-            ds.shape, ds.dtype  # noqa: B018 (parsed on access)
-            if ds.chunks is not None:  # the chunk index: one traversal
-                if hasattr(ds.id, "chunk_iter"):
-                    ds.id.chunk_iter(lambda info: None)
-                else:
-                    for k in range(ds.id.get_num_chunks()):
-                        ds.id.get_chunk_info(k)
-            if h5py.check_vlen_dtype(ds.dtype) is not None or (
-                h5py.check_string_dtype(ds.dtype) is not None and h5py.check_string_dtype(ds.dtype).length is None
-            ):
-                ds[()]
-        except Exception:
-            pass
-
-    with h5py.File(p, "r", locking=False) as f:
-        attributes(f)
-        objects: dict[str, Any] = {}
-        try:
-            f.visititems(lambda name, obj: objects.setdefault(name, obj) and None)
-        except Exception:
-            pass  # (a damaged group: what was found, and the datasets by name below)
-        for name in sorted(_CORE_DATASETS) + list(CONTACT_DATASETS):
-            if name not in objects:
-                try:
-                    objects[name] = f[name]
-                except Exception:
-                    pass
-        for obj in objects.values():
-            attributes(obj)
-            if isinstance(obj, h5py.Dataset):
-                dataset(obj)
+    """The walk of the probe (dojo_cli.io.hdf5_walk), with the datasets a reader asks for by
+    name (a damaged group can hide them from the walk of its links)."""
+    walk_structure(p, _WALK_NAMES)
 
 
 def check_hdf5_structure(path: str | os.PathLike) -> None:
@@ -1686,6 +1676,14 @@ def _probe_structure(p: Path, label: str, what: str = "storage file") -> None:
     neither can be caught in the process that calls it. A hang or a crash of the child
     is this StorageError; anything else the child meets, the real read reports.
 
+    The child is forked holding h5py's global lock, so no other thread of this process
+    is inside HDF5 at the fork (``_forked_walk``). A child of a process with other
+    threads can still inherit some other library's lock held, and wait on it forever,
+    or die of state another thread left half-changed: there a crash, or a deadline
+    passed with little CPU time used (waiting, not looping), is checked once more in a
+    fresh interpreter (``_fresh_walk``), whose verdict stands. A single-threaded
+    process has no such doubt, and keeps the child's.
+
     Raises:
         StorageError: HDF5 looped or crashed on the file's structure.
     """
@@ -1699,43 +1697,108 @@ def _probe_structure(p: Path, label: str, what: str = "storage file") -> None:
     problem = global_heap_problem(p)  # the one loop known by its bytes: said at once, and precisely
     if problem is not None:
         raise StorageError(f"{label}: {problem}")
-    if not hasattr(os, "fork") or threading.active_count() > 1:
-        # (no fork, or other threads: a child forked while another thread holds HDF5's
-        # lock would wait for it forever, and the file would be called damaged; read
-        # unprotected, after the byte check above)
-        return
+    if not hasattr(os, "fork"):
+        return  # (Windows: read unprotected, after the byte check above)
+    threaded = threading.active_count() > 1
+    walk = _forked_walk(p)
+    if threaded and _fork_may_be_to_blame(walk):
+        walk = _fresh_walk(p)
+    if walk.outcome is _WalkOutcome.CRASHED:
+        raise StorageError(f"{label}: damaged {what}: HDF5 crashed reading its structure ({_signal_name(walk.signum)})")
+    if walk.outcome is _WalkOutcome.TIMED_OUT:
+        raise StorageError(
+            f"{label}: damaged {what}: HDF5 did not finish reading its structure within {_PROBE_SECONDS:g} s "
+            "(a loop in damaged metadata)"
+        )
+    if walk.outcome is _WalkOutcome.FINISHED:
+        if len(_PROBED) >= _PROBED_MAX:
+            _PROBED.clear()
+        _PROBED[key] = None
+    # (UNKNOWN: no verdict on the file, which is read as it would be without the probe)
+
+
+class _WalkOutcome(Enum):
+    """How a walk of the structure in another process ended."""
+
+    FINISHED = "finished"  # the walk finished (whatever errors it met: the real read says those)
+    CRASHED = "crashed"  # a crash signal ended the process during the walk
+    TIMED_OUT = "timed out"  # still walking at the deadline: killed
+    UNKNOWN = "unknown"  # not run, or stopped by something else (a signal from outside): no verdict
+
+
+@dataclass(frozen=True)
+class _Walk:
+    outcome: _WalkOutcome
+    signum: int = 0  # the signal of a crash
+    cpu_seconds: float = 0.0  # CPU time the walker used (user + system), forked child only
+
+
+def _fork_may_be_to_blame(walk: _Walk) -> bool:
+    """Whether a forked child's "damaged" may come from the fork of a threaded process
+    rather than from the file: a crash (state another thread left half-changed), or a
+    deadline passed with little CPU time used (waiting on a lock held at the fork by a
+    thread the child does not have; HDF5 looping on metadata spins)."""
+    if walk.outcome is _WalkOutcome.CRASHED:
+        return True
+    return walk.outcome is _WalkOutcome.TIMED_OUT and walk.cpu_seconds < _BLOCKED_CPU_FRACTION * _PROBE_SECONDS
+
+
+def _walk_ending(status: int, done: bool, timed_out: bool, walking: bool = True) -> _Walk:
+    """The outcome of a walker process from its wait status. ``done``: it said it finished
+    the walk; ``timed_out``: the deadline passed and it was sent SIGKILL; ``walking``: it
+    had started the walk (a fresh interpreter says so once loaded)."""
+    if done:
+        return _Walk(_WalkOutcome.FINISHED)  # (however it left after saying so)
+    if not os.WIFSIGNALED(status) or not walking:
+        return _Walk(_WalkOutcome.UNKNOWN)  # an exit without the walk done, or a failed start: not the file
+    signum = os.WTERMSIG(status)
+    if signum == signal.SIGKILL and timed_out:
+        # (ours; a walker that ended by itself just as the deadline passed has its own status)
+        return _Walk(_WalkOutcome.TIMED_OUT)
+    if signum in _CRASH_SIGNALS:
+        # (a SIGKILL not ours, before the deadline: the kernel's, out of memory; said as a
+        # crash, not as a loop)
+        return _Walk(_WalkOutcome.CRASHED, signum)
+    return _Walk(_WalkOutcome.UNKNOWN)  # SIGINT, SIGTERM, SIGHUP: stopped from outside
+
+
+def _forked_walk(p: Path) -> _Walk:
+    """``_walk_structure`` in a forked child, with the deadline ``_PROBE_SECONDS``.
+
+    The fork happens while this thread holds h5py's global lock (``phil``, which h5py
+    takes around every call into HDF5): no other thread is then inside HDF5 (a child
+    forked in the middle of another thread's HDF5 call would wait forever for that
+    thread's lock, or see HDF5's caches half-changed). The parent releases it at once;
+    the child, the only thread of its process, holds its own copy, which it may take
+    again (the lock is reentrant and the child's thread is the one that took it). h5py
+    3.14 and later also take the lock around any os.fork; the reentrant lock is then
+    just taken twice.
+    """
     read_end, write_end = os.pipe()
     try:
-        pid = os.fork()
+        _HDF5_LOCK.acquire()
+        try:
+            pid = os.fork()
+            if pid == 0:
+                _walk_in_child(p, read_end, write_end)  # (leaves by os._exit)
+        finally:
+            _HDF5_LOCK.release()  # (the parent's; the child never gets here)
     except OSError:
         os.close(read_end)
         os.close(write_end)
-        return
-    if pid == 0:  # the child: walk, say "done", leave without any clean-up of the parent's
-        try:
-            os.close(read_end)
-            silent = os.open(os.devnull, os.O_WRONLY)  # what it meets, the real read reports
-            os.dup2(silent, 1)
-            os.dup2(silent, 2)
-            faulthandler.disable()  # (a crash is the parent's to report)
-            try:
-                _walk_structure(p)
-            except BaseException:
-                pass  # (an error the real read reports)
-            os.write(write_end, b"done")
-        finally:
-            os._exit(0)
+        return _Walk(_WalkOutcome.UNKNOWN)
     os.close(write_end)
-    done = False
+    done = timed_out = False
     try:
         deadline = time_module.monotonic() + _PROBE_SECONDS
         while True:
             left = deadline - time_module.monotonic()
             if left <= 0:
+                timed_out = True
                 break
             ready, _, _ = select.select([read_end], [], [], left)
             if ready:
-                done = os.read(read_end, 16) == b"done"
+                done = os.read(read_end, 16) == b"done"  # (b"": the child ended without finishing)
                 break
     finally:
         os.close(read_end)
@@ -1744,19 +1807,89 @@ def _probe_structure(p: Path, label: str, what: str = "storage file") -> None:
                 os.kill(pid, signal.SIGKILL)  # a loop in C does not see anything milder
             except OSError:
                 pass
-        _, status = os.waitpid(pid, 0)
-    if not done and os.WIFSIGNALED(status) and os.WTERMSIG(status) != signal.SIGKILL:
-        raise StorageError(
-            f"{label}: damaged {what}: HDF5 crashed reading its structure ({_signal_name(os.WTERMSIG(status))})"
-        )
-    if not done:
-        raise StorageError(
-            f"{label}: damaged {what}: HDF5 did not finish reading its structure within {_PROBE_SECONDS:g} s "
-            "(a loop in damaged metadata)"
-        )
-    if len(_PROBED) >= _PROBED_MAX:
-        _PROBED.clear()
-    _PROBED[key] = None
+        _, status, usage = os.wait4(pid, 0)
+    walk = _walk_ending(status, done, timed_out)
+    return _Walk(walk.outcome, walk.signum, usage.ru_utime + usage.ru_stime)
+
+
+def _walk_in_child(p: Path, read_end: int, write_end: int) -> None:
+    """The forked child: walk, say "done", leave without any clean-up of the parent's.
+    It runs nothing but the walk (no logging, no imports: locks other threads held at
+    the fork stay held here forever)."""
+    try:
+        os.close(read_end)
+        silent = os.open(os.devnull, os.O_WRONLY)  # what it meets, the real read reports
+        os.dup2(silent, 1)
+        os.dup2(silent, 2)
+        faulthandler.disable()  # (a crash is the parent's to report)
+        try:
+            _walk_structure(p)
+        except BaseException:
+            pass  # (an error the real read reports)
+        os.write(write_end, b"done")
+    finally:
+        os._exit(0)
+
+
+def _fresh_walk(p: Path) -> _Walk:
+    """The walk in a fresh interpreter (``python -m dojo_cli.io.hdf5_walk``): nothing
+    inherited from this process but its environment, so no lock held by another thread.
+    The deadline ``_PROBE_SECONDS`` counts from the start of the walk (the child says
+    ``walking`` once loaded), so that a slow start-up on a loaded machine is not taken
+    for a loop; the start-up has its own, generous limit, past which there is no verdict.
+    """
+    if not sys.executable or getattr(sys, "frozen", False):
+        return _Walk(_WalkOutcome.UNKNOWN)  # (no interpreter to start: an embedded or frozen Python)
+    # Run from the folder that holds this dojo_cli package: `-m` puts the working folder
+    # first on sys.path, and that makes the child import this very package (not another
+    # checkout in the caller's folder, and even when this one was found through a sys.path
+    # of the caller's own); the file is named absolutely for the same reason.
+    root = Path(__file__).resolve().parents[2]
+    command = [sys.executable, "-m", _WALK_MODULE, "--report", os.path.abspath(p), *_WALK_NAMES]
+    try:
+        child = subprocess.Popen(command, cwd=root, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                 stderr=subprocess.DEVNULL)
+    except OSError:
+        return _Walk(_WalkOutcome.UNKNOWN)
+    said = b""
+    walking = done = timed_out = False
+    try:
+        fd = child.stdout.fileno()
+        deadline = time_module.monotonic() + _FRESH_START_SECONDS
+        while True:
+            lines = said.split(b"\n")[:-1]  # (complete lines only)
+            if not walking and _WALKING in lines:
+                walking = True
+                deadline = time_module.monotonic() + _PROBE_SECONDS
+            if _DONE in lines:
+                done = True
+                break
+            left = deadline - time_module.monotonic()
+            if left <= 0:
+                timed_out = True
+                break
+            ready, _, _ = select.select([fd], [], [], left)
+            if ready:
+                chunk = os.read(fd, 256)
+                if not chunk:
+                    break  # (the child ended)
+                said += chunk
+    finally:
+        child.stdout.close()
+        if not done:
+            try:
+                child.kill()  # SIGKILL: a loop in C does not see anything milder
+            except OSError:
+                pass
+        child.wait()
+    # (Popen's returncode is -signal for a child killed by one: back to a wait status)
+    status = _wait_status(child.returncode)
+    return _walk_ending(status, done, timed_out and walking, walking)
+
+
+def _wait_status(returncode: int) -> int:
+    """A wait status (os.WIFSIGNALED, os.WTERMSIG) from a Popen returncode."""
+    return -returncode if returncode < 0 else returncode << 8
 
 
 def _signal_name(signum: int) -> str:

@@ -6,13 +6,14 @@ import pytest
 
 
 @pytest.fixture
-def probe_forks(monkeypatch):
-    """The structure probe forks only in a single-threaded process (storage._probe_structure:
-    a child forked while another thread holds HDF5's lock would wait forever), and reads
-    unprotected otherwise. Importing dask.distributed (the sweep tests, earlier in the same
-    xdist worker) leaves its idle offload thread running, which turned the probe off and let
-    a loop test spin forever in this process. These tests check the probe itself, so
-    they pin the single-threaded case it is made for; the thread is idle and holds no lock."""
+def single_threaded_probe(monkeypatch):
+    """Pin the structure probe (storage._probe_structure) to its single-threaded case, where
+    the forked child's verdict stands. With other threads in the process (importing
+    dask.distributed, as the sweep tests do earlier in the same xdist worker, leaves its idle
+    offload thread running) a crash of the child, or a child waiting at the deadline, is
+    walked again in a fresh interpreter, which runs the real walk and not a test's
+    monkeypatched one. Tests of the child's own verdict pin it; tests/io/test_probe_threads.py
+    covers the threaded case."""
     import threading
 
     monkeypatch.setattr(threading, "active_count", lambda: 1)

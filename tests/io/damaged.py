@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import struct
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -322,3 +323,21 @@ def damaged_cases(run: Path, folder: Path, *, contacts: bool = False) -> list[Ca
         add("contact-names-short", _edit(run, folder, "contact_names_short", _set_attr("contact_names", '["a"]')),
             DAMAGED, r"contact_names")
     return cases
+
+
+def zero_global_heap_free_space(path: Path) -> None:
+    """Set the size of the free-space object of the file's first global heap collection
+    (where variable-length text lives) to 0: HDF5's parser of the collection then never
+    advances (found by the fuzz suite, as zeroed bytes)."""
+    data = bytearray(path.read_bytes())
+    at = data.find(b"GCOL")
+    end = at + struct.unpack_from("<Q", data, at + 8)[0]
+    p = at + 16
+    while p + 16 <= end:
+        index, size = struct.unpack_from("<H", data, p)[0], struct.unpack_from("<Q", data, p + 8)[0]
+        if index == 0:
+            struct.pack_into("<Q", data, p + 8, 0)
+            path.write_bytes(bytes(data))
+            return
+        p += 16 + (size + 7) // 8 * 8
+    raise AssertionError("no free space in the global heap")

@@ -11,7 +11,6 @@ import ctypes
 import os
 import re
 import signal
-import struct
 import subprocess
 import sys
 import textwrap
@@ -28,7 +27,7 @@ from dojo_cli.errors import StorageError
 from dojo_cli.io import storage
 from dojo_cli.io.storage import NotStorageFileError, StorageWriter, read_storage
 from dojo_cli.scene.stored_run import run_mechanism
-from tests.io.damaged import DAMAGED, FOREIGN, READABLE, SCENE_READERS, damaged_cases
+from tests.io.damaged import DAMAGED, FOREIGN, READABLE, SCENE_READERS, damaged_cases, zero_global_heap_free_space
 
 runner = CliRunner()
 COMMANDS = ("energy", "contacts", "plot", "replay", "step", "gradients")
@@ -315,26 +314,7 @@ def test_unreadable_file_is_permission_denied(runs, tmp_path):
     assert res.stderr.strip() == f"{path}: permission denied", res.stderr
 
 
-def zero_global_heap_free_space(path: Path) -> None:
-    """Set the size of the free-space object of the file's first global heap collection
-    (where variable-length text lives) to 0: HDF5's parser of the collection then never
-    advances (found by the fuzz suite, as zeroed bytes)."""
-    data = bytearray(path.read_bytes())
-    at = data.find(b"GCOL")
-    end = at + struct.unpack_from("<Q", data, at + 8)[0]
-    p = at + 16
-    while p + 16 <= end:
-        index, size = struct.unpack_from("<H", data, p)[0], struct.unpack_from("<Q", data, p + 8)[0]
-        if index == 0:
-            struct.pack_into("<Q", data, p + 8, 0)
-            path.write_bytes(bytes(data))
-            return
-        p += 16 + (size + 7) // 8 * 8
-    raise AssertionError("no free space in the global heap")
-
-
-
-def test_a_structure_hdf5_loops_on_is_damage_not_a_hang(runs, tmp_path, monkeypatch, probe_forks):
+def test_a_structure_hdf5_loops_on_is_damage_not_a_hang(runs, tmp_path, monkeypatch, single_threaded_probe):
     """HDF5 loops forever on some damaged metadata. The loop known by its bytes (a global
     heap's free space of size 0: dojo_cli.io.hdf5_checks) is said at once; any other is
     caught by the walk of the structure in a child process, with a deadline (shortened
@@ -358,7 +338,7 @@ def test_a_structure_hdf5_loops_on_is_damage_not_a_hang(runs, tmp_path, monkeypa
     assert time.monotonic() - started < 15.0
 
 
-def test_a_structure_hdf5_crashes_on_is_damage_not_a_crash(runs, tmp_path, monkeypatch, probe_forks):
+def test_a_structure_hdf5_crashes_on_is_damage_not_a_crash(runs, tmp_path, monkeypatch, single_threaded_probe):
     """A crash of HDF5 while it walks the structure (simulated: the child kills itself with
     SIGSEGV) is reported, and the reader's own process lives on."""
     monkeypatch.setattr(storage, "_walk_structure", lambda p: os.kill(os.getpid(), signal.SIGSEGV))

@@ -13,7 +13,7 @@ import pytest
 
 from dojo_cli.io import storage
 from dojo_cli.io.tables import read_input_table
-from tests.io.test_damaged_files import zero_global_heap_free_space
+from tests.io.damaged import zero_global_heap_free_space
 
 
 def test_csv_and_hdf5_tables(tmp_path: Path):
@@ -61,7 +61,7 @@ def test_not_a_regular_file(tmp_path: Path):
         read_input_table(tmp_path / "missing.csv")
 
 
-def test_hdf5_table_hdf5_loops_on(tmp_path: Path, monkeypatch, probe_forks):
+def test_hdf5_table_hdf5_loops_on(tmp_path: Path, monkeypatch, single_threaded_probe):
     """A storage file whose global heap makes HDF5 loop: refused within the deadline."""
     monkeypatch.setattr(storage, "_PROBE_SECONDS", 1.0)
     path = tmp_path / "u.h5"
