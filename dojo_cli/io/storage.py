@@ -135,6 +135,7 @@ import subprocess
 import sys
 import threading
 import time as time_module
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -1778,7 +1779,13 @@ def _forked_walk(p: Path) -> _Walk:
     try:
         _HDF5_LOCK.acquire()
         try:
-            pid = os.fork()
+            with warnings.catch_warnings():
+                # Python 3.12+ warns (DeprecationWarning) about a fork with threads running,
+                # in the parent after the child exists: under -W error it would raise with
+                # the child's pid lost (never reaped, never killed at the deadline). The
+                # child runs only the walk and os._exit, which is what makes this fork safe.
+                warnings.simplefilter("ignore", DeprecationWarning)
+                pid = os.fork()
             if pid == 0:
                 _walk_in_child(p, read_end, write_end)  # (leaves by os._exit)
         finally:

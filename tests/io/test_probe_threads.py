@@ -213,6 +213,35 @@ def test_the_child_is_forked_holding_h5pys_lock(run, probe, monkeypatch):
     assert not storage._HDF5_LOCK._is_owned()
 
 
+def test_the_fork_warning_of_python_312_is_not_an_error(run, probe, busy_h5py, monkeypatch):
+    """Python 3.12+ warns (DeprecationWarning) in the parent of a fork made with threads
+    running, after the child exists; under ``-W error`` that warning would raise out of
+    os.fork with the child's pid lost. Here os.fork warns as 3.12's does (this may be 3.11):
+    the probe still walks, finishes and reaps its child."""
+    import warnings
+
+    fork = os.fork
+    children = []
+
+    def warning_fork() -> int:
+        pid = fork()
+        if pid:
+            children.append(pid)
+            warnings.warn("This process is multi-threaded, use of fork() may lead to deadlocks in the child.",
+                          DeprecationWarning, stacklevel=2)
+        return pid
+
+    monkeypatch.setattr(os, "fork", warning_fork)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        stored = read_storage(run)
+    assert stored.steps_completed == STEPS
+    assert [w.outcome for w in probe["fork"]] == [storage._WalkOutcome.FINISHED]
+    assert len(children) == 1
+    with pytest.raises(ChildProcessError):  # reaped by the probe
+        os.waitpid(children[0], os.WNOHANG)
+
+
 # ---------------------------------------------------------------- damaged files
 
 
