@@ -1,7 +1,7 @@
 """Scene validation, before and after a change: the same inputs, the same outcomes.
 
 Usage:
-    python benchmarks/scene_equivalence.py record OUT.jsonl [--per-scene N] [--seed S]
+    python benchmarks/scene_equivalence.py record OUT.jsonl [--per-scene N] [--seed S] [--no-cli] [--skip-urdf]
     python benchmarks/scene_equivalence.py compare A.jsonl B.jsonl
 
 ``record`` runs a large set of scene inputs through ``dojo check`` (the loader, then the
@@ -18,7 +18,11 @@ another type or out of range (a string, true, null, nan, .inf, a huge integer, a
 number, a list, a mapping, a bad name), a key removed, an unknown key added, a list one
 entry longer or shorter; and ``--set`` overrides of fields the file leaves at their
 defaults (``field_default``), with good and bad values. The mutations are drawn with a
-fixed seed, so both runs see the same inputs.
+fixed seed (per scene), so both runs see the same inputs.
+
+``--no-cli`` leaves ``dojo check`` out (the loader alone: an environment without typer or
+the compiled core, such as one with the oldest pydantic-core allowed), ``--skip-urdf`` the
+URDF scenes (an environment without their robot packages); compare records made alike.
 """
 
 from __future__ import annotations
@@ -161,10 +165,7 @@ def _walk(obj):
     return f"{type(obj).__name__}:{obj!r}"
 
 
-def record(out_path: Path, per_scene: int, seed: int) -> None:
-    from typer.testing import CliRunner
-
-    from dojo_cli.cli.app import app
+def record(out_path: Path, per_scene: int, seed: int, cli: bool = True, urdf_scenes: bool = True) -> None:
     from dojo_cli.errors import DojoError
     from dojo_cli.scene.loader import (
         builtin_scene_names,
@@ -176,8 +177,12 @@ def record(out_path: Path, per_scene: int, seed: int) -> None:
         spec_from_dict,
     )
 
-    runner = CliRunner()
-    rng = random.Random(seed)
+    if cli:
+        from typer.testing import CliRunner
+
+        from dojo_cli.cli.app import app
+
+        runner = CliRunner()
     work = Path(tempfile.mkdtemp(prefix="scene_equivalence_"))
     os.chdir(work)
     lines = 0
@@ -205,12 +210,14 @@ def record(out_path: Path, per_scene: int, seed: int) -> None:
             lines += 1
 
         def run(label: str, text: str, overrides: list[str]) -> None:
-            (work / "scene.yaml").write_text(text, encoding="utf-8")
-            args = ["check", "scene.yaml"] + [w for item in overrides for w in ("--set", item)]
-            res = runner.invoke(app, args)
-            entry = {"input": label, "exit": res.exit_code, "output": res.output}
-            if res.exception is not None and not isinstance(res.exception, SystemExit):
-                entry["exception"] = f"{type(res.exception).__name__}: {res.exception}"
+            entry: dict = {"input": label}
+            if cli:
+                (work / "scene.yaml").write_text(text, encoding="utf-8")
+                args = ["check", "scene.yaml"] + [w for item in overrides for w in ("--set", item)]
+                res = runner.invoke(app, args)
+                entry.update({"exit": res.exit_code, "output": res.output})
+                if res.exception is not None and not isinstance(res.exception, SystemExit):
+                    entry["exception"] = f"{type(res.exception).__name__}: {res.exception}"
             try:
                 spec = load_scene_spec_from_string(text, "scene.yaml", work, overrides)
             except DojoError as exc:
@@ -228,9 +235,12 @@ def record(out_path: Path, per_scene: int, seed: int) -> None:
             if builtin_scene_unavailable(name) is not None:
                 print(f"{name}: unavailable here, skipped", file=sys.stderr)
                 continue
+            rng = random.Random(f"{seed}:{name}")
             text = builtin_scene_text(name)
-            run(f"{name}", text, [])
             raw = yaml.safe_load(text)
+            if not urdf_scenes and "urdf" in raw:
+                continue
+            run(f"{name}", text, [])
             spec = load_scene_spec_from_string(text, "scene.yaml", work)
             full = yaml.safe_load(dump_scene(spec))
             urdf = "urdf" in raw
@@ -282,12 +292,14 @@ def main() -> int:
     rec.add_argument("out", type=Path)
     rec.add_argument("--per-scene", type=int, default=90, help="mutations per scene (a third for URDF scenes)")
     rec.add_argument("--seed", type=int, default=15)
+    rec.add_argument("--no-cli", action="store_true", help="the loader alone, without dojo check")
+    rec.add_argument("--skip-urdf", action="store_true", help="leave out the URDF scenes")
     cmp_ = sub.add_parser("compare")
     cmp_.add_argument("a", type=Path)
     cmp_.add_argument("b", type=Path)
     args = parser.parse_args()
     if args.command == "record":
-        record(args.out.resolve(), args.per_scene, args.seed)
+        record(args.out.resolve(), args.per_scene, args.seed, cli=not args.no_cli, urdf_scenes=not args.skip_urdf)
         return 0
     return compare(args.a, args.b)
 
