@@ -14,7 +14,7 @@ is reported, with the fastest and slowest run.
 - ``import dojo_cli``: the package (its names load on first use, so this is nearly free).
 - ``dojo --help``: the command list, without importing any command.
 - ``dojo simulate``: ``dojo simulate pendulum --steps 10 -o TMP/run.h5 --force``, the whole
-  path: typer, scene validation (pydantic), the physics, the HDF5 file.
+  path: typer, scene validation (pydantic-core), the physics, the HDF5 file.
 
 ``dojo`` is the console script next to this interpreter (``.venv/bin/dojo``), or
 ``--dojo PATH``; without one, ``python -c "from dojo_cli.__main__ import main; main()"`` with

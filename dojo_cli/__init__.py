@@ -5,7 +5,7 @@ command line and docs/ for the scene and storage formats.
 
 The package imports nothing up front (PEP 562): each name is imported from its
 module the first time it is used, so ``import dojo_cli`` (and with it every ``dojo``
-command) does not pay for numpy, scipy, pydantic or h5py until they are needed.
+command) does not pay for numpy, scipy, pydantic-core or h5py until they are needed.
 tests/test_imports.py keeps it so.
 """
 

@@ -175,6 +175,32 @@ def test_shell_loop_commands_import_only_what_they_use(tmp_path):
     assert not heavy, f"`dojo info --get` imported {heavy}"
 
 
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["simulate", "pendulum", "--steps", "2", "--duration", "1", "-o", "run.h5", "-q"],  # refused: both given
+        ["simulate", "pendulum", "--steps", "abc"],  # a bad number: typer's message, without pydantic
+        ["check", "pendulum"],
+        ["check", "bad.yaml"],  # an invalid scene: problems from pydantic-core's errors
+        ["info", "run.h5", "--get", "x[-1, link, 0]"],
+    ],
+    ids=["simulate", "simulate-bad-option", "check", "check-invalid", "info"],
+)
+def test_commands_never_import_pydantic(tmp_path, args):
+    """The scene specs are validated by pydantic-core alone (dojo_cli.scene.specs), and typer's
+    number options are coerced without pydantic (dojo_cli.cli.shared.plain_coercion): no
+    command of the shell loop pays pydantic's import (issue 15)."""
+    (tmp_path / "bad.yaml").write_text("name: bad\ntimestep: abc\nbodies: []\n")
+    if args[0] == "info":
+        modules, proc = _loaded(tmp_path, _RUN_DOJO, "simulate", "pendulum", "--steps", "2", "-o", "run.h5", "-q")
+        assert proc.returncode == 0, proc.stderr
+        assert not _top_level(modules, ("pydantic",)), "`dojo simulate` imported pydantic"
+    modules, proc = _loaded(tmp_path, _RUN_DOJO, *args)
+    assert proc.returncode in (0, 2), proc.stderr
+    assert "Traceback" not in proc.stderr, proc.stderr
+    assert not _top_level(modules, ("pydantic",)), f"`dojo {' '.join(args)}` imported pydantic"
+
+
 def test_cli_runs_blas_on_one_thread_unless_told(tmp_path):
     """dojo_cli.__main__ sets OPENBLAS_NUM_THREADS=1 before numpy loads (its thread pool cost
     20-30 ms of every start on 2 cores; the matrices here are tiny), and keeps a user's value."""

@@ -138,7 +138,7 @@ class LazyGroup(TyperGroup):
         # The one way to a command's own parsing, help and callback: load the real command here.
         name, command, rest = super().resolve_command(ctx, args)
         if isinstance(command, LazyCommand):
-            with signals.signals_deferred():  # the command's imports build pydantic's schemas
+            with signals.signals_deferred():  # the command's imports build the scene validators
                 command = self.commands[name] = load_command(command.entry)
         return name, command, rest
 

@@ -7,12 +7,14 @@ that whoever started us ignores (nohup ignores SIGHUP) stays ignored.
 Python's default, KeyboardInterrupt raised wherever the interpreter happens to be,
 is wrong in three places, which this module covers:
 
-- While modules are imported. pydantic builds its validators and serializers when
-  dojo_cli.scene.schema is imported, and a KeyboardInterrupt raised inside that
-  build comes out as a ``SchemaError`` naming a field (seen in the signal trials of
-  issue 11: exit 1 and a traceback, for a Ctrl-C 0.4 s after start). Imports run
-  with the signals recorded, and the stop is raised once they are done:
-  ``signals_deferred``.
+- While modules are imported. pydantic built its validators and serializers when
+  dojo_cli.scene.schema was imported, and a KeyboardInterrupt raised inside that
+  build came out as a ``SchemaError`` naming a field (seen in the signal trials of
+  issue 11: exit 1 and a traceback, for a Ctrl-C 0.4 s after start). The specs now
+  hand pydantic-core finished schemas, whose build runs no Python code (a signal
+  waits for the next line; tests/scene/test_specs.py), but any import may be cut
+  anywhere: imports run with the signals recorded, and the stop is raised once they
+  are done: ``signals_deferred``.
 - While a run writes its file (``dojo simulate``): the signal is recorded and the run
   stops at its next block boundary, so that no write is cut in half: ``stop_requests``.
 - After the first signal: a second Ctrl-C while the process cleans up and exits would

@@ -88,7 +88,7 @@ def simulate(
     items = scene_overrides(overrides, configs)
     spec, mech = load_scene_spec_and_mechanism(scene, items)
     if integrator is not None and integrator != spec.integrator:
-        spec = spec.model_copy(update={"integrator": integrator})
+        spec = spec.replace(integrator=integrator)
     use_rk4 = spec.integrator == "rk4"
     if use_rk4:
         from dojo_cli.simulation.rk4_run import rk4_problems

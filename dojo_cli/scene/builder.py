@@ -1,6 +1,6 @@
 """Build the numeric Mechanism (and its initial state, controller, forces) from a SceneSpec.
 
-The only place where the description (pydantic specs) meets the numeric model.
+The only place where the description (the scene specs) meets the numeric model.
 The built Mechanism carries what running the scene needs, its run set-up
 (Mechanism.with_run_setup): ``initial`` (13 nb,), ``default_options``
 (SolverOptions), ``controller``, ``external`` (ExternalForce tuple),
@@ -44,7 +44,7 @@ INITIAL_VIOLATION_TOL = 1e-6
 
 def shape_from_spec(s) -> Shape:
     """Numeric Shape from a shape spec."""
-    params = {k: v for k, v in s.model_dump().items() if k not in ("type", "position_offset", "orientation_offset", "color")}
+    params = {k: v for k, v in s.dump().items() if k not in ("type", "position_offset", "orientation_offset", "color")}
     if "size" in params and params["size"] is not None:
         params["size"] = tuple(params["size"])
     color = tuple(s.color) if getattr(s, "color", None) is not None else None
@@ -129,7 +129,7 @@ def build_mechanism(spec, file: str | None = None) -> Mechanism:
                       e.frame, float(e.start), float(e.stop))
         for e in spec.external
     ]
-    options = SolverOptions(**spec.solver.model_dump())
+    options = SolverOptions(**spec.solver.dump())
     controller = controller_from_spec(spec, mech, file)
     return mech.with_run_setup(
         scene=spec,
@@ -331,7 +331,7 @@ def initial_states_from_spec(spec, mech: Mechanism, file: str, controller: Contr
     overrides = {}
     for i, b in enumerate(spec.bodies):
         if b.initial is not None:
-            overrides[i] = b.initial.model_dump()
+            overrides[i] = b.initial.dump()
     at_t0 = spec.initial_velocity == "t0"
     z = minimal_to_maximal(mech, interleave_minimal(mech, theta, rate), body_overrides=overrides, instantaneous=at_t0)
     problems = _initial_state_problems(spec, mech, z)

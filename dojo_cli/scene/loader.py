@@ -3,8 +3,8 @@
 The YAML is composed once into a node tree (SafeLoader), which gives both the
 plain data and a map from dotted field path (``bodies.0.mass``) to the 1-based
 line of that field: the line of its key in a mapping, of its first token in a
-list. Pydantic's errors are turned into one ``Problem`` per issue: the error
-location becomes a field path (dropping the tags pydantic inserts for unions,
+list. pydantic-core's errors are turned into one ``Problem`` per issue: the error
+location becomes a field path (dropping the tags pydantic-core inserts for unions,
 ``schema.UNION_TAGS``), its line is the field's line, or the enclosing field's
 when the field is missing, and the message is a short one of ours. Fields set by
 overrides are reported on ``--set`` instead of a line.
@@ -21,8 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import ValidationError
-from pydantic_core import ErrorDetails
+from pydantic_core import ErrorDetails, ValidationError
 
 from dojo_cli.errors import Problem, SceneError, SceneFileError
 from dojo_cli.scene.overrides import apply_override_items
@@ -45,8 +44,8 @@ bodies.0.visuals.0.color); the walks over the tree recurse once per level."""
 MAX_EXPANDED_NODES = 100_000
 """Most nodes in a document counting each alias as the nodes it stands for: 30 times
 the largest built-in scene once resolved (humanoid, 3,400 nodes). The line index and
-pydantic visit the expanded tree, so this bounds their work (about a second)."""
-# pydantic's location element for a mapping key's own error
+the validation visit the expanded tree, so this bounds their work (about a second)."""
+# pydantic-core's location element for a mapping key's own error
 _KEY_LOCATION = "[key]"
 
 
@@ -313,7 +312,7 @@ def dump_scene(spec: SceneSpec) -> str:
 
     Infinite values are written ``.inf``, which YAML reads back as infinity.
     """
-    data = spec.model_dump(mode="json")
+    data = spec.dump()
     return yaml.dump(data, Dumper=_SceneDumper, sort_keys=False, default_flow_style=False, allow_unicode=True)
 
 
@@ -330,9 +329,9 @@ def _validate(
         data, overridden, origins = apply_override_items(data, overrides)
         source = replace(source, overrides=overridden, override_origins=origins)
     try:
-        spec = SceneSpec.model_validate(data)
+        spec = SceneSpec.validate(data)
     except ValidationError as exc:
-        problems = [problem for error in exc.errors() for problem in _problems(error, data, source)]
+        problems = [problem for error in exc.errors(include_url=False) for problem in _problems(error, data, source)]
         # overrides (no line) first, then in file order; stable within a line
         problems.sort(key=lambda p: (p.line is not None, p.line or 0))
         # once each: a wildcard override (contacts.*.friction) sets, and breaks, several fields alike
@@ -564,11 +563,11 @@ def _index_lines(node: yaml.Node, path: str, lines: dict[str, int], duplicates: 
             _index_lines(item, prefix + str(index), lines, duplicates, file)
 
 
-# ------------------------------------------------------ pydantic -> problems
+# ------------------------------------------------- pydantic-core -> problems
 
 
 def _problems(error: ErrorDetails, data: Any, source: SceneSource) -> list[Problem]:
-    """One Problem per issue in a pydantic error (several for SpecProblems)."""
+    """One Problem per issue in a pydantic-core error (several for SpecProblems)."""
     path = _field_path(error["loc"], data)
     cause = error.get("ctx", {}).get("error")
     if isinstance(cause, SpecProblems):
@@ -582,7 +581,7 @@ def _join(path: str, sub: str) -> str:
 
 
 def _field_path(loc: tuple[int | str, ...], data: Any) -> str:
-    """Dotted field path of a pydantic error location.
+    """Dotted field path of a pydantic-core error location.
 
     Walks the data along the location so that union tags are dropped only
     where they are not real keys (a joint may well be called "box").
@@ -603,7 +602,7 @@ def _field_path(loc: tuple[int | str, ...], data: Any) -> str:
 
 
 def _message(error: ErrorDetails, data: Any, path: str) -> tuple[str, str]:
-    """(path suffix, short message) of one pydantic error."""
+    """(path suffix, short message) of one pydantic-core error."""
     kind = error["type"]
     ctx = error.get("ctx", {})
     got = value_text(error.get("input"))
@@ -668,12 +667,12 @@ def _suggestion(key: str, mapping: Any) -> str:
     with the mapping, so a body's typo is matched against body fields.
     """
     others = set(mapping) - {key} if isinstance(mapping, dict) else set()
-    best = max(len(others & set(model.model_fields)) for model in SPEC_MODELS)
+    best = max(len(others & set(model.fields)) for model in SPEC_MODELS)
     candidates = {
         name
         for model in SPEC_MODELS
-        if len(others & set(model.model_fields)) == best
-        for name in model.model_fields
+        if len(others & set(model.fields)) == best
+        for name in model.fields
         if name not in others and name != key
     }
     close = difflib.get_close_matches(key, sorted(candidates), n=1)

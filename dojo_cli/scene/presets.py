@@ -29,7 +29,7 @@ def read_preset(path: str | os.PathLike) -> list[Override]:
     Raises:
         SceneError: the file cannot be read, is not YAML, or is not a mapping.
     """
-    # here: the loader imports pydantic's schemas, which a caller may not need yet
+    # here: the loader imports the scene schema and its validators, which a caller may not need yet
     from dojo_cli.scene.loader import read_yaml_file
 
     file = os.fspath(path)

@@ -1,51 +1,61 @@
-"""Pydantic models of the YAML scene format, format 1 (FORMATS.md).
+"""The specs of the YAML scene format, format 1 (FORMATS.md), validated by pydantic-core.
 
-Every model forbids unknown keys, so a typo is an error rather than a silently
+Each spec (dojo_cli.scene.specs.Spec) lists its fields with their pydantic-core schemas,
+written here once per type of the format (``REAL``, ``VECTOR3``, ``NAME``, ...): what
+pydantic would generate from the matching annotations, without pydantic's schema
+generation at import (issue 15: ~90 ms of every command's start-up).
+
+Every spec forbids unknown keys, so a typo is an error rather than a silently
 ignored field. Validation is staged the way pydantic runs it: each field's type
-and range first, then each model's own consistency (a joint's value counts
-against its type), then the scene's cross-references (names, the joint tree).
+and range first, then each spec's own consistency (a joint's value counts
+against its type, its ``@check`` methods), then the scene's cross-references
+(names, the joint tree).
 
-Models report several problems at once by raising ``SpecProblems``, a
-``ValueError`` carrying (relative field path, message) pairs; pydantic keeps
+Specs report several problems at once by raising ``SpecProblems``, a
+``ValueError`` carrying (relative field path, message) pairs; pydantic-core keeps
 the exception in the error's context, where the loader finds it and turns each
 pair into one ``Problem`` with a line number. Single-field problems are raised
 as ``PydanticCustomError`` with a short message.
 
-Unions whose members pydantic cannot tell apart by a ``type`` key (a scalar or a
+Unions whose members cannot be told apart by a ``type`` key (a scalar or a
 list, a diagonal or a full inertia, the three ``against`` forms) use callable
-discriminators; pydantic inserts the chosen tag into error locations, and
+discriminators; pydantic-core inserts the chosen tag into error locations, and
 ``UNION_TAGS`` lists those tags so that the loader can drop them from field paths.
 """
 
 from __future__ import annotations
 
-import inspect
+import copy
 import math
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, Literal, Union, get_args
+from typing import Any
 
 import numpy as np
-from pydantic import (
-    AfterValidator,
-    BaseModel,
-    BeforeValidator,
-    ConfigDict,
-    Discriminator,
-    Field,
-    PrivateAttr,
-    StrictBool,
-    Tag,
-    field_validator,
-    model_validator,
-)
-from pydantic.fields import FieldInfo
-from pydantic_core import PydanticCustomError, PydanticUndefined
+from pydantic_core import PydanticCustomError, PydanticKnownError
 
 from dojo_cli.errors import Problem
 from dojo_cli.model.joint_types import JointType, input_dimension
+from dojo_cli.scene.specs import (
+    REQUIRED,
+    Field,
+    Spec,
+    after,
+    before,
+    check,
+    dict_of,
+    ge,
+    gt,
+    le,
+    list_of,
+    literal,
+    lt,
+    nullable,
+    plain,
+    tagged_union,
+)
 
 # A quaternion whose norm is within this of 1 is accepted and normalised: it
 # absorbs values typed with 3 to 4 significant digits (0.7071).
@@ -87,6 +97,8 @@ OVERRIDE_FILE = "--set"
 SHAPE_TYPES = ("box", "sphere", "cylinder", "capsule", "pyramid", "mesh", "frame")
 # Shapes a contact may give its body beyond the body shapes (a URDF mesh's convex hull).
 CONTACT_SHAPE_TYPES = ("hull",)
+# Contact models (docs/physics.md): impact (no friction), linear (pyramid), nonlinear (cone).
+CONTACT_MODELS = ("impact", "linear", "nonlinear")
 # The word naming the ground in ``collisions.exclude`` pairs.
 GROUND_NAME = "ground"
 # Most vertices of a hull (each is a contact): a few dozen make a mesh (the importer
@@ -205,18 +217,27 @@ def _at_least_amount(value: float) -> float:
     return value
 
 
-FiniteReal = Annotated[float, BeforeValidator(_number_not_bool), Field(allow_inf_nan=False)]
+def _finite(value: float) -> float:
+    # (pydantic's allow_inf_nan=False after other validators: the same error)
+    if not math.isfinite(value):
+        raise PydanticKnownError("finite_number")
+    return value
+
+
+_FLOAT = {"type": "float"}
+_NUMBER = before(_number_not_bool, _FLOAT)
+FINITE_REAL = after(_finite, _NUMBER)
 """Any finite number (the entries of a direction, which is normalised)."""
-Real = Annotated[FiniteReal, AfterValidator(_within_magnitude)]
+REAL = after(_within_magnitude, FINITE_REAL)
 """A finite number of magnitude at most MAX_MAGNITUDE."""
-ExtendedReal = Annotated[float, BeforeValidator(_number_not_bool), AfterValidator(_not_nan), AfterValidator(_within_magnitude)]
-"""A number that may be infinite (written ``.inf`` in YAML), never nan; finite ones as Real."""
-PositiveReal = Annotated[Real, Field(gt=0)]
-Amount = Annotated[PositiveReal, AfterValidator(_at_least_amount)]
+EXTENDED_REAL = after(_within_magnitude, after(_not_nan, _NUMBER))
+"""A number that may be infinite (written ``.inf`` in YAML), never nan; finite ones as REAL."""
+POSITIVE_REAL = gt(0, REAL)
+AMOUNT = after(_at_least_amount, POSITIVE_REAL)
 """A positive physical amount (mass, timestep, length, inertia): in [MIN_AMOUNT, MAX_MAGNITUDE]."""
-NonNegativeReal = Annotated[Real, Field(ge=0)]
-UnitIntervalReal = Annotated[Real, Field(ge=0, le=1)]
-Integer = Annotated[int, BeforeValidator(_integer_not_bool)]
+NON_NEGATIVE_REAL = ge(0, REAL)
+UNIT_INTERVAL_REAL = le(1, ge(0, REAL))
+INTEGER = before(_integer_not_bool, {"type": "int"})
 
 
 def _non_empty(value: str) -> str:
@@ -266,11 +287,12 @@ def _file_name_safe(value: str) -> str:
     return value
 
 
-Name = Annotated[str, AfterValidator(_non_empty), AfterValidator(_name_text)]
+_STR = {"type": "str"}
+NAME = after(_name_text, after(_non_empty, _STR))
 """A name: not blank, printable (no NUL, newline or other control character), at most MAX_NAME_LENGTH."""
-FilePath = Annotated[str, AfterValidator(_non_empty), AfterValidator(_path_text)]
+FILE_PATH = after(_path_text, after(_non_empty, _STR))
 """A file path: not blank, printable, at most MAX_PATH_LENGTH characters."""
-Text = Annotated[str, AfterValidator(_free_text)]
+TEXT = after(_free_text, _STR)
 """Free text: printable, with tabs and line breaks."""
 
 
@@ -281,8 +303,8 @@ def _list_entries(value: Any) -> list:
     return entries
 
 
-RealList = Annotated[list[Real], BeforeValidator(_list_entries)]
-ExtendedRealList = Annotated[list[ExtendedReal], BeforeValidator(_list_entries)]
+REAL_LIST = before(_list_entries, list_of(REAL))
+EXTENDED_REAL_LIST = before(_list_entries, list_of(EXTENDED_REAL))
 
 
 def _three_entries(value: Any) -> list:
@@ -294,10 +316,10 @@ def _three_entries(value: Any) -> list:
     return entries
 
 
-Vector3 = Annotated[list[Real], BeforeValidator(_three_entries)]
+VECTOR3 = before(_three_entries, list_of(REAL))
 """Exactly three finite numbers."""
-PositiveVector3 = Annotated[list[PositiveReal], BeforeValidator(_three_entries)]
-AmountVector3 = Annotated[list[Amount], BeforeValidator(_three_entries)]
+POSITIVE_VECTOR3 = before(_three_entries, list_of(POSITIVE_REAL))
+AMOUNT_VECTOR3 = before(_three_entries, list_of(AMOUNT))
 
 
 def _unit_direction(value: list[float]) -> list[float]:
@@ -316,7 +338,7 @@ def _unit_direction(value: list[float]) -> list[float]:
     return [v / unit for v in scaled]
 
 
-Direction = Annotated[list[FiniteReal], BeforeValidator(_three_entries), AfterValidator(_unit_direction)]
+DIRECTION = after(_unit_direction, before(_three_entries, list_of(FINITE_REAL)))
 """A nonzero 3-vector of any finite scale, normalised to unit length."""
 
 _QUATERNION_TEXT = "must be a unit quaternion [w, x, y, z]"
@@ -338,7 +360,7 @@ def _unit_quaternion(value: list[float]) -> list[float]:
     return _normalised(value, norm)
 
 
-Quaternion = Annotated[list[Real], BeforeValidator(_four_entries), AfterValidator(_unit_quaternion)]
+QUATERNION = after(_unit_quaternion, before(_four_entries, list_of(REAL)))
 """Four finite numbers [w, x, y, z] of norm 1 +- QUATERNION_NORM_TOL, normalised."""
 
 
@@ -354,7 +376,7 @@ def _rgba(value: list[float]) -> list[float]:
     return value + [1.0] if len(value) == 3 else value
 
 
-Color = Annotated[list[UnitIntervalReal], BeforeValidator(_color_entries), AfterValidator(_rgba)]
+COLOR = after(_rgba, before(_color_entries, list_of(UNIT_INTERVAL_REAL)))
 """[r, g, b] or [r, g, b, a] in [0, 1], stored as RGBA (alpha 1 when not given)."""
 
 
@@ -362,18 +384,12 @@ def _scalar_or_list_tag(value: Any) -> str:
     return _LIST if _entries(value) is not None else _SCALAR
 
 
-Gain = Annotated[
-    Union[Annotated[NonNegativeReal, Tag(_SCALAR)], Annotated[list[NonNegativeReal], Tag(_LIST)]],
-    Discriminator(_scalar_or_list_tag),
-]
+GAIN = tagged_union(_scalar_or_list_tag, {_SCALAR: NON_NEGATIVE_REAL, _LIST: list_of(NON_NEGATIVE_REAL)})
 """A number >= 0, or a list of them (one per free coordinate)."""
 
-PositiveExtendedReal = Annotated[ExtendedReal, Field(gt=0)]
+POSITIVE_EXTENDED_REAL = gt(0, EXTENDED_REAL)
 
-Bound = Annotated[
-    Union[Annotated[PositiveExtendedReal, Tag(_SCALAR)], Annotated[list[PositiveExtendedReal], Tag(_LIST)]],
-    Discriminator(_scalar_or_list_tag),
-]
+BOUND = tagged_union(_scalar_or_list_tag, {_SCALAR: POSITIVE_EXTENDED_REAL, _LIST: list_of(POSITIVE_EXTENDED_REAL)})
 """A bound > 0 (``.inf`` for none), or a list of them (one per free coordinate)."""
 
 def _nonzero(value: float) -> float:
@@ -382,13 +398,10 @@ def _nonzero(value: float) -> float:
     return value
 
 
-NonzeroReal = Annotated[Real, AfterValidator(_nonzero)]
+NONZERO_REAL = after(_nonzero, REAL)
 
 
-Scale = Annotated[
-    Union[Annotated[PositiveReal, Tag(_SCALAR)], Annotated[list[NonzeroReal], BeforeValidator(_three_entries), Tag(_LIST)]],
-    Discriminator(_scalar_or_list_tag),
-]
+SCALE = tagged_union(_scalar_or_list_tag, {_SCALAR: POSITIVE_REAL, _LIST: before(_three_entries, list_of(NONZERO_REAL))})
 """A uniform scale > 0, or one per axis (nonzero: a negative one mirrors, as URDF meshes do)."""
 
 
@@ -427,25 +440,11 @@ def _diagonal_entries(value: Any) -> list:
     return entries
 
 
-Inertia = Annotated[
-    Union[
-        Annotated[list[Amount], BeforeValidator(_diagonal_entries), Tag(_DIAGONAL)],
-        Annotated[
-            list[list[Real]],
-            BeforeValidator(_inertia_matrix_shape),
-            AfterValidator(_symmetric_positive_definite),
-            Tag(_MATRIX),
-        ],
-    ],
-    Discriminator(_inertia_tag),
-]
+INERTIA = tagged_union(_inertia_tag, {
+    _DIAGONAL: before(_diagonal_entries, list_of(AMOUNT)),
+    _MATRIX: after(_symmetric_positive_definite, before(_inertia_matrix_shape, list_of(list_of(REAL)))),
+})
 """Central inertia: 3 positive numbers (diagonal) or a symmetric positive-definite 3x3 list."""
-
-
-class _Spec(BaseModel):
-    """Base of every scene model: unknown keys are errors."""
-
-    model_config = ConfigDict(extra="forbid")
 
 
 def _zero_vector() -> list[float]:
@@ -459,7 +458,7 @@ def _identity_quaternion() -> list[float]:
 # --------------------------------------------------------------------- shapes
 
 
-class _ShapeSpec(_Spec):
+class _ShapeSpec(Spec):
     """Fields every shape has.
 
     Attributes:
@@ -469,82 +468,81 @@ class _ShapeSpec(_Spec):
         color: (4,) RGBA in [0, 1] (given as RGB or RGBA), or None for the default.
     """
 
-    type: str
-    position_offset: Vector3 = Field(default_factory=_zero_vector)
-    orientation_offset: Quaternion = Field(default_factory=_identity_quaternion)
-    color: Color | None = None
+    type = Field(_STR)
+    position_offset = Field(VECTOR3, factory=_zero_vector)
+    orientation_offset = Field(QUATERNION, factory=_identity_quaternion)
+    color = Field(nullable(COLOR), None)
 
 
 class BoxShapeSpec(_ShapeSpec):
     """A box; ``size``: (3,) edge lengths along the shape's x, y, z (m)."""
 
-    type: Literal["box"] = "box"
-    size: AmountVector3
+    type = Field(literal("box"), "box")
+    size = Field(AMOUNT_VECTOR3)
 
 
 class SphereShapeSpec(_ShapeSpec):
     """A sphere of ``radius`` (m)."""
 
-    type: Literal["sphere"] = "sphere"
-    radius: Amount
+    type = Field(literal("sphere"), "sphere")
+    radius = Field(AMOUNT)
 
 
 class CylinderShapeSpec(_ShapeSpec):
     """A cylinder of ``radius`` and ``height`` along the shape's z axis (m)."""
 
-    type: Literal["cylinder"] = "cylinder"
-    radius: Amount
-    height: Amount
+    type = Field(literal("cylinder"), "cylinder")
+    radius = Field(AMOUNT)
+    height = Field(AMOUNT)
 
 
 class CapsuleShapeSpec(_ShapeSpec):
     """A capsule: a cylinder of ``radius`` and ``height`` (z axis) with hemispherical caps (m)."""
 
-    type: Literal["capsule"] = "capsule"
-    radius: Amount
-    height: Amount
+    type = Field(literal("capsule"), "capsule")
+    radius = Field(AMOUNT)
+    height = Field(AMOUNT)
 
 
 class PyramidShapeSpec(_ShapeSpec):
     """A square pyramid of base ``width`` and ``height`` along z (m)."""
 
-    type: Literal["pyramid"] = "pyramid"
-    width: Amount
-    height: Amount
+    type = Field(literal("pyramid"), "pyramid")
+    width = Field(AMOUNT)
+    height = Field(AMOUNT)
 
 
 class MeshShapeSpec(_ShapeSpec):
     """A mesh (visual only): ``file`` relative to the scene's folder, ``scale`` uniform or per axis."""
 
-    type: Literal["mesh"] = "mesh"
-    file: FilePath
-    scale: Scale = 1.0
+    type = Field(literal("mesh"), "mesh")
+    file = Field(FILE_PATH)
+    scale = Field(SCALE, 1.0)
 
 
 class FrameShapeSpec(_ShapeSpec):
     """No geometry: a body drawn as coordinate axes."""
 
-    type: Literal["frame"] = "frame"
+    type = Field(literal("frame"), "frame")
 
 
-ShapeSpec = Annotated[
-    Union[
-        BoxShapeSpec,
-        SphereShapeSpec,
-        CylinderShapeSpec,
-        CapsuleShapeSpec,
-        PyramidShapeSpec,
-        MeshShapeSpec,
-        FrameShapeSpec,
-    ],
-    Field(discriminator="type"),
-]
+SHAPE_SPECS = (BoxShapeSpec, SphereShapeSpec, CylinderShapeSpec, CapsuleShapeSpec, PyramidShapeSpec, MeshShapeSpec,
+               FrameShapeSpec)
+
+
+def _shape_union(specs: tuple[type[Spec], ...]) -> dict:
+    """One of ``specs``, by the input's ``type`` key (read from a spec's attribute too)."""
+    choices = {spec.fields["type"].default: spec.core_schema() for spec in specs}
+    return tagged_union("type", choices, strict=False, from_attributes=True)
+
+
+SHAPE = _shape_union(SHAPE_SPECS)
 
 
 # --------------------------------------------------------------------- bodies
 
 
-class BodyInitialSpec(_Spec):
+class BodyInitialSpec(Spec):
     """A body's initial maximal state; None means "from the joints".
 
     Attributes:
@@ -554,13 +552,19 @@ class BodyInitialSpec(_Spec):
         angular_velocity: (3,) angular velocity, body frame (rad/s).
     """
 
-    position: Vector3 | None = None
-    orientation: Quaternion | None = None
-    velocity: Vector3 | None = None
-    angular_velocity: Vector3 | None = None
+    position = Field(nullable(VECTOR3), None)
+    orientation = Field(nullable(QUATERNION), None)
+    velocity = Field(nullable(VECTOR3), None)
+    angular_velocity = Field(nullable(VECTOR3), None)
 
 
-class BodySpec(_Spec):
+def _not_reserved(name: str) -> str:
+    if name == RESERVED_BODY_NAME:
+        raise _invalid(f"{name!r} is reserved for the world frame")
+    return name
+
+
+class BodySpec(Spec):
     """A rigid body.
 
     Attributes:
@@ -574,19 +578,12 @@ class BodySpec(_Spec):
             they never change the inertia.
     """
 
-    name: Name
-    shape: ShapeSpec = Field(default_factory=FrameShapeSpec)
-    mass: Amount
-    inertia: Inertia | None = None
-    initial: BodyInitialSpec | None = None
-    visuals: list[ShapeSpec] = Field(default_factory=list)
-
-    @field_validator("name")
-    @classmethod
-    def _not_reserved(cls, name: str) -> str:
-        if name == RESERVED_BODY_NAME:
-            raise _invalid(f"{name!r} is reserved for the world frame")
-        return name
+    name = Field(after(_not_reserved, NAME))
+    shape = Field(SHAPE, factory=FrameShapeSpec, specs=SHAPE_SPECS)
+    mass = Field(AMOUNT)
+    inertia = Field(nullable(INERTIA), None)
+    initial = Field(nullable(BodyInitialSpec.core_schema()), None, specs=(BodyInitialSpec,))
+    visuals = Field(list_of(SHAPE), factory=list, specs=SHAPE_SPECS)
 
     def inertia_matrix(self) -> np.ndarray | None:
         """(3, 3) explicit inertia (symmetrised), or None when the shape gives it."""
@@ -608,13 +605,13 @@ def _count_message(n: int, joint_type: JointType, got: int) -> str:
     return f"must have {n} {values} for {article} {joint_type.value} joint (its free coordinates), got {got}"
 
 
-class JointLimitsSpec(_Spec):
+class JointLimitsSpec(Spec):
     """Bounds on a joint's free coordinates (``-.inf``/``.inf`` for none)."""
 
-    lower: ExtendedRealList
-    upper: ExtendedRealList
+    lower = Field(EXTENDED_REAL_LIST)
+    upper = Field(EXTENDED_REAL_LIST)
 
-    @model_validator(mode="after")
+    @check
     def _ordered(self) -> JointLimitsSpec:
         # Drake's Joint::set_*_limits checks, its condition text kept (docs/planar.md)
         if len(self.upper) != len(self.lower):
@@ -634,7 +631,7 @@ class JointLimitsSpec(_Spec):
 
 # How the step discretises dampers (core/step.h): second order (midpoint), or first
 # order and L-stable (implicit: stiff damping at large steps).
-DamperForm = Literal["midpoint", "implicit"]
+DAMPER_FORMS = ("midpoint", "implicit")
 
 
 def _interval(value: Any) -> list:
@@ -650,7 +647,7 @@ def _ordered_interval(value: list[float]) -> list[float]:
     return value
 
 
-Interval = Annotated[list[Real], BeforeValidator(_interval), AfterValidator(_ordered_interval)]
+INTERVAL = after(_ordered_interval, before(_interval, list_of(REAL)))
 """[lower, upper], finite, lower <= upper."""
 
 # The coordinates a random initial pose may name, per joint type (Drake's PlanarJoint:
@@ -659,7 +656,7 @@ RANDOM_COORDINATES: dict[JointType, tuple[str, ...]] = {JointType.PLANAR_AXIS: (
 RANDOM_ALIASES = {"qz": "theta"}
 
 
-class JointInitialSpec(_Spec):
+class JointInitialSpec(Spec):
     """A joint's initial minimal coordinates (None = zero).
 
     ``random``: a uniform random pose, coordinate -> [lower, upper] (planar_axis: ``x``,
@@ -667,9 +664,9 @@ class JointInitialSpec(_Spec):
     ``position`` (Drake's random pose distribution; docs/planar.md).
     """
 
-    position: RealList | None = None
-    velocity: RealList | None = None
-    random: dict[str, Interval] | None = None
+    position = Field(nullable(REAL_LIST), None)
+    velocity = Field(nullable(REAL_LIST), None)
+    random = Field(nullable(dict_of(INTERVAL)), None)
 
 
 def _joint_type_name(value: Any) -> Any:
@@ -692,7 +689,25 @@ def _drake_size_condition(path: str) -> str:
     return f" (condition '{path.split('.')[-1]}_limits.size() == {kind}' failed)"
 
 
-class JointSpec(_Spec):
+def _type_from_dofs(data: Any) -> Any:
+    """skydy's ``dofs: [x, rz]`` instead of ``type`` and ``axis`` (scene/dofs.py)."""
+    if not isinstance(data, dict) or "dofs" not in data:
+        return data
+    from dojo_cli.scene.dofs import dofs_to_joint
+
+    given = [k for k in ("type", "axis") if k in data]
+    if given:
+        raise SpecProblems([("dofs", f"give either dofs or {' and '.join(given)}, not both (dofs sets the type and axis)")])
+    try:
+        joint_type, axis = dofs_to_joint(data["dofs"])
+    except ValueError as exc:
+        raise SpecProblems([("dofs", str(exc))]) from None
+    out = {k: v for k, v in data.items() if k != "dofs"}
+    out["type"], out["axis"] = joint_type.value, axis
+    return out
+
+
+class JointSpec(Spec):
     """A joint between a parent (a body or origin) and a child body.
 
     Attributes:
@@ -724,46 +739,29 @@ class JointSpec(_Spec):
             (docs/scenes.md "Locked joints").
     """
 
-    name: Name
-    type: Annotated[JointType, BeforeValidator(_joint_type_name)]
-    parent: Name
-    child: Name
-    axis: Direction = Field(default_factory=lambda: [0.0, 0.0, 1.0])
-    parent_vertex: Vector3 = Field(default_factory=_zero_vector)
-    child_vertex: Vector3 = Field(default_factory=_zero_vector)
-    orientation_offset: Quaternion = Field(default_factory=_identity_quaternion)
-    spring: Gain = 0.0
-    damper: Gain = 0.0
-    spring_offset: RealList | None = None
-    limits: JointLimitsSpec | None = None
-    initial: JointInitialSpec | None = None
-    effort_limit: Bound | None = None
-    velocity_limit: Bound | None = None
-    velocity_limits: JointLimitsSpec | None = None
-    acceleration_limits: JointLimitsSpec | None = None
-    damper_form: DamperForm | None = None
-    locked: StrictBool = False
+    prepare = _type_from_dofs
+    name = Field(NAME)
+    # (the names are checked first; JointType(name) then only meets valid ones)
+    type = Field(before(_joint_type_name, plain(JointType)))
+    parent = Field(NAME)
+    child = Field(NAME)
+    axis = Field(DIRECTION, factory=lambda: [0.0, 0.0, 1.0])
+    parent_vertex = Field(VECTOR3, factory=_zero_vector)
+    child_vertex = Field(VECTOR3, factory=_zero_vector)
+    orientation_offset = Field(QUATERNION, factory=_identity_quaternion)
+    spring = Field(GAIN, 0.0)
+    damper = Field(GAIN, 0.0)
+    spring_offset = Field(nullable(REAL_LIST), None)
+    limits = Field(nullable(JointLimitsSpec.core_schema()), None, specs=(JointLimitsSpec,))
+    initial = Field(nullable(JointInitialSpec.core_schema()), None, specs=(JointInitialSpec,))
+    effort_limit = Field(nullable(BOUND), None)
+    velocity_limit = Field(nullable(BOUND), None)
+    velocity_limits = Field(nullable(JointLimitsSpec.core_schema()), None, specs=(JointLimitsSpec,))
+    acceleration_limits = Field(nullable(JointLimitsSpec.core_schema()), None, specs=(JointLimitsSpec,))
+    damper_form = Field(nullable(literal(*DAMPER_FORMS)), None)
+    locked = Field({"type": "bool", "strict": True}, False)
 
-    @model_validator(mode="before")
-    @classmethod
-    def _type_from_dofs(cls, data: Any) -> Any:
-        """skydy's ``dofs: [x, rz]`` instead of ``type`` and ``axis`` (scene/dofs.py)."""
-        if not isinstance(data, dict) or "dofs" not in data:
-            return data
-        from dojo_cli.scene.dofs import dofs_to_joint
-
-        given = [k for k in ("type", "axis") if k in data]
-        if given:
-            raise SpecProblems([("dofs", f"give either dofs or {' and '.join(given)}, not both (dofs sets the type and axis)")])
-        try:
-            joint_type, axis = dofs_to_joint(data["dofs"])
-        except ValueError as exc:
-            raise SpecProblems([("dofs", str(exc))]) from None
-        out = {k: v for k, v in data.items() if k != "dofs"}
-        out["type"], out["axis"] = joint_type.value, axis
-        return out
-
-    @model_validator(mode="after")
+    @check
     def _random_coordinates(self) -> JointSpec:
         if self.initial is None or self.initial.random is None:
             return self
@@ -792,7 +790,7 @@ class JointSpec(_Spec):
         out = {known.index(RANDOM_ALIASES.get(k, k)): (float(v[0]), float(v[1])) for k, v in self.initial.random.items()}
         return dict(sorted(out.items()))
 
-    @model_validator(mode="after")
+    @check
     def _counts_match_type(self) -> JointSpec:
         n = input_dimension(self.type)
         given = {
@@ -842,7 +840,7 @@ class JointSpec(_Spec):
 # ------------------------------------------------------------------- contacts
 
 
-class HalfSpaceSpec(_Spec):
+class HalfSpaceSpec(Spec):
     """The half-space {p : normal . (p - point) >= 0}, world frame.
 
     Attributes:
@@ -850,8 +848,8 @@ class HalfSpaceSpec(_Spec):
         point: (3,) a point on the boundary (m).
     """
 
-    normal: Direction
-    point: Vector3 = Field(default_factory=_zero_vector)
+    normal = Field(DIRECTION)
+    point = Field(VECTOR3, factory=_zero_vector)
 
 
 class HullShapeSpec(_ShapeSpec):
@@ -860,19 +858,17 @@ class HullShapeSpec(_ShapeSpec):
     ``radius``: each vertex is a sphere of this radius (m): the hull inflated by it (the
     importer's reduction error, so that the inflated hull holds the whole mesh)."""
 
-    type: Literal["hull"] = "hull"
-    vertices: Annotated[list[Vector3], Field(min_length=1, max_length=MAX_HULL_VERTICES)]
-    radius: NonNegativeReal = 0.0
+    type = Field(literal("hull"), "hull")
+    vertices = Field(list_of(VECTOR3, min_length=1, max_length=MAX_HULL_VERTICES))
+    radius = Field(NON_NEGATIVE_REAL, 0.0)
 
 
-ContactShapeSpec = Annotated[
-    Union[BoxShapeSpec, SphereShapeSpec, CylinderShapeSpec, CapsuleShapeSpec, PyramidShapeSpec, HullShapeSpec],
-    Field(discriminator="type"),
-]
+CONTACT_SHAPE_SPECS = (BoxShapeSpec, SphereShapeSpec, CylinderShapeSpec, CapsuleShapeSpec, PyramidShapeSpec, HullShapeSpec)
 """The shapes a contact can give its body (mesh and frame have no collision geometry)."""
+CONTACT_SHAPE = _shape_union(CONTACT_SHAPE_SPECS)
 
 
-class BodyCollisionSpec(_Spec):
+class BodyCollisionSpec(Spec):
     """Another body's geometry, for body-body contact.
 
     Attributes:
@@ -888,15 +884,15 @@ class BodyCollisionSpec(_Spec):
         size: (3,) box edge lengths (m), required for a box.
     """
 
-    body: Name
-    shape: Literal["sphere", "capsule", "box", "body"]
-    radius: NonNegativeReal = 0.0
-    offset: Vector3 = Field(default_factory=_zero_vector)
-    orientation_offset: Quaternion = Field(default_factory=_identity_quaternion)
-    height: NonNegativeReal = 0.0
-    size: PositiveVector3 | None = None
+    body = Field(NAME)
+    shape = Field(literal("sphere", "capsule", "box", "body"))
+    radius = Field(NON_NEGATIVE_REAL, 0.0)
+    offset = Field(VECTOR3, factory=_zero_vector)
+    orientation_offset = Field(QUATERNION, factory=_identity_quaternion)
+    height = Field(NON_NEGATIVE_REAL, 0.0)
+    size = Field(nullable(POSITIVE_VECTOR3), None)
 
-    @model_validator(mode="after")
+    @check
     def _box_has_size(self) -> BodyCollisionSpec:
         problems = []
         if self.shape == "box" and self.size is None:
@@ -929,17 +925,14 @@ def _against_tag(value: Any) -> str:
     return _GROUND
 
 
-Against = Annotated[
-    Union[
-        Annotated[Literal["ground"], BeforeValidator(_ground), Tag(_GROUND)],
-        Annotated[HalfSpaceSpec, Tag(_HALF_SPACE)],
-        Annotated[BodyCollisionSpec, Tag(_BODY)],
-    ],
-    Discriminator(_against_tag),
-]
+AGAINST = tagged_union(_against_tag, {
+    _GROUND: before(_ground, literal("ground")),
+    _HALF_SPACE: HalfSpaceSpec.core_schema(),
+    _BODY: BodyCollisionSpec.core_schema(),
+})
 
 
-class ContactSpec(_Spec):
+class ContactSpec(Spec):
     """A contact sphere (or a shape) on a body, against the ground, a half-space or another body.
 
     Attributes:
@@ -967,24 +960,25 @@ class ContactSpec(_Spec):
             margins").
     """
 
-    name: Name
-    body: Name
-    model: Literal["impact", "linear", "nonlinear"] = "nonlinear"
-    friction: NonNegativeReal = 0.5
-    radius: NonNegativeReal = 0.0
-    offset: Vector3 = Field(default_factory=_zero_vector)
-    restitution: UnitIntervalReal = 0.0
-    shape: Annotated[Union[Literal["body"], ContactShapeSpec], Field(union_mode="left_to_right")] | None = None
-    rim_points: Annotated[int, Field(ge=0, le=16)] = 3
-    against: Against = "ground"
-    margin: NonNegativeReal | None = None
+    name = Field(NAME)
+    body = Field(NAME)
+    model = Field(literal(*CONTACT_MODELS), "nonlinear")
+    friction = Field(NON_NEGATIVE_REAL, 0.5)
+    radius = Field(NON_NEGATIVE_REAL, 0.0)
+    offset = Field(VECTOR3, factory=_zero_vector)
+    restitution = Field(UNIT_INTERVAL_REAL, 0.0)
+    shape = Field(nullable({"type": "union", "choices": [literal("body"), CONTACT_SHAPE], "mode": "left_to_right"}), None,
+                  specs=CONTACT_SHAPE_SPECS)
+    rim_points = Field({"type": "int", "ge": 0, "le": 16}, 3)
+    against = Field(AGAINST, "ground", specs=(HalfSpaceSpec, BodyCollisionSpec))
+    margin = Field(nullable(NON_NEGATIVE_REAL), None)
 
-    @model_validator(mode="after")
+    @check
     def _sphere_or_shape(self) -> ContactSpec:
         problems = []
         if self.shape is not None:
             problems = [(key, "describes the contact sphere; a contact with a shape has none (leave it out)")
-                        for key in ("radius", "offset") if key in self.model_fields_set]
+                        for key in ("radius", "offset") if key in self.fields_set]
         # (a stored scene writes the default back on every contact: that one is accepted)
         if self.rim_points in (1, 2) or (self.shape is None and self.rim_points != 3):
             problems.append(("rim_points", "fixed points per rim of a cylinder shape: 0, or 3 to 16 (fewer cannot stand)"))
@@ -993,7 +987,7 @@ class ContactSpec(_Spec):
         return self
 
 
-class CollisionsSpec(_Spec):
+class CollisionsSpec(Spec):
     """Collisions asked for wholesale (MuJoCo's default), besides the listed contacts.
 
     Attributes:
@@ -1005,12 +999,12 @@ class CollisionsSpec(_Spec):
         exclude: pairs of body names (or a body and ``ground``) left out.
     """
 
-    mode: Literal["none", "ground", "all"] = "none"
-    model: Literal["impact", "linear", "nonlinear"] = "nonlinear"
-    friction: NonNegativeReal = 0.5
-    restitution: UnitIntervalReal = 0.0
-    margin: NonNegativeReal | None = None
-    exclude: list[Annotated[list[Name], Field(min_length=2, max_length=2)]] = Field(default_factory=list)
+    mode = Field(literal("none", "ground", "all"), "none")
+    model = Field(literal(*CONTACT_MODELS), "nonlinear")
+    friction = Field(NON_NEGATIVE_REAL, 0.5)
+    restitution = Field(UNIT_INTERVAL_REAL, 0.0)
+    margin = Field(nullable(NON_NEGATIVE_REAL), None)
+    exclude = Field(list_of(list_of(NAME, min_length=2, max_length=2)), factory=list)
 
 
 # ------------------------------------------------------ controller and forces
@@ -1020,17 +1014,11 @@ def _gains_tag(value: Any) -> str:
     return _MAPPING if isinstance(value, Mapping) else _SCALAR
 
 
-Gains = Annotated[
-    Union[
-        Annotated[NonNegativeReal, Tag(_SCALAR)],
-        Annotated[dict[str, list[NonNegativeReal]], Tag(_MAPPING)],
-    ],
-    Discriminator(_gains_tag),
-]
+GAINS = tagged_union(_gains_tag, {_SCALAR: NON_NEGATIVE_REAL, _MAPPING: dict_of(list_of(NON_NEGATIVE_REAL))})
 """One gain >= 0 for every free coordinate, or per joint name one per free coordinate."""
 
 
-class ControllerSpec(_Spec):
+class ControllerSpec(Spec):
     """Joint inputs (forces and torques, SI units, held over each step).
 
     Attributes:
@@ -1046,16 +1034,16 @@ class ControllerSpec(_Spec):
         after_end: schedule: inputs after the table ends, zero or hold the last row.
     """
 
-    type: Literal["none", "constant", "pd", "schedule"] = "none"
-    inputs: dict[str, RealList] = Field(default_factory=dict)
-    kp: Gains = 0.0
-    kd: Gains = 0.0
-    targets: dict[str, RealList] = Field(default_factory=dict)
-    velocity_targets: dict[str, RealList] = Field(default_factory=dict)
-    file: FilePath | None = None
-    after_end: Literal["zero", "hold"] = "zero"
+    type = Field(literal("none", "constant", "pd", "schedule"), "none")
+    inputs = Field(dict_of(REAL_LIST), factory=dict)
+    kp = Field(GAINS, 0.0)
+    kd = Field(GAINS, 0.0)
+    targets = Field(dict_of(REAL_LIST), factory=dict)
+    velocity_targets = Field(dict_of(REAL_LIST), factory=dict)
+    file = Field(nullable(FILE_PATH), None)
+    after_end = Field(literal("zero", "hold"), "zero")
 
-    @model_validator(mode="after")
+    @check
     def _schedule_has_file(self) -> ControllerSpec:
         if self.type == "schedule" and self.file is None:
             raise SpecProblems([("file", "field required for a schedule controller")])
@@ -1073,7 +1061,7 @@ class ControllerSpec(_Spec):
         return {key: table for key, table in tables.items() if isinstance(table, dict)}
 
 
-class ExternalForceSpec(_Spec):
+class ExternalForceSpec(Spec):
     """A force and torque on a body, applied while start <= t < stop.
 
     Attributes:
@@ -1086,15 +1074,15 @@ class ExternalForceSpec(_Spec):
         stop: s, > start (``.inf`` for never).
     """
 
-    body: Name
-    force: Vector3 = Field(default_factory=_zero_vector)
-    torque: Vector3 = Field(default_factory=_zero_vector)
-    vertex: Vector3 = Field(default_factory=_zero_vector)
-    frame: Literal["body", "world"] = "body"
-    start: NonNegativeReal = 0.0
-    stop: ExtendedReal = math.inf
+    body = Field(NAME)
+    force = Field(VECTOR3, factory=_zero_vector)
+    torque = Field(VECTOR3, factory=_zero_vector)
+    vertex = Field(VECTOR3, factory=_zero_vector)
+    frame = Field(literal("body", "world"), "body")
+    start = Field(NON_NEGATIVE_REAL, 0.0)
+    stop = Field(EXTENDED_REAL, math.inf)
 
-    @model_validator(mode="after")
+    @check
     def _stop_after_start(self) -> ExternalForceSpec:
         if self.stop <= self.start:
             raise SpecProblems([("stop", f"must be > start ({self.stop:g} <= {self.start:g})")])
@@ -1107,11 +1095,11 @@ def _nonzero_vector(value: list[float]) -> list[float]:
     return value
 
 
-NonzeroVector3 = Annotated[list[Real], BeforeValidator(_three_entries), AfterValidator(_nonzero_vector)]
+NONZERO_VECTOR3 = after(_nonzero_vector, before(_three_entries, list_of(REAL)))
 """Three finite numbers, not all zero."""
 
 
-class ActuatorSpec(_Spec):
+class ActuatorSpec(Spec):
     """A named input (docs/scenes.md "Actuators"): one free coordinate of a joint, or a
     force and/or torque fixed in a body (body frame: they turn with the body).
 
@@ -1126,16 +1114,16 @@ class ActuatorSpec(_Spec):
         gain: the input is multiplied by it (default 1).
     """
 
-    name: Name
-    joint: Name | None = None
-    coordinate: Annotated[Integer, Field(ge=0)] | None = None
-    body: Name | None = None
-    force: NonzeroVector3 | None = None
-    point: Vector3 | None = None
-    torque: NonzeroVector3 | None = None
-    gain: NonzeroReal = 1.0
+    name = Field(NAME)
+    joint = Field(nullable(NAME), None)
+    coordinate = Field(nullable(ge(0, INTEGER)), None)
+    body = Field(nullable(NAME), None)
+    force = Field(nullable(NONZERO_VECTOR3), None)
+    point = Field(nullable(VECTOR3), None)
+    torque = Field(nullable(NONZERO_VECTOR3), None)
+    gain = Field(NONZERO_REAL, 1.0)
 
-    @model_validator(mode="after")
+    @check
     def _one_kind(self) -> ActuatorSpec:
         problems = []
         if self.joint is not None and self.body is not None:
@@ -1158,17 +1146,17 @@ class ActuatorSpec(_Spec):
         return self
 
 
-class SolverSpec(_Spec):
+class SolverSpec(Spec):
     """The scene's default solver options (Dojo's names and defaults, SolverOptions)."""
 
-    rtol: PositiveReal = 1e-6
-    btol: PositiveReal = 1e-4
-    max_iter: Annotated[Integer, Field(ge=1, le=MAX_ITERATIONS)] = 50
-    max_ls: Annotated[Integer, Field(ge=0, le=MAX_ITERATIONS)] = 10
-    ls_scale: Annotated[Real, Field(gt=0, lt=1)] = 0.5
-    undercut: Annotated[ExtendedReal, Field(gt=0)] = math.inf
-    no_progress_max: Annotated[Integer, Field(ge=1, le=MAX_ITERATIONS)] = 3
-    no_progress_undercut: Annotated[Real, Field(gt=1)] = 10.0
+    rtol = Field(POSITIVE_REAL, 1e-6)
+    btol = Field(POSITIVE_REAL, 1e-4)
+    max_iter = Field(le(MAX_ITERATIONS, ge(1, INTEGER)), 50)
+    max_ls = Field(le(MAX_ITERATIONS, ge(0, INTEGER)), 10)
+    ls_scale = Field(lt(1, gt(0, REAL)), 0.5)
+    undercut = Field(gt(0, EXTENDED_REAL), math.inf)
+    no_progress_max = Field(le(MAX_ITERATIONS, ge(1, INTEGER)), 3)
+    no_progress_undercut = Field(gt(1, REAL), 10.0)
 
 
 # ---------------------------------------------------------------------- scene
@@ -1228,7 +1216,7 @@ def _listed(names: list[str]) -> str:
     return shown + ", ..." if len(names) > _MAX_LISTED_NAMES else shown
 
 
-class SceneSpec(_Spec):
+class SceneSpec(Spec):
     """A whole scene, as validated from a YAML file.
 
     Two scenes are equal when their fields are, wherever they were loaded from.
@@ -1259,34 +1247,30 @@ class SceneSpec(_Spec):
         description: free text.
     """
 
-    format: Annotated[Literal[1], BeforeValidator(_format_version)] = 1
-    name: Annotated[Name, AfterValidator(_file_name_safe)]
-    timestep: Amount
-    gravity: Vector3 = Field(default_factory=lambda: [0.0, 0.0, -9.81])
-    duration: Amount | None = None
-    steps: Annotated[Integer, Field(gt=0, le=MAX_STEPS)] | None = None
-    seed: Annotated[Integer, Field(ge=0)] = 0
-    solver: SolverSpec = Field(default_factory=SolverSpec)
-    bodies: Annotated[list[BodySpec], Field(min_length=1)]
-    joints: list[JointSpec] = Field(default_factory=list)
-    contacts: list[ContactSpec] = Field(default_factory=list)
-    collisions: CollisionsSpec = Field(default_factory=CollisionsSpec)
-    controller: ControllerSpec = Field(default_factory=ControllerSpec)
-    external: list[ExternalForceSpec] = Field(default_factory=list)
-    actuators: list[ActuatorSpec] = Field(default_factory=list)
-    damper_form: DamperForm = "midpoint"
-    initial_velocity: Literal["t0", "midpoint"] = "t0"
-    integrator: Literal["variational", "rk4"] = "variational"
-    description: Text = ""
+    format = Field(before(_format_version, literal(1)), 1)
+    name = Field(after(_file_name_safe, NAME))
+    timestep = Field(AMOUNT)
+    gravity = Field(VECTOR3, factory=lambda: [0.0, 0.0, -9.81])
+    duration = Field(nullable(AMOUNT), None)
+    steps = Field(nullable(le(MAX_STEPS, gt(0, INTEGER))), None)
+    seed = Field(ge(0, INTEGER), 0)
+    solver = Field(SolverSpec.core_schema(), factory=SolverSpec, specs=(SolverSpec,))
+    bodies = Field(list_of(BodySpec.core_schema(), min_length=1), specs=(BodySpec,))
+    joints = Field(list_of(JointSpec.core_schema()), factory=list, specs=(JointSpec,))
+    contacts = Field(list_of(ContactSpec.core_schema()), factory=list, specs=(ContactSpec,))
+    collisions = Field(CollisionsSpec.core_schema(), factory=CollisionsSpec, specs=(CollisionsSpec,))
+    controller = Field(ControllerSpec.core_schema(), factory=ControllerSpec, specs=(ControllerSpec,))
+    external = Field(list_of(ExternalForceSpec.core_schema()), factory=list, specs=(ExternalForceSpec,))
+    actuators = Field(list_of(ActuatorSpec.core_schema()), factory=list, specs=(ActuatorSpec,))
+    damper_form = Field(literal(*DAMPER_FORMS), "midpoint")
+    initial_velocity = Field(literal("t0", "midpoint"), "t0")
+    integrator = Field(literal("variational", "rk4"), "variational")
+    description = Field(TEXT, "")
 
-    _source: SceneSource = PrivateAttr(default_factory=SceneSource)
+    # (where it was loaded from is kept beside the fields: two scenes are equal when
+    # their fields are, as Spec compares them)
 
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, SceneSpec):
-            return NotImplemented
-        return self.__dict__ == other.__dict__
-
-    @model_validator(mode="after")
+    @check
     def _cross_references(self) -> SceneSpec:
         problems: list[tuple[str, str]] = []
         if self.steps is not None and self.duration is not None:
@@ -1425,17 +1409,18 @@ class SceneSpec(_Spec):
 
     @property
     def source(self) -> SceneSource:
-        """Where this scene was loaded from."""
-        return self._source
+        """Where this scene was loaded from (a default SceneSource when not from a file)."""
+        private = self.__pydantic_private__
+        return private["source"] if private else SceneSource()
 
     @property
     def base_dir(self) -> Path | None:
         """Folder that relative paths resolve against (None: the current directory)."""
-        return self._source.base_dir
+        return self.source.base_dir
 
     def problem(self, path: str, message: str) -> Problem:
         """A Problem naming this scene's file and the line of field ``path``."""
-        return self._source.problem(path, message)
+        return self.source.problem(path, message)
 
     def resolve_path(self, path: str | os.PathLike) -> Path:
         """Absolute path of a file named in the scene (relative to the scene's folder)."""
@@ -1446,8 +1431,8 @@ class SceneSpec(_Spec):
 
     def with_source(self, source: SceneSource) -> SceneSpec:
         """A copy that remembers ``source``, with ``controller.file`` made absolute."""
-        spec = self.model_copy(deep=True)
-        spec._source = source
+        spec = copy.deepcopy(self)
+        object.__setattr__(spec, "__pydantic_private__", {"source": source})
         if spec.controller.file is not None:
             spec.controller.file = str(spec.resolve_path(spec.controller.file))
         return spec
@@ -1464,7 +1449,7 @@ def _duplicate_names(section: str, items: list[Any]) -> list[tuple[str, str]]:
     return problems
 
 
-SPEC_MODELS: tuple[type[BaseModel], ...] = (
+SPEC_MODELS: tuple[type[Spec], ...] = (
     SceneSpec,
     SolverSpec,
     BodySpec,
@@ -1507,33 +1492,26 @@ def field_default(data: Mapping[str, Any], path: Sequence[str]) -> Any:
     Raises:
         LookupError: the path names no field with a default.
     """
-    models: list[type[BaseModel]] = [SceneSpec]
+    models: tuple[type[Spec], ...] = (SceneSpec,)
     node: Any = data
     for part in path[:-1]:
         if isinstance(node, list):
             # an entry of a list of models: the same candidate models
             node = node[int(part)]
             continue
-        models = _models_in(_model_field(models, node, part).annotation)
+        models = _model_field(models, node, part).specs
         node = node.get(part) if isinstance(node, Mapping) else None
-    default = _model_field(models, node, path[-1]).get_default(call_default_factory=True)
-    if default is PydanticUndefined:
+    default = _model_field(models, node, path[-1]).get_default()
+    if default is REQUIRED:
         raise LookupError(f"field {'.'.join(path)} has no default")
-    return default.model_dump(mode="json") if isinstance(default, BaseModel) else default
+    return default.dump() if isinstance(default, Spec) else default
 
 
-def _model_field(models: list[type[BaseModel]], node: Any, key: str) -> FieldInfo:
+def _model_field(models: tuple[type[Spec], ...], node: Any, key: str) -> Field:
     """The field ``key`` of the model among ``models`` that ``node`` is data for."""
     kind = node.get("type") if isinstance(node, Mapping) else None
     for model in models:
-        declared = model.model_fields.get("type")
-        if key in model.model_fields and (kind is None or declared is None or declared.default in (kind, None)):
-            return model.model_fields[key]
+        declared = model.fields.get("type")
+        if key in model.fields and (kind is None or declared is None or declared.default in (kind, None)):
+            return model.fields[key]
     raise LookupError(f"no field {key!r} here")
-
-
-def _models_in(annotation: Any) -> list[type[BaseModel]]:
-    """The scene models an annotation refers to (list[BodySpec] -> [BodySpec])."""
-    if inspect.isclass(annotation) and issubclass(annotation, BaseModel):
-        return [annotation]
-    return [model for arg in get_args(annotation) for model in _models_in(arg)]

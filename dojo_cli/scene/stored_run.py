@@ -93,7 +93,7 @@ def run_mechanism(run: StoredRun, *, controller: bool = True) -> tuple[SceneSpec
     """
     spec = run_scene(run)
     if not controller:
-        spec = spec.model_copy(update={"controller": type(spec.controller)()})
+        spec = spec.replace(controller=type(spec.controller)())
     try:
         mech = build_mechanism(spec, f"{run.path}:scene")
     except DojoError as exc:
