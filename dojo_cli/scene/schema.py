@@ -1508,10 +1508,15 @@ def field_default(data: Mapping[str, Any], path: Sequence[str]) -> Any:
 
 
 def _model_field(models: tuple[type[Spec], ...], node: Any, key: str) -> Field:
-    """The field ``key`` of the model among ``models`` that ``node`` is data for."""
+    """The field ``key`` of the model among ``models`` that ``node`` is data for.
+
+    ``type`` tells apart the members of a tagged union (the shapes: each declares its own
+    tag as its default); for a lone model (a joint, a controller) it is an ordinary field,
+    whatever its value."""
     kind = node.get("type") if isinstance(node, Mapping) else None
     for model in models:
         declared = model.fields.get("type")
-        if key in model.fields and (kind is None or declared is None or declared.default in (kind, None)):
+        if key in model.fields and (kind is None or len(models) == 1 or declared is None
+                                    or declared.default in (kind, None)):
             return model.fields[key]
     raise LookupError(f"no field {key!r} here")

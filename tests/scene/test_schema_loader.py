@@ -491,6 +491,14 @@ def test_override_strings_and_list_values(tmp_path):
     assert spec.controller.inputs == {"elbow": [1.0]}
 
 
+def test_an_override_reaches_into_a_joints_default(tmp_path):
+    """``orientation_offset`` left at its default [1, 0, 0, 0]: setting entries edits that
+    default (it used to start from an empty mapping: "got {0: 0.7071}")."""
+    spec = load_scene_spec(_write(tmp_path, BASE), ["joints.hinge.orientation_offset.0=0.6",
+                                                    "joints.hinge.orientation_offset.3=0.8"])
+    assert spec.joints[0].orientation_offset == [0.6, 0.0, 0.0, 0.8]
+
+
 def test_apply_overrides_leaves_input_unchanged():
     data = yaml.safe_load(BASE)
     result = apply_overrides(data, {"bodies.link.mass": 5, "gravity": np.array([0.0, 0.0, -1.0])})

@@ -222,6 +222,10 @@ def test_field_default_walks_the_specs():
     assert field_default({}, ["gravity"]) == [0.0, 0.0, -9.81]
     assert field_default({"bodies": [{"name": "a"}]}, ["bodies", "0", "shape"]) == FrameShapeSpec().dump()
     assert field_default({"bodies": [{"shape": {"type": "box"}}]}, ["bodies", "0", "shape", "color"]) is None
+    # a joint's (or a controller's) own type is a field, not a union tag: its defaults are found
+    joint = {"joints": [{"name": "j", "type": "revolute"}]}
+    assert field_default(joint, ["joints", "0", "orientation_offset"]) == [1.0, 0.0, 0.0, 0.0]
+    assert field_default({"controller": {"type": "pd"}}, ["controller", "after_end"]) == "zero"
     with pytest.raises(LookupError, match="no default"):
         field_default({}, ["timestep"])
     with pytest.raises(LookupError, match="no field"):
