@@ -1744,15 +1744,15 @@ def _fork_may_be_to_blame(walk: _Walk) -> bool:
     return walk.outcome is _WalkOutcome.TIMED_OUT and walk.cpu_seconds < _BLOCKED_CPU_FRACTION * _PROBE_SECONDS
 
 
-def _walk_ending(status: int, done: bool, timed_out: bool, walking: bool = True) -> _Walk:
-    """The outcome of a walker process from its wait status. ``done``: it said it finished
-    the walk; ``timed_out``: the deadline passed and it was sent SIGKILL; ``walking``: it
-    had started the walk (a fresh interpreter says so once loaded)."""
+def _walk_ending(signum: int | None, done: bool, timed_out: bool, walking: bool = True) -> _Walk:
+    """The outcome of a walker process from the signal that ended it (None: it exited).
+    ``done``: it said it finished the walk; ``timed_out``: the deadline passed and it was
+    sent SIGKILL; ``walking``: it had started the walk (a fresh interpreter says so once
+    loaded)."""
     if done:
         return _Walk(_WalkOutcome.FINISHED)  # (however it left after saying so)
-    if not os.WIFSIGNALED(status) or not walking:
+    if signum is None or not walking:
         return _Walk(_WalkOutcome.UNKNOWN)  # an exit without the walk done, or a failed start: not the file
-    signum = os.WTERMSIG(status)
     if signum == signal.SIGKILL and timed_out:
         # (ours; a walker that ended by itself just as the deadline passed has its own status)
         return _Walk(_WalkOutcome.TIMED_OUT)
@@ -1815,7 +1815,7 @@ def _forked_walk(p: Path) -> _Walk:
             except OSError:
                 pass
         _, status, usage = os.wait4(pid, 0)
-    walk = _walk_ending(status, done, timed_out)
+    walk = _walk_ending(os.WTERMSIG(status) if os.WIFSIGNALED(status) else None, done, timed_out)
     return _Walk(walk.outcome, walk.signum, usage.ru_utime + usage.ru_stime)
 
 
@@ -1889,14 +1889,8 @@ def _fresh_walk(p: Path) -> _Walk:
             except OSError:
                 pass
         child.wait()
-    # (Popen's returncode is -signal for a child killed by one: back to a wait status)
-    status = _wait_status(child.returncode)
-    return _walk_ending(status, done, timed_out and walking, walking)
-
-
-def _wait_status(returncode: int) -> int:
-    """A wait status (os.WIFSIGNALED, os.WTERMSIG) from a Popen returncode."""
-    return -returncode if returncode < 0 else returncode << 8
+    signum = -child.returncode if child.returncode < 0 else None  # (Popen: -signal for a child killed by one)
+    return _walk_ending(signum, done, timed_out and walking, walking)
 
 
 def _signal_name(signum: int) -> str:
