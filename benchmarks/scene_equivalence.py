@@ -188,16 +188,22 @@ def record(out_path: Path, per_scene: int, seed: int, cli: bool = True, urdf_sce
     lines = 0
     with open(out_path, "w") as out:
 
-        def run_python(label: str, data: dict) -> None:
-            entry: dict = {"input": label}
+        def validated(entry: dict, load) -> object | None:
+            """``load()``'s spec, recorded in ``entry`` with its problems or its values."""
             try:
-                spec = spec_from_dict(data, "scene.py", base_dir=work)
+                spec = load()
             except DojoError as exc:
                 entry["problems"] = [str(p) for p in getattr(exc, "problems", [exc])]
             except Exception as exc:  # noqa: BLE001 (recorded: the two runs must fail alike)
                 entry["problems"] = [f"{type(exc).__name__}: {exc}"]
             else:
                 entry["spec"] = _walk(spec)
+                return spec
+            return None
+
+        def run_python(label: str, data: dict) -> None:
+            entry: dict = {"input": label}
+            validated(entry, lambda: spec_from_dict(data, "scene.py", base_dir=work))
             write(entry)
 
         def write(entry: dict) -> None:
@@ -218,14 +224,8 @@ def record(out_path: Path, per_scene: int, seed: int, cli: bool = True, urdf_sce
                 entry.update({"exit": res.exit_code, "output": res.output})
                 if res.exception is not None and not isinstance(res.exception, SystemExit):
                     entry["exception"] = f"{type(res.exception).__name__}: {res.exception}"
-            try:
-                spec = load_scene_spec_from_string(text, "scene.yaml", work, overrides)
-            except DojoError as exc:
-                entry["problems"] = [str(p) for p in getattr(exc, "problems", [exc])]
-            except Exception as exc:  # noqa: BLE001 (recorded: the two runs must fail alike)
-                entry["problems"] = [f"{type(exc).__name__}: {exc}"]
-            else:
-                entry["spec"] = _walk(spec)
+            spec = validated(entry, lambda: load_scene_spec_from_string(text, "scene.yaml", work, overrides))
+            if spec is not None:
                 dumped = dump_scene(spec)
                 entry["dump"] = dumped
                 entry["round_trip"] = load_scene_spec_from_string(dumped, "scene.yaml", work) == spec
