@@ -158,6 +158,15 @@ def fake_walk_module(monkeypatch, tmp_path: Path, body: str) -> None:
     monkeypatch.setattr(storage, "_WALK_MODULE", "fake_walk")
 
 
+def crash_the_fresh_walk(monkeypatch, tmp_path: Path, signame: str) -> None:
+    """The fresh interpreter starts its walk, then dies of signal ``signame``."""
+    fake_walk_module(monkeypatch, tmp_path, f"""\
+        import os, signal
+        print("walking", flush=True)
+        os.kill(os.getpid(), signal.{signame})
+        """)
+
+
 def crash_the_forked_walk(monkeypatch) -> None:
     """The forked child dies of SIGSEGV where it would walk."""
     monkeypatch.setattr(storage, "_walk_structure", lambda p: os.kill(os.getpid(), signal.SIGSEGV))
@@ -261,11 +270,7 @@ def test_a_loop_is_reported_while_a_thread_is_busy_in_h5py(loop_file, probe, sho
 
 def test_a_crash_the_fresh_interpreter_confirms_is_reported(run, tmp_path, probe, busy_h5py, monkeypatch):
     crash_the_forked_walk(monkeypatch)
-    fake_walk_module(monkeypatch, tmp_path, """\
-        import os, signal
-        print("walking", flush=True)
-        os.kill(os.getpid(), signal.SIGSEGV)
-        """)
+    crash_the_fresh_walk(monkeypatch, tmp_path, "SIGSEGV")
     with pytest.raises(StorageError) as info:
         read_storage(run)
     assert str(info.value) == CRASH_MESSAGE.format(path=run, what="storage file", signal="SIGSEGV")
@@ -311,11 +316,7 @@ def test_a_waiting_child_then_a_fresh_loop_is_a_loop(loop_file, probe, short_dea
 
 def test_a_waiting_child_then_a_fresh_crash_is_a_crash_not_a_loop(run, tmp_path, probe, short_deadline, held_lock, monkeypatch):
     block_the_forked_walk(monkeypatch, held_lock)
-    fake_walk_module(monkeypatch, tmp_path, """\
-        import os, signal
-        print("walking", flush=True)
-        os.kill(os.getpid(), signal.SIGABRT)
-        """)
+    crash_the_fresh_walk(monkeypatch, tmp_path, "SIGABRT")
     with pytest.raises(StorageError) as info:
         read_storage(run)
     assert str(info.value) == CRASH_MESSAGE.format(path=run, what="storage file", signal="SIGABRT")
