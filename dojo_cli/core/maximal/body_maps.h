@@ -5,7 +5,7 @@
 
 #include "kinematics.h"
 #include "model.h"
-#include "spatial.h"
+#include "math/spatial.h"
 
 namespace dojo {
 

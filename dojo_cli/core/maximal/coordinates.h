@@ -26,10 +26,10 @@
 #include <stdexcept>
 #include <vector>
 
-#include "dual.h"
+#include "math/dual.h"
 #include "kinematics.h"
 #include "model.h"
-#include "spatial.h"
+#include "math/spatial.h"
 
 namespace dojo {
 

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "dual.h"
+#include "math/dual.h"
 
 namespace dojo {
 

@@ -3,7 +3,7 @@
 
 #include <cmath>
 
-#include "dual.h"
+#include "math/dual.h"
 
 namespace dojo {
 namespace {

@@ -22,18 +22,18 @@
 #include <stdexcept>
 #include <string>
 
-#include "coordinates.h"
-#include "block_lu.h"
-#include "contact.h"
-#include "data.h"
-#include "energy.h"
-#include "gradients.h"
-#include "initial.h"
-#include "interior_point.h"
-#include "model.h"
-#include "step.h"
-#include "tree.h"
-#include "rk4.h"
+#include "maximal/coordinates.h"
+#include "linalg/block_lu.h"
+#include "maximal/contact.h"
+#include "maximal/data.h"
+#include "maximal/energy.h"
+#include "maximal/gradients.h"
+#include "maximal/initial.h"
+#include "maximal/interior_point.h"
+#include "maximal/model.h"
+#include "maximal/step.h"
+#include "minimal/tree.h"
+#include "minimal/rk4.h"
 
 namespace nb = nanobind;
 using namespace dojo;

@@ -52,8 +52,8 @@
 #include <type_traits>
 #include <utility>
 
-#include "dual.h"
-#include "spatial.h"
+#include "math/dual.h"
+#include "math/spatial.h"
 
 namespace dojo {
 

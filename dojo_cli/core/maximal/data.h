@@ -5,7 +5,7 @@
 #include <limits>
 #include <vector>
 
-#include "block_lu.h"
+#include "linalg/block_lu.h"
 #include "model.h"
 
 namespace dojo {

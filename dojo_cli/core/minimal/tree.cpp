@@ -6,8 +6,8 @@
 #include <stdexcept>
 #include <string>
 
-#include "dual.h"
-#include "spatial.h"
+#include "math/dual.h"
+#include "math/spatial.h"
 
 namespace dojo {
 

@@ -6,7 +6,7 @@
 
 #include "coordinates.h"
 #include "dynamics.h"
-#include "spatial.h"
+#include "math/spatial.h"
 
 namespace dojo {
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <utility>
 
-#include "spatial.h"
+#include "math/spatial.h"
 
 namespace dojo {
 

@@ -6,7 +6,7 @@
 #include <stdexcept>
 
 #include "body_maps.h"
-#include "dual.h"
+#include "math/dual.h"
 #include "dynamics.h"
 #include "interior_point.h"
 #include "kinematics.h"

@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "block_lu.h"
+#include "linalg/block_lu.h"
 #include "contact.h"
 
 namespace dojo {

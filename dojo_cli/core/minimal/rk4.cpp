@@ -5,7 +5,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "spatial.h"
+#include "math/spatial.h"
 
 namespace dojo {
 

@@ -22,7 +22,7 @@
 #pragma once
 
 #include "model.h"
-#include "spatial.h"
+#include "math/spatial.h"
 
 namespace dojo {
 

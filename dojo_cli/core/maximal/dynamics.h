@@ -10,7 +10,7 @@
 
 #include <algorithm>
 
-#include "spatial.h"
+#include "math/spatial.h"
 
 namespace dojo {
 

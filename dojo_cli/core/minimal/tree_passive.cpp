@@ -5,7 +5,7 @@
 #include <cmath>
 #include <stdexcept>
 
-#include "spatial.h"
+#include "math/spatial.h"
 #include "tree.h"
 
 namespace dojo {
