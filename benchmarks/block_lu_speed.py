@@ -1,4 +1,4 @@
-"""Block-sparse LU speed (dojo_cli._core.BlockSystem) against dense LAPACK LU on the same matrix.
+"""Block-sparse LU speed (dojo_cli._core.testing.BlockSystem) against dense LAPACK LU on the same matrix.
 
 Usage:
     python benchmarks/block_lu_speed.py [--patterns a,b] [--batches B] [--blas-threads N]
@@ -52,7 +52,7 @@ from scipy.linalg import lu_factor, lu_solve  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
 
-from dojo_cli._core import BlockSystem  # noqa: E402
+from dojo_cli._core.testing import BlockSystem  # noqa: E402
 
 DEFAULT_PATTERNS = ("chain20", "chain100", "box8")
 ALL_PATTERNS = DEFAULT_PATTERNS + ("chain20_limits", "box8_c12", "fourbar")

@@ -1,4 +1,4 @@
-"""The compiled block-sparse LU (dojo_cli/core/block_lu.cpp, bound as dojo_cli._core.BlockSystem) against dense numpy.
+"""The compiled block-sparse LU (dojo_cli/core/linalg/block_lu.cpp, bound as dojo_cli._core.testing.BlockSystem) against dense numpy.
 
 Patterns are the shapes of a step's Newton matrix: bodies (6 unknowns), joints (1-6 constraints plus 2 per
 limit), contacts (2, 8 or 12), in the elimination order the core uses (contacts first, then each child body
@@ -26,10 +26,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pytest
 
-_core = pytest.importorskip("dojo_cli._core", reason="the compiled core (dojo_cli._core) is not built")
-if not hasattr(_core, "BlockSystem"):  # until bind_block_lu is merged into dojo_cli/core/bindings.cpp
-    pytest.skip("dojo_cli._core has no BlockSystem (bind_block_lu not bound yet)", allow_module_level=True)
-from dojo_cli._core import BlockSystem  # noqa: E402
+from dojo_cli._core.testing import BlockSystem
 
 BACKWARD = 5e-14  # normwise backward error (see the module docstring)
 FORWARD_PER_COND = 1e-14  # forward error / cond(A): both solvers' backward errors times cond

@@ -121,7 +121,7 @@ def body_state(x, q, v, w, h):
 
 
 def evaluate(params, h, a, b, s, gamma, output="jacobians", reference=False):
-    return core.evaluate_contact(
+    return core.testing.evaluate_contact(
         params, h, a["x"], a["q"], a["v"], a["w"], a["mw"], b["x"], b["q"], b["v"], b["w"], b["mw"], s, gamma, output,
         reference=reference,
     )
@@ -563,7 +563,7 @@ def test_step_records_are_each_contacts_kernel(scene, variant, steps):
     z = dojo.simulate(mech, steps=steps).state(steps)
     z3, _ = solve_step(mech, z)
     data = mech.core_data
-    w, start = np.asarray(data.w), core.cone_structure(mech.core)["contact_start"]
+    w, start = np.asarray(data.w), core.testing.cone_structure(mech.core)["contact_start"]
     bodies = z3.reshape(mech.nb, 13)
 
     def state_of(b):
@@ -586,7 +586,7 @@ def test_no_contacts_no_records():
     solve_step(mech, dojo.initial_state(mech))
     data = mech.core_data
     assert data.contact_distance.shape == (0,) and data.contact_slip.shape == (0, 2), data.contact_slip.shape
-    cones = core.cone_structure(mech.core)
+    cones = core.testing.cone_structure(mech.core)
     assert cones["degree"] == 0 and cones["contact_start"] == [mech.core.n], cones
 
 
@@ -749,6 +749,6 @@ def test_resting_ball_on_the_ground():
 @pytest.mark.parametrize("model, s", [("impact", [1.5]), ("nonlinear", [1.5, 1.5, 0, 0]), ("linear", [1.5] * 6)])
 def test_contact_starting_point(model, s):
     """Dojo's starting point (notes 5.3): 1.5 in the orthant, (1.5, 0, 0) in the second-order cones."""
-    s0, g0 = core.contact_starting_point(model)
-    assert core.contact_half_size(model) == HALF[model]
+    s0, g0 = core.testing.contact_starting_point(model)
+    assert core.testing.contact_half_size(model) == HALF[model]
     assert np.array_equal(s0, s) and np.array_equal(g0, s)

@@ -114,8 +114,8 @@ def test_passive_forces_are_the_maximal_spring_and_damper_impulses_over_h(tmp_pa
         z, body_velocities = _maximal(model, x)
         w = np.zeros(with_.core.n)
         w[: 6 * with_.nb] = body_velocities
-        r1 = np.asarray(_core.step_residual(with_.core, _core.Data(with_.core), z, None, w))
-        r0 = np.asarray(_core.step_residual(without.core, _core.Data(without.core), z, None, w))
+        r1 = np.asarray(_core.testing.step_residual(with_.core, _core.Data(with_.core), z, None, w))
+        r0 = np.asarray(_core.testing.step_residual(without.core, _core.Data(without.core), z, None, w))
         impulse = -(r1 - r0)[: 6 * with_.nb]
         maximal = _velocity_jacobian(model, x).T @ impulse / h
         ours = minimal.passive_forces(model, x)

@@ -102,7 +102,7 @@ def test_translational_input_torque_matches_constraint_force():
     data = _core.Data(mech.core)
     # the body rows of the step's residual hold -h Ju^T u: the impulse per unit force is
     # the change of the residual per unit input, divided by -h
-    r0, r1 = (np.asarray(_core.step_residual(mech.core, data, z, np.array([u]), w)) for u in (0.0, 1.0))
+    r0, r1 = (np.asarray(_core.testing.step_residual(mech.core, data, z, np.array([u]), w)) for u in (0.0, 1.0))
     row = (r0 - r1)[:6] / mech.timestep  # [force (world); torque (body frame)] on the child
     force, torque = row[:3], row[3:6]
     assert np.allclose(force, [1, 0, 0], atol=1e-12), force

@@ -1,5 +1,5 @@
 """Newton matrix against central finite differences of the residual (Dojo's jacobian.jl),
-both from the C++ core (``_core.step_matrix_dense``, ``_core.step_residual``)."""
+both from the C++ core (``_core.testing.step_matrix_dense``, ``_core.testing.step_residual``)."""
 
 from __future__ import annotations
 
@@ -32,14 +32,14 @@ class StepSystem:
 
     def initial_guess(self) -> np.ndarray:
         """The step's own starting point (warm start from z, cone variables inside their cones)."""
-        return np.asarray(_core.step_initial_guess(self.model, self.data, self.z))
+        return np.asarray(_core.testing.step_initial_guess(self.model, self.data, self.z))
 
     def residual(self, w: np.ndarray) -> np.ndarray:
-        return np.asarray(_core.step_residual(self.model, self.data, self.z, self.u, np.ascontiguousarray(w)))
+        return np.asarray(_core.testing.step_residual(self.model, self.data, self.z, self.u, np.ascontiguousarray(w)))
 
     def assert_interior(self, w: np.ndarray) -> None:
         """Every cone variable of w strictly inside its cone (orthant > 0, u0 > |u1:|)."""
-        cones = _core.cone_structure(self.model)
+        cones = _core.testing.cone_structure(self.model)
         orthant = w[np.array(cones["orthant_s"] + cones["orthant_g"], dtype=int)]
         assert np.all(orthant > 0), f"orthant variable {orthant.min():.2e} <= 0"
         for name in ("soc_s", "soc_g"):
@@ -48,7 +48,7 @@ class StepSystem:
             assert np.all(margin > 0), f"{name}: second-order-cone margin {margin.min():.2e} <= 0"
 
     def matrix(self, w: np.ndarray) -> np.ndarray:
-        dense = _core.step_matrix_dense(self.model, self.data, self.z, self.u, np.ascontiguousarray(w))
+        dense = _core.testing.step_matrix_dense(self.model, self.data, self.z, self.u, np.ascontiguousarray(w))
         return np.asarray(dense).reshape(self.n, self.n)
 
 

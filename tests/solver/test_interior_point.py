@@ -49,7 +49,7 @@ def arrow(u):
 # ------------------------------------------------------------------ cone algebra
 def test_nesterov_todd_scaling_identities():
     s, z = cone_points(300, seed=1), cone_points(300, seed=2)
-    w, w_inv, lam = _core.nesterov_todd(s, z)
+    w, w_inv, lam = _core.testing.nesterov_todd(s, z)
     err = np.max(np.abs(w @ w_inv - np.eye(3)))
     assert err < SCALING_TOL, f"W W^-1 = I: error {err:.2e}"
     err = np.max(np.abs(w - np.swapaxes(w, 1, 2)))
@@ -69,7 +69,7 @@ def test_nesterov_todd_scaling_identities():
 def test_nesterov_todd_of_the_cone_identity():
     """s = z = e = (1, 0, 0): W = I, lambda = e."""
     e = np.array([[1.0, 0.0, 0.0]])
-    w, w_inv, lam = _core.nesterov_todd(e, e)
+    w, w_inv, lam = _core.testing.nesterov_todd(e, e)
     assert np.allclose(w[0], np.eye(3), atol=1e-15) and np.allclose(w_inv[0], np.eye(3), atol=1e-15), w[0]
     assert np.allclose(lam, e, atol=1e-15), lam
 
@@ -83,7 +83,7 @@ def _nonlinear_contact_rows(seed):
     zero3, identity = np.zeros(3), np.array([1.0, 0.0, 0.0, 0.0])
     a = (np.array([0.0, 0.0, 0.7]), identity, zero3, zero3, 0.01 * np.eye(3))
     world = (zero3, identity, zero3, zero3, np.zeros((3, 3)))
-    out = _core.evaluate_contact(
+    out = _core.testing.evaluate_contact(
         dict(model="nonlinear", kind="halfspace", radius=0.5), 0.01, *a, *world, s, gamma, "jacobians"
     )
     return s, gamma, out["comp"], out["comp_jac"]
@@ -108,7 +108,7 @@ def test_cone_complementarity_is_the_jordan_product(seed):
 def _one_cone_problem():
     """A ball with one nonlinear-cone contact: one orthant pair and two second-order cones."""
     mech = ball(model="nonlinear")
-    cones = _core.cone_structure(mech.core)
+    cones = _core.testing.cone_structure(mech.core)
     soc_s, soc_g = (np.array(cones[k], dtype=int).reshape(-1, 3) for k in ("soc_s", "soc_g"))
     assert len(cones["orthant_s"]) == 1 and soc_s.shape == (1, 3) and cones["degree"] == 2, cones
     w = np.zeros(mech.core.n)
@@ -130,7 +130,7 @@ def test_cone_step_matches_bisection(margins, tight):
         block = soc_s if i % 2 else soc_g
         w, dw = w0.copy(), np.zeros_like(w0)
         w[block], dw[block] = x[i], dx[i]
-        alpha = _core.cone_step(mech.core, w, dw, 1.0)
+        alpha = _core.testing.cone_step(mech.core, w, dw, 1.0)
 
         def inside(a, xi=x[i], di=dx[i]):
             return xi[0] + a * di[0] >= np.linalg.norm(xi[1:] + a * di[1:])
@@ -160,18 +160,18 @@ def test_cone_step_stays_inside_tiny_cones():
     for i in range(len(x)):
         w, dw = w0.copy(), np.zeros_like(w0)
         w[soc_s], dw[soc_s] = x[i] * scale, dx[i] * scale
-        dojo_alpha = _core.cone_step(mech.core, w, dw, 1.0)
+        dojo_alpha = _core.testing.cone_step(mech.core, w, dw, 1.0)
         y = x[i] + dojo_alpha * dx[i]
         leaves = not (y[0] > np.linalg.norm(y[1:]))
         left += leaves
-        alpha = _core.cone_step(mech.core, w, dw, 1.0, stay_inside=True)
+        alpha = _core.testing.cone_step(mech.core, w, dw, 1.0, stay_inside=True)
         y = x[i] + alpha * dx[i]
         assert y[0] > np.linalg.norm(y[1:]), f"case {i}: the step leaves the cone (alpha {alpha})"
         if not leaves:  # Dojo's step (inside, if conservative) is kept
             assert alpha == dojo_alpha, f"case {i}: {alpha} vs Dojo's {dojo_alpha}"
             continue
         w[soc_s], dw[soc_s] = x[i], dx[i]
-        unit = _core.cone_step(mech.core, w, dw, 1.0)
+        unit = _core.testing.cone_step(mech.core, w, dw, 1.0)
         # the guards, relative after scaling, move alpha by ~1e-14 / det (det >= ~1e-6 here)
         assert alpha == pytest.approx(unit, rel=1e-7), f"case {i}: {alpha} vs {unit} at size 1"
     assert left > len(x) // 2, f"Dojo's rule left the cone in {left} of {len(x)} cases only: the test lost its point"
@@ -186,12 +186,12 @@ def test_orthant_step_is_the_fraction_to_the_boundary():
     for tau in (0.95, 0.99, 1.0):
         dw = np.zeros_like(w)
         dw[i_s], dw[i_g] = -1.0, -1.0
-        assert _core.cone_step(mech.core, w, dw, tau) == pytest.approx(tau * 0.4, rel=1e-15), f"tau {tau}"
+        assert _core.testing.cone_step(mech.core, w, dw, tau) == pytest.approx(tau * 0.4, rel=1e-15), f"tau {tau}"
         dw[soc_s] = [-10.0, 0.0, 0.0]  # reaches its boundary at 0.1: 0.95 x 0.1 (tau_soc <= 0.95)
-        assert _core.cone_step(mech.core, w, dw, tau) == pytest.approx(min(tau, 0.95) * 0.1, rel=1e-9), f"tau {tau}"
+        assert _core.testing.cone_step(mech.core, w, dw, tau) == pytest.approx(min(tau, 0.95) * 0.1, rel=1e-9), f"tau {tau}"
     dw = np.zeros_like(w)
     dw[i_s] = 5.0  # increasing entries never limit the step
-    assert _core.cone_step(mech.core, w, dw, 0.95) == 1.0
+    assert _core.testing.cone_step(mech.core, w, dw, 0.95) == 1.0
 
 
 def test_complementarity_measure_and_violations():
@@ -201,15 +201,15 @@ def test_complementarity_measure_and_violations():
     rng = np.random.default_rng(6)
     w = rng.uniform(0.1, 2.0, mech.core.n)
     pairs = np.dot(w[cones["orthant_s"]], w[cones["orthant_g"]]) + np.dot(w[soc_s], w[soc_g])
-    nu = _core.complementarity_measure(mech.core, w)
+    nu = _core.testing.complementarity_measure(mech.core, w)
     assert nu == pytest.approx(pairs / cones["degree"], rel=1e-15), nu
     comp = np.array(cones["is_complementarity"], dtype=bool)
     assert set(np.flatnonzero(comp)) == set(cones["orthant_s"]) | set(soc_s), "complementarity rows sit at the slacks"
     r = rng.normal(size=mech.core.n)
-    rvio, bvio = _core.violations(mech.core, r)
+    rvio, bvio = _core.testing.violations(mech.core, r)
     assert rvio == np.max(np.abs(r[~comp])) and bvio == np.max(np.abs(r[comp])), (rvio, bvio)
     r[0] = np.nan
-    assert all(np.isnan(v) for v in _core.violations(mech.core, r)), "a NaN residual is never converged"
+    assert all(np.isnan(v) for v in _core.testing.violations(mech.core, r)), "a NaN residual is never converged"
 
 
 # ------------------------------------------------------- known answers, through the step
@@ -285,8 +285,8 @@ def test_statuses_and_solver_record():
     z = np.r_[0, 0, 0.25, 0.5, 0, 0, 1.0, 0, 0, 0, 0, 0, 0]
     _, result = solve_step(mech, z, opts=TIGHT)
     assert result.status is SolverStatus.SUCCESS and result.iterations > 1, (result.status, result.iterations)
-    r = np.asarray(_core.step_residual(mech.core, _core.Data(mech.core), z, None, result.w))
-    rvio, bvio = _core.violations(mech.core, r)
+    r = np.asarray(_core.testing.step_residual(mech.core, _core.Data(mech.core), z, None, result.w))
+    rvio, bvio = _core.testing.violations(mech.core, r)
     assert rvio < TIGHT.rtol and bvio < TIGHT.btol, (rvio, bvio)
     assert result.complementarity == pytest.approx(bvio, rel=1e-12, abs=1e-300), (result.complementarity, bvio)
     assert result.residual == pytest.approx(max(rvio, bvio), rel=1e-12, abs=1e-300), (result.residual, rvio, bvio)

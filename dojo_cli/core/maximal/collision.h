@@ -54,21 +54,9 @@
 
 #include "math/dual.h"
 #include "math/spatial.h"
+#include "collision_kind.h"
 
 namespace dojo {
-
-// The pair: what body b carries, with a sphere on body a (0..3), or what both carry (4..6).
-enum class CollisionKind : int {
-  Halfspace = 0,        // sphere - half-space
-  Sphere = 1,           // sphere - sphere
-  Capsule = 2,          // sphere - capsule
-  Box = 3,              // sphere - box
-  SegmentCapsule = 4,   // segment (a capsule's core) - capsule
-  SegmentBox = 5,       // segment - box
-  CircleHalfspace = 6,  // circle (a cylinder cap's rim) - half-space
-  CornerBox = 7,        // a box's corner (a sphere with its box) - box
-};
-constexpr int kCollisionKinds = 8;
 
 // Tangent coordinates of a pair: [x_a (3), t_a (3), x_b (3), t_b (3)].
 constexpr int kPairTangents = 12;
@@ -98,15 +86,6 @@ constexpr double kParallelSine = 0.5;
 // Below this norm a vector has no direction (jet.py's _TINY); normalizing it returns it
 // unchanged (unreachable in the collision functions, which guard their directions).
 constexpr double kTinyNorm = 1e-300;
-
-// Layout of ContactParams::shape (body b's shape, in b's frame; the half-space's in the
-// world): halfspace normal(3), point(3); sphere offset(3), radius; capsule end1(3),
-// end2(3), radius; box centre(3), half_sizes(3).
-constexpr int kShapeSize = 7;
-// Layout of ContactParams::shape_a (body a's primitive beyond the sphere, in a's frame):
-// segment half-vector(3) (ends offset -+ half-vector); circle unit axis(3), circle
-// radius; a box corner's box centre(3), half sizes(3); unused (zeros) for a sphere.
-constexpr int kShapeASize = 7;
 
 // Segment pairs (closest points by cases, Ericson, Real-Time Collision Detection 5.1.9):
 // two segments are treated as parallel when |u x v|^2 <= kParallelSegments |u|^2 |v|^2
@@ -753,11 +732,6 @@ template <class T>
 inline void collide(CollisionKind kind, const Vec3<T>& centre_a, const T& radius_a, const TangentPose<T>& a,
                     const double* shape_a, const TangentPose<T>& b, const double* shape, Geometry<T>& out) {
   kCollisionFunctions<T>[static_cast<int>(kind)](centre_a, radius_a, a, shape_a, b, shape, out);
-}
-
-// Whether body b is the world (a half-space).
-constexpr bool is_halfspace(CollisionKind kind) {
-  return kind == CollisionKind::Halfspace || kind == CollisionKind::CircleHalfspace;
 }
 
 // Whether body a's rotation enters the pair beyond its primitive's centre (a segment's

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "linalg/block_lu.h"
+#include "contact.h"
 #include "model.h"
 
 namespace dojo {
@@ -73,7 +74,7 @@ struct Data {
   std::vector<double> rot2;       // (nb, 9) R(q2)
   std::vector<double> contact_target;  // (nc,) restitution targets tau of the gap rows (restitution.h)
 
-  // ---- contacts in this step's solve (step.h, "Contact margins"): 1 in the solve, 0 left
+  // ---- contacts in this step's solve (margins.h): 1 in the solve, 0 left
   // out (its unknowns held at 0, its rows 0 = 0, its matrix block the identity);
   // all 1 for a model without margins
   std::vector<uint8_t> contact_active;  // (nc,)

@@ -10,6 +10,9 @@
 #include "dynamics.h"
 #include "interior_point.h"
 #include "kinematics.h"
+#include "factor.h"
+#include "newton_matrix.h"
+#include "residual.h"
 #include "step.h"
 
 namespace dojo {
@@ -92,7 +95,7 @@ void state_residual_jacobian(const Model& m, Data& d, const double* w, Columns o
 
   // impulse maps at z2: the joint's part of the body residual,
   //   F = -Jc^T lambda + Jm^T (h k (m - m0) + w_c Jm (xi25 [+ xi15]) - sigma gamma) - Ju^T h u,
-  // (w_c = damper_weight, xi15 in the midpoint form: step.h) differentiated along the
+  // (w_c = damper_weight, xi15 in the midpoint form: residual.h) differentiated along the
   // joint's 12 tangents with dual numbers.
   std::vector<double> limit;
   limit_impulses(m, w, limit);
@@ -246,7 +249,7 @@ void state_residual_jacobian(const Model& m, Data& d, const double* w, Columns o
   }
   // contacts: constraint rows and body impulses, both evaluated at z3
   for (int c = 0; c < m.nc; ++c) {
-    if (!d.contact_active[c]) continue;  // left out of the solve: rows 0 = 0 (step.h)
+    if (!d.contact_active[c]) continue;  // left out of the solve: rows 0 = 0 (margins.h)
     const ContactEval& ev = evaluate_step_contact(m, d, w, c, ContactOutput::Jacobians);
     const int a = m.contacts[c].body, b = m.contacts[c].other;
     const int g0 = m.contact_start[c] + ev.n;
@@ -341,7 +344,7 @@ void parameter_residual_jacobian(const Model& m, Data& d, const double* w, const
           for (int k = 0; k < 3; ++k) out.at(6 * b + k, col + k) = -h * m.mass[b];
         // restitution targets: gravity's normal acceleration and the speed threshold
         for (int c = 0; c < m.nc; ++c) {
-          if (!d.contact_active[c]) continue;  // left out of the solve: rows 0 = 0 (step.h)
+          if (!d.contact_active[c]) continue;  // left out of the solve: rows 0 = 0 (margins.h)
           const int g0 = m.contact_start[c] + contact_half_size(m.contacts[c].model);
           for (int k = 0; k < 3; ++k) out.at(g0, col + k) -= target_parameter(m, d, c, kTargetGravity + k);
         }
@@ -371,7 +374,7 @@ void parameter_residual_jacobian(const Model& m, Data& d, const double* w, const
       case ParameterKind::Friction:
         // the mu gn row (row 1 of the constraint rows; impact has no friction)
         for (int c = 0; c < m.nc; ++c) {
-          if (!d.contact_active[c]) continue;  // left out of the solve: rows 0 = 0 (step.h)
+          if (!d.contact_active[c]) continue;  // left out of the solve: rows 0 = 0 (margins.h)
           if (m.contacts[c].model == ContactModel::Impact) continue;
           const int g0 = m.contact_start[c] + contact_half_size(m.contacts[c].model);
           out.at(g0 + 1, col + c) = w[g0];
@@ -383,7 +386,7 @@ void parameter_residual_jacobian(const Model& m, Data& d, const double* w, const
         // constraint rows, and the body rows minus the wrench
         const bool radius = kind == ParameterKind::Radius;
         for (int c = 0; c < m.nc; ++c) {
-          if (!d.contact_active[c]) continue;  // left out of the solve: rows 0 = 0 (step.h)
+          if (!d.contact_active[c]) continue;  // left out of the solve: rows 0 = 0 (margins.h)
           const ContactEval& ev = evaluate_step_contact(m, d, w, c, ContactOutput::Parameters);
           const int g0 = m.contact_start[c] + ev.n;
           const int bodies[2] = {m.contacts[c].body, m.contacts[c].other};
@@ -401,7 +404,7 @@ void parameter_residual_jacobian(const Model& m, Data& d, const double* w, const
       case ParameterKind::Restitution:
         // the gap row d - tau - s
         for (int c = 0; c < m.nc; ++c) {
-          if (!d.contact_active[c]) continue;  // left out of the solve: rows 0 = 0 (step.h)
+          if (!d.contact_active[c]) continue;  // left out of the solve: rows 0 = 0 (margins.h)
           const int g0 = m.contact_start[c] + contact_half_size(m.contacts[c].model);
           out.at(g0, col + c) = -target_parameter(m, d, c, kTargetRestitution);
         }
@@ -479,7 +482,7 @@ void solve_exact(const Model& m, Data& d, double* b, int k) {
 
 // Move the converged solution d.w onto the central path s o gamma = kappa.
 void relax(const Model& m, Data& d, double kappa) {
-  // the contacts left out of the solve (step.h, "Contact margins") stay out: unknowns 0
+  // the contacts left out of the solve (margins.h) stay out: unknowns 0
   const uint8_t* active = d.contact_active.data();
   auto in_solve = [&](int c) { return c < 0 || active[c]; };
   std::fill(d.target.begin(), d.target.end(), 0.0);

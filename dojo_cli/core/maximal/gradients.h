@@ -30,7 +30,7 @@
 // A contact's restitution target tau(z2) (restitution.h) adds -d tau/dz2 and
 // -d tau/dtheta (offset, radius, restitution, gravity) to its gap row.
 //
-// The joint-impulse regularisation (step.h) is removed from every solve by iterative
+// The joint-impulse regularisation (newton_matrix.h) is removed from every solve by iterative
 // refinement against the unregularised matrix (a sweep kept only when it halves the
 // residual: redundant joints make that matrix singular).
 //

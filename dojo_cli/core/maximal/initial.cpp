@@ -9,6 +9,7 @@
 #include "body_maps.h"
 #include "dynamics.h"
 #include "gradients.h"
+#include "residual.h"
 #include "step.h"
 
 namespace dojo {

@@ -4,7 +4,9 @@
 #include <algorithm>
 #include <cmath>
 
-#include "step.h"
+#include "factor.h"
+#include "newton_matrix.h"
+#include "residual.h"
 
 namespace dojo {
 
@@ -193,7 +195,7 @@ double cone_step(const Model& m, const double* w, const double* dw, double tau, 
 SolverStatus interior_point(const Model& m, Data& d, const SolverOptions& opts) {
   const int n = m.n;
   step_project(m, d.w.data());
-  // the contacts in this solve (step.h, "Contact margins"): the others' cones are skipped
+  // the contacts in this solve (margins.h): the others' cones are skipped
   const uint8_t* active = d.contact_active.data();
   std::fill(d.target.begin(), d.target.end(), 0.0);  // e: 1 on orthant rows, (1, 0, 0) on SOC rows
   for (size_t i = 0; i < m.orthant_s.size(); ++i)

@@ -81,7 +81,7 @@ void nesterov_todd(const double* s, const double* z, double* w, double* w_inv, d
 void violations(const Model& m, const double* r, double& rvio, double& bvio);
 
 // Mean duality measure nu = sum s.gamma / degree. active: (nc,) the contacts in the
-// solve (Data::contact_active; step.h, "Contact margins"), or null for all: the others'
+// solve (Data::contact_active; margins.h), or null for all: the others'
 // cones are left out of the sum and of the degree.
 double complementarity_measure(const Model& m, const double* w, const uint8_t* active = nullptr);
 

@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "linalg/block_lu.h"
-#include "contact.h"
+#include "contact_params.h"
 
 namespace dojo {
 
@@ -46,7 +46,7 @@ struct ModelInput {
   std::vector<int> locked;
   std::vector<double> spring, damper, spring_offset;  // (nf,) per free coordinate, in joint order
   // (nf,) 1: the damper's first-order implicit form (L-stable), 0: the midpoint form
-  // (second order); step.h. Empty means midpoint everywhere.
+  // (second order); residual.h. Empty means midpoint everywhere.
   std::vector<int> damper_implicit;
   // joint limits: one inequality per finite bound of a free coordinate
   std::vector<int> limit_free;                   // (nlim,) free-coordinate index
@@ -70,7 +70,7 @@ struct ModelInput {
   std::vector<double> actuator_gain;                                    // (na,)
   std::vector<double> actuator_force, actuator_point, actuator_torque;  // (na, 3) body frame
   // (nc,) >= 0 or +infinity: the contact joins a step's solve only when its distance at
-  // the step's predicted configuration is within this (m; step.h, "Contact margins");
+  // the step's predicted configuration is within this (m; margins.h);
   // empty: all +infinity (every contact in every solve)
   std::vector<double> contact_margin;
 };

@@ -1,0 +1,129 @@
+// Bindings of the compiled model and its scratch (maximal/model.h, maximal/data.h) and the
+// solver options.
+#include "common.h"
+
+#include "maximal/data.h"
+#include "maximal/model.h"
+
+using namespace dojo;
+
+namespace dojo::bindings {
+
+void bind_model(nb::module_& m) {
+  nb::class_<ModelInput>(m, "ModelInput", "The description a Model is compiled from (flat arrays).")
+      .def(nb::init<>())
+      .def_rw("timestep", &ModelInput::timestep)
+      .def_rw("gravity", &ModelInput::gravity)
+      .def_rw("mass", &ModelInput::mass)
+      .def_rw("inertia", &ModelInput::inertia)
+      .def_rw("parent", &ModelInput::parent)
+      .def_rw("child", &ModelInput::child)
+      .def_rw("parent_vertex", &ModelInput::parent_vertex)
+      .def_rw("child_vertex", &ModelInput::child_vertex)
+      .def_rw("orientation_offset", &ModelInput::orientation_offset)
+      .def_rw("basis", &ModelInput::basis)
+      .def_rw("constrained", &ModelInput::constrained)
+      .def_rw("locked", &ModelInput::locked)
+      .def_rw("spring", &ModelInput::spring)
+      .def_rw("damper", &ModelInput::damper)
+      .def_rw("spring_offset", &ModelInput::spring_offset)
+      .def_rw("damper_implicit", &ModelInput::damper_implicit)
+      .def_rw("limit_free", &ModelInput::limit_free)
+      .def_rw("limit_sign", &ModelInput::limit_sign)
+      .def_rw("limit_bound", &ModelInput::limit_bound)
+      .def_rw("contact_body", &ModelInput::contact_body)
+      .def_rw("contact_other", &ModelInput::contact_other)
+      .def_rw("contact_model", &ModelInput::contact_model)
+      .def_rw("contact_kind", &ModelInput::contact_kind)
+      .def_rw("contact_friction", &ModelInput::contact_friction)
+      .def_rw("contact_radius", &ModelInput::contact_radius)
+      .def_rw("contact_offset", &ModelInput::contact_offset)
+      .def_rw("contact_shape", &ModelInput::contact_shape)
+      .def_rw("contact_restitution", &ModelInput::contact_restitution)
+      .def_rw("contact_shape_a", &ModelInput::contact_shape_a)
+      .def_rw("actuator_free", &ModelInput::actuator_free)
+      .def_rw("actuator_body", &ModelInput::actuator_body)
+      .def_rw("actuator_gain", &ModelInput::actuator_gain)
+      .def_rw("actuator_force", &ModelInput::actuator_force)
+      .def_rw("actuator_point", &ModelInput::actuator_point)
+      .def_rw("actuator_torque", &ModelInput::actuator_torque)
+      .def_rw("contact_margin", &ModelInput::contact_margin);
+
+  nb::class_<Model>(m, "Model", "A compiled mechanism: frozen flat arrays and the step's block structure.")
+      .def(nb::init<const ModelInput&>(), nb::arg("input"))
+      .def_ro("nb", &Model::nb)
+      .def_ro("nj", &Model::nj)
+      .def_ro("nl", &Model::nl)
+      .def_ro("nf", &Model::nf)
+      .def_ro("nu", &Model::nu)
+      .def_ro("nlim", &Model::nlim)
+      .def_ro("nc", &Model::nc)
+      .def_ro("n", &Model::n)
+      .def_ro("h", &Model::h)
+      .def_prop_ro("n_blocks", [](const Model& s) { return static_cast<int>(s.blocks.block_row.size()); })
+      .def_prop_ro("n_fill_blocks",
+                   [](const Model& s) { return static_cast<int>(s.blocks.block_row.size()) - s.blocks.n_structural; })
+      .def_prop_ro("elimination_order", [](const Model& s) { return s.blocks.order; })
+      .def_prop_ro("tree_joints", [](const Model& s) { return s.tree_joints; })
+      .def_prop_ro("limit_free", [](const Model& s) { return s.limit_free; })
+      .def_prop_ro("angle_unwrapped",
+                   [](const Model& s) { return std::vector<bool>(s.angle_unwrapped.begin(), s.angle_unwrapped.end()); },
+                   "(nf,) the coordinate is its joint's only rotation (an angle unwrapped through turns).")
+      .def_prop_ro("loop_joints", [](const Model& s) { return s.loop_joints; })
+      .def_prop_ro(
+          "node_owner",
+          [](const Model& s) {
+            // per Newton-matrix node: ("body" | "joint" | "contact", index)
+            std::vector<std::pair<std::string, int>> out(s.blocks.n_nodes);
+            const std::pair<const char*, const std::vector<int>*> kinds[] = {
+                {"body", &s.body_node}, {"joint", &s.joint_node}, {"contact", &s.contact_node}};
+            for (const auto& kind : kinds)
+              for (size_t i = 0; i < kind.second->size(); ++i)
+                if ((*kind.second)[i] >= 0) out[(*kind.second)[i]] = {kind.first, static_cast<int>(i)};
+            return out;
+          },
+          "Per Newton-matrix node, what owns its unknowns: (kind, index) with kind body, joint or contact.");
+
+  nb::class_<SolverOptions>(m, "SolverOptions", "The per-step solver's options (Dojo's names and defaults).")
+      .def(nb::init<>())
+      .def_rw("rtol", &SolverOptions::rtol)
+      .def_rw("btol", &SolverOptions::btol)
+      .def_rw("max_iter", &SolverOptions::max_iter)
+      .def_rw("max_ls", &SolverOptions::max_ls)
+      .def_rw("ls_scale", &SolverOptions::ls_scale)
+      .def_rw("undercut", &SolverOptions::undercut)
+      .def_rw("no_progress_max", &SolverOptions::no_progress_max)
+      .def_rw("no_progress_undercut", &SolverOptions::no_progress_undercut);
+
+  nb::class_<Data>(m, "Data", "Per-run scratch of a Model: the step's state and buffers, allocated once.")
+      .def(nb::init<const Model&>(), nb::arg("model"))
+      .def_prop_ro("z_next", data_view<&Data::z_next>(1))
+      .def_prop_ro("w", data_view<&Data::w>(1))
+      .def_prop_ro("residual_vector", data_view<&Data::r>(1))
+      .def_prop_ro("angle_ref", data_view<&Data::angle_ref>(1),
+                   "(nf,) unwrapped angles where the next step starts, NaN where not known (writable; runs carry\n"
+                   "it: advance_angles; a restart sets it from the stored minimal/q).")
+      .def_prop_ro("angle2", data_view<&Data::angle2>(1), "(nf,) the last step's unwrapped angles at z2 (limited angles).")
+      .def_prop_ro("log", [](nb::handle self) {
+        Data& d = nb::cast<Data&>(self);
+        return view(d.log, self, {static_cast<size_t>(d.log_rows), static_cast<size_t>(kLogColumns)});
+      })
+      .def_prop_ro("contact_distance", data_view<&Data::contact_distance>(1))
+      .def_prop_ro("contact_normal_impulse", data_view<&Data::contact_normal_impulse>(1))
+      .def_prop_ro("contact_friction_impulse", data_view<&Data::contact_friction_impulse>(2))
+      .def_prop_ro("contact_slip", data_view<&Data::contact_slip>(2))
+      .def_prop_ro("status", [](const Data& d) { return static_cast<int>(d.status); })
+      .def_ro("iterations", &Data::iterations)
+      .def_prop_ro("contact_active",
+                   [](const Data& d) { return std::vector<bool>(d.contact_active.begin(), d.contact_active.end()); },
+                   "(nc,) whether each contact was in the last step's solve (margins.h).")
+      .def_ro("solves", &Data::solves, "Solves of the last step (1, or more when a left-out contact touched).")
+      .def_ro("recovery_iteration", &Data::recovery_iteration)
+      .def_ro("lu_is_robust", &Data::lu_is_robust, "The last factorisation used the robust elimination order.")
+      .def_ro("residual", &Data::residual)
+      .def_ro("complementarity", &Data::complementarity)
+      .def_ro("singular_node", &Data::singular_node,
+              "After a singular_matrix step: the node (Model.node_owner) with the zero pivot; else -1.");
+}
+
+}  // namespace dojo::bindings

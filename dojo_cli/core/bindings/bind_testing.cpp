@@ -1,0 +1,132 @@
+// Test-only entry points (dojo_cli._core.testing): the pieces of a step (residual, Newton
+// matrix, starting point) and of the interior point (maximal/residual.h, newton_matrix.h,
+// step.h, interior_point.h), for tests that check them against independent computations.
+#include "common.h"
+
+#include "linalg/block_lu.h"
+#include "maximal/interior_point.h"
+#include "maximal/newton_matrix.h"
+#include "maximal/residual.h"
+#include "maximal/step.h"
+
+using namespace dojo;
+
+namespace dojo::bindings {
+
+void bind_testing(nb::module_& testing) {
+  nb::module_& m = testing;
+  // Test access to the pieces of a step (residual and Newton matrix at given unknowns).
+  m.def(
+      "step_residual",
+      [](const Model& model, Data& data, const InArray& z, std::optional<InArray> u, const InArray& w) {
+        if (!step_setup(model, data, checked(z, 13 * static_cast<size_t>(model.nb), "state"),
+                        checked(u, model.nu, "input"), nullptr, nullptr))
+          throw std::invalid_argument("state or input not finite");
+        checked(w, model.n, "w");
+        std::vector<double> ww(w.data(), w.data() + model.n);
+        step_residual(model, data, ww.data(), data.r.data());
+        return std::vector<double>(data.r);
+      },
+      nb::arg("model"), nb::arg("data"), nb::arg("z"), nb::arg("u").none(), nb::arg("w"));
+  m.def(
+      "step_matrix_dense",
+      [](const Model& model, Data& data, const InArray& z, std::optional<InArray> u, const InArray& w) {
+        if (!step_setup(model, data, checked(z, 13 * static_cast<size_t>(model.nb), "state"),
+                        checked(u, model.nu, "input"), nullptr, nullptr))
+          throw std::invalid_argument("state or input not finite");
+        checked(w, model.n, "w");
+        std::vector<double> ww(w.data(), w.data() + model.n);
+        step_matrix(model, data, ww.data());
+        const int n = model.n;
+        std::vector<double> dense(static_cast<size_t>(n) * n, 0.0);
+        std::vector<double> e(n, 0.0), col(n, 0.0);
+        for (int j = 0; j < n; ++j) {
+          e[j] = 1.0;
+          block_multiply(model.blocks, data.matrix.data(), e.data(), col.data());
+          e[j] = 0.0;
+          for (int i = 0; i < n; ++i) dense[static_cast<size_t>(i) * n + j] = col[i];
+        }
+        return dense;
+      },
+      nb::arg("model"), nb::arg("data"), nb::arg("z"), nb::arg("u").none(), nb::arg("w"));
+
+  // ======== interior point (interior_point.h) and the step's starting point: test access ========
+  {
+    m.def(
+        "nesterov_todd",
+        [](const InArray& s, const InArray& z) {
+          if (s.ndim() != 2 || s.shape(1) != 3 || z.ndim() != 2 || z.shape(1) != 3 || z.shape(0) != s.shape(0))
+            throw std::invalid_argument("s, z: expected two (m, 3) arrays");
+          const size_t rows = s.shape(0);
+          std::vector<double> w(9 * rows), w_inv(9 * rows), lambda(3 * rows);
+          for (size_t k = 0; k < rows; ++k)
+            nesterov_todd(s.data() + 3 * k, z.data() + 3 * k, &w[9 * k], &w_inv[9 * k], &lambda[3 * k]);
+          return nb::make_tuple(numpy_copy(w.data(), {rows, 3, 3}), numpy_copy(w_inv.data(), {rows, 3, 3}),
+                                numpy_copy(lambda.data(), {rows, 3}));
+        },
+        nb::arg("s"), nb::arg("z"),
+        "(W (m, 3, 3), W^-1 (m, 3, 3), lambda (m, 3)): Nesterov-Todd scaling of second-order-cone pairs\n"
+        "s, z (m, 3) strictly inside the cone, W s = W^-1 z = lambda with lambda.lambda = s.z.");
+    m.def(
+        "cone_structure",
+        [](const Model& model) {
+          nb::dict out;
+          out["orthant_s"] = nb::cast(model.orthant_s);
+          out["orthant_g"] = nb::cast(model.orthant_g);
+          out["soc_s"] = nb::cast(model.soc_s);
+          out["soc_g"] = nb::cast(model.soc_g);
+          out["is_complementarity"] =
+              nb::cast(std::vector<int>(model.is_complementarity.begin(), model.is_complementarity.end()));
+          out["degree"] = model.degree;
+          out["contact_start"] = nb::cast(model.contact_start);
+          return out;
+        },
+        nb::arg("model"),
+        "The interior point's view of the unknowns (model.h): orthant pairs orthant_s, orthant_g (no,);\n"
+        "second-order-cone triples soc_s, soc_g (3 ns, flat); is_complementarity (n,); degree;\n"
+        "contact_start (nc + 1,).");
+    m.def(
+        "cone_step",
+        [](const Model& model, const InArray& w, const InArray& dw, double tau, bool stay_inside) {
+          checked(w, model.n, "w");
+          checked(dw, model.n, "dw");
+          return cone_step(model, w.data(), dw.data(), tau, nullptr, stay_inside);
+        },
+        nb::arg("model"), nb::arg("w"), nb::arg("dw"), nb::arg("tau"), nb::arg("stay_inside") = false,
+        "Largest step alpha <= 1 along dw keeping every cone variable of w (n,) inside its cone\n"
+        "(fraction to the boundary tau; at most 0.95 for second-order cones). stay_inside: the\n"
+        "solver's safeguard for tiny cone vectors, whose step Dojo's absolute guards let leave the cone.");
+    m.def(
+        "complementarity_measure",
+        [](const Model& model, const InArray& w) {
+          checked(w, model.n, "w");
+          return complementarity_measure(model, w.data());
+        },
+        nb::arg("model"), nb::arg("w"), "Mean duality measure sum s.gamma / degree of the unknowns w (n,).");
+    m.def(
+        "violations",
+        [](const Model& model, const InArray& r) {
+          checked(r, model.n, "r");
+          double rvio = 0.0, bvio = 0.0;
+          violations(model, r.data(), rvio, bvio);
+          return nb::make_tuple(rvio, bvio);
+        },
+        nb::arg("model"), nb::arg("r"),
+        "(rvio, bvio): infinity norms of the equality and complementarity rows of a residual r (n,).");
+    m.def(
+        "step_initial_guess",
+        [](const Model& model, Data& data, const InArray& z, std::optional<InArray> lambda0) {
+          if (!step_setup(model, data, checked(z, 13 * static_cast<size_t>(model.nb), "state"), nullptr, nullptr,
+                          nullptr))
+            throw std::invalid_argument("state not finite");
+          step_initial_guess(model, data, checked(lambda0, model.nl, "lambda0"));
+          return std::vector<double>(data.w);
+        },
+        nb::arg("model"), nb::arg("data"), nb::arg("z"), nb::arg("lambda0").none() = nb::none(),
+        "The step's starting unknowns (n,) from z (13 nb,): midpoint velocities v15, w15, lambda0 (or\n"
+        "zero), cone variables at Dojo's starting point.");
+  }
+  // ======== end of interior point ========
+}
+
+}  // namespace dojo::bindings

@@ -1,0 +1,244 @@
+// Bindings of the minimal-coordinate tree (minimal/tree.h): one crossing per PinnZoo function.
+#include "common.h"
+
+#include "minimal/tree.h"
+
+using namespace dojo;
+
+namespace dojo::bindings {
+
+// ---- the minimal-coordinate tree (tree.h): one crossing per PinnZoo function
+namespace {
+
+
+std::vector<double> raw_columns(const TreeModel& m, const TreeData& d, const double* dq_tangent,
+                                const double* dv, int rows) {
+  // [d/dq (raw, chained through d tangent / d q), d/dv] (rows, nx)
+  const int nx = m.nq + m.nv;
+  std::vector<double> out(static_cast<size_t>(rows) * nx, 0.0);
+  tree_tangent_to_raw(m, d, dq_tangent, rows, out.data(), nx);
+  if (dv)
+    for (int r = 0; r < rows; ++r)
+      for (int c = 0; c < m.nv; ++c) out[static_cast<size_t>(r) * nx + m.nq + c] = dv[r * m.nv + c];
+  return out;
+}
+
+std::vector<double> tangent_columns(const TreeModel& m, const double* dq, const double* dv, int rows) {
+  std::vector<double> out(static_cast<size_t>(rows) * 2 * m.nv, 0.0);
+  for (int r = 0; r < rows; ++r)
+    for (int c = 0; c < m.nv; ++c) {
+      out[static_cast<size_t>(r) * 2 * m.nv + c] = dq[r * m.nv + c];
+      if (dv) out[static_cast<size_t>(r) * 2 * m.nv + m.nv + c] = dv[r * m.nv + c];
+    }
+  return out;
+}
+
+
+}  // namespace
+
+void bind_tree(nb::module_& m) {
+  nb::class_<TreeInput>(m, "TreeInput", "The description a TreeModel is compiled from (flat arrays, tree.h).")
+      .def(nb::init<>())
+      .def_rw("gravity", &TreeInput::gravity)
+      .def_rw("parent", &TreeInput::parent)
+      .def_rw("n_trans", &TreeInput::n_trans)
+      .def_rw("trans_dirs", &TreeInput::trans_dirs)
+      .def_rw("rot_kind", &TreeInput::rot_kind)
+      .def_rw("axis", &TreeInput::axis)
+      .def_rw("placement_rotation", &TreeInput::placement_rotation)
+      .def_rw("placement_translation", &TreeInput::placement_translation)
+      .def_rw("mass", &TreeInput::mass)
+      .def_rw("com", &TreeInput::com)
+      .def_rw("inertia", &TreeInput::inertia)
+      .def_rw("idx_q", &TreeInput::idx_q)
+      .def_rw("idx_v", &TreeInput::idx_v)
+      .def_rw("nq", &TreeInput::nq)
+      .def_rw("nv", &TreeInput::nv)
+      .def_rw("point_joint", &TreeInput::point_joint)
+      .def_rw("point_offset", &TreeInput::point_offset)
+      .def_rw("spring", &TreeInput::spring)
+      .def_rw("damper", &TreeInput::damper)
+      .def_rw("spring_offset", &TreeInput::spring_offset)
+      .def_rw("joint_frame_translation", &TreeInput::joint_frame_translation)
+      .def_rw("joint_frame_rotation", &TreeInput::joint_frame_rotation)
+      .def_rw("trans_pred", &TreeInput::trans_pred)
+      .def_rw("swing_axes", &TreeInput::swing_axes)
+      .def_rw("locked", &TreeInput::locked);
+  nb::class_<TreeModel>(m, "TreeModel", "A compiled kinematic tree (minimal coordinates, frozen).")
+      .def(nb::init<const TreeInput&>(), nb::arg("input"))
+      .def_ro("n", &TreeModel::n)
+      .def_ro("nq", &TreeModel::nq)
+      .def_ro("nv", &TreeModel::nv)
+      .def_ro("np", &TreeModel::np);
+  nb::class_<TreeData>(m, "TreeData", "Scratch of a TreeModel, allocated once.")
+      .def(nb::init<const TreeModel&>(), nb::arg("model"));
+
+  m.def("tree_mass_matrix", [](const TreeModel& t, TreeData& d, const InArray& x) {
+    tree_crba(t, d, tree_take(x, sz(t.nq + t.nv), "x"));
+    return numpy_owning(d.M, {sz(t.nv), sz(t.nv)});
+  }, "M(q) by CRBA (x = [q; v]).");
+  m.def("tree_bias", [](const TreeModel& t, TreeData& d, const InArray& x) {
+    const double* xp = tree_take(x, sz(t.nq + t.nv), "x");
+    tree_rnea(t, d, xp, xp + t.nq, nullptr);
+    return numpy_owning(d.tau, {sz(t.nv)});
+  }, "C(x): Coriolis, centrifugal and gravity (RNEA with vdot = 0).");
+  m.def("tree_passive_forces", [](const TreeModel& t, const InArray& x) {
+    std::vector<double> tau(sz(t.nv));
+    tree_passive_forces(t, tree_take(x, sz(t.nq + t.nv), "x"), tau.data());
+    return numpy_owning(std::move(tau), {sz(t.nv)});
+  }, "Generalized forces (nv,) of the joints' springs and dampers at x = [q; v] (not in C).");
+  m.def("tree_inverse_dynamics", [](const TreeModel& t, TreeData& d, const InArray& x, const InArray& a) {
+    const double* xp = tree_take(x, sz(t.nq + t.nv), "x");
+    tree_rnea(t, d, xp, xp + t.nq, tree_take(a, sz(t.nv), "vdot"));
+    return numpy_owning(d.tau, {sz(t.nv)});
+  }, "tau = M vdot + C by RNEA.");
+  m.def("tree_forward_dynamics", [](const TreeModel& t, TreeData& d, const InArray& x, const InArray& tau) {
+    const double* xp = tree_take(x, sz(t.nq + t.nv), "x");
+    tree_aba(t, d, xp, xp + t.nq, tree_take(tau, sz(t.nv), "tau"));
+    return numpy_owning(d.vdot, {sz(t.nv)});
+  }, "vdot = M^-1 (tau - C) by ABA (with locked joints the reduced solve: vdot_l = 0, v_l read as zero).");
+  m.def("tree_lock_forces", [](const TreeModel& t, TreeData& d, const InArray& x, const InArray& tau) {
+    const double* xp = tree_take(x, sz(t.nq + t.nv), "x");
+    tree_aba(t, d, xp, xp + t.nq, tree_take(tau, sz(t.nv), "tau"));
+    return numpy_owning(d.lock_tau, {sz(t.nv)});
+  }, "(nv,) the locked joints' lock forces M vdot + C - tau at the forward dynamics' vdot (v_l read as zero); "
+     "zero on the free rows.");
+  m.def("tree_inverse_dynamics_deriv", [](const TreeModel& t, TreeData& d, const InArray& x, const InArray& a, bool raw) {
+    const double* xp = tree_take(x, sz(t.nq + t.nv), "x");
+    const double* ap = tree_take(a, sz(t.nv), "vdot");
+    tree_crba(t, d, xp);
+    std::vector<double> M = d.M;
+    tree_rnea_derivatives(t, d, xp, xp + t.nq, ap);
+    const int nx = raw ? t.nq + t.nv : 2 * t.nv;
+    std::vector<double> dx = raw ? raw_columns(t, d, d.dtau_dq.data(), d.dtau_dv.data(), t.nv)
+                                 : tangent_columns(t, d.dtau_dq.data(), d.dtau_dv.data(), t.nv);
+    return std::make_pair(numpy_owning(std::move(dx), {sz(t.nv), sz(nx)}), numpy_owning(std::move(M), {sz(t.nv), sz(t.nv)}));
+  }, "(dtau/dx, dtau/dvdot = M): x raw (PinnZoo) or tangent [dq (nv); dv].");
+  m.def("tree_forward_dynamics_deriv", [](const TreeModel& t, TreeData& d, const InArray& x, const InArray& tau, bool raw) {
+    const double* xp = tree_take(x, sz(t.nq + t.nv), "x");
+    const double* tp = tree_take(tau, sz(t.nv), "tau");
+    std::vector<double> dq(sz(t.nv * t.nv)), dv(sz(t.nv * t.nv));
+    tree_aba_derivatives(t, d, xp, xp + t.nq, tp, dq.data(), dv.data());
+    const int nx = raw ? t.nq + t.nv : 2 * t.nv;
+    std::vector<double> dx = raw ? raw_columns(t, d, dq.data(), dv.data(), t.nv) : tangent_columns(t, dq.data(), dv.data(), t.nv);
+    return std::make_pair(numpy_owning(std::move(dx), {sz(t.nv), sz(nx)}), numpy_owning(d.Minv, {sz(t.nv), sz(t.nv)}));
+  }, "(dvdot/dx, dvdot/dtau = M^-1), Carpentier and Mansard's ABA derivatives.");
+  m.def("tree_dynamics_deriv", [](const TreeModel& t, TreeData& d, const InArray& x, const InArray& tau, bool raw) {
+    const double* xp = tree_take(x, sz(t.nq + t.nv), "x");
+    const double* tp = tree_take(tau, sz(t.nv), "tau");
+    const int nv = t.nv;
+    std::vector<double> dq(sz(nv * nv)), dv(sz(nv * nv));
+    tree_aba_derivatives(t, d, xp, xp + t.nq, tp, dq.data(), dv.data());
+    const int nx = raw ? t.nq + nv : 2 * nv;
+    std::vector<double> bottom = raw ? raw_columns(t, d, dq.data(), dv.data(), nv) : tangent_columns(t, dq.data(), dv.data(), nv);
+    std::vector<double> dx(sz(2 * nv * nx), 0.0), dtau(sz(2 * nv * nv), 0.0);
+    const int v0 = raw ? t.nq : nv;
+    // d v / d v = I (a locked joint's v is read as zero: its entries are 0)
+    for (int r = 0; r < nv; ++r) dx[sz(r * nx + v0 + r)] = t.any_locked && t.locked_v[sz(r)] ? 0.0 : 1.0;
+    std::copy(bottom.begin(), bottom.end(), dx.begin() + nv * nx);
+    std::copy(d.Minv.begin(), d.Minv.end(), dtau.begin() + nv * nv);
+    return std::make_pair(numpy_owning(std::move(dx), {sz(2 * nv), sz(nx)}), numpy_owning(std::move(dtau), {sz(2 * nv), sz(nv)}));
+  }, "(d[v; vdot]/dx, d[v; vdot]/dtau).");
+  m.def("tree_velocity_kinematics", [](const TreeModel& t, const InArray& x) {
+    if (x.size() != sz(t.nq) && x.size() != sz(t.nq + t.nv)) throw std::invalid_argument("x: expected nq or nx entries");
+    std::vector<double> E(sz(t.nq * t.nv));
+    tree_velocity_kinematics(t, x.data(), E.data());
+    return numpy_owning(std::move(E), {sz(t.nq), sz(t.nv)});
+  });
+  m.def("tree_velocity_kinematics_T", [](const TreeModel& t, const InArray& x) {
+    if (x.size() != sz(t.nq) && x.size() != sz(t.nq + t.nv)) throw std::invalid_argument("x: expected nq or nx entries");
+    std::vector<double> E(sz(t.nq * t.nv));
+    tree_velocity_kinematics_T(t, x.data(), E.data());
+    return numpy_owning(std::move(E), {sz(t.nv), sz(t.nq)});
+  });
+  m.def("tree_velocity_kinematics_jvp_deriv", [](const TreeModel& t, const InArray& x, const InArray& v) {
+    if (x.size() != sz(t.nq) && x.size() != sz(t.nq + t.nv)) throw std::invalid_argument("x: expected nq or nx entries");
+    std::vector<double> out(sz(t.nq * (t.nq + t.nv)));
+    tree_velocity_kinematics_jvp_deriv(t, x.data(), tree_take(v, sz(t.nv), "v"), out.data());
+    return numpy_owning(std::move(out), {sz(t.nq), sz(t.nq + t.nv)});
+  });
+  m.def("tree_velocity_kinematics_T_jvp_deriv", [](const TreeModel& t, const InArray& x, const InArray& y) {
+    if (x.size() != sz(t.nq) && x.size() != sz(t.nq + t.nv)) throw std::invalid_argument("x: expected nq or nx entries");
+    std::vector<double> out(sz(t.nv * (t.nq + t.nv)));
+    tree_velocity_kinematics_T_jvp_deriv(t, x.data(), tree_take(y, sz(t.nq), "qdot"), out.data());
+    return numpy_owning(std::move(out), {sz(t.nv), sz(t.nq + t.nv)});
+  });
+  m.def("tree_swing_jacobian", [](const TreeModel& t, int i, const InArray& qr) {
+    if (i < 0 || i >= t.n || t.rot_kind[sz(i)] != 3) throw std::invalid_argument("joint: not a swing tree joint");
+    double A[3][2];
+    tree_swing_jacobian(t, i, tree_take(qr, 2, "qr"), A, nullptr, nullptr);
+    std::vector<double> out(6);
+    for (int r = 0; r < 3; ++r)
+      for (int c = 0; c < 2; ++c) out[sz(2 * r + c)] = A[r][c];
+    return numpy_owning(std::move(out), {3, 2});
+  }, "A (3, 2) = J_r(phi) [b1 b2] of swing tree joint i at its coordinates qr (2,), phi = b1 q1 + b2 q2.");
+  m.def("tree_placements", [](const TreeModel& t, TreeData& d, const InArray& x) {
+    const double* xp = tree_take(x, sz(t.nq + t.nv), "x");
+    tree_forward_kinematics(t, d, xp);
+    tree_velocities(t, d, xp + t.nq);
+    return nb::make_tuple(numpy_owning(d.R, {sz(t.n), 3, 3}), numpy_owning(d.p, {sz(t.n), 3}),
+                          numpy_owning(d.ov, {sz(t.n), 6}));
+  }, "(R (n,3,3), p (n,3), twist (n,6)): successor frames in the world, world twists [v; w] at the origin.");
+  m.def("tree_frame_wrenches", [](const TreeModel& t, TreeData& d, const InArray& x, const std::vector<int>& joints,
+                                  const InArray& offsets, const InArray& forces, const InArray& torques) {
+    const size_t na = joints.size();
+    tree_forward_kinematics(t, d, tree_take(x, sz(t.nq + t.nv), "x"));
+    const double* po = tree_take(offsets, 3 * na, "offsets");
+    const double* pf = tree_take(forces, 3 * na, "forces");
+    const double* pt = tree_take(torques, 3 * na, "torques");
+    std::vector<double> cols(na * sz(t.nv), 0.0);  // column a of the result, contiguous
+    for (size_t a = 0; a < na; ++a) {
+      if (joints[a] < 0 || joints[a] >= t.n) throw std::invalid_argument("joints: tree joint out of range");
+      tree_frame_wrench(t, d, joints[a], po + 3 * a, pf + 3 * a, pt + 3 * a, cols.data() + a * sz(t.nv));
+    }
+    std::vector<double> out(na * sz(t.nv));
+    for (size_t a = 0; a < na; ++a)
+      for (int r = 0; r < t.nv; ++r) out[sz(r) * na + a] = cols[a * sz(t.nv) + sz(r)];
+    return numpy_owning(std::move(out), {sz(t.nv), na});
+  }, "(nv, na) generalized forces of unit wrenches fixed in successor frames: per column a, the force forces[a] "
+     "at offsets[a] and the torque torques[a], all in the frame of tree joint joints[a] (tree_frame_wrench).");
+  m.def("tree_kinematics", [](const TreeModel& t, TreeData& d, const InArray& x, const std::string& what,
+                              std::optional<InArray> lambda) {
+    const double* xp = tree_take(x, sz(t.nq + t.nv), "x");
+    tree_forward_kinematics(t, d, xp);
+    const int np = t.np, nv = t.nv, nx = t.nq + t.nv;
+    if (what == "positions") {
+      std::vector<double> out(sz(3 * np));
+      tree_point_positions(t, d, out.data());
+      return nb::cast(numpy_owning(std::move(out), {sz(np), 3}));
+    }
+    if (what == "rotations") {
+      std::vector<double> out(sz(9 * np));
+      for (int k = 0; k < np; ++k)
+        for (int r = 0; r < 9; ++r) out[sz(9 * k + r)] = d.R[sz(9 * t.point_joint[sz(k)] + r)];
+      return nb::cast(numpy_owning(std::move(out), {sz(np), 3, 3}));
+    }
+    tree_velocities(t, d, xp + t.nq);
+    if (what == "velocities") {
+      std::vector<double> out(sz(3 * np));
+      tree_point_velocities(t, d, out.data());
+      return nb::cast(numpy_owning(std::move(out), {sz(np), 3}));
+    }
+    std::vector<double> jac(sz(3 * np * nv));
+    if (what == "jacobian" || what == "jacobian_tangent") {
+      tree_point_jacobian(t, d, jac.data());
+      if (what == "jacobian_tangent") return nb::cast(numpy_owning(std::move(jac), {sz(3 * np), sz(nv)}));
+      return nb::cast(numpy_owning(raw_columns(t, d, jac.data(), nullptr, 3 * np), {sz(3 * np), sz(nx)}));
+    }
+    if (what == "velocity_jacobian") {
+      std::vector<double> jv(sz(3 * np * nv));
+      tree_point_velocity_jacobian(t, d, jac.data());
+      tree_point_jacobian(t, d, jv.data());
+      return nb::cast(numpy_owning(raw_columns(t, d, jac.data(), jv.data(), 3 * np), {sz(3 * np), sz(nx)}));
+    }
+    if (what == "force_jacobian") {
+      if (!lambda) throw std::invalid_argument("force_jacobian needs lambda");
+      std::vector<double> fj(sz(nv * nv));
+      tree_point_force_jacobian(t, d, tree_take(*lambda, sz(3 * np), "lambda"), fj.data());
+      return nb::cast(numpy_owning(raw_columns(t, d, fj.data(), nullptr, nv), {sz(nv), sz(nx)}));
+    }
+    throw std::invalid_argument("what: unknown kinematics output '" + what + "'");
+  }, "Point kinematics: positions, rotations, velocities, jacobian(_tangent), velocity_jacobian, force_jacobian.");
+}
+
+}  // namespace dojo::bindings

@@ -1,0 +1,139 @@
+// The step's Newton matrix (newton_matrix.h).
+#include "newton_matrix.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "body_maps.h"
+#include "dynamics.h"
+#include "kinematics.h"
+#include "residual.h"
+#include "restitution.h"
+
+namespace dojo {
+
+namespace {
+
+// Block access: block id -> (values, number of columns).
+struct BlockRef {
+  double* v;
+  int cols;
+  double& at(int i, int j) { return v[i * cols + j]; }
+};
+inline BlockRef block(const Model& m, Data& d, int id) {
+  return BlockRef{d.matrix.data() + m.blocks.block_offset[id], m.blocks.size(m.blocks.block_col[id])};
+}
+
+}  // namespace
+
+void step_matrix(const Model& m, Data& d, const double* w) {
+  const double h = m.h;
+  std::fill(d.matrix.begin(), d.matrix.end(), 0.0);
+  next_configuration(m, d, w, true);
+  double jac[36];
+  for (int b = 0; b < m.nb; ++b) {
+    momentum_jacobian(m.mass[b], body_inertia(m, b), load3<double>(w + 6 * b + 3), h, 1.0, jac);
+    BlockRef blk = block(m, d, m.blk_body[b]);
+    for (int i = 0; i < 36; ++i) blk.v[i] += jac[i];
+  }
+  // dampers: damper_weight Jf Jf^T over [parent, child] (a constant matrix)
+  for (int f : m.damped_free) {
+    const int j = m.free_joint[f];
+    const double* jf = &d.jf2[12 * f];
+    const double c = damper_weight(m, f);
+    const int a = m.parent[j], b = m.child[j];
+    const int ids[2][2] = {{a == kWorld ? -1 : m.blk_body[a], m.blk_body_body[j]},
+                           {m.blk_body_body_t[j], m.blk_body[b]}};
+    for (int p = 0; p < 2; ++p)
+      for (int q = 0; q < 2; ++q) {
+        if (ids[p][q] < 0) continue;
+        BlockRef blk = block(m, d, ids[p][q]);
+        for (int i = 0; i < 6; ++i)
+          for (int k = 0; k < 6; ++k) blk.at(i, k) += c * jf[6 * p + i] * jf[6 * q + k];
+      }
+  }
+  JointKinematics<double> kin;
+  JointRow<double> row;
+  double chained[6];
+  for (int j = 0; j < m.nj; ++j) {
+    const int jn = m.joint_node[j];
+    if (jn < 0) continue;
+    const int r0 = m.joint_row_start[j], r1 = m.joint_row_start[j + 1];
+    const int l0 = m.joint_limit_start[j], l1 = m.joint_limit_start[j + 1];
+    const int bodies[2] = {m.parent[j], m.child[j]};
+    joint_kinematics_at(m, j, d.x3.data(), d.q3.data(), d.rot3.data(), kin);
+    BlockRef diag = block(m, d, m.blk_joint_diag[j]);
+    for (int rr = r0; rr < r1; ++rr) {
+      const int li = m.local_index[m.lam + rr];
+      joint_row(m, j, rr, kin, d.lock_d2.data(), d.lock_q2.data(), row);
+      for (int s = 0; s < 2; ++s) {
+        if (bodies[s] == kWorld) continue;
+        // impulse map -Jg(z2)^T (body rows, lambda column)
+        BlockRef bj = block(m, d, m.blk_body_joint[s][j]);
+        for (int k = 0; k < 6; ++k) bj.at(k, li) -= d.jg2[12 * rr + 6 * s + k];
+        // constraint Jg(z3) dz3/dxi25 (lambda row, body columns)
+        chain6(row.jac + 6 * s, &d.mw[9 * bodies[s]], h, chained);
+        BlockRef jb = block(m, d, m.blk_joint_body[s][j]);
+        for (int k = 0; k < 6; ++k) jb.at(li, k) += chained[k];
+      }
+      diag.at(li, li) += kConstraintRegularization;
+    }
+    if (l0 == l1) continue;
+    const Vec3<double> rv = rotation_vector(kin.q_rel);
+    for (int l = l0; l < l1; ++l) {
+      const int f = m.limit_free[l];
+      const int ls = m.local_index[m.lim_s + l], lg = m.local_index[m.lim_g + l];
+      const double s = w[m.lim_s + l], g = w[m.lim_g + l], sign = m.limit_sign[l];
+      diag.at(ls, ls) += g;  // d(s gamma)/ds
+      diag.at(ls, lg) += s;  // d(s gamma)/dgamma
+      diag.at(lg, ls) += 1.0;
+      limit_row(m, j, f, kin, rv, &d.qrel2[4 * j], d.angle2[f], row);
+      for (int side = 0; side < 2; ++side) {
+        if (bodies[side] == kWorld) continue;
+        chain6(row.jac + 6 * side, &d.mw[9 * bodies[side]], h, chained);
+        BlockRef jb = block(m, d, m.blk_joint_body[side][j]);
+        for (int k = 0; k < 6; ++k) jb.at(lg, k) -= sign * chained[k];
+        BlockRef bj = block(m, d, m.blk_body_joint[side][j]);
+        for (int k = 0; k < 6; ++k) bj.at(k, lg) -= sign * d.jf2[12 * f + 6 * side + k];
+      }
+    }
+  }
+  // contacts: local unknowns [s (N), gamma (N)]; complementarity rows at s, constraint
+  // rows at gamma; the body rows subtract the wrench (contact.h's signs)
+  for (int c = 0; c < m.nc; ++c) {
+    if (!d.contact_active[c]) {  // left out of this solve: the identity on its unknowns
+      BlockRef diag = block(m, d, m.blk_contact_diag[c]);
+      for (int i = 0; i < diag.cols; ++i) diag.at(i, i) = 1.0;
+      continue;
+    }
+    const ContactEval& ev = evaluate_step_contact(m, d, w, c, ContactOutput::Jacobians);
+    const int n = ev.n;
+    BlockRef diag = block(m, d, m.blk_contact_diag[c]);
+    for (int i = 0; i < n; ++i)
+      for (int k = 0; k < 2 * n; ++k) {
+        diag.at(i, k) += ev.comp_jac[i][k];
+        diag.at(n + i, k) += ev.cons_local[i][k];
+      }
+    const int bodies[2] = {m.contacts[c].body, m.contacts[c].other};
+    for (int side = 0; side < 2; ++side) {
+      const int b = bodies[side];
+      if (b == kWorld) continue;
+      BlockRef cb = block(m, d, m.blk_contact_body[side][c]);
+      BlockRef bc = block(m, d, m.blk_body_contact[side][c]);
+      for (int i = 0; i < n; ++i)
+        for (int k = 0; k < 6; ++k) {
+          cb.at(n + i, k) += ev.cons_body[i][6 * side + k];
+          bc.at(k, n + i) -= ev.wrench_gamma[6 * side + k][i];
+        }
+      for (int other = 0; other < 2; ++other) {
+        if (bodies[other] == kWorld) continue;
+        const int id = side == other ? m.blk_body[b] : m.blk_contact_ab[side][c];
+        BlockRef bb = block(m, d, id);
+        for (int i = 0; i < 6; ++i)
+          for (int k = 0; k < 6; ++k) bb.at(i, k) -= ev.wrench_body[6 * side + i][6 * other + k];
+      }
+    }
+  }
+}
+
+}  // namespace dojo
