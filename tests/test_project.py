@@ -58,3 +58,36 @@ def test_imports_point_one_way():
 def test_only_io_imports_h5py():
     users = [p.relative_to(ROOT) for p in (ROOT / "dojo_cli").rglob("*.py") if re.search(r"^\s*import h5py", p.read_text(), re.M)]
     assert all(p.parts[1] == "io" for p in users), users
+
+
+# Sizes the Python model counts as it lays out the core's input (they are the lengths of
+# ModelInput's arrays): the one overlap with the core's attributes a Mechanism may keep.
+_INPUT_SIZES = {"nb", "nj", "nf", "nlim", "nc", "nu"}
+
+
+def test_python_model_has_no_field_the_core_owns():
+    """A Mechanism stores no structure the core derives (tree order, row layout, block
+    pattern, ...): what it needs of it, it reads from Mechanism.core (issue 25, item 1)."""
+    from dojo_cli import _core, load_scene
+
+    inputs = {f["name"] for f in _core.MODEL_INPUT_FIELDS}
+    for scene in ("pendulum", "box", "fourbar"):
+        mech = load_scene(scene)
+        core = {n for n in dir(mech.core) if not n.startswith("_")}
+        derived = core - inputs - _INPUT_SIZES
+        stored = set(vars(mech))
+        assert not stored & derived, f"{scene}: Mechanism keeps core-owned fields {sorted(stored & derived)}"
+        for size in _INPUT_SIZES:
+            assert getattr(mech, size) == getattr(mech.core, size), f"{scene}: {size} differs from the core's"
+        assert mech.tree_joints == mech.core.tree_joints and mech.loop_joints == mech.core.loop_joints, scene
+
+
+def test_python_model_input_sets_every_core_field():
+    """compiled.model_input writes every field of the core's one field list (fields.h),
+    so a field added there without its value here is caught."""
+    from dojo_cli import _core
+
+    source = (ROOT / "dojo_cli" / "model" / "compiled.py").read_text()
+    written = set(re.findall(r"^\s+m\.(\w+) = ", source, re.M))
+    missing = [f["name"] for f in _core.MODEL_INPUT_FIELDS if f["name"] not in written]
+    assert not missing, f"model_input() does not write ModelInput fields {missing}"

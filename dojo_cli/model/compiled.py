@@ -13,43 +13,27 @@ import numpy as np
 from dojo_cli import _core
 from dojo_cli.errors import Problem, SceneError
 
-# Enum values of the core (core/model.h, core/contact.h).
-CONTACT_MODEL_CODE = {"impact": 0, "nonlinear": 1, "linear": 2}
-COLLISION_KIND_CODE = {
-    "halfspace": 0, "sphere": 1, "capsule": 2, "box": 3, "segment_capsule": 4, "segment_box": 5, "circle_halfspace": 6,
-    "corner_box": 7,
-}
-SHAPE_PARAMETERS = 7  # per contact: the kind's parameters, padded
-SHAPE_A_PARAMETERS = 7  # per contact: body a's primitive beyond the sphere
+# The core's enums by name -> code, read from the core, which defines them
+# (core/maximal/contact_params.h, collision_kind.h).
+CONTACT_MODEL_CODE = {name: code for code, name in enumerate(_core.CONTACT_MODELS)}
+COLLISION_KIND_CODE = {name: code for code, name in enumerate(_core.COLLISION_KINDS)}
+SHAPE_PARAMETERS = _core.SHAPE_SIZE  # per contact: the kind's parameters, padded
+SHAPE_A_PARAMETERS = _core.SHAPE_A_SIZE  # per contact: body a's primitive beyond the sphere
 
-# The real-valued ModelInput arrays -> (what an entry belongs to, entries per owner, the
-# scene field it comes from), so that a value the core would refuse is named as the
-# scene names it (joints.0.axis, not ModelInput.basis). Owners: the scene (None),
-# "bodies", "joints", "free" (a joint's free coordinate), "limits", "contacts".
+# The real-valued ModelInput fields a user writes -> (what an entry belongs to, entries
+# per owner, the scene field it comes from), so that a value the core would refuse is
+# named as the scene names it (joints.0.axis, not ModelInput.basis). Read from the core's
+# one field list (core/maximal/fields.h). Owners: the scene (None), "bodies", "joints",
+# "free" (a joint's free coordinate), "limits", "contacts".
 _SCENE_FIELDS = {
-    "timestep": (None, 1, "timestep"),
-    "gravity": (None, 3, "gravity"),
-    "mass": ("bodies", 1, "mass"),
-    "inertia": ("bodies", 9, "inertia"),
-    "parent_vertex": ("joints", 3, "parent_vertex"),
-    "child_vertex": ("joints", 3, "child_vertex"),
-    "orientation_offset": ("joints", 4, "orientation_offset"),
-    "basis": ("joints", 18, "axis"),
-    "spring": ("free", 1, "spring"),
-    "damper": ("free", 1, "damper"),
-    "spring_offset": ("free", 1, "spring_offset"),
-    "limit_bound": ("limits", 1, "limits"),
-    "contact_friction": ("contacts", 1, "friction"),
-    "contact_radius": ("contacts", 1, "radius"),
-    "contact_offset": ("contacts", 3, "offset"),
-    "contact_shape": ("contacts", SHAPE_PARAMETERS, "against"),
-    "contact_restitution": ("contacts", 1, "restitution"),
-    "contact_shape_a": ("contacts", SHAPE_A_PARAMETERS, "shape"),
+    f["name"]: (f["owner"] or None, f["width"], f["scene"])
+    for f in _core.MODEL_INPUT_FIELDS
+    if f["scene"] and f["type"] == "double"
 }
 
 
 def contact_shape_parameters(contact) -> np.ndarray:
-    """The 7 kind parameters of a contact (core/contact.h's ContactParams.shape)."""
+    """The 7 kind parameters of a contact (core/maximal/collision_kind.h's kShapeSize layout)."""
     p = contact.params
     out = np.zeros(SHAPE_PARAMETERS)
     if contact.kind in ("halfspace", "circle_halfspace"):

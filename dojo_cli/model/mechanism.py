@@ -1,9 +1,10 @@
-"""The numeric model: bodies, joints and the structure computed once per Mechanism.
+"""The numeric model: bodies, joints, and the Python face of the compiled core Model.
 
-A ``Mechanism`` is immutable after construction. Everything a simulation step
-needs that does not depend on the state (index ranges, masks, axis bases, tree
-order, the Newton matrix sparsity pattern) is computed here, so the step does
-array work only.
+A ``Mechanism`` is immutable after construction. It validates the description,
+chooses the joint bases and lays out the flat arrays the core compiles
+(model/compiled.py); the step's structure (unknown layout, tree order, Newton block
+pattern, elimination order) is derived once by the core (core/maximal/model.cpp) and
+read from ``Mechanism.core``, never computed a second time here.
 
 Joints follow Dojo (dojo_engine_notes.md section 3): a translational element
 constraining ``nt`` relative translations (measured in the parent body frame)
@@ -31,7 +32,7 @@ from types import MappingProxyType
 import numpy as np
 
 from dojo_cli.errors import Problem, SceneError
-from dojo_cli.math.quaternion import IDENTITY, matrix_from_quaternion
+from dojo_cli.math.quaternion import IDENTITY
 from dojo_cli import _core
 from dojo_cli.model.compiled import compile_model
 from dojo_cli.model.joint_types import CONSTRAINED, JointType
@@ -124,9 +125,9 @@ class Joint:
         spring_offset: (n,) rest value of the free coordinates.
         limits: (lower (n,), upper (n,)) or None.
         damper_form: "midpoint" (second order) or "implicit" (first order, L-stable):
-            how the step discretises the damper (core/step.h, docs/physics.md "Joints").
+            how the step discretises the damper (core/maximal/residual.h, docs/physics.md "Joints").
         locked: Drake's Lock: every free coordinate is held where each step starts
-            (one lock row per free coordinate on the joint impulses, core/kinematics.h
+            (one lock row per free coordinate on the joint impulses, core/maximal/kinematics.h
             lock_row), so the joint's velocities stay zero. A no-op on a fixed joint.
     """
 
@@ -162,18 +163,19 @@ class Joint:
         return sum(self.free)
 
 
-# How the step discretises a damper (core/step.h): second order, or first order and L-stable.
-DAMPER_FORMS = ("midpoint", "implicit")
+# How the step discretises a damper (core/maximal/residual.h): second order, or first
+# order and L-stable. Read from the core, which defines it (model.h kDamperForms).
+DAMPER_FORMS = _core.DAMPER_FORMS
 
-# Contact models (dojo_engine_notes.md 4.2): unknowns per contact, s and gamma each.
-CONTACT_HALF_SIZE = {"impact": 1, "nonlinear": 4, "linear": 6}
-# The core's collision table (core/collision.h), by what body a carries: a sphere against
-# a half-space, sphere, capsule or box; a segment (a capsule's core) against a capsule or
-# a box; a circle (a cylinder cap's rim) against a half-space. Scene shape pairs compile
-# into these (model/collisions.py).
-COLLISION_KINDS = ("halfspace", "sphere", "capsule", "box", "segment_capsule", "segment_box", "circle_halfspace",
-                   "corner_box")
-HALF_SPACE_KINDS = ("halfspace", "circle_halfspace")
+# Contact models (dojo_engine_notes.md 4.2): unknowns per contact, s and gamma each
+# (the core's contact_params.h).
+CONTACT_HALF_SIZE = dict(_core.CONTACT_HALF_SIZE)
+# The core's collision table (core/maximal/collision_kind.h), by what body a carries: a
+# sphere against a half-space, sphere, capsule or box; a segment (a capsule's core)
+# against a capsule or a box; a circle (a cylinder cap's rim) against a half-space; a
+# box's corner against a box. Scene shape pairs compile into these (model/collisions.py).
+COLLISION_KINDS = _core.COLLISION_KINDS
+HALF_SPACE_KINDS = _core.HALFSPACE_KINDS
 
 
 @dataclass(frozen=True)
@@ -194,15 +196,14 @@ class Contact:
             capsule ``end1``, ``end2`` (3,) and ``radius``; box ``centre`` (3,) and
             ``half_sizes`` (3,).
         restitution: coefficient e in [0, 1] of the normal velocity after an impact
-            (0: inelastic; core/restitution.h).
+            (0: inelastic; core/maximal/restitution.h).
             ``half_sizes`` (3,); segment_capsule as capsule, segment_box and corner_box as box,
             circle_halfspace as halfspace.
         shape_a: (7,) body a's primitive beyond the sphere, in its frame: segment
             half-vector (3,) (ends offset -+ it); circle unit axis (3,) and radius;
-            a box corner's box centre (3,) and half sizes (3,); zeros for a sphere (core/collision.h's kShapeASize layout).
+            a box corner's box centre (3,) and half sizes (3,); zeros for a sphere (core/maximal/collision.h's kShapeASize layout).
         margin: the contact joins a step's solve only when its distance at the step's
-            predicted configuration is within this (m); infinity: always (core/step.h,
-            "Contact margins").
+            predicted configuration is within this (m); infinity: always (core/maximal/margins.h).
     """
 
     name: str
@@ -296,23 +297,39 @@ class Mechanism:
 
     Attributes (arrays over joints j, constraint rows r, free coordinates f):
         timestep, gravity (3,), bodies, joints, nb, nj.
-        mass (nb,), inertia (nb,3,3), inertia_inv (nb,3,3).
+        mass (nb,), inertia (nb,3,3).
         parent (nj,), child (nj,): body indices (parent ORIGIN for the world).
         parent_vertex, child_vertex (nj,3), orientation_offset (nj,4).
         basis (nj,6,3): rows of the translational (0:3) and rotational (3:6) basis.
         constrained (nj,6): True where a basis row is a constraint.
         locked (nj,): True for a locked joint (Joint.locked).
-        row_joint, row_slot (nl,): joint and basis row of each constraint row.
-        row_lock (nl,): True for a locked joint's lock row (its slot is a free one).
+        nl: constraint rows (with the locked joints' lock rows).
         free_joint, free_slot (nf,): joint and basis row of each free coordinate.
-        joint_free_range[j], joint_row_range[j]: slices into the free/constraint arrays.
+        joint_free_range[j]: slice into the free-coordinate arrays.
         spring, damper, spring_offset (nf,): per free coordinate.
-        tree_joints: joint indices in root-to-leaves order, loop joints excluded.
-        loop_joints: joints closing kinematic loops.
+        tree_joints: joint indices in root-to-leaves order, loop joints excluded (the core's).
+        loop_joints: joints closing kinematic loops (the core's).
         limit_free, limit_sign, limit_bound (nlim,): limited free coordinate, +1 for
             a lower bound (theta - bound >= 0) and -1 for an upper one (bound - theta >= 0).
         contacts: the Contact list; nc their number.
     """
+
+    # What the core derives from the description, read from it (never a second copy):
+    # tests/test_project.py keeps it so.
+    @property
+    def nl(self) -> int:
+        """Constraint rows, with the locked joints' lock rows (the core's layout)."""
+        return self.core.nl
+
+    @property
+    def tree_joints(self) -> list[int]:
+        """Joint indices in root-to-leaves order, loop joints excluded (the core's)."""
+        return self.core.tree_joints
+
+    @property
+    def loop_joints(self) -> list[int]:
+        """Joints closing kinematic loops (Dojo's get_loop_joints; the core's)."""
+        return self.core.loop_joints
 
     def __init__(
         self,
@@ -341,7 +358,6 @@ class Mechanism:
 
         self.mass = np.array([b.mass for b in self.bodies], dtype=float)
         self.inertia = np.array([np.asarray(b.inertia, dtype=float) for b in self.bodies]).reshape(self.nb, 3, 3)
-        self.inertia_inv = np.linalg.inv(self.inertia)
 
         nj = self.nj
         self.parent = np.array([j.parent for j in self.joints], dtype=int)
@@ -349,9 +365,6 @@ class Mechanism:
         self.parent_vertex = np.array([j.parent_vertex for j in self.joints], dtype=float).reshape(nj, 3)
         self.child_vertex = np.array([j.child_vertex for j in self.joints], dtype=float).reshape(nj, 3)
         self.orientation_offset = np.array([j.orientation_offset for j in self.joints], dtype=float).reshape(nj, 4)
-        self.offset_rotation = matrix_from_quaternion(self.orientation_offset)  # (nj,3,3)
-        # parent index into [bodies..., origin]: the origin is an extra row nb
-        self.parent_padded = np.where(self.parent == ORIGIN, self.nb, self.parent)
         self.basis = np.zeros((nj, 6, 3))
         self.constrained = np.zeros((nj, 6), dtype=bool)
         for i, j in enumerate(self.joints):
@@ -359,37 +372,22 @@ class Mechanism:
             self.basis[i, :3], self.constrained[i, :3] = element_basis(j.axis, nt)
             self.basis[i, 3:], self.constrained[i, 3:] = element_basis(j.axis, nr)
 
-        # Constraint rows and free coordinates, joint by joint, translational first; a
-        # locked joint's lock rows (one per free coordinate) follow its constraint rows,
-        # as the core orders them (core/model.cpp).
+        # Free coordinates, joint by joint, translational first (the core's order); the
+        # constraint rows themselves are laid out by the core (core/maximal/model.cpp).
         self.locked = np.array([bool(j.locked) for j in self.joints], dtype=bool)
-        rows = []
-        for i in range(nj):
-            rows += [(i, s, False) for s in range(6) if self.constrained[i, s]]
-            if self.locked[i]:
-                rows += [(i, s, True) for s in range(6) if not self.constrained[i, s]]
         frees = [(i, s) for i in range(nj) for s in range(6) if not self.constrained[i, s]]
-        self.row_joint = np.array([r[0] for r in rows], dtype=int)
-        self.row_slot = np.array([r[1] for r in rows], dtype=int)
-        self.row_lock = np.array([r[2] for r in rows], dtype=bool)
         self.free_joint = np.array([f[0] for f in frees], dtype=int)
         self.free_slot = np.array([f[1] for f in frees], dtype=int)
-        self.nl = len(rows)
         self.nf = len(frees)
-        self.joint_row_range = _ranges(self.row_joint, nj)
         self.joint_free_range = _ranges(self.free_joint, nj)
 
         self.spring = np.concatenate([_per_free(j, j.spring) for j in self.joints]) if nj else np.zeros(0)
         self.damper = np.concatenate([_per_free(j, j.damper) for j in self.joints]) if nj else np.zeros(0)
         self.spring_offset = np.concatenate([_per_free(j, j.spring_offset) for j in self.joints]) if nj else np.zeros(0)
-        self.has_springs = bool(np.any(self.spring != 0))
-        self.has_dampers = bool(np.any(self.damper != 0))
-        # (nf,) 1 where the damper takes the first-order implicit form (core/step.h)
+        # (nf,) 1 where the damper takes the first-order implicit form (core/maximal/residual.h)
         self.damper_implicit = np.concatenate(
             [np.full(j.input_dimension, int(j.damper_form == "implicit")) for j in self.joints]
         ).astype(int) if nj else np.zeros(0, dtype=int)
-
-        self.tree_joints, self.loop_joints = _tree_order(self.parent, self.child, self.nb)
 
         # Joint limits: one inequality per finite bound of a free coordinate.
         limit_free, limit_sign, limit_bound = [], [], []
@@ -435,23 +433,15 @@ class Mechanism:
                 raise SceneError(f"contact {c.name!r}: unknown collision kind {c.kind!r}")
             if (c.kind in HALF_SPACE_KINDS) != (c.other == ORIGIN):
                 raise SceneError(f"contact {c.name!r}: a {c.kind} pair is against {'the world' if c.other == ORIGIN else 'a body'}")
-        self.tree_joint_of_body = np.full(self.nb, -1, dtype=int)
-        for j in self.tree_joints:
-            self.tree_joint_of_body[self.child[j]] = j
-
-        # Column (body unknown) indices of the 12 tangent columns [xa, θa, xb, θb]
-        # of each joint; -1 where the parent is the origin.
-        cols = np.full((nj, 12), -1, dtype=int)
-        for i in range(nj):
-            if self.parent[i] != ORIGIN:
-                cols[i, :6] = 6 * self.parent[i] + np.arange(6)
-            cols[i, 6:] = 6 * self.child[i] + np.arange(6)
-        self.joint_columns = cols
-
         # The C++ core's frozen Model (the step's structure, compiled once) and the
         # scratch Data the API's one-off steps use (a run loop makes its own).
         self.core = compile_model(self)
         self.core_data = _core.Data(self.core)
+        # the tree order is the core's (derived once there: nl, tree_joints, loop_joints
+        # are properties reading it)
+        self.tree_joint_of_body = np.full(self.nb, -1, dtype=int)
+        for j in self.tree_joints:
+            self.tree_joint_of_body[self.child[j]] = j
         for key in RUN_SETUP_FIELDS:
             self.__dict__[key] = None
         self.__dict__["external"] = ()
@@ -752,29 +742,3 @@ def _ranges(owner: np.ndarray, n: int) -> list[slice]:
     return out
 
 
-def _tree_order(parent: np.ndarray, child: np.ndarray, nb: int) -> tuple[list[int], list[int]]:
-    """Root-to-leaves order of tree joints; a joint whose child already has a tree
-    joint (earlier in the list) closes a loop (Dojo's ``get_loop_joints``)."""
-    tree_of_child: dict[int, int] = {}
-    loops = []
-    for j, c in enumerate(child):
-        if int(c) in tree_of_child:
-            loops.append(j)
-        else:
-            tree_of_child[int(c)] = j
-    order: list[int] = []
-    placed = {ORIGIN}
-    remaining = [j for j in range(len(child)) if j not in loops]
-    while remaining:
-        ready = [j for j in remaining if int(parent[j]) in placed]
-        if not ready:
-            names = ", ".join(str(j) for j in remaining)
-            raise SceneError(f"joints {names} do not connect to the origin")
-        for j in ready:
-            order.append(j)
-            placed.add(int(child[j]))
-        remaining = [j for j in remaining if j not in ready]
-    missing = set(range(nb)) - placed
-    if missing:
-        raise SceneError(f"bodies {sorted(missing)} are attached by no joint")
-    return order, loops

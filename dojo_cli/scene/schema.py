@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 from pydantic_core import PydanticCustomError, PydanticKnownError
 
+from dojo_cli import _core
 from dojo_cli.errors import Problem
 from dojo_cli.model.joint_types import JointType, input_dimension
 from dojo_cli.scene.specs import (
@@ -97,8 +98,9 @@ OVERRIDE_FILE = "--set"
 SHAPE_TYPES = ("box", "sphere", "cylinder", "capsule", "pyramid", "mesh", "frame")
 # Shapes a contact may give its body beyond the body shapes (a URDF mesh's convex hull).
 CONTACT_SHAPE_TYPES = ("hull",)
-# Contact models (docs/physics.md): impact (no friction), linear (pyramid), nonlinear (cone).
-CONTACT_MODELS = ("impact", "linear", "nonlinear")
+# Contact models (docs/physics.md): impact (no friction), linear (pyramid), nonlinear (cone):
+# the core's names (core/maximal/contact_params.h), listed alphabetically in messages.
+CONTACT_MODELS = tuple(sorted(_core.CONTACT_MODELS))
 # The word naming the ground in ``collisions.exclude`` pairs.
 GROUND_NAME = "ground"
 # Most vertices of a hull (each is a contact): a few dozen make a mesh (the importer
@@ -629,9 +631,9 @@ class JointLimitsSpec(Spec):
         return self
 
 
-# How the step discretises dampers (core/step.h): second order (midpoint), or first
-# order and L-stable (implicit: stiff damping at large steps).
-DAMPER_FORMS = ("midpoint", "implicit")
+# How the step discretises dampers (core/maximal/residual.h): second order (midpoint), or
+# first order and L-stable (implicit: stiff damping at large steps); the core's names.
+DAMPER_FORMS = _core.DAMPER_FORMS
 
 
 def _interval(value: Any) -> list:
@@ -1146,17 +1148,21 @@ class ActuatorSpec(Spec):
         return self
 
 
+# The core's solver defaults (core/maximal/data.h SolverOptions: Dojo's), read once.
+_SOLVER_DEFAULTS = _core.SolverOptions()
+
+
 class SolverSpec(Spec):
     """The scene's default solver options (Dojo's names and defaults, SolverOptions)."""
 
-    rtol = Field(POSITIVE_REAL, 1e-6)
-    btol = Field(POSITIVE_REAL, 1e-4)
-    max_iter = Field(le(MAX_ITERATIONS, ge(1, INTEGER)), 50)
-    max_ls = Field(le(MAX_ITERATIONS, ge(0, INTEGER)), 10)
-    ls_scale = Field(lt(1, gt(0, REAL)), 0.5)
-    undercut = Field(gt(0, EXTENDED_REAL), math.inf)
-    no_progress_max = Field(le(MAX_ITERATIONS, ge(1, INTEGER)), 3)
-    no_progress_undercut = Field(gt(1, REAL), 10.0)
+    rtol = Field(POSITIVE_REAL, _SOLVER_DEFAULTS.rtol)
+    btol = Field(POSITIVE_REAL, _SOLVER_DEFAULTS.btol)
+    max_iter = Field(le(MAX_ITERATIONS, ge(1, INTEGER)), _SOLVER_DEFAULTS.max_iter)
+    max_ls = Field(le(MAX_ITERATIONS, ge(0, INTEGER)), _SOLVER_DEFAULTS.max_ls)
+    ls_scale = Field(lt(1, gt(0, REAL)), _SOLVER_DEFAULTS.ls_scale)
+    undercut = Field(gt(0, EXTENDED_REAL), _SOLVER_DEFAULTS.undercut)
+    no_progress_max = Field(le(MAX_ITERATIONS, ge(1, INTEGER)), _SOLVER_DEFAULTS.no_progress_max)
+    no_progress_undercut = Field(gt(1, REAL), _SOLVER_DEFAULTS.no_progress_undercut)
 
 
 # ---------------------------------------------------------------------- scene

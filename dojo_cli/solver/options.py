@@ -4,6 +4,11 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields, replace
 
+from dojo_cli import _core
+
+# The core's defaults (core/maximal/data.h SolverOptions: Dojo's), read once.
+_CORE = _core.SolverOptions()
+
 
 @dataclass(frozen=True)
 class SolverOptions:
@@ -22,14 +27,14 @@ class SolverOptions:
         verbose: print one line per iteration.
     """
 
-    rtol: float = 1e-6
-    btol: float = 1e-4
-    max_iter: int = 50
-    max_ls: int = 10
-    ls_scale: float = 0.5
-    undercut: float = float("inf")
-    no_progress_max: int = 3
-    no_progress_undercut: float = 10.0
+    rtol: float = _CORE.rtol
+    btol: float = _CORE.btol
+    max_iter: int = _CORE.max_iter
+    max_ls: int = _CORE.max_ls
+    ls_scale: float = _CORE.ls_scale
+    undercut: float = _CORE.undercut
+    no_progress_max: int = _CORE.no_progress_max
+    no_progress_undercut: float = _CORE.no_progress_undercut
     verbose: bool = False
 
     def replace(self, **changes) -> SolverOptions:

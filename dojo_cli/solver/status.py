@@ -7,6 +7,8 @@ from enum import Enum
 
 import numpy as np
 
+from dojo_cli import _core
+
 
 class SolverStatus(str, Enum):
     """Outcome of one step's solve."""
@@ -40,7 +42,6 @@ class SolverResult:
         status: the outcome.
         iterations: Newton iterations taken.
         residual: infinity norm of the final residual (the larger of rvio and bvio).
-        factorization: the last Newton-matrix factorization (reusable for gradients), or None.
         complementarity: final complementarity violation bvio (0 without inequalities).
     """
 
@@ -48,7 +49,6 @@ class SolverResult:
     status: SolverStatus
     iterations: int
     residual: float
-    factorization: object | None = None
     complementarity: float = 0.0
 
     @property
@@ -56,12 +56,5 @@ class SolverResult:
         return self.status is SolverStatus.SUCCESS
 
 
-# The core's status codes (core/data.h SolverStatus), in order.
-STATUS_FROM_CODE = (
-    SolverStatus.SUCCESS,
-    SolverStatus.MAX_ITERATIONS,
-    SolverStatus.LINE_SEARCH_FAILURE,
-    SolverStatus.NON_FINITE,
-    SolverStatus.SINGULAR_MATRIX,
-    SolverStatus.DIVERGED,
-)
+# The core's status codes (core/maximal/data.h SolverStatus), in order: read from the core.
+STATUS_FROM_CODE = tuple(SolverStatus(name) for name in _core.SOLVER_STATUSES)

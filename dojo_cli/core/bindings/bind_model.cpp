@@ -12,42 +12,50 @@ namespace dojo::bindings {
 void bind_model(nb::module_& m) {
   nb::class_<ModelInput>(m, "ModelInput", "The description a Model is compiled from (flat arrays).")
       .def(nb::init<>())
-      .def_rw("timestep", &ModelInput::timestep)
-      .def_rw("gravity", &ModelInput::gravity)
-      .def_rw("mass", &ModelInput::mass)
-      .def_rw("inertia", &ModelInput::inertia)
-      .def_rw("parent", &ModelInput::parent)
-      .def_rw("child", &ModelInput::child)
-      .def_rw("parent_vertex", &ModelInput::parent_vertex)
-      .def_rw("child_vertex", &ModelInput::child_vertex)
-      .def_rw("orientation_offset", &ModelInput::orientation_offset)
-      .def_rw("basis", &ModelInput::basis)
-      .def_rw("constrained", &ModelInput::constrained)
-      .def_rw("locked", &ModelInput::locked)
-      .def_rw("spring", &ModelInput::spring)
-      .def_rw("damper", &ModelInput::damper)
-      .def_rw("spring_offset", &ModelInput::spring_offset)
-      .def_rw("damper_implicit", &ModelInput::damper_implicit)
-      .def_rw("limit_free", &ModelInput::limit_free)
-      .def_rw("limit_sign", &ModelInput::limit_sign)
-      .def_rw("limit_bound", &ModelInput::limit_bound)
-      .def_rw("contact_body", &ModelInput::contact_body)
-      .def_rw("contact_other", &ModelInput::contact_other)
-      .def_rw("contact_model", &ModelInput::contact_model)
-      .def_rw("contact_kind", &ModelInput::contact_kind)
-      .def_rw("contact_friction", &ModelInput::contact_friction)
-      .def_rw("contact_radius", &ModelInput::contact_radius)
-      .def_rw("contact_offset", &ModelInput::contact_offset)
-      .def_rw("contact_shape", &ModelInput::contact_shape)
-      .def_rw("contact_restitution", &ModelInput::contact_restitution)
-      .def_rw("contact_shape_a", &ModelInput::contact_shape_a)
-      .def_rw("actuator_free", &ModelInput::actuator_free)
-      .def_rw("actuator_body", &ModelInput::actuator_body)
-      .def_rw("actuator_gain", &ModelInput::actuator_gain)
-      .def_rw("actuator_force", &ModelInput::actuator_force)
-      .def_rw("actuator_point", &ModelInput::actuator_point)
-      .def_rw("actuator_torque", &ModelInput::actuator_torque)
-      .def_rw("contact_margin", &ModelInput::contact_margin);
+#define DOJO_BIND_FIELD(shape, type, name, owner, width, scene, finite) .def_rw(#name, &ModelInput::name)
+      DOJO_MODEL_INPUT_FIELDS(DOJO_BIND_FIELD);
+#undef DOJO_BIND_FIELD
+
+  // The field table of fields.h, for Python (dojo_cli/model/compiled.py): one dict per
+  // field, in order: name, shape ("scalar" or "array"), type ("double" or "int"), owner,
+  // width, scene, finite.
+  nb::list fields;
+#define DOJO_FIELD_ROW(shape, type, name, owner, width, scene, finite)                                         \
+  {                                                                                                         \
+    nb::dict row;                                                                                           \
+    row["name"] = #name;                                                                                    \
+    row["shape"] = #shape;                                                                                  \
+    row["type"] = #type;                                                                                    \
+    row["owner"] = owner;                                                                                   \
+    row["width"] = width;                                                                                   \
+    row["scene"] = scene;                                                                                   \
+    row["finite"] = static_cast<bool>(finite);                                                             \
+    fields.append(row);                                                                                     \
+  }
+  DOJO_MODEL_INPUT_FIELDS(DOJO_FIELD_ROW)
+#undef DOJO_FIELD_ROW
+  m.attr("MODEL_INPUT_FIELDS") = nb::tuple(fields);
+
+  // The enums' names by code, so that Python mirrors none of them.
+  nb::list kinds, halfspace_kinds, models, statuses;
+  for (int k = 0; k < kCollisionKinds; ++k) {
+    kinds.append(kCollisionKindNames[k]);
+    if (is_halfspace(static_cast<CollisionKind>(k))) halfspace_kinds.append(kCollisionKindNames[k]);
+  }
+  nb::dict half_size;
+  for (int k = 0; k < kContactModels; ++k) {
+    models.append(kContactModelNames[k]);
+    half_size[kContactModelNames[k]] = contact_half_size(static_cast<ContactModel>(k));
+  }
+  for (int k = 0; k < kSolverStatuses; ++k) statuses.append(kSolverStatusNames[k]);
+  m.attr("COLLISION_KINDS") = nb::tuple(kinds);
+  m.attr("HALFSPACE_KINDS") = nb::tuple(halfspace_kinds);
+  m.attr("CONTACT_MODELS") = nb::tuple(models);
+  m.attr("CONTACT_HALF_SIZE") = half_size;
+  m.attr("SOLVER_STATUSES") = nb::tuple(statuses);
+  m.attr("DAMPER_FORMS") = nb::make_tuple(kDamperForms[0], kDamperForms[1]);
+  m.attr("SHAPE_SIZE") = kShapeSize;
+  m.attr("SHAPE_A_SIZE") = kShapeASize;
 
   nb::class_<Model>(m, "Model", "A compiled mechanism: frozen flat arrays and the step's block structure.")
       .def(nb::init<const ModelInput&>(), nb::arg("input"))

@@ -16,6 +16,9 @@ enum class CollisionKind : int {
   CornerBox = 7,        // a box's corner (a sphere with its box) - box
 };
 constexpr int kCollisionKinds = 8;
+// The scene's names of the kinds, by code (Python reads them: dojo_cli._core.COLLISION_KINDS).
+constexpr const char* kCollisionKindNames[kCollisionKinds] = {
+    "halfspace", "sphere", "capsule", "box", "segment_capsule", "segment_box", "circle_halfspace", "corner_box"};
 
 // Whether body b is the world (a half-space).
 constexpr bool is_halfspace(CollisionKind kind) {

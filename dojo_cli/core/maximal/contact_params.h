@@ -10,6 +10,9 @@ namespace dojo {
 
 // Contact models (dojo_engine_notes.md 4.2).
 enum class ContactModel : int { Impact = 0, Nonlinear = 1, Linear = 2 };
+constexpr int kContactModels = 3;
+// The scene's names of the models, by code (dojo_cli._core.CONTACT_MODELS).
+constexpr const char* kContactModelNames[kContactModels] = {"impact", "nonlinear", "linear"};
 
 // Unknowns per contact: s and gamma, each of this half size N.
 constexpr int contact_half_size(ContactModel model) {

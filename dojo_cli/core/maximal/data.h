@@ -32,6 +32,10 @@ enum class SolverStatus : int {
   SingularMatrix = 4,  // the Newton matrix could not be factorised (a zero or non-finite pivot)
   Diverged = 5,        // the solve converged to a state beyond the model's bounds (Model::state_bound)
 };
+constexpr int kSolverStatuses = 6;
+// The statuses' names, by code (dojo_cli._core.SOLVER_STATUSES; the storage writes them).
+constexpr const char* kSolverStatusNames[kSolverStatuses] = {
+    "success", "max_iterations", "line_search_failure", "non_finite", "singular_matrix", "diverged"};
 
 // Columns of one iteration's log line (--verbose): Dojo's table.
 // (residual: infinity norm of the whole residual; rvio/bvio: of its equality and

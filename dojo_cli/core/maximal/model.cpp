@@ -31,25 +31,16 @@ Model::Model(const ModelInput& in) {
 
   // every number of the description must be finite (a NaN parameter would otherwise
   // reach the solver and come back as a NaN 'converged' state)
+  // (the fields marked finite in fields.h)
   const std::pair<const char*, const std::vector<double>*> numbers[] = {
-      {"gravity", &in.gravity},
-      {"mass", &in.mass},
-      {"inertia", &in.inertia},
-      {"parent_vertex", &in.parent_vertex},
-      {"child_vertex", &in.child_vertex},
-      {"orientation_offset", &in.orientation_offset},
-      {"basis", &in.basis},
-      {"spring", &in.spring},
-      {"damper", &in.damper},
-      {"spring_offset", &in.spring_offset},
-      {"limit_sign", &in.limit_sign},
-      {"limit_bound", &in.limit_bound},
-      {"contact_friction", &in.contact_friction},
-      {"contact_radius", &in.contact_radius},
-      {"contact_offset", &in.contact_offset},
-      {"contact_shape", &in.contact_shape},
-      {"contact_restitution", &in.contact_restitution},
-      {"contact_shape_a", &in.contact_shape_a},
+#define DOJO_FINITE_FIELD(shape, type, name, owner, width, scene, finite) \
+  DOJO_FINITE_ENTRY_##shape##_##type##_##finite(name)
+#define DOJO_FINITE_ENTRY_array_double_1(name) {#name, &in.name},
+#define DOJO_FINITE_ENTRY_array_double_0(name)
+#define DOJO_FINITE_ENTRY_array_int_0(name)
+#define DOJO_FINITE_ENTRY_scalar_double_0(name)
+      DOJO_MODEL_INPUT_FIELDS(DOJO_FINITE_FIELD)
+#undef DOJO_FINITE_FIELD
   };
   for (const auto& field : numbers)
     for (double v : *field.second)

@@ -19,60 +19,25 @@
 
 #include "linalg/block_lu.h"
 #include "contact_params.h"
+#include "fields.h"
 
 namespace dojo {
 
 constexpr int kWorld = -1;  // parent index meaning the world frame
+// A damper's two forms, by ModelInput::damper_implicit (residual.h): second order, or first
+// order and L-stable (dojo_cli._core.DAMPER_FORMS).
+constexpr const char* kDamperForms[2] = {"midpoint", "implicit"};
 // Divergence bound relative to the scene's length scale (Model::state_bound): far beyond
 // any motion a scene describes (10^8 body lengths), far below overflow.
 constexpr double kDivergenceFactor = 1e8;
 
-// The description handed over from Python (every array flat, row-major).
+// The description handed over from Python (every array flat, row-major): the fields of
+// fields.h, each as DOJO_FIELD_TYPE_<shape>(type).
 struct ModelInput {
-  double timestep = 0.01;
-  std::vector<double> gravity{0.0, 0.0, -9.81};
-  // bodies
-  std::vector<double> mass;     // (nb,)
-  std::vector<double> inertia;  // (nb, 3, 3), body frame, about the centre of mass
-  // joints
-  std::vector<int> parent, child;                   // (nj,), parent kWorld for the world
-  std::vector<double> parent_vertex, child_vertex;  // (nj, 3)
-  std::vector<double> orientation_offset;           // (nj, 4) [w, x, y, z]
-  std::vector<double> basis;                        // (nj, 6, 3): translational rows 0:3, rotational 3:6
-  std::vector<int> constrained;                     // (nj, 6): 1 where a basis row is a constraint
-  // (nj,) 1: the joint is locked (Drake's Lock): each free coordinate gets a lock row,
-  // an equality on the joint impulses holding it at its value at z2 (kinematics.h
-  // lock_row), so its velocity is zero. Empty: no joint locked.
-  std::vector<int> locked;
-  std::vector<double> spring, damper, spring_offset;  // (nf,) per free coordinate, in joint order
-  // (nf,) 1: the damper's first-order implicit form (L-stable), 0: the midpoint form
-  // (second order); residual.h. Empty means midpoint everywhere.
-  std::vector<int> damper_implicit;
-  // joint limits: one inequality per finite bound of a free coordinate
-  std::vector<int> limit_free;                   // (nlim,) free-coordinate index
-  std::vector<double> limit_sign, limit_bound;   // (nlim,) +1 lower / -1 upper, bound
-  // contacts (a sphere on `body` against a half-space or another body's shape)
-  std::vector<int> contact_body, contact_other;  // (nc,), other kWorld for a half-space
-  std::vector<int> contact_model;                // (nc,) ContactModel: impact 0, nonlinear 1, linear 2
-  std::vector<int> contact_kind;                 // (nc,) CollisionKind (collision.h): the pair
-  std::vector<double> contact_friction, contact_radius;  // (nc,)
-  std::vector<double> contact_offset;  // (nc, 3) sphere centre, body frame
-  std::vector<double> contact_shape;   // (nc, 7) kind parameters (contact.h)
-  std::vector<double> contact_restitution;  // (nc,) in [0, 1] (restitution.h); empty: all 0
-  std::vector<double> contact_shape_a;  // (nc, 7) a's primitive beyond the sphere, or empty (all spheres)
-  // actuators: the inputs u, in order (docs/scenes.md "Actuators"). Empty: one per free
-  // coordinate with gain 1 (Dojo's joint inputs). Each is either a joint actuator (a free
-  // coordinate, actuator_body -1) or a body actuator (actuator_free -1): a force fixed in
-  // the body frame at a point of the body (body frame, from the centre of mass) and/or a
-  // torque fixed in the body frame.
-  std::vector<int> actuator_free;                                       // (na,) free coordinate or -1
-  std::vector<int> actuator_body;                                       // (na,) body or -1
-  std::vector<double> actuator_gain;                                    // (na,)
-  std::vector<double> actuator_force, actuator_point, actuator_torque;  // (na, 3) body frame
-  // (nc,) >= 0 or +infinity: the contact joins a step's solve only when its distance at
-  // the step's predicted configuration is within this (m; margins.h);
-  // empty: all +infinity (every contact in every solve)
-  std::vector<double> contact_margin;
+#define DOJO_DECLARE_FIELD(shape, type, name, owner, width, scene, finite) DOJO_FIELD_TYPE_##shape(type) name;
+  DOJO_MODEL_INPUT_FIELDS(DOJO_DECLARE_FIELD)
+#undef DOJO_DECLARE_FIELD
+  ModelInput() : timestep(0.01), gravity{0.0, 0.0, -9.81} {}
 };
 
 
