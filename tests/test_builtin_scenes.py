@@ -7,16 +7,13 @@ import pytest
 
 import dojo_cli as dojo
 from dojo_cli.physics.coordinates import constraint_violation
-from dojo_cli.scene.loader import builtin_scene_names, builtin_scene_unavailable
+from dojo_cli.scene.loader import builtin_scene_names
 
 SCENES = builtin_scene_names()
 
 
 @pytest.mark.parametrize("name", SCENES)
 def test_builtin_scene_runs(name):
-    reason = builtin_scene_unavailable(name)
-    if reason is not None:
-        pytest.skip(f"{name}: {reason}")
     mech = dojo.load_scene(name)
     z0 = dojo.initial_state(mech)
     assert np.max(constraint_violation(mech, z0), initial=0.0) < 1e-9, "initial state satisfies the joints"

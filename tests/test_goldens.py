@@ -29,7 +29,7 @@ import pytest
 import yaml
 
 import dojo_cli as dojo
-from dojo_cli.scene.loader import builtin_scene_text, builtin_scene_unavailable
+from dojo_cli.scene.loader import builtin_scene_text
 
 GOLDEN_DIR = Path(__file__).resolve().parent / "data" / "golden"
 MANIFEST = json.loads((GOLDEN_DIR / "manifest.json").read_text())
@@ -106,9 +106,6 @@ def mechanism(scene: str, model: bool = True):
     midpoint``), which the goldens were written with: they hold the integrator's midpoint
     velocities (Trajectory.state, v_mid), and that option must reproduce them; with
     ``model``, the goldens' model (golden_model)."""
-    reason = builtin_scene_unavailable(scene)
-    if reason is not None:  # a robot scene without the [robots] extra
-        pytest.skip(f"{scene}: {reason}")
     return dojo.load_scene(scene, overrides=golden_model(scene) if model else GOLDEN_FORM)
 
 

@@ -157,7 +157,7 @@ def urdf_scene(tmp_path_factory):
 
 
 def test_urdf_scene_in_pinocchio_order_equals_pinocchio(urdf_scene):
-    pin = pytest.importorskip("pinocchio", reason="Pinocchio (pin, the test extra) is not installed")
+    import pinocchio as pin  # the test extra
     pm = pin.buildModelFromUrdf(str(urdf_scene / "arm.urdf"), pin.JointModelFreeFlyer())
     pd = pm.createData()
     rng = np.random.default_rng(3)

@@ -21,7 +21,7 @@ from dojo_cli import minimal
 from dojo_cli.scene import robots
 from dojo_cli.scene.loader import builtin_scene_names
 
-pin = pytest.importorskip("pinocchio", reason="Pinocchio (pin, the test extra) is not installed")
+import pinocchio as pin  # noqa: E402  (the test extra: the independent oracle must not be skipped)
 from tests.minimal import pinocchio_reference as ref  # noqa: E402
 
 # PinnZoo's tolerances (other_systems_notes.md 2.7), relative to each quantity's scale.
@@ -46,8 +46,6 @@ URDF_SCENES = {"quadruped": "a1_description/urdf/a1.urdf", "go1": "go1_descripti
                "solo12": "solo_description/robots/solo12.urdf", "panda": "panda_description/urdf/panda.urdf",
                "humanoid": "g1_description/urdf/g1_29dof_rev_1_0.urdf"}
 TREE_SCENES = sorted(set(builtin_scene_names()) - NO_PINOCCHIO_JOINT - set(URDF_SCENES))
-_NEEDS_DATA = pytest.mark.skipif(robots.example_robot_data_root() is None,
-                                 reason=f"example-robot-data is not installed ({robots.ROBOTS_EXTRA_INSTALL})")
 
 
 @functools.lru_cache(maxsize=None)
@@ -111,7 +109,6 @@ def test_scene_matches_pinocchio(scene):
     _check(_compare(model, pm, q_of, v_of, perm), scene)
 
 
-@_NEEDS_DATA
 @pytest.mark.parametrize("scene", sorted(URDF_SCENES))
 def test_urdf_robot_matches_pinocchio_from_the_urdf(scene):
     """Pinocchio reads the URDF; our pinocchio order names its joints as it does."""

@@ -4,11 +4,9 @@ and the quadrotor's zero state, as minimal.init_state returns them."""
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
 import dojo_cli as dojo
 from dojo_cli import minimal
-from dojo_cli.scene.loader import builtin_scene_unavailable
 
 # PinnZoo's init_state(Go1()) in PinnZoo's nominal order (its vector_orders.c: FL, FR, RL, RR,
 # hip, thigh, calf each): zero_state, then x[3] = 0.058, x[8:3:19] = (-0.55, 0.55, -0.55, 0.55),
@@ -28,9 +26,6 @@ def _pinnzoo_go1_init_state() -> dict[str, float]:
 
 
 def test_pinnzoo_go1_init_state_is_pinnzoos():
-    reason = builtin_scene_unavailable("pinnzoo_go1")
-    if reason is not None:
-        pytest.skip(reason)
     model = minimal.build_model(dojo.load_scene("pinnzoo_go1"))
     assert (model.nq, model.nv) == (19, 18)
     x = minimal.init_state(model)

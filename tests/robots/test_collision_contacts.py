@@ -7,7 +7,6 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 
 import numpy as np
-import pytest
 from scipy.spatial.transform import Rotation
 
 import dojo_cli as dojo
@@ -18,7 +17,6 @@ from dojo_cli.scene.loader import spec_from_dict
 from dojo_cli.scene.urdf import THIN_BOX_RATIO, UrdfOptions, read_urdf
 
 ROOT = robots.example_robot_data_root()
-pytestmark = pytest.mark.skipif(ROOT is None, reason=f"example-robot-data is not installed ({robots.ROBOTS_EXTRA_INSTALL})")
 _STEPS = 150  # 1.5 s at h = 0.01: the drop, the collapse and the robot at rest
 _BELOW = 1e-3  # the bound: no collision element more than 1 mm under the ground
 

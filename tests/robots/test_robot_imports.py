@@ -18,9 +18,6 @@ from dojo_cli.scene.urdf import MASSLESS, UrdfOptions, read_urdf
 from tests import urdf_reference as ref
 
 ROOT = robots.example_robot_data_root()
-_NEEDS_DATA = pytest.mark.skipif(
-    ROOT is None, reason=f"example-robot-data is not installed ({robots.ROBOTS_EXTRA_INSTALL})"
-)
 ROBOTS = {
     "a1": "a1_description/urdf/a1.urdf",
     "go1": "go1_description/urdf/go1.urdf",
@@ -41,7 +38,6 @@ def _load(name, **options):
     return path, result, build_mechanism(spec_from_dict(result.scene))
 
 
-@_NEEDS_DATA
 @pytest.mark.parametrize("name", sorted(ROBOTS))
 def test_links_bodies_inertias_and_poses(name):
     path, result, mech = _load(name, meshes=False)
@@ -66,7 +62,6 @@ def test_links_bodies_inertias_and_poses(name):
             assert abs(b.mass - links[link].mass) < _EXACT and np.abs(b.inertia - links[link].inertia).max() < _EXACT, link
 
 
-@_NEEDS_DATA
 @pytest.mark.parametrize("name", sorted(ROBOTS))
 def test_merged_robot_keeps_mass_properties_limits_and_dampers(name):
     path, result, mech = _load(name, meshes=False, merge_fixed=True)
@@ -98,7 +93,6 @@ def test_merged_robot_keeps_mass_properties_limits_and_dampers(name):
         assert scene_joint.get("effort_limit") == j.effort and scene_joint.get("velocity_limit") == j.velocity, j.name
 
 
-@_NEEDS_DATA
 def test_feet_of_the_quadrupeds_and_the_humanoid():
     for name, count in (("a1", 4), ("go1", 4), ("solo12", 4), ("g1", 8)):
         _, result, mech = _load(name, meshes=False, merge_fixed=True, contacts="feet", friction=0.8)
@@ -109,7 +103,6 @@ def test_feet_of_the_quadrupeds_and_the_humanoid():
         assert max(lows) < 1e-9 and min(lows) > -1e-12, f"{name}: foot heights {lows}"
 
 
-@_NEEDS_DATA
 def test_import_command_on_a_real_robot(tmp_path):
     out = tmp_path / "a1.yaml"
     res = runner.invoke(app, ["import-urdf", str(ROOT / "robots" / ROBOTS["a1"]), "--floating", "--merge-fixed",

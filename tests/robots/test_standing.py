@@ -11,9 +11,6 @@ import dojo_cli as dojo
 from dojo_cli.scene import robots
 from tests import urdf_reference as ref
 
-pytestmark = pytest.mark.skipif(
-    robots.example_robot_data_root() is None, reason=f"example-robot-data is not installed ({robots.ROBOTS_EXTRA_INSTALL})"
-)
 # Interior-point relaxation: a resting contact keeps a gap ~ btol / impulse, and the
 # equality residual (rtol 1e-6) allows the same order of penetration.
 _PENETRATION_TOL = 1e-6

@@ -157,10 +157,7 @@ def box_at_rest(mech, velocity=(0.0, 0.0, 0.0)):
 @pytest.mark.parametrize("seconds", [0.1, 0.4])
 @pytest.mark.parametrize("scene", builtin_scene_names())
 def test_builtin_scene_gradients(scene, seconds):
-    try:
-        mech = dojo.load_scene(scene)
-    except dojo.SceneError as err:  # a robot scene without the robots extra
-        pytest.skip(f"{scene}: {err}")
+    mech = dojo.load_scene(scene)  # the robot scenes' data is in the test extra: no skip
     z = state_after(mech, seconds)
     u = 0.1 * np.ones(mech.nu)
     directions = 3 if mech.nb <= 8 else 1  # the robots: one random direction each (they cost 10x)
@@ -223,7 +220,7 @@ def test_contact_models_and_pairs(kind, model):
 @pytest.mark.parametrize("kind", ["halfspace", "sphere", "capsule", "box"])
 def test_restitution_gradients(kind, model):
     """A spinning ball about to hit (e = 0.7, h = 0.05): the step's target tau(z2)
-    (core/restitution.h) enters A and the parameter Jacobian (restitution, and gravity,
+    (core/maximal/restitution.h) enters A and the parameter Jacobian (restitution, and gravity,
     radius, offset through tau). Approach speeds 3 m/s (full restitution) and 0.7 m/s (on
     the threshold's smoothstep, v_th = |g| h = 0.49 m/s). The spin is one under which the
     nonlinear contact sticks in the unrelaxed step: where it slides, the finite differences
