@@ -5,7 +5,7 @@ Usage:
 
 Both mechanisms come from example-robot-data's laikago.urdf (floating, meshes off): the
 feet-only import (4 contact spheres) and the ``--contacts collision`` import (44 contacts,
-each with the import's 1 cm margin: core/step.h, "Contact margins"), plus the collision
+each with the import's 1 cm margin: core/maximal/margins.h), plus the collision
 import with the margins removed (every contact in every solve) for reference. Each is
 dropped limp from its standing height and run N steps (default 150 = 1.5 s: the drop, the
 collapse, the robot at rest) with ``dojo.simulate``; the time is CPU time

@@ -40,7 +40,7 @@ non-numbers stored as JSON, decoded by ``read_storage``).
 
 Velocities. Root attribute ``velocities = "knot"``: ``v``, ``omega`` and ``minimal/v`` are
 velocities at the knot times t_k, from the discrete Legendre transform at q_k (the average
-of the transforms of the midpoint velocities on both sides, core/energy.h knot_velocities),
+of the transforms of the midpoint velocities on both sides, core/maximal/energy.h knot_velocities),
 and ``v_mid``, ``omega_mid`` the integrator's midpoint velocities. The writer computes the
 knot values (``knot_velocities``, given by the run loop) from the midpoint velocities it is
 handed; row k needs row k+1, so at each block write the last row's are extrapolated (the

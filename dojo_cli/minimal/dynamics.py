@@ -1,6 +1,6 @@
 """PinnZoo's dynamics and kinematics functions on the core's tree algorithms.
 
-Each function is one call into the C++ core (dojo_cli/core/tree.h): CRBA for M, RNEA
+Each function is one call into the C++ core (dojo_cli/core/minimal/tree.h): CRBA for M, RNEA
 for C and the inverse dynamics, ABA for the forward dynamics, Carpentier and Mansard's
 analytical derivatives for the ``*_deriv`` functions. x = [q; v] (nx,) in the model's
 nominal order; derivatives are with respect to the raw x (every configuration number,

@@ -108,7 +108,7 @@ def _joint_input_map(model: MinimalModel, x) -> np.ndarray:
 
 def passive_forces(model: MinimalModel, x) -> np.ndarray:
     """(nv,) generalized forces of the scene's joint springs and dampers, which C_func
-    leaves out (one call into the core: core/tree_passive.cpp).
+    leaves out (one call into the core: core/minimal/tree_passive.cpp).
 
     Dojo's spring -k (theta - theta0) and damper -c theta_dot on each free coordinate
     theta (physics.md), mapped by the transpose of d theta_dot / dv: E_t^T for

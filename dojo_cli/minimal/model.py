@@ -3,7 +3,7 @@
 PinnZoo's conventions (docs/minimal.md): q = [x y z qw qx qy qz] for a floating base
 (position of the base frame in the world, quaternion body to world) and v = [v; w], both
 in the base's body frame; M(x) vdot + C(x) = tau; q' = E(q) v. Every tree joint j of the
-scene becomes one tree joint of the core (dojo_cli/core/tree.h):
+scene becomes one tree joint of the core (dojo_cli/core/minimal/tree.h):
 
 - its successor frame sits at the joint point of the child (``child_vertex`` in the child
   body) with the child's orientation; for a URDF scene that is the child link's frame (the

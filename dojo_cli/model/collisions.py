@@ -1,7 +1,7 @@
 """Shape pairs compiled into contacts of the core's collision table.
 
 The core's contact set is fixed per model (compiled once), and each of its contacts is one
-entry of the collision table (core/collision.h): a sphere (a point when its radius is 0),
+entry of the collision table (core/maximal/collision.h): a sphere (a point when its radius is 0),
 a segment (a capsule's core) or a circle (a cylinder cap's rim) on body a, against a
 half-space or a sphere, capsule or box on body b. A pair of scene shapes becomes a fixed
 list of such contacts, always the same ones in the same order (the storage names
@@ -79,7 +79,7 @@ def vertices(shape: Shape) -> np.ndarray:
 
 
 def perpendicular_unit(axis: np.ndarray) -> np.ndarray:
-    """The core's fixed unit vector perpendicular to a unit axis (core/collision.h's
+    """The core's fixed unit vector perpendicular to a unit axis (core/maximal/collision.h's
     perpendicular_unit: k the axis' largest component, e_{k+1} made perpendicular)."""
     k = int(np.argmax(np.abs(axis)))
     e = np.zeros(3)
@@ -200,7 +200,7 @@ def body_pair_contacts(name: str, body_a: int, shape_a: Shape, body_b: int, shap
 
 
 def _padded(*values) -> np.ndarray:
-    """A contact's shape_a (7,) from its leading values (core/collision.h's kShapeASize)."""
+    """A contact's shape_a (7,) from its leading values (core/maximal/collision.h's kShapeASize)."""
     out = np.zeros(7)
     flat = np.concatenate([np.ravel(np.asarray(v, float)) for v in values])
     out[: flat.size] = flat

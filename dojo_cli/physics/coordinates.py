@@ -1,5 +1,5 @@
 """Conversions between maximal and minimal states (dojo_engine_notes.md 3.7): the
-Python face of the C++ core (dojo_cli/core/coordinates.h, where they are defined).
+Python face of the C++ core (dojo_cli/core/maximal/coordinates.h, where they are defined).
 
 Minimal state, joint by joint in joint order: [theta_t; theta_r; dtheta_t;
 dtheta_r] of that joint's free coordinates (Dojo's per-joint grouping; fixed
@@ -28,7 +28,7 @@ from dojo_cli import _core
 from dojo_cli.model.mechanism import Mechanism
 
 # Parts of a body that minimal_to_maximal's body_overrides may replace, in the order of
-# the core's override flags (core/coordinates.h OverridePart), with their slice of the
+# the core's override flags (core/maximal/coordinates.h OverridePart), with their slice of the
 # 13 maximal numbers [x, v, q, w] of a body.
 _OVERRIDE_PARTS = (
     ("position", slice(0, 3)),
@@ -126,7 +126,7 @@ def minimal_to_maximal(
             tree is walked so that the body's descendants follow it.
         instantaneous: the rates in y and the overrides' velocities are velocities at
             the configuration's time, and so are the result's (the exact velocity map,
-            core/coordinates.h; one state (2 nf,), no z_base). By default the result
+            core/maximal/coordinates.h; one state (2 nf,), no z_base). By default the result
             holds Dojo's midpoint velocities: differences of the poses at theta - h rate
             and at theta.
     """

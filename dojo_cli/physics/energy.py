@@ -1,5 +1,5 @@
 """Kinetic, potential and mechanical energy, linear and angular momentum: the Python
-face of the C++ core (dojo_cli/core/energy.h, where they are defined; notes 7.2).
+face of the C++ core (dojo_cli/core/maximal/energy.h, where they are defined; notes 7.2).
 
 Dojo defines the momentum at time k by the discrete Legendre transform of the
 step that leaves k, minus half of that step's impulses (notes 7.2). Since the

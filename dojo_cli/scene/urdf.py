@@ -89,7 +89,7 @@ _MESH_SUFFIXES = (".obj", ".stl", ".dae")
 THIN_BOX_RATIO = 4.0
 # --contacts collision: most vertices of a mesh's reduced convex hull (each is a contact).
 HULL_VERTICES = 32
-# --contacts collision: each contact's margin (m; core/step.h, "Contact margins"): it joins
+# --contacts collision: each contact's margin (m; core/maximal/margins.h): it joins
 # a step's solve only within this of touching at the step's predicted configuration. A
 # robot's collision shapes are many and most are far from the ground at any time; left
 # out, they cost nothing. 1 cm: beyond a step's change of velocity under gravity

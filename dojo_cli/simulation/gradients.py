@@ -1,6 +1,6 @@
 """Exact derivatives of one step by the implicit function theorem (dojo_engine_notes.md 6).
 
-The derivatives are computed by the C++ core (dojo_cli/core/gradients.h, which
+The derivatives are computed by the C++ core (dojo_cli/core/maximal/gradients.h, which
 documents the method: the Newton matrix refactorised at the step's own solution,
 the regularisation removed by iterative refinement, the z2 impulse maps'
 second derivatives from the templated kinematics over dual numbers, relaxed

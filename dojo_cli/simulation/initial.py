@@ -1,5 +1,5 @@
 """The state a run starts from, given velocities at t = 0: the Python face of the
-core's initial_midpoint (dojo_cli/core/initial.h; docs/physics.md, "Velocities at t0
+core's initial_midpoint (dojo_cli/core/maximal/initial.h; docs/physics.md, "Velocities at t0
 and at the knots").
 
 The integrator's state holds midpoint velocities (the velocity over the interval before

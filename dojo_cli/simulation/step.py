@@ -108,7 +108,7 @@ def solve_step(
             if inequalities:
                 rec.update(bvio=bvio, rvio=rvio, kappa=kappa)
             log(rec)
-    result = SolverResult(data.w.copy(), STATUS_FROM_CODE[code], data.iterations, data.residual, None, data.complementarity)
+    result = SolverResult(data.w.copy(), STATUS_FROM_CODE[code], data.iterations, data.residual, data.complementarity)
     return data.z_next.copy(), result
 
 

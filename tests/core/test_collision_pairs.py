@@ -1,4 +1,4 @@
-"""The collision pairs beyond a sphere on body a (core/collision.h) and the shape pairs
+"""The collision pairs beyond a sphere on body a (core/maximal/collision.h) and the shape pairs
 compiled into them (dojo_cli/model/collisions.py, the scene's ``collisions:`` block).
 
 Independent checks: capsule-capsule and capsule-box distances against scipy's bounded

@@ -1,4 +1,4 @@
-"""The C++ contact kernels (dojo_cli/core/collision.h, contact.h, contact.cpp).
+"""The C++ contact kernels (dojo_cli/core/maximal/collision.h, contact.h, contact.cpp).
 
 Checks independent of any other implementation: the geometry Jacobians and the kernel's
 Jacobians against central finite differences of the C++ values, the hand-chained

@@ -1,4 +1,4 @@
-"""The C++ coordinate conversions (dojo_cli/core/coordinates.h, coordinates.cpp).
+"""The C++ coordinate conversions (dojo_cli/core/maximal/coordinates.h, coordinates.cpp).
 
 - min -> max -> min round trips for every joint type, at random states and at zero
   (where the exponential map takes its series branch);

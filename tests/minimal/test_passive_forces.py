@@ -1,6 +1,6 @@
-"""passive_forces (core/tree_passive.cpp) against the maximal core's spring and damper
+"""passive_forces (core/minimal/tree_passive.cpp) against the maximal core's spring and damper
 impulses: the same law on the same coordinates, computed by code that shares nothing with
-the tree (core/step.cpp's minimal-coordinate rows at z2).
+the tree (core/maximal/residual.cpp's minimal-coordinate rows at z2).
 
 The maximal step's body residual holds, per free coordinate f, the spring impulse
 h Jf^T (-k (theta - theta0)) and the damper impulse -h c Jf^T Jf xi (its midpoint form:

@@ -1,5 +1,5 @@
 """Boxes on boxes (issue 12, item 4): box-box contacts are each box's corners against the
-other box (core/collision.h, corner_box; docs/physics.md, "Collision table")."""
+other box (core/maximal/collision.h, corner_box; docs/physics.md, "Collision table")."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Locked joints (issue 14, Drake's Lock): ``locked: true`` holds a joint's free coordinates.
 
 A locked joint adds one lock row per free coordinate to the joint impulses, holding the
-joint where each step starts (core/kinematics.h lock_row). The checks:
+joint where each step starts (core/maximal/kinematics.h lock_row). The checks:
 1. a planar_axis body under gravity and a constant input stays put (coordinates constant
    to the solver's tolerance, velocities zero) over many steps;
 2. a double pendulum with its elbow locked moves as the independent model with a fixed

@@ -19,7 +19,7 @@ ITERATE_SPREAD = 0.1  # random offset of the iterate from the step's starting po
 class StepSystem:
     """The nonlinear system of one step from state z with inputs u, evaluated by the core.
 
-    Unknowns w (n,) in the layout of dojo_cli/core/model.h: per body (v25, w25), joint
+    Unknowns w (n,) in the layout of dojo_cli/core/maximal/model.h: per body (v25, w25), joint
     impulses, limit slacks and impulses, per contact slacks and impulses.
     """
 

@@ -1,4 +1,4 @@
-"""Restitution (contacts[i].restitution, core/restitution.h; docs/physics.md "Restitution").
+"""Restitution (contacts[i].restitution, core/maximal/restitution.h; docs/physics.md "Restitution").
 
 - a ball dropped from 1 m rebounds to e^2 m (issue 12: 2 % at h = 1e-3, 5 % at h = 1e-2),
   for every contact model;
@@ -81,7 +81,7 @@ def flight_energies(tr):
     - the energy g z_k + |v_k|^2 / 2 with the knot velocity v_k = (v_mid[k] + v_mid[k+1]) / 2
       (as dojo energy computes it);
     - Stormer-Verlet's invariant g z_k + v_mid[k] v_mid[k+1] / 2 (= that - g^2 h^2 / 8), the one
-      the restitution target scales by e^2 (core/restitution.h).
+      the restitution target scales by e^2 (core/maximal/restitution.h).
     Also the largest relative spread of the energy within a flight."""
     z = tr.x[:, 0, 2] - R
     v = tr.v_mid[:, 0, 2]  # the integrator's midpoint velocities (v holds the knot ones)

@@ -1,6 +1,6 @@
 """Revolute limits of any size (issue 12, item 7b; docs/physics.md, "Revolute limits of
 any size"): a limit row measures the joint angle unwrapped from the angle at the step's
-start along the step's own increment (core/kinematics.h limit_row), runs carry that angle
+start along the step's own increment (core/maximal/kinematics.h limit_row), runs carry that angle
 from step to step and store it in minimal/q, so a joint winds through several turns and
 stops at its bound, a restart from a stored state measures from the same branch, and the
 step's derivatives are those of the unwrapped rows."""

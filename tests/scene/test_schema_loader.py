@@ -539,7 +539,7 @@ def test_override_validation_problem_names_set(tmp_path):
 
 
 def test_a_box_against_which_a_contact_collides_has_no_radius():
-    """The collision table's box (core/collision.h) is not rounded: a radius given for a box
+    """The collision table's box (core/maximal/collision.h) is not rounded: a radius given for a box
     under ``against:`` is refused with its field, not silently ignored; 0 (what a stored
     scene writes back) is accepted."""
     from dojo_cli.errors import SceneError

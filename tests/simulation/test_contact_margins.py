@@ -1,4 +1,4 @@
-"""Contact margins (core/step.h, "Contact margins"): a contact with a finite margin joins a
+"""Contact margins (core/maximal/margins.h): a contact with a finite margin joins a
 step's solve only within its margin of touching at the predicted configuration; a left-out
 contact that the solution brings to touch joins and the step is solved again. At the
 returned solution every left-out contact is separated, so the step is one of the whole

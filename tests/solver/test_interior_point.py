@@ -1,4 +1,4 @@
-"""The core's interior-point solver (dojo_cli/core/interior_point.h): its cone algebra,
+"""The core's interior-point solver (dojo_cli/core/maximal/interior_point.h): its cone algebra,
 Nesterov-Todd scaling and cone step length as units, then its behaviour through the public
 step on problems with known answers (a contact's complementarity problem, the projection
 onto the friction cone), its statuses, and regressions."""

@@ -72,7 +72,7 @@ dojo::CollisionKind parse_kind(nb::handle obj) {
 }
 
 // ContactParams from a dict {body, other, model, kind, friction, radius, offset (3,),
-// shape_a (<= 7,), shape (<= 7,)}; missing keys take contact.py's defaults (the ground, nonlinear, mu 0.5).
+// shape_a (<= 7,), shape (<= 7,)}; missing keys take the defaults (the ground, nonlinear, mu 0.5).
 dojo::ContactParams parse_contact(const nb::dict& d) {
   dojo::ContactParams c{};
   c.body = d.contains("body") ? nb::cast<int>(d["body"]) : 0;

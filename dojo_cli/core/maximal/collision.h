@@ -36,9 +36,7 @@
 // tangents are t1 = normalize(e_x x n) (normalize(e_y x n) when |e_x x n| is not above
 // 1e-6) and t2 = t1 x n; for every kind point_a - point_b = distance * normal.
 //
-// The sphere pairs are a port of the numpy dojo_cli/physics/collision.py and math/jet.py (deleted
-// since: commit 83cbf48 has them, tests/data/golden holds this code to them), with the
-// same formulas, special cases and thresholds. Differences from Dojo, on purpose, as documented there: t1 is
+// Differences from Dojo, on purpose: t1 is
 // normalised; a sphere centre inside a box is pushed out through the nearest face
 // (Dojo clamps it to itself: distance -radius at any depth); every Jacobian is
 // analytic (Dojo uses finite differences for sphere-sphere and the box point); the
@@ -60,8 +58,8 @@ namespace dojo {
 
 // Tangent coordinates of a pair: [x_a (3), t_a (3), x_b (3), t_b (3)].
 constexpr int kPairTangents = 12;
-// With parameters: then the contact's sphere offset (3) and radius (1) (contact.py's
-// PARAMETER_COLUMNS; the parameter gradients need them).
+// With parameters: then the contact's sphere offset (3) and radius (1) (the parameter
+// gradients need them).
 constexpr int kPairParameterColumns = 16;
 constexpr int kColumnsA = 0;        // first tangent column of body a
 constexpr int kColumnsB = 6;        // first tangent column of body b
@@ -83,7 +81,7 @@ constexpr double kShortSegment = 1e-12;
 // +x when that projection is shorter than this (segment within 30 degrees of z; then
 // |x projected| >= sqrt(3)/2, well conditioned).
 constexpr double kParallelSine = 0.5;
-// Below this norm a vector has no direction (jet.py's _TINY); normalizing it returns it
+// Below this norm a vector has no direction; normalizing it returns it
 // unchanged (unreachable in the collision functions, which guard their directions).
 constexpr double kTinyNorm = 1e-300;
 
@@ -113,7 +111,7 @@ struct TangentPose {
   bool seeded;
 };
 
-// Geometry of one contact (contact.py's ContactGeometry fields, one contact).
+// Geometry of one contact.
 //   distance: signed distance (m): > 0 separated, < 0 penetrating.
 //   normal: (3,) world unit normal, from body b towards body a.
 //   tangent: (2, 3) world rows t1, t2 (see tangent_basis).
@@ -133,11 +131,11 @@ namespace collision_detail {
 template <class T>
 constexpr bool kIsDouble = std::is_same<T, double>::value;
 
-// Jet operations with jet.py's conventions at the edges (generic names, kept out of
+// Dual-number operations with fixed conventions at the edges (generic names, kept out of
 // namespace dojo).
 
 // |v| with derivative (v / |v|) . dv, and a zero derivative at v = 0 where the
-// direction is undefined (jet.py's Jet.norm).
+// direction is undefined.
 template <class T>
 inline T norm(const Vec3<T>& v) {
   const T sq = dot(v, v);
@@ -155,7 +153,7 @@ inline Vec3<T> normalized(const Vec3<T>& v) {
   return Vec3<T>{{v[0] * inv, v[1] * inv, v[2] * inv}};
 }
 
-// np.clip(x, lower, upper) with jet.py's derivative: zero where clamped, including
+// np.clip(x, lower, upper) with the derivative: zero where clamped, including
 // exactly at a bound.
 template <class T>
 inline T clip(const T& x, double lower, double upper) {
@@ -199,7 +197,7 @@ inline Vec3<T> body_from_world(const TangentPose<T>& p, const Vec3<T>& w) {
   }
 }
 
-// The world centre of a's sphere, x_a + R(q_a) offset_a (collision.py's _sphere_centre).
+// The world centre of a's sphere, x_a + R(q_a) offset_a.
 template <class T, class U>
 inline Vec3<T> sphere_centre(const TangentPose<T>& a, const Vec3<U>& offset) {
   return a.x + world_from_body(a, offset);
@@ -222,7 +220,7 @@ inline void tangent_basis(const Vec3<T>& n, Vec3<T> tangent[2]) {
   tangent[1] = cross(tangent[0], n);
 }
 
-// Add the tangents and a's contact point (centre_a - radius_a normal) (collision.py's _finish).
+// Add the tangents and a's contact point (centre_a - radius_a normal).
 template <class T>
 inline void finish_geometry(const Vec3<T>& centre_a, const T& radius_a, const T& distance, const Vec3<T>& normal,
                             const Vec3<T>& point_b, Geometry<T>& out) {
@@ -769,7 +767,7 @@ inline TangentPose<T> tangent_pose(const double x[3], const double q[4], int fir
 // ------------------------------------------------------------- flat front end
 // The geometry of one contact with its Jacobian over [x_a, t_a, x_b, t_b] (12 columns)
 // or, with parameters, also over a's sphere offset (3) and radius (16 columns). Body b's
-// columns are seeded even for a half-space (they are zero), as collision.py does.
+// columns are seeded even for a half-space (they are zero).
 struct GeometryJacobian {
   int columns;  // 12 or 16
   double distance;

@@ -1,7 +1,6 @@
 // Contact kernels: the contact models per contact and the flat geometry front end
-// (contact.h, collision.h; a port of the numpy dojo_cli/physics/contact.py and collision.py,
-// deleted since: commit 83cbf48 has them, and the golden files in tests/data/golden hold
-// this code to them; "contact.py's X" below names what X replaced).
+// (contact.h, collision.h; the golden files in tests/data/golden hold this code to the
+// results it had when it was written).
 #include "contact.h"
 
 #include <type_traits>
@@ -48,7 +47,7 @@ inline void pair_geometry(const ContactParams& c, const TangentPose<T>& pose_a, 
   collide(c.kind, sphere_centre(pose_a, offset), radius, pose_a, c.shape_a, pose_b, c.shape, g);
 }
 
-// contact.py's evaluate_contacts after the geometry (st.g set), templated on the scalar.
+// One contact's evaluation after the geometry (st.g set), templated on the scalar.
 // Point velocity v + (R w) x (p - x) per body and vt = T (v_a(p_a) - v_b(p_b)) (notes 4.3);
 // force n gn + T^T bt on a at p_a, its negative on b at p_b, torques R^T (p - x) x f in
 // the body frames (notes 4.2).
@@ -95,7 +94,7 @@ inline void pair_wrench(const PairState<T>& st, bool world_b, T wrench[12]) {
   }
 }
 
-// The force coefficients (gn, bt1, bt2) from gamma (contact.py's FORCE_MAP; notes 4.2:
+// The force coefficients (gn, bt1, bt2) from gamma (notes 4.2:
 // nonlinear bt = (b1, b2), linear bt = P^T (b1..b4)).
 void force_coefficients(ContactModel model, const double* gamma, double coef[3]) {
   coef[0] = gamma[0];
@@ -110,7 +109,7 @@ void force_coefficients(ContactModel model, const double* gamma, double coef[3])
   }
 }
 
-// Residual rows of the model (contact.py's _model_rows; notes 4.2), complementarity
+// Residual rows of the model (notes 4.2), complementarity
 // with kappa = 0 (the interior point subtracts its kappa target itself).
 void model_rows(const ContactParams& c, const double* s, const double* g, double d, const double vt[2],
                 ContactEval& out) {
@@ -141,7 +140,7 @@ void model_rows(const ContactParams& c, const double* s, const double* g, double
   }
 }
 
-// d comp / d [s, gamma] and d cons / d [s, gamma] (contact.py's comp_jac and local).
+// d comp / d [s, gamma] and d cons / d [s, gamma].
 void model_local_jacobians(const ContactParams& c, int n, const double* s, const double* g, ContactEval& out) {
   for (int r = 0; r < n; ++r) {
     for (int k = 0; k < 2 * n; ++k) {
@@ -159,7 +158,7 @@ void model_local_jacobians(const ContactParams& c, int n, const double* s, const
       out.comp_jac[0][0] = g[0];
       out.comp_jac[0][n] = s[0];
       // cone_product rows: arrow(psi, b) d/d eta and arrow(eta) d/d (psi, b),
-      // arrow(u) = [[u0, u1, u2], [u1, u0, 0], [u2, 0, u0]] (cones.py)
+      // arrow(u) = [[u0, u1, u2], [u1, u0, 0], [u2, 0, u0]]
       const double* psi_b = g + 1;
       const double* eta = s + 1;
       for (int side = 0; side < 2; ++side) {
@@ -216,7 +215,7 @@ void constraint_rows_jacobian(ContactModel model, const double d_jac[K], const d
   }
 }
 
-// jac (12 columns over z3) chained to [xi_a, xi_b] (integrator.py's chain_to_velocities):
+// jac (12 columns over z3) chained to [xi_a, xi_b]:
 // x3 = x2 + h v25 and q3 = q2 qmap(w25) (notes 2.2) give dx3/dv25 = h I, dt3/dw25 = mw.
 inline void chain_to_velocities(const double jac[12], double h, const double* mwa, const double* mwb, bool world_b,
                                 double out[12]) {
@@ -400,7 +399,7 @@ void evaluate_residual(const ContactParams& c, const ContactBodyState& a, const 
 // d/doffset = d/dc R_a (the offset moves the whole primitive); the radius enters only as
 // distance - radius and point_a = (radius-0 point) - radius n (d/dradius = -1 and -n). The rest (contact points relative to
 // the bodies, relative velocity, vt, force, torques) is chained by hand with 3 x K
-// blocks, the derivatives of jet.py's operations: d(a x b) = -[b]x da + [a]x db;
+// blocks, the derivatives of the dual-number operations: d(a x b) = -[b]x da + [a]x db;
 // d(R(q exp(t/2)) u)/dt = -R [u]x; d(R(q exp(t/2))^T w)/dt = [R^T w]x.
 template <class C>
 void evaluate_derivatives(const ContactParams& c, double h, const ContactBodyState& a, const ContactBodyState& b,

@@ -23,10 +23,8 @@
 // its s indices (written here with kappa = 0) and its constraint rows at its gamma
 // indices.
 //
-// This is a port of the numpy dojo_cli/physics/contact.py (deleted since; commit 83cbf48,
-// held by tests/data/golden): evaluate_contacts, _model_rows,
-// ContactEvaluation.matrix_blocks), per contact, allocation-free and without virtual
-// calls: evaluate_contact() is the kernel. The pose-dependent part (geometry, contact
+// Per contact, allocation-free and without virtual calls: evaluate_contact() is the
+// kernel. The pose-dependent part (geometry, contact
 // points, vt, force, torques) is one template over the scalar. The residual runs it on
 // doubles. The Jacobians (exact, not finite differences): the geometry runs on dual
 // numbers seeded on its own inputs (a's sphere centre, b's pose: 3 or 9 columns; the
@@ -37,7 +35,7 @@
 // together to ~1e-15. All paths give bitwise the same values (no templated expression
 // divides: x * (1 / y), so doubles and duals round alike).
 //
-// Signs, for whoever assembles the Newton matrix (simulation/step.py):
+// Signs, for whoever assembles the Newton matrix (newton_matrix.cpp):
 // - the body residual SUBTRACTS the contact wrench: r_body -= wrench;
 // - this kernel returns the RAW derivatives of the wrench: the matrix entries are
 //   contact_map = -wrench_gamma (body rows, gamma columns; s columns are zero) and
@@ -102,7 +100,7 @@ struct ContactEval {
   double comp_jac[kMaxContactHalfSize][2 * kMaxContactHalfSize];    // d comp / d [s, gamma] (N x 2N)
   double cons_local[kMaxContactHalfSize][2 * kMaxContactHalfSize];  // d cons / d [s, gamma] (N x 2N, with mu)
   // d cons / d [xi_a, xi_b]: cons_z3 chained through x3 = x2 + h v25 (dx3/dv25 = h I) and
-  // dt3/dw25 = mw, plus the direct dependence of vt on xi25 (contact.py's cons_body +
+  // dt3/dw25 = mw, plus the direct dependence of vt on xi25 (the body columns of cons +
   // chain_to_velocities)
   double cons_body[kMaxContactHalfSize][12];
   double wrench_gamma[12][kMaxContactHalfSize];  // d wrench / d gamma (12 x N): the raw impulse map
@@ -132,7 +130,7 @@ void evaluate_contact_reference(const ContactParams& c, double h, const ContactB
                                 const ContactBodyState& b, const double* s, const double* gamma,
                                 ContactOutput output, ContactEval& out);
 
-// Dojo's interior-point starting point for one contact (contact.py's initialize): every
+// Dojo's interior-point starting point for one contact (Dojo's initialisation): every
 // orthant entry kContactConeStart, the second-order cones (kContactConeStart, 0, 0).
 //   s, gamma: (N,) written.
 void contact_starting_point(ContactModel model, double* s, double* gamma);

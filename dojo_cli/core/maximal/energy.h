@@ -1,5 +1,5 @@
 // Kinetic, potential and mechanical energy, linear and angular momentum of a
-// trajectory's states (port of dojo_cli/physics/energy.py; dojo_engine_notes.md 7.2).
+// trajectory's states (dojo_engine_notes.md 7.2).
 //
 // Dojo defines the momentum at time k by the discrete Legendre transform of the step
 // that leaves k, minus half of that step's impulses. Since the step's residual is zero,
