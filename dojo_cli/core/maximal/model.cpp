@@ -203,7 +203,11 @@ Model::Model(const ModelInput& in) {
         else
           rest.push_back(j);
       }
-      if (ready.empty()) throw std::invalid_argument("ModelInput: some joints do not connect to the world");
+      if (ready.empty()) {
+        std::string names;
+        for (int j : rest) names += (names.empty() ? "" : ", ") + std::to_string(j);
+        throw std::invalid_argument("ModelInput: joints " + names + " do not connect to the world");
+      }
       for (int j : ready) {
         tree_joints.push_back(j);
         placed[child[j]] = 1;
