@@ -13,7 +13,7 @@ of the child is walked again in a fresh interpreter. Four cases, on a small stor
 - ``idle thread``: one more thread, waiting on an event (a notebook's, a server's).
 - ``busy h5py thread``: one more thread reading another HDF5 file through h5py without a
   pause (a Dask task's): the fork waits for h5py's global lock, which it holds most of the time.
-- ``fresh interpreter``: the walk in a new ``python -m dojo_cli.io.hdf5_walk`` (what a
+- ``fresh interpreter``: the walk in a new ``python -m dojo_cli.io.storage.hdf5_walk`` (what a
   doubtful verdict costs on top of the fork; interpreter start-up and imports included).
 
 The cases run round-robin, one probe of each per round, after one untimed round, so a
@@ -44,7 +44,7 @@ sys.path.insert(0, str(ROOT))
 import h5py  # noqa: E402
 import numpy as np  # noqa: E402
 
-from dojo_cli.io import storage  # noqa: E402
+from dojo_cli.io.storage import writer as storage  # noqa: E402
 
 CASES = ("single-threaded", "idle thread", "busy h5py thread", "fresh interpreter")
 

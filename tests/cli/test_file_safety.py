@@ -22,7 +22,7 @@ from typer.testing import CliRunner
 from dojo_cli.cli import simulate_command
 from dojo_cli.cli.app import app
 from dojo_cli.errors import StorageError
-from dojo_cli.io import storage
+from dojo_cli.io.storage import writer as storage
 from dojo_cli.io.storage import StorageWriter, read_storage
 from tests.processes import dojo_command
 
@@ -212,7 +212,7 @@ def test_a_write_error_hdf5_meets_is_one_line_never_a_crash(tmp_path):
     script = textwrap.dedent(
         """
         import sys
-        from dojo_cli.io import storage
+        from dojo_cli.io.storage import writer as storage
         storage.StorageWriter._reserve = lambda self, need: None
         from dojo_cli.cli.app import app
         sys.argv = ["dojo", "simulate", "box", "--steps", "1000000", "-q", "--force", "-o", sys.argv[1]]

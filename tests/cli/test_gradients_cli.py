@@ -11,7 +11,8 @@ from typer.testing import CliRunner
 
 import dojo_cli as dojo
 from dojo_cli.cli import gradient_commands
-from dojo_cli.io import runs, storage
+from dojo_cli.io import runs
+from dojo_cli.io.storage import writer as storage
 from dojo_cli.cli.app import app
 from tests.cli.test_cli import interrupt_after
 from dojo_cli.io.gradient_files import read_gradient_file

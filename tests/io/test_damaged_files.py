@@ -24,7 +24,7 @@ from typer.testing import CliRunner
 
 from dojo_cli.cli.app import app
 from dojo_cli.errors import StorageError
-from dojo_cli.io import storage
+from dojo_cli.io.storage import writer as storage
 from dojo_cli.io.storage import NotStorageFileError, StorageWriter, read_storage
 from dojo_cli.scene.stored_run import run_mechanism
 from tests.io.damaged import DAMAGED, FOREIGN, READABLE, SCENE_READERS, damaged_cases, zero_global_heap_free_space
@@ -316,7 +316,7 @@ def test_unreadable_file_is_permission_denied(runs, tmp_path):
 
 def test_a_structure_hdf5_loops_on_is_damage_not_a_hang(runs, tmp_path, monkeypatch, single_threaded_probe):
     """HDF5 loops forever on some damaged metadata. The loop known by its bytes (a global
-    heap's free space of size 0: dojo_cli.io.hdf5_checks) is said at once; any other is
+    heap's free space of size 0: dojo_cli.io.storage.hdf5_checks) is said at once; any other is
     caught by the walk of the structure in a child process, with a deadline (shortened
     here, and shown on the same file with the byte check off)."""
     run, _ = runs["pendulum"]

@@ -3,7 +3,7 @@ with other threads: Dask workers, notebooks, meshcat servers.
 
 The child is forked holding h5py's global lock, so a thread busy in h5py cannot leave it
 waiting; a verdict the fork itself may have caused (a crash, a child waiting at the
-deadline) is checked once more in a fresh interpreter (``python -m dojo_cli.io.hdf5_walk``),
+deadline) is checked once more in a fresh interpreter (``python -m dojo_cli.io.storage.hdf5_walk``),
 whose verdict stands. Deadlines are shortened where a loop is involved; nothing here is
 timed.
 """
@@ -25,8 +25,8 @@ from typer.testing import CliRunner
 
 from dojo_cli.cli.app import app
 from dojo_cli.errors import StorageError
-from dojo_cli.io import storage
-from dojo_cli.io.hdf5_walk import walk_structure
+from dojo_cli.io.storage import writer as storage
+from dojo_cli.io.storage.hdf5_walk import walk_structure
 from dojo_cli.io.storage import check_hdf5_structure, read_storage
 from tests.io.damaged import zero_global_heap_free_space
 
@@ -151,7 +151,7 @@ def held_lock():
 
 
 def fake_walk_module(monkeypatch, tmp_path: Path, body: str) -> None:
-    """Make the fresh interpreter run ``body`` instead of dojo_cli.io.hdf5_walk (a module
+    """Make the fresh interpreter run ``body`` instead of dojo_cli.io.storage.hdf5_walk (a module
     on PYTHONPATH, which the child inherits): how it ends is what the verdict is made of."""
     (tmp_path / "fake_walk.py").write_text(textwrap.dedent(body))
     monkeypatch.setenv("PYTHONPATH", str(tmp_path))
@@ -353,11 +353,11 @@ def test_how_a_fresh_walk_ended(run, tmp_path, monkeypatch, short_deadline, name
     assert walk.signum == signum, f"{name}: {walk}"
 
 
-# ---------------------------------------------------------------- python -m dojo_cli.io.hdf5_walk
+# ---------------------------------------------------------------- python -m dojo_cli.io.storage.hdf5_walk
 
 
 def hdf5_walk(*args, **kwargs) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "dojo_cli.io.hdf5_walk", *map(str, args)], capture_output=True,
+    return subprocess.run([sys.executable, "-m", "dojo_cli.io.storage.hdf5_walk", *map(str, args)], capture_output=True,
                           text=True, timeout=120, cwd=ROOT, **kwargs)
 
 
@@ -372,7 +372,7 @@ def test_hdf5_walk_exits_0_once_the_walk_is_done(run, tmp_path):
 
 
 def test_hdf5_walk_never_ends_on_a_loop(loop_file):
-    child = subprocess.Popen([sys.executable, "-m", "dojo_cli.io.hdf5_walk", "--report", str(loop_file)], cwd=ROOT,
+    child = subprocess.Popen([sys.executable, "-m", "dojo_cli.io.storage.hdf5_walk", "--report", str(loop_file)], cwd=ROOT,
                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     try:
         assert child.stdout.readline() == "walking\n"
@@ -389,7 +389,7 @@ def test_hdf5_walk_exits_by_the_signal_hdf5_crashes_with(run):
     """A crash is not caught or turned into an exit code: the caller sees the signal."""
     script = textwrap.dedent(f"""\
         import os, signal, sys
-        from dojo_cli.io import hdf5_walk
+        from dojo_cli.io.storage import hdf5_walk
         hdf5_walk.walk_structure = lambda *args: os.kill(os.getpid(), signal.SIGSEGV)
         sys.exit(hdf5_walk.main([{str(run)!r}]))
         """)

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from dojo_cli.errors import StorageError
-from dojo_cli.io import storage
+from dojo_cli.io.storage import writer as storage
 from dojo_cli.io.storage import StorageWriter, read_storage
 
 NB, NQ, NV, NU = 2, 3, 3, 3
@@ -397,7 +397,7 @@ def test_read_only_directory(tmp_path: Path, monkeypatch):
     """A permission error while creating the file becomes a StorageError naming the path.
     (The test runs as root, which ignores directory permissions, so the failing open is
     injected rather than arranged with chmod.)"""
-    import dojo_cli.io.storage as storage
+    from dojo_cli.io.storage import writer as storage
 
     def denied(*args, **kwargs):
         raise PermissionError(13, "Permission denied", str(args[0]) if args else "")

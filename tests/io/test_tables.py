@@ -11,7 +11,7 @@ import h5py
 import numpy as np
 import pytest
 
-from dojo_cli.io import storage
+from dojo_cli.io.storage import writer as storage
 from dojo_cli.io.tables import read_input_table
 from tests.io.damaged import zero_global_heap_free_space
 

@@ -106,13 +106,13 @@ datasets with ``contact_names``; the lengths (a file with a final status holds e
 ``steps_completed`` steps in every per-step dataset, a ``running`` one is trimmed); times
 finite and increasing; every chunk a dataset's length claims actually stored; and, in a
 ``complete`` run, every state finite. Before h5py opens the file in this process, HDF5's
-walk of its structure (io/hdf5_walk.py) is tried in a forked child with a deadline
+walk of its structure (io/storage/hdf5_walk.py) is tried in a forked child with a deadline
 (``_probe_structure``: HDF5 loops forever or crashes on some damaged metadata), in every
 process, threads or not: the child is forked holding h5py's global lock, so no other
 thread is inside HDF5 at the fork. In a process with other threads a child can still
 inherit another library's lock held, or state half-changed, so there a crash of the
 child, or a child still walking at the deadline that used little CPU (waiting, not
-looping), is walked again in a fresh interpreter (``python -m dojo_cli.io.hdf5_walk``),
+looping), is walked again in a fresh interpreter (``python -m dojo_cli.io.storage.hdf5_walk``),
 whose verdict stands: at worst two deadlines. A readable HDF5 file
 that is not a storage file is a NotStorageFileError (exit code 2), anything else wrong a
 StorageError (3), each naming the file and what is wrong. The stored scene is checked by
@@ -147,8 +147,8 @@ import h5py
 import numpy as np
 
 from dojo_cli.errors import DojoError, StorageError, shown
-from dojo_cli.io.hdf5_checks import global_heap_problem
-from dojo_cli.io.hdf5_walk import DONE, WALKING, walk_structure
+from dojo_cli.io.storage.hdf5_checks import global_heap_problem
+from dojo_cli.io.storage.hdf5_walk import DONE, WALKING, walk_structure
 from dojo_cli.io.labelled_files import json_default
 
 try:  # POSIX; without it (Windows) files are not locked
@@ -207,7 +207,7 @@ _BLOCKED_CPU_FRACTION = 0.1
 # (about 0.2 s on an idle machine): past it, something other than the file is wrong.
 _FRESH_START_SECONDS = 60.0
 # The module a fresh interpreter runs for the walk (python -m), and the lines it says.
-_WALK_MODULE = "dojo_cli.io.hdf5_walk"
+_WALK_MODULE = "dojo_cli.io.storage.hdf5_walk"
 _WALKING = WALKING.encode()
 _DONE = DONE.encode()
 # Signals that say the walker crashed. SIGKILL is the kernel's when memory runs out (HDF5
@@ -1655,7 +1655,7 @@ def _read_storage(path: str | os.PathLike, gradients: bool, probe: bool) -> Stor
 
 
 def _walk_structure(p: Path) -> None:
-    """The walk of the probe (dojo_cli.io.hdf5_walk), with the datasets a reader asks for by
+    """The walk of the probe (dojo_cli.io.storage.hdf5_walk), with the datasets a reader asks for by
     name (a damaged group can hide them from the walk of its links)."""
     walk_structure(p, _WALK_NAMES)
 
@@ -1839,7 +1839,7 @@ def _walk_in_child(p: Path, read_end: int, write_end: int) -> None:
 
 
 def _fresh_walk(p: Path) -> _Walk:
-    """The walk in a fresh interpreter (``python -m dojo_cli.io.hdf5_walk``): nothing
+    """The walk in a fresh interpreter (``python -m dojo_cli.io.storage.hdf5_walk``): nothing
     inherited from this process but its environment, so no lock held by another thread.
     The deadline ``_PROBE_SECONDS`` counts from the start of the walk (the child says
     ``walking`` once loaded), so that a slow start-up on a loaded machine is not taken
@@ -1851,7 +1851,7 @@ def _fresh_walk(p: Path) -> _Walk:
     # first on sys.path, and that makes the child import this very package (not another
     # checkout in the caller's folder, and even when this one was found through a sys.path
     # of the caller's own); the file is named absolutely for the same reason.
-    root = Path(__file__).resolve().parents[2]
+    root = Path(__file__).resolve().parents[3]
     command = [sys.executable, "-m", _WALK_MODULE, "--report", os.path.abspath(p), *_WALK_NAMES]
     try:
         child = subprocess.Popen(command, cwd=root, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
