@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 from dojo_cli.errors import StorageError
-from dojo_cli.io.storage import writer as storage
 from dojo_cli.io.storage import StorageWriter, read_storage
+from dojo_cli.io.storage import writer as storage_writer
 
 NB, NQ, NV, NU = 2, 3, 3, 3
 H = 0.01
@@ -397,12 +397,10 @@ def test_read_only_directory(tmp_path: Path, monkeypatch):
     """A permission error while creating the file becomes a StorageError naming the path.
     (The test runs as root, which ignores directory permissions, so the failing open is
     injected rather than arranged with chmod.)"""
-    from dojo_cli.io.storage import writer as storage
-
     def denied(*args, **kwargs):
         raise PermissionError(13, "Permission denied", str(args[0]) if args else "")
 
-    monkeypatch.setattr(storage.h5py, "File", denied)
+    monkeypatch.setattr(storage_writer.h5py, "File", denied)
     target = tmp_path / "run.h5"
     with pytest.raises(StorageError, match="(?i)permission denied") as info:
         StorageWriter(target, **writer_kwargs())
@@ -509,7 +507,7 @@ def test_small_runs_stay_raw_and_chunks_fit_a_known_length(tmp_path: Path):
         assert f["x"].maxshape[0] is None, "still resizable"
     assert_run_equal(read_storage(small), run, 5)
     # a state row of this layout (2 bodies, 3 + 3 minimal coordinates) is (1 + 2 * 13 + 6) * 8 = 264 bytes
-    steps = storage._COMPACT_MIN_BYTES // 264 + 1
+    steps = storage_writer._COMPACT_MIN_BYTES // 264 + 1
     run = make_run(steps)
     with StorageWriter(large, **writer_kwargs(steps=steps)) as writer:
         writer.write_initial(*state(run, 0))

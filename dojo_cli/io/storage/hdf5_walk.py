@@ -2,7 +2,7 @@
 
 HDF5 parsing damaged metadata can loop forever or crash the process, and neither can be
 caught where it happens. So a reader walks the file's structure in another process
-first (dojo_cli.io.storage ``_probe_structure``: a forked child, and, when that child's
+first (dojo_cli.io.storage.probe ``_probe_structure``: a forked child, and, when that child's
 verdict may come from the fork itself, a fresh interpreter running this module):
 
     python -m dojo_cli.io.storage.hdf5_walk FILE [NAME ...]
