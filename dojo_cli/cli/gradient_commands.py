@@ -4,7 +4,7 @@ Both start from a state chosen the same way (the scene's initial state, ``--stat
 or ``--from RUN.h5 --index K``) and inputs chosen the same way (``--input``,
 ``--input-file``, the stored inputs of that step, or the scene's controller). The
 finite-difference check of ``dojo gradients --check`` lives in
-dojo_cli.cli.gradient_check. Conventions: docs/gradients.md; file formats:
+dojo_cli.analysis.gradient_check. Conventions: docs/gradients.md; file formats:
 docs/storage.md.
 """
 
@@ -292,7 +292,7 @@ def gradients_command(
     abort_on_failure: AbortOpt = False,
 ) -> None:
     """Jacobians of one step (implicit function theorem): A = d z'/d z, B = d z'/d u, P = d z'/d theta."""
-    from dojo_cli.cli.gradient_check import check_gradients, print_check
+    from dojo_cli.analysis.gradient_check import check_gradients, print_check
 
     wrt_parts, kinds = parse_wrt(wrt, params)
     if kappa is not None and not (math.isfinite(kappa) and kappa > 0):
