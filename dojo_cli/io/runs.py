@@ -11,15 +11,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from dojo_cli import __version__
 from dojo_cli.errors import InputError, StorageError
-from dojo_cli.io.storage import StorageWriter
+from dojo_cli.io.storage import KNOT, StorageWriter
 from dojo_cli.model.mechanism import Mechanism
-from dojo_cli.physics.energy import knot_velocities
+from dojo_cli.simulation.knots import KnotRows
 from dojo_cli.simulation.run import RK4_INTEGRATOR, VARIATIONAL_INTEGRATOR, RunSummary, run
 from dojo_cli.solver.options import SolverOptions
 
@@ -51,8 +50,6 @@ def run_writer(
     take (the writer sizes its chunks to it). ``started_from``: where a run continued from
     another starts ({"file", "index", "time", "step"}; root attribute ``started_from``)."""
     rk4 = integrator == "rk4"
-    if rk4:  # the minimal-coordinate modules only for an rk4 run (~20 ms of start-up)
-        from dojo_cli.simulation.rk4_run import knot_identity
     return StorageWriter(
         out,
         scene_yaml=scene_yaml,
@@ -68,8 +65,8 @@ def run_writer(
         input_names=mech.input_names(),
         dojo_cli_version=__version__,
         flush_every=1,  # (time decides: flush_interval)
-        # v, omega at t_k; v_mid, omega_mid (rk4: the velocities at t_k already)
-        knot_velocities=partial(knot_identity if rk4 else knot_velocities, mech),
+        # v, omega at t_k, v_mid, omega_mid: computed by run_scene's KnotRows
+        velocities=KNOT,
         flush_interval=flush_interval,
         overwrite=overwrite,
         stop_requested=stop_requested,
@@ -134,10 +131,12 @@ def run_scene(
     """``steps`` steps of the scene's integrator ("variational" or "rk4") into ``writer``,
     from the scene's initial state or from ``start`` (a stored run's knot, ``--from``: the
     variational integrator takes its midpoint state, warm start and unwrapped angles, so the
-    steps are the first run's to the solver's tolerance; rk4 takes the knot's velocities)."""
+    steps are the first run's to the solver's tolerance; rk4 takes the knot's velocities).
+    The states go to ``writer`` with their velocities at the knots (simulation.knots)."""
     if integrator == "rk4":
         from dojo_cli.simulation.rk4_run import run_rk4
 
+        writer = KnotRows(mech, writer, exact=True)
         if start is None:
             return run_rk4(mech, steps, writer, controller=mech.controller, progress=progress)
         return run_rk4(mech, steps, writer, controller=mech.controller, progress=progress, knot=start.knot,
@@ -145,7 +144,7 @@ def run_scene(
     kwargs = {}
     if start is not None:
         kwargs = dict(z0=start.z, start_step=start.step, warm_start=start.warm_start, angles=start.angles)
-    return run(mech, steps, writer, controller=mech.controller, opts=opts, external=mech.external,
+    return run(mech, steps, KnotRows(mech, writer), controller=mech.controller, opts=opts, external=mech.external,
                gradients=tuple(gradients), abort_on_failure=abort_on_failure, log=log, progress=progress, **kwargs)
 
 

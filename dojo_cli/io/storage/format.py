@@ -41,13 +41,14 @@ non-numbers stored as JSON, decoded by ``read_storage``).
 Velocities. Root attribute ``velocities = "knot"``: ``v``, ``omega`` and ``minimal/v`` are
 velocities at the knot times t_k, from the discrete Legendre transform at q_k (the average
 of the transforms of the midpoint velocities on both sides, core/energy.h knot_velocities),
-and ``v_mid``, ``omega_mid`` the integrator's midpoint velocities. The writer computes the
-knot values (``knot_velocities``, given by the run loop) from the midpoint velocities it is
-handed; row k needs row k+1, so at each block write the last row's are extrapolated (the
-next step's impulses taken as the last one's) and rewritten at the next write; at the end
-of a normal run the run loop hands the midpoint velocities of one more step
-(``set_final_midpoint``), which make the last row's exact. Files without the attribute
-(written before it, or by a writer without ``knot_velocities``) hold midpoint velocities in
+and ``v_mid``, ``omega_mid`` the integrator's midpoint velocities. The run loop computes
+the knot values from the midpoint ones (dojo_cli.simulation.knots; the writer only stores
+them); row k needs row k+1, so the last row of each block of steps is extrapolated (the
+next step's impulses taken as the last one's) and revised with the next block (the
+writer's ``revise_last_state``: in its buffer, or on disk at the next block write); at the
+end of a normal run the run loop takes one more step (not stored), whose midpoint
+velocities make the last row's exact. Files without the attribute (written before it, or
+by a writer with ``velocities="midpoint"``) hold midpoint velocities in
 ``v``, ``omega`` and ``minimal/v`` and no ``v_mid``; ``StoredRun.velocities`` says which, and
 ``StoredRun.midpoint_state(k)`` reads Dojo's state from either.
 

@@ -146,14 +146,13 @@ class StorageWriter:
         extra_attrs: further root attributes (must not reuse the format's names).
         dataset_attrs: attributes to set on extra datasets when they are created, by
             dataset path (e.g. ``{"gradients/A": {"rows": [...], "cols": [...]}}``).
-        knot_velocities: ``(x (n, nb, 3), q (n, nb, 4), v_mid (m, nb, 3), omega_mid (m, nb, 3),
-            extrapolate_last) -> (v, omega (n, nb, 3), minimal_v (n, nv))``, velocities at the
-            knots of n states from their midpoint velocities (m = n + 1: the next state's
-            included; m = n with extrapolate_last: the last knot extrapolated). Given, the
-            file holds knot velocities in ``v``, ``omega``, ``minimal/v`` and the velocities
-            handed to ``write_initial``/``write_steps`` (midpoint ones) in ``v_mid``,
-            ``omega_mid`` (storage.format's docstring, "Velocities"); None: they go to ``v``,
-            ``omega`` as given (a midpoint file).
+        velocities: ``"knot"``: the file holds velocities at the knots in ``v``, ``omega``,
+            ``minimal/v`` and the integrator's midpoint velocities in ``v_mid``,
+            ``omega_mid`` (storage.format's docstring, "Velocities"): ``write_initial`` and
+            ``write_steps`` take both, and ``revise_last_state`` replaces the last state's
+            knot velocities once its successor is known. ``"midpoint"``: ``v``, ``omega``
+            as given, no ``v_mid`` (a midpoint file). The writer computes neither: the run
+            loop does (dojo_cli.simulation.knots).
         overwrite: replace an existing file (False: refuse, atomically, if one exists).
         compact: compress a run that ends normally (storage.compaction) when its datasets hold
             at least ``compact_min_bytes`` raw bytes; False leaves the file as written.
@@ -194,7 +193,7 @@ class StorageWriter:
         flush_interval: float = 0.0,
         extra_attrs: dict | None = None,
         dataset_attrs: dict[str, dict] | None = None,
-        knot_velocities: Callable | None = None,
+        velocities: str = MIDPOINT,
         overwrite: bool = True,
         compact: bool = True,
         compact_min_bytes: int | None = None,
@@ -206,6 +205,8 @@ class StorageWriter:
     ) -> None:
         if int(flush_every) < 1:
             raise ValueError(f"flush_every must be >= 1, got {flush_every}")
+        if velocities not in (KNOT, MIDPOINT):
+            raise ValueError(f"velocities must be {KNOT!r} or {MIDPOINT!r}, got {velocities!r}")
         gravity = np.asarray(gravity, dtype=float).reshape(-1)
         if gravity.shape != (3,):
             raise ValueError(f"gravity must have shape (3,), got {gravity.shape}")
@@ -228,11 +229,11 @@ class StorageWriter:
         self.nq = len(minimal_q_names)
         self.nv = len(minimal_v_names)
         self.nu = int(input_dim)
-        self._knots = knot_velocities
+        self._knot = velocities == KNOT
         self._expected_steps = None if steps is None else max(0, int(steps))
-        self._state_names = _STATE_DATASETS + (_MIDPOINT_DATASETS if knot_velocities else ())
-        self._final_midpoint: tuple[np.ndarray, np.ndarray] | None = None
-        self._tail: dict[str, np.ndarray] = {}  # knot files: the last state row on disk (x, q, v_mid, omega_mid)
+        self._state_names = _STATE_DATASETS + (_MIDPOINT_DATASETS if self._knot else ())
+        # knot files: the revised velocities of the last state row on disk, for the next block write
+        self._revised: dict[str, np.ndarray] | None = None
         self._shapes: dict[str, tuple[int, ...]] = {
             "time": (),
             "x": (self.nb, 3),
@@ -294,7 +295,7 @@ class StorageWriter:
             f.attrs["status"] = STATUS_RUNNING
             f.attrs["steps_completed"] = 0
             f.attrs["created"] = _utc_now()
-            f.attrs[VELOCITIES_ATTR] = KNOT if knot_velocities else MIDPOINT
+            f.attrs[VELOCITIES_ATTR] = velocities
             f.attrs["scene_hash"] = scene_hash(str(scene_yaml))
             f.attrs["overrides"] = json.dumps(dict(overrides or {}), default=json_default)
             if command_line is not None:
@@ -345,7 +346,7 @@ class StorageWriter:
 
     # ------------------------------------------------------------------ writing
 
-    def write_initial(self, time: float, x, q, v, omega, minimal_q, minimal_v) -> None:
+    def write_initial(self, time: float, x, q, v, omega, minimal_q, minimal_v, *, v_mid=None, omega_mid=None) -> None:
         """Store state entry 0 and flush it to disk.
 
         Args:
@@ -353,11 +354,13 @@ class StorageWriter:
             x: (nb, 3) positions; q: (nb, 4) orientations [w,x,y,z]; v: (nb, 3) linear
                 velocities; omega: (nb, 3) angular velocities, body frame.
             minimal_q: (nq,) minimal coordinates; minimal_v: (nv,) minimal velocities.
+            v_mid, omega_mid: (nb, 3) the midpoint velocities into the state (knot files
+                only, where v, omega, minimal_v are the velocities at the knot).
         """
         self._check_open()
         if self._initial_written:
             raise RuntimeError(f"{self.path}: the initial state was already written")
-        self._buffer_state(time, x, q, v, omega, minimal_q, minimal_v)
+        self._buffer_state(time, x, q, v, omega, minimal_q, minimal_v, v_mid, omega_mid)
         self._initial_written = True
         self.flush()
 
@@ -376,6 +379,8 @@ class StorageWriter:
         residual: float,
         status: str,
         extra: dict[str, np.ndarray] | None = None,
+        v_mid=None,
+        omega_mid=None,
     ) -> None:
         """Store state entry k+1 (reached by step k) and step k's record.
 
@@ -388,15 +393,17 @@ class StorageWriter:
             status: solver status of the step (a ``SolverStatus`` or its string value).
             extra: per-step arrays by dataset path (e.g. ``"impulses"``,
                 ``"solver/complementarity"``), each of a fixed shape from step to step.
+            v_mid, omega_mid: the midpoint velocities into the new state (knot files only).
         """
         self._check_open()
         # one step's rows, checked as rows (a flat vector may stand for a row of one axis)
-        row = lambda name, a: self._checked(name, a)[None]  # noqa: E731
+        row = lambda name, a: None if a is None else self._checked(name, a)[None]  # noqa: E731
         self.write_steps(
             [time], row("x", x), row("q", q), row("v", v), row("omega", omega), row("minimal/q", minimal_q),
             row("minimal/v", minimal_v), row("inputs", inputs),
             iterations=[iterations], residual=[residual], status=[_status_text(status)],
             extra={name: np.asarray(value)[None] for name, value in (extra or {}).items()},
+            v_mid=row("v_mid", v_mid), omega_mid=row("omega_mid", omega_mid),
         )
 
     def write_steps(
@@ -414,6 +421,8 @@ class StorageWriter:
         residual,
         status,
         extra: dict[str, np.ndarray] | None = None,
+        v_mid=None,
+        omega_mid=None,
     ) -> None:
         """Store n consecutive steps at once: each argument has a leading axis of n
         (the arguments of ``write_step`` stacked over steps; ``extra`` arrays too).
@@ -436,7 +445,8 @@ class StorageWriter:
             "omega": self._checked_block("omega", omega, n),
             "minimal/q": self._checked_block("minimal/q", minimal_q, n),
             "minimal/v": self._checked_block("minimal/v", minimal_v, n),
-        })
+        }, None if v_mid is None else self._checked_block("v_mid", v_mid, n),
+            None if omega_mid is None else self._checked_block("omega_mid", omega_mid, n))
         inputs = self._checked_block("inputs", inputs, n)
         iterations = np.asarray(iterations, dtype=np.int64).reshape(n)
         residual = np.asarray(residual, dtype=float).reshape(n)
@@ -472,7 +482,6 @@ class StorageWriter:
 
         for name, block in rows.items():
             self._state_buffer[name].append(block)
-        self._final_midpoint = None  # it was the state after the last one
         self._step_buffer["inputs"].append(inputs)
         self._step_buffer["solver/iterations"].append(iterations)
         self._step_buffer["solver/residual"].append(residual)
@@ -488,52 +497,44 @@ class StorageWriter:
         ):
             self.flush()
 
-    def set_final_midpoint(self, v_mid, omega_mid) -> None:
-        """The midpoint velocities (nb, 3) of the state after the last one written (a step
-        past the end of the run): the last row's knot velocities are then exact instead of
-        extrapolated (knot files; ignored otherwise). Cleared by any further step."""
-        if self._knots is not None:
-            self._final_midpoint = (self._checked("v_mid", v_mid), self._checked("omega_mid", omega_mid))
+    def revise_last_state(self, v, omega, minimal_v) -> None:
+        """Replace the knot velocities of the last state stored (knot files): the run loop
+        extrapolates them until it knows the state's successor (storage.format, "Velocities").
 
-    def _state_rows(self, rows: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        """State rows by dataset: in a knot file the given velocities are the midpoint
-        ones, and the knot datasets are filled at each block write (_knot_rows)."""
-        if self._knots is None:
-            return rows
-        rows["v_mid"], rows["omega_mid"] = rows.pop("v"), rows.pop("omega")
-        del rows["minimal/v"]
+        Args:
+            v, omega: (nb, 3) the velocities at the knot, world and body frame.
+            minimal_v: (nv,) the minimal velocities there.
+        """
+        self._check_open()
+        if not self._knot:
+            raise RuntimeError(f"{self.path}: a midpoint file has no knot velocities to revise")
+        if not self._initial_written:
+            raise RuntimeError(f"{self.path}: no state to revise before write_initial")
+        values = {"v": self._checked("v", v), "omega": self._checked("omega", omega),
+                  "minimal/v": self._checked("minimal/v", minimal_v)}
+        if self._steps + 1 > self._states_on_disk:  # still buffered: its row changes in place
+            for name, value in values.items():
+                self._state_buffer[name][-1][-1] = value
+        else:  # on disk: written again at the next block write
+            self._revised = values
+
+    def _state_rows(self, rows: dict[str, np.ndarray], v_mid, omega_mid) -> dict[str, np.ndarray]:
+        """State rows by dataset, with the midpoint velocities in a knot file (which needs
+        them, and a midpoint file refuses)."""
+        if self._knot != (v_mid is not None and omega_mid is not None):
+            what = "needs" if self._knot else "has no"
+            raise ValueError(f"{self.path}: a {KNOT if self._knot else MIDPOINT} file {what} v_mid and omega_mid")
+        if self._knot:
+            rows["v_mid"], rows["omega_mid"] = v_mid, omega_mid
         return rows
 
-    def _knot_rows(self, state_target: int) -> None:
-        """Knot velocities of the buffered states into their buffers, and the last row on
-        disk (extrapolated at the previous write) rewritten from its successor."""
-        first = self._states_on_disk
-        new = state_target - first
-        if self._knots is None or (new <= 0 and self._final_midpoint is None):
-            return
-        part = {name: np.concatenate(self._state_buffer[name])[:new] if new > 0 else np.zeros((0,) + self._shapes[name])
-                for name in ("x", "q", "v_mid", "omega_mid")}
-        redo = first > 0  # the row before the buffered ones, on disk, gains its successor
-        if redo:
-            part = {name: np.concatenate([self._tail[name][None], part[name]]) for name in part}
-        v_mid, omega_mid = part["v_mid"], part["omega_mid"]
-        final = self._final_midpoint is not None
-        if final:
-            v_mid = np.concatenate([v_mid, self._final_midpoint[0][None]])
-            omega_mid = np.concatenate([omega_mid, self._final_midpoint[1][None]])
-        v, omega, minimal_v = self._knots(part["x"], part["q"], v_mid, omega_mid, not final)
-        if redo:
-            for name, values in (("v", v), ("omega", omega), ("minimal/v", minimal_v)):
-                self._datasets[name][first - 1] = values[0]
-            v, omega, minimal_v = v[1:], omega[1:], minimal_v[1:]
-        for name, values in (("v", v), ("omega", omega), ("minimal/v", minimal_v)):
-            self._state_buffer[name] = [np.asarray(values, dtype=float)]
-        if state_target > 0:
-            self._tail = {name: part[name][-1].copy() for name in part}
-
-    def write_block(self, mech, block) -> None:
+    def write_block(self, mech, block, knot=None) -> None:
         """Store a run loop's block of steps (simulation.run.StepBlock) with its extras:
-        joint impulses, complementarity, contacts and per-step gradients."""
+        joint impulses, complementarity, contacts and per-step gradients.
+
+        ``knot``: in a knot file, (v, omega, minimal_v) at the block's knots (computed by
+        simulation.knots.KnotRows); the block's own velocities are then the midpoint ones.
+        """
         x, v, q, w = block.state_parts(mech.nb)
         extra = {"impulses": block.impulses, "solver/complementarity": block.complementarity}
         if mech.nc:
@@ -542,10 +543,12 @@ class StorageWriter:
                 "contacts/friction_impulse": block.contact_friction_impulse, "contacts/slip": block.contact_slip,
             })
         extra.update(block.gradients)
-        self.write_steps(
-            block.time, x, q, v, w, block.minimal_q, block.minimal_v, block.inputs,
-            iterations=block.iterations, residual=block.residual, status=block.status, extra=extra,
-        )
+        record = dict(iterations=block.iterations, residual=block.residual, status=block.status, extra=extra)
+        if knot is None:
+            self.write_steps(block.time, x, q, v, w, block.minimal_q, block.minimal_v, block.inputs, **record)
+        else:
+            kv, kw, kmv = knot
+            self.write_steps(block.time, x, q, kv, kw, block.minimal_q, kmv, block.inputs, **record, v_mid=v, omega_mid=w)
 
     def flush(self) -> None:
         """Write the buffered steps, update ``steps_completed`` and flush the file.
@@ -567,7 +570,9 @@ class StorageWriter:
         except _WRITE_ERRORS as exc:
             self._stop_on_write_error(exc, clean=True)
         try:
-            self._knot_rows(state_target)
+            if self._revised is not None:  # the last state row on disk, with its successor known now
+                for name, value in self._revised.items():
+                    self._datasets[name][self._states_on_disk - 1] = value
             for name in self._state_names:
                 self._top_up(self._datasets[name], self._state_buffer[name], self._states_on_disk, state_target)
             for name in _STEP_DATASETS:
@@ -819,6 +824,7 @@ class StorageWriter:
         for buffer in list(self._state_buffer.values()) + list(self._step_buffer.values()):
             buffer.clear()
         self._extra_buffer.clear()
+        self._revised = None
 
     def _release_lock(self) -> None:
         if self._lock is not None:
@@ -875,7 +881,7 @@ class StorageWriter:
                 raise ValueError(f"{name}: expected shape {shape}, got {arr.shape}")
         return np.array(arr, copy=True)
 
-    def _buffer_state(self, time, x, q, v, omega, minimal_q, minimal_v) -> None:
+    def _buffer_state(self, time, x, q, v, omega, minimal_q, minimal_v, v_mid=None, omega_mid=None) -> None:
         rows = self._state_rows({
             "x": self._checked("x", x),
             "q": self._checked("q", q),
@@ -883,7 +889,7 @@ class StorageWriter:
             "omega": self._checked("omega", omega),
             "minimal/q": self._checked("minimal/q", minimal_q),
             "minimal/v": self._checked("minimal/v", minimal_v),
-        })
+        }, None if v_mid is None else self._checked("v_mid", v_mid), None if omega_mid is None else self._checked("omega_mid", omega_mid))
         self._state_buffer["time"].append(np.array([float(time)]))
         for name, row in rows.items():
             self._state_buffer[name].append(row[None])
