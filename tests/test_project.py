@@ -58,3 +58,35 @@ def test_imports_point_one_way():
 def test_only_io_imports_h5py():
     users = [p.relative_to(ROOT) for p in (ROOT / "dojo_cli").rglob("*.py") if re.search(r"^\s*import h5py", p.read_text(), re.M)]
     assert all(p.parts[1] == "io" for p in users), users
+
+
+# io/storage/, one subsystem a module, bottom to top: each imports only modules before it
+# (hdf5_walk imports nothing of dojo_cli: the probe's fresh interpreter runs it alone).
+STORAGE_ORDER = ["hdf5_checks", "hdf5_walk", "format", "locks", "probe", "reader", "compaction", "writer"]
+
+
+def test_storage_modules_import_one_way():
+    folder = ROOT / "dojo_cli" / "io" / "storage"
+    assert sorted(p.stem for p in folder.glob("*.py") if p.stem != "__init__") == sorted(STORAGE_ORDER)
+    bad = []
+    for own in STORAGE_ORDER:
+        tree = ast.parse((folder / f"{own}.py").read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("dojo_cli.io.storage."):
+                target = node.module.split(".")[3]
+                if STORAGE_ORDER.index(target) >= STORAGE_ORDER.index(own):
+                    bad.append(f"storage/{own}.py imports {target}")
+            elif isinstance(node, (ast.Import, ast.ImportFrom)) and own == "hdf5_walk":
+                names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+                bad += [f"storage/hdf5_walk.py imports {n}" for n in names if n.startswith("dojo_cli")]
+    assert not bad, "\n".join(bad)
+
+
+def test_storage_package_exports_resolve_to_their_modules():
+    import importlib
+
+    from dojo_cli.io import storage
+
+    for name in storage.__all__:
+        module = importlib.import_module(storage._EXPORTS[name])
+        assert getattr(storage, name) is getattr(module, name), f"dojo_cli.io.storage.{name}"
