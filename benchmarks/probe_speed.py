@@ -1,4 +1,4 @@
-"""What the walk of a file's structure before a read costs (dojo_cli.io.storage._probe_structure).
+"""What the walk of a file's structure before a read costs (dojo_cli.io.structure_probe._probe_structure).
 
 Usage:
     python benchmarks/probe_speed.py [--reads 20] [--steps 20] [--json FILE]
@@ -13,7 +13,7 @@ of the child is walked again in a fresh interpreter. Four cases, on a small stor
 - ``idle thread``: one more thread, waiting on an event (a notebook's, a server's).
 - ``busy h5py thread``: one more thread reading another HDF5 file through h5py without a
   pause (a Dask task's): the fork waits for h5py's global lock, which it holds most of the time.
-- ``fresh interpreter``: the walk in a new ``python -m dojo_cli.io.hdf5_walk`` (what a
+- ``fresh interpreter``: the walk in a new ``python -m dojo_cli.io.storage.hdf5_walk`` (what a
   doubtful verdict costs on top of the fork; interpreter start-up and imports included).
 
 The cases run round-robin, one probe of each per round, after one untimed round, so a
@@ -44,7 +44,7 @@ sys.path.insert(0, str(ROOT))
 import h5py  # noqa: E402
 import numpy as np  # noqa: E402
 
-from dojo_cli.io import storage  # noqa: E402
+from dojo_cli.io.storage import probe as structure_probe  # noqa: E402
 
 CASES = ("single-threaded", "idle thread", "busy h5py thread", "fresh interpreter")
 
@@ -100,22 +100,22 @@ class Idle:
 def probe(path: Path) -> str:
     """One probe from scratch, as read_storage runs it; the outcomes of its walks ("finished",
     or "timed out, then finished" when a fresh interpreter walked again)."""
-    storage._PROBED.clear()
-    walks: list[storage._Walk] = []
-    forked, fresh = storage._forked_walk, storage._fresh_walk
+    structure_probe._PROBED.clear()
+    walks: list[structure_probe._Walk] = []
+    forked, fresh = structure_probe._forked_walk, structure_probe._fresh_walk
 
-    def recorded(walk: Callable[[Path], storage._Walk]) -> Callable[[Path], storage._Walk]:
-        def wrapper(p: Path) -> storage._Walk:
+    def recorded(walk: Callable[[Path], structure_probe._Walk]) -> Callable[[Path], structure_probe._Walk]:
+        def wrapper(p: Path) -> structure_probe._Walk:
             walks.append(walk(p))
             return walks[-1]
 
         return wrapper
 
-    storage._forked_walk, storage._fresh_walk = recorded(forked), recorded(fresh)
+    structure_probe._forked_walk, structure_probe._fresh_walk = recorded(forked), recorded(fresh)
     try:
-        storage._probe_structure(path, str(path))
+        structure_probe._probe_structure(path, str(path))
     finally:
-        storage._forked_walk, storage._fresh_walk = forked, fresh
+        structure_probe._forked_walk, structure_probe._fresh_walk = forked, fresh
     return ", then ".join(w.outcome.value for w in walks)
 
 
@@ -161,7 +161,7 @@ def main() -> int:
             "single-threaded": lambda: probe(run),
             "idle thread": with_idle,
             "busy h5py thread": with_busy,
-            "fresh interpreter": lambda: storage._fresh_walk(run).outcome.value,
+            "fresh interpreter": lambda: structure_probe._fresh_walk(run).outcome.value,
         }
         times: dict[str, list[float]] = {name: [] for name in CASES}
         outcomes: dict[str, list[str]] = {name: [] for name in CASES}

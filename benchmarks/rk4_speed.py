@@ -34,9 +34,9 @@ import numpy as np  # noqa: E402
 
 import dojo_cli as dojo  # noqa: E402
 from dojo_cli import __version__, minimal  # noqa: E402
-from dojo_cli.io.storage import StorageWriter  # noqa: E402
+from dojo_cli.io.storage import KNOT, StorageWriter  # noqa: E402
 from dojo_cli.scene.loader import dump_scene, load_scene_spec  # noqa: E402
-from dojo_cli.simulation.rk4_run import RK4_INTEGRATOR, knot_identity, run_rk4  # noqa: E402
+from dojo_cli.simulation.rk4_run import RK4_INTEGRATOR, run_rk4  # noqa: E402
 
 
 def core_rate(mech, steps: int) -> float:
@@ -49,7 +49,7 @@ def core_rate(mech, steps: int) -> float:
 
 
 def simulate_rate(mech, spec, steps: int) -> float:
-    from functools import partial
+    from dojo_cli.simulation.knots import KnotRows
 
     with tempfile.TemporaryDirectory() as tmp:
         writer = StorageWriter(
@@ -58,10 +58,10 @@ def simulate_rate(mech, spec, steps: int) -> float:
             body_names=[b.name for b in mech.bodies], minimal_q_names=mech.coordinate_names(),
             minimal_v_names=[f"{c}_dot" for c in mech.coordinate_names()], input_dim=mech.nf,
             dojo_cli_version=__version__, flush_every=1, flush_interval=0.1,
-            knot_velocities=partial(knot_identity, mech), compact=False,
+            velocities=KNOT, compact=False,
         )
         with writer:
-            summary = run_rk4(mech, steps, writer, controller=mech.controller)
+            summary = run_rk4(mech, steps, KnotRows(mech, writer, exact=True), controller=mech.controller)
     return steps / summary.wall
 
 

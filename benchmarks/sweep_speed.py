@@ -17,7 +17,7 @@ machine slows every case alike only when they run interleaved; the ratios are wh
 2. **Per-run overhead of a sweep task**: everything a run costs but its steps, measured on
    runs of one step in this process (``task.execute``: scene load and validation, mechanism
    build, storage file creation and writing (a run this short is not compacted:
-   dojo_cli.io.storage._COMPACT_MIN_BYTES), reading it back, metrics), median of
+   dojo_cli.io.storage.writer._COMPACT_MIN_BYTES), reading it back, metrics), median of
    ``--overhead-runs``, with the parts timed separately; and the extra cost per task of
    going through Dask (``--overhead-runs`` one-step runs on 1 worker, wall per run minus the
    in-process cost). Issue target: <= 50 ms.

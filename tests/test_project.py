@@ -91,3 +91,35 @@ def test_python_model_input_sets_every_core_field():
     written = set(re.findall(r"^\s+m\.(\w+) = ", source, re.M))
     missing = [f["name"] for f in _core.MODEL_INPUT_FIELDS if f["name"] not in written]
     assert not missing, f"model_input() does not write ModelInput fields {missing}"
+
+
+# io/storage/, one subsystem a module, bottom to top: each imports only modules before it
+# (hdf5_walk imports nothing of dojo_cli: the probe's fresh interpreter runs it alone).
+STORAGE_ORDER = ["hdf5_checks", "hdf5_walk", "format", "locks", "probe", "reader", "compaction", "writer"]
+
+
+def test_storage_modules_import_one_way():
+    folder = ROOT / "dojo_cli" / "io" / "storage"
+    assert sorted(p.stem for p in folder.glob("*.py") if p.stem != "__init__") == sorted(STORAGE_ORDER)
+    bad = []
+    for own in STORAGE_ORDER:
+        tree = ast.parse((folder / f"{own}.py").read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("dojo_cli.io.storage."):
+                target = node.module.split(".")[3]
+                if STORAGE_ORDER.index(target) >= STORAGE_ORDER.index(own):
+                    bad.append(f"storage/{own}.py imports {target}")
+            elif isinstance(node, (ast.Import, ast.ImportFrom)) and own == "hdf5_walk":
+                names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+                bad += [f"storage/hdf5_walk.py imports {n}" for n in names if n.startswith("dojo_cli")]
+    assert not bad, "\n".join(bad)
+
+
+def test_storage_package_exports_resolve_to_their_modules():
+    import importlib
+
+    from dojo_cli.io import storage
+
+    for name in storage.__all__:
+        module = importlib.import_module(storage._EXPORTS[name])
+        assert getattr(storage, name) is getattr(module, name), f"dojo_cli.io.storage.{name}"

@@ -28,7 +28,6 @@ from dojo_cli.cli.shared import (
     CONTEXT_SETTINGS,
     flag_shown_as_flag,
     interrupt_is_one_line,
-    plain_coercion,
     set_command_line,
     show_flags_as_flags,
 )
@@ -118,7 +117,6 @@ class LazyGroup(TyperGroup):
         params = super().get_params(ctx)
         for param in params:
             flag_shown_as_flag(param)
-            plain_coercion(param)
         return params
 
     # Ctrl-C (SIGTERM, SIGHUP) while the arguments are parsed, a command's modules are

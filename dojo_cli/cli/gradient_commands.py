@@ -3,8 +3,8 @@
 Both start from a state chosen the same way (the scene's initial state, ``--state FILE``
 or ``--from RUN.h5 --index K``) and inputs chosen the same way (``--input``,
 ``--input-file``, the stored inputs of that step, or the scene's controller). The
-finite-difference check of ``dojo gradients --check`` lives in
-dojo_cli.cli.gradient_check. Conventions: docs/gradients.md; file formats:
+finite-difference check of ``dojo gradients --check`` is dojo_cli.analysis.gradient_check
+(this module prints its table). Conventions: docs/gradients.md; file formats:
 docs/storage.md.
 """
 
@@ -15,7 +15,7 @@ import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import numpy as np
 import typer
@@ -40,6 +40,9 @@ from dojo_cli.simulation.gradient_record import (
     minimal_labels,
 )
 from dojo_cli.simulation.step import solve_step
+
+if TYPE_CHECKING:
+    from dojo_cli.analysis.gradient_check import CheckReport
 
 # Indirection so tests can substitute the gradient computation (a deliberately wrong
 # Jacobian must make --check fail).
@@ -292,7 +295,7 @@ def gradients_command(
     abort_on_failure: AbortOpt = False,
 ) -> None:
     """Jacobians of one step (implicit function theorem): A = d z'/d z, B = d z'/d u, P = d z'/d theta."""
-    from dojo_cli.cli.gradient_check import check_gradients, print_check
+    from dojo_cli.analysis.gradient_check import check_gradients
 
     wrt_parts, kinds = parse_wrt(wrt, params)
     if kappa is not None and not (math.isfinite(kappa) and kappa > 0):
@@ -369,3 +372,36 @@ def gradients_command(
             raise typer.Exit(1)
     if failed:
         raise typer.Exit(1)
+
+
+# Group rows `dojo gradients --check` prints per block before only the worst are shown.
+MAX_GROUP_ROWS = 12
+
+
+def print_check(report: CheckReport, tol: float, mech, kappa) -> bool:
+    """Print the table; True when every block is within ``tol``."""
+    typer.echo(
+        f"finite-difference check: 4-point central differences, {report.evaluations} step solves; "
+        f"relative error = max over entries of |J - FD| / max(1, |FD|)"
+    )
+    for note in report.notes:
+        typer.echo(f"note: {note}")
+    if report.unconverged:
+        typer.echo(f"warning: {report.unconverged} of {report.evaluations} finite-difference solves did not converge")
+    typer.echo(f"{'block':<6}{'columns':<28}{'n':>5}{'rel. error':>12}  result")
+    ok = True
+    for name, err in report.blocks.items():
+        passed = err <= tol
+        ok &= passed
+        typer.echo(f"{name:<6}{'(all)':<28}{'':>5}{err:>12.2e}  {'ok' if passed else 'FAIL'}")
+        rows = [g for g in report.groups if g.block == name]
+        shown = rows
+        if len(rows) > MAX_GROUP_ROWS:
+            shown = sorted(rows, key=lambda g: -g.error)[:MAX_GROUP_ROWS // 2]
+        for g in shown:
+            typer.echo(f"{'':<6}{g.group:<28}{g.columns:>5}{g.error:>12.2e}  {'ok' if g.error <= tol else 'FAIL'}")
+        if len(shown) < len(rows):
+            rest = max(g.error for g in rows if g not in shown)
+            typer.echo(f"{'':<6}... {len(rows) - len(shown)} more groups, largest error {rest:.2e}")
+    typer.echo(f"check {'passed' if ok else 'FAILED'}: tolerance {tol:g}")
+    return ok

@@ -15,12 +15,11 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import os
 import shlex
 import signal
 import sys
 from pathlib import Path
-from typing import Annotated, Optional, get_args, get_origin
+from typing import Annotated, Optional
 
 import typer
 
@@ -71,115 +70,25 @@ ConfigOpt = Annotated[
 
 
 def show_flags_as_flags(command) -> None:
-    """Show boolean flags in ``command``'s help (and its subcommands') as flags, and coerce
-    its plain str, Path, int and float values without pydantic (``plain_coercion``).
+    """Show boolean flags in ``command``'s help (and its subcommands') as flags.
 
     typer (0.29, the newest release as of this writing) labels a flag's value type
     ``<bool>`` in its help, which reads as "takes true/false"; a flag takes no value and
-    ``--quiet true`` is rejected. An empty metavar leaves the type column empty, as click
-    shows flags. The help option is made per invocation (``get_help_option``), so that
+    ``--quiet true`` is rejected. An empty metavar (the click parameter's public
+    ``metavar``) leaves the type column empty, as click shows flags. The help option is
+    made per invocation (``get_help_option``, a public method of click's Command), so that
     method is wrapped on the instance too.
     """
     for param in getattr(command, "params", ()):
         flag_shown_as_flag(param)
-        plain_coercion(param)
     make_help_option = command.get_help_option
 
     def get_help_option(ctx):
-        option = flag_shown_as_flag(make_help_option(ctx))
-        if option is not None:
-            plain_coercion(option)
-        return option
+        return flag_shown_as_flag(make_help_option(ctx))
 
     command.get_help_option = get_help_option
     for sub in getattr(command, "commands", {}).values():
         show_flags_as_flags(sub)
-
-
-class _PlainCoercion:
-    """typer's coercion of a str, Path, int or float value, without pydantic.
-
-    typer (0.29) coerces every parameter value through a pydantic TypeAdapter, so a command
-    that validates nothing with pydantic (``dojo info``, ``dojo energy``) still imports it
-    (0.06-0.09 s of start-up); once the scene specs used pydantic-core alone (issue 15),
-    ``--steps`` was what still imported pydantic in ``dojo simulate``. For plain ``str`` and ``Path``
-    parameters (and lists of them) this does what those adapters do: text as given (bytes
-    decoded), a Path built from it and then typer's own path checks (``coerce_cli_path``:
-    exists, readable, ...); a flag's True/False (or None: not given) as it is. An ``int`` or
-    ``float`` (with ``min``/``max``) goes through the pydantic-core schema the adapter would
-    have built (``{"type": "int", "ge": min}``), built on first use, and a bad value gets the
-    adapter's message: the error's first message, control characters escaped.
-    """
-
-    def __init__(self, annotation, multiple: bool, path_check, escape=None, bounds: dict | None = None):
-        self.annotation = annotation
-        self.multiple = multiple
-        self.path_check = path_check
-        self.escape = escape  # typer's escaping of control characters in messages (numbers)
-        self.bounds = bounds or {}  # numbers: {"ge": min, "le": max}
-        self._validator = None
-
-    def coerce(self, value, param, ctx):
-        if value is None:
-            return () if self.multiple else None  # (as typer's RuntimeParam.coerce)
-        if self.multiple:
-            return [self._one(item, param, ctx) for item in value]
-        return self._one(value, param, ctx)
-
-    def _one(self, value, param, ctx):
-        if self.annotation is bool:  # a flag: True, False (None is taken above)
-            if isinstance(value, bool):
-                return value
-            raise typer.BadParameter(f"a flag takes no value, got {value!r}", ctx=ctx, param=param)
-        if self.annotation in (int, float):
-            return self._number(value, param, ctx)
-        if isinstance(value, bytes):
-            value = os.fsdecode(value)
-        if self.annotation is str:
-            return value
-        return self.path_check(Path(value), param.type_descriptor.parameter_info, path_type=Path, param=param, ctx=ctx)
-
-    def _number(self, value, param, ctx):
-        from pydantic_core import SchemaValidator, ValidationError
-
-        if self._validator is None:
-            self._validator = SchemaValidator({"type": self.annotation.__name__, **self.bounds})
-        try:
-            return self._validator.validate_python(value)
-        except ValidationError as exc:
-            raise typer.BadParameter(self.escape(str(exc.errors(include_url=False)[0]["msg"])), ctx=ctx, param=param) from None
-
-
-def plain_coercion(param) -> None:
-    """Give a str, Path, int or float parameter (or a list of them), or a flag, ``_PlainCoercion``
-    instead of typer's pydantic-built one. typer's internals: where they differ (another typer
-    version), the parameter keeps typer's own coercion (tests/test_imports.py notices the cost)."""
-    descriptor = getattr(param, "type_descriptor", None)
-    if descriptor is None or getattr(param, "_runtime_param", "absent") is not None:
-        return
-    try:
-        from typer._click.utils import _escape_control_characters
-        from typer._param_types import coerce_cli_path
-    except ImportError:  # pragma: no cover (another typer)
-        return
-    annotation, multiple = descriptor.annotation, False
-    if get_origin(annotation) is list and len(get_args(annotation)) == 1:
-        annotation, multiple = get_args(annotation)[0], True
-    info = descriptor.parameter_info
-    if annotation is bool and not (getattr(param, "is_flag", False) and not multiple):
-        return
-    if annotation not in (str, Path, bool, int, float) or getattr(info, "parser", None) is not None or (
-            descriptor.file_annotation is not None):
-        return
-    if annotation is Path and getattr(info, "path_type", None) not in (None, Path):
-        return
-    bounds = {}
-    if annotation in (int, float):
-        if getattr(info, "clamp", False):
-            return  # (typer clamps instead of refusing: its own coercion)
-        bounds = {key: bound for key, bound in (("ge", getattr(info, "min", None)), ("le", getattr(info, "max", None)))
-                  if bound is not None}
-    param._runtime_param = _PlainCoercion(annotation, multiple, coerce_cli_path, _escape_control_characters, bounds)
 
 
 def flag_shown_as_flag(param):

@@ -30,7 +30,7 @@ from dojo_cli.cli.shared import (
 from dojo_cli.simulation.step import singular_message
 from dojo_cli.cli.signals import signal_number, stop_requests
 from dojo_cli.errors import InputError, SolverError, StorageError
-from dojo_cli.io.runs import run_scene, run_writer
+from dojo_cli.io.runs import check_run, plan_run, write_run
 from dojo_cli.scene.loader import dump_scene
 from dojo_cli.scene.schema import MAX_STEPS
 
@@ -75,7 +75,7 @@ def simulate(
     wrt = None
     if gradients or gradients_wrt is not None:
         # here: a run without --gradients does not import the gradient code
-        from dojo_cli.simulation.gradient_record import gradient_dataset_attrs, parse_gradient_wrt
+        from dojo_cli.simulation.gradient_record import parse_gradient_wrt
 
         try:
             wrt = parse_gradient_wrt(gradients_wrt or "state,input")
@@ -90,69 +90,44 @@ def simulate(
     if integrator is not None and integrator != spec.integrator:
         spec = spec.replace(integrator=integrator)
     use_rk4 = spec.integrator == "rk4"
-    if use_rk4:
-        from dojo_cli.simulation.rk4_run import rk4_problems
-
-        problems = rk4_problems(mech, mech.external, tuple(wrt or ()))
-        if problems:
-            raise InputError(f"{scene}: " + "; ".join(problems))
-    if wrt is not None and mech.external:
-        raise InputError(f"--gradients: scene {spec.name!r} has external forces, which the gradients do not include yet")
+    check_run(mech, scene, spec.name, spec.integrator, wrt)
     h = mech.timestep
-    n = steps if steps is not None else (duration / h if duration is not None else mech.default_steps)
-    if n is None:
-        raise InputError(f"{scene}: the scene sets neither steps nor duration; pass --steps or --duration")
-    if duration is not None:
-        # checked after the division: a finite duration over a tiny timestep can still be too many steps
-        if not n <= MAX_STEPS:
-            raise InputError(f"--duration: {duration:g} s at timestep {h:g} s is {n:.3g} steps, more than {MAX_STEPS:.0e}")
-        n = int(math.ceil(n - 1e-9))
-    if n > MAX_STEPS:
-        raise InputError(f"--steps: {n} steps, more than {MAX_STEPS:.0e}")
-    start = started_from = None
-    if start_run is not None:
-        from dojo_cli.io.state_files import stored_start  # here: only a continued run reads one
-
-        start = stored_start(start_run, index, mech, spec.name, lambda line: echo_err(f"warning: {line}"), whole_steps=True)
-        started_from = {"file": str(start_run), "index": start.k, "time": start.time, "step": start.step}
+    n = _run_steps(mech, scene, steps, duration)
     out = output if output is not None else default_output(scene, overwrite=force)
-    if start_run is not None and _same_file(out, start_run):
-        raise InputError(f"--output {out}: is the --from run; write the continued run to another file")
-    if out.exists() and not force:
-        raise StorageError(f"{out}: already exists (use --force to overwrite)")
+    plan = plan_run(mech, out, n, scene_name=spec.name, integrator=spec.integrator, gradients=tuple(wrt or ()),
+                    start_run=start_run, index=index, overwrite=force, warn=lambda line: echo_err(f"warning: {line}"))
+    start = plan.start
     make_parent_folder(out)
     opts = mech.default_options.replace(verbose=verbose)
-    log = _iteration_logger() if verbose else None
 
     progress = None
     writer = None
+
+    def opened(w) -> None:
+        nonlocal writer, progress
+        writer = w
+        progress = _progress(n, quiet)
+
     try:
         # Stop signals are only recorded from before the file is created until it is
         # finished (dojo_cli.cli.signals): a file never exists without its attributes, and
         # the run stops between whole blocks.
         with stop_requests() as stop:
-            writer = run_writer(
-                mech, out, scene_yaml=dump_scene(spec), scene_name=spec.name, integrator=spec.integrator, opts=opts, flush_interval=FLUSH_SECONDS,
-                overwrite=force,  # (refused atomically if the file appeared since the check above)
+
+            def advance(k: int) -> None:
+                if progress is not None:
+                    progress.update(k)
+                stop.check()  # a signal stops the run here, between whole blocks
+
+            # (a signal that arrived while the file was being created is taken at the
+            # first block boundary, once the initial state is in the file)
+            summary = write_run(
+                plan, mech, scene_yaml=dump_scene(spec), scene_name=spec.name, opts=opts, flush_interval=FLUSH_SECONDS,
+                overwrite=force, on_writer=opened, overrides={item.path: item.value for item in items},
+                command_line=command_line(), abort_on_failure=abort_on_failure,
+                log=_iteration_logger() if verbose else None, progress=advance,
                 stop_requested=lambda: stop.signum is not None,  # a stop skips the final compression
-                overrides={item.path: item.value for item in items},
-                command_line=command_line(),
-                dataset_attrs=gradient_dataset_attrs(mech, wrt) if wrt is not None else None,
-                steps=n,
-                started_from=started_from,
             )
-            with writer:
-                progress = _progress(n, quiet)
-
-                def advance(k: int) -> None:
-                    if progress is not None:
-                        progress.update(k)
-                    stop.check()  # a signal stops the run here, between whole blocks
-
-                # (a signal that arrived while the file was being created is taken at the
-                # first block boundary, once the initial state is in the file)
-                summary = run_scene(mech, n, writer, integrator=spec.integrator, opts=opts, gradients=tuple(wrt or ()),
-                                    abort_on_failure=abort_on_failure, log=log, progress=advance, start=start)
     except StorageError:
         # the file cannot be created, another run is writing it, or a write failed (disk
         # full): the writer has finished the file and the message says what it keeps
@@ -199,11 +174,20 @@ def simulate(
         raise typer.Exit(EXIT_COMPLETE_WITH_FAILURES)
 
 
-def _same_file(a: Path, b: Path) -> bool:
-    try:
-        return a.exists() and b.exists() and a.samefile(b)
-    except OSError:
-        return False
+def _run_steps(mech, scene: str, steps: int | None, duration: float | None) -> int:
+    """The steps of the run: --steps, --duration over the timestep (rounded up), or the scene's."""
+    h = mech.timestep
+    n = steps if steps is not None else (duration / h if duration is not None else mech.default_steps)
+    if n is None:
+        raise InputError(f"{scene}: the scene sets neither steps nor duration; pass --steps or --duration")
+    if duration is not None:
+        # checked after the division: a finite duration over a tiny timestep can still be too many steps
+        if not n <= MAX_STEPS:
+            raise InputError(f"--duration: {duration:g} s at timestep {h:g} s is {n:.3g} steps, more than {MAX_STEPS:.0e}")
+        n = int(math.ceil(n - 1e-9))
+    if n > MAX_STEPS:
+        raise InputError(f"--steps: {n} steps, more than {MAX_STEPS:.0e}")
+    return n
 
 
 def _iteration_logger():

@@ -1,18 +1,24 @@
 """A scene's run into its storage file: the one place that opens a run's StorageWriter and
 drives the integrator the scene asks for, used by `dojo simulate` and by sweep tasks (so a
-sweep's file is the file `dojo simulate` writes, with the same datasets and attributes)."""
+sweep's file is the file `dojo simulate` writes, with the same datasets and attributes).
+
+`dojo simulate` is, after parsing its options and loading the scene: ``check_run`` (the
+integrator can run what was asked), ``plan_run`` (where the run starts and goes, checked
+before any file is created), then ``write_run`` (the file opened and the run written into
+it, with progress and stop requests from the caller); the command only prints and exits."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from functools import partial
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from dojo_cli import __version__
-from dojo_cli.io.storage import StorageWriter
+from dojo_cli.errors import InputError, StorageError
+from dojo_cli.io.storage import KNOT, StorageWriter
 from dojo_cli.model.mechanism import Mechanism
-from dojo_cli.physics.energy import knot_velocities
+from dojo_cli.simulation.knots import KnotRows
 from dojo_cli.simulation.run import RK4_INTEGRATOR, VARIATIONAL_INTEGRATOR, RunSummary, run
 from dojo_cli.solver.options import SolverOptions
 
@@ -44,8 +50,6 @@ def run_writer(
     take (the writer sizes its chunks to it). ``started_from``: where a run continued from
     another starts ({"file", "index", "time", "step"}; root attribute ``started_from``)."""
     rk4 = integrator == "rk4"
-    if rk4:  # the minimal-coordinate modules only for an rk4 run (~20 ms of start-up)
-        from dojo_cli.simulation.rk4_run import knot_identity
     return StorageWriter(
         out,
         scene_yaml=scene_yaml,
@@ -61,8 +65,8 @@ def run_writer(
         input_names=mech.input_names(),
         dojo_cli_version=__version__,
         flush_every=1,  # (time decides: flush_interval)
-        # v, omega at t_k; v_mid, omega_mid (rk4: the velocities at t_k already)
-        knot_velocities=partial(knot_identity if rk4 else knot_velocities, mech),
+        # v, omega at t_k, v_mid, omega_mid: computed by run_scene's KnotRows
+        velocities=KNOT,
         flush_interval=flush_interval,
         overwrite=overwrite,
         stop_requested=stop_requested,
@@ -127,10 +131,12 @@ def run_scene(
     """``steps`` steps of the scene's integrator ("variational" or "rk4") into ``writer``,
     from the scene's initial state or from ``start`` (a stored run's knot, ``--from``: the
     variational integrator takes its midpoint state, warm start and unwrapped angles, so the
-    steps are the first run's to the solver's tolerance; rk4 takes the knot's velocities)."""
+    steps are the first run's to the solver's tolerance; rk4 takes the knot's velocities).
+    The states go to ``writer`` with their velocities at the knots (simulation.knots)."""
     if integrator == "rk4":
         from dojo_cli.simulation.rk4_run import run_rk4
 
+        writer = KnotRows(mech, writer, exact=True)
         if start is None:
             return run_rk4(mech, steps, writer, controller=mech.controller, progress=progress)
         return run_rk4(mech, steps, writer, controller=mech.controller, progress=progress, knot=start.knot,
@@ -138,5 +144,134 @@ def run_scene(
     kwargs = {}
     if start is not None:
         kwargs = dict(z0=start.z, start_step=start.step, warm_start=start.warm_start, angles=start.angles)
-    return run(mech, steps, writer, controller=mech.controller, opts=opts, external=mech.external,
+    return run(mech, steps, KnotRows(mech, writer), controller=mech.controller, opts=opts, external=mech.external,
                gradients=tuple(gradients), abort_on_failure=abort_on_failure, log=log, progress=progress, **kwargs)
+
+
+def check_run(mech: Mechanism, scene: str, scene_name: str, integrator: str, gradients: tuple[str, ...] | None) -> None:
+    """Refuse a run the integrator cannot take: the rk4 integrator's unsupported features
+    (simulation.rk4_run.rk4_problems), per-step gradients (``gradients``: the Jacobians
+    asked for, None when not asked) of a scene with external forces.
+
+    Raises:
+        InputError: naming the scene (``scene``: as the user gave it) and what is refused.
+    """
+    if integrator == "rk4":
+        from dojo_cli.simulation.rk4_run import rk4_problems
+
+        problems = rk4_problems(mech, mech.external, tuple(gradients or ()))
+        if problems:
+            raise InputError(f"{scene}: " + "; ".join(problems))
+    if gradients is not None and mech.external:
+        raise InputError(f"--gradients: scene {scene_name!r} has external forces, which the gradients do not include yet")
+
+
+@dataclass
+class RunPlan:
+    """A run checked before its file exists: what `write_run` writes.
+
+    Attributes:
+        out: the storage file.
+        steps: the steps to take.
+        integrator: the scene's ("variational" or "rk4").
+        gradients: the Jacobians stored at each step (() for none).
+        start: the stored knot the run continues from (``--from``), or None.
+        started_from: the root attribute ``started_from`` ({"file", "index", "time",
+            "step"}) of a continued run, or None.
+    """
+
+    out: Path
+    steps: int
+    integrator: str
+    gradients: tuple[str, ...] = ()
+    start: StoredStart | None = None
+    started_from: dict | None = None
+
+
+def plan_run(
+    mech: Mechanism,
+    out: Path,
+    steps: int,
+    *,
+    scene_name: str,
+    integrator: str,
+    gradients: tuple[str, ...] = (),
+    start_run: Path | None = None,
+    index: int | None = None,
+    overwrite: bool = False,
+    warn: Callable[[str], None] = lambda line: None,
+) -> RunPlan:
+    """The run of ``steps`` steps into ``out``, from the scene's initial state or, with
+    ``start_run``, from state ``index`` of that run (docs/storage.md, "Continuing a run";
+    ``warn`` gets the notes about it: its status, another scene or timestep).
+
+    Raises:
+        InputError: a start the scene cannot continue from (io.state_files.stored_start),
+            or ``out`` is the ``start_run`` file.
+        StorageError: ``out`` exists (without ``overwrite``), a damaged ``start_run``.
+    """
+    start = started_from = None
+    if start_run is not None:
+        from dojo_cli.io.state_files import stored_start  # here: only a continued run reads one
+
+        start = stored_start(start_run, index, mech, scene_name, warn, whole_steps=True)
+        started_from = {"file": str(start_run), "index": start.k, "time": start.time, "step": start.step}
+        if _same_file(out, start_run):
+            raise InputError(f"--output {out}: is the --from run; write the continued run to another file")
+    if out.exists() and not overwrite:
+        raise StorageError(f"{out}: already exists (use --force to overwrite)")
+    return RunPlan(out, steps, integrator, tuple(gradients), start, started_from)
+
+
+def write_run(
+    plan: RunPlan,
+    mech: Mechanism,
+    *,
+    scene_yaml: str,
+    scene_name: str,
+    opts: SolverOptions,
+    flush_interval: float,
+    overwrite: bool,
+    on_writer: Callable[[StorageWriter], None],
+    overrides: dict | None = None,
+    command_line: str | None = None,
+    abort_on_failure: bool = False,
+    log=None,
+    progress: Callable[[int], None] | None = None,
+    stop_requested: Callable[[], bool] | None = None,
+) -> RunSummary:
+    """Open the plan's file and write the run into it (``run_writer``, ``run_scene``).
+
+    ``on_writer`` is handed the writer once the file exists (before the first step),
+    so that a caller can say what the file keeps when the run stops with an exception;
+    ``progress(k)`` is called after each block of steps (it may raise to stop the run: the
+    file is then finished as interrupted or failed), ``stop_requested()`` between the
+    blocks of the final compression (True skips it).
+
+    Raises:
+        StorageError: the file cannot be created or written (it keeps what was written).
+        SolverError: a step failed with ``abort_on_failure`` (the file is marked failed).
+    """
+    dataset_attrs = None
+    if plan.gradients:
+        from dojo_cli.simulation.gradient_record import gradient_dataset_attrs
+
+        dataset_attrs = gradient_dataset_attrs(mech, plan.gradients)
+    writer = run_writer(
+        mech, plan.out, scene_yaml=scene_yaml, scene_name=scene_name, integrator=plan.integrator, opts=opts,
+        flush_interval=flush_interval,
+        overwrite=overwrite,  # (refused atomically if the file appeared since plan_run)
+        stop_requested=stop_requested, overrides=overrides, command_line=command_line, dataset_attrs=dataset_attrs,
+        steps=plan.steps, started_from=plan.started_from,
+    )
+    with writer:
+        on_writer(writer)
+        return run_scene(mech, plan.steps, writer, integrator=plan.integrator, opts=opts, gradients=plan.gradients,
+                         abort_on_failure=abort_on_failure, log=log, progress=progress, start=plan.start)
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return a.exists() and b.exists() and a.samefile(b)
+    except OSError:
+        return False

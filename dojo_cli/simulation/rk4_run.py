@@ -60,8 +60,9 @@ def rk4_problems(mech: Mechanism, external=(), gradients=()) -> list[str]:
 
 
 def knot_identity(mech: Mechanism, x, q, v_mid, omega_mid, extrapolate_last: bool = False):
-    """A knot writer's velocity map for rk4 files: the velocities handed in are already
-    those at t_k (v, omega as given; minimal/v their exact image J(q) [v; omega])."""
+    """The knot velocities of rk4 states (simulation.knots.KnotRows, exact): the velocities
+    handed in are already those at t_k (v, omega as given; minimal/v their exact image
+    J(q) [v; omega])."""
     n = len(x)
     v, omega = np.asarray(v_mid, float)[:n], np.asarray(omega_mid, float)[:n]
     z = np.concatenate([np.reshape(x, (n, mech.nb, 3)), v, np.reshape(q, (n, mech.nb, 4)), omega], axis=2)
@@ -170,7 +171,7 @@ def _block(mech: Mechanism, k0: int, h: float, z: np.ndarray, inputs, n: int, be
         time=(k0 + 1 + np.arange(n)) * h,
         z=z,
         minimal_q=mq,
-        minimal_v=np.zeros((n, mech.nf)),  # the writer's knot map computes them (knot_identity)
+        minimal_v=np.zeros((n, mech.nf)),  # a knot file's writer front computes them (simulation.knots, knot_identity)
         inputs=np.zeros((n, mech.nu)) if inputs is None else np.asarray(inputs, dtype=float)[:n].reshape(n, mech.nu),
         iterations=np.zeros(n, dtype=np.int64),
         residual=np.zeros(n),

@@ -22,8 +22,8 @@ from typer.testing import CliRunner
 from dojo_cli.cli import simulate_command
 from dojo_cli.cli.app import app
 from dojo_cli.errors import StorageError
-from dojo_cli.io import storage
-from dojo_cli.io.storage import StorageWriter, read_storage
+from dojo_cli.io.storage import StorageWriter, compaction, locks, read_storage
+from dojo_cli.io.storage import writer as storage_writer
 from tests.processes import dojo_command
 
 runner = CliRunner()
@@ -118,7 +118,7 @@ def test_force_on_a_file_a_reader_holds_open_is_refused(tmp_path):
         waited = time.monotonic() - started
         assert res.exit_code == 3, res.output
         assert res.stderr.strip() == f"{out}: another program has it open (reading it); close it first; not overwritten"
-        assert waited >= storage._READER_WAIT_SECONDS
+        assert waited >= locks._READER_WAIT_SECONDS
         assert int(f.attrs["steps_completed"]) == 5
     assert read_storage(out).steps_completed == 5
     assert invoke("simulate", "pendulum", "--steps", 7, "-o", out, "--force", "-q").exit_code == 0
@@ -212,8 +212,8 @@ def test_a_write_error_hdf5_meets_is_one_line_never_a_crash(tmp_path):
     script = textwrap.dedent(
         """
         import sys
-        from dojo_cli.io import storage
-        storage.StorageWriter._reserve = lambda self, need: None
+        from dojo_cli.io.storage.writer import StorageWriter
+        StorageWriter._reserve = lambda self, need: None
         from dojo_cli.cli.app import app
         sys.argv = ["dojo", "simulate", "box", "--steps", "1000000", "-q", "--force", "-o", sys.argv[1]]
         app()
@@ -305,7 +305,7 @@ def test_flush_policy_writes_once_the_interval_has_passed(tmp_path, monkeypatch)
     """The writer of `dojo simulate` writes its buffered steps as soon as FLUSH_SECONDS
     have passed since the last write, however few steps (a slow step is written at once)."""
     clock = {"t": 1000.0}
-    monkeypatch.setattr(storage.time_module, "monotonic", lambda: clock["t"])
+    monkeypatch.setattr(storage_writer.time_module, "monotonic", lambda: clock["t"])
     writer = StorageWriter(tmp_path / "r.h5", **writer_kwargs(flush_every=1, flush_interval=simulate_command.FLUSH_SECONDS))
     writer.write_initial(0.0, np.zeros((1, 3)), [[1.0, 0, 0, 0]], np.zeros((1, 3)), np.zeros((1, 3)), [0.0], [0.0])
     write(writer, 5)
@@ -337,8 +337,8 @@ def test_interrupted_run_stays_uncompressed_and_compaction_failures_keep_the_fil
     def no_room(*args, **kwargs):
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(storage, "_copy_compressed", no_room)
-    monkeypatch.setattr(storage, "_COMPACT_MIN_BYTES", 0)  # (a 5-step run is otherwise too small to compact)
+    monkeypatch.setattr(compaction, "_copy_compressed", no_room)
+    monkeypatch.setattr(storage_writer, "_COMPACT_MIN_BYTES", 0)  # (a 5-step run is otherwise too small to compact)
     out = tmp_path / "c.h5"
     stale = tmp_path / ".c.h5.999999.compacting"  # left by a compaction that was killed
     stale.write_bytes(b"partial")

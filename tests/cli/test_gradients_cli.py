@@ -11,7 +11,8 @@ from typer.testing import CliRunner
 
 import dojo_cli as dojo
 from dojo_cli.cli import gradient_commands
-from dojo_cli.io import runs, storage
+from dojo_cli.io import runs
+from dojo_cli.io.storage import writer as storage_writer
 from dojo_cli.cli.app import app
 from tests.cli.test_cli import interrupt_after
 from dojo_cli.io.gradient_files import read_gradient_file
@@ -260,7 +261,7 @@ def test_gradients_refuse_external_forces():
 
 # --------------------------------------------------------- simulate --gradients
 def test_simulate_stores_gradients(tmp_path, monkeypatch):
-    monkeypatch.setattr(storage, "_COMPACT_MIN_BYTES", 0)  # (8 steps are otherwise too few to compact)
+    monkeypatch.setattr(storage_writer, "_COMPACT_MIN_BYTES", 0)  # (8 steps are otherwise too few to compact)
     out = tmp_path / "g.h5"
     res = invoke("simulate", "box", "-o", out, "--steps", 8, "--gradients", "-q")
     assert res.exit_code == 0, res.output

@@ -7,7 +7,7 @@ import pytest
 
 @pytest.fixture
 def single_threaded_probe(monkeypatch):
-    """Pin the structure probe (storage._probe_structure) to its single-threaded case, where
+    """Pin the structure probe (storage.probe._probe_structure) to its single-threaded case, where
     the forked child's verdict stands. With other threads in the process (importing
     dask.distributed, as the sweep tests do earlier in the same xdist worker, leaves its idle
     offload thread running) a crash of the child, or a child waiting at the deadline, is

@@ -24,7 +24,7 @@ from typer.testing import CliRunner
 
 from dojo_cli.cli.app import app
 from dojo_cli.errors import StorageError
-from dojo_cli.io import storage
+from dojo_cli.io.storage import probe as structure_probe
 from dojo_cli.io.storage import NotStorageFileError, StorageWriter, read_storage
 from dojo_cli.scene.stored_run import run_mechanism
 from tests.io.damaged import DAMAGED, FOREIGN, READABLE, SCENE_READERS, damaged_cases, zero_global_heap_free_space
@@ -316,7 +316,7 @@ def test_unreadable_file_is_permission_denied(runs, tmp_path):
 
 def test_a_structure_hdf5_loops_on_is_damage_not_a_hang(runs, tmp_path, monkeypatch, single_threaded_probe):
     """HDF5 loops forever on some damaged metadata. The loop known by its bytes (a global
-    heap's free space of size 0: dojo_cli.io.hdf5_checks) is said at once; any other is
+    heap's free space of size 0: dojo_cli.io.storage.hdf5_checks) is said at once; any other is
     caught by the walk of the structure in a child process, with a deadline (shortened
     here, and shown on the same file with the byte check off)."""
     run, _ = runs["pendulum"]
@@ -326,8 +326,8 @@ def test_a_structure_hdf5_loops_on_is_damage_not_a_hang(runs, tmp_path, monkeypa
     res = invoke("energy", path)
     assert res.exit_code == 3, res.output
     assert res.stderr.startswith(f"{path}: damaged global heap (the HDF5 library would never finish reading it)")
-    monkeypatch.setattr(storage, "global_heap_problem", lambda p: None)
-    monkeypatch.setattr(storage, "_PROBE_SECONDS", 0.5)
+    monkeypatch.setattr(structure_probe, "global_heap_problem", lambda p: None)
+    monkeypatch.setattr(structure_probe, "_PROBE_SECONDS", 0.5)
     started = time.monotonic()
     for command in COMMANDS:
         res = invoke(*command_args(command, "pendulum", path, tmp_path))
@@ -341,7 +341,7 @@ def test_a_structure_hdf5_loops_on_is_damage_not_a_hang(runs, tmp_path, monkeypa
 def test_a_structure_hdf5_crashes_on_is_damage_not_a_crash(runs, tmp_path, monkeypatch, single_threaded_probe):
     """A crash of HDF5 while it walks the structure (simulated: the child kills itself with
     SIGSEGV) is reported, and the reader's own process lives on."""
-    monkeypatch.setattr(storage, "_walk_structure", lambda p: os.kill(os.getpid(), signal.SIGSEGV))
+    monkeypatch.setattr(structure_probe, "_walk_structure", lambda p: os.kill(os.getpid(), signal.SIGSEGV))
     run, _ = runs["pendulum"]
     path = tmp_path / "crash.h5"
     path.write_bytes(run.read_bytes())

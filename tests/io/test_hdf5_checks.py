@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from dojo_cli.io.hdf5_checks import global_heap_problem
+from dojo_cli.io.storage.hdf5_checks import global_heap_problem
 from tests.processes import dojo_command
 
 

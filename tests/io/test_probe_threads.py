@@ -1,9 +1,9 @@
-"""The walk of a file's structure before it is read (storage._probe_structure) in a process
+"""The walk of a file's structure before it is read (storage.probe._probe_structure) in a process
 with other threads: Dask workers, notebooks, meshcat servers.
 
 The child is forked holding h5py's global lock, so a thread busy in h5py cannot leave it
 waiting; a verdict the fork itself may have caused (a crash, a child waiting at the
-deadline) is checked once more in a fresh interpreter (``python -m dojo_cli.io.hdf5_walk``),
+deadline) is checked once more in a fresh interpreter (``python -m dojo_cli.io.storage.hdf5_walk``),
 whose verdict stands. Deadlines are shortened where a loop is involved; nothing here is
 timed.
 """
@@ -25,8 +25,8 @@ from typer.testing import CliRunner
 
 from dojo_cli.cli.app import app
 from dojo_cli.errors import StorageError
-from dojo_cli.io import storage
-from dojo_cli.io.hdf5_walk import walk_structure
+from dojo_cli.io.storage import probe as structure_probe
+from dojo_cli.io.storage.hdf5_walk import walk_structure
 from dojo_cli.io.storage import check_hdf5_structure, read_storage
 from tests.io.damaged import zero_global_heap_free_space
 
@@ -67,10 +67,10 @@ def probe(monkeypatch):
     """Every probe walks again (no memory of files that walked fine), with the byte check
     of the known loop off; the walks are recorded: ``walks["fork"]`` and ``walks["fresh"]``
     list the outcomes of each kind."""
-    monkeypatch.setattr(storage, "_PROBED", {})
-    monkeypatch.setattr(storage, "global_heap_problem", lambda p: None)
+    monkeypatch.setattr(structure_probe, "_PROBED", {})
+    monkeypatch.setattr(structure_probe, "global_heap_problem", lambda p: None)
     walks: dict[str, list] = {"fork": [], "fresh": []}
-    forked, fresh = storage._forked_walk, storage._fresh_walk
+    forked, fresh = structure_probe._forked_walk, structure_probe._fresh_walk
 
     def recorded(kind, walk):
         def wrapper(p):
@@ -80,8 +80,8 @@ def probe(monkeypatch):
 
         return wrapper
 
-    monkeypatch.setattr(storage, "_forked_walk", recorded("fork", forked))
-    monkeypatch.setattr(storage, "_fresh_walk", recorded("fresh", fresh))
+    monkeypatch.setattr(structure_probe, "_forked_walk", recorded("fork", forked))
+    monkeypatch.setattr(structure_probe, "_fresh_walk", recorded("fresh", fresh))
     return walks
 
 
@@ -90,7 +90,7 @@ def short_deadline(monkeypatch):
     """The probe's deadline shortened, for the tests that wait for it. (Not for the good
     file: a child that got too little CPU in a short deadline on a loaded machine is walked
     again, which those tests would take for a doubt.)"""
-    monkeypatch.setattr(storage, "_PROBE_SECONDS", SHORT_DEADLINE)
+    monkeypatch.setattr(structure_probe, "_PROBE_SECONDS", SHORT_DEADLINE)
 
 
 @pytest.fixture
@@ -151,11 +151,11 @@ def held_lock():
 
 
 def fake_walk_module(monkeypatch, tmp_path: Path, body: str) -> None:
-    """Make the fresh interpreter run ``body`` instead of dojo_cli.io.hdf5_walk (a module
+    """Make the fresh interpreter run ``body`` instead of dojo_cli.io.storage.hdf5_walk (a module
     on PYTHONPATH, which the child inherits): how it ends is what the verdict is made of."""
     (tmp_path / "fake_walk.py").write_text(textwrap.dedent(body))
     monkeypatch.setenv("PYTHONPATH", str(tmp_path))
-    monkeypatch.setattr(storage, "_WALK_MODULE", "fake_walk")
+    monkeypatch.setattr(structure_probe, "_WALK_MODULE", "fake_walk")
 
 
 def crash_the_fresh_walk(monkeypatch, tmp_path: Path, signame: str) -> None:
@@ -169,7 +169,7 @@ def crash_the_fresh_walk(monkeypatch, tmp_path: Path, signame: str) -> None:
 
 def crash_the_forked_walk(monkeypatch) -> None:
     """The forked child dies of SIGSEGV where it would walk."""
-    monkeypatch.setattr(storage, "_walk_structure", lambda p: os.kill(os.getpid(), signal.SIGSEGV))
+    monkeypatch.setattr(structure_probe, "_walk_structure", lambda p: os.kill(os.getpid(), signal.SIGSEGV))
 
 
 def block_the_forked_walk(monkeypatch, lock: threading.Lock) -> None:
@@ -178,9 +178,9 @@ def block_the_forked_walk(monkeypatch, lock: threading.Lock) -> None:
 
     def walk(p):
         lock.acquire()
-        walk_structure(p, storage._WALK_NAMES)
+        walk_structure(p, structure_probe._WALK_NAMES)
 
-    monkeypatch.setattr(storage, "_walk_structure", walk)
+    monkeypatch.setattr(structure_probe, "_walk_structure", walk)
 
 
 LOOP_MESSAGE = "{path}: damaged {what}: HDF5 did not finish reading its structure within 0.5 s (a loop in damaged metadata)"
@@ -197,10 +197,10 @@ def test_a_good_file_reads_while_a_thread_is_busy_in_h5py(run, probe, busy_h5py)
     assert threading.active_count() > 1
     reads_before = busy_h5py[0]
     for k in range(READS_IN_A_ROW):
-        storage._PROBED.clear()  # (walked again each time)
+        structure_probe._PROBED.clear()  # (walked again each time)
         stored = read_storage(run)
         assert stored.steps_completed == STEPS, f"read {k}"
-    assert [w.outcome for w in probe["fork"]] == [storage._WalkOutcome.FINISHED] * READS_IN_A_ROW
+    assert [w.outcome for w in probe["fork"]] == [structure_probe._WalkOutcome.FINISHED] * READS_IN_A_ROW
     assert probe["fresh"] == [], "a fresh interpreter was needed"
     assert busy_h5py[0] > reads_before, "the busy thread read nothing meanwhile"
 
@@ -212,14 +212,14 @@ def test_the_child_is_forked_holding_h5pys_lock(run, probe, monkeypatch):
     fork = os.fork
 
     def spy() -> int:
-        held_at_fork.append(storage._HDF5_LOCK._is_owned())
+        held_at_fork.append(structure_probe._HDF5_LOCK._is_owned())
         return fork()
 
     monkeypatch.setattr(os, "fork", spy)
     read_storage(run)
-    assert storage._HDF5_LOCK is h5py._objects.phil
+    assert structure_probe._HDF5_LOCK is h5py._objects.phil
     assert held_at_fork == [True]
-    assert not storage._HDF5_LOCK._is_owned()
+    assert not structure_probe._HDF5_LOCK._is_owned()
 
 
 def test_the_fork_warning_of_python_312_is_not_an_error(run, probe, busy_h5py, monkeypatch):
@@ -245,7 +245,7 @@ def test_the_fork_warning_of_python_312_is_not_an_error(run, probe, busy_h5py, m
         warnings.simplefilter("error")
         stored = read_storage(run)
     assert stored.steps_completed == STEPS
-    assert [w.outcome for w in probe["fork"]] == [storage._WalkOutcome.FINISHED]
+    assert [w.outcome for w in probe["fork"]] == [structure_probe._WalkOutcome.FINISHED]
     assert len(children) == 1
     with pytest.raises(ChildProcessError):  # reaped by the probe
         os.waitpid(children[0], os.WNOHANG)
@@ -265,7 +265,7 @@ def test_a_loop_is_reported_while_a_thread_is_busy_in_h5py(loop_file, probe, sho
     assert str(info.value) == LOOP_MESSAGE.format(path=loop_file, what="HDF5 file")
     # a spinning child is a loop at once; one that got little of a loaded machine's CPU is
     # walked again, and loops again
-    assert all(w.outcome is storage._WalkOutcome.TIMED_OUT for w in probe["fork"] + probe["fresh"])
+    assert all(w.outcome is structure_probe._WalkOutcome.TIMED_OUT for w in probe["fork"] + probe["fresh"])
 
 
 def test_a_crash_the_fresh_interpreter_confirms_is_reported(run, tmp_path, probe, busy_h5py, monkeypatch):
@@ -274,7 +274,7 @@ def test_a_crash_the_fresh_interpreter_confirms_is_reported(run, tmp_path, probe
     with pytest.raises(StorageError) as info:
         read_storage(run)
     assert str(info.value) == CRASH_MESSAGE.format(path=run, what="storage file", signal="SIGSEGV")
-    assert [w.outcome for w in probe["fresh"]] == [storage._WalkOutcome.CRASHED]
+    assert [w.outcome for w in probe["fresh"]] == [structure_probe._WalkOutcome.CRASHED]
 
 
 def test_a_crash_of_the_forked_child_alone_is_not_damage(run, probe, busy_h5py, monkeypatch):
@@ -282,8 +282,8 @@ def test_a_crash_of_the_forked_child_alone_is_not_damage(run, probe, busy_h5py, 
     fresh interpreter walks the file through, and the file reads."""
     crash_the_forked_walk(monkeypatch)
     assert read_storage(run).steps_completed == STEPS
-    assert [w.outcome for w in probe["fork"]] == [storage._WalkOutcome.CRASHED]
-    assert [w.outcome for w in probe["fresh"]] == [storage._WalkOutcome.FINISHED]
+    assert [w.outcome for w in probe["fork"]] == [structure_probe._WalkOutcome.CRASHED]
+    assert [w.outcome for w in probe["fresh"]] == [structure_probe._WalkOutcome.FINISHED]
 
 
 def test_a_single_threaded_process_keeps_the_forks_verdict(run, probe, monkeypatch, single_threaded_probe):
@@ -301,9 +301,9 @@ def test_a_child_waiting_on_a_lock_is_walked_again_and_the_file_reads(run, probe
     block_the_forked_walk(monkeypatch, held_lock)
     assert read_storage(run).steps_completed == STEPS
     (fork,) = probe["fork"]
-    assert fork.outcome is storage._WalkOutcome.TIMED_OUT
-    assert fork.cpu_seconds < storage._BLOCKED_CPU_FRACTION * SHORT_DEADLINE, f"CPU {fork.cpu_seconds:.3f} s"
-    assert [w.outcome for w in probe["fresh"]] == [storage._WalkOutcome.FINISHED]
+    assert fork.outcome is structure_probe._WalkOutcome.TIMED_OUT
+    assert fork.cpu_seconds < structure_probe._BLOCKED_CPU_FRACTION * SHORT_DEADLINE, f"CPU {fork.cpu_seconds:.3f} s"
+    assert [w.outcome for w in probe["fresh"]] == [structure_probe._WalkOutcome.FINISHED]
 
 
 def test_a_waiting_child_then_a_fresh_loop_is_a_loop(loop_file, probe, short_deadline, held_lock, monkeypatch):
@@ -311,7 +311,7 @@ def test_a_waiting_child_then_a_fresh_loop_is_a_loop(loop_file, probe, short_dea
     with pytest.raises(StorageError) as info:
         read_storage(loop_file)
     assert str(info.value) == LOOP_MESSAGE.format(path=loop_file, what="storage file")
-    assert [w.outcome for w in probe["fresh"]] == [storage._WalkOutcome.TIMED_OUT]
+    assert [w.outcome for w in probe["fresh"]] == [structure_probe._WalkOutcome.TIMED_OUT]
 
 
 def test_a_waiting_child_then_a_fresh_crash_is_a_crash_not_a_loop(run, tmp_path, probe, short_deadline, held_lock, monkeypatch):
@@ -348,16 +348,16 @@ FRESH_ENDINGS = [
 @pytest.mark.parametrize("name,body,outcome,signum", FRESH_ENDINGS, ids=[e[0] for e in FRESH_ENDINGS])
 def test_how_a_fresh_walk_ended(run, tmp_path, monkeypatch, short_deadline, name, body, outcome, signum):
     fake_walk_module(monkeypatch, tmp_path, body)
-    walk = storage._fresh_walk(run)
-    assert walk.outcome is storage._WalkOutcome[outcome], f"{name}: {walk}"
+    walk = structure_probe._fresh_walk(run)
+    assert walk.outcome is structure_probe._WalkOutcome[outcome], f"{name}: {walk}"
     assert walk.signum == signum, f"{name}: {walk}"
 
 
-# ---------------------------------------------------------------- python -m dojo_cli.io.hdf5_walk
+# ---------------------------------------------------------------- python -m dojo_cli.io.storage.hdf5_walk
 
 
 def hdf5_walk(*args, **kwargs) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "dojo_cli.io.hdf5_walk", *map(str, args)], capture_output=True,
+    return subprocess.run([sys.executable, "-m", "dojo_cli.io.storage.hdf5_walk", *map(str, args)], capture_output=True,
                           text=True, timeout=120, cwd=ROOT, **kwargs)
 
 
@@ -372,7 +372,7 @@ def test_hdf5_walk_exits_0_once_the_walk_is_done(run, tmp_path):
 
 
 def test_hdf5_walk_never_ends_on_a_loop(loop_file):
-    child = subprocess.Popen([sys.executable, "-m", "dojo_cli.io.hdf5_walk", "--report", str(loop_file)], cwd=ROOT,
+    child = subprocess.Popen([sys.executable, "-m", "dojo_cli.io.storage.hdf5_walk", "--report", str(loop_file)], cwd=ROOT,
                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     try:
         assert child.stdout.readline() == "walking\n"
@@ -389,7 +389,7 @@ def test_hdf5_walk_exits_by_the_signal_hdf5_crashes_with(run):
     """A crash is not caught or turned into an exit code: the caller sees the signal."""
     script = textwrap.dedent(f"""\
         import os, signal, sys
-        from dojo_cli.io import hdf5_walk
+        from dojo_cli.io.storage import hdf5_walk
         hdf5_walk.walk_structure = lambda *args: os.kill(os.getpid(), signal.SIGSEGV)
         sys.exit(hdf5_walk.main([{str(run)!r}]))
         """)

@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 from dojo_cli.errors import StorageError
-from dojo_cli.io import storage
 from dojo_cli.io.storage import StorageWriter, read_storage
+from dojo_cli.io.storage import writer as storage_writer
 
 NB, NQ, NV, NU = 2, 3, 3, 3
 H = 0.01
@@ -397,12 +397,10 @@ def test_read_only_directory(tmp_path: Path, monkeypatch):
     """A permission error while creating the file becomes a StorageError naming the path.
     (The test runs as root, which ignores directory permissions, so the failing open is
     injected rather than arranged with chmod.)"""
-    import dojo_cli.io.storage as storage
-
     def denied(*args, **kwargs):
         raise PermissionError(13, "Permission denied", str(args[0]) if args else "")
 
-    monkeypatch.setattr(storage.h5py, "File", denied)
+    monkeypatch.setattr(storage_writer.h5py, "File", denied)
     target = tmp_path / "run.h5"
     with pytest.raises(StorageError, match="(?i)permission denied") as info:
         StorageWriter(target, **writer_kwargs())
@@ -509,7 +507,7 @@ def test_small_runs_stay_raw_and_chunks_fit_a_known_length(tmp_path: Path):
         assert f["x"].maxshape[0] is None, "still resizable"
     assert_run_equal(read_storage(small), run, 5)
     # a state row of this layout (2 bodies, 3 + 3 minimal coordinates) is (1 + 2 * 13 + 6) * 8 = 264 bytes
-    steps = storage._COMPACT_MIN_BYTES // 264 + 1
+    steps = storage_writer._COMPACT_MIN_BYTES // 264 + 1
     run = make_run(steps)
     with StorageWriter(large, **writer_kwargs(steps=steps)) as writer:
         writer.write_initial(*state(run, 0))
@@ -550,3 +548,33 @@ def test_compaction_keeps_every_value_and_attribute(tmp_path: Path):
     np.testing.assert_array_equal(stored.extras["gradients/B"][:, 0, 0], np.arange(7.0))
     np.testing.assert_array_equal(stored.extras["flags"][:, 0], np.arange(7) % 2)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["run.h5"]
+
+
+@pytest.mark.parametrize("flush_every", [1, 1000], ids=["on-disk", "buffered"])
+def test_revise_last_state_replaces_the_last_knot_row_wherever_it_is(tmp_path, flush_every):
+    """A knot file: the writer stores the velocities it is given (at the knots, and the
+    midpoint ones in v_mid, omega_mid) and ``revise_last_state`` replaces the last state's
+    knot velocities, whether that row is still buffered or already on disk (written again
+    at the next block write); a midpoint file refuses both."""
+    run = make_run(6, seed=3)
+    revised = make_run(6, seed=4)  # the revised rows' values
+    out = tmp_path / "knot.h5"
+    with StorageWriter(out, **writer_kwargs(velocities="knot", flush_every=flush_every)) as writer:
+        writer.write_initial(*state(run, 0), v_mid=run["v"][0] + 1, omega_mid=run["omega"][0] + 1)
+        for k in range(6):
+            writer.revise_last_state(revised["v"][k], revised["omega"][k], revised["minimal_v"][k])
+            t, x, q, v, w, mq, mv = state(run, k + 1)
+            writer.write_step(t, x, q, v, w, mq, mv, run["inputs"][k], iterations=1, residual=0.0, status="success",
+                              v_mid=v + 1, omega_mid=w + 1)
+        writer.revise_last_state(revised["v"][6], revised["omega"][6], revised["minimal_v"][6])
+    stored = read_storage(out)
+    assert stored.velocities == "knot"
+    for name, field in (("v", "v"), ("omega", "omega"), ("minimal_v", "minimal_v")):
+        assert np.array_equal(getattr(stored, field), revised[name]), f"{field}: the revised rows"
+    assert np.array_equal(stored.v_mid, run["v"] + 1) and np.array_equal(stored.omega_mid, run["omega"] + 1)
+    with StorageWriter(tmp_path / "mid.h5", **writer_kwargs()) as writer:
+        with pytest.raises(ValueError, match="midpoint file has no v_mid"):
+            writer.write_initial(*state(run, 0), v_mid=run["v"][0], omega_mid=run["omega"][0])
+        writer.write_initial(*state(run, 0))
+        with pytest.raises(RuntimeError, match="no knot velocities to revise"):
+            writer.revise_last_state(run["v"][0], run["omega"][0], run["minimal_v"][0])

@@ -11,7 +11,7 @@ import h5py
 import numpy as np
 import pytest
 
-from dojo_cli.io import storage
+from dojo_cli.io.storage import probe as structure_probe
 from dojo_cli.io.tables import read_input_table
 from tests.io.damaged import zero_global_heap_free_space
 
@@ -63,7 +63,7 @@ def test_not_a_regular_file(tmp_path: Path):
 
 def test_hdf5_table_hdf5_loops_on(tmp_path: Path, monkeypatch, single_threaded_probe):
     """A storage file whose global heap makes HDF5 loop: refused within the deadline."""
-    monkeypatch.setattr(storage, "_PROBE_SECONDS", 1.0)
+    monkeypatch.setattr(structure_probe, "_PROBE_SECONDS", 1.0)
     path = tmp_path / "u.h5"
     with h5py.File(path, "w") as f:
         f["inputs"] = np.zeros((3, 1))
@@ -72,7 +72,7 @@ def test_hdf5_table_hdf5_loops_on(tmp_path: Path, monkeypatch, single_threaded_p
     with pytest.raises(ValueError) as info:
         read_input_table(path)
     assert str(info.value).startswith("damaged global heap (the HDF5 library would never finish reading it)")
-    monkeypatch.setattr(storage, "global_heap_problem", lambda p: None)  # the walk with a deadline then
+    monkeypatch.setattr(structure_probe, "global_heap_problem", lambda p: None)  # the walk with a deadline then
     with pytest.raises(ValueError) as info:
         read_input_table(path)
     assert str(info.value) == "damaged HDF5 file: HDF5 did not finish reading its structure within 1 s (a loop in damaged metadata)"

@@ -18,7 +18,9 @@ from dojo_cli.simulation.gradients import step_gradients
 from dojo_cli.simulation.step import solve_step
 from dojo_cli.simulation.run import minimal_state
 from tests.cli.test_cli import invoke
-from tests.simulation.test_gradients import KAPPA, TIGHT, TOL, four_point, perturb, relative_error, tangent_difference
+from dojo_cli.analysis.gradient_check import four_point, tangent_difference
+from dojo_cli.analysis.gradient_check import perturb_tangent as perturb
+from tests.simulation.test_gradients import FD, KAPPA, TIGHT, TOL, relative_error
 
 SCENE = {
     "format": 1, "name": "wind", "timestep": 0.01, "gravity": [0, 0, -9.81], "duration": 3.0, "seed": 0,
@@ -111,8 +113,8 @@ def test_gradients_of_a_step_against_the_wound_limit_match_finite_differences(tm
     errors = []
     for _ in range(3):
         d = rng.standard_normal(12 * nb)
-        numeric = four_point(lambda t: tangent_difference(nb, z1, f(perturb(nb, z, t * d), u)), z1)
+        numeric = four_point(lambda t: tangent_difference(nb, z1, f(perturb(nb, z, t * d), u)), FD)
         errors.append(relative_error(g.A @ d, numeric))
-    numeric = four_point(lambda t: tangent_difference(nb, z1, f(z, u + t)), z1)
+    numeric = four_point(lambda t: tangent_difference(nb, z1, f(z, u + t)), FD)
     errors.append(relative_error(g.B[:, 0], numeric))
     assert max(errors) < TOL, f"relative error {max(errors):.2e}"

@@ -22,7 +22,8 @@ import pytest
 import scipy.linalg
 
 import dojo_cli as dojo
-from dojo_cli.math import quaternion as quat
+from dojo_cli.analysis.gradient_check import four_point, tangent_difference
+from dojo_cli.analysis.gradient_check import perturb_tangent as perturb
 from dojo_cli.model.parameters import parameter_labels, parameter_values, with_parameters
 from dojo_cli.physics.coordinates import maximal_to_minimal, minimal_to_maximal
 from dojo_cli.scene.loader import builtin_scene_names
@@ -39,31 +40,6 @@ ALL_JOINT_TYPES = [
     "fixed", "prismatic", "planar", "fixed_orientation", "revolute", "cylindrical", "planar_axis", "free_revolute",
     "orbital", "prismatic_orbital", "planar_orbital", "free_orbital", "spherical", "cylindrical_free", "planar_free",
 ]
-
-
-def tangent_difference(nb, za, zb):
-    """Per body [x, v, phi, w] of zb relative to za (phi = Vec(qa* qb))."""
-    a, b = za.reshape(nb, 13), zb.reshape(nb, 13)
-    dphi = quat.multiply(quat.conjugate(a[:, 6:10]), b[:, 6:10])[:, 1:]
-    return np.concatenate([b[:, 0:3] - a[:, 0:3], b[:, 3:6] - a[:, 3:6], dphi, b[:, 10:13] - a[:, 10:13]], axis=1).ravel()
-
-
-def perturb(nb, z, d):
-    """z moved along tangent d: x, v, w added; q -> q [sqrt(1 - |phi|^2), phi]."""
-    z = z.reshape(nb, 13).copy()
-    d = d.reshape(nb, 12)
-    z[:, 0:3] += d[:, 0:3]
-    z[:, 3:6] += d[:, 3:6]
-    z[:, 10:13] += d[:, 9:12]
-    phi = d[:, 6:9]
-    z[:, 6:10] = quat.multiply(z[:, 6:10], np.concatenate([np.sqrt(1 - np.sum(phi**2, 1, keepdims=True)), phi], 1))
-    return z.ravel()
-
-
-def four_point(f, base, e=FD):
-    """Derivative of f at 0 along one direction: (-f(2e) + 8 f(e) - 8 f(-e) + f(-2e)) / 12e, f returning a
-    tangent difference from ``base``."""
-    return (-f(2 * e) + 8 * f(e) - 8 * f(-e) + f(-2 * e)) / (12 * e)
 
 
 def relative_error(analytic, numeric):
@@ -87,12 +63,12 @@ def check_state_and_input(mech, z, u, kappa, directions=3, seed=0, e=FD):
     errors = []
     for _ in range(directions):
         d = rng.standard_normal(12 * nb)
-        numeric = four_point(lambda t: tangent_difference(nb, z_next, f(perturb(nb, z, t * d), u)), z_next, e)
+        numeric = four_point(lambda t: tangent_difference(nb, z_next, f(perturb(nb, z, t * d), u)), e)
         errors.append(relative_error(g.A @ d, numeric))
     if mech.nu:
         for _ in range(min(directions, mech.nu)):
             du = rng.standard_normal(mech.nu)
-            numeric = four_point(lambda t: tangent_difference(nb, z_next, f(z, u + t * du)), z_next, e)
+            numeric = four_point(lambda t: tangent_difference(nb, z_next, f(z, u + t * du)), e)
             errors.append(relative_error(g.B @ du, numeric))
     return max(errors)
 
@@ -111,9 +87,9 @@ def check_minimal(mech, z, u, directions=3, seed=0):
     errors = []
     for _ in range(directions):
         d = rng.standard_normal(y.size)
-        errors.append(relative_error(g.A @ d, four_point(lambda e: f(y + e * d, u) - g.next_state, None)))
+        errors.append(relative_error(g.A @ d, four_point(lambda e: f(y + e * d, u) - g.next_state, FD)))
         du = rng.standard_normal(mech.nu)
-        errors.append(relative_error(g.B @ du, four_point(lambda e: f(y, u + e * du) - g.next_state, None)))
+        errors.append(relative_error(g.B @ du, four_point(lambda e: f(y, u + e * du) - g.next_state, FD)))
     return max(errors)
 
 
@@ -131,7 +107,7 @@ def check_parameters(mech, z, u, kinds, kappa):
             other = with_parameters(mech, [label], [values[i] + e])
             return tangent_difference(mech.nb, base, next_state_fn(other, kappa)(z, u))
 
-        errors[label] = relative_error(g.P[:, i], four_point(f, base))
+        errors[label] = relative_error(g.P[:, i], four_point(f, FD))
     return errors
 
 

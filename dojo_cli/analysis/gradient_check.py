@@ -1,4 +1,4 @@
-"""`dojo gradients --check`: every Jacobian block against central finite differences.
+"""Finite-difference check of a step's Jacobians (`dojo gradients --check`, and the gradient tests).
 
 The map differentiated is the one the gradients describe: the step from the state
 (maximal tangent coordinates, or minimal coordinates) and inputs, for the mechanism
@@ -25,7 +25,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import typer
 
 from dojo_cli.math import quaternion as quat
 from dojo_cli.model.parameters import (
@@ -38,7 +37,6 @@ from dojo_cli.simulation import gradients as _grad
 from dojo_cli.simulation.step import solve_step
 
 STENCIL = ((-2, 1.0), (-1, -8.0), (1, 8.0), (2, -1.0))  # (multiple of e, weight); divide by 12 e
-MAX_GROUP_ROWS = 12  # group rows printed per block before only the worst are shown
 
 
 @dataclass
@@ -60,11 +58,42 @@ class CheckReport:
     notes: list[str]
 
 
+def four_point(f, e: float):
+    """Derivative at 0 of ``f`` (a function of one number, any array value) by the 4-point
+    central stencil STENCIL: (f(-2e) - 8 f(-e) + 8 f(e) - f(2e)) / (12 e), truncation O(e^4)."""
+    acc = 0.0
+    for m, weight in STENCIL:
+        acc = acc + weight * f(m * e)
+    return acc / (12.0 * e)
+
+
 def tangent_difference(nb: int, za: np.ndarray, zb: np.ndarray) -> np.ndarray:
-    """zb relative to za in tangent coordinates [dx, dv, Vec(qa* qb), dw] per body, (12 nb,)."""
+    """zb relative to za in tangent coordinates [dx, dv, Vec(qa* qb), dw] per body, (12 nb,).
+
+    Args:
+        za, zb: (13 nb,) maximal states, per body [x, v, q, w], q [w,x,y,z] body to world.
+    """
     a, b = za.reshape(nb, 13), zb.reshape(nb, 13)
     dphi = quat.multiply(quat.conjugate(a[:, 6:10]), b[:, 6:10])[:, 1:]
     return np.concatenate([b[:, 0:3] - a[:, 0:3], b[:, 3:6] - a[:, 3:6], dphi, b[:, 10:13] - a[:, 10:13]], axis=1).ravel()
+
+
+def perturb_tangent(nb: int, z: np.ndarray, d: np.ndarray) -> np.ndarray:
+    """z moved along the tangent vector d: x, v, w added; q -> q [sqrt(1 - |phi|^2), phi]
+    (the tangent convention of the gradients).
+
+    Args:
+        z: (13 nb,) maximal state, per body [x, v, q, w].
+        d: (12 nb,) tangent vector, per body [dx, dv, phi, dw].
+    """
+    s = np.asarray(z, dtype=float).reshape(nb, 13).copy()
+    d = np.asarray(d, dtype=float).reshape(nb, 12)
+    s[:, 0:3] += d[:, 0:3]
+    s[:, 3:6] += d[:, 3:6]
+    s[:, 10:13] += d[:, 9:12]
+    phi = d[:, 6:9]
+    s[:, 6:10] = quat.multiply(s[:, 6:10], np.concatenate([np.sqrt(1 - np.sum(phi**2, 1, keepdims=True)), phi], 1))
+    return s.reshape(-1)
 
 
 def perturb_maximal(z: np.ndarray, nb: int, k: int, e: float) -> np.ndarray:
@@ -107,10 +136,7 @@ class _StepMap:
 
 
 def _column(fmap: _StepMap, mech, base, evaluate, e: float) -> np.ndarray:
-    acc = 0.0
-    for m, weight in STENCIL:
-        acc = acc + weight * fmap.difference(mech, base, evaluate(m * e))
-    return acc / (12.0 * e)
+    return four_point(lambda d: fmap.difference(mech, base, evaluate(d)), e)
 
 
 def finite_difference_blocks(mech, x0, u, opts, names, minimal=False, kappa=None, eps=1e-6, kinds=()):
@@ -192,32 +218,3 @@ def check_gradients(mech, x0, u, opts, blocks, minimal=False, kappa=None, eps=1e
         else:
             notes.append(f"finite differences of the relaxed step (central path s o gamma = {kappa:g}), the map --kappa differentiates")
     return CheckReport(errors, groups, fmap.evaluations, fmap.unconverged, notes)
-
-
-def print_check(report: CheckReport, tol: float, mech, kappa) -> bool:
-    """Print the table; True when every block is within ``tol``."""
-    typer.echo(
-        f"finite-difference check: 4-point central differences, {report.evaluations} step solves; "
-        f"relative error = max over entries of |J - FD| / max(1, |FD|)"
-    )
-    for note in report.notes:
-        typer.echo(f"note: {note}")
-    if report.unconverged:
-        typer.echo(f"warning: {report.unconverged} of {report.evaluations} finite-difference solves did not converge")
-    typer.echo(f"{'block':<6}{'columns':<28}{'n':>5}{'rel. error':>12}  result")
-    ok = True
-    for name, err in report.blocks.items():
-        passed = err <= tol
-        ok &= passed
-        typer.echo(f"{name:<6}{'(all)':<28}{'':>5}{err:>12.2e}  {'ok' if passed else 'FAIL'}")
-        rows = [g for g in report.groups if g.block == name]
-        shown = rows
-        if len(rows) > MAX_GROUP_ROWS:
-            shown = sorted(rows, key=lambda g: -g.error)[:MAX_GROUP_ROWS // 2]
-        for g in shown:
-            typer.echo(f"{'':<6}{g.group:<28}{g.columns:>5}{g.error:>12.2e}  {'ok' if g.error <= tol else 'FAIL'}")
-        if len(shown) < len(rows):
-            rest = max(g.error for g in rows if g not in shown)
-            typer.echo(f"{'':<6}... {len(rows) - len(shown)} more groups, largest error {rest:.2e}")
-    typer.echo(f"check {'passed' if ok else 'FAILED'}: tolerance {tol:g}")
-    return ok

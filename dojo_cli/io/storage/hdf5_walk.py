@@ -2,10 +2,10 @@
 
 HDF5 parsing damaged metadata can loop forever or crash the process, and neither can be
 caught where it happens. So a reader walks the file's structure in another process
-first (dojo_cli.io.storage ``_probe_structure``: a forked child, and, when that child's
+first (dojo_cli.io.storage.probe ``_probe_structure``: a forked child, and, when that child's
 verdict may come from the fork itself, a fresh interpreter running this module):
 
-    python -m dojo_cli.io.hdf5_walk FILE [NAME ...]
+    python -m dojo_cli.io.storage.hdf5_walk FILE [NAME ...]
 
 exits 0 once the walk has finished, whatever errors it met on the way (the real read
 reports those), and by a signal (SIGSEGV, SIGABRT, ...) when HDF5 crashes; when HDF5
@@ -94,9 +94,9 @@ def _dataset(ds) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m dojo_cli.io.hdf5_walk FILE [NAME ...]``: 0 once the walk has finished."""
+    """``python -m dojo_cli.io.storage.hdf5_walk FILE [NAME ...]``: 0 once the walk has finished."""
     parser = argparse.ArgumentParser(
-        prog="python -m dojo_cli.io.hdf5_walk",
+        prog="python -m dojo_cli.io.storage.hdf5_walk",
         description="Walk an HDF5 file's structure; exit 0 once done, by a signal if HDF5 crashes.",
     )
     parser.add_argument("file")
