@@ -1,21 +1,15 @@
 """Import URDF robot descriptions as scenes (plain scene data, validated by the loader).
 
-Parsing. yourdfpy (a maintained URDF parser) reads the numbers: origins as 4x4
-transforms (rpy as fixed-axis roll, pitch, yaw, URDF's convention), inertials,
-limits, dynamics, geometry and materials. It is used with ``load_meshes=False``
-and ``build_scene_graph=False`` (no mesh file is opened: physics needs none).
-It falls short in four places, which this module covers with lxml (yourdfpy's own
-XML library) on the same text:
-- malformed XML: yourdfpy logs the error and re-parses in lxml's *recover* mode,
-  silently dropping what it could not read; we parse strictly first and report
-  the line;
-- line numbers: yourdfpy keeps none; every problem here names ``file:line`` and
-  the element (``joint 'knee'``), found by walking the XML in document order;
-- validation: yourdfpy accepts joints naming links that do not exist (its
-  ``validate()`` misses them) and several roots; we check the tree;
-- ``<capsule radius length>`` (a common extension, Dojo's walkers use it) is
-  dropped by yourdfpy's Geometry; we read it from the XML. yourdfpy also returns
-  ``<dynamics damping>`` as a string, so values are converted here.
+Parsing. lxml reads the file strictly (malformed XML is refused with its line, never
+recovered from silently) and this module reads the numbers from the elements itself:
+origins as 4x4 transforms (rpy as fixed-axis roll, pitch, yaw, URDF's convention, with
+yourdfpy's arithmetic, so scenes are the same to the bit as when yourdfpy parsed them),
+inertials, limits, dynamics, geometry (with the ``<capsule radius length>`` extension
+Dojo's walkers use) and materials. Every problem names ``file:line`` and the element
+(``joint 'knee'``); joints naming links that do not exist, several roots and loops are
+refused. No mesh is opened to read a URDF (physics needs none), so importing it costs
+no trimesh: only ``--contacts collision`` reads meshes, for their convex hulls, which
+are cached by the mesh file's content (``dojo_cli.scene.hull_cache``).
 
 Frames. The engine's body frame is the centre of mass. A body here has the
 orientation of its *reference link* (the link at the top of the group of links
@@ -40,9 +34,7 @@ translation-only Planar).
 
 from __future__ import annotations
 
-import io
 import itertools
-import logging
 import math
 import os
 from collections.abc import Mapping
@@ -97,9 +89,6 @@ HULL_VERTICES = 32
 # the step is solved again. Measured on laikago (limp drop, docs/urdf.md): 3 mm and 1 cm
 # alike, 2 cm slower (the contacts 1.6 cm off the ground at rest join every solve).
 CONTACT_MARGIN = 0.01
-
-_log = logging.getLogger(__name__)
-
 
 @dataclass
 class UrdfOptions:
@@ -209,16 +198,57 @@ class UrdfImport:
 # ----------------------------------------------------------------- transforms
 
 
-def _quaternion_from_matrix(rot: np.ndarray) -> list[float]:
-    """[w, x, y, z] of a rotation matrix, w >= 0; exact for the identity."""
-    if np.allclose(rot, np.eye(3), rtol=0.0, atol=1e-15):
-        return [1.0, 0.0, 0.0, 0.0]
-    from scipy.spatial.transform import Rotation  # here: scipy costs ~0.3 s, needed only for URDF scenes
+# A rotation matrix whose rows are orthonormal to this is used as it is (else the nearest
+# rotation, U V^T of its SVD, as scipy's Rotation.from_matrix does).
+_ORTHOGONAL_TOL = 1e-12
 
-    x, y, z, w = Rotation.from_matrix(rot).as_quat()
+
+def _quaternion_from_matrix(rot: np.ndarray) -> list[float]:
+    """[w, x, y, z] of a rotation matrix, w >= 0; exact for the identity.
+
+    Shepperd's method with the largest of (trace, diagonal) as pivot, the arithmetic of
+    scipy's ``Rotation.from_matrix`` operation for operation (imported scenes hold the
+    same numbers as when scipy computed them; scipy.spatial costs ~0.5 s to import, a
+    third of a URDF scene's start-up).
+    """
+    m = np.asarray(rot, dtype=float)
+    if np.allclose(m, np.eye(3), rtol=0.0, atol=1e-15):
+        return [1.0, 0.0, 0.0, 0.0]
+    if not np.all(np.isclose(m @ m.T, np.eye(3), atol=_ORTHOGONAL_TOL)):
+        u, _, vt = np.linalg.svd(m)
+        m = u @ vt
+    m = m.tolist()
+    trace = m[0][0] + m[1][1] + m[2][2]
+    decision = [m[0][0], m[1][1], m[2][2], trace]
+    choice = decision.index(max(decision))
+    q = [0.0, 0.0, 0.0, 0.0]  # x, y, z, w
+    if choice != 3:
+        i, j, k = choice, (choice + 1) % 3, (choice + 2) % 3
+        q[i] = 1 - trace + 2 * m[i][i]
+        q[j] = m[j][i] + m[i][j]
+        q[k] = m[k][i] + m[i][k]
+        q[3] = m[k][j] - m[j][k]
+    else:
+        q = [m[2][1] - m[1][2], m[0][2] - m[2][0], m[1][0] - m[0][1], 1 + trace]
+    norm = math.sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3])
+    x, y, z, w = (v / norm for v in q)
     if w < 0:
         w, x, y, z = -w, -x, -y, -z
     return [float(w), float(x), float(y), float(z)]
+
+
+def _matrix_from_quaternion(q: list[float]) -> np.ndarray:
+    """(3, 3) rotation of a quaternion [w, x, y, z] (normalised first), scipy's arithmetic."""
+    w, x, y, z = (float(v) for v in q)
+    norm = math.sqrt(x * x + y * y + z * z + w * w)
+    x, y, z, w = x / norm, y / norm, z / norm, w / norm
+    x2, y2, z2, w2 = x * x, y * y, z * z, w * w
+    xy, zw, xz, yw, yz, xw = x * y, z * w, x * z, y * w, y * z, x * w
+    return np.array([
+        [x2 - y2 - z2 + w2, 2 * (xy - zw), 2 * (xz + yw)],
+        [2 * (xy + zw), -x2 + y2 - z2 + w2, 2 * (yz - xw)],
+        [2 * (xz - yw), 2 * (yz + xw), -x2 - y2 + z2 + w2],
+    ])
 
 
 def _translation(t: np.ndarray) -> np.ndarray:
@@ -313,7 +343,7 @@ class _Reader:
         except OSError as exc:
             # a file that is missing or unreadable: I/O (exit 3)
             raise SceneFileError(Problem(self.file, None, "", f"cannot read the URDF: {exc.strerror or exc}")) from None
-        from lxml import etree  # here, as yourdfpy and scipy: only URDF scenes pay for importing it
+        from lxml import etree  # here: only URDF scenes pay for importing it
 
         try:
             root = etree.fromstring(data, etree.XMLParser(remove_comments=True, resolve_entities=False))
@@ -332,176 +362,236 @@ class _Reader:
             if element.get("name") is None:
                 self.problem(element.sourceline, f"<{element.tag}>", "has no name attribute")
         self.fail_if_problems()
-        model = self._parse_with_yourdfpy(_without_capsules(root))
         link_elements = root.findall("link")
         joint_elements = root.findall("joint")
-        materials = self._materials(root, model)
+        materials = self._materials(root)
         links: dict[str, _Link] = {}
-        for element, link in zip(link_elements, model.links):
-            if not _printable_name(link.name):
-                self.problem(element.sourceline, f"link {_shortened(str(link.name))}", "the name must be printable text (no control characters)")
+        refused: set[str] = set()
+        for element in link_elements:
+            name = element.get("name")
+            if not _printable_name(name):
+                self.problem(element.sourceline, f"link {_shortened(str(name))}", "the name must be printable text (no control characters)")
                 continue
-            if link.name in links:
-                self.problem(element.sourceline, f"link {link.name!r}", "defined twice")
+            if name in links:
+                self.problem(element.sourceline, f"link {name!r}", "defined twice")
                 continue
-            links[link.name] = self._link(element, link, materials)
+            link = self._link(element, name, materials)
+            if link is not None:
+                links[name] = link
+            else:
+                refused.add(name)  # a problem says why; its joints are not "not defined"
         joints: list[_Joint] = []
         names: set[str] = set()
-        for element, joint in zip(joint_elements, model.joints):
-            if not _printable_name(joint.name):
-                self.problem(element.sourceline, f"joint {_shortened(str(joint.name))}", "the name must be printable text (no control characters)")
+        for element in joint_elements:
+            name = element.get("name")
+            if not _printable_name(name):
+                self.problem(element.sourceline, f"joint {_shortened(str(name))}", "the name must be printable text (no control characters)")
                 continue
-            if joint.name in names:
-                self.problem(element.sourceline, f"joint {joint.name!r}", "defined twice")
+            if name in names:
+                self.problem(element.sourceline, f"joint {name!r}", "defined twice")
                 continue
-            names.add(joint.name)
-            parsed = self._joint(element, joint, links)
+            names.add(name)
+            parsed = self._joint(element, name, links, refused)
             if parsed is not None:
                 joints.append(parsed)
-        if not links:
+        if not links and not self.problems:
             self.problem(root.sourceline, "robot", "has no <link>")
         self.fail_if_problems()
-        return model.name or self.path.stem, links, joints
+        return root.get("name") or self.path.stem, links, joints
 
-    def _parse_with_yourdfpy(self, data: bytes):
-        import yourdfpy  # here: importing it costs ~0.5 s (trimesh), needed only for URDF scenes
+    def numbers(self, element, attribute: str, where: str, default: str | None = None, count: int | None = None,
+                commas: bool = False) -> np.ndarray | None:
+        """The numbers of an attribute (``default`` when it is absent), or None: a problem at its line.
 
-        # yourdfpy logs (and recovers from) what it cannot parse; the strict parse
-        # above has already rejected malformed files, so its logs are only noise
-        logger = logging.getLogger("yourdfpy")
-        level = logger.level
-        logger.setLevel(logging.CRITICAL)
+        ``commas``: commas separate numbers too (yourdfpy's reading of box sizes and mesh scales).
+        """
+        text = element.get(attribute, default)
+        if text is None:
+            self.problem(element.sourceline, where, f"<{element.tag}> needs the attribute {attribute!r}")
+            return None
+        parts = (text.replace(",", " ") if commas else text).split()
         try:
-            urdf = yourdfpy.URDF.load(
-                io.BytesIO(data),
-                load_meshes=False,
-                build_scene_graph=False,
-                build_collision_scene_graph=False,
-                load_collision_meshes=False,
-            )
-        except (ValueError, TypeError, AttributeError, IndexError) as exc:
-            # a number that is not one, a vector of the wrong length
-            raise SceneError(Problem(self.file, None, "", f"invalid URDF value: {exc}")) from None
-        except KeyError as exc:
-            # an element without an attribute yourdfpy requires (read() names the usual ones first)
-            raise SceneError(Problem(self.file, None, "", f"invalid URDF: a required attribute {exc} is missing")) from None
-        finally:
-            logger.setLevel(level)
-        return urdf.robot
+            values = np.array([float(v) for v in parts], dtype=np.float64)
+        except ValueError:
+            self.problem(element.sourceline, where, f"<{element.tag} {attribute}> must be numbers, got {_shortened(text)}")
+            return None
+        if count == 1 and values.size != 1:
+            self.problem(element.sourceline, where, f"<{element.tag} {attribute}> must be a number, got {_shortened(text)}")
+            return None
+        if count is not None and values.size != count:
+            self.problem(element.sourceline, where, f"<{element.tag} {attribute}> must be {count} numbers, got {values.size}")
+            return None
+        return values
 
-    def _materials(self, root, model) -> dict[str, np.ndarray]:
+    def number(self, element, attribute: str, where: str, default: float | None = None) -> float | None:
+        """One number (``default`` when the attribute is absent; a problem when it is not a number: None)."""
+        text = element.get(attribute)
+        if text is None:
+            return default
+        try:
+            return float(text)
+        except ValueError:
+            self.problem(element.sourceline, where, f"<{element.tag} {attribute}> must be a number, got {_shortened(text)}")
+            return None
+
+    def origin(self, parent, where: str) -> np.ndarray | None:
+        """The (4, 4) transform of ``parent``'s ``<origin xyz rpy>`` (identity when absent), or None."""
+        element = parent.find("origin")
+        if element is None:
+            return np.eye(4)
+        xyz = self.numbers(element, "xyz", where, "0 0 0", 3)
+        rpy = self.numbers(element, "rpy", where, "0 0 0", 3)
+        if xyz is None or rpy is None:
+            return None
+        return _transform_from_xyz_rpy(xyz, rpy)
+
+    def _materials(self, root) -> dict[str, np.ndarray]:
+        """The robot's named materials' colours (top-level ``<material name><color rgba>``)."""
         colors = {}
-        for material in model.materials or []:
-            if material.name and material.color is not None:
-                colors[material.name] = np.asarray(material.color.rgba, dtype=float)
+        for material in root.findall("material"):
+            rgba = self._color(material, "material")
+            if material.get("name") and rgba is not None:
+                colors[material.get("name")] = rgba
         return colors
 
-    def _link(self, element, link, materials) -> _Link:
-        where = f"link {link.name!r}"
-        inertial = link.inertial
+    def _color(self, material, where: str) -> np.ndarray | None:
+        color = material.find("color")
+        return None if color is None else self.numbers(color, "rgba", where, "1 1 1 1")
+
+    def _link(self, element, name: str, materials) -> _Link | None:
+        where = f"link {name!r}"
+        inertial = element.find("inertial")
         mass, com, inertia = 0.0, np.zeros(3), np.zeros((3, 3))
         has_inertial = inertial is not None
         if inertial is not None:
-            mass = float(inertial.mass or 0.0)
+            mass_element = inertial.find("mass")
+            mass = 0.0 if mass_element is None else self.number(mass_element, "value", where, 0.0)
+            if mass is None:
+                return None
             # every comparison with nan is false: without this a nan mass would pass as "massless"
             if self.finite(element.sourceline, where, "<mass>", mass) and mass < 0:
                 self.problem(element.sourceline, where, f"<mass> must be >= 0, got {mass:g}")
-            origin = _origin(inertial.origin)
+            origin = self.origin(inertial, where)
+            if origin is None:
+                return None
             if not self.finite(element.sourceline, where, "<inertial><origin>", origin):
                 origin = np.eye(4)
             com = origin[:3, 3].copy()
             rot = origin[:3, :3]
-            if inertial.inertia is not None:
-                given = np.asarray(inertial.inertia, dtype=float)
+            tensor = inertial.find("inertia")
+            if tensor is not None:
+                # yourdfpy's defaults for a missing attribute (1 on the diagonal, 0 off it)
+                values = {key: self.number(tensor, key, where, 1.0 if key[1] == key[2] else 0.0) for key in _INERTIA_KEYS}
+                if any(v is None for v in values.values()):
+                    return None
+                given = np.array([[values["ixx"], values["ixy"], values["ixz"]],
+                                  [values["ixy"], values["iyy"], values["iyz"]],
+                                  [values["ixz"], values["iyz"], values["izz"]]], dtype=np.float64)
                 if self.finite(element.sourceline, where, "<inertia>", given):
                     # rotate the inertia from the inertial frame into the link frame
                     inertia = rot @ given @ rot.T
-        out = _Link(link.name, element.sourceline, mass, com, 0.5 * (inertia + inertia.T), has_inertial=has_inertial)
-        for kind, items, elements in (
-            ("visual", link.visuals, element.findall("visual")),
-            ("collision", link.collisions, element.findall("collision")),
-        ):
-            for item, item_element in zip(items, elements):
-                shape = self._geometry(item, item_element, f"{where} {kind}", materials if kind == "visual" else {})
+        out = _Link(name, element.sourceline, mass, com, 0.5 * (inertia + inertia.T), has_inertial=has_inertial)
+        for kind in ("visual", "collision"):
+            for item_element in element.findall(kind):
+                shape = self._geometry(item_element, f"{where} {kind}", materials if kind == "visual" else None)
                 if shape is not None:
                     (out.visuals if kind == "visual" else out.collisions).append(shape)
         return out
 
-    def _geometry(self, item, element, where: str, materials):
+    def _geometry(self, element, where: str, materials: dict | None):
+        """(kind, params, (4, 4) pose in the link, rgba | None, line) of a visual or collision, or None."""
         line = element.sourceline
         geometry_element = element.find("geometry")
-        pose = _origin(item.origin)
-        if not self.finite(line, where, "<origin>", pose):
+        pose = self.origin(element, where)
+        if pose is None or not self.finite(line, where, "<origin>", pose):
             return None
         rgba = None
-        material = getattr(item, "material", None)
+        material = element.find("material") if materials is not None else None
         if material is not None:
-            if material.color is not None:
-                rgba = np.asarray(material.color.rgba, dtype=float)
-            elif material.name in materials:
-                rgba = materials[material.name]
-        geometry = item.geometry
-        if geometry is None or geometry_element is None:
+            color = self._color(material, where)
+            if color is not None:
+                rgba = color
+            elif material.get("name") in materials:
+                rgba = materials[material.get("name")]
+        shapes = [] if geometry_element is None else [e for e in geometry_element if isinstance(e.tag, str)]
+        if geometry_element is None:
             self.warn(line, where, "has no <geometry>; ignored")
             return None
-        capsule = geometry_element.find("capsule")
-        if capsule is not None:
+        if not shapes or shapes[0].tag not in ("box", "sphere", "cylinder", "capsule", "mesh"):
+            self.warn(line, where, "unknown <geometry> (not box, sphere, cylinder, capsule or mesh); ignored")
+            return None
+        shape = shapes[0]
+        if shape.tag == "capsule":
             try:
-                params = {"radius": float(capsule.get("radius")), "height": float(capsule.get("length"))}
+                params = {"radius": float(shape.get("radius")), "height": float(shape.get("length"))}
             except (TypeError, ValueError):
-                self.problem(capsule.sourceline, where, "<capsule> needs numbers radius and length")
+                self.problem(shape.sourceline, where, "<capsule> needs numbers radius and length")
                 return None
-            if not self.finite(capsule.sourceline, where, "<capsule>", list(params.values())):
+            if not self.finite(shape.sourceline, where, "<capsule>", list(params.values())):
                 return None
             return ("capsule", params, pose, rgba, line)
-        primitive = None
-        if geometry.box is not None:
-            primitive = ("box", {"size": _vector(geometry.box.size)})
-        elif geometry.sphere is not None:
-            primitive = ("sphere", {"radius": float(geometry.sphere.radius)})
-        elif geometry.cylinder is not None:
-            primitive = ("cylinder", {"radius": float(geometry.cylinder.radius), "height": float(geometry.cylinder.length)})
-        if primitive is not None:
-            kind, params = primitive
-            if not self.finite(line, where, f"<{kind}>", [v for value in params.values() for v in np.ravel(value)]):
+        if shape.tag == "box":
+            size = self.numbers(shape, "size", where, count=3, commas=True)
+            if size is None:
                 return None
-            return (kind, params, pose, rgba, line)
-        if geometry.mesh is not None:
-            mesh_element = geometry_element.find("mesh")
-            mesh_line = mesh_element.sourceline if mesh_element is not None else line
-            name = geometry.mesh.filename
-            if name is None or not name.isprintable() or len(name) > MAX_PATH_LENGTH:
-                shown = "none" if name is None else _shortened(name)
-                self.problem(mesh_line, f"{where} mesh", f"filename must be a printable path of at most {MAX_PATH_LENGTH} characters, got {shown}")
+            kind, params = "box", {"size": _vector(size)}
+        elif shape.tag == "sphere":
+            radius = self.numbers(shape, "radius", where, count=1)
+            if radius is None:
                 return None
-            try:
-                path = resolve_resource(name, self.path.parent, self.search_path)
-                exists = path.is_file()
-            except UnresolvedPackage as exc:
-                self.problem(mesh_line, f"{where} mesh", f"cannot resolve {_shortened(name)}: {exc.hint()}")
+            kind, params = "sphere", {"radius": float(radius[0])}
+        elif shape.tag == "cylinder":
+            radius, length = self.numbers(shape, "radius", where, count=1), self.numbers(shape, "length", where, count=1)
+            if radius is None or length is None:
                 return None
-            except OSError as exc:
-                # a name the file system refuses (a part longer than NAME_MAX, ...)
-                self.problem(mesh_line, f"{where} mesh", f"filename {_shortened(name)}: {exc.strerror or exc}")
+            kind, params = "cylinder", {"radius": float(radius[0]), "height": float(length[0])}
+        else:
+            return self._mesh(shape, where, pose, rgba)
+        if not self.finite(line, where, f"<{kind}>", [v for value in params.values() for v in np.ravel(value)]):
+            return None
+        return (kind, params, pose, rgba, line)
+
+    def _mesh(self, mesh_element, where: str, pose: np.ndarray, rgba):
+        mesh_line = mesh_element.sourceline
+        name = mesh_element.get("filename")
+        if name is None or not name.isprintable() or len(name) > MAX_PATH_LENGTH:
+            shown = "none" if name is None else _shortened(name)
+            self.problem(mesh_line, f"{where} mesh", f"filename must be a printable path of at most {MAX_PATH_LENGTH} characters, got {shown}")
+            return None
+        try:
+            path = resolve_resource(name, self.path.parent, self.search_path)
+            exists = path.is_file()
+        except UnresolvedPackage as exc:
+            self.problem(mesh_line, f"{where} mesh", f"cannot resolve {_shortened(name)}: {exc.hint()}")
+            return None
+        except OSError as exc:
+            # a name the file system refuses (a part longer than NAME_MAX, ...)
+            self.problem(mesh_line, f"{where} mesh", f"filename {_shortened(name)}: {exc.strerror or exc}")
+            return None
+        if path.suffix.lower() not in _MESH_SUFFIXES:
+            self.warn(mesh_line, f"{where} mesh", f"{name!r}: unsupported mesh format (supported: {', '.join(_MESH_SUFFIXES)}); not drawn")
+            return None
+        if not exists:
+            # physics does not need meshes: the scene still loads and simulates
+            self.warn(mesh_line, f"{where} mesh", f"{name!r}: no such file {path}; replay draws a placeholder")
+        scale = None
+        if mesh_element.get("scale") is not None:
+            scale = self.numbers(mesh_element, "scale", f"{where} mesh", commas=True)
+            if scale is None:
                 return None
-            if path.suffix.lower() not in _MESH_SUFFIXES:
-                self.warn(mesh_line, f"{where} mesh", f"{name!r}: unsupported mesh format (supported: {', '.join(_MESH_SUFFIXES)}); not drawn")
+            if scale.size not in (0, 1, 3):
+                self.problem(mesh_line, f"{where} mesh", f"<mesh scale> must be 1 or 3 numbers, got {scale.size}")
                 return None
-            if not exists:
-                # physics does not need meshes: the scene still loads and simulates
-                self.warn(mesh_line, f"{where} mesh", f"{name!r}: no such file {path}; replay draws a placeholder")
-            scale = geometry.mesh.scale
+            scale = None if scale.size == 0 else scale
             if scale is not None and not self.finite(mesh_line, f"{where} mesh", "scale", scale):
                 return None
-            scale = 1.0 if scale is None else _vector(np.broadcast_to(np.asarray(scale, dtype=float), (3,)))
-            if isinstance(scale, list) and len(set(scale)) == 1:
-                scale = scale[0]
-            return ("mesh", {"file": str(path), "scale": scale}, pose, rgba, mesh_line)
-        self.warn(line, where, "unknown <geometry> (not box, sphere, cylinder, capsule or mesh); ignored")
-        return None
+        scale = 1.0 if scale is None else _vector(np.broadcast_to(scale, (3,)))
+        if isinstance(scale, list) and len(set(scale)) == 1:
+            scale = scale[0]
+        return ("mesh", {"file": str(path), "scale": scale}, pose, rgba, mesh_line)
 
-    def _joint(self, element, joint, links) -> _Joint | None:
-        where = f"joint {joint.name!r}"
+    def _joint(self, element, name: str, links, refused: set[str]) -> _Joint | None:
+        where = f"joint {name!r}"
         line = element.sourceline
         ok = True
         kind = element.get("type")
@@ -509,35 +599,42 @@ class _Reader:
             shown = "missing" if kind is None else repr(kind)
             self.problem(line, where, f"unknown joint type {shown} (one of: {', '.join(URDF_JOINT_TYPES)})")
             ok = False
+        ends = {}
         for role in ("parent", "child"):
             tag = element.find(role)
-            name = tag.get("link") if tag is not None else None
+            ends[role] = tag.get("link") if tag is not None else None
             tag_line = tag.sourceline if tag is not None else line
-            if name is None:
+            if ends[role] is None:
                 self.problem(tag_line, where, f"<{role} link=...> missing")
                 ok = False
-            elif name not in links:
-                self.problem(tag_line, where, f"{role} link {name!r} is not defined (links: {_listed(list(links))})")
+            elif ends[role] in refused:
+                ok = False
+            elif ends[role] not in links:
+                self.problem(tag_line, where, f"{role} link {ends[role]!r} is not defined (links: {_listed(list(links))})")
                 ok = False
         if not ok:
             return None
-        axis = np.asarray(joint.axis if joint.axis is not None else [1.0, 0.0, 0.0], dtype=float)
+        axis_element = element.find("axis")
+        axis = np.array([1.0, 0.0, 0.0]) if axis_element is None else self.numbers(axis_element, "xyz", where, "1 0 0")
+        if axis is None:
+            return None
         if axis.shape != (3,):
             self.problem(line, where, f"<axis xyz> must be 3 numbers, got {axis.size}")
             return None
-        origin = _origin(joint.origin)
+        origin = self.origin(element, where)
+        if origin is None:
+            return None
         if not (self.finite(line, where, "<axis xyz>", axis) and self.finite(line, where, "<origin>", origin)):
             return None
         if kind in ("revolute", "continuous", "prismatic", "planar") and np.linalg.norm(axis) < 1e-12:
             self.problem(line, where, "<axis xyz> must be nonzero")
             return None
-        out = _Joint(joint.name, line, kind, joint.parent, joint.child, origin, axis / max(np.linalg.norm(axis), 1e-300))
-        limit = joint.limit
+        out = _Joint(name, line, kind, ends["parent"], ends["child"], origin, axis / max(np.linalg.norm(axis), 1e-300))
         limit_element = element.find("limit")
-        if limit is not None and limit_element is not None:
+        if limit_element is not None:
             try:
-                out.effort = _number(limit.effort)
-                out.velocity = _number(limit.velocity)
+                out.effort = _number(limit_element.get("effort"))
+                out.velocity = _number(limit_element.get("velocity"))
                 lower, upper = _number(limit_element.get("lower")), _number(limit_element.get("upper"))
             except ValueError as exc:
                 self.problem(limit_element.sourceline, where, f"<limit> values must be numbers ({exc})")
@@ -556,14 +653,15 @@ class _Reader:
                     out.lower, out.upper = lower, upper
         elif kind in ("revolute", "prismatic"):
             self.warn(line, where, "has no <limit> (required for its type); no position limits")
-        if joint.dynamics is not None:
+        dynamics = element.find("dynamics")
+        if dynamics is not None:
             try:
                 if kind == "planar":
                     # Drake's parser: a planar joint's damping is 3 values (x, y, theta), or one for all
-                    out.damping = _planar_damping(joint.dynamics.damping)
+                    out.damping = _planar_damping(dynamics.get("damping"))
                 else:
-                    out.damping = _number(joint.dynamics.damping) or 0.0
-                out.friction = _number(joint.dynamics.friction) or 0.0
+                    out.damping = _number(dynamics.get("damping")) or 0.0
+                out.friction = _number(dynamics.get("friction")) or 0.0
             except ValueError as exc:
                 self.problem(line, where, f"<dynamics> values must be numbers ({exc})")
                 return None
@@ -571,28 +669,36 @@ class _Reader:
                 return None
             if np.min(out.damping) < 0:
                 self.problem(line, where, f"<dynamics damping> must be >= 0, got {np.min(out.damping):g}")
-        if joint.mimic is not None:
-            out.mimic = joint.mimic.joint
+        mimic = element.find("mimic")
+        if mimic is not None:
+            out.mimic = mimic.get("joint")
         return out
 
 
-def _without_capsules(root) -> bytes:
-    """The document with each <capsule> as a <sphere> (yourdfpy rejects the tag).
+_INERTIA_KEYS = ("ixx", "ixy", "ixz", "iyy", "iyz", "izz")
 
-    The capsule itself is read from the original element; the stand-in only keeps
-    yourdfpy's lists of visuals and collisions in step with the XML.
+
+def _transform_from_xyz_rpy(xyz: np.ndarray, rpy: np.ndarray) -> np.ndarray:
+    """(4, 4) transform of an ``<origin>``: translation ``xyz``, rotation Rz(yaw) Ry(pitch) Rx(roll).
+
+    URDF's rpy are fixed-axis roll, pitch, yaw. The arithmetic is that of yourdfpy
+    (trimesh's ``compose_matrix(translate, angles)`` with ``euler_matrix(..., "sxyz")``),
+    operation for operation, so scenes imported before and after the parser changed
+    hold the same numbers to the bit.
     """
-    from lxml import etree
-
-    copy = etree.fromstring(etree.tostring(root))
-    for capsule in copy.iter("capsule"):
-        capsule.tag = "sphere"
-        for key in list(capsule.attrib):
-            if key != "radius":
-                del capsule.attrib[key]
-        if "radius" not in capsule.attrib:
-            capsule.set("radius", "1")
-    return etree.tostring(copy)
+    si, sj, sk = np.sin(rpy[0]), np.sin(rpy[1]), np.sin(rpy[2])
+    ci, cj, ck = np.cos(rpy[0]), np.cos(rpy[1]), np.cos(rpy[2])
+    cc, cs = ci * ck, ci * sk
+    sc, ss = si * ck, si * sk
+    rotation = np.eye(4)
+    rotation[0, 0], rotation[0, 1], rotation[0, 2] = cj * ck, sj * sc - cs, sj * cc + ss
+    rotation[1, 0], rotation[1, 1], rotation[1, 2] = cj * sk, sj * ss + cc, sj * cs - sc
+    rotation[2, 0], rotation[2, 1], rotation[2, 2] = -sj, cj * si, cj * ci
+    translation = np.identity(4)
+    translation[:3, 3] = xyz
+    out = np.dot(np.dot(np.identity(4), translation), rotation)
+    out /= out[3, 3]
+    return out
 
 
 def _printable_name(name) -> bool:
@@ -1009,14 +1115,10 @@ def _collision_shape(reader: _Reader, kind: str, params: dict, pose: np.ndarray,
             return {"type": "capsule", "radius": radius, "height": float(size[long]), **_pose(turned)}, {}
         return {"type": "box", "size": _vector(size), **_pose(pose)}, {}
     if kind == "mesh":
-        points = _mesh_points(reader, params, where, line)
-        if points is None:
+        made = _mesh_hull(reader, params, where, line)
+        if made is None:
             return None
-        try:
-            vertices, error = reduced_hull(points, HULL_VERTICES)
-        except ValueError as exc:
-            reader.warn(line, where, f"{Path(params['file']).name}: {exc}; no contacts")
-            return None
+        vertices, error = made
         return {"type": "hull", "vertices": [_vector(v) for v in vertices], "radius": error, **_pose(pose)}, {}
     return None
 
@@ -1080,9 +1182,36 @@ def _shape(given: dict) -> Shape:
     return Shape(given["type"], params, tuple(given["position_offset"]), tuple(given["orientation_offset"]))
 
 
+def _mesh_hull(reader: _Reader, params: dict, where: str, line) -> tuple[np.ndarray, float] | None:
+    """The reduced convex hull of a mesh file, scaled (mesh frame), and its error, or None
+    (warned: no contacts). Cached by the file's content (dojo_cli.scene.hull_cache): a
+    robot imported again reads no mesh and imports no trimesh."""
+    from dojo_cli.scene.hull_cache import file_digest, load_hull, store_hull
+
+    try:
+        digest = file_digest(params["file"])
+    except OSError:
+        digest = None  # missing or unreadable: _mesh_points says so
+    if digest is not None:
+        cached = load_hull(digest, params["scale"], HULL_VERTICES)
+        if cached is not None:
+            return cached
+    points = _mesh_points(reader, params, where, line)
+    if points is None:
+        return None
+    try:
+        vertices, error = reduced_hull(points, HULL_VERTICES)
+    except ValueError as exc:
+        reader.warn(line, where, f"{Path(params['file']).name}: {exc}; no contacts")
+        return None
+    if digest is not None:
+        store_hull(digest, params["scale"], HULL_VERTICES, vertices, error)
+    return vertices, error
+
+
 def _mesh_points(reader: _Reader, params: dict, where: str, line) -> np.ndarray | None:
     """The vertices of a mesh file, scaled (mesh frame), or None (warned: no contacts)."""
-    import trimesh  # here: yourdfpy has imported it already for any URDF
+    import trimesh  # here: ~1 s to import, needed only for a mesh whose hull is not cached
 
     try:
         mesh = trimesh.load(params["file"], force="mesh")
@@ -1172,8 +1301,6 @@ def _body_parents(result: UrdfImport) -> set[str]:
 
 def _zero_configuration_poses(result: UrdfImport) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """World (rotation, centre of mass) of each body with every joint at zero and the root at the origin."""
-    from scipy.spatial.transform import Rotation
-
     poses: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     pending = list(result.scene_joints)
     # a URDF may list a joint before the one its parent hangs from: placed root to leaves
@@ -1186,17 +1313,13 @@ def _zero_configuration_poses(result: UrdfImport) -> dict[str, tuple[np.ndarray,
                 prot, ppos = np.eye(3), np.zeros(3)
             else:
                 prot, ppos = poses[joint["parent"]]
-            offset = Rotation.from_quat(_xyzw(joint.get("orientation_offset", [1.0, 0.0, 0.0, 0.0]))).as_matrix()
+            offset = _matrix_from_quaternion(joint.get("orientation_offset", [1.0, 0.0, 0.0, 0.0]))
             rot = prot @ offset
             joint_point = ppos + prot @ np.asarray(joint.get("parent_vertex", [0.0, 0.0, 0.0]))
             pos = joint_point - rot @ np.asarray(joint.get("child_vertex", [0.0, 0.0, 0.0]))
             poses[joint["child"]] = (rot, pos)
         pending = [joint for joint in pending if not any(joint is r for r in ready)]
     return poses
-
-
-def _xyzw(q: list[float]) -> list[float]:
-    return [q[1], q[2], q[3], q[0]]
 
 
 def _stand_on_ground(scene: dict, result: UrdfImport) -> None:
