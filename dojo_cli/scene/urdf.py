@@ -79,6 +79,11 @@ _MESH_SUFFIXES = (".obj", ".stl", ".dae")
 # one is a thin link, made the capsule around it (2 contacts, not 8); it then sits at most
 # (half diagonal - half smallest side) of its cross-section too high, never too low.
 THIN_BOX_RATIO = 4.0
+# Elements read but not modelled, reported once per kind ("what|consequence"), naming the
+# joints (go1 printed 12 near-identical lines, talos 20), at most this many names.
+UNMODELLED_FRICTION = "Coulomb joint friction (<dynamics friction>)|ignored"
+UNMODELLED_MIMIC = "<mimic>|each joint moves on its own"
+UNMODELLED_LISTED = 40
 # Initial pose: a joint whose range does not hold zero strictly inside starts this far
 # inside its range (a fraction of the range, at most LIMIT_INSET_MAX rad or m) from the
 # bound nearest zero. A limit is an inequality of the interior-point solve: started on
@@ -320,6 +325,7 @@ class _Reader:
         self.options = options
         self.problems: list[Problem] = []
         self.warnings: list[str] = []
+        self._unmodelled: dict[str, list[str]] = {}
         self.search_path = package_search_path(options.package_path, path)
 
     def problem(self, line: int | None, element: str, message: str) -> None:
@@ -327,6 +333,18 @@ class _Reader:
 
     def warn(self, line: int | None, element: str, message: str) -> None:
         self.warnings.append(f"warning: {Problem(self.file, line, element, message)}")
+
+    def unmodelled(self, kind: str, joint: str) -> None:
+        """A joint carries an element of ``kind`` that is not modelled (one warning per kind,
+        naming the joints, by report_unmodelled)."""
+        self._unmodelled.setdefault(kind, []).append(joint)
+
+    def report_unmodelled(self) -> None:
+        for kind, joints in self._unmodelled.items():
+            what, consequence = kind.split("|")
+            self.warn(None, "robot", f"{what} not modelled on {len(joints)} joint{'s' if len(joints) > 1 else ''} "
+                      f"({consequence}): {_listed(joints, UNMODELLED_LISTED)}")
+        self._unmodelled.clear()
 
     def note(self, line: int | None, element: str, message: str) -> None:
         """Something the importer chose for the user (not a problem of the file)."""
@@ -368,10 +386,13 @@ class _Reader:
             # never expanded (no entity bombs), and a URDF needs none: refused rather than half read
             names = ", ".join(f"&{entity.name};" for entity in dtd.iterentities())
             raise SceneError(Problem(self.file, None, "<!DOCTYPE>", f"XML entities are not supported (declared: {_shortened(names)})"))
-        # yourdfpy indexes these names without a check (a KeyError naming no line)
-        for element in [root] + [e for e in root if e.tag in ("link", "joint")]:
+        # links and joints are known by their names; a robot without one is named after its
+        # file (ur3.urdf of example-robot-data has none; Pinocchio reads it)
+        for element in [e for e in root if e.tag in ("link", "joint")]:
             if element.get("name") is None:
                 self.problem(element.sourceline, f"<{element.tag}>", "has no name attribute")
+        if root.get("name") is None:
+            self.note(root.sourceline, "<robot>", f"has no name attribute; the scene is named {self.path.stem!r} after the file")
         self.fail_if_problems()
         link_elements = root.findall("link")
         joint_elements = root.findall("joint")
@@ -797,6 +818,7 @@ def read_urdf(path: str | os.PathLike, options: UrdfOptions | None = None, shown
     scene_joints = _scene_joints(reader, links, joints, groups, body_of, world_links, root, options, result)
     reader.fail_if_problems()
     result.scene_joints = scene_joints
+    reader.report_unmodelled()
     _start_inside_limits(reader, scene_joints)
     contacts = _contacts(reader, links, groups, result, options)
 
@@ -1082,9 +1104,9 @@ def _scene_joints(reader, links, joints, groups, body_of, world_links, root, opt
         if n and joint.velocity is not None and joint.velocity > 0:
             data["velocity_limit"] = float(joint.velocity)
         if joint.friction:
-            reader.warn(joint.line, f"joint {joint.name!r}", f"<dynamics friction {joint.friction:g}> (Coulomb joint friction) is not modelled; ignored")
+            reader.unmodelled(UNMODELLED_FRICTION, joint.name)
         if joint.mimic:
-            reader.warn(joint.line, f"joint {joint.name!r}", f"<mimic joint={joint.mimic!r}> is not modelled; the joint moves on its own")
+            reader.unmodelled(UNMODELLED_MIMIC, f"{joint.name} (of {joint.mimic})")
         out.append(data)
     # the dropped leaves' joints go with them
     return out
