@@ -618,7 +618,9 @@ class _Reader:
             if scale is not None and not self.finite(mesh_line, f"{where} mesh", "scale", scale):
                 return None
         scale = 1.0 if scale is None else _vector(np.broadcast_to(scale, (3,)))
-        if isinstance(scale, list) and len(set(scale)) == 1:
+        if isinstance(scale, list) and len(set(scale)) == 1 and scale[0] > 0:
+            # uniform: one number; a uniform mirror (-1 -1 -1, tiago_dual's right arm) stays
+            # per axis, the scene's form of a negative scale (a uniform scale is > 0)
             scale = scale[0]
         return ("mesh", {"file": str(path), "scale": scale}, pose, rgba, mesh_line)
 

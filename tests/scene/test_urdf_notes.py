@@ -73,3 +73,19 @@ def _scene(folder: Path, urdf: str) -> str:
     path = folder / "scene.yaml"
     path.write_text(f"urdf: {urdf}\n")
     return str(path)
+
+
+def test_a_uniformly_mirrored_mesh_keeps_its_scale_per_axis(tmp_path):
+    """A uniform negative mesh scale (tiago_dual.urdf's right arm, "-1 -1 -1") was written as
+    the scalar -1, which the scene refuses (a uniform scale is > 0): tiago_dual was refused.
+    It stays per axis, the scene's form of a mirror; a positive uniform scale is one number."""
+    (tmp_path / "m.stl").write_text("solid m\nendsolid m\n")
+    text = _chain([""]).replace(
+        '<link name="l0">', '<link name="l0"><visual><geometry><mesh filename="m.stl" scale="-1 -1 -1"/></geometry></visual>'
+    ).replace('<link name="base">', '<link name="base"><visual><geometry><mesh filename="m.stl" scale="2 2 2"/></geometry></visual>')
+    path = tmp_path / "mirror.urdf"
+    path.write_text(text)
+    bodies = {b["name"]: b for b in read_urdf(path, UrdfOptions()).scene["bodies"]}
+    assert bodies["l0"]["shape"]["scale"] == [-1.0, -1.0, -1.0] and bodies["base"]["shape"]["scale"] == 2.0
+    mech = dojo.load_scene(_scene(tmp_path, "mirror.urdf"))
+    assert [b.name for b in mech.bodies] == ["base", "l0"]
