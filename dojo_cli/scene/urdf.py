@@ -37,6 +37,7 @@ from __future__ import annotations
 import itertools
 import math
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -119,6 +120,9 @@ class UrdfOptions:
         package_path: directories searched for ``package://`` names, first.
         meshes: keep visual meshes (False: draw primitives and frames only).
         geometry: draw the "visual" elements, or the "collision" ones.
+        inertia_from_geometry: every link's inertia computed from its collision shapes
+            (uniform density, the file's mass and centre of mass); without it, only the
+            links whose file inertia is not positive definite (a note names each).
     """
 
     floating: bool = False
@@ -130,6 +134,7 @@ class UrdfOptions:
     package_path: list[str] = field(default_factory=list)
     meshes: bool = True
     geometry: str = "visual"
+    inertia_from_geometry: bool = False
 
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any], base_dir: Path | None, file: str, lines: Mapping[str, int], key: str) -> UrdfOptions:
@@ -326,6 +331,7 @@ class _Reader:
         self.problems: list[Problem] = []
         self.warnings: list[str] = []
         self._unmodelled: dict[str, list[str]] = {}
+        self._empty_visuals: list[str] = []
         self.search_path = package_search_path(options.package_path, path)
 
     def problem(self, line: int | None, element: str, message: str) -> None:
@@ -340,6 +346,10 @@ class _Reader:
         self._unmodelled.setdefault(kind, []).append(joint)
 
     def report_unmodelled(self) -> None:
+        if self._empty_visuals:
+            self.note(None, "robot", f"{len(self._empty_visuals)} visual{'s' if len(self._empty_visuals) > 1 else ''} of size 0 "
+                      f"skipped (nothing to draw): {_listed(self._empty_visuals, UNMODELLED_LISTED)}")
+            self._empty_visuals.clear()
         for kind, joints in self._unmodelled.items():
             what, consequence = kind.split("|")
             self.warn(None, "robot", f"{what} not modelled on {len(joints)} joint{'s' if len(joints) > 1 else ''} "
@@ -374,11 +384,22 @@ class _Reader:
             raise SceneFileError(Problem(self.file, None, "", f"cannot read the URDF: {exc.strerror or exc}")) from None
         from lxml import etree  # here: only URDF scenes pay for importing it
 
-        try:
-            root = etree.fromstring(data, etree.XMLParser(remove_comments=True, resolve_entities=False))
-        except etree.XMLSyntaxError as exc:
-            line = exc.lineno if exc.lineno else None
-            raise SceneError(Problem(self.file, line, "", f"malformed XML: {exc.msg}")) from None
+        repaired = []  # (line, what was read leniently)
+        while True:
+            try:
+                root = etree.fromstring(data, etree.XMLParser(remove_comments=True, resolve_entities=False))
+                break
+            except etree.XMLSyntaxError as exc:
+                line = exc.lineno if exc.lineno else None
+                fixed = _lenient_xml(data, exc) if len(repaired) < len(_LENIENT_XML) else None
+                if fixed is None or any(what == fixed[1] for _, what in repaired):
+                    raise SceneError(Problem(self.file, line, "", f"malformed XML: {exc.msg}")) from None
+                data = fixed[0]
+                repaired.append((line, fixed[1]))
+        if repaired:
+            # what ROS tools and Pinocchio (urdfdom: TinyXML) read without a word
+            self.warn(repaired[0][0], "XML", "not well-formed, read leniently: " + "; ".join(
+                f"{what} (line {line})" for line, what in repaired))
         if root.tag != "robot":
             raise SceneError(Problem(self.file, root.sourceline, f"<{root.tag}>", "the root element of a URDF must be <robot>"))
         dtd = root.getroottree().docinfo.internalDTD
@@ -528,6 +549,15 @@ class _Reader:
                 shape = self._geometry(item_element, f"{where} {kind}", materials if kind == "visual" else None)
                 if shape is not None:
                     (out.visuals if kind == "visual" else out.collisions).append(shape)
+        if mass > MASSLESS and math.isfinite(mass) and (self.options.inertia_from_geometry or not _positive_definite(out.inertia)):
+            computed = _inertia_from_shapes(out.collisions or out.visuals, mass, com, self)
+            if computed is not None and _positive_definite(computed):
+                if not self.options.inertia_from_geometry:
+                    eig = np.linalg.eigvalsh(out.inertia)
+                    self.note(element.sourceline, where, f"inertia eigenvalues [{', '.join(f'{e:.3g}' for e in eig)}] are not "
+                              f"positive definite; computed from its {'collision' if out.collisions else 'visual'} shapes "
+                              "(uniform density, the file's mass and centre of mass; --inertia-from-geometry)")
+                out.inertia = computed
         return out
 
     def _geometry(self, element, where: str, materials: dict | None):
@@ -580,6 +610,10 @@ class _Reader:
         else:
             return self._mesh(shape, where, pose, rgba)
         if not self.finite(line, where, f"<{kind}>", [v for value in params.values() for v in np.ravel(value)]):
+            return None
+        if materials is not None and min(np.ravel([params[k] for k in ("size", "radius", "height") if k in params])) == 0.0:
+            # a visual of size 0 draws nothing (a radius-0 sphere marks a frame in some files)
+            self._empty_visuals.append(f"{where.split(' visual')[0]} (line {line})")
             return None
         return (kind, params, pose, rgba, line)
 
@@ -707,6 +741,99 @@ class _Reader:
         if mimic is not None:
             out.mimic = mimic.get("joint")
         return out
+
+
+def _inertia_from_shapes(shapes: list, mass: float, com: np.ndarray, reader: _Reader) -> np.ndarray | None:
+    """(3, 3) inertia about ``com`` (link frame) of ``mass`` spread uniformly over the
+    volume of ``shapes`` (a link's collision elements: box, sphere, cylinder, capsule; a
+    mesh as its convex hull), or None (no shape with volume). Shapes are taken as disjoint
+    (overlaps count twice, as in MuJoCo's inertiafromgeom). Solid-body moments: box
+    m/12 (b^2 + c^2); sphere 2/5 m r^2; cylinder (axis z) m/12 (3 r^2 + h^2) across,
+    m r^2 / 2 along; capsule the cylinder plus two half spheres, each at 3r/8 from its
+    flat face (parallel-axis to the centre)."""
+    parts = []  # (volume, (3,) centroid in the link, (3, 3) inertia per unit density about the centroid, link axes)
+    for kind, params, pose, _rgba, _line in shapes:
+        rot, centre = pose[:3, :3], pose[:3, 3]
+        if kind == "box":
+            a, b, c = (float(v) for v in params["size"])
+            volume = a * b * c
+            unit = volume / 12.0 * np.diag([b * b + c * c, a * a + c * c, a * a + b * b])
+        elif kind == "sphere":
+            r = float(params["radius"])
+            volume = 4.0 / 3.0 * math.pi * r**3
+            unit = 0.4 * volume * r * r * np.eye(3)
+        elif kind in ("cylinder", "capsule"):
+            r, h = float(params["radius"]), float(params["height"])
+            cylinder = math.pi * r * r * h
+            across = cylinder * (3 * r * r + h * h) / 12.0
+            along = cylinder * r * r / 2.0
+            volume = cylinder
+            if kind == "capsule":
+                half = 2.0 / 3.0 * math.pi * r**3  # each end's half sphere
+                offset = h / 2.0 + 3.0 * r / 8.0  # its centroid from the capsule's centre
+                own_across = half * (2.0 / 5.0 * r * r - (3.0 * r / 8.0) ** 2)  # about its own centroid
+                across += 2.0 * (own_across + half * offset * offset)
+                along += 2.0 * (2.0 / 5.0 * half * r * r)
+                volume += 2.0 * half
+            unit = np.diag([across, across, along])
+        elif kind == "mesh":
+            made = _mesh_volume(params)
+            if made is None:
+                continue
+            volume, mesh_centre, mesh_unit = made
+            centre = centre + rot @ mesh_centre
+            unit = mesh_unit
+        else:
+            continue
+        if volume > 0.0 and np.all(np.isfinite(unit)):
+            parts.append((volume, centre, rot @ unit @ rot.T))
+    total = sum(v for v, _, _ in parts)
+    if not parts or not total > 0.0:
+        return None
+    density = mass / total
+    inertia = np.zeros((3, 3))
+    for volume, centre, unit in parts:
+        d = centre - com
+        inertia += density * (unit + volume * (d @ d * np.eye(3) - np.outer(d, d)))
+    return 0.5 * (inertia + inertia.T)
+
+
+def _mesh_volume(params: dict) -> tuple[float, np.ndarray, np.ndarray] | None:
+    """(volume, centroid (3,), inertia per unit density about it (3, 3)) of a mesh file's
+    convex hull (scaled), or None (unreadable)."""
+    try:
+        import trimesh  # here: only a link with a mesh and a bad inertia pays for it
+
+        points = trimesh.load(params["file"], force="mesh").vertices * np.broadcast_to(np.asarray(params["scale"], float), (3,))
+        hull = trimesh.convex.convex_hull(points)  # of the scaled points: a mirror keeps its volume positive
+        hull.density = 1.0
+        return float(hull.volume), np.asarray(hull.center_mass, float), np.asarray(hull.moment_inertia, float)
+    except Exception:  # noqa: BLE001 - trimesh raises what its loaders raise
+        return None
+
+
+# Leniencies of the XML read (one warning lists those used): an XML declaration that is
+# not at the very start of the file or not of version 1.0 (TinyXML, which urdfdom and
+# Pinocchio use, ignores it) is dropped; content after the root element is cut off.
+_LENIENT_XML = ("declaration", "trailing")
+_DECLARATION = re.compile(rb"<\?xml(?:\s[^?]*)?\?>")
+
+
+def _lenient_xml(data: bytes, exc) -> tuple[bytes, str] | None:
+    """(the document with what lxml refused repaired, what it was), or None: not one of the
+    _LENIENT_XML cases (a real error, reported as malformed XML)."""
+    message = exc.msg or ""
+    if message.startswith(("Unsupported version", "XML declaration allowed only at the start")):
+        # every declaration goes (line breaks kept: the lines of the rest do not move)
+        stripped = _DECLARATION.sub(lambda m: b"\n" * m.group(0).count(b"\n"), data)
+        return (stripped, "an XML declaration not at the start or not of version 1.0, ignored") if stripped != data else None
+    if message.startswith("Extra content at the end of the document") and exc.lineno:
+        lines = data.split(b"\n")
+        if exc.lineno > len(lines):
+            return None
+        cut = sum(len(line) + 1 for line in lines[: exc.lineno - 1]) + max(exc.position[1] - 1, 0)
+        return data[:cut], "content after the root element, ignored"
+    return None
 
 
 _INERTIA_KEYS = ("ixx", "ixy", "ixz", "iyy", "iyz", "izz")
