@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from enum import Enum
 from pathlib import Path
 from typing import Annotated, Optional
@@ -10,8 +11,9 @@ from typing import Annotated, Optional
 import typer
 
 from dojo_cli.cli.shared import echo_err, reports_errors
-from dojo_cli.errors import InputError, StorageError
+from dojo_cli.errors import InputError, SceneError, StorageError
 from dojo_cli.scene.builder import build_mechanism
+from dojo_cli.scene.floating_base import set_floating_base
 from dojo_cli.scene.loader import dump_scene_data, spec_from_dict
 from dojo_cli.scene.urdf import DEFAULT_FRICTION, UrdfOptions, read_urdf
 
@@ -35,6 +37,7 @@ def import_urdf(
     contacts: Annotated[ContactMode, typer.Option("--contacts", help="feet: spheres at the ends of the legs; collision: every collision element as its shape against the ground; none.")] = ContactMode.none,
     self_collision: Annotated[bool, typer.Option("--self-collision", help="With --contacts collision: the links' collision shapes also against each other (bodies not joined parent-child).")] = False,
     friction: Annotated[float, typer.Option("--friction", min=0.0, help="Friction coefficient of the contacts.")] = DEFAULT_FRICTION,
+    floating_base: Annotated[Optional[str], typer.Option("--floating-base", metavar="LINK", help="Float the robot at this link's body: the joints on the way from the URDF's root are reversed (implies --floating).")] = None,
     merge_fixed: Annotated[bool, typer.Option("--merge-fixed", help="Merge links joined by fixed joints into one body (parallel-axis rule).")] = False,
     package_path: Annotated[Optional[list[Path]], typer.Option("--package-path", help="Folder holding ROS packages, for package:// names. Repeatable.")] = None,
     inertia_from_geometry: Annotated[bool, typer.Option("--inertia-from-geometry", help="Every link's inertia from its collision shapes (uniform density, the file's mass); without it only where the file's inertia is not positive definite.")] = False,
@@ -56,12 +59,18 @@ def import_urdf(
     if exists and not force:
         raise StorageError(f"{output}: already exists (use --force to overwrite)")
     options = UrdfOptions(
-        floating=floating, contacts=contacts.value, self_collision=self_collision, friction=friction, merge_fixed=merge_fixed,
+        floating=floating or floating_base is not None, contacts=contacts.value, self_collision=self_collision, friction=friction, merge_fixed=merge_fixed,
         package_path=[str(p) for p in package_path or []], meshes=not no_meshes, geometry=geometry.value,
         inertia_from_geometry=inertia_from_geometry,
     )
     result = read_urdf(urdf, options, str(urdf))
     scene = result.scene
+    if floating_base is not None:
+        body = result.link_bodies.get(floating_base, (floating_base, None))[0]  # a merged link floats its body
+        try:
+            scene = set_floating_base(scene, body)
+        except SceneError as exc:
+            raise SceneError([replace(p, file=str(urdf), field="--floating-base") for p in exc.problems]) from None
     if name:
         scene["name"] = name
     if timestep is not None:
