@@ -63,7 +63,9 @@ def test_the_command_names_the_file_as_given_and_a_scene_as_it_wrote_it(tmp_path
 
 
 def test_a_robot_without_a_name_is_named_after_its_file(tmp_path):
-    """example-robot-data's ur3.urdf has no robot name (Pinocchio reads it): it was refused."""
+    """A <robot> without a name was refused ('has no name attribute'); it is named after its
+    file. (example-robot-data's ur3.urdf has no name and no link either: still refused, for
+    having no link.)"""
     path = tmp_path / "arm.urdf"
     path.write_text(_chain([""], robot=""))
     result = read_urdf(path, UrdfOptions())
