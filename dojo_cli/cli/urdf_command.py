@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-from dataclasses import replace
 from enum import Enum
 from pathlib import Path
 from typing import Annotated, Optional
@@ -11,9 +10,8 @@ from typing import Annotated, Optional
 import typer
 
 from dojo_cli.cli.shared import echo_err, reports_errors
-from dojo_cli.errors import InputError, SceneError, StorageError
+from dojo_cli.errors import InputError, StorageError
 from dojo_cli.scene.builder import build_mechanism
-from dojo_cli.scene.floating_base import set_floating_base
 from dojo_cli.scene.loader import dump_scene_data, spec_from_dict
 from dojo_cli.scene.urdf import DEFAULT_FRICTION, UrdfOptions, read_urdf
 
@@ -59,18 +57,12 @@ def import_urdf(
     if exists and not force:
         raise StorageError(f"{output}: already exists (use --force to overwrite)")
     options = UrdfOptions(
-        floating=floating or floating_base is not None, contacts=contacts.value, self_collision=self_collision, friction=friction, merge_fixed=merge_fixed,
+        floating=floating or floating_base is not None, floating_base=floating_base, contacts=contacts.value, self_collision=self_collision, friction=friction, merge_fixed=merge_fixed,
         package_path=[str(p) for p in package_path or []], meshes=not no_meshes, geometry=geometry.value,
         inertia_from_geometry=inertia_from_geometry,
     )
     result = read_urdf(urdf, options, str(urdf))
     scene = result.scene
-    if floating_base is not None:
-        body = result.link_bodies.get(floating_base, (floating_base, None))[0]  # a merged link floats its body
-        try:
-            scene = set_floating_base(scene, body)
-        except SceneError as exc:
-            raise SceneError([replace(p, file=str(urdf), field="--floating-base") for p in exc.problems]) from None
     if name:
         scene["name"] = name
     if timestep is not None:

@@ -123,6 +123,8 @@ class UrdfOptions:
         inertia_from_geometry: every link's inertia computed from its collision shapes
             (uniform density, the file's mass and centre of mass); without it, only the
             links whose file inertia is not positive definite (a note names each).
+        floating_base: float the robot at this link's body (set_floating_base: the joints
+            on the way from the URDF's root are reversed); implies ``floating``.
     """
 
     floating: bool = False
@@ -135,6 +137,7 @@ class UrdfOptions:
     meshes: bool = True
     geometry: str = "visual"
     inertia_from_geometry: bool = False
+    floating_base: str | None = None
 
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any], base_dir: Path | None, file: str, lines: Mapping[str, int], key: str) -> UrdfOptions:
@@ -162,6 +165,10 @@ class UrdfOptions:
                     problems.append(Problem(file, line, path, f"must be a number >= 0, got {value!r}"))
                     continue
                 value = float(value)
+            elif name == "floating_base":
+                if not isinstance(value, str) or not value:
+                    problems.append(Problem(file, line, path, f"must be a link's name, got {value!r}"))
+                    continue
             elif isinstance(default, list):
                 value = [value] if isinstance(value, str) else value
                 if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
@@ -959,11 +966,28 @@ def read_urdf(path: str | os.PathLike, options: UrdfOptions | None = None, shown
         "joints": scene_joints,
         "contacts": contacts,
     }
-    if options.floating and contacts:
+    if (options.floating or options.floating_base) and contacts:
         _stand_on_ground(scene, result)
+    if options.floating_base:
+        scene = _refloat(reader, scene, result, options.floating_base)
     result.scene = scene
     result.warnings = reader.warnings
     return result
+
+
+def _refloat(reader: _Reader, scene: dict, result: UrdfImport, link: str) -> dict:
+    """The scene re-rooted at ``link``'s body (dojo_cli.scene.floating_base)."""
+    from dojo_cli.scene.floating_base import set_floating_base
+
+    if link not in result.link_bodies:
+        known = _listed(sorted(result.link_bodies))
+        raise SceneError(Problem(reader.file, None, "floating_base", f"no link {link!r} in the robot (links that are bodies' parts: {known})"))
+    try:
+        scene = set_floating_base(scene, result.link_bodies[link][0])
+    except SceneError as exc:
+        raise SceneError([Problem(reader.file, None, "floating_base", p.message) for p in exc.problems]) from None
+    result.scene_joints = scene["joints"]
+    return scene
 
 
 def _tree(reader: _Reader, links: dict[str, _Link], joints: list[_Joint]) -> dict[str, _Joint]:

@@ -5,7 +5,8 @@ A scene file holding a ``urdf`` key is expanded before validation:
 1. the URDF is imported (``dojo_cli.scene.urdf``) with the options of the scene's
    ``import`` mapping (the flags of ``dojo import-urdf``: ``floating``,
    ``contacts``, ``friction``, ``contact_model``, ``merge_fixed``,
-   ``package_path``, ``meshes``, ``geometry``);
+   ``package_path``, ``meshes``, ``geometry``, ``inertia_from_geometry``,
+   ``floating_base``);
 2. the scene's other keys are laid over the imported scene:
    - ``bodies``, ``joints``, ``contacts``: entries are matched **by name**. An entry
      naming an imported one replaces the keys it gives (each key whole: a given

@@ -118,4 +118,19 @@ def test_import_urdf_floating_base_option(tmp_path):
     assert written["joints"][0] == set_floating_base(read_urdf(path, UrdfOptions(floating=True)).scene, "forearm")["joints"][0]
     assert dojo.load_scene(str(out)).joints[0].type == "floating"
     bad = runner.invoke(app, ["import-urdf", str(path), "--floating-base", "hand", "-o", str(tmp_path / "x.yaml")])
-    assert bad.exit_code == 2 and "no body 'hand' to float" in bad.stderr, bad.output
+    assert bad.exit_code == 2 and f"{path}: floating_base: no link 'hand' in the robot" in bad.stderr, bad.output
+
+
+def test_a_urdf_scene_floats_at_a_link(tmp_path):
+    """``import: {floating_base: LINK}`` in a scene on a URDF: the same scene as the function's."""
+    path = tmp_path / "chain.urdf"
+    path.write_text(_URDF)
+    scene = tmp_path / "scene.yaml"
+    scene.write_text("urdf: chain.urdf\nimport: {floating_base: weight}\n")
+    mech = dojo.load_scene(str(scene))
+    expected = build_mechanism(spec_from_dict(set_floating_base(read_urdf(path, UrdfOptions(floating=True)).scene, "weight")))
+    assert np.array_equal(mech.initial, expected.initial)
+    assert [j.name for j in mech.joints] == [j.name for j in expected.joints]
+    scene.write_text("urdf: chain.urdf\nimport: {floating_base: 3}\n")
+    with pytest.raises(SceneError, match="import.floating_base: must be a link's name, got 3"):
+        dojo.load_scene(str(scene))
