@@ -46,8 +46,8 @@ ROOT = Path(__file__).resolve().parents[1]
 # Wall-time goals on an idle machine (s): the cold-start issue's targets.
 GOALS = {"dojo --help": 0.3, "dojo simulate": 0.4}
 # Libraries whose import time --imports reports (top-level names).
-WATCHED = ("numpy", "scipy", "pydantic", "pydantic_core", "typer", "rich", "yaml", "h5py", "lxml", "yourdfpy",
-           "trimesh", "matplotlib", "meshcat", "dojo_cli")
+WATCHED = ("numpy", "scipy", "pydantic", "pydantic_core", "typer", "rich", "yaml", "h5py", "lxml", "trimesh",
+          , "matplotlib", "meshcat", "dojo_cli")
 # `python -X importtime` lines: "import time: self [us] | cumulative | <indent>name".
 _IMPORTTIME = re.compile(r"import time:\s+(\d+) \|\s+(\d+) \|( *)(\S+)")
 

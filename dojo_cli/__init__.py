@@ -30,6 +30,7 @@ _EXPORTS: dict[str, str] = {
     ),
     **dict.fromkeys(("DojoError", "SceneError", "SolverError", "StorageError"), "dojo_cli.errors"),
     "JointType": "dojo_cli.model.joint_types",
+    "set_floating_base": "dojo_cli.scene.floating_base",
     **dict.fromkeys(("Body", "Joint", "Mechanism"), "dojo_cli.model.mechanism"),
     **dict.fromkeys(
         ("ConstantController", "Controller", "PDController", "ScheduleController"), "dojo_cli.simulation.controller"
@@ -91,6 +92,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see: the same names, imported e
         with_parameters,
     )
     from dojo_cli.errors import DojoError, SceneError, SolverError, StorageError  # noqa: F401
+    from dojo_cli.scene.floating_base import set_floating_base  # noqa: F401
     from dojo_cli.model.joint_types import JointType  # noqa: F401
     from dojo_cli.model.mechanism import Body, Joint, Mechanism  # noqa: F401
     from dojo_cli.simulation.controller import (  # noqa: F401

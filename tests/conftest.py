@@ -1,11 +1,20 @@
 """Loaded by pytest before it reads its options (the tests folder's own conftest)."""
 
+import atexit
+import os
+import shutil
 import signal
 import sys
+import tempfile
 
 import pytest
 
 import tests.fuzz.profiles  # noqa: F401  (registers --hypothesis-profile=long and fuzz-ci)
+
+# The hull cache (dojo_cli.scene.hull_cache) of this test process: the tests neither read
+# nor fill the user's cache (each xdist worker has its own folder, removed at exit).
+os.environ["DOJO_CACHE_DIR"] = tempfile.mkdtemp(prefix="dojo-test-cache-")
+atexit.register(shutil.rmtree, os.environ["DOJO_CACHE_DIR"], True)
 
 _STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 

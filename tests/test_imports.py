@@ -25,12 +25,15 @@ from dojo_cli.cli.app import COMMANDS, load_command
 ROOT = Path(__file__).resolve().parents[1]
 
 # Libraries ``import dojo_cli`` must leave alone (each costs 0.05-0.7 s to import).
-HEAVY_FOR_IMPORT = ("numpy", "scipy", "pydantic", "typer", "h5py", "lxml", "yourdfpy", "matplotlib", "meshcat")
+HEAVY_FOR_IMPORT = ("numpy", "scipy", "pydantic", "typer", "h5py", "lxml", "trimesh", "matplotlib", "meshcat")
 # ``dojo --help`` needs typer (and rich), nothing of the library.
-HEAVY_FOR_HELP = ("numpy", "scipy", "h5py", "lxml", "yourdfpy", "matplotlib", "meshcat", "trimesh")
+HEAVY_FOR_HELP = ("numpy", "scipy", "h5py", "lxml", "matplotlib", "meshcat", "trimesh")
 # ``dojo simulate`` of a scene without `urdf:` draws nothing and reads no URDF; the step
 # is the C++ core's, so scipy (only the URDF reader's rotations use it) stays out too.
-HEAVY_FOR_SIMULATE = ("scipy", "lxml", "yourdfpy", "trimesh", "matplotlib", "meshcat")
+HEAVY_FOR_SIMULATE = ("scipy", "lxml", "trimesh", "matplotlib", "meshcat")
+# ``dojo simulate`` of a URDF scene reads the URDF with lxml, and nothing else heavy: no
+# trimesh (no mesh is opened), no scipy (the importer's rotations are its own), issue 24.
+HEAVY_FOR_URDF_SIMULATE = ("scipy", "trimesh", "matplotlib", "meshcat")
 
 # The modules that define commands; each command may import only its own.
 COMMAND_MODULES = {entry.target.partition(":")[0] for entry in COMMANDS}
@@ -159,6 +162,18 @@ def test_simulate_imports_no_picture_viewer_or_urdf_reader(tmp_path):
     assert not heavy, f"`dojo simulate pendulum` imported {heavy}"
     others = sorted((modules & COMMAND_MODULES) - {"dojo_cli.cli.simulate_command"})
     assert not others, f"`dojo simulate` imported other commands' modules {others}"
+
+
+def test_simulate_of_a_urdf_scene_imports_no_mesh_library_or_scipy(tmp_path):
+    from dojo_cli.scene import robots
+
+    if robots.example_robot_data_root() is None:
+        pytest.skip(f"example-robot-data is not installed ({robots.ROBOTS_EXTRA_INSTALL})")
+    modules, proc = _loaded(tmp_path, _RUN_DOJO, "simulate", "go1", "--steps", "1", "-o", "run.h5", "-q")
+    assert proc.returncode == 0, proc.stderr
+    assert "lxml" in {m.split(".")[0] for m in modules}, "go1 is a URDF scene: its URDF was read"
+    heavy = _top_level(modules, HEAVY_FOR_URDF_SIMULATE)
+    assert not heavy, f"`dojo simulate go1` imported {heavy}"
 
 
 def test_shell_loop_commands_import_only_what_they_use(tmp_path):

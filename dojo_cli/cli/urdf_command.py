@@ -35,8 +35,10 @@ def import_urdf(
     contacts: Annotated[ContactMode, typer.Option("--contacts", help="feet: spheres at the ends of the legs; collision: every collision element as its shape against the ground; none.")] = ContactMode.none,
     self_collision: Annotated[bool, typer.Option("--self-collision", help="With --contacts collision: the links' collision shapes also against each other (bodies not joined parent-child).")] = False,
     friction: Annotated[float, typer.Option("--friction", min=0.0, help="Friction coefficient of the contacts.")] = DEFAULT_FRICTION,
+    floating_base: Annotated[Optional[str], typer.Option("--floating-base", metavar="LINK", help="Float the robot at this link's body: the joints on the way from the URDF's root are reversed (implies --floating).")] = None,
     merge_fixed: Annotated[bool, typer.Option("--merge-fixed", help="Merge links joined by fixed joints into one body (parallel-axis rule).")] = False,
     package_path: Annotated[Optional[list[Path]], typer.Option("--package-path", help="Folder holding ROS packages, for package:// names. Repeatable.")] = None,
+    inertia_from_geometry: Annotated[bool, typer.Option("--inertia-from-geometry", help="Every link's inertia from its collision shapes (uniform density, the file's mass); without it only where the file's inertia is not positive definite.")] = False,
     no_meshes: Annotated[bool, typer.Option("--no-meshes", help="Leave visual meshes out (primitives and frames only).")] = False,
     geometry: Annotated[GeometryMode, typer.Option("--geometry", help="Draw the visual elements or the collision ones.")] = GeometryMode.visual,
     name: Annotated[Optional[str], typer.Option("--name", help="Scene name (default: the robot's).")] = None,
@@ -55,8 +57,9 @@ def import_urdf(
     if exists and not force:
         raise StorageError(f"{output}: already exists (use --force to overwrite)")
     options = UrdfOptions(
-        floating=floating, contacts=contacts.value, self_collision=self_collision, friction=friction, merge_fixed=merge_fixed,
+        floating=floating or floating_base is not None, floating_base=floating_base, contacts=contacts.value, self_collision=self_collision, friction=friction, merge_fixed=merge_fixed,
         package_path=[str(p) for p in package_path or []], meshes=not no_meshes, geometry=geometry.value,
+        inertia_from_geometry=inertia_from_geometry,
     )
     result = read_urdf(urdf, options, str(urdf))
     scene = result.scene
@@ -67,7 +70,8 @@ def import_urdf(
     # what is written must load: validate and build it before writing anything
     mech = build_mechanism(spec_from_dict(scene, file=str(urdf), base_dir=output.resolve().parent))
     flags = " ".join(f for f, on in (("--floating", floating), ("--merge-fixed", merge_fixed), ("--no-meshes", no_meshes),
-                                         ("--self-collision", self_collision)) if on)
+                                         ("--self-collision", self_collision),
+                                         ("--inertia-from-geometry", inertia_from_geometry)) if on)
     header = (
         f"# {scene['name']}: imported from {urdf} by dojo import-urdf {flags} --contacts {contacts.value}\n"
         "# Bodies sit at their links' centres of mass (body frames oriented as the links); edit freely,\n"

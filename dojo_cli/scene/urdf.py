@@ -1,21 +1,15 @@
 """Import URDF robot descriptions as scenes (plain scene data, validated by the loader).
 
-Parsing. yourdfpy (a maintained URDF parser) reads the numbers: origins as 4x4
-transforms (rpy as fixed-axis roll, pitch, yaw, URDF's convention), inertials,
-limits, dynamics, geometry and materials. It is used with ``load_meshes=False``
-and ``build_scene_graph=False`` (no mesh file is opened: physics needs none).
-It falls short in four places, which this module covers with lxml (yourdfpy's own
-XML library) on the same text:
-- malformed XML: yourdfpy logs the error and re-parses in lxml's *recover* mode,
-  silently dropping what it could not read; we parse strictly first and report
-  the line;
-- line numbers: yourdfpy keeps none; every problem here names ``file:line`` and
-  the element (``joint 'knee'``), found by walking the XML in document order;
-- validation: yourdfpy accepts joints naming links that do not exist (its
-  ``validate()`` misses them) and several roots; we check the tree;
-- ``<capsule radius length>`` (a common extension, Dojo's walkers use it) is
-  dropped by yourdfpy's Geometry; we read it from the XML. yourdfpy also returns
-  ``<dynamics damping>`` as a string, so values are converted here.
+Parsing. lxml reads the file strictly (malformed XML is refused with its line, never
+recovered from silently) and this module reads the numbers from the elements itself:
+origins as 4x4 transforms (rpy as fixed-axis roll, pitch, yaw, URDF's convention, with
+yourdfpy's arithmetic, so scenes are the same to the bit as when yourdfpy parsed them),
+inertials, limits, dynamics, geometry (with the ``<capsule radius length>`` extension
+Dojo's walkers use) and materials. Every problem names ``file:line`` and the element
+(``joint 'knee'``); joints naming links that do not exist, several roots and loops are
+refused. No mesh is opened to read a URDF (physics needs none), so importing it costs
+no trimesh: only ``--contacts collision`` reads meshes, for their convex hulls, which
+are cached by the mesh file's content (``dojo_cli.scene.hull_cache``).
 
 Frames. The engine's body frame is the centre of mass. A body here has the
 orientation of its *reference link* (the link at the top of the group of links
@@ -40,11 +34,10 @@ translation-only Planar).
 
 from __future__ import annotations
 
-import io
 import itertools
-import logging
 import math
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -87,6 +80,18 @@ _MESH_SUFFIXES = (".obj", ".stl", ".dae")
 # one is a thin link, made the capsule around it (2 contacts, not 8); it then sits at most
 # (half diagonal - half smallest side) of its cross-section too high, never too low.
 THIN_BOX_RATIO = 4.0
+# Elements read but not modelled, reported once per kind ("what|consequence"), naming the
+# joints (go1 printed 12 near-identical lines, talos 20), at most this many names.
+UNMODELLED_FRICTION = "Coulomb joint friction (<dynamics friction>)|ignored"
+UNMODELLED_MIMIC = "<mimic>|each joint moves on its own"
+UNMODELLED_LISTED = 40
+# Initial pose: a joint whose range does not hold zero strictly inside starts this far
+# inside its range (a fraction of the range, at most LIMIT_INSET_MAX rad or m) from the
+# bound nearest zero. A limit is an inequality of the interior-point solve: started on
+# its bound, the t = 0 solve begins at a zero slack, and go1's (calves on -0.888) took
+# 1.8 s against 0.4 s 0.01 rad inside; talos_reduced (8 joints with a bound at 0) 73 s.
+LIMIT_INSET_FRACTION = 0.01
+LIMIT_INSET_MAX = 0.01
 # --contacts collision: most vertices of a mesh's reduced convex hull (each is a contact).
 HULL_VERTICES = 32
 # --contacts collision: each contact's margin (m; core/maximal/margins.h): it joins
@@ -97,9 +102,6 @@ HULL_VERTICES = 32
 # the step is solved again. Measured on laikago (limp drop, docs/urdf.md): 3 mm and 1 cm
 # alike, 2 cm slower (the contacts 1.6 cm off the ground at rest join every solve).
 CONTACT_MARGIN = 0.01
-
-_log = logging.getLogger(__name__)
-
 
 @dataclass
 class UrdfOptions:
@@ -118,6 +120,11 @@ class UrdfOptions:
         package_path: directories searched for ``package://`` names, first.
         meshes: keep visual meshes (False: draw primitives and frames only).
         geometry: draw the "visual" elements, or the "collision" ones.
+        inertia_from_geometry: every link's inertia computed from its collision shapes
+            (uniform density, the file's mass and centre of mass); without it, only the
+            links whose file inertia is not positive definite (a note names each).
+        floating_base: float the robot at this link's body (set_floating_base: the joints
+            on the way from the URDF's root are reversed); implies ``floating``.
     """
 
     floating: bool = False
@@ -129,6 +136,8 @@ class UrdfOptions:
     package_path: list[str] = field(default_factory=list)
     meshes: bool = True
     geometry: str = "visual"
+    inertia_from_geometry: bool = False
+    floating_base: str | None = None
 
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any], base_dir: Path | None, file: str, lines: Mapping[str, int], key: str) -> UrdfOptions:
@@ -156,6 +165,10 @@ class UrdfOptions:
                     problems.append(Problem(file, line, path, f"must be a number >= 0, got {value!r}"))
                     continue
                 value = float(value)
+            elif name == "floating_base":
+                if not isinstance(value, str) or not value:
+                    problems.append(Problem(file, line, path, f"must be a link's name, got {value!r}"))
+                    continue
             elif isinstance(default, list):
                 value = [value] if isinstance(value, str) else value
                 if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
@@ -209,16 +222,57 @@ class UrdfImport:
 # ----------------------------------------------------------------- transforms
 
 
-def _quaternion_from_matrix(rot: np.ndarray) -> list[float]:
-    """[w, x, y, z] of a rotation matrix, w >= 0; exact for the identity."""
-    if np.allclose(rot, np.eye(3), rtol=0.0, atol=1e-15):
-        return [1.0, 0.0, 0.0, 0.0]
-    from scipy.spatial.transform import Rotation  # here: scipy costs ~0.3 s, needed only for URDF scenes
+# A rotation matrix whose rows are orthonormal to this is used as it is (else the nearest
+# rotation, U V^T of its SVD, as scipy's Rotation.from_matrix does).
+_ORTHOGONAL_TOL = 1e-12
 
-    x, y, z, w = Rotation.from_matrix(rot).as_quat()
+
+def _quaternion_from_matrix(rot: np.ndarray) -> list[float]:
+    """[w, x, y, z] of a rotation matrix, w >= 0; exact for the identity.
+
+    Shepperd's method with the largest of (trace, diagonal) as pivot, the arithmetic of
+    scipy's ``Rotation.from_matrix`` operation for operation (imported scenes hold the
+    same numbers as when scipy computed them; scipy.spatial costs ~0.5 s to import, a
+    third of a URDF scene's start-up).
+    """
+    m = np.asarray(rot, dtype=float)
+    if np.allclose(m, np.eye(3), rtol=0.0, atol=1e-15):
+        return [1.0, 0.0, 0.0, 0.0]
+    if not np.all(np.isclose(m @ m.T, np.eye(3), atol=_ORTHOGONAL_TOL)):
+        u, _, vt = np.linalg.svd(m)
+        m = u @ vt
+    m = m.tolist()
+    trace = m[0][0] + m[1][1] + m[2][2]
+    decision = [m[0][0], m[1][1], m[2][2], trace]
+    choice = decision.index(max(decision))
+    q = [0.0, 0.0, 0.0, 0.0]  # x, y, z, w
+    if choice != 3:
+        i, j, k = choice, (choice + 1) % 3, (choice + 2) % 3
+        q[i] = 1 - trace + 2 * m[i][i]
+        q[j] = m[j][i] + m[i][j]
+        q[k] = m[k][i] + m[i][k]
+        q[3] = m[k][j] - m[j][k]
+    else:
+        q = [m[2][1] - m[1][2], m[0][2] - m[2][0], m[1][0] - m[0][1], 1 + trace]
+    norm = math.sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3])
+    x, y, z, w = (v / norm for v in q)
     if w < 0:
         w, x, y, z = -w, -x, -y, -z
     return [float(w), float(x), float(y), float(z)]
+
+
+def _matrix_from_quaternion(q: list[float]) -> np.ndarray:
+    """(3, 3) rotation of a quaternion [w, x, y, z] (normalised first), scipy's arithmetic."""
+    w, x, y, z = (float(v) for v in q)
+    norm = math.sqrt(x * x + y * y + z * z + w * w)
+    x, y, z, w = x / norm, y / norm, z / norm, w / norm
+    x2, y2, z2, w2 = x * x, y * y, z * z, w * w
+    xy, zw, xz, yw, yz, xw = x * y, z * w, x * z, y * w, y * z, x * w
+    return np.array([
+        [x2 - y2 - z2 + w2, 2 * (xy - zw), 2 * (xz + yw)],
+        [2 * (xy + zw), -x2 + y2 - z2 + w2, 2 * (yz - xw)],
+        [2 * (xz - yw), 2 * (yz + xw), -x2 - y2 + z2 + w2],
+    ])
 
 
 def _translation(t: np.ndarray) -> np.ndarray:
@@ -283,6 +337,8 @@ class _Reader:
         self.options = options
         self.problems: list[Problem] = []
         self.warnings: list[str] = []
+        self._unmodelled: dict[str, list[str]] = {}
+        self._empty_visuals: list[str] = []
         self.search_path = package_search_path(options.package_path, path)
 
     def problem(self, line: int | None, element: str, message: str) -> None:
@@ -290,6 +346,26 @@ class _Reader:
 
     def warn(self, line: int | None, element: str, message: str) -> None:
         self.warnings.append(f"warning: {Problem(self.file, line, element, message)}")
+
+    def unmodelled(self, kind: str, joint: str) -> None:
+        """A joint carries an element of ``kind`` that is not modelled (one warning per kind,
+        naming the joints, by report_unmodelled)."""
+        self._unmodelled.setdefault(kind, []).append(joint)
+
+    def report_unmodelled(self) -> None:
+        if self._empty_visuals:
+            self.note(None, "robot", f"{len(self._empty_visuals)} visual{'s' if len(self._empty_visuals) > 1 else ''} of size 0 "
+                      f"skipped (nothing to draw): {_listed(self._empty_visuals, UNMODELLED_LISTED)}")
+            self._empty_visuals.clear()
+        for kind, joints in self._unmodelled.items():
+            what, consequence = kind.split("|")
+            self.warn(None, "robot", f"{what} not modelled on {len(joints)} joint{'s' if len(joints) > 1 else ''} "
+                      f"({consequence}): {_listed(joints, UNMODELLED_LISTED)}")
+        self._unmodelled.clear()
+
+    def note(self, line: int | None, element: str, message: str) -> None:
+        """Something the importer chose for the user (not a problem of the file)."""
+        self.warnings.append(f"note: {Problem(self.file, line, element, message)}")
 
     def finite(self, line: int | None, element: str, what: str, values, infinite: bool = False) -> bool:
         """Whether ``values`` are numbers of magnitude at most MAX_MAGNITUDE (the scene's
@@ -313,13 +389,24 @@ class _Reader:
         except OSError as exc:
             # a file that is missing or unreadable: I/O (exit 3)
             raise SceneFileError(Problem(self.file, None, "", f"cannot read the URDF: {exc.strerror or exc}")) from None
-        from lxml import etree  # here, as yourdfpy and scipy: only URDF scenes pay for importing it
+        from lxml import etree  # here: only URDF scenes pay for importing it
 
-        try:
-            root = etree.fromstring(data, etree.XMLParser(remove_comments=True, resolve_entities=False))
-        except etree.XMLSyntaxError as exc:
-            line = exc.lineno if exc.lineno else None
-            raise SceneError(Problem(self.file, line, "", f"malformed XML: {exc.msg}")) from None
+        repaired = []  # (line, what was read leniently)
+        while True:
+            try:
+                root = etree.fromstring(data, etree.XMLParser(remove_comments=True, resolve_entities=False))
+                break
+            except etree.XMLSyntaxError as exc:
+                line = exc.lineno if exc.lineno else None
+                fixed = _lenient_xml(data, exc) if len(repaired) < len(_LENIENT_XML) else None
+                if fixed is None or any(what == fixed[1] for _, what in repaired):
+                    raise SceneError(Problem(self.file, line, "", f"malformed XML: {exc.msg}")) from None
+                data = fixed[0]
+                repaired.append((line, fixed[1]))
+        if repaired:
+            # what ROS tools and Pinocchio (urdfdom: TinyXML) read without a word
+            self.warn(repaired[0][0], "XML", "not well-formed, read leniently: " + "; ".join(
+                f"{what} (line {line})" for line, what in repaired))
         if root.tag != "robot":
             raise SceneError(Problem(self.file, root.sourceline, f"<{root.tag}>", "the root element of a URDF must be <robot>"))
         dtd = root.getroottree().docinfo.internalDTD
@@ -327,181 +414,259 @@ class _Reader:
             # never expanded (no entity bombs), and a URDF needs none: refused rather than half read
             names = ", ".join(f"&{entity.name};" for entity in dtd.iterentities())
             raise SceneError(Problem(self.file, None, "<!DOCTYPE>", f"XML entities are not supported (declared: {_shortened(names)})"))
-        # yourdfpy indexes these names without a check (a KeyError naming no line)
-        for element in [root] + [e for e in root if e.tag in ("link", "joint")]:
+        # links and joints are known by their names; a robot without one is named after its
+        # file (ur3.urdf of example-robot-data has none; Pinocchio reads it)
+        for element in [e for e in root if e.tag in ("link", "joint")]:
             if element.get("name") is None:
                 self.problem(element.sourceline, f"<{element.tag}>", "has no name attribute")
+        if root.get("name") is None:
+            self.note(root.sourceline, "<robot>", f"has no name attribute; the scene is named {self.path.stem!r} after the file")
         self.fail_if_problems()
-        model = self._parse_with_yourdfpy(_without_capsules(root))
         link_elements = root.findall("link")
         joint_elements = root.findall("joint")
-        materials = self._materials(root, model)
+        materials = self._materials(root)
         links: dict[str, _Link] = {}
-        for element, link in zip(link_elements, model.links):
-            if not _printable_name(link.name):
-                self.problem(element.sourceline, f"link {_shortened(str(link.name))}", "the name must be printable text (no control characters)")
+        refused: set[str] = set()
+        for element in link_elements:
+            name = element.get("name")
+            if not _printable_name(name):
+                self.problem(element.sourceline, f"link {_shortened(str(name))}", "the name must be printable text (no control characters)")
                 continue
-            if link.name in links:
-                self.problem(element.sourceline, f"link {link.name!r}", "defined twice")
+            if name in links:
+                self.problem(element.sourceline, f"link {name!r}", "defined twice")
                 continue
-            links[link.name] = self._link(element, link, materials)
+            link = self._link(element, name, materials)
+            if link is not None:
+                links[name] = link
+            else:
+                refused.add(name)  # a problem says why; its joints are not "not defined"
         joints: list[_Joint] = []
         names: set[str] = set()
-        for element, joint in zip(joint_elements, model.joints):
-            if not _printable_name(joint.name):
-                self.problem(element.sourceline, f"joint {_shortened(str(joint.name))}", "the name must be printable text (no control characters)")
+        for element in joint_elements:
+            name = element.get("name")
+            if not _printable_name(name):
+                self.problem(element.sourceline, f"joint {_shortened(str(name))}", "the name must be printable text (no control characters)")
                 continue
-            if joint.name in names:
-                self.problem(element.sourceline, f"joint {joint.name!r}", "defined twice")
+            if name in names:
+                self.problem(element.sourceline, f"joint {name!r}", "defined twice")
                 continue
-            names.add(joint.name)
-            parsed = self._joint(element, joint, links)
+            names.add(name)
+            parsed = self._joint(element, name, links, refused)
             if parsed is not None:
                 joints.append(parsed)
-        if not links:
+        if not links and not self.problems:
             self.problem(root.sourceline, "robot", "has no <link>")
         self.fail_if_problems()
-        return model.name or self.path.stem, links, joints
+        return root.get("name") or self.path.stem, links, joints
 
-    def _parse_with_yourdfpy(self, data: bytes):
-        import yourdfpy  # here: importing it costs ~0.5 s (trimesh), needed only for URDF scenes
+    def numbers(self, element, attribute: str, where: str, default: str | None = None, count: int | None = None,
+                commas: bool = False) -> np.ndarray | None:
+        """The numbers of an attribute (``default`` when it is absent), or None: a problem at its line.
 
-        # yourdfpy logs (and recovers from) what it cannot parse; the strict parse
-        # above has already rejected malformed files, so its logs are only noise
-        logger = logging.getLogger("yourdfpy")
-        level = logger.level
-        logger.setLevel(logging.CRITICAL)
+        ``commas``: commas separate numbers too (yourdfpy's reading of box sizes and mesh scales).
+        """
+        text = element.get(attribute, default)
+        if text is None:
+            self.problem(element.sourceline, where, f"<{element.tag}> needs the attribute {attribute!r}")
+            return None
+        parts = (text.replace(",", " ") if commas else text).split()
         try:
-            urdf = yourdfpy.URDF.load(
-                io.BytesIO(data),
-                load_meshes=False,
-                build_scene_graph=False,
-                build_collision_scene_graph=False,
-                load_collision_meshes=False,
-            )
-        except (ValueError, TypeError, AttributeError, IndexError) as exc:
-            # a number that is not one, a vector of the wrong length
-            raise SceneError(Problem(self.file, None, "", f"invalid URDF value: {exc}")) from None
-        except KeyError as exc:
-            # an element without an attribute yourdfpy requires (read() names the usual ones first)
-            raise SceneError(Problem(self.file, None, "", f"invalid URDF: a required attribute {exc} is missing")) from None
-        finally:
-            logger.setLevel(level)
-        return urdf.robot
+            values = np.array([float(v) for v in parts], dtype=np.float64)
+        except ValueError:
+            self.problem(element.sourceline, where, f"<{element.tag} {attribute}> must be numbers, got {_shortened(text)}")
+            return None
+        if count == 1 and values.size != 1:
+            self.problem(element.sourceline, where, f"<{element.tag} {attribute}> must be a number, got {_shortened(text)}")
+            return None
+        if count is not None and values.size != count:
+            self.problem(element.sourceline, where, f"<{element.tag} {attribute}> must be {count} numbers, got {values.size}")
+            return None
+        return values
 
-    def _materials(self, root, model) -> dict[str, np.ndarray]:
+    def number(self, element, attribute: str, where: str, default: float | None = None) -> float | None:
+        """One number (``default`` when the attribute is absent; a problem when it is not a number: None)."""
+        text = element.get(attribute)
+        if text is None:
+            return default
+        try:
+            return float(text)
+        except ValueError:
+            self.problem(element.sourceline, where, f"<{element.tag} {attribute}> must be a number, got {_shortened(text)}")
+            return None
+
+    def origin(self, parent, where: str) -> np.ndarray | None:
+        """The (4, 4) transform of ``parent``'s ``<origin xyz rpy>`` (identity when absent), or None."""
+        element = parent.find("origin")
+        if element is None:
+            return np.eye(4)
+        xyz = self.numbers(element, "xyz", where, "0 0 0", 3)
+        rpy = self.numbers(element, "rpy", where, "0 0 0", 3)
+        if xyz is None or rpy is None:
+            return None
+        return _transform_from_xyz_rpy(xyz, rpy)
+
+    def _materials(self, root) -> dict[str, np.ndarray]:
+        """The robot's named materials' colours (top-level ``<material name><color rgba>``)."""
         colors = {}
-        for material in model.materials or []:
-            if material.name and material.color is not None:
-                colors[material.name] = np.asarray(material.color.rgba, dtype=float)
+        for material in root.findall("material"):
+            rgba = self._color(material, "material")
+            if material.get("name") and rgba is not None:
+                colors[material.get("name")] = rgba
         return colors
 
-    def _link(self, element, link, materials) -> _Link:
-        where = f"link {link.name!r}"
-        inertial = link.inertial
+    def _color(self, material, where: str) -> np.ndarray | None:
+        color = material.find("color")
+        return None if color is None else self.numbers(color, "rgba", where, "1 1 1 1")
+
+    def _link(self, element, name: str, materials) -> _Link | None:
+        where = f"link {name!r}"
+        inertial = element.find("inertial")
         mass, com, inertia = 0.0, np.zeros(3), np.zeros((3, 3))
         has_inertial = inertial is not None
         if inertial is not None:
-            mass = float(inertial.mass or 0.0)
+            mass_element = inertial.find("mass")
+            mass = 0.0 if mass_element is None else self.number(mass_element, "value", where, 0.0)
+            if mass is None:
+                return None
             # every comparison with nan is false: without this a nan mass would pass as "massless"
             if self.finite(element.sourceline, where, "<mass>", mass) and mass < 0:
                 self.problem(element.sourceline, where, f"<mass> must be >= 0, got {mass:g}")
-            origin = _origin(inertial.origin)
+            origin = self.origin(inertial, where)
+            if origin is None:
+                return None
             if not self.finite(element.sourceline, where, "<inertial><origin>", origin):
                 origin = np.eye(4)
             com = origin[:3, 3].copy()
             rot = origin[:3, :3]
-            if inertial.inertia is not None:
-                given = np.asarray(inertial.inertia, dtype=float)
+            tensor = inertial.find("inertia")
+            if tensor is not None:
+                # yourdfpy's defaults for a missing attribute (1 on the diagonal, 0 off it)
+                values = {key: self.number(tensor, key, where, 1.0 if key[1] == key[2] else 0.0) for key in _INERTIA_KEYS}
+                if any(v is None for v in values.values()):
+                    return None
+                given = np.array([[values["ixx"], values["ixy"], values["ixz"]],
+                                  [values["ixy"], values["iyy"], values["iyz"]],
+                                  [values["ixz"], values["iyz"], values["izz"]]], dtype=np.float64)
                 if self.finite(element.sourceline, where, "<inertia>", given):
                     # rotate the inertia from the inertial frame into the link frame
                     inertia = rot @ given @ rot.T
-        out = _Link(link.name, element.sourceline, mass, com, 0.5 * (inertia + inertia.T), has_inertial=has_inertial)
-        for kind, items, elements in (
-            ("visual", link.visuals, element.findall("visual")),
-            ("collision", link.collisions, element.findall("collision")),
-        ):
-            for item, item_element in zip(items, elements):
-                shape = self._geometry(item, item_element, f"{where} {kind}", materials if kind == "visual" else {})
+        out = _Link(name, element.sourceline, mass, com, 0.5 * (inertia + inertia.T), has_inertial=has_inertial)
+        for kind in ("visual", "collision"):
+            for item_element in element.findall(kind):
+                shape = self._geometry(item_element, f"{where} {kind}", materials if kind == "visual" else None)
                 if shape is not None:
                     (out.visuals if kind == "visual" else out.collisions).append(shape)
+        if mass > MASSLESS and math.isfinite(mass) and (self.options.inertia_from_geometry or not _positive_definite(out.inertia)):
+            computed = _inertia_from_shapes(out.collisions or out.visuals, mass, com, self)
+            if computed is not None and _positive_definite(computed):
+                if not self.options.inertia_from_geometry:
+                    eig = np.linalg.eigvalsh(out.inertia)
+                    self.note(element.sourceline, where, f"inertia eigenvalues [{', '.join(f'{e:.3g}' for e in eig)}] are not "
+                              f"positive definite; computed from its {'collision' if out.collisions else 'visual'} shapes "
+                              "(uniform density, the file's mass and centre of mass; --inertia-from-geometry)")
+                out.inertia = computed
         return out
 
-    def _geometry(self, item, element, where: str, materials):
+    def _geometry(self, element, where: str, materials: dict | None):
+        """(kind, params, (4, 4) pose in the link, rgba | None, line) of a visual or collision, or None."""
         line = element.sourceline
         geometry_element = element.find("geometry")
-        pose = _origin(item.origin)
-        if not self.finite(line, where, "<origin>", pose):
+        pose = self.origin(element, where)
+        if pose is None or not self.finite(line, where, "<origin>", pose):
             return None
         rgba = None
-        material = getattr(item, "material", None)
+        material = element.find("material") if materials is not None else None
         if material is not None:
-            if material.color is not None:
-                rgba = np.asarray(material.color.rgba, dtype=float)
-            elif material.name in materials:
-                rgba = materials[material.name]
-        geometry = item.geometry
-        if geometry is None or geometry_element is None:
+            color = self._color(material, where)
+            if color is not None:
+                rgba = color
+            elif material.get("name") in materials:
+                rgba = materials[material.get("name")]
+        shapes = [] if geometry_element is None else [e for e in geometry_element if isinstance(e.tag, str)]
+        if geometry_element is None:
             self.warn(line, where, "has no <geometry>; ignored")
             return None
-        capsule = geometry_element.find("capsule")
-        if capsule is not None:
+        if not shapes or shapes[0].tag not in ("box", "sphere", "cylinder", "capsule", "mesh"):
+            self.warn(line, where, "unknown <geometry> (not box, sphere, cylinder, capsule or mesh); ignored")
+            return None
+        shape = shapes[0]
+        if shape.tag == "capsule":
             try:
-                params = {"radius": float(capsule.get("radius")), "height": float(capsule.get("length"))}
+                params = {"radius": float(shape.get("radius")), "height": float(shape.get("length"))}
             except (TypeError, ValueError):
-                self.problem(capsule.sourceline, where, "<capsule> needs numbers radius and length")
+                self.problem(shape.sourceline, where, "<capsule> needs numbers radius and length")
                 return None
-            if not self.finite(capsule.sourceline, where, "<capsule>", list(params.values())):
+            if not self.finite(shape.sourceline, where, "<capsule>", list(params.values())):
                 return None
             return ("capsule", params, pose, rgba, line)
-        primitive = None
-        if geometry.box is not None:
-            primitive = ("box", {"size": _vector(geometry.box.size)})
-        elif geometry.sphere is not None:
-            primitive = ("sphere", {"radius": float(geometry.sphere.radius)})
-        elif geometry.cylinder is not None:
-            primitive = ("cylinder", {"radius": float(geometry.cylinder.radius), "height": float(geometry.cylinder.length)})
-        if primitive is not None:
-            kind, params = primitive
-            if not self.finite(line, where, f"<{kind}>", [v for value in params.values() for v in np.ravel(value)]):
+        if shape.tag == "box":
+            size = self.numbers(shape, "size", where, count=3, commas=True)
+            if size is None:
                 return None
-            return (kind, params, pose, rgba, line)
-        if geometry.mesh is not None:
-            mesh_element = geometry_element.find("mesh")
-            mesh_line = mesh_element.sourceline if mesh_element is not None else line
-            name = geometry.mesh.filename
-            if name is None or not name.isprintable() or len(name) > MAX_PATH_LENGTH:
-                shown = "none" if name is None else _shortened(name)
-                self.problem(mesh_line, f"{where} mesh", f"filename must be a printable path of at most {MAX_PATH_LENGTH} characters, got {shown}")
+            kind, params = "box", {"size": _vector(size)}
+        elif shape.tag == "sphere":
+            radius = self.numbers(shape, "radius", where, count=1)
+            if radius is None:
                 return None
-            try:
-                path = resolve_resource(name, self.path.parent, self.search_path)
-                exists = path.is_file()
-            except UnresolvedPackage as exc:
-                self.problem(mesh_line, f"{where} mesh", f"cannot resolve {_shortened(name)}: {exc.hint()}")
+            kind, params = "sphere", {"radius": float(radius[0])}
+        elif shape.tag == "cylinder":
+            radius, length = self.numbers(shape, "radius", where, count=1), self.numbers(shape, "length", where, count=1)
+            if radius is None or length is None:
                 return None
-            except OSError as exc:
-                # a name the file system refuses (a part longer than NAME_MAX, ...)
-                self.problem(mesh_line, f"{where} mesh", f"filename {_shortened(name)}: {exc.strerror or exc}")
+            kind, params = "cylinder", {"radius": float(radius[0]), "height": float(length[0])}
+        else:
+            return self._mesh(shape, where, pose, rgba)
+        if not self.finite(line, where, f"<{kind}>", [v for value in params.values() for v in np.ravel(value)]):
+            return None
+        if materials is not None and min(np.ravel([params[k] for k in ("size", "radius", "height") if k in params])) == 0.0:
+            # a visual of size 0 draws nothing (a radius-0 sphere marks a frame in some files)
+            self._empty_visuals.append(f"{where.split(' visual')[0]} (line {line})")
+            return None
+        return (kind, params, pose, rgba, line)
+
+    def _mesh(self, mesh_element, where: str, pose: np.ndarray, rgba):
+        mesh_line = mesh_element.sourceline
+        name = mesh_element.get("filename")
+        if name is None or not name.isprintable() or len(name) > MAX_PATH_LENGTH:
+            shown = "none" if name is None else _shortened(name)
+            self.problem(mesh_line, f"{where} mesh", f"filename must be a printable path of at most {MAX_PATH_LENGTH} characters, got {shown}")
+            return None
+        try:
+            path = resolve_resource(name, self.path.parent, self.search_path)
+            exists = path.is_file()
+        except UnresolvedPackage as exc:
+            self.problem(mesh_line, f"{where} mesh", f"cannot resolve {_shortened(name)}: {exc.hint()}")
+            return None
+        except OSError as exc:
+            # a name the file system refuses (a part longer than NAME_MAX, ...)
+            self.problem(mesh_line, f"{where} mesh", f"filename {_shortened(name)}: {exc.strerror or exc}")
+            return None
+        if path.suffix.lower() not in _MESH_SUFFIXES:
+            self.warn(mesh_line, f"{where} mesh", f"{name!r}: unsupported mesh format (supported: {', '.join(_MESH_SUFFIXES)}); not drawn")
+            return None
+        if not exists:
+            # physics does not need meshes: the scene still loads and simulates
+            self.warn(mesh_line, f"{where} mesh", f"{name!r}: no such file {path}; replay draws a placeholder")
+        scale = None
+        if mesh_element.get("scale") is not None:
+            scale = self.numbers(mesh_element, "scale", f"{where} mesh", commas=True)
+            if scale is None:
                 return None
-            if path.suffix.lower() not in _MESH_SUFFIXES:
-                self.warn(mesh_line, f"{where} mesh", f"{name!r}: unsupported mesh format (supported: {', '.join(_MESH_SUFFIXES)}); not drawn")
+            if scale.size not in (0, 1, 3):
+                self.problem(mesh_line, f"{where} mesh", f"<mesh scale> must be 1 or 3 numbers, got {scale.size}")
                 return None
-            if not exists:
-                # physics does not need meshes: the scene still loads and simulates
-                self.warn(mesh_line, f"{where} mesh", f"{name!r}: no such file {path}; replay draws a placeholder")
-            scale = geometry.mesh.scale
+            scale = None if scale.size == 0 else scale
             if scale is not None and not self.finite(mesh_line, f"{where} mesh", "scale", scale):
                 return None
-            scale = 1.0 if scale is None else _vector(np.broadcast_to(np.asarray(scale, dtype=float), (3,)))
-            if isinstance(scale, list) and len(set(scale)) == 1:
-                scale = scale[0]
-            return ("mesh", {"file": str(path), "scale": scale}, pose, rgba, mesh_line)
-        self.warn(line, where, "unknown <geometry> (not box, sphere, cylinder, capsule or mesh); ignored")
-        return None
+        scale = 1.0 if scale is None else _vector(np.broadcast_to(scale, (3,)))
+        if isinstance(scale, list) and len(set(scale)) == 1 and scale[0] > 0:
+            # uniform: one number; a uniform mirror (-1 -1 -1, tiago_dual's right arm) stays
+            # per axis, the scene's form of a negative scale (a uniform scale is > 0)
+            scale = scale[0]
+        return ("mesh", {"file": str(path), "scale": scale}, pose, rgba, mesh_line)
 
-    def _joint(self, element, joint, links) -> _Joint | None:
-        where = f"joint {joint.name!r}"
+    def _joint(self, element, name: str, links, refused: set[str]) -> _Joint | None:
+        where = f"joint {name!r}"
         line = element.sourceline
         ok = True
         kind = element.get("type")
@@ -509,35 +674,42 @@ class _Reader:
             shown = "missing" if kind is None else repr(kind)
             self.problem(line, where, f"unknown joint type {shown} (one of: {', '.join(URDF_JOINT_TYPES)})")
             ok = False
+        ends = {}
         for role in ("parent", "child"):
             tag = element.find(role)
-            name = tag.get("link") if tag is not None else None
+            ends[role] = tag.get("link") if tag is not None else None
             tag_line = tag.sourceline if tag is not None else line
-            if name is None:
+            if ends[role] is None:
                 self.problem(tag_line, where, f"<{role} link=...> missing")
                 ok = False
-            elif name not in links:
-                self.problem(tag_line, where, f"{role} link {name!r} is not defined (links: {_listed(list(links))})")
+            elif ends[role] in refused:
+                ok = False
+            elif ends[role] not in links:
+                self.problem(tag_line, where, f"{role} link {ends[role]!r} is not defined (links: {_listed(list(links))})")
                 ok = False
         if not ok:
             return None
-        axis = np.asarray(joint.axis if joint.axis is not None else [1.0, 0.0, 0.0], dtype=float)
+        axis_element = element.find("axis")
+        axis = np.array([1.0, 0.0, 0.0]) if axis_element is None else self.numbers(axis_element, "xyz", where, "1 0 0")
+        if axis is None:
+            return None
         if axis.shape != (3,):
             self.problem(line, where, f"<axis xyz> must be 3 numbers, got {axis.size}")
             return None
-        origin = _origin(joint.origin)
+        origin = self.origin(element, where)
+        if origin is None:
+            return None
         if not (self.finite(line, where, "<axis xyz>", axis) and self.finite(line, where, "<origin>", origin)):
             return None
         if kind in ("revolute", "continuous", "prismatic", "planar") and np.linalg.norm(axis) < 1e-12:
             self.problem(line, where, "<axis xyz> must be nonzero")
             return None
-        out = _Joint(joint.name, line, kind, joint.parent, joint.child, origin, axis / max(np.linalg.norm(axis), 1e-300))
-        limit = joint.limit
+        out = _Joint(name, line, kind, ends["parent"], ends["child"], origin, axis / max(np.linalg.norm(axis), 1e-300))
         limit_element = element.find("limit")
-        if limit is not None and limit_element is not None:
+        if limit_element is not None:
             try:
-                out.effort = _number(limit.effort)
-                out.velocity = _number(limit.velocity)
+                out.effort = _number(limit_element.get("effort"))
+                out.velocity = _number(limit_element.get("velocity"))
                 lower, upper = _number(limit_element.get("lower")), _number(limit_element.get("upper"))
             except ValueError as exc:
                 self.problem(limit_element.sourceline, where, f"<limit> values must be numbers ({exc})")
@@ -556,14 +728,15 @@ class _Reader:
                     out.lower, out.upper = lower, upper
         elif kind in ("revolute", "prismatic"):
             self.warn(line, where, "has no <limit> (required for its type); no position limits")
-        if joint.dynamics is not None:
+        dynamics = element.find("dynamics")
+        if dynamics is not None:
             try:
                 if kind == "planar":
                     # Drake's parser: a planar joint's damping is 3 values (x, y, theta), or one for all
-                    out.damping = _planar_damping(joint.dynamics.damping)
+                    out.damping = _planar_damping(dynamics.get("damping"))
                 else:
-                    out.damping = _number(joint.dynamics.damping) or 0.0
-                out.friction = _number(joint.dynamics.friction) or 0.0
+                    out.damping = _number(dynamics.get("damping")) or 0.0
+                out.friction = _number(dynamics.get("friction")) or 0.0
             except ValueError as exc:
                 self.problem(line, where, f"<dynamics> values must be numbers ({exc})")
                 return None
@@ -571,28 +744,129 @@ class _Reader:
                 return None
             if np.min(out.damping) < 0:
                 self.problem(line, where, f"<dynamics damping> must be >= 0, got {np.min(out.damping):g}")
-        if joint.mimic is not None:
-            out.mimic = joint.mimic.joint
+        mimic = element.find("mimic")
+        if mimic is not None:
+            out.mimic = mimic.get("joint")
         return out
 
 
-def _without_capsules(root) -> bytes:
-    """The document with each <capsule> as a <sphere> (yourdfpy rejects the tag).
+def _inertia_from_shapes(shapes: list, mass: float, com: np.ndarray, reader: _Reader) -> np.ndarray | None:
+    """(3, 3) inertia about ``com`` (link frame) of ``mass`` spread uniformly over the
+    volume of ``shapes`` (a link's collision elements: box, sphere, cylinder, capsule; a
+    mesh as its convex hull), or None (no shape with volume). Shapes are taken as disjoint
+    (overlaps count twice, as in MuJoCo's inertiafromgeom). Solid-body moments: box
+    m/12 (b^2 + c^2); sphere 2/5 m r^2; cylinder (axis z) m/12 (3 r^2 + h^2) across,
+    m r^2 / 2 along; capsule the cylinder plus two half spheres, each at 3r/8 from its
+    flat face (parallel-axis to the centre)."""
+    parts = []  # (volume, (3,) centroid in the link, (3, 3) inertia per unit density about the centroid, link axes)
+    for kind, params, pose, _rgba, _line in shapes:
+        rot, centre = pose[:3, :3], pose[:3, 3]
+        if kind == "box":
+            a, b, c = (float(v) for v in params["size"])
+            volume = a * b * c
+            unit = volume / 12.0 * np.diag([b * b + c * c, a * a + c * c, a * a + b * b])
+        elif kind == "sphere":
+            r = float(params["radius"])
+            volume = 4.0 / 3.0 * math.pi * r**3
+            unit = 0.4 * volume * r * r * np.eye(3)
+        elif kind in ("cylinder", "capsule"):
+            r, h = float(params["radius"]), float(params["height"])
+            cylinder = math.pi * r * r * h
+            across = cylinder * (3 * r * r + h * h) / 12.0
+            along = cylinder * r * r / 2.0
+            volume = cylinder
+            if kind == "capsule":
+                half = 2.0 / 3.0 * math.pi * r**3  # each end's half sphere
+                offset = h / 2.0 + 3.0 * r / 8.0  # its centroid from the capsule's centre
+                own_across = half * (2.0 / 5.0 * r * r - (3.0 * r / 8.0) ** 2)  # about its own centroid
+                across += 2.0 * (own_across + half * offset * offset)
+                along += 2.0 * (2.0 / 5.0 * half * r * r)
+                volume += 2.0 * half
+            unit = np.diag([across, across, along])
+        elif kind == "mesh":
+            made = _mesh_volume(params)
+            if made is None:
+                continue
+            volume, mesh_centre, mesh_unit = made
+            centre = centre + rot @ mesh_centre
+            unit = mesh_unit
+        else:
+            continue
+        if volume > 0.0 and np.all(np.isfinite(unit)):
+            parts.append((volume, centre, rot @ unit @ rot.T))
+    total = sum(v for v, _, _ in parts)
+    if not parts or not total > 0.0:
+        return None
+    density = mass / total
+    inertia = np.zeros((3, 3))
+    for volume, centre, unit in parts:
+        d = centre - com
+        inertia += density * (unit + volume * (d @ d * np.eye(3) - np.outer(d, d)))
+    return 0.5 * (inertia + inertia.T)
 
-    The capsule itself is read from the original element; the stand-in only keeps
-    yourdfpy's lists of visuals and collisions in step with the XML.
+
+def _mesh_volume(params: dict) -> tuple[float, np.ndarray, np.ndarray] | None:
+    """(volume, centroid (3,), inertia per unit density about it (3, 3)) of a mesh file's
+    convex hull (scaled), or None (unreadable)."""
+    try:
+        import trimesh  # here: only a link with a mesh and a bad inertia pays for it
+
+        points = trimesh.load(params["file"], force="mesh").vertices * np.broadcast_to(np.asarray(params["scale"], float), (3,))
+        hull = trimesh.convex.convex_hull(points)  # of the scaled points: a mirror keeps its volume positive
+        hull.density = 1.0
+        return float(hull.volume), np.asarray(hull.center_mass, float), np.asarray(hull.moment_inertia, float)
+    except Exception:  # noqa: BLE001 - trimesh raises what its loaders raise
+        return None
+
+
+# Leniencies of the XML read (one warning lists those used): an XML declaration that is
+# not at the very start of the file or not of version 1.0 (TinyXML, which urdfdom and
+# Pinocchio use, ignores it) is dropped; content after the root element is cut off.
+_LENIENT_XML = ("declaration", "trailing")
+_DECLARATION = re.compile(rb"<\?xml(?:\s[^?]*)?\?>")
+
+
+def _lenient_xml(data: bytes, exc) -> tuple[bytes, str] | None:
+    """(the document with what lxml refused repaired, what it was), or None: not one of the
+    _LENIENT_XML cases (a real error, reported as malformed XML)."""
+    message = exc.msg or ""
+    if message.startswith(("Unsupported version", "XML declaration allowed only at the start")):
+        # every declaration goes (line breaks kept: the lines of the rest do not move)
+        stripped = _DECLARATION.sub(lambda m: b"\n" * m.group(0).count(b"\n"), data)
+        return (stripped, "an XML declaration not at the start or not of version 1.0, ignored") if stripped != data else None
+    if message.startswith("Extra content at the end of the document") and exc.lineno:
+        lines = data.split(b"\n")
+        if exc.lineno > len(lines):
+            return None
+        cut = sum(len(line) + 1 for line in lines[: exc.lineno - 1]) + max(exc.position[1] - 1, 0)
+        return data[:cut], "content after the root element, ignored"
+    return None
+
+
+_INERTIA_KEYS = ("ixx", "ixy", "ixz", "iyy", "iyz", "izz")
+
+
+def _transform_from_xyz_rpy(xyz: np.ndarray, rpy: np.ndarray) -> np.ndarray:
+    """(4, 4) transform of an ``<origin>``: translation ``xyz``, rotation Rz(yaw) Ry(pitch) Rx(roll).
+
+    URDF's rpy are fixed-axis roll, pitch, yaw. The arithmetic is that of yourdfpy
+    (trimesh's ``compose_matrix(translate, angles)`` with ``euler_matrix(..., "sxyz")``),
+    operation for operation, so scenes imported before and after the parser changed
+    hold the same numbers to the bit.
     """
-    from lxml import etree
-
-    copy = etree.fromstring(etree.tostring(root))
-    for capsule in copy.iter("capsule"):
-        capsule.tag = "sphere"
-        for key in list(capsule.attrib):
-            if key != "radius":
-                del capsule.attrib[key]
-        if "radius" not in capsule.attrib:
-            capsule.set("radius", "1")
-    return etree.tostring(copy)
+    si, sj, sk = np.sin(rpy[0]), np.sin(rpy[1]), np.sin(rpy[2])
+    ci, cj, ck = np.cos(rpy[0]), np.cos(rpy[1]), np.cos(rpy[2])
+    cc, cs = ci * ck, ci * sk
+    sc, ss = si * ck, si * sk
+    rotation = np.eye(4)
+    rotation[0, 0], rotation[0, 1], rotation[0, 2] = cj * ck, sj * sc - cs, sj * cc + ss
+    rotation[1, 0], rotation[1, 1], rotation[1, 2] = cj * sk, sj * ss + cc, sj * cs - sc
+    rotation[2, 0], rotation[2, 1], rotation[2, 2] = -sj, cj * si, cj * ci
+    translation = np.identity(4)
+    translation[:3, 3] = xyz
+    out = np.dot(np.dot(np.identity(4), translation), rotation)
+    out /= out[3, 3]
+    return out
 
 
 def _printable_name(name) -> bool:
@@ -680,6 +954,8 @@ def read_urdf(path: str | os.PathLike, options: UrdfOptions | None = None, shown
     scene_joints = _scene_joints(reader, links, joints, groups, body_of, world_links, root, options, result)
     reader.fail_if_problems()
     result.scene_joints = scene_joints
+    reader.report_unmodelled()
+    _start_inside_limits(reader, scene_joints)
     contacts = _contacts(reader, links, groups, result, options)
 
     scene = {
@@ -690,11 +966,28 @@ def read_urdf(path: str | os.PathLike, options: UrdfOptions | None = None, shown
         "joints": scene_joints,
         "contacts": contacts,
     }
-    if options.floating and contacts:
+    if (options.floating or options.floating_base) and contacts:
         _stand_on_ground(scene, result)
+    if options.floating_base:
+        scene = _refloat(reader, scene, result, options.floating_base)
     result.scene = scene
     result.warnings = reader.warnings
     return result
+
+
+def _refloat(reader: _Reader, scene: dict, result: UrdfImport, link: str) -> dict:
+    """The scene re-rooted at ``link``'s body (dojo_cli.scene.floating_base)."""
+    from dojo_cli.scene.floating_base import set_floating_base
+
+    if link not in result.link_bodies:
+        known = _listed(sorted(result.link_bodies))
+        raise SceneError(Problem(reader.file, None, "floating_base", f"no link {link!r} in the robot (links that are bodies' parts: {known})"))
+    try:
+        scene = set_floating_base(scene, result.link_bodies[link][0])
+    except SceneError as exc:
+        raise SceneError([Problem(reader.file, None, "floating_base", p.message) for p in exc.problems]) from None
+    result.scene_joints = scene["joints"]
+    return scene
 
 
 def _tree(reader: _Reader, links: dict[str, _Link], joints: list[_Joint]) -> dict[str, _Joint]:
@@ -964,9 +1257,9 @@ def _scene_joints(reader, links, joints, groups, body_of, world_links, root, opt
         if n and joint.velocity is not None and joint.velocity > 0:
             data["velocity_limit"] = float(joint.velocity)
         if joint.friction:
-            reader.warn(joint.line, f"joint {joint.name!r}", f"<dynamics friction {joint.friction:g}> (Coulomb joint friction) is not modelled; ignored")
+            reader.unmodelled(UNMODELLED_FRICTION, joint.name)
         if joint.mimic:
-            reader.warn(joint.line, f"joint {joint.name!r}", f"<mimic joint={joint.mimic!r}> is not modelled; the joint moves on its own")
+            reader.unmodelled(UNMODELLED_MIMIC, f"{joint.name} (of {joint.mimic})")
         out.append(data)
     # the dropped leaves' joints go with them
     return out
@@ -1009,14 +1302,10 @@ def _collision_shape(reader: _Reader, kind: str, params: dict, pose: np.ndarray,
             return {"type": "capsule", "radius": radius, "height": float(size[long]), **_pose(turned)}, {}
         return {"type": "box", "size": _vector(size), **_pose(pose)}, {}
     if kind == "mesh":
-        points = _mesh_points(reader, params, where, line)
-        if points is None:
+        made = _mesh_hull(reader, params, where, line)
+        if made is None:
             return None
-        try:
-            vertices, error = reduced_hull(points, HULL_VERTICES)
-        except ValueError as exc:
-            reader.warn(line, where, f"{Path(params['file']).name}: {exc}; no contacts")
-            return None
+        vertices, error = made
         return {"type": "hull", "vertices": [_vector(v) for v in vertices], "radius": error, **_pose(pose)}, {}
     return None
 
@@ -1037,7 +1326,7 @@ def _self_collisions(reader: _Reader, contacts: list[dict], result: UrdfImport) 
     from dojo_cli.model.compiled import contact_shape_parameters
 
     joined = {frozenset((j["parent"], j["child"])) for j in result.scene_joints}
-    poses = _zero_configuration_poses(result)
+    poses = _initial_poses(result)
     quaternions = {body: np.asarray(_quaternion_from_matrix(rot)) for body, (rot, _) in poses.items()}
     shapes = [c for c in contacts if c["shape"]["type"] in BODY_SHAPES]
     out, skipped, overlapping = [], [], []
@@ -1080,9 +1369,36 @@ def _shape(given: dict) -> Shape:
     return Shape(given["type"], params, tuple(given["position_offset"]), tuple(given["orientation_offset"]))
 
 
+def _mesh_hull(reader: _Reader, params: dict, where: str, line) -> tuple[np.ndarray, float] | None:
+    """The reduced convex hull of a mesh file, scaled (mesh frame), and its error, or None
+    (warned: no contacts). Cached by the file's content (dojo_cli.scene.hull_cache): a
+    robot imported again reads no mesh and imports no trimesh."""
+    from dojo_cli.scene.hull_cache import file_digest, load_hull, store_hull
+
+    try:
+        digest = file_digest(params["file"])
+    except OSError:
+        digest = None  # missing or unreadable: _mesh_points says so
+    if digest is not None:
+        cached = load_hull(digest, params["scale"], HULL_VERTICES)
+        if cached is not None:
+            return cached
+    points = _mesh_points(reader, params, where, line)
+    if points is None:
+        return None
+    try:
+        vertices, error = reduced_hull(points, HULL_VERTICES)
+    except ValueError as exc:
+        reader.warn(line, where, f"{Path(params['file']).name}: {exc}; no contacts")
+        return None
+    if digest is not None:
+        store_hull(digest, params["scale"], HULL_VERTICES, vertices, error)
+    return vertices, error
+
+
 def _mesh_points(reader: _Reader, params: dict, where: str, line) -> np.ndarray | None:
     """The vertices of a mesh file, scaled (mesh frame), or None (warned: no contacts)."""
-    import trimesh  # here: yourdfpy has imported it already for any URDF
+    import trimesh  # here: ~1 s to import, needed only for a mesh whose hull is not cached
 
     try:
         mesh = trimesh.load(params["file"], force="mesh")
@@ -1124,7 +1440,7 @@ def _contacts(reader, links, groups, result: UrdfImport, options: UrdfOptions) -
         return contacts
 
     # feet: the leaves of the body tree, lowest at the zero configuration
-    world = _zero_configuration_poses(result)
+    world = _initial_poses(result)
     candidates: dict[int, list[tuple[np.ndarray, float]]] = {}
     parents = _body_parents(result)
     leaves = [i for i, g in enumerate(groups) if i != 0 and g.name not in parents]
@@ -1170,10 +1486,46 @@ def _body_parents(result: UrdfImport) -> set[str]:
     return {j["parent"] for j in result.scene_joints}
 
 
-def _zero_configuration_poses(result: UrdfImport) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """World (rotation, centre of mass) of each body with every joint at zero and the root at the origin."""
-    from scipy.spatial.transform import Rotation
+def _start_inside_limits(reader: _Reader, scene_joints: list[dict]) -> None:
+    """Give each limited joint whose range does not hold zero strictly inside an initial
+    position: the point of its range nearest zero, moved LIMIT_INSET inside (go1's calves,
+    [-2.818, -0.888], would start at 0, outside, and snap onto their limits in the first
+    steps; a joint on its bound starts the t = 0 solve at a zero slack). One note lists them.
+    A URDF has no default joint position (SRDF's group states are another file)."""
+    moved = []
+    for joint in scene_joints:
+        limits = joint.get("limits")
+        if limits is None or "initial" in joint:
+            continue
+        lower, upper = limits["lower"][0], limits["upper"][0]
+        if lower < 0.0 < upper:
+            continue
+        inset = min(LIMIT_INSET_FRACTION * (upper - lower), LIMIT_INSET_MAX)
+        position = lower + inset if lower >= 0.0 else upper - inset
+        joint["initial"] = {"position": [float(position)]}
+        moved.append(f"{joint['name']} {position:.6g}")
+    if moved:
+        reader.note(None, "robot", f"{len(moved)} joints start inside their ranges (zero is outside or on a bound; "
+                    f"{LIMIT_INSET_FRACTION:.0%} of the range in, at most {LIMIT_INSET_MAX:g}): {', '.join(moved)}")
 
+
+def _joint_motion(joint: dict) -> tuple[np.ndarray, np.ndarray]:
+    """(rotation (3, 3) in the joint frame, translation (3,) in the parent body frame) of a
+    joint at its initial position: a revolute turns about its axis (in the joint frame), a
+    prismatic slides along its axis (in the parent body frame; the engine's convention)."""
+    position = (joint.get("initial") or {}).get("position")
+    if joint["type"] not in ("revolute", "prismatic") or not position:
+        return np.eye(3), np.zeros(3)
+    axis, value = np.asarray(joint["axis"], float), float(position[0])
+    if joint["type"] == "prismatic":
+        return np.eye(3), axis * value
+    k = np.array([[0.0, -axis[2], axis[1]], [axis[2], 0.0, -axis[0]], [-axis[1], axis[0], 0.0]])
+    return np.eye(3) + math.sin(value) * k + (1.0 - math.cos(value)) * (k @ k), np.zeros(3)
+
+
+def _initial_poses(result: UrdfImport) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """World (rotation, centre of mass) of each body with every joint at its initial position
+    (zero unless _start_inside_limits moved it) and the root at the origin."""
     poses: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     pending = list(result.scene_joints)
     # a URDF may list a joint before the one its parent hangs from: placed root to leaves
@@ -1186,23 +1538,22 @@ def _zero_configuration_poses(result: UrdfImport) -> dict[str, tuple[np.ndarray,
                 prot, ppos = np.eye(3), np.zeros(3)
             else:
                 prot, ppos = poses[joint["parent"]]
-            offset = Rotation.from_quat(_xyzw(joint.get("orientation_offset", [1.0, 0.0, 0.0, 0.0]))).as_matrix()
+            offset = _matrix_from_quaternion(joint.get("orientation_offset", [1.0, 0.0, 0.0, 0.0]))
+            turn, slide = _joint_motion(joint)
             rot = prot @ offset
-            joint_point = ppos + prot @ np.asarray(joint.get("parent_vertex", [0.0, 0.0, 0.0]))
+            if joint.get("initial") and joint["type"] in ("revolute", "prismatic"):
+                rot = rot @ turn  # (a joint at zero keeps the exact product of before)
+            joint_point = ppos + prot @ (np.asarray(joint.get("parent_vertex", [0.0, 0.0, 0.0])) + slide)
             pos = joint_point - rot @ np.asarray(joint.get("child_vertex", [0.0, 0.0, 0.0]))
             poses[joint["child"]] = (rot, pos)
         pending = [joint for joint in pending if not any(joint is r for r in ready)]
     return poses
 
 
-def _xyzw(q: list[float]) -> list[float]:
-    return [q[1], q[2], q[3], q[0]]
-
-
 def _stand_on_ground(scene: dict, result: UrdfImport) -> None:
     """Lift a floating robot so that its lowest contact (a sphere's bottom, a shape's lowest
     point, as compiled into the collision table) touches z = 0."""
-    poses = _zero_configuration_poses(result)
+    poses = _initial_poses(result)
     lowest = math.inf
     for c in scene["contacts"]:
         rot, pos = poses[c["body"]]

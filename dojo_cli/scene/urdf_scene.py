@@ -5,7 +5,8 @@ A scene file holding a ``urdf`` key is expanded before validation:
 1. the URDF is imported (``dojo_cli.scene.urdf``) with the options of the scene's
    ``import`` mapping (the flags of ``dojo import-urdf``: ``floating``,
    ``contacts``, ``friction``, ``contact_model``, ``merge_fixed``,
-   ``package_path``, ``meshes``, ``geometry``);
+   ``package_path``, ``meshes``, ``geometry``, ``inertia_from_geometry``,
+   ``floating_base``);
 2. the scene's other keys are laid over the imported scene:
    - ``bodies``, ``joints``, ``contacts``: entries are matched **by name**. An entry
      naming an imported one replaces the keys it gives (each key whole: a given
@@ -128,7 +129,7 @@ def expand_urdf_scene(data: dict, source: SceneSource) -> tuple[dict, SceneSourc
 
     options = UrdfOptions.from_mapping(data.get(IMPORT_KEY) or {}, source.base_dir, source.file, source.lines, IMPORT_KEY)
     path = urdf_path(data[URDF_KEY], source, options.package_path)
-    imported = import_urdf(path, options, str(path))
+    imported = import_urdf(path, options, _shown_urdf(data[URDF_KEY], path))
     for warning in imported.warnings:
         _log.info("%s", warning)
     scene = imported.scene
@@ -157,6 +158,19 @@ def expand_urdf_scene(data: dict, source: SceneSource) -> tuple[dict, SceneSourc
     if problems:
         raise SceneError(problems)
     return scene, replace(source, lines=lines)
+
+
+def _shown_urdf(value: str, path: Path) -> str:
+    """The URDF's name in problems and warnings: a package name as the scene wrote it
+    (``package://example-robot-data/...``, not the site-packages folder it resolved to), a
+    file relative to the working folder when it is under it, else its absolute path."""
+    if value.startswith(PACKAGE_SCHEME):
+        return value
+    try:
+        relative = os.path.relpath(path)
+    except ValueError:  # another drive (Windows)
+        return str(path)
+    return str(path) if relative.startswith(os.pardir) else relative
 
 
 def _move_lines(old_lines: Mapping[str, int], new_lines: dict[str, int], old: str, new: str) -> None:

@@ -51,7 +51,7 @@ PRELOAD = (
     "yaml",
     "pydantic",
     "lxml.etree",
-    "yourdfpy",
+    "trimesh",
     "rich.progress",
     "dojo_cli",
     "dojo_cli.api",

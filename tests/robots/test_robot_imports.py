@@ -38,11 +38,35 @@ def _load(name, **options):
     return path, result, build_mechanism(spec_from_dict(result.scene))
 
 
+def _computed_inertias(name) -> dict[str, np.ndarray]:
+    """link -> the inertia the importer computed from its collision shapes (a file inertia
+    that is not positive definite: talos's force-torque sensor links have zeros), each
+    checked not positive definite in the reference reading; from the unmerged import, where
+    such a link is its own body (its body frame is the link frame)."""
+    path, result, mech = _load(name, meshes=False)
+    links, _ = ref.read(path)
+    out = {}
+    for note in result.warnings:
+        if note.startswith("note:") and "are not positive definite; computed from" in note:
+            link = note.split("link '")[1].split("'")[0]
+            assert np.linalg.eigvalsh(links[link].inertia).min() <= 1e-9 * max(np.abs(links[link].inertia).max(), 1e-300), link
+            out[link] = mech.get_body(link).inertia
+            assert np.linalg.eigvalsh(out[link]).min() > 0, link
+    return out
+
+
+def _initial_positions(result) -> dict[str, float]:
+    """The joint positions the importer starts from (zero unless a range excludes it)."""
+    return {j["name"]: j["initial"]["position"][0] for j in result.scene["joints"]
+            if j.get("initial") and j["type"] in ("revolute", "prismatic")}
+
+
 @pytest.mark.parametrize("name", sorted(ROBOTS))
 def test_links_bodies_inertias_and_poses(name):
     path, result, mech = _load(name, meshes=False)
     links, joints = ref.read(path)
-    poses = ref.forward_kinematics(links, joints)
+    poses = ref.forward_kinematics(links, joints, _initial_positions(result))
+    computed = _computed_inertias(name)
     movable = [j for j in joints if j.type in _MOVABLE]
     assert sum(1 for j in mech.joints if j.type != "fixed") == len(movable) + 1, "movable joints + floating base"
     assert abs(sum(b.mass for b in mech.bodies) - sum(l.mass for l in links.values())) < _EXACT, "total mass"
@@ -56,7 +80,7 @@ def test_links_bodies_inertias_and_poses(name):
         rot = matrix_from_quaternion(z[i, 6:10])
         assert np.abs(rot @ t_body_link[:3, :3] - poses[link][:3, :3]).max() < _EXACT, f"{link}: orientation"
         assert np.abs(z[i, :3] + rot @ t_body_link[:3, 3] - poses[link][:3, 3] - lift).max() < _EXACT, f"{link}: position"
-        if members[body] == [link]:
+        if members[body] == [link] and link not in computed:
             # a link that is its own body: the URDF's mass and inertia, rotated into the link frame
             b = mech.get_body(body)
             assert abs(b.mass - links[link].mass) < _EXACT and np.abs(b.inertia - links[link].inertia).max() < _EXACT, link
@@ -66,7 +90,9 @@ def test_links_bodies_inertias_and_poses(name):
 def test_merged_robot_keeps_mass_properties_limits_and_dampers(name):
     path, result, mech = _load(name, meshes=False, merge_fixed=True)
     links, joints = ref.read(path)
-    mass, com, inertia = ref.system_mass_properties(links, ref.forward_kinematics(links, joints))
+    for link, inertia in _computed_inertias(name).items():
+        links[link].inertia = inertia  # what the importer computed for a file inertia that is not positive definite
+    mass, com, inertia = ref.system_mass_properties(links, ref.forward_kinematics(links, joints, _initial_positions(result)))
     z = mech.initial.reshape(mech.nb, 13)
     got_com = sum(b.mass * z[i, :3] for i, b in enumerate(mech.bodies)) / mass
     got = np.zeros((3, 3))
@@ -91,6 +117,37 @@ def test_merged_robot_keeps_mass_properties_limits_and_dampers(name):
             assert got.limits[0][0] == lower and got.limits[1][0] == upper, f"{j.name}: limits {got.limits}"
         scene_joint = next(s for s in result.scene["joints"] if s["name"] == j.name)
         assert scene_joint.get("effort_limit") == j.effort and scene_joint.get("velocity_limit") == j.velocity, j.name
+
+
+@pytest.mark.parametrize("name", sorted(ROBOTS))
+def test_initial_pose_is_inside_every_joint_range(name):
+    """Each limited joint starts inside its URDF range: at zero where the range holds zero
+    strictly inside, else 1 % of the range (at most 0.01) in from the bound nearest zero;
+    one note lists the joints moved (go1's calves, [-2.818, -0.888], started at 0 before)."""
+    path, result, mech = _load(name, meshes=False, merge_fixed=True)
+    _, joints = ref.read(path)
+    q = _initial_positions(result)
+    moved = []
+    for j in joints:
+        if j.type not in ("revolute", "prismatic") or j.lower is None or j.upper is None or j.lower == j.upper:
+            continue
+        got = q.get(j.name, 0.0)
+        assert j.lower < got < j.upper or (j.lower < 0.0 < j.upper and got == 0.0), f"{j.name}: {got} outside [{j.lower}, {j.upper}]"
+        if j.lower < 0.0 < j.upper:
+            assert got == 0.0, f"{j.name}: zero is inside its range, started at {got}"
+        else:
+            nearest = j.lower if j.lower >= 0.0 else j.upper
+            assert abs(got - nearest) == pytest.approx(min(0.01 * (j.upper - j.lower), 0.01), rel=1e-12), j.name
+            moved.append(j.name)
+    # (the engine starts from them: test_links_bodies_inertias_and_poses compares its initial
+    # link poses with the reference's forward kinematics at these positions)
+    notes = [w for w in result.warnings if w.startswith("note:") and "start inside their ranges" in w]
+    if moved:
+        assert len(notes) == 1 and all(f"{name} " in notes[0] for name in moved), notes
+    else:
+        assert not notes, notes
+    if name == "go1":
+        assert sorted(moved) == sorted(f"{leg}_calf_joint" for leg in ("FR", "FL", "RR", "RL"))
 
 
 def test_feet_of_the_quadrupeds_and_the_humanoid():
