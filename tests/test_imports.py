@@ -165,10 +165,7 @@ def test_simulate_imports_no_picture_viewer_or_urdf_reader(tmp_path):
 
 
 def test_simulate_of_a_urdf_scene_imports_no_mesh_library_or_scipy(tmp_path):
-    from dojo_cli.scene import robots
-
-    if robots.example_robot_data_root() is None:
-        pytest.skip(f"example-robot-data is not installed ({robots.ROBOTS_EXTRA_INSTALL})")
+    # example-robot-data is in the test extra: go1's URDF is there (no skip)
     modules, proc = _loaded(tmp_path, _RUN_DOJO, "simulate", "go1", "--steps", "1", "-o", "run.h5", "-q")
     assert proc.returncode == 0, proc.stderr
     assert "lxml" in {m.split(".")[0] for m in modules}, "go1 is a URDF scene: its URDF was read"
