@@ -51,12 +51,18 @@ from dojo_cli.optimize.problem import (
 
 # Sufficient decrease of the line search: actual over predicted reduction (Tassa 2012 uses 0-0.1).
 ARMIJO = 1e-4
-# Line-search steps alpha = 1, 1/2, ... (this many tries).
-LINE_SEARCH_STEPS = 12
-# Levenberg-Marquardt: growth and shrink factor, the smallest nonzero value, the largest
-# (beyond it the iteration has stalled: no decrease along any regularised direction).
-RHO_FACTOR = 10.0
-RHO_MIN = 1e-8
+# Line-search steps alpha = 1, 1/2, ... (this many tries: down to 1/128).
+LINE_SEARCH_STEPS = 8
+# A relaxed (kappa) stage ends after this many consecutive iterations without a decrease:
+# its model is the smoothed dynamics', which the exact rollout cannot follow to the end.
+RELAXED_STAGE_FAILURES = 5
+# Levenberg-Marquardt, Tassa, Erez, Todorov 2012, sec. II-F: the factor Delta grows by
+# RHO_GROWTH per consecutive failure (Delta <- max(D0, Delta D0), rho <- max(rho_min, rho Delta))
+# and shrinks as gradually after a success (Delta <- min(1/D0, Delta/D0), rho <- rho Delta,
+# zero below RHO_MIN); beyond RHO_MAX the iteration has stalled (no decrease along any
+# regularised direction).
+RHO_GROWTH = 2.0
+RHO_MIN = 1e-6
 RHO_MAX = 1e10
 # Relative decrease of the objective below which an accepted step counts as no progress
 # (floating point: the rollout's own solver tolerance bounds what can be resolved).
@@ -323,6 +329,8 @@ class _Solve:
         self.iteration = 0
         self.gnorm = float("nan")
         self.rho = opts.regularization
+        self.growth = 1.0
+        self.failures = 0
 
     def _timed(self, key: str, fn, *args):
         t = time.perf_counter()
@@ -410,6 +418,8 @@ class _Solve:
                 inner = max(opts.gradient_tolerance, inner * INNER_TOLERANCE_FACTOR)
                 stalled = False
                 self.rho = opts.regularization
+                self.growth = 1.0
+                self.failures = 0
                 self._remodel()
                 continue
             if self.iteration >= opts.max_iterations:
@@ -426,7 +436,7 @@ class _Solve:
                 K, d, dV = backward_pass(p, self.traj, self.lin, self.model, self.rho)
                 break
             except NotPositiveDefinite:
-                self.rho = max(self.rho * RHO_FACTOR, RHO_MIN)
+                self._grow()
                 if self.rho > RHO_MAX:
                     self.timing["backward"] += time.perf_counter() - t
                     self._record(0.0)
@@ -447,15 +457,24 @@ class _Solve:
             alpha *= 0.5
         self.timing["rollout"] += time.perf_counter() - t
         if accepted is None:
-            self.rho = max(self.rho * RHO_FACTOR, RHO_MIN)
+            self._grow()
             self._record(0.0)
-            return self.rho > RHO_MAX
+            self.failures += 1
+            relaxed = self.kappas[self.stage] is not None
+            return self.rho > RHO_MAX or (relaxed and self.failures >= RELAXED_STAGE_FAILURES)
         before = self.obj
         self.traj, self.K, self.d = accepted, K, d
-        self.rho = self.rho / RHO_FACTOR if self.rho / RHO_FACTOR >= RHO_MIN else 0.0
+        self.failures = 0
+        self.growth = min(1.0 / RHO_GROWTH, self.growth / RHO_GROWTH)
+        self.rho = self.rho * self.growth if self.rho * self.growth >= RHO_MIN else 0.0
         self._relinearize()
         self._record(alpha)
         return (before - self.obj) <= STALL_DECREASE * max(1.0, abs(before))
+
+    def _grow(self) -> None:
+        """Levenberg-Marquardt growth after a failure (RHO_GROWTH)."""
+        self.growth = max(RHO_GROWTH, self.growth * RHO_GROWTH)
+        self.rho = max(self.rho * self.growth, RHO_MIN)
 
     def _record(self, step: float) -> None:
         kappa = self.kappas[self.stage]

@@ -34,9 +34,8 @@ from dojo_cli.math.quaternion import conjugate, multiply
 from dojo_cli.model.mechanism import Mechanism
 from dojo_cli.simulation.gradients import maximal_to_minimal_jacobian, minimal_to_maximal_jacobian
 from dojo_cli.simulation.run import minimal_state
-from dojo_cli.simulation.step import core_options, singular_message, solve_step
+from dojo_cli.simulation.step import core_options, singular_message
 from dojo_cli.solver.options import SolverOptions
-from dojo_cli.solver.status import SolverStatus
 
 REPRESENTATIONS = ("minimal", "maximal")
 
@@ -205,21 +204,23 @@ def closed_loop_rollout(problem: Problem, ref: Rollout, lin: Linearization, d: n
     lams = np.zeros((N, mech.nl))
     status = np.zeros(N, dtype=int)
     minimal = problem.representation == "minimal"
-    opts = problem.opts
+    options = core_options(problem.opts)
+    lo, hi = problem.lower, problem.upper
+    nb6 = 6 * mech.nb
     for k in range(N):
         dz = tangent_difference(mech, Z[k], ref.Z[k])
         ds = lin.to_minimal[k] @ dz if minimal else dz
-        U[k] = np.clip(ref.U[k] + alpha * d[k] + K[k] @ ds, problem.lower, problem.upper)
-        z_next, result = solve_step(mech, Z[k], U[k], opts, lam0=lam, data=data)
-        lam[:] = result.w[6 * mech.nb: 6 * mech.nb + mech.nl]
+        U[k] = np.clip(ref.U[k] + alpha * d[k] + K[k] @ ds, lo, hi)
+        # the step as the core's rollout takes it (the previous step's impulses as warm start)
+        code = _core.step(mech.core, data, Z[k], U[k], None, None, lam, options)
+        lam = data.w[nb6: nb6 + mech.nl].copy()
         _core.advance_angles(mech.core, data)
         lams[k] = lam
-        status[k] = 0 if result.status is SolverStatus.SUCCESS else 1
-        Z[k + 1] = z_next
-        if status[k] or not np.all(np.isfinite(z_next)):
+        Z[k + 1] = data.z_next
+        if code != 0 or not np.all(np.isfinite(Z[k + 1])):
+            status[k:] = 1
             Z[k + 1:] = np.nan
             U[k + 1:] = np.nan
-            status[k + 1:] = 1
             break
     return _finish(mech, U, Z, lams, status)
 
@@ -282,8 +283,9 @@ def linearize(problem: Problem, traj: Rollout, kappa: float | None, need_y: bool
         Y = [_interleaved(mech, traj, k) for k in range(N + 1)]
         m2M = [minimal_to_maximal_jacobian(mech, Y[k]) for k in range(N + 1)]
     lam = np.zeros(mech.nl)
+    options = core_options(problem.opts)
     for k in range(N):
-        solve_step(mech, traj.Z[k], traj.U[k], problem.opts, lam0=lam, data=data)
+        _core.step(mech.core, data, traj.Z[k], traj.U[k], None, None, lam, options)  # the rollout's own solve
         try:
             Am, Bm, _, kap[k] = _core.gradients(mech.core, data, True, True, [], -1.0 if kappa is None else float(kappa))
         except RuntimeError:

@@ -166,3 +166,29 @@ def test_python_api():
     assert result.status == "converged" and result.task.problem.horizon == 100
     assert abs(result.traj.MQ[-1, 0]) < 1e-6, "the slider is brought to the origin"
     assert isinstance(OptimizeOptions(), OptimizeOptions)
+
+
+# The block's acceptance number (the issue): within 1 cm of its goal.
+BLOCK_TOLERANCE = 0.01
+
+
+def test_block_pushed_through_friction_from_zero_inputs():
+    """At rest the box sticks: the exact derivative of its next position with respect to a
+    push below mu m g is zero (static friction holds it), so exact gradients from a
+    zero-input start see nothing; the relaxed ones (kappa) do, and the kappa schedule
+    brings the box to its goal 1 m away."""
+    task = load_task(CONFIGS / "block_push.yaml")
+    p = task.problem
+    y0 = dojo.maximal_to_minimal(p.mech, p.z0)
+    A, B = dojo.minimal_gradients(p.mech, y0, np.zeros(p.nu), opts=p.opts)
+    push = B[0, 0]  # d x' / d u_x, the minimal state's first entry (x), the first input (force along x)
+    assert abs(push) < 1e-6, f"exact gradient of a sticking box {push:.2e}"
+    _, B_relaxed = dojo.minimal_gradients(p.mech, y0, np.zeros(p.nu), opts=p.opts, kappa=1e-2)
+    assert B_relaxed[0, 0] > 1e-6, f"relaxed gradient {B_relaxed[0, 0]:.2e}"
+    result = solve(p, task.initial_guess, task.options)
+    assert result.status == "converged", result.message
+    stages = sorted({rec["kappa"] for rec in result.log})
+    assert stages == [-1.0, 1e-4, 1e-2], f"the schedule's stages were solved in turn: {stages}"
+    x_end = result.traj.Z[-1, 0:3]
+    assert abs(x_end[0] - 1.0) < BLOCK_TOLERANCE and abs(x_end[1]) < BLOCK_TOLERANCE, f"box ends at {x_end}"
+    assert np.all(result.traj.U[:, 2:] == 0.0), "only horizontal forces"
