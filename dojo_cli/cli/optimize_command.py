@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -27,6 +28,7 @@ def optimize(
     csv: Annotated[Optional[Path], typer.Option("--csv", help="Schedule CSV of the optimal inputs (default beside -o: <out>.inputs.csv).")] = None,
     force: Annotated[bool, typer.Option("--force", help="Overwrite existing output files.")] = False,
     quiet: Annotated[bool, typer.Option("-q", "--quiet", help="No per-iteration progress lines.")] = False,
+    plot: Annotated[Optional[Path], typer.Option("--plot", help="Write a PNG of cost, violation and gradient per iteration.")] = None,
 ) -> None:
     """Optimise a task's inputs (iLQR on the exact step gradients) and write the optimal run."""
     from dojo_cli.optimize.ilqr import solve
@@ -53,13 +55,20 @@ def optimize(
     make_parent_folder(out)
     make_parent_folder(schedule)
     written = write_results(loaded, result, out, schedule, overwrite=True, command_line=command_line())
+    if plot is not None:
+        from dojo_cli.viz.convergence_plot import plot_convergence  # here: matplotlib only for --plot
+
+        plot_convergence(result.log, plot, task.stem)
     split = ", ".join(f"{k} {v:.2f} s" for k, v in result.timing.items())
     typer.echo(f"{result.status}: {result.message}; cost {result.cost:.6g}, {result.iterations} iterations, "
                f"{result.seconds:.2f} s ({split})")
-    typer.echo(f"wrote {written.storage} (the optimal run, gains in optimize/gains) and {written.schedule} (its inputs)")
+    typer.echo(f"wrote {written.storage} (the optimal run, gains in optimize/gains) and {written.schedule} (its inputs)"
+               + (f", {plot}" if plot is not None else ""))
     if interrupted:
-        echo_err("dojo: interrupted by SIGINT; the best iterate so far was written (optimize.best_iterate = true)")
-        raise typer.Exit(130)
+        signum = signals.pending() or signal.SIGINT  # (SIGTERM and SIGHUP stop it as Ctrl-C does)
+        echo_err(f"dojo: interrupted by {signal.Signals(signum).name}; the best iterate so far was written "
+                 "(optimize.best_iterate = true)")
+        raise typer.Exit(128 + signum)
     if result.status != "converged":
         echo_err(f"warning: not converged ({result.status}): {result.message}")
         raise typer.Exit(1)

@@ -125,5 +125,28 @@ def test_existing_output_needs_force(tmp_path):
     out.write_text("")
     res = invoke("optimize", CONFIGS / "slider_lqr.yaml", "-o", out, "-q")
     assert res.exit_code == 2 and "exists (--force overwrites it)" in res.output, res.output
-    res = invoke("optimize", CONFIGS / "slider_lqr.yaml", "-o", out, "-q", "--force")
+    res = invoke("optimize", CONFIGS / "slider_lqr.yaml", "-o", out, "-q", "--force", "--plot", tmp_path / "c.png")
     assert res.exit_code == 0, res.output
+    assert (tmp_path / "c.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", "--plot writes a PNG"
+
+
+
+def test_ctrl_c_writes_the_best_iterate_marked_as_such(tmp_path, monkeypatch):
+    from dojo_cli.cli import optimize_command
+
+    shown = optimize_command._progress_line
+
+    def line(rec):
+        if rec["iteration"] == 3:
+            raise KeyboardInterrupt  # Ctrl-C during the solve (after three iterations)
+        return shown(rec)
+
+    monkeypatch.setattr(optimize_command, "_progress_line", line)
+    out = tmp_path / "out.h5"
+    res = invoke("optimize", CONFIGS / "cartpole_swingup.yaml", "-o", out)
+    assert res.exit_code == 130, res.output
+    assert "interrupted by SIGINT; the best iterate so far was written" in res.output
+    with h5py.File(out) as f:
+        record = json.loads(f.attrs["optimize"])
+        assert record["status"] == "interrupted" and record["best_iterate"] is True and record["iterations"] == 3
+        assert f.attrs["status"] == "complete", "the run of the kept inputs itself is complete"
