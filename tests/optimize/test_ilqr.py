@@ -172,12 +172,31 @@ def test_python_api():
 BLOCK_TOLERANCE = 0.01
 
 
-def test_block_pushed_through_friction_from_zero_inputs():
+_BLOCK_FINAL: dict[str, np.ndarray] = {}
+
+
+def _block_task(tmp_path, representation: str):
+    """The block task, or its maximal-coordinate twin with the goal as the body's position."""
+    if representation == "minimal":
+        return load_task(CONFIGS / "block_push.yaml")
+    text = (CONFIGS / "block_push.yaml").read_text()
+    text = text.replace("representation: minimal", "representation: maximal")
+    text = text.replace("goal: {joints.floating_base: [1.0, 0.0, 0.25, 0.0, 0.0, 0.0]}", "goal: {bodies.box.position: [1.0, 0.0, 0.25]}")
+    text = text.replace("terminal: {joints.floating_base: [1000, 1000, 0, 0, 0, 0]", "terminal: {bodies.box.position: [1000, 1000, 0]")
+    assert text.count("bodies.box.position") == 2
+    path = tmp_path / "block_push_maximal.yaml"
+    path.write_text(text)
+    return load_task(path)
+
+
+@pytest.mark.parametrize("representation", ["minimal", "maximal"])
+def test_block_pushed_through_friction_from_zero_inputs(tmp_path, representation):
     """At rest the box sticks: the exact derivative of its next position with respect to a
     push below mu m g is zero (static friction holds it), so exact gradients from a
     zero-input start see nothing; the relaxed ones (kappa) do, and the kappa schedule
-    brings the box to its goal 1 m away."""
-    task = load_task(CONFIGS / "block_push.yaml")
+    brings the box to its goal 1 m away. The same problem posed in maximal coordinates,
+    with the goal as the body's position, has the same optimum."""
+    task = _block_task(tmp_path, representation)
     p = task.problem
     y0 = dojo.maximal_to_minimal(p.mech, p.z0)
     A, B = dojo.minimal_gradients(p.mech, y0, np.zeros(p.nu), opts=p.opts)
@@ -192,3 +211,27 @@ def test_block_pushed_through_friction_from_zero_inputs():
     x_end = result.traj.Z[-1, 0:3]
     assert abs(x_end[0] - 1.0) < BLOCK_TOLERANCE and abs(x_end[1]) < BLOCK_TOLERANCE, f"box ends at {x_end}"
     assert np.all(result.traj.U[:, 2:] == 0.0), "only horizontal forces"
+    _BLOCK_FINAL[representation] = x_end
+    if len(_BLOCK_FINAL) == 2:  # (both ran in this process: compare)
+        diff = np.max(np.abs(_BLOCK_FINAL["minimal"] - _BLOCK_FINAL["maximal"]))
+        assert diff < 1e-6, f"minimal and maximal optima differ by {diff:.2e} m"
+
+
+def test_path_constraint_bounds_the_cart_and_the_goal_is_still_reached(tmp_path):
+    """The swing-up moves the cart to -0.88 m; with the path inequality cart >= -0.8 m the
+    optimum runs along the bound (active) and still ends upright."""
+    text = (CONFIGS / "cartpole_swingup.yaml").read_text()
+    terminal = "  terminal: [joints.cart_slider, joints.pole_hinge, joints.cart_slider.velocity, joints.pole_hinge.velocity]\n"
+    assert terminal in text
+    text = text.replace(terminal, terminal + "  path: [{coordinate: joints.cart_slider, lower: -0.8, upper: 0.25}]\n")
+    text = text.replace("gradient_tolerance: 1.0e-7, constraint_tolerance: 1.0e-5", "gradient_tolerance: 1.0e-4, constraint_tolerance: 1.0e-3")
+    path = tmp_path / "cartpole_path.yaml"
+    path.write_text(text)
+    task = load_task(path)
+    result = solve(task.problem, task.initial_guess, task.options)
+    assert result.status == "converged", result.message
+    cart = result.traj.MQ[:, 0]
+    tol = task.options.constraint_tolerance
+    assert cart.min() >= -0.8 - tol and cart.max() <= 0.25 + tol, (cart.min(), cart.max())
+    assert cart.min() < -0.8 + 0.01, f"the bound is active: the cart reaches {cart.min():.3f}"
+    assert np.max(np.abs(result.traj.MQ[-1])) < GOAL_TOLERANCE, result.traj.MQ[-1]
