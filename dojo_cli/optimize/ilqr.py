@@ -361,7 +361,7 @@ class _Solve:
         )
 
     def run(self, U0) -> OptimizeResult:
-        p, opts = self.problem, self.opts
+        p = self.problem
         U0 = np.clip(np.asarray(U0, dtype=float).reshape(p.horizon, p.nu), p.lower, p.upper)
         self.traj = self._timed("rollout", rollout, p, U0)
         failed = self.traj.failed_step

@@ -24,7 +24,7 @@ simulate`` gives for the same inputs; the derivatives are the exact step gradien
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 

@@ -54,6 +54,9 @@ SOLVER_KEYS = ("max_iterations", "gradient_tolerance", "constraint_tolerance", "
                "penalty_scaling", "max_outer", "kappa")
 # A task's scene takes its initial velocities as midpoint velocities (load_task).
 INITIAL_VELOCITY = "midpoint"
+# Most iterations a task may ask for: the log is stored as one root attribute per column,
+# and an HDF5 attribute holds at most 64 KiB (8,192 numbers).
+MAX_ITERATIONS = 5000
 # Longest horizon a task may ask for: the solver keeps (N, ns, ns) Jacobians in memory,
 # 10^5 steps of a 24-dimensional state is 460 MB.
 MAX_HORIZON = 100_000
@@ -410,7 +413,7 @@ def _solver_options(r: _Reader, raw: Any) -> OptimizeOptions:
         if key not in SOLVER_KEYS:
             _unknown_key(r, where, key, SOLVER_KEYS)
         elif key in ("max_iterations", "max_outer"):
-            v = _integer(r, where, value, 0 if key == "max_outer" else 1, 10**6)
+            v = _integer(r, where, value, 0 if key == "max_outer" else 1, MAX_ITERATIONS)
             if v is not None:
                 kwargs[key] = v
         elif key == "kappa":
