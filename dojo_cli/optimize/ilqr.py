@@ -163,7 +163,8 @@ def cost(problem: Problem, traj: Rollout) -> float:
     """J of a trajectory (module docstring of problem)."""
     N = problem.horizon
     return (_tracking(problem, problem.stage, traj, np.arange(N)) + _effort(problem, traj)
-            + _tracking(problem, problem.terminal, traj, np.array([N])))
+            + _tracking(problem, problem.terminal, traj, np.array([N]))
+            + sum(_tracking(problem, fs, traj, np.array([k])) for k, fs in problem.targets))
 
 
 def _equality(problem: Problem, traj: Rollout) -> np.ndarray:
@@ -222,7 +223,9 @@ def _model(problem: Problem, traj: Rollout, lin: Linearization, m: _Multipliers)
     N, ns = problem.horizon, problem.ns
     ls = np.zeros((N + 1, ns))
     lss = np.zeros((N + 1, ns, ns))
-    for fs, knots in ((problem.stage, np.arange(N)), (problem.terminal, np.array([N]))):
+    terms = [(problem.stage, np.arange(N)), (problem.terminal, np.array([N]))]
+    terms += [(fs, np.array([k])) for k, fs in problem.targets]
+    for fs, knots in terms:
         if fs is None:
             continue
         r = feature_values(problem, fs, traj, knots) - fs.target

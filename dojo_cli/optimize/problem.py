@@ -4,6 +4,7 @@ The problem (what ``dojo optimize`` solves; docs/optimize.md)::
 
     minimise over u_0 .. u_{N-1}
         J = sum_{k<N} [ 1/2 |f(s_k) - g|^2_W + 1/2 |u_k - u_ref|^2_R ] + 1/2 |f(s_N) - g|^2_Wf
+            + sum_j 1/2 |f_j(s_{k_j}) - g_j|^2_{W_j}        (targets at chosen knots k_j)
     subject to  s_{k+1} = step(s_k, u_k)            (the variational integrator, exactly)
                 lower <= u_k <= upper               (box, by projected Newton in the backward pass)
                 c_N(s_N) = f_E(s_N) - g_E = 0       (terminal equalities, augmented Lagrangian)
@@ -107,6 +108,7 @@ class Problem:
         effort: (nu,) R's diagonal; effort_reference: (nu,) u_ref.
         lower, upper: (nu,) input bounds (+-inf for none).
         terminal_equality: FeatureSet whose f = target at s_N, or None.
+        targets: (knot, FeatureSet with weights) pairs: costs at chosen knots 1..N.
         path_inequality: FeatureSet with lower <= f <= upper at s_1 .. s_N, or None.
         opts: the step's solver options.
     """
@@ -124,6 +126,7 @@ class Problem:
     opts: SolverOptions
     terminal_equality: FeatureSet | None = None
     path_inequality: FeatureSet | None = None
+    targets: list[tuple[int, FeatureSet]] = ()
 
     @property
     def nu(self) -> int:
@@ -371,7 +374,8 @@ def feature_jacobian(problem: Problem, fs: FeatureSet, lin: Linearization, k) ->
 def needs(problem: Problem) -> tuple[bool, bool]:
     """(need_y, need_z): whether any feature reads minimal coordinates, body positions."""
     kinds = set()
-    for fs in (problem.stage, problem.terminal, problem.terminal_equality, problem.path_inequality):
+    for fs in (problem.stage, problem.terminal, problem.terminal_equality, problem.path_inequality,
+               *(fs for _, fs in problem.targets)):
         if fs is not None:
             kinds |= {f.kind for f in fs.features}
     return bool(kinds & {"q", "v"}), "x" in kinds

@@ -12,6 +12,7 @@ A task file (YAML; ``scene`` and ``horizon`` required)::
       state: {joints.cart_slider: 1, joints.pole_hinge: 1}        # stage weights W
       input: 0.01                                                   # R: one number, or by input name
       terminal: {joints.pole_hinge: 100, joints.pole_hinge.velocity: 10}   # Wf
+      targets: [{coordinate: bodies.pole.position, time: 1.0, value: [0, 0, 1], weight: 10}]   # at one knot
     constraints:
       inputs: {cart_slider: [-20, 20], pole_hinge: [0, 0]}         # box bounds, by input or joint name
       terminal: [joints.cart_slider, joints.pole_hinge]            # equal to the goal at the end
@@ -48,12 +49,15 @@ from dojo_cli.scene.overrides import Override
 from dojo_cli.scene.schema import value_text
 
 KEYS = ("scene", "set", "horizon", "representation", "goal", "costs", "constraints", "initial_guess", "solver", "description")
-COST_KEYS = ("state", "input", "terminal")
+COST_KEYS = ("state", "input", "terminal", "targets")
+TARGET_KEYS = ("coordinate", "step", "time", "value", "weight")
 CONSTRAINT_KEYS = ("inputs", "terminal", "path")
 SOLVER_KEYS = ("max_iterations", "gradient_tolerance", "constraint_tolerance", "regularization", "penalty",
                "penalty_scaling", "max_outer", "kappa")
 # A task's scene takes its initial velocities as midpoint velocities (load_task).
 INITIAL_VELOCITY = "midpoint"
+# A target's time is a knot's when it is a whole number of timesteps to this (relative) tolerance.
+TIME_TOLERANCE = 1e-9
 # Most iterations a task may ask for: the log is stored as one root attribute per column,
 # and an HDF5 attribute holds at most 64 KiB (8,192 numbers).
 MAX_ITERATIONS = 5000
@@ -281,6 +285,7 @@ def load_task(path: str | os.PathLike) -> Task:
             _unknown_key(r, f"costs.{key}", key, COST_KEYS)
     stage = _weights(r, "costs.state", costs.get("state"), catalogue, goal)
     terminal = _weights(r, "costs.terminal", costs.get("terminal"), catalogue, goal)
+    targets = _targets(r, costs.get("targets"), catalogue, horizon, mech.timestep)
     effort = np.zeros(mech.nu)
     raw_effort = costs.get("input", 0.0)
     if isinstance(raw_effort, dict):
@@ -364,11 +369,52 @@ def load_task(path: str | os.PathLike) -> Task:
     problem = OptProblem(
         mech=mech, horizon=horizon, representation=representation, z0=mech.initial.copy(), stage=stage,
         terminal=terminal, effort=effort, effort_reference=np.zeros(mech.nu), lower=lower, upper=upper,
-        opts=mech.default_options, terminal_equality=terminal_eq, path_inequality=path_ineq,
+        opts=mech.default_options, terminal_equality=terminal_eq, path_inequality=path_ineq, targets=targets,
     )
     text = Path(path).read_text(encoding="utf-8", errors="replace")
     return Task(file=file, scene=scene_ref, overrides=overrides, problem=problem, initial_guess=guess, options=options,
                 text=text, spec=spec)
+
+
+def _targets(r: _Reader, raw: Any, catalogue, horizon: int, timestep: float) -> list[tuple[int, FeatureSet]]:
+    """``costs.targets``: [{coordinate, step or time, value, weight}]: a cost at one knot."""
+    if raw is None:
+        return []
+    if not isinstance(raw, list):
+        r.problem("costs.targets", f"must be a list of {{coordinate, step or time, value, weight}}, got {value_text(raw)}")
+        return []
+    out = []
+    for i, item in enumerate(raw):
+        where = f"costs.targets.{i}"
+        if not isinstance(item, dict) or "coordinate" not in item:
+            r.problem(where, f"must be {{coordinate: NAME, step: K (or time: T), value: ..., weight: ...}}, got {value_text(item)}")
+            continue
+        for key in item:
+            if key not in TARGET_KEYS:
+                _unknown_key(r, f"{where}.{key}", key, TARGET_KEYS)
+        f = _feature(r, f"{where}.coordinate", item["coordinate"], catalogue)
+        if ("step" in item) == ("time" in item):
+            r.problem(where, "needs one of step (a knot, 1..horizon) and time (s, a multiple of the timestep)")
+            continue
+        knot = None
+        if "step" in item:
+            knot = _integer(r, f"{where}.step", item["step"], 1, horizon)
+        else:
+            t = _number(r, f"{where}.time", item["time"], positive=True)
+            if t is not None:
+                k = round(t / timestep)
+                if abs(k * timestep - t) > TIME_TOLERANCE * max(1.0, t) or not 1 <= k <= horizon:
+                    r.problem(f"{where}.time", f"must be a multiple of the timestep {timestep:g} s in "
+                                               f"{timestep:g}..{horizon * timestep:g} s, got {t:g}")
+                else:
+                    knot = k
+        if f is None or knot is None:
+            continue
+        value = _components(r, f"{where}.value", item.get("value", 0.0), f.size)
+        weight = _components(r, f"{where}.weight", item.get("weight", 1.0), f.size, minimum=0.0)
+        if value is not None and weight is not None:
+            out.append((knot, FeatureSet([f], value, weight=weight)))
+    return out
 
 
 def _path_constraints(r: _Reader, raw: Any, catalogue) -> FeatureSet | None:

@@ -235,3 +235,51 @@ def test_path_constraint_bounds_the_cart_and_the_goal_is_still_reached(tmp_path)
     assert cart.min() >= -0.8 - tol and cart.max() <= 0.25 + tol, (cart.min(), cart.max())
     assert cart.min() < -0.8 + 0.01, f"the bound is active: the cart reaches {cart.min():.3f}"
     assert np.max(np.abs(result.traj.MQ[-1])) < GOAL_TOLERANCE, result.traj.MQ[-1]
+
+
+def test_a_target_at_a_chosen_time_is_the_least_squares_optimum(tmp_path):
+    """A cost on the slider's position at t = 0.5 s (besides stage, effort and terminal
+    costs) keeps the problem linear-quadratic: one iteration is its optimum, which is
+    also the solution of the dense least-squares problem in the inputs (states linear in
+    U, built here from the analytic double integrator)."""
+    text = (CONFIGS / "slider_lqr.yaml").read_text()
+    text = text.replace("  terminal: {joints.slide: 10000.0, joints.slide.velocity: 10.0}",
+                        "  terminal: {joints.slide: 10000.0, joints.slide.velocity: 10.0}\n"
+                        "  targets: [{coordinate: joints.slide, time: 0.5, value: 2.0, weight: 1.0e+6}]")
+    assert "targets" in text
+    path = tmp_path / "waypoint.yaml"
+    path.write_text(text)
+    task = load_task(path)
+    p = task.problem
+    assert [k for k, _ in p.targets] == [50]
+    result = solve(p, task.initial_guess, dataclasses.replace(task.options, max_iterations=1))
+    assert result.status == "converged", result.message
+    h, m, N = p.mech.timestep, p.mech.bodies[0].mass, p.horizon
+    A = np.array([[1.0, h], [0.0, 1.0]])
+    B = np.array([[h * h / m], [h / m]])
+    y0 = dojo.maximal_to_minimal(p.mech, p.z0)
+    # y_k = A^k y0 + sum_j A^(k-1-j) B u_j: rows of the residual, linear in U
+    rows, rhs = [], []
+    Ak = [np.linalg.matrix_power(A, k) for k in range(N + 1)]
+
+    def state_rows(k):
+        G = np.zeros((2, N))
+        for j in range(k):
+            G[:, j] = (Ak[k - 1 - j] @ B)[:, 0]
+        return G, Ak[k] @ y0
+
+    for k in range(N + 1):
+        G, c = state_rows(k)
+        w = p.stage.weight if k < N else p.terminal.weight
+        rows.append(np.sqrt(w)[:, None] * G)
+        rhs.append(-np.sqrt(w) * c)
+    G, c = state_rows(50)
+    rows.append(np.sqrt(1e6) * G[:1])
+    rhs.append(np.sqrt(1e6) * (2.0 - c[:1]))
+    rows.append(np.sqrt(p.effort[0]) * np.eye(N))
+    rhs.append(np.zeros(N))
+    U, *_ = np.linalg.lstsq(np.concatenate(rows), np.concatenate(rhs), rcond=None)
+    err = np.max(np.abs(result.traj.U[:, 0] - U))
+    assert err < LQR_TOLERANCE * np.max(np.abs(U)), f"inputs differ from least squares by {err:.2e}"
+    # the target pulls the slider from the origin, where the stage cost holds it, towards 2 m
+    assert result.traj.MQ[50, 0] > 1.5, f"the slider at t = 0.5 s: {result.traj.MQ[50, 0]:.4f} m"

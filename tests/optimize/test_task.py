@@ -81,3 +81,26 @@ def test_every_problem_is_reported_at_once(tmp_path):
         _load(tmp_path, text.replace("representation: polar\n", ""))
     fields = [p.field for p in err.value.problems]
     assert fields == ["costs.state.joints.cart_slider.velocity", "constraints.inputs.cart_slider"], fields
+
+
+@pytest.mark.parametrize(
+    "target, line",
+    [
+        ("{coordinate: joints.cart_slider, time: 0.015}",
+         ":8: costs.targets.0.time: must be a multiple of the timestep 0.01 s in 0.01..0.04 s, got 0.015"),
+        ("{coordinate: joints.cart_slider, step: 5}", ":8: costs.targets.0.step: must be in 1..4, got 5"),
+        ("{coordinate: joints.cart_slider, step: 2, time: 0.02}", ":8: costs.targets.0: needs one of step"),
+        ("{coordinate: joints.cart, step: 2}", ":8: costs.targets.0.coordinate: unknown coordinate 'joints.cart'"),
+        ("{coordinate: bodies.pole.position, step: 2, value: [1, 2]}",
+         ":8: costs.targets.0.value: needs 3 values (one per component), got 2"),
+    ],
+)
+def test_targets_at_chosen_knots(tmp_path, target, line):
+    text = CARTPOLE.replace("  terminal: {joints.pole_hinge: 7}\n", f"  terminal: {{joints.pole_hinge: 7}}\n  targets: [{target}]\n")
+    with pytest.raises(SceneError) as err:
+        _load(tmp_path, text)
+    assert any(line in t for t in err.value.lines()), err.value.lines()
+    good = CARTPOLE.replace("  terminal: {joints.pole_hinge: 7}\n",
+                            "  terminal: {joints.pole_hinge: 7}\n  targets: [{coordinate: bodies.pole.position, time: 0.03, value: [0, 1, 2], weight: 5}]\n")
+    (knot, fs), = _load(tmp_path, good).problem.targets
+    assert knot == 3 and fs.target.tolist() == [0, 1, 2] and fs.weight.tolist() == [5, 5, 5]
