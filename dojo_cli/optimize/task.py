@@ -35,7 +35,7 @@ from __future__ import annotations
 import difflib
 import math
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -78,6 +78,7 @@ class Task:
         initial_guess: (N, nu) inputs to start from.
         options: the solver's options.
         text: the task file's text (stored with the result).
+        spec: the scene's validated spec (with the task's overrides).
     """
 
     file: str
@@ -88,7 +89,6 @@ class Task:
     options: OptimizeOptions
     text: str = ""
     spec: Any = None
-    extra: dict = field(default_factory=dict)
 
 
 class _Reader:

@@ -161,10 +161,19 @@ def test_a_rollout_that_fails_ends_diverged_with_its_reason():
     assert result.status == "diverged" and "fails at step 0" in result.message, result.message
 
 
-def test_python_api():
+def test_python_api_and_the_written_run_is_the_optimal_trajectory(tmp_path):
+    from dojo_cli.io.storage import read_storage
+    from dojo_cli.optimize.results import write_results
+
     result = dojo.optimize(CONFIGS / "slider_lqr.yaml")
     assert result.status == "converged" and result.task.problem.horizon == 100
     assert abs(result.traj.MQ[-1, 0]) < 1e-6, "the slider is brought to the origin"
+    written = write_results(result.task, result, tmp_path / "out.h5")
+    stored = read_storage(written.storage)
+    Z = result.traj.Z.reshape(len(result.traj.Z), -1, 13)
+    # the library's run loop on the written schedule is the optimiser's own rollout, bit for bit
+    assert np.array_equal(stored.x, Z[:, :, 0:3]) and np.array_equal(stored.q, Z[:, :, 6:10])
+    assert np.array_equal(stored.inputs, result.traj.U)
     assert isinstance(OptimizeOptions(), OptimizeOptions)
 
 
