@@ -130,6 +130,24 @@ def test_cartpole_swing_up_reaches_upright_and_is_stationary(representation):
     assert len(free) > 50, "most cart inputs are off their bounds"
     worst = np.max(np.abs(grad))
     assert worst < STATIONARITY_TOLERANCE, f"Lagrangian gradient {worst:.2e} (finite differences of rollouts)"
+    _gains_track_the_plan_under_a_perturbation(task, result)
+
+
+def _gains_track_the_plan_under_a_perturbation(task, result):
+    """The stored gains are what they are for: started 0.02 rad off, the open-loop plan
+    ends far from upright, the plan tracked with u = u* + K (s - s*) ends close to it."""
+    from dojo_cli.optimize.problem import closed_loop_rollout, linearize
+
+    p = task.problem
+    y0 = dojo.maximal_to_minimal(p.mech, p.z0)
+    y0[2] += 0.02  # the pole's angle (per joint [coordinates; velocities]: cart q, cart v, pole q, pole v)
+    off = dataclasses.replace(p, z0=dojo.minimal_to_maximal(p.mech, y0))
+    open_loop = rollout(off, result.traj.U)
+    lin = linearize(p, result.traj, None, False, False) if p.representation == "minimal" else None
+    tracked = closed_loop_rollout(off, result.traj, lin, np.zeros_like(result.d), result.K, 0.0)
+    upright = lambda traj: abs(np.angle(np.exp(1j * traj.MQ[-1, 1])))  # noqa: E731 (the angle from upright, wrapped)
+    miss_open, miss_tracked = upright(open_loop), upright(tracked)
+    assert miss_tracked < 0.05 * miss_open, f"pole {miss_tracked:.2e} rad from upright tracked, {miss_open:.2e} open loop"
 
 
 def test_interrupt_keeps_the_best_iterate():
