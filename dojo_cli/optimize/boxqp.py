@@ -3,7 +3,7 @@
     minimise 1/2 x' H x + q' x   subject to   lower <= x <= upper
 
 by projected Newton (Tassa, Mansard, Todorov, "Control-limited differential dynamic
-programming", ICRA 2014, Algorithm 3; Bertsekas 1982): the Newton step on the free
+programming", ICRA 2014; Bertsekas 1982, projected Newton): the Newton step on the free
 inputs (those not held at a bound by a gradient pointing outwards), projected onto the
 box, with an Armijo line search. The free set and the Cholesky factor of H on it give
 the feedback gains: clamped inputs get no feedback.

@@ -1,33 +1,39 @@
 """Iterative LQR (Gauss-Newton DDP) on the exact step gradients, with box-constrained
 inputs, an augmented Lagrangian for constraints and a kappa schedule for contact.
 
-Each iteration (Li and Todorov 2004; Tassa, Erez, Todorov 2012):
+Each iteration (Li and Todorov, "Iterative linear quadratic regulator design for nonlinear
+biological movement systems", 2004; Tassa, Erez, Todorov, "Synthesis and stabilization of
+complex behaviors through online trajectory optimization", IROS 2012, sec. II):
 
 1. **Backward pass** on the linearised dynamics s' = A s + B u and the Gauss-Newton
    quadratic model of the cost (feature Jacobians J: J' W J, no second derivatives of
-   the dynamics), the Riccati recursion of Tassa 2012 eqs. 5-6. Q_uu is regularised
+   the dynamics), the Riccati recursion of Tassa 2012. Q_uu is regularised
    Levenberg-Marquardt style (Q_uu + rho I); the input step solves the box QP
    min 1/2 du' Q_uu du + Q_u' du on lower - u <= du <= upper - u by projected Newton
-   (box-DDP, Tassa 2014), and clamped inputs get no feedback (K rows zero).
+   (box-DDP: Tassa, Mansard, Todorov, "Control-limited differential dynamic programming",
+   ICRA 2014), and clamped inputs get no feedback (K rows zero).
 2. **Forward pass**: the real (nonlinear, contact) rollout with u = u* + alpha d + K ds,
    clipped to the box; backtracking on alpha until the actual decrease is at least
-   ARMIJO of the model's (Tassa 2012, eq. 13). No step found: rho grows (rho x 10); a
-   step found: rho shrinks (rho / 10, to zero below RHO_MIN).
+   ARMIJO of the model's predicted one (Tassa 2012). No step found: rho grows; a step
+   found: rho shrinks (Tassa's schedule, RHO_GROWTH below).
 3. **Linearise** the accepted trajectory (problem.linearize: the implicit-function-theorem
    gradients of every step, exact or relaxed at kappa).
 
 Constraints (terminal equalities c = 0, path inequalities c <= 0) enter through an
-augmented Lagrangian (Hestenes-Powell-Rockafellar; ALTRO, Howell et al. 2019, eqs. 8-10;
-IterativeLQR.jl's `constraints.jl`): the inner iLQR minimises
+augmented Lagrangian (Hestenes-Powell-Rockafellar; ALTRO: Howell, Jackson, Manchester,
+"ALTRO: a fast solver for constrained trajectory optimization", IROS 2019; as
+IterativeLQR.jl does): the inner iLQR minimises
 
     J + sum lambda' c + mu/2 |c|^2                    (equalities)
     J + sum (|max(0, lambda + mu c)|^2 - |lambda|^2) / (2 mu)   (inequalities)
 
 and when it has converged the multipliers are updated (lambda <- lambda + mu c, or
-max(0, lambda + mu c)) and the penalty grows (mu <- PENALTY_SCALING mu) until the
-violation is below the tolerance. Through contact, the gradients are first taken on
-the relaxed central path (kappa from the schedule: smooth, informative), each stage
-solved in turn, the last exact (Dojo, Howell et al. 2022, sec. VI).
+max(0, lambda + mu c)) and the penalty grows (mu <- penalty_scaling mu) when the
+violation did not fall to PENALTY_KEEP of the last, until it is below the tolerance.
+Through contact, the gradients are first taken on the relaxed central path (kappa from
+the schedule: smooth, informative), each stage solved in turn, the last exact (Howell,
+Le Cleac'h et al., "Dojo: a differentiable physics engine for robotics": relaxed
+gradients through contact).
 
 Convergence is measured by the projected gradient of the (augmented) objective with
 respect to the inputs, computed by the adjoint recursion with the same Jacobians
@@ -403,7 +409,7 @@ class _Solve:
                 if viol > opts.constraint_tolerance:
                     if outer >= opts.max_outer:
                         return "infeasible", f"the constraints are violated by {viol:.3g} after {outer} penalty updates"
-                    # outer update of the augmented Lagrangian (ALTRO eqs. 9-10)
+                    # outer update of the augmented Lagrangian (ALTRO's multiplier update)
                     outer += 1
                     c = _equality(p, self.traj)
                     if c.size:
@@ -412,7 +418,8 @@ class _Solve:
                         m.ineq = np.maximum(0.0, m.ineq + m.mu * _inequality(p, self.traj))
                     if viol > PENALTY_KEEP * last_violation:
                         # too little progress from the multipliers alone: a larger penalty
-                        # (Nocedal and Wright, Numerical Optimization, Algorithm 17.4)
+                        # (Nocedal and Wright, Numerical Optimization, ch. 17: the
+                        # bound-constrained Lagrangian method)
                         m.mu = min(m.mu * opts.penalty_scaling, PENALTY_MAX)
                     last_violation = viol
                 elif not final_kappa:
