@@ -267,6 +267,17 @@ def load_task(path: str | os.PathLike) -> Task:
     if scene_ref is None or r.problems:
         raise SceneError(r.problems)
     spec = load_scene_spec(scene_ref, overrides)  # the scene's own problems, at their lines
+    # what the optimiser differentiates is the variational step without external forces
+    # (the gradients do not include them, docs/gradients.md): a scene that runs otherwise
+    # would not be the run the optimum is written as
+    if spec.integrator != "variational":
+        r.problem("scene", f"the scene runs the {spec.integrator} integrator; dojo optimize differentiates the "
+                           "variational one (set: {integrator: variational})")
+    if spec.external:
+        r.problem("scene", "the scene has external forces, which the step gradients do not include "
+                           "(set: {external: []} to optimise without them)")
+    if r.problems:
+        raise SceneError(r.problems)
     mech = build_mechanism(spec)
     catalogue = feature_catalogue(mech)
     groups = input_groups(mech)

@@ -104,3 +104,18 @@ def test_targets_at_chosen_knots(tmp_path, target, line):
                             "  terminal: {joints.pole_hinge: 7}\n  targets: [{coordinate: bodies.pole.position, time: 0.03, value: [0, 1, 2], weight: 5}]\n")
     (knot, fs), = _load(tmp_path, good).problem.targets
     assert knot == 3 and fs.target.tolist() == [0, 1, 2] and fs.weight.tolist() == [5, 5, 5]
+
+
+@pytest.mark.parametrize(
+    "scene_set, message",
+    [
+        ("scene: rbd_fourbar\n", "the scene runs the rk4 integrator; dojo optimize differentiates the variational one"),
+        ("scene: cartpole\nset: {external: [{body: cart, force: [0, 1, 0]}]}\n",
+         "the scene has external forces, which the step gradients do not include"),
+    ],
+)
+def test_scenes_the_optimiser_cannot_run_as_stored_are_refused(tmp_path, scene_set, message):
+    with pytest.raises(SceneError) as err:
+        _load(tmp_path, scene_set + "horizon: 4\n")
+    lines = err.value.lines()
+    assert len(lines) == 1 and lines[0].startswith(f"{tmp_path / 'task.yaml'}:1: scene: {message}"), lines
