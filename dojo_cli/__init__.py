@@ -40,8 +40,10 @@ _EXPORTS: dict[str, str] = {
     "SolverStatus": "dojo_cli.solver.status",
 }
 
-# Subpackages an eager ``import dojo_cli`` used to leave as attributes (``dojo.math``).
-_SUBMODULES = ("api", "errors", "io", "math", "minimal", "model", "physics", "scene", "simulation", "solver")
+# Subpackages an eager ``import dojo_cli`` used to leave as attributes (``dojo.math``), and
+# ``optimize``: the package dojo_cli.optimize, which is callable, ``dojo.optimize(task)``
+# (dojo_cli.api.optimize; see the package's __init__ for why it is the package).
+_SUBMODULES = ("api", "errors", "io", "math", "minimal", "model", "optimize", "physics", "scene", "simulation", "solver")
 
 __all__ = list(_EXPORTS)
 

@@ -260,3 +260,29 @@ def step_gradients(
             raise ValueError("angles: with maximal coordinates only")
         return _grad.minimal_step_gradients(mech, z, u, opts or default_options(mech), wrt=wrt, params=params, kappa=kappa)
     return _grad.step_gradients(mech, z, u, opts or default_options(mech), wrt=wrt, params=params, kappa=kappa, angles=angles)
+
+
+def optimize(task, progress=None):
+    """Optimise a task's inputs (iterative LQR on the exact step gradients; docs/optimize.md).
+
+    Args:
+        task: a task file's path (``configs/optimize/cartpole_swingup.yaml``) or a
+            ``dojo_cli.optimize.task.Task``.
+        progress: called with each iteration's log record (a dict).
+
+    Returns:
+        dojo_cli.optimize.ilqr.OptimizeResult: status, the optimal trajectory (``traj``:
+        inputs U, maximal states Z, minimal coordinates MQ, MV), feedback gains K, cost,
+        violation, gradient, the log; ``result.task`` is the task (for
+        ``dojo_cli.optimize.results.write_results``).
+
+    Raises:
+        SceneError: the task or its scene is invalid (file, line, field).
+    """
+    from dojo_cli.optimize.ilqr import solve
+    from dojo_cli.optimize.task import Task, load_task
+
+    loaded = task if isinstance(task, Task) else load_task(task)
+    result = solve(loaded.problem, loaded.initial_guess, loaded.options, progress)
+    result.task = loaded
+    return result

@@ -73,6 +73,8 @@ COMMANDS = (
                  "Minimal-coordinate dynamics at one state: M, C, forward and inverse dynamics, E (and derivatives)."),
     CommandEntry("analyze", "dojo_cli.cli.analyze_command:analyze",
                  "Equilibria, linearisation, stability and controllability of a scene without contacts."),
+    CommandEntry("optimize", "dojo_cli.cli.optimize_command:optimize",
+                 "Optimise a task's inputs (iLQR on the exact step gradients) and write the optimal run."),
 )
 
 

@@ -42,13 +42,16 @@ def run_writer(
     dataset_attrs: dict | None = None,
     steps: int | None = None,
     started_from: dict | None = None,
+    extra_attrs: dict | None = None,
 ) -> StorageWriter:
     """The StorageWriter of a run: ``scene_yaml`` the resolved scene (scene.loader.dump_scene:
     the storage layer does not import the scene layer above it), ``integrator`` the scene's
     ("variational" or "rk4"), ``overrides`` the --set/preset values as path -> value, then the
     names, integrator and run record every run file has. ``steps``: the steps the run is to
     take (the writer sizes its chunks to it). ``started_from``: where a run continued from
-    another starts ({"file", "index", "time", "step"}; root attribute ``started_from``)."""
+    another starts ({"file", "index", "time", "step"}; root attribute ``started_from``).
+    ``extra_attrs``: further root attributes of the run (an optimised run's record,
+    dojo_cli.optimize.results)."""
     rk4 = integrator == "rk4"
     return StorageWriter(
         out,
@@ -70,7 +73,8 @@ def run_writer(
         flush_interval=flush_interval,
         overwrite=overwrite,
         stop_requested=stop_requested,
-        extra_attrs={**run_attrs(mech), **({"started_from": started_from} if started_from else {})} or None,
+        extra_attrs={**run_attrs(mech), **({"started_from": started_from} if started_from else {}),
+                     **(extra_attrs or {})} or None,
         dataset_attrs=dataset_attrs,
         overrides=overrides,
         command_line=command_line,

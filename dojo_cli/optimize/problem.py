@@ -1,0 +1,381 @@
+"""A trajectory-optimization problem in numbers, and its dynamics through the core.
+
+The problem (what ``dojo optimize`` solves; docs/optimize.md)::
+
+    minimise over u_0 .. u_{N-1}
+        J = sum_{k<N} [ 1/2 |f(s_k) - g|^2_W + 1/2 |u_k - u_ref|^2_R ] + 1/2 |f(s_N) - g|^2_Wf
+            + sum_j 1/2 |f_j(s_{k_j}) - g_j|^2_{W_j}        (targets at chosen knots k_j)
+    subject to  s_{k+1} = step(s_k, u_k)            (the variational integrator, exactly)
+                lower <= u_k <= upper               (box, by projected Newton in the backward pass)
+                c_N(s_N) = f_E(s_N) - g_E = 0       (terminal equalities, augmented Lagrangian)
+                lower_I <= f_I(s_k) <= upper_I      (path inequalities, augmented Lagrangian)
+
+``f`` stacks named features of the state: joint coordinates and velocities (the
+minimal coordinates, angles unwrapped along the trajectory as a run stores them) and
+body positions (world frame). The state s is the representation's: minimal, per joint
+[coordinates; velocities] (2 nf), or maximal in tangent coordinates, per body
+[x, v, phi, w] (12 nb, docs/gradients.md). Both are views of the same maximal
+rollout; the representation only decides in which coordinates the backward pass runs.
+
+Rollouts are the core's (``_core.rollout``, the loop ``dojo simulate`` runs for a
+schedule, with its warm starts), so a stored optimal trajectory is what ``dojo
+simulate`` gives for the same inputs; the derivatives are the exact step gradients
+(implicit function theorem), optionally on the relaxed central path s o gamma = kappa.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from dojo_cli import _core
+from dojo_cli.errors import SolverError, from_core
+from dojo_cli.math.quaternion import conjugate, multiply
+from dojo_cli.model.mechanism import Mechanism
+from dojo_cli.simulation.gradients import minimal_to_maximal_jacobian
+from dojo_cli.simulation.run import minimal_state
+from dojo_cli.simulation.step import core_options, singular_message
+from dojo_cli.solver.options import SolverOptions
+
+REPRESENTATIONS = ("minimal", "maximal")
+
+
+@dataclass(frozen=True)
+class Feature:
+    """A named block of the state features f(s).
+
+    Attributes:
+        name: ``joints.hinge``, ``joints.hinge.velocity``, ``bodies.box.position``.
+        kind: "q" (minimal coordinates), "v" (minimal velocities) or "x" (a body's position).
+        index: (n,) the minimal coordinate indices (kind q, v) or the body index (kind x).
+    """
+
+    name: str
+    kind: str
+    index: tuple[int, ...]
+
+    @property
+    def size(self) -> int:
+        return 3 if self.kind == "x" else len(self.index)
+
+
+def feature_catalogue(mech: Mechanism) -> dict[str, Feature]:
+    """Every feature a task may name: per joint with free coordinates ``joints.NAME`` and
+    ``joints.NAME.velocity``, per body ``bodies.NAME.position``."""
+    out: dict[str, Feature] = {}
+    for j, joint in enumerate(mech.joints):
+        r = np.arange(mech.nf)[mech.joint_free_range[j]]
+        if len(r):
+            out[f"joints.{joint.name}"] = Feature(f"joints.{joint.name}", "q", tuple(int(i) for i in r))
+            out[f"joints.{joint.name}.velocity"] = Feature(f"joints.{joint.name}.velocity", "v", tuple(int(i) for i in r))
+    for b, body in enumerate(mech.bodies):
+        out[f"bodies.{body.name}.position"] = Feature(f"bodies.{body.name}.position", "x", (b,))
+    return out
+
+
+@dataclass
+class FeatureSet:
+    """Features stacked into one vector, with per-entry weight and target.
+
+    Attributes:
+        features: the named blocks, in order.
+        target: (n,) g; weight: (n,) diagonal of W (may be empty for constraint sets).
+        lower, upper: (n,) bounds (path inequalities), or None.
+    """
+
+    features: list[Feature]
+    target: np.ndarray
+    weight: np.ndarray | None = None
+    lower: np.ndarray | None = None
+    upper: np.ndarray | None = None
+
+    @property
+    def size(self) -> int:
+        return int(sum(f.size for f in self.features))
+
+
+@dataclass
+class Problem:
+    """A trajectory-optimization problem (module docstring).
+
+    Attributes:
+        mech: the mechanism (its scene's initial state, solver options).
+        horizon: N steps.
+        representation: "minimal" or "maximal".
+        z0: (13 nb,) initial maximal state.
+        stage, terminal: the tracking costs (FeatureSet with weights), or None.
+        effort: (nu,) R's diagonal; effort_reference: (nu,) u_ref.
+        lower, upper: (nu,) input bounds (+-inf for none).
+        terminal_equality: FeatureSet whose f = target at s_N, or None.
+        targets: (knot, FeatureSet with weights) pairs: costs at chosen knots 1..N.
+        path_inequality: FeatureSet with lower <= f <= upper at s_1 .. s_N, or None.
+        opts: the step's solver options.
+    """
+
+    mech: Mechanism
+    horizon: int
+    representation: str
+    z0: np.ndarray
+    stage: FeatureSet | None
+    terminal: FeatureSet | None
+    effort: np.ndarray
+    effort_reference: np.ndarray
+    lower: np.ndarray
+    upper: np.ndarray
+    opts: SolverOptions
+    terminal_equality: FeatureSet | None = None
+    path_inequality: FeatureSet | None = None
+    targets: list[tuple[int, FeatureSet]] = ()
+
+    @property
+    def nu(self) -> int:
+        return self.mech.nu
+
+    @property
+    def ns(self) -> int:
+        """Dimension of the representation's (tangent) state."""
+        return 2 * self.mech.nf if self.representation == "minimal" else 12 * self.mech.nb
+
+
+@dataclass
+class Rollout:
+    """A trajectory of the problem's dynamics.
+
+    Attributes:
+        U: (N, nu) inputs; Z: (N+1, 13 nb) maximal states; MQ, MV: (N+1, nf) minimal
+            coordinates (unwrapped) and velocities; lam: (N, nl) joint impulses of each step
+            (the warm start of the next); status: (N,) the core's status codes.
+    """
+
+    U: np.ndarray
+    Z: np.ndarray
+    MQ: np.ndarray
+    MV: np.ndarray
+    lam: np.ndarray
+    status: np.ndarray
+
+    @property
+    def failed_step(self) -> int | None:
+        bad = np.flatnonzero(self.status)
+        if bad.size:
+            return int(bad[0])
+        if not np.all(np.isfinite(self.Z)):
+            return int(np.flatnonzero(~np.all(np.isfinite(self.Z), axis=1))[0]) - 1
+        return None
+
+
+def rollout(problem: Problem, U: np.ndarray) -> Rollout:
+    """The open-loop rollout of inputs U (N, nu) from z0: one call into the core, the loop
+    ``dojo simulate`` runs for a schedule (warm starts included)."""
+    mech = problem.mech
+    N = problem.horizon
+    data = _core.Data(mech.core)
+    lam = np.zeros(mech.nl)
+    U = np.ascontiguousarray(U, dtype=float).reshape(N, mech.nu)
+    try:
+        out = _core.rollout(mech.core, data, np.ascontiguousarray(problem.z0, dtype=float), N, U, lam,
+                            core_options(problem.opts), False)
+    except (ValueError, TypeError, RuntimeError) as exc:
+        raise from_core(exc, "optimize: rollout") from None
+    Z = np.concatenate([problem.z0[None], out["states"]])
+    return _finish(mech, U, Z, out["impulses"], out["status"])
+
+
+def _finish(mech: Mechanism, U, Z, lam, status) -> Rollout:
+    if np.all(np.isfinite(Z)):
+        MQ, MV = minimal_state(mech, Z)
+    else:
+        MQ = np.full((len(Z), mech.nf), np.nan)
+        MV = MQ.copy()
+    return Rollout(U=U, Z=Z, MQ=MQ, MV=MV, lam=np.asarray(lam).reshape(len(U), mech.nl), status=np.asarray(status))
+
+
+def closed_loop_rollout(problem: Problem, ref: Rollout, lin: Linearization, d: np.ndarray, K: np.ndarray,
+                        alpha: float) -> Rollout:
+    """The forward pass: u_k = clip(u_k^ref + alpha d_k + K_k ds_k, lower, upper) with ds_k the
+    state's deviation from the reference in the representation's tangent coordinates (to
+    first order for the minimal one: ds = dy/dz dz). Steps as the core's rollout does
+    (same warm starts), one crossing per step since the input depends on the state."""
+    mech = problem.mech
+    N = problem.horizon
+    data = _core.Data(mech.core)
+    lam = np.zeros(mech.nl)
+    Z = np.empty((N + 1, 13 * mech.nb))
+    Z[0] = problem.z0
+    U = np.empty((N, mech.nu))
+    lams = np.zeros((N, mech.nl))
+    status = np.zeros(N, dtype=int)
+    minimal = problem.representation == "minimal"
+    options = core_options(problem.opts)
+    lo, hi = problem.lower, problem.upper
+    nb6 = 6 * mech.nb
+    for k in range(N):
+        dz = tangent_difference(mech, Z[k], ref.Z[k])
+        ds = lin.to_minimal[k] @ dz if minimal else dz
+        U[k] = np.clip(ref.U[k] + alpha * d[k] + K[k] @ ds, lo, hi)
+        # the step as the core's rollout takes it (the previous step's impulses as warm start)
+        code = _core.step(mech.core, data, Z[k], U[k], None, None, lam, options)
+        lam = data.w[nb6: nb6 + mech.nl].copy()
+        _core.advance_angles(mech.core, data)
+        lams[k] = lam
+        Z[k + 1] = data.z_next
+        if code != 0 or not np.all(np.isfinite(Z[k + 1])):
+            status[k:] = 1
+            Z[k + 1:] = np.nan
+            U[k + 1:] = np.nan
+            break
+    return _finish(mech, U, Z, lams, status)
+
+
+def tangent_difference(mech: Mechanism, z: np.ndarray, z_ref: np.ndarray) -> np.ndarray:
+    """(12 nb,) z - z_ref in tangent coordinates per body [x, v, phi, w], with
+    q = q_ref [sqrt(1 - |phi|^2), phi] (docs/gradients.md): phi = Vec(q_ref* q), q_ref* q
+    taken on the hemisphere w >= 0."""
+    a = z.reshape(mech.nb, 13)
+    b = z_ref.reshape(mech.nb, 13)
+    out = np.empty((mech.nb, 12))
+    out[:, 0:6] = a[:, 0:6] - b[:, 0:6]
+    rel = multiply(conjugate(b[:, 6:10]), a[:, 6:10])
+    out[:, 6:9] = np.where(rel[:, :1] >= 0, rel[:, 1:], -rel[:, 1:])
+    out[:, 9:12] = a[:, 10:13] - b[:, 10:13]
+    return out.reshape(-1)
+
+
+@dataclass
+class Linearization:
+    """The dynamics' Jacobians along a rollout, in the representation's coordinates.
+
+    Attributes:
+        A: (N, ns, ns); B: (N, ns, nu).
+        Jy: (N+1, 2 nf, ns) d y / d s (interleaved minimal state), or None when no feature needs it.
+        Jz: (N+1, 12 nb, ns) d z / d s (maximal tangent), or None.
+        kappa: (N,) where on the central path each step was differentiated.
+        to_minimal: (N+1, 2 nf, 12 nb) dy/dz at each knot (minimal representation), or None.
+    """
+
+    A: np.ndarray
+    B: np.ndarray
+    Jy: np.ndarray | None
+    Jz: np.ndarray | None
+    kappa: np.ndarray
+    to_minimal: np.ndarray | None = None
+
+
+def linearize(problem: Problem, traj: Rollout, kappa: float | None, need_y: bool, need_z: bool) -> Linearization:
+    """A_k = d s_{k+1} / d s_k and B_k = d s_{k+1} / d u_k along ``traj``.
+
+    Each step is solved again from its stored state with the rollout's warm start (the
+    same solve) and differentiated on it by the core (implicit function theorem); with
+    ``kappa`` the derivative is the relaxed one (the step moved onto s o gamma = kappa).
+    Minimal coordinates chain dy'/dz' A_max dz/dy (simulation.gradients)."""
+    mech = problem.mech
+    N, ns, nu = problem.horizon, problem.ns, mech.nu
+    minimal = problem.representation == "minimal"
+    data = _core.Data(mech.core)
+    A = np.empty((N, ns, ns))
+    B = np.empty((N, ns, nu))
+    kap = np.zeros(N)
+    nb12 = 12 * mech.nb
+    # dy/dz (2nf, 12nb) and dz/dy (12nb, 2nf) at each knot: what the minimal chain and the features need
+    M2m = m2M = None
+    if minimal or need_y:
+        # dz/dy at every knot, and dy/dz as its left inverse (J' J)^-1 J': on the tangents of
+        # the joints' constraint manifold (where every deviation of a rollout lies) it is the
+        # derivative of maximal_to_minimal, at a third of the core's cost for it
+        m2M = np.stack([minimal_to_maximal_jacobian(mech, _interleaved(mech, traj, k)) for k in range(N + 1)])
+        M2m = np.linalg.solve(np.einsum("kzi,kzj->kij", m2M, m2M), np.swapaxes(m2M, 1, 2))
+    lam = np.zeros(mech.nl)
+    options = core_options(problem.opts)
+    for k in range(N):
+        _core.step(mech.core, data, traj.Z[k], traj.U[k], None, None, lam, options)  # the rollout's own solve
+        try:
+            Am, Bm, _, kap[k] = _core.gradients(mech.core, data, True, True, [], -1.0 if kappa is None else float(kappa))
+        except RuntimeError:
+            raise SolverError(f"optimize: gradients of step {k}: {singular_message(mech, data.singular_node)}") from None
+        _core.advance_angles(mech.core, data)
+        lam = traj.lam[k].copy()
+        Bm = Bm.reshape(nb12, nu)
+        if minimal:
+            A[k] = M2m[k + 1] @ Am @ m2M[k]
+            B[k] = M2m[k + 1] @ Bm
+        else:
+            A[k] = Am
+            B[k] = Bm
+    eye = np.eye(ns)
+    Jy = Jz = None
+    if need_y:
+        Jy = np.broadcast_to(eye, (N + 1, ns, ns)) if minimal else M2m
+    if need_z:
+        Jz = m2M if minimal else np.broadcast_to(eye, (N + 1, ns, ns))
+    return Linearization(A=A, B=B, Jy=Jy, Jz=Jz, kappa=kap, to_minimal=M2m if minimal else None)
+
+
+def _interleaved(mech: Mechanism, traj: Rollout, k: int) -> np.ndarray:
+    from dojo_cli.physics.coordinates import interleave_minimal
+
+    return interleave_minimal(mech, traj.MQ[k], traj.MV[k])
+
+
+def interleaved_index(mech: Mechanism) -> tuple[np.ndarray, np.ndarray]:
+    """Where minimal coordinate i and velocity i sit in the interleaved state (per joint
+    [coordinates; velocities], physics.coordinates.interleave_minimal): two (nf,) arrays."""
+    from dojo_cli.physics.coordinates import interleave_minimal
+
+    names = np.arange(2 * mech.nf)
+    mixed = interleave_minimal(mech, names[: mech.nf], names[mech.nf:])
+    pos = np.empty(2 * mech.nf, dtype=int)
+    pos[mixed.astype(int)] = np.arange(2 * mech.nf)
+    return pos[: mech.nf], pos[mech.nf:]
+
+
+def feature_values(problem: Problem, fs: FeatureSet, traj: Rollout, k) -> np.ndarray:
+    """f(s_k) of a feature set: (n,) at knot k, or (len(k), n) at knots k (an index array)."""
+    out = []
+    X = traj.Z.reshape(len(traj.Z), problem.mech.nb, 13)
+    for f in fs.features:
+        if f.kind == "q":
+            out.append(traj.MQ[k][..., list(f.index)])
+        elif f.kind == "v":
+            out.append(traj.MV[k][..., list(f.index)])
+        else:
+            out.append(X[k][..., f.index[0], 0:3])
+    return np.concatenate(out, axis=-1)
+
+
+def _feature_rows(problem: Problem, fs: FeatureSet) -> tuple[np.ndarray, np.ndarray]:
+    """Where each entry of f sits: (n,) rows of Jy (kind q, v) and (n,) rows of Jz (kind x);
+    -1 where the other applies."""
+    qpos, vpos = interleaved_index(problem.mech)
+    ry, rz = [], []
+    for f in fs.features:
+        if f.kind == "x":
+            ry += [-1] * 3
+            rz += [12 * f.index[0] + i for i in range(3)]
+        else:
+            ry += [int(i) for i in (qpos if f.kind == "q" else vpos)[list(f.index)]]
+            rz += [-1] * len(f.index)
+    return np.array(ry, dtype=int), np.array(rz, dtype=int)
+
+
+def feature_jacobian(problem: Problem, fs: FeatureSet, lin: Linearization, k) -> np.ndarray:
+    """d f(s_k) / d s: (n, ns) at knot k, or (len(k), n, ns) at knots k."""
+    ry, rz = _feature_rows(problem, fs)
+    shape = np.shape(lin.Jy[k] if lin.Jy is not None else lin.Jz[k])[:-2]
+    out = np.zeros(shape + (len(ry), problem.ns))
+    y, z = ry >= 0, rz >= 0
+    if y.any():
+        out[..., y, :] = lin.Jy[k][..., ry[y], :]
+    if z.any():
+        out[..., z, :] = lin.Jz[k][..., rz[z], :]
+    return out
+
+
+def needs(problem: Problem) -> tuple[bool, bool]:
+    """(need_y, need_z): whether any feature reads minimal coordinates, body positions."""
+    kinds = set()
+    for fs in (problem.stage, problem.terminal, problem.terminal_equality, problem.path_inequality,
+               *(fs for _, fs in problem.targets)):
+        if fs is not None:
+            kinds |= {f.kind for f in fs.features}
+    return bool(kinds & {"q", "v"}), "x" in kinds
