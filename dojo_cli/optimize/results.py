@@ -124,16 +124,17 @@ def write_results(task: Task, result: OptimizeResult, out: Path, schedule: Path 
 
 
 class _WithGains:
-    """A RunWriter that adds each step's feedback gains (``optimize/gains``) to the run's blocks."""
+    """A storage writer (io.storage's StorageWriter, behind run_scene's KnotRows) that adds
+    each step's feedback gains (``optimize/gains``) to the run's blocks."""
 
     def __init__(self, writer, gains: np.ndarray):
         self.writer = writer
         self.gains = gains
-        self.set_final_midpoint = writer.set_final_midpoint
+        self.revise_last_state = writer.revise_last_state
 
-    def write_initial(self, *args) -> None:
-        self.writer.write_initial(*args)
+    def write_initial(self, *args, **kwargs) -> None:
+        self.writer.write_initial(*args, **kwargs)
 
-    def write_block(self, mech, block) -> None:
+    def write_block(self, mech, block, **kwargs) -> None:
         block.gradients[GAINS] = self.gains[block.k0: block.k0 + block.n]
-        self.writer.write_block(mech, block)
+        self.writer.write_block(mech, block, **kwargs)
