@@ -72,7 +72,8 @@ def run_robot(task: tuple[str, str, int]) -> dict:
         mech = build_mechanism(spec_from_dict(result.scene, file=path))
     except (DojoError, ValueError) as exc:
         row["import_s"] = time.perf_counter() - t0
-        row["refused"] = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        text = str(exc).strip().replace(str(Path(path).parent) + "/", "")  # file:line: ..., without the folder
+        row["refused"] = text.splitlines()[0] if text else type(exc).__name__
         return row
     row["import_s"] = time.perf_counter() - t0
     row.update(nb=mech.nb, nc=mech.nc, nj=mech.nj, mass=float(sum(b.mass for b in mech.bodies)))
