@@ -34,7 +34,7 @@ PENETRATION = 5e-3  # the issue's bound: no contact more than 5 mm inside the gr
 CASES = [
     ("double_pendulum", 45),  # 0.1 kg base, 96 hull contacts (31 / 77)
     ("finger_edu", 45),  # a finger on light links (17 / 154)
-    ("quadruped", 130),  # refused at t = 0 before (the first step did not solve) (120 / 78)
+    ("quadruped", 130),  # the 12 kg quadruped of example-robot-data, light lower legs (120 / 78)
     ("solo", 40),  # 2.5 kg quadruped, light feet (16 / 151)
     ("bolt", 30),  # biped with light feet (13 / 140)
     ("ur3_robot", 30),  # arm lying on the ground (13 / 140)
