@@ -2,7 +2,7 @@
 ``dojo import-urdf URDF --floating --contacts collision --merge-fixed`` and dropped limp.
 
 A representative set of the hard cases of benchmarks/robot_zoo.py (which runs all 69 for
-2 s): light links (a 0.1 kg pendulum base, fingers, feet of a 2 kg quadruped and a biped),
+2 s): light links (a 0.1 kg pendulum base, fingers, feet of 2-3 kg quadrupeds and a 1.3 kg biped),
 hands, arms lying on the ground. Each runs through the moments its steps failed before
 the interior point's restarts (core/maximal/step.h, "Restarts": the first failures came at
 steps 8 to 61), and every step must converge with no contact deeper than 5 mm.
@@ -34,8 +34,8 @@ PENETRATION = 5e-3  # the issue's bound: no contact more than 5 mm inside the gr
 CASES = [
     ("double_pendulum", 45),  # 0.1 kg base, 96 hull contacts (31 / 77)
     ("finger_edu", 45),  # a finger on light links (17 / 154)
-    ("quadruped", 130),  # the 12 kg quadruped of example-robot-data, light lower legs (120 / 78)
-    ("solo", 40),  # 2.5 kg quadruped, light feet (16 / 151)
+    ("quadruped", 130),  # a 2.8 kg quadruped with light lower legs (120 / 78)
+    ("solo", 40),  # a 2.2 kg quadruped, light feet (16 / 151)
     ("bolt", 30),  # biped with light feet (13 / 140)
     ("ur3_robot", 30),  # arm lying on the ground (13 / 140)
     ("ur10_robot", 40),  # a heavier arm (30 / 6)
