@@ -49,9 +49,11 @@ def urdf_files(root: Path) -> list[Path]:
     return sorted(root.rglob("*.urdf"))
 
 
-def robot_name(path: Path, root: Path) -> str:
-    """A short unique name: the file's stem (the collection's stems are unique)."""
-    return path.stem
+def robot_names(files: list[Path], root: Path) -> list[str]:
+    """Short unique names: the file's stem, with its package folder where two files share
+    it (anymal_b_simple_description/anymal and anymal_c_simple_description/anymal)."""
+    stems = [p.stem for p in files]
+    return [p.stem if stems.count(p.stem) == 1 else f"{p.relative_to(root).parts[0]}/{p.stem}" for p in files]
 
 
 def run_robot(task: tuple[str, str, int]) -> dict:
@@ -141,7 +143,8 @@ def main() -> int:
         return 1
     files = urdf_files(root / "robots" if (root / "robots").is_dir() else root)
     wanted = {s for s in args.robots.split(",") if s}
-    tasks = [(robot_name(p, root), str(p), args.steps) for p in files if not wanted or p.stem in wanted]
+    robots_dir = root / "robots" if (root / "robots").is_dir() else root
+    tasks = [(name, str(p), args.steps) for name, p in zip(robot_names(files, robots_dir), files) if not wanted or p.stem in wanted]
     tasks.sort(key=lambda t: (not any(t[0].startswith(s) for s in SLOW_FIRST), t[0]))
     t0 = time.perf_counter()
     ctx = multiprocessing.get_context("spawn" if sys.platform == "darwin" else "fork")
