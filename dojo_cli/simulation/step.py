@@ -94,6 +94,8 @@ def solve_step(
     """
     shared = data is None
     data = mech.core_data if shared else data
+    if shared:
+        data.impulse_scale = 1.0  # a stateless step starts from Dojo's point (core/step.h, "Restarts")
     if angles is not None:
         data.angle_ref[:] = _vector(angles, mech.nf, "angles")
     try:
@@ -123,6 +125,8 @@ def step(mech: Mechanism, z, u=None, opts: SolverOptions | None = None, f_ext=No
         f_ext: (nb,3) external forces on the centres of mass, world frame.
         tau_ext: (nb,3) external torques, body frame.
     """
-    # the shortest path: no solver record (solve_step has it)
+    # the shortest path: no solver record (solve_step has it); stateless, from Dojo's
+    # starting point (core/step.h, "Restarts")
+    mech.core_data.impulse_scale = 1.0
     _core_step(mech, mech.core_data, z, u, f_ext, tau_ext, None, opts)
     return mech.core_data.z_next.copy()

@@ -125,7 +125,10 @@ void bind_model(nb::module_& m) {
       .def_prop_ro("contact_active",
                    [](const Data& d) { return std::vector<bool>(d.contact_active.begin(), d.contact_active.end()); },
                    "(nc,) whether each contact was in the last step's solve (margins.h).")
-      .def_ro("solves", &Data::solves, "Solves of the last step (1, or more when a left-out contact touched).")
+      .def_ro("solves", &Data::solves, "Solves of the last step (1, or more when a left-out contact touched or it restarted).")
+      .def_rw("impulse_scale", &Data::impulse_scale,
+              "Starting impulse scale of the next step's interior point (step.h, \"Restarts\"); 1: Dojo's start.")
+      .def_ro("restarts", &Data::restarts, "Restarts of the last step's solve from scaled impulses (step.h, \"Restarts\").")
       .def_ro("recovery_iteration", &Data::recovery_iteration)
       .def_ro("lu_is_robust", &Data::lu_is_robust, "The last factorisation used the robust elimination order.")
       .def_ro("residual", &Data::residual)

@@ -83,6 +83,8 @@ struct Data {
   // all 1 for a model without margins
   std::vector<uint8_t> contact_active;  // (nc,)
   int active_degree = 0;                // the interior point's degree over the contacts in the solve
+  double impulse_scale = 1.0;           // starting impulse scale of the next step's solve (step.h, "Restarts")
+  int restarts = 0;                     // restarts of the last step's solve (step.h, "Restarts")
   int solves = 0;                       // solves of the last step (1 + re-solves after a left-out contact touched)
 
   // ---- iterate

@@ -22,7 +22,7 @@ namespace {
 constexpr double kFarLimit = 4.0;
 }  // namespace
 
-void step_initial_guess(const Model& m, Data& d, const double* lambda0) {
+void step_initial_guess(const Model& m, Data& d, const double* lambda0, double impulse_scale) {
   std::fill(d.w.begin(), d.w.end(), 0.0);
   for (int b = 0; b < m.nb; ++b)
     for (int k = 0; k < 3; ++k) {
@@ -42,12 +42,16 @@ void step_initial_guess(const Model& m, Data& d, const double* lambda0) {
       d.w[m.lim_s + l] = far;
       d.w[m.lim_g + l] = kLimitStart * kLimitStart / far;
     }
+    d.w[m.lim_g + l] *= impulse_scale;
   }
   // contacts: Dojo's starting point (contact.h)
   for (int c = 0; c < m.nc; ++c) {
     const int s0 = m.contact_start[c];
-    if (d.contact_active[c])
-      contact_starting_point(m.contacts[c].model, &d.w[s0], &d.w[s0 + contact_half_size(m.contacts[c].model)]);
+    if (!d.contact_active[c]) continue;
+    const int half = contact_half_size(m.contacts[c].model);
+    contact_starting_point(m.contacts[c].model, &d.w[s0], &d.w[s0 + half]);
+    if (impulse_scale != 1.0)
+      for (int i = 0; i < half; ++i) d.w[s0 + half + i] *= impulse_scale;
   }
 }
 
@@ -69,17 +73,42 @@ SolverStatus step(const Model& m, Data& d, const double* z, const double* u, con
   // the step is solved again from the start, so the left-out contacts are separated at
   // the solution (margins.h)
   std::fill(d.contact_active.begin(), d.contact_active.end(), uint8_t{1});
-  step_initial_guess(m, d, lambda0);
+  const bool inequalities = m.nlim > 0 || m.nc > 0;
+  const double first_scale = inequalities ? d.impulse_scale : 1.0;
+  step_initial_guess(m, d, lambda0, first_scale);
   select_contacts(m, d);
   int iterations = 0;
-  for (d.solves = 1;; ++d.solves) {
-    d.status = (m.nlim > 0 || m.nc > 0) ? interior_point(m, d, opts) : newton(m, d, opts);
-    iterations += d.iterations;
-    if (!m.has_margins) break;
-    step_contact_records(m, d, d.w.data());
-    if (!admit_touching_contacts(m, d)) break;
-    step_initial_guess(m, d, lambda0);
-    leave_out_contacts(m, d);
+  d.solves = 0;
+  d.restarts = 0;
+  // one solve from the starting point in d.w, with the margins' re-solves
+  auto solve = [&](double scale) {
+    for (;;) {
+      ++d.solves;
+      d.status = inequalities ? interior_point(m, d, opts) : newton(m, d, opts);
+      iterations += d.iterations;
+      if (!m.has_margins) break;
+      step_contact_records(m, d, d.w.data());
+      if (!admit_touching_contacts(m, d)) break;
+      step_initial_guess(m, d, lambda0, scale);
+      leave_out_contacts(m, d);
+    }
+  };
+  solve(first_scale);
+  // Restarts (step.h): a failed interior-point solve is solved again from the other
+  // starting scales in turn; the first that converges is the step, and its scale is
+  // where the next step starts.
+  if (inequalities && d.status != SolverStatus::Success && d.status != SolverStatus::NonFinite) {
+    for (double scale : kImpulseScales) {
+      if (scale == first_scale) continue;
+      ++d.restarts;
+      step_initial_guess(m, d, lambda0, scale);
+      leave_out_contacts(m, d);
+      solve(scale);
+      if (d.status == SolverStatus::Success) {
+        d.impulse_scale = scale;
+        break;
+      }
+    }
   }
   d.iterations = iterations;
   step_next_state(m, d, d.w.data());

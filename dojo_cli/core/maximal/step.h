@@ -13,8 +13,28 @@ constexpr double kLimitStart = 1.0;
 
 // Warm start: previous midpoint velocities, lambda0 (or zero), cone variables at
 // Dojo's starting values strictly inside their cones (the contacts in the solve:
-// d.contact_active; the others' unknowns are left as they are).
-void step_initial_guess(const Model& m, Data& d, const double* lambda0);
+// d.contact_active; the others' unknowns are left as they are), the impulses of the
+// contacts and joint limits (their gamma) times impulse_scale (a restart's, below).
+void step_initial_guess(const Model& m, Data& d, const double* lambda0, double impulse_scale = 1.0);
+
+// Restarts. The interior point starts every contact and limit at Dojo's point, impulses
+// gamma = 1.5 N s (1 for limits), whatever the bodies they act on. That is the scale of
+// a ~1 kg body at h = 0.01 (m |g| h ~ 0.1 N s); on a light link (a 0.1 kg pendulum base,
+// a finger, a foot: m |g| h ~ 1e-3 N s, inertias ~ 1e-5 kg m^2) the starting impulses
+// give the first iterates velocity changes of metres per second and angular ones at the
+// 2/h clip, the Newton directions are huge (|dw| ~ 1e3) and the cones cut the steps to
+// alpha ~ 1e-5: the solve stalls at max_iter (seen on 33 of 69 example-robot-data robots
+// dropped limp, benchmarks/robot_zoo.py). The impulse scale a step needs depends on the
+// load its contacts carry (a fingertip may hold the whole robot), which is not known
+// before the solve. So a failed interior-point solve is solved again from the same point
+// with the starting impulses scaled by the other kImpulseScales in turn, until one
+// converges, and a run starts its next step from the scale that converged
+// (Data::impulse_scale, 1 in a new Data: a stateless step starts from Dojo's point).
+// The problem is the same: a converged restart is a solution of the step to the same
+// tolerances (only the path to it differs), and a run whose steps converge from Dojo's
+// start never leaves it (the goldens pin that path, iteration counts included).
+// Data::restarts counts a step's restarts.
+constexpr double kImpulseScales[] = {1.0, 1e-1, 1e-2, 1e-3};
 
 // One whole step: setup, warm start, solve, next state. The result is in d.
 SolverStatus step(const Model& m, Data& d, const double* z, const double* u, const double* f_ext,
