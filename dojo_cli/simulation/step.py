@@ -49,8 +49,34 @@ def _vector(a, size: int, what: str) -> np.ndarray | None:
     return out
 
 
+ARMATURE_MESSAGE = ("rotor inertia (armature) is modelled in minimal coordinates only (integrator: rk4, "
+                    "dojo dynamics, dojo_cli.minimal); the variational integrator has no rotor term yet")
+
+
+def refuse_armature(mech: Mechanism) -> None:
+    """The variational integrator's guard: a mechanism with rotor inertia is refused, never
+    stepped without it.
+
+    Raises:
+        SceneError: naming each joint with an armature (its line when the scene is known).
+    """
+    if not getattr(mech, "has_armature", False):
+        return
+    from dojo_cli.errors import Problem, SceneError
+
+    scene = getattr(mech, "scene", None)
+    problems = []
+    for i, j in enumerate(mech.joints):
+        if j.armature is not None and np.any(np.asarray(j.armature) != 0):
+            field = f"joints.{i}.armature"
+            problems.append(scene.problem(field, ARMATURE_MESSAGE) if scene is not None and hasattr(scene, "problem")
+                            else Problem(f"mechanism {mech.name!r}", None, field, ARMATURE_MESSAGE))
+    raise SceneError(problems)
+
+
 def _core_step(mech: Mechanism, data, z, u, f_ext, tau_ext, lam0, opts: SolverOptions | None) -> int:
     """One step in the C++ core, in ``data`` (one call); returns the core's status code."""
+    refuse_armature(mech)
     try:
         return _core.step(
             mech.core, data, _vector(z, 13 * mech.nb, "state"), _vector(u, mech.nu, "input"),
