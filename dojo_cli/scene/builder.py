@@ -32,7 +32,7 @@ from dojo_cli.physics.coordinates import constraint_violation, interleave_minima
 from dojo_cli.model.joint_types import JointType
 from dojo_cli.scene.schema import GROUND_NAME, MAX_MAGNITUDE, MAX_STEPS, MIN_AMOUNT, RANDOM_COORDINATES
 from dojo_cli.simulation.initial import InitialStateError, midpoint_state
-from dojo_cli.simulation.step import ARMATURE_MESSAGE
+from dojo_cli.simulation.step import ARMATURE_MESSAGE, unsupported_armature
 from dojo_cli.simulation.controller import (
     ConstantController, Controller, ExternalForce, PDController, ScheduleController,
 )
@@ -350,12 +350,13 @@ def initial_states_from_spec(spec, mech: Mechanism, file: str, controller: Contr
         raise SceneError(problems)
     random_initial = drawn or None
     if mech.has_armature:
-        if spec.integrator != "rk4":
-            raise SceneError([spec.problem(f"joints.{i}.armature", ARMATURE_MESSAGE + "; set integrator: rk4")
-                              for i, j in enumerate(mech.joints) if j.armature is not None and np.any(j.armature != 0)])
-        # rk4 starts from the velocities at t0; the variational integrator's midpoint state
-        # (which would ignore the rotor inertia) is not made
-        return {"initial": z, "initial_t0": z if at_t0 else None, "random_initial": random_initial}
+        if spec.integrator == "rk4":
+            # rk4 starts from the velocities at t0; no variational midpoint state is made (its
+            # integrator may not model every rotor the minimal layer does)
+            return {"initial": z, "initial_t0": z if at_t0 else None, "random_initial": random_initial}
+        bad = unsupported_armature(mech)
+        if bad:
+            raise SceneError([spec.problem(f"joints.{i}.armature", ARMATURE_MESSAGE) for i in bad])
     if not at_t0:
         return {"initial": z, "initial_t0": None, "random_initial": random_initial}
     try:

@@ -49,28 +49,40 @@ def _vector(a, size: int, what: str) -> np.ndarray | None:
     return out
 
 
-ARMATURE_MESSAGE = ("rotor inertia (armature) is modelled in minimal coordinates only (integrator: rk4, "
-                    "dojo dynamics, dojo_cli.minimal); the variational integrator has no rotor term yet")
+ARMATURE_MESSAGE = ("the variational integrator models rotor inertia (armature) on the rotation of a joint with one "
+                    "free rotation (revolute, cylindrical, planar_axis, free_revolute) only; on translations and on "
+                    "2-3 rotation joints the minimal-coordinate layer may (integrator: rk4)")
+
+
+def unsupported_armature(mech: Mechanism) -> list[int]:
+    """Joints with an armature the variational integrator does not model (core maximal/rotor.h)."""
+    if not getattr(mech, "has_armature", False):
+        return []
+    from dojo_cli.model.compiled import rotor_coordinates
+
+    modelled = set(rotor_coordinates(mech))
+    bad = {int(mech.free_joint[f]) for f in np.flatnonzero(np.asarray(mech.armature) != 0) if int(f) not in modelled}
+    return sorted(bad)
 
 
 def refuse_armature(mech: Mechanism) -> None:
-    """The variational integrator's guard: a mechanism with rotor inertia is refused, never
-    stepped without it.
+    """The variational integrator's guard: a mechanism with a rotor inertia it does not model
+    is refused, never stepped without it.
 
     Raises:
-        SceneError: naming each joint with an armature (its line when the scene is known).
+        SceneError: naming each such joint (its line when the scene is known).
     """
-    if not getattr(mech, "has_armature", False):
+    bad = unsupported_armature(mech)
+    if not bad:
         return
     from dojo_cli.errors import Problem, SceneError
 
     scene = getattr(mech, "scene", None)
     problems = []
-    for i, j in enumerate(mech.joints):
-        if j.armature is not None and np.any(np.asarray(j.armature) != 0):
-            field = f"joints.{i}.armature"
-            problems.append(scene.problem(field, ARMATURE_MESSAGE) if scene is not None and hasattr(scene, "problem")
-                            else Problem(f"mechanism {mech.name!r}", None, field, ARMATURE_MESSAGE))
+    for i in bad:
+        field = f"joints.{i}.armature"
+        problems.append(scene.problem(field, ARMATURE_MESSAGE) if scene is not None and hasattr(scene, "problem")
+                        else Problem(f"mechanism {mech.name!r}", None, field, ARMATURE_MESSAGE))
     raise SceneError(problems)
 
 

@@ -91,11 +91,6 @@ def test_pendulum_with_armature_conserves_energy_including_the_rotors_and_keeps_
     assert abs(period - exact) < PERIOD_TOL, f"period {period:.10f} s, exact {exact:.10f} s"
 
 
-def test_variational_integrator_refuses_armature_naming_the_joint():
-    with pytest.raises(SceneError, match=r"joints\.0\.armature: rotor inertia \(armature\) is modelled in minimal"):
-        dojo.load_scene("pendulum", overrides={"joints.0.armature": 0.7})
-
-
 def test_armature_on_a_spherical_joint_is_refused_by_the_minimal_layer():
     mech = dojo.load_scene("spherical_chain", overrides={"joints.1.armature": 0.1, "integrator": "rk4"})
     with pytest.raises(SceneError, match=r"joints\.1\.armature: rotor inertia on the rotations of a spherical joint"):
