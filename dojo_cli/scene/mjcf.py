@@ -322,6 +322,7 @@ class _Reader:
         self.actuators: list[tuple[Any, str, str]] = []
         self.keys: list[tuple[Any, str]] = []
         self.links: list[dict] = []  # split_hinges' link bodies (scene data)
+        self.inert_tendons: list[str] = []  # tendons that exert no force (left out, a note)
         self.contact_lines: dict[str, tuple[str, int | None]] = {}  # contact name -> its geom's file, line
         self.timestep = DEFAULT_TIMESTEP
         self.gravity = np.array(DEFAULT_GRAVITY)
@@ -507,6 +508,10 @@ class _Reader:
                     elif child.tag == "hfield":
                         self.unsupported(cfile, child.sourceline, "<hfield>", "heightfields", "heightfields are not supported")
         for el, file in items:
+            if el.tag == "actuator":  # before the tendons: an actuated tendon exerts forces
+                for child, cfile in self.children(el, file):
+                    self.actuators.append((child, cfile, self.default_class(child, None, cfile)))
+        for el, file in items:
             tag = el.tag
             if tag == "worldbody":
                 self.read_body_children(el, file, -1, None)
@@ -521,19 +526,39 @@ class _Reader:
                     elif child.tag == "pair":
                         self.unsupported(cfile, child.sourceline, "<pair>", "explicit contact pairs",
                                          "explicit contact pairs are not supported (contacts follow contype/conaffinity)")
-            elif tag == "actuator":
-                for child, cfile in self.children(el, file):
-                    self.actuators.append((child, cfile, self.default_class(child, None, cfile)))
             elif tag == "keyframe":
                 for child, cfile in self.children(el, file):
                     if child.tag == "key":
                         self.keys.append((child, cfile))
+            elif tag == "tendon":
+                self.read_tendons(el, file)
             elif tag in _UNSUPPORTED_SECTIONS:
                 kind = _UNSUPPORTED_SECTIONS[tag]
                 if len([c for c in el if isinstance(c.tag, str)]):
                     self.unsupported(file, el.sourceline, f"<{tag}>", kind, f"{kind} are not supported")
             elif tag not in _IGNORED_SECTIONS:
                 self.warn(file, el.sourceline, f"<{tag}>", "not read (no physics here maps it)")
+
+    def read_tendons(self, el, file: str) -> None:
+        """Tendons cannot be mapped, but one with no limit, spring, damper or friction that no
+        actuator drives exerts no force (Gymnasium's Humanoid has two such, kept for
+        observations): left out with a note. Any other is unsupported."""
+        driven = {a.get("tendon") for a, _f, _c in self.actuators if a.get("tendon")}
+        for child, cfile in self.children(el, file):
+            a = self.attrs(child, self.default_class(child, None, cfile))
+            a = {**self.defaults.get(child.get("class") or "main", {}).get("tendon", {}), **a}
+            name = a.get("name") or "(unnamed)"
+            forces = [k for k in ("stiffness", "damping", "frictionloss") if float(a.get(k, "0") or 0) != 0]
+            limited = a.get("limited", "auto")
+            if limited == "true" or (limited == "auto" and self.autolimits and "range" in a):
+                forces.append("range")
+            if name in driven:
+                forces.append("an actuator")
+            if forces:
+                self.unsupported(cfile, child.sourceline, f"tendon {name!r}", "tendons",
+                                 f"tendons are not supported (this one has {', '.join(forces)})")
+            else:
+                self.inert_tendons.append(name)
 
     def read_compiler(self, el, file: str) -> None:
         a = dict(el.attrib)
@@ -931,30 +956,50 @@ def read_mjcf(path: str | Path, options: MjcfOptions | None = None, shown: str |
     for kind, places in reader.dropped.items():
         reader.warnings.append(f"warning: {reader.file}: {kind} left out (--drop-unsupported), {len(places)} at "
                                + ", ".join(places[:4]) + (", ..." if len(places) > 4 else ""))
+    if reader.inert_tendons:
+        result.notes.append(f"{len(reader.inert_tendons)} tendons left out: no limit, spring, damper, friction or actuator, "
+                            f"so no force ({', '.join(reader.inert_tendons)})")
     result.scene = scene
     result.warnings = reader.warnings
     return result
 
 
+# The free coordinate of each scene joint type that is its one rotation (the variational
+# integrator's rotor term, core maximal/rotor.h), and whether its translations turn with it.
+_ROTATION_SLOT = {"revolute": 0, "cylindrical": 1, "planar_axis": 2, "free_revolute": 3}
+_TURNING = ("planar_axis", "free_revolute")
+
+
 def _armature_integrator(reader: _Reader, scene: dict, joints: list[dict], contacts: list[dict]) -> None:
-    """Rotor inertia is modelled in minimal coordinates (integrator: rk4), which has no
-    contacts or joint limits: a model with armature and neither runs on rk4; with either,
-    its armature cannot be mapped (refused, or left out with drop_unsupported)."""
-    geared = [j for j in joints if any(j.get("armature", []))]
-    if not geared:
-        return
+    """Rotor inertia: the variational integrator models it on the rotation of a joint with one
+    rotation (every hinge); the minimal-coordinate layer (integrator: rk4, no contacts or
+    limits) also on translations that do not turn with a rotation. A slide's armature a model
+    with contacts or limits needs (or one turning with a planar joint's hinge) cannot be
+    mapped: refused, or left out with drop_unsupported. A ball's or free joint's neither."""
     limited = [j["name"] for j in joints if "limits" in j]
-    if not contacts and not limited:
+    translational = []  # (scene joint, coordinate) of armature the variational integrator lacks
+    for j in joints:
+        for k, a in enumerate(j.get("armature", [])):
+            if a and _ROTATION_SLOT.get(j["type"]) != k:
+                translational.append((j, k))
+    if not translational:
+        return
+    rk4_can = all(j["type"] not in _TURNING and j["type"] not in ("spherical", "floating") for j, _ in translational)
+    if rk4_can and not contacts and not limited:
         scene["integrator"] = "rk4"
         return
-    why = f"{len(contacts)} contacts" if contacts else f"joint limits ({', '.join(limited[:3])}{', ...' if len(limited) > 3 else ''})"
-    for j in geared:
+    why = (f"this model has {len(contacts)} contacts" if contacts else f"this model has joint limits ({', '.join(limited[:3])}"
+           f"{', ...' if len(limited) > 3 else ''})") if rk4_can else "the slide turns with the body's hinge"
+    for j, k in translational:
         source = [x for b in reader.bodies for x in b.joints if x.name == j["name"] or b.name == j["child"]]
-        first = next(x for x in source if x.armature)
-        reader.unsupported(first.file, first.line, f"joint {first.name!r}", "rotor inertia (armature) with contacts or joint limits",
-                           f"armature {first.armature:g}: rotor inertia is modelled by the rk4 integrator only, "
-                           f"which has no contacts or joint limits (this model has {why})")
+        first = next((x for x in source if x.armature and x.type != "hinge"), source[0])
+        reader.unsupported(first.file, first.line, f"joint {first.name!r}", "rotor inertia (armature) of slides, balls and free joints",
+                           f"armature {first.armature:g} of a {first.type} joint: the variational integrator models rotor inertia "
+                           f"on hinges only, the rk4 integrator (no contacts or limits) also on slides that do not turn ({why})")
         if reader.options.drop_unsupported:
+            j["armature"][k] = 0.0
+    for j in joints:
+        if "armature" in j and not any(j["armature"]):
             del j["armature"]
 
 
@@ -1642,8 +1687,16 @@ def _keyframe(reader: _Reader, name: str, scene: dict, result: MjcfImport) -> No
     for m in result.coordinates:
         if m.kind in ("hinge", "slide"):
             velocities[m.dojo_joint][m.coordinate] += m.sign * float(qvel[m.dof_adr])
-        elif np.any(qvel[m.dof_adr:m.dof_adr + (3 if m.kind == "ball" else 6)] != 0):
-            reader.problem(file, el.sourceline, element, f"qvel of the {m.kind} joint {m.joint!r} is not read yet (give zeros)")
+            continue
+        # ball: qvel is the child's angular velocity relative to its parent, child frame; free: the
+        # body origin's world velocity, then its angular velocity in its own frame. A spherical or
+        # floating joint's initial rotation velocity is that relative angular velocity, child
+        # frame (checked against MuJoCo's positions along qvel: tests/scene/test_mjcf.py)
+        rates = np.asarray(qvel[m.dof_adr + (0 if m.kind == "ball" else 3):m.dof_adr + (3 if m.kind == "ball" else 6)], float)
+        if m.kind == "ball":
+            velocities[m.dojo_joint][:] = _vector(rates)
+        else:
+            velocities[m.dojo_joint][:] = _vector(np.concatenate([qvel[m.dof_adr:m.dof_adr + 3], rates]))
     for joint in scene["joints"]:
         if joint["type"] == "fixed":
             continue

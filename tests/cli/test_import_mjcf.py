@@ -22,28 +22,34 @@ def invoke(*args):
     return runner.invoke(app, [str(a) for a in args])
 
 
-def test_import_writes_a_scene_that_loads_and_says_what_it_left_out(tmp_path):
+SWIMMER = HOPPER.parent / "swimmer.xml"
+
+
+def test_import_writes_a_scene_that_loads(tmp_path):
     out = tmp_path / "hopper.yaml"
-    res = invoke("import-mjcf", HOPPER, "-o", out, "--drop-unsupported")
+    res = invoke("import-mjcf", HOPPER, "-o", out)
     assert res.exit_code == 0, res.output
     assert res.stdout.startswith(f"wrote {out}: 4 bodies, 4 joints, 23 contacts, 3 inputs, total mass 15.82")
     assert "note: ctrlrange of 3 actuators is not enforced" in res.stdout
-    warnings = res.stderr.splitlines()
-    assert len(warnings) == 1 and "rotor inertia (armature) with contacts or joint limits left out (--drop-unsupported), 3 at" \
-        in warnings[0], res.stderr
+    assert res.stderr == ""
     mech = dojo.load_scene(str(out))
     assert mech.timestep == 0.002 and [j.name for j in mech.joints][:2] == ["rootx_rootz_rooty", "thigh_joint"]
+    assert list(mech.armature) == [0.0, 0.0, 0.0, 1.0, 1.0, 1.0]  # the hinges' rotors, root none
 
 
 def test_import_refuses_with_file_line_and_element_and_writes_nothing(tmp_path):
-    out = tmp_path / "hopper.yaml"
-    res = invoke("import-mjcf", HOPPER, "-o", out)
+    out = tmp_path / "swimmer.yaml"
+    res = invoke("import-mjcf", SWIMMER, "-o", out)
     assert res.exit_code == 2, res.output
     lines = res.stderr.splitlines()
-    assert lines[0] == (f"{HOPPER}:27: joint 'thigh_joint': armature 1: rotor inertia is modelled by the rk4 integrator only, "
-                        "which has no contacts or joint limits (this model has 7 contacts) (import without it: --drop-unsupported)")
-    assert len(lines) == 3 and "Traceback" not in res.output
-    assert not out.exists()
+    assert lines[0] == (f"{SWIMMER}:3: <option>: fluid forces (density=4000, viscosity=0.1) are not modelled "
+                        "(import without it: --drop-unsupported)")
+    assert "Traceback" not in res.output and not out.exists()
+    res = invoke("import-mjcf", SWIMMER, "-o", out, "--drop-unsupported")
+    assert res.exit_code == 0, res.output
+    warnings = res.stderr.splitlines()
+    assert len(warnings) == 2 and "fluid forces left out (--drop-unsupported), 1 at" in warnings[0]
+    assert "rotor inertia (armature) of slides, balls and free joints left out (--drop-unsupported), 2 at" in warnings[1]
 
 
 def test_keyframe_option(tmp_path):

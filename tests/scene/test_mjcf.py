@@ -92,7 +92,6 @@ def test_features_keyframe_poses_and_velocities_equal_mujocos():
     key = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_KEY, "bent")
     mujoco.mj_resetDataKeyframe(m, d, key)
     mujoco.mj_forward(m, d)
-    # the hinges' and slides' rates only (the importer reads no ball or free qvel yet)
     result = read_mjcf(FEATURES, MjcfOptions(drop_unsupported=True, keyframe="bent"))
     mech = _build(result, FEATURES)
     _assert_poses(mech, m, d, 1e-10, "keyframe 'bent'")
@@ -181,7 +180,7 @@ def test_unsupported_elements_are_refused_with_file_line_and_element(tmp_path):
     </body>
   </worldbody>
   <tendon>
-    <fixed name="t"><joint joint="j" coef="1"/></fixed>
+    <fixed name="t" stiffness="10"><joint joint="j" coef="1"/></fixed>
   </tendon>
   <equality>
     <weld body1="a"/>
@@ -194,7 +193,7 @@ def test_unsupported_elements_are_refused_with_file_line_and_element(tmp_path):
     lines = _problems(path)
     assert lines == [
         "model.xml:2: <option>: fluid forces (density=1.2) are not modelled (import without it: --drop-unsupported)",
-        "model.xml:10: <tendon>: tendons are not supported (import without it: --drop-unsupported)",
+        "model.xml:11: tendon 't': tendons are not supported (this one has stiffness) (import without it: --drop-unsupported)",
         "model.xml:13: <equality>: equality constraints are not supported (import without it: --drop-unsupported)",
         "model.xml:16: <sensor>: sensors are not supported (import without it: --drop-unsupported)",
     ], lines
@@ -202,7 +201,7 @@ def test_unsupported_elements_are_refused_with_file_line_and_element(tmp_path):
     kinds = [w.split(": ", 2)[2] for w in result.warnings]
     assert kinds == [
         "fluid forces left out (--drop-unsupported), 1 at model.xml:2",
-        "tendons left out (--drop-unsupported), 1 at model.xml:10",
+        "tendons left out (--drop-unsupported), 1 at model.xml:11",
         "equality constraints left out (--drop-unsupported), 1 at model.xml:13",
         "sensors left out (--drop-unsupported), 1 at model.xml:16",
     ], result.warnings
@@ -244,6 +243,14 @@ def test_a_missing_file_is_an_io_error(tmp_path):
     with pytest.raises(SceneFileError) as info:
         read_mjcf(tmp_path / "nothing.xml")
     assert info.value.exit_code == 3
+
+
+def test_tendons_that_exert_no_force_are_left_out_with_a_note():
+    humanoid = next(p for p in gymnasium_assets() if p.name == "humanoid.xml")
+    result = read_mjcf(humanoid, MjcfOptions(split_hinges=True), humanoid.name)  # no --drop-unsupported needed
+    assert result.warnings == []
+    assert ("2 tendons left out: no limit, spring, damper, friction or actuator, so no force (left_hipknee, right_hipknee)"
+            in result.notes)
 
 
 # ---------------------------------------------------------------- joints
