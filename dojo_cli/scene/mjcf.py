@@ -956,6 +956,7 @@ def read_mjcf(path: str | Path, options: MjcfOptions | None = None, shown: str |
     for kind, places in reader.dropped.items():
         reader.warnings.append(f"warning: {reader.file}: {kind} left out (--drop-unsupported), {len(places)} at "
                                + ", ".join(places[:4]) + (", ..." if len(places) > 4 else ""))
+    _warn_outside_limits(reader, scene)
     if reader.inert_tendons:
         result.notes.append(f"{len(reader.inert_tendons)} tendons left out: no limit, spring, damper, friction or actuator, "
                             f"so no force ({', '.join(reader.inert_tendons)})")
@@ -968,6 +969,26 @@ def read_mjcf(path: str | Path, options: MjcfOptions | None = None, shown: str |
 # integrator's rotor term, core maximal/rotor.h), and whether its translations turn with it.
 _ROTATION_SLOT = {"revolute": 0, "cylindrical": 1, "planar_axis": 2, "free_revolute": 3}
 _TURNING = ("planar_axis", "free_revolute")
+
+
+def _warn_outside_limits(reader: _Reader, scene: dict) -> None:
+    """One warning naming the joints that start outside their range (Gymnasium's Ant: ankles at
+    0, range 30..70 degrees). MuJoCo's soft limits push them in over a few steps; ours are exact,
+    so the first step puts them on the bound (the Ant's ankles at 52 rad/s). The start stays the
+    file's (a --keyframe inside the ranges avoids it)."""
+    outside = []
+    for j in scene["joints"]:
+        limits = j.get("limits")
+        if not limits:
+            continue
+        position = (j.get("initial") or {}).get("position") or [0.0] * len(limits["lower"])
+        for k, (lo, hi) in enumerate(zip(limits["lower"], limits["upper"])):
+            if not lo <= position[k] <= hi:
+                outside.append(f"{j['name']} ({position[k]:.4g} not in [{lo:.4g}, {hi:.4g}])")
+    if outside:
+        reader.warnings.append(f"warning: {reader.file}: {len(outside)} joints start outside their range, where the first "
+                               f"step puts them on the bound (MuJoCo's soft limits push them in over a few steps): "
+                               + ", ".join(outside[:4]) + (", ..." if len(outside) > 4 else ""))
 
 
 def _armature_integrator(reader: _Reader, scene: dict, joints: list[dict], contacts: list[dict]) -> None:

@@ -989,8 +989,11 @@ class ContactSpec(Spec):
     def _sphere_or_shape(self) -> ContactSpec:
         problems = []
         if self.shape is not None:
+            # a stored scene (a run file's 'scene') writes every field back, the sphere's
+            # defaults too: those are accepted, as rim_points' below
+            defaults = {"radius": 0.0, "offset": [0.0, 0.0, 0.0]}
             problems = [(key, "describes the contact sphere; a contact with a shape has none (leave it out)")
-                        for key in ("radius", "offset") if key in self.fields_set]
+                        for key in ("radius", "offset") if key in self.fields_set and getattr(self, key) != defaults[key]]
         # (a stored scene writes the default back on every contact: that one is accepted)
         if self.rim_points in (1, 2) or (self.shape is None and self.rim_points != 3):
             problems.append(("rim_points", "fixed points per rim of a cylinder shape: 0, or 3 to 16 (fewer cannot stand)"))

@@ -35,6 +35,12 @@ def test_import_writes_a_scene_that_loads(tmp_path):
     mech = dojo.load_scene(str(out))
     assert mech.timestep == 0.002 and [j.name for j in mech.joints][:2] == ["rootx_rootz_rooty", "thigh_joint"]
     assert list(mech.armature) == [0.0, 0.0, 0.0, 1.0, 1.0, 1.0]  # the hinges' rotors, root none
+    # its run reads back (the stored scene's shape contacts: their sphere fields are written as defaults)
+    run = tmp_path / "hopper.h5"
+    res = invoke("simulate", out, "--steps", 3, "-o", run, "-q")
+    assert res.exit_code == 0, res.output
+    res = invoke("energy", run)
+    assert res.exit_code == 0, res.output
 
 
 def test_import_refuses_with_file_line_and_element_and_writes_nothing(tmp_path):

@@ -155,3 +155,48 @@ def test_rk4_with_armature_follows_mujoco_to_fourth_order(name):
     errors = _errors(name, "rk4", armature=True)
     ratio = errors[0] / errors[1]
     assert FOURTH_ORDER[0] < ratio < FOURTH_ORDER[1], f"{name}: errors {errors[0]:.3e}, {errors[1]:.3e} m, ratio {ratio:.2f}"
+
+
+POSITION_SERVO = """<mujoco model="servo">
+  <option timestep="0.01" gravity="0 0 -9.81"/>
+  <worldbody>
+    <body name="arm" pos="0 0 1">
+      <joint name="shoulder" type="hinge" axis="0 1 0" damping="0.1" armature="0.02"/>
+      <geom type="capsule" fromto="0 0 0 0.3 0 0" size="0.03"/>
+    </body>
+  </worldbody>
+  <actuator>
+    <position name="servo" joint="shoulder" kp="20" gear="2"/>
+  </actuator>
+  <keyframe>
+    <key name="start" qpos="0.3" qvel="-1" ctrl="0.8"/>
+  </keyframe>
+</mujoco>
+"""
+
+
+def test_position_actuator_follows_mujoco_to_second_order(tmp_path):
+    """A position servo (kp, gear 2) holding an arm against gravity from a keyframe: the PD the
+    importer makes (kp g^2, target ctrl / g) against MuJoCo's actuator (force kp (ctrl - g q),
+    torque g force), both with the hinge's damping and armature."""
+    path = tmp_path / "servo.xml"
+    path.write_text(POSITION_SERVO)
+    m = mujoco.MjModel.from_xml_path(str(path))
+    m.opt.integrator = mujoco.mjtIntegrator.mjINT_RK4
+    m.opt.timestep = REFERENCE_STEP
+    d = mujoco.MjData(m)
+    mujoco.mj_resetDataKeyframe(m, d, 0)
+    for _ in range(int(round(DURATION / REFERENCE_STEP))):
+        mujoco.mj_step(m, d)
+    errors = []
+    for h in VARIATIONAL_STEPS:
+        result = read_mjcf(path, MjcfOptions(keyframe="start"))
+        scene = copy.deepcopy(result.scene)
+        assert scene["controller"] == {"type": "pd", "kp": {"shoulder": [80.0]}, "kd": {"shoulder": [0.0]},
+                                       "targets": {"shoulder": [0.4]}, "velocity_targets": {"shoulder": [0.0]}}
+        scene["timestep"] = h
+        mech = build_mechanism(spec_from_dict(scene, file=str(path)))
+        traj = dojo.simulate(mech, steps=int(round(DURATION / h)), opts=dojo.SolverOptions(rtol=SOLVER_TOL, btol=SOLVER_TOL))
+        errors.append(float(np.abs(traj.x[-1][0] - d.xipos[1]).max()))
+    ratio = errors[0] / errors[1]
+    assert SECOND_ORDER[0] < ratio < SECOND_ORDER[1], f"errors {errors[0]:.3e}, {errors[1]:.3e} m, ratio {ratio:.2f}"
