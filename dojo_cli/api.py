@@ -201,8 +201,12 @@ def mechanics(mech: Mechanism, traj: Trajectory) -> _energy.Mechanics:
 
 
 def kinetic_energy(mech: Mechanism, traj: Trajectory) -> np.ndarray:
-    """(T,) kinetic energy, J (Dojo's discrete Legendre transform)."""
-    return _energy.kinetic_energy(mech, traj.v_mid, traj.omega_mid)
+    """(T,) kinetic energy, J (Dojo's discrete Legendre transform), with the joints' rotor
+    inertia's at the coordinates' rates (an rk4 run's; the variational integrator has none)."""
+    kinetic = _energy.kinetic_energy(mech, traj.v_mid, traj.omega_mid)
+    if getattr(mech, "has_armature", False):
+        kinetic = kinetic + _energy.rotor_energy(mech, traj.minimal_v[: len(kinetic)])
+    return kinetic
 
 
 def potential_energy(mech: Mechanism, traj: Trajectory) -> np.ndarray:

@@ -61,6 +61,8 @@ COMMANDS = (
                  "Replay a run in meshcat in the browser (until Ctrl-C), or write it as a standalone HTML page (--html)."),
     CommandEntry("import-urdf", "dojo_cli.cli.urdf_command:import_urdf",
                  "Import a URDF as an editable scene: bodies at their centres of mass, joints with limits and dampers, contacts."),
+    CommandEntry("import-mjcf", "dojo_cli.cli.mjcf_command:import_mjcf",
+                 "Import a MuJoCo MJCF model as an editable scene: bodies, joints, contacts, actuators, keyframes."),
     CommandEntry("sweep", "dojo_cli.cli.sweep_command:sweep",
                  "Run a scene over a grid of parameters (locally or on Dask) and summarize the runs."),
     CommandEntry("info", "dojo_cli.cli.info_command:info",

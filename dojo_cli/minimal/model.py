@@ -283,6 +283,7 @@ class MinimalModel:
                 frame_p[k] = mech.joints[tj.index].parent_vertex
                 frame_q[k] = mech.joints[tj.index].orientation_offset
         ti.spring, ti.damper, ti.spring_offset = spring.tolist(), damper.tolist(), spring_offset.tolist()
+        ti.armature = _tree_armature(mech, joints, self.nv).tolist()
         ti.joint_frame_translation = frame_p.reshape(-1).tolist()
         ti.joint_frame_rotation = frame_q.reshape(-1).tolist()
         ti.trans_pred = [int(tj.trans_pred) for tj in joints]
@@ -394,6 +395,59 @@ class MinimalModel:
 
 def _quaternion_of(R: np.ndarray) -> np.ndarray:
     return rot_to_quat(R)
+
+
+def _tree_armature(mech: Mechanism, joints: list[TreeJoint], nv: int) -> np.ndarray:
+    """(nv,) rotor inertia per velocity entry (tree.h TreeInput.armature).
+
+    The kinetic energy 1/2 a theta_dot^2 of a coordinate is 1/2 a v_k^2 where the velocity
+    entry is the coordinate's rate: a revolute rotation (v = theta_dot), translations whose
+    rate map E_t = T R_J T^T is the identity (no rotation, a translation along the rotation
+    axis, or translations measured in the predecessor frame). Elsewhere it is refused: on
+    the rotations of a 2- or 3-rotation joint and on a loop-closing joint (no such entry),
+    and on translations that turn with the joint's rotation (planar_axis, free_revolute):
+    there v_t is the rate in the turning frame, and d/dt (a theta_dot_t) = a (vdot_t + psi_dot
+    x v_t) has a Coriolis term beyond M += a.
+
+    Raises:
+        SceneError: naming the joint's ``armature`` field.
+    """
+    out = np.zeros(nv)
+    if not mech.has_armature:
+        return out
+    scene = getattr(mech, "scene", None)
+    problems = []
+
+    def refuse(index: int, message: str) -> None:
+        field = f"joints.{index}.armature"
+        if scene is not None and hasattr(scene, "problem"):
+            problems.append(scene.problem(field, message))
+        else:
+            problems.append(Problem(f"mechanism {mech.name!r}", None, field, message))
+
+    tree = {tj.index for tj in joints}
+    for i in mech.loop_joints:
+        if i not in tree and np.any(mech.armature[mech.joint_free_range[i]] != 0):
+            refuse(i, "rotor inertia on a loop-closing joint is not modelled (the tree's mass matrix has no entry for it)")
+    for tj in joints:
+        a = mech.armature[mech.joint_free_range[tj.index]]
+        if not np.any(a != 0):
+            continue
+        nt = tj.n_trans
+        rotations = a[nt:]
+        if np.any(rotations != 0) and tj.rot != ROT_REVOLUTE:
+            refuse(tj.index, f"rotor inertia on the rotations of a {JointType(tj.type).value} joint is not modelled "
+                             "(only on a revolute rotation and on translations)")
+            continue
+        turning = tj.rot != ROT_NONE and not tj.trans_pred and nt > 1
+        if turning and np.any(a[:nt] != 0):
+            refuse(tj.index, f"rotor inertia on the translations of a {JointType(tj.type).value} joint, which turn with its "
+                             "rotation, is not modelled (its Coriolis term); only on its rotation")
+            continue
+        out[tj.v] = a
+    if problems:
+        raise SceneError(problems)
+    return out
 
 
 def _refuse_locked_loop_joints(mech: Mechanism) -> None:

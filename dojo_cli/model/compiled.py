@@ -12,6 +12,7 @@ import numpy as np
 
 from dojo_cli import _core
 from dojo_cli.errors import Problem, SceneError
+from dojo_cli.math.quaternion import matrix_from_quaternion
 
 # The core's enums by name -> code, read from the core, which defines them
 # (core/maximal/contact_params.h, collision_kind.h).
@@ -66,6 +67,14 @@ def model_input(mech) -> _core.ModelInput:
     m.damper = mech.damper.tolist()
     m.spring_offset = mech.spring_offset.tolist()
     m.damper_implicit = [int(v) for v in mech.damper_implicit]
+    rotors = rotor_coordinates(mech)
+    m.rotor_joint = [int(mech.free_joint[f]) for f in rotors]
+    m.rotor_armature = [float(mech.armature[f]) for f in rotors]
+    axes = [np.asarray(mech.joints[mech.free_joint[f]].axis, float) for f in rotors]
+    axes = [a / np.linalg.norm(a) for a in axes]
+    m.rotor_axis_child = [float(v) for a in axes for v in a]
+    m.rotor_axis_parent = [float(v) for f, a in zip(rotors, axes)
+                           for v in matrix_from_quaternion(mech.joints[mech.free_joint[f]].orientation_offset) @ a]
     m.limit_free = [int(f) for f in mech.limit_free]
     m.limit_sign = mech.limit_sign.tolist()
     m.limit_bound = mech.limit_bound.tolist()
@@ -93,6 +102,22 @@ def model_input(mech) -> _core.ModelInput:
     m.actuator_point = [x for a in acts for x in vec(a.point)]
     m.actuator_torque = [x for a in acts for x in vec(a.torque)]
     return m
+
+
+def rotor_coordinates(mech) -> list[int]:
+    """Free coordinates whose rotor inertia the variational integrator models (core
+    maximal/rotor.h): the rotation of a joint with exactly one free rotation (revolute,
+    cylindrical, planar_axis, free_revolute), with a nonzero armature."""
+    out = []
+    armature = getattr(mech, "armature", None)
+    if armature is None:
+        return out
+    for f in np.flatnonzero(np.asarray(armature) != 0):
+        joint = mech.joints[int(mech.free_joint[f])]
+        n_trans, n_rot = joint.free
+        if n_rot == 1 and int(mech.free_slot[f]) >= 3:  # rotational slots are 3..5 (model.h basis)
+            out.append(int(f))
+    return out
 
 
 def compile_model(mech) -> _core.Model:

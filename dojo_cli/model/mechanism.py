@@ -122,6 +122,10 @@ class Joint:
         orientation_offset: (4,) joint frame relative to the parent body [w,x,y,z].
         spring: (n,) stiffness per free coordinate (N/m or N m/rad).
         damper: (n,) damping per free coordinate (N s/m or N m s/rad).
+        armature: (n,) rotor inertia per free coordinate (kg m^2 or kg): kinetic energy
+            1/2 a theta_dot^2 of the coordinate's rate (MuJoCo's armature). The
+            minimal-coordinate layer models it (M += a on the coordinate's diagonal); the
+            variational integrator refuses a mechanism with any (simulation.step).
         spring_offset: (n,) rest value of the free coordinates.
         limits: (lower (n,), upper (n,)) or None.
         damper_form: "midpoint" (second order) or "implicit" (first order, L-stable):
@@ -144,6 +148,7 @@ class Joint:
     spring_offset: np.ndarray | None = None
     limits: tuple[np.ndarray, np.ndarray] | None = None
     damper_form: str = "midpoint"
+    armature: np.ndarray | None = None
     locked: bool = False
 
     @property
@@ -273,6 +278,7 @@ def _frozen_parts(bodies, joints, contacts):
             orientation_offset=_readonly(j.orientation_offset),
             spring=None if j.spring is None else _readonly(j.spring),
             damper=None if j.damper is None else _readonly(j.damper),
+            armature=None if j.armature is None else _readonly(j.armature),
             spring_offset=None if j.spring_offset is None else _readonly(j.spring_offset),
             limits=None if j.limits is None else (_readonly(j.limits[0]), _readonly(j.limits[1])),
         )
@@ -384,6 +390,9 @@ class Mechanism:
         self.spring = np.concatenate([_per_free(j, j.spring) for j in self.joints]) if nj else np.zeros(0)
         self.damper = np.concatenate([_per_free(j, j.damper) for j in self.joints]) if nj else np.zeros(0)
         self.spring_offset = np.concatenate([_per_free(j, j.spring_offset) for j in self.joints]) if nj else np.zeros(0)
+        # (nf,) rotor inertia per free coordinate (armature; core/maximal/rotor.h, minimal/tree.h)
+        self.armature = np.concatenate([_per_free(j, j.armature) for j in self.joints]) if nj else np.zeros(0)
+        self.has_armature = bool(np.any(self.armature != 0))
         # (nf,) 1 where the damper takes the first-order implicit form (core/maximal/residual.h)
         self.damper_implicit = np.concatenate(
             [np.full(j.input_dimension, int(j.damper_form == "implicit")) for j in self.joints]
@@ -645,7 +654,7 @@ def _input_problems(bodies, joints, contacts, timestep, gravity) -> list[tuple[s
             elif not _invertible(inertia):
                 problems.append((f"bodies.{i}.inertia", f"must be invertible with a finite inverse, got {inertia.tolist()}"))
     for i, j in enumerate(joints):
-        for key in ("parent_vertex", "child_vertex", "orientation_offset", "spring", "damper", "spring_offset"):
+        for key in ("parent_vertex", "child_vertex", "orientation_offset", "spring", "damper", "spring_offset", "armature"):
             value = getattr(j, key)
             if value is not None:
                 finite(f"joints.{i}.{key}", value)

@@ -126,10 +126,25 @@ def knot_velocities(mech: Mechanism, x, q, v_mid, omega_mid, extrapolate_last: b
     return v, omega, np.asarray(rates).reshape(n, mech.nf)
 
 
+def rotor_energy(mech: Mechanism, minimal_v) -> np.ndarray:
+    """(n,) kinetic energy of the joints' rotor inertia, sum_f 1/2 a_f theta_dot_f^2, from the
+    free coordinates' rates minimal_v (n, nf) (zeros without armature)."""
+    rates = np.asarray(minimal_v, dtype=float).reshape(-1, mech.nf)
+    return 0.5 * (rates * rates) @ np.asarray(mech.armature, dtype=float)
+
+
 def knot_mechanics(mech: Mechanism, time, x, q, v, omega) -> Mechanics:
     """All mechanics of n states whose velocities are at the knots (a knot storage file's
-    v, omega (n, nb, 3)): p = m v, L = J omega; results have n entries."""
+    v, omega (n, nb, 3)): p = m v, L = J omega; results have n entries. The kinetic
+    energy includes the rotor inertia's (rotor_energy) at the coordinates' rates."""
     kin, pot, lin, ang = _core.knot_mechanics(mech.core, _floats(x), _floats(q), _floats(v), _floats(omega))
+    if mech.has_armature:
+        n = len(kin)
+        z = np.concatenate([np.asarray(x, float).reshape(-1, mech.nb, 3)[:n], np.asarray(v, float).reshape(-1, mech.nb, 3)[:n],
+                            np.asarray(q, float).reshape(-1, mech.nb, 4)[:n], np.asarray(omega, float).reshape(-1, mech.nb, 3)[:n]],
+                           axis=2).reshape(n, 13 * mech.nb)
+        rates = np.asarray(_core.instantaneous_minimal_velocities(mech.core, _floats(z))).reshape(n, mech.nf)
+        kin = np.asarray(kin) + rotor_energy(mech, rates)
     return Mechanics(
         time=np.asarray(time)[: len(kin)],
         kinetic=kin,

@@ -32,6 +32,7 @@ from dojo_cli.physics.coordinates import constraint_violation, interleave_minima
 from dojo_cli.model.joint_types import JointType
 from dojo_cli.scene.schema import GROUND_NAME, MAX_MAGNITUDE, MAX_STEPS, MIN_AMOUNT, RANDOM_COORDINATES
 from dojo_cli.simulation.initial import InitialStateError, midpoint_state
+from dojo_cli.simulation.step import ARMATURE_MESSAGE, unsupported_armature
 from dojo_cli.simulation.controller import (
     ConstantController, Controller, ExternalForce, PDController, ScheduleController,
 )
@@ -101,7 +102,7 @@ def build_mechanism(spec, file: str | None = None) -> Mechanism:
                 ORIGIN if j.parent == "origin" else names[j.parent], names[j.child],
                 axis=np.asarray(j.axis, float), parent_vertex=np.asarray(j.parent_vertex, float),
                 child_vertex=np.asarray(j.child_vertex, float), orientation_offset=np.asarray(j.orientation_offset, float),
-                spring=j.spring_values(), damper=j.damper_values(), spring_offset=j.spring_offset_values(), limits=limits,
+                spring=j.spring_values(), damper=j.damper_values(), armature=j.armature_values(), spring_offset=j.spring_offset_values(), limits=limits,
                 damper_form=j.damper_form or spec.damper_form, locked=bool(j.locked),
             )
         )
@@ -348,6 +349,14 @@ def initial_states_from_spec(spec, mech: Mechanism, file: str, controller: Contr
             problems.append(spec.problem(f"joints.{i}", f"joint {j.name!r} is violated by {v:.3g} in the initial state ({what})"))
         raise SceneError(problems)
     random_initial = drawn or None
+    if mech.has_armature:
+        if spec.integrator == "rk4":
+            # rk4 starts from the velocities at t0; no variational midpoint state is made (its
+            # integrator may not model every rotor the minimal layer does)
+            return {"initial": z, "initial_t0": z if at_t0 else None, "random_initial": random_initial}
+        bad = unsupported_armature(mech)
+        if bad:
+            raise SceneError([spec.problem(f"joints.{i}.armature", ARMATURE_MESSAGE) for i in bad])
     if not at_t0:
         return {"initial": z, "initial_t0": None, "random_initial": random_initial}
     try:

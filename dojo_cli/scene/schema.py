@@ -724,6 +724,10 @@ class JointSpec(Spec):
         orientation_offset: (4,) joint frame in the parent frame, [w, x, y, z].
         spring: stiffness, scalar or one per free coordinate (>= 0).
         damper: damping, scalar or one per free coordinate (>= 0).
+        armature: rotor inertia, scalar or one per free coordinate (>= 0; kg m^2 or kg):
+            the kinetic energy 1/2 a theta_dot^2 of the coordinate's rate (MuJoCo's
+            armature); modelled by the minimal-coordinate layer (integrator: rk4,
+            ``dojo dynamics``), refused by the variational integrator (docs/physics.md).
         spring_offset: rest values of the free coordinates (None = zero).
         limits: bounds on the free coordinates.
         initial: initial minimal coordinates and velocities.
@@ -753,6 +757,7 @@ class JointSpec(Spec):
     orientation_offset = Field(QUATERNION, factory=_identity_quaternion)
     spring = Field(GAIN, 0.0)
     damper = Field(GAIN, 0.0)
+    armature = Field(GAIN, 0.0)
     spring_offset = Field(nullable(REAL_LIST), None)
     limits = Field(nullable(JointLimitsSpec.core_schema()), None, specs=(JointLimitsSpec,))
     initial = Field(nullable(JointInitialSpec.core_schema()), None, specs=(JointInitialSpec,))
@@ -798,6 +803,7 @@ class JointSpec(Spec):
         given = {
             "spring": self.spring if isinstance(self.spring, list) else None,
             "damper": self.damper if isinstance(self.damper, list) else None,
+            "armature": self.armature if isinstance(self.armature, list) else None,
             "effort_limit": self.effort_limit if isinstance(self.effort_limit, list) else None,
             "velocity_limit": self.velocity_limit if isinstance(self.velocity_limit, list) else None,
             "spring_offset": self.spring_offset,
@@ -833,6 +839,10 @@ class JointSpec(Spec):
     def damper_values(self) -> np.ndarray:
         """(n,) damping per free coordinate (a scalar broadcast)."""
         return self._per_coordinate(self.damper)
+
+    def armature_values(self) -> np.ndarray:
+        """(n,) rotor inertia per free coordinate (a scalar broadcast)."""
+        return self._per_coordinate(self.armature)
 
     def spring_offset_values(self) -> np.ndarray:
         """(n,) spring rest values of the free coordinates (zeros when not given)."""
@@ -979,8 +989,11 @@ class ContactSpec(Spec):
     def _sphere_or_shape(self) -> ContactSpec:
         problems = []
         if self.shape is not None:
+            # a stored scene (a run file's 'scene') writes every field back, the sphere's
+            # defaults too: those are accepted, as rim_points' below
+            defaults = {"radius": 0.0, "offset": [0.0, 0.0, 0.0]}
             problems = [(key, "describes the contact sphere; a contact with a shape has none (leave it out)")
-                        for key in ("radius", "offset") if key in self.fields_set]
+                        for key in ("radius", "offset") if key in self.fields_set and getattr(self, key) != defaults[key]]
         # (a stored scene writes the default back on every contact: that one is accepted)
         if self.rim_points in (1, 2) or (self.shape is None and self.rim_points != 3):
             problems.append(("rim_points", "fixed points per rim of a cylinder shape: 0, or 3 to 16 (fewer cannot stand)"))

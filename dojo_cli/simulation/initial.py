@@ -19,7 +19,7 @@ from dojo_cli import _core
 from dojo_cli.errors import from_core
 from dojo_cli.model.mechanism import Mechanism
 from dojo_cli.simulation.controller import Controller, ExternalForce, external_wrench
-from dojo_cli.simulation.step import core_options
+from dojo_cli.simulation.step import core_options, refuse_armature
 from dojo_cli.solver.options import DOJO_DEFAULTS, SolverOptions
 from dojo_cli.solver.status import STATUS_FROM_CODE
 
@@ -73,6 +73,7 @@ def midpoint_state(
     if external:
         f_ext, tau_ext = external_wrench(mech, list(external), 0.0, z_t0.reshape(mech.nb, 13)[:, 6:10])
         f_ext, tau_ext = np.ascontiguousarray(f_ext, float).reshape(-1), np.ascontiguousarray(tau_ext, float).reshape(-1)
+    refuse_armature(mech)
     data = _core.Data(mech.core)
     z, u = z_t0, None
     for _ in range(INPUT_ROUNDS):

@@ -34,7 +34,7 @@ from dojo_cli.physics.energy import knot_velocities
 from dojo_cli.simulation.controller import (
     ConstantController, Controller, ExternalForce, ScheduleController, external_wrench,
 )
-from dojo_cli.simulation.step import core_options, singular_message, solve_step
+from dojo_cli.simulation.step import core_options, refuse_armature, singular_message, solve_step
 from dojo_cli.solver.options import DOJO_DEFAULTS, SolverOptions
 from dojo_cli.solver.status import STATUS_FROM_CODE, SolverStatus
 
@@ -254,6 +254,7 @@ def run(
     summary = RunSummary()
     started = time.perf_counter()
     mq, mv = minimal_state(mech, z[None])
+    refuse_armature(mech)
     data = _core.Data(mech.core)  # this run's scratch; its angle_ref carries the limits' winding
     if angles is not None:
         mq[0] = np.asarray(angles, dtype=float).reshape(mech.nf)

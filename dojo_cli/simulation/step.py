@@ -49,8 +49,46 @@ def _vector(a, size: int, what: str) -> np.ndarray | None:
     return out
 
 
+ARMATURE_MESSAGE = ("the variational integrator models rotor inertia (armature) on the rotation of a joint with one "
+                    "free rotation (revolute, cylindrical, planar_axis, free_revolute) only; on translations and on "
+                    "2-3 rotation joints the minimal-coordinate layer may (integrator: rk4)")
+
+
+def unsupported_armature(mech: Mechanism) -> list[int]:
+    """Joints with an armature the variational integrator does not model (core maximal/rotor.h)."""
+    if not getattr(mech, "has_armature", False):
+        return []
+    from dojo_cli.model.compiled import rotor_coordinates
+
+    modelled = set(rotor_coordinates(mech))
+    bad = {int(mech.free_joint[f]) for f in np.flatnonzero(np.asarray(mech.armature) != 0) if int(f) not in modelled}
+    return sorted(bad)
+
+
+def refuse_armature(mech: Mechanism) -> None:
+    """The variational integrator's guard: a mechanism with a rotor inertia it does not model
+    is refused, never stepped without it.
+
+    Raises:
+        SceneError: naming each such joint (its line when the scene is known).
+    """
+    bad = unsupported_armature(mech)
+    if not bad:
+        return
+    from dojo_cli.errors import Problem, SceneError
+
+    scene = getattr(mech, "scene", None)
+    problems = []
+    for i in bad:
+        field = f"joints.{i}.armature"
+        problems.append(scene.problem(field, ARMATURE_MESSAGE) if scene is not None and hasattr(scene, "problem")
+                        else Problem(f"mechanism {mech.name!r}", None, field, ARMATURE_MESSAGE))
+    raise SceneError(problems)
+
+
 def _core_step(mech: Mechanism, data, z, u, f_ext, tau_ext, lam0, opts: SolverOptions | None) -> int:
     """One step in the C++ core, in ``data`` (one call); returns the core's status code."""
+    refuse_armature(mech)
     try:
         return _core.step(
             mech.core, data, _vector(z, 13 * mech.nb, "state"), _vector(u, mech.nu, "input"),

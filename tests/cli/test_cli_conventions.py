@@ -86,6 +86,7 @@ def test_commands_name_the_files_they_write(tmp_path):
         ("info", "MISSING.h5"),
         ("sweep", "MISSING.yaml"),
         ("import-urdf", "MISSING.urdf", "-o", "out.yaml"),
+        ("import-mjcf", "MISSING.xml", "-o", "out.yaml"),
         ("step", "pendulum", "--state", "MISSING.json"),
     ],
     ids=lambda a: " ".join(a),

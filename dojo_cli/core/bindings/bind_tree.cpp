@@ -59,6 +59,7 @@ void bind_tree(nb::module_& m) {
       .def_rw("spring", &TreeInput::spring)
       .def_rw("damper", &TreeInput::damper)
       .def_rw("spring_offset", &TreeInput::spring_offset)
+      .def_rw("armature", &TreeInput::armature)
       .def_rw("joint_frame_translation", &TreeInput::joint_frame_translation)
       .def_rw("joint_frame_rotation", &TreeInput::joint_frame_rotation)
       .def_rw("trans_pred", &TreeInput::trans_pred)

@@ -41,6 +41,12 @@
   /* 1: the damper's first-order implicit form (L-stable), 0: the midpoint form (second */              \
   /* order); residual.h. Empty means midpoint everywhere. */                                            \
   X(array, int, damper_implicit, "free", 1, "", 0)                                                      \
+  /* rotor inertia (armature) of joints with one free rotation (rotor.h): per rotor, its */             \
+  /* joint, a, and the rotation axis in the child's and in the parent's body frame */                   \
+  X(array, int, rotor_joint, "", 1, "", 0)                                                              \
+  X(array, double, rotor_armature, "", 1, "", 1)                                                        \
+  X(array, double, rotor_axis_child, "", 3, "", 1)                                                      \
+  X(array, double, rotor_axis_parent, "", 3, "", 1)                                                     \
   /* joint limits: one inequality per finite bound of a free coordinate */                              \
   X(array, int, limit_free, "limits", 1, "", 0)   /* free-coordinate index */                          \
   X(array, double, limit_sign, "limits", 1, "", 1) /* +1 lower / -1 upper */                           \

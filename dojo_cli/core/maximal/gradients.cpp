@@ -13,6 +13,7 @@
 #include "factor.h"
 #include "newton_matrix.h"
 #include "residual.h"
+#include "rotor.h"
 #include "step.h"
 
 namespace dojo {
@@ -90,6 +91,19 @@ void state_residual_jacobian(const Model& m, Data& d, const double* w, Columns o
       for (int k = 0; k < 3; ++k) {
         out.at(6 * b + i, state_col(b, 1, k)) -= jac[6 * i + k];
         out.at(6 * b + i, state_col(b, 3, k)) -= jac[6 * i + 3 + k];
+      }
+  }
+  // the rotors' left momenta at w15 (rotor.h): coupled over [parent, child]
+  for (int r = 0; r < m.nr; ++r) {
+    const int j = m.rotor_joint[r];
+    const int bodies[2] = {m.parent[j], m.child[j]};
+    double rj[2][2][9];
+    rotor_jacobian(m, r, bodies[0] == kWorld ? nullptr : &d.w15[3 * bodies[0]], &d.w15[3 * bodies[1]], h, -1.0, rj);
+    for (int side = 0; side < 2; ++side)
+      for (int other = 0; other < 2; ++other) {
+        if (bodies[side] == kWorld || bodies[other] == kWorld) continue;
+        for (int i = 0; i < 3; ++i)
+          for (int k = 0; k < 3; ++k) out.at(6 * bodies[side] + 3 + i, state_col(bodies[other], 3, k)) -= rj[side][other][3 * i + k];
       }
   }
 

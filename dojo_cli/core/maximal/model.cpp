@@ -122,6 +122,19 @@ Model::Model(const ModelInput& in) {
   check_size("damper_implicit", damper_implicit.size(), nf);
   for (int v : damper_implicit)
     if (v != 0 && v != 1) throw std::invalid_argument("ModelInput.damper_implicit: expected 0 or 1");
+  nr = static_cast<int>(in.rotor_joint.size());
+  check_size("rotor_armature", in.rotor_armature.size(), nr);
+  check_size("rotor_axis_child", in.rotor_axis_child.size(), 3 * nr);
+  check_size("rotor_axis_parent", in.rotor_axis_parent.size(), 3 * nr);
+  for (int r = 0; r < nr; ++r) {
+    if (in.rotor_joint[r] < 0 || in.rotor_joint[r] >= nj) throw std::invalid_argument("ModelInput.rotor_joint: out of range");
+    if (!(in.rotor_armature[r] >= 0.0 && std::isfinite(in.rotor_armature[r])))
+      throw std::invalid_argument("ModelInput.rotor_armature: must be finite and >= 0");
+  }
+  rotor_joint = in.rotor_joint;
+  rotor_armature = in.rotor_armature;
+  rotor_axis_child = in.rotor_axis_child;
+  rotor_axis_parent = in.rotor_axis_parent;
   for (int f = 0; f < nf; ++f) {
     if (spring[f] != 0.0) has_springs = true;
     if (damper[f] != 0.0) {
@@ -431,6 +444,7 @@ Model::Model(const ModelInput& in) {
   }
   std::vector<char> joint_damped(nj, 0);
   for (int f : damped_free) joint_damped[free_joint[f]] = 1;
+  for (int j : rotor_joint) joint_damped[j] = 1;  // a rotor couples the two bodies' velocities too
   for (int j = 0; j < nj; ++j) {
     const int bodies[2] = {parent[j], child[j]};
     if (joint_node[j] >= 0) {

@@ -67,6 +67,9 @@ struct Model {
   bool has_springs = false, has_dampers = false;
   std::vector<int> damped_free;  // free coordinates with a damper
   std::vector<int> damper_implicit;  // (nf,) 1 implicit, 0 midpoint (ModelInput)
+  int nr = 0;  // rotors (ModelInput.rotor_*; rotor.h)
+  std::vector<int> rotor_joint;
+  std::vector<double> rotor_armature, rotor_axis_child, rotor_axis_parent;
   // tree order (root to leaves) and loop-closing joints
   std::vector<int> tree_joints, loop_joints;
 

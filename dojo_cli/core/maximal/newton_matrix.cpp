@@ -9,6 +9,7 @@
 #include "kinematics.h"
 #include "residual.h"
 #include "restitution.h"
+#include "rotor.h"
 
 namespace dojo {
 
@@ -35,6 +36,21 @@ void step_matrix(const Model& m, Data& d, const double* w) {
     momentum_jacobian(m.mass[b], body_inertia(m, b), load3<double>(w + 6 * b + 3), h, 1.0, jac);
     BlockRef blk = block(m, d, m.blk_body[b]);
     for (int i = 0; i < 36; ++i) blk.v[i] += jac[i];
+  }
+  // rotors: d right / d w25 over [parent, child] (rotor.h)
+  for (int r = 0; r < m.nr; ++r) {
+    const int j = m.rotor_joint[r], a = m.parent[j], c = m.child[j];
+    double rj[2][2][9];
+    rotor_jacobian(m, r, a == kWorld ? nullptr : w + 6 * a + 3, w + 6 * c + 3, h, 1.0, rj);
+    const int ids[2][2] = {{a == kWorld ? -1 : m.blk_body[a], a == kWorld ? -1 : m.blk_body_body[j]},
+                           {a == kWorld ? -1 : m.blk_body_body_t[j], m.blk_body[c]}};
+    for (int p = 0; p < 2; ++p)
+      for (int q = 0; q < 2; ++q) {
+        if (ids[p][q] < 0) continue;
+        BlockRef blk = block(m, d, ids[p][q]);
+        for (int i = 0; i < 3; ++i)
+          for (int k = 0; k < 3; ++k) blk.at(3 + i, 3 + k) += rj[p][q][3 * i + k];
+      }
   }
   // dampers: damper_weight Jf Jf^T over [parent, child] (a constant matrix)
   for (int f : m.damped_free) {

@@ -8,6 +8,7 @@
 #include "dynamics.h"
 #include "kinematics.h"
 #include "restitution.h"
+#include "rotor.h"
 
 namespace dojo {
 
@@ -165,6 +166,16 @@ bool step_setup(const Model& m, Data& d, const double* z, const double* u, const
       d.constant[6 * b + 3 + k] = left[3 + k] + h * d.tau_ext[3 * b + k] + applied[6 * b + 3 + k];
     }
   }
+  // rotors: their left momenta at w15 join the known side (rotor.h)
+  for (int r = 0; r < m.nr; ++r) {
+    const int j = m.rotor_joint[r], a = m.parent[j], c = m.child[j];
+    double out_p[3], out_c[3];
+    rotor_momenta(m, r, a == kWorld ? nullptr : &d.w15[3 * a], &d.w15[3 * c], h, -1.0, out_p, out_c);
+    for (int k = 0; k < 3; ++k) {
+      if (a != kWorld) d.constant[6 * a + 3 + k] += out_p[k];
+      d.constant[6 * c + 3 + k] += out_c[k];
+    }
+  }
   // restitution targets of the gap rows, from z2 (restitution.h)
   for (int c = 0; c < m.nc; ++c) {
     const ContactParams& p = m.contacts[c];
@@ -184,6 +195,16 @@ void step_residual(const Model& m, Data& d, const double* w, double* r) {
   for (int b = 0; b < nb; ++b) {
     momentum(m.mass[b], body_inertia(m, b), load3<double>(w + 6 * b), load3<double>(w + 6 * b + 3), h, 1.0, right);
     for (int k = 0; k < 6; ++k) body[6 * b + k] = right[k] - d.constant[6 * b + k];
+  }
+  // rotors: their right momenta at w25 (rotor.h)
+  for (int rotor = 0; rotor < m.nr; ++rotor) {
+    const int j = m.rotor_joint[rotor], a = m.parent[j], c = m.child[j];
+    double out_p[3], out_c[3];
+    rotor_momenta(m, rotor, a == kWorld ? nullptr : w + 6 * a + 3, w + 6 * c + 3, h, 1.0, out_p, out_c);
+    for (int k = 0; k < 3; ++k) {
+      if (a != kWorld) body[6 * a + 3 + k] += out_p[k];
+      body[6 * c + 3 + k] += out_c[k];
+    }
   }
   // joint impulses through the constraint Jacobians at z2, constraints at z3
   JointKinematics<double> kin;

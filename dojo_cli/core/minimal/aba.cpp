@@ -55,6 +55,7 @@ void tree_aba(const TreeModel& m, TreeData& d, const double* q, const double* v,
     for (int col = 0; col < ni; ++col) tree::mat6_vec(IA, J + 6 * col, U + 6 * col);
     for (int r = 0; r < ni; ++r) {
       for (int col = 0; col < ni; ++col) Dinv[r * ni + col] = tree::dot6(J + 6 * r, U + 6 * col);
+      Dinv[r * ni + r] += m.armature[iv + r];  // rotor inertia on the joint's own entries (RBDA 7.3, "I_a")
       u[r] = tau[iv + r] - tree::dot6(J + 6 * r, &d.pA[6 * i]);
     }
     double L[36], Li[36];

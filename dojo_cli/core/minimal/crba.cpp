@@ -30,6 +30,8 @@ void tree_crba(const TreeModel& m, TreeData& d, const double* q) {
           d.M[(m.idx_v[i] + col) * nv + m.idx_v[j] + r] = value;
         }
   }
+  // rotor inertia: 1/2 a v_k^2 adds a to M_kk (tree.h TreeInput.armature)
+  for (int k = 0; k < nv; ++k) d.M[k * nv + k] += m.armature[k];
 }
 
 void tree_mass_matrix_inverse(const TreeModel& m, TreeData& d) {

@@ -42,7 +42,10 @@ void tree_rnea(const TreeModel& m, TreeData& d, const double* q, const double* v
   }
   for (int i = m.n - 1; i >= 0; --i) {
     const double* f = &d.of[6 * i];
-    for (int col = 0; col < m.nv_i[i]; ++col) d.tau[m.idx_v[i] + col] = tree::dot6(&d.J[36 * i + 6 * col], f);
+    for (int col = 0; col < m.nv_i[i]; ++col) {
+      const int k = m.idx_v[i] + col;
+      d.tau[k] = tree::dot6(&d.J[36 * i + 6 * col], f) + (a ? m.armature[k] * a[k] : 0.0);  // rotor inertia
+    }
     const int lam = m.parent[i];
     if (lam >= 0)
       for (int k = 0; k < 6; ++k) d.of[6 * lam + k] += f[k];

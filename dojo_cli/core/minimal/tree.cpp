@@ -177,6 +177,9 @@ TreeModel::TreeModel(const TreeInput& in) {
   spring = per_velocity(in.spring, "spring");
   damper = per_velocity(in.damper, "damper");
   spring_offset = per_velocity(in.spring_offset, "spring_offset");
+  armature = per_velocity(in.armature, "armature");
+  for (double a : armature)
+    if (!(a >= 0.0 && std::isfinite(a))) throw std::invalid_argument("TreeInput.armature: must be finite and >= 0");
   joint_frame_p.assign(3 * n, 0.0);
   joint_frame_q.assign(4 * n, 0.0);
   for (int i = 0; i < n; ++i) joint_frame_q[4 * i] = 1.0;

@@ -65,6 +65,11 @@ struct TreeInput {
   // given in the predecessor frame: the identity, except for a floating joint (its
   // predecessor is the parent body: r = parent_vertex, o = orientation_offset).
   std::vector<double> spring, damper, spring_offset;  // (nv,) each, or empty
+  // Rotor inertia (MuJoCo's armature) per velocity entry, or empty (none): the kinetic energy
+  // 1/2 a v_k^2 of the entry's rate, so M += diag(a) (crba), D_i += diag(a) (aba) and
+  // tau += a vdot (rnea). Python gives it only where v_k is a coordinate's rate (a revolute
+  // rotation, a translation whose rate map E_t is the identity or, isotropic, orthogonal).
+  std::vector<double> armature;
   std::vector<double> joint_frame_translation;         // (n, 3) r, or empty (zeros)
   std::vector<double> joint_frame_rotation;            // (n, 4) o [w x y z], or empty (identity)
   // Translations measured in the predecessor frame: the joint's translation velocities are
@@ -98,6 +103,7 @@ struct TreeModel {
   std::vector<std::vector<int>> subtree;
   // springs and dampers (TreeInput): (nv,) each, zeros when none; joint frames (n, 3), (n, 4)
   std::vector<double> spring, damper, spring_offset, joint_frame_p, joint_frame_q;
+  std::vector<double> armature;  // (nv,) rotor inertia (TreeInput), zeros when none
   // trans_pred and swing axes (TreeInput); variable[i]: S_i depends on q (trans_pred or swing)
   std::vector<int> trans_pred, variable;
   std::vector<double> swing_axes;  // (n, 6)

@@ -1,0 +1,109 @@
+"""Gymnasium's MJCF models through `dojo import-mjcf`, dropped limp, against MuJoCo.
+
+Usage:
+    python benchmarks/mjcf_zoo.py [--duration 2] [--models hopper,ant,...] [--json FILE]
+
+Per model (every XML in gymnasium/envs/mujoco/assets): the import time (read_mjcf and the
+scene build, which solves the first step's initial condition), then a limp run from the
+file's initial pose (qpos0, zero velocity, zero control) for --duration seconds at the
+file's own timestep: steps failed, the whole-body centre-of-mass height at the end, ms per
+step (CPU time of the run loop), and the same for MuJoCo (mj_step on the same file, its
+own integrator and soft contacts), twice: as the file says, and with the armature set to
+zero (what our variational integrator models; it has no rotor term yet). The centre of
+mass is over the bodies MuJoCo has (split-hinge links left out; they carry 1e-3 of a body).
+
+Import options: --drop-unsupported and --split-hinges (each model's warnings are counted).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_common import pin_blas_threads  # noqa: E402
+
+pin_blas_threads(sys.argv)
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+import time  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--duration", type=float, default=2.0)
+    parser.add_argument("--models", default="")
+    parser.add_argument("--json", default="")
+    parser.add_argument("--blas-threads", default="1")
+    args = parser.parse_args()
+
+    import gymnasium
+    import mujoco
+
+    import dojo_cli as dojo
+    from dojo_cli.errors import DojoError
+    from dojo_cli.scene.builder import build_mechanism
+    from dojo_cli.scene.loader import spec_from_dict
+    from dojo_cli.scene.mjcf import MjcfOptions, read_mjcf
+
+    assets = Path(gymnasium.__file__).parent / "envs" / "mujoco" / "assets"
+    paths = sorted(assets.glob("*.xml"))
+    if args.models:
+        wanted = set(args.models.split(","))
+        paths = [p for p in paths if p.stem in wanted]
+    rows = []
+    header = (f"{'model':<26}{'import s':>9}{'failed':>8}{'steps':>7}{'com z':>9}{'mj com z':>10}{'mj a=0':>9}"
+              f"{'ms/step':>9}{'mj ms':>8}  notes")
+    print(header)
+    for path in paths:
+        row = {"model": path.stem}
+        started = time.perf_counter()
+        try:
+            result = read_mjcf(path, MjcfOptions(drop_unsupported=True, split_hinges=True), path.name)
+            scene = result.scene
+            scene.pop("controller", None)
+            mech = build_mechanism(spec_from_dict(scene, file=str(path)))
+        except DojoError as exc:
+            row["refused"] = exc.lines()[0]
+            print(f"{path.stem:<26}refused: {exc.lines()[0][:110]}")
+            rows.append(row)
+            continue
+        row["import_s"] = time.perf_counter() - started
+        row["warnings"] = len(result.warnings)
+        m = mujoco.MjModel.from_xml_path(str(path))
+        ids = [mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_BODY, b.name) for b in mech.bodies]
+        keep = [i for i, k in enumerate(ids) if k > 0]
+        masses = np.array([m.body_mass[ids[i]] for i in keep])
+        steps = int(round(args.duration / mech.timestep))
+        zero = np.zeros(mech.nu)
+        cpu = time.process_time()
+        traj = dojo.simulate(mech, steps=steps, controller=lambda *_: zero) if scene.get("integrator") != "rk4" \
+            else dojo.simulate(mech, steps=steps)
+        row["ms_per_step"] = 1e3 * (time.process_time() - cpu) / steps
+        row["steps"] = steps
+        row["failed"] = int(sum(s != "success" for s in traj.status)) if traj.status else 0
+        row["com_z"] = float(masses @ traj.x[-1][keep, 2] / masses.sum())
+        for label, armature in (("mj_com_z", True), ("mj_com_z_no_armature", False)):
+            mm = mujoco.MjModel.from_xml_path(str(path))
+            if not armature:
+                mm.dof_armature[:] = 0.0
+            d = mujoco.MjData(mm)
+            cpu = time.process_time()
+            for _ in range(int(round(args.duration / mm.opt.timestep))):
+                mujoco.mj_step(mm, d)
+            if armature:
+                row["mj_ms_per_step"] = 1e3 * (time.process_time() - cpu) / int(round(args.duration / mm.opt.timestep))
+            row[label] = float(masses @ d.xipos[[ids[i] for i in keep], 2] / masses.sum())
+        notes = f"{mech.nb} bodies, {mech.nc} contacts, {row['warnings']} warnings" + (", rk4" if scene.get("integrator") == "rk4" else "")
+        print(f"{path.stem:<26}{row['import_s']:>9.2f}{row['failed']:>8d}{steps:>7d}{row['com_z']:>9.4f}{row['mj_com_z']:>10.4f}"
+              f"{row['mj_com_z_no_armature']:>9.4f}{row['ms_per_step']:>9.3f}{row['mj_ms_per_step']:>8.3f}  {notes}", flush=True)
+        rows.append(row)
+    if args.json:
+        Path(args.json).write_text(json.dumps(rows, indent=1))
+
+
+if __name__ == "__main__":
+    main()

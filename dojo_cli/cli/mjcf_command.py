@@ -1,0 +1,79 @@
+"""`dojo import-mjcf`: a MuJoCo MJCF model as an editable scene file."""
+
+from __future__ import annotations
+
+import math
+from enum import Enum
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from dojo_cli.cli.shared import echo_err, reports_errors
+from dojo_cli.errors import InputError, StorageError
+from dojo_cli.scene.builder import build_mechanism
+from dojo_cli.scene.loader import dump_scene_data, spec_from_dict
+from dojo_cli.scene.mjcf import MjcfOptions, read_mjcf
+
+
+class ContactMode(str, Enum):
+    file = "file"
+    none = "none"
+
+
+@reports_errors
+def import_mjcf(
+    model: Annotated[Path, typer.Argument(help="The MJCF (MuJoCo XML) model file.")],
+    output: Annotated[Path, typer.Option("--output", "-o", help="Scene YAML file to write.")],
+    keyframe: Annotated[Optional[str], typer.Option("--keyframe", help="Start from this <key> (qpos, qvel, ctrl); default: qpos0 at rest.")] = None,
+    drop_unsupported: Annotated[bool, typer.Option("--drop-unsupported", help="Import without what cannot be mapped (tendons, fluid forces, ...): one warning per kind; else refused.")] = False,
+    contacts: Annotated[ContactMode, typer.Option("--contacts", help="file: the geom pairs MuJoCo's contype/conaffinity filter lets collide; none.")] = ContactMode.file,
+    merge_fixed: Annotated[bool, typer.Option("--merge-fixed", help="Merge bodies without joints into their parents (parallel-axis rule).")] = False,
+    split_hinges: Annotated[bool, typer.Option("--split-hinges", help="A body turned by 2-3 hinges about one anchor: a chain of revolute joints through light link bodies (else refused).")] = False,
+    no_meshes: Annotated[bool, typer.Option("--no-meshes", help="Leave mesh geoms out of the drawing.")] = False,
+    name: Annotated[Optional[str], typer.Option("--name", help="Scene name (default: the model's).")] = None,
+    timestep: Annotated[Optional[float], typer.Option("--timestep", help="Timestep of the scene (s); default: the model's <option timestep>.")] = None,
+    force: Annotated[bool, typer.Option("--force", "-f", help="Overwrite the output file.")] = False,
+) -> None:
+    """Import a MuJoCo MJCF model as an editable scene: bodies, joints, contacts, actuators, keyframes."""
+    if timestep is not None and not (timestep > 0 and math.isfinite(timestep)):
+        raise InputError(f"--timestep: must be > 0, got {timestep:g}")
+    try:
+        exists = output.exists()
+    except OSError as exc:  # a name the file system refuses (longer than NAME_MAX, ...)
+        raise StorageError(f"{output}: cannot write ({exc.strerror or exc})") from None
+    if exists and not force:
+        raise StorageError(f"{output}: already exists (use --force to overwrite)")
+    options = MjcfOptions(keyframe=keyframe, drop_unsupported=drop_unsupported, contacts=contacts.value,
+                          merge_fixed=merge_fixed, meshes=not no_meshes, split_hinges=split_hinges)
+    result = read_mjcf(model, options, str(model))
+    scene = result.scene
+    if name:
+        scene["name"] = name
+    if timestep is not None:
+        scene["timestep"] = timestep
+    # what is written must load: validate and build it before writing anything
+    mech = build_mechanism(spec_from_dict(scene, file=str(model), base_dir=output.resolve().parent))
+    flags = " ".join(f for f, on in ((f"--keyframe {keyframe}", keyframe is not None), ("--drop-unsupported", drop_unsupported),
+                                      ("--merge-fixed", merge_fixed), ("--split-hinges", split_hinges),
+                                      ("--no-meshes", no_meshes)) if on)
+    header = (
+        f"# {scene['name']}: imported from {model} by dojo import-mjcf {flags} --contacts {contacts.value}\n"
+        "# Bodies sit at their centres of mass, oriented as the MJCF bodies; joint coordinates are zero at the\n"
+        "# file's placement (qpos0). See docs/mjcf.md.\n"
+    )
+    try:
+        output.write_text(header + dump_scene_data(scene), encoding="utf-8")
+    except OSError as exc:
+        raise StorageError(f"{output}: cannot write ({exc.strerror or exc})") from None
+    for warning in result.warnings:
+        echo_err(warning)
+    total = sum(b.mass for b in mech.bodies)
+    typer.echo(f"wrote {output}: {mech.nb} bodies, {mech.nj} joints, {mech.nc} contacts, {mech.nu} inputs, "
+               f"total mass {total:.6g} kg, timestep {scene['timestep']:g} s"
+               + (", integrator rk4 (rotor inertia)" if scene.get("integrator") == "rk4" else ""))
+    if result.merged:
+        typer.echo(f"  merged bodies ({len(result.merged)}): "
+                   + ", ".join(f"{b} -> {h}" for b, h in result.merged.items()))
+    for note in result.notes:
+        typer.echo(f"  note: {note}")
