@@ -664,7 +664,9 @@ def _suggestion(key: str, mapping: Any) -> str:
     """' (did you mean 'mass'?)' for a mistyped key, judged by the mapping's other keys.
 
     The candidate fields are those of the scene models that share the most keys
-    with the mapping, so a body's typo is matched against body fields.
+    with the mapping, so a body's typo is matched against body fields. A field the
+    mapping already has is a candidate too: an override (``--set``, a sweep's axis)
+    mistyping ``bodies.0.mas`` adds ``mas`` beside the ``mass`` it meant.
     """
     others = set(mapping) - {key} if isinstance(mapping, dict) else set()
     best = max(len(others & set(model.fields)) for model in SPEC_MODELS)
@@ -673,7 +675,7 @@ def _suggestion(key: str, mapping: Any) -> str:
         for model in SPEC_MODELS
         if len(others & set(model.fields)) == best
         for name in model.fields
-        if name not in others and name != key
+        if name != key
     }
     close = difflib.get_close_matches(key, sorted(candidates), n=1)
     return f" (did you mean {close[0]!r}?)" if close else ""
