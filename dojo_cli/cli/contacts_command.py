@@ -9,9 +9,8 @@ from typing import Annotated, Optional
 import numpy as np
 import typer
 
-from dojo_cli.cli.shared import echo_err, reports_errors
+from dojo_cli.cli.shared import echo_err, read_run, reports_errors
 from dojo_cli.errors import InputError, StorageError
-from dojo_cli.io.storage import read_storage
 from dojo_cli.scene.stored_run import run_mechanism
 from dojo_cli.simulation.contact_report import DEFAULT_GAP, DEFAULT_SLIP_TOL, summarize_contacts
 
@@ -27,7 +26,7 @@ def contacts(
     """Per-contact summary of a run: penetration, time in contact, stick/slip, cone violation."""
     if not gap > 0 or not slip_tol > 0:
         raise InputError("--gap and --slip-tol: must be > 0")
-    stored = read_storage(run)  # validated: every contact dataset present, as long as the run
+    stored = read_run(run, "contacts")  # validated: every contact dataset present, as long as the run
     note = stored.status_note()
     if note:
         echo_err(f"warning: {note}")

@@ -9,9 +9,9 @@ from typing import Annotated, Optional
 import numpy as np
 import typer
 
-from dojo_cli.cli.shared import echo_err, reports_errors
+from dojo_cli.cli.shared import echo_err, read_run, reports_errors
 from dojo_cli.errors import InputError, StorageError
-from dojo_cli.io.storage import KNOT, read_storage
+from dojo_cli.io.storage import KNOT
 from dojo_cli.physics.energy import knot_mechanics, mechanics
 from dojo_cli.scene.stored_run import run_mechanism
 
@@ -25,7 +25,7 @@ def energy(
     plot: Annotated[Optional[Path], typer.Option("--plot", help="Write a PNG plot of energy and momentum against time.")] = None,
 ) -> None:
     """Kinetic, potential and mechanical energy and momentum of a run."""
-    stored = read_storage(run)  # validated: consistent lengths, widths matching the names
+    stored = read_run(run, "energy")  # validated: consistent lengths, widths matching the names
     note = stored.status_note()  # killed, interrupted, failed: said before anything else
     if note:
         echo_err(f"warning: {note}")

@@ -257,6 +257,22 @@ def parse_wrt(wrt: str, params: str | None) -> tuple[tuple[str, ...], tuple[str,
     return tuple(dict.fromkeys(parts)), kinds
 
 
+def check_parameter_kinds(mech, scene: str, kinds: tuple[str, ...]) -> None:
+    """Refuse a kind asked for by --params that the scene has no parameter of (``friction``
+    on a scene without contacts), rather than leave its columns silently out of P.
+
+    Raises:
+        InputError: such a kind (exit code 2), listing the kinds the scene has.
+    """
+    from dojo_cli.model.parameters import parameter_labels
+
+    missing = [kind for kind in kinds if not parameter_labels(mech, (kind,))]
+    if missing:
+        present = [kind for kind in PARAMETER_KINDS if parameter_labels(mech, (kind,))]
+        raise InputError(f"--params: {scene} has no {' and no '.join(missing)} parameter "
+                         f"(its kinds: {', '.join(present) or 'none'})")
+
+
 def gradient_blocks(mech, g, minimal: bool) -> dict[str, tuple[np.ndarray, list[str], list[str]]]:
     """name -> (matrix, row labels, column labels) of the computed blocks."""
     rows = minimal_labels(mech) if minimal else maximal_labels(mech)
@@ -305,6 +321,8 @@ def gradients_command(
             raise InputError(f"{flag}: must be a finite number > 0, got {value}")
     check_output(output, force)
     spec, mech = load_scene_arguments(scene, overrides)
+    if params is not None:
+        check_parameter_kinds(mech, spec.name, kinds)
     start = resolve_state(mech, spec, state, run, index)
     u, u_source = resolve_input(mech, start, inputs, input_file)
     f_ext, _ = external_forces(mech, start)

@@ -13,7 +13,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from dojo_cli.cli.shared import echo_err, printable, reports_errors
+from dojo_cli.cli.shared import echo_err, printable, read_run, reports_errors
 
 
 @reports_errors
@@ -24,11 +24,10 @@ def info(
     as_json: Annotated[bool, typer.Option("--json", help="Print everything as one JSON object.")] = False,
 ) -> None:
     """Status, steps, wall time, overrides and final state of a run; --get EXPR prints one number."""
-    from dojo_cli.io.storage import read_storage
     from dojo_cli.sweep.metrics import RunData, evaluate, parse_expression
 
     expressions = [parse_expression(text) for text in get or []]  # malformed: exit 2 before reading
-    stored = read_storage(run)
+    stored = read_run(run, "info")
     note = stored.status_note()
     if note:
         echo_err(f"warning: {note}")

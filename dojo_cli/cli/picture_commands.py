@@ -13,7 +13,7 @@ from typing import Annotated
 
 import typer
 
-from dojo_cli.cli.shared import SceneArg, SetOpt, echo_err, load_scene_arguments, reports_errors
+from dojo_cli.cli.shared import SceneArg, SetOpt, echo_err, load_scene_arguments, read_run, reports_errors
 from dojo_cli.errors import InputError
 
 # The flags' own defaults, kept here so --help can show them without importing matplotlib;
@@ -103,9 +103,8 @@ def plot(
     for q in quantity or []:
         if q not in QUANTITY_NAMES:
             raise InputError(f"--quantity: unknown quantity {q!r} (choose from {', '.join(QUANTITY_NAMES)})")
-    from dojo_cli.io.storage import read_storage  # here: `dojo draw` needs no h5py
 
-    stored = read_storage(run)  # validated: consistent lengths, widths matching the names
+    stored = read_run(run, "plot")  # validated: consistent lengths, widths matching the names
     quantities = list(quantity) if quantity else ["minimal" if stored.minimal_q.shape[-1] else "position"]
     out = png if png is not None else run.with_suffix(".png")
     if out.resolve() == run.resolve():

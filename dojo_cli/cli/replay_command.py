@@ -9,9 +9,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from dojo_cli.cli.shared import echo_err, reports_errors
+from dojo_cli.cli.shared import echo_err, read_run, reports_errors
 from dojo_cli.errors import InputError
-from dojo_cli.io.storage import read_storage
 
 # meshcat (zmq, tornado, IPython) is imported when replay runs, not by every dojo command.
 DEFAULT_FPS = 60.0
@@ -62,7 +61,7 @@ def replay(
     options = ReplayOptions(fps=fps, speed=speed, contacts=contacts, joints=joints, frames=frames,
                             camera=_camera(camera), zoom=zoom, loop=loop)
     options.check()
-    stored = read_storage(run)  # validated: consistent lengths, widths matching the names
+    stored = read_run(run, "replay")  # validated: consistent lengths, widths matching the names
     note = status_note(stored)  # killed, interrupted, failed: said before anything else
     if note:
         echo_err(f"note: {note}")

@@ -113,6 +113,36 @@ def load_scene_spec_and_mechanism(scene: str, items: list):
     return spec, build_mechanism(spec)
 
 
+def read_run(run: Path, command: str):
+    """``read_storage(run)`` for a command that reads a run file (plot, energy, info, replay,
+    contacts), saying so when it was given a scene instead: ``dojo plot box`` names the
+    built-in scene box, which is simulated into a run file first (exit 2, with the commands).
+
+    Raises:
+        InputError: ``run`` is a built-in scene's name or a scene file, not a run file.
+        StorageError: the file cannot be read as a run (exit 3).
+    """
+    from dojo_cli.errors import InputError, StorageError
+    from dojo_cli.io.storage import read_storage
+
+    try:
+        return read_storage(run)
+    except StorageError:
+        from dojo_cli.scene.loader import builtin_scene_names
+
+        name = str(run)
+        is_builtin = not run.exists() and name in builtin_scene_names()
+        is_scene_file = run.is_file() and run.suffix.lower() in (".yaml", ".yml")
+        if not (is_builtin or is_scene_file):
+            raise
+        what = "a built-in scene" if is_builtin else "a scene file"
+        out = f"{run.stem}.h5"
+        raise InputError(
+            f"{name}: {what}, not a run file: `dojo {command}` reads a run; simulate it first: "
+            f"`dojo simulate {name} -o {out}`, then `dojo {command} {out}`"
+        ) from None
+
+
 def scene_overrides(overrides: list[str] | None, configs: list[Path] | None = None) -> list:
     """The presets' overrides (scene.presets.Override, with file and line), then --set's, in order."""
     from dojo_cli.scene.overrides import override_items

@@ -62,6 +62,7 @@ def run_command(
     workers: Annotated[Optional[int], typer.Option("--workers", "-w", help="Local worker processes (default: one per CPU); 0 runs in this process.", min=0)] = None,
     scheduler: Annotated[Optional[str], typer.Option("--scheduler", help="Address of a running Dask scheduler (tcp://HOST:8786) to run the tasks on instead.")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar and no summary.")] = False,
+    recompute: Annotated[bool, typer.Option("--recompute", help="Evaluate the metrics again on every complete run's file; simulate nothing.")] = False,
 ) -> None:
     """Run a sweep file's runs (skipping those already complete) and write the manifest."""
     from dojo_cli.sweep.execute import run_sweep
@@ -77,6 +78,7 @@ def run_command(
             outcome = run_sweep(
                 plan, folder, workers=_default_workers() if workers is None else workers, scheduler=scheduler,
                 stop=lambda: stop.signum is not None, report=bar.update if bar else None, command_line=command_line(),
+                recompute=recompute,
             )
         finally:
             if bar is not None:

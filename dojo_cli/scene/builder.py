@@ -362,10 +362,28 @@ def initial_states_from_spec(spec, mech: Mechanism, file: str, controller: Contr
     try:
         z_mid = midpoint_state(mech, z, controller, external, options)
     except InitialStateError as exc:
+        # The first step is solved with the scene's timestep: the velocities at t0 and the
+        # step's length fail together (a body turning |omega| h of a radian or more in one
+        # step is beyond what one step's rotation can represent). Blame whichever of them was
+        # changed by an override (--set timestep=1 on a scene that runs at its own step is the
+        # timestep's fault), else the initial values' line; say how far the step turns.
         sources = [f"bodies.{i}.initial" for i, b in enumerate(spec.bodies) if b.initial is not None]
         sources += [f"joints.{i}.initial" for i, j in enumerate(spec.joints) if j.initial is not None]
-        raise SceneError(_derived_problem(spec, sources or ["timestep"], str(exc))) from None
+        if "timestep" in spec.source.overrides:
+            sources.insert(0, "timestep")
+        raise SceneError(_derived_problem(spec, sources or ["timestep"], _with_step(mech, z, str(exc)))) from None
     return {"initial": z_mid, "initial_t0": z, "random_initial": random_initial}
+
+
+def _with_step(mech: Mechanism, z: np.ndarray, message: str) -> str:
+    """An initial-state problem with the step it was solved at and how far the fastest body
+    turns and moves in it (angular velocity in the body frame; its norm is the rate)."""
+    h = float(mech.timestep)
+    state = np.asarray(z, dtype=float).reshape(mech.nb, 13)
+    turn = float(np.max(np.linalg.norm(state[:, 10:13], axis=1))) * h
+    move = float(np.max(np.linalg.norm(state[:, 3:6], axis=1))) * h
+    return (f"at timestep {h:g} s (the fastest body turns {turn:.3g} rad and moves {move:.3g} m in one step), "
+            f"{message}, or take a smaller timestep")
 
 
 def _initial_state_problems(spec, mech: Mechanism, z: np.ndarray) -> list[Problem]:

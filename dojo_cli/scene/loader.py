@@ -15,6 +15,7 @@ from __future__ import annotations
 import difflib
 import functools
 import os
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -196,6 +197,17 @@ def _looks_like_a_path(name: str) -> bool:
     return name.endswith((".yaml", ".yml")) or "/" in name or os.sep in name
 
 
+# The first bytes of an HDF5 file (the superblock's format signature, HDF5 File Format
+# Specification, section II.A): a storage file (io/storage/format.py holds the same, beside
+# h5py, which reading a scene does not import).
+HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
+RUN_FILE_GIVEN_AS_SCENE = (
+    "this is an HDF5 run file (written by `dojo simulate` or `dojo sweep`), not a YAML scene: give the scene "
+    "(a built-in's name or a .yaml file), or read the run with `dojo info`, `dojo plot`, `dojo energy` "
+    "or `dojo replay`"
+)
+
+
 def _read_scene_file(path: Path, file: str) -> str:
     """The text of a scene file, refused before reading when it is too large.
 
@@ -204,6 +216,10 @@ def _read_scene_file(path: Path, file: str) -> str:
         SceneError: larger than MAX_DOCUMENT_BYTES, or not UTF-8.
     """
     try:
+        with path.open("rb") as stream:
+            head = stream.read(len(HDF5_SIGNATURE))
+        if head == HDF5_SIGNATURE:  # a run file given where a scene is expected (`dojo draw run.h5`)
+            raise SceneError(Problem(file, None, "", RUN_FILE_GIVEN_AS_SCENE))
         size = path.stat().st_size
         if size > MAX_DOCUMENT_BYTES:
             raise SceneError(Problem(file, None, "", _too_large(size)))
@@ -331,7 +347,9 @@ def _validate(
     try:
         spec = SceneSpec.validate(data)
     except ValidationError as exc:
-        problems = [problem for error in exc.errors(include_url=False) for problem in _problems(error, data, source)]
+        errors = _one_union_branch(exc.errors(include_url=False), data)
+        problems = [problem for error in errors for problem in _problems(error, data, source)]
+        problems = _merged_branch_problems(problems)
         # overrides (no line) first, then in file order; stable within a line
         problems.sort(key=lambda p: (p.line is not None, p.line or 0))
         # once each: a wildcard override (contacts.*.friction) sets, and breaks, several fields alike
@@ -566,6 +584,68 @@ def _index_lines(node: yaml.Node, path: str, lines: dict[str, int], duplicates: 
 # ------------------------------------------------- pydantic-core -> problems
 
 
+# pydantic-core's labels of a union's branches in an error's location ("literal['body']",
+# "tagged-union[BoxShapeSpec,...]"): its internals, never a field a user wrote.
+_BRANCH_LABEL = re.compile(r"^(literal|tagged-union|union|nullable|function-[a-z]+)\[")
+
+
+def _is_branch_label(element: Any) -> bool:
+    return isinstance(element, str) and bool(_BRANCH_LABEL.match(element))
+
+
+def _one_union_branch(errors: list[ErrorDetails], data: Any) -> list[ErrorDetails]:
+    """A union's errors from the branch the value went into, when one did.
+
+    pydantic-core reports every branch of a union that failed: a contact's ``shape: {type:
+    box}`` is both "must be 'body'" (the literal branch) and "size: field required" (the shape
+    branch). A branch whose errors lie deeper than the union's field, or that read the
+    value's ``type`` tag, took the value (it was a mapping): only its errors are the user's.
+    When none did, every branch's is kept (merged into one message by
+    ``_merged_branch_problems``).
+    """
+    def branch_of(error) -> tuple[tuple, Any, bool] | None:
+        loc = tuple(error["loc"])
+        for i, element in enumerate(loc):
+            if _is_branch_label(element):
+                entered = len(loc) > i + 1 or error["type"] in ("union_tag_invalid", "union_tag_not_found")
+                return loc[:i], element, entered
+        return None
+
+    taken: dict[tuple, Any] = {}  # union's location -> the branch the value went into
+    for error in errors:
+        found = branch_of(error)
+        if found is not None and found[2]:
+            taken.setdefault(found[0], found[1])
+    kept = []
+    for error in errors:
+        found = branch_of(error)
+        if found is not None and found[0] in taken and found[1] != taken[found[0]]:
+            continue  # a branch the value did not go into, beside one it did
+        kept.append(error)
+    return kept
+
+
+def _merged_branch_problems(problems: list[Problem]) -> list[Problem]:
+    """Problems of one field from several union branches, as one: "must be 'body', got 'box'"
+    and "must be a mapping, got 'box'" are "must be 'body' or a mapping, got 'box'"."""
+    merged: dict[tuple, Problem] = {}
+    for problem in problems:
+        key = (problem.file, problem.line, problem.field)
+        first = merged.get(key)
+        if first is None:
+            merged[key] = problem
+            continue
+        if problem.message == first.message:
+            continue  # the same, twice (a wildcard override sets several fields alike)
+        a, b = (re.match(r"^must be (.*), got (.*)$", p.message) for p in (first, problem))
+        if a and b and a.group(2) == b.group(2):
+            if b.group(1) not in a.group(1).split(" or "):
+                merged[key] = replace(first, message=f"must be {a.group(1)} or {b.group(1)}, got {a.group(2)}")
+        else:
+            merged[(*key, problem.message)] = problem
+    return list(merged.values())
+
+
 def _problems(error: ErrorDetails, data: Any, source: SceneSource) -> list[Problem]:
     """One Problem per issue in a pydantic-core error (several for SpecProblems)."""
     path = _field_path(error["loc"], data)
@@ -593,7 +673,7 @@ def _field_path(loc: tuple[int | str, ...], data: Any) -> str:
             node = node[element]
         elif isinstance(node, list) and isinstance(element, int) and 0 <= element < len(node):
             node = node[element]
-        elif element in UNION_TAGS or element == _KEY_LOCATION:
+        elif element in UNION_TAGS or element == _KEY_LOCATION or _is_branch_label(element):
             continue
         else:
             node = None
@@ -633,7 +713,8 @@ def _message(error: ErrorDetails, data: Any, path: str) -> tuple[str, str]:
         entries = "entry" if ctx["min_length"] == 1 else "entries"
         return "", f"must have at least {ctx['min_length']} {entries}, got {ctx['actual_length']}"
     if kind == "union_tag_invalid":
-        what = str(error["loc"][-1]) if error["loc"] else "the"
+        named = [str(e) for e in error["loc"] if isinstance(e, str) and not _is_branch_label(e)]
+        what = named[-1] if named else "the"
         choices = str(ctx["expected_tags"]).replace("'", "")
         return _discriminator(ctx), f"unknown {what} type {ctx['tag']!r} (one of: {choices})"
     if kind == "union_tag_not_found":
@@ -664,7 +745,9 @@ def _suggestion(key: str, mapping: Any) -> str:
     """' (did you mean 'mass'?)' for a mistyped key, judged by the mapping's other keys.
 
     The candidate fields are those of the scene models that share the most keys
-    with the mapping, so a body's typo is matched against body fields.
+    with the mapping, so a body's typo is matched against body fields. A field the
+    mapping already has is a candidate too: an override (``--set``, a sweep's axis)
+    mistyping ``bodies.0.mas`` adds ``mas`` beside the ``mass`` it meant.
     """
     others = set(mapping) - {key} if isinstance(mapping, dict) else set()
     best = max(len(others & set(model.fields)) for model in SPEC_MODELS)
@@ -673,7 +756,7 @@ def _suggestion(key: str, mapping: Any) -> str:
         for model in SPEC_MODELS
         if len(others & set(model.fields)) == best
         for name in model.fields
-        if name not in others and name != key
+        if name != key
     }
     close = difflib.get_close_matches(key, sorted(candidates), n=1)
     return f" (did you mean {close[0]!r}?)" if close else ""

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from dojo_cli.errors import Problem, SceneError
-from dojo_cli.scene.schema import OVERRIDE_FILE, field_default, value_text
+from dojo_cli.scene.schema import MAPPING_OVERRIDE_FILE, OVERRIDE_FILE, field_default, value_text
 
 
 # Scene fields of which a scene gives one at most: overriding one removes the other.
@@ -108,7 +108,7 @@ def override_items(overrides: Mapping[str, Any] | Sequence[str | Override] | str
     if isinstance(overrides, str):
         overrides = [overrides]
     if isinstance(overrides, Mapping):
-        return [Override(str(path), value) for path, value in overrides.items()]
+        return [Override(str(path), value, MAPPING_OVERRIDE_FILE) for path, value in overrides.items()]
     items = []
     for item in overrides:
         if isinstance(item, Override):

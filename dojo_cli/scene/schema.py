@@ -95,6 +95,9 @@ MAX_PATH_LENGTH = 4096
 RESERVED_BODY_NAME = "origin"
 OVERRIDE_FILE = "--set"
 """The "file" named by problems in fields set by overrides."""
+MAPPING_OVERRIDE_FILE = "overrides"
+"""The "file" of overrides given as a mapping (``load_scene(..., overrides={...})`` in Python,
+where there is no ``--set``)."""
 SHAPE_TYPES = ("box", "sphere", "cylinder", "capsule", "pyramid", "mesh", "frame")
 # Shapes a contact may give its body beyond the body shapes (a URDF mesh's convex hull).
 CONTACT_SHAPE_TYPES = ("hull",)

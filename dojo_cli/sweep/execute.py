@@ -89,8 +89,11 @@ def run_sweep(
     stop: Callable[[], bool] | None = None,
     report: Callable[[Progress], None] | None = None,
     command_line: str = "",
+    recompute: bool = False,
 ) -> SweepOutcome:
-    """Run (or resume) a sweep into ``folder`` (module docstring).
+    """Run (or resume) a sweep into ``folder`` (module docstring). ``recompute``: evaluate the
+    metrics again on every complete run's file and run nothing (the other runs keep the
+    status their files say).
 
     Raises:
         StorageError: the folder or the manifest cannot be written.
@@ -101,7 +104,7 @@ def run_sweep(
         (folder / RUNS_FOLDER).mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise StorageError(f"{folder}: cannot create the sweep folder ({exc.strerror or exc})") from None
-    previous = _previous_rows(folder)
+    previous = {} if recompute else _previous_rows(folder, plan)
     rows: list[dict[str, Any]] = []
     metric_columns: list[str] = list(plan.metrics)
     tasks: list[tuple[int, RunTask]] = []
@@ -115,6 +118,9 @@ def run_sweep(
             row.update(done)
             progress.done += 1
             progress.reused += 1
+            progress.failed += row["status"] == FAILED
+        elif recompute:
+            _from_file(folder, row)
         else:
             tasks.append((index, RunTask(
                 run_id=planned.run_id, scene=plan.scene, overrides=planned.overrides, output=str(path.resolve()),
@@ -185,14 +191,16 @@ class _ManifestWriter:
         if not force and now - self.last < MANIFEST_SECONDS:
             return
         manifest.write_csv(self.folder / manifest.CSV_NAME, self.rows, self.columns())
-        manifest.write_column_kinds(self.folder, self.plan.axes, self.metric_columns)
+        manifest.write_column_kinds(self.folder, self.plan.axes, self.metric_columns, self.plan.metrics)
         self.last = now
 
     def write_parquet(self) -> None:
         manifest.write_parquet(self.folder / manifest.PARQUET_NAME, self.rows, self.columns())
 
 
-def _previous_rows(folder: Path) -> dict[str, dict[str, Any]]:
+def _previous_rows(folder: Path, plan: SweepPlan) -> dict[str, dict[str, Any]]:
+    """The previous manifest's rows by run id, without the metrics whose expression has
+    changed since (columns.json records them): those are evaluated again on the files."""
     path = folder / manifest.CSV_NAME
     if not path.exists():
         return {}
@@ -200,7 +208,9 @@ def _previous_rows(folder: Path) -> dict[str, dict[str, Any]]:
         _, rows = manifest.read_csv(path)
     except StorageError:
         return {}  # a damaged manifest: the files say what is done
-    return {str(row.get("run_id")): row for row in rows}
+    before = manifest.read_metric_expressions(folder)
+    changed = [name for name, text in plan.metrics.items() if before.get(name) != text]
+    return {str(row.get("run_id")): {k: v for k, v in row.items() if k not in changed} for row in rows}
 
 
 def _done_row(path: Path, previous: dict[str, Any] | None, plan: SweepPlan) -> dict[str, Any] | None:
@@ -220,7 +230,9 @@ def _done_row(path: Path, previous: dict[str, Any] | None, plan: SweepPlan) -> d
     except DojoError:
         return None  # damaged: run again
     values, problems = metric_values(RunData(stored), plan.metrics)
-    return {"status": stored.status, "failed_steps": int(stored.attrs.get("failed_steps", 0)),
+    # a metric that cannot be evaluated fails the row (its file stays: a fixed metric is
+    # evaluated again on it, nothing is simulated again)
+    return {"status": FAILED if problems else stored.status, "failed_steps": int(stored.attrs.get("failed_steps", 0)),
             "wall_time": float(stored.attrs.get("wall_time", math.nan)), "error": " | ".join(problems), **values}
 
 

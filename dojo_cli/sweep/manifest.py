@@ -92,9 +92,12 @@ def write_parquet(path: Path, rows: list[dict[str, Any]], names: list[str]) -> N
     write_atomically(Path(path), lambda p: pq.write_table(table, p), overwrite=True)
 
 
-def write_column_kinds(folder: Path, axes: list[str], metrics: list[str]) -> None:
-    """Record which manifest columns are axes and which metrics (``columns.json``)."""
-    text = json.dumps({"axes": list(axes), "metrics": list(metrics)}, indent=1)
+def write_column_kinds(folder: Path, axes: list[str], metrics: list[str],
+                       expressions: dict[str, str] | None = None) -> None:
+    """Record which manifest columns are axes and which metrics (``columns.json``), and each
+    metric's expression (a re-run evaluates a changed one again)."""
+    text = json.dumps({"axes": list(axes), "metrics": list(metrics), "expressions": dict(expressions or {})},
+                      indent=1)
     write_atomically(Path(folder) / COLUMNS_NAME, lambda p: p.write_text(text, encoding="utf-8"), overwrite=True)
 
 
@@ -108,6 +111,18 @@ def read_column_kinds(folder: Path) -> tuple[list[str], list[str]] | None:
     if not all(isinstance(n, str) for n in [*axes, *metrics]):
         return None
     return list(axes), list(metrics)
+
+
+def read_metric_expressions(folder: Path) -> dict[str, str]:
+    """{metric: expression} as ``write_column_kinds`` recorded them ({} when unknown)."""
+    try:
+        data = json.loads((Path(folder) / COLUMNS_NAME).read_text(encoding="utf-8"))
+        expressions = data.get("expressions", {})
+    except (OSError, ValueError, AttributeError):
+        return {}
+    if not isinstance(expressions, dict):
+        return {}
+    return {str(k): v for k, v in expressions.items() if isinstance(v, str)}
 
 
 def _parsed(text: str) -> Any:

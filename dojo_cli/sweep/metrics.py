@@ -37,6 +37,7 @@ column ``<metric>.<name>`` each (``custom_metrics``).
 from __future__ import annotations
 
 import ast
+import difflib
 import importlib
 import math
 import re
@@ -173,7 +174,8 @@ class RunData:
         self._mech = mech
         self._metrics: dict[str, float] = {}
 
-    def dataset(self, name: str) -> np.ndarray:
+    def datasets(self) -> dict[str, Any]:
+        """Every dataset an expression may read, by name."""
         run = self.run
         core = {
             "time": run.time, "x": run.x, "q": run.q, "v": run.v, "omega": run.omega,
@@ -183,13 +185,15 @@ class RunData:
             core["v_mid"], core["omega_mid"] = run.v_mid, run.omega_mid
         for key, value in run.solver.items():
             core[f"solver/{key}"] = value
-        if name in core:
-            value = core[name]
-        elif name in run.extras:
-            value = run.extras[name]
-        else:
-            known = sorted(set(core) | set(run.extras))
-            raise ExpressionError(f"{run.path}: no dataset {name!r} (datasets: {', '.join(known)})")
+        return {**run.extras, **core}
+
+    def dataset(self, name: str) -> np.ndarray:
+        datasets = self.datasets()
+        if name not in datasets:
+            known = sorted(datasets)
+            raise ExpressionError(f"{self.run.path}: no dataset {name!r}{did_you_mean(name, known)} "
+                                  f"(datasets: {', '.join(known)})")
+        value = datasets[name]
         if np.asarray(value).dtype.kind not in "biuf":
             raise ExpressionError(f"{run.path}: dataset {name!r} holds text, not numbers")
         return np.asarray(value)
@@ -340,12 +344,61 @@ def _index(node: ast.AST, data: RunData, name: str, axis: int, array: np.ndarray
         if labels is None:
             raise ExpressionError(f"{where}: axis {axis} of dataset {name!r} has no names; index it by number")
         if label not in labels:
-            raise ExpressionError(f"{where}: no {label!r} on axis {axis} of {name!r} (names: {', '.join(labels)})")
+            raise ExpressionError(f"{where}: no {label!r} on axis {axis} of {name!r}{did_you_mean(label, labels)} "
+                                  f"(names: {', '.join(labels)})")
         return labels.index(label)
     size = array.shape[axis]
     if not -size <= position < size:
         raise ExpressionError(f"{where}: index {position} is out of range for axis {axis} of {name!r} (size {size})")
     return position
+
+
+def did_you_mean(word: str, choices) -> str:
+    """' (did you mean 'ball'?)' when a choice is close to a mistyped word (difflib), else ''."""
+    close = difflib.get_close_matches(str(word), [str(c) for c in choices], n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def check_names(expression: str | Expression, data: RunData) -> None:
+    """Check that every dataset, metric and label an expression names exists in a run like
+    ``data`` (a sweep's pre-flight, on one step of its first run), without evaluating it:
+    what depends on a run's length (an index beyond a short run) is left to the run.
+
+    Raises:
+        ExpressionError: the first unknown name, with a "did you mean" when one is close.
+    """
+    expr = expression if isinstance(expression, Expression) else parse_expression(expression)
+    for node in ast.walk(expr.tree.body):
+        if isinstance(node, ast.Subscript):
+            name = _dataset_name(node.value)
+            array = data.dataset(name)
+            indices = _indices(node)
+            if len(indices) > array.ndim:
+                raise ExpressionError(f"{expr.text!r}: {len(indices)} indices for dataset {name!r}, which has "
+                                      f"{array.ndim} axes")
+            for axis, index in enumerate(indices):
+                if isinstance(index, ast.Name) or (isinstance(index, ast.Constant) and isinstance(index.value, str)):
+                    _index(index, data, name, axis, array, expr.text)
+        elif isinstance(node, ast.Name) and not _is_index(node, expr.tree.body) and not _is_called(node, expr.tree.body):
+            name = _dataset_name(node)
+            if name not in BUILTIN_METRICS:
+                try:
+                    data.dataset(name)
+                except ExpressionError:
+                    known = [*BUILTIN_METRICS, *data.datasets()]
+                    raise ExpressionError(f"{expr.text!r}: no dataset or metric {name!r}{did_you_mean(name, known)} "
+                                          f"(metrics: {', '.join(BUILTIN_METRICS)})") from None
+
+
+def _is_index(node: ast.Name, root: ast.AST) -> bool:
+    """Whether a name is a label inside a subscript (``box`` of ``x[-1, box, 0]``)."""
+    return any(isinstance(parent, ast.Subscript) and node in _indices(parent) for parent in ast.walk(root))
+
+
+def _is_called(node: ast.Name, root: ast.AST) -> bool:
+    """Whether a name is a function called (``max`` of ``max(x[:, box, z])``) or a subscript's dataset."""
+    return any((isinstance(parent, ast.Call) and parent.func is node)
+               or (isinstance(parent, ast.Subscript) and parent.value is node) for parent in ast.walk(root))
 
 
 def _integer(value: Any, where: str) -> int:

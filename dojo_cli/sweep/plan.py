@@ -237,6 +237,9 @@ def load_sweep(path: str | os.PathLike) -> SweepPlan:
             raise SceneError(Problem(file, None, "", f"runs {j} and {i} set the same values ({_shown(run.values)}): "
                                      "list each value once"))
         seen[run.run_id] = i
+    from dojo_cli.sweep.preflight import check_plan  # here: it imports this module
+
+    check_plan(plan, lines)
     return plan
 
 

@@ -121,3 +121,5 @@ def _simulate(task: RunTask, stop: Callable[[], bool] | None, row: dict[str, Any
     values, problems = metric_values(RunData(stored, mech), dict(task.metrics))
     row.update(values)
     row["error"] = " | ".join(problems)
+    if problems:  # a metric that cannot be evaluated fails its row (status, exit code), not only a NaN
+        row["status"] = FAILED

@@ -255,3 +255,49 @@ grid:
         assert swept.attrs["integrator"] == direct.attrs["integrator"] == "munthe-kaas-rk4"
         for name in ("x", "q", "v", "omega", "minimal_q", "minimal_v", "inputs"):
             assert (getattr(swept, name) == getattr(direct, name)).all(), name
+
+
+SHORT = """\
+scene: sliding_box
+set: {duration: 0.05}
+grid:
+  bodies.0.mass: [1.0, 2.0]
+metrics:
+  x: "METRIC"
+"""
+
+
+def test_a_failing_metric_fails_its_row_and_a_fixed_one_is_evaluated_without_simulating(tmp_path):
+    """Issue 30: a metric that errors on a run (an index beyond its 6 states) fails that row
+    (status, exit 4, stderr), not only a NaN; the fixed metric is evaluated on the files
+    on the next run, which simulates nothing; --recompute evaluates every metric again."""
+    out = tmp_path / "out"
+    sweep = write(tmp_path, SHORT.replace("METRIC", "x[100, box, 0]"))
+    res = invoke("sweep", sweep, "-o", out, "--workers", 0)
+    assert res.exit_code == 4, res.output
+    assert "2 runs: 2 run now, 0 already complete, 2 failed" in res.stdout
+    _, rows = manifest.read_csv(out / "manifest.csv")
+    assert [r["status"] for r in rows] == ["failed", "failed"]
+    assert all("index 100 is out of range for axis 0 of 'x'" in r["error"] for r in rows)
+    assert f"run {rows[0]['run_id']} failed: metric x:" in res.stderr
+    created = {r["run_id"]: read_storage(out / r["file"]).attrs["created"] for r in rows}
+
+    write(tmp_path, SHORT.replace("METRIC", "x[-1, box, 0]"))
+    res = invoke("sweep", sweep, "-o", out, "--workers", 0)
+    assert res.exit_code == 0, res.output
+    assert "2 runs: 0 run now, 2 already complete, 0 failed" in res.stdout
+    _, rows = manifest.read_csv(out / "manifest.csv")
+    for row in rows:
+        stored = read_storage(out / row["file"])
+        assert row["status"] == "complete" and row["error"] is None
+        assert row["x"] == stored.x[-1, 0, 0] and stored.attrs["created"] == created[row["run_id"]]
+
+    # a manifest value that no longer says what the file holds (a module:function metric
+    # whose code changed): kept by a plain re-run, evaluated again by --recompute
+    text = (out / "manifest.csv").read_text()
+    (out / "manifest.csv").write_text(text.replace(repr(rows[0]["x"]), "99.0"))
+    invoke("sweep", sweep, "-o", out, "--workers", 0)
+    assert manifest.read_csv(out / "manifest.csv")[1][0]["x"] == 99.0
+    res = invoke("sweep", sweep, "-o", out, "--recompute")
+    assert res.exit_code == 0, res.output
+    assert manifest.read_csv(out / "manifest.csv")[1] == rows
