@@ -55,7 +55,8 @@ struct Problem {
   std::vector<double> p0;  // (6 nb,) [m v(0); J w(0)] per body
   std::vector<double> z;   // (13 nb,) the trial state [x0, y, q0]
   std::vector<int> node_of;  // (n,) the Newton matrix's node of each unknown
-  // newton_step's work: per body Jl, Jr, Jl^-1 Jr, Jl^-1 (2 f); dr/dz2; the right-hand side, the solution, its residual
+  // newton_step's work: per body Jl, Jr, Jl^-1 Jr, Jl^-1 (2 f); dr/dz2; the right-hand
+  // side, the solution and its residual
   std::vector<double> jl, jr, kr, kf, e, rhs, x, r;
 
   // y (6 nb,) per body [v15, w15] into z.
@@ -104,17 +105,17 @@ struct Problem {
   // Newton on the pair (w, y) of r = 0 and F = 0 has the matrix
   //     [ M  E ]      M = dr/dw (the step's Newton matrix at its solution),
   //     [ C  D ],     E = dr/dy (the v15, w15 columns of dr/dz2, gradients.h),
-  //                   C = dF/dw = Jr / 2 on each body's (v25, w25), D = dF/dy = Jl / 2,
+  //                   C = dF/dw = Jr / 2 on each body's (v25, w25), D = dF/dy at fixed w = Jl / 2,
   // Jr, Jl the right and left momentum Jacobians (per body, 6 x 6). Eliminating w gives
-  // (D - C M^-1 E) delta = -f, the current Newton step on F with the implicit
-  // derivative dv25/dy = -M^-1 E; eliminating the block-diagonal D instead gives
+  // (D - C M^-1 E) delta = -f, the Newton step on F with the implicit derivative
+  // dv25/dy = -M^-1 E; eliminating the block-diagonal D instead gives
   //     (M - E Jl^-1 Jr) dw = E Jl^-1 (2 f),   delta = -Jl^-1 (2 f + Jr dw),
-  // whose matrix is M with E Jl^-1 Jr added where E is nonzero: the body's own rows
-  // (E = -Jl there, so +Jr on the body's diagonal block), a damped joint's other body
-  // and a restitution contact's gap row, all blocks of M's pattern. One factorisation
-  // and one right-hand side per iteration instead of the 12 nb columns of
-  // step_gradients. Where M cannot be factorised the impulses are taken as constant
-  // (v25 moving with y: dF/dy = Jl). False when a body's Jl is singular.
+  // whose matrix is M minus E Jl^-1 Jr where E is nonzero: the body's own rows (E = -Jl
+  // there, so +Jr on the body's diagonal block), a damped joint's other body and a
+  // restitution contact's gap row, all blocks of M's pattern. One factorisation and one
+  // right-hand side per iteration instead of the 12 nb columns of step_gradients. Where
+  // that matrix cannot be factorised the impulses are taken as constant (v25 moving with
+  // y: dF/dy = Jl). False when a body's Jl is singular.
   bool newton_step(const std::vector<double>& y, const std::vector<double>& f, std::vector<double>& delta) {
     const int nb = m.nb, n = m.n, nt = 12 * nb;
     const BlockStructure& s = m.blocks;
