@@ -539,6 +539,12 @@ void relax(const Model& m, Data& d, double kappa) {
 
 }  // namespace
 
+void state_residual_columns(const Model& m, Data& d, const double* w, double* out) {
+  state_residual_jacobian(m, d, w, Columns{out, m.n});
+}
+
+void solve_unregularized(const Model& m, Data& d, double* b, int k) { solve_exact(m, d, b, k); }
+
 double step_gradients(const Model& m, Data& d, const GradientRequest& request, double* A, double* B, double* P) {
   const int n = m.n, nb = m.nb;
   double kappa_used = 0.0;

@@ -74,4 +74,12 @@ struct GradientRequest {
 // without inequalities). Throws std::runtime_error if the matrix cannot be factorised.
 double step_gradients(const Model& m, Data& d, const GradientRequest& request, double* A, double* B, double* P);
 
+// The two halves of step_gradients' state part, for a caller that needs only some
+// columns (initial.h): dr/dz2 at the solution w accumulated into out (n x 12 nb,
+// column-major, tangent columns as A's), with step_matrix(m, d, w) assembled first; and
+// x = M^-1 b for the matrix in d.matrix, factorised (factor_matrix), without the
+// joint-impulse regularisation (k columns, n x k column-major, in place).
+void state_residual_columns(const Model& m, Data& d, const double* w, double* out);
+void solve_unregularized(const Model& m, Data& d, double* b, int k);
+
 }  // namespace dojo

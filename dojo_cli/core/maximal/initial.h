@@ -17,7 +17,11 @@
 // [x0, y, q0], so the regular step from the result reproduces the first step exactly
 // and v[0] of a storage file (energy.h knot_velocities) is v(0). Newton's method on F
 // with dF/dy = (dleft/dy + dright/dv25 dv25/dy) / 2, dv25/dy from the step's implicit
-// derivative (gradients.h), and a backtracking line search on |F|.
+// derivative (gradients.h), and a backtracking line search on |F|. The Newton step is
+// found without forming dF/dy: Newton on the step's unknowns and y together, y
+// eliminated (per body, 6 x 6), is one solve with the step's Newton matrix modified on
+// blocks it already has (initial.cpp, newton_step): the cost of a step, not of the
+// 12 nb columns of step_gradients.
 #pragma once
 
 #include "data.h"
@@ -31,6 +35,10 @@ constexpr int kInitialMaxLineSearch = 10;
 // The condition is met to this fraction of the solver's rtol (F is in momentum units,
 // like the step's residual); a solve that stalls above it is accepted down to rtol.
 constexpr double kInitialTolerance = 1e-3;
+// A Newton step's linear solve in the step's own elimination order is kept when its
+// normwise backward error |b - M x| / (max|M| |x| + |b|) (infinity norms) is below this;
+// otherwise the robust order solves it again (initial.cpp, newton_step).
+constexpr double kInitialBackwardError = 1e-10;
 
 struct InitialResult {
   SolverStatus status = SolverStatus::Success;  // of the condition (or of a step that failed)
