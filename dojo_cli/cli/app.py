@@ -6,7 +6,7 @@ this module only registers them and never is imported by them. A command stopped
 Ctrl-C exits 130 (a simulation stopped by signal N, 128 + N). The executable's entry point
 is dojo_cli.__main__.main.
 
-The commands live in their own modules and are listed in COMMANDS by name, module
+The commands live in their own modules (dojo_cli/cli/commands/) and are listed in COMMANDS by name, module
 and help line. ``dojo --help`` shows that table; the module of a command is imported
 only when that command runs (or shows its own --help), so ``dojo simulate`` does not
 import matplotlib, meshcat or the URDF reader, and ``dojo --help`` imports none of
@@ -43,39 +43,39 @@ class CommandEntry(NamedTuple):
 
 # In the order `dojo --help` lists them.
 COMMANDS = (
-    CommandEntry("simulate", "dojo_cli.cli.simulate_command:simulate",
+    CommandEntry("simulate", "dojo_cli.cli.commands.simulate:simulate",
                  "Simulate a scene and write the trajectory to an HDF5 storage file."),
-    CommandEntry("energy", "dojo_cli.cli.energy_command:energy",
+    CommandEntry("energy", "dojo_cli.cli.commands.energy:energy",
                  "Kinetic, potential and mechanical energy and momentum of a run."),
-    CommandEntry("contacts", "dojo_cli.cli.contacts_command:contacts",
+    CommandEntry("contacts", "dojo_cli.cli.commands.contacts:contacts",
                  "Per-contact summary of a run: penetration, time in contact, stick/slip, cone violation."),
-    CommandEntry("check", "dojo_cli.cli.scene_commands:check",
+    CommandEntry("check", "dojo_cli.cli.commands.scene:check",
                  "Validate a scene and print its bodies, joints, contacts and dimensions."),
-    CommandEntry("scenes", "dojo_cli.cli.scene_commands:scenes",
+    CommandEntry("scenes", "dojo_cli.cli.commands.scene:scenes",
                  "List the built-in scenes, print one (--show) or copy one (--copy NAME DIR)."),
-    CommandEntry("draw", "dojo_cli.cli.picture_commands:draw",
+    CommandEntry("draw", "dojo_cli.cli.commands.picture:draw",
                  "Draw a scene's initial configuration: bodies, joints, contacts, ground (a PNG)."),
-    CommandEntry("plot", "dojo_cli.cli.picture_commands:plot",
+    CommandEntry("plot", "dojo_cli.cli.commands.picture:plot",
                  "Plot quantities of a run against time (a PNG; --csv writes the numbers)."),
-    CommandEntry("replay", "dojo_cli.cli.replay_command:replay",
+    CommandEntry("replay", "dojo_cli.cli.commands.replay:replay",
                  "Replay a run in meshcat in the browser (until Ctrl-C), or write it as a standalone HTML page (--html)."),
-    CommandEntry("import-urdf", "dojo_cli.cli.urdf_command:import_urdf",
+    CommandEntry("import-urdf", "dojo_cli.cli.commands.urdf:import_urdf",
                  "Import a URDF as an editable scene: bodies at their centres of mass, joints with limits and dampers, contacts."),
-    CommandEntry("import-mjcf", "dojo_cli.cli.mjcf_command:import_mjcf",
+    CommandEntry("import-mjcf", "dojo_cli.cli.commands.mjcf:import_mjcf",
                  "Import a MuJoCo MJCF model as an editable scene: bodies, joints, contacts, actuators, keyframes."),
-    CommandEntry("sweep", "dojo_cli.cli.sweep_command:sweep",
+    CommandEntry("sweep", "dojo_cli.cli.commands.sweep:sweep",
                  "Run a scene over a grid of parameters (locally or on Dask) and summarize the runs."),
-    CommandEntry("info", "dojo_cli.cli.info_command:info",
+    CommandEntry("info", "dojo_cli.cli.commands.info:info",
                  "Status, steps, wall time, overrides and final state of a run; --get EXPR prints one number."),
-    CommandEntry("step", "dojo_cli.cli.gradient_commands:step_command",
+    CommandEntry("step", "dojo_cli.cli.commands.gradient:step_command",
                  "One step of a scene: print or write the next state and the solver's record."),
-    CommandEntry("gradients", "dojo_cli.cli.gradient_commands:gradients_command",
+    CommandEntry("gradients", "dojo_cli.cli.commands.gradient:gradients_command",
                  "Jacobians of one step (implicit function theorem): A = d z'/d z, B = d z'/d u, P = d z'/d theta."),
-    CommandEntry("dynamics", "dojo_cli.cli.dynamics_command:dynamics",
+    CommandEntry("dynamics", "dojo_cli.cli.commands.dynamics:dynamics",
                  "Minimal-coordinate dynamics at one state: M, C, forward and inverse dynamics, E (and derivatives)."),
-    CommandEntry("analyze", "dojo_cli.cli.analyze_command:analyze",
+    CommandEntry("analyze", "dojo_cli.cli.commands.analyze:analyze",
                  "Equilibria, linearisation, stability and controllability of a scene without contacts."),
-    CommandEntry("optimize", "dojo_cli.cli.optimize_command:optimize",
+    CommandEntry("optimize", "dojo_cli.cli.commands.optimize:optimize",
                  "Optimise a task's inputs (iLQR on the exact step gradients) and write the optimal run."),
 )
 

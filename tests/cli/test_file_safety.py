@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from dojo_cli.cli import simulate_command
+from dojo_cli.cli.commands import simulate as simulate_command
 from dojo_cli.cli.app import app
 from dojo_cli.errors import StorageError
 from dojo_cli.io.storage import StorageWriter, compaction, locks, read_storage

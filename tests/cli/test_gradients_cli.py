@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 import dojo_cli as dojo
-from dojo_cli.cli import gradient_commands
+from dojo_cli.cli.commands import gradient as gradient_commands
 from dojo_cli.io import runs
 from dojo_cli.io.storage import writer as storage_writer
 from dojo_cli.cli.app import app

@@ -144,7 +144,7 @@ def test_existing_output_needs_force(tmp_path):
 
 
 def test_ctrl_c_writes_the_best_iterate_marked_as_such(tmp_path, monkeypatch):
-    from dojo_cli.cli import optimize_command
+    from dojo_cli.cli.commands import optimize as optimize_command
 
     shown = optimize_command._progress_line
 

@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 import dojo_cli as dojo
-from dojo_cli.cli import picture_commands
+from dojo_cli.cli.commands import picture as picture_commands
 from dojo_cli.cli.app import app
 from dojo_cli.io.storage import read_storage
 from dojo_cli.viz import pictures

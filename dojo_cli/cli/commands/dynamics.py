@@ -20,7 +20,7 @@ import typer
 
 from dojo_cli import __version__
 from dojo_cli.cli.shared import FromOpt, IndexOpt, SceneArg, SetOpt, echo_err, load_scene_arguments, printable, reports_errors
-from dojo_cli.cli.tables import number_table, number_text, print_matrix
+from dojo_cli.cli.commands.tables import number_table, number_text, print_matrix
 from dojo_cli.errors import InputError
 from dojo_cli.io.dynamics_files import DynamicsFile, dynamics_document, write_dynamics_file
 from dojo_cli.io.labelled_files import check_output

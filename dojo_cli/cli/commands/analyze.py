@@ -107,7 +107,7 @@ def analyze(
         if lin is not None:
             from rich.console import Console
 
-            from dojo_cli.cli.tables import print_matrix
+            from dojo_cli.cli.commands.tables import print_matrix
 
             console = Console(highlight=False, soft_wrap=False)
             for name, (mat, rows, cols) in matrices.items():
