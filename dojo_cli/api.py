@@ -45,7 +45,17 @@ def load_scene(source: str, overrides: Mapping[str, Any] | Sequence[str] | None 
 
 
 def initial_state(mech: Mechanism) -> np.ndarray:
-    """The scene's initial maximal state (13 nb,), per body [x, v, q, w]."""
+    """The scene's initial maximal state (13 nb,), per body [x, v, q, w], in the integrator's
+    layout: x and q at t = 0, but v and w are **midpoint** velocities (over [-h, 0], Dojo's
+    v15, w15), what ``dojo.step`` starts from; not the velocities at t = 0. A pendulum released
+    from rest holds half a step's worth of its acceleration here, alpha h / 2 in size (omega
+    0.052 rad/s for the built-in pendulum at h = 0.01), while its velocity at t = 0 is 0.
+
+    The knot (t = 0) velocities are ``dojo.simulate(mech, steps=1).v[0]`` and ``.omega[0]`` (a
+    trajectory's ``v``, ``omega`` are at the knots t_k, its ``v_mid``, ``omega_mid`` the
+    midpoint ones), equal to the scene's given initial velocities to the solver's tolerance
+    (docs/physics.md, "Velocities at t0 and at the knots").
+    """
     z = getattr(mech, "initial", None)
     if z is None:
         return _min_to_max(mech, np.zeros(mech.minimal_dimension()))
@@ -195,37 +205,39 @@ def get_node(mech: Mechanism, name):
 
 
 def mechanics(mech: Mechanism, traj: Trajectory) -> _energy.Mechanics:
-    """Energy and momentum of the states 0..T-1 of a trajectory (from its midpoint velocities;
-    the same as from its knot velocities v, omega at those states)."""
-    return _energy.mechanics(mech, traj.time, traj.x, traj.q, traj.v_mid, traj.omega_mid)
+    """Energy and momentum at every knot t_0..t_T of a trajectory (T+1 values for T steps).
+
+    From the knot velocities ``traj.v``, ``traj.omega`` (p = m v, L = J omega; docs/physics.md,
+    "Energy and momentum"), the same states and numbers as ``dojo energy`` of the run's file.
+    For Dojo's momentum from the midpoint velocities (states 0..T-1 only: the last state has no
+    outgoing step) use ``physics.energy.mechanics(mech, traj.time, traj.x, traj.q, traj.v_mid,
+    traj.omega_mid)``.
+    """
+    return _energy.knot_mechanics(mech, traj.time, traj.x, traj.q, traj.v, traj.omega)
 
 
 def kinetic_energy(mech: Mechanism, traj: Trajectory) -> np.ndarray:
-    """(T,) kinetic energy, J (Dojo's discrete Legendre transform), with the joints' rotor
-    inertia's at the coordinates' rates (an rk4 run's; the variational integrator has none)."""
-    kinetic = _energy.kinetic_energy(mech, traj.v_mid, traj.omega_mid)
-    if getattr(mech, "has_armature", False):
-        kinetic = kinetic + _energy.rotor_energy(mech, traj.minimal_v[: len(kinetic)])
-    return kinetic
+    """(T+1,) kinetic energy at the knots t_0..t_T, J (from the knot velocities, see
+    ``mechanics``), with the joints' rotor inertia's at the coordinates' rates."""
+    return mechanics(mech, traj).kinetic
 
 
 def potential_energy(mech: Mechanism, traj: Trajectory) -> np.ndarray:
-    """(T,) gravity plus spring potential energy, J."""
-    T = traj.steps
-    return _energy.potential_energy(mech, traj.x[:T], traj.q[:T])
+    """(T+1,) gravity plus spring potential energy at the knots t_0..t_T, J."""
+    return _energy.potential_energy(mech, traj.x, traj.q)
 
 
 def mechanical_energy(mech: Mechanism, traj: Trajectory) -> np.ndarray:
-    """(T,) kinetic plus potential energy, J."""
-    return kinetic_energy(mech, traj) + potential_energy(mech, traj)
+    """(T+1,) kinetic plus potential energy at the knots t_0..t_T, J: one value per state,
+    as ``dojo energy`` reports (knot energies, not the midpoint-velocity ones of states 0..T-1)."""
+    return mechanics(mech, traj).mechanical
 
 
 def momentum(mech: Mechanism, traj: Trajectory) -> tuple[np.ndarray, np.ndarray]:
-    """(T,3) linear momentum and (T,3) angular momentum about the origin, world frame."""
-    return (
-        _energy.linear_momentum(mech, traj.v_mid, traj.omega_mid),
-        _energy.angular_momentum(mech, traj.x, traj.q, traj.v_mid, traj.omega_mid),
-    )
+    """(T+1,3) linear momentum and (T+1,3) angular momentum about the origin at the knots
+    t_0..t_T, world frame (from the knot velocities, see ``mechanics``)."""
+    me = mechanics(mech, traj)
+    return me.linear_momentum, me.angular_momentum
 
 
 def maximal_gradients(mech: Mechanism, z, u=None, opts: SolverOptions | None = None, kappa: float | None = None):

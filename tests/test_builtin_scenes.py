@@ -75,7 +75,7 @@ def test_python_api_step_and_energy():
     assert np.allclose(e, dojo.kinetic_energy(mech, traj) + dojo.potential_energy(mech, traj))
     assert np.max(np.abs(e - e[0])) / e[0] < 1e-3
     p, ang = dojo.momentum(mech, traj)
-    assert p.shape == (200, 3) and ang.shape == (200, 3)
+    assert p.shape == (201, 3) and ang.shape == (201, 3)  # one per state, as dojo energy
 
 
 CONTACT_SCENES = [n for n in SCENES if dojo.load_scene(n).has_inequalities]

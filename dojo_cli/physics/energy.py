@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dojo_cli import _core
-from dojo_cli.model.mechanism import Mechanism
+from dojo_cli.model.mechanism import ORIGIN, Mechanism
 
 
 @dataclass
@@ -152,4 +152,86 @@ def knot_mechanics(mech: Mechanism, time, x, q, v, omega) -> Mechanics:
         mechanical=kin + pot,
         linear_momentum=lin,
         angular_momentum=ang,
+    )
+
+
+# a gravity component below this (m/s^2) is taken as absent when deciding what is conserved
+GRAVITY_ZERO = 1e-12
+
+
+@dataclass
+class Conservation:
+    """Which of a scene's mechanics are conserved, decided from the mechanism's content.
+
+    Attributes:
+        energy: mechanical energy is conserved (no damper, input, external force, contact
+            or joint limit: springs and gravity are in the potential).
+        energy_reason: why not ("" when conserved).
+        linear, angular: (3, k) orthonormal world directions along which the linear momentum
+            and the angular momentum about the origin are conserved (k = 0: none).
+        momentum_reason: why neither is conserved at all ("" otherwise).
+    """
+
+    energy: bool
+    energy_reason: str
+    linear: np.ndarray
+    angular: np.ndarray
+    momentum_reason: str
+
+
+def _world_acts(mech: Mechanism) -> bool:
+    """A joint to the world exerts a force on its child: it constrains a direction, is locked,
+    or has a spring, damper or limit on a coordinate (a floating base joint has none of these)."""
+    free_joint = np.asarray(mech.free_joint, dtype=int)
+    pushed = np.asarray(mech.spring) != 0
+    pushed |= np.asarray(mech.damper) != 0
+    pushed[np.asarray(mech.limit_free, dtype=int)] = True
+    for i in np.flatnonzero(np.asarray(mech.parent) == ORIGIN):
+        if np.any(mech.constrained[i]) or mech.locked[i] or np.any(pushed[free_joint == i]):
+            return True
+    return False
+
+
+def conservation(mech: Mechanism, inputs=None) -> Conservation:
+    """What the equations of motion conserve for this mechanism (and its applied ``inputs``,
+    (T, nu), or None for none).
+
+    Energy: the Lagrangian is time invariant and only dampers, inputs, external forces and
+    contact or limit impulses do work outside the potential. Momentum (Noether): a joint to
+    the world, a contact, an input or an external force acts from outside; otherwise only
+    gravity does, whose force m g has no component across g (linear momentum conserved
+    perpendicular to g) and whose torque about the origin, sum x_i x m_i g, has none along g
+    (angular momentum conserved along g). Without gravity both are conserved in full.
+    """
+    driven = inputs is not None and np.size(inputs) and bool(np.any(np.asarray(inputs) != 0))
+    external = bool(getattr(mech, "external", None))
+    energy_causes = [name for name, present in (
+        ("joint damping", bool(np.any(np.asarray(mech.damper) != 0))),
+        ("inputs", driven),
+        ("external forces", external),
+        ("contacts", mech.nc > 0),
+        ("joint limits", mech.nlim > 0),
+    ) if present]
+    momentum_causes = [name for name, present in (
+        ("a joint to the world", _world_acts(mech)),
+        ("contacts", mech.nc > 0),
+        ("inputs", driven),
+        ("external forces", external),
+    ) if present]
+    g = np.asarray(mech.gravity, dtype=float)
+    if momentum_causes:
+        linear = angular = np.zeros((3, 0))
+    elif np.linalg.norm(g) < GRAVITY_ZERO:
+        linear = angular = np.eye(3)
+    else:
+        # full SVD: the last two right singular vectors span the plane perpendicular to g
+        basis = np.linalg.svd(g[None, :])[2]
+        linear = basis[1:].T
+        angular = (g / np.linalg.norm(g))[:, None]
+    return Conservation(
+        energy=not energy_causes,
+        energy_reason=", ".join(energy_causes),
+        linear=linear,
+        angular=angular,
+        momentum_reason=", ".join(momentum_causes),
     )

@@ -12,7 +12,7 @@ import typer
 from dojo_cli.cli.shared import echo_err, read_run, reports_errors
 from dojo_cli.errors import InputError, StorageError
 from dojo_cli.io.storage import KNOT
-from dojo_cli.physics.energy import knot_mechanics, mechanics
+from dojo_cli.physics.energy import conservation, knot_mechanics, mechanics
 from dojo_cli.scene.stored_run import run_mechanism
 
 
@@ -40,11 +40,19 @@ def energy(
         # a file written before knot velocities: v, omega are midpoint velocities, whose
         # averaged transforms give the knots 0..T-1 (the last state has no outgoing step)
         me = mechanics(mech, stored.time, stored.x, stored.q, stored.v, stored.omega)
-    summary = _energy_summary(me)
+    summary = _energy_summary(me, conservation(mech, stored.inputs))
     typer.echo(f"{run}: {spec.name}, {len(me.time)} states (t = 0 .. {me.time[-1]:g} s), status {stored.status}")
     typer.echo(f"{'quantity':<22}{'initial':>14}{'final':>14}{'max drift':>14}{'rel drift':>12}")
     for key, row in summary.items():
-        typer.echo(f"{key:<22}{row['initial']:>14.6g}{row['final']:>14.6g}{row['max_drift']:>14.3e}{row['relative_drift']:>12.3e}")
+        start = f"{key:<22}{row['initial']:>14.6g}{row['final']:>14.6g}"
+        if row["conserved_drift"] is None:
+            # kinetic energy, potential energy and what something external acts on are not
+            # conserved: their change is the physics, not the integrator's error
+            why = f" ({row['why']})" if row["why"] else ""
+            typer.echo(f"{start}  not conserved{why}")
+        else:
+            typer.echo(f"{start}{row['conserved_drift']:>14.3e}{row['conserved_relative_drift']:>12.3e}"
+                       f"{'  ' + row['conserved'] if row['conserved'] != 'yes' else ''}")
     if csv is not None:
         _write_csv(csv, me)
         typer.echo(f"wrote {csv}")
@@ -58,24 +66,46 @@ def energy(
         typer.echo(f"wrote {plot}")
 
 
-def _energy_summary(me) -> dict:
-    """Initial, final and largest drift of each quantity; momenta drift componentwise."""
+def _energy_summary(me, conserved) -> dict:
+    """Initial, final and largest drift of each quantity; momenta drift componentwise.
+
+    ``max_drift``/``relative_drift`` are the measured change of every quantity;
+    ``conserved_drift``/``conserved_relative_drift`` only that of a conserved quantity (or of
+    its conserved components, ``conserved`` naming them), None for the others, with ``why``.
+    """
+    eye = np.eye(3)
     rows = {
-        "kinetic [J]": me.kinetic[:, None],
-        "potential [J]": me.potential[:, None],
-        "mechanical [J]": me.mechanical[:, None],
-        "linear momentum": me.linear_momentum,
-        "angular momentum": me.angular_momentum,
+        "kinetic [J]": (me.kinetic[:, None], None, "exchanged with the potential" if conserved.energy else ""),
+        "potential [J]": (me.potential[:, None], None, "exchanged with the kinetic" if conserved.energy else ""),
+        "mechanical [J]": (me.mechanical[:, None], np.ones((1, 1)) if conserved.energy else None, conserved.energy_reason),
+        "linear momentum": (me.linear_momentum, conserved.linear, conserved.momentum_reason or "gravity"),
+        "angular momentum": (me.angular_momentum, conserved.angular, conserved.momentum_reason or "gravity"),
     }
     out = {}
-    for name, series in rows.items():
+    for name, (series, basis, why) in rows.items():
         drift = float(np.max(np.abs(series - series[0])))
         size = np.linalg.norm(series, axis=1)
+        scale = float(np.max(np.abs(series))) or 1.0
+        kept = None if basis is None or basis.shape[1] == 0 else series @ basis
+        kept_drift = None if kept is None else float(np.max(np.abs(kept - kept[0])))
+        if kept is None:
+            label = "no"
+        elif basis.shape[1] == series.shape[1]:
+            label, why = "yes", ""
+        else:
+            # the components along or across gravity (named by axis when gravity is along one)
+            axes = [i for i in range(3) if np.any(np.all(np.isclose(np.abs(basis.T), eye[i]), axis=1))]
+            named = ",".join("xyz"[i] for i in axes) if len(axes) == basis.shape[1] else None
+            label = f"{named} only" if named else ("along gravity only" if basis.shape[1] == 1 else "across gravity only")
         out[name] = {
             "initial": float(size[0]) if series.shape[1] > 1 else float(series[0, 0]),
             "final": float(size[-1]) if series.shape[1] > 1 else float(series[-1, 0]),
             "max_drift": drift,
-            "relative_drift": drift / (float(np.max(np.abs(series))) or 1.0),
+            "relative_drift": drift / scale,
+            "conserved": label,
+            "conserved_drift": kept_drift,
+            "conserved_relative_drift": None if kept_drift is None else kept_drift / scale,
+            "why": "" if kept is not None else why,
         }
     return out
 
