@@ -236,3 +236,48 @@ def interrupt_is_one_line():
         signum = signals.signal_number(exc)
         typer.echo(f"dojo: interrupted by {signal.Signals(signum).name}", err=True)
         raise typer.Exit(128 + signum) from None
+
+
+def check_import_target(output: Path, force: bool, timestep: float | None) -> None:
+    """The checks an importer command (import-urdf, import-mjcf) makes before it reads its
+    file: a usable --timestep, and an output it may write."""
+    import math
+
+    from dojo_cli.errors import InputError, StorageError
+
+    if timestep is not None and not (timestep > 0 and math.isfinite(timestep)):
+        raise InputError(f"--timestep: must be > 0, got {timestep:g}")
+    try:
+        exists = output.exists()
+    except OSError as exc:  # a name the file system refuses (longer than NAME_MAX, ...)
+        raise StorageError(f"{output}: cannot write ({exc.strerror or exc})") from None
+    if exists and not force:
+        raise StorageError(f"{output}: already exists (use --force to overwrite)")
+
+
+def write_imported_scene(result, source: Path, output: Path, *, name: str | None, timestep: float | None,
+                         header: str):
+    """An importer's scene (``result.scene``, with --name and --timestep applied) validated
+    and built, then written to ``output`` under the comment ``# NAME: header`` (``header``'s
+    further lines are comments too), and the importer's warnings on stderr.
+
+    Returns:
+        the Mechanism built from it: what is written must load, so it is built before writing.
+    """
+    from dojo_cli.errors import StorageError
+    from dojo_cli.scene.builder import build_mechanism
+    from dojo_cli.scene.loader import dump_scene_data, spec_from_dict
+
+    scene = result.scene
+    if name:
+        scene["name"] = name
+    if timestep is not None:
+        scene["timestep"] = timestep
+    mech = build_mechanism(spec_from_dict(scene, file=str(source), base_dir=output.resolve().parent))
+    try:
+        output.write_text(f"# {scene['name']}: {header}" + dump_scene_data(scene), encoding="utf-8")
+    except OSError as exc:
+        raise StorageError(f"{output}: cannot write ({exc.strerror or exc})") from None
+    for warning in result.warnings:
+        echo_err(warning)
+    return mech

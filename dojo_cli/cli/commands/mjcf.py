@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
-import math
 from enum import Enum
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 
-from dojo_cli.cli.shared import echo_err, reports_errors
-from dojo_cli.errors import InputError, StorageError
-from dojo_cli.scene.builder import build_mechanism
-from dojo_cli.scene.loader import dump_scene_data, spec_from_dict
+from dojo_cli.cli.shared import check_import_target, reports_errors, write_imported_scene
 from dojo_cli.scene.mjcf import MjcfOptions, read_mjcf
 
 
@@ -36,38 +32,20 @@ def import_mjcf(
     force: Annotated[bool, typer.Option("--force", "-f", help="Overwrite the output file.")] = False,
 ) -> None:
     """Import a MuJoCo MJCF model as an editable scene: bodies, joints, contacts, actuators, keyframes."""
-    if timestep is not None and not (timestep > 0 and math.isfinite(timestep)):
-        raise InputError(f"--timestep: must be > 0, got {timestep:g}")
-    try:
-        exists = output.exists()
-    except OSError as exc:  # a name the file system refuses (longer than NAME_MAX, ...)
-        raise StorageError(f"{output}: cannot write ({exc.strerror or exc})") from None
-    if exists and not force:
-        raise StorageError(f"{output}: already exists (use --force to overwrite)")
+    check_import_target(output, force, timestep)
     options = MjcfOptions(keyframe=keyframe, drop_unsupported=drop_unsupported, contacts=contacts.value,
                           merge_fixed=merge_fixed, meshes=not no_meshes, split_hinges=split_hinges)
     result = read_mjcf(model, options, str(model))
-    scene = result.scene
-    if name:
-        scene["name"] = name
-    if timestep is not None:
-        scene["timestep"] = timestep
-    # what is written must load: validate and build it before writing anything
-    mech = build_mechanism(spec_from_dict(scene, file=str(model), base_dir=output.resolve().parent))
     flags = " ".join(f for f, on in ((f"--keyframe {keyframe}", keyframe is not None), ("--drop-unsupported", drop_unsupported),
                                       ("--merge-fixed", merge_fixed), ("--split-hinges", split_hinges),
                                       ("--no-meshes", no_meshes)) if on)
     header = (
-        f"# {scene['name']}: imported from {model} by dojo import-mjcf {flags} --contacts {contacts.value}\n"
+        f"imported from {model} by dojo import-mjcf {flags} --contacts {contacts.value}\n"
         "# Bodies sit at their centres of mass, oriented as the MJCF bodies; joint coordinates are zero at the\n"
         "# file's placement (qpos0). See docs/mjcf.md.\n"
     )
-    try:
-        output.write_text(header + dump_scene_data(scene), encoding="utf-8")
-    except OSError as exc:
-        raise StorageError(f"{output}: cannot write ({exc.strerror or exc})") from None
-    for warning in result.warnings:
-        echo_err(warning)
+    mech = write_imported_scene(result, model, output, name=name, timestep=timestep, header=header)
+    scene = result.scene
     total = sum(b.mass for b in mech.bodies)
     typer.echo(f"wrote {output}: {mech.nb} bodies, {mech.nj} joints, {mech.nc} contacts, {mech.nu} inputs, "
                f"total mass {total:.6g} kg, timestep {scene['timestep']:g} s"

@@ -9,10 +9,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from dojo_cli.cli.shared import echo_err, reports_errors
-from dojo_cli.errors import InputError, StorageError
-from dojo_cli.scene.builder import build_mechanism
-from dojo_cli.scene.loader import dump_scene_data, spec_from_dict
+from dojo_cli.cli.shared import check_import_target, reports_errors, write_imported_scene
+from dojo_cli.errors import InputError
 from dojo_cli.scene.urdf import DEFAULT_FRICTION, UrdfOptions, read_urdf
 
 
@@ -48,41 +46,23 @@ def import_urdf(
     """Import a URDF as an editable scene: bodies at their centres of mass, joints with limits and dampers, contacts."""
     if self_collision and contacts != ContactMode.collision:
         raise InputError(f"--self-collision: needs --contacts collision (the links' collision shapes), got --contacts {contacts.value}")
-    if timestep is not None and not (timestep > 0 and math.isfinite(timestep)):
-        raise InputError(f"--timestep: must be > 0, got {timestep:g}")
-    try:
-        exists = output.exists()
-    except OSError as exc:  # a name the file system refuses (longer than NAME_MAX, ...)
-        raise StorageError(f"{output}: cannot write ({exc.strerror or exc})") from None
-    if exists and not force:
-        raise StorageError(f"{output}: already exists (use --force to overwrite)")
+    check_import_target(output, force, timestep)
     options = UrdfOptions(
         floating=floating or floating_base is not None, floating_base=floating_base, contacts=contacts.value, self_collision=self_collision, friction=friction, merge_fixed=merge_fixed,
         package_path=[str(p) for p in package_path or []], meshes=not no_meshes, geometry=geometry.value,
         inertia_from_geometry=inertia_from_geometry,
     )
     result = read_urdf(urdf, options, str(urdf))
-    scene = result.scene
-    if name:
-        scene["name"] = name
-    if timestep is not None:
-        scene["timestep"] = timestep
-    # what is written must load: validate and build it before writing anything
-    mech = build_mechanism(spec_from_dict(scene, file=str(urdf), base_dir=output.resolve().parent))
     flags = " ".join(f for f, on in (("--floating", floating), ("--merge-fixed", merge_fixed), ("--no-meshes", no_meshes),
                                          ("--self-collision", self_collision),
                                          ("--inertia-from-geometry", inertia_from_geometry)) if on)
     header = (
-        f"# {scene['name']}: imported from {urdf} by dojo import-urdf {flags} --contacts {contacts.value}\n"
+        f"imported from {urdf} by dojo import-urdf {flags} --contacts {contacts.value}\n"
         "# Bodies sit at their links' centres of mass (body frames oriented as the links); edit freely,\n"
         "# or keep the URDF and write a scene with `urdf:` and overrides (docs/urdf.md).\n"
     )
-    try:
-        output.write_text(header + dump_scene_data(scene), encoding="utf-8")
-    except OSError as exc:
-        raise StorageError(f"{output}: cannot write ({exc.strerror or exc})") from None
-    for warning in result.warnings:
-        echo_err(warning)
+    mech = write_imported_scene(result, urdf, output, name=name, timestep=timestep, header=header)
+    scene = result.scene
     total = sum(b.mass for b in mech.bodies)
     typer.echo(f"wrote {output}: {mech.nb} bodies, {mech.nj} joints, {mech.nc} contacts, {mech.nu} inputs, total mass {total:.6g} kg")
     if result.merged:
