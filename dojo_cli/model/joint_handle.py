@@ -52,7 +52,42 @@ class JointHandle:
 
     @property
     def type_name(self) -> str:
-        return self.type.value
+        """Drake's name for the joint's type where Drake has the same joint ("planar" for our
+        planar_axis, "weld" for fixed, "quaternion_floating" for floating); for a joint Drake
+        does not have, ``"dojo_"`` and our type name (our "planar" joint, two translations,
+        would otherwise answer the same as Drake's PlanarJoint). ``self.type`` is always ours."""
+        return _DRAKE_TYPE_NAMES.get(self.type, f"dojo_{self.type.value}")
+
+    # ------------------------------------------------------------ structure
+    def parent_body(self):
+        """The parent Body, or None for the world (Drake's world body; our ORIGIN)."""
+        parent = self._mech.joints[self.index].parent
+        return None if parent < 0 else self._mech.bodies[parent]
+
+    def child_body(self):
+        """The child Body."""
+        return self._mech.bodies[self._mech.joints[self.index].child]
+
+    def frame_on_parent(self) -> tuple[np.ndarray, np.ndarray]:
+        """Drake's frame F: (origin (3,), orientation [w,x,y,z]) in the parent body's frame
+        (in the world frame for the world): our parent_vertex and orientation_offset."""
+        joint = self._mech.joints[self.index]
+        return np.array(joint.parent_vertex, dtype=float), np.array(joint.orientation_offset, dtype=float)
+
+    def frame_on_child(self) -> tuple[np.ndarray, np.ndarray]:
+        """Drake's frame M: (origin (3,), orientation [w,x,y,z]) in the child body's frame.
+        M is aligned with F when the joint's coordinates are zero, so its orientation in the
+        child frame is the same offset as F's in the parent frame (docs/scenes.md, joints)."""
+        joint = self._mech.joints[self.index]
+        return np.array(joint.child_vertex, dtype=float), np.array(joint.orientation_offset, dtype=float)
+
+    def can_rotate(self) -> bool:
+        """Whether the joint has a free rotational coordinate."""
+        return self._mech.joints[self.index].free[1] > 0
+
+    def can_translate(self) -> bool:
+        """Whether the joint has a free translational coordinate."""
+        return self._mech.joints[self.index].free[0] > 0
 
     def num_positions(self) -> int:
         return self._n
@@ -92,6 +127,19 @@ class JointHandle:
         if self.type != JointType.PLANAR_AXIS:
             raise TypeError(f"joint {self.name!r} is a {self.type.value} joint; this accessor is a planar_axis "
                             "joint's (Drake's PlanarJoint)")
+
+    def get_one_position(self, y) -> float:
+        """The single coordinate of a one-coordinate joint (Drake's GetOnePosition)."""
+        return float(self._q(y)[self._one("GetOnePosition")])
+
+    def get_one_velocity(self, y) -> float:
+        """The single velocity of a one-coordinate joint (Drake's GetOneVelocity)."""
+        return float(self._v(y)[self._one("GetOneVelocity")])
+
+    def _one(self, what: str) -> int:
+        if self._n != 1:
+            raise TypeError(f"joint {self.name!r} has {self._n} coordinates; {what} needs a joint with exactly one")
+        return 0
 
     # ------------------------------------------------------------ parameters
     def default_damping(self) -> np.ndarray:
@@ -192,6 +240,19 @@ class JointHandle:
     def set_default_pose(self, p_FoMo_F, theta: float) -> JointHandle:
         return self.set_default_translation(p_FoMo_F).set_default_rotation(theta)
 
+    def get_default_pose(self) -> tuple[np.ndarray, float]:
+        """(translation (2,), theta): Drake's GetDefaultPose of a PlanarJoint."""
+        return self.get_default_translation(), self.get_default_rotation()
+
+    def set_default_pose_pair(self, pose: tuple) -> JointHandle:
+        """Drake's SetDefaultPosePair: the pose as one (translation, theta) pair."""
+        translation, theta = pose
+        return self.set_default_pose(translation, theta)
+
+    def get_default_pose_pair(self) -> tuple[np.ndarray, float]:
+        """Drake's GetDefaultPosePair: (translation (2,), theta)."""
+        return self.get_default_pose()
+
     def set_default_state(self, y) -> JointHandle:
         """Write the default pose into y (the velocities are left as they are)."""
         self._q(y)[:] = self._default
@@ -232,6 +293,16 @@ class JointHandle:
 
     def __repr__(self) -> str:
         return f"JointHandle({self.name!r}, {self.type.value}, {self._n} coordinates)"
+
+
+# Drake's type_name() for the joints both have (drake/multibody/tree/*_joint.h kTypeName).
+_DRAKE_TYPE_NAMES = {
+    JointType.FIXED: "weld",
+    JointType.REVOLUTE: "revolute",
+    JointType.PRISMATIC: "prismatic",
+    JointType.PLANAR_AXIS: "planar",
+    JointType.FLOATING: "quaternion_floating",
+}
 
 
 def _vector(value, n: int, what: str) -> np.ndarray:

@@ -64,9 +64,10 @@ def state(mech):
 def test_type_and_dofs(tmp_path):
     mech = load(tmp_path)
     j = mech.joint("planar")
-    assert j.type_name == "planar_axis"
+    assert j.type_name == "planar" and j.type.value == "planar_axis"  # Drake's name, our type
     assert (j.num_positions(), j.num_velocities()) == (3, 3)
     assert (j.position_start(), j.velocity_start()) == (0, 3)
+    assert j.can_rotate() and j.can_translate()
 
 
 def test_joint_limits_and_damping(tmp_path):
@@ -245,6 +246,47 @@ def test_random_initial_only_for_planar_axis(tmp_path):
         dojo.load_scene(str(file))
 
 
+def test_default_pose_pair(tmp_path):
+    j = load(tmp_path).joint("planar")
+    j.set_default_pose_pair(([0.1, -0.3], 0.7))
+    translation, theta = j.get_default_pose_pair()
+    np.testing.assert_array_equal(translation, [0.1, -0.3])
+    assert theta == 0.7
+    np.testing.assert_array_equal(j.get_default_pose()[0], translation)
+
+
+def test_bodies_frames_and_one_coordinate_access():
+    """Drake's parent_body/child_body/frame_on_parent/frame_on_child and GetOnePosition on the
+    double pendulum: the frames put the child's joint point where the parent's is, which is
+    the joint's constraint (X_WF = X_WP X_PF and X_WM = X_WC X_CM coincide in position)."""
+    from dojo_cli.math.quaternion import rotate
+
+    mech = dojo.load_scene("double_pendulum")
+    traj = dojo.simulate(mech, steps=20)
+    upper, lower = mech.joint(0), mech.joint(1)
+    assert upper.parent_body() is None and upper.child_body() is lower.parent_body()
+    assert lower.child_body().name == mech.bodies[mech.joints[1].child].name
+    for k in (0, 20):
+        x, q = traj.x[k], traj.q[k]
+        parent, child = mech.joints[1].parent, mech.joints[1].child
+        p_origin, _ = lower.frame_on_parent()
+        c_origin, _ = lower.frame_on_child()
+        at_parent = x[parent] + rotate(q[parent], p_origin)
+        at_child = x[child] + rotate(q[child], c_origin)
+        np.testing.assert_allclose(at_parent, at_child, atol=1e-6)  # the constraint, to the solver tolerance
+    y = dojo.maximal_to_minimal(mech, traj.state(20))
+    assert lower.get_one_position(y) == y[lower.position_start()]
+    assert lower.get_one_velocity(y) == y[lower.velocity_start()]
+    assert lower.can_rotate() and not lower.can_translate()
+    assert lower.type_name == "revolute"
+
+
+def test_one_position_needs_one_coordinate(tmp_path):
+    mech = load(tmp_path)
+    with pytest.raises(TypeError, match="exactly one"):
+        mech.joint("planar").get_one_position(state(mech))
+
+
 def test_accessors_refuse_other_joint_types():
     mech = dojo.load_scene("pendulum")
     j = mech.joint(0)
@@ -285,7 +327,7 @@ def urdf_mech(tmp_path, damping):
 def test_urdf_planar_reads_three_damping_values(tmp_path):
     mech, _ = urdf_mech(tmp_path, "0.1 0.2 0.3")
     j = mech.joint("base")
-    assert j.type_name == "planar_axis"
+    assert j.type_name == "planar"
     np.testing.assert_array_equal(j.default_damping(), [0.1, 0.2, 0.3])
     np.testing.assert_array_equal(mech.joints[0].axis, [0, 0, 1])  # <axis> is the plane normal
     assert mech.state_names()[0] == ["base:x", "base:y", "base:qz"]
