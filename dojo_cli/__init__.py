@@ -20,7 +20,7 @@ __version__ = "0.1.0"
 _EXPORTS: dict[str, str] = {
     **dict.fromkeys(
         (
-            "default_options", "get_body", "get_joint", "get_node", "initial_state", "input_dimensions",
+            "default_options", "get_body", "get_contact", "get_joint", "get_node", "initial_state", "input_dimensions",
             "kinetic_energy", "load_scene", "maximal_dimension", "maximal_gradients", "maximal_to_minimal",
             "mechanical_energy", "mechanics", "minimal_dimension", "minimal_gradients", "minimal_to_maximal",
             "momentum", "parameter_gradients", "parameter_labels", "parameter_values", "potential_energy",
@@ -30,6 +30,10 @@ _EXPORTS: dict[str, str] = {
     ),
     **dict.fromkeys(("DojoError", "SceneError", "SolverError", "StorageError"), "dojo_cli.errors"),
     "JointType": "dojo_cli.model.joint_types",
+    **dict.fromkeys(
+        ("contact_geometry", "contact_location", "contact_normal", "contact_tangent", "get_sdf"),
+        "dojo_cli.physics.contact_queries",
+    ),
     "set_floating_base": "dojo_cli.scene.floating_base",
     **dict.fromkeys(("Body", "Joint", "Mechanism"), "dojo_cli.model.mechanism"),
     **dict.fromkeys(
@@ -68,6 +72,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see: the same names, imported e
     from dojo_cli.api import (  # noqa: F401
         default_options,
         get_body,
+        get_contact,
         get_joint,
         get_node,
         initial_state,
@@ -96,6 +101,13 @@ if TYPE_CHECKING:  # what type checkers and IDEs see: the same names, imported e
     from dojo_cli.errors import DojoError, SceneError, SolverError, StorageError  # noqa: F401
     from dojo_cli.scene.floating_base import set_floating_base  # noqa: F401
     from dojo_cli.model.joint_types import JointType  # noqa: F401
+    from dojo_cli.physics.contact_queries import (  # noqa: F401
+        contact_geometry,
+        contact_location,
+        contact_normal,
+        contact_tangent,
+        get_sdf,
+    )
     from dojo_cli.model.mechanism import Body, Joint, Mechanism  # noqa: F401
     from dojo_cli.simulation.controller import (  # noqa: F401
         ConstantController,

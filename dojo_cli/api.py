@@ -184,9 +184,9 @@ def minimal_dimension(mech: Mechanism) -> int:
     return mech.minimal_dimension()
 
 
-def root_to_leaves_ordering(mech: Mechanism) -> list[int]:
-    """Joint indices from the origin outwards (loop-closure joints last)."""
-    return mech.root_to_leaves_ordering()
+def root_to_leaves_ordering(mech: Mechanism, exclude_origin: bool = True, exclude_loop_joints: bool = True) -> list[str]:
+    """Node names from the origin to the leaves (Dojo's flags; Mechanism.root_to_leaves_ordering)."""
+    return mech.root_to_leaves_ordering(exclude_origin=exclude_origin, exclude_loop_joints=exclude_loop_joints)
 
 
 def get_body(mech: Mechanism, name):
@@ -200,8 +200,13 @@ def get_joint(mech: Mechanism, name):
 
 
 def get_node(mech: Mechanism, name):
-    """A body or joint by name."""
+    """A node by name: "origin", a body, a joint or a contact (Dojo's get_node)."""
     return mech.get_node(name)
+
+
+def get_contact(mech: Mechanism, name):
+    """A contact by name or index (Dojo's get_contact)."""
+    return mech.get_contact(name)
 
 
 def mechanics(mech: Mechanism, traj: Trajectory) -> _energy.Mechanics:

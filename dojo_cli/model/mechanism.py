@@ -39,6 +39,18 @@ from dojo_cli.model.joint_types import CONSTRAINED, JointType
 from dojo_cli.model.shapes import Shape
 
 ORIGIN = -1  # parent index meaning the world frame
+ORIGIN_NAME = "origin"  # the world frame's name in scenes (``parent: origin``) and in get_node
+
+
+@dataclass(frozen=True)
+class Origin:
+    """The world frame as a node of the mechanism's graph (Dojo's Origin): ``get_node("origin")``."""
+
+    name: str = ORIGIN_NAME
+    index: int = ORIGIN
+
+
+ORIGIN_NODE = Origin()
 # Drake's PlanarJoint position and velocity suffixes (a planar_axis joint's coordinates)
 PLANAR_Q_SUFFIXES = ("x", "y", "qz")
 PLANAR_V_SUFFIXES = ("vx", "vy", "wz")
@@ -531,11 +543,23 @@ class Mechanism:
             handles[i] = JointHandle(self, i)
         return handles[i]
 
-    def get_node(self, name: str) -> Body | Joint:
-        """A body or joint by name."""
+    def get_contact(self, name_or_index: str | int) -> Contact:
+        """A contact by name or index (Dojo's get_contact)."""
+        i = name_or_index if isinstance(name_or_index, int) else self.contact_index(name_or_index)
+        return self.contacts[i]
+
+    def get_node(self, name: str) -> Body | Joint | Contact | Origin:
+        """A node of the mechanism's graph by name (Dojo's get_node): ``"origin"`` (the world
+        frame), a body, a joint or a contact, looked up in that order."""
+        if name == ORIGIN_NAME:
+            return ORIGIN_NODE
         if name in self._names:
             return self.get_body(name)
-        return self.get_joint(name)
+        if name in self._joint_names:
+            return self.get_joint(name)
+        if any(c.name == name for c in self.contacts):
+            return self.get_contact(name)
+        raise KeyError(f"no node named {name!r}: not 'origin', a body, a joint or a contact")
 
     # ------------------------------------------------------------- dimensions
     def input_dimensions(self) -> list[int]:
@@ -585,9 +609,34 @@ class Mechanism:
                 return i
         raise KeyError(f"no contact named {name!r}")
 
-    def root_to_leaves_ordering(self) -> list[int]:
-        """Tree joint indices from the origin to the leaves, then the loop joints."""
-        return list(self.tree_joints) + list(self.loop_joints)
+    def root_to_leaves_ordering(self, exclude_origin: bool = True, exclude_loop_joints: bool = True) -> list[str]:
+        """Node names from the root to the leaves, each visited once (Dojo's
+        root_to_leaves_ordering, src/mechanism/ordering.jl): a depth-first walk of the
+        mechanism's graph from "origin", each joint followed by its child body's subtree, a
+        body's contacts after its child joints. ``exclude_origin`` leaves "origin" out;
+        ``exclude_loop_joints`` leaves out the joints that close loops, which are otherwise
+        appended at the end (as Dojo does). The joint indices alone, in the same order, are
+        ``mech.tree_joints`` (and ``mech.loop_joints``)."""
+        children: dict[int, list[int]] = {}
+        for j in self.tree_joints:
+            children.setdefault(int(self.joints[j].parent), []).append(int(j))
+        contacts: dict[int, list[str]] = {}
+        for c in self.contacts:
+            contacts.setdefault(int(c.body), []).append(c.name)
+        order: list[str] = [] if exclude_origin else [ORIGIN_NAME]
+
+        def visit(body: int) -> None:
+            for j in children.get(body, ()):
+                order.append(self.joints[j].name)
+                child = int(self.joints[j].child)
+                order.append(self.bodies[child].name)
+                visit(child)
+            order.extend(contacts.get(body, ()))
+
+        visit(ORIGIN)
+        if not exclude_loop_joints:
+            order.extend(self.joints[j].name for j in self.loop_joints)
+        return order
 
     def coordinate_names(self) -> list[str]:
         """One name per free coordinate: ``joint:t0``, ``joint:r0``..."""
