@@ -16,7 +16,11 @@ from dojo_cli.minimal.quaternions import (  # noqa: F401
     rot_to_quat, skew,
 )
 from dojo_cli.minimal.inputs import B_func, passive_forces  # noqa: F401
-from dojo_cli.minimal.orders import change_order, change_orders, order_names, register_order  # noqa: F401
+from dojo_cli.minimal.orders import (  # noqa: F401
+    ConversionIndices, change_order, change_order_inplace, change_orders, change_orders_inplace, conversion_indices,
+    order_names, register_order,
+)
+from dojo_cli.minimal.ik import fix_joint_limits, ik_coordinates, inverse_kinematics, nearest_ik  # noqa: F401
 from dojo_cli.minimal.simulate import Rk4, loop_joint_errors, simulate  # noqa: F401
 from dojo_cli.minimal.states import (  # noqa: F401
     apply_dx, error_jacobian, error_jacobian_T, init_state, randn_state, state_error, zero_state,

@@ -23,6 +23,8 @@ floating base would differ, where an explicit kind is required).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from dojo_cli.math.quaternion import matrix_from_quaternion
@@ -199,3 +201,49 @@ def change_order(model: MinimalModel, value, from_: str, to: str, dims=(0, 1), k
 def change_orders(model: MinimalModel, values, from_: str, to: str, **kwargs) -> list[np.ndarray]:
     """change_order applied to each array of a list."""
     return [change_order(model, v, from_, to, **kwargs) for v in values]
+
+
+def change_order_inplace(model: MinimalModel, value: np.ndarray, from_: str, to: str, **kwargs) -> np.ndarray:
+    """PinnZoo's change_order!: convert ``value`` (a float numpy vector or matrix) in place and
+    return it. The same arguments as change_order; the shape must not change (it never does:
+    every order of a kind has the same length)."""
+    if not isinstance(value, np.ndarray) or value.dtype != float:
+        raise TypeError("change_order_inplace needs a float numpy array to write into")
+    value[...] = change_order(model, value, from_, to, **kwargs)
+    return value
+
+
+def change_orders_inplace(model: MinimalModel, values, from_: str, to: str, **kwargs) -> list[np.ndarray]:
+    """PinnZoo's change_orders!: change_order_inplace on each array of a list."""
+    return [change_order_inplace(model, v, from_, to, **kwargs) for v in values]
+
+
+@dataclass(frozen=True)
+class ConversionIndices:
+    """PinnZoo's ConversionIndices: for each kind, the index vector ``idx`` with
+    ``vector_to = vector_from[idx]`` (config, velocity, state, error_state, torque)."""
+
+    config: np.ndarray
+    velocity: np.ndarray
+    state: np.ndarray
+    error_state: np.ndarray
+    torque: np.ndarray
+
+
+def conversion_indices(model: MinimalModel, from_: str, to: str) -> ConversionIndices:
+    """The ConversionIndices from one order to another (PinnZoo's ``model.conversions[(from,
+    to)]``). Only permutations have them: a conversion to or from "mujoco" of a model with a
+    floating base also rotates the base's linear velocity (module docstring) and is refused;
+    use change_order with ``q=`` for it."""
+    if "mujoco" in (from_, to) and from_ != to and any(tj.floating for tj in model.joints):
+        raise ValueError("a conversion to or from 'mujoco' of a floating base rotates velocities by the "
+                         "configuration: it is not a permutation (use change_order with q=)")
+
+    def indices(kind: str) -> np.ndarray:
+        # nominal = from[inverse(idx_from)], to = nominal[idx_to]
+        idx_from, idx_to = _index(model, from_, kind), _index(model, to, kind)
+        inverse = np.empty_like(idx_from)
+        inverse[idx_from] = np.arange(idx_from.size)
+        return inverse[idx_to]
+
+    return ConversionIndices(*(indices(kind) for kind in KINDS))
