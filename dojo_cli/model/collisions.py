@@ -36,13 +36,13 @@ import numpy as np
 
 from dojo_cli.math.quaternion import matrix_from_quaternion
 from dojo_cli.model.mechanism import Contact
-from dojo_cli.model.shapes import Shape
+from dojo_cli.model.shapes import Shape, combined_parts
 
 GROUND = {"normal": np.array([0.0, 0.0, 1.0]), "point": np.zeros(3)}
 """The ground half-space z >= 0."""
 # Shapes that collide with a half-space, and with another body (the table's b shapes).
-HALF_SPACE_SHAPES = ("sphere", "capsule", "box", "cylinder", "pyramid", "hull")
-BODY_SHAPES = ("sphere", "capsule", "box")
+HALF_SPACE_SHAPES = ("sphere", "capsule", "box", "cylinder", "pyramid", "hull", "combined")
+BODY_SHAPES = ("sphere", "capsule", "box", "combined")
 # Fixed points per cylinder cap rim, evenly spaced from perpendicular_unit(axis): three so
 # that a cylinder on its end stands on a triangle holding its centre.
 RIM_POINTS = 3
@@ -127,6 +127,9 @@ def half_space_contacts(name: str, body: int, shape: Shape, half_space: dict, ri
     Raises:
         UnsupportedPair: a shape that cannot collide (frame, mesh).
     """
+    if shape.kind == "combined":  # each part's contacts, in part order
+        return _named(name, [c for part in combined_parts(shape)
+                             for c in half_space_contacts("", body, part, half_space, rim_points, **base)])
     params = {"normal": np.asarray(half_space["normal"], float), "point": np.asarray(half_space["point"], float)}
     spheres: list[tuple[np.ndarray, float]] = []
     circles: list[Contact] = []
@@ -161,6 +164,9 @@ def body_pair_contacts(name: str, body_a: int, shape_a: Shape, body_b: int, shap
         UnsupportedPair: a shape the table cannot carry on body b (cylinder, pyramid,
             hull, frame, mesh), or a box turned in its body frame.
     """
+    if "combined" in (shape_a.kind, shape_b.kind):  # every pair of parts (each must be a table pair)
+        return _named(name, [c for part_a in combined_parts(shape_a) for part_b in combined_parts(shape_b)
+                             for c in body_pair_contacts("", body_a, part_a, body_b, part_b, **base)])
     kinds = (shape_a.kind, shape_b.kind)
     if kinds[0] not in BODY_SHAPES or kinds[1] not in BODY_SHAPES:
         bad = kinds[0] if kinds[0] not in BODY_SHAPES else kinds[1]

@@ -15,9 +15,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from dojo_cli.math.quaternion import IDENTITY, matrix_from_quaternion
+from dojo_cli.math.quaternion import IDENTITY, matrix_from_quaternion, multiply
 
-SHAPE_KINDS = ("box", "sphere", "cylinder", "capsule", "pyramid", "mesh", "frame")
+SHAPE_KINDS = ("box", "sphere", "cylinder", "capsule", "pyramid", "mesh", "frame", "combined")
+# A combined shape's parts must have their volume centroid at its origin (the body frame is
+# the centre of mass) to this, relative to the parts' size.
+CENTROID_TOL = 1e-9
 
 
 @dataclass(frozen=True)
@@ -29,7 +32,8 @@ class Shape:
         params: size parameters: box ``size`` (3,), sphere ``radius``, cylinder and
             capsule ``radius``, ``height`` (along the shape's z axis; a capsule's
             height is its cylinder part), pyramid ``width``, ``height`` (square
-            base at z = -height/4, the centroid at the origin), mesh ``file``, ``scale``.
+            base at z = -height/4, the centroid at the origin), mesh ``file``, ``scale``;
+            combined ``parts`` (a tuple of solid Shapes placed in the combined frame).
         position_offset: (3,) shape origin in the body frame.
         orientation_offset: (4,) shape orientation in the body frame [w,x,y,z].
         color: (4,) RGBA in [0, 1], or None for the default.
@@ -47,9 +51,14 @@ def central_inertia(shape: Shape, mass: float) -> np.ndarray | None:
 
     Returns None for shapes without volume (mesh, frame): their bodies need an
     explicit inertia.
+
+    Raises:
+        ValueError: a combined shape whose parts' centroid is not at its origin.
     """
     p = shape.params
     m = mass
+    if shape.kind == "combined":
+        return _combined_inertia(shape, mass)
     if shape.kind == "box":
         x, y, z = p["size"]
         return m / 12.0 * np.diag([y * y + z * z, x * x + z * z, x * x + y * y])
@@ -100,3 +109,57 @@ def body_inertia(shape: Shape, mass: float) -> np.ndarray | None:
         raise ValueError(f"the inertia of this {shape.kind} of mass {mass:g} kg is not finite (the products overflow)")
     rot = matrix_from_quaternion(np.asarray(shape.orientation_offset, dtype=float))
     return rot @ inertia @ rot.T
+
+
+def volume(shape: Shape) -> float | None:
+    """The solid's volume (m^3), or None for a shape without one (mesh, frame)."""
+    p = shape.params
+    if shape.kind == "box":
+        return float(np.prod(p["size"]))
+    if shape.kind == "sphere":
+        return 4.0 / 3.0 * np.pi * p["radius"] ** 3
+    if shape.kind == "cylinder":
+        return np.pi * p["radius"] ** 2 * p["height"]
+    if shape.kind == "capsule":
+        return np.pi * p["radius"] ** 2 * p["height"] + 4.0 / 3.0 * np.pi * p["radius"] ** 3
+    if shape.kind == "pyramid":
+        return p["width"] ** 2 * p["height"] / 3.0
+    if shape.kind == "combined":
+        return float(sum(volume(part) for part in p["parts"]))
+    return None
+
+
+def _combined_inertia(shape: Shape, mass: float) -> np.ndarray:
+    """Dojo's CombinedShapes with a composite inertia: the parts share the mass by volume
+    (one density), each contributes its central inertia turned into the combined frame plus
+    m_k (|c_k|^2 I - c_k c_k^T) (the parallel-axis theorem) for its centroid c_k."""
+    parts = shape.params["parts"]
+    volumes = np.array([volume(part) for part in parts], dtype=float)
+    centres = np.array([part.position_offset for part in parts], dtype=float)
+    centroid = volumes @ centres / volumes.sum()
+    size = max(float(np.max(np.abs(centres))), float(volumes.sum()) ** (1.0 / 3.0))
+    if np.linalg.norm(centroid) > CENTROID_TOL * size:
+        raise ValueError(f"the parts' centroid is at {np.round(centroid, 9).tolist()} in the combined shape's frame, not "
+                         "at its origin (the body frame is the centre of mass): move the parts by "
+                         f"{np.round(-centroid, 9).tolist()}, or give the body an inertia")
+    total = np.zeros((3, 3))
+    for part, v, c in zip(parts, volumes, centres):
+        m = mass * v / volumes.sum()
+        rot = matrix_from_quaternion(np.asarray(part.orientation_offset, dtype=float))
+        total += rot @ central_inertia(part, m) @ rot.T + m * (c @ c * np.eye(3) - np.outer(c, c))
+    return total
+
+
+def combined_parts(shape: Shape) -> list[Shape]:
+    """A combined shape's parts placed in the body frame (the combined shape's offsets
+    composed with each part's); any other shape: [shape]."""
+    if shape.kind != "combined":
+        return [shape]
+    rot = matrix_from_quaternion(np.asarray(shape.orientation_offset, dtype=float))
+    out = []
+    for part in shape.params["parts"]:
+        position = np.asarray(shape.position_offset, float) + rot @ np.asarray(part.position_offset, float)
+        orientation = multiply(np.asarray(shape.orientation_offset, float), np.asarray(part.orientation_offset, float))
+        color = part.color if part.color is not None else shape.color
+        out.append(Shape(part.kind, part.params, tuple(position), tuple(orientation), color))
+    return out

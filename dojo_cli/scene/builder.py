@@ -44,14 +44,47 @@ INITIAL_VIOLATION_TOL = 1e-6
 
 
 def shape_from_spec(s) -> Shape:
-    """Numeric Shape from a shape spec."""
-    params = {k: v for k, v in s.dump().items() if k not in ("type", "position_offset", "orientation_offset", "color")}
-    if "size" in params and params["size"] is not None:
-        params["size"] = tuple(params["size"])
+    """Numeric Shape from a shape spec: a solid's ``scale`` multiplied into its dimensions, a
+    combined shape's parts built.
+
+    Raises:
+        ValueError: a scale the solid cannot take (a sphere's must be uniform; a cylinder's,
+            capsule's or pyramid's the same along x and y), with the field it concerns.
+    """
     color = tuple(s.color) if getattr(s, "color", None) is not None else None
     if color is not None and len(color) == 3:
         color = color + (1.0,)
+    if s.type == "combined":
+        parts = tuple(shape_from_spec(part) for part in s.shapes)
+        return Shape("combined", {"parts": parts}, tuple(s.position_offset), tuple(s.orientation_offset), color)
+    params = {k: v for k, v in s.dump().items() if k not in ("type", "position_offset", "orientation_offset", "color")}
+    if "size" in params and params["size"] is not None:
+        params["size"] = tuple(params["size"])
+    if s.type != "mesh" and "scale" in params:
+        params = _scaled(s.type, params)
     return Shape(s.type, params, tuple(s.position_offset), tuple(s.orientation_offset), color)
+
+
+def _scaled(kind: str, params: dict) -> dict:
+    """A solid's dimensions times its scale (Dojo's shapes' scale), the scale consumed."""
+    params = dict(params)
+    scale = np.broadcast_to(np.asarray(params.pop("scale"), dtype=float), (3,))
+    if np.all(scale == 1.0):
+        return params
+    if kind == "box":
+        params["size"] = tuple(float(v) for v in np.asarray(params["size"], float) * scale)
+        return params
+    if kind == "sphere" and not (scale[0] == scale[1] == scale[2]):
+        raise ValueError("scale: a sphere takes one scale (a scaled sphere would be an ellipsoid)")
+    if kind != "sphere" and scale[0] != scale[1]:
+        raise ValueError(f"scale: a {kind} takes the same scale along x and y (its cross-section stays round or square)")
+    across, along = float(scale[0]), float(scale[2])
+    for key in ("radius", "width"):
+        if key in params:
+            params[key] = float(params[key]) * across
+    if "height" in params:
+        params["height"] = float(params["height"]) * along
+    return params
 
 
 def build_mechanism(spec, file: str | None = None) -> Mechanism:
@@ -69,7 +102,11 @@ def build_mechanism(spec, file: str | None = None) -> Mechanism:
     gravity = math.hypot(*spec.gravity)
     bodies = []
     for i, b in enumerate(spec.bodies):
-        shape = shape_from_spec(b.shape)
+        try:
+            shape = shape_from_spec(b.shape)
+        except ValueError as exc:
+            problems.append(_shape_problem(spec, f"bodies.{i}.shape", exc))
+            shape = Shape("frame")
         inertia = b.inertia_matrix()
         sources = [f"bodies.{i}.inertia"]
         if inertia is None:
@@ -90,7 +127,12 @@ def build_mechanism(spec, file: str | None = None) -> Mechanism:
         if b.mass * gravity > MAX_MAGNITUDE:
             message = f"the weight mass * |gravity| = {b.mass * gravity:.3g} N is more than {MAX_MAGNITUDE:g}"
             problems.append(_derived_problem(spec, [f"bodies.{i}.mass", "gravity"], message))
-        visuals = [shape_from_spec(v) for v in b.visuals]
+        visuals = []
+        for k, v in enumerate(b.visuals):
+            try:
+                visuals.append(shape_from_spec(v))
+            except ValueError as exc:
+                problems.append(_shape_problem(spec, f"bodies.{i}.visuals.{k}", exc))
         bodies.append(Body(b.name, float(b.mass), np.asarray(inertia, dtype=float), shape, visuals))
 
     joints = []
@@ -284,6 +326,15 @@ def _collision_contacts(spec, bodies: list[Body], joints: list[Joint]) -> list[C
         except UnsupportedPair:
             continue  # a box turned in its body frame: not a table shape (documented)
     return out
+
+
+def _shape_problem(spec, path: str, exc: ValueError) -> Problem:
+    """A shape's problem at its field (``scale: ...`` names the sub-field)."""
+    text = str(exc)
+    field, _, message = text.partition(": ")
+    if field == "scale" and message:
+        return spec.problem(f"{path}.scale", message)
+    return spec.problem(path, text)
 
 
 def _steps(spec) -> int | None:

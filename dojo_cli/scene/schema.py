@@ -98,7 +98,7 @@ OVERRIDE_FILE = "--set"
 MAPPING_OVERRIDE_FILE = "overrides"
 """The "file" of overrides given as a mapping (``load_scene(..., overrides={...})`` in Python,
 where there is no ``--set``)."""
-SHAPE_TYPES = ("box", "sphere", "cylinder", "capsule", "pyramid", "mesh", "frame")
+SHAPE_TYPES = ("box", "sphere", "cylinder", "capsule", "pyramid", "mesh", "frame", "combined")
 # Shapes a contact may give its body beyond the body shapes (a URDF mesh's convex hull).
 CONTACT_SHAPE_TYPES = ("hull",)
 # Contact models (docs/physics.md): impact (no friction), linear (pyramid), nonlinear (cone):
@@ -407,6 +407,10 @@ NONZERO_REAL = after(_nonzero, REAL)
 
 
 SCALE = tagged_union(_scalar_or_list_tag, {_SCALAR: POSITIVE_REAL, _LIST: before(_three_entries, list_of(NONZERO_REAL))})
+# A primitive's scale multiplies its dimensions (uniform, or per axis of the shape frame),
+# so it must be positive: a mirrored box or sphere is the same solid.
+PRIMITIVE_SCALE = tagged_union(_scalar_or_list_tag, {_SCALAR: POSITIVE_REAL,
+                                                      _LIST: before(_three_entries, list_of(POSITIVE_REAL))})
 """A uniform scale > 0, or one per axis (nonzero: a negative one mirrors, as URDF meshes do)."""
 
 
@@ -479,21 +483,29 @@ class _ShapeSpec(Spec):
     color = Field(nullable(COLOR), None)
 
 
-class BoxShapeSpec(_ShapeSpec):
+class _PrimitiveShapeSpec(_ShapeSpec):
+    """A solid: ``scale`` (a positive number, or three along the shape's x, y, z) multiplies its
+    dimensions, for its inertia and its drawing alike (Dojo's shapes' ``scale``); a sphere
+    takes a uniform scale, a cylinder, capsule or pyramid the same x and y."""
+
+    scale = Field(PRIMITIVE_SCALE, 1.0)
+
+
+class BoxShapeSpec(_PrimitiveShapeSpec):
     """A box; ``size``: (3,) edge lengths along the shape's x, y, z (m)."""
 
     type = Field(literal("box"), "box")
     size = Field(AMOUNT_VECTOR3)
 
 
-class SphereShapeSpec(_ShapeSpec):
+class SphereShapeSpec(_PrimitiveShapeSpec):
     """A sphere of ``radius`` (m)."""
 
     type = Field(literal("sphere"), "sphere")
     radius = Field(AMOUNT)
 
 
-class CylinderShapeSpec(_ShapeSpec):
+class CylinderShapeSpec(_PrimitiveShapeSpec):
     """A cylinder of ``radius`` and ``height`` along the shape's z axis (m)."""
 
     type = Field(literal("cylinder"), "cylinder")
@@ -501,7 +513,7 @@ class CylinderShapeSpec(_ShapeSpec):
     height = Field(AMOUNT)
 
 
-class CapsuleShapeSpec(_ShapeSpec):
+class CapsuleShapeSpec(_PrimitiveShapeSpec):
     """A capsule: a cylinder of ``radius`` and ``height`` (z axis) with hemispherical caps (m)."""
 
     type = Field(literal("capsule"), "capsule")
@@ -509,7 +521,7 @@ class CapsuleShapeSpec(_ShapeSpec):
     height = Field(AMOUNT)
 
 
-class PyramidShapeSpec(_ShapeSpec):
+class PyramidShapeSpec(_PrimitiveShapeSpec):
     """A square pyramid of base ``width`` and ``height`` along z (m)."""
 
     type = Field(literal("pyramid"), "pyramid")
@@ -531,16 +543,27 @@ class FrameShapeSpec(_ShapeSpec):
     type = Field(literal("frame"), "frame")
 
 
-SHAPE_SPECS = (BoxShapeSpec, SphereShapeSpec, CylinderShapeSpec, CapsuleShapeSpec, PyramidShapeSpec, MeshShapeSpec,
-               FrameShapeSpec)
-
-
 def _shape_union(specs: tuple[type[Spec], ...]) -> dict:
     """One of ``specs``, by the input's ``type`` key (read from a spec's attribute too)."""
     choices = {spec.fields["type"].default: spec.core_schema() for spec in specs}
     return tagged_union("type", choices, strict=False, from_attributes=True)
 
 
+PART_SHAPE_SPECS = (BoxShapeSpec, SphereShapeSpec, CylinderShapeSpec, CapsuleShapeSpec, PyramidShapeSpec)
+
+
+class CombinedShapeSpec(_ShapeSpec):
+    """Several solids as one body's shape (Dojo's CombinedShapes): ``shapes``, each placed in the
+    combined shape's frame by its own offsets. The body's inertia, without an explicit one, is
+    the parts' (uniform density: the mass split by volume) about the body frame, which is the
+    centre of mass, so the parts' volume centroid must be at the combined shape's origin."""
+
+    type = Field(literal("combined"), "combined")
+    shapes = Field(list_of(_shape_union(PART_SHAPE_SPECS), min_length=1), specs=PART_SHAPE_SPECS)
+
+
+SHAPE_SPECS = (BoxShapeSpec, SphereShapeSpec, CylinderShapeSpec, CapsuleShapeSpec, PyramidShapeSpec, MeshShapeSpec,
+               FrameShapeSpec, CombinedShapeSpec)
 SHAPE = _shape_union(SHAPE_SPECS)
 
 
@@ -1483,6 +1506,7 @@ SPEC_MODELS: tuple[type[Spec], ...] = (
     PyramidShapeSpec,
     MeshShapeSpec,
     FrameShapeSpec,
+    CombinedShapeSpec,
     JointSpec,
     JointLimitsSpec,
     JointInitialSpec,

@@ -300,6 +300,14 @@ def shape_parts(shape: Shape, material, base_dir: Path | None = None, body: str 
         return _mesh_parts(shape, material, base_dir, body)
     if kind == "frame":
         return [("triad", g.triad(TRIAD_LENGTH), np.eye(4))], []
+    if kind == "combined":  # each part placed by its own offsets in the combined frame
+        out, warnings = [], []
+        for k, part in enumerate(p["parts"]):
+            pose = transform_from_pose(np.asarray(part.position_offset, float), np.asarray(part.orientation_offset, float))
+            sub, more = shape_parts(part, material, base_dir, body)
+            out += [(f"part{k}_{name}", obj, pose @ local) for name, obj, local in sub]
+            warnings += more
+        return out, warnings
     return [], [f"warning: body {body!r}: shape {kind!r} is not drawn"]
 
 
@@ -317,6 +325,8 @@ def _place_shape(node, shape: Shape, body_index: int, base_dir: Path | None, bod
 def shape_radius(shape: Shape) -> float:
     """Radius (m) of a sphere about the body origin that holds the shape (for framing)."""
     p = shape.params
+    if shape.kind == "combined":
+        return max(shape_radius(part) for part in p["parts"]) + float(np.linalg.norm(shape.position_offset))
     r = {
         "box": lambda: 0.5 * float(np.linalg.norm(p["size"])),
         "sphere": lambda: float(p["radius"]),

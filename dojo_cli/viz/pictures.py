@@ -425,6 +425,13 @@ def _draw_shape(ax, mech: Mechanism, i: int, xb: np.ndarray, rb: np.ndarray, col
 
 def _local_polygons(kind: str, p: dict) -> list[np.ndarray]:
     """Faces of a shape in its own frame, each (k, 3)."""
+    if kind == "combined":  # the parts' faces, each part placed by its offsets
+        faces = []
+        for part in p["parts"]:
+            rot = matrix_from_quaternion(np.asarray(part.orientation_offset, float))
+            centre = np.asarray(part.position_offset, float)
+            faces += [centre + face @ rot.T for face in _local_polygons(part.kind, part.params)]
+        return faces
     if kind == "box":
         return _box_faces(np.asarray(p["size"], float), np.zeros(3))
     if kind == "pyramid":
@@ -520,6 +527,12 @@ def _mesh_bounds(mech: Mechanism, params: dict, warnings: list[str], body: str) 
     return v.min(axis=0), v.max(axis=0)
 
 
+def _part_extent(part) -> np.ndarray:
+    """A solid's span along its own axes (m), for the glyph size only."""
+    faces = np.concatenate(_local_polygons(part.kind, part.params))
+    return faces.max(axis=0) - faces.min(axis=0)
+
+
 def _shape_extent_points(mech: Mechanism, x: np.ndarray, rot: np.ndarray) -> np.ndarray:
     """A few points per body spanning its shape roughly (for the glyph size only)."""
     pts = []
@@ -531,6 +544,9 @@ def _shape_extent_points(mech: Mechanism, x: np.ndarray, rot: np.ndarray) -> np.
             r = float(p["radius"]) + 0.5 * float(p.get("height", 0.0))
         elif b.shape.kind == "pyramid":
             r = 0.75 * max(float(p["width"]), float(p["height"]))
+        elif b.shape.kind == "combined":
+            r = max(float(np.linalg.norm(part.position_offset)) + 0.5 * float(np.max(_part_extent(part)))
+                    for part in p["parts"])
         else:
             r = 0.0
         c = x[i] + rot[i] @ np.asarray(b.shape.position_offset, float)

@@ -71,3 +71,100 @@ def test_orientation_offset_rotates_inertia():
 def test_shapes_without_volume_have_no_default_inertia():
     assert central_inertia(Shape("frame"), 1.0) is None
     assert central_inertia(Shape("mesh", {"file": "x.obj"}), 1.0) is None
+
+
+# ------------------------------------------------------- combined shapes and scale (issue 29)
+ROD = Shape("cylinder", {"radius": 0.03, "height": 0.4}, (0.0, 0.0, 0.0), (2**-0.5, 0.0, 2**-0.5, 0.0))  # along x
+BELLS = [Shape("sphere", {"radius": 0.1}, (x, 0.0, 0.0)) for x in (-0.3, 0.3)]
+
+
+def test_combined_inertia_matches_integration():
+    """Dojo's CombinedShapes with a composite inertia: a dumbbell (two spheres on a rod along x,
+    touching, not overlapping) against the voxel integral of the union, one density."""
+    dumbbell = Shape("combined", {"parts": (BELLS[0], ROD, BELLS[1])})
+
+    def inside(x, y, z):
+        ball = ((x + 0.3) ** 2 + y**2 + z**2 <= 0.01) | ((x - 0.3) ** 2 + y**2 + z**2 <= 0.01)
+        return ball | ((y**2 + z**2 <= 0.03**2) & (abs(x) <= 0.2))
+
+    expected = voxel_inertia(inside, [(-0.4, 0.4), (-0.1, 0.1), (-0.1, 0.1)])
+    np.testing.assert_allclose(central_inertia(dumbbell, 1.0), expected, rtol=VOXEL_TOL, atol=1e-6)
+
+
+def test_combined_boxes_make_the_bigger_box():
+    """Two unit cubes side by side are the 2 x 1 x 1 box (exact: the parallel-axis theorem);
+    one part alone is the part; the combined frame's offsets turn the whole."""
+    halves = Shape("combined", {"parts": tuple(Shape("box", {"size": (1.0, 1.0, 1.0)}, (x, 0.0, 0.0)) for x in (-0.5, 0.5))})
+    np.testing.assert_allclose(central_inertia(halves, 6.0), central_inertia(Shape("box", {"size": (2.0, 1.0, 1.0)}), 6.0),
+                               rtol=1e-14)
+    single = Shape("combined", {"parts": (SOLIDS["capsule"][0],)})
+    np.testing.assert_allclose(central_inertia(single, 2.0), central_inertia(SOLIDS["capsule"][0], 2.0), rtol=1e-14)
+    turned = Shape("combined", halves.params, orientation_offset=(2**-0.5, 0.0, 0.0, 2**-0.5))  # x -> y
+    np.testing.assert_allclose(body_inertia(turned, 6.0), body_inertia(Shape("box", {"size": (1.0, 2.0, 1.0)}), 6.0),
+                               atol=1e-14)
+
+
+def test_combined_centroid_off_the_origin_is_refused():
+    lopsided = Shape("combined", {"parts": (BELLS[0], ROD)})
+    with pytest.raises(ValueError, match="the parts' centroid is at .* not at its origin"):
+        central_inertia(lopsided, 1.0)
+
+
+def scene_body(tmp_path, shape: str, name="s.yaml"):
+    import dojo_cli as dojo
+
+    text = f"""\
+format: 1
+name: shapes
+timestep: 0.01
+steps: 150
+gravity: [0, 0, -9.81]
+bodies:
+  - name: b
+    mass: 2.0
+    shape: {shape}
+joints:
+  - {{name: free, type: floating, parent: origin, child: b, initial: {{position: [0, 0, 0.3, 0, 0, 0]}}}}
+collisions: {{mode: ground}}
+"""
+    (tmp_path / name).write_text(text)
+    return dojo.load_scene(str(tmp_path / name))
+
+
+def test_scale_multiplies_the_dimensions(tmp_path):
+    scaled = scene_body(tmp_path, "{type: box, size: [1, 1, 1], scale: [0.2, 0.3, 0.4]}")
+    plain = scene_body(tmp_path, "{type: box, size: [0.2, 0.3, 0.4]}", "p.yaml")
+    np.testing.assert_allclose(scaled.bodies[0].inertia, plain.bodies[0].inertia, rtol=1e-15)
+    assert scaled.bodies[0].shape.params["size"] == pytest.approx((0.2, 0.3, 0.4))
+    cylinder = scene_body(tmp_path, "{type: cylinder, radius: 1, height: 1, scale: [0.1, 0.1, 0.5]}", "c.yaml")
+    np.testing.assert_allclose(cylinder.bodies[0].inertia,
+                               central_inertia(Shape("cylinder", {"radius": 0.1, "height": 0.5}), 2.0), rtol=1e-15)
+
+
+@pytest.mark.parametrize("shape, message", [
+    ("{type: sphere, radius: 1, scale: [1, 1, 2]}", "bodies.0.shape.scale: a sphere takes one scale"),
+    ("{type: capsule, radius: 1, height: 1, scale: [1, 2, 1]}", "bodies.0.shape.scale: a capsule takes the same scale"),
+    ("{type: box, size: [1, 1, 1], scale: [1, -1, 1]}", "bodies.0.shape"),
+    ("{type: combined, shapes: []}", "bodies.0.shape"),
+    ("{type: combined, shapes: [{type: mesh, file: a.obj}]}", "bodies.0.shape"),
+])
+def test_bad_scales_and_combinations(tmp_path, shape, message):
+    from dojo_cli.errors import SceneError
+
+    with pytest.raises(SceneError, match=message.replace(".", r"\.")):
+        scene_body(tmp_path, shape)
+
+
+def test_combined_body_rests_on_its_lowest_part(tmp_path):
+    """A T of two boxes dropped onto the ground (collisions from each part): it comes to rest
+    on the lower box's bottom face, its centre of mass at the analytic height."""
+    import dojo_cli as dojo
+
+    # stem 0.1 x 0.1 x 0.4 (volume 0.004) under a 0.4 x 0.1 x 0.1 bar (0.004): equal masses,
+    # the centroid at the origin when the stem's centre is at z = -0.125 and the bar's at 0.125
+    mech = scene_body(tmp_path, "{type: combined, shapes: [{type: box, size: [0.1, 0.1, 0.4], position_offset: "
+                                "[0, 0, -0.125]}, {type: box, size: [0.4, 0.1, 0.1], position_offset: [0, 0, 0.125]}]}")
+    traj = dojo.simulate(mech)
+    assert set(traj.status) == {"success"}
+    # the stem's bottom face is 0.125 + 0.2 = 0.325 below the centre of mass
+    assert traj.x[-1, 0, 2] == pytest.approx(0.325, abs=2e-4)

@@ -330,7 +330,7 @@ INVALID = [
         [("    shape: {type: sphere, radius: 0.1}", "    shape: {type: ball, radius: 0.1}")],
         9,
         "bodies.1.shape.type",
-        "unknown shape type 'ball' (one of: box, sphere, cylinder, capsule, pyramid, mesh, frame)",
+        "unknown shape type 'ball' (one of: box, sphere, cylinder, capsule, pyramid, mesh, frame, combined)",
     ),
     ("malformed YAML", [("    mass: 0.5", "    mass: 0.5: 2")], 10, "", "invalid YAML: mapping values are not allowed"),
     (
