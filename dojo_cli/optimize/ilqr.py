@@ -51,7 +51,7 @@ import numpy as np
 from dojo_cli.errors import SolverError
 from dojo_cli.optimize.boxqp import NotPositiveDefinite, solve_box_qp
 from dojo_cli.optimize.problem import (
-    FeatureSet, Linearization, Problem, Rollout, closed_loop_rollout, feature_jacobian, feature_values, linearize, needs,
+    FeatureSet, Linearization, Problem, Rollout, closed_loop_rollout, feature_jacobian, linearize, needs, residuals,
     rollout,
 )
 
@@ -151,6 +151,7 @@ class _Multipliers:
     eq: np.ndarray
     ineq: np.ndarray  # (N+1, 2 n_i): lower and upper sides at each knot (knot 0 unconstrained)
     mu: float
+    slack: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))  # (N, n_slack)
 
 
 def _effort(problem: Problem, traj: Rollout) -> float:
@@ -161,7 +162,7 @@ def _effort(problem: Problem, traj: Rollout) -> float:
 def _tracking(problem: Problem, fs: FeatureSet | None, traj: Rollout, knots: np.ndarray) -> float:
     if fs is None:
         return 0.0
-    r = feature_values(problem, fs, traj, knots) - fs.target
+    r = residuals(problem, fs, traj, knots)
     return 0.5 * float(np.sum(r * r * fs.weight))
 
 
@@ -170,6 +171,7 @@ def cost(problem: Problem, traj: Rollout) -> float:
     N = problem.horizon
     return (_tracking(problem, problem.stage, traj, np.arange(N)) + _effort(problem, traj)
             + _tracking(problem, problem.terminal, traj, np.array([N]))
+            + _tracking(problem, problem.reference, traj, np.arange(N + 1))
             + sum(_tracking(problem, fs, traj, np.array([k])) for k, fs in problem.targets))
 
 
@@ -177,14 +179,19 @@ def _equality(problem: Problem, traj: Rollout) -> np.ndarray:
     fs = problem.terminal_equality
     if fs is None:
         return np.zeros(0)
-    return feature_values(problem, fs, traj, problem.horizon) - fs.target
+    return residuals(problem, fs, traj, problem.horizon)
+
+
+def _slack(problem: Problem, traj: Rollout) -> np.ndarray:
+    """(N, n_slack) the slack inputs, each equality u_k[slack] = 0."""
+    return traj.U[:, list(problem.slack)]
 
 
 def _inequality(problem: Problem, traj: Rollout) -> np.ndarray:
     """(N+1, 2 n_i) c <= 0 at every knot: [lower - f, f - upper] (infinite bounds give -inf:
     never active); knot 0 (the given initial state) is not constrained: zeros... set to -inf."""
     fs = problem.path_inequality
-    f = feature_values(problem, fs, traj, np.arange(problem.horizon + 1))
+    f = residuals(problem, fs, traj, np.arange(problem.horizon + 1))
     c = np.concatenate([fs.lower - f, f - fs.upper], axis=1)
     c[0] = -np.inf
     return c
@@ -198,6 +205,8 @@ def violation(problem: Problem, traj: Rollout) -> float:
         out = float(np.max(np.abs(c)))
     if problem.path_inequality is not None:
         out = max(out, float(np.max(_inequality(problem, traj), initial=0.0)))
+    if problem.slack:
+        out = max(out, float(np.max(np.abs(_slack(problem, traj)))))
     return out
 
 
@@ -210,6 +219,9 @@ def objective(problem: Problem, traj: Rollout, m: _Multipliers) -> float:
     if problem.path_inequality is not None:
         c = _inequality(problem, traj)
         out += float(np.sum(np.maximum(0.0, m.ineq + m.mu * c) ** 2 - m.ineq**2) / (2 * m.mu))
+    if problem.slack:
+        c = _slack(problem, traj)
+        out += float(np.sum(m.slack * c) + 0.5 * m.mu * np.sum(c * c))
     return out
 
 
@@ -229,30 +241,36 @@ def _model(problem: Problem, traj: Rollout, lin: Linearization, m: _Multipliers)
     N, ns = problem.horizon, problem.ns
     ls = np.zeros((N + 1, ns))
     lss = np.zeros((N + 1, ns, ns))
-    terms = [(problem.stage, np.arange(N)), (problem.terminal, np.array([N]))]
+    terms = [(problem.stage, np.arange(N)), (problem.terminal, np.array([N])), (problem.reference, np.arange(N + 1))]
     terms += [(fs, np.array([k])) for k, fs in problem.targets]
     for fs, knots in terms:
         if fs is None:
             continue
-        r = feature_values(problem, fs, traj, knots) - fs.target
-        J = feature_jacobian(problem, fs, lin, knots)
+        r = residuals(problem, fs, traj, knots)
+        J = feature_jacobian(problem, fs, lin, knots, traj)
         ls[knots] += np.einsum("kni,kn->ki", J, fs.weight * r)
         lss[knots] += np.einsum("kni,n,knj->kij", J, fs.weight, J)
     if problem.path_inequality is not None:
         c = _inequality(problem, traj)
         active = (m.ineq + m.mu * c) > 0
         if active.any():
-            J = feature_jacobian(problem, problem.path_inequality, lin, np.arange(N + 1))
+            J = feature_jacobian(problem, problem.path_inequality, lin, np.arange(N + 1), traj)
             Jc = np.concatenate([-J, J], axis=1)  # d[lower - f, f - upper]/ds
             ls += np.einsum("kmi,km->ki", Jc, np.where(active, m.ineq + m.mu * c, 0.0))
             lss += m.mu * np.einsum("kmi,km,kmj->kij", Jc, active.astype(float), Jc)
     if problem.terminal_equality is not None:
         c = _equality(problem, traj)
-        J = feature_jacobian(problem, problem.terminal_equality, lin, N)
+        J = feature_jacobian(problem, problem.terminal_equality, lin, N, traj)
         ls[N] += J.T @ (m.eq + m.mu * c)
         lss[N] += m.mu * J.T @ J
     lu = (traj.U - problem.effort_reference) * problem.effort
-    return _Model(ls=ls, lss=lss, lu=lu, luu=np.diag(problem.effort))
+    luu = np.diag(problem.effort)
+    if problem.slack:
+        # the slack equalities' augmented-Lagrangian terms lambda' u + mu/2 |u|^2 (slack entries)
+        idx = list(problem.slack)
+        lu[:, idx] += m.slack + m.mu * _slack(problem, traj)
+        luu[idx, idx] += m.mu
+    return _Model(ls=ls, lss=lss, lu=lu, luu=luu)
 
 
 def projected_gradient(problem: Problem, traj: Rollout, lin: Linearization, model: _Model) -> np.ndarray:
@@ -327,8 +345,9 @@ class _Solve:
         N, nu, ns = problem.horizon, problem.nu, problem.ns
         n_eq = problem.terminal_equality.size if problem.terminal_equality is not None else 0
         n_ineq = problem.path_inequality.size if problem.path_inequality is not None else 0
-        self.constrained = bool(n_eq or n_ineq)
-        self.m = _Multipliers(eq=np.zeros(n_eq), ineq=np.zeros((N + 1, 2 * n_ineq)), mu=opts.penalty)
+        self.constrained = bool(n_eq or n_ineq or problem.slack)
+        self.m = _Multipliers(eq=np.zeros(n_eq), ineq=np.zeros((N + 1, 2 * n_ineq)), mu=opts.penalty,
+                              slack=np.zeros((N, len(problem.slack))))
         self.kappas: list[float | None] = [*opts.kappa, None] if problem.mech.has_inequalities else [None]
         self.stage = 0
         self.need_y, self.need_z = needs(problem)
@@ -366,7 +385,8 @@ class _Solve:
             status=status, message=message, traj=self.traj, K=self.K, d=self.d, cost=cost(self.problem, self.traj),
             violation=violation(self.problem, self.traj), gradient=self.gnorm, iterations=self.iteration,
             seconds=time.perf_counter() - self.started, log=self.log, timing=self.timing,
-            multipliers={"terminal": self.m.eq.copy(), "path": self.m.ineq.copy(), "penalty": self.m.mu},
+            multipliers={"terminal": self.m.eq.copy(), "path": self.m.ineq.copy(), "slack": self.m.slack.copy(),
+                         "penalty": self.m.mu},
         )
 
     def run(self, U0) -> OptimizeResult:
@@ -416,6 +436,8 @@ class _Solve:
                         m.eq = m.eq + m.mu * c
                     if m.ineq.size:
                         m.ineq = np.maximum(0.0, m.ineq + m.mu * _inequality(p, self.traj))
+                    if m.slack.size:
+                        m.slack = m.slack + m.mu * _slack(p, self.traj)
                     if viol > PENALTY_KEEP * last_violation:
                         # too little progress from the multipliers alone: a larger penalty
                         # (Nocedal and Wright, Numerical Optimization, ch. 17: the

@@ -11,8 +11,13 @@ The problem (what ``dojo optimize`` solves; docs/optimize.md)::
                 lower_I <= f_I(s_k) <= upper_I      (path inequalities, augmented Lagrangian)
 
 ``f`` stacks named features of the state: joint coordinates and velocities (the
-minimal coordinates, angles unwrapped along the trajectory as a run stores them) and
-body positions (world frame). The state s is the representation's: minimal, per joint
+minimal coordinates, angles unwrapped along the trajectory as a run stores them), body
+positions (world frame) and body orientations (the residual of an orientation is its
+rotation from the target, ``orientation_residual``). A target g is one vector for
+every knot, or one per knot (tracking a reference trajectory). Slack inputs (Dojo's
+trick for underactuated gaits: inputs on coordinates no motor drives, e.g. a floating
+base) are free to help the optimiser early and are driven to zero by the augmented
+Lagrangian (the equality u_k[slack] = 0 at every step). The state s is the representation's: minimal, per joint
 [coordinates; velocities] (2 nf), or maximal in tangent coordinates, per body
 [x, v, phi, w] (12 nb, docs/gradients.md). Both are views of the same maximal
 rollout; the representation only decides in which coordinates the backward pass runs.
@@ -47,8 +52,9 @@ class Feature:
 
     Attributes:
         name: ``joints.hinge``, ``joints.hinge.velocity``, ``bodies.box.position``.
-        kind: "q" (minimal coordinates), "v" (minimal velocities) or "x" (a body's position).
-        index: (n,) the minimal coordinate indices (kind q, v) or the body index (kind x).
+        kind: "q" (minimal coordinates), "v" (minimal velocities), "x" (a body's position) or
+            "r" (a body's orientation: 3 components, see orientation_residual).
+        index: (n,) the minimal coordinate indices (kind q, v) or the body index (kind x, r).
     """
 
     name: str
@@ -57,12 +63,12 @@ class Feature:
 
     @property
     def size(self) -> int:
-        return 3 if self.kind == "x" else len(self.index)
+        return 3 if self.kind in ("x", "r") else len(self.index)
 
 
 def feature_catalogue(mech: Mechanism) -> dict[str, Feature]:
     """Every feature a task may name: per joint with free coordinates ``joints.NAME`` and
-    ``joints.NAME.velocity``, per body ``bodies.NAME.position``."""
+    ``joints.NAME.velocity``, per body ``bodies.NAME.position`` and ``bodies.NAME.orientation``."""
     out: dict[str, Feature] = {}
     for j, joint in enumerate(mech.joints):
         r = np.arange(mech.nf)[mech.joint_free_range[j]]
@@ -71,6 +77,7 @@ def feature_catalogue(mech: Mechanism) -> dict[str, Feature]:
             out[f"joints.{joint.name}.velocity"] = Feature(f"joints.{joint.name}.velocity", "v", tuple(int(i) for i in r))
     for b, body in enumerate(mech.bodies):
         out[f"bodies.{body.name}.position"] = Feature(f"bodies.{body.name}.position", "x", (b,))
+        out[f"bodies.{body.name}.orientation"] = Feature(f"bodies.{body.name}.orientation", "r", (b,))
     return out
 
 
@@ -80,7 +87,9 @@ class FeatureSet:
 
     Attributes:
         features: the named blocks, in order.
-        target: (n,) g; weight: (n,) diagonal of W (may be empty for constraint sets).
+        target: (n,) g at every knot, or (N+1, n) one per knot (a reference trajectory); an
+            orientation's target is a rotation vector (axis times angle, rad: the body-to-world
+            rotation exp(g)); weight: (n,) diagonal of W (may be empty for constraint sets).
         lower, upper: (n,) bounds (path inequalities), or None.
     """
 
@@ -110,6 +119,8 @@ class Problem:
         terminal_equality: FeatureSet whose f = target at s_N, or None.
         targets: (knot, FeatureSet with weights) pairs: costs at chosen knots 1..N.
         path_inequality: FeatureSet with lower <= f <= upper at s_1 .. s_N, or None.
+        reference: a FeatureSet with weights and (N+1, n) targets: tracking at knots 0..N, or None.
+        slack: input indices driven to zero (augmented-Lagrangian equalities u_k[slack] = 0).
         opts: the step's solver options.
     """
 
@@ -127,6 +138,8 @@ class Problem:
     terminal_equality: FeatureSet | None = None
     path_inequality: FeatureSet | None = None
     targets: list[tuple[int, FeatureSet]] = ()
+    reference: FeatureSet | None = None
+    slack: tuple[int, ...] = ()
 
     @property
     def nu(self) -> int:
@@ -330,7 +343,8 @@ def interleaved_index(mech: Mechanism) -> tuple[np.ndarray, np.ndarray]:
 
 
 def feature_values(problem: Problem, fs: FeatureSet, traj: Rollout, k) -> np.ndarray:
-    """f(s_k) of a feature set: (n,) at knot k, or (len(k), n) at knots k (an index array)."""
+    """f(s_k) of a feature set: (n,) at knot k, or (len(k), n) at knots k (an index array).
+    An orientation's value is its residual from the identity (orientation_residual)."""
     out = []
     X = traj.Z.reshape(len(traj.Z), problem.mech.nb, 13)
     for f in fs.features:
@@ -338,28 +352,92 @@ def feature_values(problem: Problem, fs: FeatureSet, traj: Rollout, k) -> np.nda
             out.append(traj.MQ[k][..., list(f.index)])
         elif f.kind == "v":
             out.append(traj.MV[k][..., list(f.index)])
-        else:
+        elif f.kind == "x":
             out.append(X[k][..., f.index[0], 0:3])
+        else:
+            out.append(orientation_residual(X[k][..., f.index[0], 6:10], np.zeros(3))[0])
     return np.concatenate(out, axis=-1)
 
 
+def target_at(fs: FeatureSet, k) -> np.ndarray:
+    """g at knot k (or knots k): the set's one target, or its reference's row(s)."""
+    return fs.target[k] if fs.target.ndim == 2 else fs.target
+
+
+def residuals(problem: Problem, fs: FeatureSet, traj: Rollout, k) -> np.ndarray:
+    """f(s_k) - g_k: (n,) at knot k or (len(k), n) at knots k; for an orientation the
+    rotation from its target (orientation_residual), not a difference of vectors."""
+    r = feature_values(problem, fs, traj, k) - target_at(fs, k)
+    if any(f.kind == "r" for f in fs.features):
+        X = traj.Z.reshape(len(traj.Z), problem.mech.nb, 13)
+        g = target_at(fs, k)
+        i = 0
+        for f in fs.features:
+            if f.kind == "r":
+                r[..., i:i + 3] = orientation_residual(X[k][..., f.index[0], 6:10], g[..., i:i + 3])[0]
+            i += f.size
+    return r
+
+
+def _rotation_quaternion(g: np.ndarray) -> np.ndarray:
+    """exp of rotation vectors (..., 3): unit quaternions [w, x, y, z] (..., 4)."""
+    angle = np.linalg.norm(g, axis=-1, keepdims=True)
+    # sin(a/2)/a -> 1/2 as a -> 0 (no division by zero at the identity)
+    half = np.where(angle > 1e-12, np.sin(0.5 * angle) / np.where(angle > 1e-12, angle, 1.0), 0.5)
+    return np.concatenate([np.cos(0.5 * angle), half * g], axis=-1)
+
+
+def rotation_vector(q: np.ndarray) -> np.ndarray:
+    """log of unit quaternions (..., 4): rotation vectors (..., 3), axis times angle in
+    [0, pi] (q and -q give the same)."""
+    q = np.where(q[..., :1] >= 0, q, -q)
+    s = np.linalg.norm(q[..., 1:], axis=-1, keepdims=True)
+    angle = 2.0 * np.arctan2(s, q[..., :1])
+    scale = np.where(s > 1e-12, angle / np.where(s > 1e-12, s, 1.0), 2.0)
+    return scale * q[..., 1:]
+
+
+def orientation_residual(q: np.ndarray, g: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The rotation of orientations q (..., 4) from targets exp(g) (g (..., 3) rotation
+    vectors) and its derivative with respect to the body's tangent phi.
+
+    r = 2 sign(e_w) Vec(e), e = exp(g)* q: zero exactly at the target, the rotation vector
+    of the error to first order (2 sin(a/2) ~ a along its axis, in the body frame), and
+    sign-fixed so that q and -q (the same orientation) give the same r. With the body's
+    tangent q = q0 (x) [sqrt(1 - |phi|^2), phi] (problem.tangent_difference), e (x) [1, phi]
+    gives dr/dphi = 2 sign(e_w) (e_w I + [e_v]x) (Hamilton product). Returns (r (..., 3),
+    dr/dphi (..., 3, 3))."""
+    e = multiply(conjugate(np.broadcast_to(_rotation_quaternion(g), np.shape(q))), q)
+    sign = np.where(e[..., :1] >= 0, 1.0, -1.0)
+    r = 2.0 * sign * e[..., 1:]
+    ew, ev = e[..., 0], e[..., 1:]
+    D = ew[..., None, None] * np.eye(3)
+    D = D + np.stack([
+        np.stack([np.zeros_like(ew), -ev[..., 2], ev[..., 1]], -1),
+        np.stack([ev[..., 2], np.zeros_like(ew), -ev[..., 0]], -1),
+        np.stack([-ev[..., 1], ev[..., 0], np.zeros_like(ew)], -1),
+    ], -2)
+    return r, 2.0 * sign[..., None] * D
+
+
 def _feature_rows(problem: Problem, fs: FeatureSet) -> tuple[np.ndarray, np.ndarray]:
-    """Where each entry of f sits: (n,) rows of Jy (kind q, v) and (n,) rows of Jz (kind x);
-    -1 where the other applies."""
+    """Where each entry of f sits: (n,) rows of Jy (kind q, v) and (n,) rows of Jz (kind x,
+    and r: the body's tangent phi); -1 where the other applies."""
     qpos, vpos = interleaved_index(problem.mech)
     ry, rz = [], []
     for f in fs.features:
-        if f.kind == "x":
+        if f.kind in ("x", "r"):
             ry += [-1] * 3
-            rz += [12 * f.index[0] + i for i in range(3)]
+            rz += [12 * f.index[0] + (0 if f.kind == "x" else 6) + i for i in range(3)]
         else:
             ry += [int(i) for i in (qpos if f.kind == "q" else vpos)[list(f.index)]]
             rz += [-1] * len(f.index)
     return np.array(ry, dtype=int), np.array(rz, dtype=int)
 
 
-def feature_jacobian(problem: Problem, fs: FeatureSet, lin: Linearization, k) -> np.ndarray:
-    """d f(s_k) / d s: (n, ns) at knot k, or (len(k), n, ns) at knots k."""
+def feature_jacobian(problem: Problem, fs: FeatureSet, lin: Linearization, k, traj: Rollout | None = None) -> np.ndarray:
+    """d (f(s_k) - g_k) / d s: (n, ns) at knot k, or (len(k), n, ns) at knots k. An
+    orientation's rows are dr/dphi dphi/ds (orientation_residual): they need ``traj``."""
     ry, rz = _feature_rows(problem, fs)
     shape = np.shape(lin.Jy[k] if lin.Jy is not None else lin.Jz[k])[:-2]
     out = np.zeros(shape + (len(ry), problem.ns))
@@ -368,6 +446,15 @@ def feature_jacobian(problem: Problem, fs: FeatureSet, lin: Linearization, k) ->
         out[..., y, :] = lin.Jy[k][..., ry[y], :]
     if z.any():
         out[..., z, :] = lin.Jz[k][..., rz[z], :]
+    if any(f.kind == "r" for f in fs.features):
+        X = traj.Z.reshape(len(traj.Z), problem.mech.nb, 13)
+        g = target_at(fs, k)
+        i = 0
+        for f in fs.features:
+            if f.kind == "r":
+                _, D = orientation_residual(X[k][..., f.index[0], 6:10], g[..., i:i + 3])
+                out[..., i:i + 3, :] = D @ out[..., i:i + 3, :]
+            i += f.size
     return out
 
 
@@ -375,7 +462,7 @@ def needs(problem: Problem) -> tuple[bool, bool]:
     """(need_y, need_z): whether any feature reads minimal coordinates, body positions."""
     kinds = set()
     for fs in (problem.stage, problem.terminal, problem.terminal_equality, problem.path_inequality,
-               *(fs for _, fs in problem.targets)):
+               problem.reference, *(fs for _, fs in problem.targets)):
         if fs is not None:
             kinds |= {f.kind for f in fs.features}
-    return bool(kinds & {"q", "v"}), "x" in kinds
+    return bool(kinds & {"q", "v"}), bool(kinds & {"x", "r"})
