@@ -401,6 +401,12 @@ class _Solve:
             status, message = self._iterate()
         except KeyboardInterrupt:
             status, message = "interrupted", f"stopped after {self.iteration} iterations; the best iterate is kept"
+        except SolverError as exc:
+            # the kept trajectory cannot be differentiated (its first linearisation, or at a
+            # change of kappa): nothing to continue from
+            if not hasattr(self, "model"):
+                return self._result("diverged", f"the initial guess's trajectory cannot be differentiated: {exc}")
+            status, message = "stalled", f"the trajectory cannot be differentiated further: {exc}"
         if status != "diverged":
             self._final_gains()
         return self._result(status, message)
@@ -495,11 +501,22 @@ class _Solve:
             relaxed = self.kappas[self.stage] is not None
             return self.rho > RHO_MAX or (relaxed and self.failures >= RELAXED_STAGE_FAILURES)
         before = self.obj
+        kept = (self.traj, self.K, self.d, self.lin, self.model, self.gnorm, self.obj)
         self.traj, self.K, self.d = accepted, K, d
+        try:
+            self._relinearize()
+        except SolverError:
+            # a step of the trial cannot be differentiated (a singular Newton matrix at its
+            # solution, e.g. a contact exactly at its switch): the trial is rejected as a
+            # failed line search would be
+            self.traj, self.K, self.d, self.lin, self.model, self.gnorm, self.obj = kept
+            self._grow()
+            self._record(0.0)
+            self.failures += 1
+            return self.rho > RHO_MAX
         self.failures = 0
         self.growth = min(1.0 / RHO_GROWTH, self.growth / RHO_GROWTH)
         self.rho = self.rho * self.growth if self.rho * self.growth >= RHO_MIN else 0.0
-        self._relinearize()
         self._record(alpha)
         return (before - self.obj) <= STALL_DECREASE * max(1.0, abs(before))
 

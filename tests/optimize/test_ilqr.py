@@ -310,3 +310,61 @@ def test_a_target_at_a_chosen_time_is_the_least_squares_optimum(tmp_path):
     assert err < LQR_TOLERANCE * np.max(np.abs(U)), f"inputs differ from least squares by {err:.2e}"
     # the target pulls the slider from the origin, where the stage cost holds it, towards 2 m
     assert result.traj.MQ[50, 0] > 1.5, f"the slider at t = 0.5 s: {result.traj.MQ[50, 0]:.4f} m"
+
+
+# The hopper's acceptance number (the issue): within 5 cm of its goal.
+HOPPER_TOLERANCE = 0.05
+# The foot has left the ground when its centre is this far above its resting height (1 cm).
+LIFT_OFF = 0.01
+
+
+def test_raibert_hopper_hops_to_its_goal():
+    """configs/optimize/hopper_hop.yaml: from standing with zero inputs (a sticking foot:
+    the exact gradients see nothing), the kappa schedule finds a hop; the body ends within
+    5 cm of its goal 0.5 m ahead, upright, and the foot was off the ground on the way."""
+    from dojo_cli.optimize.problem import orientation_residual
+
+    task = load_task(CONFIGS / "hopper_hop.yaml")
+    result = solve(task.problem, task.initial_guess, task.options)
+    assert result.status == "converged", result.message
+    Z = result.traj.Z.reshape(len(result.traj.Z), 2, 13)
+    body, foot = Z[:, 0], Z[:, 1]
+    miss = np.linalg.norm(body[-1, 0:3] - [0.5, 0.0, 0.55])
+    assert miss < HOPPER_TOLERANCE, f"body ends {miss:.3f} m from its goal"
+    tilt = np.linalg.norm(orientation_residual(body[-1, 6:10], np.zeros(3))[0])
+    assert tilt < 0.01, f"body tilted {tilt:.2e} rad at the end"
+    rest = foot[0, 2]
+    airborne = np.flatnonzero(foot[:, 2] > rest + LIFT_OFF)
+    assert airborne.size, f"the foot never left the ground (highest {foot[:, 2].max() - rest:.3f} m up)"
+    assert foot[airborne[0] - 1, 0] < 0.1 and foot[airborne[-1] + 1, 0] > 0.3, "it hopped forward"
+    stages = sorted({rec["kappa"] for rec in result.log})
+    assert stages == [-1.0, 1e-4, 1e-2], stages
+
+
+def test_a_trial_that_cannot_be_differentiated_is_rejected_not_a_traceback(monkeypatch):
+    """Measured on the hopper: an accepted line-search trial whose step has a singular
+    Newton matrix at its solution (a contact exactly at its switch) cannot be linearised.
+    The trial is rejected like a failed line search and the solve goes on; when the kept
+    trajectory itself cannot be (at the start), the solve ends "diverged" with the reason."""
+    import dojo_cli.optimize.ilqr as ilqr
+    from dojo_cli.errors import SolverError
+
+    task = load_task(CONFIGS / "cartpole_swingup.yaml")
+    real, calls = ilqr.linearize, []
+
+    def flaky(*args):
+        calls.append(1)
+        if len(calls) == 3:
+            raise SolverError("optimize: gradients of step 7: the Newton matrix is singular")
+        return real(*args)
+
+    monkeypatch.setattr(ilqr, "linearize", flaky)
+    opts = dataclasses.replace(task.options, max_iterations=4)
+    result = solve(task.problem, task.initial_guess, opts)
+    assert result.status == "max_iterations", result.message
+    assert [rec["step"] == 0.0 for rec in result.log] == [False, True, False, False], "the second trial rejected"
+    assert np.max(np.abs(rollout(task.problem, result.traj.U).Z - result.traj.Z)) == 0.0
+    calls.clear()
+    monkeypatch.setattr(ilqr, "linearize", lambda *a: (_ for _ in ()).throw(SolverError("singular")))
+    result = solve(task.problem, task.initial_guess, opts)
+    assert result.status == "diverged" and "cannot be differentiated: singular" in result.message, result.message
