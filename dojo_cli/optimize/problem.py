@@ -209,24 +209,37 @@ def closed_loop_rollout(problem: Problem, ref: Rollout, lin: Linearization, d: n
     """The forward pass: u_k = clip(u_k^ref + alpha d_k + K_k ds_k, lower, upper) with ds_k the
     state's deviation from the reference in the representation's tangent coordinates (to
     first order for the minimal one: ds = dy/dz dz). Steps as the core's rollout does
-    (same warm starts), one crossing per step since the input depends on the state."""
+    (same warm starts), one crossing per step since the input depends on the state.
+
+    What does not depend on the state is prepared for all steps at once (the feedforward
+    inputs, the gains composed with dy/dz, the reference's conjugate quaternions as
+    left-multiplication matrices), so that each step costs the core's solve and a few
+    small products (tangent_difference, step by step)."""
     mech = problem.mech
-    N = problem.horizon
+    N, nb = problem.horizon, mech.nb
     data = _core.Data(mech.core)
     lam = np.zeros(mech.nl)
-    Z = np.empty((N + 1, 13 * mech.nb))
+    Z = np.empty((N + 1, 13 * nb))
     Z[0] = problem.z0
     U = np.empty((N, mech.nu))
     lams = np.zeros((N, mech.nl))
     status = np.zeros(N, dtype=int)
-    minimal = problem.representation == "minimal"
     options = core_options(problem.opts)
     lo, hi = problem.lower, problem.upper
-    nb6 = 6 * mech.nb
+    nb6 = 6 * nb
+    feedforward = ref.U + alpha * d
+    gains = K @ lin.to_minimal[:N] if problem.representation == "minimal" else K  # (N, nu, 12 nb)
+    R = ref.Z.reshape(N + 1, nb, 13)
+    conj = _left_matrices(R[:, :, 6:10] * [1.0, -1.0, -1.0, -1.0])  # (N+1, nb, 4, 4): q_ref* (x) .
+    dz = np.empty((nb, 12))
     for k in range(N):
-        dz = tangent_difference(mech, Z[k], ref.Z[k])
-        ds = lin.to_minimal[k] @ dz if minimal else dz
-        U[k] = np.clip(ref.U[k] + alpha * d[k] + K[k] @ ds, lo, hi)
+        z = Z[k].reshape(nb, 13)
+        # tangent_difference(z, ref.Z[k]): [x, v] and w differences, phi = Vec(q_ref* q) on w >= 0
+        rel = (conj[k] @ z[:, 6:10, None])[:, :, 0]
+        dz[:, 0:6] = z[:, 0:6] - R[k, :, 0:6]
+        dz[:, 6:9] = rel[:, 1:] * np.where(rel[:, :1] >= 0, 1.0, -1.0)
+        dz[:, 9:12] = z[:, 10:13] - R[k, :, 10:13]
+        U[k] = np.minimum(np.maximum(feedforward[k] + gains[k] @ dz.reshape(-1), lo), hi)
         # the step as the core's rollout takes it (the previous step's impulses as warm start)
         code = _core.step(mech.core, data, Z[k], U[k], None, None, lam, options)
         lam = data.w[nb6: nb6 + mech.nl].copy()
@@ -239,6 +252,17 @@ def closed_loop_rollout(problem: Problem, ref: Rollout, lin: Linearization, d: n
             U[k + 1:] = np.nan
             break
     return _finish(mech, U, Z, lams, status)
+
+
+def _left_matrices(p: np.ndarray) -> np.ndarray:
+    """(..., 4, 4) matrices L(p) with L(p) q = p (x) q (Hamilton product, [w, x, y, z])."""
+    w, x, y, z = p[..., 0], p[..., 1], p[..., 2], p[..., 3]
+    return np.stack([
+        np.stack([w, -x, -y, -z], -1),
+        np.stack([x, w, -z, y], -1),
+        np.stack([y, z, w, -x], -1),
+        np.stack([z, -y, x, w], -1),
+    ], -2)
 
 
 def tangent_difference(mech: Mechanism, z: np.ndarray, z_ref: np.ndarray) -> np.ndarray:
@@ -286,17 +310,20 @@ def linearize(problem: Problem, traj: Rollout, kappa: float | None, need_y: bool
     N, ns, nu = problem.horizon, problem.ns, mech.nu
     minimal = problem.representation == "minimal"
     data = _core.Data(mech.core)
-    A = np.empty((N, ns, ns))
-    B = np.empty((N, ns, nu))
     kap = np.zeros(N)
     nb12 = 12 * mech.nb
+    Amax = np.empty((N, nb12, nb12))
+    Bmax = np.empty((N, nb12, nu))
     # dy/dz (2nf, 12nb) and dz/dy (12nb, 2nf) at each knot: what the minimal chain and the features need
     M2m = m2M = None
     if minimal or need_y:
         # dz/dy at every knot, and dy/dz as its left inverse (J' J)^-1 J': on the tangents of
         # the joints' constraint manifold (where every deviation of a rollout lies) it is the
         # derivative of maximal_to_minimal, at a third of the core's cost for it
-        m2M = np.stack([minimal_to_maximal_jacobian(mech, _interleaved(mech, traj, k)) for k in range(N + 1)])
+        qpos, vpos = interleaved_index(mech)
+        Y = np.empty((N + 1, 2 * mech.nf))
+        Y[:, qpos], Y[:, vpos] = traj.MQ, traj.MV
+        m2M = np.stack([minimal_to_maximal_jacobian(mech, Y[k]) for k in range(N + 1)])
         M2m = np.linalg.solve(np.einsum("kzi,kzj->kij", m2M, m2M), np.swapaxes(m2M, 1, 2))
     lam = np.zeros(mech.nl)
     options = core_options(problem.opts)
@@ -308,13 +335,13 @@ def linearize(problem: Problem, traj: Rollout, kappa: float | None, need_y: bool
             raise SolverError(f"optimize: gradients of step {k}: {singular_message(mech, data.singular_node)}") from None
         _core.advance_angles(mech.core, data)
         lam = traj.lam[k].copy()
-        Bm = Bm.reshape(nb12, nu)
-        if minimal:
-            A[k] = M2m[k + 1] @ Am @ m2M[k]
-            B[k] = M2m[k + 1] @ Bm
-        else:
-            A[k] = Am
-            B[k] = Bm
+        Amax[k] = Am
+        Bmax[k] = Bm.reshape(nb12, nu)
+    if minimal:  # the chain for all steps at once
+        A = M2m[1:] @ Amax @ m2M[:-1]
+        B = M2m[1:] @ Bmax
+    else:
+        A, B = Amax, Bmax
     eye = np.eye(ns)
     Jy = Jz = None
     if need_y:
@@ -322,12 +349,6 @@ def linearize(problem: Problem, traj: Rollout, kappa: float | None, need_y: bool
     if need_z:
         Jz = m2M if minimal else np.broadcast_to(eye, (N + 1, ns, ns))
     return Linearization(A=A, B=B, Jy=Jy, Jz=Jz, kappa=kap, to_minimal=M2m if minimal else None)
-
-
-def _interleaved(mech: Mechanism, traj: Rollout, k: int) -> np.ndarray:
-    from dojo_cli.physics.coordinates import interleave_minimal
-
-    return interleave_minimal(mech, traj.MQ[k], traj.MV[k])
 
 
 def interleaved_index(mech: Mechanism) -> tuple[np.ndarray, np.ndarray]:
