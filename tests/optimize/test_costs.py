@@ -162,3 +162,33 @@ def test_slack_inputs_are_driven_to_zero_and_the_goal_is_reached(tmp_path):
     assert abs(slack.traj.MQ[-1, 1]) < 1e-8, "the pole is caught upright"
     err = np.max(np.abs(slack.traj.U[:, 0] - results["bounded"].traj.U[:, 0]))
     assert err < SOLUTION_TOLERANCE * np.max(np.abs(slack.traj.U[:, 0])), f"optima differ by {err:.2e} N"
+
+
+def test_an_orientation_target_at_a_chosen_time_is_a_stationary_optimum(tmp_path):
+    """A cost on the link's orientation at t = 0.15 s (rotation vector [0.5, 0, 0]) and one
+    on its orientation about every axis along the way: the optimum's cost gradient, by
+    central differences of whole rollouts, vanishes (the orientation residuals' model
+    derivatives are right where they enter, at one knot and at every knot)."""
+    from dojo_cli.optimize.ilqr import cost
+
+    text = PENDULUM.format(representation="maximal", goal="bodies.link.orientation: [0.2, 0, 0]", coordinate="joints.hinge")
+    text = text.replace("constraints: {terminal: [joints.hinge]}\n", "")
+    text = text.replace("costs: {state: {joints.hinge.velocity: 0.01}, input: 0.1}",
+                        "costs: {state: {bodies.link.orientation: [1, 1, 1]}, input: 0.1,"
+                        " targets: [{coordinate: bodies.link.orientation, time: 0.15, value: [0.5, 0, 0], weight: 1.0e+4}]}")
+    path = tmp_path / "target.yaml"
+    path.write_text(text)
+    task = load_task(path)
+    (knot, fs), = task.problem.targets
+    assert knot == 15 and fs.features[0].kind == "r"
+    result = solve(task.problem, task.initial_guess, task.options)
+    assert result.status == "converged", result.message
+    p, U = task.problem, result.traj.U
+    assert result.traj.MQ[15, 0] > 0.2, "the target pulls the link towards 0.5 rad"
+    grad = np.zeros(len(U))
+    for k in range(len(U)):
+        Up, Um = U.copy(), U.copy()
+        Up[k, 0] += 1e-5
+        Um[k, 0] -= 1e-5
+        grad[k] = (cost(p, rollout(p, Up)) - cost(p, rollout(p, Um))) / 2e-5
+    assert np.max(np.abs(grad)) < 1e-6, f"cost gradient {np.max(np.abs(grad)):.2e} by differences"
