@@ -51,7 +51,7 @@ import numpy as np
 from dojo_cli.errors import SolverError
 from dojo_cli.optimize.boxqp import NotPositiveDefinite, solve_box_qp
 from dojo_cli.optimize.problem import (
-    FeatureSet, Linearization, Problem, Rollout, closed_loop_rollout, feature_jacobian, feature_values, linearize, needs,
+    FeatureSet, Linearization, Problem, Rollout, closed_loop_rollout, feature_jacobian, linearize, needs, residuals,
     rollout,
 )
 
@@ -151,6 +151,7 @@ class _Multipliers:
     eq: np.ndarray
     ineq: np.ndarray  # (N+1, 2 n_i): lower and upper sides at each knot (knot 0 unconstrained)
     mu: float
+    slack: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))  # (N, n_slack)
 
 
 def _effort(problem: Problem, traj: Rollout) -> float:
@@ -161,7 +162,7 @@ def _effort(problem: Problem, traj: Rollout) -> float:
 def _tracking(problem: Problem, fs: FeatureSet | None, traj: Rollout, knots: np.ndarray) -> float:
     if fs is None:
         return 0.0
-    r = feature_values(problem, fs, traj, knots) - fs.target
+    r = residuals(problem, fs, traj, knots)
     return 0.5 * float(np.sum(r * r * fs.weight))
 
 
@@ -170,6 +171,7 @@ def cost(problem: Problem, traj: Rollout) -> float:
     N = problem.horizon
     return (_tracking(problem, problem.stage, traj, np.arange(N)) + _effort(problem, traj)
             + _tracking(problem, problem.terminal, traj, np.array([N]))
+            + _tracking(problem, problem.reference, traj, np.arange(N + 1))
             + sum(_tracking(problem, fs, traj, np.array([k])) for k, fs in problem.targets))
 
 
@@ -177,14 +179,19 @@ def _equality(problem: Problem, traj: Rollout) -> np.ndarray:
     fs = problem.terminal_equality
     if fs is None:
         return np.zeros(0)
-    return feature_values(problem, fs, traj, problem.horizon) - fs.target
+    return residuals(problem, fs, traj, problem.horizon)
+
+
+def _slack(problem: Problem, traj: Rollout) -> np.ndarray:
+    """(N, n_slack) the slack inputs, each equality u_k[slack] = 0."""
+    return traj.U[:, list(problem.slack)]
 
 
 def _inequality(problem: Problem, traj: Rollout) -> np.ndarray:
     """(N+1, 2 n_i) c <= 0 at every knot: [lower - f, f - upper] (infinite bounds give -inf:
     never active); knot 0 (the given initial state) is not constrained: zeros... set to -inf."""
     fs = problem.path_inequality
-    f = feature_values(problem, fs, traj, np.arange(problem.horizon + 1))
+    f = residuals(problem, fs, traj, np.arange(problem.horizon + 1))
     c = np.concatenate([fs.lower - f, f - fs.upper], axis=1)
     c[0] = -np.inf
     return c
@@ -198,6 +205,8 @@ def violation(problem: Problem, traj: Rollout) -> float:
         out = float(np.max(np.abs(c)))
     if problem.path_inequality is not None:
         out = max(out, float(np.max(_inequality(problem, traj), initial=0.0)))
+    if problem.slack:
+        out = max(out, float(np.max(np.abs(_slack(problem, traj)))))
     return out
 
 
@@ -210,6 +219,9 @@ def objective(problem: Problem, traj: Rollout, m: _Multipliers) -> float:
     if problem.path_inequality is not None:
         c = _inequality(problem, traj)
         out += float(np.sum(np.maximum(0.0, m.ineq + m.mu * c) ** 2 - m.ineq**2) / (2 * m.mu))
+    if problem.slack:
+        c = _slack(problem, traj)
+        out += float(np.sum(m.slack * c) + 0.5 * m.mu * np.sum(c * c))
     return out
 
 
@@ -229,30 +241,36 @@ def _model(problem: Problem, traj: Rollout, lin: Linearization, m: _Multipliers)
     N, ns = problem.horizon, problem.ns
     ls = np.zeros((N + 1, ns))
     lss = np.zeros((N + 1, ns, ns))
-    terms = [(problem.stage, np.arange(N)), (problem.terminal, np.array([N]))]
+    terms = [(problem.stage, np.arange(N)), (problem.terminal, np.array([N])), (problem.reference, np.arange(N + 1))]
     terms += [(fs, np.array([k])) for k, fs in problem.targets]
     for fs, knots in terms:
         if fs is None:
             continue
-        r = feature_values(problem, fs, traj, knots) - fs.target
-        J = feature_jacobian(problem, fs, lin, knots)
+        r = residuals(problem, fs, traj, knots)
+        J = feature_jacobian(problem, fs, lin, knots, traj)
         ls[knots] += np.einsum("kni,kn->ki", J, fs.weight * r)
         lss[knots] += np.einsum("kni,n,knj->kij", J, fs.weight, J)
     if problem.path_inequality is not None:
         c = _inequality(problem, traj)
         active = (m.ineq + m.mu * c) > 0
         if active.any():
-            J = feature_jacobian(problem, problem.path_inequality, lin, np.arange(N + 1))
+            J = feature_jacobian(problem, problem.path_inequality, lin, np.arange(N + 1), traj)
             Jc = np.concatenate([-J, J], axis=1)  # d[lower - f, f - upper]/ds
             ls += np.einsum("kmi,km->ki", Jc, np.where(active, m.ineq + m.mu * c, 0.0))
             lss += m.mu * np.einsum("kmi,km,kmj->kij", Jc, active.astype(float), Jc)
     if problem.terminal_equality is not None:
         c = _equality(problem, traj)
-        J = feature_jacobian(problem, problem.terminal_equality, lin, N)
+        J = feature_jacobian(problem, problem.terminal_equality, lin, N, traj)
         ls[N] += J.T @ (m.eq + m.mu * c)
         lss[N] += m.mu * J.T @ J
     lu = (traj.U - problem.effort_reference) * problem.effort
-    return _Model(ls=ls, lss=lss, lu=lu, luu=np.diag(problem.effort))
+    luu = np.diag(problem.effort)
+    if problem.slack:
+        # the slack equalities' augmented-Lagrangian terms lambda' u + mu/2 |u|^2 (slack entries)
+        idx = list(problem.slack)
+        lu[:, idx] += m.slack + m.mu * _slack(problem, traj)
+        luu[idx, idx] += m.mu
+    return _Model(ls=ls, lss=lss, lu=lu, luu=luu)
 
 
 def projected_gradient(problem: Problem, traj: Rollout, lin: Linearization, model: _Model) -> np.ndarray:
@@ -272,32 +290,65 @@ def projected_gradient(problem: Problem, traj: Rollout, lin: Linearization, mode
 def backward_pass(problem: Problem, traj: Rollout, lin: Linearization, model: _Model, rho: float, d_warm=None):
     """The Riccati recursion with box-constrained inputs: (K (N, nu, ns), d (N, nu), dV (2,)),
     dV the model's predicted change [d' Q_u, 1/2 d' Q_uu d] summed. NotPositiveDefinite when
-    a regularised Q_uu has no Cholesky factor on the free inputs."""
+    a regularised Q_uu has no Cholesky factor on the free inputs.
+
+    Inputs held by their bounds (lower == upper: an unactuated coordinate) never move and
+    get no feedback: they are left out of the recursion (B's columns, Q_uu's rows), which
+    is the box QP's answer for them (boxqp: held inputs) at a fraction of its cost. The
+    others' unconstrained Newton step and gains come from one solve with Q_u and Q_ux
+    stacked; only when that step leaves the box is the box QP solved (projected Newton)."""
     N, ns, nu = problem.horizon, problem.ns, problem.nu
     K = np.zeros((N, nu, ns))
     d = np.zeros((N, nu))
     dV = np.zeros(2)
     Vx = model.ls[N].copy()
     Vxx = model.lss[N].copy()
-    eye = np.eye(nu)
+    act = np.flatnonzero(problem.lower < problem.upper)
+    if act.size == 0:
+        return K, d, dV
+    na = act.size
+    Bs = lin.B[:, :, act]
+    lu = model.lu[:, act]
+    luu = model.luu[np.ix_(act, act)]
+    lo = problem.lower[act] - traj.U[:, act]
+    hi = problem.upper[act] - traj.U[:, act]
+    boxed = bool(np.any(np.isfinite(problem.lower[act])) or np.any(np.isfinite(problem.upper[act])))
+    reg = rho * np.eye(na)
     for k in range(N - 1, -1, -1):
-        A, B = lin.A[k], lin.B[k]
-        Qx = model.ls[k] + A.T @ Vx
-        Qu = model.lu[k] + B.T @ Vx
+        A, B = lin.A[k], Bs[k]
         VxxA = Vxx @ A
+        Qx = model.ls[k] + A.T @ Vx
+        Qu = lu[k] + B.T @ Vx
         Qxx = model.lss[k] + A.T @ VxxA
-        Quu = model.luu + B.T @ Vxx @ B
+        Quu = luu + B.T @ Vxx @ B
         Qux = B.T @ VxxA
-        Quu_reg = Quu + rho * eye
-        qp = solve_box_qp(0.5 * (Quu_reg + Quu_reg.T), Qu, problem.lower - traj.U[k], problem.upper - traj.U[k],
-                          None if d_warm is None else d_warm[k])
-        d[k] = qp.x
-        if qp.H_free is not None:
-            K[k][qp.free] = -np.linalg.solve(qp.H_free, Qux[qp.free])
-        Kk, dk = K[k], d[k]
-        dV += [dk @ Qu, 0.5 * dk @ Quu @ dk]
-        Vx = Qx + Kk.T @ Quu @ dk + Kk.T @ Qu + Qux.T @ dk
-        Vxx = Qxx + Kk.T @ Quu @ Kk + Kk.T @ Qux + Qux.T @ Kk
+        H = Quu + reg
+        rhs = np.concatenate([Qu[:, None], Qux], axis=1)
+        if na == 1:  # (one free input, e.g. a cart: a division; numpy's solvers cost ~10 us a call)
+            if not H[0, 0] > 0.0:
+                raise NotPositiveDefinite()
+            sol = rhs / H[0, 0]
+        else:
+            H = 0.5 * (H + H.T)
+            try:
+                np.linalg.cholesky(H)  # the test of positive definiteness (Levenberg-Marquardt grows rho)
+            except np.linalg.LinAlgError:
+                raise NotPositiveDefinite() from None
+            sol = np.linalg.solve(H, rhs)
+        dk, Kk = -sol[:, 0], -sol[:, 1:]
+        if boxed and not ((dk >= lo[k]).all() and (dk <= hi[k]).all()):
+            qp = solve_box_qp(H, Qu, lo[k], hi[k], None if d_warm is None else d_warm[k, act])
+            dk = qp.x
+            Kk = np.zeros((na, ns))
+            if qp.H_free is not None:
+                Kk[qp.free] = -np.linalg.solve(qp.H_free, Qux[qp.free])
+        d[k, act] = dk
+        K[k, act] = Kk
+        KtQuu = Kk.T @ Quu
+        dV[0] += dk @ Qu
+        dV[1] += 0.5 * dk @ Quu @ dk
+        Vx = Qx + KtQuu @ dk + Kk.T @ Qu + Qux.T @ dk
+        Vxx = Qxx + KtQuu @ Kk + Kk.T @ Qux + Qux.T @ Kk
         Vxx = 0.5 * (Vxx + Vxx.T)
     return K, d, dV
 
@@ -327,8 +378,9 @@ class _Solve:
         N, nu, ns = problem.horizon, problem.nu, problem.ns
         n_eq = problem.terminal_equality.size if problem.terminal_equality is not None else 0
         n_ineq = problem.path_inequality.size if problem.path_inequality is not None else 0
-        self.constrained = bool(n_eq or n_ineq)
-        self.m = _Multipliers(eq=np.zeros(n_eq), ineq=np.zeros((N + 1, 2 * n_ineq)), mu=opts.penalty)
+        self.constrained = bool(n_eq or n_ineq or problem.slack)
+        self.m = _Multipliers(eq=np.zeros(n_eq), ineq=np.zeros((N + 1, 2 * n_ineq)), mu=opts.penalty,
+                              slack=np.zeros((N, len(problem.slack))))
         self.kappas: list[float | None] = [*opts.kappa, None] if problem.mech.has_inequalities else [None]
         self.stage = 0
         self.need_y, self.need_z = needs(problem)
@@ -366,7 +418,8 @@ class _Solve:
             status=status, message=message, traj=self.traj, K=self.K, d=self.d, cost=cost(self.problem, self.traj),
             violation=violation(self.problem, self.traj), gradient=self.gnorm, iterations=self.iteration,
             seconds=time.perf_counter() - self.started, log=self.log, timing=self.timing,
-            multipliers={"terminal": self.m.eq.copy(), "path": self.m.ineq.copy(), "penalty": self.m.mu},
+            multipliers={"terminal": self.m.eq.copy(), "path": self.m.ineq.copy(), "slack": self.m.slack.copy(),
+                         "penalty": self.m.mu},
         )
 
     def run(self, U0) -> OptimizeResult:
@@ -381,6 +434,12 @@ class _Solve:
             status, message = self._iterate()
         except KeyboardInterrupt:
             status, message = "interrupted", f"stopped after {self.iteration} iterations; the best iterate is kept"
+        except SolverError as exc:
+            # the kept trajectory cannot be differentiated (its first linearisation, or at a
+            # change of kappa): nothing to continue from
+            if not hasattr(self, "model"):
+                return self._result("diverged", f"the initial guess's trajectory cannot be differentiated: {exc}")
+            status, message = "stalled", f"the trajectory cannot be differentiated further: {exc}"
         if status != "diverged":
             self._final_gains()
         return self._result(status, message)
@@ -406,7 +465,14 @@ class _Solve:
                         return "converged", f"gradient {self.gnorm:.3g}, violation {viol:.3g}"
                     return "stalled", (f"no decrease found with the gradient at {self.gnorm:.3g} "
                                        f"(tolerance {opts.gradient_tolerance:g})")
-                if viol > opts.constraint_tolerance:
+                if stalled and not final_kappa:
+                    # the relaxed model is exhausted (the exact rollout no longer follows it):
+                    # the next, less relaxed, gradients, before any multiplier update (an
+                    # update on a stalled relaxed stage only grows the penalty; measured on
+                    # the quadruped: mu 1 -> 1e4 in 30 iterations without a step accepted)
+                    self.stage += 1
+                    self._relinearize()
+                elif viol > opts.constraint_tolerance:
                     if outer >= opts.max_outer:
                         return "infeasible", f"the constraints are violated by {viol:.3g} after {outer} penalty updates"
                     # outer update of the augmented Lagrangian (ALTRO's multiplier update)
@@ -416,6 +482,8 @@ class _Solve:
                         m.eq = m.eq + m.mu * c
                     if m.ineq.size:
                         m.ineq = np.maximum(0.0, m.ineq + m.mu * _inequality(p, self.traj))
+                    if m.slack.size:
+                        m.slack = m.slack + m.mu * _slack(p, self.traj)
                     if viol > PENALTY_KEEP * last_violation:
                         # too little progress from the multipliers alone: a larger penalty
                         # (Nocedal and Wright, Numerical Optimization, ch. 17: the
@@ -473,11 +541,22 @@ class _Solve:
             relaxed = self.kappas[self.stage] is not None
             return self.rho > RHO_MAX or (relaxed and self.failures >= RELAXED_STAGE_FAILURES)
         before = self.obj
+        kept = (self.traj, self.K, self.d, self.lin, self.model, self.gnorm, self.obj)
         self.traj, self.K, self.d = accepted, K, d
+        try:
+            self._relinearize()
+        except SolverError:
+            # a step of the trial cannot be differentiated (a singular Newton matrix at its
+            # solution, e.g. a contact exactly at its switch): the trial is rejected as a
+            # failed line search would be
+            self.traj, self.K, self.d, self.lin, self.model, self.gnorm, self.obj = kept
+            self._grow()
+            self._record(0.0)
+            self.failures += 1
+            return self.rho > RHO_MAX
         self.failures = 0
         self.growth = min(1.0 / RHO_GROWTH, self.growth / RHO_GROWTH)
         self.rho = self.rho * self.growth if self.rho * self.growth >= RHO_MIN else 0.0
-        self._relinearize()
         self._record(alpha)
         return (before - self.obj) <= STALL_DECREASE * max(1.0, abs(before))
 

@@ -11,8 +11,13 @@ The problem (what ``dojo optimize`` solves; docs/optimize.md)::
                 lower_I <= f_I(s_k) <= upper_I      (path inequalities, augmented Lagrangian)
 
 ``f`` stacks named features of the state: joint coordinates and velocities (the
-minimal coordinates, angles unwrapped along the trajectory as a run stores them) and
-body positions (world frame). The state s is the representation's: minimal, per joint
+minimal coordinates, angles unwrapped along the trajectory as a run stores them), body
+positions (world frame) and body orientations (the residual of an orientation is its
+rotation from the target, ``orientation_residual``). A target g is one vector for
+every knot, or one per knot (tracking a reference trajectory). Slack inputs (Dojo's
+trick for underactuated gaits: inputs on coordinates no motor drives, e.g. a floating
+base) are free to help the optimiser early and are driven to zero by the augmented
+Lagrangian (the equality u_k[slack] = 0 at every step). The state s is the representation's: minimal, per joint
 [coordinates; velocities] (2 nf), or maximal in tangent coordinates, per body
 [x, v, phi, w] (12 nb, docs/gradients.md). Both are views of the same maximal
 rollout; the representation only decides in which coordinates the backward pass runs.
@@ -47,8 +52,9 @@ class Feature:
 
     Attributes:
         name: ``joints.hinge``, ``joints.hinge.velocity``, ``bodies.box.position``.
-        kind: "q" (minimal coordinates), "v" (minimal velocities) or "x" (a body's position).
-        index: (n,) the minimal coordinate indices (kind q, v) or the body index (kind x).
+        kind: "q" (minimal coordinates), "v" (minimal velocities), "x" (a body's position) or
+            "r" (a body's orientation: 3 components, see orientation_residual).
+        index: (n,) the minimal coordinate indices (kind q, v) or the body index (kind x, r).
     """
 
     name: str
@@ -57,12 +63,12 @@ class Feature:
 
     @property
     def size(self) -> int:
-        return 3 if self.kind == "x" else len(self.index)
+        return 3 if self.kind in ("x", "r") else len(self.index)
 
 
 def feature_catalogue(mech: Mechanism) -> dict[str, Feature]:
     """Every feature a task may name: per joint with free coordinates ``joints.NAME`` and
-    ``joints.NAME.velocity``, per body ``bodies.NAME.position``."""
+    ``joints.NAME.velocity``, per body ``bodies.NAME.position`` and ``bodies.NAME.orientation``."""
     out: dict[str, Feature] = {}
     for j, joint in enumerate(mech.joints):
         r = np.arange(mech.nf)[mech.joint_free_range[j]]
@@ -71,6 +77,7 @@ def feature_catalogue(mech: Mechanism) -> dict[str, Feature]:
             out[f"joints.{joint.name}.velocity"] = Feature(f"joints.{joint.name}.velocity", "v", tuple(int(i) for i in r))
     for b, body in enumerate(mech.bodies):
         out[f"bodies.{body.name}.position"] = Feature(f"bodies.{body.name}.position", "x", (b,))
+        out[f"bodies.{body.name}.orientation"] = Feature(f"bodies.{body.name}.orientation", "r", (b,))
     return out
 
 
@@ -80,7 +87,9 @@ class FeatureSet:
 
     Attributes:
         features: the named blocks, in order.
-        target: (n,) g; weight: (n,) diagonal of W (may be empty for constraint sets).
+        target: (n,) g at every knot, or (N+1, n) one per knot (a reference trajectory); an
+            orientation's target is a rotation vector (axis times angle, rad: the body-to-world
+            rotation exp(g)); weight: (n,) diagonal of W (may be empty for constraint sets).
         lower, upper: (n,) bounds (path inequalities), or None.
     """
 
@@ -110,6 +119,8 @@ class Problem:
         terminal_equality: FeatureSet whose f = target at s_N, or None.
         targets: (knot, FeatureSet with weights) pairs: costs at chosen knots 1..N.
         path_inequality: FeatureSet with lower <= f <= upper at s_1 .. s_N, or None.
+        reference: a FeatureSet with weights and (N+1, n) targets: tracking at knots 0..N, or None.
+        slack: input indices driven to zero (augmented-Lagrangian equalities u_k[slack] = 0).
         opts: the step's solver options.
     """
 
@@ -127,6 +138,8 @@ class Problem:
     terminal_equality: FeatureSet | None = None
     path_inequality: FeatureSet | None = None
     targets: list[tuple[int, FeatureSet]] = ()
+    reference: FeatureSet | None = None
+    slack: tuple[int, ...] = ()
 
     @property
     def nu(self) -> int:
@@ -196,24 +209,37 @@ def closed_loop_rollout(problem: Problem, ref: Rollout, lin: Linearization, d: n
     """The forward pass: u_k = clip(u_k^ref + alpha d_k + K_k ds_k, lower, upper) with ds_k the
     state's deviation from the reference in the representation's tangent coordinates (to
     first order for the minimal one: ds = dy/dz dz). Steps as the core's rollout does
-    (same warm starts), one crossing per step since the input depends on the state."""
+    (same warm starts), one crossing per step since the input depends on the state.
+
+    What does not depend on the state is prepared for all steps at once (the feedforward
+    inputs, the gains composed with dy/dz, the reference's conjugate quaternions as
+    left-multiplication matrices), so that each step costs the core's solve and a few
+    small products (tangent_difference, step by step)."""
     mech = problem.mech
-    N = problem.horizon
+    N, nb = problem.horizon, mech.nb
     data = _core.Data(mech.core)
     lam = np.zeros(mech.nl)
-    Z = np.empty((N + 1, 13 * mech.nb))
+    Z = np.empty((N + 1, 13 * nb))
     Z[0] = problem.z0
     U = np.empty((N, mech.nu))
     lams = np.zeros((N, mech.nl))
     status = np.zeros(N, dtype=int)
-    minimal = problem.representation == "minimal"
     options = core_options(problem.opts)
     lo, hi = problem.lower, problem.upper
-    nb6 = 6 * mech.nb
+    nb6 = 6 * nb
+    feedforward = ref.U + alpha * d
+    gains = K @ lin.to_minimal[:N] if problem.representation == "minimal" else K  # (N, nu, 12 nb)
+    R = ref.Z.reshape(N + 1, nb, 13)
+    conj = _left_matrices(R[:, :, 6:10] * [1.0, -1.0, -1.0, -1.0])  # (N+1, nb, 4, 4): q_ref* (x) .
+    dz = np.empty((nb, 12))
     for k in range(N):
-        dz = tangent_difference(mech, Z[k], ref.Z[k])
-        ds = lin.to_minimal[k] @ dz if minimal else dz
-        U[k] = np.clip(ref.U[k] + alpha * d[k] + K[k] @ ds, lo, hi)
+        z = Z[k].reshape(nb, 13)
+        # tangent_difference(z, ref.Z[k]): [x, v] and w differences, phi = Vec(q_ref* q) on w >= 0
+        rel = (conj[k] @ z[:, 6:10, None])[:, :, 0]
+        dz[:, 0:6] = z[:, 0:6] - R[k, :, 0:6]
+        dz[:, 6:9] = rel[:, 1:] * np.where(rel[:, :1] >= 0, 1.0, -1.0)
+        dz[:, 9:12] = z[:, 10:13] - R[k, :, 10:13]
+        U[k] = np.minimum(np.maximum(feedforward[k] + gains[k] @ dz.reshape(-1), lo), hi)
         # the step as the core's rollout takes it (the previous step's impulses as warm start)
         code = _core.step(mech.core, data, Z[k], U[k], None, None, lam, options)
         lam = data.w[nb6: nb6 + mech.nl].copy()
@@ -226,6 +252,17 @@ def closed_loop_rollout(problem: Problem, ref: Rollout, lin: Linearization, d: n
             U[k + 1:] = np.nan
             break
     return _finish(mech, U, Z, lams, status)
+
+
+def _left_matrices(p: np.ndarray) -> np.ndarray:
+    """(..., 4, 4) matrices L(p) with L(p) q = p (x) q (Hamilton product, [w, x, y, z])."""
+    w, x, y, z = p[..., 0], p[..., 1], p[..., 2], p[..., 3]
+    return np.stack([
+        np.stack([w, -x, -y, -z], -1),
+        np.stack([x, w, -z, y], -1),
+        np.stack([y, z, w, -x], -1),
+        np.stack([z, -y, x, w], -1),
+    ], -2)
 
 
 def tangent_difference(mech: Mechanism, z: np.ndarray, z_ref: np.ndarray) -> np.ndarray:
@@ -273,17 +310,20 @@ def linearize(problem: Problem, traj: Rollout, kappa: float | None, need_y: bool
     N, ns, nu = problem.horizon, problem.ns, mech.nu
     minimal = problem.representation == "minimal"
     data = _core.Data(mech.core)
-    A = np.empty((N, ns, ns))
-    B = np.empty((N, ns, nu))
     kap = np.zeros(N)
     nb12 = 12 * mech.nb
+    Amax = np.empty((N, nb12, nb12))
+    Bmax = np.empty((N, nb12, nu))
     # dy/dz (2nf, 12nb) and dz/dy (12nb, 2nf) at each knot: what the minimal chain and the features need
     M2m = m2M = None
     if minimal or need_y:
         # dz/dy at every knot, and dy/dz as its left inverse (J' J)^-1 J': on the tangents of
         # the joints' constraint manifold (where every deviation of a rollout lies) it is the
         # derivative of maximal_to_minimal, at a third of the core's cost for it
-        m2M = np.stack([minimal_to_maximal_jacobian(mech, _interleaved(mech, traj, k)) for k in range(N + 1)])
+        qpos, vpos = interleaved_index(mech)
+        Y = np.empty((N + 1, 2 * mech.nf))
+        Y[:, qpos], Y[:, vpos] = traj.MQ, traj.MV
+        m2M = np.stack([minimal_to_maximal_jacobian(mech, Y[k]) for k in range(N + 1)])
         M2m = np.linalg.solve(np.einsum("kzi,kzj->kij", m2M, m2M), np.swapaxes(m2M, 1, 2))
     lam = np.zeros(mech.nl)
     options = core_options(problem.opts)
@@ -295,13 +335,13 @@ def linearize(problem: Problem, traj: Rollout, kappa: float | None, need_y: bool
             raise SolverError(f"optimize: gradients of step {k}: {singular_message(mech, data.singular_node)}") from None
         _core.advance_angles(mech.core, data)
         lam = traj.lam[k].copy()
-        Bm = Bm.reshape(nb12, nu)
-        if minimal:
-            A[k] = M2m[k + 1] @ Am @ m2M[k]
-            B[k] = M2m[k + 1] @ Bm
-        else:
-            A[k] = Am
-            B[k] = Bm
+        Amax[k] = Am
+        Bmax[k] = Bm.reshape(nb12, nu)
+    if minimal:  # the chain for all steps at once
+        A = M2m[1:] @ Amax @ m2M[:-1]
+        B = M2m[1:] @ Bmax
+    else:
+        A, B = Amax, Bmax
     eye = np.eye(ns)
     Jy = Jz = None
     if need_y:
@@ -309,12 +349,6 @@ def linearize(problem: Problem, traj: Rollout, kappa: float | None, need_y: bool
     if need_z:
         Jz = m2M if minimal else np.broadcast_to(eye, (N + 1, ns, ns))
     return Linearization(A=A, B=B, Jy=Jy, Jz=Jz, kappa=kap, to_minimal=M2m if minimal else None)
-
-
-def _interleaved(mech: Mechanism, traj: Rollout, k: int) -> np.ndarray:
-    from dojo_cli.physics.coordinates import interleave_minimal
-
-    return interleave_minimal(mech, traj.MQ[k], traj.MV[k])
 
 
 def interleaved_index(mech: Mechanism) -> tuple[np.ndarray, np.ndarray]:
@@ -330,7 +364,8 @@ def interleaved_index(mech: Mechanism) -> tuple[np.ndarray, np.ndarray]:
 
 
 def feature_values(problem: Problem, fs: FeatureSet, traj: Rollout, k) -> np.ndarray:
-    """f(s_k) of a feature set: (n,) at knot k, or (len(k), n) at knots k (an index array)."""
+    """f(s_k) of a feature set: (n,) at knot k, or (len(k), n) at knots k (an index array).
+    An orientation's value is its residual from the identity (orientation_residual)."""
     out = []
     X = traj.Z.reshape(len(traj.Z), problem.mech.nb, 13)
     for f in fs.features:
@@ -338,28 +373,92 @@ def feature_values(problem: Problem, fs: FeatureSet, traj: Rollout, k) -> np.nda
             out.append(traj.MQ[k][..., list(f.index)])
         elif f.kind == "v":
             out.append(traj.MV[k][..., list(f.index)])
-        else:
+        elif f.kind == "x":
             out.append(X[k][..., f.index[0], 0:3])
+        else:
+            out.append(orientation_residual(X[k][..., f.index[0], 6:10], np.zeros(3))[0])
     return np.concatenate(out, axis=-1)
 
 
+def target_at(fs: FeatureSet, k) -> np.ndarray:
+    """g at knot k (or knots k): the set's one target, or its reference's row(s)."""
+    return fs.target[k] if fs.target.ndim == 2 else fs.target
+
+
+def residuals(problem: Problem, fs: FeatureSet, traj: Rollout, k) -> np.ndarray:
+    """f(s_k) - g_k: (n,) at knot k or (len(k), n) at knots k; for an orientation the
+    rotation from its target (orientation_residual), not a difference of vectors."""
+    r = feature_values(problem, fs, traj, k) - target_at(fs, k)
+    if any(f.kind == "r" for f in fs.features):
+        X = traj.Z.reshape(len(traj.Z), problem.mech.nb, 13)
+        g = target_at(fs, k)
+        i = 0
+        for f in fs.features:
+            if f.kind == "r":
+                r[..., i:i + 3] = orientation_residual(X[k][..., f.index[0], 6:10], g[..., i:i + 3])[0]
+            i += f.size
+    return r
+
+
+def _rotation_quaternion(g: np.ndarray) -> np.ndarray:
+    """exp of rotation vectors (..., 3): unit quaternions [w, x, y, z] (..., 4)."""
+    angle = np.linalg.norm(g, axis=-1, keepdims=True)
+    # sin(a/2)/a -> 1/2 as a -> 0 (no division by zero at the identity)
+    half = np.where(angle > 1e-12, np.sin(0.5 * angle) / np.where(angle > 1e-12, angle, 1.0), 0.5)
+    return np.concatenate([np.cos(0.5 * angle), half * g], axis=-1)
+
+
+def rotation_vector(q: np.ndarray) -> np.ndarray:
+    """log of unit quaternions (..., 4): rotation vectors (..., 3), axis times angle in
+    [0, pi] (q and -q give the same)."""
+    q = np.where(q[..., :1] >= 0, q, -q)
+    s = np.linalg.norm(q[..., 1:], axis=-1, keepdims=True)
+    angle = 2.0 * np.arctan2(s, q[..., :1])
+    scale = np.where(s > 1e-12, angle / np.where(s > 1e-12, s, 1.0), 2.0)
+    return scale * q[..., 1:]
+
+
+def orientation_residual(q: np.ndarray, g: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The rotation of orientations q (..., 4) from targets exp(g) (g (..., 3) rotation
+    vectors) and its derivative with respect to the body's tangent phi.
+
+    r = 2 sign(e_w) Vec(e), e = exp(g)* q: zero exactly at the target, the rotation vector
+    of the error to first order (2 sin(a/2) ~ a along its axis, in the body frame), and
+    sign-fixed so that q and -q (the same orientation) give the same r. With the body's
+    tangent q = q0 (x) [sqrt(1 - |phi|^2), phi] (problem.tangent_difference), e (x) [1, phi]
+    gives dr/dphi = 2 sign(e_w) (e_w I + [e_v]x) (Hamilton product). Returns (r (..., 3),
+    dr/dphi (..., 3, 3))."""
+    e = multiply(conjugate(np.broadcast_to(_rotation_quaternion(g), np.shape(q))), q)
+    sign = np.where(e[..., :1] >= 0, 1.0, -1.0)
+    r = 2.0 * sign * e[..., 1:]
+    ew, ev = e[..., 0], e[..., 1:]
+    D = ew[..., None, None] * np.eye(3)
+    D = D + np.stack([
+        np.stack([np.zeros_like(ew), -ev[..., 2], ev[..., 1]], -1),
+        np.stack([ev[..., 2], np.zeros_like(ew), -ev[..., 0]], -1),
+        np.stack([-ev[..., 1], ev[..., 0], np.zeros_like(ew)], -1),
+    ], -2)
+    return r, 2.0 * sign[..., None] * D
+
+
 def _feature_rows(problem: Problem, fs: FeatureSet) -> tuple[np.ndarray, np.ndarray]:
-    """Where each entry of f sits: (n,) rows of Jy (kind q, v) and (n,) rows of Jz (kind x);
-    -1 where the other applies."""
+    """Where each entry of f sits: (n,) rows of Jy (kind q, v) and (n,) rows of Jz (kind x,
+    and r: the body's tangent phi); -1 where the other applies."""
     qpos, vpos = interleaved_index(problem.mech)
     ry, rz = [], []
     for f in fs.features:
-        if f.kind == "x":
+        if f.kind in ("x", "r"):
             ry += [-1] * 3
-            rz += [12 * f.index[0] + i for i in range(3)]
+            rz += [12 * f.index[0] + (0 if f.kind == "x" else 6) + i for i in range(3)]
         else:
             ry += [int(i) for i in (qpos if f.kind == "q" else vpos)[list(f.index)]]
             rz += [-1] * len(f.index)
     return np.array(ry, dtype=int), np.array(rz, dtype=int)
 
 
-def feature_jacobian(problem: Problem, fs: FeatureSet, lin: Linearization, k) -> np.ndarray:
-    """d f(s_k) / d s: (n, ns) at knot k, or (len(k), n, ns) at knots k."""
+def feature_jacobian(problem: Problem, fs: FeatureSet, lin: Linearization, k, traj: Rollout | None = None) -> np.ndarray:
+    """d (f(s_k) - g_k) / d s: (n, ns) at knot k, or (len(k), n, ns) at knots k. An
+    orientation's rows are dr/dphi dphi/ds (orientation_residual): they need ``traj``."""
     ry, rz = _feature_rows(problem, fs)
     shape = np.shape(lin.Jy[k] if lin.Jy is not None else lin.Jz[k])[:-2]
     out = np.zeros(shape + (len(ry), problem.ns))
@@ -368,6 +467,15 @@ def feature_jacobian(problem: Problem, fs: FeatureSet, lin: Linearization, k) ->
         out[..., y, :] = lin.Jy[k][..., ry[y], :]
     if z.any():
         out[..., z, :] = lin.Jz[k][..., rz[z], :]
+    if any(f.kind == "r" for f in fs.features):
+        X = traj.Z.reshape(len(traj.Z), problem.mech.nb, 13)
+        g = target_at(fs, k)
+        i = 0
+        for f in fs.features:
+            if f.kind == "r":
+                _, D = orientation_residual(X[k][..., f.index[0], 6:10], g[..., i:i + 3])
+                out[..., i:i + 3, :] = D @ out[..., i:i + 3, :]
+            i += f.size
     return out
 
 
@@ -375,7 +483,7 @@ def needs(problem: Problem) -> tuple[bool, bool]:
     """(need_y, need_z): whether any feature reads minimal coordinates, body positions."""
     kinds = set()
     for fs in (problem.stage, problem.terminal, problem.terminal_equality, problem.path_inequality,
-               *(fs for _, fs in problem.targets)):
+               problem.reference, *(fs for _, fs in problem.targets)):
         if fs is not None:
             kinds |= {f.kind for f in fs.features}
-    return bool(kinds & {"q", "v"}), "x" in kinds
+    return bool(kinds & {"q", "v"}), bool(kinds & {"x", "r"})

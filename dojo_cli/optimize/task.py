@@ -13,8 +13,10 @@ A task file (YAML; ``scene`` and ``horizon`` required)::
       input: 0.01                                                   # R: one number, or by input name
       terminal: {joints.pole_hinge: 100, joints.pole_hinge.velocity: 10}   # Wf
       targets: [{coordinate: bodies.pole.position, time: 1.0, value: [0, 0, 1], weight: 10}]   # at one knot
+      reference: {file: run.h5, weight: {joints.pole_hinge: 1}}   # track a stored run (or a CSV) at knots 0..N
     constraints:
       inputs: {cart_slider: [-20, 20], pole_hinge: [0, 0]}         # box bounds, by input or joint name
+      slack: [floating_base]                                       # inputs driven to zero (augmented Lagrangian)
       terminal: [joints.cart_slider, joints.pole_hinge]            # equal to the goal at the end
       path: [{coordinate: bodies.box.position, lower: [-.inf, -.inf, 0.2]}]
     initial_guess: zeros               # or {constant: {name: value}}, or {schedule: inputs.csv}
@@ -22,7 +24,8 @@ A task file (YAML; ``scene`` and ``horizon`` required)::
 
 Named coordinates (a weight's or a goal's key): ``joints.NAME`` (the joint's free
 coordinates), ``joints.NAME.velocity`` (their rates), ``bodies.NAME.position`` (the
-centre of mass, world frame). A value is one number for every component, or a list
+centre of mass, world frame), ``bodies.NAME.orientation`` (a rotation vector: axis times
+angle in rad, world frame; its cost is on the rotation from the target, per body axis). A value is one number for every component, or a list
 with one per component. Inputs are named as the scene names them (``hinge:r0``, or
 the actuators' names); a joint's name stands for all its inputs.
 
@@ -41,7 +44,7 @@ from typing import Any
 
 import numpy as np
 
-from dojo_cli.errors import Problem, SceneError
+from dojo_cli.errors import DojoError, Problem, SceneError
 from dojo_cli.model.mechanism import Mechanism
 from dojo_cli.optimize.ilqr import OptimizeOptions
 from dojo_cli.optimize.problem import REPRESENTATIONS, Feature, FeatureSet, Problem as OptProblem, feature_catalogue
@@ -49,14 +52,16 @@ from dojo_cli.scene.overrides import Override
 from dojo_cli.scene.schema import value_text
 
 KEYS = ("scene", "set", "horizon", "representation", "goal", "costs", "constraints", "initial_guess", "solver", "description")
-COST_KEYS = ("state", "input", "terminal", "targets")
+COST_KEYS = ("state", "input", "terminal", "targets", "reference")
+REFERENCE_KEYS = ("file", "weight")
 TARGET_KEYS = ("coordinate", "step", "time", "value", "weight")
-CONSTRAINT_KEYS = ("inputs", "terminal", "path")
+CONSTRAINT_KEYS = ("inputs", "terminal", "path", "slack")
 SOLVER_KEYS = ("max_iterations", "gradient_tolerance", "constraint_tolerance", "regularization", "penalty",
                "penalty_scaling", "max_outer", "kappa")
 # A task's scene takes its initial velocities as midpoint velocities (load_task).
 INITIAL_VELOCITY = "midpoint"
-# A target's time is a knot's when it is a whole number of timesteps to this (relative) tolerance.
+# A target's time is a knot's when it is a whole number of timesteps to this (relative) tolerance;
+# a reference run's timestep must be the scene's to it.
 TIME_TOLERANCE = 1e-9
 # Most iterations a task may ask for: the log is stored as one root attribute per column,
 # and an HDF5 attribute holds at most 64 KiB (8,192 numbers).
@@ -297,6 +302,7 @@ def load_task(path: str | os.PathLike) -> Task:
     stage = _weights(r, "costs.state", costs.get("state"), catalogue, goal)
     terminal = _weights(r, "costs.terminal", costs.get("terminal"), catalogue, goal)
     targets = _targets(r, costs.get("targets"), catalogue, horizon, mech.timestep)
+    reference = _reference(r, costs.get("reference"), catalogue, mech, horizon, folder)
     effort = np.zeros(mech.nu)
     raw_effort = costs.get("input", 0.0)
     if isinstance(raw_effort, dict):
@@ -341,6 +347,20 @@ def load_task(path: str | os.PathLike) -> Task:
             if feats:
                 terminal_eq = FeatureSet(feats, np.concatenate([goal.get(f.name, np.zeros(f.size)) for f in feats]))
     path_ineq = _path_constraints(r, cons.get("path"), catalogue)
+    slack: list[int] = []
+    raw_slack = cons.get("slack")
+    if raw_slack is not None:
+        if not isinstance(raw_slack, list):
+            r.problem("constraints.slack", f"must be a list of input or joint names, got {value_text(raw_slack)}")
+        else:
+            for i, name in enumerate(raw_slack):
+                idx = _inputs(r, f"constraints.slack.{i}", name, groups)
+                for j in idx or []:
+                    if not lower[j] <= 0.0 <= upper[j]:
+                        r.problem(f"constraints.slack.{i}", f"slack input {mech.input_names()[j]!r} is driven to 0, "
+                                                            f"outside its bounds [{lower[j]:g}, {upper[j]:g}]")
+                    elif j not in slack:
+                        slack.append(j)
 
     # ------------------------------------------------------------ initial guess
     guess = np.zeros((horizon, mech.nu))
@@ -381,6 +401,7 @@ def load_task(path: str | os.PathLike) -> Task:
         mech=mech, horizon=horizon, representation=representation, z0=mech.initial.copy(), stage=stage,
         terminal=terminal, effort=effort, effort_reference=np.zeros(mech.nu), lower=lower, upper=upper,
         opts=mech.default_options, terminal_equality=terminal_eq, path_inequality=path_ineq, targets=targets,
+        reference=reference, slack=tuple(slack),
     )
     text = Path(path).read_text(encoding="utf-8", errors="replace")
     return Task(file=file, scene=scene_ref, overrides=overrides, problem=problem, initial_guess=guess, options=options,
@@ -426,6 +447,105 @@ def _targets(r: _Reader, raw: Any, catalogue, horizon: int, timestep: float) -> 
         if value is not None and weight is not None:
             out.append((knot, FeatureSet([f], value, weight=weight)))
     return out
+
+
+def _reference(r: _Reader, raw: Any, catalogue, mech: Mechanism, horizon: int, folder: Path) -> FeatureSet | None:
+    """``costs.reference: {file, weight: {coordinate: weight}}``: tracking of a reference
+    trajectory at knots 0..N, its rows read from a stored run (HDF5, the same scene's) or a
+    CSV whose header names the coordinates (``joints.cart_slider``; ``NAME[i]`` for the
+    components of a coordinate with several)."""
+    if raw is None:
+        return None
+    where = "costs.reference"
+    if not isinstance(raw, dict) or "file" not in raw or "weight" not in raw:
+        r.problem(where, f"must be {{file: RUN.h5 or TABLE.csv, weight: {{coordinate: weight}}}}, got {value_text(raw)}")
+        return None
+    for key in raw:
+        if key not in REFERENCE_KEYS:
+            _unknown_key(r, f"{where}.{key}", key, REFERENCE_KEYS)
+    fs = _weights(r, f"{where}.weight", raw["weight"], catalogue, {})
+    name = raw["file"]
+    if not isinstance(name, str) or not name:
+        r.problem(f"{where}.file", f"must be a stored run (.h5) or a CSV table, got {value_text(name)}")
+        return None
+    if fs is None or horizon is None:
+        return None
+    candidate = folder / name
+    path = candidate if candidate.exists() else Path(name)
+    try:
+        if path.suffix.lower() in (".h5", ".hdf5"):
+            rows = _reference_from_run(path, mech, fs)
+        else:
+            rows = _reference_from_table(path, fs)
+    except OSError as exc:
+        r.problem(f"{where}.file", f"{name}: cannot read ({exc.strerror or exc})")
+        return None
+    except (ValueError, KeyError, DojoError) as exc:
+        r.problem(f"{where}.file", f"{name}: {str(exc).removeprefix(f'{path}: ')}")
+        return None
+    if len(rows) < horizon + 1:
+        r.problem(f"{where}.file", f"{name}: has {len(rows)} knots, the horizon needs {horizon + 1} (0..{horizon})")
+        return None
+    fs.target = rows[: horizon + 1]
+    return fs
+
+
+def _reference_from_run(path: Path, mech: Mechanism, fs: FeatureSet) -> np.ndarray:
+    """(T+1, n) the features of a stored run's states (its maximal states with the
+    integrator's midpoint velocities: the optimiser's own state, so the same minimal
+    coordinates and velocities)."""
+    from types import SimpleNamespace
+
+    from dojo_cli.io.storage import read_storage
+    from dojo_cli.optimize.problem import Rollout, feature_values, rotation_vector
+    from dojo_cli.simulation.run import minimal_state
+
+    run = read_storage(path)
+    names = [b.name for b in mech.bodies]
+    if list(run.body_names) != names:
+        raise ValueError(f"is a run of bodies {', '.join(run.body_names)}, the task's scene has {', '.join(names)}")
+    if abs(run.timestep - mech.timestep) > TIME_TOLERANCE * mech.timestep:
+        raise ValueError(f"has timestep {run.timestep:g} s, the task's scene {mech.timestep:g} s")
+    Z = np.stack([run.midpoint_state(k) for k in range(len(run.x))])
+    MQ, MV = minimal_state(mech, Z)
+    traj = Rollout(U=run.inputs, Z=Z, MQ=MQ, MV=MV, lam=np.zeros((0, 0)), status=np.zeros(0))
+    out = feature_values(SimpleNamespace(mech=mech), fs, traj, np.arange(len(Z)))
+    X = Z.reshape(len(Z), mech.nb, 13)
+    i = 0
+    for f in fs.features:  # an orientation's reference is its rotation vector (the target's form)
+        if f.kind == "r":
+            out[:, i:i + 3] = rotation_vector(X[:, f.index[0], 6:10])
+        i += f.size
+    return out
+
+
+def _reference_from_table(path: Path, fs: FeatureSet) -> np.ndarray:
+    """(rows, n) the weighted coordinates' columns of a CSV table with a header of names."""
+    text = path.read_text(encoding="utf-8")
+    lines = [ln for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
+    if not lines:
+        raise ValueError("is empty")
+    header = [h.strip() for h in lines[0].split(",")]
+    rows = []
+    for i, ln in enumerate(lines[1:]):
+        try:
+            values = [float(v) for v in ln.split(",")]
+        except ValueError:
+            raise ValueError(f"row {i + 1} is not a list of comma-separated numbers") from None
+        if len(values) != len(header):
+            raise ValueError(f"row {i + 1} has {len(values)} values, the header {len(header)} names")
+        rows.append(values)
+    table = np.array(rows, dtype=float).reshape(len(rows), len(header))
+    if not np.all(np.isfinite(table)):
+        raise ValueError("contains non-finite values")
+    cols = []
+    for f in fs.features:
+        names = [f.name] if f.size == 1 else [f"{f.name}[{i}]" for i in range(f.size)]
+        for n in names:
+            if n not in header:
+                raise ValueError(f"has no column {n!r} (header: {', '.join(header)})")
+            cols.append(header.index(n))
+    return table[:, cols]
 
 
 def _path_constraints(r: _Reader, raw: Any, catalogue) -> FeatureSet | None:

@@ -44,10 +44,12 @@ def _datasets(path):
         return {k: f[k][()] for k in STATE + ("inputs",)}
 
 
-@pytest.mark.parametrize("name", ["slider_lqr.yaml", "cartpole_swingup.yaml"])
+@pytest.mark.parametrize("name", ["slider_lqr.yaml", "cartpole_swingup.yaml", "hopper_hop.yaml"])
 def test_optimize_writes_a_run_that_simulate_reproduces(tmp_path, name):
-    """The slider converges (exit 0); the cartpole is stopped after 5 iterations (exit 1,
-    not converged): its files are written all the same and replay as well."""
+    """The slider converges (exit 0); the cartpole and the hopper are stopped after 5
+    iterations (exit 1, not converged): their files are written all the same and replay as
+    well (the hopper through making and breaking contact: the run loop's warm starts are
+    the optimiser's)."""
     task_file = CONFIGS / name
     converged = name == "slider_lqr.yaml"
     if not converged:

@@ -119,3 +119,35 @@ def test_scenes_the_optimiser_cannot_run_as_stored_are_refused(tmp_path, scene_s
         _load(tmp_path, scene_set + "horizon: 4\n")
     lines = err.value.lines()
     assert len(lines) == 1 and lines[0].startswith(f"{tmp_path / 'task.yaml'}:1: scene: {message}"), lines
+
+
+@pytest.mark.parametrize(
+    "costs, constraints, line",
+    [
+        ("reference: {file: r.csv, weight: {joints.pole_hinge: 1}}", "",
+         ":8: costs.reference.file: r.csv: has no column 'joints.pole_hinge' (header: joints.cart_slider, bodies.pole.position[0])"),
+        ("reference: {file: r.csv, weight: {joints.cart_slider: 1}}", "",
+         ":8: costs.reference.file: r.csv: has 3 knots, the horizon needs 5 (0..4)"),
+        ("reference: {file: pendulum.h5, weight: {joints.cart_slider: 1}}", "",
+         ":8: costs.reference.file: pendulum.h5: is a run of bodies link, the task's scene has cart, pole"),
+        ("reference: {file: r.csv}", "", ":8: costs.reference: must be {file: RUN.h5 or TABLE.csv, weight:"),
+        ("reference: {file: r.csv, weight: {bodies.pole.orient: 1}}", "",
+         ":8: costs.reference.weight.bodies.pole.orient: unknown coordinate 'bodies.pole.orient'; did you mean 'bodies.pole.orientation'"),
+        ("", "  slack: [cart_slider]\n", ":10: constraints.slack.0: slack input 'cart_slider:t0' is driven to 0, outside its bounds [0.5, 2]"),
+        ("", "  slack: [cart]\n", ":10: constraints.slack.0: unknown input 'cart'"),
+    ],
+)
+def test_references_and_slacks_at_their_lines(tmp_path, costs, constraints, line):
+    from typer.testing import CliRunner
+
+    from dojo_cli.cli.app import app
+
+    (tmp_path / "r.csv").write_text("joints.cart_slider,bodies.pole.position[0]\n0,1\n0,1\n0,1\n")
+    if "pendulum.h5" in costs:
+        res = CliRunner().invoke(app, ["simulate", "pendulum", "--steps", "5", "-o", str(tmp_path / "pendulum.h5"), "-q"])
+        assert res.exit_code == 0, res.output
+    text = CARTPOLE.replace("  terminal: {joints.pole_hinge: 7}\n", f"  terminal: {{joints.pole_hinge: 7}}\n  {costs}\n") if costs else CARTPOLE
+    text = text.replace("cart_slider: [-1, 2]", "cart_slider: [0.5, 2]") + constraints
+    with pytest.raises(SceneError) as err:
+        _load(tmp_path, text)
+    assert any(line in t for t in err.value.lines()), err.value.lines()
