@@ -9,7 +9,8 @@ file's initial pose (qpos0, zero velocity, zero control) for --duration seconds 
 file's own timestep: steps failed, the whole-body centre-of-mass height at the end, ms per
 step (CPU time of the run loop), and the same for MuJoCo (mj_step on the same file, its
 own integrator and soft contacts), twice: as the file says, and with the armature set to
-zero (what our variational integrator models; it has no rotor term yet). The centre of
+zero (to see what the armature does: our variational integrator models it on hinges, not
+on slides, balls and free joints). The centre of
 mass is over the bodies MuJoCo has (split-hinge links left out; they carry 1e-3 of a body).
 
 Import options: --drop-unsupported and --split-hinges (each model's warnings are counted).

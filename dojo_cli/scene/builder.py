@@ -34,7 +34,7 @@ from dojo_cli.scene.schema import GROUND_NAME, MAX_MAGNITUDE, MAX_STEPS, MIN_AMO
 from dojo_cli.simulation.initial import InitialStateError, midpoint_state
 from dojo_cli.simulation.step import ARMATURE_MESSAGE, unsupported_armature
 from dojo_cli.simulation.controller import (
-    ConstantController, Controller, ExternalForce, PDController, ScheduleController,
+    ClampedInputs, ConstantController, Controller, ExternalForce, PDController, ScheduleController,
 )
 from dojo_cli.solver.options import SolverOptions
 
@@ -463,7 +463,18 @@ def _initial_state_problems(spec, mech: Mechanism, z: np.ndarray) -> list[Proble
 
 
 def controller_from_spec(spec, mech: Mechanism, file: str) -> Controller | None:
-    """The scene's controller (None for type none)."""
+    """The scene's controller (None for type none and no actuator's ``ctrl_range``), its
+    inputs clamped to the actuators' ``ctrl_range`` where they have one."""
+    controller = _unclamped_controller(spec, mech, file)
+    ranges = [a.ctrl_range for a in (spec.actuators or [])]
+    if not any(r is not None for r in ranges):
+        return controller
+    lower = np.array([-np.inf if r is None else float(r[0]) for r in ranges])
+    upper = np.array([np.inf if r is None else float(r[1]) for r in ranges])
+    return ClampedInputs(controller, lower, upper)
+
+
+def _unclamped_controller(spec, mech: Mechanism, file: str) -> Controller | None:
     c = spec.controller
     if c is None or c.type == "none":
         return None

@@ -41,7 +41,8 @@ Contacts. MuJoCo's filter decides which geom pairs collide: ``(contype1 & conaff
 is a shape contact against that half-space (``ground`` for the plane z = 0); a pair of
 moving geoms is a shape contact against the other body's shape. ``friction`` is the larger
 of the two geoms' sliding coefficients (MuJoCo's default mixing), ``condim`` 1 the impact
-model (no friction), 3 the nonlinear cone.
+model (no friction), 3 the nonlinear cone (4 and 6, torsional and rolling friction, are
+refused, or imported as 3 with drop_unsupported).
 
 What cannot be mapped is refused, one problem per element (``file:line: element:
 message``), or with ``drop_unsupported`` left out with one warning per kind: tendons,
@@ -92,6 +93,9 @@ LINK_MASS_FRACTION = 1e-3
 # A contact may start this far inside (m): MuJoCo's soft contacts settle a few mm in; a model
 # saved from a MuJoCo run starts there, and the first step pushes it out.
 PENETRATION_TOL = 0.005
+# A body inside a half-space is lifted (along world z) only when the half-space's normal
+# rises at least this much: a floor or a slope, not a wall.
+_LIFTABLE_NORMAL_Z = 0.5
 
 _GEOM_TYPES = ("plane", "sphere", "capsule", "ellipsoid", "cylinder", "box", "mesh", "hfield", "sdf")
 _JOINT_TYPES = ("free", "ball", "slide", "hinge")
@@ -160,6 +164,8 @@ class MjcfImport:
         notes: what was done that the user should know (merged bodies, ctrlrange).
         coordinates: one CoordinateMap per MJCF joint, in MuJoCo's order.
         merged: MJCF bodies merged into their parents (name -> the scene body holding it).
+        target_ranges: position and velocity actuators' ``ctrlrange`` (name -> (lower,
+            upper)): their ctrl is the PD target, clamped at import (keyframes included).
     """
 
     scene: dict
@@ -167,6 +173,7 @@ class MjcfImport:
     notes: list[str] = field(default_factory=list)
     coordinates: list[CoordinateMap] = field(default_factory=list)
     merged: dict[str, str] = field(default_factory=dict)
+    target_ranges: dict[str, tuple[float, float]] = field(default_factory=dict)
 
 
 # ------------------------------------------------------------------ rotations
@@ -943,7 +950,7 @@ def read_mjcf(path: str | Path, options: MjcfOptions | None = None, shown: str |
     }
     _armature_integrator(reader, scene, joints, contacts)
     if contacts:
-        _refuse_initial_overlaps(reader, contacts, bodies, result)
+        _place_initial_overlaps(reader, contacts, bodies, result, joints)
     if contacts:
         scene["contacts"] = contacts
     if actuators:
@@ -1024,10 +1031,20 @@ def _armature_integrator(reader: _Reader, scene: dict, joints: list[dict], conta
             del j["armature"]
 
 
-def _refuse_initial_overlaps(reader: _Reader, contacts: list[dict], bodies: list[dict], result: MjcfImport) -> None:
-    """A contact whose shapes overlap by more than PENETRATION_TOL at the start (qpos0): MuJoCo's
-    soft contacts let a model begin inside the floor (Gymnasium's HumanoidStandup: arms 3.6 cm
-    in), hard contacts give no first step. Refused, naming the geoms and the depth."""
+def _place_initial_overlaps(reader: _Reader, contacts: list[dict], bodies: list[dict], result: MjcfImport,
+                             joints: list[dict]) -> None:
+    """A contact whose shapes overlap by more than PENETRATION_TOL at the start (qpos0).
+
+    MuJoCo's soft contacts let a model begin inside the floor and push it out: Gymnasium's
+    HumanoidStandup starts with its arms 3.6 cm in, and MuJoCo's contact forces lift them
+    out in its first 60 ms (its root rising 1.7 cm on the way) before the body settles.
+    Hard contacts give no first step from there. So a body inside the floor (a half-space
+    whose normal has an upward component) that hangs from a free joint is placed: its
+    tree's free root is lifted by the largest depth (over the normal's z) and a note says
+    by how much and why; it then drops that far. Started inside the floor instead, the
+    solve at t = 0 fails. Other overlaps (two bodies inside each other, a body fixed to
+    the world) start as they are, with one warning naming them: the first step pushes them
+    apart as MuJoCo's contacts do, or the solve at t = 0 refuses the scene."""
     from dojo_cli import _core
     from dojo_cli.model.collisions import GROUND, UnsupportedPair, body_pair_contacts, half_space_contacts
     from dojo_cli.model.compiled import contact_shape_parameters
@@ -1041,6 +1058,18 @@ def _refuse_initial_overlaps(reader: _Reader, contacts: list[dict], bodies: list
     def shape(given: dict) -> Shape:
         params = {k: v for k, v in given.items() if k not in ("type", "position_offset", "orientation_offset")}
         return Shape(given["type"], params, tuple(given["position_offset"]), tuple(given["orientation_offset"]))
+
+    # each body's tree root, where it is a free joint to the world (the joint lifted)
+    parent_joint = {j["child"]: j for j in joints}
+    roots: dict[str, str] = {}
+    for b in bodies:
+        j = parent_joint.get(b["name"])
+        while j is not None and j["parent"] != "origin":
+            j = parent_joint.get(j["parent"])
+        if j is not None and j["type"] == "floating":
+            roots[b["name"]] = j["name"]
+    lifts: dict[str, dict] = {}
+    overlaps: list[str] = []
 
     world = (np.zeros(3), np.array([1.0, 0.0, 0.0, 0.0]))
     for c in contacts:
@@ -1070,12 +1099,40 @@ def _refuse_initial_overlaps(reader: _Reader, contacts: list[dict], bodies: list
                                               other_pose[0], other_pose[1], contact_shape_parameters(k), False,
                                               list(k.shape_a))["distance"]
             depth = max(depth, -distance)
-        if depth > PENETRATION_TOL:
-            what = "the floor" if not (isinstance(against, dict) and "body" in against) else f"body {against['body']!r}"
-            file, line = reader.contact_lines.get(c["name"], (reader.file, None))
-            reader.problem(file, line, f"contact {c['name']!r}",
-                           f"starts {depth * 100:.3g} cm inside {what} at the model's initial pose: MuJoCo's soft contacts "
-                           "allow it, hard contacts give no first step (start from a --keyframe clear of it, or move the body)")
+        if depth <= PENETRATION_TOL:
+            continue
+        up = 0.0
+        if not (isinstance(against, dict) and "body" in against):
+            up = 1.0 if against == "ground" else float(np.asarray(against["normal"], float)[2] / np.linalg.norm(against["normal"]))
+        root = roots.get(c["body"])
+        if up > _LIFTABLE_NORMAL_Z and root is not None:
+            lift = lifts.setdefault(root, {"height": 0.0, "contacts": []})
+            lift["height"] = max(lift["height"], depth / up)
+            lift["contacts"].append(c["name"])
+            continue
+        what = "the floor" if up > 0.0 or not (isinstance(against, dict) and "body" in against) else f"body {against['body']!r}"
+        file, line = reader.contact_lines.get(c["name"], (reader.file, None))
+        overlaps.append(f"{c['name']} {depth * 100:.3g} cm inside {what} ({Path(file).name}:{line})")
+    if overlaps:
+        # MuJoCo pushes such overlaps apart over its first steps; the first step does it here
+        # (HumanoidStandup's hands 1.35 cm in its hips: every step converges). One that gives
+        # no first step is refused when the scene is built, by the solve at t = 0.
+        reader.warn(reader.file, None, "contacts",
+                    f"{len(overlaps)} contact{'s' if len(overlaps) > 1 else ''} start inside another body by more than "
+                    f"{PENETRATION_TOL * 1000:g} mm at the initial pose (MuJoCo's soft contacts push them apart; "
+                    "the first step does here): " + ", ".join(overlaps[:6]) + (", ..." if len(overlaps) > 6 else ""))
+    by_name = {j["name"]: j for j in joints}
+    for root, lift in lifts.items():
+        joint = by_name[root]
+        initial = joint.setdefault("initial", {})
+        position = list(initial.get("position", [0.0] * 6))
+        position[2] += lift["height"]
+        initial["position"] = position
+        names = lift["contacts"]
+        result.notes.append(
+            f"lifted {joint['child']!r} (free joint {root!r}) by {lift['height'] * 100:.3g} cm: "
+            f"{len(names)} contact{'s' if len(names) > 1 else ''} ({', '.join(names[:4])}{', ...' if len(names) > 4 else ''}) "
+            "started inside the floor, which MuJoCo's soft contacts allow and hard contacts do not; it drops that far")
 
 
 def reader_problems_stop(reader: _Reader) -> None:
@@ -1504,12 +1561,16 @@ def _contacts(reader: _Reader, options: MjcfOptions) -> list[dict]:
     def geom_label(body: _Body, g: _Geom) -> str:
         return g.name or f"{body.name}_geom{body.geoms.index(g)}"
 
+    torsional: set[int] = set()  # geoms whose condim 4 or 6 was reported (once each, not per pair)
+
     def model_of(a: _Geom, b: _Geom) -> dict:
         condim = max(a.condim, b.condim)
-        if condim > 3:
-            reader.dropped.setdefault("torsional and rolling friction (condim 4, 6)", []).append(
-                f"{a.file}:{a.line}" if a.line else a.file) if options.drop_unsupported else reader.warn(
-                a.file, a.line, f"geom {a.name!r}", f"condim {condim}: torsional and rolling friction are not modelled")
+        for g in (a, b):
+            if g.condim > 3 and id(g) not in torsional:
+                torsional.add(id(g))
+                reader.unsupported(g.file, g.line, f"geom {g.name!r}", "torsional and rolling friction (condim 4, 6)",
+                                   f"condim {g.condim}: torsional and rolling friction are not modelled "
+                                   "(condim 1, frictionless, and 3, the sliding friction cone, are)")
         return {"model": "impact" if condim == 1 else "nonlinear", "friction": max(a.friction, b.friction)}
 
     # against the world's planes
@@ -1629,7 +1690,17 @@ def _actuators(reader: _Reader, result: MjcfImport) -> tuple[list[dict], dict | 
             continue
         driven.add((m.dojo_joint, m.coordinate))
         actuators.append({"name": name, "joint": m.dojo_joint, "coordinate": m.coordinate, "gain": m.sign * g})
-        if a.get("ctrllimited", "auto") == "true" or (a.get("ctrllimited", "auto") == "auto" and "ctrlrange" in a):
+        limited = a.get("ctrllimited", "auto")
+        ctrl_range = None
+        if limited == "true" or (limited == "auto" and reader.autolimits and "ctrlrange" in a):
+            lo, hi = (float(v) for v in reader.vec(a, "ctrlrange", 2, [-np.inf, np.inf], el, file, element))
+            if not lo <= hi:
+                reader.problem(file, el.sourceline, element, f"ctrlrange={a.get('ctrlrange')!r}: lower above upper")
+            elif tag == "motor":
+                # MuJoCo clips ctrl to ctrlrange before the gear: the input, clamped (ClampedInputs)
+                actuators[-1]["ctrl_range"] = [lo, hi]
+            else:
+                result.target_ranges[name] = (lo, hi)  # the PD's target: clamped here
             ranged.append(name)
         if tag in ("position", "velocity"):
             kv = reader.real(a, "kv", 0.0, el, file, element)
@@ -1645,8 +1716,13 @@ def _actuators(reader: _Reader, result: MjcfImport) -> tuple[list[dict], dict | 
             for table in (targets, velocity_targets):
                 row = table.setdefault(m.dojo_joint, [])
                 row.extend([0.0] * (n - len(row)))
+            # ctrl starts at 0, clipped to ctrlrange like any ctrl (MuJoCo clamps before use)
+            lo, hi = result.target_ranges.get(name, (-np.inf, np.inf))
+            start = min(max(0.0, lo), hi) / g
+            (targets if tag == "position" else velocity_targets)[m.dojo_joint][m.coordinate] = start
     if ranged:
-        result.notes.append(f"ctrlrange of {len(ranged)} actuators is not enforced (clip the inputs you give): "
+        result.notes.append(f"ctrlrange of {len(ranged)} actuators: motors' inputs are clamped to it (the actuator's "
+                            "ctrl_range), position and velocity actuators' targets are clamped at import: "
                             + ", ".join(ranged[:6]) + (", ..." if len(ranged) > 6 else ""))
     controller = None
     if kp or kd:
@@ -1736,4 +1812,5 @@ def _keyframe(reader: _Reader, name: str, scene: dict, result: MjcfImport) -> No
                 return
             for value, act in zip(ctrl, actuators):
                 if act["joint"] in controller["targets"]:
-                    controller["targets"][act["joint"]][act["coordinate"]] = float(value) / act["gain"]
+                    lo, hi = result.target_ranges.get(act["name"], (-np.inf, np.inf))
+                    controller["targets"][act["joint"]][act["coordinate"]] = min(max(float(value), lo), hi) / act["gain"]

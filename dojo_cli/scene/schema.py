@@ -323,6 +323,19 @@ def _three_entries(value: Any) -> list:
 
 VECTOR3 = before(_three_entries, list_of(REAL))
 """Exactly three finite numbers."""
+
+
+def _two_entries(value: Any) -> list:
+    entries = _entries(value)
+    if entries is None:
+        raise _invalid(f"must be a list of 2 numbers [lower, upper], got {value_text(value)}")
+    if len(entries) != 2:
+        raise _invalid(f"must have 2 entries [lower, upper], got {len(entries)}")
+    return entries
+
+
+RANGE = before(_two_entries, list_of(REAL))
+"""[lower, upper]: two finite numbers (their order checked where used)."""
 POSITIVE_VECTOR3 = before(_three_entries, list_of(POSITIVE_REAL))
 AMOUNT_VECTOR3 = before(_three_entries, list_of(AMOUNT))
 
@@ -1153,6 +1166,8 @@ class ActuatorSpec(Spec):
         point: body actuator: (3,) where the force acts, body frame from the centre of mass (m).
         torque: body actuator: (3,) torque per unit input, body frame (N m).
         gain: the input is multiplied by it (default 1).
+        ctrl_range: [lower, upper] the input is clamped to before the gain, whatever
+            gives it (the controller, a schedule, a constant): MuJoCo's ``ctrlrange``.
     """
 
     name = Field(NAME)
@@ -1163,10 +1178,13 @@ class ActuatorSpec(Spec):
     point = Field(nullable(VECTOR3), None)
     torque = Field(nullable(NONZERO_VECTOR3), None)
     gain = Field(NONZERO_REAL, 1.0)
+    ctrl_range = Field(nullable(RANGE), None)
 
     @check
     def _one_kind(self) -> ActuatorSpec:
         problems = []
+        if self.ctrl_range is not None and not self.ctrl_range[0] <= self.ctrl_range[1]:
+            problems.append(("ctrl_range", f"lower {self.ctrl_range[0]:g} is above upper {self.ctrl_range[1]:g}"))
         if self.joint is not None and self.body is not None:
             problems.append(("body", "give either joint (a joint actuator) or body (a body actuator), not both"))
         elif self.joint is None and self.body is None:

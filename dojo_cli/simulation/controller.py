@@ -60,6 +60,25 @@ class PDController(Controller):
 
 
 @dataclass
+class ClampedInputs(Controller):
+    """Another controller's inputs clamped to the actuators' ranges (MuJoCo's ``ctrlrange``:
+    the control is clipped before the gain, whatever produced it).
+
+    Attributes:
+        inner: the controller whose inputs are clamped, or None (zero inputs).
+        lower, upper: (nu,) bounds per input (-inf, inf where an actuator has none).
+    """
+
+    inner: Controller | None
+    lower: np.ndarray
+    upper: np.ndarray
+
+    def __call__(self, mech, k, z):
+        u = np.zeros(mech.nu) if self.inner is None else np.asarray(self.inner(mech, k, z), dtype=float)
+        return np.clip(u, self.lower, self.upper)
+
+
+@dataclass
 class ScheduleController(Controller):
     """Inputs read from a table, one row per step.
 

@@ -29,6 +29,7 @@ of sending them (``CommandRecorder``) and embeds them with meshcat's viewer scri
 from __future__ import annotations
 
 import base64
+import copy
 import html as html_text
 import json
 import math
@@ -47,6 +48,7 @@ from dojo_cli.math.quaternion import matrix_from_quaternion, skew
 from dojo_cli.model.mechanism import ORIGIN, Mechanism
 from dojo_cli.model.shapes import Shape
 from dojo_cli.scene.stored_run import run_mechanism
+from dojo_cli.viz.mesh_files import MESH_SUFFIXES, MeshFileError, TriangleMesh, decimate, face_targets, read_mesh
 
 SCENE_ROOT = "dojo"
 CAMERA_PATH = "/Cameras/default/rotated/<object>"
@@ -93,7 +95,11 @@ CAMERA_DISTANCE_FACTOR = 2.0
 CAMERA_MIN_DISTANCE = 2.0
 # Parallel to -z: the rotation taking z to the normal is then a half turn about x.
 _ANTIPARALLEL = 1e-12
-MESH_FORMATS = {".obj": g.ObjMeshGeometry, ".stl": g.StlMeshGeometry, ".dae": g.DaeMeshGeometry}
+# Triangles of a scene's distinct meshes in a replay (each stored once in a page): Go1's
+# 451,000 (trunk 351,394) become 200,000, about 4.8 MB of the page (float32 vertices,
+# uint32 indices, base64), which then stays under 10 MB with its viewer script (0.85 MB)
+# and minutes of animation.
+REPLAY_FACE_BUDGET = 200_000
 
 
 @dataclass(frozen=True)
@@ -250,36 +256,65 @@ def pyramid_geometry(width: float, height: float) -> g.TriangularMeshGeometry:
     return g.TriangularMeshGeometry(vertices, faces)
 
 
-def _mesh_parts(shape: Shape, material, base_dir: Path | None, body: str) -> tuple[list, list[str]]:
-    """The mesh file's geometry (scaled), or a placeholder and a warning."""
-    name = str(shape.params.get("file", ""))
+def _mesh_file(name: str, base_dir: Path | None) -> tuple[Path | None, list[Path]]:
+    """The file a shape's ``file`` names (absolute, or relative to ``base_dir``, then the
+    cwd), or None; and the places looked."""
     candidates = [Path(name).expanduser()]
     if not candidates[0].is_absolute():
         candidates = ([base_dir / name] if base_dir is not None else []) + [Path.cwd() / name]
-    scale = np.broadcast_to(np.asarray(shape.params.get("scale", 1.0), dtype=float), (3,))
-    scaling = np.diag(np.append(scale, 1.0))
-    suffix = Path(name).suffix.lower()
-    problem = None
-    if suffix not in MESH_FORMATS:
-        problem = f"unsupported mesh format {suffix or '(none)'!r} (supported: {', '.join(MESH_FORMATS)})"
-    else:
-        found = next((p for p in candidates if p.is_file()), None)
-        if found is None:
-            problem = "no such file (looked in " + ", ".join(str(p.parent) for p in candidates) + ")"
-        else:
-            try:
-                geometry = MESH_FORMATS[suffix].from_file(str(found))
-                return [("mesh", g.Mesh(geometry, material), scaling)], []
-            except (OSError, ValueError) as exc:
-                problem = f"cannot read {found}: {exc}"
+    return next((p for p in candidates if p.is_file()), None), candidates
+
+
+def scene_meshes(mech: Mechanism, base_dir: Path | None, budget: int = REPLAY_FACE_BUDGET) -> dict[str, TriangleMesh | str]:
+    """Every mesh file the bodies' shapes and visuals name, read once and decimated so that
+    the distinct meshes hold ``budget`` triangles in all (``mesh_files.face_targets``:
+    a page stores each mesh once, however many bodies draw it).
+
+    Returns:
+        file name as the scene writes it -> its mesh, or a line saying why it is not drawn.
+    """
+    found: dict[str, TriangleMesh | str] = {}
+    for body in mech.bodies:
+        for shape in (body.shape, *body.visuals):
+            name = str(shape.params.get("file", ""))
+            if shape.kind != "mesh" or name in found:
+                continue
+            path, candidates = _mesh_file(name, base_dir)
+            if Path(name).suffix.lower() not in MESH_SUFFIXES:
+                found[name] = f"unsupported mesh format {Path(name).suffix.lower() or '(none)'!r} (supported: {', '.join(MESH_SUFFIXES)})"
+            elif path is None:
+                found[name] = "no such file (looked in " + ", ".join(str(p.parent) for p in candidates) + ")"
+            else:
+                try:
+                    found[name] = read_mesh(path)
+                except MeshFileError as exc:
+                    found[name] = str(exc)
+    read = {m.digest: m for m in found.values() if isinstance(m, TriangleMesh)}
+    targets = face_targets({d: (m.face_count, 1) for d, m in read.items()}, budget)
+    return {name: m if isinstance(m, str) else decimate(m, targets[m.digest]) for name, m in found.items()}
+
+
+def _mesh_parts(shape: Shape, material, meshes: dict[str, TriangleMesh | str], body: str) -> tuple[list, list[str]]:
+    """The mesh's triangles (scaled), or a placeholder and a warning."""
+    name = str(shape.params.get("file", ""))
+    mesh = meshes.get(name, "not read")
+    if isinstance(mesh, TriangleMesh):
+        scale = np.broadcast_to(np.asarray(shape.params.get("scale", 1.0), dtype=float), (3,))
+        geometry = g.TriangularMeshGeometry(mesh.vertices, mesh.faces)
+        # CAD parts are flat faces and sharp edges: shaded per face (three.js computes
+        # smooth vertex normals otherwise, rounding every edge of a merged mesh)
+        faceted = copy.copy(material)
+        faceted.properties = {**material.properties, "flatShading": True}
+        return [("mesh", g.Mesh(geometry, faceted), np.diag(np.append(scale, 1.0)))], []
     placeholder = g.Mesh(g.Box([PLACEHOLDER_SIZE] * 3), _material(PLACEHOLDER_COLOR, wireframe=True))
     return [("placeholder", placeholder, np.eye(4))], [
-        f"warning: body {body!r}: mesh {name!r}: {problem}; drawing a placeholder box"
+        f"warning: body {body!r}: mesh {name!r}: {mesh}; drawing a placeholder box"
     ]
 
 
-def shape_parts(shape: Shape, material, base_dir: Path | None = None, body: str = "") -> tuple[list, list[str]]:
-    """Geometry of a shape in its own frame.
+def shape_parts(shape: Shape, material, meshes: dict[str, TriangleMesh | str] | None = None,
+                body: str = "") -> tuple[list, list[str]]:
+    """Geometry of a shape in its own frame (``meshes``: what ``scene_meshes`` read).
 
     Returns:
         ([(part name, meshcat Object, (4, 4) transform in the shape frame)], warnings).
@@ -297,7 +332,7 @@ def shape_parts(shape: Shape, material, base_dir: Path | None = None, body: str 
     if kind == "pyramid":
         return [("pyramid", g.Mesh(pyramid_geometry(float(p["width"]), float(p["height"])), material), np.eye(4))], []
     if kind == "mesh":
-        return _mesh_parts(shape, material, base_dir, body)
+        return _mesh_parts(shape, material, meshes or {}, body)
     if kind == "frame":
         return [("triad", g.triad(TRIAD_LENGTH), np.eye(4))], []
     if kind == "combined":  # each part placed by its own offsets in the combined frame
@@ -311,11 +346,11 @@ def shape_parts(shape: Shape, material, base_dir: Path | None = None, body: str 
     return [], [f"warning: body {body!r}: shape {kind!r} is not drawn"]
 
 
-def _place_shape(node, shape: Shape, body_index: int, base_dir: Path | None, body: str) -> list[str]:
+def _place_shape(node, shape: Shape, body_index: int, meshes: dict[str, TriangleMesh | str], body: str) -> list[str]:
     """Put a shape's parts on ``node`` (under a body's node), placed by the shape's offsets;
     returns the warnings of shape_parts."""
     node.set_transform(transform_from_pose(shape.position_offset, shape.orientation_offset))
-    parts, warnings = shape_parts(shape, shape_material(shape, body_index), base_dir, body)
+    parts, warnings = shape_parts(shape, shape_material(shape, body_index), meshes, body)
     for name, obj, local in parts:
         node[name].set_object(obj)
         node[name].set_transform(local)
@@ -461,12 +496,13 @@ def set_scene(
         node.set_object(_surface(size, HALFSPACE_COLOR, HALFSPACE_OPACITY))
         node.set_transform(pose)
 
+    meshes = scene_meshes(mech, base_dir)
     for b, body in enumerate(mech.bodies):
         node = vis[body_path(body.name)]
-        warnings += _place_shape(node["shape"], body.shape, b, base_dir, body.name)
+        warnings += _place_shape(node["shape"], body.shape, b, meshes, body.name)
         # a URDF link's further visual elements, each on its own node like the shape
         for k, visual in enumerate(body.visuals):
-            warnings += _place_shape(node[f"visual{k}"], visual, b, base_dir, body.name)
+            warnings += _place_shape(node[f"visual{k}"], visual, b, meshes, body.name)
         if options.frames:
             node["frame"].set_object(g.triad(TRIAD_LENGTH))
         node.set_transform(np.eye(4))
@@ -658,12 +694,34 @@ body {{ margin: 0; }}
 <script>
 {viewer_script}
 </script>
+<script id="dojo-replay-arrays" type="application/json">{arrays}</script>
 <script id="dojo-replay-commands" type="application/json">{commands}</script>
 <script>
 (function () {{
   // meshcat's viewer, fed the recorded commands (msgpack, base64) instead of a websocket.
   var viewer = new MeshCat.Viewer(document.getElementById("meshcat-pane"));
   var commands = JSON.parse(document.getElementById("dojo-replay-commands").textContent);
+  // Packed arrays (mesh vertices and triangles) are stored once in dojo-replay-arrays and
+  // named in the commands by {{"dojo_array": index}}: put each back, as the typed array
+  // meshcat's msgpack decoding would have made, before the viewer handles the command
+  // (three.js copies the arrays it is given, so commands may share one).
+  var kinds = {{Uint8Array: Uint8Array, Int32Array: Int32Array, Uint32Array: Uint32Array, Float32Array: Float32Array}};
+  var arrays = JSON.parse(document.getElementById("dojo-replay-arrays").textContent).map(function (a) {{
+    var text = atob(a.data);
+    var bytes = new Uint8Array(text.length);
+    for (var j = 0; j < text.length; j++) bytes[j] = text.charCodeAt(j);
+    return new kinds[a.type](bytes.buffer);
+  }});
+  function resolve(node) {{
+    for (var key in node) {{
+      var value = node[key];
+      if (value === null || typeof value !== "object" || ArrayBuffer.isView(value)) continue;
+      if (typeof value.dojo_array === "number") node[key] = arrays[value.dojo_array];
+      else resolve(value);
+    }}
+  }}
+  var handle = viewer.handle_command.bind(viewer);
+  viewer.handle_command = function (command) {{ resolve(command); handle(command); }};
   var applied = 0;
   for (var i = 0; i < commands.length; i++) {{
     var text = atob(commands[i]);
@@ -690,11 +748,53 @@ body {{ margin: 0; }}
 """
 
 
+# Typed arrays meshcat packs (msgpack extension types, ``meshcat.geometry.threejs_type``)
+# that a page stores once and names from its commands.
+SHARED_ARRAY_TYPES = ("Uint8Array", "Int32Array", "Uint32Array", "Float32Array")
+
+
+def shared_arrays(commands: list[bytes]) -> tuple[list[bytes], list[dict]]:
+    """Move the packed arrays of the commands (meshes' vertices and triangles) into one
+    table, each distinct array once (by content): a mesh drawn by four legs, or drawn again
+    by a second replay, costs the page once.
+
+    Returns:
+        (the commands, each array replaced by ``{"dojo_array": index}``; the table, one
+        ``{"type": "Float32Array" ..., "data": base64}`` per distinct array).
+    """
+    table: list[dict] = []
+    index: dict[tuple[str, bytes], int] = {}
+
+    def swap(node):
+        if isinstance(node, dict):
+            for key, value in node.items():
+                if isinstance(value, umsgpack.Ext) and node.get("type") in SHARED_ARRAY_TYPES:
+                    k = index.setdefault((node["type"], value.data), len(table))
+                    if k == len(table):
+                        table.append({"type": node["type"], "data": base64.b64encode(value.data).decode("ascii")})
+                    node[key] = {"dojo_array": k}
+                else:
+                    swap(value)
+        elif isinstance(node, list):
+            for value in node:
+                swap(value)
+
+    out = []
+    for command in commands:
+        decoded = umsgpack.unpackb(command)
+        if decoded.get("type") == "set_object":
+            swap(decoded)
+            command = umsgpack.packb(decoded)
+        out.append(command)
+    return out, table
+
+
 def viewer_html(commands: list[bytes], title: str = "dojo replay", caption: str = "", info: dict | None = None) -> str:
     """A standalone page: meshcat's viewer script inlined, then ``commands`` (msgpack
     bytes, as recorded by CommandRecorder) replayed into it. Nothing is fetched: the
-    script, the commands (meshes included, base64 in an inline JSON script) and the
-    viewer's own images (data: URIs in its CSS) are all in the file.
+    script, the commands (base64 in an inline JSON script), the arrays they share (mesh
+    triangles, each stored once: ``shared_arrays``) and the viewer's own images (data:
+    URIs in its CSS) are all in the file.
 
     The page carries ``<script id="dojo-info" type="application/json">`` (``info``: what
     was exported) and, once its script has run, ``<pre id="dojo-viewer-state">`` (JSON:
@@ -704,11 +804,12 @@ def viewer_html(commands: list[bytes], title: str = "dojo replay", caption: str 
     script = VIEWER_SCRIPT.read_text(encoding="utf-8")
     if "</script" in script.lower():  # would end the inline <script> early
         raise RuntimeError(f"{VIEWER_SCRIPT}: contains '</script' and cannot be inlined")
+    commands, arrays = shared_arrays(commands)
     encoded = json.dumps([base64.b64encode(c).decode("ascii") for c in commands])
     facts = json.dumps(info or {}).replace("<", "\\u003c")  # no "</script>" inside the JSON
     return _PAGE.format(
         title=html_text.escape(title), caption=html_text.escape(caption), viewer_script=script, commands=encoded,
-        info=facts,
+        arrays=json.dumps(arrays), info=facts,
     )
 
 

@@ -11,6 +11,7 @@ from typer.testing import CliRunner
 
 import dojo_cli as dojo
 from dojo_cli.cli.app import app
+from dojo_cli.scene.loader import load_scene_spec
 
 gymnasium = pytest.importorskip("gymnasium")
 HOPPER = Path(gymnasium.__file__).parent / "envs" / "mujoco" / "assets" / "hopper.xml"
@@ -30,11 +31,12 @@ def test_import_writes_a_scene_that_loads(tmp_path):
     res = invoke("import-mjcf", HOPPER, "-o", out)
     assert res.exit_code == 0, res.output
     assert res.stdout.startswith(f"wrote {out}: 4 bodies, 4 joints, 23 contacts, 3 inputs, total mass 15.82")
-    assert "note: ctrlrange of 3 actuators is not enforced" in res.stdout
+    assert "note: ctrlrange of 3 actuators: motors' inputs are clamped to it" in res.stdout
     assert res.stderr == ""
     mech = dojo.load_scene(str(out))
     assert mech.timestep == 0.002 and [j.name for j in mech.joints][:2] == ["rootx_rootz_rooty", "thigh_joint"]
     assert list(mech.armature) == [0.0, 0.0, 0.0, 1.0, 1.0, 1.0]  # the hinges' rotors, root none
+    assert [a.ctrl_range for a in load_scene_spec(out).actuators] == [[-1.0, 1.0]] * 3  # the motors: ctrlrange -1 1
     # its run reads back (the stored scene's shape contacts: their sphere fields are written as defaults)
     run = tmp_path / "hopper.h5"
     res = invoke("simulate", out, "--steps", 3, "-o", run, "-q")

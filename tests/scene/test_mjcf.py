@@ -113,8 +113,14 @@ def test_features_keyframe_poses_and_velocities_equal_mujocos():
         assert dv < VELOCITY_FD_TOL, f"body {body.name}: velocity off MuJoCo's by {dv:.1e} m/s"
 
 
-# Refused, with the reason (docs/mjcf.md): the model starts inside the floor
-REFUSED = {"humanoidstandup.xml": "contact 'right_uarm1': starts 3.5 cm inside the floor at the model's initial pose"}
+def _lift_free_roots(result, m, d) -> None:
+    """Move MuJoCo's free joints by our floating joints' initial displacement (the importer
+    lifts a free tree that starts inside the floor) and recompute its kinematics."""
+    joints = {j["name"]: j for j in result.scene["joints"]}
+    for c in result.coordinates:
+        if c.kind == "free" and "initial" in joints[c.dojo_joint]:
+            d.qpos[c.qpos_adr:c.qpos_adr + 3] += joints[c.dojo_joint]["initial"]["position"][:3]
+    mujoco.mj_forward(m, d)
 
 
 def test_every_gymnasium_asset_imports_with_mujocos_masses_and_poses():
@@ -122,15 +128,10 @@ def test_every_gymnasium_asset_imports_with_mujocos_masses_and_poses():
     assert len(assets) >= 13
     for path in assets:
         options = MjcfOptions(drop_unsupported=True, split_hinges=True)
-        if path.name in REFUSED:
-            with pytest.raises(SceneError) as info:
-                read_mjcf(path, options, path.name)
-            assert any(REFUSED[path.name] in line for line in info.value.lines()), info.value.lines()
-            continue
         result = read_mjcf(path, options)
         m = mujoco.MjModel.from_xml_path(str(path))
         d = mujoco.MjData(m)
-        mujoco.mj_forward(m, d)
+        _lift_free_roots(result, m, d)
         scene_bodies = {b["name"] for b in result.scene["bodies"]}
         real = [b for b in result.scene["bodies"] if mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_BODY, b["name"]) > 0]
         assert real, path.name
@@ -140,6 +141,27 @@ def test_every_gymnasium_asset_imports_with_mujocos_masses_and_poses():
         mech = _build(result, path)
         assert {b.name for b in mech.bodies} == scene_bodies
         _assert_poses(_only_real(mech, m), m, d, 1e-12, path.name)
+
+
+def test_humanoidstandup_is_lifted_clear_of_the_floor_by_mujocos_depth():
+    """HumanoidStandup starts with its arms 3.6 cm inside the floor (MuJoCo's soft contacts
+    push them out): the importer lifts its free root by the deepest floor contact, which
+    is MuJoCo's own deepest floor contact (capsule against plane, the same geometry)."""
+    (path,) = [p for p in gymnasium_assets() if p.name == "humanoidstandup.xml"]
+    m = mujoco.MjModel.from_xml_path(str(path))
+    d = mujoco.MjData(m)
+    mujoco.mj_forward(m, d)
+    floor = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_GEOM, "floor")
+    depth = -min(c.dist for c in d.contact[:d.ncon] if floor in (c.geom1, c.geom2))
+    result = read_mjcf(path, MjcfOptions(drop_unsupported=True, split_hinges=True))
+    (root,) = [j for j in result.scene["joints"] if j["type"] == "floating"]
+    assert root["initial"]["position"] == pytest.approx([0, 0, depth, 0, 0, 0], abs=1e-9)
+    assert any(n.startswith("lifted 'torso' (free joint 'root') by 3.6 cm: 4 contacts") for n in result.notes), result.notes
+    _lift_free_roots(result, m, d)
+    assert min(c.dist for c in d.contact[:d.ncon] if floor in (c.geom1, c.geom2)) > -1e-9, "clear of the floor"
+    # the hands inside the hips start as they are (MuJoCo pushes them apart), named in one warning
+    (overlaps,) = [w for w in result.warnings if "start inside another body" in w]
+    assert "butt-right_hand 1.35 cm inside body 'right_lower_arm' (humanoidstandup.xml:39)" in overlaps, overlaps
 
 
 class _only_real:
@@ -278,3 +300,70 @@ def test_planar_root_maps_mujoco_coordinates_with_refs_and_signs():
     # thigh_joint's axis is -y: Dojo's revolute about -y, the same sign as MuJoCo's angle
     assert result.scene["joints"][1]["axis"] == [0.0, -1.0, 0.0]
     np.testing.assert_allclose(coords["thigh_joint"], [-0.5], rtol=0, atol=ROUNDOFF)
+
+
+SERVO_WITH_CTRLRANGE = """<mujoco>
+  <worldbody>
+    <body name="arm" pos="0 0 1">
+      <joint name="shoulder" type="hinge" axis="0 1 0"/>
+      <geom type="capsule" fromto="0 0 0 0.3 0 0" size="0.03"/>
+      <body name="forearm" pos="0.3 0 0">
+        <joint name="elbow" type="hinge" axis="0 1 0"/>
+        <geom type="capsule" fromto="0 0 0 0.3 0 0" size="0.03"/>
+      </body>
+    </body>
+  </worldbody>
+  <actuator>
+    <position name="servo" joint="shoulder" kp="20" gear="2" ctrlrange="0.2 0.5"/>
+    <position name="free" joint="elbow" kp="5"/>
+  </actuator>
+  <keyframe>
+    <key name="far" qpos="0 0" ctrl="0.8 0.8"/>
+  </keyframe>
+</mujoco>
+"""
+
+
+def test_position_actuators_targets_are_clamped_to_ctrlrange(tmp_path):
+    """A position actuator's ctrl is its target: clipped to ctrlrange as MuJoCo clips ctrl,
+    both the starting ctrl 0 (to 0.2) and a keyframe's 0.8 (to 0.5); target = ctrl / gear."""
+    path = _write(tmp_path, SERVO_WITH_CTRLRANGE)
+    start = read_mjcf(path, MjcfOptions()).scene["controller"]["targets"]
+    assert start == {"shoulder": [0.1], "elbow": [0.0]}
+    keyed = read_mjcf(path, MjcfOptions(keyframe="far")).scene["controller"]["targets"]
+    assert keyed == {"shoulder": [0.25], "elbow": [0.8]}
+    assert all("ctrl_range" not in a for a in read_mjcf(path, MjcfOptions()).scene["actuators"]), "targets, not inputs"
+    # an actuator's ctrl_range is checked like any field, at its line
+    text = (tmp_path / "bad.yaml")
+    text.write_text("name: bad\ntimestep: 0.01\nbodies:\n  - {name: b, mass: 1, shape: {type: sphere, radius: 0.1}}\n"
+                    "joints:\n  - {name: j, type: revolute, parent: origin, child: b}\n"
+                    "actuators:\n  - {name: a, joint: j, ctrl_range: [1, -1]}\n")
+    from dojo_cli.scene.loader import load_scene_spec
+
+    with pytest.raises(SceneError) as info:
+        load_scene_spec(text)
+    assert any("bad.yaml:8: actuators.0.ctrl_range: lower 1 is above upper -1" in line for line in info.value.lines()), info.value.lines()
+
+
+def test_torsional_and_rolling_friction_are_refused_at_the_geoms_line(tmp_path):
+    path = _write(tmp_path, """<mujoco>
+  <worldbody>
+    <geom name="floor" type="plane" size="5 5 0.1"/>
+    <body name="ball" pos="0 0 0.1">
+      <freejoint/>
+      <geom name="rolling" type="sphere" size="0.1" condim="6"/>
+      <geom name="spinning" type="sphere" size="0.05" pos="0.1 0 0" condim="4"/>
+    </body>
+  </worldbody>
+</mujoco>
+""")
+    assert _problems(path) == [
+        "model.xml:6: geom 'rolling': condim 6: torsional and rolling friction are not modelled (condim 1, "
+        "frictionless, and 3, the sliding friction cone, are) (import without it: --drop-unsupported)",
+        "model.xml:7: geom 'spinning': condim 4: torsional and rolling friction are not modelled (condim 1, "
+        "frictionless, and 3, the sliding friction cone, are) (import without it: --drop-unsupported)",
+    ]
+    result = read_mjcf(path, MjcfOptions(drop_unsupported=True), path.name)
+    assert [w.split(": ", 2)[2] for w in result.warnings] == [
+        "torsional and rolling friction (condim 4, 6) left out (--drop-unsupported), 2 at model.xml:6, model.xml:7"]
+    assert {c["model"] for c in result.scene["contacts"]} == {"nonlinear"}, "imported with the sliding cone"

@@ -200,3 +200,59 @@ def test_position_actuator_follows_mujoco_to_second_order(tmp_path):
         errors.append(float(np.abs(traj.x[-1][0] - d.xipos[1]).max()))
     ratio = errors[0] / errors[1]
     assert SECOND_ORDER[0] < ratio < SECOND_ORDER[1], f"errors {errors[0]:.3e}, {errors[1]:.3e} m, ratio {ratio:.2f}"
+
+
+MOTOR_WITH_CTRLRANGE = """<mujoco model="motor">
+  <option timestep="0.01" gravity="0 0 -9.81"/>
+  <worldbody>
+    <body name="arm" pos="0 0 1">
+      <joint name="shoulder" type="hinge" axis="0 1 0" damping="0.1" armature="0.02"/>
+      <geom type="capsule" fromto="0 0 0 0.3 0 0" size="0.03"/>
+    </body>
+  </worldbody>
+  <actuator>
+    <motor name="torque" joint="shoulder" gear="2" ctrlrange="-0.25 0.15"/>
+  </actuator>
+</mujoco>
+"""
+# Controls beyond the range: MuJoCo clips ctrl to ctrlrange before the gear (0.15 N m x 2 is
+# about a third of the arm's gravity torque at the start, so the arm falls, slowed)
+MOTOR_CTRL = 3.0
+MOTOR_CTRL_CLAMPED = 0.15
+
+
+def test_motor_ctrlrange_clamps_the_input_as_mujoco_does(tmp_path):
+    """A motor's ctrlrange is the actuator's ctrl_range: a constant input of 3 acts as 0.15
+    (the same trajectory bit for bit), and follows MuJoCo given ctrl = 3 to second order."""
+    path = tmp_path / "motor.xml"
+    path.write_text(MOTOR_WITH_CTRLRANGE)
+    m = mujoco.MjModel.from_xml_path(str(path))
+    m.opt.integrator = mujoco.mjtIntegrator.mjINT_RK4
+    m.opt.timestep = REFERENCE_STEP
+    d = mujoco.MjData(m)
+    d.ctrl[0] = MOTOR_CTRL
+    for _ in range(int(round(DURATION / REFERENCE_STEP))):
+        mujoco.mj_step(m, d)
+    result = read_mjcf(path, MjcfOptions())
+    assert result.scene["actuators"] == [{"name": "torque", "joint": "shoulder", "coordinate": 0, "gain": 2.0,
+                                          "ctrl_range": [-0.25, 0.15]}]
+
+    def run(h: float, u: float, clamp: bool = True):
+        scene = copy.deepcopy(result.scene)
+        scene["timestep"] = h
+        if not clamp:
+            del scene["actuators"][0]["ctrl_range"]
+        scene["controller"] = {"type": "constant", "inputs": {"torque": [u]}}
+        mech = build_mechanism(spec_from_dict(scene, file=str(path)))
+        return dojo.simulate(mech, steps=int(round(DURATION / h)), opts=dojo.SolverOptions(rtol=SOLVER_TOL, btol=SOLVER_TOL))
+
+    errors = []
+    for h in VARIATIONAL_STEPS:
+        traj = run(h, MOTOR_CTRL)
+        assert np.array_equal(traj.x, run(h, MOTOR_CTRL_CLAMPED).x), "the input is clamped to ctrl_range"
+        assert np.array_equal(traj.inputs[:, 0], np.full(len(traj.inputs), MOTOR_CTRL_CLAMPED)), "the clamped input is stored"
+        errors.append(float(np.abs(traj.x[-1][0] - d.xipos[1]).max()))
+    ratio = errors[0] / errors[1]
+    assert SECOND_ORDER[0] < ratio < SECOND_ORDER[1], f"errors {errors[0]:.3e}, {errors[1]:.3e} m, ratio {ratio:.2f}"
+    # and without the clamp the arm goes elsewhere (the check can fail)
+    assert np.abs(run(VARIATIONAL_STEPS[1], MOTOR_CTRL, clamp=False).x[-1][0] - d.xipos[1]).max() > 100 * errors[1]

@@ -209,7 +209,11 @@ contacts:
   - {name: foot, body: ball, radius: 0.1, against: ground}
   - {name: heel, body: tip, radius: 0, offset: [0, 0, -0.075], against: {normal: [0, 0.2, 1], point: [0, 0, 0]}}
 """
-CUBE_OBJ = "".join(f"v {x} {y} {z}\n" for x in (-0.05, 0.05) for y in (-0.05, 0.05) for z in (-0.05, 0.05))
+# A 10 cm cube: 8 corners (index 1 + 4x + 2y + z), 12 triangles.
+CUBE_OBJ = "".join(f"v {x} {y} {z}\n" for x in (-0.05, 0.05) for y in (-0.05, 0.05) for z in (-0.05, 0.05)) + "".join(
+    f"f {a} {b} {c}\nf {a} {c} {d}\n"
+    for a, b, c, d in ((1, 3, 4, 2), (5, 6, 8, 7), (1, 2, 6, 5), (3, 7, 8, 4), (1, 5, 7, 3), (2, 4, 8, 6))
+)
 
 
 def test_every_shape_and_joint_family(tmp_path):

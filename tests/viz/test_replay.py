@@ -81,6 +81,15 @@ def decode_page(text: str) -> tuple[list[dict], dict]:
     return commands, json.loads(info.group(1))
 
 
+def buffer_geometry_arrays(geometry: dict) -> tuple[np.ndarray, np.ndarray]:
+    """(vertices (n, 3) float32, faces (m, 3)) of a meshcat BufferGeometry as sent."""
+    data = geometry["data"]
+    position, index = data["attributes"]["position"], data["index"]
+    assert position["type"] == "Float32Array" and position["itemSize"] == 3 and index["type"] == "Uint32Array"
+    vertices = np.frombuffer(position["array"].data, np.float32).reshape(-1, 3)
+    return vertices, np.frombuffer(index["array"].data, np.uint32).reshape(-1, 3)
+
+
 def animation_frames(commands: list[dict]) -> set[int]:
     """Keyframes per track of the (single) set_animation command."""
     (anim,) = [c for c in commands if c["type"] == "set_animation"]
@@ -209,7 +218,9 @@ def test_scene_tree_draws_every_shape_with_offsets_colours_and_surfaces(tmp_path
     assert np.allclose(transforms[f"{root}/b_capsule/shape/cap_top"][:3, 3], [0, 0, 0.15])
     # mesh file content and scale; the missing one is a warning and a placeholder
     geometry = objects[f"{root}/b_mesh/shape/mesh"]["geometries"][0]
-    assert geometry["type"] == "_meshfile" and geometry["format"] == "obj" and "f 1 2 3" in geometry["data"]
+    assert geometry["type"] == "BufferGeometry"
+    vertices, faces = buffer_geometry_arrays(geometry)
+    assert np.array_equal(vertices[faces], [[[0, 0, 0], [1, 0, 0], [0, 1, 0]]]), "the file's triangle, unscaled"
     assert np.allclose(np.diag(transforms[f"{root}/b_mesh/shape/mesh"]), [2, 3, 4, 1])
     assert len(warnings) == 1 and "gone.stl" in warnings[0] and "placeholder" in warnings[0], warnings
     # colours: RGB and RGBA (opacity) from the scene
