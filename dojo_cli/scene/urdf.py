@@ -1131,7 +1131,10 @@ def _group_links(reader, links, joints, child_joint, root, result):
                 _drop_massless_subtree(reader, links, child_joint, subtree, result, body_of)
                 continue
             if links[name].mass <= MASSLESS:
-                reader.problem(links[name].line, f"link {name!r}", f"has no mass but moves on joint {joint.name!r} and carries links; give it an <inertial>")
+                chain = _massless_chain(name, joint, children, links)
+                reader.problem(links[name].line, f"link {name!r}", f"has no mass but moves on joint {joint.name!r} and carries links; "
+                               f"give it an <inertial> (the joints {', '.join(chain)} through massless links make one "
+                               "multi-axis joint, which the importer does not build yet)")
                 continue
         groups.append(_Group(reference=name, links={name: np.eye(4)}))
         body_of[name] = len(groups) - 1
@@ -1185,6 +1188,18 @@ def _massless_subtree(name: str, children: dict[str, list[_Joint]], links: dict[
     if any(links[link].mass > MASSLESS for link in order):
         return None
     return order
+
+
+def _massless_chain(name: str, joint: _Joint, children: dict[str, list[_Joint]], links: dict[str, _Link]) -> list[str]:
+    """The joints from ``joint`` (onto the massless link ``name``) down through massless links
+    with one child each, to the first link with mass or a branch: a multi-axis joint as URDF
+    writes it (human.urdf's hip: left_hip_Z, left_hip_X, left_hip_Y)."""
+    chain = [joint.name]
+    while links[name].mass <= MASSLESS and len(children.get(name, [])) == 1:
+        below = children[name][0]
+        chain.append(below.name)
+        name = below.child
+    return chain
 
 
 def _drop_massless_subtree(reader, links, child_joint, subtree: list[str], result, body_of) -> None:

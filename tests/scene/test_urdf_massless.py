@@ -89,3 +89,4 @@ def test_a_massless_link_carrying_mass_is_still_refused(tmp_path):
         _read(tmp_path, text)
     (problem,) = info.value.problems
     assert problem.field == "link 'wrist'" and "has no mass but moves on joint 'w1' and carries links" in problem.message
+    assert "(the joints w1, w2 through massless links make one multi-axis joint" in problem.message
