@@ -12,6 +12,9 @@ non-zero ``const_value``. Checked physically, each subset as it comes from ``dof
 - maximal vs minimal: Dojo's variational step and the tree's ABA give the same body
   accelerations to O(h) (tests/minimal/test_maximal_agreement.py's check; an implementation
   sharing none of the tree code), for the 24 new subsets with gravity and springs;
+- Pinocchio: the 12 new subsets with one free rotation (a revolute with translations across
+  its axis), as Pinocchio composite joints (prismatic ones, then the revolute), give the
+  same M, C, ABA and RNEA at random states (tests/minimal/test_pinocchio.py's tolerances);
 - step gradients: the implicit-function-theorem Jacobians of the step against finite
   differences (2e-9 to 2e-8 relative) for six of the new subsets with a held rotation.
 """
@@ -21,6 +24,7 @@ from __future__ import annotations
 import itertools
 
 import numpy as np
+import pinocchio as pin
 import pytest
 import yaml
 
@@ -214,3 +218,51 @@ def test_new_subsets_step_gradients_match_finite_differences(dofs):
     assert mech.joints[1].rotation_axis is not None, f"{dofs} is one of Dojo's forty"
     err = check_state_and_input(mech, z, u, None, directions=3)
     assert err < TOL, f"{dofs}: relative error {err:.2e}"
+
+
+def test_new_subsets_with_one_rotation_match_pinocchio(tmp_path):
+    from tests.minimal import pinocchio_reference as ref
+    from tests.minimal.test_pinocchio import _check, _compare
+
+    one_rotation = [s for s in NEW_SUBSETS if sum(len(d) == 2 for d in s) == 1]
+    assert len(one_rotation) == 12
+    bodies, joints = [], []
+    for k, dofs in enumerate(one_rotation):
+        scene = _scene(dofs, floating=False, const_values=CONST_VALUES.get(tuple(dofs)))
+        body, joint = scene["bodies"][0], scene["joints"][0]
+        body["name"], joint["name"], joint["child"] = f"b{k}", f"j{k}", f"b{k}"
+        joint.pop("spring"), joint.pop("damper")  # (Pinocchio's dynamics have no springs)
+        bodies.append(body)
+        joints.append(joint)
+    model = minimal.build_model(_mechanism({"name": "one_rotation", "timestep": 0.01, "gravity": [0, 0, -9.81],
+                                            "bodies": bodies, "joints": joints}))
+    assert sum(tj.trans_pred for tj in model.joints) == 12, "translations across the axis: the predecessor frame's"
+    pm, info = ref.build(model)
+    q_of, v_of, perm = ref.converters(model, pm, info)
+    # values against Pinocchio's algorithms; the derivatives against central differences of
+    # Pinocchio's rnea and aba, not its analytical derivatives: those of a composite joint
+    # differ from its own rnea's differences (by 22 in computeRNEADerivatives' dq here,
+    # Pinocchio 4.1.0), ours agree with them to 2e-9
+    _check(_compare(model, pm, q_of, v_of, perm, derivatives=False), "skydy one-rotation subsets")
+    pd = pm.createData()
+    rng = np.random.default_rng(5)
+    inv = np.argsort(perm)
+    worst = {"dRNEA": 0.0, "dABA": 0.0}
+    for _ in range(3):
+        x = minimal.randn_state(model, rng)
+        q, v = q_of(x), v_of(x)
+        a, tau = rng.standard_normal(model.nv), rng.standard_normal(model.nv)
+        D, _ = minimal.inverse_dynamics_deriv(model, x, a[inv], tangent=True)
+        F, _ = minimal.forward_dynamics_deriv(model, x, tau[inv], tangent=True)
+        for key, ours, f in (("dRNEA", D, lambda qq, vv: pin.rnea(pm, pd, qq, vv, a)),
+                             ("dABA", F, lambda qq, vv: pin.aba(pm, pd, qq, vv, tau))):
+            fd = np.column_stack(
+                [(f(q + PIN_FD * e, v) - f(q - PIN_FD * e, v)) / (2 * PIN_FD) for e in np.eye(pm.nq)]
+                + [(f(q, v + PIN_FD * e) - f(q, v - PIN_FD * e)) / (2 * PIN_FD) for e in np.eye(pm.nv)])
+            mine = np.hstack([ours[:, :model.nv][np.ix_(perm, perm)], ours[:, model.nv:][np.ix_(perm, perm)]])
+            worst[key] = max(worst[key], float(np.abs(mine - fd).max() / max(1.0, np.abs(fd).max())))
+    assert max(worst.values()) < PIN_FD_TOL, f"derivatives against Pinocchio's differences: {worst}"
+
+
+PIN_FD = 1e-6  # central differences of Pinocchio's functions
+PIN_FD_TOL = 1e-6  # their truncation (h^2 ~ 1e-12 times third derivatives) and rounding (1e-16 / h)
