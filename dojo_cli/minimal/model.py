@@ -211,14 +211,13 @@ class MinimalModel:
             # swing rotation with one or two translations): measured in the predecessor frame
             trans_pred = ft > 0 and (rot == ROT_SWING or (rot == ROT_QUATERNION and ft in (1, 2)))
             if rot == ROT_REVOLUTE and ft in (1, 2):
+                # translations that a revolute's rotation turns into themselves (along its axis,
+                # or a plane normal to it: Dojo's one-axis joints) keep a constant motion
+                # subspace; others (skydy's [x, ry] with its own rotation_axis, a tilted
+                # orientation_offset) are measured in the predecessor frame, as for a swing
                 dots = np.abs(directions @ axis)
-                ok = np.all(dots > 1 - _INVARIANCE_TOL) if ft == 1 else np.all(dots < _INVARIANCE_TOL)
-                if not ok:
-                    raise SceneError(
-                        f"joint {joint.name!r}: its translation directions (parent frame) and rotation axis (joint "
-                        "frame, after orientation_offset) are neither parallel nor perpendicular; no minimal "
-                        "coordinates with a constant motion subspace"
-                    )
+                invariant = np.all(dots > 1 - _INVARIANCE_TOL) if ft == 1 else np.all(dots < _INVARIANCE_TOL)
+                trans_pred = not invariant
             joints.append(TreeJoint(
                 name=joint.name, index=j, type=JointType(joint.type), parent=parent_joint, body=int(mech.child[j]),
                 n_trans=ft, directions=np.array(directions, dtype=float).reshape(ft, 3), rot=rot,
@@ -483,7 +482,6 @@ def build_model(mech: Mechanism, kinematics_points: list[str] | None = None) -> 
             reports (default: every contact point, then every leaf body).
 
     Raises:
-        SceneError: a revolute joint's translations are neither parallel nor perpendicular
-            to its axis, a kinematics point is unknown, or a loop-closing joint is locked.
+        SceneError: a kinematics point is unknown, or a loop-closing joint is locked.
     """
     return MinimalModel(mech, kinematics_points)

@@ -70,7 +70,7 @@ def model_input(mech) -> _core.ModelInput:
     rotors = rotor_coordinates(mech)
     m.rotor_joint = [int(mech.free_joint[f]) for f in rotors]
     m.rotor_armature = [float(mech.armature[f]) for f in rotors]
-    axes = [np.asarray(mech.joints[mech.free_joint[f]].axis, float) for f in rotors]
+    axes = [np.asarray(mech.joints[mech.free_joint[f]].element_axes[1], float) for f in rotors]
     axes = [a / np.linalg.norm(a) for a in axes]
     m.rotor_axis_child = [float(v) for a in axes for v in a]
     m.rotor_axis_parent = [float(v) for f, a in zip(rotors, axes)

@@ -129,6 +129,9 @@ class Joint:
         parent: parent body index, or ORIGIN.
         child: child body index.
         axis: (3,) unit axis in the parent's joint frame.
+        rotation_axis: (3,) the rotational element's own axis, or None for ``axis`` (Dojo's
+            one axis for both elements); skydy's subsets whose free translations and
+            rotations do not share an axis (scene/dofs.py).
         parent_vertex: (3,) joint point in the parent body frame (world frame for the origin).
         child_vertex: (3,) joint point in the child body frame.
         orientation_offset: (4,) joint frame relative to the parent body [w,x,y,z].
@@ -162,6 +165,12 @@ class Joint:
     damper_form: str = "midpoint"
     armature: np.ndarray | None = None
     locked: bool = False
+    rotation_axis: np.ndarray | None = None
+
+    @property
+    def element_axes(self) -> tuple[np.ndarray, np.ndarray]:
+        """(translational element's axis, rotational element's axis), each (3,)."""
+        return self.axis, self.axis if self.rotation_axis is None else self.rotation_axis
 
     @property
     def constrained(self) -> tuple[int, int]:
@@ -287,6 +296,7 @@ def _frozen_parts(bodies, joints, contacts):
         replace(
             j,
             axis=_readonly(j.axis), parent_vertex=_readonly(j.parent_vertex), child_vertex=_readonly(j.child_vertex),
+            rotation_axis=None if j.rotation_axis is None else _readonly(j.rotation_axis),
             orientation_offset=_readonly(j.orientation_offset),
             spring=None if j.spring is None else _readonly(j.spring),
             damper=None if j.damper is None else _readonly(j.damper),
@@ -387,8 +397,9 @@ class Mechanism:
         self.constrained = np.zeros((nj, 6), dtype=bool)
         for i, j in enumerate(self.joints):
             nt, nr = j.constrained
-            self.basis[i, :3], self.constrained[i, :3] = element_basis(j.axis, nt)
-            self.basis[i, 3:], self.constrained[i, 3:] = element_basis(j.axis, nr)
+            translation_axis, rotation_axis = j.element_axes
+            self.basis[i, :3], self.constrained[i, :3] = element_basis(translation_axis, nt)
+            self.basis[i, 3:], self.constrained[i, 3:] = element_basis(rotation_axis, nr)
 
         # Free coordinates, joint by joint, translational first (the core's order); the
         # constraint rows themselves are laid out by the core (core/maximal/model.cpp).
@@ -710,11 +721,15 @@ def _input_problems(bodies, joints, contacts, timestep, gravity) -> list[tuple[s
         if j.damper_form not in DAMPER_FORMS:
             problems.append((f"joints.{i}.damper_form", f"must be one of {', '.join(DAMPER_FORMS)}, got {j.damper_form!r}"))
         # the axis builds a basis only for an element with one or two constrained directions
-        if finite(f"joints.{i}.axis", j.axis) and {1, 2} & set(j.constrained):
-            try:
-                axis_basis(j.axis)
-            except ValueError as exc:
-                problems.append((f"joints.{i}.axis", str(exc)))
+        # (with a rotation_axis of its own, each element's axis for itself)
+        checks = [("axis", j.axis, set(j.constrained))] if j.rotation_axis is None else \
+            [("axis", j.axis, {j.constrained[0]}), ("rotation_axis", j.rotation_axis, {j.constrained[1]})]
+        for key, axis, counts in checks:
+            if finite(f"joints.{i}.{key}", axis) and {1, 2} & counts:
+                try:
+                    axis_basis(axis)
+                except ValueError as exc:
+                    problems.append((f"joints.{i}.{key}", str(exc)))
         if j.limits is not None and any(np.any(np.isnan(np.asarray(v, dtype=float))) for v in j.limits):
             problems.append((f"joints.{i}.limits", "not finite (nan; use -.inf or .inf for no bound)"))
     for i, c in enumerate(contacts):

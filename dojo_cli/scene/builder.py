@@ -30,6 +30,7 @@ from dojo_cli.model.mechanism import ORIGIN, Actuator, Body, Contact, Joint, Mec
 from dojo_cli.model.shapes import Shape, body_inertia
 from dojo_cli.physics.coordinates import constraint_violation, interleave_minimal, minimal_to_maximal
 from dojo_cli.model.joint_types import JointType
+from dojo_cli.scene.dofs import held_frame
 from dojo_cli.scene.schema import GROUND_NAME, MAX_MAGNITUDE, MAX_STEPS, MIN_AMOUNT, RANDOM_COORDINATES
 from dojo_cli.simulation.initial import InitialStateError, midpoint_state
 from dojo_cli.simulation.step import ARMATURE_MESSAGE, unsupported_armature
@@ -138,12 +139,16 @@ def build_mechanism(spec, file: str | None = None) -> Mechanism:
     joints = []
     for j in spec.joints:
         limits = (np.asarray(j.limits.lower, float), np.asarray(j.limits.upper, float)) if j.limits else None
+        parent_vertex, offset = j.parent_vertex, j.orientation_offset
+        if j.const_values:  # skydy's held degrees of freedom (scene/dofs.py)
+            parent_vertex, offset = held_frame(j.const_values, parent_vertex, offset)
         joints.append(
             Joint(
                 j.name, j.type.value if hasattr(j.type, "value") else j.type,
                 ORIGIN if j.parent == "origin" else names[j.parent], names[j.child],
-                axis=np.asarray(j.axis, float), parent_vertex=np.asarray(j.parent_vertex, float),
-                child_vertex=np.asarray(j.child_vertex, float), orientation_offset=np.asarray(j.orientation_offset, float),
+                axis=np.asarray(j.axis, float), parent_vertex=np.asarray(parent_vertex, float),
+                child_vertex=np.asarray(j.child_vertex, float), orientation_offset=np.asarray(offset, float),
+                rotation_axis=None if j.rotation_axis is None else np.asarray(j.rotation_axis, float),
                 spring=j.spring_values(), damper=j.damper_values(), armature=j.armature_values(), spring_offset=j.spring_offset_values(), limits=limits,
                 damper_form=j.damper_form or spec.damper_form, locked=bool(j.locked),
             )

@@ -731,20 +731,32 @@ def _drake_size_condition(path: str) -> str:
 
 
 def _type_from_dofs(data: Any) -> Any:
-    """skydy's ``dofs: [x, rz]`` instead of ``type`` and ``axis`` (scene/dofs.py)."""
-    if not isinstance(data, dict) or "dofs" not in data:
+    """skydy's ``dofs: [x, rz]`` instead of ``type`` and ``axis`` (scene/dofs.py), and the
+    held values of the others (``const_values``)."""
+    if not isinstance(data, dict):
         return data
-    from dojo_cli.scene.dofs import dofs_to_joint
+    if "dofs" not in data:
+        if data.get("const_values") is not None:
+            raise SpecProblems([("const_values", "goes with dofs (it holds the degrees of freedom dofs leaves out)")])
+        return data
+    from dojo_cli.scene.dofs import check_const_values, dofs_to_joint
 
-    given = [k for k in ("type", "axis") if k in data]
+    try:
+        check_const_values(data["dofs"], data.get("const_values"))
+    except ValueError as exc:
+        raise SpecProblems([("const_values", str(exc))]) from None
+
+    given = [k for k in ("type", "axis", "rotation_axis") if k in data]
     if given:
         raise SpecProblems([("dofs", f"give either dofs or {' and '.join(given)}, not both (dofs sets the type and axis)")])
     try:
-        joint_type, axis = dofs_to_joint(data["dofs"])
+        joint_type, axis, rotation_axis = dofs_to_joint(data["dofs"])
     except ValueError as exc:
         raise SpecProblems([("dofs", str(exc))]) from None
     out = {k: v for k, v in data.items() if k != "dofs"}
     out["type"], out["axis"] = joint_type.value, axis
+    if rotation_axis is not None:
+        out["rotation_axis"] = rotation_axis
     return out
 
 
@@ -758,6 +770,13 @@ class JointSpec(Spec):
         child: child body name. The first joint naming a body as child is its
             tree joint; later ones close loops.
         axis: (3,) unit axis in the parent's joint frame.
+        rotation_axis: (3,) the rotational element's own axis (None: ``axis``, Dojo's one
+            axis for both elements); with it the free translations and rotations need not
+            share an axis (skydy's ``[x, ry]``; docs/scenes.md "Joints by degrees of freedom").
+        const_values: skydy's ``const_value``: constrained degrees of freedom held at a
+            value, ``{y: 0.1, rx: 0.2}`` (names of scene/dofs.py, none of the free ones);
+            translations in the parent body frame, rotations applied before the free ones
+            (scene/dofs.py ``held_frame``).
         parent_vertex: (3,) joint point in the parent body frame (m).
         child_vertex: (3,) joint point in the child body frame (m).
         orientation_offset: (4,) joint frame in the parent frame, [w, x, y, z].
@@ -791,6 +810,8 @@ class JointSpec(Spec):
     parent = Field(NAME)
     child = Field(NAME)
     axis = Field(DIRECTION, factory=lambda: [0.0, 0.0, 1.0])
+    rotation_axis = Field(nullable(DIRECTION), None)
+    const_values = Field(nullable(dict_of(REAL)), None)
     parent_vertex = Field(VECTOR3, factory=_zero_vector)
     child_vertex = Field(VECTOR3, factory=_zero_vector)
     orientation_offset = Field(QUATERNION, factory=_identity_quaternion)

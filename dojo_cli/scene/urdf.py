@@ -1054,16 +1054,18 @@ def _group_links(reader, links, joints, child_joint, root, result):
     # fixed base it is the world itself (dropped), and its children hang from origin.
     root_usable = root_link.mass > MASSLESS and _positive_definite(root_link.inertia)
     drop_root = False
+    root_fixed: set[str] = set()  # links merged into a massless root's body (its fixed subtree)
     if not root_usable:
         fixed_children = [j for j in children.get(root, []) if j.type == "fixed"]
         reason = "no mass" if root_link.mass <= MASSLESS else "an inertia that is not positive definite"
         if options.floating or (len(children.get(root, [])) == 1 and fixed_children):
             movable = [j for j in children.get(root, []) if j.type != "fixed"]
             if movable or not fixed_children:
-                reader.problem(root_link.line, f"link {root!r}", f"the root link has {reason} but carries movable joints; "
-                               "give it an <inertial> (or import without --floating)")
-                return groups, body_of, world_links
-            reader.warn(root_link.line, f"link {root!r}", f"the root link has {reason}; merged into {fixed_children[0].child!r}")
+                root_fixed = _massive_root_group(reader, root, children, links, movable, reason)
+                if root_fixed is None:
+                    return groups, body_of, world_links
+            else:
+                reader.warn(root_link.line, f"link {root!r}", f"the root link has {reason}; merged into {fixed_children[0].child!r}")
         else:
             drop_root = True
             reader.warn(root_link.line, f"link {root!r}", f"the root link has {reason}; dropped (it is the world frame)")
@@ -1079,8 +1081,8 @@ def _group_links(reader, links, joints, child_joint, root, result):
         if not _positive_definite(child.inertia):
             reader.warn(child.line, f"link {child.name!r}", "inertia is not positive definite; merged into its parent")
             return True
-        # a massless parent (the root above) takes its child in
-        return joint.parent == root and not root_usable and not drop_root
+        # a massless root takes the links fixed to it in (its fixed subtree)
+        return joint.child in root_fixed or (joint.parent == root and not root_usable and not drop_root)
 
     # walk root to leaves
     order: list[str] = [root]
@@ -1096,6 +1098,8 @@ def _group_links(reader, links, joints, child_joint, root, result):
                 body_of[root] = 0
             continue
         joint = child_joint[name]
+        if body_of.get(name) == -2:
+            continue  # part of a massless subtree dropped above
         if joint.parent not in body_of:
             # its parent was refused (a problem already says why): nothing to hang it from
             continue
@@ -1122,8 +1126,15 @@ def _group_links(reader, links, joints, child_joint, root, result):
                 result.dropped.append(name)
                 body_of[name] = -2
                 continue
+            subtree = _massless_subtree(name, children, links)
+            if subtree is not None:
+                _drop_massless_subtree(reader, links, child_joint, subtree, result, body_of)
+                continue
             if links[name].mass <= MASSLESS:
-                reader.problem(links[name].line, f"link {name!r}", f"has no mass but moves on joint {joint.name!r} and carries links; give it an <inertial>")
+                chain = _massless_chain(name, joint, children, links)
+                reader.problem(links[name].line, f"link {name!r}", f"has no mass but moves on joint {joint.name!r} and carries links; "
+                               f"give it an <inertial> (the joints {', '.join(chain)} through massless links make one "
+                               "multi-axis joint, which the importer does not build yet)")
                 continue
         groups.append(_Group(reference=name, links={name: np.eye(4)}))
         body_of[name] = len(groups) - 1
@@ -1133,6 +1144,72 @@ def _group_links(reader, links, joints, child_joint, root, result):
         if group.mass <= MASSLESS:
             reader.problem(links[group.reference].line, f"link {group.reference!r}", "has no mass (nor do the links merged into it)")
     return groups, body_of, world_links
+
+
+def _massive_root_group(reader, root: str, children: dict[str, list[_Joint]], links: dict[str, _Link],
+                        movable: list[_Joint], reason: str) -> set[str] | None:
+    """The links fixed to a massless root that carries movable joints (its subtree through
+    fixed joints, the root included), merged into one body with a note; None (and a
+    problem) when together they have no mass.
+
+    URDF files often give the floating base to a frame without mass ("base") with the
+    trunk's mass on a link fixed below it (anymal's base -> base_inertia) and the legs on
+    the frame itself: merged, the group is one body whose tree frame is the root's frame,
+    where Pinocchio puts its free flyer, and the legs hang from it.
+    """
+    group = {root}
+    stack = [root]
+    while stack:
+        for joint in children.get(stack.pop(), []):
+            if joint.type == "fixed":
+                group.add(joint.child)
+                stack.append(joint.child)
+    line = links[root].line
+    if sum(links[name].mass for name in group) <= MASSLESS:
+        reader.problem(line, f"link {root!r}", f"the root link has {reason} and no link fixed to it has mass, "
+                       "but it carries movable joints; give it an <inertial> (or import without --floating)")
+        return None
+    reader.note(line, f"link {root!r}", f"the root link has {reason}; merged with the links fixed to it "
+                f"({_listed(sorted(group - {root}))}) into one body, the floating base, which carries its joints "
+                f"{_listed([j.name for j in movable])}")
+    return group
+
+
+def _massless_subtree(name: str, children: dict[str, list[_Joint]], links: dict[str, _Link]) -> list[str] | None:
+    """``name`` and every link below it, root to leaves, if none of them has mass; else None.
+
+    A massless subtree on movable joints (romeo's fingers: three massless links each) moves
+    nothing: it is frames, not bodies, and is dropped with its joints as a massless leaf is
+    (Pinocchio keeps those joints with a singular mass matrix, M q'' = tau has no unique q'').
+    """
+    order = [name]
+    for link in order:
+        order += [j.child for j in children.get(link, [])]
+    if any(links[link].mass > MASSLESS for link in order):
+        return None
+    return order
+
+
+def _massless_chain(name: str, joint: _Joint, children: dict[str, list[_Joint]], links: dict[str, _Link]) -> list[str]:
+    """The joints from ``joint`` (onto the massless link ``name``) down through massless links
+    with one child each, to the first link with mass or a branch: a multi-axis joint as URDF
+    writes it (human.urdf's hip: left_hip_Z, left_hip_X, left_hip_Y)."""
+    chain = [joint.name]
+    while links[name].mass <= MASSLESS and len(children.get(name, [])) == 1:
+        below = children[name][0]
+        chain.append(below.name)
+        name = below.child
+    return chain
+
+
+def _drop_massless_subtree(reader, links, child_joint, subtree: list[str], result, body_of) -> None:
+    """Drop a massless subtree (``_massless_subtree``) with its joints; one note naming them."""
+    for link in subtree:
+        body_of[link] = -2
+        result.dropped.append(link)
+    joints = [child_joint[link].name for link in subtree]
+    reader.note(links[subtree[0]].line, f"link {subtree[0]!r}",
+                f"it and the {len(subtree) - 1} links below it have no mass; dropped with their joints ({_listed(joints)})")
 
 
 def _mass_properties(group: _Group, links: dict[str, _Link]) -> None:

@@ -55,7 +55,7 @@ def build(model: MinimalModel) -> tuple[pin.Model, dict]:
             jm = pin.JointModelRevoluteUnaligned(np.array(tj.axis))
         elif nt == 0 and rot == ROT_QUATERNION:
             jm, kind = pin.JointModelSpherical(), "spherical"
-        elif nt == 2 and rot == ROT_REVOLUTE:
+        elif nt == 2 and rot == ROT_REVOLUTE and not tj.trans_pred:
             d1, d2 = tj.directions
             n = np.cross(d1, d2)
             assert np.allclose(n, tj.axis), "planar joint with a left-handed plane basis"
@@ -63,7 +63,9 @@ def build(model: MinimalModel) -> tuple[pin.Model, dict]:
             placement = placement * pin.SE3(Rv, np.zeros(3))
             F = pin.SE3(Rv.T, np.zeros(3))
             jm, kind = pin.JointModelPlanar(), "planar"
-        elif rot == ROT_NONE or (rot == ROT_REVOLUTE and nt == 1):
+        elif rot == ROT_NONE or (rot == ROT_REVOLUTE and (nt == 1 or tj.trans_pred)):
+            # translations then the rotation; with translations in the predecessor frame
+            # (trans_pred: skydy's [x, ry], [x, y, rx]) a composite's velocities are their rates
             jm = pin.JointModelComposite()
             for d in tj.directions:
                 jm.addJoint(pin.JointModelPrismaticUnaligned(np.array(d)))

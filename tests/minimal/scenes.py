@@ -6,3 +6,8 @@ from pathlib import Path
 # planar_orbital, free_orbital) or translations with a spherical rotation
 # (cylindrical_free, planar_free): the tree joints whose motion subspace turns with q.
 MINIMAL_JOINTS = str(Path(__file__).resolve().parents[1] / "data" / "scenes" / "minimal_joints.yaml")
+
+# The 24 subsets of skydy's degrees of freedom with a rotation axis of their own (revolute
+# rotations with translations across the axis: the tree measures those in the predecessor
+# frame, a motion subspace that turns with q).
+SKYDY_SUBSETS = str(Path(__file__).resolve().parents[1] / "data" / "scenes" / "skydy_subsets.yaml")

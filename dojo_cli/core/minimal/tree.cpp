@@ -215,7 +215,9 @@ TreeModel::TreeModel(const TreeInput& in) {
     if (rot_kind[i] == 3 && n_trans[i] > 0 && !trans_pred[i])
       throw std::invalid_argument("TreeInput.trans_pred: joint " + std::to_string(i) +
                                   " (a swing rotation with translations) must measure them in the predecessor frame");
-    variable[i] = (trans_pred[i] && rot_kind[i] >= 2) || rot_kind[i] == 3;
+    // translations in the predecessor frame turn in the successor frame with any rotation
+    // (a revolute's too: skydy's [x, ry], the translation across the axis; S_t = R_J^T T^T)
+    variable[i] = (trans_pred[i] && rot_kind[i] >= 1) || rot_kind[i] == 3;
   }
   for (int i = 0; i < n; ++i)
     for (int k = i; k >= 0; k = parent[k]) subtree[k].push_back(i);
