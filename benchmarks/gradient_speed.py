@@ -72,6 +72,13 @@ DEFAULT_MODELS = ("pendulum", "npendulum20", "box")
 DEFAULT_REPEAT = {"pendulum": 200, "npendulum20": 30, "box": 60}
 
 
+# The clock: wall time by default; --clock process measures this process's CPU time
+# (time.process_time), which a machine shared with other jobs inflates far less (with the
+# load average at ~18 on 2 cores, wall times of the same call varied 2-5x between runs).
+CLOCK = {"wall": time.perf_counter, "process": time.process_time}
+clock = time.perf_counter
+
+
 def median_time(fn, repeat: int, warmup: int = 3) -> tuple[float, list[float]]:
     for _ in range(warmup):
         fn()
@@ -79,9 +86,9 @@ def median_time(fn, repeat: int, warmup: int = 3) -> tuple[float, list[float]]:
     gc.disable()
     try:
         for _ in range(repeat):
-            t0 = time.perf_counter()
+            t0 = clock()
             fn()
-            times.append(time.perf_counter() - t0)
+            times.append(clock() - t0)
     finally:
         gc.enable()
     return statistics.median(times), times
@@ -214,15 +221,18 @@ def main(argv=None) -> int:
     ap.add_argument("--models", default=",".join(DEFAULT_MODELS), help=f"subset of {', '.join(DEFAULT_MODELS)}")
     ap.add_argument("--blas-threads", default="1", help="BLAS threads (default 1; 0 = leave the environment alone)")
     ap.add_argument("--json", type=Path, default=None, help="also write every number here")
+    ap.add_argument("--clock", choices=sorted(CLOCK), default="wall", help="wall (default) or process CPU time")
     ap.add_argument("--rollout-steps", type=int, default=ROLLOUT_STEPS, help="steps of the rollout rows (0: none)")
     args = ap.parse_args(argv)
+    global clock
+    clock = CLOCK[args.clock]
     names = [m.strip() for m in args.models.split(",") if m.strip()]
     rows = [time_model(n, args.repeat or DEFAULT_REPEAT.get(n, 30)) for n in names]
     rollouts = [time_rollout(n, args.rollout_steps, ROLLOUT_REPEAT) for n in names] if args.rollout_steps > 0 else []
 
     print(f"dojo_cli {dojo.__version__}, numpy {np.__version__}, python {platform.python_version()}, "
           f"MuJoCo {mujoco.__version__ if mujoco else 'not installed'}, BLAS threads "
-          f"{os.environ.get('OPENBLAS_NUM_THREADS', 'default')}; median wall time, microseconds")
+          f"{os.environ.get('OPENBLAS_NUM_THREADS', 'default')}; median {args.clock} time, microseconds")
     header = f"{'model':<13}{'nb':>4}{'nu':>4}{'A':>11}{'step':>9}{'step+A,B':>10}{'ratio':>7}"
     if mujoco is not None:
         header += f"{'MJ step':>9}{'MJ FD A,B':>11}{'dojo/MJ FD':>12}"
