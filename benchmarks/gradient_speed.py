@@ -9,6 +9,8 @@ of
 - ``step + A, B``: ``dojo.step_gradients(mech, z, u, wrt=("state", "input"))``, which
   solves the step and differentiates it by the implicit function theorem (A = dz'/dz,
   12 nb x 12 nb, and B = dz'/du, 12 nb x nu, in tangent coordinates);
+- ``min A, B`` (jointed models): ``dojo.minimal_gradients(mech, y, u)``, the same step
+  and its A (2 nf x 2 nf), B (2 nf x nu) in minimal coordinates y (MuJoCo's dimension);
 and their ratio. If ``mujoco`` imports, the same systems as MuJoCo models (built as in
 benchmarks/step_speed.py, plus one motor per joint coordinate so MuJoCo's B has the
 same number of columns as dojo's) time ``mj_step`` and
@@ -21,6 +23,12 @@ Models (h = 0.01 s, default solver options: rtol 1e-6, btol 1e-4):
 - ``box``: the built-in box toss after ``BOX_STEPS`` = 200 steps, resting on a face,
   four corners (contacts touching; MuJoCo's twin is stepped the same number of steps
   with its own soft contacts and checked to have contacts too).
+
+Rollouts (``--rollout-steps`` T = 100): the median time of the open-loop run of T zero
+inputs from the model's state (``_core.rollout``, what ``dojo simulate`` runs for a
+schedule), of ``dojo.rollout_vjp`` (the run plus reverse mode: dL/dz0, dL/dU for random
+cotangents of every state) and of ``dojo.rollout_jvp`` (the run plus forward mode along
+one direction of z0), and their ratios to the run (goal: VJP <= 3x).
 
 MuJoCo's A is (2 nv, 2 nv) in its own tangent coordinates (nv = 1, 20, 6 here), dojo's
 (12 nb, 12 nb) in maximal coordinates (12, 240, 12): for the chain dojo differentiates
@@ -64,6 +72,13 @@ DEFAULT_MODELS = ("pendulum", "npendulum20", "box")
 DEFAULT_REPEAT = {"pendulum": 200, "npendulum20": 30, "box": 60}
 
 
+# The clock: wall time by default; --clock process measures this process's CPU time
+# (time.process_time), which a machine shared with other jobs inflates far less (with the
+# load average at ~18 on 2 cores, wall times of the same call varied 2-5x between runs).
+CLOCK = {"wall": time.perf_counter, "process": time.process_time}
+clock = time.perf_counter
+
+
 def median_time(fn, repeat: int, warmup: int = 3) -> tuple[float, list[float]]:
     for _ in range(warmup):
         fn()
@@ -71,9 +86,9 @@ def median_time(fn, repeat: int, warmup: int = 3) -> tuple[float, list[float]]:
     gc.disable()
     try:
         for _ in range(repeat):
-            t0 = time.perf_counter()
+            t0 = clock()
             fn()
-            times.append(time.perf_counter() - t0)
+            times.append(clock() - t0)
     finally:
         gc.enable()
     return statistics.median(times), times
@@ -145,6 +160,9 @@ def time_model(name: str, repeat: int) -> dict:
     row["step_s"], row["step_runs"] = median_time(lambda: solve_step(mech, z, u, opts), repeat)
     row["grad_s"], row["grad_runs"] = median_time(lambda: dojo.step_gradients(mech, z, u, opts), repeat)
     row["ratio"] = row["grad_s"] / row["step_s"]
+    if mech.nf > 0 and name != "box":
+        y = dojo.maximal_to_minimal(mech, z)
+        row["min_grad_s"], _ = median_time(lambda: dojo.minimal_gradients(mech, y, u, opts), repeat)
     if mujoco is not None:
         model, data = mj_model(name, mech, z)
         nx = 2 * model.nv + model.na
@@ -162,6 +180,34 @@ def time_model(name: str, repeat: int) -> dict:
         mujoco.mj_forward(model, data)
         row["mj_fd_s"], _ = median_time(lambda: mujoco.mjd_transitionFD(model, data, FD_EPS, True, A, B, None, None), repeat)
         row["vs_mujoco_fd"] = row["grad_s"] / row["mj_fd_s"]
+        if "min_grad_s" in row:
+            row["min_vs_mujoco_fd"] = row["min_grad_s"] / row["mj_fd_s"]
+    return row
+
+
+ROLLOUT_STEPS = 100
+ROLLOUT_REPEAT = 7
+
+
+def time_rollout(name: str, steps: int, repeat: int) -> dict:
+    """The run of ``steps`` zero inputs from the model's state, and its VJP and JVP."""
+    from dojo_cli import _core
+    from dojo_cli.simulation.step import core_options
+
+    mech, z, _ = dojo_model(name)
+    opts = dojo.default_options(mech)
+    U = np.zeros((steps, mech.nu))
+    cot = np.random.default_rng(0).standard_normal((steps, 12 * mech.nb))
+    dz0 = np.random.default_rng(1).standard_normal(12 * mech.nb)
+
+    def run():
+        _core.rollout(mech.core, _core.Data(mech.core), z, steps, U, np.zeros(mech.nl), core_options(opts), False)
+
+    row = {"model": name, "steps": steps}
+    row["run_s"], _ = median_time(run, repeat, warmup=1)
+    row["vjp_s"], _ = median_time(lambda: dojo.rollout_vjp(mech, z, U, cot, opts=opts), repeat, warmup=1)
+    row["jvp_s"], _ = median_time(lambda: dojo.rollout_jvp(mech, z, U, dz0, opts=opts), repeat, warmup=1)
+    row["vjp_ratio"], row["jvp_ratio"] = row["vjp_s"] / row["run_s"], row["jvp_s"] / row["run_s"]
     return row
 
 
@@ -175,22 +221,31 @@ def main(argv=None) -> int:
     ap.add_argument("--models", default=",".join(DEFAULT_MODELS), help=f"subset of {', '.join(DEFAULT_MODELS)}")
     ap.add_argument("--blas-threads", default="1", help="BLAS threads (default 1; 0 = leave the environment alone)")
     ap.add_argument("--json", type=Path, default=None, help="also write every number here")
+    ap.add_argument("--clock", choices=sorted(CLOCK), default="wall", help="wall (default) or process CPU time")
+    ap.add_argument("--rollout-steps", type=int, default=ROLLOUT_STEPS, help="steps of the rollout rows (0: none)")
     args = ap.parse_args(argv)
+    global clock
+    clock = CLOCK[args.clock]
     names = [m.strip() for m in args.models.split(",") if m.strip()]
     rows = [time_model(n, args.repeat or DEFAULT_REPEAT.get(n, 30)) for n in names]
+    rollouts = [time_rollout(n, args.rollout_steps, ROLLOUT_REPEAT) for n in names] if args.rollout_steps > 0 else []
 
     print(f"dojo_cli {dojo.__version__}, numpy {np.__version__}, python {platform.python_version()}, "
           f"MuJoCo {mujoco.__version__ if mujoco else 'not installed'}, BLAS threads "
-          f"{os.environ.get('OPENBLAS_NUM_THREADS', 'default')}; median wall time, microseconds")
+          f"{os.environ.get('OPENBLAS_NUM_THREADS', 'default')}; median {args.clock} time, microseconds")
     header = f"{'model':<13}{'nb':>4}{'nu':>4}{'A':>11}{'step':>9}{'step+A,B':>10}{'ratio':>7}"
     if mujoco is not None:
         header += f"{'MJ step':>9}{'MJ FD A,B':>11}{'dojo/MJ FD':>12}"
+    header += f"{'min A,B':>9}" + (f"{'min/MJ FD':>11}" if mujoco is not None else "")
     print(header)
     for r in rows:
         shape = "x".join(map(str, r["A_shape"]))
         line = f"{r['model']:<13}{r['nb']:>4}{r['nu']:>4}{shape:>11}{fmt(r['step_s']):>9}{fmt(r['grad_s']):>10}{r['ratio']:>7.1f}"
         if mujoco is not None:
             line += f"{fmt(r['mj_step_s']):>9}{fmt(r['mj_fd_s']):>11}{r['vs_mujoco_fd']:>12.1f}"
+        line += f"{fmt(r.get('min_grad_s')):>9}"
+        if mujoco is not None:
+            line += f"{r['min_vs_mujoco_fd']:>11.1f}" if "min_vs_mujoco_fd" in r else f"{'-':>11}"
         print(line)
     for r in rows:
         if r["model"] == "box":
@@ -198,8 +253,14 @@ def main(argv=None) -> int:
             print(f"box after {BOX_STEPS} steps: {r['contacts_touching']} of 8 corner contacts carrying load{extra}")
         if r["solver_status"] != "success":
             print(f"warning: {r['model']}: solver status {r['solver_status']}")
+    if rollouts:
+        print(f"rollouts of {args.rollout_steps} steps (median of {ROLLOUT_REPEAT}), microseconds")
+        print(f"{'model':<13}{'run':>10}{'run+VJP':>10}{'VJP/run':>9}{'run+JVP':>10}{'JVP/run':>9}")
+        for r in rollouts:
+            print(f"{r['model']:<13}{fmt(r['run_s']):>10}{fmt(r['vjp_s']):>10}{r['vjp_ratio']:>9.2f}"
+                  f"{fmt(r['jvp_s']):>10}{r['jvp_ratio']:>9.2f}")
     if args.json:
-        args.json.write_text(json.dumps({"rows": rows, "machine": platform.platform()}, indent=1))
+        args.json.write_text(json.dumps({"rows": rows, "rollouts": rollouts, "machine": platform.platform()}, indent=1))
     return 0
 
 

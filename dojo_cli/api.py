@@ -22,6 +22,7 @@ from dojo_cli.scene.builder import build_mechanism
 from dojo_cli.scene.loader import load_scene_spec
 from dojo_cli.model.parameters import parameter_labels, parameter_values, with_parameters  # noqa: F401 (re-exported)
 from dojo_cli.simulation import gradients as _grad
+from dojo_cli.simulation import rollout_gradients as _rgrad
 from dojo_cli.simulation import simulate as _sim
 from dojo_cli.simulation.controller import Controller
 from dojo_cli.simulation.simulate import Trajectory
@@ -267,6 +268,26 @@ def parameter_gradients(
     """(dz'/dtheta (12 nb, p), labels) for parameter kinds ``names`` (mass, inertia, gravity,
     spring, damper, friction, radius, offset, restitution); see dojo_cli.model.parameters for the labels."""
     return _grad.parameter_gradients(mech, z, u, names, opts or default_options(mech), kappa)
+
+
+def rollout_jvp(
+    mech: Mechanism, z0, U, dz0=None, dU=None, dparams=None, params=(), opts: SolverOptions | None = None,
+    kappa: float | None = None,
+) -> _rgrad.RolloutTangents:
+    """Forward mode through a whole rollout: the states z_1 .. z_T of inputs U (T, nu) from z0
+    and their tangents (T, 12 nb) along dz0 (12 nb, tangent [x, v, phi, w] per body), dU (T, nu)
+    and dparams (the parameters of the kinds ``params``); docs/gradients.md, "Rollouts"."""
+    return _rgrad.rollout_jvp(mech, z0, U, dz0, dU, dparams, params, opts or default_options(mech), kappa)
+
+
+def rollout_vjp(
+    mech: Mechanism, z0, U, cotangents, params=(), opts: SolverOptions | None = None, kappa: float | None = None
+) -> _rgrad.RolloutCotangents:
+    """Reverse mode through a whole rollout: given dL/dz_1 .. dL/dz_T (T, 12 nb, tangent
+    coordinates) of a loss of the states the inputs U (T, nu) reach from z0, the gradients
+    dL/dz0 (12 nb), dL/dU (T, nu) and dL/dtheta for the parameter kinds ``params``; one
+    transposed solve per step (docs/gradients.md, "Rollouts")."""
+    return _rgrad.rollout_vjp(mech, z0, U, cotangents, params, opts or default_options(mech), kappa)
 
 
 def step_gradients(

@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parents[1]
 LAYERS = ["errors", "math", "model", "physics", "minimal", "solver", "simulation", "analysis", "io", "scene", "viz", "api",
           "sweep", "optimize", "cli"]
 RANK = {"errors": 0, "math": 1, "model": 2, "physics": 3, "minimal": 3, "solver": 4, "simulation": 5,
-        "analysis": 6, "io": 6, "scene": 7, "viz": 7, "api": 8, "sweep": 8, "optimize": 8, "cli": 9}
+        "analysis": 6, "io": 6, "scene": 7, "viz": 7, "api": 8, "sweep": 8, "optimize": 8, "jax": 8, "cli": 9}
 
 
 def test_ci_runs_the_readme_test_command():

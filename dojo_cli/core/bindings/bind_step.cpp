@@ -13,6 +13,21 @@ using namespace dojo;
 
 namespace dojo::bindings {
 
+namespace {
+
+// Columns of the parameter kinds (gradients.h), each checked.
+int checked_parameter_count(const Model& model, const std::vector<int>& parameters) {
+  int p = 0;
+  for (int kind : parameters) {
+    if (kind < 0 || kind > static_cast<int>(ParameterKind::Restitution))
+      throw std::invalid_argument("unknown parameter kind " + std::to_string(kind));
+    p += parameter_count(model, static_cast<ParameterKind>(kind));
+  }
+  return p;
+}
+
+}  // namespace
+
 void bind_step(nb::module_& m) {
   m.def(
       "step",
@@ -83,31 +98,49 @@ void bind_step(nb::module_& m) {
 
   m.def(
       "gradients",
-      [](const Model& model, Data& data, bool state, bool input, const std::vector<int>& parameters, double kappa) {
+      [](const Model& model, Data& data, bool state, bool input, const std::vector<int>& parameters, double kappa,
+         std::optional<InArray> state_map, std::optional<InArray> output_map) {
         GradientRequest request;
         request.state = state;
         request.input = input;
         request.parameters = parameters;
         request.kappa = kappa;
-        int p = 0;
-        for (int kind : parameters) {
-          if (kind < 0 || kind > static_cast<int>(ParameterKind::Restitution))
-            throw std::invalid_argument("unknown parameter kind " + std::to_string(kind));
-          p += parameter_count(model, static_cast<ParameterKind>(kind));
+        const int p = checked_parameter_count(model, parameters);
+        const size_t nt = 12 * static_cast<size_t>(model.nb);
+        if (state_map) {
+          if (state_map->ndim() != 2 || state_map->shape(0) != nt)
+            throw std::invalid_argument("state_map: expected (" + std::to_string(nt) + ", k)");
+          request.state_map = state_map->data();
+          request.state_map_cols = static_cast<int>(state_map->shape(1));
         }
-        const size_t rows = 12 * static_cast<size_t>(model.nb);
-        auto matrix = [&](bool want, size_t cols) -> std::optional<OutArray> {
+        if (output_map) {
+          if (output_map->ndim() != 2 || output_map->shape(1) != nt)
+            throw std::invalid_argument("output_map: expected (k, " + std::to_string(nt) + ")");
+          request.output_map = output_map->data();
+          request.output_rows = static_cast<int>(output_map->shape(0));
+        }
+        const size_t rows = output_map ? static_cast<size_t>(request.output_rows) : nt;
+        const size_t cols = state_map ? static_cast<size_t>(request.state_map_cols) : nt;
+        auto matrix = [&](bool want, size_t n) -> std::optional<OutArray> {
           if (!want) return std::nullopt;
-          return numpy_zeros<double>({rows, cols});
+          return numpy_zeros<double>({rows, n});
         };
-        std::optional<OutArray> A = matrix(state, rows), B = matrix(input, model.nu), P = matrix(p > 0, p);
+        std::optional<OutArray> A = matrix(state, cols), B = matrix(input, model.nu), P = matrix(p > 0, p);
         const double used = step_gradients(model, data, request, A ? A->data() : nullptr, B ? B->data() : nullptr,
                                            P ? P->data() : nullptr);
         return nb::make_tuple(A, B, P, used);
       },
       nb::arg("model"), nb::arg("data"), nb::arg("state") = true, nb::arg("input") = true,
-      nb::arg("parameters") = std::vector<int>(), nb::arg("kappa") = -1.0,
-      "Derivatives (A, B, P, kappa) of the step last solved with data (implicit function theorem).");
+      nb::arg("parameters") = std::vector<int>(), nb::arg("kappa") = -1.0, nb::arg("state_map").none() = nb::none(),
+      nb::arg("output_map").none() = nb::none(),
+      "Derivatives (A, B, P, kappa) of the step last solved with data (implicit function theorem); with\n"
+      "state_map S (12 nb, k) A's columns are dz2 = S ds, with output_map O (r, 12 nb) the rows are O dz3.");
+
+  m.def(
+      "relax_step", [](const Model& model, Data& data, double kappa) { relax_step(model, data, kappa); },
+      nb::arg("model"), nb::arg("data"), nb::arg("kappa"),
+      "Move the step last solved with data onto the central path s o gamma = kappa (gradients.h); data.z_next\n"
+      "becomes that step's result.");
 
   m.def(
       "rollout",
@@ -166,6 +199,72 @@ void bind_step(nb::module_& m) {
       nb::arg("model"), nb::arg("data"), nb::arg("z"), nb::arg("k"), nb::arg("inputs").none(),
       nb::arg("lambda_").none(), nb::arg("opts"), nb::arg("stop_on_failure") = false,
       "k steps from z with per-step inputs (k, nu) in one call; records per step (rows past 'steps' unused).");
+
+  m.def(
+      "rollout_jvp",
+      [](const Model& model, Data& data, const InArray& z, int k, std::optional<InArray> inputs,
+         nb::ndarray<double, nb::c_contig, nb::device::cpu> lambda, const SolverOptions& opts, double kappa,
+         const std::vector<int>& parameters, const InArray& dz0, std::optional<InArray> du,
+         std::optional<InArray> dp) {
+        if (k < 1) throw std::invalid_argument("rollout_jvp: k must be >= 1");
+        const int p = checked_parameter_count(model, parameters);
+        const size_t kk = k, nt = 12 * static_cast<size_t>(model.nb);
+        const double* pz = checked(z, 13 * static_cast<size_t>(model.nb), "state");
+        const double* pu = checked(inputs, kk * model.nu, "inputs");
+        const double* pdz = checked(dz0, nt, "dz0");
+        const double* pdu = checked(du, kk * model.nu, "dU");
+        const double* pdp = checked(dp, p, "dparams");
+        if (lambda.size() != static_cast<size_t>(model.nl))
+          throw std::invalid_argument("lambda: expected " + std::to_string(model.nl) + " values");
+        auto states = numpy_zeros<double>({kk, 13 * static_cast<size_t>(model.nb)});
+        auto tangents = numpy_zeros<double>({kk, nt});
+        auto status = numpy_zeros<int>({kk});
+        const int done = rollout_jvp(model, data, pz, k, pu, lambda.data(), opts, kappa, parameters, pdz, pdu, pdp,
+                                     states.data(), tangents.data(), status.data());
+        nb::dict out;
+        out["steps"] = done;
+        out["states"] = states;
+        out["tangents"] = tangents;
+        out["status"] = status;
+        return out;
+      },
+      nb::arg("model"), nb::arg("data"), nb::arg("z"), nb::arg("k"), nb::arg("inputs").none(), nb::arg("lambda_"),
+      nb::arg("opts"), nb::arg("kappa"), nb::arg("parameters"), nb::arg("dz0"), nb::arg("du").none(),
+      nb::arg("dp").none(),
+      "Forward mode through k steps from z (rollout.h rollout_jvp): {steps, states (k, 13 nb), tangents (k, 12 nb), status}.");
+
+  m.def(
+      "rollout_vjp",
+      [](const Model& model, Data& data, const InArray& z, int k, std::optional<InArray> inputs,
+         nb::ndarray<double, nb::c_contig, nb::device::cpu> lambda, const SolverOptions& opts, double kappa,
+         const std::vector<int>& parameters, const InArray& cotangents) {
+        if (k < 1) throw std::invalid_argument("rollout_vjp: k must be >= 1");
+        const int p = checked_parameter_count(model, parameters);
+        const size_t kk = k, nt = 12 * static_cast<size_t>(model.nb);
+        const double* pz = checked(z, 13 * static_cast<size_t>(model.nb), "state");
+        const double* pu = checked(inputs, kk * model.nu, "inputs");
+        const double* pc = checked(cotangents, kk * nt, "cotangents");
+        if (lambda.size() != static_cast<size_t>(model.nl))
+          throw std::invalid_argument("lambda: expected " + std::to_string(model.nl) + " values");
+        auto states = numpy_zeros<double>({kk, 13 * static_cast<size_t>(model.nb)});
+        auto status = numpy_zeros<int>({kk});
+        auto z0_bar = numpy_zeros<double>({nt});
+        auto u_bar = numpy_zeros<double>({kk, static_cast<size_t>(model.nu)});
+        auto p_bar = numpy_zeros<double>({static_cast<size_t>(p)});
+        const int done = rollout_vjp(model, data, pz, k, pu, lambda.data(), opts, kappa, parameters, pc, states.data(),
+                                     status.data(), z0_bar.data(), u_bar.data(), p_bar.data());
+        nb::dict out;
+        out["steps"] = done;
+        out["states"] = states;
+        out["status"] = status;
+        out["z0"] = z0_bar;
+        out["inputs"] = u_bar;
+        out["params"] = p_bar;
+        return out;
+      },
+      nb::arg("model"), nb::arg("data"), nb::arg("z"), nb::arg("k"), nb::arg("inputs").none(), nb::arg("lambda_"),
+      nb::arg("opts"), nb::arg("kappa"), nb::arg("parameters"), nb::arg("cotangents"),
+      "Reverse mode through k steps from z (rollout.h rollout_vjp): {steps, states, status, z0 (12 nb), inputs (k, nu), params (p,)}.");
 }
 
 }  // namespace dojo::bindings

@@ -33,6 +33,12 @@ int parameter_count(const Model& m, ParameterKind kind) {
   throw std::invalid_argument("unknown parameter kind");
 }
 
+int parameter_columns(const Model& m, const std::vector<int>& kinds) {
+  int p = 0;
+  for (int kind : kinds) p += parameter_count(m, static_cast<ParameterKind>(kind));
+  return p;
+}
+
 namespace {
 
 using D12 = Dual<double, 12>;
@@ -42,6 +48,21 @@ struct Columns {
   double* v;
   int n;
   double& at(int row, int col) { return v[static_cast<size_t>(col) * n + row]; }
+};
+
+// The same writes collected as a list of entries (row, column, value), repeated pairs
+// meaning their sum. dr/dz2 is sparse (a body's own rows, its joints' and contacts'
+// rows: ~20 nonzeros a column, against n ~ 10 nb rows), so the products with it
+// (step_jvp, step_vjp, a state map) go through the list, not an n x 12 nb dense matrix
+// (for the 20-link chain, 220 x 240 zeroed and summed per step, more than the step).
+// (at() is only used as `at(r, c) op= value`, whose right side C++17 evaluates first:
+// the reference is used before the next push_back.)
+struct Entries {
+  std::vector<SparseEntry>* list;
+  double& at(int row, int col) {
+    list->push_back(SparseEntry{row, col, 0.0});
+    return list->back().value;
+  }
 };
 
 // State tangent column of body b: part 0 x, 1 v, 2 phi, 3 w.
@@ -60,7 +81,8 @@ Pose<D12> seeded_pose(const Data& d, int b, int seed0) {
 
 // rows += jac (wrt [xa, ta, xb, tb] at z3) chained to [x2, phi2] of the joint's or
 // pair's bodies: dx3/dx2 = I, dt3/dphi2 = chain (2 R(qmap(w25))^T per body).
-void add_z3(Columns& out, int row, const double* jac, int a, int b, const std::vector<double>& chain) {
+template <class Out>
+void add_z3(Out& out, int row, const double* jac, int a, int b, const std::vector<double>& chain) {
   const int bodies[2] = {a, b};
   for (int s = 0; s < 2; ++s) {
     const int body = bodies[s];
@@ -80,8 +102,9 @@ void limit_impulses(const Model& m, const double* w, std::vector<double>& out) {
   for (int l = 0; l < m.nlim; ++l) out[m.limit_free[l]] += m.limit_sign[l] * w[m.lim_g + l];
 }
 
-// dr/dz2 (n x 12 nb, column-major) at the solution w.
-void state_residual_jacobian(const Model& m, Data& d, const double* w, Columns out) {
+// dr/dz2 (n x 12 nb: Columns, column-major, or Entries) at the solution w.
+template <class Out>
+void state_residual_jacobian(const Model& m, Data& d, const double* w, Out out) {
   const double h = m.h;
   // previous momenta: the body residual is momentum_right - momentum_left - ...
   double jac[36];
@@ -453,22 +476,23 @@ double frobenius(const double* v, size_t n) {
   return std::sqrt(s);
 }
 
-// r = b - M x for the unregularised matrix (the assembled one minus REG on the
-// joint-impulse diagonal), k columns.
-void unregularized_residual(const Model& m, const Data& d, const double* b, const double* x, double* r, int k) {
+// r = b - M x (or b - M^T x) for the unregularised matrix (the assembled one minus REG
+// on the joint-impulse diagonal), k columns.
+void unregularized_residual(const Model& m, const Data& d, const double* b, const double* x, double* r, int k,
+                            bool transpose) {
   for (int c = 0; c < k; ++c) {
     const size_t off = static_cast<size_t>(c) * m.n;
-    block_multiply(m.blocks, d.matrix.data(), x + off, r + off);
+    block_multiply(m.blocks, d.matrix.data(), x + off, r + off, transpose);
     for (int i = 0; i < m.n; ++i) r[off + i] = b[off + i] - r[off + i];
     for (int i = 0; i < m.nl; ++i) r[off + m.lam + i] += kConstraintRegularization * x[off + m.lam + i];
   }
 }
 
-// x = M^-1 b (k columns, in place in b) without the joint-impulse regularisation:
+// x = M^-1 b (or M^-T b; k columns, in place in b) without the joint-impulse regularisation:
 // iterative refinement x += M_reg^-1 (b - M x); a sweep is kept only when it halves the
 // residual (redundant joints make M singular: a right-hand side that breaks the
 // redundancy has no exact solution and refinement would drift along the null space).
-void solve_exact(const Model& m, Data& d, double* b, int k) {
+void solve_exact(const Model& m, Data& d, double* b, int k, bool transpose = false) {
   const size_t size = static_cast<size_t>(m.n) * k;
   std::vector<double>& rhs = d.grad_b;
   std::vector<double>& r = d.grad_r;
@@ -478,14 +502,14 @@ void solve_exact(const Model& m, Data& d, double* b, int k) {
   r.resize(size);
   x_new.resize(size);
   r_new.resize(size);
-  solve_factored(m, d, b, k);
-  unregularized_residual(m, d, rhs.data(), b, r.data(), k);
+  solve_factored(m, d, b, k, transpose);
+  unregularized_residual(m, d, rhs.data(), b, r.data(), k, transpose);
   double norm = frobenius(r.data(), size);
   for (int sweep = 0; sweep < kRefinementSweeps; ++sweep) {
     std::copy(r.begin(), r.end(), x_new.begin());
-    solve_factored(m, d, x_new.data(), k);
+    solve_factored(m, d, x_new.data(), k, transpose);
     for (size_t i = 0; i < size; ++i) x_new[i] += b[i];
-    unregularized_residual(m, d, rhs.data(), x_new.data(), r_new.data(), k);
+    unregularized_residual(m, d, rhs.data(), x_new.data(), r_new.data(), k, transpose);
     const double norm_new = frobenius(r_new.data(), size);
     if (!(norm_new < 0.5 * norm)) break;
     std::copy(x_new.begin(), x_new.end(), b);
@@ -537,6 +561,62 @@ void relax(const Model& m, Data& d, double kappa) {
   }
 }
 
+// ---------------------------------------------------------------- coordinate maps
+// out (ko x k, row-major) = O (ko x nt, row-major) X (nt x k, row-major), skipping O's zeros.
+void left_multiply(const double* O, int ko, int nt, const double* X, int k, double* out) {
+  std::fill(out, out + static_cast<size_t>(ko) * k, 0.0);
+  for (int r = 0; r < ko; ++r) {
+    double* orow = out + static_cast<size_t>(r) * k;
+    for (int j = 0; j < nt; ++j) {
+      const double o = O[static_cast<size_t>(r) * nt + j];
+      if (o == 0.0) continue;
+      const double* xj = X + static_cast<size_t>(j) * k;
+      for (int c = 0; c < k; ++c) orow[c] += o * xj[c];
+    }
+  }
+}
+
+// Direct dependence of z3 on z2 (x3 = x2 + h v25, q3 = q2 qmap(w25)): dx3/dx2 = I,
+// dphi3/dphi2 = R(qmap(w25))^T. X (12 nb x k, row-major) += D S, S (12 nb x k,
+// row-major; null: the identity, k = 12 nb).
+void add_direct(const Model& m, const double* w, const double* S, int k, double* X) {
+  for (int b = 0; b < m.nb; ++b) {
+    const Mat3<double> r = rotation(integrator_map(load3<double>(w + 6 * b + 3), m.h));
+    for (int i = 0; i < 3; ++i) {
+      double* xrow = X + static_cast<size_t>(state_col(b, 0, i)) * k;
+      double* prow = X + static_cast<size_t>(state_col(b, 2, i)) * k;
+      if (!S) {
+        xrow[state_col(b, 0, i)] += 1.0;
+        for (int c = 0; c < 3; ++c) prow[state_col(b, 2, c)] += r[c][i];
+        continue;
+      }
+      const double* sx = S + static_cast<size_t>(state_col(b, 0, i)) * k;
+      for (int col = 0; col < k; ++col) xrow[col] += sx[col];
+      for (int c = 0; c < 3; ++c) {
+        const double rc = r[c][i];
+        const double* sp = S + static_cast<size_t>(state_col(b, 2, c)) * k;
+        for (int col = 0; col < k; ++col) prow[col] += rc * sp[col];
+      }
+    }
+  }
+}
+
+// dr/dw at the solution d.w with the raw rows, factorised (also sets x3, q3, rot3 at the
+// solution). Returns the central-path value of the solution (0 without inequalities).
+//
+// (Factorising without the regularisation when the model has no loop joints, and so
+// skipping the refinement, was tried: the hopper scene has redundant joint rows without
+// a loop, its unregularised matrix factorises with tiny pivots and A came out wrong by
+// 8e-3 against its golden. The regularised factorisation plus refinement stays.)
+double factor_at_solution(const Model& m, Data& d) {
+  const double kappa_used = m.degree > 0 ? complementarity_measure(m, d.w.data(), d.contact_active.data()) : 0.0;
+  step_matrix(m, d, d.w.data());
+  // The raw (unscaled) cone rows at the solution can make a contact's own block
+  // singular (a sliding contact): the robust elimination order (model.h).
+  if (!factor_matrix(m, d, m.nc > 0)) throw std::runtime_error("the Newton matrix at the solution could not be factorised");
+  return kappa_used;
+}
+
 }  // namespace
 
 void state_residual_columns(const Model& m, Data& d, const double* w, double* out) {
@@ -545,56 +625,147 @@ void state_residual_columns(const Model& m, Data& d, const double* w, double* ou
 
 void solve_unregularized(const Model& m, Data& d, double* b, int k) { solve_exact(m, d, b, k); }
 
+void relax_step(const Model& m, Data& d, double kappa) {
+  if (m.degree == 0 || kappa < 0.0) return;
+  relax(m, d, kappa);
+  step_next_state(m, d, d.w.data());
+}
+
 double step_gradients(const Model& m, Data& d, const GradientRequest& request, double* A, double* B, double* P) {
-  const int n = m.n, nb = m.nb;
-  double kappa_used = 0.0;
-  if (m.degree > 0) {
-    if (request.kappa >= 0.0) {
-      relax(m, d, request.kappa);
-      step_next_state(m, d, d.w.data());
-    }
-    kappa_used = complementarity_measure(m, d.w.data(), d.contact_active.data());
-  }
+  const int n = m.n, nb = m.nb, nt = 12 * nb;
+  if (request.kappa >= 0.0) relax_step(m, d, request.kappa);
+  const double kappa_used = factor_at_solution(m, d);
   const double* w = d.w.data();
-  // dr/dw at the solution with the raw rows (also sets x3, q3, rot3 at the solution)
-  step_matrix(m, d, w);
-  // The raw (unscaled) cone rows at the solution can make a contact's own block
-  // singular (a sliding contact): the robust elimination order (model.h).
-  if (!factor_matrix(m, d, m.nc > 0)) throw std::runtime_error("the Newton matrix at the solution could not be factorised");
+  const double* S = request.state_map;  // dz2 = S ds (null: the maximal tangent)
+  const double* O = request.output_map;  // dy3 = O dz3 (null: the maximal tangent)
 
   std::vector<double>& rhs = d.grad_rhs;
-  auto solve_into = [&](int k, double* out) {
+  // out = O (T dw + D S) for the k solved columns in rhs (dw = -M^-1 rhs), T: dw -> dz3
+  // (next_state_tangent), D S the direct part (state columns only)
+  auto solve_into = [&](int k, double* out, bool direct) {
     Columns cols{rhs.data(), n};
     for (size_t i = 0; i < static_cast<size_t>(n) * k; ++i) rhs[i] = -rhs[i];
     solve_exact(m, d, rhs.data(), k);
-    next_state_tangent(m, w, cols, k, out);
+    double* tangent = O ? (d.grad_tangent.resize(static_cast<size_t>(nt) * k), d.grad_tangent.data()) : out;
+    next_state_tangent(m, w, cols, k, tangent);
+    if (direct) add_direct(m, w, S, k, tangent);
+    if (O) left_multiply(O, request.output_rows, nt, tangent, k, out);
   };
   if (request.state) {
-    const int k = 12 * nb;
-    rhs.assign(static_cast<size_t>(n) * k, 0.0);
-    state_residual_jacobian(m, d, w, Columns{rhs.data(), n});
-    solve_into(k, A);
-    // direct dependence of z3 on z2: dx3/dx2 = I, dphi3/dphi2 = R(qmap(w25))^T
-    for (int b = 0; b < nb; ++b) {
-      const Mat3<double> r = rotation(integrator_map(load3<double>(w + 6 * b + 3), m.h));
-      for (int i = 0; i < 3; ++i) {
-        A[static_cast<size_t>(state_col(b, 0, i)) * k + state_col(b, 0, i)] += 1.0;
-        for (int c = 0; c < 3; ++c) A[static_cast<size_t>(state_col(b, 2, i)) * k + state_col(b, 2, c)] += r[c][i];
+    if (S) {
+      // project first: the right-hand sides dr/dz2 S, one solve per column of S
+      const int k = request.state_map_cols;
+      std::vector<SparseEntry>& entries = d.grad_entries;
+      entries.clear();
+      state_residual_jacobian(m, d, w, Entries{&entries});
+      rhs.assign(static_cast<size_t>(n) * k, 0.0);
+      for (const SparseEntry& e : entries) {
+        if (e.value == 0.0) continue;
+        const double* s_row = S + static_cast<size_t>(e.col) * k;
+        for (int c = 0; c < k; ++c) rhs[static_cast<size_t>(c) * n + e.row] += e.value * s_row[c];
       }
+      solve_into(k, A, true);
+    } else {
+      rhs.assign(static_cast<size_t>(n) * nt, 0.0);
+      state_residual_jacobian(m, d, w, Columns{rhs.data(), n});
+      solve_into(nt, A, true);
     }
   }
   if (request.input && m.nu > 0) {
     rhs.assign(static_cast<size_t>(n) * m.nu, 0.0);
     input_residual_jacobian(m, d, Columns{rhs.data(), n});
-    solve_into(m.nu, B);
+    solve_into(m.nu, B, false);
   }
-  int p = 0;
-  for (int kind : request.parameters) p += parameter_count(m, static_cast<ParameterKind>(kind));
+  const int p = parameter_columns(m, request.parameters);
   if (p > 0) {
     rhs.assign(static_cast<size_t>(n) * p, 0.0);
     parameter_residual_jacobian(m, d, w, request.parameters, Columns{rhs.data(), n});
-    solve_into(p, P);
+    solve_into(p, P, false);
   }
+  return kappa_used;
+}
+
+double step_vjp(const Model& m, Data& d, const std::vector<int>& kinds, const double* zbar3, double* zbar2,
+                double* ubar, double* pbar) {
+  const int n = m.n, nb = m.nb, nt = 12 * nb;
+  const double kappa_used = factor_at_solution(m, d);
+  const double* w = d.w.data();
+  // g = T^T zbar3, T: dw -> dz3 (next_state_tangent)
+  std::vector<double>& y = d.grad_v;
+  y.assign(n, 0.0);
+  for (int b = 0; b < nb; ++b) {
+    const Mat3<double> mw = integrator_map_jacobian(load3<double>(w + 6 * b + 3), m.h);
+    const double* zb = zbar3 + 12 * b;
+    for (int i = 0; i < 3; ++i) {
+      y[6 * b + i] = m.h * zb[i] + zb[3 + i];
+      y[6 * b + 3 + i] = 0.5 * (mw[0][i] * zb[6] + mw[1][i] * zb[7] + mw[2][i] * zb[8]) + zb[9 + i];
+    }
+  }
+  // y = M^-T g (the transposed solve on the same factorisation)
+  solve_exact(m, d, y.data(), 1, true);
+  // zbar2 = D^T zbar3 - (dr/dz2)^T y
+  if (zbar2) {
+    std::vector<SparseEntry>& entries = d.grad_entries;
+    entries.clear();
+    state_residual_jacobian(m, d, w, Entries{&entries});
+    std::fill(zbar2, zbar2 + nt, 0.0);
+    for (const SparseEntry& e : entries) zbar2[e.col] -= e.value * y[e.row];
+    for (int b = 0; b < nb; ++b) {
+      const Mat3<double> r = rotation(integrator_map(load3<double>(w + 6 * b + 3), m.h));
+      for (int i = 0; i < 3; ++i) {
+        zbar2[state_col(b, 0, i)] += zbar3[state_col(b, 0, i)];
+        for (int c = 0; c < 3; ++c) zbar2[state_col(b, 2, c)] += r[c][i] * zbar3[state_col(b, 2, i)];
+      }
+    }
+  }
+  auto transpose_product = [&](int k, auto fill, double* out) {
+    std::vector<double>& R = d.grad_rhs;
+    R.assign(static_cast<size_t>(n) * k, 0.0);
+    fill(Columns{R.data(), n});
+    for (int j = 0; j < k; ++j) {
+      const double* rj = R.data() + static_cast<size_t>(j) * n;
+      double s = 0.0;
+      for (int i = 0; i < n; ++i) s += rj[i] * y[i];
+      out[j] = -s;
+    }
+  };
+  if (ubar && m.nu > 0) transpose_product(m.nu, [&](Columns c) { input_residual_jacobian(m, d, c); }, ubar);
+  const int p = parameter_columns(m, kinds);
+  if (pbar && p > 0) transpose_product(p, [&](Columns c) { parameter_residual_jacobian(m, d, w, kinds, c); }, pbar);
+  return kappa_used;
+}
+
+double step_jvp(const Model& m, Data& d, const std::vector<int>& kinds, const double* dz2, const double* du,
+                const double* dp, double* dz3) {
+  const int n = m.n, nb = m.nb, nt = 12 * nb;
+  const double kappa_used = factor_at_solution(m, d);
+  const double* w = d.w.data();
+  std::vector<double>& x = d.grad_v;
+  x.assign(n, 0.0);
+  // x = -(dr/dz2 dz2 + dr/du du + dr/dtheta dtheta)
+  auto accumulate = [&](int k, const double* v, auto fill) {
+    std::vector<double>& R = d.grad_rhs;
+    R.assign(static_cast<size_t>(n) * k, 0.0);
+    fill(Columns{R.data(), n});
+    for (int j = 0; j < k; ++j) {
+      const double vj = v[j];
+      if (vj == 0.0) continue;
+      const double* rj = R.data() + static_cast<size_t>(j) * n;
+      for (int i = 0; i < n; ++i) x[i] -= rj[i] * vj;
+    }
+  };
+  if (dz2) {
+    std::vector<SparseEntry>& entries = d.grad_entries;
+    entries.clear();
+    state_residual_jacobian(m, d, w, Entries{&entries});
+    for (const SparseEntry& e : entries) x[e.row] -= e.value * dz2[e.col];
+  }
+  if (du && m.nu > 0) accumulate(m.nu, du, [&](Columns c) { input_residual_jacobian(m, d, c); });
+  const int p = parameter_columns(m, kinds);
+  if (dp && p > 0) accumulate(p, dp, [&](Columns c) { parameter_residual_jacobian(m, d, w, kinds, c); });
+  solve_exact(m, d, x.data(), 1);
+  next_state_tangent(m, w, Columns{x.data(), n}, 1, dz3);
+  if (dz2) add_direct(m, w, dz2, 1, dz3);
   return kappa_used;
 }
 

@@ -64,6 +64,16 @@ struct GradientRequest {
   bool input = true;
   std::vector<int> parameters;  // ParameterKind values
   double kappa = -1.0;          // < 0: differentiate where the solver stopped
+  // Other coordinates (minimal ones: coordinates.h's conversion Jacobians). With
+  // state_map S (12 nb x state_map_cols, row-major) the state is z2 = z2(s) with
+  // dz2 = S ds and A's columns are ds: the right-hand sides are dr/dz2 S, one solve per
+  // column of S (project first: 2 nf solves for a chain, not 12 nb). With output_map O
+  // (output_rows x 12 nb, row-major) every output is dy3 = O dz3 (A, B and P get
+  // output_rows rows). Null: the maximal tangent.
+  const double* state_map = nullptr;
+  int state_map_cols = 0;
+  const double* output_map = nullptr;
+  int output_rows = 0;
 };
 
 // Derivatives of the step last solved with d (step() must have returned; d.w is its
@@ -73,6 +83,25 @@ struct GradientRequest {
 // Returns the central-path value the derivatives were taken at (mean s.gamma; 0
 // without inequalities). Throws std::runtime_error if the matrix cannot be factorised.
 double step_gradients(const Model& m, Data& d, const GradientRequest& request, double* A, double* B, double* P);
+
+// Move the solution in d (step() returned) onto the central path s o gamma = kappa and
+// update d.z_next to that step's result (nothing without inequalities or with kappa < 0).
+void relax_step(const Model& m, Data& d, double kappa);
+
+// Products with a step's derivatives, without forming them (rollout.h's forward and
+// reverse mode), on the solution in d (step() returned, or restored: step_setup, then
+// d.contact_active and d.w as the step left them). Tangents as A's (12 nb per state).
+// - step_jvp: dz3 = A dz2 + B du + P dtheta (dz2 (12 nb), du (nu), dtheta (p,) for the
+//   kinds; null: zero), one solve;
+// - step_vjp: zbar2 = A^T zbar3, ubar = B^T zbar3, pbar = P^T zbar3 (null: not wanted),
+//   one transposed solve (dr/dw)^T y = T^T zbar3 (T: dw -> dz3), then
+//   zbar2 = D^T zbar3 - (dr/dz2)^T y, ubar = -(dr/du)^T y, pbar = -(dr/dtheta)^T y.
+// Both refactorise dr/dw at the solution (as step_gradients) and return its kappa.
+double step_jvp(const Model& m, Data& d, const std::vector<int>& kinds, const double* dz2, const double* du,
+                const double* dtheta, double* dz3);
+double step_vjp(const Model& m, Data& d, const std::vector<int>& kinds, const double* zbar3, double* zbar2,
+                double* ubar, double* pbar);
+int parameter_columns(const Model& m, const std::vector<int>& kinds);
 
 // The two halves of step_gradients' state part, for a caller that needs only some
 // columns (initial.h): dr/dz2 at the solution w accumulated into out (n x 12 nb,

@@ -4,6 +4,8 @@
 #include <algorithm>
 
 #include "angles.h"
+#include "gradients.h"
+#include "residual.h"
 #include "step.h"
 
 namespace dojo {
@@ -45,6 +47,98 @@ int rollout(const Model& m, Data& d, const double* z, int k, const double* input
     // anything overwrites d.z_next)
     current = row ? row : d.z_next.data();
   }
+  return k;
+}
+
+namespace {
+
+// One forward step of a differentiated rollout: the step, then (kappa >= 0, a model with
+// inequalities) the move onto the central path, whose result the run continues from.
+SolverStatus differentiable_step(const Model& m, Data& d, const double* z, const double* u, const double* lambda,
+                                 const SolverOptions& opts, double kappa) {
+  SolverStatus status = step(m, d, z, u, nullptr, nullptr, lambda, opts);
+  if (status == SolverStatus::Success && kappa >= 0.0 && m.degree > 0) relax_step(m, d, kappa);
+  return status;
+}
+
+}  // namespace
+
+int rollout_jvp(const Model& m, Data& d, const double* z, int k, const double* inputs, double* lambda,
+                const SolverOptions& opts, double kappa, const std::vector<int>& kinds, const double* dz0,
+                const double* du, const double* dp, double* states, double* tangents, int* status) {
+  const int nb = m.nb, nt = 12 * nb;
+  const double* current = z;
+  const double* tangent = dz0;
+  bool warm = lambda != nullptr;
+  for (int i = 0; i < k; ++i) {
+    const double* u = inputs ? inputs + static_cast<size_t>(i) * m.nu : nullptr;
+    const SolverStatus s = differentiable_step(m, d, current, u, warm ? lambda : nullptr, opts, kappa);
+    status[i] = static_cast<int>(s);
+    if (lambda) {
+      for (int r = 0; r < m.nl; ++r) lambda[r] = d.w[m.lam + r];
+      warm = true;
+    }
+    double* row = states + static_cast<size_t>(i) * 13 * nb;
+    std::copy(d.z_next.begin(), d.z_next.end(), row);
+    if (s != SolverStatus::Success) return i + 1;
+    double* out = tangents + static_cast<size_t>(i) * nt;
+    step_jvp(m, d, kinds, tangent, du ? du + static_cast<size_t>(i) * m.nu : nullptr, dp, out);
+    advance_angles(m, d);
+    current = row;
+    tangent = out;
+  }
+  return k;
+}
+
+int rollout_vjp(const Model& m, Data& d, const double* z, int k, const double* inputs, double* lambda,
+                const SolverOptions& opts, double kappa, const std::vector<int>& kinds, const double* cotangents,
+                double* states, int* status, double* z0_bar, double* u_bar, double* p_bar) {
+  const int nb = m.nb, nt = 12 * nb, n = m.n;
+  // forward: the steps, and what restores each one's solution for the backward pass
+  // (restore_step): the unwrapped angles it started from, its contact set, its solution
+  std::vector<double> angles(static_cast<size_t>(k) * m.nf), solutions(static_cast<size_t>(k) * n);
+  std::vector<uint8_t> active(static_cast<size_t>(k) * m.nc);
+  const double* current = z;
+  bool warm = lambda != nullptr;
+  for (int i = 0; i < k; ++i) {
+    std::copy(d.angle_ref.begin(), d.angle_ref.end(), angles.begin() + static_cast<size_t>(i) * m.nf);
+    const double* u = inputs ? inputs + static_cast<size_t>(i) * m.nu : nullptr;
+    const SolverStatus s = differentiable_step(m, d, current, u, warm ? lambda : nullptr, opts, kappa);
+    status[i] = static_cast<int>(s);
+    if (lambda) {
+      for (int r = 0; r < m.nl; ++r) lambda[r] = d.w[m.lam + r];
+      warm = true;
+    }
+    double* row = states + static_cast<size_t>(i) * 13 * nb;
+    std::copy(d.z_next.begin(), d.z_next.end(), row);
+    if (s != SolverStatus::Success) return i + 1;
+    std::copy(d.w.begin(), d.w.end(), solutions.begin() + static_cast<size_t>(i) * n);
+    std::copy(d.contact_active.begin(), d.contact_active.end(), active.begin() + static_cast<size_t>(i) * m.nc);
+    advance_angles(m, d);
+    current = row;
+  }
+  // backward: the cotangent of state i+1 (its own plus what later states pass back)
+  // through step i, on step i's solution refactorised
+  const int p = parameter_columns(m, kinds);
+  std::vector<double> bar(cotangents + static_cast<size_t>(k - 1) * nt, cotangents + static_cast<size_t>(k) * nt);
+  std::vector<double> bar_prev(nt), p_step(p);
+  if (p_bar) std::fill(p_bar, p_bar + p, 0.0);
+  for (int i = k - 1; i >= 0; --i) {
+    std::copy(angles.begin() + static_cast<size_t>(i) * m.nf, angles.begin() + static_cast<size_t>(i + 1) * m.nf,
+              d.angle_ref.begin());
+    const double* zi = i == 0 ? z : states + static_cast<size_t>(i - 1) * 13 * nb;
+    step_setup(m, d, zi, inputs ? inputs + static_cast<size_t>(i) * m.nu : nullptr, nullptr, nullptr);
+    std::copy(active.begin() + static_cast<size_t>(i) * m.nc, active.begin() + static_cast<size_t>(i + 1) * m.nc,
+              d.contact_active.begin());
+    std::copy(solutions.begin() + static_cast<size_t>(i) * n, solutions.begin() + static_cast<size_t>(i + 1) * n,
+              d.w.begin());
+    step_vjp(m, d, kinds, bar.data(), bar_prev.data(), u_bar ? u_bar + static_cast<size_t>(i) * m.nu : nullptr,
+             p > 0 ? p_step.data() : nullptr);
+    for (int j = 0; j < p && p_bar; ++j) p_bar[j] += p_step[j];
+    if (i > 0)
+      for (int j = 0; j < nt; ++j) bar[j] = bar_prev[j] + cotangents[static_cast<size_t>(i - 1) * nt + j];
+  }
+  if (z0_bar) std::copy(bar_prev.begin(), bar_prev.end(), z0_bar);
   return k;
 }
 
