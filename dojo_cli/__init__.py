@@ -33,7 +33,7 @@ _EXPORTS: dict[str, str] = {
     "set_floating_base": "dojo_cli.scene.floating_base",
     **dict.fromkeys(("Body", "Joint", "Mechanism"), "dojo_cli.model.mechanism"),
     **dict.fromkeys(
-        ("ConstantController", "Controller", "PDController", "ScheduleController"), "dojo_cli.simulation.controller"
+        ("ConstantController", "Controller", "PDController", "ScheduleController"), "dojo_cli.model.controller"
     ),
     "Trajectory": "dojo_cli.simulation.simulate",
     "SolverOptions": "dojo_cli.solver.options",
@@ -97,7 +97,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see: the same names, imported e
     from dojo_cli.scene.floating_base import set_floating_base  # noqa: F401
     from dojo_cli.model.joint_types import JointType  # noqa: F401
     from dojo_cli.model.mechanism import Body, Joint, Mechanism  # noqa: F401
-    from dojo_cli.simulation.controller import (  # noqa: F401
+    from dojo_cli.model.controller import (  # noqa: F401
         ConstantController,
         Controller,
         PDController,

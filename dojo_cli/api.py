@@ -23,8 +23,9 @@ from dojo_cli.scene.loader import load_scene_spec
 from dojo_cli.model.parameters import parameter_labels, parameter_values, with_parameters  # noqa: F401 (re-exported)
 from dojo_cli.simulation import gradients as _grad
 from dojo_cli.simulation import simulate as _sim
-from dojo_cli.simulation.controller import Controller
+from dojo_cli.model.controller import Controller
 from dojo_cli.simulation.simulate import Trajectory
+from dojo_cli.simulation.initial import initial_state as _initial_state
 from dojo_cli.simulation.step import step as _step
 from dojo_cli.solver.options import DOJO_DEFAULTS, SolverOptions
 
@@ -55,11 +56,15 @@ def initial_state(mech: Mechanism) -> np.ndarray:
     trajectory's ``v``, ``omega`` are at the knots t_k, its ``v_mid``, ``omega_mid`` the
     midpoint ones), equal to the scene's given initial velocities to the solver's tolerance
     (docs/physics.md, "Velocities at t0 and at the knots").
+
+    Loading a scene does not solve: the midpoint state is solved here (or when a run
+    starts) the first time it is asked for (simulation.initial.initial_state).
+
+    Raises:
+        SolverError: the velocities at t = 0 give no first step at the scene's timestep
+            (naming the scene's fields they came from).
     """
-    z = getattr(mech, "initial", None)
-    if z is None:
-        return _min_to_max(mech, np.zeros(mech.minimal_dimension()))
-    return z.copy()
+    return _initial_state(mech)
 
 
 def default_options(mech: Mechanism) -> SolverOptions:
@@ -118,8 +123,7 @@ def simulate(
         steps = getattr(mech, "default_steps", None)
         if steps is None:
             raise ValueError("steps not given and the scene sets neither steps nor duration")
-    scene = getattr(mech, "scene", None)
-    rk4 = scene is not None and getattr(scene, "integrator", "variational") == "rk4"
+    rk4 = mech.integrator == "rk4"
     controller = controller if controller is not None else getattr(mech, "controller", None)
     if from_run is None and not rk4:
         return _sim.simulate(mech, int(steps), initial_state(mech) if z0 is None else z0, controller,
@@ -150,7 +154,7 @@ def simulate(
             raise InputError(f"scene {mech.name!r} (integrator: rk4): " + "; ".join(problems))
         kwargs = {} if start is None else dict(knot=start.knot, start_step=start.step, angles=start.angles)
         run_rk4(mech, int(steps), recorder, controller=controller, **kwargs)
-    else:  # from a stored run: the run's midpoint state, warm start and unwrapped angles (io.runs.run_scene)
+    else:  # from a stored run: the run's midpoint state, warm start and unwrapped angles (simulation.run_file.run_scene)
         from dojo_cli.simulation.run import run
 
         run(mech, int(steps), recorder, z0=start.z, controller=controller, opts=opts or default_options(mech),

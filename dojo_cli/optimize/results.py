@@ -91,7 +91,7 @@ def write_results(task: Task, result: OptimizeResult, out: Path, schedule: Path 
     Raises:
         StorageError: a file cannot be written (exit code 3).
     """
-    from dojo_cli.io.runs import run_scene, run_writer
+    from dojo_cli.simulation.run_file import run_scene, run_writer
     from dojo_cli.scene.builder import build_mechanism
     from dojo_cli.scene.loader import dump_scene, load_scene_spec
     from dojo_cli.scene.overrides import Override

@@ -27,7 +27,7 @@ from dojo_cli.minimal.model import build_model
 from dojo_cli.minimal.simulate import Rk4, normalize_state
 from dojo_cli.minimal.states import init_state
 from dojo_cli.model.mechanism import Mechanism
-from dojo_cli.simulation.controller import Controller
+from dojo_cli.model.controller import Controller
 # the storage attribute `integrator` of each run, defined with the run loop (every run imports it)
 from dojo_cli.simulation.run import RK4_INTEGRATOR, VARIATIONAL_INTEGRATOR  # noqa: F401
 from dojo_cli.simulation.run import (

@@ -31,9 +31,10 @@ from dojo_cli.model.mechanism import Mechanism
 from dojo_cli.model.state import unpack_maximal
 from dojo_cli.physics.coordinates import minimal_velocities
 from dojo_cli.physics.energy import knot_velocities
-from dojo_cli.simulation.controller import (
+from dojo_cli.model.controller import (
     ConstantController, Controller, ExternalForce, ScheduleController, external_wrench,
 )
+from dojo_cli.simulation.initial import initial_state
 from dojo_cli.simulation.step import core_options, refuse_armature, singular_message, solve_step
 from dojo_cli.solver.options import DOJO_DEFAULTS, SolverOptions
 from dojo_cli.solver.status import STATUS_FROM_CODE, SolverStatus
@@ -247,7 +248,7 @@ def run(
         were handed to the writer (a block is written whole or not at all).
     """
     opts = opts or DOJO_DEFAULTS
-    z = np.array(mech.initial if z0 is None else z0, dtype=float).reshape(-1)
+    z = np.array(initial_state(mech) if z0 is None else z0, dtype=float).reshape(-1)
     if z.shape != (13 * mech.nb,):
         raise ValueError(f"initial state must have {13 * mech.nb} entries, got {z.size}")
     h = mech.timestep

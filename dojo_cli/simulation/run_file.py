@@ -18,6 +18,7 @@ from dojo_cli import __version__
 from dojo_cli.errors import InputError, StorageError
 from dojo_cli.io.storage import KNOT, StorageWriter
 from dojo_cli.model.mechanism import Mechanism
+from dojo_cli.simulation.initial import initial_state
 from dojo_cli.simulation.knots import KnotRows
 from dojo_cli.simulation.run import RK4_INTEGRATOR, VARIATIONAL_INTEGRATOR, RunSummary, run
 from dojo_cli.solver.options import SolverOptions
@@ -82,24 +83,6 @@ def run_writer(
     )
 
 
-def joint_limits_record(mech) -> dict:
-    """{joint: {"position" | "velocity" | "acceleration": {"lower": [...], "upper": [...]}}}
-    for the joints that set limits (Drake's three pairs; docs/planar.md): position limits
-    are enforced, velocity and acceleration limits stored and reported."""
-    scene = getattr(mech, "scene", None)
-    out: dict = {}
-    for j in getattr(scene, "joints", None) or ():
-        entry = {}
-        for key, field in (("position", "limits"), ("velocity", "velocity_limits"),
-                           ("acceleration", "acceleration_limits")):
-            limits = getattr(j, field, None)
-            if limits is not None:
-                entry[key] = {"lower": [float(v) for v in limits.lower], "upper": [float(v) for v in limits.upper]}
-        if entry:
-            out[j.name] = entry
-    return out
-
-
 def run_attrs(mech) -> dict:
     """The scene-specific root attributes of a run file: contact names, the joints' limits
     (``joint_limits``), the locked joints (``locked_joints``: names, Drake's Lock; absent
@@ -110,7 +93,7 @@ def run_attrs(mech) -> dict:
     locked = [j.name for j in mech.joints if j.locked]
     if locked:
         out["locked_joints"] = locked
-    limits = joint_limits_record(mech)
+    limits = getattr(mech, "joint_limits", None)
     if limits:
         out["joint_limits"] = limits
     drawn = getattr(mech, "random_initial", None)
@@ -209,10 +192,14 @@ def plan_run(
     ``start_run``, from state ``index`` of that run (docs/storage.md, "Continuing a run";
     ``warn`` gets the notes about it: its status, another scene or timestep).
 
+    A run from the scene's initial state has it solved here (simulation.initial.initial_state,
+    kept on ``mech`` for the run), so that a failure leaves no file behind.
+
     Raises:
         InputError: a start the scene cannot continue from (io.state_files.stored_start),
             or ``out`` is the ``start_run`` file.
         StorageError: ``out`` exists (without ``overwrite``), a damaged ``start_run``.
+        SolverError: the scene's velocities at t = 0 give no first step.
     """
     start = started_from = None
     if start_run is not None:
@@ -224,6 +211,8 @@ def plan_run(
             raise InputError(f"--output {out}: is the --from run; write the continued run to another file")
     if out.exists() and not overwrite:
         raise StorageError(f"{out}: already exists (use --force to overwrite)")
+    if start is None and integrator != "rk4":
+        initial_state(mech)
     return RunPlan(out, steps, integrator, tuple(gradients), start, started_from)
 
 

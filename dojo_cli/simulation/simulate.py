@@ -7,7 +7,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from dojo_cli.model.mechanism import Mechanism
-from dojo_cli.simulation.controller import Controller, ExternalForce
+from dojo_cli.model.controller import Controller, ExternalForce
+from dojo_cli.simulation.initial import initial_state
 from dojo_cli.simulation.run import TrajectoryRecorder, run
 from dojo_cli.solver.options import SolverOptions
 
@@ -73,9 +74,7 @@ def simulate(
     The library's run loop (simulation.run) into a TrajectoryRecorder.
     """
     if z0 is None:
-        z0 = getattr(mech, "initial", None)
-        if z0 is None:
-            raise ValueError("no initial state: pass z0 or build the mechanism from a scene")
+        z0 = initial_state(mech)
     recorder = TrajectoryRecorder()
     run(mech, steps, recorder, z0=z0, controller=controller, opts=opts, external=external or (),
         abort_on_failure=abort_on_failure)

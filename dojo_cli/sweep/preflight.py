@@ -70,7 +70,7 @@ def check_plan(plan: SweepPlan, lines: dict[str, int]) -> None:
 
 def _one_step(spec) -> RunData:
     """One step of a scene in a temporary storage file, read back: what a run's file holds."""
-    from dojo_cli.io.runs import run_scene, run_writer
+    from dojo_cli.simulation.run_file import run_scene, run_writer
     from dojo_cli.io.storage import read_storage
     from dojo_cli.scene.builder import build_mechanism
     from dojo_cli.scene.loader import dump_scene

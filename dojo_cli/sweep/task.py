@@ -81,7 +81,7 @@ def execute(task: RunTask, stop: Callable[[], bool] | None = None) -> dict[str, 
 
 
 def _simulate(task: RunTask, stop: Callable[[], bool] | None, row: dict[str, Any]) -> None:
-    from dojo_cli.io.runs import run_scene, run_writer
+    from dojo_cli.simulation.run_file import run_scene, run_writer
     from dojo_cli.io.storage import read_storage
     from dojo_cli.scene.builder import build_mechanism
     from dojo_cli.scene.loader import dump_scene, load_scene_spec

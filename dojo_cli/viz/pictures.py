@@ -202,9 +202,9 @@ def draw_scene(
     """Draw a mechanism in one configuration and write it as a PNG.
 
     Args:
-        mech: the mechanism (a built scene: ``mech.scene`` resolves mesh files).
+        mech: the mechanism (a built scene: ``mech.source`` resolves mesh files).
         path: PNG to write (overwritten).
-        state: (13 nb,) maximal state to draw; None for ``mech.initial``.
+        state: (13 nb,) maximal state to draw; None for the scene's initial pose.
         view: (elevation, azimuth) of the camera, degrees.
         size: (width, height) of the PNG, pixels.
         labels: write body and joint names next to them.
@@ -218,7 +218,9 @@ def draw_scene(
         StorageError: the PNG cannot be written.
     """
     width, height = _checked_size(size)
-    z = mech.initial if state is None else state
+    if state is None:  # the pose only: x and q are the same at t0 and in the midpoint state
+        state = mech.initial if mech.initial is not None else mech.initial_t0
+    z = state
     try:
         x, _, q, _ = unpack_maximal(z, mech.nb)
     except ValueError as exc:
@@ -504,8 +506,8 @@ def _mesh_bounds(mech: Mechanism, params: dict, warnings: list[str], body: str) 
     """(lower, upper) corners (3,) of a mesh's scaled vertices (Wavefront OBJ ``v`` lines),
     or None (with a warning) when the file cannot be read as such."""
     name = str(params.get("file", ""))
-    scene = getattr(mech, "scene", None)
-    path = scene.resolve_path(name) if scene is not None and hasattr(scene, "resolve_path") else Path(name)
+    source = getattr(mech, "source", None)
+    path = source.resolve_path(name) if source is not None else Path(name)
     scale = np.broadcast_to(np.asarray(params.get("scale", 1.0), float), (3,))
     try:
         with open(path, encoding="utf-8", errors="replace") as fh:

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from dojo_cli.io import runs
+from dojo_cli.simulation import run_file as runs
 from dojo_cli.cli.app import app
 from dojo_cli.io.storage import read_storage
 from dojo_cli.simulation.run import FIRST_BLOCK

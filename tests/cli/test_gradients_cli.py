@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 import dojo_cli as dojo
 from dojo_cli.cli.commands import gradient as gradient_commands
-from dojo_cli.io import runs
+from dojo_cli.simulation import run_file as runs
 from dojo_cli.io.storage import writer as storage_writer
 from dojo_cli.cli.app import app
 from tests.cli.test_cli import interrupt_after

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from dojo_cli import _core
-from dojo_cli.simulation.controller import ConstantController
+from dojo_cli.model.controller import ConstantController
 from dojo_cli.simulation.simulate import simulate
 from tests.mechanisms import CONSTRAINED_JOINT_TYPES, pendulum, random_state, slider, snake, twister
 

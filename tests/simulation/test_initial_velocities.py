@@ -20,7 +20,8 @@ import dojo_cli as dojo
 from dojo_cli.io.storage import StorageWriter, read_storage
 from dojo_cli.physics.coordinates import interleave_minimal, minimal_to_maximal
 from dojo_cli.physics.energy import knot_mechanics, mechanics
-from dojo_cli.scene.loader import dump_scene
+from dojo_cli.scene.builder import build_mechanism
+from dojo_cli.scene.loader import dump_scene, load_scene_spec
 from dojo_cli.simulation.run import run
 from tests.cli.test_cli import invoke
 
@@ -127,10 +128,11 @@ def test_restart_from_file_reproduces_the_next_step(tmp_path):
 def test_midpoint_option_reproduces_dojos_convention():
     """initial_velocity: midpoint is the state built as before (the given velocities as
     midpoint velocities), bit for bit, and its run is the run from that state."""
-    mech = dojo.load_scene("cartpole", ["initial_velocity=midpoint", "joints.1.initial.velocity=[1.5]"])
+    spec = load_scene_spec("cartpole", ["initial_velocity=midpoint", "joints.1.initial.velocity=[1.5]"])
+    mech = build_mechanism(spec)
     theta = np.zeros(mech.nf)
     rate = np.zeros(mech.nf)
-    for i, j in enumerate(mech.scene.joints):
+    for i, j in enumerate(spec.joints):
         if j.initial is not None:
             theta[mech.joint_free_range[i]] = j.initial.position or 0.0
             rate[mech.joint_free_range[i]] = j.initial.velocity or 0.0
@@ -144,9 +146,10 @@ def test_midpoint_option_reproduces_dojos_convention():
 def test_files_with_midpoint_velocities_still_read(tmp_path):
     """A file written before knot velocities (v, omega midpoint; no v_mid, no `velocities`
     attribute): read_storage, `dojo energy` and `dojo step --from` read it as such."""
-    mech = dojo.load_scene("pendulum", ["initial_velocity=midpoint"])
+    spec = load_scene_spec("pendulum", ["initial_velocity=midpoint"])
+    mech = build_mechanism(spec)
     out = tmp_path / "old.h5"
-    with StorageWriter(out, scene_yaml=dump_scene(mech.scene),
+    with StorageWriter(out, scene_yaml=dump_scene(spec),
                        scene_name="pendulum", timestep=mech.timestep, gravity=mech.gravity,
                        solver_options=mech.default_options.to_dict(), integrator="dojo-variational-midpoint",
                        body_names=[b.name for b in mech.bodies], minimal_q_names=mech.coordinate_names(),

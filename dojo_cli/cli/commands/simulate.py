@@ -30,7 +30,7 @@ from dojo_cli.cli.shared import (
 from dojo_cli.simulation.step import singular_message
 from dojo_cli.cli.signals import signal_number, stop_requests
 from dojo_cli.errors import InputError, SolverError, StorageError
-from dojo_cli.io.runs import check_run, plan_run, write_run
+from dojo_cli.simulation.run_file import check_run, plan_run, write_run
 from dojo_cli.scene.loader import dump_scene
 from dojo_cli.scene.schema import MAX_STEPS
 
