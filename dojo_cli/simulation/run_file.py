@@ -1,6 +1,7 @@
-"""A scene's run into its storage file: the one place that opens a run's StorageWriter and
-drives the integrator the scene asks for, used by `dojo simulate` and by sweep tasks (so a
-sweep's file is the file `dojo simulate` writes, with the same datasets and attributes).
+"""A scene's run into its storage file: the one place that opens a run's StorageWriter (with
+the run's attributes) and hands it to the run driver (simulation.run.run_scene), used by
+`dojo simulate`, sweep tasks and optimised runs (so a sweep's file is the file `dojo
+simulate` writes, with the same datasets and attributes).
 
 `dojo simulate` is, after parsing its options and loading the scene: ``check_run`` (the
 integrator can run what was asked), ``plan_run`` (where the run starts and goes, checked
@@ -19,8 +20,8 @@ from dojo_cli.errors import InputError, StorageError
 from dojo_cli.io.storage import KNOT, StorageWriter
 from dojo_cli.model.mechanism import Mechanism
 from dojo_cli.simulation.initial import initial_state
-from dojo_cli.simulation.knots import KnotRows
-from dojo_cli.simulation.run import RK4_INTEGRATOR, VARIATIONAL_INTEGRATOR, RunSummary, run
+from dojo_cli.simulation.integrators import RK4_INTEGRATOR, VARIATIONAL_INTEGRATOR, rk4_problems
+from dojo_cli.simulation.run import RunSummary, run_scene
 from dojo_cli.solver.options import SolverOptions
 
 if TYPE_CHECKING:  # (state_files is read only by runs that start from a stored one)
@@ -102,50 +103,15 @@ def run_attrs(mech) -> dict:
     return out
 
 
-def run_scene(
-    mech: Mechanism,
-    steps: int,
-    writer: StorageWriter,
-    *,
-    integrator: str,
-    opts: SolverOptions,
-    gradients: tuple[str, ...] = (),
-    abort_on_failure: bool = False,
-    log=None,
-    progress: Callable[[int], None] | None = None,
-    start: StoredStart | None = None,
-) -> RunSummary:
-    """``steps`` steps of the scene's integrator ("variational" or "rk4") into ``writer``,
-    from the scene's initial state or from ``start`` (a stored run's knot, ``--from``: the
-    variational integrator takes its midpoint state, warm start and unwrapped angles, so the
-    steps are the first run's to the solver's tolerance; rk4 takes the knot's velocities).
-    The states go to ``writer`` with their velocities at the knots (simulation.knots)."""
-    if integrator == "rk4":
-        from dojo_cli.simulation.rk4_run import run_rk4
-
-        writer = KnotRows(mech, writer, exact=True)
-        if start is None:
-            return run_rk4(mech, steps, writer, controller=mech.controller, progress=progress)
-        return run_rk4(mech, steps, writer, controller=mech.controller, progress=progress, knot=start.knot,
-                       start_step=start.step, angles=start.angles)
-    kwargs = {}
-    if start is not None:
-        kwargs = dict(z0=start.z, start_step=start.step, warm_start=start.warm_start, angles=start.angles)
-    return run(mech, steps, KnotRows(mech, writer), controller=mech.controller, opts=opts, external=mech.external,
-               gradients=tuple(gradients), abort_on_failure=abort_on_failure, log=log, progress=progress, **kwargs)
-
-
 def check_run(mech: Mechanism, scene: str, scene_name: str, integrator: str, gradients: tuple[str, ...] | None) -> None:
     """Refuse a run the integrator cannot take: the rk4 integrator's unsupported features
-    (simulation.rk4_run.rk4_problems), per-step gradients (``gradients``: the Jacobians
+    (simulation.integrators.rk4_problems), per-step gradients (``gradients``: the Jacobians
     asked for, None when not asked) of a scene with external forces.
 
     Raises:
         InputError: naming the scene (``scene``: as the user gave it) and what is refused.
     """
     if integrator == "rk4":
-        from dojo_cli.simulation.rk4_run import rk4_problems
-
         problems = rk4_problems(mech, mech.external, tuple(gradients or ()))
         if problems:
             raise InputError(f"{scene}: " + "; ".join(problems))
@@ -259,7 +225,7 @@ def write_run(
     )
     with writer:
         on_writer(writer)
-        return run_scene(mech, plan.steps, writer, integrator=plan.integrator, opts=opts, gradients=plan.gradients,
+        return run_scene(mech, plan.steps, writer, opts=opts, gradients=plan.gradients,
                          abort_on_failure=abort_on_failure, log=log, progress=progress, start=plan.start)
 
 

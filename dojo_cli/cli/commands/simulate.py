@@ -89,6 +89,7 @@ def simulate(
     spec, mech = load_scene_spec_and_mechanism(scene, items)
     if integrator is not None and integrator != spec.integrator:
         spec = spec.replace(integrator=integrator)
+        mech = mech.with_run_setup(integrator=integrator)  # (the run driver runs the mechanism's)
     use_rk4 = spec.integrator == "rk4"
     check_run(mech, scene, spec.name, spec.integrator, wrt)
     h = mech.timestep
