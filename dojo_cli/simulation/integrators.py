@@ -378,13 +378,19 @@ class Rk4:
         # the core's rk4 takes one input per free coordinate: joint actuators map onto them
         # through their gains (input_map); body actuators are refused by rk4_problems
         free_inputs = None if inputs is None else np.ascontiguousarray(np.asarray(inputs, dtype=float) @ self.input_map.T)
-        done = integ.run(self.q, self.v, k * h, h, n, out_q, out_v, out_z, row0=0, inputs=free_inputs)
+        # one crossing a block: the steps, the bodies' states and the record storage keeps
+        # beside them (unwrapped minimal coordinates, minimal velocities), computed in the core
+        record = {}
+        done = _core.rk4_run(model.tree, integ.tree_data, integ.core, integ.data, self.q, self.v, float(k * h), float(h),
+                             int(n), free_inputs, out_q, out_v, out_z, 0, None, mech.core,
+                             np.ascontiguousarray(self.before[0], dtype=float),
+                             np.ascontiguousarray(self.before[1], dtype=float), record)
         good = done
         if not (np.all(np.isfinite(out_q[:done])) and np.all(np.isfinite(out_v[:done]))):
             good = int(np.argmax(~(np.all(np.isfinite(out_q[:done]), axis=1) & np.all(np.isfinite(out_v[:done]), axis=1))))
         block = None
         if good:
-            block = self._block(k, out_z[:good], inputs, good)
+            block = self._block(k, out_z[:good], inputs, good, record)
             self.before = (np.ascontiguousarray(out_z[good - 1]), block.minimal_q[-1])
         stop = None
         if good < n:
@@ -395,10 +401,11 @@ class Rk4:
     def ahead(self, k: int):
         return None  # the states carry their knot velocities already
 
-    def _block(self, k0: int, z: np.ndarray, inputs, n: int) -> StepBlock:
+    def _block(self, k0: int, z: np.ndarray, inputs, n: int, record: dict) -> StepBlock:
         mech = self.mech
-        mq = np.asarray(_core.unwrapped_coordinates(mech.core, np.ascontiguousarray(z[:n]), self.before[0],
-                                                    np.ascontiguousarray(self.before[1], dtype=float))).reshape(n, mech.nf)
+        # the record's rows of the n good steps (each row depends on the rows before it only)
+        mq = np.asarray(record["minimal_q"])[:n].reshape(n, mech.nf)
+        knot = (record["knot_v"][: n + 1], record["knot_omega"][: n + 1], record["knot_minimal_v"][: n + 1])
         nc = mech.nc
         return StepBlock(
             k0=k0,
@@ -415,6 +422,7 @@ class Rk4:
             contact_normal_impulse=np.zeros((n, nc)),
             contact_friction_impulse=np.zeros((n, nc, 2)),
             contact_slip=np.zeros((n, nc, 2)),
+            knot=knot,
         )
 
 

@@ -1,5 +1,6 @@
-"""A run in memory: ``Trajectory`` (the datasets of a storage file as arrays) and the
-writer that fills one, ``TrajectoryRecorder``.
+"""A run in memory: ``Trajectory`` (the datasets of a storage file as arrays), the writer
+that fills one from a run, ``TrajectoryRecorder``, and its way to and from a storage file
+(``trajectory_from_stored``, ``write_trajectory``).
 
 The recorder takes what a storage file's writer takes (simulation.run.run_scene puts
 simulation.knots.KnotRows in front of either): states with their velocities at the knots
@@ -11,11 +12,25 @@ derived in one place.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from dojo_cli.model.mechanism import Mechanism
 from dojo_cli.simulation.integrators import STATUS_TEXT, StepBlock
+
+if TYPE_CHECKING:  # (h5py is imported by runs that read or write a file only)
+    from dojo_cli.io.storage import StoredRun
+
+# A Trajectory's per-step extras and their storage datasets (io.storage.format).
+_EXTRA_DATASETS = {
+    "impulses": "impulses",
+    "complementarity": "solver/complementarity",
+    "contact_distance": "contacts/distance",
+    "contact_normal_impulse": "contacts/normal_impulse",
+    "contact_friction_impulse": "contacts/friction_impulse",
+    "contact_slip": "contacts/slip",
+}
 
 
 @dataclass
@@ -124,4 +139,28 @@ class TrajectoryRecorder:
         )
 
 
-__all__ = ["Trajectory", "TrajectoryRecorder"]
+def trajectory_from_stored(run: StoredRun) -> Trajectory:
+    """A storage file's run (io.storage.read_storage) as a Trajectory: the same arrays a
+    ``dojo.simulate`` of the same run holds. A file written before knot velocities (its v,
+    omega are the midpoint ones) gives them as v_mid, omega_mid and v, omega alike."""
+    v_mid, omega_mid = run.midpoint_velocities
+    extras = {name: run.extras[path] for name, path in _EXTRA_DATASETS.items() if path in run.extras}
+    return Trajectory(
+        time=run.time, x=run.x, q=run.q, v=run.v, omega=run.omega, minimal_q=run.minimal_q, minimal_v=run.minimal_v,
+        v_mid=v_mid, omega_mid=omega_mid, inputs=run.inputs, iterations=run.solver["iterations"].astype(int),
+        residual=run.solver["residual"], status=[str(s) for s in run.solver["status"]], **extras,
+    )
+
+
+def write_trajectory(writer, traj: Trajectory) -> None:
+    """Write a Trajectory's states and steps into a knot file's StorageWriter (opened by the
+    caller, io.storage): the datasets ``dojo simulate`` writes for the same run."""
+    writer.write_initial(traj.time[0], traj.x[0], traj.q[0], traj.v[0], traj.omega[0], traj.minimal_q[0],
+                         traj.minimal_v[0], v_mid=traj.v_mid[0], omega_mid=traj.omega_mid[0])
+    extra = {path: getattr(traj, name) for name, path in _EXTRA_DATASETS.items() if getattr(traj, name) is not None}
+    writer.write_steps(traj.time[1:], traj.x[1:], traj.q[1:], traj.v[1:], traj.omega[1:], traj.minimal_q[1:],
+                       traj.minimal_v[1:], traj.inputs, iterations=traj.iterations, residual=traj.residual,
+                       status=traj.status, extra=extra, v_mid=traj.v_mid[1:], omega_mid=traj.omega_mid[1:])
+
+
+__all__ = ["Trajectory", "TrajectoryRecorder", "trajectory_from_stored", "write_trajectory"]

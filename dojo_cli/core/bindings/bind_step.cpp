@@ -4,7 +4,7 @@
 
 #include "maximal/angles.h"
 #include "maximal/coordinates.h"
-#include "maximal/energy.h"
+#include "run_record.h"
 #include "maximal/gradients.h"
 #include "maximal/initial.h"
 #include "maximal/rollout.h"
@@ -13,57 +13,6 @@
 using namespace dojo;
 
 namespace dojo::bindings {
-
-namespace {
-
-// A run's record of `steps` states (steps, 13 nb) reached from z_prev (the state before them,
-// 13 nb, with its unwrapped minimal coordinates theta_prev, nf): what a storage file keeps
-// beside the states, computed where the states are, so that a block of a run crosses into
-// the core once (simulation.integrators.Variational). minimal_q (steps, nf): unwrapped as
-// `unwrapped_coordinates` does; knot_v, knot_omega (steps + 1, nb, 3) and knot_minimal_v
-// (steps + 1, nf): the velocities at the knots of z_prev and the states, the last one
-// extrapolated (energy.h knot_velocities), as simulation.knots.KnotRows derives them.
-void add_run_record(const Model& model, const double* states, int steps, const double* z_prev,
-                    const double* theta_prev, nb::dict& out) {
-  const size_t nz = 13 * static_cast<size_t>(model.nb), nf = model.nf, nb_ = model.nb, n = steps;
-  std::vector<double> theta(n * nf);
-  for (size_t t = 0; t < n; ++t) {
-    const double* zt = states + t * nz;
-    minimal_coordinates_and_velocities(model, zt, theta.data() + t * nf, static_cast<double*>(nullptr));
-    if (t == 0)
-      unwrap_angles(model, zt, z_prev, theta_prev, theta.data());
-    else
-      unwrap_angles(model, zt, zt - nz, theta.data() + (t - 1) * nf, theta.data() + t * nf);
-  }
-  // midpoint velocities (n + 1, nb, 3) of z_prev and the states: [x, v, q, w] per body
-  std::vector<double> v_mid(3 * nb_ * (n + 1)), w_mid(3 * nb_ * (n + 1));
-  for (size_t t = 0; t <= n; ++t) {
-    const double* zt = t == 0 ? z_prev : states + (t - 1) * nz;
-    for (size_t b = 0; b < nb_; ++b)
-      for (int k = 0; k < 3; ++k) {
-        v_mid[3 * (t * nb_ + b) + k] = zt[13 * b + 3 + k];
-        w_mid[3 * (t * nb_ + b) + k] = zt[13 * b + 10 + k];
-      }
-  }
-  std::vector<double> kv(3 * nb_ * (n + 1)), kw(3 * nb_ * (n + 1)), rate((n + 1) * nf), zk(nz);
-  knot_velocities(model, steps, v_mid.data(), w_mid.data(), true, kv.data(), kw.data());
-  for (size_t t = 0; t <= n; ++t) {
-    const double* zt = t == 0 ? z_prev : states + (t - 1) * nz;
-    std::copy(zt, zt + nz, zk.begin());
-    for (size_t b = 0; b < nb_; ++b)
-      for (int k = 0; k < 3; ++k) {
-        zk[13 * b + 3 + k] = kv[3 * (t * nb_ + b) + k];
-        zk[13 * b + 10 + k] = kw[3 * (t * nb_ + b) + k];
-      }
-    instantaneous_minimal_velocities(model, zk.data(), rate.data() + t * nf);
-  }
-  out["minimal_q"] = numpy_owning<double>(std::move(theta), {n, nf});
-  out["knot_v"] = numpy_owning<double>(std::move(kv), {n + 1, nb_, size_t(3)});
-  out["knot_omega"] = numpy_owning<double>(std::move(kw), {n + 1, nb_, size_t(3)});
-  out["knot_minimal_v"] = numpy_owning<double>(std::move(rate), {n + 1, nf});
-}
-
-}  // namespace
 
 void bind_step(nb::module_& m) {
   m.def(
@@ -214,7 +163,7 @@ void bind_step(nb::module_& m) {
         out["contact_normal_impulse"] = normal;
         out["contact_friction_impulse"] = friction;
         out["contact_slip"] = slip;
-        if (ptheta != nullptr && done > 0) add_run_record(model, states.data(), done, pz, ptheta, out);
+        if (ptheta != nullptr && done > 0) add_run_record(model, states.data(), done, pz, ptheta, false, out);
         return out;
       },
       nb::arg("model"), nb::arg("data"), nb::arg("z"), nb::arg("k"), nb::arg("inputs").none(),
