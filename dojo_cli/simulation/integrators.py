@@ -222,7 +222,13 @@ class Variational:
             "contact_slip": data.contact_slip.copy()[None],
             "singular_node": np.array([data.singular_node]),
         }
+        # the step's record (unwrapped minimal coordinates, knot velocities) in one core call
+        record = _core.run_record(mech.core, np.ascontiguousarray(out["states"]),
+                                  np.ascontiguousarray(self.before[0], dtype=float),
+                                  np.ascontiguousarray(self.before[1], dtype=float))
+        out["minimal_q"] = record["minimal_q"]
         block = _variational_block(mech, k, out, u[None], self.before)
+        block.knot = (record["knot_v"], record["knot_omega"], record["knot_minimal_v"])
         if gradients:
             # on this step's own solve (data still holds it): no re-solve
             try:

@@ -93,10 +93,12 @@ class TrajectoryRecorder:
                                                              (x, q, v, omega, minimal_q, minimal_v, v_mid, omega_mid)])
 
     def write_block(self, mech: Mechanism, block: StepBlock, knot) -> None:
+        # kept as handed on, not copied (a closed-loop run hands one step a block): the
+        # block's arrays and the knot rows are this run's own, and only the knot rows of the
+        # last state are revised (revise_last_state)
         x, v, q, w = block.state_parts(mech.nb)
         kv, kw, kmv = knot
-        self.knots.append([np.asarray(block.time, dtype=float)] + [np.array(a, dtype=float) for a in
-                                                                   (x, q, kv, kw, block.minimal_q, kmv, v, w)])
+        self.knots.append([block.time, x, q, kv, kw, block.minimal_q, kmv, v, w])
         self.blocks.append(block)
 
     def revise_last_state(self, v, omega, minimal_v) -> None:

@@ -83,6 +83,22 @@ void bind_step(nb::module_& m) {
       "where a step with no carried angle starts). The coordinates storage writes to minimal/q.");
 
   m.def(
+      "run_record",
+      [](const Model& model, const InArray& states, const InArray& z_prev, const InArray& theta_prev, bool exact_knots) {
+        const size_t nz = 13 * static_cast<size_t>(model.nb);
+        if (nz == 0 || states.size() == 0 || states.size() % nz != 0)
+          throw std::invalid_argument("states: expected (T, " + std::to_string(nz) + ") values, T >= 1");
+        nb::dict out;
+        add_run_record(model, states.data(), static_cast<int>(states.size() / nz), checked(z_prev, nz, "z_prev"),
+                       checked(theta_prev, model.nf, "theta_prev"), exact_knots, out);
+        return out;
+      },
+      nb::arg("model"), nb::arg("states"), nb::arg("z_prev"), nb::arg("theta_prev"), nb::arg("exact_knots") = false,
+      "The run's record of states (T, 13 nb) reached from z_prev (13 nb,) with its unwrapped minimal coordinates\n"
+      "theta_prev (nf,): minimal_q, knot_v, knot_omega, knot_minimal_v (run_record.h), in one call (a closed-loop\n"
+      "step's, whose states come one solve at a time).");
+
+  m.def(
       "gradients",
       [](const Model& model, Data& data, bool state, bool input, const std::vector<int>& parameters, double kappa) {
         GradientRequest request;
