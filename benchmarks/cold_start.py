@@ -47,7 +47,7 @@ ROOT = Path(__file__).resolve().parents[1]
 GOALS = {"dojo --help": 0.3, "dojo simulate": 0.4}
 # Libraries whose import time --imports reports (top-level names).
 WATCHED = ("numpy", "scipy", "pydantic", "pydantic_core", "typer", "rich", "yaml", "h5py", "lxml", "trimesh",
-          , "matplotlib", "meshcat", "dojo_cli")
+          "matplotlib", "meshcat", "dojo_cli")
 # `python -X importtime` lines: "import time: self [us] | cumulative | <indent>name".
 _IMPORTTIME = re.compile(r"import time:\s+(\d+) \|\s+(\d+) \|( *)(\S+)")
 

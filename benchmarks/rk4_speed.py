@@ -6,7 +6,8 @@ Usage:
 For the pendulum scene at its timestep (0.01 s), the best over R repeats of:
 - core: ``minimal.simulate`` (one core call for all N steps, states into preallocated
   arrays, no control callback);
-- simulate: the loop of ``dojo simulate pendulum --integrator rk4`` (run_rk4 into the
+- simulate: the loop of ``dojo simulate pendulum --integrator rk4`` (the run loop with the
+  Rk4 integrator into the
   HDF5 StorageWriter: maximal states by forward kinematics in the core, Dojo's minimal
   coordinates, the file writes), timed around the run as the command reports it;
 - mujoco: the same pendulum (a hinge, the same mass and inertia about the pivot) with
@@ -36,7 +37,8 @@ import dojo_cli as dojo  # noqa: E402
 from dojo_cli import __version__, minimal  # noqa: E402
 from dojo_cli.io.storage import KNOT, StorageWriter  # noqa: E402
 from dojo_cli.scene.loader import dump_scene, load_scene_spec  # noqa: E402
-from dojo_cli.simulation.rk4_run import RK4_INTEGRATOR, run_rk4  # noqa: E402
+from dojo_cli.simulation.integrators import RK4_INTEGRATOR, Rk4  # noqa: E402
+from dojo_cli.simulation.run import run  # noqa: E402
 
 
 def core_rate(mech, steps: int) -> float:
@@ -61,7 +63,7 @@ def simulate_rate(mech, spec, steps: int) -> float:
             velocities=KNOT, compact=False,
         )
         with writer:
-            summary = run_rk4(mech, steps, KnotRows(mech, writer, exact=True), controller=mech.controller)
+            summary = run(mech, steps, KnotRows(mech, writer, exact=True), Rk4(mech, controller=mech.controller))
     return steps / summary.wall
 
 

@@ -9,7 +9,7 @@ Usage:
 For each mechanism: warm up, then run N consecutive steps R times from the same
 initial state and report the best-of-R mean wall time per step, the median, mean
 and max solver iterations per step, failed steps, and the size of the Newton
-system. The loop is the one ``dojo_cli.simulation.simulate`` runs:
+system. The loop is the one the run loop (dojo_cli.simulation.run) runs step by step:
 ``solve_step`` with the previous step's joint impulses as the warm start (lam0).
 
 Joint-only models (pendulum, chains, four-bar, free body) are built here in

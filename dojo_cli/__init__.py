@@ -37,9 +37,9 @@ _EXPORTS: dict[str, str] = {
     "set_floating_base": "dojo_cli.scene.floating_base",
     **dict.fromkeys(("Body", "Joint", "Mechanism"), "dojo_cli.model.mechanism"),
     **dict.fromkeys(
-        ("ConstantController", "Controller", "PDController", "ScheduleController"), "dojo_cli.simulation.controller"
+        ("ConstantController", "Controller", "PDController", "ScheduleController"), "dojo_cli.model.controller"
     ),
-    "Trajectory": "dojo_cli.simulation.simulate",
+    "Trajectory": "dojo_cli.simulation.trajectory",
     "SolverOptions": "dojo_cli.solver.options",
     "SolverStatus": "dojo_cli.solver.status",
 }
@@ -111,12 +111,12 @@ if TYPE_CHECKING:  # what type checkers and IDEs see: the same names, imported e
         get_sdf,
     )
     from dojo_cli.model.mechanism import Body, Joint, Mechanism  # noqa: F401
-    from dojo_cli.simulation.controller import (  # noqa: F401
+    from dojo_cli.model.controller import (  # noqa: F401
         ConstantController,
         Controller,
         PDController,
         ScheduleController,
     )
-    from dojo_cli.simulation.simulate import Trajectory  # noqa: F401
+    from dojo_cli.simulation.trajectory import Trajectory  # noqa: F401
     from dojo_cli.solver.options import SolverOptions  # noqa: F401
     from dojo_cli.solver.status import SolverStatus  # noqa: F401

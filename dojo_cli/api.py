@@ -20,12 +20,16 @@ from dojo_cli.physics.coordinates import maximal_to_minimal as _max_to_min
 from dojo_cli.physics.coordinates import minimal_to_maximal as _min_to_max
 from dojo_cli.scene.builder import build_mechanism
 from dojo_cli.scene.loader import load_scene_spec
-from dojo_cli.model.parameters import parameter_labels, parameter_values, with_parameters  # noqa: F401 (re-exported)
+from dojo_cli.model.parameters import parameter_labels, parameter_values  # noqa: F401 (re-exported)
+from dojo_cli.model.parameters import with_parameters as _with_parameters
+from dojo_cli.errors import InputError
+from dojo_cli.model.controller import Controller, ExternalForce
 from dojo_cli.simulation import gradients as _grad
 from dojo_cli.simulation import rollout_gradients as _rgrad
-from dojo_cli.simulation import simulate as _sim
-from dojo_cli.simulation.controller import Controller
-from dojo_cli.simulation.simulate import Trajectory
+from dojo_cli.simulation.integrators import rk4_problems
+from dojo_cli.simulation.run import run_scene
+from dojo_cli.simulation.trajectory import Trajectory, TrajectoryRecorder
+from dojo_cli.simulation.initial import initial_state as _initial_state
 from dojo_cli.simulation.step import step as _step
 from dojo_cli.solver.options import DOJO_DEFAULTS, SolverOptions
 
@@ -56,11 +60,28 @@ def initial_state(mech: Mechanism) -> np.ndarray:
     trajectory's ``v``, ``omega`` are at the knots t_k, its ``v_mid``, ``omega_mid`` the
     midpoint ones), equal to the scene's given initial velocities to the solver's tolerance
     (docs/physics.md, "Velocities at t0 and at the knots").
+
+    Loading a scene does not solve: the midpoint state is solved here (or when a run
+    starts) the first time it is asked for (simulation.initial.initial_state).
+
+    Raises:
+        SolverError: the velocities at t = 0 give no first step at the scene's timestep
+            (naming the scene's fields they came from).
     """
-    z = getattr(mech, "initial", None)
-    if z is None:
-        return _min_to_max(mech, np.zeros(mech.minimal_dimension()))
-    return z.copy()
+    return _initial_state(mech)
+
+
+def with_parameters(mech: Mechanism, labels, values) -> Mechanism:
+    """A new Mechanism equal to ``mech`` but for the labelled parameters set to ``values``
+    (model.parameters.with_parameters). The run set-up carries over, the initial state
+    included: a scene whose velocities are given at t = 0 keeps the midpoint state solved for
+    the original parameters (``initial_state(mech)``, solved here if it was not yet), so a
+    run of the new mechanism starts from the same state as one of the original.
+    """
+    out = _with_parameters(mech, labels, values)
+    if mech.initial is None and mech.initial_t0 is not None:
+        out = out.with_run_setup(initial=_initial_state(mech), initial_t0=mech.initial_t0)
+    return out
 
 
 def default_options(mech: Mechanism) -> SolverOptions:
@@ -91,6 +112,7 @@ def simulate(
     abort_on_failure: bool = False,
     from_run: str | os.PathLike | None = None,
     index: int = -1,
+    external: Sequence[ExternalForce] | None = None,
 ) -> Trajectory:
     """Simulate and return the storage datasets as arrays.
 
@@ -110,53 +132,40 @@ def simulate(
             name or another timestep are warned about (``UserWarning``); a run of other
             bodies, or a knot time that is not a whole number of timesteps, is an InputError.
             Not with z0.
+        external: external forces (model.controller.ExternalForce; default: the scene's).
 
-    A scene with ``integrator: rk4`` is run by the rk4 integrator (simulation.rk4_run) from
-    its own initial state (z0 and opts are the variational integrator's: not accepted);
+    A scene with ``integrator: rk4`` is run by the rk4 integrator (simulation.integrators.Rk4)
+    from its own initial state (z0 and opts are the variational integrator's: not accepted);
     the trajectory's v, omega, v_mid, omega_mid are then the velocities at t_k.
+
+    The run is the one run driver's (simulation.run.run_scene), the one ``dojo simulate``
+    writes to a file, into memory (simulation.trajectory.TrajectoryRecorder).
     """
     if steps is None:
         steps = getattr(mech, "default_steps", None)
         if steps is None:
             raise ValueError("steps not given and the scene sets neither steps nor duration")
-    scene = getattr(mech, "scene", None)
-    rk4 = scene is not None and getattr(scene, "integrator", "variational") == "rk4"
-    controller = controller if controller is not None else getattr(mech, "controller", None)
-    if from_run is None and not rk4:
-        return _sim.simulate(mech, int(steps), initial_state(mech) if z0 is None else z0, controller,
-                             opts or default_options(mech), getattr(mech, "external", None), abort_on_failure)
-    import warnings
-    from pathlib import Path
-
-    from dojo_cli.errors import InputError
-    from dojo_cli.simulation.run import TrajectoryRecorder
-
     start = None
     if from_run is not None:
+        import warnings
+        from pathlib import Path
+
         from dojo_cli.io.state_files import stored_start
 
         if z0 is not None:
             raise InputError("simulate: give z0 or from_run, not both")
         start = stored_start(Path(from_run), int(index), mech, mech.name,
                              lambda line: warnings.warn(line, stacklevel=4), whole_steps=True)
-    recorder = TrajectoryRecorder(exact_knots=rk4)
-    if rk4:
-        from dojo_cli.simulation.rk4_run import rk4_problems, run_rk4
-
-        problems = rk4_problems(mech, getattr(mech, "external", None) or (), ())
+    if mech.integrator == "rk4":
+        problems = rk4_problems(mech, mech.external if external is None else external, ())
         if z0 is not None or opts is not None:
             problems.append("z0 and opts belong to the variational integrator (rk4 starts from the scene's "
                             "state or from_run; minimal.simulate takes any x0)")
         if problems:
             raise InputError(f"scene {mech.name!r} (integrator: rk4): " + "; ".join(problems))
-        kwargs = {} if start is None else dict(knot=start.knot, start_step=start.step, angles=start.angles)
-        run_rk4(mech, int(steps), recorder, controller=controller, **kwargs)
-    else:  # from a stored run: the run's midpoint state, warm start and unwrapped angles (io.runs.run_scene)
-        from dojo_cli.simulation.run import run
-
-        run(mech, int(steps), recorder, z0=start.z, controller=controller, opts=opts or default_options(mech),
-            external=getattr(mech, "external", None) or (), abort_on_failure=abort_on_failure,
-            start_step=start.step, warm_start=start.warm_start, angles=start.angles)
+    recorder = TrajectoryRecorder()
+    run_scene(mech, int(steps), recorder, z0=z0, controller=controller, opts=opts or default_options(mech),
+              external=external, abort_on_failure=abort_on_failure, start=start)
     return recorder.trajectory(mech)
 
 

@@ -4,16 +4,25 @@ from __future__ import annotations
 
 import ast
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
-# errors <- math <- model <- physics/minimal <- solver <- simulation <- scene/io/viz <- api/sweep/optimize <- cli
-# (optimize sits with sweep, not with analysis: it loads its task's scene and writes a run's storage file)
-LAYERS = ["errors", "math", "model", "physics", "minimal", "solver", "simulation", "analysis", "io", "scene", "viz", "api",
+# errors <- math <- model <- physics/minimal <- solver <- io <- scene <- simulation <- analysis/viz
+#   <- api/sweep/optimize <- cli
+# The scene sits below the simulation: its builder is arithmetic on the description (it never
+# solves; a run's initial state is the simulation's, simulation.initial). io (the file formats:
+# storage, input tables, state files) sits below the scene, which reads a schedule's table,
+# and the simulation, whose run driver writes storage files (simulation.run_file), as Brax
+# keeps every file format in io/. optimize sits with sweep, not with analysis: it loads its
+# task's scene and writes a run's storage file. The compiled core (dojo_cli._core) is below
+# them all: any layer may import it.
+LAYERS = ["errors", "math", "model", "physics", "minimal", "solver", "io", "scene", "simulation", "analysis", "viz", "api",
           "sweep", "optimize", "cli"]
-RANK = {"errors": 0, "math": 1, "model": 2, "physics": 3, "minimal": 3, "solver": 4, "simulation": 5,
-        "analysis": 6, "io": 6, "scene": 7, "viz": 7, "api": 8, "sweep": 8, "optimize": 8, "jax": 8, "cli": 9}
+RANK = {"errors": 0, "math": 1, "model": 2, "physics": 3, "minimal": 3, "solver": 4, "io": 5, "scene": 6,
+        "simulation": 7, "analysis": 8, "viz": 8, "api": 9, "sweep": 9, "optimize": 9, "jax": 9, "cli": 10}
 
 
 def test_ci_runs_the_readme_test_command():
@@ -54,6 +63,32 @@ def test_imports_point_one_way():
             if target in RANK and RANK[target] > RANK[own]:
                 bad.append(f"{rel}: imports {target}")
     assert not bad, "imports against the layering:\n" + "\n".join(bad)
+
+
+def test_every_package_has_a_layer():
+    """A new top-level package or module gets a place in the order (an unranked one would
+    escape test_imports_point_one_way)."""
+    names = {p.stem if p.is_file() else p.name for p in (ROOT / "dojo_cli").iterdir()
+             if (p.suffix == ".py" or (p / "__init__.py").exists())}
+    unranked = sorted(names - set(RANK) - {"__init__", "__main__"})
+    assert not unranked, f"packages without a layer in RANK: {unranked}"
+
+
+def test_loading_a_scene_does_not_reach_the_simulation():
+    """The builder is pure (issue 25, item 3): loading and building a scene, even one whose
+    velocities are given at t = 0 (box tumbles), imports nothing of dojo_cli.simulation and
+    solves nothing; the midpoint state is solved when a run starts."""
+    code = (
+        "import sys\n"
+        "from dojo_cli.scene.builder import build_mechanism\n"
+        "from dojo_cli.scene.loader import load_scene_spec\n"
+        "mech = build_mechanism(load_scene_spec('box'))\n"
+        "assert mech.initial is None and mech.initial_t0 is not None\n"
+        "print(sorted(m for m in sys.modules if m.startswith('dojo_cli.simulation')))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=False)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]", f"building a scene imported {out.stdout.strip()}"
 
 
 def test_only_io_imports_h5py():

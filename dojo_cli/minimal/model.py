@@ -414,13 +414,13 @@ def _tree_armature(mech: Mechanism, joints: list[TreeJoint], nv: int) -> np.ndar
     out = np.zeros(nv)
     if not mech.has_armature:
         return out
-    scene = getattr(mech, "scene", None)
+    source = getattr(mech, "source", None)
     problems = []
 
     def refuse(index: int, message: str) -> None:
         field = f"joints.{index}.armature"
-        if scene is not None and hasattr(scene, "problem"):
-            problems.append(scene.problem(field, message))
+        if source is not None:
+            problems.append(source.problem(field, message))
         else:
             problems.append(Problem(f"mechanism {mech.name!r}", None, field, message))
 
@@ -459,15 +459,15 @@ def _refuse_locked_loop_joints(mech: Mechanism) -> None:
     locked = [j for j in mech.loop_joints if mech.joints[j].locked and mech.joints[j].input_dimension > 0]
     if not locked:
         return
-    scene = getattr(mech, "scene", None)
+    source = getattr(mech, "source", None)
     problems = []
     for i in locked:
         name = mech.joints[i].name
         message = (f"joint {name!r} is a locked loop-closing joint; the minimal-coordinate layer (the rk4 integrator, "
                    f"dojo dynamics, dojo analyze, dojo_cli.minimal) locks tree joints only: lock a tree joint of the "
                    f"loop instead, use the variational integrator, or unlock it (--set joints.{name}.locked=false)")
-        if scene is not None and hasattr(scene, "problem"):
-            problems.append(scene.problem(f"joints.{i}.locked", message))
+        if source is not None:
+            problems.append(source.problem(f"joints.{i}.locked", message))
         else:
             problems.append(Problem(f"mechanism {mech.name!r}", None, f"joints.{i}.locked", message))
     raise SceneError(problems)

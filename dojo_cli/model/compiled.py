@@ -120,6 +120,20 @@ def rotor_coordinates(mech) -> list[int]:
     return out
 
 
+ARMATURE_MESSAGE = ("the variational integrator models rotor inertia (armature) on the rotation of a joint with one "
+                    "free rotation (revolute, cylindrical, planar_axis, free_revolute) only; on translations and on "
+                    "2-3 rotation joints the minimal-coordinate layer may (integrator: rk4)")
+
+
+def unsupported_armature(mech) -> list[int]:
+    """Joints with an armature the variational integrator does not model (core maximal/rotor.h)."""
+    if not getattr(mech, "has_armature", False):
+        return []
+    modelled = set(rotor_coordinates(mech))
+    bad = {int(mech.free_joint[f]) for f in np.flatnonzero(np.asarray(mech.armature) != 0) if int(f) not in modelled}
+    return sorted(bad)
+
+
 def compile_model(mech) -> _core.Model:
     """The frozen core Model of a mechanism.
 

@@ -35,21 +35,13 @@ class JointHandle:
         self.type = JointType(joint.type)
         self._free = mech.joint_free_range[self.index]
         self._n = self._free.stop - self._free.start
-        spec = self._spec()
-        position = np.zeros(self._n)
-        if spec is not None and spec.initial is not None and spec.initial.position is not None:
-            position[:] = spec.initial.position
-        self._default = position
-        self._random = spec.random_intervals() if spec is not None else {}
+        # the scene's initial position before any random draw, and the draws' intervals
+        # (the builder's run set-up; zeros and none for a mechanism built in Python)
+        defaults = getattr(mech, "default_positions", None)
+        self._default = np.zeros(self._n) if defaults is None else np.array(defaults[self._free], dtype=float)
+        self._random = dict((getattr(mech, "random_intervals", None) or {}).get(self.index, {}))
 
     # ------------------------------------------------------------------ layout
-    def _spec(self):
-        scene = getattr(self._mech, "scene", None)
-        joints = getattr(scene, "joints", None)
-        if not joints or self.index >= len(joints):
-            return None
-        return joints[self.index]
-
     @property
     def type_name(self) -> str:
         """Drake's name for the joint's type where Drake has the same joint ("planar" for our
@@ -147,11 +139,12 @@ class JointHandle:
         return np.array(self._mech.joints[self.index].damper, dtype=float)
 
     def _limits(self, field: str, which: int) -> np.ndarray:
-        spec = self._spec()
-        limits = getattr(spec, field, None) if spec is not None else None
+        # the scene's limits as the run set-up records them (model.mechanism.RUN_SETUP_FIELDS)
+        kind = {"limits": "position", "velocity_limits": "velocity", "acceleration_limits": "acceleration"}[field]
+        limits = ((getattr(self._mech, "joint_limits", None) or {}).get(self.name) or {}).get(kind)
         if limits is None:
             return np.full(self._n, -np.inf if which == 0 else np.inf)
-        return np.array(limits.lower if which == 0 else limits.upper, dtype=float)
+        return np.array(limits["lower"] if which == 0 else limits["upper"], dtype=float)
 
     def position_lower_limits(self) -> np.ndarray:
         return self._limits("limits", 0)

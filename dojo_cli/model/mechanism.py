@@ -273,13 +273,30 @@ class Actuator:
 
 
 # What a scene attaches to a mechanism for running it (Mechanism.with_run_setup).
-RUN_SETUP_FIELDS = ("scene", "scene_file", "default_options", "default_steps", "initial", "initial_t0", "controller",
-                    "external", "random_initial")
-"""``initial`` is Dojo's state [x, v15, q, w15] (the integrator's midpoint velocities into
-step 0); ``initial_t0`` the same pose with the velocities at t = 0 (the scene's initial
-velocities, docs/physics.md "Velocities at t0 and at the knots"), or None when not known.
+RUN_SETUP_FIELDS = ("source", "scene_file", "integrator", "default_options", "default_steps", "initial", "initial_t0",
+                    "initial_sources", "controller", "external", "random_initial", "random_intervals",
+                    "default_positions", "joint_limits")
+"""Plain data the scene builder derives; the builder never solves, so none of it is a
+solve's result.
+
+``initial`` is Dojo's state [x, v15, q, w15] (the integrator's midpoint velocities into
+step 0) when the scene gives it without a solve (``initial_velocity: midpoint``, or an rk4
+scene), else None; ``initial_t0`` the same pose with the velocities at t = 0 (the scene's
+initial velocities, docs/physics.md "Velocities at t0 and at the knots"), or None when not
+known. The midpoint state of a t0 scene is solved when a run starts or when asked
+(``simulation.initial.initial_state``, ``dojo.initial_state``); ``initial_sources`` are the
+fields its failure is blamed on. ``integrator``: "variational" or "rk4".
 ``random_initial``: the coordinates drawn for joints' random initial poses,
-{joint: {coordinate: value}} (docs/planar.md), or None."""
+{joint: {coordinate: value}} (docs/planar.md), or None; ``random_intervals``: {joint index:
+{coordinate: (low, high)}} the draws came from; ``default_positions``: (nf,) the joints'
+initial positions before any draw. ``joint_limits``: the joints' position, velocity and
+acceleration limits as the run file's root attribute records them (Drake's three pairs).
+
+``source`` is the one reference back to the description: the scene's SceneSource (file,
+field lines, overrides), so that a problem found after the build (a run's initial state,
+the minimal layer's refusals) names the file, line and field; the Mechanism reads nothing
+else from the scene.
+"""
 
 
 def _readonly(a) -> np.ndarray:
@@ -477,6 +494,7 @@ class Mechanism:
         for key in RUN_SETUP_FIELDS:
             self.__dict__[key] = None
         self.__dict__["external"] = ()
+        self.__dict__["integrator"] = "variational"
         for key, value in self.__dict__.items():
             if isinstance(value, np.ndarray):
                 value.flags.writeable = False
@@ -491,8 +509,7 @@ class Mechanism:
         object.__setattr__(self, name, value)
 
     def with_run_setup(self, **fields) -> Mechanism:
-        """A copy with the run set-up replaced (RUN_SETUP_FIELDS: scene, scene_file,
-        default_options, default_steps, initial, initial_t0, controller, external).
+        """A copy with the run set-up replaced (RUN_SETUP_FIELDS).
 
         The physics is unchanged, so the compiled core Model is shared; the copy gets
         its own scratch Data.
@@ -502,10 +519,11 @@ class Mechanism:
             raise TypeError(f"not run set-up fields: {', '.join(sorted(unknown))} (expected {', '.join(RUN_SETUP_FIELDS)})")
         out = copy.copy(self)
         out.__dict__.pop("_joint_handles", None)  # handles belong to the mechanism they were made for
+        out.__dict__.pop("_initial_state", None)  # solved from the old set-up (simulation.initial)
         if "initial" in fields and "initial_t0" not in fields:
             out.__dict__["initial_t0"] = None  # the old one belongs to the old initial state
         for key, value in fields.items():
-            if key in ("initial", "initial_t0") and value is not None:
+            if key in ("initial", "initial_t0", "default_positions") and value is not None:
                 value = _readonly(value)
             elif key == "external":
                 value = tuple(value or ())

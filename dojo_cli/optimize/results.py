@@ -91,7 +91,8 @@ def write_results(task: Task, result: OptimizeResult, out: Path, schedule: Path 
     Raises:
         StorageError: a file cannot be written (exit code 3).
     """
-    from dojo_cli.io.runs import run_scene, run_writer
+    from dojo_cli.simulation.run import run_scene
+    from dojo_cli.simulation.run_file import run_writer
     from dojo_cli.scene.builder import build_mechanism
     from dojo_cli.scene.loader import dump_scene, load_scene_spec
     from dojo_cli.scene.overrides import Override
@@ -119,7 +120,7 @@ def write_results(task: Task, result: OptimizeResult, out: Path, schedule: Path 
                                "meaning": f"u = u* + K (s - s*), s in {task.problem.representation} coordinates"}},
     )
     with writer:
-        run_scene(run_mech, N, _WithGains(writer, gains), integrator=spec.integrator, opts=run_mech.default_options)
+        run_scene(run_mech, N, _WithGains(writer, gains), opts=run_mech.default_options)
     return Written(storage=out, schedule=schedule)
 
 

@@ -50,6 +50,7 @@ from dojo_cli.optimize.ilqr import OptimizeOptions
 from dojo_cli.optimize.problem import REPRESENTATIONS, Feature, FeatureSet, Problem as OptProblem, feature_catalogue
 from dojo_cli.scene.overrides import Override
 from dojo_cli.scene.schema import value_text
+from dojo_cli.simulation.initial import initial_state
 
 KEYS = ("scene", "set", "horizon", "representation", "goal", "costs", "constraints", "initial_guess", "solver", "description")
 COST_KEYS = ("state", "input", "terminal", "targets", "reference")
@@ -398,7 +399,7 @@ def load_task(path: str | os.PathLike) -> Task:
     if r.problems:
         raise SceneError(r.problems)
     problem = OptProblem(
-        mech=mech, horizon=horizon, representation=representation, z0=mech.initial.copy(), stage=stage,
+        mech=mech, horizon=horizon, representation=representation, z0=initial_state(mech), stage=stage,
         terminal=terminal, effort=effort, effort_reference=np.zeros(mech.nu), lower=lower, upper=upper,
         opts=mech.default_options, terminal_equality=terminal_eq, path_inequality=path_ineq, targets=targets,
         reference=reference, slack=tuple(slack),

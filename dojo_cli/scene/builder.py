@@ -2,9 +2,14 @@
 
 The only place where the description (the scene specs) meets the numeric model.
 The built Mechanism carries what running the scene needs, its run set-up
-(Mechanism.with_run_setup): ``initial`` (13 nb,), ``default_options``
-(SolverOptions), ``controller``, ``external`` (ExternalForce tuple),
-``default_steps`` (int or None), ``scene`` (the SceneSpec) and ``scene_file``.
+(Mechanism.with_run_setup, model.mechanism.RUN_SETUP_FIELDS): ``initial_t0`` or
+``initial`` (13 nb,), ``default_options`` (SolverOptions), ``controller``, ``external``
+(ExternalForce tuple), ``default_steps`` (int or None), ``integrator``, ``source`` (the
+scene's SceneSource, for problems found later) and ``scene_file``.
+
+The builder is arithmetic on the description: it never solves. The midpoint state of a
+scene whose velocities are given at t = 0 is solved when a run starts
+(simulation.initial.initial_state), and a failure there is the run's error.
 
 Every quantity derived here from scene numbers (a body's inertia from its shape and
 mass, its weight, the initial maximal state from the joints' minimal coordinates, a
@@ -23,6 +28,7 @@ import numpy as np
 
 from dojo_cli.errors import Problem, SceneError
 from dojo_cli.io.tables import read_input_table
+from dojo_cli.model.compiled import ARMATURE_MESSAGE, unsupported_armature
 from dojo_cli.model.collisions import (
     BODY_SHAPES, GROUND, HALF_SPACE_SHAPES, UnsupportedPair, body_pair_contacts, half_space_contacts,
 )
@@ -32,9 +38,7 @@ from dojo_cli.physics.coordinates import constraint_violation, interleave_minima
 from dojo_cli.model.joint_types import JointType
 from dojo_cli.scene.dofs import held_frame
 from dojo_cli.scene.schema import GROUND_NAME, MAX_MAGNITUDE, MAX_STEPS, MIN_AMOUNT, RANDOM_COORDINATES
-from dojo_cli.simulation.initial import InitialStateError, midpoint_state
-from dojo_cli.simulation.step import ARMATURE_MESSAGE, unsupported_armature
-from dojo_cli.simulation.controller import (
+from dojo_cli.model.controller import (
     ClampedInputs, ConstantController, Controller, ExternalForce, PDController, ScheduleController,
 )
 from dojo_cli.solver.options import SolverOptions
@@ -180,14 +184,33 @@ def build_mechanism(spec, file: str | None = None) -> Mechanism:
     options = SolverOptions(**spec.solver.dump())
     controller = controller_from_spec(spec, mech, file)
     return mech.with_run_setup(
-        scene=spec,
+        source=spec.source,
         scene_file=file,
+        integrator=spec.integrator,
         default_options=options,
         default_steps=_steps(spec),
-        **initial_states_from_spec(spec, mech, file, controller, external, options),
+        **initial_states_from_spec(spec, mech, file),
         controller=controller,
         external=external,
+        joint_limits=joint_limits_record(spec),
     )
+
+
+def joint_limits_record(spec) -> dict:
+    """{joint: {"position" | "velocity" | "acceleration": {"lower": [...], "upper": [...]}}}
+    for the joints that set limits (Drake's three pairs; docs/planar.md): position limits
+    are enforced, velocity and acceleration limits stored and reported."""
+    out: dict = {}
+    for j in spec.joints:
+        entry = {}
+        for key, field in (("position", "limits"), ("velocity", "velocity_limits"),
+                           ("acceleration", "acceleration_limits")):
+            limits = getattr(j, field, None)
+            if limits is not None:
+                entry[key] = {"lower": [float(v) for v in limits.lower], "upper": [float(v) for v in limits.upper]}
+        if entry:
+            out[j.name] = entry
+    return out
 
 
 def _inertia_problem(inertia: np.ndarray, mass: float, derived: bool) -> str | None:
@@ -204,20 +227,8 @@ def _inertia_problem(inertia: np.ndarray, mass: float, derived: bool) -> str | N
 
 
 def _derived_problem(spec, sources: list[str], message: str) -> Problem:
-    """A problem with a quantity derived from the fields ``sources``.
-
-    Reported on the first source set by an override (on ``--set``, at the overridden
-    field, which may lie inside the source: ``bodies.0.shape.size``), else on the
-    first source's line in the file.
-    """
-    overridden = list(spec.source.overrides)
-    for path in sources:
-        for key in overridden:
-            if key == path or path.startswith(key + "."):
-                return spec.problem(path, message)
-            if key.startswith(path + "."):
-                return spec.problem(key, message)
-    return spec.problem(sources[0], message)
+    """A problem with a quantity derived from the fields ``sources`` (SceneSource.derived_problem)."""
+    return spec.source.derived_problem(sources, message)
 
 
 def _margin(value) -> float:
@@ -356,30 +367,34 @@ def _steps(spec) -> int | None:
     return None
 
 
-def initial_states_from_spec(spec, mech: Mechanism, file: str, controller: Controller | None = None,
-                             external=(), options: SolverOptions | None = None) -> dict[str, np.ndarray]:
-    """The run set-up's ``initial`` (Dojo's state, midpoint velocities) and ``initial_t0``
-    (the same pose with the velocities at t = 0): joint initial values (minimal
-    coordinates) root to leaves, then body overrides.
+def initial_states_from_spec(spec, mech: Mechanism, file: str) -> dict:
+    """The run set-up's initial state (model.mechanism.RUN_SETUP_FIELDS): joint initial
+    values (minimal coordinates) root to leaves, then body overrides, as ``initial_t0`` (the
+    velocities at t = 0, ``initial_velocity: t0``, the default: converted with the exact
+    velocity map) or ``initial`` (``midpoint``: Dojo's midpoint velocities, as given).
 
-    With ``initial_velocity: t0`` (the default) the velocities are at t = 0: the state
-    is converted with the exact velocity map, then turned into the integrator's midpoint
-    velocities by the first-step solve (simulation.initial, with the run's controller,
-    forces and solver options); with ``midpoint`` they are Dojo's midpoint velocities.
+    Nothing is solved here: the midpoint state of a t0 scene is found when a run starts
+    (simulation.initial.initial_state), which blames ``initial_sources`` when it fails.
     """
     theta = np.zeros(mech.nf)
     rate = np.zeros(mech.nf)
     rng = None  # random initial poses, joint order (docs/planar.md); made when one is drawn (numpy.random: ~5 ms to import)
     drawn: dict[str, dict[str, float]] = {}
+    intervals: dict[int, dict] = {}  # the joints' random intervals (JointHandle's), drawn or not
+    default_positions = np.zeros(mech.nf)  # the joints' initial positions before any draw
     for i, j in enumerate(spec.joints):
         r = mech.joint_free_range[i]
+        random = j.random_intervals()
+        if random:
+            intervals[i] = random
         if j.initial is not None:
             if j.initial.position is not None:
                 theta[r] = j.initial.position
+                default_positions[r] = j.initial.position
             if j.initial.velocity is not None and not j.locked:  # Drake's Lock zeroes a locked joint's velocities
                 rate[r] = j.initial.velocity
             names = RANDOM_COORDINATES.get(JointType(j.type), ())
-            for k, (low, high) in j.random_intervals().items():
+            for k, (low, high) in random.items():
                 if rng is None:
                     rng = np.random.default_rng(spec.seed)
                 value = float(rng.uniform(low, high))
@@ -404,42 +419,26 @@ def initial_states_from_spec(spec, mech: Mechanism, file: str, controller: Contr
                 "a body's initial pose moves its child away from the joint")
             problems.append(spec.problem(f"joints.{i}", f"joint {j.name!r} is violated by {v:.3g} in the initial state ({what})"))
         raise SceneError(problems)
-    random_initial = drawn or None
-    if mech.has_armature:
-        if spec.integrator == "rk4":
-            # rk4 starts from the velocities at t0; no variational midpoint state is made (its
-            # integrator may not model every rotor the minimal layer does)
-            return {"initial": z, "initial_t0": z if at_t0 else None, "random_initial": random_initial}
+    out = {"random_initial": drawn or None, "random_intervals": intervals, "default_positions": default_positions}
+    if mech.has_armature and spec.integrator != "rk4":
         bad = unsupported_armature(mech)
         if bad:
             raise SceneError([spec.problem(f"joints.{i}.armature", ARMATURE_MESSAGE) for i in bad])
     if not at_t0:
-        return {"initial": z, "initial_t0": None, "random_initial": random_initial}
-    try:
-        z_mid = midpoint_state(mech, z, controller, external, options)
-    except InitialStateError as exc:
-        # The first step is solved with the scene's timestep: the velocities at t0 and the
-        # step's length fail together (a body turning |omega| h of a radian or more in one
-        # step is beyond what one step's rotation can represent). Blame whichever of them was
-        # changed by an override (--set timestep=1 on a scene that runs at its own step is the
-        # timestep's fault), else the initial values' line; say how far the step turns.
-        sources = [f"bodies.{i}.initial" for i, b in enumerate(spec.bodies) if b.initial is not None]
-        sources += [f"joints.{i}.initial" for i, j in enumerate(spec.joints) if j.initial is not None]
-        if "timestep" in spec.source.overrides:
-            sources.insert(0, "timestep")
-        raise SceneError(_derived_problem(spec, sources or ["timestep"], _with_step(mech, z, str(exc)))) from None
-    return {"initial": z_mid, "initial_t0": z, "random_initial": random_initial}
-
-
-def _with_step(mech: Mechanism, z: np.ndarray, message: str) -> str:
-    """An initial-state problem with the step it was solved at and how far the fastest body
-    turns and moves in it (angular velocity in the body frame; its norm is the rate)."""
-    h = float(mech.timestep)
-    state = np.asarray(z, dtype=float).reshape(mech.nb, 13)
-    turn = float(np.max(np.linalg.norm(state[:, 10:13], axis=1))) * h
-    move = float(np.max(np.linalg.norm(state[:, 3:6], axis=1))) * h
-    return (f"at timestep {h:g} s (the fastest body turns {turn:.3g} rad and moves {move:.3g} m in one step), "
-            f"{message}, or take a smaller timestep")
+        return {**out, "initial": z, "initial_t0": None}
+    if spec.integrator == "rk4" and mech.has_armature:
+        # rk4 starts from the velocities at t0; no variational midpoint state is made (its
+        # integrator may not model every rotor the minimal layer does)
+        return {**out, "initial": z, "initial_t0": z}
+    # The first step is solved with the scene's timestep when a run starts: the velocities
+    # at t0 and the step's length fail together. Its failure blames whichever of them was
+    # changed by an override (--set timestep=1 on a scene that runs at its own step is the
+    # timestep's fault), else the initial values' lines.
+    sources = [f"bodies.{i}.initial" for i, b in enumerate(spec.bodies) if b.initial is not None]
+    sources += [f"joints.{i}.initial" for i, j in enumerate(spec.joints) if j.initial is not None]
+    if "timestep" in spec.source.overrides:
+        sources.insert(0, "timestep")
+    return {**out, "initial": None, "initial_t0": z, "initial_sources": tuple(sources or ["timestep"])}
 
 
 def _initial_state_problems(spec, mech: Mechanism, z: np.ndarray) -> list[Problem]:

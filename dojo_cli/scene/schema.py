@@ -1284,6 +1284,28 @@ class SceneSource:
             return Problem(file, line, self.overrides[key] + path[len(key) :], message)
         return Problem(self.file, self.line(path), path, message)
 
+    def derived_problem(self, sources: list[str], message: str) -> Problem:
+        """A problem with a quantity derived from the fields ``sources``.
+
+        Reported on the first source set by an override (on ``--set``, at the overridden
+        field, which may lie inside the source: ``bodies.0.shape.size``), else on the
+        first source's line in the file.
+        """
+        for path in sources:
+            for key in self.overrides:
+                if key == path or path.startswith(key + "."):
+                    return self.problem(path, message)
+                if key.startswith(path + "."):
+                    return self.problem(key, message)
+        return self.problem(sources[0], message)
+
+    def resolve_path(self, path: str | os.PathLike) -> Path:
+        """Absolute path of a file named in the scene (relative to the scene's folder)."""
+        candidate = Path(path).expanduser()
+        if candidate.is_absolute():
+            return candidate
+        return Path(os.path.abspath((self.base_dir or Path.cwd()) / candidate))
+
 
 def _format_version(value: Any) -> Any:
     if isinstance(value, bool) or value != 1:
@@ -1508,10 +1530,7 @@ class SceneSpec(Spec):
 
     def resolve_path(self, path: str | os.PathLike) -> Path:
         """Absolute path of a file named in the scene (relative to the scene's folder)."""
-        candidate = Path(path).expanduser()
-        if candidate.is_absolute():
-            return candidate
-        return Path(os.path.abspath((self.base_dir or Path.cwd()) / candidate))
+        return self.source.resolve_path(path)
 
     def with_source(self, source: SceneSource) -> SceneSpec:
         """A copy that remembers ``source``, with ``controller.file`` made absolute."""

@@ -9,6 +9,11 @@ velocities, half of the first step's impulses (gravity, springs, dampers, inputs
 joint and contact impulses) counted over [0, h/2]. The regular step from the result is
 then the run's first step, so the API (``dojo.initial_state``), the CLI and storage
 agree: a storage file's ``v[0]`` is the velocity at t = 0, to the solver's tolerance.
+
+``initial_state`` is where a run (or ``dojo.initial_state``) gets its state: the scene
+builder never solves, so a scene whose velocities are given at t = 0 has its midpoint
+state found here, the first time it is asked for, and a failure is the run's error
+(SolverError, naming the scene's fields the state came from).
 """
 
 from __future__ import annotations
@@ -16,9 +21,10 @@ from __future__ import annotations
 import numpy as np
 
 from dojo_cli import _core
-from dojo_cli.errors import from_core
+from dojo_cli.errors import SolverError, from_core
 from dojo_cli.model.mechanism import Mechanism
-from dojo_cli.simulation.controller import Controller, ExternalForce, external_wrench
+from dojo_cli.model.controller import Controller, ExternalForce, external_wrench
+from dojo_cli.physics.coordinates import minimal_to_maximal
 from dojo_cli.simulation.step import core_options, refuse_armature
 from dojo_cli.solver.options import DOJO_DEFAULTS, SolverOptions
 from dojo_cli.solver.status import STATUS_FROM_CODE
@@ -108,6 +114,49 @@ def midpoint_state(
     return z
 
 
+def initial_state(mech: Mechanism) -> np.ndarray:
+    """The scene's initial maximal state (13 nb,) in the integrator's layout [x, v15, q, w15]
+    per body: the built ``initial`` when the scene gives it without a solve, else the
+    midpoint state of ``initial_t0`` (``midpoint_state`` with the scene's controller,
+    external forces and solver options), solved once per mechanism and kept on it; a
+    mechanism built in Python without an initial state starts at zero minimal coordinates.
+
+    Raises:
+        SolverError: the velocities at t = 0 give no first step at the scene's timestep,
+            naming the scene's fields they came from (file, line; ``--set`` when an
+            override set them).
+    """
+    if mech.initial is not None:
+        return np.array(mech.initial, dtype=float)
+    if mech.initial_t0 is None:
+        return minimal_to_maximal(mech, np.zeros(mech.minimal_dimension()))
+    cached = mech.__dict__.get("_initial_state")  # (with_run_setup drops it with the set-up it came from)
+    if cached is None:
+        opts = mech.default_options or DOJO_DEFAULTS
+        try:
+            cached = midpoint_state(mech, mech.initial_t0, mech.controller, mech.external, opts)
+        except InitialStateError as exc:
+            message = _with_step(mech, mech.initial_t0, str(exc))
+            source = mech.source
+            if source is None:
+                raise SolverError(f"mechanism {mech.name!r}: initial state: {message}") from None
+            raise SolverError(str(source.derived_problem(list(mech.initial_sources or ("timestep",)), message))) from None
+        cached.flags.writeable = False
+        mech.__dict__["_initial_state"] = cached
+    return np.array(cached, dtype=float)
+
+
+def _with_step(mech: Mechanism, z: np.ndarray, message: str) -> str:
+    """An initial-state problem with the step it was solved at and how far the fastest body
+    turns and moves in it (angular velocity in the body frame; its norm is the rate)."""
+    h = float(mech.timestep)
+    state = np.asarray(z, dtype=float).reshape(mech.nb, 13)
+    turn = float(np.max(np.linalg.norm(state[:, 10:13], axis=1))) * h
+    move = float(np.max(np.linalg.norm(state[:, 3:6], axis=1))) * h
+    return (f"at timestep {h:g} s (the fastest body turns {turn:.3g} rad and moves {move:.3g} m in one step), "
+            f"{message}, or take a smaller timestep")
+
+
 def _momentum_scale(mech: Mechanism, z_t0: np.ndarray) -> float:
     """The largest of the bodies' momenta at t0 (N s, N m s) and one step's weight impulse."""
     s = z_t0.reshape(mech.nb, 13)
@@ -119,4 +168,4 @@ def _momentum_scale(mech: Mechanism, z_t0: np.ndarray) -> float:
     return scale
 
 
-__all__ = ["InitialStateError", "midpoint_state"]
+__all__ = ["InitialStateError", "initial_state", "midpoint_state"]

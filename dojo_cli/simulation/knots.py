@@ -7,7 +7,11 @@ sides of it, so the last state of each block of the run loop can only be extrapo
 next step's impulses taken as the last one's), and is revised with the next block, or
 exactly at the end of a normal run, when the loop takes one more step (not stored). The
 physics is the core's (physics.energy.knot_velocities; the rk4 integrator's states carry
-their knot velocities already, simulation.rk4_run.knot_identity): the writer only stores.
+their knot velocities already, simulation.integrators.knot_identity): the writer only stores.
+This is the one place a run's knot velocities (v, omega, minimal/v at t_k) are handed to its
+writer, a storage file or ``dojo.simulate``'s Trajectory alike (simulation.run.run_scene):
+derived here, or taken from the block when the integrator's one core call for it computed
+them with the steps (``StepBlock.knot``: the same core functions on the same states).
 """
 
 from __future__ import annotations
@@ -16,13 +20,14 @@ import numpy as np
 
 from dojo_cli.model.mechanism import Mechanism
 from dojo_cli.physics.energy import knot_velocities
+from dojo_cli.simulation.integrators import knot_identity
 
 
 class KnotRows:
     """A RunWriter (simulation.run) in front of a knot file's writer (io.storage's
-    StorageWriter with ``velocities="knot"``, or anything with its ``write_initial``,
-    ``write_block`` and ``revise_last_state``): each state goes on with its velocities at
-    the knot and the midpoint ones beside them.
+    StorageWriter with ``velocities="knot"``, simulation.trajectory's TrajectoryRecorder, or
+    anything with their ``write_initial``, ``write_block`` and ``revise_last_state``): each
+    state goes on with its velocities at the knot and the midpoint ones beside them.
 
     Args:
         mech: the mechanism of the run.
@@ -34,15 +39,10 @@ class KnotRows:
     def __init__(self, mech: Mechanism, writer, exact: bool = False):
         self.mech = mech
         self.writer = writer
-        if exact:
-            from dojo_cli.simulation.rk4_run import knot_identity  # (the minimal-coordinate modules: rk4 runs only)
-
-            self._knots = knot_identity
-        else:
-            self._knots = knot_velocities
+        self._knots = knot_identity if exact else knot_velocities
         self._last: tuple[np.ndarray, ...] | None = None  # x, q, v_mid, omega_mid of the last state handed on
 
-    def write_initial(self, time: float, x, q, v, omega, minimal_q, minimal_v) -> None:
+    def write_initial(self, time: float, x, q, v, omega, minimal_q) -> None:
         """State 0 (``v``, ``omega``: midpoint velocities), its knot velocities extrapolated
         (no step yet: no impulse)."""
         x, q, v, omega = (np.asarray(a, dtype=float) for a in (x, q, v, omega))
@@ -54,10 +54,13 @@ class KnotRows:
         """A block of steps (simulation.run.StepBlock) with its extras (joint impulses,
         complementarity, contacts, per-step gradients); the state before it revised."""
         x, v, q, w = block.state_parts(mech.nb)
-        x0, q0, v0, w0 = self._last
-        # the state before the block (extrapolated when handed on) and the block's own
-        kv, kw, kmv = self._knots(mech, np.concatenate([x0[None], x]), np.concatenate([q0[None], q]),
-                                  np.concatenate([v0[None], v]), np.concatenate([w0[None], w]), True)
+        if block.knot is not None:  # computed by the core with the steps (the same functions)
+            kv, kw, kmv = block.knot
+        else:
+            x0, q0, v0, w0 = self._last
+            # the state before the block (extrapolated when handed on) and the block's own
+            kv, kw, kmv = self._knots(mech, np.concatenate([x0[None], x]), np.concatenate([q0[None], q]),
+                                      np.concatenate([v0[None], v]), np.concatenate([w0[None], w]), True)
         self.writer.revise_last_state(kv[0], kw[0], kmv[0])
         self.writer.write_block(mech, block, knot=(kv[1:], kw[1:], kmv[1:]))
         self._last = (x[-1].copy(), q[-1].copy(), v[-1].copy(), w[-1].copy())

@@ -1,19 +1,19 @@
-"""The run loop: a scene's steps into a writer, in blocks (the one loop of the library).
+"""The run loop and the run driver: a scene's steps into a writer, in blocks (the one loop
+of the library, for every integrator).
 
-``run`` steps a mechanism with its controller and external forces, records every
-step (state, minimal coordinates computed by the core for the whole block at once,
-inputs, solver record, joint impulses, contacts, optionally each step's gradients)
-and hands blocks of steps to a writer: the HDF5 StorageWriter (``dojo simulate``),
-the in-memory TrajectoryRecorder (``dojo.simulate``), or anything with the same two
-methods (a sweep's writer). It reports progress per block and stops cleanly on
-Ctrl-C (the writer has every completed step) or, if asked, at the first failed step.
+``run_scene`` is the one driver, used by ``dojo simulate`` (into the HDF5 StorageWriter,
+simulation.run_file), ``dojo.simulate`` (into the in-memory TrajectoryRecorder,
+simulation.trajectory), sweeps and optimised runs: it makes the scene's integrator
+(``integrator_for``: a strategy of simulation.integrators) from the scene's initial state
+or a stored start, puts the knot velocities in front of the writer (simulation.knots:
+the one place they are derived), and runs ``run``.
 
-Open-loop runs (no controller, a constant or a scheduled one, no external forces,
-no per-step gradients, no iteration log) are stepped by the core a block at a time
-(one call per block, ``_core.rollout``); closed-loop ones (a PD or a Python
-controller, external forces) cross into the core once per step, as the controller
-must see each state. Blocks are sized to take about BLOCK_SECONDS, so a slow
-mechanism still reports progress and reacts to Ctrl-C promptly.
+``run`` is the one loop: it hands the writer the initial state, then asks the integrator
+for blocks of steps (``Integrator.advance``) and hands each on, reports progress and calls
+``on_block`` per block (a live viewer's hook), stops cleanly on Ctrl-C (the writer has
+every completed block) or, if asked, at the first failed step. Blocks are sized to take
+about BLOCK_SECONDS (step_blocks), so a slow mechanism still reports progress and reacts
+to Ctrl-C promptly; an integrator that must see each state steps one at a time.
 """
 
 from __future__ import annotations
@@ -21,95 +21,59 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
 from dojo_cli import _core
-from dojo_cli.errors import SolverError, from_core
+from dojo_cli.errors import SolverError
+from dojo_cli.model.controller import Controller, ExternalForce
 from dojo_cli.model.mechanism import Mechanism
 from dojo_cli.model.state import unpack_maximal
 from dojo_cli.physics.coordinates import minimal_velocities
-from dojo_cli.physics.energy import knot_velocities
-from dojo_cli.simulation.controller import (
-    ConstantController, Controller, ExternalForce, ScheduleController, external_wrench,
+from dojo_cli.simulation.initial import initial_state
+# the storage attribute `integrator` of each run, the block the integrators hand on
+from dojo_cli.simulation.integrators import (  # noqa: F401 (re-exported: every run imports them from here)
+    RK4_INTEGRATOR, SINGULAR, VARIATIONAL_INTEGRATOR, Rk4, StepBlock, Variational,
 )
-from dojo_cli.simulation.step import core_options, refuse_armature, singular_message, solve_step
-from dojo_cli.solver.options import DOJO_DEFAULTS, SolverOptions
+from dojo_cli.simulation.knots import KnotRows
+from dojo_cli.simulation.step import singular_message
+from dojo_cli.solver.options import SolverOptions
 from dojo_cli.solver.status import STATUS_FROM_CODE, SolverStatus
+
+if TYPE_CHECKING:  # (state_files is read only by runs that start from a stored one)
+    from dojo_cli.io.state_files import StoredStart
 
 # Aim for blocks of about this many seconds of stepping (progress and Ctrl-C latency).
 BLOCK_SECONDS = 0.05
 # First block, and the largest (memory of a block's arrays).
 FIRST_BLOCK = 16
 MAX_BLOCK = 4096
-STATUS_TEXT = np.array([s.value for s in STATUS_FROM_CODE])
-_SINGULAR = STATUS_FROM_CODE.index(SolverStatus.SINGULAR_MATRIX)
-
-# The storage attribute `integrator` of a run: Dojo's variational integrator (this loop) or
-# the Munthe-Kaas RK4 in minimal coordinates (simulation/rk4_run.py).
-VARIATIONAL_INTEGRATOR = "dojo-variational-midpoint"
-RK4_INTEGRATOR = "munthe-kaas-rk4"
 
 
-@dataclass
-class StepBlock:
-    """Consecutive steps k0 .. k0 + n - 1 and the states they reach (arrays over steps).
+class Integrator(Protocol):
+    """A run's integrator (the strategy the loop drives; simulation.integrators says what
+    each member means and holds the two there are)."""
 
-    Attributes:
-        k0: index of the first step.
-        time: (n,) time of each reached state (s).
-        z: (n, 13 nb) reached maximal states [x, v, q, w] per body.
-        minimal_q, minimal_v: (n, nf) minimal coordinates and velocities of those states.
-        inputs: (n, nu) inputs applied during each step.
-        iterations, residual, status_code, complementarity: (n,) solver record.
-        impulses: (n, nl) joint impulses.
-        contact_distance, contact_normal_impulse: (n, nc); contact_friction_impulse,
-            contact_slip: (n, nc, 2) (empty without contacts).
-        gradients: per-step gradient datasets (``gradients/A`` (n, 12 nb, 12 nb), ...), if asked.
-    """
+    name: str
+    exact_knots: bool
+    initial: tuple[np.ndarray, np.ndarray]
+    fast: bool
 
-    k0: int
-    time: np.ndarray
-    z: np.ndarray
-    minimal_q: np.ndarray
-    minimal_v: np.ndarray
-    inputs: np.ndarray
-    iterations: np.ndarray
-    residual: np.ndarray
-    status_code: np.ndarray
-    complementarity: np.ndarray
-    impulses: np.ndarray
-    contact_distance: np.ndarray
-    contact_normal_impulse: np.ndarray
-    contact_friction_impulse: np.ndarray
-    contact_slip: np.ndarray
-    gradients: dict[str, np.ndarray] = field(default_factory=dict)
-    # (n,) per singular_matrix step the Newton-matrix node with the zero pivot (-1 otherwise)
-    singular_node: np.ndarray | None = None
+    def advance(self, k: int, n: int) -> tuple[StepBlock | None, str | None]: ...
 
-    @property
-    def n(self) -> int:
-        return len(self.time)
-
-    @property
-    def status(self) -> np.ndarray:
-        """(n,) status strings (SolverStatus values)."""
-        return STATUS_TEXT[self.status_code]
-
-    def state_parts(self, nb: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """x (n, nb, 3), v (n, nb, 3), q (n, nb, 4), omega (n, nb, 3) views of z."""
-        s = self.z.reshape(self.n, nb, 13)
-        return s[:, :, 0:3], s[:, :, 3:6], s[:, :, 6:10], s[:, :, 10:13]
+    def ahead(self, k: int) -> tuple[np.ndarray, np.ndarray] | None: ...
 
 
 class RunWriter(Protocol):
-    """Where a run goes: the initial state, then blocks of steps (states in Dojo's layout,
-    midpoint velocities). A writer may also have ``set_final_midpoint(v, omega)``: the
-    midpoint velocities (nb, 3) of one step past the last state, which the run loop hands
-    at the end of a run so that the last state's knot velocities are exact."""
+    """Where the loop's run goes: the initial state, then blocks of steps, in the
+    integrator's velocities (midpoint ones, or the knot ones of an ``exact_knots``
+    integrator). A writer may also have ``set_final_midpoint(v, omega)``: the midpoint
+    velocities (nb, 3) of one step past the last state, which the loop hands at the end of
+    a run so that the last state's knot velocities are exact (simulation.knots.KnotRows,
+    which ``run_scene`` puts in front of a storage file or a TrajectoryRecorder)."""
 
-    def write_initial(self, time: float, x, q, v, omega, minimal_q, minimal_v) -> None: ...
+    def write_initial(self, time: float, x, q, v, omega, minimal_q) -> None: ...
 
     def write_block(self, mech: Mechanism, block: StepBlock) -> None: ...
 
@@ -132,7 +96,7 @@ class RunSummary:
 
     def add(self, block: StepBlock) -> None:
         if self.first_singular is None and block.singular_node is not None:
-            hits = np.flatnonzero(block.status_code == _SINGULAR)
+            hits = np.flatnonzero(block.status_code == SINGULAR)
             if hits.size:
                 self.first_singular = (block.k0 + int(hits[0]), int(block.singular_node[hits[0]]))
         self.steps += block.n
@@ -153,7 +117,8 @@ def minimal_state(mech: Mechanism, z: np.ndarray, before: tuple[np.ndarray, np.n
 
     Angle coordinates (a joint's only rotation) are unwrapped through turns as the steps
     measure them (``_core.unwrapped_coordinates``, docs/storage.md): from ``before`` =
-    (the state before z[0], its minimal coordinates), or as a run's first state.
+    (the state before z[0], its minimal coordinates), or as a run's first state. The
+    velocities are the backward differences of midpoint states (physics.coordinates).
     """
     z = np.ascontiguousarray(z, dtype=float).reshape(-1, 13 * mech.nb)
     if before is None:
@@ -163,20 +128,6 @@ def minimal_state(mech: Mechanism, z: np.ndarray, before: tuple[np.ndarray, np.n
                                         np.ascontiguousarray(before[1], dtype=float))
     v = minimal_velocities(mech, z)
     return np.asarray(q).reshape(len(z), mech.nf), np.asarray(v).reshape(len(z), mech.nf)
-
-
-def _open_loop_inputs(mech: Mechanism, controller: Controller | None, k0: int, n: int) -> np.ndarray | None:
-    """(n, nu) inputs of steps k0.. for an open-loop controller, None for zero."""
-    if controller is None or type(controller) is Controller:
-        return None
-    if isinstance(controller, ConstantController):
-        return np.ascontiguousarray(np.broadcast_to(np.asarray(controller.u, float).reshape(1, -1), (n, mech.nu)))
-    rows = [controller(mech, k, None) for k in range(k0, k0 + n)]  # a schedule reads its table only
-    return np.ascontiguousarray(np.asarray(rows, dtype=float).reshape(n, mech.nu))
-
-
-def _is_open_loop(controller: Controller | None) -> bool:
-    return controller is None or type(controller) in (Controller, ConstantController, ScheduleController)
 
 
 def step_blocks(steps: int, adaptive: bool) -> Iterator[tuple[int, int]]:
@@ -203,251 +154,151 @@ def run(
     mech: Mechanism,
     steps: int,
     writer: RunWriter,
+    integrator: Integrator,
+    *,
+    start_step: int = 0,
+    abort_on_failure: bool = False,
+    progress: Callable[[int], None] | None = None,
+    on_block: Callable[[StepBlock], None] | None = None,
+) -> RunSummary:
+    """Run ``steps`` steps of ``integrator`` into ``writer`` (the one loop).
+
+    Args:
+        mech: the mechanism.
+        steps: number of steps.
+        writer: receives the initial state, then blocks of steps (RunWriter).
+        integrator: the run's integrator, made for it (simulation.integrators), from the
+            state it starts at.
+        start_step: the number of the initial state's step: the run's steps are
+            start_step, start_step + 1, ... at t = step h (the controller's step, the
+            external forces' time, the stored time axis). A run continued from knot K of
+            another (``dojo simulate --from``) starts at that knot's step.
+        abort_on_failure: stop after the first failed step (written) and raise SolverError.
+        progress: called with the number of steps completed after each block.
+        on_block: called with each block once it is written (a live viewer's frames).
+
+    Returns:
+        The run's summary. KeyboardInterrupt propagates after the completed steps
+        were handed to the writer (a block is written whole or not at all).
+
+    Raises:
+        SolverError: a failed step with ``abort_on_failure``, or an integrator that cannot
+            go on (the rk4 state no longer finite); the steps before it are written.
+    """
+    h = mech.timestep
+    summary = RunSummary()
+    started = time.perf_counter()
+    z0, mq0 = integrator.initial
+    x, v, q, w = unpack_maximal(z0, mech.nb)
+    writer.write_initial(start_step * h, x, q, v, w, mq0)
+    for k_run, n in step_blocks(steps, integrator.fast):
+        block, stop = integrator.advance(start_step + k_run, n)
+        done = 0 if block is None else block.n
+        if done:
+            writer.write_block(mech, block)
+            summary.add(block)
+            if on_block is not None:
+                on_block(block)
+        if stop is not None:
+            raise SolverError(stop)
+        if progress is not None:
+            progress(k_run + done)
+        failed = np.flatnonzero(block.status_code) if done else ()
+        if abort_on_failure and len(failed):
+            raise SolverError(_failure(mech, block, int(failed[0])))
+    final = getattr(writer, "set_final_midpoint", None)
+    if final is not None:
+        ahead = integrator.ahead(start_step + steps)
+        if ahead is not None:
+            final(*ahead)
+    summary.wall = time.perf_counter() - started
+    return summary
+
+
+def _failure(mech: Mechanism, block: StepBlock, i: int) -> str:
+    """What went wrong at step i of a block (abort_on_failure's message)."""
+    k = block.k0 + i
+    status = STATUS_FROM_CODE[int(block.status_code[i])]
+    why = status.message
+    if status is SolverStatus.SINGULAR_MATRIX and block.singular_node is not None:
+        why = f"could not factorise the Newton matrix ({singular_message(mech, int(block.singular_node[i]))})"
+    return f"step {k} (t = {k * mech.timestep:.6g} s): the solver {why} (residual {block.residual[i]:.3e})"
+
+
+def integrator_for(
+    mech: Mechanism,
     *,
     z0: np.ndarray | None = None,
     controller: Controller | None = None,
     opts: SolverOptions | None = None,
     external: list[ExternalForce] | tuple = (),
     gradients: tuple[str, ...] = (),
+    log=None,
+    start: StoredStart | None = None,
     abort_on_failure: bool = False,
+) -> Integrator:
+    """The scene's integrator (``mech.integrator``: "variational" or "rk4") made for a run
+    from ``z0`` (variational only), ``start`` (a stored run's knot: the variational
+    integrator takes its midpoint state, warm start and unwrapped angles, so the steps are
+    the first run's to the solver's tolerance; rk4 takes the knot's velocities) or the
+    scene's initial state (simulation.initial.initial_state; rk4: minimal.init_state)."""
+    if mech.integrator == "rk4":
+        if start is None:
+            return Rk4(mech, controller=controller)
+        return Rk4(mech, controller=controller, knot=start.knot, angles=start.angles)
+    kwargs = {}
+    if start is not None:
+        kwargs = dict(warm_start=start.warm_start, angles=start.angles)
+        z0 = start.z
+    elif z0 is None:
+        z0 = initial_state(mech)
+    return Variational(mech, z0, controller=controller, opts=opts, external=external, gradients=gradients, log=log,
+                       abort_on_failure=abort_on_failure, **kwargs)
+
+
+def run_scene(
+    mech: Mechanism,
+    steps: int,
+    writer,
+    *,
+    z0: np.ndarray | None = None,
+    controller: Controller | None = None,
+    opts: SolverOptions | None = None,
+    external: list[ExternalForce] | tuple | None = None,
+    gradients: tuple[str, ...] = (),
+    abort_on_failure: bool = False,
+    log=None,
     progress: Callable[[int], None] | None = None,
-    log: Callable[[dict], None] | None = None,
-    start_step: int = 0,
-    warm_start: np.ndarray | None = None,
-    angles: np.ndarray | None = None,
+    start: StoredStart | None = None,
+    on_block: Callable[[StepBlock], None] | None = None,
 ) -> RunSummary:
-    """Run ``steps`` steps from z0 into ``writer``.
+    """``steps`` steps of the scene's integrator into ``writer`` (the one run driver).
+
+    ``writer`` takes states with their velocities at the knots (a StorageWriter of a knot
+    file, a TrajectoryRecorder): the loop's states go through simulation.knots.KnotRows.
 
     Args:
-        mech: the mechanism.
+        mech: the mechanism (a scene's: its integrator, initial state, controller, forces).
         steps: number of steps.
-        writer: receives the initial state, then blocks of steps (RunWriter).
-        z0: (13 nb,) initial state (default: the scene's).
-        controller: input law (None: zero inputs).
-        opts: solver options (default: Dojo's).
-        external: external forces (ExternalForce).
-        gradients: "state" and/or "input": store each step's A and/or B, taken on the
-            step's own solve (gradients/A, gradients/B, gradients/kappa).
-        abort_on_failure: stop after the first failed step (written) and raise SolverError.
+        writer: a knot writer (``write_initial(..., v_mid=, omega_mid=)``, ``write_block(mech,
+            block, knot=)``, ``revise_last_state``).
+        z0: (13 nb,) initial state in Dojo's layout (default: the scene's); not with ``start``.
+        controller: input law (default: the scene's; a Controller() for zero inputs).
+        opts: solver options (default: Dojo's); external: forces (default: the scene's).
+        gradients: "state" and/or "input": each step's A and/or B (variational only).
+        abort_on_failure: stop after the first failed step and raise SolverError.
+        log: receives one dict per solver iteration (--verbose).
         progress: called with the number of steps completed after each block.
-        log: receives one dict per solver iteration (--verbose); steps one at a time.
-        start_step: the number of z0's step: the run's steps are start_step,
-            start_step + 1, ... at t = step h (the controller's step, the external forces'
-            time, the stored time axis). A run continued from knot K of another (``dojo
-            simulate --from``) starts at that knot's step, so that its steps are the ones the
-            first run would have taken.
-        warm_start: (nl,) joint impulses the first solve starts from (default zeros): a
-            continued run's of the step that reached z0, as the first run's next solve had.
-        angles: (nf,) z0's minimal coordinates with its revolute angles unwrapped through
-            turns (a stored run's minimal/q): where the first step measures limits from and
-            the stored minimal/q continues from (default: z0's, as a run's first state).
-
-    Returns:
-        The run's summary. KeyboardInterrupt propagates after the completed steps
-        were handed to the writer (a block is written whole or not at all).
+        start: a stored run's knot to go on from (io.state_files.StoredStart, ``--from``).
+        on_block: called with each block once written (simulation.run.run).
     """
-    opts = opts or DOJO_DEFAULTS
-    z = np.array(mech.initial if z0 is None else z0, dtype=float).reshape(-1)
-    if z.shape != (13 * mech.nb,):
-        raise ValueError(f"initial state must have {13 * mech.nb} entries, got {z.size}")
-    h = mech.timestep
-    summary = RunSummary()
-    started = time.perf_counter()
-    mq, mv = minimal_state(mech, z[None])
-    refuse_armature(mech)
-    data = _core.Data(mech.core)  # this run's scratch; its angle_ref carries the limits' winding
-    if angles is not None:
-        mq[0] = np.asarray(angles, dtype=float).reshape(mech.nf)
-        data.angle_ref[:] = mq[0]
-    x, v, q, w = unpack_maximal(z, mech.nb)
-    writer.write_initial(start_step * h, x, q, v, w, mq[0], mv[0])
-    before = (z, mq[0])  # the state before the next block, its minimal coordinates
-    lam = np.zeros(mech.nl) if warm_start is None else np.array(warm_start, dtype=float).reshape(mech.nl)
-    fast = _is_open_loop(controller) and not external and not gradients and log is None
-    for k_run, n in step_blocks(steps, fast):
-        k = start_step + k_run
-        if fast:
-            inputs = _open_loop_inputs(mech, controller, k, n)
-            try:
-                out = _core.rollout(mech.core, data, z, n, inputs, lam, core_options(opts), abort_on_failure)
-            except (ValueError, TypeError, RuntimeError) as exc:
-                raise from_core(exc, "run") from None
-            n = out["steps"]
-            if inputs is None:
-                inputs = np.zeros((n, mech.nu))
-            out = {key: value[:n] for key, value in out.items() if key != "steps"}
-            result = _block(mech, k, h, out, inputs[:n], before)
-        else:
-            result = _closed_loop_step(mech, data, k, z, lam, controller, opts, external, gradients, log, before)
-        writer.write_block(mech, result)
-        summary.add(result)
-        z = result.z[-1].copy()
-        before = (z, result.minimal_q[-1])
-        if progress is not None:
-            progress(k_run + result.n)
-        failed = np.flatnonzero(result.status_code)
-        if abort_on_failure and failed.size:
-            kf = result.k0 + int(failed[0])
-            status = STATUS_FROM_CODE[int(result.status_code[failed[0]])]
-            why = status.message
-            if status is SolverStatus.SINGULAR_MATRIX and result.singular_node is not None:
-                why = f"could not factorise the Newton matrix ({singular_message(mech, int(result.singular_node[failed[0]]))})"
-            raise SolverError(f"step {kf} (t = {kf * h:.6g} s): the solver {why} (residual {result.residual[failed[0]]:.3e})")
-    final = getattr(writer, "set_final_midpoint", None)
-    if final is not None:
-        # one step past the end (not stored): the last state's outgoing midpoint
-        # velocities, for its knot velocities (docs/physics.md)
-        ahead = _closed_loop_step(mech, data, start_step + steps, z, lam.copy(), controller, opts, external, (), None, before)
-        if ahead.status_code[0] == 0:
-            _, v_next, _, w_next = ahead.state_parts(mech.nb)
-            final(v_next[0], w_next[0])
-    summary.wall = time.perf_counter() - started
-    return summary
+    controller = mech.controller if controller is None else controller
+    external = tuple(mech.external if external is None else external)
+    integrator = integrator_for(mech, z0=z0, controller=controller, opts=opts, external=external,
+                                gradients=tuple(gradients), log=log, start=start, abort_on_failure=abort_on_failure)
+    return run(mech, steps, KnotRows(mech, writer, exact=integrator.exact_knots), integrator,
+               start_step=0 if start is None else start.step, abort_on_failure=abort_on_failure, progress=progress,
+               on_block=on_block)
 
 
-def _block(mech: Mechanism, k0: int, h: float, out: dict, inputs: np.ndarray, before) -> StepBlock:
-    n = len(out["states"])
-    mq, mv = minimal_state(mech, out["states"], before)
-    return StepBlock(
-        k0=k0,
-        time=(k0 + 1 + np.arange(n)) * h,
-        z=out["states"],
-        minimal_q=mq,
-        minimal_v=mv,
-        inputs=np.asarray(inputs, dtype=float).reshape(n, mech.nu),
-        iterations=out["iterations"],
-        residual=out["residual"],
-        status_code=out["status"],
-        complementarity=out["complementarity"],
-        impulses=out["impulses"],
-        contact_distance=out["contact_distance"],
-        contact_normal_impulse=out["contact_normal_impulse"],
-        contact_friction_impulse=out["contact_friction_impulse"],
-        contact_slip=out["contact_slip"],
-        singular_node=out.get("singular_node"),
-    )
-
-
-def _closed_loop_step(mech, data, k, z, lam, controller, opts, external, gradients, log, before) -> StepBlock:
-    """One step whose inputs or forces depend on the state (or with gradients or a log)."""
-    h = mech.timestep
-    u = np.zeros(mech.nu) if controller is None else np.asarray(controller(mech, k, z), dtype=float).reshape(-1)
-    f_ext = tau_ext = None
-    if external:
-        f_ext, tau_ext = external_wrench(mech, list(external), k * h, z.reshape(mech.nb, 13)[:, 6:10])
-    z_next, result = solve_step(mech, z, u, opts, f_ext, tau_ext, lam0=lam, log=log, data=data)
-    lam[:] = result.w[6 * mech.nb : 6 * mech.nb + mech.nl]
-    _core.advance_angles(mech.core, data)  # where the next step's limit rows measure from
-    out = {
-        "states": z_next[None],
-        "iterations": np.array([result.iterations]),
-        "residual": np.array([result.residual]),
-        "status": np.array([STATUS_FROM_CODE.index(result.status)]),
-        "complementarity": np.array([result.complementarity]),
-        "impulses": lam.copy()[None],
-        "contact_distance": data.contact_distance.copy()[None],
-        "contact_normal_impulse": data.contact_normal_impulse.copy()[None],
-        "contact_friction_impulse": data.contact_friction_impulse.copy()[None],
-        "contact_slip": data.contact_slip.copy()[None],
-        "singular_node": np.array([data.singular_node]),
-    }
-    block = _block(mech, k, h, out, u[None], before)
-    if gradients:
-        # on this step's own solve (data still holds it): no re-solve
-        try:
-            A, B, _, kappa = _core.gradients(mech.core, data, "state" in gradients, "input" in gradients, [], -1.0)
-        except RuntimeError:
-            # the Newton matrix at the solution is exactly singular: no derivative there. The
-            # step is a failed step (singular_matrix, naming the block), its gradients NaN.
-            block.status_code[0] = _SINGULAR
-            block.singular_node[0] = data.singular_node
-            nan = np.full((12 * mech.nb, 12 * mech.nb), np.nan)
-            A = nan if "state" in gradients else None
-            B = np.full((12 * mech.nb, mech.nu), np.nan) if "input" in gradients else None
-            kappa = np.nan
-        except (ValueError, TypeError) as exc:
-            raise from_core(exc, f"gradients of step {k}") from None
-        if A is not None:
-            block.gradients["gradients/A"] = A[None]
-        if B is not None:
-            block.gradients["gradients/B"] = B.reshape(12 * mech.nb, mech.nu)[None]
-        block.gradients["gradients/kappa"] = np.array([kappa])
-    return block
-
-
-class TrajectoryRecorder:
-    """A RunWriter that keeps the run in memory and builds a Trajectory (dojo.simulate)."""
-
-    def __init__(self, exact_knots: bool = False):
-        # exact_knots: the states handed in carry the velocities at t_k already (the rk4
-        # integrator's), not midpoint velocities
-        self.exact_knots = exact_knots
-        self.initial = None
-        self.blocks: list[StepBlock] = []
-        self.final_midpoint = None
-
-    def set_final_midpoint(self, v, omega) -> None:
-        self.final_midpoint = (np.asarray(v, float), np.asarray(omega, float))
-
-    def write_initial(self, time, x, q, v, omega, minimal_q, minimal_v) -> None:
-        self.initial = (time, x, q, v, omega, minimal_q, minimal_v)
-
-    def write_block(self, mech: Mechanism, block: StepBlock) -> None:
-        self.blocks.append(block)
-
-    def trajectory(self, mech: Mechanism):
-        """The recorded run as a simulation.simulate.Trajectory."""
-        from dojo_cli.simulation.simulate import Trajectory
-
-        t0, x0, q0, v0, w0, mq0, mv0 = self.initial
-        nb, nf = mech.nb, mech.nf
-        cat = lambda name, shape: (  # noqa: E731
-            np.concatenate([getattr(b, name) for b in self.blocks]) if self.blocks else np.zeros((0,) + shape)
-        )
-        z = cat("z", (13 * nb,))
-        s = z.reshape(len(z), nb, 13)
-        T = len(z)
-        contacts = {}
-        if mech.nc:
-            contacts = {
-                "contact_distance": cat("contact_distance", (mech.nc,)),
-                "contact_normal_impulse": cat("contact_normal_impulse", (mech.nc,)),
-                "contact_friction_impulse": cat("contact_friction_impulse", (mech.nc, 2)),
-                "contact_slip": cat("contact_slip", (mech.nc, 2)),
-            }
-        x = np.concatenate([x0[None], s[:, :, 0:3]])
-        q = np.concatenate([q0[None], s[:, :, 6:10]])
-        v_mid = np.concatenate([v0[None], s[:, :, 3:6]])
-        omega_mid = np.concatenate([w0[None], s[:, :, 10:13]])
-        final = self.final_midpoint
-        if self.exact_knots:
-            from dojo_cli.simulation.rk4_run import knot_identity
-
-            v, omega, minimal_v = knot_identity(mech, x, q, v_mid, omega_mid)
-        elif final is None:
-            v, omega, minimal_v = knot_velocities(mech, x, q, v_mid, omega_mid, extrapolate_last=True)
-        else:
-            v, omega, minimal_v = knot_velocities(
-                mech, x, q, np.concatenate([v_mid, final[0][None]]), np.concatenate([omega_mid, final[1][None]])
-            )
-        return Trajectory(
-            time=np.concatenate([[t0], cat("time", ())]),
-            x=x,
-            q=q,
-            v=v,
-            omega=omega,
-            v_mid=v_mid,
-            omega_mid=omega_mid,
-            minimal_q=np.concatenate([np.reshape(mq0, (1, nf)), cat("minimal_q", (nf,))]),
-            minimal_v=minimal_v,
-            inputs=cat("inputs", (mech.nu,)).reshape(T, mech.nu),
-            iterations=cat("iterations", ()).astype(int),
-            residual=cat("residual", ()),
-            status=[str(t) for t in (STATUS_TEXT[cat("status_code", ()).astype(int)] if T else [])],
-            impulses=cat("impulses", (mech.nl,)).reshape(T, mech.nl),
-            complementarity=cat("complementarity", ()),
-            **contacts,
-        )
-
-
-__all__ = ["RunSummary", "RunWriter", "StepBlock", "TrajectoryRecorder", "minimal_state", "run"]
+__all__ = ["Integrator", "RunSummary", "RunWriter", "StepBlock", "integrator_for", "minimal_state", "run", "run_scene"]

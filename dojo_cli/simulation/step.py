@@ -16,6 +16,7 @@ import numpy as np
 
 from dojo_cli import _core
 from dojo_cli.errors import InputError, from_core
+from dojo_cli.model.compiled import ARMATURE_MESSAGE, unsupported_armature
 from dojo_cli.model.mechanism import Mechanism
 from dojo_cli.solver.options import DOJO_DEFAULTS, SolverOptions
 from dojo_cli.solver.status import STATUS_FROM_CODE, SolverResult
@@ -49,22 +50,6 @@ def _vector(a, size: int, what: str) -> np.ndarray | None:
     return out
 
 
-ARMATURE_MESSAGE = ("the variational integrator models rotor inertia (armature) on the rotation of a joint with one "
-                    "free rotation (revolute, cylindrical, planar_axis, free_revolute) only; on translations and on "
-                    "2-3 rotation joints the minimal-coordinate layer may (integrator: rk4)")
-
-
-def unsupported_armature(mech: Mechanism) -> list[int]:
-    """Joints with an armature the variational integrator does not model (core maximal/rotor.h)."""
-    if not getattr(mech, "has_armature", False):
-        return []
-    from dojo_cli.model.compiled import rotor_coordinates
-
-    modelled = set(rotor_coordinates(mech))
-    bad = {int(mech.free_joint[f]) for f in np.flatnonzero(np.asarray(mech.armature) != 0) if int(f) not in modelled}
-    return sorted(bad)
-
-
 def refuse_armature(mech: Mechanism) -> None:
     """The variational integrator's guard: a mechanism with a rotor inertia it does not model
     is refused, never stepped without it.
@@ -77,11 +62,11 @@ def refuse_armature(mech: Mechanism) -> None:
         return
     from dojo_cli.errors import Problem, SceneError
 
-    scene = getattr(mech, "scene", None)
+    source = getattr(mech, "source", None)
     problems = []
     for i in bad:
         field = f"joints.{i}.armature"
-        problems.append(scene.problem(field, ARMATURE_MESSAGE) if scene is not None and hasattr(scene, "problem")
+        problems.append(source.problem(field, ARMATURE_MESSAGE) if source is not None
                         else Problem(f"mechanism {mech.name!r}", None, field, ARMATURE_MESSAGE))
     raise SceneError(problems)
 

@@ -70,7 +70,8 @@ def check_plan(plan: SweepPlan, lines: dict[str, int]) -> None:
 
 def _one_step(spec) -> RunData:
     """One step of a scene in a temporary storage file, read back: what a run's file holds."""
-    from dojo_cli.io.runs import run_scene, run_writer
+    from dojo_cli.simulation.run import run_scene
+    from dojo_cli.simulation.run_file import run_writer
     from dojo_cli.io.storage import read_storage
     from dojo_cli.scene.builder import build_mechanism
     from dojo_cli.scene.loader import dump_scene
@@ -82,7 +83,7 @@ def _one_step(spec) -> RunData:
         writer = run_writer(mech, path, scene_yaml=dump_scene(spec), scene_name=spec.name, integrator=spec.integrator,
                             opts=opts, flush_interval=1.0, overwrite=True, steps=1)
         with writer:
-            run_scene(mech, 1, writer, integrator=spec.integrator, opts=opts)
+            run_scene(mech, 1, writer, opts=opts)
         stored = read_storage(path, probe=False)
         data = RunData(stored, mech)
         data.datasets()  # read while the file exists (StoredRun holds arrays)

@@ -81,7 +81,8 @@ def execute(task: RunTask, stop: Callable[[], bool] | None = None) -> dict[str, 
 
 
 def _simulate(task: RunTask, stop: Callable[[], bool] | None, row: dict[str, Any]) -> None:
-    from dojo_cli.io.runs import run_scene, run_writer
+    from dojo_cli.simulation.run import run_scene
+    from dojo_cli.simulation.run_file import run_writer
     from dojo_cli.io.storage import read_storage
     from dojo_cli.scene.builder import build_mechanism
     from dojo_cli.scene.loader import dump_scene, load_scene_spec
@@ -113,7 +114,7 @@ def _simulate(task: RunTask, stop: Callable[[], bool] | None, row: dict[str, Any
                     raise StopSweep()
 
     with writer:
-        run_scene(mech, steps, writer, integrator=spec.integrator, opts=opts, progress=progress)
+        run_scene(mech, steps, writer, opts=opts, progress=progress)
     stored = read_storage(task.output, probe=False)  # (our own file, just finished: no need to fork a probe)
     row["status"] = stored.status
     row["failed_steps"] = int(stored.attrs.get("failed_steps", 0))

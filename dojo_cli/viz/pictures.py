@@ -212,9 +212,9 @@ def draw_scene(
     """Draw a mechanism in one configuration and write it as a PNG.
 
     Args:
-        mech: the mechanism (a built scene: ``mech.scene`` resolves mesh files).
+        mech: the mechanism (a built scene: ``mech.source`` resolves mesh files).
         path: PNG to write (overwritten).
-        state: (13 nb,) maximal state to draw; None for ``mech.initial``.
+        state: (13 nb,) maximal state to draw; None for the scene's initial pose.
         view: (elevation, azimuth) of the camera, degrees.
         size: (width, height) of the PNG, pixels.
         labels: write body and joint names next to them.
@@ -228,7 +228,9 @@ def draw_scene(
         StorageError: the PNG cannot be written.
     """
     width, height = _checked_size(size)
-    z = mech.initial if state is None else state
+    if state is None:  # the pose only: x and q are the same at t0 and in the midpoint state
+        state = mech.initial if mech.initial is not None else mech.initial_t0
+    z = state
     try:
         x, _, q, _ = unpack_maximal(z, mech.nb)
     except ValueError as exc:
@@ -449,7 +451,7 @@ def picture_meshes(mech: Mechanism, budget: int = PICTURE_FACE_BUDGET) -> dict[s
     Returns:
         file name as the scene writes it -> its mesh, or a line saying why it is not drawn.
     """
-    scene = getattr(mech, "scene", None)
+    source = getattr(mech, "source", None)
     found: dict[str, TriangleMesh | str] = {}
     uses: dict[str, int] = {}
     for body in mech.bodies:
@@ -460,7 +462,7 @@ def picture_meshes(mech: Mechanism, budget: int = PICTURE_FACE_BUDGET) -> dict[s
             uses[name] = uses.get(name, 0) + 1
             if name in found:
                 continue
-            path = scene.resolve_path(name) if scene is not None and hasattr(scene, "resolve_path") else Path(name)
+            path = source.resolve_path(name) if source is not None else Path(name)
             try:
                 found[name] = read_mesh(path)
             except MeshFileError as exc:

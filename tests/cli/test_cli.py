@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from dojo_cli.io import runs
+from dojo_cli.simulation import run as run_loop
 from dojo_cli.cli.app import app
 from dojo_cli.io.storage import read_storage
 from dojo_cli.simulation.run import FIRST_BLOCK
@@ -209,7 +209,7 @@ def test_complete_means_every_step_converged(tmp_path):
 
 
 def interrupt_after(real_run, steps: int):
-    """The run function (io.runs.run_scene) with a Ctrl-C arriving once ``steps`` steps are
+    """The run loop (simulation.run.run, which run_scene drives) with a Ctrl-C arriving once ``steps`` steps are
     done (as the progress callback sees them: after whole blocks)."""
 
     def run(*args, **kwargs):
@@ -224,7 +224,7 @@ def interrupt_after(real_run, steps: int):
 
 
 def test_interrupted_run_keeps_steps(tmp_path, monkeypatch):
-    monkeypatch.setattr(runs, "run", interrupt_after(runs.run, 5))  # (the loop simulate drives, io/runs.py)
+    monkeypatch.setattr(run_loop, "run", interrupt_after(run_loop.run, 5))  # (the loop run_scene drives)
     out = tmp_path / "int.h5"
     res = invoke("simulate", "pendulum", "-o", out, "--steps", 50)
     assert res.exit_code == 130

@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 import dojo_cli as dojo
 from dojo_cli.cli.commands import gradient as gradient_commands
-from dojo_cli.io import runs
+from dojo_cli.simulation import run as run_loop
 from dojo_cli.io.storage import writer as storage_writer
 from dojo_cli.cli.app import app
 from tests.cli.test_cli import interrupt_after
@@ -295,7 +295,7 @@ def test_simulate_gradients_wrt_state_only(tmp_path):
 
 
 def test_interrupted_simulate_keeps_gradients(tmp_path, monkeypatch):
-    monkeypatch.setattr(runs, "run", interrupt_after(runs.run, 5))  # (the loop simulate drives, io/runs.py)
+    monkeypatch.setattr(run_loop, "run", interrupt_after(run_loop.run, 5))  # (the loop run_scene drives)
     out = tmp_path / "int.h5"
     res = invoke("simulate", "pendulum", "-o", out, "--steps", 50, "--gradients")
     assert res.exit_code == 130

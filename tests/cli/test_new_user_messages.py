@@ -7,9 +7,10 @@ import pytest
 from typer.testing import CliRunner
 
 from dojo_cli.cli.app import app
-from dojo_cli.errors import SceneError
+from dojo_cli.errors import SceneError, SolverError
 from dojo_cli.scene.builder import build_mechanism
 from dojo_cli.scene.loader import load_scene_spec
+from dojo_cli.simulation.initial import initial_state
 
 runner = CliRunner()
 
@@ -41,16 +42,23 @@ def test_a_run_file_given_to_draw_says_what_it_is(tmp_path):
     assert "UTF-8" not in res.stderr
 
 
-def test_a_timestep_too_large_for_the_initial_velocities_is_blamed_on_the_timestep():
+def test_a_timestep_too_large_for_the_initial_velocities_is_blamed_on_the_timestep(tmp_path):
     """box tumbles at 6.7 rad/s: a 1 s step cannot start from it. The timestep set by
-    --set is the cause (the scene's own initial values work at its own step)."""
-    with pytest.raises(SceneError) as err:
-        build_mechanism(load_scene_spec("box", ["timestep=1"]))
+    --set is the cause (the scene's own initial values work at its own step). Loading the
+    scene does not solve (the builder is pure): the run that starts from it fails, before
+    any file is made, as a solver failure (exit 1) naming the field."""
+    mech = build_mechanism(load_scene_spec("box", ["timestep=1"]))  # builds: nothing solved yet
+    with pytest.raises(SolverError) as err:
+        initial_state(mech)
     (line,) = err.value.lines()
     assert line.startswith("--set: timestep: at timestep 1 s (the fastest body turns 6.71 rad and moves 2.06 m in one "
                            "step), the velocities at t = 0 give no first step"), line
     assert line.endswith("or take a smaller timestep")
-    build_mechanism(load_scene_spec("box"))  # the scene as written starts
+    res = invoke("simulate", "box", "--set", "timestep=1", "--steps", 2, "-o", tmp_path / "b.h5")
+    assert res.exit_code == 1, res.output
+    assert res.stderr.strip().splitlines()[-1] == line, res.stderr
+    assert not (tmp_path / "b.h5").exists()
+    assert initial_state(build_mechanism(load_scene_spec("box"))).shape == (13,)  # the scene as written starts
 
 
 def test_overrides_given_in_python_are_not_called_set():

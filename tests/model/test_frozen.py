@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 import dojo_cli as dojo
+from dojo_cli.simulation.initial import initial_state
 
 
 def test_contact_friction_edit_raises_and_with_parameters_changes_the_physics():
@@ -47,7 +48,7 @@ def test_mechanism_attributes_cannot_be_set():
     with pytest.raises(dataclasses.FrozenInstanceError):
         mech.bodies[0].mass = 3.0
     with pytest.raises(ValueError, match="read-only"):
-        mech.initial[0] = 1.0
+        mech.initial_t0[0] = 1.0
 
 
 def test_with_run_setup_shares_the_core_and_keeps_the_original():

@@ -8,7 +8,7 @@ from scipy.special import ellipk
 from dojo_cli.model.mechanism import ORIGIN, Body, Joint, Mechanism
 from dojo_cli.physics.coordinates import minimal_to_maximal
 from dojo_cli.physics.energy import body_momenta
-from dojo_cli.simulation.simulate import simulate
+from dojo_cli.api import simulate
 from dojo_cli.solver.options import SolverOptions
 from tests.mechanisms import pendulum, slider
 

@@ -8,8 +8,8 @@ import pytest
 from dojo_cli.model.mechanism import ORIGIN, Body, Joint, Mechanism
 from dojo_cli.model.shapes import Shape, body_inertia
 from dojo_cli.physics.coordinates import constraint_violation, minimal_to_maximal
-from dojo_cli.simulation.controller import ConstantController, ExternalForce, ScheduleController
-from dojo_cli.simulation.simulate import simulate
+from dojo_cli.model.controller import ConstantController, ExternalForce, ScheduleController
+from dojo_cli.api import simulate
 from dojo_cli.solver.options import SolverOptions
 from tests.mechanisms import fourbar
 

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from dojo_cli.physics.energy import knot_mechanics
-from dojo_cli.simulation.controller import ConstantController, ScheduleController
-from dojo_cli.simulation.simulate import simulate
+from dojo_cli.model.controller import ConstantController, ScheduleController
+from dojo_cli.api import simulate
 from dojo_cli.solver.options import SolverOptions
 from tests.mechanisms import (
     CONSTRAINED_JOINT_TYPES, ORIGIN, Joint, Mechanism, box_body, pendulum, random_state, snake, twister,

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from dojo_cli.physics.coordinates import minimal_to_maximal
-from dojo_cli.simulation.simulate import simulate
+from dojo_cli.api import simulate
 from dojo_cli.simulation.step import solve_step
 from dojo_cli.solver.options import SolverOptions
 from tests.mechanisms import ball, ball_on, contact_box, limited_pendulum

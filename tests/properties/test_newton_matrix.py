@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from dojo_cli import _core
-from dojo_cli.simulation.controller import ConstantController
-from dojo_cli.simulation.simulate import simulate
+from dojo_cli.model.controller import ConstantController
+from dojo_cli.api import simulate
 from tests.mechanisms import CONSTRAINED_JOINT_TYPES, pendulum, random_state, slider, snake, twister
 
 FD_STEP = 1e-6  # central differences: truncation ~1e-12, rounding ~1e-10

@@ -29,7 +29,7 @@ from dojo_cli.model.mechanism import ORIGIN, Body, Contact, Joint, Mechanism
 from dojo_cli.model.shapes import Shape, body_inertia
 from dojo_cli.scene.builder import build_mechanism
 from dojo_cli.scene.loader import load_scene_spec_from_string
-from dojo_cli.simulation.simulate import simulate
+from dojo_cli.api import simulate
 from dojo_cli.solver.options import SolverOptions
 
 G = 9.81

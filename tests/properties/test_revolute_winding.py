@@ -13,7 +13,7 @@ import yaml
 
 import dojo_cli as dojo
 from dojo_cli.io.storage import read_storage
-from dojo_cli.simulation.controller import ConstantController
+from dojo_cli.model.controller import ConstantController
 from dojo_cli.simulation.gradients import step_gradients
 from dojo_cli.simulation.step import solve_step
 from dojo_cli.simulation.run import minimal_state

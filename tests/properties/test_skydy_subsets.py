@@ -34,8 +34,8 @@ from dojo_cli.physics.energy import knot_mechanics
 from dojo_cli.scene.builder import build_mechanism
 from dojo_cli.scene.dofs import DOF_NAMES, SHARED_AXIS, TABLE
 from dojo_cli.scene.loader import spec_from_dict
-from dojo_cli.simulation.controller import ConstantController
-from dojo_cli.simulation.simulate import simulate
+from dojo_cli.model.controller import ConstantController
+from dojo_cli.api import simulate
 from dojo_cli.solver.options import SolverOptions
 from tests.mechanisms import random_state
 

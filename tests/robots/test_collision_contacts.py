@@ -16,6 +16,7 @@ from dojo_cli.scene import robots
 from dojo_cli.scene.builder import build_mechanism
 from dojo_cli.scene.loader import spec_from_dict
 from dojo_cli.scene.urdf import THIN_BOX_RATIO, UrdfOptions, read_urdf
+from dojo_cli.simulation.initial import initial_state
 
 ROOT = robots.example_robot_data_root()
 _STEPS = 150  # 1.5 s at h = 0.01: the drop, the collapse and the robot at rest
@@ -33,7 +34,7 @@ def _run(contacts):
         joint.pop("initial", None)
     mech = build_mechanism(spec_from_dict(result.scene))
     # standing on its lowest contact in that pose (the importer lifted it in its own)
-    z = mech.initial.reshape(mech.nb, 13)
+    z = initial_state(mech).reshape(mech.nb, 13)
     lowest = min(lowest_height([c], matrix_from_quaternion(z[c.body, 6:10]), z[c.body, :3]) for c in mech.contacts)
     result.scene["joints"][0]["initial"]["position"][2] -= lowest
     mech = build_mechanism(spec_from_dict(result.scene))

@@ -15,6 +15,7 @@ from dojo_cli.scene import robots
 from dojo_cli.scene.builder import build_mechanism
 from dojo_cli.scene.loader import spec_from_dict
 from dojo_cli.scene.urdf import MASSLESS, UrdfOptions, read_urdf
+from dojo_cli.simulation.initial import initial_state
 from tests import urdf_reference as ref
 
 ROOT = robots.example_robot_data_root()
@@ -70,7 +71,7 @@ def test_links_bodies_inertias_and_poses(name):
     movable = [j for j in joints if j.type in _MOVABLE]
     assert sum(1 for j in mech.joints if j.type != "fixed") == len(movable) + 1, "movable joints + floating base"
     assert abs(sum(b.mass for b in mech.bodies) - sum(l.mass for l in links.values())) < _EXACT, "total mass"
-    z = mech.initial.reshape(mech.nb, 13)
+    z = initial_state(mech).reshape(mech.nb, 13)
     lift = np.zeros(3)
     members = {}
     for link, (body, _) in result.link_bodies.items():
@@ -93,7 +94,7 @@ def test_merged_robot_keeps_mass_properties_limits_and_dampers(name):
     for link, inertia in _computed_inertias(name).items():
         links[link].inertia = inertia  # what the importer computed for a file inertia that is not positive definite
     mass, com, inertia = ref.system_mass_properties(links, ref.forward_kinematics(links, joints, _initial_positions(result)))
-    z = mech.initial.reshape(mech.nb, 13)
+    z = initial_state(mech).reshape(mech.nb, 13)
     got_com = sum(b.mass * z[i, :3] for i, b in enumerate(mech.bodies)) / mass
     got = np.zeros((3, 3))
     for i, b in enumerate(mech.bodies):
@@ -154,7 +155,7 @@ def test_feet_of_the_quadrupeds_and_the_humanoid():
     for name, count in (("a1", 4), ("go1", 4), ("solo12", 4), ("g1", 8)):
         _, result, mech = _load(name, meshes=False, merge_fixed=True, contacts="feet", friction=0.8)
         assert mech.nc == count, f"{name}: {[c.name for c in mech.contacts]}"
-        z = mech.initial.reshape(mech.nb, 13)
+        z = initial_state(mech).reshape(mech.nb, 13)
         lows = [(z[c.body, :3] + matrix_from_quaternion(z[c.body, 6:10]) @ c.offset)[2] - c.radius for c in mech.contacts]
         # zero configuration: legs straight down, every foot on the ground at once
         assert max(lows) < 1e-9 and min(lows) > -1e-12, f"{name}: foot heights {lows}"

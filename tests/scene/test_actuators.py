@@ -11,6 +11,7 @@ import pytest
 from dojo_cli.errors import Problem, SceneError
 from dojo_cli.scene.builder import build_mechanism
 from dojo_cli.scene.loader import load_scene_spec
+from dojo_cli.simulation.initial import initial_state
 
 # A hull on a floating joint plus a hinged flap; the actuators start at line 17.
 SCENE = """\
@@ -120,7 +121,7 @@ def test_pd_controller_acts_through_joint_actuators(tmp_path):
     path = tmp_path / "scene.yaml"
     path.write_text(text, encoding="utf-8")
     mech = build_mechanism(load_scene_spec(path))
-    u = mech.controller(mech, 0, np.asarray(mech.initial))
+    u = mech.controller(mech, 0, initial_state(mech))
     # tau = kp (target - 0) = 1.0 on the hinge, through the actuator of gain 4
     np.testing.assert_allclose(u, [0.25, 0.0, 0.0], atol=1e-12)
 

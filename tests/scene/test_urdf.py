@@ -19,6 +19,7 @@ from dojo_cli.model.collisions import lowest_height
 from dojo_cli.scene.builder import build_mechanism
 from dojo_cli.scene.loader import load_scene_spec_from_string, spec_from_dict
 from dojo_cli.scene.urdf import UrdfOptions, read_urdf
+from dojo_cli.simulation.initial import initial_state
 from tests import urdf_reference as ref
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "urdf"
@@ -35,7 +36,7 @@ def _import(**options):
 
 
 def _body_poses(mech, z=None):
-    z = (mech.initial if z is None else z).reshape(mech.nb, 13)
+    z = (initial_state(mech) if z is None else z).reshape(mech.nb, 13)
     return {b.name: (z[i, :3], matrix_from_quaternion(z[i, 6:10])) for i, b in enumerate(mech.bodies)}
 
 
@@ -128,7 +129,7 @@ def test_floating_base_with_collision_contacts_rests_on_the_ground():
     # base box: 8 corners; arm capsule: 2 end spheres; wheel cylinder: its 2 rolling rims; foot sphere: 1
     assert len(kinds) == 8 + 2 + 2 + 1 and all(c.friction == 0.3 for c in mech.contacts)
     assert [k for n, k in kinds.items() if n.startswith("wheel")] == ["circle_halfspace"] * 2
-    z = mech.initial.reshape(mech.nb, 13)
+    z = initial_state(mech).reshape(mech.nb, 13)
     lows = [lowest_height([c], matrix_from_quaternion(z[c.body, 6:10]), z[c.body, :3]) for c in mech.contacts]
     assert abs(min(lows)) < _EXACT, "the importer lifts a floating robot onto its lowest contact"
 

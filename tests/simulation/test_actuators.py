@@ -20,7 +20,7 @@ import pytest
 import dojo_cli as dojo
 from dojo_cli.math import quaternion as quat
 from dojo_cli.model.mechanism import ORIGIN, Actuator, Body, Joint, Mechanism
-from dojo_cli.simulation.controller import ConstantController
+from dojo_cli.model.controller import ConstantController
 from tests.simulation.test_gradients import TOL, check_state_and_input
 
 TIGHT = dojo.SolverOptions(rtol=1e-13, btol=1e-13, max_iter=100)

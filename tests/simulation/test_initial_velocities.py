@@ -18,10 +18,10 @@ from scipy.integrate import solve_ivp
 
 import dojo_cli as dojo
 from dojo_cli.io.storage import StorageWriter, read_storage
-from dojo_cli.physics.coordinates import interleave_minimal, minimal_to_maximal
+from dojo_cli.physics.coordinates import interleave_minimal, minimal_to_maximal, minimal_velocities
 from dojo_cli.physics.energy import knot_mechanics, mechanics
-from dojo_cli.scene.loader import dump_scene
-from dojo_cli.simulation.run import run
+from dojo_cli.scene.builder import build_mechanism
+from dojo_cli.scene.loader import dump_scene, load_scene_spec
 from tests.cli.test_cli import invoke
 
 TIGHT = ["solver.rtol=1e-12"]
@@ -127,10 +127,11 @@ def test_restart_from_file_reproduces_the_next_step(tmp_path):
 def test_midpoint_option_reproduces_dojos_convention():
     """initial_velocity: midpoint is the state built as before (the given velocities as
     midpoint velocities), bit for bit, and its run is the run from that state."""
-    mech = dojo.load_scene("cartpole", ["initial_velocity=midpoint", "joints.1.initial.velocity=[1.5]"])
+    spec = load_scene_spec("cartpole", ["initial_velocity=midpoint", "joints.1.initial.velocity=[1.5]"])
+    mech = build_mechanism(spec)
     theta = np.zeros(mech.nf)
     rate = np.zeros(mech.nf)
-    for i, j in enumerate(mech.scene.joints):
+    for i, j in enumerate(spec.joints):
         if j.initial is not None:
             theta[mech.joint_free_range[i]] = j.initial.position or 0.0
             rate[mech.joint_free_range[i]] = j.initial.velocity or 0.0
@@ -144,21 +145,28 @@ def test_midpoint_option_reproduces_dojos_convention():
 def test_files_with_midpoint_velocities_still_read(tmp_path):
     """A file written before knot velocities (v, omega midpoint; no v_mid, no `velocities`
     attribute): read_storage, `dojo energy` and `dojo step --from` read it as such."""
-    mech = dojo.load_scene("pendulum", ["initial_velocity=midpoint"])
+    spec = load_scene_spec("pendulum", ["initial_velocity=midpoint"])
+    mech = build_mechanism(spec)
+    traj = dojo.simulate(mech, steps=30)
+    # the old layout: the states' midpoint velocities as v, omega, and minimal/v their
+    # backward differences (what the run loop stored then)
+    mv = minimal_velocities(mech, np.stack([traj.state(k) for k in range(31)]))
     out = tmp_path / "old.h5"
-    with StorageWriter(out, scene_yaml=dump_scene(mech.scene),
+    with StorageWriter(out, scene_yaml=dump_scene(spec),
                        scene_name="pendulum", timestep=mech.timestep, gravity=mech.gravity,
                        solver_options=mech.default_options.to_dict(), integrator="dojo-variational-midpoint",
                        body_names=[b.name for b in mech.bodies], minimal_q_names=mech.coordinate_names(),
                        minimal_v_names=[f"{c}_dot" for c in mech.coordinate_names()], input_dim=mech.nf,
                        dojo_cli_version="0") as writer:
-        run(mech, 30, writer)
+        writer.write_initial(traj.time[0], traj.x[0], traj.q[0], traj.v_mid[0], traj.omega_mid[0], traj.minimal_q[0], mv[0])
+        writer.write_steps(traj.time[1:], traj.x[1:], traj.q[1:], traj.v_mid[1:], traj.omega_mid[1:], traj.minimal_q[1:],
+                           mv[1:], traj.inputs, iterations=traj.iterations, residual=traj.residual, status=traj.status,
+                           extra={"impulses": traj.impulses, "solver/complementarity": traj.complementarity})
     with h5py.File(out, "r+") as f:
         del f.attrs["velocities"]  # as the files before it
         assert "v_mid" not in f
     r = read_storage(out)
     assert r.velocities == "midpoint" and r.v_mid is None
-    traj = dojo.simulate(mech, steps=30)
     assert np.array_equal(r.v, traj.v_mid) and np.array_equal(r.midpoint_state(12), traj.state(12))
     res = invoke("energy", out, "--json", tmp_path / "e.json")
     assert res.exit_code == 0, res.output

@@ -33,12 +33,13 @@ from dojo_cli.model.parameters import PARAMETER_KINDS
 from dojo_cli.model.state import unpack_maximal
 from dojo_cli.physics.coordinates import maximal_to_minimal
 from dojo_cli.scene.loader import dump_scene
-from dojo_cli.simulation.controller import external_wrench
+from dojo_cli.model.controller import external_wrench
 from dojo_cli.simulation.gradient_record import (
     input_labels,
     maximal_labels,
     minimal_labels,
 )
+from dojo_cli.simulation.initial import initial_state
 from dojo_cli.simulation.step import solve_step
 
 if TYPE_CHECKING:
@@ -101,7 +102,7 @@ def resolve_state(mech, spec, state: Path | None, run: Path | None, index: int |
     if run is not None:
         st = stored_start(run, index, mech, spec.name, lambda line: echo_err(f"warning: {line}"))
         return StartState(st.z, None, st.step, st.stored_input, st.source, st.warm_start, st.angles)
-    return StartState(np.asarray(mech.initial, dtype=float).copy(), None, 0, None, "the scene's initial state")
+    return StartState(initial_state(mech), None, 0, None, "the scene's initial state")
 
 
 def resolve_input(mech, start: StartState, values: list[str] | None, file: Path | None) -> tuple[np.ndarray, str]:

@@ -30,7 +30,7 @@ from dojo_cli.cli.shared import (
 from dojo_cli.simulation.step import singular_message
 from dojo_cli.cli.signals import signal_number, stop_requests
 from dojo_cli.errors import InputError, SolverError, StorageError
-from dojo_cli.io.runs import check_run, plan_run, write_run
+from dojo_cli.simulation.run_file import check_run, plan_run, write_run
 from dojo_cli.scene.loader import dump_scene
 from dojo_cli.scene.schema import MAX_STEPS
 
@@ -89,6 +89,7 @@ def simulate(
     spec, mech = load_scene_spec_and_mechanism(scene, items)
     if integrator is not None and integrator != spec.integrator:
         spec = spec.replace(integrator=integrator)
+        mech = mech.with_run_setup(integrator=integrator)  # (the run driver runs the mechanism's)
     use_rk4 = spec.integrator == "rk4"
     check_run(mech, scene, spec.name, spec.integrator, wrt)
     h = mech.timestep

@@ -3,6 +3,7 @@
 
 #include "minimal/rk4.h"
 #include "minimal/tree.h"
+#include "run_record.h"
 
 using namespace dojo;
 
@@ -47,7 +48,8 @@ void bind_rk4(nb::module_& m) {
   m.def("rk4_run",
         [](const TreeModel& t, TreeData& d, const Rk4Model& r, Rk4Data& rd, IoArray q, IoArray v, double t0, double h,
            int n, std::optional<InArray> inputs, IoArray out_q, IoArray out_v, std::optional<IoArray> out_z, int row0,
-           nb::object control) {
+           nb::object control, const Model* model, std::optional<InArray> z_prev, std::optional<InArray> theta,
+           std::optional<nb::dict> record) {
           if (n < 0) throw std::invalid_argument("rk4_run: n must be >= 0");
           if (!(h > 0.0)) throw std::invalid_argument("rk4_run: the step must be > 0");
           double* pq = io_take(q, sz(t.nq), "q");
@@ -82,14 +84,30 @@ void bind_rk4(nb::module_& m) {
               for (int a = 0; a < nvv; ++a) tau[a] = (*taus)[a];
             };
           }
-          return rk4_run(t, d, r, rd, pq, pv, t0, h, n, pu, out_q.data(), out_v.data(), pz, cap, row0,
-                         control.is_none() ? nullptr : &cb);
+          const double* pzp = nullptr;
+          const double* ptheta = nullptr;
+          if (record) {
+            if (model == nullptr || pz == nullptr || row0 != 0 || cap < n)
+              throw std::invalid_argument("rk4_run: a record needs the maximal model, out_z and row0 = 0 with n rows");
+            pzp = checked(z_prev, 13 * sz(model->nb), "z_prev");
+            ptheta = checked(theta, sz(model->nf), "theta");
+            if (pzp == nullptr || ptheta == nullptr) throw std::invalid_argument("rk4_run: a record needs z_prev and theta");
+          }
+          const int done = rk4_run(t, d, r, rd, pq, pv, t0, h, n, pu, out_q.data(), out_v.data(), pz, cap, row0,
+                                   control.is_none() ? nullptr : &cb);
+          // the run's record of the bodies' states (their velocities are the knots' own)
+          if (record && done > 0) add_run_record(*model, pz, done, pzp, ptheta, true, *record);
+          return done;
         },
         nb::arg("tree"), nb::arg("data"), nb::arg("rk4"), nb::arg("rk4_data"), nb::arg("q"), nb::arg("v"),
         nb::arg("t0"), nb::arg("h"), nb::arg("n"), nb::arg("inputs").none(), nb::arg("out_q"), nb::arg("out_v"),
-        nb::arg("out_z").none(), nb::arg("row0"), nb::arg("control").none(),
+        nb::arg("out_z").none(), nb::arg("row0"), nb::arg("control").none(), nb::arg("model").none() = nb::none(),
+        nb::arg("z_prev").none() = nb::none(), nb::arg("theta").none() = nb::none(),
+        nb::arg("record").none() = nb::none(),
         "n Munthe-Kaas RK4 steps from (q, v) (updated in place) at t0; row (row0 + k) % cap of the outputs gets "
-        "the state after step k; returns the steps taken (rk4.h).");
+        "the state after step k; returns the steps taken (rk4.h). With record (a dict), model (the maximal\n"
+        "Model), z_prev (13 nb,) and theta (nf,), the state before the steps and its unwrapped minimal\n"
+        "coordinates, record gets the run's record of the bodies' states out_z (run_record.h).");
   m.def("rk4_bodies", [](const TreeModel& t, TreeData& d, const Rk4Model& r, Rk4Data& rd, const InArray& x) {
     const double* xp = tree_take(x, sz(t.nq + t.nv), "x");
     std::vector<double> z(13 * sz(r.nb), 0.0);

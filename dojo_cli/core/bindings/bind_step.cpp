@@ -4,6 +4,7 @@
 
 #include "maximal/angles.h"
 #include "maximal/coordinates.h"
+#include "run_record.h"
 #include "maximal/gradients.h"
 #include "maximal/initial.h"
 #include "maximal/rollout.h"
@@ -97,6 +98,22 @@ void bind_step(nb::module_& m) {
       "where a step with no carried angle starts). The coordinates storage writes to minimal/q.");
 
   m.def(
+      "run_record",
+      [](const Model& model, const InArray& states, const InArray& z_prev, const InArray& theta_prev, bool exact_knots) {
+        const size_t nz = 13 * static_cast<size_t>(model.nb);
+        if (nz == 0 || states.size() == 0 || states.size() % nz != 0)
+          throw std::invalid_argument("states: expected (T, " + std::to_string(nz) + ") values, T >= 1");
+        nb::dict out;
+        add_run_record(model, states.data(), static_cast<int>(states.size() / nz), checked(z_prev, nz, "z_prev"),
+                       checked(theta_prev, model.nf, "theta_prev"), exact_knots, out);
+        return out;
+      },
+      nb::arg("model"), nb::arg("states"), nb::arg("z_prev"), nb::arg("theta_prev"), nb::arg("exact_knots") = false,
+      "The run's record of states (T, 13 nb) reached from z_prev (13 nb,) with its unwrapped minimal coordinates\n"
+      "theta_prev (nf,): minimal_q, knot_v, knot_omega, knot_minimal_v (run_record.h), in one call (a closed-loop\n"
+      "step's, whose states come one solve at a time).");
+
+  m.def(
       "gradients",
       [](const Model& model, Data& data, bool state, bool input, const std::vector<int>& parameters, double kappa,
          std::optional<InArray> state_map, std::optional<InArray> output_map) {
@@ -146,9 +163,10 @@ void bind_step(nb::module_& m) {
       "rollout",
       [](const Model& model, Data& data, const InArray& z, int k, std::optional<InArray> inputs,
          std::optional<nb::ndarray<double, nb::c_contig, nb::device::cpu>> lambda, const SolverOptions& opts,
-         bool stop_on_failure) {
+         bool stop_on_failure, std::optional<InArray> theta) {
         if (k < 0) throw std::invalid_argument("rollout: k must be >= 0");
         const double* pz = checked(z, 13 * static_cast<size_t>(model.nb), "state");
+        const double* ptheta = checked(theta, model.nf, "theta");
         const double* pu = checked(inputs, static_cast<size_t>(k) * model.nu, "inputs");
         double* pl = nullptr;
         if (lambda) {
@@ -194,11 +212,16 @@ void bind_step(nb::module_& m) {
         out["contact_normal_impulse"] = normal;
         out["contact_friction_impulse"] = friction;
         out["contact_slip"] = slip;
+        if (ptheta != nullptr && done > 0) add_run_record(model, states.data(), done, pz, ptheta, false, out);
         return out;
       },
       nb::arg("model"), nb::arg("data"), nb::arg("z"), nb::arg("k"), nb::arg("inputs").none(),
       nb::arg("lambda_").none(), nb::arg("opts"), nb::arg("stop_on_failure") = false,
-      "k steps from z with per-step inputs (k, nu) in one call; records per step (rows past 'steps' unused).");
+      nb::arg("theta").none() = nb::none(),
+      "k steps from z with per-step inputs (k, nu) in one call; records per step (rows past 'steps' unused).\n"
+      "With theta (nf,), z's unwrapped minimal coordinates, also the run's record of the steps done: minimal_q\n"
+      "(steps, nf) unwrapped on from z; knot_v, knot_omega (steps + 1, nb, 3), knot_minimal_v (steps + 1, nf):\n"
+      "the velocities at the knots of z and the states reached, the last extrapolated (energy.h).");
 
   m.def(
       "rollout_jvp",

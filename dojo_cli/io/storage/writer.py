@@ -528,12 +528,13 @@ class StorageWriter:
             rows["v_mid"], rows["omega_mid"] = v_mid, omega_mid
         return rows
 
-    def write_block(self, mech, block, knot=None) -> None:
-        """Store a run loop's block of steps (simulation.run.StepBlock) with its extras:
-        joint impulses, complementarity, contacts and per-step gradients.
+    def write_block(self, mech, block, knot) -> None:
+        """Store a run loop's block of steps (simulation.integrators.StepBlock) with its
+        extras: joint impulses, complementarity, contacts and per-step gradients.
 
-        ``knot``: in a knot file, (v, omega, minimal_v) at the block's knots (computed by
-        simulation.knots.KnotRows); the block's own velocities are then the midpoint ones.
+        ``knot``: (v, omega, minimal_v) at the block's knots (computed by
+        simulation.knots.KnotRows, the one place they are derived); the block's own
+        velocities are the midpoint ones (a knot file: ``velocities="knot"``).
         """
         x, v, q, w = block.state_parts(mech.nb)
         extra = {"impulses": block.impulses, "solver/complementarity": block.complementarity}
@@ -543,12 +544,9 @@ class StorageWriter:
                 "contacts/friction_impulse": block.contact_friction_impulse, "contacts/slip": block.contact_slip,
             })
         extra.update(block.gradients)
-        record = dict(iterations=block.iterations, residual=block.residual, status=block.status, extra=extra)
-        if knot is None:
-            self.write_steps(block.time, x, q, v, w, block.minimal_q, block.minimal_v, block.inputs, **record)
-        else:
-            kv, kw, kmv = knot
-            self.write_steps(block.time, x, q, kv, kw, block.minimal_q, kmv, block.inputs, **record, v_mid=v, omega_mid=w)
+        kv, kw, kmv = knot
+        self.write_steps(block.time, x, q, kv, kw, block.minimal_q, kmv, block.inputs, iterations=block.iterations,
+                         residual=block.residual, status=block.status, extra=extra, v_mid=v, omega_mid=w)
 
     def flush(self) -> None:
         """Write the buffered steps, update ``steps_completed`` and flush the file.

@@ -1,6 +1,7 @@
-"""A scene's run into its storage file: the one place that opens a run's StorageWriter and
-drives the integrator the scene asks for, used by `dojo simulate` and by sweep tasks (so a
-sweep's file is the file `dojo simulate` writes, with the same datasets and attributes).
+"""A scene's run into its storage file: the one place that opens a run's StorageWriter (with
+the run's attributes) and hands it to the run driver (simulation.run.run_scene), used by
+`dojo simulate`, sweep tasks and optimised runs (so a sweep's file is the file `dojo
+simulate` writes, with the same datasets and attributes).
 
 `dojo simulate` is, after parsing its options and loading the scene: ``check_run`` (the
 integrator can run what was asked), ``plan_run`` (where the run starts and goes, checked
@@ -18,8 +19,9 @@ from dojo_cli import __version__
 from dojo_cli.errors import InputError, StorageError
 from dojo_cli.io.storage import KNOT, StorageWriter
 from dojo_cli.model.mechanism import Mechanism
-from dojo_cli.simulation.knots import KnotRows
-from dojo_cli.simulation.run import RK4_INTEGRATOR, VARIATIONAL_INTEGRATOR, RunSummary, run
+from dojo_cli.simulation.initial import initial_state
+from dojo_cli.simulation.integrators import RK4_INTEGRATOR, VARIATIONAL_INTEGRATOR, rk4_problems
+from dojo_cli.simulation.run import RunSummary, run_scene
 from dojo_cli.solver.options import SolverOptions
 
 if TYPE_CHECKING:  # (state_files is read only by runs that start from a stored one)
@@ -82,24 +84,6 @@ def run_writer(
     )
 
 
-def joint_limits_record(mech) -> dict:
-    """{joint: {"position" | "velocity" | "acceleration": {"lower": [...], "upper": [...]}}}
-    for the joints that set limits (Drake's three pairs; docs/planar.md): position limits
-    are enforced, velocity and acceleration limits stored and reported."""
-    scene = getattr(mech, "scene", None)
-    out: dict = {}
-    for j in getattr(scene, "joints", None) or ():
-        entry = {}
-        for key, field in (("position", "limits"), ("velocity", "velocity_limits"),
-                           ("acceleration", "acceleration_limits")):
-            limits = getattr(j, field, None)
-            if limits is not None:
-                entry[key] = {"lower": [float(v) for v in limits.lower], "upper": [float(v) for v in limits.upper]}
-        if entry:
-            out[j.name] = entry
-    return out
-
-
 def run_attrs(mech) -> dict:
     """The scene-specific root attributes of a run file: contact names, the joints' limits
     (``joint_limits``), the locked joints (``locked_joints``: names, Drake's Lock; absent
@@ -110,7 +94,7 @@ def run_attrs(mech) -> dict:
     locked = [j.name for j in mech.joints if j.locked]
     if locked:
         out["locked_joints"] = locked
-    limits = joint_limits_record(mech)
+    limits = getattr(mech, "joint_limits", None)
     if limits:
         out["joint_limits"] = limits
     drawn = getattr(mech, "random_initial", None)
@@ -119,50 +103,15 @@ def run_attrs(mech) -> dict:
     return out
 
 
-def run_scene(
-    mech: Mechanism,
-    steps: int,
-    writer: StorageWriter,
-    *,
-    integrator: str,
-    opts: SolverOptions,
-    gradients: tuple[str, ...] = (),
-    abort_on_failure: bool = False,
-    log=None,
-    progress: Callable[[int], None] | None = None,
-    start: StoredStart | None = None,
-) -> RunSummary:
-    """``steps`` steps of the scene's integrator ("variational" or "rk4") into ``writer``,
-    from the scene's initial state or from ``start`` (a stored run's knot, ``--from``: the
-    variational integrator takes its midpoint state, warm start and unwrapped angles, so the
-    steps are the first run's to the solver's tolerance; rk4 takes the knot's velocities).
-    The states go to ``writer`` with their velocities at the knots (simulation.knots)."""
-    if integrator == "rk4":
-        from dojo_cli.simulation.rk4_run import run_rk4
-
-        writer = KnotRows(mech, writer, exact=True)
-        if start is None:
-            return run_rk4(mech, steps, writer, controller=mech.controller, progress=progress)
-        return run_rk4(mech, steps, writer, controller=mech.controller, progress=progress, knot=start.knot,
-                       start_step=start.step, angles=start.angles)
-    kwargs = {}
-    if start is not None:
-        kwargs = dict(z0=start.z, start_step=start.step, warm_start=start.warm_start, angles=start.angles)
-    return run(mech, steps, KnotRows(mech, writer), controller=mech.controller, opts=opts, external=mech.external,
-               gradients=tuple(gradients), abort_on_failure=abort_on_failure, log=log, progress=progress, **kwargs)
-
-
 def check_run(mech: Mechanism, scene: str, scene_name: str, integrator: str, gradients: tuple[str, ...] | None) -> None:
     """Refuse a run the integrator cannot take: the rk4 integrator's unsupported features
-    (simulation.rk4_run.rk4_problems), per-step gradients (``gradients``: the Jacobians
+    (simulation.integrators.rk4_problems), per-step gradients (``gradients``: the Jacobians
     asked for, None when not asked) of a scene with external forces.
 
     Raises:
         InputError: naming the scene (``scene``: as the user gave it) and what is refused.
     """
     if integrator == "rk4":
-        from dojo_cli.simulation.rk4_run import rk4_problems
-
         problems = rk4_problems(mech, mech.external, tuple(gradients or ()))
         if problems:
             raise InputError(f"{scene}: " + "; ".join(problems))
@@ -209,10 +158,14 @@ def plan_run(
     ``start_run``, from state ``index`` of that run (docs/storage.md, "Continuing a run";
     ``warn`` gets the notes about it: its status, another scene or timestep).
 
+    A run from the scene's initial state has it solved here (simulation.initial.initial_state,
+    kept on ``mech`` for the run), so that a failure leaves no file behind.
+
     Raises:
         InputError: a start the scene cannot continue from (io.state_files.stored_start),
             or ``out`` is the ``start_run`` file.
         StorageError: ``out`` exists (without ``overwrite``), a damaged ``start_run``.
+        SolverError: the scene's velocities at t = 0 give no first step.
     """
     start = started_from = None
     if start_run is not None:
@@ -224,6 +177,8 @@ def plan_run(
             raise InputError(f"--output {out}: is the --from run; write the continued run to another file")
     if out.exists() and not overwrite:
         raise StorageError(f"{out}: already exists (use --force to overwrite)")
+    if start is None and integrator != "rk4":
+        initial_state(mech)
     return RunPlan(out, steps, integrator, tuple(gradients), start, started_from)
 
 
@@ -270,7 +225,7 @@ def write_run(
     )
     with writer:
         on_writer(writer)
-        return run_scene(mech, plan.steps, writer, integrator=plan.integrator, opts=opts, gradients=plan.gradients,
+        return run_scene(mech, plan.steps, writer, opts=opts, gradients=plan.gradients,
                          abort_on_failure=abort_on_failure, log=log, progress=progress, start=plan.start)
 
 

@@ -1,5 +1,11 @@
 """Controllers: the inputs u (nu,: joint forces N and torques N m, or the scene's actuators) per
-step, held over the step."""
+step, held over the step, and external forces.
+
+They are the run set-up's input laws (``Mechanism.controller``, ``Mechanism.external``):
+data the scene builder makes and the run loop evaluates, so they live with the model
+(below the scene and the simulation, which both use them). The PD law reads the core's
+coordinate maps directly (the same calls as physics.coordinates, which sits above model).
+"""
 
 from __future__ import annotations
 
@@ -7,10 +13,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dojo_cli import _core
 from dojo_cli.math.quaternion import matrix_from_quaternion
 from dojo_cli.model.mechanism import Mechanism
 from dojo_cli.model.state import unpack_maximal
-from dojo_cli.physics.coordinates import minimal_coordinates, minimal_velocities
 
 
 class Controller:
@@ -53,8 +59,8 @@ class PDController(Controller):
 
     def __call__(self, mech, k, z):
         x, _, q, _ = unpack_maximal(z, mech.nb)
-        theta = minimal_coordinates(mech, x, q)
-        rate = minimal_velocities(mech, z)
+        theta = _core.minimal_coordinates(mech.core, np.ascontiguousarray(x, float), np.ascontiguousarray(q, float))
+        rate = _core.minimal_velocities(mech.core, np.ascontiguousarray(z, float))
         tau = self.kp * (self.target - theta) + self.kd * (self.velocity_target - rate)
         return tau if self.output is None else self.output @ tau
 

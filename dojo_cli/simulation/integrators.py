@@ -1,0 +1,435 @@
+"""The integrators the run loop (simulation.run) drives: one strategy class each.
+
+This is the seam for a new integrator. A strategy is made for one run (it holds the run's
+state between blocks) and answers four things (``simulation.run.Integrator``):
+
+- ``name``: the storage attribute ``integrator`` of its runs; ``exact_knots``: whether the
+  states it hands on carry their velocities at t_k already (no knot velocities to derive);
+- ``initial``: the run's first state (13 nb,) and its unwrapped minimal coordinates (nf,);
+- ``fast``: whether it steps in blocks of many steps (sized by simulation.run.step_blocks)
+  or one step per block (a controller that reads the state, a log, per-step gradients);
+- ``advance(k, n)``: steps k .. k + n - 1 as a StepBlock (fewer when the run must stop),
+  and the reason it cannot go on (None to go on);
+- ``ahead(k)``: the midpoint velocities of step k, one past the last state (not stored),
+  so that the last state's knot velocities are exact; None when there are none.
+
+``Variational`` is Dojo's variational integrator in maximal coordinates (core
+maximal/step.h, ``_core.rollout`` a block at a time); ``Rk4`` the Munthe-Kaas RK4 in minimal
+coordinates (core minimal/rk4.h). A third (say a fourth-order variational integrator) is one
+more class here with these members, and one branch in ``simulation.run.integrator_for``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from dojo_cli import _core
+from dojo_cli.errors import InputError, from_core
+from dojo_cli.model.controller import (
+    ConstantController, Controller, ExternalForce, ScheduleController, external_wrench,
+)
+from dojo_cli.model.mechanism import Mechanism
+from dojo_cli.simulation.step import core_options, refuse_armature, solve_step
+from dojo_cli.solver.options import DOJO_DEFAULTS, SolverOptions
+from dojo_cli.solver.status import STATUS_FROM_CODE, SolverStatus
+
+# The storage attribute `integrator` of a run.
+VARIATIONAL_INTEGRATOR = "dojo-variational-midpoint"
+RK4_INTEGRATOR = "munthe-kaas-rk4"
+STATUS_TEXT = np.array([s.value for s in STATUS_FROM_CODE])
+SINGULAR = STATUS_FROM_CODE.index(SolverStatus.SINGULAR_MATRIX)
+
+
+@dataclass
+class StepBlock:
+    """Consecutive steps k0 .. k0 + n - 1 and the states they reach (arrays over steps):
+    what an integrator hands the run loop, and the loop its writer.
+
+    Attributes:
+        k0: index of the first step.
+        time: (n,) time of each reached state (s).
+        z: (n, 13 nb) reached maximal states [x, v, q, w] per body (the integrator's
+            velocities: midpoint ones, or the knot ones of an ``exact_knots`` integrator).
+        minimal_q: (n, nf) minimal coordinates of those states, unwrapped through turns.
+        inputs: (n, nu) inputs applied during each step.
+        iterations, residual, status_code, complementarity: (n,) solver record.
+        impulses: (n, nl) joint impulses.
+        contact_distance, contact_normal_impulse: (n, nc); contact_friction_impulse,
+            contact_slip: (n, nc, 2) (empty without contacts).
+        gradients: per-step gradient datasets (``gradients/A`` (n, 12 nb, 12 nb), ...), if asked.
+        singular_node: (n,) per singular_matrix step the Newton-matrix node with the zero
+            pivot (-1 otherwise), or None.
+        knot: (v (n+1, nb, 3), omega (n+1, nb, 3), minimal_v (n+1, nf)): the velocities at
+            the knots of the state before the block and of its states, the last
+            extrapolated, when the integrator computed them with the steps (the core's
+            rollout); None: simulation.knots.KnotRows derives them.
+    """
+
+    k0: int
+    time: np.ndarray
+    z: np.ndarray
+    minimal_q: np.ndarray
+    inputs: np.ndarray
+    iterations: np.ndarray
+    residual: np.ndarray
+    status_code: np.ndarray
+    complementarity: np.ndarray
+    impulses: np.ndarray
+    contact_distance: np.ndarray
+    contact_normal_impulse: np.ndarray
+    contact_friction_impulse: np.ndarray
+    contact_slip: np.ndarray
+    gradients: dict[str, np.ndarray] = field(default_factory=dict)
+    singular_node: np.ndarray | None = None
+    knot: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+
+    @property
+    def n(self) -> int:
+        return len(self.time)
+
+    @property
+    def status(self) -> np.ndarray:
+        """(n,) status strings (SolverStatus values)."""
+        return STATUS_TEXT[self.status_code]
+
+    def state_parts(self, nb: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """x (n, nb, 3), v (n, nb, 3), q (n, nb, 4), omega (n, nb, 3) views of z."""
+        s = self.z.reshape(self.n, nb, 13)
+        return s[:, :, 0:3], s[:, :, 3:6], s[:, :, 6:10], s[:, :, 10:13]
+
+
+def is_open_loop(controller: Controller | None) -> bool:
+    """Inputs known before the run (none, constant, a schedule): a block needs no state."""
+    return controller is None or type(controller) in (Controller, ConstantController, ScheduleController)
+
+
+def open_loop_inputs(mech: Mechanism, controller: Controller | None, k0: int, n: int) -> np.ndarray | None:
+    """(n, nu) inputs of steps k0.. for an open-loop controller, None for zero."""
+    if controller is None or type(controller) is Controller:
+        return None
+    if isinstance(controller, ConstantController):
+        return np.ascontiguousarray(np.broadcast_to(np.asarray(controller.u, float).reshape(1, -1), (n, mech.nu)))
+    rows = [controller(mech, k, None) for k in range(k0, k0 + n)]  # a schedule reads its table only
+    return np.ascontiguousarray(np.asarray(rows, dtype=float).reshape(n, mech.nu))
+
+
+class Variational:
+    """Dojo's variational integrator (maximal coordinates, midpoint velocities).
+
+    Open-loop runs (no controller, a constant or a scheduled one, no external forces, no
+    per-step gradients, no iteration log) are stepped by the core a block at a time (one
+    ``_core.rollout`` per block); closed-loop ones cross into the core once per step, as
+    the controller must see each state.
+
+    Args:
+        mech: the mechanism.
+        z0: (13 nb,) the state the run starts from (midpoint velocities).
+        controller: input law (None: zero inputs).
+        opts: solver options (default: Dojo's).
+        external: external forces.
+        gradients: "state" and/or "input": each step's A and/or B, taken on the step's own
+            solve (gradients/A, gradients/B, gradients/kappa).
+        log: receives one dict per solver iteration; steps one at a time.
+        warm_start: (nl,) joint impulses the first solve starts from (default zeros).
+        angles: (nf,) z0's minimal coordinates unwrapped through turns (a stored run's),
+            where the first step measures limits from (default: z0's own).
+        abort_on_failure: a block stops at its first failed step.
+    """
+
+    name = VARIATIONAL_INTEGRATOR
+    exact_knots = False
+
+    def __init__(self, mech: Mechanism, z0, *, controller: Controller | None = None, opts: SolverOptions | None = None,
+                 external: list[ExternalForce] | tuple = (), gradients: tuple[str, ...] = (), log=None,
+                 warm_start=None, angles=None, abort_on_failure: bool = False):
+        self.mech = mech
+        self.opts = opts or DOJO_DEFAULTS
+        self.controller, self.external, self.gradients, self.log = controller, tuple(external), tuple(gradients), log
+        self.abort_on_failure = abort_on_failure
+        z = np.array(z0, dtype=float).reshape(-1)
+        if z.shape != (13 * mech.nb,):
+            raise ValueError(f"initial state must have {13 * mech.nb} entries, got {z.size}")
+        mq = np.asarray(_core.unwrapped_coordinates(mech.core, np.ascontiguousarray(z[None]))).reshape(mech.nf)
+        refuse_armature(mech)
+        self.data = _core.Data(mech.core)  # this run's scratch; its angle_ref carries the limits' winding
+        if angles is not None:
+            mq = np.asarray(angles, dtype=float).reshape(mech.nf).copy()
+            self.data.angle_ref[:] = mq
+        self.initial = (z, mq)
+        self.z = z
+        self.before = (z, mq)  # the state before the next block, its minimal coordinates
+        self.lam = np.zeros(mech.nl) if warm_start is None else np.array(warm_start, dtype=float).reshape(mech.nl)
+        self.fast = is_open_loop(controller) and not self.external and not self.gradients and log is None
+
+    def advance(self, k: int, n: int) -> tuple[StepBlock, str | None]:
+        mech = self.mech
+        if self.fast:
+            inputs = open_loop_inputs(mech, self.controller, k, n)
+            try:
+                # one crossing a block: the steps, and the record storage keeps beside them
+                # (unwrapped minimal coordinates, knot velocities), computed in the core
+                out = _core.rollout(mech.core, self.data, self.z, n, inputs, self.lam, core_options(self.opts),
+                                    self.abort_on_failure, np.ascontiguousarray(self.before[1], dtype=float))
+            except (ValueError, TypeError, RuntimeError) as exc:
+                raise from_core(exc, "run") from None
+            n = out["steps"]
+            if inputs is None:
+                inputs = np.zeros((n, mech.nu))
+            knot = None
+            if n:
+                knot = (out.pop("knot_v"), out.pop("knot_omega"), out.pop("knot_minimal_v"))
+            out = {key: value[:n] for key, value in out.items() if key != "steps"}
+            block = _variational_block(mech, k, out, inputs[:n], self.before)
+            block.knot = knot
+        else:
+            block = self._closed_loop_step(k, self.z, self.lam, self.gradients, self.log)
+        self.z = block.z[-1].copy()
+        self.before = (self.z, block.minimal_q[-1])
+        return block, None
+
+    def ahead(self, k: int):
+        # one step past the end (not stored): the last state's outgoing midpoint velocities,
+        # for its knot velocities (docs/physics.md)
+        block = self._closed_loop_step(k, self.z, self.lam.copy(), (), None)
+        if block.status_code[0] != 0:
+            return None
+        _, v_next, _, w_next = block.state_parts(self.mech.nb)
+        return v_next[0], w_next[0]
+
+    def _closed_loop_step(self, k, z, lam, gradients, log) -> StepBlock:
+        """One step whose inputs or forces depend on the state (or with gradients or a log)."""
+        mech, data, controller = self.mech, self.data, self.controller
+        h = mech.timestep
+        u = np.zeros(mech.nu) if controller is None else np.asarray(controller(mech, k, z), dtype=float).reshape(-1)
+        f_ext = tau_ext = None
+        if self.external:
+            f_ext, tau_ext = external_wrench(mech, list(self.external), k * h, z.reshape(mech.nb, 13)[:, 6:10])
+        z_next, result = solve_step(mech, z, u, self.opts, f_ext, tau_ext, lam0=lam, log=log, data=data)
+        lam[:] = result.w[6 * mech.nb : 6 * mech.nb + mech.nl]
+        _core.advance_angles(mech.core, data)  # where the next step's limit rows measure from
+        out = {
+            "states": z_next[None],
+            "iterations": np.array([result.iterations]),
+            "residual": np.array([result.residual]),
+            "status": np.array([STATUS_FROM_CODE.index(result.status)]),
+            "complementarity": np.array([result.complementarity]),
+            "impulses": lam.copy()[None],
+            "contact_distance": data.contact_distance.copy()[None],
+            "contact_normal_impulse": data.contact_normal_impulse.copy()[None],
+            "contact_friction_impulse": data.contact_friction_impulse.copy()[None],
+            "contact_slip": data.contact_slip.copy()[None],
+            "singular_node": np.array([data.singular_node]),
+        }
+        # the step's record (unwrapped minimal coordinates, knot velocities) in one core call
+        record = _core.run_record(mech.core, np.ascontiguousarray(out["states"]),
+                                  np.ascontiguousarray(self.before[0], dtype=float),
+                                  np.ascontiguousarray(self.before[1], dtype=float))
+        out["minimal_q"] = record["minimal_q"]
+        block = _variational_block(mech, k, out, u[None], self.before)
+        block.knot = (record["knot_v"], record["knot_omega"], record["knot_minimal_v"])
+        if gradients:
+            # on this step's own solve (data still holds it): no re-solve
+            try:
+                A, B, _, kappa = _core.gradients(mech.core, data, "state" in gradients, "input" in gradients, [], -1.0)
+            except RuntimeError:
+                # the Newton matrix at the solution is exactly singular: no derivative there. The
+                # step is a failed step (singular_matrix, naming the block), its gradients NaN.
+                block.status_code[0] = SINGULAR
+                block.singular_node[0] = data.singular_node
+                nan = np.full((12 * mech.nb, 12 * mech.nb), np.nan)
+                A = nan if "state" in gradients else None
+                B = np.full((12 * mech.nb, mech.nu), np.nan) if "input" in gradients else None
+                kappa = np.nan
+            except (ValueError, TypeError) as exc:
+                raise from_core(exc, f"gradients of step {k}") from None
+            if A is not None:
+                block.gradients["gradients/A"] = A[None]
+            if B is not None:
+                block.gradients["gradients/B"] = B.reshape(12 * mech.nb, mech.nu)[None]
+            block.gradients["gradients/kappa"] = np.array([kappa])
+        return block
+
+
+def _variational_block(mech: Mechanism, k0: int, out: dict, inputs: np.ndarray, before) -> StepBlock:
+    """A StepBlock of the core's step record ``out`` (rollout's arrays over the block's steps),
+    its minimal coordinates unwrapped on from ``before`` (the state before it, its angles)."""
+    n = len(out["states"])
+    mq = out.get("minimal_q")  # (rollout computes them with the steps)
+    if mq is None:
+        states = np.ascontiguousarray(out["states"], dtype=float).reshape(n, 13 * mech.nb)
+        mq = _core.unwrapped_coordinates(mech.core, states, np.ascontiguousarray(before[0], dtype=float),
+                                         np.ascontiguousarray(before[1], dtype=float))
+    return StepBlock(
+        k0=k0,
+        time=(k0 + 1 + np.arange(n)) * mech.timestep,
+        z=out["states"],
+        minimal_q=np.asarray(mq).reshape(n, mech.nf),
+        inputs=np.asarray(inputs, dtype=float).reshape(n, mech.nu),
+        iterations=out["iterations"],
+        residual=out["residual"],
+        status_code=out["status"],
+        complementarity=out["complementarity"],
+        impulses=out["impulses"],
+        contact_distance=out["contact_distance"],
+        contact_normal_impulse=out["contact_normal_impulse"],
+        contact_friction_impulse=out["contact_friction_impulse"],
+        contact_slip=out["contact_slip"],
+        singular_node=out.get("singular_node"),
+    )
+
+
+def rk4_problems(mech: Mechanism, external=(), gradients=()) -> list[str]:
+    """What in a scene the rk4 integrator cannot run, one message each (empty: runnable)."""
+    out = []
+    for i, c in enumerate(mech.contacts):
+        out.append(f"contacts.{i}: contact {c.name!r}: the rk4 integrator has no contact model (use integrator: variational)")
+    limited = sorted({int(mech.free_joint[f]) for f in mech.limit_free})
+    for j in limited:
+        out.append(f"joints.{j}.limits: joint {mech.joints[j].name!r}: joint limits are not supported by the rk4 integrator")
+    for j in mech.loop_joints:
+        cols = mech.joint_free_range[j]
+        if np.any(mech.spring[cols]) or np.any(mech.damper[cols]):
+            out.append(f"joints.{j}: joint {mech.joints[j].name!r}: springs and dampers on a loop-closing joint are not "
+                       "supported by the rk4 integrator")
+    for i, a in enumerate(mech.actuators):
+        if a.body >= 0:
+            out.append(f"actuators.{i}: actuator {a.name!r}: body actuators are not supported by the rk4 integrator "
+                       "(use integrator: variational)")
+    if external:
+        out.append("external forces are not supported by the rk4 integrator")
+    if gradients:
+        out.append("--gradients: per-step gradients are the variational integrator's (not rk4's)")
+    return out
+
+
+def knot_identity(mech: Mechanism, x, q, v_mid, omega_mid, extrapolate_last: bool = False):
+    """The knot velocities of rk4 states (simulation.knots.KnotRows, exact): the velocities
+    handed in are already those at t_k (v, omega as given; minimal/v their exact image
+    J(q) [v; omega])."""
+    n = len(x)
+    v, omega = np.asarray(v_mid, float)[:n], np.asarray(omega_mid, float)[:n]
+    z = np.concatenate([np.reshape(x, (n, mech.nb, 3)), v, np.reshape(q, (n, mech.nb, 4)), omega], axis=2)
+    rates = _core.instantaneous_minimal_velocities(mech.core, np.ascontiguousarray(z.reshape(n, 13 * mech.nb)))
+    return v, omega, np.asarray(rates).reshape(n, mech.nf)
+
+
+class Rk4:
+    """The Munthe-Kaas RK4 in minimal coordinates (core minimal/rk4.h), the scene's timestep
+    as the step: every body's x, q, v, omega at t_k from the core's forward kinematics of the
+    minimal state (exact knot velocities), Dojo's minimal coordinates, the inputs; the
+    solver record says success with 0 iterations and the joint impulses are NaN (RK4 has
+    none). Open-loop runs are stepped by the core a block at a time; a PD controller reads
+    the state once per step (its input is held over the step).
+
+    Args:
+        mech: the mechanism (its scene's initial state unless x0 or knot).
+        controller: the scene's input law (None: zero inputs).
+        stabilization_gains: loop joints' Baumgarte gains (minimal.simulate).
+        x0: (nx,) initial minimal state (default: ``minimal.init_state``).
+        knot: (13 nb,) initial maximal state with its velocities at t0 (a stored run's
+            knot: storage x, v, q, omega), instead of x0.
+        angles: (nf,) the initial state's minimal/q unwrapped through turns (a stored run's),
+            which the stored minimal/q continues from.
+
+    Raises:
+        InputError: the scene has something rk4 cannot run (rk4_problems).
+    """
+
+    name = RK4_INTEGRATOR
+    exact_knots = True
+
+    def __init__(self, mech: Mechanism, *, controller: Controller | None = None, stabilization_gains="default",
+                 x0=None, knot=None, angles=None):
+        # (the minimal-coordinate modules are imported by rk4 runs only: start-up time)
+        from dojo_cli.minimal.model import build_model
+        from dojo_cli.minimal.simulate import Rk4 as Rk4Core
+        from dojo_cli.minimal.simulate import normalize_state
+        from dojo_cli.minimal.states import init_state
+
+        problems = rk4_problems(mech)
+        if problems:
+            raise InputError("; ".join(problems))
+        self.mech, self.controller = mech, controller
+        self.model = model = build_model(mech)
+        self.integ = Rk4Core(model, stabilization_gains)
+        if knot is not None:
+            x0 = model.state_from_maximal(np.asarray(knot, dtype=float))
+        x = normalize_state(model, init_state(model) if x0 is None else x0)
+        self.q = np.ascontiguousarray(x[: model.nq])
+        self.v = np.ascontiguousarray(x[model.nq:])
+        self.input_map = mech.input_map()  # (nf, nu)
+        # minimal/q unwrapped through turns as the variational runs store it (docs/storage.md),
+        # each block chained on the state before it
+        z0 = np.ascontiguousarray(self.integ.bodies(x).reshape(1, 13 * mech.nb))
+        mq0 = np.asarray(_core.unwrapped_coordinates(mech.core, z0)).reshape(mech.nf)
+        if angles is not None:
+            mq0 = np.asarray(angles, dtype=float).reshape(mech.nf)
+        self.initial = (z0.reshape(-1), mq0)
+        self.before = (z0.reshape(-1), mq0)
+        self.fast = is_open_loop(controller)
+
+    def advance(self, k: int, n: int) -> tuple[StepBlock | None, str | None]:
+        mech, model, integ = self.mech, self.model, self.integ
+        h = mech.timestep
+        if self.fast:
+            inputs = open_loop_inputs(mech, self.controller, k, n)
+        else:
+            zk = integ.bodies(np.concatenate([self.q, self.v])).reshape(-1)
+            inputs = np.asarray(self.controller(mech, k, zk), dtype=float).reshape(1, mech.nu)
+        out_q = np.zeros((n, model.nq))
+        out_v = np.zeros((n, model.nv))
+        out_z = np.zeros((n, 13 * mech.nb))
+        # the core's rk4 takes one input per free coordinate: joint actuators map onto them
+        # through their gains (input_map); body actuators are refused by rk4_problems
+        free_inputs = None if inputs is None else np.ascontiguousarray(np.asarray(inputs, dtype=float) @ self.input_map.T)
+        # one crossing a block: the steps, the bodies' states and the record storage keeps
+        # beside them (unwrapped minimal coordinates, minimal velocities), computed in the core
+        record = {}
+        done = _core.rk4_run(model.tree, integ.tree_data, integ.core, integ.data, self.q, self.v, float(k * h), float(h),
+                             int(n), free_inputs, out_q, out_v, out_z, 0, None, mech.core,
+                             np.ascontiguousarray(self.before[0], dtype=float),
+                             np.ascontiguousarray(self.before[1], dtype=float), record)
+        good = done
+        if not (np.all(np.isfinite(out_q[:done])) and np.all(np.isfinite(out_v[:done]))):
+            good = int(np.argmax(~(np.all(np.isfinite(out_q[:done]), axis=1) & np.all(np.isfinite(out_v[:done]), axis=1))))
+        block = None
+        if good:
+            block = self._block(k, out_z[:good], inputs, good, record)
+            self.before = (np.ascontiguousarray(out_z[good - 1]), block.minimal_q[-1])
+        stop = None
+        if good < n:
+            stop = (f"step {k + good} (t = {(k + good) * h:.6g} s): the rk4 state is no longer finite "
+                    f"(the timestep {h:g} s is too large for this scene?)")
+        return block, stop
+
+    def ahead(self, k: int):
+        return None  # the states carry their knot velocities already
+
+    def _block(self, k0: int, z: np.ndarray, inputs, n: int, record: dict) -> StepBlock:
+        mech = self.mech
+        # the record's rows of the n good steps (each row depends on the rows before it only)
+        mq = np.asarray(record["minimal_q"])[:n].reshape(n, mech.nf)
+        knot = (record["knot_v"][: n + 1], record["knot_omega"][: n + 1], record["knot_minimal_v"][: n + 1])
+        nc = mech.nc
+        return StepBlock(
+            k0=k0,
+            time=(k0 + 1 + np.arange(n)) * mech.timestep,
+            z=z,
+            minimal_q=mq,
+            inputs=np.zeros((n, mech.nu)) if inputs is None else np.asarray(inputs, dtype=float)[:n].reshape(n, mech.nu),
+            iterations=np.zeros(n, dtype=np.int64),
+            residual=np.zeros(n),
+            status_code=np.zeros(n, dtype=np.int64),
+            complementarity=np.zeros(n),
+            impulses=np.full((n, mech.nl), np.nan),
+            contact_distance=np.zeros((n, nc)),
+            contact_normal_impulse=np.zeros((n, nc)),
+            contact_friction_impulse=np.zeros((n, nc, 2)),
+            contact_slip=np.zeros((n, nc, 2)),
+            knot=knot,
+        )
+
+
+__all__ = ["RK4_INTEGRATOR", "VARIATIONAL_INTEGRATOR", "Rk4", "StepBlock", "Variational", "knot_identity", "rk4_problems"]
