@@ -298,6 +298,9 @@ def test_statuses_and_solver_record():
     restarts = mech.core_data.restarts
     assert result.status is SolverStatus.MAX_ITERATIONS and result.iterations == 2 * (1 + restarts) and restarts == 3 + 4, (
         result.status, result.iterations, restarts)
+    # the solver log holds every attempt's iterations (each attempt starts again at 1)
+    log = np.asarray(mech.core_data.log)
+    assert len(log) == result.iterations and list(log[:, 0]) == [1, 2] * (1 + restarts), log[:, 0]
     # the failed step ends at the attempt that came closest, and its record is that attempt's
     r = np.asarray(_core.testing.step_residual(mech.core, _core.Data(mech.core), z, None, result.w))
     rvio, bvio = _core.testing.violations(mech.core, r)

@@ -128,7 +128,7 @@ struct Data {
   // The iteration after which the interior point's recovery dropped Mehrotra's
   // second-order term (interior_point.h); -1 when it did not.
   int recovery_iteration = -1;
-  std::vector<double> log;       // (max_iter + 1, kLogColumns) per-iteration record
+  std::vector<double> log;       // (max_iter kMaxAttempts + 1, kLogColumns) per-iteration record, every attempt's
   int log_rows = 0;
 };
 

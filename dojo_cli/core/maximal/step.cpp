@@ -57,7 +57,8 @@ void step_initial_guess(const Model& m, Data& d, const double* lambda0, double i
 
 SolverStatus step(const Model& m, Data& d, const double* z, const double* u, const double* f_ext,
                   const double* tau_ext, const double* lambda0, const SolverOptions& opts) {
-  d.log.resize(static_cast<size_t>(opts.max_iter + 1) * kLogColumns);  // grows once per larger max_iter
+  // every attempt's iterations (each starts again at iteration 1), grown once per larger max_iter
+  d.log.resize(static_cast<size_t>(opts.max_iter * kMaxAttempts + 1) * kLogColumns);
   d.log_rows = 0;
   d.filter.resize(static_cast<size_t>(opts.max_iter) * 2);  // grows once per larger max_iter
   d.filter_acceptance = false;

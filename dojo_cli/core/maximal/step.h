@@ -43,6 +43,9 @@ void step_initial_guess(const Model& m, Data& d, const double* lambda0, double i
 // (the last attempt, from the smallest impulses, could end a contact 15 mm deep in the
 // ground where an earlier attempt had it at the surface: g1 dropped limp, step 71).
 constexpr double kImpulseScales[] = {1.0, 1e-1, 1e-2, 1e-3};
+// Solves of a step at most, not counting the margins' re-solves (margins.h): the first,
+// the first sweep's restarts, the second sweep's. The solver log has room for them all.
+constexpr int kMaxAttempts = 2 * static_cast<int>(sizeof(kImpulseScales) / sizeof(kImpulseScales[0]));
 
 // One whole step: setup, warm start, solve, next state. The result is in d.
 SolverStatus step(const Model& m, Data& d, const double* z, const double* u, const double* f_ext,
