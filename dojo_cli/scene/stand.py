@@ -11,8 +11,8 @@ The importer's scene (floating, with ground contacts) is given:
 Which robots are legged is decided by their structure in the standing pose, not by name:
 the contacts within ``SUPPORT_BAND`` of the lowest one (the support) must lie on at least
 two different branches of the body tree below the floating base, each reached through at
-least ``MIN_LEG_JOINTS`` movable joints with a range (legs, not a base lying on the ground,
-a hand, or wheels and casters, whose joints turn freely).
+least ``MIN_LEG_JOINTS`` movable joints and standing on something other than a cylinder's
+rim (legs, not a base lying on the ground, a hand, or wheels and casters).
 """
 
 from __future__ import annotations
@@ -35,9 +35,9 @@ STANDING_STATES = ("standing", "half_sitting", "straight_standing", "default")
 # four corners of a flat sole differ by a few mm in CAD, a lifted swing foot by far more.
 SUPPORT_BAND = 0.01
 
-# A leg reaches its foot through at least this many movable joints with a range (a hip and
-# a knee); a single joint to a lowest contact is a base lying on the ground, and joints that
-# turn freely (continuous, no limits) are wheels and casters, not legs.
+# A leg reaches its foot through at least this many movable joints (a hip and a knee); a
+# single joint to a lowest contact is a base lying on the ground. A support contact on a
+# cylinder's rim is a wheel or a caster (it rolls), not a foot (_contact_points).
 MIN_LEG_JOINTS = 2
 
 # Natural frequency of each joint's PD loop times the timestep, omega h. The PD torque is
@@ -160,9 +160,9 @@ def _apply_pose(scene: dict, values: dict[str, list[float]], source: str, report
         report.notes.append(f"{source}: joints not in the scene (merged or dropped by the import), ignored: {', '.join(missing)}")
 
 
-def _contact_points(scene: dict, poses: dict) -> list[tuple[str, np.ndarray]]:
-    """(body, lowest world point) of each ground contact in the poses (a sphere's bottom,
-    a shape's lowest point)."""
+def _contact_points(scene: dict, poses: dict) -> list[tuple[str, np.ndarray, bool]]:
+    """(body, lowest world point, on a wheel) of each ground contact in the poses (a sphere's
+    bottom, a shape's lowest point; on a wheel: a cylinder's rim, which rolls)."""
     out = []
     for c in scene["contacts"]:
         if c.get("against", "ground") != "ground":
@@ -173,10 +173,10 @@ def _contact_points(scene: dict, poses: dict) -> list[tuple[str, np.ndarray]]:
             for m in made:
                 centre = pos + rot @ np.asarray(m.offset, float)
                 z = lowest_height([m], rot, pos)
-                out.append((c["body"], np.array([centre[0], centre[1], z])))
+                out.append((c["body"], np.array([centre[0], centre[1], z]), c["shape"].get("type") == "cylinder"))
         else:
             point = pos + rot @ np.asarray(c["offset"], float)
-            out.append((c["body"], np.array([point[0], point[1], point[2] - c["radius"]])))
+            out.append((c["body"], np.array([point[0], point[1], point[2] - c["radius"]]), False))
     return out
 
 
@@ -275,7 +275,7 @@ def _legs(scene: dict, support_bodies: set[str]) -> dict[str, int]:
         movable, branch, b = 0, None, body
         while b != base and b in parent_joint:
             j = parent_joint[b]
-            movable += j["type"] in ("revolute", "prismatic") and "limits" in j  # a wheel or caster turns freely
+            movable += j["type"] in ("revolute", "prismatic")
             branch = j["name"]
             b = j["parent"]
         if branch is not None and b == base:
@@ -314,17 +314,18 @@ def add_stand(scene: dict, result: UrdfImport, urdf: Path, file: str, srdf: Path
     lift = np.array([0.0, 0.0, report.base_height])
     poses = {k: (rot, pos + lift) for k, (rot, pos) in poses.items()}
     points = _contact_points(scene, poses)
-    lowest = min(p[2] for _, p in points)
-    support = [(b, p) for b, p in points if p[2] <= lowest + SUPPORT_BAND]
+    lowest = min(p[2] for _, p, _ in points)
+    support = [(b, p) for b, p, _ in points if p[2] <= lowest + SUPPORT_BAND]
     support_bodies = {b for b, _ in support}
-    legs = _legs(scene, support_bodies)
+    feet = {b for b, p, wheel in points if p[2] <= lowest + SUPPORT_BAND and not wheel}
+    legs = _legs(scene, feet)
     real_legs = {k: n for k, n in legs.items() if n >= MIN_LEG_JOINTS}
     if len(real_legs) < 2:
         where = ", ".join(sorted(support_bodies))
         raise SceneError(Problem(file, None, "stand", (
             f"the robot has no legs to stand on: in the standing pose ({report.pose_source}) its lowest contacts are on "
             f"{where} ({len(real_legs)} branch(es) of the body tree below {base['child']!r} reach them through "
-            f">= {MIN_LEG_JOINTS} movable joints with a range; a legged robot has two or more)")))
+            f">= {MIN_LEG_JOINTS} movable joints, on feet rather than wheels; a legged robot has two or more)")))
     report.feet = sorted(support_bodies)
     total = sum(b["mass"] for b in scene["bodies"])
     com = sum(b["mass"] * poses[b["name"]][1] for b in scene["bodies"]) / total
