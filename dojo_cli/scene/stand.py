@@ -11,8 +11,8 @@ The importer's scene (floating, with ground contacts) is given:
 Which robots are legged is decided by their structure in the standing pose, not by name:
 the contacts within ``SUPPORT_BAND`` of the lowest one (the support) must lie on at least
 two different branches of the body tree below the floating base, each reached through at
-least ``MIN_LEG_JOINTS`` movable joints and standing on something other than a cylinder's
-rim (legs, not a base lying on the ground, a hand, or wheels and casters).
+least ``MIN_LEG_JOINTS`` movable joints and standing on something other than a cylinder
+lying on its side (legs, not a base lying on the ground, a hand, or wheels and casters).
 """
 
 from __future__ import annotations
@@ -36,8 +36,8 @@ STANDING_STATES = ("standing", "half_sitting", "straight_standing", "default")
 SUPPORT_BAND = 0.01
 
 # A leg reaches its foot through at least this many movable joints (a hip and a knee); a
-# single joint to a lowest contact is a base lying on the ground. A support contact on a
-# cylinder's rim is a wheel or a caster (it rolls), not a foot (_contact_points).
+# single joint to a lowest contact is a base lying on the ground. A support contact on the
+# rim of a cylinder lying on its side is a wheel or a caster (it rolls), not a foot (_rolls).
 MIN_LEG_JOINTS = 2
 
 # Natural frequency of each joint's PD loop times the timestep, omega h. The PD torque is
@@ -160,9 +160,23 @@ def _apply_pose(scene: dict, values: dict[str, list[float]], source: str, report
         report.notes.append(f"{source}: joints not in the scene (merged or dropped by the import), ignored: {', '.join(missing)}")
 
 
+# A cylinder whose axis is within this of horizontal (|axis . z| below it) rolls on the
+# ground: a wheel or a caster. Standing on its end face it is a foot (a round sole).
+WHEEL_AXIS_TILT = 0.5
+
+
+def _rolls(shape: dict, rot: np.ndarray) -> bool:
+    """Whether a contact shape on a body of orientation rot (3, 3), world from body, is a
+    cylinder lying on its side (its axis, the shape frame's z, nearly horizontal)."""
+    if shape.get("type") != "cylinder":
+        return False
+    axis = rot @ _quaternion_matrix(shape.get("orientation_offset", [1.0, 0.0, 0.0, 0.0])) @ np.array([0.0, 0.0, 1.0])
+    return abs(float(axis[2])) < WHEEL_AXIS_TILT
+
+
 def _contact_points(scene: dict, poses: dict) -> list[tuple[str, np.ndarray, bool]]:
     """(body, lowest world point, on a wheel) of each ground contact in the poses (a sphere's
-    bottom, a shape's lowest point; on a wheel: a cylinder's rim, which rolls)."""
+    bottom, a shape's lowest point; on a wheel: a cylinder lying on its side, _rolls)."""
     out = []
     for c in scene["contacts"]:
         if c.get("against", "ground") != "ground":
@@ -173,7 +187,7 @@ def _contact_points(scene: dict, poses: dict) -> list[tuple[str, np.ndarray, boo
             for m in made:
                 centre = pos + rot @ np.asarray(m.offset, float)
                 z = lowest_height([m], rot, pos)
-                out.append((c["body"], np.array([centre[0], centre[1], z]), c["shape"].get("type") == "cylinder"))
+                out.append((c["body"], np.array([centre[0], centre[1], z]), _rolls(c["shape"], rot)))
         else:
             point = pos + rot @ np.asarray(c["offset"], float)
             out.append((c["body"], np.array([point[0], point[1], point[2] - c["radius"]]), False))
