@@ -292,11 +292,20 @@ def test_statuses_and_solver_record():
     assert result.residual == pytest.approx(max(rvio, bvio), rel=1e-12, abs=1e-300), (result.residual, rvio, bvio)
 
     # stopped early, the solve restarts from the other starting impulse scales (core/step.h,
-    # "Restarts"), each with max_iter iterations; the record counts them all
+    # "Restarts"), each with max_iter iterations, then from all four again with the line
+    # search's filter (3 + 4 restarts); the record counts them all
     _, result = solve_step(mech, z, opts=TIGHT.replace(max_iter=2))
     restarts = mech.core_data.restarts
-    assert result.status is SolverStatus.MAX_ITERATIONS and result.iterations == 2 * (1 + restarts) and restarts == 3, (
+    assert result.status is SolverStatus.MAX_ITERATIONS and result.iterations == 2 * (1 + restarts) and restarts == 3 + 4, (
         result.status, result.iterations, restarts)
+    # the solver log holds every attempt's iterations (each attempt starts again at 1)
+    log = np.asarray(mech.core_data.log)
+    assert len(log) == result.iterations and list(log[:, 0]) == [1, 2] * (1 + restarts), log[:, 0]
+    # the failed step ends at the attempt that came closest, and its record is that attempt's
+    r = np.asarray(_core.testing.step_residual(mech.core, _core.Data(mech.core), z, None, result.w))
+    rvio, bvio = _core.testing.violations(mech.core, r)
+    assert result.residual == pytest.approx(max(rvio, bvio), rel=1e-12), (result.residual, rvio, bvio)
+    assert result.complementarity == pytest.approx(bvio, rel=1e-12), (result.complementarity, bvio)
 
     for m, state in ((mech, z), (pendulum(), random_state(pendulum(), seed=1))):
         bad = state.copy()

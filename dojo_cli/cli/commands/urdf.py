@@ -39,6 +39,8 @@ def import_urdf(
     inertia_from_geometry: Annotated[bool, typer.Option("--inertia-from-geometry", help="Every link's inertia from its collision shapes (uniform density, the file's mass); without it only where the file's inertia is not positive definite.")] = False,
     no_meshes: Annotated[bool, typer.Option("--no-meshes", help="Leave visual meshes out (primitives and frames only).")] = False,
     geometry: Annotated[GeometryMode, typer.Option("--geometry", help="Draw the visual elements or the collision ones.")] = GeometryMode.visual,
+    stand: Annotated[bool, typer.Option("--stand", help="A legged robot standing under a PD controller for 5 s: the SRDF's standing pose (else the import's), feet on the ground, gains from the link inertias (implies --floating).")] = False,
+    srdf: Annotated[Optional[Path], typer.Option("--srdf", help="With --stand: the SRDF whose group state is the standing pose (default: ../srdf/STEM.srdf or STEM.srdf beside the URDF).")] = None,
     name: Annotated[Optional[str], typer.Option("--name", help="Scene name (default: the robot's).")] = None,
     timestep: Annotated[Optional[float], typer.Option("--timestep", help="Timestep of the scene (s).")] = None,
     force: Annotated[bool, typer.Option("--force", "-f", help="Overwrite the output file.")] = False,
@@ -46,14 +48,27 @@ def import_urdf(
     """Import a URDF as an editable scene: bodies at their centres of mass, joints with limits and dampers, contacts."""
     if self_collision and contacts != ContactMode.collision:
         raise InputError(f"--self-collision: needs --contacts collision (the links' collision shapes), got --contacts {contacts.value}")
+    if stand and contacts == ContactMode.none:
+        raise InputError("--stand: needs contacts with the ground (--contacts feet or collision)")
+    if srdf is not None and not stand:
+        raise InputError("--srdf: only with --stand (the SRDF's group state is the standing pose)")
     check_import_target(output, force, timestep)
     options = UrdfOptions(
-        floating=floating or floating_base is not None, floating_base=floating_base, contacts=contacts.value, self_collision=self_collision, friction=friction, merge_fixed=merge_fixed,
+        floating=floating or floating_base is not None or stand, floating_base=floating_base, contacts=contacts.value, self_collision=self_collision, friction=friction, merge_fixed=merge_fixed,
         package_path=[str(p) for p in package_path or []], meshes=not no_meshes, geometry=geometry.value,
         inertia_from_geometry=inertia_from_geometry,
     )
     result = read_urdf(urdf, options, str(urdf))
-    flags = " ".join(f for f, on in (("--floating", floating), ("--merge-fixed", merge_fixed), ("--no-meshes", no_meshes),
+    report = None
+    if stand:
+        from dojo_cli.scene.stand import add_stand
+
+        if srdf is not None and not srdf.is_file():
+            raise InputError(f"--srdf: {srdf}: no such file")
+        if timestep is not None:
+            result.scene["timestep"] = timestep  # the gains depend on it
+        report = add_stand(result.scene, result, urdf, str(urdf), srdf=srdf)
+    flags = " ".join(f for f, on in (("--floating", floating), ("--stand", stand), ("--merge-fixed", merge_fixed), ("--no-meshes", no_meshes),
                                          ("--self-collision", self_collision),
                                          ("--inertia-from-geometry", inertia_from_geometry)) if on)
     header = (
@@ -65,6 +80,14 @@ def import_urdf(
     scene = result.scene
     total = sum(b.mass for b in mech.bodies)
     typer.echo(f"wrote {output}: {mech.nb} bodies, {mech.nj} joints, {mech.nc} contacts, {mech.nu} inputs, total mass {total:.6g} kg")
+    if report is not None:
+        margin = "no area (point or line feet)" if report.com_margin is None else f"{report.com_margin * 1e3:.0f} mm"
+        typer.echo(f"  stand: pose from {report.pose_source}; feet {', '.join(report.feet)}; base at {report.base_height:.4g} m; "
+                   f"centre of mass inside the support polygon by {margin}")
+        typer.echo("  stand: PD gains kp = I omega^2, damper = 2 I omega (critically damped; I the inertia the joint holds up, "
+                   f"omega h = {_stand_omega_h()}): kp from {min(report.kp.values()):.3g} to {max(report.kp.values()):.3g}")
+        for note in report.notes:
+            typer.echo(f"  stand: {note}")
     if result.merged:
         typer.echo(f"  merged fixed joints ({len(result.merged)}): {', '.join(result.merged)}")
     if result.dropped:
@@ -78,3 +101,9 @@ def import_urdf(
                 f"    {j['name']:<24} position {position:<22} effort {j.get('effort_limit', math.inf):g}  "
                 f"velocity {j.get('velocity_limit', math.inf):g}"
             )
+
+
+def _stand_omega_h() -> float:
+    from dojo_cli.scene.stand import STAND_OMEGA_H
+
+    return STAND_OMEGA_H

@@ -91,6 +91,14 @@ struct Data {
   int active_degree = 0;                // the interior point's degree over the contacts in the solve
   double impulse_scale = 1.0;           // starting impulse scale of the next step's solve (step.h, "Restarts")
   int restarts = 0;                     // restarts of the last step's solve (step.h, "Restarts")
+  // The interior point's line search keeps a filter (interior_point.h, step 5): set for a
+  // restart's solves (step.h, "Restarts"), never on Dojo's first attempt.
+  bool filter_acceptance = false;
+  std::vector<double> filter;  // (max_iter, 2) (rvio, bvio) of the iterates accepted in this solve
+  // A step whose every attempt fails ends at the attempt that came closest (step.cpp,
+  // kept_attempt): its unknowns, contacts in the solve, status and violations.
+  std::vector<double> w_kept;            // (n,)
+  std::vector<uint8_t> contact_active_kept;  // (nc,)
   int solves = 0;                       // solves of the last step (1 + re-solves after a left-out contact touched)
 
   // ---- iterate
@@ -128,7 +136,7 @@ struct Data {
   // The iteration after which the interior point's recovery dropped Mehrotra's
   // second-order term (interior_point.h); -1 when it did not.
   int recovery_iteration = -1;
-  std::vector<double> log;       // (max_iter + 1, kLogColumns) per-iteration record
+  std::vector<double> log;       // (max_iter kMaxAttempts + 1, kLogColumns) per-iteration record, every attempt's
   int log_rows = 0;
 };
 

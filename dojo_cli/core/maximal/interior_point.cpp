@@ -67,6 +67,15 @@ bool leaves_cone(const double* x, const double* dx, double a) {
   return y[0] < 0.0 || jordan_det(y) < 0.0;
 }
 
+// A candidate (rvio, bvio) no better in both violations than an iterate the solve has
+// left behind (filter: (size, 2) their pairs): accepting it could close a cycle
+// (interior_point.h, step 5, the filter).
+bool filtered(const double* filter, int size, double rvio, double bvio) {
+  for (int k = 0; k < size; ++k)
+    if (rvio >= filter[2 * k] && bvio >= filter[2 * k + 1]) return true;
+  return false;
+}
+
 }  // namespace
 
 void scale_second_order_cones(const Model& m, Data& d, double* rn) {
@@ -207,6 +216,8 @@ SolverStatus interior_point(const Model& m, Data& d, const SolverOptions& opts) 
   bool recovering = false;  // Mehrotra's second-order term dropped (kStallsBeforeRecovery)
   d.recovery_iteration = -1;
   bool line_search_failed = false;
+  int filter_size = 0;  // entries of d.filter (the iterates left behind in this solve)
+  const int filter_capacity = static_cast<int>(d.filter.size()) / 2;
   step_residual(m, d, d.w.data(), d.r.data());
   double rvio, bvio;
   violations(m, d.r.data(), rvio, bvio);
@@ -272,7 +283,8 @@ SolverStatus interior_point(const Model& m, Data& d, const SolverOptions& opts) 
       step_residual(m, d, d.cand.data(), d.rc.data());
       violations(m, d.rc.data(), rvio_c, bvio_c);
       // a non-finite candidate is never accepted (NaN compares false)
-      if (std::isfinite(rvio_c) && std::isfinite(bvio_c) && !(rvio_c > rvio && bvio_c > bvio)) {
+      if (std::isfinite(rvio_c) && std::isfinite(bvio_c) && !(rvio_c > rvio && bvio_c > bvio) &&
+          !(d.filter_acceptance && filtered(d.filter.data(), filter_size, rvio_c, bvio_c))) {
         line_search_failed = false;
         break;
       }
@@ -306,6 +318,11 @@ SolverStatus interior_point(const Model& m, Data& d, const SolverOptions& opts) 
     }
     // one centring step at a time: it is followed by a normal (Mehrotra) iteration
     short_steps = centering ? 0 : (alpha < kShortStep ? short_steps + 1 : 0);
+    if (d.filter_acceptance && filter_size < filter_capacity) {
+      d.filter[2 * filter_size] = rvio;
+      d.filter[2 * filter_size + 1] = bvio;
+      ++filter_size;
+    }
     d.w.swap(d.cand);
     d.r.swap(d.rc);
     rvio = rvio_c;

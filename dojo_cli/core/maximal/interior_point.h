@@ -19,7 +19,14 @@
 // 5. cone step length with tau = max(0.95, 1 - max(rvio, bvio)^2) (at most 0.95 for
 //    second-order cones), then backtracking by ls_scale (at most max_ls times) until the
 //    candidate does not increase both the equality violation rvio and the
-//    complementarity violation bvio;
+//    complementarity violation bvio; with Data::filter_acceptance (a restart's second
+//    sweep, step.h) the candidate must also not be worse in both than any iterate the
+//    solve has left behind (a filter, Fletcher and Leyffer 2002; Waechter and Biegler
+//    2006, section 2.3): Dojo's rule compares with the current iterate only, and lets a
+//    solve cycle, trading one violation for the other (example-robot-data's z1 arm
+//    dropped at rest: step 0 cycled through (rvio, bvio) ~ (1e-5, 2e-3), (1.3e-2, 6e-5),
+//    (1.2e-2, 1e-5) for 200 iterations from every starting scale; the filter ends the
+//    cycle and the step converges);
 // 6. progress bookkeeping: after no_progress_max iterations without a 20 % decrease of
 //    an unconverged violation, undercut *= no_progress_undercut.
 // Beyond Dojo: second-order cones are linearised in Nesterov-Todd scaled form (the raw

@@ -57,8 +57,11 @@ void step_initial_guess(const Model& m, Data& d, const double* lambda0, double i
 
 SolverStatus step(const Model& m, Data& d, const double* z, const double* u, const double* f_ext,
                   const double* tau_ext, const double* lambda0, const SolverOptions& opts) {
-  d.log.resize(static_cast<size_t>(opts.max_iter + 1) * kLogColumns);  // grows once per larger max_iter
+  // every attempt's iterations (each starts again at iteration 1), grown once per larger max_iter
+  d.log.resize(static_cast<size_t>(opts.max_iter * kMaxAttempts + 1) * kLogColumns);
   d.log_rows = 0;
+  d.filter.resize(static_cast<size_t>(opts.max_iter) * 2);  // grows once per larger max_iter
+  d.filter_acceptance = false;
   d.iterations = 0;
   d.complementarity = 0.0;
   d.singular_node = -1;
@@ -96,18 +99,53 @@ SolverStatus step(const Model& m, Data& d, const double* z, const double* u, con
   solve(first_scale);
   // Restarts (step.h): a failed interior-point solve is solved again from the other
   // starting scales in turn; the first that converges is the step, and its scale is
-  // where the next step starts.
+  // where the next step starts. If none does, a second sweep over every scale accepts
+  // line-search candidates through a filter (interior_point.h, step 5).
   if (inequalities && d.status != SolverStatus::Success && d.status != SolverStatus::NonFinite) {
-    for (double scale : kImpulseScales) {
-      if (scale == first_scale) continue;
-      ++d.restarts;
-      step_initial_guess(m, d, lambda0, scale);
-      leave_out_contacts(m, d);
-      solve(scale);
-      if (d.status == SolverStatus::Success) {
-        d.impulse_scale = scale;
-        break;
+    // the attempt whose solution violates the step's equations least, in units of the
+    // tolerances: a step that fails ends there, not wherever the last attempt stopped
+    // (the state it gives is the next step's start)
+    double kept = std::numeric_limits<double>::infinity();
+    SolverStatus kept_status = d.status;
+    double kept_residual = d.residual, kept_complementarity = d.complementarity;
+    auto keep = [&]() {
+      double rvio, bvio;
+      violations(m, d.r.data(), rvio, bvio);
+      const double merit = std::max(rvio / opts.rtol, bvio / opts.btol);
+      if (!(merit < kept)) return;  // NaN never kept
+      kept = merit;
+      kept_status = d.status;
+      kept_residual = d.residual;
+      kept_complementarity = d.complementarity;
+      d.w_kept.assign(d.w.begin(), d.w.end());
+      d.contact_active_kept.assign(d.contact_active.begin(), d.contact_active.end());
+    };
+    keep();
+    for (const bool filter : {false, true}) {
+      d.filter_acceptance = filter;
+      for (double scale : kImpulseScales) {
+        if (scale == first_scale && !filter) continue;
+        ++d.restarts;
+        step_initial_guess(m, d, lambda0, scale);
+        leave_out_contacts(m, d);
+        solve(scale);
+        if (d.status == SolverStatus::Success) {
+          d.impulse_scale = scale;
+          break;
+        }
+        if (d.status != SolverStatus::NonFinite) keep();
       }
+      if (d.status == SolverStatus::Success) break;
+    }
+    d.filter_acceptance = false;
+    if (d.status != SolverStatus::Success && kept < std::numeric_limits<double>::infinity()) {
+      d.w.assign(d.w_kept.begin(), d.w_kept.end());
+      d.contact_active.assign(d.contact_active_kept.begin(), d.contact_active_kept.end());
+      d.status = kept_status;
+      d.residual = kept_residual;
+      d.complementarity = kept_complementarity;
+      step_residual(m, d, d.w.data(), d.r.data());
+      if (m.has_margins) step_contact_records(m, d, d.w.data());
     }
   }
   d.iterations = iterations;

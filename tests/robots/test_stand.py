@@ -1,0 +1,137 @@
+"""PD stands of legged robots (issue 24 item 4): ``dojo import-urdf --stand``.
+
+Representative robots stand for 5 s (a quadruped from its SRDF's standing state, a
+quadruped with no SRDF in the import's pose, a humanoid), the gains' inertias agree with
+the minimal-coordinate mass matrix (an independent computation: CRBA), and robots without
+legs are refused with the reason. benchmarks/robot_zoo.py --stand runs the whole collection.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+import dojo_cli as dojo
+from dojo_cli import minimal
+from dojo_cli.cli.app import app
+from dojo_cli.errors import SceneError
+from dojo_cli.minimal.states import init_state
+from dojo_cli.scene import robots
+from dojo_cli.scene.builder import build_mechanism
+from dojo_cli.scene.floating_base import set_floating_base
+from dojo_cli.scene.loader import spec_from_dict
+from dojo_cli.scene.stand import STAND_OMEGA_H, add_stand, read_group_states, srdf_for
+from dojo_cli.scene.urdf import UrdfOptions, read_urdf
+
+ROOT = robots.example_robot_data_root()
+pytestmark = pytest.mark.skipif(ROOT is None, reason=f"example-robot-data is not installed ({robots.ROBOTS_EXTRA_INSTALL})")
+
+STAND_STEPS = 500  # 5 s at the import's h = 0.01 (the issue's check)
+HEIGHT_TOLERANCE = 0.02  # the trunk ends within 2 cm of its starting height (m; the brief: "a few cm")
+INERTIA_RTOL = 1e-9  # composite inertias summed two ways (rounding)
+
+
+def _urdf(stem: str):
+    return next((ROOT / "robots").rglob(f"{stem}.urdf"))
+
+
+def _stand(stem: str, contacts: str = "feet"):
+    path = _urdf(stem)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the importer's notes (unmodelled friction, ...)
+        result = read_urdf(path, UrdfOptions(floating=True, contacts=contacts, merge_fixed=True, meshes=False))
+    report = add_stand(result.scene, result, path, str(path))
+    return result.scene, report, build_mechanism(spec_from_dict(result.scene, file=str(path)))
+
+
+@pytest.mark.parametrize("stem,pose", [
+    ("go1", "go1.srdf group state 'standing'"),  # quadruped, SRDF pose (thighs 0.8, calves -1.853)
+    ("solo12", "the import's pose"),  # light quadruped with no SRDF of its own: straight legs
+    ("g1_29dof_rev_1_0", "the import's pose"),  # 29-joint humanoid on sole spheres
+])
+def test_legged_robot_stands_five_seconds(stem, pose):
+    scene, report, mech = _stand(stem)
+    assert report.pose_source.startswith(pose), report.pose_source
+    assert report.com_margin is not None and report.com_margin > 0, f"centre of mass outside the feet by {report.com_margin}"
+    traj = dojo.simulate(mech, steps=STAND_STEPS)
+    failed = [k for k, s in enumerate(traj.status) if s != "success"]
+    assert not failed, f"{stem}: {len(failed)} failed steps, first {failed[0]} ({traj.status[failed[0]]})"
+    # the feet start on the ground, not above it (a drop) or in it
+    first = float(np.min(traj.contact_distance[0]))
+    assert abs(first) < 1e-3, f"{stem}: lowest contact {first * 1e3:.3f} mm from the ground at step 0"
+    base = mech.joints[0].child
+    z = traj.x[:, base, 2]
+    assert abs(z[-1] - z[0]) < HEIGHT_TOLERANCE and np.min(z) > z[0] - HEIGHT_TOLERANCE, (
+        f"{stem}: trunk from {z[0]:.3f} m to {z[-1]:.3f} m (lowest {np.min(z):.3f} m)")
+
+
+def test_srdf_standing_state_sets_the_initial_joints():
+    """go1's SRDF state 'standing' is the scene's initial pose and the PD targets, and the base
+    height puts the lowest foot sphere exactly on the ground in that pose."""
+    srdf = srdf_for(_urdf("go1"))
+    assert srdf is not None and srdf.name == "go1.srdf"
+    state = read_group_states(srdf)["standing"]
+    scene, report, mech = _stand("go1")
+    joints = {j["name"]: j for j in scene["joints"]}
+    for name, value in state.items():
+        if name in joints:
+            assert joints[name]["initial"]["position"] == value, name
+            assert scene["controller"]["targets"][name] == value, name
+    lowest = float(np.min(dojo.simulate(mech, steps=1).contact_distance[0]))
+    assert abs(lowest) < 1e-3, f"lowest contact {lowest * 1e3:.3f} mm from the ground"
+    assert report.base_height == joints["floating_base"]["initial"]["position"][2]
+
+
+def test_gains_are_critically_damped_on_the_inertia_each_joint_holds():
+    """kp = I omega^2 and c = 2 I omega with omega = STAND_OMEGA_H / h. I is checked against
+    the minimal-coordinate mass matrix (CRBA), an independent computation: for an arm joint
+    (the side held up is the arm beyond it) the diagonal entry of the floating-base model;
+    for a knee (its foot is on the ground, so it holds up the rest of the robot) the same
+    entry of the model re-rooted at that foot (set_floating_base), where the rest of the
+    robot is the side beyond the knee."""
+    scene, report, mech = _stand("g1_29dof_rev_1_0")
+    h = scene["timestep"]
+    omega = STAND_OMEGA_H / h
+    for name, inertia in report.held_inertia.items():
+        assert report.kp[name] == pytest.approx(inertia * omega**2, rel=1e-12)
+        assert report.damper[name] == pytest.approx(2.0 * inertia * omega, rel=1e-12)
+
+    def diagonal(m, joint):
+        model = minimal.build_model(m)
+        mass = minimal.M_func(model, init_state(model))
+        i = next(k for k, n in enumerate(model.velocity_names) if n.startswith(joint))
+        return mass[i, i]
+
+    for joint in ("left_shoulder_pitch_joint", "left_elbow_joint", "right_wrist_yaw_joint"):
+        assert report.held_inertia[joint] == pytest.approx(diagonal(mech, joint), rel=INERTIA_RTOL), joint
+    rerooted = build_mechanism(spec_from_dict(set_floating_base(scene, "left_ankle_roll_link"), file="g1"))
+    for joint in ("left_knee_joint", "left_hip_pitch_joint"):
+        assert report.held_inertia[joint] == pytest.approx(diagonal(rerooted, joint), rel=INERTIA_RTOL), joint
+
+
+def test_robot_without_legs_is_refused_with_the_reason():
+    path = _urdf("ur5_robot")
+    result = read_urdf(path, UrdfOptions(floating=True, contacts="collision", merge_fixed=True, meshes=False))
+    with pytest.raises(SceneError, match="no legs to stand on"):
+        add_stand(result.scene, result, path, str(path))
+
+
+def test_cli_stand_writes_a_scene_that_stands(tmp_path):
+    out = tmp_path / "go1.yaml"
+    runner = CliRunner()
+    res = runner.invoke(app, ["import-urdf", str(_urdf("go1")), "--stand", "--contacts", "feet", "--no-meshes", "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    assert "stand: pose from go1.srdf group state 'standing'" in res.output
+    import yaml
+
+    written = yaml.safe_load(out.read_text())
+    assert written["controller"]["type"] == "pd" and written["controller"]["targets"]["FR_calf_joint"] == [-1.853]
+    dojo.load_scene(str(out))  # what is written loads
+    res = runner.invoke(app, ["import-urdf", str(_urdf("ur5_robot")), "--stand", "--contacts", "collision", "-o", str(tmp_path / "ur5.yaml")])
+    assert res.exit_code == 2 and "no legs to stand on" in res.output, res.output
+    assert not (tmp_path / "ur5.yaml").exists()
+    res = runner.invoke(app, ["import-urdf", str(_urdf("go1")), "--stand", "-o", str(tmp_path / "x.yaml")])
+    assert res.exit_code == 2 and "--stand: needs contacts" in res.output, res.output
