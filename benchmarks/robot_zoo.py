@@ -2,6 +2,7 @@
 
 Usage:
     python benchmarks/robot_zoo.py [--steps N] [--jobs J] [--robots a,b,...] [--json FILE]
+                                   [--tolerances relative|absolute]
 
 Each URDF under example-robot-data's ``robots`` folder is imported as
 ``dojo import-urdf URDF --floating --contacts collision --merge-fixed`` does (through the
@@ -17,7 +18,9 @@ interior-point iteration count, ms per step (CPU time of the whole run / N), and
 robot was refused at import (the first line of its error). The robots run in J worker
 processes (default 2), one robot per task; the slowest imports are started first.
 
-Exit status 0; the table is the result. ``--json FILE`` writes every row.
+``--tolerances absolute`` runs the solver with the tolerances' old absolute meaning (SI
+units, every residual row alike; docs/physics.md "Solver tolerances"), for before/after
+comparisons. Exit status 0; the table is the result. ``--json FILE`` writes every row.
 Needs example-robot-data (``pip install 'dojo_cli[robots]'``).
 """
 
@@ -58,7 +61,7 @@ def robot_names(files: list[Path], root: Path) -> list[str]:
 
 def run_robot(task: tuple[str, str, int]) -> dict:
     """Import one URDF and drop it; a row of the table (never raises)."""
-    name, path, steps = task
+    name, path, steps, tolerances = task
     warnings.simplefilter("ignore")
     import dojo_cli as dojo
     from dojo_cli.errors import DojoError
@@ -80,7 +83,7 @@ def run_robot(task: tuple[str, str, int]) -> dict:
     row["import_s"] = time.perf_counter() - t0
     row.update(nb=mech.nb, nc=mech.nc, nj=mech.nj, mass=float(sum(b.mass for b in mech.bodies)))
     c0 = time.process_time()
-    traj = dojo.simulate(mech, steps=steps)
+    traj = dojo.simulate(mech, steps=steps, opts=dojo.default_options(mech).replace(tolerances=tolerances))
     cpu = time.process_time() - c0
     status = list(traj.status)
     failed = [k for k, s in enumerate(status) if s != "success"]
@@ -134,6 +137,7 @@ def main() -> int:
     parser.add_argument("--robots", default="", help="comma-separated file stems (default: all)")
     parser.add_argument("--json", type=Path)
     parser.add_argument("--blas-threads", default="1")
+    parser.add_argument("--tolerances", choices=("relative", "absolute"), default="relative")
     args = parser.parse_args()
     from dojo_cli.scene import robots
 
@@ -144,7 +148,7 @@ def main() -> int:
     files = urdf_files(root / "robots" if (root / "robots").is_dir() else root)
     wanted = {s for s in args.robots.split(",") if s}
     robots_dir = root / "robots" if (root / "robots").is_dir() else root
-    tasks = [(name, str(p), args.steps) for name, p in zip(robot_names(files, robots_dir), files) if not wanted or p.stem in wanted]
+    tasks = [(name, str(p), args.steps, args.tolerances) for name, p in zip(robot_names(files, robots_dir), files) if not wanted or p.stem in wanted]
     tasks.sort(key=lambda t: (not any(t[0].startswith(s) for s in SLOW_FIRST), t[0]))
     t0 = time.perf_counter()
     ctx = multiprocessing.get_context("spawn" if sys.platform == "darwin" else "fork")
