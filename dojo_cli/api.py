@@ -119,8 +119,11 @@ def simulate(
         if steps is None:
             raise ValueError("steps not given and the scene sets neither steps nor duration")
     scene = getattr(mech, "scene", None)
-    rk4 = scene is not None and getattr(scene, "integrator", "variational") == "rk4"
+    integrator = "variational" if scene is None else getattr(scene, "integrator", "variational")
+    rk4 = integrator == "rk4"
     controller = controller if controller is not None else getattr(mech, "controller", None)
+    if integrator == "variational4":  # the core's fourth-order integrator (simulation.variational4_run)
+        return _simulate_variational4(mech, int(steps), controller, opts, z0, from_run, index)
     if from_run is None and not rk4:
         return _sim.simulate(mech, int(steps), initial_state(mech) if z0 is None else z0, controller,
                              opts or default_options(mech), getattr(mech, "external", None), abort_on_failure)
@@ -156,6 +159,33 @@ def simulate(
         run(mech, int(steps), recorder, z0=start.z, controller=controller, opts=opts or default_options(mech),
             external=getattr(mech, "external", None) or (), abort_on_failure=abort_on_failure,
             start_step=start.step, warm_start=start.warm_start, angles=start.angles)
+    return recorder.trajectory(mech)
+
+
+def _simulate_variational4(mech: Mechanism, steps: int, controller, opts, z0, from_run, index):
+    """dojo.simulate of a scene with ``integrator: variational4``: from the scene's state at
+    t0, or z0 (13 nb,) given with its velocities at t0, or a stored run's knot."""
+    import warnings
+    from pathlib import Path
+
+    from dojo_cli.errors import InputError
+    from dojo_cli.simulation.run import TrajectoryRecorder
+    from dojo_cli.simulation.variational4_run import run_variational4, variational4_problems
+
+    problems = variational4_problems(mech, getattr(mech, "external", None) or (), ())
+    if problems:
+        raise InputError(f"scene {mech.name!r} (integrator: variational4): " + "; ".join(problems))
+    kwargs = {} if z0 is None else dict(knot=np.asarray(z0, dtype=float))
+    if from_run is not None:
+        from dojo_cli.io.state_files import stored_start
+
+        if z0 is not None:
+            raise InputError("simulate: give z0 or from_run, not both")
+        start = stored_start(Path(from_run), int(index), mech, mech.name,
+                             lambda line: warnings.warn(line, stacklevel=4), whole_steps=True)
+        kwargs = dict(knot=start.knot, start_step=start.step, angles=start.angles)
+    recorder = TrajectoryRecorder(exact_knots=True)
+    run_variational4(mech, steps, recorder, opts=opts or default_options(mech), controller=controller, **kwargs)
     return recorder.trajectory(mech)
 
 

@@ -46,13 +46,17 @@ def run_writer(
 ) -> StorageWriter:
     """The StorageWriter of a run: ``scene_yaml`` the resolved scene (scene.loader.dump_scene:
     the storage layer does not import the scene layer above it), ``integrator`` the scene's
-    ("variational" or "rk4"), ``overrides`` the --set/preset values as path -> value, then the
+    ("variational", "variational4" or "rk4"), ``overrides`` the --set/preset values as path -> value, then the
     names, integrator and run record every run file has. ``steps``: the steps the run is to
     take (the writer sizes its chunks to it). ``started_from``: where a run continued from
     another starts ({"file", "index", "time", "step"}; root attribute ``started_from``).
     ``extra_attrs``: further root attributes of the run (an optimised run's record,
     dojo_cli.optimize.results)."""
     rk4 = integrator == "rk4"
+    if integrator == "variational4":
+        from dojo_cli.simulation.variational4_run import VARIATIONAL4_INTEGRATOR as stored_integrator
+    else:
+        stored_integrator = RK4_INTEGRATOR if rk4 else VARIATIONAL_INTEGRATOR
     return StorageWriter(
         out,
         scene_yaml=scene_yaml,
@@ -60,7 +64,7 @@ def run_writer(
         timestep=mech.timestep,
         gravity=list(mech.gravity),
         solver_options=opts.to_dict(),
-        integrator=RK4_INTEGRATOR if rk4 else VARIATIONAL_INTEGRATOR,
+        integrator=stored_integrator,
         body_names=[b.name for b in mech.bodies],
         minimal_q_names=mech.state_names()[0],
         minimal_v_names=mech.state_names()[1],
@@ -132,7 +136,7 @@ def run_scene(
     progress: Callable[[int], None] | None = None,
     start: StoredStart | None = None,
 ) -> RunSummary:
-    """``steps`` steps of the scene's integrator ("variational" or "rk4") into ``writer``,
+    """``steps`` steps of the scene's integrator ("variational", "variational4" or "rk4") into ``writer``,
     from the scene's initial state or from ``start`` (a stored run's knot, ``--from``: the
     variational integrator takes its midpoint state, warm start and unwrapped angles, so the
     steps are the first run's to the solver's tolerance; rk4 takes the knot's velocities).
@@ -145,6 +149,12 @@ def run_scene(
             return run_rk4(mech, steps, writer, controller=mech.controller, progress=progress)
         return run_rk4(mech, steps, writer, controller=mech.controller, progress=progress, knot=start.knot,
                        start_step=start.step, angles=start.angles)
+    if integrator == "variational4":
+        from dojo_cli.simulation.variational4_run import run_variational4
+
+        kwargs = {} if start is None else dict(knot=start.knot, start_step=start.step, angles=start.angles)
+        return run_variational4(mech, steps, KnotRows(mech, writer, exact=True), opts=opts, controller=mech.controller,
+                                progress=progress, **kwargs)
     kwargs = {}
     if start is not None:
         kwargs = dict(z0=start.z, start_step=start.step, warm_start=start.warm_start, angles=start.angles)
@@ -166,6 +176,12 @@ def check_run(mech: Mechanism, scene: str, scene_name: str, integrator: str, gra
         problems = rk4_problems(mech, mech.external, tuple(gradients or ()))
         if problems:
             raise InputError(f"{scene}: " + "; ".join(problems))
+    if integrator == "variational4":
+        from dojo_cli.simulation.variational4_run import variational4_problems
+
+        problems = variational4_problems(mech, mech.external, tuple(gradients or ()))
+        if problems:
+            raise InputError(f"{scene}: " + "; ".join(problems))
     if gradients is not None and mech.external:
         raise InputError(f"--gradients: scene {scene_name!r} has external forces, which the gradients do not include yet")
 
@@ -177,7 +193,7 @@ class RunPlan:
     Attributes:
         out: the storage file.
         steps: the steps to take.
-        integrator: the scene's ("variational" or "rk4").
+        integrator: the scene's ("variational", "variational4" or "rk4").
         gradients: the Jacobians stored at each step (() for none).
         start: the stored knot the run continues from (``--from``), or None.
         started_from: the root attribute ``started_from`` ({"file", "index", "time",

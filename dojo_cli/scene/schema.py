@@ -1288,7 +1288,7 @@ class SceneSpec(Spec):
     actuators = Field(list_of(ActuatorSpec.core_schema()), factory=list, specs=(ActuatorSpec,))
     damper_form = Field(literal(*DAMPER_FORMS), "midpoint")
     initial_velocity = Field(literal("t0", "midpoint"), "t0")
-    integrator = Field(literal("variational", "rk4"), "variational")
+    integrator = Field(literal("variational", "rk4", "variational4"), "variational")
     description = Field(TEXT, "")
 
     # (where it was loaded from is kept beside the fields: two scenes are equal when
