@@ -2,6 +2,7 @@
 
 Usage:
     python benchmarks/robot_zoo.py [--stand] [--steps N] [--jobs J] [--robots a,b,...] [--json FILE]
+                                   [--tolerances relative|absolute]
 
 Each URDF under example-robot-data's ``robots`` folder is imported as
 ``dojo import-urdf URDF --floating --contacts collision --merge-fixed`` does (through the
@@ -26,7 +27,9 @@ height at the start and at the end, failed steps, the deepest contact, ms per st
 where the pose came from. A robot stands when every step converged and its trunk ends
 within STAND_TOLERANCE of its start.
 
-Exit status 0; the table is the result. ``--json FILE`` writes every row.
+``--tolerances absolute`` runs the solver with the tolerances' old absolute meaning (SI
+units, every residual row alike; docs/physics.md "Solver tolerances"), for before/after
+comparisons. Exit status 0; the table is the result. ``--json FILE`` writes every row.
 Needs example-robot-data (``pip install 'dojo_cli[robots]'``).
 """
 
@@ -67,9 +70,9 @@ def robot_names(files: list[Path], root: Path) -> list[str]:
 
 def run_robot(task: tuple) -> dict:
     """Import one URDF and drop it (or, with stand, stand it); a row of the table (never raises)."""
-    name, path, steps, stand = task
+    name, path, steps, stand, tolerances = task
     if stand:
-        return stand_robot(name, path, steps)
+        return stand_robot(name, path, steps, tolerances)
     warnings.simplefilter("ignore")
     import dojo_cli as dojo
     from dojo_cli.errors import DojoError
@@ -91,7 +94,7 @@ def run_robot(task: tuple) -> dict:
     row["import_s"] = time.perf_counter() - t0
     row.update(nb=mech.nb, nc=mech.nc, nj=mech.nj, mass=float(sum(b.mass for b in mech.bodies)))
     c0 = time.process_time()
-    traj = dojo.simulate(mech, steps=steps)
+    traj = dojo.simulate(mech, steps=steps, opts=dojo.default_options(mech).replace(tolerances=tolerances))
     cpu = time.process_time() - c0
     status = list(traj.status)
     failed = [k for k, s in enumerate(status) if s != "success"]
@@ -114,7 +117,7 @@ def run_robot(task: tuple) -> dict:
     return row
 
 
-def stand_robot(name: str, path: str, steps: int) -> dict:
+def stand_robot(name: str, path: str, steps: int, tolerances: str = "relative") -> dict:
     """Import one URDF as ``dojo import-urdf URDF --stand --contacts collision --merge-fixed``
     does and run its PD stand; a row of the stand table (never raises)."""
     warnings.simplefilter("ignore")
@@ -146,7 +149,7 @@ def stand_robot(name: str, path: str, steps: int) -> dict:
     row["import_s"] = time.perf_counter() - t0
     row.update(nb=mech.nb, nc=mech.nc, pose=report.pose_source.split(" (")[0], feet=len(report.feet), com_margin_mm=None if report.com_margin is None else 1e3 * report.com_margin)
     c0 = time.process_time()
-    traj = dojo.simulate(mech, steps=steps)
+    traj = dojo.simulate(mech, steps=steps, opts=dojo.default_options(mech).replace(tolerances=tolerances))
     cpu = time.process_time() - c0
     status = list(traj.status)
     failed = [k for k, s in enumerate(status) if s != "success"]
@@ -212,6 +215,7 @@ def main() -> int:
     parser.add_argument("--robots", default="", help="comma-separated file stems (default: all)")
     parser.add_argument("--json", type=Path)
     parser.add_argument("--blas-threads", default="1")
+    parser.add_argument("--tolerances", choices=("relative", "absolute"), default="relative")
     parser.add_argument("--stand", action="store_true", help="the legged robots' PD stands (import-urdf --stand), 500 steps by default")
     args = parser.parse_args()
     from dojo_cli.scene import robots
@@ -224,7 +228,7 @@ def main() -> int:
     wanted = {s for s in args.robots.split(",") if s}
     robots_dir = root / "robots" if (root / "robots").is_dir() else root
     steps = args.steps if args.steps is not None else (500 if args.stand else 200)
-    tasks = [(name, str(p), steps, args.stand) for name, p in zip(robot_names(files, robots_dir), files) if not wanted or p.stem in wanted]
+    tasks = [(name, str(p), steps, args.stand, args.tolerances) for name, p in zip(robot_names(files, robots_dir), files) if not wanted or p.stem in wanted]
     tasks.sort(key=lambda t: (not any(t[0].startswith(s) for s in SLOW_FIRST), t[0]))
     t0 = time.perf_counter()
     ctx = multiprocessing.get_context("spawn" if sys.platform == "darwin" else "fork")

@@ -26,7 +26,7 @@ from dojo_cli.errors import InputError
 from dojo_cli.model.controller import Controller, ExternalForce
 from dojo_cli.simulation import gradients as _grad
 from dojo_cli.simulation import rollout_gradients as _rgrad
-from dojo_cli.simulation.integrators import rk4_problems
+from dojo_cli.simulation.integrators import rk4_problems, variational4_problems
 from dojo_cli.simulation.run import run_scene
 from dojo_cli.simulation.trajectory import Trajectory, TrajectoryRecorder
 from dojo_cli.simulation.initial import initial_state as _initial_state
@@ -156,6 +156,10 @@ def simulate(
             raise InputError("simulate: give z0 or from_run, not both")
         start = stored_start(Path(from_run), int(index), mech, mech.name,
                              lambda line: warnings.warn(line, stacklevel=4), whole_steps=True)
+    if mech.integrator == "variational4":
+        problems = variational4_problems(mech, mech.external if external is None else external, ())
+        if problems:
+            raise InputError(f"scene {mech.name!r} (integrator: variational4): " + "; ".join(problems))
     if mech.integrator == "rk4":
         problems = rk4_problems(mech, mech.external if external is None else external, ())
         if z0 is not None or opts is not None:

@@ -1235,6 +1235,8 @@ class SolverSpec(Spec):
 
     rtol = Field(POSITIVE_REAL, _SOLVER_DEFAULTS.rtol)
     btol = Field(POSITIVE_REAL, _SOLVER_DEFAULTS.btol)
+    # rtol, btol relative to the scene's scales (default) or absolute, SI (docs/physics.md)
+    tolerances = Field(literal("relative", "absolute"), "relative" if _SOLVER_DEFAULTS.relative else "absolute")
     max_iter = Field(le(MAX_ITERATIONS, ge(1, INTEGER)), _SOLVER_DEFAULTS.max_iter)
     max_ls = Field(le(MAX_ITERATIONS, ge(0, INTEGER)), _SOLVER_DEFAULTS.max_ls)
     ls_scale = Field(lt(1, gt(0, REAL)), _SOLVER_DEFAULTS.ls_scale)
@@ -1370,7 +1372,7 @@ class SceneSpec(Spec):
     actuators = Field(list_of(ActuatorSpec.core_schema()), factory=list, specs=(ActuatorSpec,))
     damper_form = Field(literal(*DAMPER_FORMS), "midpoint")
     initial_velocity = Field(literal("t0", "midpoint"), "t0")
-    integrator = Field(literal("variational", "rk4"), "variational")
+    integrator = Field(literal("variational", "rk4", "variational4"), "variational")
     description = Field(TEXT, "")
 
     # (where it was loaded from is kept beside the fields: two scenes are equal when

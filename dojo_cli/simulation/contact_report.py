@@ -1,6 +1,7 @@
 """Summaries of the per-step contact records of a run (``dojo contacts``).
 
-Interior-point solutions are relaxed: a contact satisfies gn sn ~ kappa <= btol,
+Interior-point solutions are relaxed: a contact satisfies gn sn ~ kappa <= btol (in
+the contact's unit when the tolerances are relative: ``contact_btol``),
 so a contact the body does not touch still carries an impulse up to
 btol / distance, and a touching one keeps a gap up to btol / gn. A contact is
 therefore counted as touching at a step when its distance is below ``gap`` and
@@ -48,6 +49,16 @@ class ContactSummary:
         return asdict(self)
 
 
+def contact_btol(mech, btol: float, tolerances: str = "relative") -> np.ndarray:
+    """(nc,) each contact's complementarity tolerance on gn sn in m N s: btol times the
+    unit of its normal product row when the tolerances are relative (core/maximal/tolerances.h,
+    the model's row_scale), btol itself when absolute."""
+    if tolerances != "relative":
+        return np.full(mech.nc, float(btol))
+    start = np.asarray(mech.core.contact_start)[:-1]
+    return float(btol) * np.asarray(mech.core.row_scale)[start]
+
+
 def summarize_contacts(
     names, models, friction, distance, normal_impulse, friction_impulse, slip,
     btol: float, gap: float = DEFAULT_GAP, slip_tol: float = DEFAULT_SLIP_TOL,
@@ -57,7 +68,8 @@ def summarize_contacts(
     Args:
         names, models: (nc,) contact names and models; friction: (nc,) mu.
         distance, normal_impulse: (T, nc); friction_impulse, slip: (T, nc, 2).
-        btol: the run's complementarity tolerance.
+        btol: the run's complementarity tolerance on gn sn (m N s), one for all contacts
+            or (nc,) per contact (contact_btol).
     """
     distance = np.asarray(distance, float)
     gn = np.asarray(normal_impulse, float)

@@ -38,6 +38,7 @@ from dojo_cli.solver.status import STATUS_FROM_CODE, SolverStatus
 # The storage attribute `integrator` of a run.
 VARIATIONAL_INTEGRATOR = "dojo-variational-midpoint"
 RK4_INTEGRATOR = "munthe-kaas-rk4"
+VARIATIONAL4_INTEGRATOR = "variational4"
 STATUS_TEXT = np.array([s.value for s in STATUS_FROM_CODE])
 SINGULAR = STATUS_FROM_CODE.index(SolverStatus.SINGULAR_MATRIX)
 
@@ -432,4 +433,139 @@ class Rk4:
         )
 
 
-__all__ = ["RK4_INTEGRATOR", "VARIATIONAL_INTEGRATOR", "Rk4", "StepBlock", "Variational", "knot_identity", "rk4_problems"]
+def variational4_problems(mech: Mechanism, external=(), gradients=()) -> list[str]:
+    """What in a scene the variational4 integrator cannot run, one message each (empty: runnable)."""
+    out = []
+    if mech.contacts:
+        names = ", ".join(repr(c.name) for c in mech.contacts[:3]) + (", ..." if mech.nc > 3 else "")
+        out.append(f"contacts.0: {mech.nc} contact(s) ({names}): the variational4 integrator is for joint-only "
+                   "scenes (use integrator: variational)")
+    for j in sorted({int(mech.free_joint[f]) for f in mech.limit_free}):
+        out.append(f"joints.{j}.limits: joint {mech.joints[j].name!r}: joint limits are not supported by the "
+                   "variational4 integrator (use integrator: variational)")
+    for j, joint in enumerate(mech.joints):
+        if np.any(mech.damper[mech.joint_free_range[j]]):
+            out.append(f"joints.{j}.damper: joint {joint.name!r}: dampers are not supported by the variational4 "
+                       "integrator (its negative sub-step is the reversed step, exact only for forces that do not "
+                       "depend on velocity; use integrator: variational)")
+    if getattr(mech, "has_armature", False):
+        out.append("armature: rotor inertia is not supported by the variational4 integrator")
+    if external:
+        out.append("external forces are not supported by the variational4 integrator")
+    if gradients:
+        out.append("--gradients: per-step gradients are the variational integrator's (not variational4's)")
+    return out
+
+
+class Variational4:
+    """``integrator: variational4``: the core's fourth-order symmetric composition of the
+    variational step (core/maximal/variational4.h: Suzuki's five stages by default), symplectic
+    and momentum-preserving, for joint-only scenes. The states it hands on carry their
+    velocities at the knots (exact_knots); the solver record is the sub-steps' Newton
+    iterations and their largest residual; the joint impulses are NaN (the sub-steps have
+    several). A run starts from the scene's velocities at t0 (or a stored knot, ``--from``, or
+    ``knot`` given); open-loop inputs are stepped by the core a block at a time, a PD
+    controller reads the knot state once per step (its input held over the step's sub-steps).
+
+    Not supported, each refused with its field (variational4_problems): contacts, joint
+    limits, dampers (the negative sub-step is the reversed positive one, exact only for forces
+    that do not depend on velocity), rotor inertia, external forces, per-step gradients.
+
+    Args:
+        mech: the mechanism.
+        controller: the scene's input law (None: zero inputs).
+        opts: solver options of the sub-steps (default: Dojo's).
+        knot: (13 nb,) initial maximal state with its velocities at t0 (default: the scene's).
+        angles: (nf,) the initial state's minimal/q unwrapped through turns (a stored run's).
+
+    Raises:
+        InputError: the scene has something variational4 cannot run.
+    """
+
+    name = VARIATIONAL4_INTEGRATOR
+    exact_knots = True
+
+    def __init__(self, mech: Mechanism, *, controller: Controller | None = None, opts: SolverOptions | None = None,
+                 knot=None, angles=None):
+        from dojo_cli.model.compiled import model_input
+
+        problems = variational4_problems(mech)
+        if problems:
+            raise InputError("; ".join(problems))
+        try:
+            self.core = _core.Variational4(model_input(mech))
+        except ValueError as exc:
+            raise InputError(str(exc)) from None
+        self.mech, self.controller = mech, controller
+        self.options = core_options(opts or DOJO_DEFAULTS)
+        nb, nf, nu = mech.nb, mech.nf, mech.nu
+        z_t0 = knot if knot is not None else getattr(mech, "initial_t0", None)
+        if z_t0 is None:  # initial_velocity: midpoint: the scene's velocities, taken at t0
+            from dojo_cli.simulation.initial import initial_state
+
+            z_t0 = initial_state(mech)
+        z_t0 = np.ascontiguousarray(z_t0, dtype=float).reshape(13 * nb)
+        u0 = None
+        if controller is not None:
+            u0 = np.ascontiguousarray(controller(mech, 0, z_t0), dtype=float).reshape(nu)
+        self.z, status = self.core.initial(z_t0, u0)
+        if status != 0:
+            raise InputError("the initial state (velocities at t0) has no variational4 midpoint state (not finite?)")
+        mq0 = np.asarray(_core.unwrapped_coordinates(mech.core, z_t0.reshape(1, -1))).reshape(nf)
+        if angles is not None:
+            mq0 = np.asarray(angles, dtype=float).reshape(nf)
+        self.initial = (z_t0, mq0)
+        self.before = (z_t0, mq0)
+        self.knot_state = z_t0
+        self.fast = is_open_loop(controller)
+
+    def advance(self, k: int, n: int) -> tuple[StepBlock | None, str | None]:
+        mech = self.mech
+        if self.fast:
+            inputs = open_loop_inputs(mech, self.controller, k, n)
+        else:
+            inputs = np.asarray(self.controller(mech, k, self.knot_state), dtype=float).reshape(1, mech.nu)
+        flat = None if inputs is None or mech.nu == 0 else \
+            np.ascontiguousarray(np.asarray(inputs, dtype=float)[:n].reshape(-1))
+        self.z, knots, codes, iterations, residual = self.core.run(self.z, n, flat, self.options)
+        knots, codes = np.asarray(knots), np.asarray(codes)
+        done = len(codes)
+        block = None
+        if done:
+            block = self._block(k, knots, inputs, codes, np.asarray(iterations), np.asarray(residual))
+            self.before = (np.ascontiguousarray(knots[done - 1]), block.minimal_q[-1])
+            self.knot_state = np.ascontiguousarray(knots[done - 1])
+        stop = None
+        if done < n or (done and codes[-1] != 0):
+            stop = f"step {k + done - 1} (t = {(k + done) * mech.timestep:.6g} s): a variational4 sub-step failed"
+        return block, stop
+
+    def ahead(self, k: int):
+        return None  # the states carry their knot velocities already
+
+    def _block(self, k0: int, z: np.ndarray, inputs, codes, iterations, residual) -> StepBlock:
+        mech = self.mech
+        n = len(codes)
+        mq = np.asarray(_core.unwrapped_coordinates(mech.core, np.ascontiguousarray(z[:n]), self.before[0],
+                                                    np.ascontiguousarray(self.before[1], dtype=float))).reshape(n, mech.nf)
+        nc = mech.nc
+        return StepBlock(
+            k0=k0,
+            time=(k0 + 1 + np.arange(n)) * mech.timestep,
+            z=z[:n],
+            minimal_q=mq,
+            inputs=np.zeros((n, mech.nu)) if inputs is None else np.asarray(inputs, dtype=float)[:n].reshape(n, mech.nu),
+            iterations=iterations.astype(np.int64),
+            residual=residual.astype(float),
+            status_code=codes.astype(np.int64),
+            complementarity=np.zeros(n),
+            impulses=np.full((n, mech.nl), np.nan),
+            contact_distance=np.zeros((n, nc)),
+            contact_normal_impulse=np.zeros((n, nc)),
+            contact_friction_impulse=np.zeros((n, nc, 2)),
+            contact_slip=np.zeros((n, nc, 2)),
+        )
+
+
+__all__ = ["RK4_INTEGRATOR", "VARIATIONAL4_INTEGRATOR", "VARIATIONAL_INTEGRATOR", "Rk4", "StepBlock", "Variational",
+           "Variational4", "knot_identity", "rk4_problems", "variational4_problems"]

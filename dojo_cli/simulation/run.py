@@ -34,7 +34,7 @@ from dojo_cli.physics.coordinates import minimal_velocities
 from dojo_cli.simulation.initial import initial_state
 # the storage attribute `integrator` of each run, the block the integrators hand on
 from dojo_cli.simulation.integrators import (  # noqa: F401 (re-exported: every run imports them from here)
-    RK4_INTEGRATOR, SINGULAR, VARIATIONAL_INTEGRATOR, Rk4, StepBlock, Variational,
+    RK4_INTEGRATOR, SINGULAR, VARIATIONAL4_INTEGRATOR, VARIATIONAL_INTEGRATOR, Rk4, StepBlock, Variational, Variational4,
 )
 from dojo_cli.simulation.knots import KnotRows
 from dojo_cli.simulation.step import singular_message
@@ -237,7 +237,7 @@ def integrator_for(
     start: StoredStart | None = None,
     abort_on_failure: bool = False,
 ) -> Integrator:
-    """The scene's integrator (``mech.integrator``: "variational" or "rk4") made for a run
+    """The scene's integrator (``mech.integrator``: "variational", "variational4" or "rk4") made for a run
     from ``z0`` (variational only), ``start`` (a stored run's knot: the variational
     integrator takes its midpoint state, warm start and unwrapped angles, so the steps are
     the first run's to the solver's tolerance; rk4 takes the knot's velocities) or the
@@ -246,6 +246,10 @@ def integrator_for(
         if start is None:
             return Rk4(mech, controller=controller)
         return Rk4(mech, controller=controller, knot=start.knot, angles=start.angles)
+    if mech.integrator == "variational4":  # z0, a stored knot: states with their velocities at t0
+        if start is None:
+            return Variational4(mech, controller=controller, opts=opts, knot=z0)
+        return Variational4(mech, controller=controller, opts=opts, knot=start.knot, angles=start.angles)
     kwargs = {}
     if start is not None:
         kwargs = dict(warm_start=start.warm_start, angles=start.angles)

@@ -20,7 +20,9 @@ from dojo_cli.errors import InputError, StorageError
 from dojo_cli.io.storage import KNOT, StorageWriter
 from dojo_cli.model.mechanism import Mechanism
 from dojo_cli.simulation.initial import initial_state
-from dojo_cli.simulation.integrators import RK4_INTEGRATOR, VARIATIONAL_INTEGRATOR, rk4_problems
+from dojo_cli.simulation.integrators import (
+    RK4_INTEGRATOR, VARIATIONAL4_INTEGRATOR, VARIATIONAL_INTEGRATOR, rk4_problems, variational4_problems,
+)
 from dojo_cli.simulation.run import RunSummary, run_scene
 from dojo_cli.solver.options import SolverOptions
 
@@ -48,13 +50,14 @@ def run_writer(
 ) -> StorageWriter:
     """The StorageWriter of a run: ``scene_yaml`` the resolved scene (scene.loader.dump_scene:
     the storage layer does not import the scene layer above it), ``integrator`` the scene's
-    ("variational" or "rk4"), ``overrides`` the --set/preset values as path -> value, then the
+    ("variational", "variational4" or "rk4"), ``overrides`` the --set/preset values as path -> value, then the
     names, integrator and run record every run file has. ``steps``: the steps the run is to
     take (the writer sizes its chunks to it). ``started_from``: where a run continued from
     another starts ({"file", "index", "time", "step"}; root attribute ``started_from``).
     ``extra_attrs``: further root attributes of the run (an optimised run's record,
     dojo_cli.optimize.results)."""
-    rk4 = integrator == "rk4"
+    stored_integrator = {"rk4": RK4_INTEGRATOR, "variational4": VARIATIONAL4_INTEGRATOR}.get(integrator,
+                                                                                           VARIATIONAL_INTEGRATOR)
     return StorageWriter(
         out,
         scene_yaml=scene_yaml,
@@ -62,7 +65,7 @@ def run_writer(
         timestep=mech.timestep,
         gravity=list(mech.gravity),
         solver_options=opts.to_dict(),
-        integrator=RK4_INTEGRATOR if rk4 else VARIATIONAL_INTEGRATOR,
+        integrator=stored_integrator,
         body_names=[b.name for b in mech.bodies],
         minimal_q_names=mech.state_names()[0],
         minimal_v_names=mech.state_names()[1],
@@ -115,6 +118,10 @@ def check_run(mech: Mechanism, scene: str, scene_name: str, integrator: str, gra
         problems = rk4_problems(mech, mech.external, tuple(gradients or ()))
         if problems:
             raise InputError(f"{scene}: " + "; ".join(problems))
+    if integrator == "variational4":
+        problems = variational4_problems(mech, mech.external, tuple(gradients or ()))
+        if problems:
+            raise InputError(f"{scene}: " + "; ".join(problems))
     if gradients is not None and mech.external:
         raise InputError(f"--gradients: scene {scene_name!r} has external forces, which the gradients do not include yet")
 
@@ -126,7 +133,7 @@ class RunPlan:
     Attributes:
         out: the storage file.
         steps: the steps to take.
-        integrator: the scene's ("variational" or "rk4").
+        integrator: the scene's ("variational", "variational4" or "rk4").
         gradients: the Jacobians stored at each step (() for none).
         start: the stored knot the run continues from (``--from``), or None.
         started_from: the root attribute ``started_from`` ({"file", "index", "time",

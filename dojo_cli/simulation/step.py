@@ -33,6 +33,7 @@ def core_options(opts: SolverOptions) -> _core.SolverOptions:
         out = _core.SolverOptions()
         for name in ("rtol", "btol", "max_iter", "max_ls", "ls_scale", "undercut", "no_progress_max", "no_progress_undercut"):
             setattr(out, name, getattr(opts, name))
+        out.relative = opts.tolerances == "relative"
         opts.__dict__["_core"] = out
     return out
 

@@ -8,6 +8,8 @@ from dojo_cli import _core
 
 # The core's defaults (core/maximal/data.h SolverOptions: Dojo's), read once.
 _CORE = _core.SolverOptions()
+# What rtol and btol are measured against (SolverOptions.tolerances).
+TOLERANCE_MODES = ("relative", "absolute")
 
 
 @dataclass(frozen=True)
@@ -17,6 +19,10 @@ class SolverOptions:
     Attributes:
         rtol: equality residual tolerance (infinity norm).
         btol: complementarity tolerance (used once inequality constraints exist).
+        tolerances: ``relative`` (default): rtol and btol are dimensionless, each residual
+            row measured in its own unit derived from the scene's masses, sizes, timestep
+            and gravity (core/maximal/tolerances.h; docs/physics.md "Solver tolerances");
+            ``absolute``: rtol and btol in SI units (N s, m, m N s, ...), every row alike.
         max_iter: Newton iterations per step.
         max_ls: backtracking steps per iteration.
         ls_scale: factor applied to the step length at each backtracking step
@@ -29,6 +35,7 @@ class SolverOptions:
 
     rtol: float = _CORE.rtol
     btol: float = _CORE.btol
+    tolerances: str = "relative" if _CORE.relative else "absolute"
     max_iter: int = _CORE.max_iter
     max_ls: int = _CORE.max_ls
     ls_scale: float = _CORE.ls_scale
@@ -36,6 +43,10 @@ class SolverOptions:
     no_progress_max: int = _CORE.no_progress_max
     no_progress_undercut: float = _CORE.no_progress_undercut
     verbose: bool = False
+
+    def __post_init__(self):
+        if self.tolerances not in TOLERANCE_MODES:
+            raise ValueError(f"tolerances: must be one of {', '.join(TOLERANCE_MODES)}, got {self.tolerances!r}")
 
     def replace(self, **changes) -> SolverOptions:
         """A copy with some fields changed."""

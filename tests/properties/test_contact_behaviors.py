@@ -14,8 +14,11 @@ from dojo_cli.solver.options import SolverOptions
 from tests.mechanisms import ball, ball_on, contact_box, limited_pendulum
 
 G = 9.81
-DOJO_EPS = SolverOptions(rtol=1e-6, btol=1e-6)  # Dojo's box-toss and collision tests
-TIGHT = SolverOptions(rtol=1e-8, btol=1e-8)  # analytic comparisons: contact gap ~ btol / impulse
+# Dojo's box-toss and collision tests, and the analytic comparisons (contact gap ~ btol /
+# impulse), in SI units as Dojo states them (tolerances: absolute; the relative default is
+# checked in tests/solver/test_tolerances.py)
+DOJO_EPS = SolverOptions(rtol=1e-6, btol=1e-6, tolerances="absolute")
+TIGHT = SolverOptions(rtol=1e-8, btol=1e-8, tolerances="absolute")
 
 
 def run(mech, steps, y0, opts, **kw):

@@ -7,7 +7,10 @@ HalfCheetah 0.4482 vs 0.4227, Ant 0.6090 vs 0.5607, Humanoid (--split-hinges) 0.
 HumanoidStandup 0.0867 vs 0.0856 (lifted 3.6 cm clear of the floor at import, where MuJoCo
 starts with its arms in the floor and pushes them out).
 The Ant is the closest to the budget, and its limp drop the least well posed: MuJoCo's own
-ends at 0.56 m at h = 0.01 and at 0.48 m at h = 0.001 (docs/mjcf.md)."""
+ends at 0.56 m at h = 0.01 and at 0.48 m at h = 0.001 (docs/mjcf.md). These were measured
+with the solver's tolerances in SI units (tolerances: absolute), which the comparison keeps:
+at the relative default (issue 27) the Ant ends at 0.6108 m, 5.01 cm from MuJoCo's, 0.1 mm
+beyond the budget (the others move by less)."""
 
 from __future__ import annotations
 
@@ -36,7 +39,8 @@ def test_limp_drop_ends_at_mujocos_centre_of_mass_height(name):
     scene = result.scene
     mech = build_mechanism(spec_from_dict(scene, file=str(path)))
     zero = np.zeros(mech.nu)
-    traj = dojo.simulate(mech, steps=int(round(DURATION / mech.timestep)), controller=lambda *_: zero)
+    opts = dojo.default_options(mech).replace(tolerances="absolute")
+    traj = dojo.simulate(mech, steps=int(round(DURATION / mech.timestep)), controller=lambda *_: zero, opts=opts)
     failed = [k for k, s in enumerate(traj.status) if s != "success"]
     assert not failed, f"{name}: {len(failed)} failed steps, the first {failed[0]}"
 

@@ -12,7 +12,7 @@ import typer
 from dojo_cli.cli.shared import echo_err, read_run, reports_errors
 from dojo_cli.errors import InputError, StorageError
 from dojo_cli.scene.stored_run import run_mechanism
-from dojo_cli.simulation.contact_report import DEFAULT_GAP, DEFAULT_SLIP_TOL, summarize_contacts
+from dojo_cli.simulation.contact_report import DEFAULT_GAP, DEFAULT_SLIP_TOL, contact_btol, summarize_contacts
 
 
 @reports_errors
@@ -32,12 +32,13 @@ def contacts(
         echo_err(f"warning: {note}")
     if "contacts/distance" not in stored.extras:
         raise InputError(f"{run}: the run has no contact records (its scene has no contacts)")
-    spec, _ = run_mechanism(stored, controller=False)  # and its scene has those contacts
+    spec, mech = run_mechanism(stored, controller=False)  # and its scene has those contacts
     e = stored.extras
+    btol = contact_btol(mech, spec.solver.btol, spec.solver.tolerances)
     rows = summarize_contacts(
         [c.name for c in spec.contacts], [c.model for c in spec.contacts], np.array([c.friction for c in spec.contacts]),
         e["contacts/distance"], e["contacts/normal_impulse"], e["contacts/friction_impulse"], e["contacts/slip"],
-        btol=float(spec.solver.btol), gap=gap, slip_tol=slip_tol,
+        btol=btol, gap=gap, slip_tol=slip_tol,
     )
     typer.echo(f"{run}: {spec.name}, {stored.steps_completed} steps, status {stored.status}")
     typer.echo(f"{'contact':<16}{'model':<10}{'min dist [m]':>13}{'penetr. [m]':>12}{'in contact':>11}{'stick':>7}{'slip':>7}{'cone viol.':>11}")

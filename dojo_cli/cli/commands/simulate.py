@@ -59,7 +59,7 @@ def simulate(
     force: Annotated[bool, typer.Option("--force", "-f", help="Overwrite an existing output file.")] = False,
     gradients: Annotated[bool, typer.Option("--gradients", help="Also store each step's Jacobians (gradients/A, gradients/B; see docs/storage.md).")] = False,
     gradients_wrt: Annotated[Optional[str], typer.Option("--gradients-wrt", help="Which Jacobians --gradients stores: state (A), input (B) or state,input (implies --gradients).")] = None,
-    integrator: Annotated[Optional[str], typer.Option("--integrator", help="variational (Dojo's, the default) or rk4 (Munthe-Kaas RK4 in minimal coordinates); overrides the scene's `integrator`.")] = None,
+    integrator: Annotated[Optional[str], typer.Option("--integrator", help="variational (Dojo's, the default), variational4 (its fourth-order composition, joint-only scenes) or rk4 (Munthe-Kaas RK4 in minimal coordinates); overrides the scene's `integrator`.")] = None,
     start_run: FromOpt = None,
     index: IndexOpt = None,
 ) -> None:
@@ -81,8 +81,8 @@ def simulate(
             wrt = parse_gradient_wrt(gradients_wrt or "state,input")
         except ValueError as exc:
             raise InputError(f"--gradients-wrt: {exc}") from None
-    if integrator is not None and integrator not in ("variational", "rk4"):
-        raise InputError(f"--integrator: {integrator!r} is not an integrator (variational, rk4)")
+    if integrator is not None and integrator not in ("variational", "variational4", "rk4"):
+        raise InputError(f"--integrator: {integrator!r} is not an integrator (variational, variational4, rk4)")
     if index is not None and start_run is None:
         raise InputError("--index needs --from RUN.h5")
     items = scene_overrides(overrides, configs)

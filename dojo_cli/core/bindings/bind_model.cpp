@@ -78,6 +78,10 @@ void bind_model(nb::module_& m) {
                    [](const Model& s) { return std::vector<bool>(s.angle_unwrapped.begin(), s.angle_unwrapped.end()); },
                    "(nf,) the coordinate is its joint's only rotation (an angle unwrapped through turns).")
       .def_prop_ro("loop_joints", [](const Model& s) { return s.loop_joints; })
+      .def_prop_ro("row_scale", [](const Model& s) { return s.row_scale; },
+                   "(n,) each residual row's unit, which relative tolerances measure it in (tolerances.h).")
+      .def_prop_ro("contact_start", [](const Model& s) { return s.contact_start; },
+                   "(nc+1,) first unknown of each contact (its slacks, then its impulses).")
       .def_prop_ro(
           "node_owner",
           [](const Model& s) {
@@ -96,6 +100,8 @@ void bind_model(nb::module_& m) {
       .def(nb::init<>())
       .def_rw("rtol", &SolverOptions::rtol)
       .def_rw("btol", &SolverOptions::btol)
+      .def_rw("relative", &SolverOptions::relative,
+              "rtol, btol relative to the scene's scales (True, default) or absolute, SI (tolerances.h).")
       .def_rw("max_iter", &SolverOptions::max_iter)
       .def_rw("max_ls", &SolverOptions::max_ls)
       .def_rw("ls_scale", &SolverOptions::ls_scale)

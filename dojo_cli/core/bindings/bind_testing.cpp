@@ -105,14 +105,15 @@ void bind_testing(nb::module_& testing) {
         nb::arg("model"), nb::arg("w"), "Mean duality measure sum s.gamma / degree of the unknowns w (n,).");
     m.def(
         "violations",
-        [](const Model& model, const InArray& r) {
+        [](const Model& model, const InArray& r, bool relative) {
           checked(r, model.n, "r");
           double rvio = 0.0, bvio = 0.0;
-          violations(model, r.data(), rvio, bvio);
+          violations(model, r.data(), rvio, bvio, relative ? model.row_scale.data() : nullptr);
           return nb::make_tuple(rvio, bvio);
         },
-        nb::arg("model"), nb::arg("r"),
-        "(rvio, bvio): infinity norms of the equality and complementarity rows of a residual r (n,).");
+        nb::arg("model"), nb::arg("r"), nb::arg("relative") = true,
+        "(rvio, bvio): infinity norms of the equality and complementarity rows of a residual r (n,), each row in\n"
+        "its unit (relative, as the solver's default tolerances measure it: tolerances.h) or in SI units.");
     m.def(
         "step_initial_guess",
         [](const Model& model, Data& data, const InArray& z, std::optional<InArray> lambda0) {

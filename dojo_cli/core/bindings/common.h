@@ -100,6 +100,7 @@ void bind_contacts(nb::module_& m, nb::module_& testing);
 void bind_block_lu(nb::module_& testing);
 void bind_tree(nb::module_& m);
 void bind_rk4(nb::module_& m);
+void bind_variational4(nb::module_& m);
 void bind_testing(nb::module_& testing);
 
 }  // namespace dojo::bindings

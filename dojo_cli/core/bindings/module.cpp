@@ -18,5 +18,6 @@ NB_MODULE(_core, m) {
   bind_block_lu(testing);
   bind_tree(m);
   bind_rk4(m);
+  bind_variational4(m);
   bind_testing(testing);
 }

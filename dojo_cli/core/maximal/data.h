@@ -15,6 +15,9 @@ namespace dojo {
 struct SolverOptions {
   double rtol = 1e-6;   // equality residual tolerance (infinity norm)
   double btol = 1e-4;   // complementarity tolerance
+  // rtol, btol relative to the scene's scales (each residual row in its own unit,
+  // tolerances.h) or absolute (SI units, every row alike: the meaning before issue 27)
+  bool relative = true;
   int max_iter = 50;    // iterations per step
   int max_ls = 10;      // backtracking steps per iteration
   double ls_scale = 0.5;  // step-length factor per backtracking step (Dojo ignores it and halves)
@@ -136,6 +139,10 @@ struct Data {
   // The iteration after which the interior point's recovery dropped Mehrotra's
   // second-order term (interior_point.h); -1 when it did not.
   int recovery_iteration = -1;
+  // Relative tolerances' fallback (tolerances.h): the first iterate of the solve that met
+  // the absolute (SI) test, and whether the step returned it.
+  std::vector<double> w_fallback;
+  bool fell_back = false;
   std::vector<double> log;       // (max_iter kMaxAttempts + 1, kLogColumns) per-iteration record, every attempt's
   int log_rows = 0;
 };

@@ -13,6 +13,7 @@
 #include "newton_matrix.h"
 #include "residual.h"
 #include "step.h"
+#include "tolerances.h"
 
 namespace dojo {
 
@@ -230,9 +231,13 @@ InitialResult initial_midpoint(const Model& m, Data& d, const double* z_t0, cons
   };
   SolverStatus status = pr.residual(y, f);
   if (status != SolverStatus::Success) return finish(status);
+  // the convergence test measures |F| in the bodies' momentum units (F's rows are the
+  // step's body rows: tolerances.h); the line search and out.residual keep N s, N m s
+  const double* scale = tolerance_row_scale(m, opts);
+  double norm = scaled_norm(f.data(), scale, 0, n);
   out.residual = inf_norm(f.data(), n);
   const double target = kInitialTolerance * opts.rtol;
-  for (int it = 0; it < kInitialMaxIterations && out.residual > target; ++it) {
+  for (int it = 0; it < kInitialMaxIterations && norm > target; ++it) {
     out.iterations = it + 1;
     if (!pr.newton_step(y, f, delta)) return finish(SolverStatus::SingularMatrix);
     double alpha = 1.0, trial_norm = 0.0;
@@ -252,8 +257,9 @@ InitialResult initial_midpoint(const Model& m, Data& d, const double* z_t0, cons
     y.swap(trial);
     f.swap(f_trial);
     out.residual = trial_norm;
+    norm = scaled_norm(f.data(), scale, 0, n);
   }
-  return finish(out.residual <= opts.rtol ? SolverStatus::Success : SolverStatus::MaxIterations);
+  return finish(norm <= opts.rtol ? SolverStatus::Success : SolverStatus::MaxIterations);
 }
 
 }  // namespace dojo

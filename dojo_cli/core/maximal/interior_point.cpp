@@ -7,6 +7,7 @@
 #include "factor.h"
 #include "newton_matrix.h"
 #include "residual.h"
+#include "tolerances.h"
 
 namespace dojo {
 
@@ -134,11 +135,11 @@ void nesterov_todd(const double* s, const double* z, double* w, double* w_inv, d
   matvec3(w, s, lambda);
 }
 
-void violations(const Model& m, const double* r, double& rvio, double& bvio) {
+void violations(const Model& m, const double* r, double& rvio, double& bvio, const double* scale) {
   rvio = 0.0;
   bvio = 0.0;
   for (int i = 0; i < m.n; ++i) {
-    const double a = std::fabs(r[i]);
+    const double a = scale ? std::fabs(r[i]) / scale[i] : std::fabs(r[i]);
     if (m.is_complementarity[i])
       bvio = std::max(bvio, a);
     else
@@ -218,17 +219,43 @@ SolverStatus interior_point(const Model& m, Data& d, const SolverOptions& opts) 
   bool line_search_failed = false;
   int filter_size = 0;  // entries of d.filter (the iterates left behind in this solve)
   const int filter_capacity = static_cast<int>(d.filter.size()) / 2;
+  // The convergence test measures each row in its unit (tolerances.h): (crvio, cbvio),
+  // and so does the centering floor. The path to convergence (line search, fraction to
+  // the boundary, the progress test's decrease) keeps the raw violations (rvio, bvio),
+  // Dojo's: a step the old solver converged on is solved along the same iterates, only
+  // stopped by the scaled test.
+  const double* scale = tolerance_row_scale(m, opts);
+  const double kappa_floor = opts.btol * complementarity_floor_scale(m, scale);
   step_residual(m, d, d.w.data(), d.r.data());
-  double rvio, bvio;
+  double rvio, bvio, crvio, cbvio;
   violations(m, d.r.data(), rvio, bvio);
+  violations(m, d.r.data(), crvio, cbvio, scale);
+  // Fallback (tolerances.h): the first iterate that meets the absolute test is kept; a
+  // solve that cannot reach the relative test ends there, as the absolute solver did.
+  bool have_fallback = false;
+  double fallback_c[2] = {0.0, 0.0};
+  d.fell_back = false;
   auto finish = [&](SolverStatus status, int iterations) {
+    if (status != SolverStatus::Success && status != SolverStatus::NonFinite && have_fallback) {
+      std::copy(d.w_fallback.begin(), d.w_fallback.end(), d.w.begin());
+      crvio = fallback_c[0];
+      cbvio = fallback_c[1];
+      d.fell_back = true;
+      status = SolverStatus::Success;
+    }
     d.iterations = iterations;
-    d.residual = std::max(rvio, bvio);
-    d.complementarity = bvio;
+    d.residual = std::max(crvio, cbvio);
+    d.complementarity = cbvio;
     return status;
   };
   for (int it = 0; it < opts.max_iter; ++it) {
-    if (rvio < opts.rtol && bvio < opts.btol) return finish(SolverStatus::Success, it);
+    if (crvio < opts.rtol && cbvio < opts.btol) return finish(SolverStatus::Success, it);
+    if (scale && !have_fallback && rvio < opts.rtol && bvio < opts.btol) {
+      d.w_fallback.assign(d.w.begin(), d.w.end());
+      fallback_c[0] = crvio;
+      fallback_c[1] = cbvio;
+      have_fallback = true;
+    }
     // Newton matrix with the second-order cones in Nesterov-Todd scaled form; the
     // residual used for convergence stays raw.
     step_matrix(m, d, d.w.data());
@@ -248,7 +275,7 @@ SolverStatus interior_point(const Model& m, Data& d, const SolverOptions& opts) 
     double sigma = std::pow(std::clamp(nu_aff / (nu + kCenteringGuard), 0.0, 1.0), 3);
     const bool centering = short_steps >= kShortStepsBeforeCentering;
     if (centering) sigma = 1.0;
-    const double kappa = std::max(sigma * nu, opts.btol / undercut);
+    const double kappa = std::max(sigma * nu, kappa_floor / undercut);
 
     // 4. corrector: target kappa plus the affine second-order term (scaled for SOCs),
     // which the recovery drops (kStallsBeforeRecovery)
@@ -294,9 +321,11 @@ SolverStatus interior_point(const Model& m, Data& d, const SolverOptions& opts) 
     // records it if the solve then ends unconverged. A non-finite one is never taken.
     if (!(std::isfinite(rvio_c) && std::isfinite(bvio_c))) return finish(SolverStatus::LineSearchFailure, it + 1);
 
-    // 6. progress bookkeeping
-    const bool progress = (rvio >= opts.rtol && rvio_c < kProgressFactor * rvio) ||
-                          (bvio >= opts.btol && bvio_c < kProgressFactor * bvio);
+    // 6. progress bookkeeping (an unconverged violation: by the scaled test)
+    double crvio_c, cbvio_c;
+    violations(m, d.rc.data(), crvio_c, cbvio_c, scale);
+    const bool progress = (crvio >= opts.rtol && rvio_c < kProgressFactor * rvio) ||
+                          (cbvio >= opts.btol && bvio_c < kProgressFactor * bvio);
     no_progress = progress ? std::max(no_progress - 1, 0) : no_progress + 1;
     if (no_progress >= opts.no_progress_max) {
       undercut *= opts.no_progress_undercut;
@@ -327,8 +356,10 @@ SolverStatus interior_point(const Model& m, Data& d, const SolverOptions& opts) 
     d.r.swap(d.rc);
     rvio = rvio_c;
     bvio = bvio_c;
+    crvio = crvio_c;
+    cbvio = cbvio_c;
   }
-  if (rvio < opts.rtol && bvio < opts.btol) return finish(SolverStatus::Success, opts.max_iter);
+  if (crvio < opts.rtol && cbvio < opts.btol) return finish(SolverStatus::Success, opts.max_iter);
   return finish(line_search_failed ? SolverStatus::LineSearchFailure : SolverStatus::MaxIterations, opts.max_iter);
 }
 

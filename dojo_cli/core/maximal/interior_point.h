@@ -84,8 +84,9 @@ constexpr double kCenteringGuard = 1e-20;
 // "The CVXOPT linear and quadratic cone program solvers", 2010, section 4).
 void nesterov_todd(const double* s, const double* z, double* w, double* w_inv, double* lambda);
 
-// (rvio, bvio) of a residual: infinity norms of the equality and complementarity rows.
-void violations(const Model& m, const double* r, double& rvio, double& bvio);
+// (rvio, bvio) of a residual: infinity norms of the equality and complementarity rows,
+// each row divided by its scale (tolerances.h; null: absolute, 1).
+void violations(const Model& m, const double* r, double& rvio, double& bvio, const double* scale = nullptr);
 
 // Mean duality measure nu = sum s.gamma / degree. active: (nc,) the contacts in the
 // solve (Data::contact_active; margins.h), or null for all: the others'

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "math/spatial.h"
+#include "tolerances.h"
 
 namespace dojo {
 
@@ -518,6 +519,8 @@ Model::Model(const ModelInput& in) {
   for (int j : loop_joints)
     if (joint_node[j] >= 0) robust.push_back(joint_node[j]);
   blocks_robust = analyze_blocks(nodes, pattern, robust);
+
+  tolerance_scales(*this, row_scale);
 }
 
 }  // namespace dojo

@@ -151,6 +151,9 @@ struct Model {
   // contact offsets, radii and shapes).
   double state_bound = 0.0;
 
+  // (n,) each residual row's unit, for the relative tolerances (tolerances.h)
+  std::vector<double> row_scale;
+
   int input_dimension() const { return nu; }
 };
 

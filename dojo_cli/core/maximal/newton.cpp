@@ -6,6 +6,7 @@
 #include "factor.h"
 #include "newton_matrix.h"
 #include "residual.h"
+#include "tolerances.h"
 
 namespace dojo {
 
@@ -28,17 +29,21 @@ SolverStatus newton(const Model& m, Data& d, const SolverOptions& opts) {
   double* w = d.w.data();
   step_project(m, w);
   step_residual(m, d, w, d.r.data());
+  // the convergence test in the rows' units (tolerances.h); the line search on the raw
+  // residual (Dojo's path)
+  const double* scale = tolerance_row_scale(m, opts);
   double rnorm = inf_norm(d.r.data(), n);
+  double cnorm = scaled_norm(d.r.data(), scale, 0, n);
   for (int it = 0; it < opts.max_iter; ++it) {
-    if (rnorm < opts.rtol) {
+    if (cnorm < opts.rtol) {
       d.iterations = it;
-      d.residual = rnorm;
+      d.residual = cnorm;
       return SolverStatus::Success;
     }
     step_matrix(m, d, w);
     if (!factor_matrix(m, d)) {
       d.iterations = it + 1;
-      d.residual = rnorm;
+      d.residual = cnorm;
       return SolverStatus::SingularMatrix;
     }
     for (int i = 0; i < n; ++i) d.delta[i] = -d.r[i];
@@ -63,18 +68,19 @@ SolverStatus newton(const Model& m, Data& d, const SolverOptions& opts) {
       // reduces the residual we are at the limit of floating point.
       log_line(d, it + 1, rnorm, 0.0, step_norm);
       d.iterations = it + 1;
-      d.residual = rnorm;
+      d.residual = cnorm;
       return SolverStatus::LineSearchFailure;
     }
     d.w.swap(d.cand);
     d.r.swap(d.rc);
     w = d.w.data();
     rnorm = rc_norm;
+    cnorm = scaled_norm(d.r.data(), scale, 0, n);
     log_line(d, it + 1, rnorm, alpha, step_norm);
   }
   d.iterations = opts.max_iter;
-  d.residual = rnorm;
-  return rnorm < opts.rtol ? SolverStatus::Success : SolverStatus::MaxIterations;
+  d.residual = cnorm;
+  return cnorm < opts.rtol ? SolverStatus::Success : SolverStatus::MaxIterations;
 }
 
 }  // namespace dojo
