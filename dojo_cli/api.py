@@ -44,7 +44,7 @@ def load_scene(source: str, overrides: Mapping[str, Any] | Sequence[str] | None 
     return build_mechanism(spec)
 
 
-def initial_state(mech: Mechanism) -> np.ndarray:
+def initial_state(mech: Mechanism, positions=None, velocities=None, opts: SolverOptions | None = None) -> np.ndarray:
     """The scene's initial maximal state (13 nb,), per body [x, v, q, w], in the integrator's
     layout: x and q at t = 0, but v and w are **midpoint** velocities (over [-h, 0], Dojo's
     v15, w15), what ``dojo.step`` starts from; not the velocities at t = 0. A pendulum released
@@ -55,7 +55,21 @@ def initial_state(mech: Mechanism) -> np.ndarray:
     trajectory's ``v``, ``omega`` are at the knots t_k, its ``v_mid``, ``omega_mid`` the
     midpoint ones), equal to the scene's given initial velocities to the solver's tolerance
     (docs/physics.md, "Velocities at t0 and at the knots").
+
+    A new initial state without reloading the scene: ``positions`` (per body [x, y, z, qw,
+    qx, qy, qz], world, body to world) and ``velocities`` (per body at t = 0, [vx, vy, vz]
+    world and [wx, wy, wz] body frame), each an (nb, 7) / (nb, 6) array or a mapping
+    {body name: values}; bodies left out keep the scene's. The velocities are turned into
+    the integrator's midpoint ones exactly as a scene file's are (the first-step solve,
+    simulation.initial.state_at_t0, with ``opts``, default the scene's), so
+    ``dojo.simulate(mech, z0=dojo.initial_state(mech, positions=..., velocities=...))`` is
+    the run of a scene file written with those values. Bodies joined by joints must be
+    given consistent poses (a free body, a floating base: any).
     """
+    if positions is not None or velocities is not None:
+        from dojo_cli.simulation.initial import state_at_t0
+
+        return state_at_t0(mech, positions, velocities, opts or default_options(mech))[0]
     z = getattr(mech, "initial", None)
     if z is None:
         return _min_to_max(mech, np.zeros(mech.minimal_dimension()))
