@@ -321,3 +321,30 @@ def optimize(task, progress=None):
     result = solve(loaded.problem, loaded.initial_guess, loaded.options, progress)
     result.task = loaded
     return result
+
+
+def fit(task, progress=None):
+    """Fit a scene's parameters to recorded motion (docs/fit.md).
+
+    Args:
+        task: a fit file's path (``configs/fit/cube_tosses.yaml``) or a
+            ``dojo_cli.fit.task.FitTask``.
+        progress: called with each evaluation's log record (a dict).
+
+    Returns:
+        dojo_cli.fit.solve.FitResult: status, names, values, standard errors, correlations,
+        costs, the fitted mechanism (``mech``), per-recording errors on the training and
+        validation recordings; ``result.task`` is the task (for
+        ``dojo_cli.fit.results.write_results``).
+
+    Raises:
+        SceneError: the fit file, its scene or its data is invalid (file, line, field; a data
+            file's problems with its row).
+    """
+    from dojo_cli.fit.solve import fit as _fit
+    from dojo_cli.fit.task import FitTask, load_fit
+
+    loaded = task if isinstance(task, FitTask) else load_fit(task)
+    result = _fit(loaded, progress)
+    result.task = loaded
+    return result

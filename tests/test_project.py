@@ -9,11 +9,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 # errors <- math <- model <- physics/minimal <- solver <- simulation <- scene/io/viz <- api/sweep/optimize <- cli
-# (optimize sits with sweep, not with analysis: it loads its task's scene and writes a run's storage file)
+# (optimize sits with sweep, not with analysis: it loads its task's scene and writes a run's storage file;
+# fit beside it: it loads its fit file's scene and data, and reads its files with optimize's task reader)
 LAYERS = ["errors", "math", "model", "physics", "minimal", "solver", "simulation", "analysis", "io", "scene", "viz", "api",
-          "sweep", "optimize", "cli"]
+          "sweep", "optimize", "fit", "cli"]
 RANK = {"errors": 0, "math": 1, "model": 2, "physics": 3, "minimal": 3, "solver": 4, "simulation": 5,
-        "analysis": 6, "io": 6, "scene": 7, "viz": 7, "api": 8, "sweep": 8, "optimize": 8, "cli": 9}
+        "analysis": 6, "io": 6, "scene": 7, "viz": 7, "api": 8, "sweep": 8, "optimize": 8, "fit": 8,
+        "cli": 9}
 
 
 def test_ci_runs_the_readme_test_command():
