@@ -112,8 +112,11 @@ def report_text(task: FitTask, result: FitResult) -> str:
              f"loss {task.loss}" + (f" (windows of {task.window} steps)" if task.loss == "shooting" else "")
              + f": cost {result.initial_cost:.6g} -> {result.cost:.6g}, residual rms {result.residual_rms:.3g}",
              "", f"{'parameter':<32} {'value':>12} {'std error':>10} {'initial':>10}"]
-    for n, v, se, i in zip(result.names, result.values, result.standard_errors, result.initial):
-        lines.append(f"{n:<32} {v:>12.6g} {se:>10.3g} {i:>10.4g}")
+    for n, v, se, i, lo, hi in zip(result.names, result.values, result.standard_errors, result.initial,
+                                   task.parameters.lower, task.parameters.upper):
+        # at a bound the covariance is not the estimate's spread (the bound holds it)
+        bound = " (at its lower bound)" if v <= lo else " (at its upper bound)" if v >= hi else ""
+        lines.append(f"{n:<32} {v:>12.6g} {se:>10.3g} {i:>10.4g}{bound}")
     strong = [(abs(result.correlations[a, b]), result.names[a], result.names[b])
               for a in range(len(result.names)) for b in range(a) if np.isfinite(result.correlations[a, b])]
     strong = sorted(strong, reverse=True)[:5]
@@ -154,7 +157,7 @@ def plot_series(task: FitTask, result: FitResult, count: int = PLOT_RECORDINGS) 
     out = []
     for rec in (task.validation or task.train)[:count]:
         x, q, _ = simulate_recording(result.mech, rec, task.clearance)
-        out.append({"name": rec.name, "time": rec.time, "x_rec": rec.x[:, 0], "x_sim": x[:, 0],
+        out.append({"name": Path(rec.name).name, "time": rec.time, "x_rec": rec.x[:, 0], "x_sim": x[:, 0],
                     "position_error": np.linalg.norm(x[:, 0] - rec.x[:, 0], axis=-1) / task.width * 100.0,
                     "rotation_error": np.degrees(rotation_angle(q[:, 0], rec.q[:, 0]))})
     return out

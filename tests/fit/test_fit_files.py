@@ -71,6 +71,9 @@ def test_fit_command_writes_a_scene_that_simulates(tmp_path):
     fitted = dojo.load_scene(str(tmp_path / "out.yaml"))
     assert all(c.friction == pytest.approx(mu["value"], rel=1e-15) for c in fitted.contacts)
     assert fitted.contacts[0].params["point"][2] == pytest.approx(-0.022), "the scene's ground kept"
+    # dojo.fit is the same fit (deterministic: the same numbers to the last digit)
+    result = dojo.fit(path)
+    assert result.values[0] == mu["value"] and result.task.file == str(path)
 
 
 def _exit_2(path: Path, *needles: str):
@@ -124,3 +127,24 @@ def test_bad_fit_files_name_line_and_field(tmp_path, change, needles):
     _exit_2(path, "fit.yaml:", *needles)
     with pytest.raises(SceneError):
         load_fit(path)
+
+
+def test_ctrl_c_keeps_the_best_iterate(tmp_path):
+    """KeyboardInterrupt (Ctrl-C, SIGTERM through cli.signals) inside the solve: the fit stops
+    with status interrupted and the best iterate so far, which the files are written from."""
+    from dojo_cli.fit.solve import fit
+
+    path = _fit_file(tmp_path, {"file": str(_csv(tmp_path / "toss.csv", _toss_frames(3))), **_columns()},
+                     solver={"max_evaluations": 20})
+    seen = []
+
+    def progress(record):
+        seen.append(record)
+        if len(seen) == 4:
+            raise KeyboardInterrupt
+
+    result = fit(load_fit(path), progress)
+    assert result.status == "interrupted" and len(seen) == 4
+    best = min(seen, key=lambda r: r["cost"])
+    assert result.cost == pytest.approx(best["cost"], rel=1e-12), "the files hold the best iterate seen"
+    assert result.cost <= seen[0]["cost"]
