@@ -47,6 +47,7 @@ def main() -> None:
     parser.add_argument("--evaluations", type=int, default=None)
     parser.add_argument("--loss", default=None)
     parser.add_argument("--window", type=int, default=None)
+    parser.add_argument("--workers", type=int, default=2, help="processes the evaluations are split over (default 2)")
     parser.add_argument("--json", type=Path, default=None)
     parser.add_argument("--blas-threads", type=int, default=None)
     args = parser.parse_args()
@@ -62,15 +63,21 @@ def main() -> None:
         task.options.max_evaluations = args.evaluations
     problem = FitProblem(task.mech, task.parameters, train, loss=args.loss or task.loss,
                          window=args.window or task.window, rotation_weight=task.rotation_weight,
-                         opts=task.mech.default_options, kappa=task.kappa)
+                         opts=task.mech.default_options, kappa=task.kappa, workers=args.workers)
     steps = sum(s.steps for s in problem.segments)
     r0 = problem.evaluate(task.parameters.initial, jacobian=False)[0]
+    import resource
+
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
     started, cpu_started = time.perf_counter(), time.process_time()
     status, x, starts, evaluations, log = solve(problem, task.options)
     seconds, cpu = time.perf_counter() - started, time.process_time() - cpu_started
+    problem.close()  # the workers' CPU time counts once they are ended
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu += (after.ru_utime + after.ru_stime) - (children.ru_utime + children.ru_stime)
     r1 = problem.evaluate(x, jacobian=False)[0]
     out = {
-        "tosses": len(train), "steps_per_evaluation": steps, "parameters": len(x), "loss": problem.loss,
+        "tosses": len(train), "workers": args.workers, "steps_per_evaluation": steps, "parameters": len(x), "loss": problem.loss,
         "window": problem.window, "status": status, "evaluations": evaluations, "seconds": seconds, "cpu_seconds": cpu,
         "seconds_per_evaluation": seconds / max(evaluations, 1), "initial_cost": 0.5 * float(r0 @ r0),
         "cost": 0.5 * float(r1 @ r1), "values": dict(zip(task.parameters.names, map(float, x))),

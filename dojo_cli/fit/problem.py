@@ -183,6 +183,7 @@ class FitProblem:
             the states the recorded poses give), and each start pose is compared with its
             frame: noisy poses then do not enter the states the steps start from (with
             ``shooting``; the one-step loss has one step per state and nothing to fit it by).
+        workers: processes the segments are evaluated in (1: this one).
     """
 
     mech: Mechanism
@@ -194,6 +195,7 @@ class FitProblem:
     opts: SolverOptions | None = None
     kappa: float | None = None
     fit_states: bool = False
+    workers: int = 1
     segments: list[Segment] = field(default_factory=list)
 
     def __post_init__(self):
@@ -214,6 +216,7 @@ class FitProblem:
         index = {lb: i for i, lb in enumerate(all_labels)}
         self._columns = np.array([index[lb] for lb in self.parameters.labels], dtype=int)
         self._ties = self.parameters.tie_matrix()
+        self._pool = None
 
     @property
     def state_size(self) -> int:
@@ -265,32 +268,66 @@ class FitProblem:
         else dense) or None, and the number of steps that did not converge.
 
         theta: (size,) the parameters' values, then (fit_states) per segment and body the
-        start state's offset [dx, dv, phi, dw] from the recorded one (retract_state)."""
+        start state's offset [dx, dv, phi, dw] from the recorded one (retract_state).
+        With ``workers`` > 1 the segments (independent given theta) are split over that many
+        forked processes (``close`` ends them)."""
         theta = np.asarray(theta, dtype=float)
+        if self.workers > 1 and len(self.segments) > 1:
+            parts = self._pool_map(theta, jacobian)
+        else:
+            parts = [self.evaluate_segments(theta, jacobian, range(len(self.segments)))]
+        pieces = [piece for part, _ in parts for piece in part]
+        failed = sum(f for _, f in parts)
+        res = np.concatenate([piece[0] for piece in pieces]) if pieces else np.zeros(0)
+        if not jacobian:
+            return res, None, failed
+        p = len(self.parameters.names)
+        if not self.fit_states:
+            return res, np.concatenate([piece[1] for piece in pieces]) if pieces else np.zeros((0, p)), failed
+        from scipy import sparse
+
+        ns = 12 * self.mech.nb
+        rows, cols, vals = [], [], []
+        row = 0
+        for index, (r, dense, state) in enumerate(pieces):
+            r_idx = np.arange(row, row + len(r))
+            for block, c0 in ((dense, 0), (state, p + ns * index)):
+                rr, cc = np.nonzero(block)
+                rows.append(r_idx[rr])
+                cols.append(cc + c0)
+                vals.append(block[rr, cc])
+            row += len(r)
+        jac = sparse.csr_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
+                                shape=(self.residual_size, self.size))
+        return res, jac, failed
+
+    def evaluate_segments(self, theta: np.ndarray, jacobian: bool, indices) -> tuple[list, int]:
+        """Per segment in ``indices``: (residuals, parameter Jacobian block or None, start-state
+        Jacobian block or None), and the steps that did not converge."""
         mech = self.mechanism(theta)
         nb, p = mech.nb, len(self.parameters.names)
         ns = 12 * nb
-        res = np.zeros((self.residual_size,))
-        blocks = []   # (row slice, dense block over the parameter columns, state block, state column start)
-        row, failed = 0, 0
-        for index, seg in enumerate(self.segments):
+        out, failed = [], 0
+        for index in indices:
+            seg = self.segments[index]
             rec = self.recordings[seg.recording]
             z = self._states[seg.recording][seg.start - 1]
-            rows_start = row
+            n_rows = 6 * nb * (seg.steps + (1 if self.fit_states else 0))
+            res = np.zeros(n_rows)
             dz = np.zeros((ns, p))
             ds = None
+            row = 0
+            seg_jac = np.zeros((n_rows, p)) if jacobian else None
+            seg_state = np.zeros((n_rows, ns)) if jacobian and self.fit_states else None
             if self.fit_states:
-                offset = theta[p + ns * index:p + ns * (index + 1)]
-                z, ds = retract_state(z, offset, nb)
+                z, ds = retract_state(z, theta[p + ns * index:p + ns * (index + 1)], nb)
                 zs = z.reshape(nb, 13)
-                r = pose_residual(zs[:, 0:3], zs[:, 6:10], rec.x[seg.start], rec.q[seg.start], self.rotation_weight)
-                res[row:row + 6 * nb] = r.reshape(-1)
-                row += 6 * nb
-            seg_jac = np.zeros((6 * nb * (seg.steps + (1 if self.fit_states else 0)), p)) if jacobian else None
-            seg_state = np.zeros((seg_jac.shape[0], ns)) if jacobian and self.fit_states else None
-            if jacobian and self.fit_states:
-                J = pose_residual_jacobian(zs[:, 6:10], rec.q[seg.start], self.rotation_weight)
-                seg_state[0:6 * nb] = _per_body(J, ds, nb)
+                res[0:6 * nb] = pose_residual(zs[:, 0:3], zs[:, 6:10], rec.x[seg.start], rec.q[seg.start],
+                                              self.rotation_weight).reshape(-1)
+                if jacobian:
+                    J = pose_residual_jacobian(zs[:, 6:10], rec.q[seg.start], self.rotation_weight)
+                    seg_state[0:6 * nb] = _per_body(J, ds, nb)
+                row = 6 * nb
             for k in range(seg.steps):
                 need_state = k > 0 or self.fit_states
                 if jacobian or self.kappa is not None:
@@ -307,38 +344,54 @@ class FitProblem:
                     failed += 1
                 zn = z_next.reshape(nb, 13)
                 frame = seg.start + 1 + k
-                r = pose_residual(zn[:, 0:3], zn[:, 6:10], rec.x[frame], rec.q[frame], self.rotation_weight)
-                res[row:row + 6 * nb] = r.reshape(-1)
+                res[row:row + 6 * nb] = pose_residual(zn[:, 0:3], zn[:, 6:10], rec.x[frame], rec.q[frame],
+                                                      self.rotation_weight).reshape(-1)
                 if jacobian:
                     dP = g.P[:, self._columns] @ self._ties
                     dz = (g.A @ dz if k else 0.0) + dP
                     J = pose_residual_jacobian(zn[:, 6:10], rec.q[frame], self.rotation_weight)
-                    local = row - rows_start
-                    seg_jac[local:local + 6 * nb] = _per_body(J, dz, nb)
+                    seg_jac[row:row + 6 * nb] = _per_body(J, dz, nb)
                     if self.fit_states:
                         ds = g.A @ ds
-                        seg_state[local:local + 6 * nb] = _per_body(J, ds, nb)
+                        seg_state[row:row + 6 * nb] = _per_body(J, ds, nb)
                 row += 6 * nb
                 z = z_next
-            if jacobian:
-                blocks.append((slice(rows_start, row), seg_jac, seg_state, p + ns * index))
-        if not jacobian:
-            return res, None, failed
-        if not self.fit_states:
-            return res, np.concatenate([b[1] for b in blocks]) if blocks else np.zeros((0, p)), failed
-        from scipy import sparse
+            out.append((res, seg_jac, seg_state))
+        return out, failed
 
-        rows, cols, vals = [], [], []
-        for rs, dense, state, col in blocks:
-            r_idx = np.arange(rs.start, rs.stop)
-            for block, c0 in ((dense, 0), (state, col)):
-                rr, cc = np.nonzero(block)
-                rows.append(r_idx[rr])
-                cols.append(cc + c0)
-                vals.append(block[rr, cc])
-        jac = sparse.csr_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
-                                shape=(self.residual_size, self.size))
-        return res, jac, failed
+    def _pool_map(self, theta: np.ndarray, jacobian: bool) -> list:
+        """evaluate_segments over ``workers`` forked processes, the segments split into
+        contiguous chunks of about equal steps."""
+        global _POOL_PROBLEM
+        if self._pool is None:
+            import multiprocessing
+
+            _POOL_PROBLEM = self  # the forked workers inherit it (nothing is pickled but theta)
+            self._pool = multiprocessing.get_context("fork").Pool(self.workers)
+        steps = np.cumsum([seg.steps for seg in self.segments])
+        bounds = np.searchsorted(steps, np.linspace(0, steps[-1], self.workers + 1)[1:-1])
+        chunks = [list(c) for c in np.split(np.arange(len(self.segments)), bounds) if len(c)]
+        try:
+            return self._pool.map(_evaluate_chunk, [(theta, jacobian, c) for c in chunks])
+        except BaseException:
+            self.close()  # a Ctrl-C reaches the workers too: the pool is not reusable
+            raise
+
+    def close(self) -> None:
+        """End the worker processes (workers > 1)."""
+        if self._pool is not None:
+            self._pool.terminate()
+            self._pool.join()
+            self._pool = None
+
+
+# The problem forked workers evaluate (set before the pool is made; see FitProblem._pool_map).
+_POOL_PROBLEM: FitProblem | None = None
+
+
+def _evaluate_chunk(args) -> tuple[list, int]:
+    theta, jacobian, indices = args
+    return _POOL_PROBLEM.evaluate_segments(theta, jacobian, indices)
 
 
 def _per_body(J: np.ndarray, dz: np.ndarray, nb: int) -> np.ndarray:

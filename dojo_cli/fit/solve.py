@@ -195,10 +195,13 @@ def fit(task: FitTask, progress=None) -> FitResult:
     started = time.monotonic()
     problem = FitProblem(task.mech, task.parameters, task.train, loss=task.loss, window=task.window,
                          rotation_weight=task.rotation_weight, opts=task.mech.default_options, kappa=task.kappa,
-                         fit_states=task.fit_states)
-    r0, _, _ = problem.evaluate(problem.initial(), jacobian=False)
-    status, x, starts, evaluations, log = solve(problem, task.options, progress)
-    r, J, _ = problem.evaluate(x, jacobian=True)
+                         fit_states=task.fit_states, workers=task.options.workers)
+    try:
+        r0, _, _ = problem.evaluate(problem.initial(), jacobian=False)
+        status, x, starts, evaluations, log = solve(problem, task.options, progress)
+        r, J, _ = problem.evaluate(x, jacobian=True)
+    finally:
+        problem.close()
     p = len(task.parameters.names)
     err, corr = covariance(marginal_jacobian(problem, J), r, extra=problem.state_size)
     mech = problem.mechanism(x)

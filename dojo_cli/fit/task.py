@@ -16,7 +16,7 @@ A fit file (YAML; ``scene``, ``parameters`` and ``data`` required)::
       train: "0:20"                              # trajectories (slice or list of indices)
       validation: "300:340"
     loss: {type: one_step, window: 10, rotation_weight: 1.0, huber: 0.05}   # shooting: also fit_states: true
-    solver: {max_evaluations: 30, starts: 1, seed: 0, spread: 0.2, kappa: 1.0e-6}
+    solver: {max_evaluations: 30, starts: 1, seed: 0, spread: 0.2, kappa: 1.0e-6, workers: 2}
     metrics: {width: 2.0}                        # length the position errors are percent of
 
 A parameter key matches labels (``contacts.c1.offset.x``) either whole or as their prefix
@@ -51,7 +51,9 @@ KEYS = ("scene", "set", "parameters", "data", "loss", "solver", "metrics", "desc
 PARAMETER_KEYS = ("initial", "bounds", "tie")
 DATA_KEYS = ("file", "files", "bodies", "quaternion_order", "time", "train", "validation")
 LOSS_KEYS = ("type", "window", "rotation_weight", "huber", "fit_states")
-SOLVER_KEYS = ("max_evaluations", "starts", "seed", "spread", "kappa", "tolerance")
+SOLVER_KEYS = ("max_evaluations", "starts", "seed", "spread", "kappa", "tolerance", "workers")
+# Most worker processes a fit may ask for.
+MAX_WORKERS = 64
 METRIC_KEYS = ("width", "clearance")
 MAX_EVALUATIONS = 10_000
 MAX_WINDOW = 10_000
@@ -71,6 +73,8 @@ class FitOptions:
         spread: fraction of a parameter's bounded range the starts are drawn in.
         tolerance: ftol = xtol of least_squares.
         huber: the Huber loss's scale (residual units), or None for plain least squares.
+        workers: processes the residuals and Jacobians are evaluated in (the recordings'
+            segments split between them; 1: this process only).
     """
 
     max_evaluations: int = 30
@@ -79,6 +83,7 @@ class FitOptions:
     spread: float = 0.2
     tolerance: float = 1e-10
     huber: float | None = None
+    workers: int = 1
 
 
 @dataclass
@@ -310,6 +315,8 @@ def _solver(r: _Reader, raw: Any) -> tuple[FitOptions, float | None]:
             out.max_evaluations = _integer(r, where, value, 1, MAX_EVALUATIONS) or out.max_evaluations
         elif key == "starts":
             out.starts = _integer(r, where, value, 1, MAX_STARTS) or out.starts
+        elif key == "workers":
+            out.workers = _integer(r, where, value, 1, MAX_WORKERS) or out.workers
         elif key == "seed":
             v = _integer(r, where, value, 0, 2**32 - 1)
             out.seed = out.seed if v is None else v

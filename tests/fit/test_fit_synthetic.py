@@ -161,3 +161,24 @@ def test_mass_and_inertia_together_are_not_determined(truth):
     assert np.all(err > 100 * both.initial), f"standard errors {err} of values {both.initial}"
     assert abs(corr[0, 1]) > 0.999, corr
     assert err_alone[0] < 0.1 * alone.initial[0], err_alone
+
+
+@pytest.mark.parametrize("loss, window, fit_states", [("one_step", 1, False), ("shooting", 8, True)])
+def test_two_worker_processes_compute_the_same_numbers(truth, loss, window, fit_states):
+    """The segments are independent given the parameters: split over two forked processes
+    (solver.workers) the residuals and Jacobian are the serial ones, to the last bit."""
+    mech, params, true, labels, values = truth
+    tosses = [Recording(r.name, r.time[:40], r.x[:40], r.q[:40])
+              for r in _tosses(dojo.with_parameters(mech, labels, values), 2, seed=2)]
+    serial = FitProblem(mech, params, tosses, loss=loss, window=window, opts=mech.default_options, fit_states=fit_states)
+    split = FitProblem(mech, params, tosses, loss=loss, window=window, opts=mech.default_options, fit_states=fit_states,
+                       workers=2)
+    theta = serial.initial() + 0.01
+    try:
+        r1, J1, f1 = serial.evaluate(theta)
+        r2, J2, f2 = split.evaluate(theta)
+        assert split._pool is not None, "the split problem used its workers"
+    finally:
+        split.close()
+    J1, J2 = (J.toarray() if hasattr(J, "toarray") else J for J in (J1, J2))
+    assert np.array_equal(r1, r2) and np.array_equal(J1, J2) and f1 == f2
