@@ -46,8 +46,9 @@ _EXPORTS: dict[str, str] = {
 
 # Subpackages an eager ``import dojo_cli`` used to leave as attributes (``dojo.math``), and
 # ``optimize``: the package dojo_cli.optimize, which is callable, ``dojo.optimize(task)``
-# (dojo_cli.api.optimize; see the package's __init__ for why it is the package).
-_SUBMODULES = ("api", "errors", "io", "math", "minimal", "model", "optimize", "physics", "scene", "simulation", "solver")
+# (dojo_cli.api.optimize; see the package's __init__ for why it is the package); ``fit`` the same.
+_SUBMODULES = ("api", "errors", "fit", "io", "math", "minimal", "model", "optimize", "physics", "scene", "simulation",
+               "solver")
 
 __all__ = list(_EXPORTS)
 

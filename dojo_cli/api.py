@@ -49,7 +49,7 @@ def load_scene(source: str, overrides: Mapping[str, Any] | Sequence[str] | None 
     return build_mechanism(spec)
 
 
-def initial_state(mech: Mechanism) -> np.ndarray:
+def initial_state(mech: Mechanism, positions=None, velocities=None, opts: SolverOptions | None = None) -> np.ndarray:
     """The scene's initial maximal state (13 nb,), per body [x, v, q, w], in the integrator's
     layout: x and q at t = 0, but v and w are **midpoint** velocities (over [-h, 0], Dojo's
     v15, w15), what ``dojo.step`` starts from; not the velocities at t = 0. A pendulum released
@@ -61,6 +61,16 @@ def initial_state(mech: Mechanism) -> np.ndarray:
     midpoint ones), equal to the scene's given initial velocities to the solver's tolerance
     (docs/physics.md, "Velocities at t0 and at the knots").
 
+    A new initial state without reloading the scene: ``positions`` (per body [x, y, z, qw,
+    qx, qy, qz], world, body to world) and ``velocities`` (per body at t = 0, [vx, vy, vz]
+    world and [wx, wy, wz] body frame), each an (nb, 7) / (nb, 6) array or a mapping
+    {body name: values}; bodies left out keep the scene's. The velocities are turned into
+    the integrator's midpoint ones exactly as a scene file's are (the first-step solve,
+    simulation.initial.state_at_t0, with ``opts``, default the scene's), so
+    ``dojo.simulate(mech, z0=dojo.initial_state(mech, positions=..., velocities=...))`` is
+    the run of a scene file written with those values. Bodies joined by joints must be
+    given consistent poses (a free body, a floating base: any).
+
     Loading a scene does not solve: the midpoint state is solved here (or when a run
     starts) the first time it is asked for (simulation.initial.initial_state).
 
@@ -68,6 +78,10 @@ def initial_state(mech: Mechanism) -> np.ndarray:
         SolverError: the velocities at t = 0 give no first step at the scene's timestep
             (naming the scene's fields they came from).
     """
+    if positions is not None or velocities is not None:
+        from dojo_cli.simulation.initial import state_at_t0
+
+        return state_at_t0(mech, positions, velocities, opts or default_options(mech))[0]
     return _initial_state(mech)
 
 
@@ -339,5 +353,32 @@ def optimize(task, progress=None):
 
     loaded = task if isinstance(task, Task) else load_task(task)
     result = solve(loaded.problem, loaded.initial_guess, loaded.options, progress)
+    result.task = loaded
+    return result
+
+
+def fit(task, progress=None):
+    """Fit a scene's parameters to recorded motion (docs/fit.md).
+
+    Args:
+        task: a fit file's path (``configs/fit/cube_tosses.yaml``) or a
+            ``dojo_cli.fit.task.FitTask``.
+        progress: called with each evaluation's log record (a dict).
+
+    Returns:
+        dojo_cli.fit.solve.FitResult: status, names, values, standard errors, correlations,
+        costs, the fitted mechanism (``mech``), per-recording errors on the training and
+        validation recordings; ``result.task`` is the task (for
+        ``dojo_cli.fit.results.write_results``).
+
+    Raises:
+        SceneError: the fit file, its scene or its data is invalid (file, line, field; a data
+            file's problems with its row).
+    """
+    from dojo_cli.fit.solve import fit as _fit
+    from dojo_cli.fit.task import FitTask, load_fit
+
+    loaded = task if isinstance(task, FitTask) else load_fit(task)
+    result = _fit(loaded, progress)
     result.task = loaded
     return result

@@ -17,12 +17,13 @@ ROOT = Path(__file__).resolve().parents[1]
 # storage, input tables, state files) sits below the scene, which reads a schedule's table,
 # and the simulation, whose run driver writes storage files (simulation.run_file), as Brax
 # keeps every file format in io/. optimize sits with sweep, not with analysis: it loads its
-# task's scene and writes a run's storage file. The compiled core (dojo_cli._core) is below
+# task's scene and writes a run's storage file; fit beside it: it loads its fit file's scene and
+# data, and reads its files with optimize's task reader. The compiled core (dojo_cli._core) is below
 # them all: any layer may import it.
 LAYERS = ["errors", "math", "model", "physics", "minimal", "solver", "io", "scene", "simulation", "analysis", "viz", "api",
-          "sweep", "optimize", "cli"]
+          "sweep", "optimize", "fit", "cli"]
 RANK = {"errors": 0, "math": 1, "model": 2, "physics": 3, "minimal": 3, "solver": 4, "io": 5, "scene": 6,
-        "simulation": 7, "analysis": 8, "viz": 8, "api": 9, "sweep": 9, "optimize": 9, "jax": 9, "cli": 10}
+        "simulation": 7, "analysis": 8, "viz": 8, "api": 9, "sweep": 9, "optimize": 9, "fit": 9, "jax": 9, "cli": 10}
 
 
 def test_ci_runs_the_readme_test_command():

@@ -77,6 +77,8 @@ COMMANDS = (
                  "Equilibria, linearisation, stability and controllability of a scene without contacts."),
     CommandEntry("optimize", "dojo_cli.cli.commands.optimize:optimize",
                  "Optimise a task's inputs (iLQR on the exact step gradients) and write the optimal run."),
+    CommandEntry("fit", "dojo_cli.cli.commands.fit:fit",
+                 "Fit a scene's parameters to recorded motion (least squares on the exact step gradients)."),
 )
 
 

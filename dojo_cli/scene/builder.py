@@ -236,14 +236,16 @@ def _margin(value) -> float:
     return math.inf if value is None else float(value)
 
 
-def contact_from_spec(c, names: dict[str, int]) -> Contact:
-    """Numeric Contact from a contact spec (``against`` ground, a half-space or a body's shape)."""
+def contact_from_spec(c, names: dict[str, int], ground: dict | None = None) -> Contact:
+    """Numeric Contact from a contact spec (``against`` ground, a half-space or a body's shape).
+    ``ground``: the scene's ground half-space {normal, point} (default z >= 0)."""
     base = dict(name=c.name, body=names[c.body], model=c.model, friction=float(c.friction),
                 radius=float(c.radius), offset=np.asarray(c.offset, float), restitution=float(c.restitution),
                 margin=_margin(c.margin))
     against = c.against
     if against == "ground" or isinstance(against, str):
-        return Contact(**base, kind="halfspace", params={"normal": np.array([0.0, 0.0, 1.0]), "point": np.zeros(3)})
+        plane = GROUND if ground is None else ground
+        return Contact(**base, kind="halfspace", params={"normal": plane["normal"].copy(), "point": plane["point"].copy()})
     if hasattr(against, "normal"):
         n = np.asarray(against.normal, float)
         return Contact(**base, kind="halfspace", params={"normal": n / np.linalg.norm(n), "point": np.asarray(against.point, float)})
@@ -270,15 +272,16 @@ def scene_contacts(spec, names: dict[str, int], bodies: list[Body], joints: list
     problems: list[Problem] = []
     contacts: list[Contact] = []
     fields: list[str] = []  # the scene field each contact comes from (for duplicate names)
+    ground = spec.ground.half_space()
     for i, c in enumerate(spec.contacts):
         try:
-            made = [contact_from_spec(c, names)] if c.shape is None else _shape_contacts(c, names, bodies)
+            made = [contact_from_spec(c, names, ground)] if c.shape is None else _shape_contacts(c, names, bodies, ground)
         except UnsupportedPair as exc:
             problems.append(spec.problem(f"contacts.{i}.shape", str(exc)))
             continue
         contacts += made
         fields += [f"contacts.{i}.name"] * len(made)
-    generated = _collision_contacts(spec, bodies, joints)
+    generated = _collision_contacts(spec, bodies, joints, ground)
     contacts += generated
     fields += ["collisions"] * len(generated)
     seen: dict[str, str] = {}
@@ -291,14 +294,14 @@ def scene_contacts(spec, names: dict[str, int], bodies: list[Body], joints: list
     return contacts
 
 
-def _shape_contacts(c, names: dict[str, int], bodies: list[Body]) -> list[Contact]:
+def _shape_contacts(c, names: dict[str, int], bodies: list[Body], ground: dict) -> list[Contact]:
     """A listed contact with a shape: the shape pair's contacts (UnsupportedPair if none)."""
     body = names[c.body]
     shape = bodies[body].shape if c.shape == "body" else shape_from_spec(c.shape)
     base = dict(model=c.model, friction=float(c.friction), restitution=float(c.restitution), margin=_margin(c.margin))
     against = c.against
     if isinstance(against, str):
-        return half_space_contacts(c.name, body, shape, GROUND, rim_points=c.rim_points, **base)
+        return half_space_contacts(c.name, body, shape, ground, rim_points=c.rim_points, **base)
     if hasattr(against, "normal"):
         n = np.asarray(against.normal, float)
         plane = {"normal": n / np.linalg.norm(n), "point": np.asarray(against.point, float)}
@@ -314,7 +317,7 @@ def _shape_contacts(c, names: dict[str, int], bodies: list[Body]) -> list[Contac
     return body_pair_contacts(c.name, body, shape, other, other_shape, **base)
 
 
-def _collision_contacts(spec, bodies: list[Body], joints: list[Joint]) -> list[Contact]:
+def _collision_contacts(spec, bodies: list[Body], joints: list[Joint], ground: dict) -> list[Contact]:
     """The contacts ``collisions:`` asks for: each body's shape against the ground
     (``<body>/ground``), with mode all also each pair of bodies not joined as parent
     and child (``<body>/<body>``, in body order), but the excluded pairs. Shapes the
@@ -328,7 +331,7 @@ def _collision_contacts(spec, bodies: list[Body], joints: list[Joint]) -> list[C
     out: list[Contact] = []
     for i, body in enumerate(bodies):
         if body.shape.kind in HALF_SPACE_SHAPES and frozenset((body.name, GROUND_NAME)) not in excluded:
-            out += half_space_contacts(f"{body.name}/{GROUND_NAME}", i, body.shape, GROUND, **base)
+            out += half_space_contacts(f"{body.name}/{GROUND_NAME}", i, body.shape, ground, **base)
     if options.mode == "ground":
         return out
     joined = {frozenset((j.parent, j.child)) for j in joints}

@@ -1062,6 +1062,39 @@ class ContactSpec(Spec):
         return self
 
 
+class GroundSpec(Spec):
+    """The ground: the half-space ``against: ground`` and ``collisions:`` meet (issue 27).
+
+    By default the plane z = 0 with normal +z. A table that is not at z = 0 (a motion-capture
+    frame on the table's markers, a raised platform) or not level is the plane through
+    ``point`` (or (0, 0, ``height``)) with the outward ``normal``; the ground is the side
+    the normal points into, {p : normal . (p - point) >= 0}.
+
+    Attributes:
+        normal: (3,) outward normal, normalised.
+        height: z of the plane on the world's z axis (m); with ``point`` not given.
+        point: (3,) a point of the plane (m), or None: (0, 0, height).
+    """
+
+    normal = Field(DIRECTION, factory=lambda: [0.0, 0.0, 1.0])
+    height = Field(REAL, 0.0)
+    point = Field(nullable(VECTOR3), None)
+
+    @check
+    def _one_place(self) -> GroundSpec:
+        if self.point is not None and self.height != 0.0:
+            raise SpecProblems([("height", "give either height or point, not both")])
+        if self.point is None and abs(self.normal[2]) < MIN_DIRECTION_NORM:
+            raise SpecProblems([("normal", "a vertical plane (normal with no z part) never crosses the z axis at a "
+                                           "height: give its point instead")])
+        return self
+
+    def half_space(self) -> dict:
+        """{normal (3,), point (3,)} of the ground, world frame."""
+        point = [0.0, 0.0, float(self.height)] if self.point is None else list(self.point)
+        return {"normal": np.asarray(self.normal, dtype=float), "point": np.asarray(point, dtype=float)}
+
+
 class CollisionsSpec(Spec):
     """Collisions asked for wholesale (MuJoCo's default), besides the listed contacts.
 
@@ -1342,6 +1375,7 @@ class SceneSpec(Spec):
         joints: joints in order (a body's first joint as child is its tree joint).
         contacts: contact spheres and shape pairs.
         collisions: collisions asked for wholesale.
+        ground: the half-space ``against: ground`` and ``collisions:`` meet (z >= 0 by default).
         controller: joint inputs.
         external: external forces.
         actuators: the inputs u, in order (none: one per free coordinate of each joint).
@@ -1367,6 +1401,7 @@ class SceneSpec(Spec):
     joints = Field(list_of(JointSpec.core_schema()), factory=list, specs=(JointSpec,))
     contacts = Field(list_of(ContactSpec.core_schema()), factory=list, specs=(ContactSpec,))
     collisions = Field(CollisionsSpec.core_schema(), factory=CollisionsSpec, specs=(CollisionsSpec,))
+    ground = Field(GroundSpec.core_schema(), factory=GroundSpec, specs=(GroundSpec,))
     controller = Field(ControllerSpec.core_schema(), factory=ControllerSpec, specs=(ControllerSpec,))
     external = Field(list_of(ExternalForceSpec.core_schema()), factory=list, specs=(ExternalForceSpec,))
     actuators = Field(list_of(ActuatorSpec.core_schema()), factory=list, specs=(ActuatorSpec,))
@@ -1575,6 +1610,7 @@ SPEC_MODELS: tuple[type[Spec], ...] = (
     BodyCollisionSpec,
     HullShapeSpec,
     CollisionsSpec,
+    GroundSpec,
     ControllerSpec,
     ExternalForceSpec,
     ActuatorSpec,

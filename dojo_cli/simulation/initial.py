@@ -40,6 +40,8 @@ INNER_RTOL = 1e-10
 # when its momentum residual is below this fraction of the momenta at hand (the larger of
 # the initial momenta and one step's weight m |g| h).
 STALL_TOLERANCE = 1e-3
+# A given orientation is a unit quaternion to this (it is then renormalised), as a scene's.
+UNIT_QUATERNION_TOLERANCE = 1e-6
 
 
 class InitialStateError(ValueError):
@@ -168,4 +170,77 @@ def _momentum_scale(mech: Mechanism, z_t0: np.ndarray) -> float:
     return scale
 
 
-__all__ = ["InitialStateError", "initial_state", "midpoint_state"]
+def state_at_t0(
+    mech: Mechanism,
+    positions=None,
+    velocities=None,
+    opts: SolverOptions | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """A loaded scene's initial state with new body poses and velocities at t = 0.
+
+    Args:
+        mech: the mechanism (a scene's: its t = 0 state, controller and forces are used).
+        positions: new poses, (nb, 7) per body [x, y, z, qw, qx, qy, qz] (world, body to
+            world), or a mapping {body name: (7,)}; bodies left out keep the scene's.
+        velocities: new velocities at t = 0, (nb, 6) per body [vx, vy, vz] (world) and
+            [wx, wy, wz] (body frame), or a mapping {body name: (6,)}; bodies left out keep
+            the scene's.
+        opts: solver options of the first-step solve (default Dojo's).
+
+    Returns:
+        (z, z_t0): the integrator's state (13 nb,) per body [x, v15, q, w15] (midpoint
+        velocities, what a run starts from; midpoint_state) and the same pose with the
+        velocities at t = 0. A scene with ``initial_velocity: midpoint`` takes the
+        velocities as midpoint ones (z = z_t0), as its own initial values are.
+
+    Raises:
+        ValueError: a wrong shape, an unknown body, a quaternion that is not unit length.
+        InitialStateError: the velocities give no first step.
+    """
+    base = getattr(mech, "initial_t0", None)
+    midpoint = base is None
+    if base is None:
+        base = getattr(mech, "initial", None)
+    z = np.array(base if base is not None else np.zeros(13 * mech.nb), dtype=float).reshape(mech.nb, 13)
+    for values, size, parts in ((positions, 7, ((0, 3, 0), (6, 10, 3))), (velocities, 6, ((3, 6, 0), (10, 13, 3)))):
+        for b, row in _body_rows(mech, values, size).items():
+            for start, stop, at in parts:
+                z[b, start:stop] = row[at:at + stop - start]
+    norms = np.linalg.norm(z[:, 6:10], axis=1)
+    bad = np.nonzero(np.abs(norms - 1.0) > UNIT_QUATERNION_TOLERANCE)[0]
+    if len(bad):
+        b = int(bad[0])
+        raise ValueError(f"positions: body {mech.bodies[b].name!r}: orientation has norm {norms[b]:.6g}, "
+                         "not 1 ([qw, qx, qy, qz], scalar first)")
+    z[:, 6:10] /= norms[:, None]
+    z_t0 = z.reshape(-1)
+    if midpoint:
+        return z_t0.copy(), z_t0
+    z_mid = midpoint_state(mech, z_t0, getattr(mech, "controller", None), getattr(mech, "external", None) or (), opts)
+    return z_mid, z_t0
+
+
+def _body_rows(mech: Mechanism, values, size: int) -> dict[int, np.ndarray]:
+    """{body index: (size,) row} of per-body values given as (nb, size) or {name: (size,)}."""
+    if values is None:
+        return {}
+    names = [b.name for b in mech.bodies]
+    if isinstance(values, dict):
+        out = {}
+        for name, row in values.items():
+            if name not in names:
+                raise ValueError(f"unknown body {name!r} (bodies: {', '.join(names)})")
+            row = np.asarray(row, dtype=float).reshape(-1)
+            if row.shape != (size,):
+                raise ValueError(f"body {name!r}: expected {size} numbers, got {row.size}")
+            out[names.index(name)] = row
+        return out
+    arr = np.asarray(values, dtype=float)
+    if arr.shape not in ((mech.nb, size), (mech.nb * size,)):
+        raise ValueError(f"expected ({mech.nb}, {size}) values (one row per body), got shape {arr.shape}")
+    if not np.all(np.isfinite(arr)):
+        raise ValueError("values must be finite")
+    return dict(enumerate(arr.reshape(mech.nb, size)))
+
+
+__all__ = ["InitialStateError", "initial_state", "midpoint_state", "state_at_t0"]
