@@ -37,6 +37,7 @@ from dojo_cli.simulation.controller import (
 from dojo_cli.simulation.step import core_options, refuse_armature, singular_message, solve_step
 from dojo_cli.solver.options import DOJO_DEFAULTS, SolverOptions
 from dojo_cli.solver.status import STATUS_FROM_CODE, SolverStatus
+from dojo_cli.solver.verbose import iteration_printer
 
 # Aim for blocks of about this many seconds of stepping (progress and Ctrl-C latency).
 BLOCK_SECONDS = 0.05
@@ -231,6 +232,7 @@ def run(
         abort_on_failure: stop after the first failed step (written) and raise SolverError.
         progress: called with the number of steps completed after each block.
         log: receives one dict per solver iteration (--verbose); steps one at a time.
+            None with ``opts.verbose``: Dojo's iteration table on stderr (solver.verbose).
         start_step: the number of z0's step: the run's steps are start_step,
             start_step + 1, ... at t = step h (the controller's step, the external forces'
             time, the stored time axis). A run continued from knot K of another (``dojo
@@ -247,6 +249,8 @@ def run(
         were handed to the writer (a block is written whole or not at all).
     """
     opts = opts or DOJO_DEFAULTS
+    if log is None and opts.verbose:
+        log = iteration_printer()
     z = np.array(mech.initial if z0 is None else z0, dtype=float).reshape(-1)
     if z.shape != (13 * mech.nb,):
         raise ValueError(f"initial state must have {13 * mech.nb} entries, got {z.size}")
