@@ -40,6 +40,7 @@ from dojo_cli.simulation.knots import KnotRows
 from dojo_cli.simulation.step import singular_message
 from dojo_cli.solver.options import SolverOptions
 from dojo_cli.solver.status import STATUS_FROM_CODE, SolverStatus
+from dojo_cli.solver.verbose import iteration_printer
 
 if TYPE_CHECKING:  # (state_files is read only by runs that start from a stored one)
     from dojo_cli.io.state_files import StoredStart
@@ -291,13 +292,16 @@ def run_scene(
         opts: solver options (default: Dojo's); external: forces (default: the scene's).
         gradients: "state" and/or "input": each step's A and/or B (variational only).
         abort_on_failure: stop after the first failed step and raise SolverError.
-        log: receives one dict per solver iteration (--verbose).
+        log: receives one dict per solver iteration (--verbose); None with ``opts.verbose``:
+            Dojo's iteration table on stderr (solver.verbose).
         progress: called with the number of steps completed after each block.
         start: a stored run's knot to go on from (io.state_files.StoredStart, ``--from``).
         on_block: called with each block once written (simulation.run.run).
     """
     controller = mech.controller if controller is None else controller
     external = tuple(mech.external if external is None else external)
+    if log is None and opts is not None and opts.verbose and mech.integrator == "variational":
+        log = iteration_printer()
     integrator = integrator_for(mech, z0=z0, controller=controller, opts=opts, external=external,
                                 gradients=tuple(gradients), log=log, start=start, abort_on_failure=abort_on_failure)
     return run(mech, steps, KnotRows(mech, writer, exact=integrator.exact_knots), integrator,

@@ -20,6 +20,7 @@ from dojo_cli.model.compiled import ARMATURE_MESSAGE, unsupported_armature
 from dojo_cli.model.mechanism import Mechanism
 from dojo_cli.solver.options import DOJO_DEFAULTS, SolverOptions
 from dojo_cli.solver.status import STATUS_FROM_CODE, SolverResult
+from dojo_cli.solver.verbose import iteration_printer
 
 
 def core_options(opts: SolverOptions) -> _core.SolverOptions:
@@ -145,10 +146,13 @@ def step(mech: Mechanism, z, u=None, opts: SolverOptions | None = None, f_ext=No
         mech: the mechanism.
         z: (13 nb,) maximal state [x2, v15, q2, w15] per body.
         u: (nu,) joint inputs in joint order (forces N, torques N m), or None for zero.
-        opts: solver options (defaults: Dojo's).
+        opts: solver options (defaults: Dojo's); with ``verbose``, the solver's iterations
+            are printed on stderr.
         f_ext: (nb,3) external forces on the centres of mass, world frame.
         tau_ext: (nb,3) external torques, body frame.
     """
+    if opts is not None and opts.verbose:  # Dojo's iteration table on stderr (solver.verbose)
+        return solve_step(mech, z, u, opts, f_ext, tau_ext, log=iteration_printer())[0]
     # the shortest path: no solver record (solve_step has it); stateless, from Dojo's
     # starting point (core/step.h, "Restarts")
     mech.core_data.impulse_scale = 1.0

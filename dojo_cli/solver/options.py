@@ -30,7 +30,8 @@ class SolverOptions:
         undercut: centering floor btol/undercut (interior point).
         no_progress_max: iterations without progress before the undercut grows.
         no_progress_undercut: factor applied to undercut then.
-        verbose: print one line per iteration.
+        verbose: print Dojo's table of the solver's iterations, one line each, on stderr
+            (dojo.step and dojo.simulate; solver.verbose).
     """
 
     rtol: float = _CORE.rtol

@@ -115,3 +115,21 @@ def test_conversion_indices_and_inplace_orders(go1):
         minimal.conversion_indices(go1, "nominal", "mujoco")
     with pytest.raises(TypeError, match="float numpy array"):
         minimal.change_order_inplace(go1, list(q), "nominal", "pinocchio")
+
+
+def test_change_orders_is_change_order_on_each(go1):
+    """PinnZoo's change_orders: each array of the list converted by its own size (a state, a
+    velocity, a mass matrix), the inputs left as they were, and back again."""
+    x = minimal.randn_state(go1, np.random.default_rng(2))
+    v, M = x[go1.nq:].copy(), minimal.M_func(go1, x)
+    inputs = [x.copy(), v.copy(), M.copy()]
+    out = minimal.change_orders(go1, inputs, "nominal", "pinocchio")
+    ci = minimal.conversion_indices(go1, "nominal", "pinocchio")
+    np.testing.assert_array_equal(out[0], x[ci.state])
+    np.testing.assert_array_equal(out[1], v[ci.velocity])
+    np.testing.assert_array_equal(out[2], M[np.ix_(ci.velocity, ci.velocity)])
+    for before, after in zip((x, v, M), inputs):
+        np.testing.assert_array_equal(after, before)  # not in place: change_orders! is the one that is
+    back = minimal.change_orders(go1, out, "pinocchio", "nominal")
+    for b, a in zip(back, (x, v, M)):
+        np.testing.assert_array_equal(b, a)

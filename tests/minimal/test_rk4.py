@@ -194,6 +194,43 @@ def test_keep_last_is_the_tail_of_the_full_run_and_times_follow_rbd():
     assert np.array_equal(tl, ts[-3:]) and np.array_equal(ql, qs[-3:]) and np.array_equal(vl, vs[-3:])
 
 
+
+def test_max_realtime_rate_paces_the_run(monkeypatch):
+    """RBD's integrate(max_realtime_rate): at most that many simulated seconds per wall-clock
+    second. On a clock that moves only when the run sleeps, the run sleeps exactly until
+    wall time = simulated time / rate, block after block (never ahead of the rate), and the
+    states are those of the unpaced run."""
+    import importlib
+
+    module = importlib.import_module("dojo_cli.minimal.simulate")
+    model = minimal.build_model(dojo.load_scene("double_pendulum"))
+    x0 = minimal.init_state(model)
+    free = minimal.simulate(model, x0, 0.5, dt=0.01)
+
+    class Clock:
+        now = 0.0
+        sleeps: list = []
+
+        @staticmethod
+        def perf_counter():
+            return Clock.now
+
+        @staticmethod
+        def sleep(seconds):
+            Clock.now += seconds
+            Clock.sleeps.append(Clock.now)
+
+    monkeypatch.setattr(module, "time", Clock)
+    rate = 0.5  # half real time: 0.5 s simulated take 1 s
+    ts, qs, vs = minimal.simulate(model, x0, 0.5, dt=0.01, max_realtime_rate=rate)
+    assert np.array_equal(ts, free[0]) and np.array_equal(qs, free[1]) and np.array_equal(vs, free[2])
+    assert len(Clock.sleeps) > 1, "paced in blocks"
+    assert Clock.now == pytest.approx(ts[-1] / rate, rel=1e-12)
+    # each sleep ends where a step's time / rate is: the run waits for the wall clock
+    assert all(np.isclose(ts / rate, wake, rtol=0, atol=1e-12).any() for wake in Clock.sleeps)
+    assert Clock.sleeps == sorted(Clock.sleeps)
+
+
 # ---------------------------------------------------------------- storage files
 
 def test_rk4_storage_file_is_read_by_energy_plot_and_replay(tmp_path):

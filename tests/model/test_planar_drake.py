@@ -188,6 +188,26 @@ def test_default_state(tmp_path):
     assert out.joint("planar").get_default_translation().tolist() == [-2, 2.5]
 
 
+
+def test_default_positions_are_the_default_pose(tmp_path):
+    """Drake's default_positions / set_default_positions: the joint's default coordinates
+    (x, y, theta), the same numbers the default pose reads and set_default_state writes."""
+    mech = load(tmp_path)
+    j = mech.joint("planar")
+    np.testing.assert_array_equal(j.default_positions(), [0, 0, 0])
+    assert j.set_default_positions([0.2, -0.1, 0.6]) is j
+    np.testing.assert_array_equal(j.default_positions(), [0.2, -0.1, 0.6])
+    np.testing.assert_array_equal(j.get_default_translation(), [0.2, -0.1])
+    assert j.get_default_rotation() == 0.6
+    j.set_default_pose([1.0, 2.0], -0.5)
+    np.testing.assert_array_equal(j.default_positions(), [1.0, 2.0, -0.5])
+    y = state(mech)
+    j.set_default_state(y)
+    np.testing.assert_array_equal(y[:3], [1.0, 2.0, -0.5])
+    with pytest.raises(Exception, match="default positions"):
+        j.set_default_positions([0.0, 0.0])  # three coordinates
+
+
 def test_random_state(tmp_path):
     mech = load(tmp_path)
     j = mech.joint("planar")

@@ -192,19 +192,10 @@ def _run_steps(mech, scene: str, steps: int | None, duration: float | None) -> i
 
 
 def _iteration_logger():
-    """Dojo's verbose table: n, bvio, rvio, alpha, kappa (its mu), |res|inf, |step|inf."""
-    state = {"header": False}
+    """Dojo's verbose table on stderr (dojo_cli.solver.verbose): n, bvio, rvio, alpha, kappa, |res|, |step|."""
+    from dojo_cli.solver.verbose import iteration_printer
 
-    def log(rec: dict) -> None:
-        if rec["iteration"] == 1 or not state["header"]:
-            echo_err(f"{'n':>4} {'bvio':>9} {'rvio':>9} {'alpha':>9} {'kappa':>9} {'|res|':>9} {'|step|':>9}")
-            state["header"] = True
-        echo_err(
-            f"{rec['iteration']:>4} {rec.get('bvio', 0.0):>9.2e} {rec.get('rvio', rec['residual']):>9.2e} "
-            f"{rec['alpha']:>9.2e} {rec.get('kappa', 0.0):>9.2e} {rec['residual']:>9.2e} {rec['step']:>9.2e}"
-        )
-
-    return log
+    return iteration_printer(echo_err)
 
 
 class _Progress:
