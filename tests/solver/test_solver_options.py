@@ -54,7 +54,11 @@ def contact_case():
 
 
 def solve(mech, z, **options):
-    """(next state, result, the first solve's iteration records) with these options."""
+    """(next state, result, the first solve's iteration records) with these options, with
+    Dojo's absolute (SI) meaning of rtol and btol unless told otherwise: the thresholds these
+    tests compare with (btol, btol / undercut) are Dojo's numbers; the relative default scales
+    them per row (docs/physics.md, "Solver tolerances"; tests/solver/test_tolerances.py)."""
+    options.setdefault("tolerances", "absolute")
     records: list[dict] = []
     z_next, result = solve_step(mech, z, None, SolverOptions(**options), log=records.append)
     first = [records[0]]
@@ -135,7 +139,7 @@ def test_no_progress_rescales_the_target(contact_case, no_progress_max, no_progr
     # Dojo's bookkeeping on the stuck solve's record (the same path until the rescaling):
     # progress is a 20 % decrease of an unconverged violation; the counter goes up without
     # progress, down with it, and fires at no_progress_max (iteration 1 starts far away)
-    opts = SolverOptions()
+    opts = SolverOptions(tolerances="absolute")
     count, fires = 0, None
     for i in range(1, len(records)):
         prev, rec = records[i - 1], records[i]
@@ -161,7 +165,7 @@ def test_verbose_prints_the_iterations(newton_case, contact_case, capsys):
     mech, z = contact_case
     _, _, records = solve(mech, z)
     capsys.readouterr()
-    z_next = dojo.step(mech, z, opts=SolverOptions(verbose=True))
+    z_next = dojo.step(mech, z, opts=SolverOptions(verbose=True, tolerances="absolute"))
     out, err = capsys.readouterr()
     assert out == ""
     lines = err.splitlines()
@@ -173,7 +177,7 @@ def test_verbose_prints_the_iterations(newton_case, contact_case, capsys):
         for text, value in ((bvio, rec["bvio"]), (rvio, rec["rvio"]), (alpha, rec["alpha"]),
                             (kappa, rec["kappa"]), (res, rec["residual"]), (step, rec["step"])):
             assert float(text) == pytest.approx(value, rel=5e-3, abs=1e-300)  # printed to 3 digits
-    np.testing.assert_array_equal(z_next, dojo.step(mech, z))  # printing changes nothing
+    np.testing.assert_array_equal(z_next, dojo.step(mech, z, opts=SolverOptions(tolerances="absolute")))  # printing changes nothing
     # a run: one table per step
     dojo.simulate(mech, steps=3, z0=z, opts=SolverOptions(verbose=True))
     out, err = capsys.readouterr()

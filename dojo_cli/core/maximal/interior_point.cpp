@@ -238,6 +238,8 @@ SolverStatus interior_point(const Model& m, Data& d, const SolverOptions& opts) 
   auto finish = [&](SolverStatus status, int iterations) {
     if (status != SolverStatus::Success && status != SolverStatus::NonFinite && have_fallback) {
       std::copy(d.w_fallback.begin(), d.w_fallback.end(), d.w.begin());
+      // the residual goes with the unknowns returned (the step's residual_vector, logs)
+      step_residual(m, d, d.w.data(), d.r.data());
       crvio = fallback_c[0];
       cbvio = fallback_c[1];
       d.fell_back = true;
