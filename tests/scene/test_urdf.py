@@ -183,6 +183,28 @@ def test_import_command_writes_a_loadable_scene_and_reports_limits(tmp_path):
     assert runner.invoke(app, ["import-urdf", str(ROBOT), "-o", str(out), "--package-path", PACKAGES]).exit_code == 3
 
 
+def test_import_command_takes_a_package_name(tmp_path):
+    """`dojo import-urdf package://pkg/robot.urdf` reads the file the package path holds, as
+    the URDF's own package:// meshes are found: the same robot as from its path; an unknown
+    package is invalid input (2) with the folders searched."""
+    packages = tmp_path / "share"
+    shutil.copytree(DATA / "packages", packages)
+    (packages / "robot_description").mkdir()
+    shutil.copy(ROBOT, packages / "robot_description" / "robot.urdf")
+    by_name, by_path = tmp_path / "by_name.yaml", tmp_path / "by_path.yaml"
+    res = runner.invoke(app, ["import-urdf", "package://robot_description/robot.urdf", "-o", str(by_name),
+                              "--package-path", str(packages), "--merge-fixed"])
+    assert res.exit_code == 0, res.output
+    assert runner.invoke(app, ["import-urdf", str(ROBOT), "-o", str(by_path), "--package-path", PACKAGES,
+                               "--merge-fixed"]).exit_code == 0
+    a, b = dojo.load_scene(str(by_name)), dojo.load_scene(str(by_path))
+    assert [x.name for x in a.bodies] == [x.name for x in b.bodies]
+    np.testing.assert_array_equal(a.mass, b.mass)
+    np.testing.assert_array_equal(a.inertia, b.inertia)
+    res = runner.invoke(app, ["import-urdf", "package://no_such_package/robot.urdf", "-o", str(tmp_path / "x.yaml")])
+    assert res.exit_code == 2 and "package 'no_such_package' not found in the search path" in res.output
+
+
 def _urdf_scene(tmp_path, body: str) -> Path:
     shutil.copy(ROBOT, tmp_path / "robot.urdf")
     shutil.copytree(DATA / "packages", tmp_path / "packages")

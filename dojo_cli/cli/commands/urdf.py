@@ -27,7 +27,7 @@ class GeometryMode(str, Enum):
 
 @reports_errors
 def import_urdf(
-    urdf: Annotated[Path, typer.Argument(help="The robot's URDF file.")],
+    urdf: Annotated[Path, typer.Argument(help="The robot's URDF file, or a package:// name (package://example-robot-data/robots/go1_description/urdf/go1.urdf), found as the URDF's own package:// meshes are.")],
     output: Annotated[Path, typer.Option("--output", "-o", help="Scene YAML file to write.")],
     floating: Annotated[bool, typer.Option("--floating", help="Free-floating base (a floating joint to the world); else the root is fixed.")] = False,
     contacts: Annotated[ContactMode, typer.Option("--contacts", help="feet: spheres at the ends of the legs; collision: every collision element as its shape against the ground; none.")] = ContactMode.none,
@@ -53,6 +53,7 @@ def import_urdf(
     if srdf is not None and not stand:
         raise InputError("--srdf: only with --stand (the SRDF's group state is the standing pose)")
     check_import_target(output, force, timestep)
+    urdf = _package_file(str(urdf), package_path)
     options = UrdfOptions(
         floating=floating or floating_base is not None or stand, floating_base=floating_base, contacts=contacts.value, self_collision=self_collision, friction=friction, merge_fixed=merge_fixed,
         package_path=[str(p) for p in package_path or []], meshes=not no_meshes, geometry=geometry.value,
@@ -101,6 +102,21 @@ def import_urdf(
                 f"    {j['name']:<24} position {position:<22} effort {j.get('effort_limit', math.inf):g}  "
                 f"velocity {j.get('velocity_limit', math.inf):g}"
             )
+
+
+def _package_file(name: str, package_path: list[Path] | None) -> Path:
+    """The URDF a ``package://`` name names (typer hands the argument over as a Path, which
+    folds ``package://`` into ``package:/``; both spellings are read), else the path itself."""
+    from dojo_cli.scene.robots import PACKAGE_SCHEME, UnresolvedPackage, package_search_path, resolve_resource
+
+    if name.startswith("package:/") and not name.startswith(PACKAGE_SCHEME):
+        name = PACKAGE_SCHEME + name[len("package:/"):]
+    if not name.startswith(PACKAGE_SCHEME):
+        return Path(name)
+    try:
+        return resolve_resource(name, Path.cwd(), package_search_path(package_path))
+    except UnresolvedPackage as exc:
+        raise InputError(f"{name}: {exc.hint()}") from None
 
 
 def _stand_omega_h() -> float:
