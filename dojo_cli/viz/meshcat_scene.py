@@ -339,7 +339,7 @@ def shape_parts(shape: Shape, material, meshes: dict[str, TriangleMesh | str] | 
         out, warnings = [], []
         for k, part in enumerate(p["parts"]):
             pose = transform_from_pose(np.asarray(part.position_offset, float), np.asarray(part.orientation_offset, float))
-            sub, more = shape_parts(part, material, base_dir, body)
+            sub, more = shape_parts(part, material, meshes, body)
             out += [(f"part{k}_{name}", obj, pose @ local) for name, obj, local in sub]
             warnings += more
         return out, warnings

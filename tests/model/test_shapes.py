@@ -168,3 +168,19 @@ def test_combined_body_rests_on_its_lowest_part(tmp_path):
     assert set(traj.status) == {"success"}
     # the stem's bottom face is 0.125 + 0.2 = 0.325 below the centre of mass
     assert traj.x[-1, 0, 2] == pytest.approx(0.325, abs=2e-4)
+
+
+def test_combined_shape_parts_for_the_replay():
+    """The replay draws a combined shape as its parts, each placed by its offsets in the
+    combined frame (viz.meshcat_scene.shape_parts)."""
+    from dojo_cli.viz.meshcat_scene import shape_parts
+
+    dumbbell = Shape("combined", {"parts": (BELLS[0], ROD, BELLS[1])})
+    parts, warnings = shape_parts(dumbbell, None)
+    assert not warnings
+    assert [name for name, _, _ in parts] == ["part0_sphere", "part1_cylinder", "part2_sphere"]
+    np.testing.assert_allclose(parts[0][2][:3, 3], [-0.3, 0, 0])
+    np.testing.assert_allclose(parts[2][2][:3, 3], [0.3, 0, 0])
+    # the rod: meshcat's cylinder is along y; turned onto z (its own frame), then by the part's
+    # offset onto x
+    np.testing.assert_allclose(parts[1][2][:3, :3] @ [0, 1, 0], [1, 0, 0], atol=1e-12)
