@@ -6,8 +6,9 @@
 
 from dojo_cli.minimal.dynamics import (  # noqa: F401
     C_func, M_func, dynamics, dynamics_deriv, forward_dynamics, forward_dynamics_deriv, inverse_dynamics,
-    inverse_dynamics_deriv, kinematics, kinematics_force_jacobian, kinematics_jacobian, kinematics_rotation,
-    kinematics_velocity, kinematics_velocity_jacobian, lock_forces, velocity_kinematics, velocity_kinematics_T,
+    inverse_dynamics_deriv, inverse_dynamics_hTvp, inverse_dynamics_hvp, kinematics, kinematics_force_hTvp, kinematics_force_hvp, kinematics_force_jacobian,
+    kinematics_hvp, kinematics_jacobian, kinematics_jacobianTvp, kinematics_rotation, kinematics_velocity,
+    kinematics_velocity_jacobian, lock_forces, velocity_kinematics, velocity_kinematics_T,
     velocity_kinematics_T_jvp_deriv, velocity_kinematics_jvp_deriv,
 )
 from dojo_cli.minimal.model import MinimalModel, build_model  # noqa: F401

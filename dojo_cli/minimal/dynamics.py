@@ -133,3 +133,46 @@ def kinematics_velocity_jacobian(model: MinimalModel, x) -> np.ndarray:
 def kinematics_force_jacobian(model: MinimalModel, x, lam) -> np.ndarray:
     """d(J^T lam)/dx (nv, nx), J = d kinematics_velocity/dv; lam: (3 np,) world forces."""
     return _core.tree_kinematics(model.tree, model.data, _vec(x), "force_jacobian", _vec(lam))
+
+
+# ---- PinnZoo's second-order products (exact: dual numbers through the core's point kinematics,
+# core/minimal/tree_second_order.cpp; derivatives with respect to the raw x, their v rows and
+# columns zero since the points' positions and J do not depend on v)
+
+def kinematics_jacobianTvp(model: MinimalModel, x, lam) -> np.ndarray:  # noqa: N802 (PinnZoo's name)
+    """J(x)^T lam (nv,), J = d kinematics_velocity/dv (3 np, nv): the generalized force of the
+    world forces lam (3 np,) at the points (kinematics_force_jacobian is its x derivative)."""
+    jac = _core.tree_kinematics(model.tree, model.data, _vec(x), "jacobian_tangent", None)
+    return jac.T @ _vec(lam)
+
+
+def kinematics_hvp(model: MinimalModel, x, dx) -> np.ndarray:
+    """d(kinematics_jacobian(x) dx)/dx (3 np, nx), dx: (nx,): the kinematics' second
+    derivative along dx (only its q part counts)."""
+    return _core.tree_kinematics_hvp(model.tree, _vec(x), _vec(dx))
+
+
+def kinematics_force_hvp(model: MinimalModel, x, lam, mult) -> tuple[np.ndarray, np.ndarray]:
+    """(d(F mult)/dx (nv, nx), d(F mult)/dlam (nv, 3 np)) with F = kinematics_force_jacobian(x,
+    lam) (nv, nx) and mult: (nx,) (only its q part counts: F's v columns are zero)."""
+    return _core.tree_kinematics_force_hvp(model.tree, _vec(x), _vec(lam), _vec(mult))
+
+
+def kinematics_force_hTvp(model: MinimalModel, x, lam, mult) -> tuple[np.ndarray, np.ndarray]:  # noqa: N802
+    """(d(F^T mult)/dx (nx, nx), d(F^T mult)/dlam (nx, 3 np)) with F = kinematics_force_jacobian(x,
+    lam) and mult: (nv,). F^T mult is the x gradient of lam . J(x) mult, so the first is its
+    Hessian (symmetric) and the second (d(J mult)/dx)^T."""
+    return _core.tree_kinematics_force_hTvp(model.tree, _vec(x), _vec(lam), _vec(mult))
+
+
+def inverse_dynamics_hvp(model: MinimalModel, x, vdot, lam) -> tuple[np.ndarray, np.ndarray]:
+    """(d((dtau/dx) lam)/dx (nv, nx), d((dtau/dx) lam)/dvdot (nv, nv)) with dtau/dx the first
+    output of inverse_dynamics_deriv and lam: (nx,). (d tau/d vdot = M(q) gives nothing more
+    in vdot: PinnZoo's note.)"""
+    return _core.tree_inverse_dynamics_hvp(model.tree, _vec(x), _vec(vdot), _vec(lam))
+
+
+def inverse_dynamics_hTvp(model: MinimalModel, x, vdot, lam) -> tuple[np.ndarray, np.ndarray]:  # noqa: N802
+    """(d((dtau/dx)^T lam)/dx (nx, nx), d((dtau/dvdot)^T lam)/dx = d(M lam)/dx (nv, nx)), lam:
+    (nv,). The first is the Hessian of lam . tau over x (symmetric)."""
+    return _core.tree_inverse_dynamics_hTvp(model.tree, _vec(x), _vec(vdot), _vec(lam))

@@ -234,6 +234,30 @@ inline Quat<T> quaternion_from_rotation_vector(const Vec3<T>& rv) {
   return Quat<T>{{cos(half), k * rv[0], k * rv[1], k * rv[2]}};
 }
 
+// Right Jacobian of SO(3), J_r(phi) = I - a [phi]x + b [phi]x^2 with a = (1 - cos t) / t^2,
+// b = (t - sin t) / t^3 (Barfoot, State Estimation for Robotics, eq. 7.77a, right form):
+// R(phi + d) = R(phi) exp(J_r(phi) d). Series in t^2 below t = 0.1 (no square root: its
+// derivatives are infinite at zero, and dual numbers differentiate this twice).
+template <class T>
+inline Mat3<T> right_jacobian(const Vec3<T>& phi) {
+  const T x = dot(phi, phi);
+  T a, b;
+  if (value(x) < 1e-2) {
+    a = 0.5 - x * (1.0 / 24.0 - x * (1.0 / 720.0 - x * (1.0 / 40320.0 - x / 3628800.0)));
+    b = 1.0 / 6.0 - x * (1.0 / 120.0 - x * (1.0 / 5040.0 - x * (1.0 / 362880.0 - x / 39916800.0)));
+  } else {
+    const T t = sqrt(x);
+    a = (1.0 - cos(t)) / x;
+    b = (t - sin(t)) / (x * t);
+  }
+  const Mat3<T> k = skew(phi);
+  const Mat3<T> kk = matmul(k, k);
+  Mat3<T> out;
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j) out[i][j] = T(i == j ? 1.0 : 0.0) - a * k[i][j] + b * kk[i][j];
+  return out;
+}
+
 // Inverse right Jacobian of SO(3): J_r^-1(t) = I + [t]/2 + (1/a^2 - cot(a/2)/(2a)) [t]^2
 // (Barfoot, State Estimation for Robotics, eq. 7.187, right convention).
 template <class T>

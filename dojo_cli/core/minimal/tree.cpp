@@ -717,30 +717,6 @@ void tree_point_force_jacobian(const TreeModel& m, TreeData& d, const double* la
 
 namespace {
 
-// Right Jacobian of SO(3), J_r(phi) = I - a [phi]x + b [phi]x^2 with a = (1 - cos t) / t^2,
-// b = (t - sin t) / t^3 (Barfoot, State Estimation for Robotics, eq. 7.77a, right form):
-// R(phi + d) = R(phi) exp(J_r(phi) d). Series in t^2 below t = 0.1 (no square root: its
-// derivatives are infinite at zero, and dual numbers differentiate this twice).
-template <class T>
-Mat3<T> right_jacobian_t(const Vec3<T>& phi) {
-  const T x = dot(phi, phi);
-  T a, b;
-  if (value(x) < 1e-2) {
-    a = 0.5 - x * (1.0 / 24.0 - x * (1.0 / 720.0 - x * (1.0 / 40320.0 - x / 3628800.0)));
-    b = 1.0 / 6.0 - x * (1.0 / 120.0 - x * (1.0 / 5040.0 - x * (1.0 / 362880.0 - x / 39916800.0)));
-  } else {
-    const T t = sqrt(x);
-    a = (1.0 - cos(t)) / x;
-    b = (t - sin(t)) / (x * t);
-  }
-  const Mat3<T> k = skew(phi);
-  const Mat3<T> kk = matmul(k, k);
-  Mat3<T> out;
-  for (int i = 0; i < 3; ++i)
-    for (int j = 0; j < 3; ++j) out[i][j] = T(i == j ? 1.0 : 0.0) - a * k[i][j] + b * kk[i][j];
-  return out;
-}
-
 // world motion of a successor-frame motion m: [R m_v + p x R m_w; R m_w]
 void to_world(const double* R, const double* p, const double* mo, double* out) {
   double w[3], v[3], pw[3];
@@ -767,7 +743,7 @@ void tree_swing_jacobian(const TreeModel& m, int i, const double* qr, double A[3
   }
   Vec3<D2> phi;
   for (int r = 0; r < 3; ++r) phi[r] = b[r] * q[0] + b[3 + r] * q[1];
-  const Mat3<D2> Jr = right_jacobian_t(phi);
+  const Mat3<D2> Jr = right_jacobian(phi);
   for (int r = 0; r < 3; ++r)
     for (int c = 0; c < 2; ++c) {
       const D2 e = Jr[r][0] * b[3 * c] + Jr[r][1] * b[3 * c + 1] + Jr[r][2] * b[3 * c + 2];

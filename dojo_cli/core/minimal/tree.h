@@ -5,7 +5,9 @@
 // buffer, allocated once, so the algorithms allocate nothing (MuJoCo's and
 // Pinocchio's Model/Data discipline). One header, one file per algorithm:
 // tree.cpp (the model, forward kinematics, velocity kinematics, point kinematics),
-// rnea.cpp, crba.cpp, aba.cpp, tree_derivatives.cpp.
+// rnea.cpp, crba.cpp, aba.cpp, tree_derivatives.cpp, tree_second_order.cpp (PinnZoo's
+// second-order products: the point kinematics and RNEA again as templates over the scalar,
+// pushed through with nested dual numbers; they allocate their scratch per call).
 //
 // Conventions (PinnZoo's, docs/minimal.md):
 // - each tree joint i connects a parent frame (joint lambda(i)'s successor frame, or
@@ -230,6 +232,30 @@ void tree_rnea_derivatives(const TreeModel& m, TreeData& d, const double* q, con
 // and columns), dtau at v_l = 0, and zero columns for v_l (read as zero).
 void tree_aba_derivatives(const TreeModel& m, TreeData& d, const double* q, const double* v, const double* tau,
                           double* dvdot_dq, double* dvdot_dv);
+
+// ---- tree_second_order.cpp: PinnZoo's second-order kinematics products, exact (dual numbers
+// through a templated point kinematics), with respect to the raw q (nq,); J_v (3np, nv) the
+// points' tangent Jacobian (d kinematics_velocity / dv), lambda (3np,) world forces at them.
+// out (3np, nq): d/dq_j [(d pos/dq) dq], PinnZoo's kinematics_hvp (its q columns).
+void tree_kinematics_hvp(const TreeModel& m, const double* q, const double* dq, double* out);
+// With F(q, lambda) = d(J_v^T lambda)/dq (nv, nq): out_q (nv, nq) = d(F dq)/dq and
+// out_lambda (nv, 3np) = d(F dq)/dlambda = (dJ_v/dq . dq)^T (kinematics_force_hvp).
+void tree_kinematics_force_hvp(const TreeModel& m, const double* q, const double* lambda, const double* dq,
+                               double* out_q, double* out_lambda);
+// out_q (nq, nq) = d(F^T mult)/dq, the Hessian of lambda . J_v(q) mult (symmetric), and
+// out_lambda (nq, 3np) = d(F^T mult)/dlambda = (d(J_v mult)/dq)^T (kinematics_force_hTvp); mult (nv,).
+void tree_kinematics_force_hTvp(const TreeModel& m, const double* q, const double* lambda, const double* mult,
+                                double* out_q, double* out_lambda);
+
+// With tau(x, vdot) the inverse dynamics (RNEA, templated on the scalar) at raw x = [q; v]:
+// inverse_dynamics_hvp, lam (nx,): out_x (nv, nx) = d((dtau/dx) lam)/dx and out_a (nv, nv) =
+// d((dtau/dx) lam)/dvdot (= (dM/dq . lam_q)).
+void tree_inverse_dynamics_hvp(const TreeModel& m, const double* x, const double* vdot, const double* lam,
+                               double* out_x, double* out_a);
+// inverse_dynamics_hTvp, lam (nv,): out_x (nx, nx) = d((dtau/dx)^T lam)/dx, the Hessian of
+// lam . tau (symmetric), and out_m (nv, nx) = d((dtau/dvdot)^T lam)/dx = d(M lam)/dx.
+void tree_inverse_dynamics_hTvp(const TreeModel& m, const double* x, const double* vdot, const double* lam,
+                                double* out_x, double* out_m);
 
 // ---- small spatial helpers shared by the algorithm files
 namespace tree {
