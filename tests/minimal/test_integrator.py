@@ -14,6 +14,7 @@ from dojo_cli.minimal.integrator import (
     additional_state, configuration, integrate, runge_kutta_4, set_additional_state, set_velocity, step, velocity,
 )
 from dojo_cli.minimal.simulate import step_times
+from tests.minimal.scenes import TWO_FOURBARS
 
 # Kutta's third-order method (Hairer, Norsett and Wanner I, table 1.1) and Heun's
 # second-order one (the explicit trapezoid).
@@ -275,3 +276,41 @@ def test_an_integral_state_removes_a_pd_controllers_steady_state_error():
     assert e_rest > 0.05 and abs(e_pd - e_rest) < 1e-5, (e_pd, e_rest)
     e_pi, w = run(True)
     assert abs(e_pi) < 1e-7 * e_pd and w < 1e-7, (e_pi, w)  # measured 1.5e-11 rad, 3.5e-11 rad/s
+
+
+# ---------------------------------------------------------------- RBD's ConstDict
+
+
+def test_one_pair_of_gains_is_every_loop_joints_like_rbds_constdict():
+    """stabilization_gains=(kp, kd) (RBD's ConstDict) gives every loop joint those gains: the
+    same run as naming each joint with them, through simulate and through the integrator's
+    CoreDynamics; both loops, opened by different amounts, close at that pair's rate (kp = 50,
+    kd = 10: the gap decays like exp(-5 t))."""
+    model = minimal.build_model(dojo.load_scene(TWO_FOURBARS))
+    assert model.loop_joints == ["joint4", "b_joint4"]
+    x0 = minimal.init_state(model)
+    start = {tj.name: tj.q.start for tj in model.joints}
+    x0[start["joint1"]] = 1.7
+    x0[start["b_joint1"]] = 1.9
+    integ = minimal.Rk4(model, None)
+    gap0 = integ.loop_errors(x0)[:, 0]
+    assert np.all(gap0 > 1e-2) and abs(gap0[0] - gap0[1]) > 1e-2
+    gains = (50.0, 10.0)
+    one = minimal.simulate(model, x0, 1.0, dt=1e-3, stabilization_gains=gains)
+    each = minimal.simulate(model, x0, 1.0, dt=1e-3, stabilization_gains={"joint4": gains, "b_joint4": gains})
+    for a, b in zip(one, each):
+        assert np.array_equal(a, b)
+    x1 = np.concatenate([one[1][-1], one[2][-1]])
+    gap1 = integ.loop_errors(x1)[:, 0]
+    assert np.all(gap1 < 0.01 * gap0), (gap0, gap1)  # exp(-5) = 0.0067 linearised; measured 0.0045
+    # other gains on one joint change that loop's run only
+    other = minimal.simulate(model, x0, 1.0, dt=1e-3, stabilization_gains={"joint4": gains, "b_joint4": (100.0, 20.0)})
+    a_rows = [tj.q for tj in model.joints if not tj.name.startswith("b_")]
+    b_rows = [tj.q for tj in model.joints if tj.name.startswith("b_")]
+    assert max(np.max(np.abs(other[1][:, r] - one[1][:, r])) for r in a_rows) < ROUND_OFF
+    assert max(np.max(np.abs(other[1][:, r] - one[1][:, r])) for r in b_rows) > 1e-3
+    # the integrator's default dynamics with the same option
+    sink = ExpandingStorage(model)
+    integrate(MuntheKaasIntegrator(MechanismState(model, x0), CoreDynamics(model, stabilization_gains=gains),
+                                   None, sink), 1.0, 1e-3)
+    assert np.max(np.abs(sink.qs - one[1])) < ROUND_OFF and np.max(np.abs(sink.vs - one[2])) < ROUND_OFF
