@@ -22,6 +22,11 @@ from dojo_cli.minimal.orders import (  # noqa: F401
     order_names, register_order,
 )
 from dojo_cli.minimal.ik import fix_joint_limits, ik_coordinates, inverse_kinematics, nearest_ik  # noqa: F401
+from dojo_cli.minimal.integrator import (  # noqa: F401
+    ButcherTableau, CoreDynamics, ExpandingStorage, MechanismState, MuntheKaasIntegrator, RingBufferStorage,
+    additional_state, configuration, global_coordinates, initialize, integrate, local_coordinate_rates, process,
+    runge_kutta_4, set_additional_state, set_configuration, set_velocity, step, velocity,
+)
 from dojo_cli.minimal.simulate import Rk4, loop_joint_errors, simulate  # noqa: F401
 from dojo_cli.minimal.states import (  # noqa: F401
     apply_dx, error_jacobian, error_jacobian_T, init_state, randn_state, state_error, zero_state,

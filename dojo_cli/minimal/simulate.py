@@ -150,10 +150,11 @@ class Rk4:
         """(nl, 2) per loop joint: the distance between its joint points, the constrained rotation error."""
         return _core.rk4_loop_errors(self.model.tree, self.tree_data, self.core, self.data, _vec(x))
 
-    def dynamics(self, x, u=None, t: float = 0.0) -> np.ndarray:
-        """vdot (nv,) of the integrator's dynamics at x (inputs u (nu,), springs, dampers, loops)."""
+    def dynamics(self, x, u=None, t: float = 0.0, tau=None) -> np.ndarray:
+        """vdot (nv,) of the integrator's dynamics at x (inputs u (nu,), springs, dampers, loops,
+        and generalized forces tau (nv,), a control's torques)."""
         return _core.rk4_dynamics(self.model.tree, self.tree_data, self.core, self.data, _vec(x),
-                                  None if u is None else _vec(u), float(t))
+                                  None if u is None else _vec(u), float(t), None if tau is None else _vec(tau))
 
 
 def _vec(a) -> np.ndarray:

@@ -11,3 +11,6 @@ MINIMAL_JOINTS = str(Path(__file__).resolve().parents[1] / "data" / "scenes" / "
 # rotations with translations across the axis: the tree measures those in the predecessor
 # frame, a motion subspace that turns with q).
 SKYDY_SUBSETS = str(Path(__file__).resolve().parents[1] / "data" / "scenes" / "skydy_subsets.yaml")
+
+# Two of RBD's four-bars side by side: two loop-closing joints (joint4, b_joint4).
+TWO_FOURBARS = str(Path(__file__).resolve().parents[1] / "data" / "scenes" / "rbd_two_fourbars.yaml")

@@ -121,14 +121,38 @@ void bind_rk4(nb::module_& m) {
     return numpy_owning(std::move(out), {sz(r.nl), 2});
   }, "Per loop joint (distance between its joint points, constrained rotation error) at x.");
   m.def("rk4_dynamics", [](const TreeModel& t, TreeData& d, const Rk4Model& r, Rk4Data& rd, const InArray& x,
-                           std::optional<InArray> u, double time) {
+                           std::optional<InArray> u, double time, std::optional<InArray> tau) {
     const double* xp = tree_take(x, sz(t.nq + t.nv), "x");
     const double* pu = u ? tree_take(*u, sz(r.nu), "u") : nullptr;
+    // extra generalized forces enter where a control's torques do (added to inputs, springs, dampers)
+    const double* ptau = tau ? tree_take(*tau, sz(t.nv), "tau") : nullptr;
+    const int nv = t.nv;
+    Rk4Control add_tau = [ptau, nv](double, const double*, const double*, double* out) {
+      for (int a = 0; a < nv; ++a) out[a] = ptau[a];
+    };
     std::vector<double> vdot(sz(t.nv), 0.0);
-    rk4_dynamics(t, d, r, rd, time, xp, xp + t.nq, pu, nullptr, vdot.data());
+    rk4_dynamics(t, d, r, rd, time, xp, xp + t.nq, pu, ptau ? &add_tau : nullptr, vdot.data());
     return numpy_owning(std::move(vdot), {sz(t.nv)});
   }, nb::arg("tree"), nb::arg("data"), nb::arg("rk4"), nb::arg("rk4_data"), nb::arg("x"), nb::arg("u").none(),
-     nb::arg("t") = 0.0, "vdot of the RK4 integrator's dynamics at x (inputs u, springs, dampers, loop joints).");
+     nb::arg("t") = 0.0, nb::arg("tau").none() = nb::none(),
+     "vdot of the RK4 integrator's dynamics at x (inputs u, springs, dampers, loop joints, generalized forces tau).");
+  m.def("rk4_global_coordinates", [](const TreeModel& t, const InArray& q0, const InArray& phi) {
+    const double* p0 = tree_take(q0, sz(t.nq), "q0");
+    const double* pphi = tree_take(phi, sz(t.nv), "phi");
+    std::vector<double> q(sz(t.nq), 0.0);
+    rk4_global_coordinates(t, p0, pphi, q.data());
+    return numpy_owning(std::move(q), {sz(t.nq)});
+  }, nb::arg("tree"), nb::arg("q0"), nb::arg("phi"),
+     "q (nq,) = global(q0, phi): the Munthe-Kaas map of local coordinates phi (nv,) around q0 (rk4.h).");
+  m.def("rk4_local_rates", [](const TreeModel& t, const InArray& q, const InArray& phi, const InArray& v) {
+    const double* pq = tree_take(q, sz(t.nq), "q");
+    const double* pphi = tree_take(phi, sz(t.nv), "phi");
+    const double* pv = tree_take(v, sz(t.nv), "v");
+    std::vector<double> phid(sz(t.nv), 0.0);
+    rk4_local_rates(t, pq, pphi, pv, phid.data());
+    return numpy_owning(std::move(phid), {sz(t.nv)});
+  }, nb::arg("tree"), nb::arg("q"), nb::arg("phi"), nb::arg("v"),
+     "phidot (nv,): the rate of the local coordinates phi (around q0, q = global(q0, phi)) at (q, v) (rk4.h).");
 }
 
 }  // namespace dojo::bindings

@@ -522,6 +522,14 @@ void body_quaternions(const TreeModel& m, const Rk4Model& r, Rk4Data& rd, const 
 
 }  // namespace
 
+void rk4_global_coordinates(const TreeModel& m, const double* q0, const double* phi, double* q) {
+  global_coordinates(m, q0, phi, q);
+}
+
+void rk4_local_rates(const TreeModel& m, const double* q, const double* phi, const double* v, double* phid) {
+  local_rates(m, q, phi, v, phid);
+}
+
 Rk4Model::Rk4Model(const TreeModel& tree, const Rk4Input& input) : in(input) {
   n = tree.n;
   nq = tree.nq;

@@ -87,6 +87,12 @@ struct Rk4Data {
 // vdot at (t, q, v) with step inputs u (nu, or null) and an optional control.
 void rk4_dynamics(const TreeModel& m, TreeData& d, const Rk4Model& r, Rk4Data& rd, double t, const double* q,
                   const double* v, const double* u, const Rk4Control* control, double* vdot);
+// The scheme's Munthe-Kaas coordinate maps, per tree joint (the header's list), for a
+// stepping loop with another tableau (minimal/integrator.py): q (nq) = global(q0, phi)
+// with phi (nv) local coordinates around q0; phid (nv), the rate of the local coordinates
+// phi (around q0) at the stage (q, v) (dexp^-1: J_r^-1 on SO(3), Bullo and Murray on SE(3)).
+void rk4_global_coordinates(const TreeModel& m, const double* q0, const double* phi, double* q);
+void rk4_local_rates(const TreeModel& m, const double* q, const double* phi, const double* v, double* phid);
 // One step: q (nq), v (nv) in place.
 void rk4_step(const TreeModel& m, TreeData& d, const Rk4Model& r, Rk4Data& rd, double t, double h, double* q,
               double* v, const double* u, const Rk4Control* control);
