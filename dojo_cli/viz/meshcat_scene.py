@@ -18,6 +18,9 @@ Scene tree (paths relative to the visualizer's root, ``/meshcat``)::
     dojo/bodies/<body>/frame                 --frames: a triad at the centre of mass
     dojo/bodies/<body>/joints/<joint>        --joints: joint points in this body's frame
     dojo/bodies/<body>/contacts/<contact>    --contacts: contact spheres and collision shapes
+    dojo/arrows/forces/<contact>             --arrows forces: a contact's force on its body a
+    dojo/arrows/velocities/<body>            --arrows velocities: a body's linear velocity
+                                             (viz/arrows.py: unit arrows, moved and scaled)
 
 Playback: animation frame f shows simulated time t0 + f speed / fps (the stored state
 nearest in time), and the viewer plays frame f at wall time f / fps: real time at
@@ -115,6 +118,7 @@ class ReplayOptions:
         camera: (3,) camera position, world frame (m); None: placed from the run's extent.
         zoom: camera zoom (> 0), or None for meshcat's 1.
         loop: repeat the animation forever (else play once).
+        arrows: which arrows to draw, of viz.arrows.ARROW_KINDS ("forces", "velocities").
     """
 
     fps: float = DEFAULT_FPS
@@ -125,9 +129,15 @@ class ReplayOptions:
     camera: tuple[float, float, float] | None = None
     zoom: float | None = None
     loop: bool = False
+    arrows: tuple[str, ...] = ()
 
     def check(self) -> None:
         """InputError naming the option that is out of range."""
+        from dojo_cli.viz.arrows import ARROW_KINDS  # (arrows.py builds on this module)
+
+        unknown = [a for a in self.arrows if a not in ARROW_KINDS]
+        if unknown:
+            raise InputError(f"--arrows: {', '.join(map(repr, unknown))}: not an arrow kind ({', '.join(ARROW_KINDS)})")
         for name in ("fps", "speed") + (("zoom",) if self.zoom is not None else ()):
             value = getattr(self, name)
             if not (math.isfinite(value) and value > 0):
@@ -142,6 +152,7 @@ class Replay:
 
     indices: np.ndarray
     warnings: list[str] = field(default_factory=list)
+    force_scale: float | None = None  # m of force arrow per N (--arrows forces)
 
     @property
     def frame_count(self) -> int:
@@ -616,7 +627,8 @@ def frame_indices(time: np.ndarray, fps: float, speed: float) -> np.ndarray:
 
 
 def animation_from_run(
-    vis: meshcat.Visualizer, mech: Mechanism, run: StoredRun, fps: float = DEFAULT_FPS, speed: float = 1.0
+    vis: meshcat.Visualizer, mech: Mechanism, run: StoredRun, fps: float = DEFAULT_FPS, speed: float = 1.0,
+    arrows=None,
 ) -> tuple[Animation, np.ndarray]:
     """A meshcat Animation of the body transforms, one keyframe per animation frame.
 
@@ -624,6 +636,7 @@ def animation_from_run(
         vis: the visualizer whose root the animation paths hang from.
         fps: frames per wall-clock second (the clip's frame rate).
         speed: simulated seconds per wall second.
+        arrows: a viz.arrows.ArrowSet whose arrows are keyed too, or None.
 
     Returns:
         (animation, (n,) stored state index of each frame).
@@ -636,7 +649,20 @@ def animation_from_run(
         with animation.at_frame(vis, f) as frame:
             for b, path in enumerate(paths):
                 frame[path].set_transform(transforms[f, b])
+            if arrows is not None:
+                arrows.key(frame, mech, *stored_arrows(arrows, mech, run, int(indices[f])))
     return animation, indices
+
+
+def stored_arrows(arrows, mech: Mechanism, run: StoredRun, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """(origins, arrows) (n, 3) of stored state k (viz.arrows.ArrowSet.vectors): the contact
+    impulses of the step that reached it (row k - 1; none for state 0), the knot velocities."""
+    z = np.concatenate([run.x[k], run.v[k], run.q[k], run.omega[k]], axis=1).reshape(-1)
+    normal = friction = None
+    if k > 0 and "contacts/normal_impulse" in run.extras:
+        normal = run.extras["contacts/normal_impulse"][k - 1]
+        friction = run.extras["contacts/friction_impulse"][k - 1]
+    return arrows.vectors(mech, z, normal, friction, v=run.v[k])
 
 
 def load_run(
@@ -654,11 +680,19 @@ def load_run(
     options.check()
     if len(run.time) == 0:
         raise InputError(f"{run.path}: the run holds no state to replay")
+    from dojo_cli.viz.arrows import arrow_set  # (arrows.py builds on this module)
+
     warnings = set_scene(vis, mech, options, Path(run.path).resolve().parent, swept_radius(mech, run.x))
+    arrows = arrow_set(mech, options.arrows)
+    if arrows is not None:
+        if arrows.forces and mech.contacts and "contacts/normal_impulse" not in run.extras and len(run.time) > 1:
+            warnings.append(f"warning: {run.path}: no contact impulses stored; the force arrows stay hidden")
+        arrows.draw(vis, mech)
+        arrows.place(vis, mech, *stored_arrows(arrows, mech, run, 0))
     set_frame(vis, mech, run, 0)
-    animation, indices = animation_from_run(vis, mech, run, options.fps, options.speed)
+    animation, indices = animation_from_run(vis, mech, run, options.fps, options.speed, arrows)
     vis.set_animation(animation, play=play, repetitions=math.inf if options.loop else 1)
-    return Replay(indices, warnings)
+    return Replay(indices, warnings, None if arrows is None or not arrows.forces else arrows.force_scale)
 
 
 def status_note(run: StoredRun) -> str | None:
@@ -845,6 +879,7 @@ def export_html(
     info = {
         "scene": name, "status": run.status, "steps_completed": run.steps_completed, "frames": replay.frame_count,
         "fps": options.fps, "speed": options.speed, "states": replay.indices.tolist(),
+        "arrows": list(options.arrows), "force_scale": replay.force_scale,
     }
     page = viewer_html(recorder.commands, f"dojo replay: {name}", caption, info)
     try:
