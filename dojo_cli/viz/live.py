@@ -69,6 +69,7 @@ class LiveView:
         rate: simulated seconds per wall second (> 0), or 0 for as fast as the run goes.
         fps: frames per wall second at rate > 0.
         forces: draw the contact force arrows (viz.arrows).
+        ground: the scene's ground {normal, point} (``GroundSpec.half_space``; None: z >= 0).
         stop_check: called while the view waits (it raises to stop the run).
         clock, sleep: wall time (s) and sleeping (tests pass a fake clock).
         frames: the frames shown, in order.
@@ -79,6 +80,7 @@ class LiveView:
     rate: float = 1.0
     fps: float = DEFAULT_FPS
     forces: bool = True
+    ground: dict | None = None
     stop_check: Callable[[], None] | None = None
     clock: Callable[[], float] = time.monotonic
     sleep: Callable[[float], None] = time.sleep
@@ -99,7 +101,7 @@ class LiveView:
         """Draw the scene and show the first state (the run's ``on_start``)."""
         z0 = np.asarray(z0, float)
         x0 = z0.reshape(self.mech.nb, 13)[None, :, 0:3]
-        set_scene(self.vis, self.mech, ReplayOptions(contacts=True), None, swept_radius(self.mech, x0))
+        set_scene(self.vis, self.mech, ReplayOptions(contacts=True, ground=self.ground), None, swept_radius(self.mech, x0))
         self.arrows.draw(self.vis, self.mech)
         self._t0 = float(t0)
         self._wall0 = self.clock()

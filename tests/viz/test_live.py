@@ -20,7 +20,7 @@ from dojo_cli.simulation import run as run_loop
 from dojo_cli.simulation.run import FIRST_BLOCK, run_scene
 from dojo_cli.simulation.trajectory import TrajectoryRecorder
 from dojo_cli.viz import meshcat_server
-from dojo_cli.viz.arrows import ARROW_ROOT, VELOCITY_ARROW_SECONDS, WEIGHT_ARROW_LENGTH, force_scale
+from dojo_cli.viz.arrows import ARROW_ROOT, VELOCITY_ARROW_SECONDS, WEIGHT_ARROW_LENGTH, arrow_set, force_scale
 from dojo_cli.viz.live import LiveView
 from dojo_cli.viz.meshcat_scene import body_path, frame_indices, recording_visualizer, transform_from_pose
 from tests.cli.test_cli import interrupt_after
@@ -32,6 +32,11 @@ TRANSFORM_TOL = 1e-9
 # A box at rest on its four bottom corners: the normal impulses balance its weight to the
 # solver's tolerance (relative 1e-6 of the scene's momentum scale), far below this.
 WEIGHT_RTOL = 1e-4
+# A sliding box: friction over normal force is mu to the solver's tolerance (measured 2e-9);
+# the normal force differs from m g by the box's vertical m a_z as the relaxed complementarity
+# lets it settle by micrometres while it slides (measured 3.4e-4 of m g at 0.2 s).
+COULOMB_RTOL = 1e-6
+SLIDING_WEIGHT_RTOL = 1e-3
 RESTING_BOX = ["joints.0.initial.position=[0, 0, 0.25, 0, 0, 0]", "joints.0.initial.velocity=[0, 0, 0, 0, 0, 0]"]
 
 
@@ -261,3 +266,52 @@ def test_replay_arrows_option_is_checked(tmp_path):
     assert invoke("simulate", "pendulum", "-o", out, "--steps", 5, "-q").exit_code == 0
     res = invoke("replay", out, "--html", tmp_path / "p.html", "--arrows", "force")
     assert res.exit_code == 2 and "--arrows: 'force': not an arrow kind (forces, velocities)" in res.stderr, res.output
+
+
+# ------------------------------------------------------------------ the floor (set_floor!)
+
+
+def test_replay_draws_the_floor_on_the_scenes_ground_with_its_size_and_colour(tmp_path):
+    """Dojo's set_floor!: the floor is the scene's ground (`ground: {height: 0.3}`: its top face
+    at z = 0.3, opaque since the corners touch it, and no second half-space drawn for it);
+    --floor-size and --floor-color set its edge and colour."""
+    out, page = tmp_path / "g.h5", tmp_path / "g.html"
+    sets = ["ground.height=0.3", "joints.0.initial.position=[0, 0, 0.55, 0, 0, 0]",
+            "joints.0.initial.velocity=[0, 0, 0, 0, 0, 0]"]
+    res = invoke("simulate", "box", "-o", out, "--steps", 5, "-q", *[a for item in sets for a in ("--set", item)])
+    assert res.exit_code == 0, res.output
+    res = invoke("replay", out, "--html", page, "--floor-size", 3, "--floor-color", "0.2,0.4,0.6,0.5")
+    assert res.exit_code == 0, res.output
+    commands, _ = decode_page(page.read_text(encoding="utf-8"))
+    ground = "/meshcat/dojo/world/ground"
+    (pose,) = [np.array(c["matrix"]).reshape(4, 4).T for c in commands if c["type"] == "set_transform" and c["path"] == ground]
+    (obj,) = [c["object"] for c in commands if c["type"] == "set_object" and c["path"] == ground]
+    thickness = obj["geometries"][0]["depth"]
+    assert pose[2, 3] + 0.5 * thickness == pytest.approx(0.3, abs=1e-12), "top face on the ground plane"
+    assert np.allclose(pose[:3, :3], np.eye(3))
+    assert obj["geometries"][0]["width"] == obj["geometries"][0]["height"] == 3.0
+    material = obj["materials"][0]
+    assert material["color"] == (round(0.2 * 255) << 16) | (round(0.4 * 255) << 8) | round(0.6 * 255)
+    assert material["opacity"] == 0.5
+    assert not any(c["path"].startswith("/meshcat/dojo/world/halfspace") for c in commands), "the ground is drawn once"
+    res = invoke("replay", out, "--html", page, "--floor-color", "1,2,3")
+    assert res.exit_code == 2 and "--floor-color" in res.stderr, res.output
+
+
+def test_force_arrows_of_a_sliding_box_are_coulomb_friction_against_the_motion():
+    """The built-in sliding box (mu 0.3, sliding along +x at 2 m/s): while it slides, the
+    arrows' forces add to about m g up and to mu times that along -x (Coulomb's law in the
+    nonlinear cone, maximum dissipation): the friction in the contact's tangent basis is
+    mapped to the world the right way round."""
+    mech = dojo.load_scene("sliding_box")
+    traj = dojo.simulate(mech, 40)  # 0.4 s: it stops after 2 / (0.3 g) = 0.68 s
+    arrows = arrow_set(mech, ["forces"])
+    mu, weight = 0.3, 9.81
+    for k in (10, 20, 30):
+        z = np.concatenate([traj.x[k], traj.v[k], traj.q[k], traj.omega[k]], axis=1).reshape(-1)
+        origins, vectors = arrows.vectors(mech, z, traj.contact_normal_impulse[k - 1], traj.contact_friction_impulse[k - 1])
+        total = vectors.sum(axis=0) / arrows.force_scale
+        assert traj.v[k, 0, 0] > 0.1, "still sliding"
+        assert total[2] == pytest.approx(weight, rel=SLIDING_WEIGHT_RTOL), k
+        assert total[:2] == pytest.approx([-mu * total[2], 0.0], rel=COULOMB_RTOL, abs=COULOMB_RTOL * weight), k
+        assert np.allclose(origins[:, 2], 0.0, atol=1e-3), "from the corners on the ground"

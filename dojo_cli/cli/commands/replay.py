@@ -30,6 +30,18 @@ def _camera(text: str | None) -> tuple[float, float, float] | None:
     return values
 
 
+def _color(text: str | None) -> tuple[float, ...] | None:
+    if text is None:
+        return None
+    try:
+        values = tuple(float(v) for v in text.split(","))
+    except ValueError:
+        values = ()
+    if len(values) not in (3, 4):
+        raise InputError(f"--floor-color: expected r,g,b or r,g,b,a (numbers in 0..1), got {text!r}")
+    return values
+
+
 def _say_scales(result, options) -> None:
     """The arrows' scales (viz.arrows), so that a length can be read as a force or a speed."""
     from dojo_cli.viz.arrows import VELOCITY_ARROW_SECONDS, WEIGHT_ARROW_LENGTH
@@ -57,6 +69,12 @@ def replay(
     arrows: Annotated[
         Optional[str], typer.Option("--arrows", help="Arrows to draw, comma-separated: forces (contact forces), velocities (bodies' linear velocities).")
     ] = None,
+    floor_size: Annotated[
+        Optional[float], typer.Option("--floor-size", help="Edge of the floor drawn on the scene's ground plane (m). Default: sized to the run.")
+    ] = None,
+    floor_color: Annotated[
+        Optional[str], typer.Option("--floor-color", help="The floor's colour r,g,b or r,g,b,a (0..1). Default: grey, see-through when nothing touches it.")
+    ] = None,
     camera: Annotated[
         Optional[str], typer.Option("--camera", help="Camera position x,y,z (world, m), looking at the origin. Default: framed.")
     ] = None,
@@ -73,7 +91,8 @@ def replay(
 
     kinds = tuple(a.strip() for a in arrows.split(",") if a.strip()) if arrows is not None else ()
     options = ReplayOptions(fps=fps, speed=speed, contacts=contacts, joints=joints, frames=frames,
-                            camera=_camera(camera), zoom=zoom, loop=loop, arrows=kinds)
+                            camera=_camera(camera), zoom=zoom, loop=loop, arrows=kinds,
+                            floor_size=floor_size, floor_color=_color(floor_color))
     options.check()
     stored = read_run(run, "replay")  # validated: consistent lengths, widths matching the names
     note = status_note(stored)  # killed, interrupted, failed: said before anything else

@@ -176,7 +176,7 @@ def _write(plan, mech, spec, items, opts, force, abort_on_failure, verbose, quie
             if server is not None:
                 from dojo_cli.viz.live import LiveView
 
-                live = LiveView(server.visualizer, mech, rate=view_rate, stop_check=stop.check)
+                live = LiveView(server.visualizer, mech, rate=view_rate, ground=spec.ground.half_space(), stop_check=stop.check)
 
             def advance(k: int) -> None:
                 if progress is not None:
