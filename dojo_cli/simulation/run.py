@@ -10,7 +10,7 @@ the one place they are derived), and runs ``run``.
 
 ``run`` is the one loop: it hands the writer the initial state, then asks the integrator
 for blocks of steps (``Integrator.advance``) and hands each on, reports progress and calls
-``on_block`` per block (a live viewer's hook), stops cleanly on Ctrl-C (the writer has
+``on_start`` with the first state and ``on_block`` per block (a live viewer's hooks), stops cleanly on Ctrl-C (the writer has
 every completed block) or, if asked, at the first failed step. Blocks are sized to take
 about BLOCK_SECONDS (step_blocks), so a slow mechanism still reports progress and reacts
 to Ctrl-C promptly; an integrator that must see each state steps one at a time.
@@ -161,6 +161,7 @@ def run(
     abort_on_failure: bool = False,
     progress: Callable[[int], None] | None = None,
     on_block: Callable[[StepBlock], None] | None = None,
+    on_start: Callable[[float, np.ndarray], None] | None = None,
 ) -> RunSummary:
     """Run ``steps`` steps of ``integrator`` into ``writer`` (the one loop).
 
@@ -177,6 +178,8 @@ def run(
         abort_on_failure: stop after the first failed step (written) and raise SolverError.
         progress: called with the number of steps completed after each block.
         on_block: called with each block once it is written (a live viewer's frames).
+        on_start: called with the first state's time and state (13 nb,) once it is written
+            (a live viewer's first frame: blocks hold only the states they reach).
 
     Returns:
         The run's summary. KeyboardInterrupt propagates after the completed steps
@@ -192,6 +195,8 @@ def run(
     z0, mq0 = integrator.initial
     x, v, q, w = unpack_maximal(z0, mech.nb)
     writer.write_initial(start_step * h, x, q, v, w, mq0)
+    if on_start is not None:
+        on_start(start_step * h, z0)
     for k_run, n in step_blocks(steps, integrator.fast):
         block, stop = integrator.advance(start_step + k_run, n)
         done = 0 if block is None else block.n
@@ -276,6 +281,7 @@ def run_scene(
     progress: Callable[[int], None] | None = None,
     start: StoredStart | None = None,
     on_block: Callable[[StepBlock], None] | None = None,
+    on_start: Callable[[float, np.ndarray], None] | None = None,
 ) -> RunSummary:
     """``steps`` steps of the scene's integrator into ``writer`` (the one run driver).
 
@@ -296,7 +302,8 @@ def run_scene(
             Dojo's iteration table on stderr (solver.verbose).
         progress: called with the number of steps completed after each block.
         start: a stored run's knot to go on from (io.state_files.StoredStart, ``--from``).
-        on_block: called with each block once written (simulation.run.run).
+        on_block: called with each block once written; on_start: with the first state
+            (simulation.run.run).
     """
     controller = mech.controller if controller is None else controller
     external = tuple(mech.external if external is None else external)
@@ -306,7 +313,7 @@ def run_scene(
                                 gradients=tuple(gradients), log=log, start=start, abort_on_failure=abort_on_failure)
     return run(mech, steps, KnotRows(mech, writer, exact=integrator.exact_knots), integrator,
                start_step=0 if start is None else start.step, abort_on_failure=abort_on_failure, progress=progress,
-               on_block=on_block)
+               on_block=on_block, on_start=on_start)
 
 
 __all__ = ["Integrator", "RunSummary", "RunWriter", "StepBlock", "integrator_for", "minimal_state", "run", "run_scene"]

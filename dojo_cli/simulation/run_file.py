@@ -23,10 +23,12 @@ from dojo_cli.simulation.initial import initial_state
 from dojo_cli.simulation.integrators import (
     RK4_INTEGRATOR, VARIATIONAL4_INTEGRATOR, VARIATIONAL_INTEGRATOR, rk4_problems, variational4_problems,
 )
-from dojo_cli.simulation.run import RunSummary, run_scene
+from dojo_cli.simulation.run import RunSummary, StepBlock, run_scene
 from dojo_cli.solver.options import SolverOptions
 
 if TYPE_CHECKING:  # (state_files is read only by runs that start from a stored one)
+    import numpy as np
+
     from dojo_cli.io.state_files import StoredStart
 
 
@@ -205,6 +207,8 @@ def write_run(
     log=None,
     progress: Callable[[int], None] | None = None,
     stop_requested: Callable[[], bool] | None = None,
+    on_start: Callable[[float, np.ndarray], None] | None = None,
+    on_block: Callable[[StepBlock], None] | None = None,
 ) -> RunSummary:
     """Open the plan's file and write the run into it (``run_writer``, ``run_scene``).
 
@@ -212,7 +216,9 @@ def write_run(
     so that a caller can say what the file keeps when the run stops with an exception;
     ``progress(k)`` is called after each block of steps (it may raise to stop the run: the
     file is then finished as interrupted or failed), ``stop_requested()`` between the
-    blocks of the final compression (True skips it).
+    blocks of the final compression (True skips it); ``on_start`` and ``on_block`` receive the
+    first state and each written block (a live viewer, ``dojo simulate --view``; they may
+    raise to stop the run as ``progress`` may).
 
     Raises:
         StorageError: the file cannot be created or written (it keeps what was written).
@@ -233,7 +239,8 @@ def write_run(
     with writer:
         on_writer(writer)
         return run_scene(mech, plan.steps, writer, opts=opts, gradients=plan.gradients,
-                         abort_on_failure=abort_on_failure, log=log, progress=progress, start=plan.start)
+                         abort_on_failure=abort_on_failure, log=log, progress=progress, start=plan.start,
+                         on_start=on_start, on_block=on_block)
 
 
 def _same_file(a: Path, b: Path) -> bool:

@@ -6,7 +6,8 @@ keeps quaternions [w, x, y, z]; meshcat gets 4x4 homogeneous transforms built fr
 
 Scene tree (paths relative to the visualizer's root, ``/meshcat``)::
 
-    dojo/world/ground                        thin box, top face at z = 0 (see-through when
+    dojo/world/ground                        thin box, top face on the scene's ground plane
+                                             (`ground:`, z = 0 by default; see-through when
                                              no contact touches it)
     dojo/world/halfspace<i>                  thin box per other half-space of the contacts
     dojo/joints/<joint>                      --joints: a joint's point on the world (parent origin)
@@ -18,6 +19,9 @@ Scene tree (paths relative to the visualizer's root, ``/meshcat``)::
     dojo/bodies/<body>/frame                 --frames: a triad at the centre of mass
     dojo/bodies/<body>/joints/<joint>        --joints: joint points in this body's frame
     dojo/bodies/<body>/contacts/<contact>    --contacts: contact spheres and collision shapes
+    dojo/arrows/forces/<contact>             --arrows forces: a contact's force on its body a
+    dojo/arrows/velocities/<body>            --arrows velocities: a body's linear velocity
+                                             (viz/arrows.py: unit arrows, moved and scaled)
 
 Playback: animation frame f shows simulated time t0 + f speed / fps (the stored state
 nearest in time), and the viewer plays frame f at wall time f / fps: real time at
@@ -30,6 +34,7 @@ from __future__ import annotations
 
 import base64
 import copy
+import dataclasses
 import html as html_text
 import json
 import math
@@ -115,6 +120,12 @@ class ReplayOptions:
         camera: (3,) camera position, world frame (m); None: placed from the run's extent.
         zoom: camera zoom (> 0), or None for meshcat's 1.
         loop: repeat the animation forever (else play once).
+        arrows: which arrows to draw, of viz.arrows.ARROW_KINDS ("forces", "velocities").
+        ground: the scene's ground {normal (3,), point (3,)} (``GroundSpec.half_space``), or
+            None: read from the run's scene (``scene_ground``), else z >= 0.
+        floor_size: edge of the drawn floor (m, > 0), or None: sized to the run's extent.
+        floor_color: the floor's (r, g, b[, a]) in 0..1, or None: GROUND_COLOR, see-through
+            when no contact touches the ground (Dojo's set_floor! color).
     """
 
     fps: float = DEFAULT_FPS
@@ -125,15 +136,30 @@ class ReplayOptions:
     camera: tuple[float, float, float] | None = None
     zoom: float | None = None
     loop: bool = False
+    arrows: tuple[str, ...] = ()
+    ground: dict | None = None
+    floor_size: float | None = None
+    floor_color: tuple[float, ...] | None = None
 
     def check(self) -> None:
         """InputError naming the option that is out of range."""
+        from dojo_cli.viz.arrows import ARROW_KINDS  # (arrows.py builds on this module)
+
+        unknown = [a for a in self.arrows if a not in ARROW_KINDS]
+        if unknown:
+            raise InputError(f"--arrows: {', '.join(map(repr, unknown))}: not an arrow kind ({', '.join(ARROW_KINDS)})")
         for name in ("fps", "speed") + (("zoom",) if self.zoom is not None else ()):
             value = getattr(self, name)
             if not (math.isfinite(value) and value > 0):
                 raise InputError(f"--{name}: must be > 0, got {value:g}")
         if self.camera is not None and (len(self.camera) != 3 or not all(math.isfinite(c) for c in self.camera)):
             raise InputError(f"--camera: must be three finite numbers x,y,z, got {self.camera}")
+        if self.floor_size is not None and not (math.isfinite(self.floor_size) and self.floor_size > 0):
+            raise InputError(f"--floor-size: must be > 0 (m), got {self.floor_size:g}")
+        if self.floor_color is not None and (
+            len(self.floor_color) not in (3, 4) or not all(math.isfinite(c) and 0.0 <= c <= 1.0 for c in self.floor_color)
+        ):
+            raise InputError(f"--floor-color: expected r,g,b or r,g,b,a in 0..1, got {self.floor_color}")
 
 
 @dataclass
@@ -142,6 +168,7 @@ class Replay:
 
     indices: np.ndarray
     warnings: list[str] = field(default_factory=list)
+    force_scale: float | None = None  # m of force arrow per N (--arrows forces)
 
     @property
     def frame_count(self) -> int:
@@ -430,31 +457,57 @@ def set_camera(vis: meshcat.Visualizer, position, zoom: float | None = None) -> 
         vis[CAMERA_PATH].set_property("zoom", float(zoom))
 
 
-def _is_ground(normal: np.ndarray, point: np.ndarray) -> bool:
-    return bool(np.allclose(normal, [0.0, 0.0, 1.0]) and abs(point[2]) < 1e-12)
+DEFAULT_GROUND = {"normal": np.array([0.0, 0.0, 1.0]), "point": np.zeros(3)}
+# Planes whose unit normals are np.allclose and whose offsets differ by less than this (m)
+# are the same plane (a contact `against: ground` carries the scene's ground exactly).
+_SAME_PLANE_OFFSET = 1e-12
 
 
-def touches_ground(mech: Mechanism) -> bool:
-    """Whether a contact of the mechanism is against the ground z >= 0."""
+def _same_plane(n: np.ndarray, p: np.ndarray, ground: dict) -> bool:
+    m = np.asarray(ground["normal"], float)
+    m = m / np.linalg.norm(m)
+    return bool(np.allclose(n / np.linalg.norm(n), m)
+                and abs(float(m @ (p - np.asarray(ground["point"], float)))) < _SAME_PLANE_OFFSET)
+
+
+def touches_ground(mech: Mechanism, ground: dict = DEFAULT_GROUND) -> bool:
+    """Whether a contact of the mechanism is against the ground (the scene's ``ground:``)."""
     return any(
-        c.other < 0 and _is_ground(np.asarray(c.params["normal"], float), np.asarray(c.params["point"], float))
+        c.other < 0 and _same_plane(np.asarray(c.params["normal"], float), np.asarray(c.params["point"], float), ground)
         for c in mech.contacts
     )
 
 
-def _halfspaces(mech: Mechanism) -> list[tuple[np.ndarray, np.ndarray]]:
-    """The distinct half-spaces of the contacts other than the ground z >= 0."""
+def _halfspaces(mech: Mechanism, ground: dict = DEFAULT_GROUND) -> list[tuple[np.ndarray, np.ndarray]]:
+    """The distinct half-spaces of the contacts other than the ground."""
     out: list[tuple[np.ndarray, np.ndarray]] = []
     for c in mech.contacts:
         if c.other >= 0:
             continue
         n = np.asarray(c.params["normal"], dtype=float)
         p = np.asarray(c.params["point"], dtype=float)
-        if _is_ground(n, p):
+        if _same_plane(n, p, ground):
             continue  # the ground, drawn anyway
         if not any(np.allclose(n, m) and abs(float(n @ (p - q))) < 1e-12 for m, q in out):
             out.append((n, p))
     return out
+
+
+def scene_ground(run: StoredRun) -> dict:
+    """The ground {normal (3,), point (3,)} of a run's scene (its ``ground:``; z >= 0 by default)."""
+    from dojo_cli.scene.stored_run import run_scene
+
+    return run_scene(run).ground.half_space()
+
+
+def _plane_pose(n, p) -> np.ndarray:
+    """The transform (4, 4) of a surface box whose top face lies in the plane through p (3,)
+    with normal n (3,)."""
+    n = np.asarray(n, float)
+    pose = np.eye(4)
+    pose[:3, :3] = rotation_from_z_to(n)
+    pose[:3, 3] = np.asarray(p, float) - 0.5 * SURFACE_THICKNESS * n / np.linalg.norm(n)  # top face through p
+    return pose
 
 
 def _surface(size: float, color: int, opacity: float = 1.0):
@@ -484,17 +537,21 @@ def set_scene(
     root = vis[SCENE_ROOT]
     root.delete()
     size = max(SURFACE_MIN_SIZE, 2.0 * (extent + SURFACE_MARGIN))
+    plane = options.ground if options.ground is not None else DEFAULT_GROUND
 
     ground = root["world"]["ground"]
-    ground.set_object(_surface(size, GROUND_COLOR, 1.0 if touches_ground(mech) else GROUND_REFERENCE_OPACITY))
-    ground.set_transform(_translation([0.0, 0.0, -0.5 * SURFACE_THICKNESS]))  # top face at z = 0
-    for i, (n, p) in enumerate(_halfspaces(mech)):
-        pose = np.eye(4)
-        pose[:3, :3] = rotation_from_z_to(n)
-        pose[:3, 3] = p - 0.5 * SURFACE_THICKNESS * n / np.linalg.norm(n)  # top face through p
+    if options.floor_color is not None:
+        rgba = tuple(options.floor_color) + (1.0,) * (4 - len(options.floor_color))
+        floor = _surface(options.floor_size or size, _hex(rgba), rgba[3])
+    else:
+        floor = _surface(options.floor_size or size, GROUND_COLOR,
+                         1.0 if touches_ground(mech, plane) else GROUND_REFERENCE_OPACITY)
+    ground.set_object(floor)
+    ground.set_transform(_plane_pose(plane["normal"], plane["point"]))
+    for i, (n, p) in enumerate(_halfspaces(mech, plane)):
         node = root["world"][f"halfspace{i}"]
         node.set_object(_surface(size, HALFSPACE_COLOR, HALFSPACE_OPACITY))
-        node.set_transform(pose)
+        node.set_transform(_plane_pose(n, p))
 
     meshes = scene_meshes(mech, base_dir)
     for b, body in enumerate(mech.bodies):
@@ -616,7 +673,8 @@ def frame_indices(time: np.ndarray, fps: float, speed: float) -> np.ndarray:
 
 
 def animation_from_run(
-    vis: meshcat.Visualizer, mech: Mechanism, run: StoredRun, fps: float = DEFAULT_FPS, speed: float = 1.0
+    vis: meshcat.Visualizer, mech: Mechanism, run: StoredRun, fps: float = DEFAULT_FPS, speed: float = 1.0,
+    arrows=None,
 ) -> tuple[Animation, np.ndarray]:
     """A meshcat Animation of the body transforms, one keyframe per animation frame.
 
@@ -624,6 +682,7 @@ def animation_from_run(
         vis: the visualizer whose root the animation paths hang from.
         fps: frames per wall-clock second (the clip's frame rate).
         speed: simulated seconds per wall second.
+        arrows: a viz.arrows.ArrowSet whose arrows are keyed too, or None.
 
     Returns:
         (animation, (n,) stored state index of each frame).
@@ -636,7 +695,20 @@ def animation_from_run(
         with animation.at_frame(vis, f) as frame:
             for b, path in enumerate(paths):
                 frame[path].set_transform(transforms[f, b])
+            if arrows is not None:
+                arrows.key(frame, mech, *stored_arrows(arrows, mech, run, int(indices[f])))
     return animation, indices
+
+
+def stored_arrows(arrows, mech: Mechanism, run: StoredRun, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """(origins, arrows) (n, 3) of stored state k (viz.arrows.ArrowSet.vectors): the contact
+    impulses of the step that reached it (row k - 1; none for state 0), the knot velocities."""
+    z = np.concatenate([run.x[k], run.v[k], run.q[k], run.omega[k]], axis=1).reshape(-1)
+    normal = friction = None
+    if k > 0 and "contacts/normal_impulse" in run.extras:
+        normal = run.extras["contacts/normal_impulse"][k - 1]
+        friction = run.extras["contacts/friction_impulse"][k - 1]
+    return arrows.vectors(mech, z, normal, friction, v=run.v[k])
 
 
 def load_run(
@@ -654,11 +726,21 @@ def load_run(
     options.check()
     if len(run.time) == 0:
         raise InputError(f"{run.path}: the run holds no state to replay")
+    from dojo_cli.viz.arrows import arrow_set  # (arrows.py builds on this module)
+
+    if options.ground is None:
+        options = dataclasses.replace(options, ground=scene_ground(run))
     warnings = set_scene(vis, mech, options, Path(run.path).resolve().parent, swept_radius(mech, run.x))
+    arrows = arrow_set(mech, options.arrows)
+    if arrows is not None:
+        if arrows.forces and mech.contacts and "contacts/normal_impulse" not in run.extras and len(run.time) > 1:
+            warnings.append(f"warning: {run.path}: no contact impulses stored; the force arrows stay hidden")
+        arrows.draw(vis, mech)
+        arrows.place(vis, mech, *stored_arrows(arrows, mech, run, 0))
     set_frame(vis, mech, run, 0)
-    animation, indices = animation_from_run(vis, mech, run, options.fps, options.speed)
+    animation, indices = animation_from_run(vis, mech, run, options.fps, options.speed, arrows)
     vis.set_animation(animation, play=play, repetitions=math.inf if options.loop else 1)
-    return Replay(indices, warnings)
+    return Replay(indices, warnings, None if arrows is None or not arrows.forces else arrows.force_scale)
 
 
 def status_note(run: StoredRun) -> str | None:
@@ -845,6 +927,7 @@ def export_html(
     info = {
         "scene": name, "status": run.status, "steps_completed": run.steps_completed, "frames": replay.frame_count,
         "fps": options.fps, "speed": options.speed, "states": replay.indices.tolist(),
+        "arrows": list(options.arrows), "force_scale": replay.force_scale,
     }
     page = viewer_html(recorder.commands, f"dojo replay: {name}", caption, info)
     try:

@@ -30,6 +30,28 @@ def _camera(text: str | None) -> tuple[float, float, float] | None:
     return values
 
 
+def _color(text: str | None) -> tuple[float, ...] | None:
+    if text is None:
+        return None
+    try:
+        values = tuple(float(v) for v in text.split(","))
+    except ValueError:
+        values = ()
+    if len(values) not in (3, 4):
+        raise InputError(f"--floor-color: expected r,g,b or r,g,b,a (numbers in 0..1), got {text!r}")
+    return values
+
+
+def _say_scales(result, options) -> None:
+    """The arrows' scales (viz.arrows), so that a length can be read as a force or a speed."""
+    from dojo_cli.viz.arrows import VELOCITY_ARROW_SECONDS, WEIGHT_ARROW_LENGTH
+
+    if result.force_scale is not None:
+        typer.echo(f"force arrows: {result.force_scale:.4g} m/N (the mechanism's weight draws {WEIGHT_ARROW_LENGTH:g} m)")
+    if "velocities" in options.arrows:
+        typer.echo(f"velocity arrows: {VELOCITY_ARROW_SECONDS:g} m per m/s")
+
+
 @reports_errors
 def replay(
     # readable=False: read_storage reports an unreadable file (exit 3), not click (exit 2, a usage box)
@@ -44,6 +66,15 @@ def replay(
     contacts: Annotated[bool, typer.Option("--contacts", help="Show contact spheres, other bodies' collision shapes.")] = False,
     joints: Annotated[bool, typer.Option("--joints", help="Show joint points on both sides of every joint.")] = False,
     frames: Annotated[bool, typer.Option("--frames", help="Show body frames (triads at the centres of mass).")] = False,
+    arrows: Annotated[
+        Optional[str], typer.Option("--arrows", help="Arrows to draw, comma-separated: forces (contact forces), velocities (bodies' linear velocities).")
+    ] = None,
+    floor_size: Annotated[
+        Optional[float], typer.Option("--floor-size", help="Edge of the floor drawn on the scene's ground plane (m). Default: sized to the run.")
+    ] = None,
+    floor_color: Annotated[
+        Optional[str], typer.Option("--floor-color", help="The floor's colour r,g,b or r,g,b,a (0..1). Default: grey, see-through when nothing touches it.")
+    ] = None,
     camera: Annotated[
         Optional[str], typer.Option("--camera", help="Camera position x,y,z (world, m), looking at the origin. Default: framed.")
     ] = None,
@@ -58,8 +89,10 @@ def replay(
     from dojo_cli.viz.meshcat_scene import ReplayOptions, export_html, load_run, mechanism_from_run, status_note
     from dojo_cli.viz.meshcat_server import start_server
 
+    kinds = tuple(a.strip() for a in arrows.split(",") if a.strip()) if arrows is not None else ()
     options = ReplayOptions(fps=fps, speed=speed, contacts=contacts, joints=joints, frames=frames,
-                            camera=_camera(camera), zoom=zoom, loop=loop)
+                            camera=_camera(camera), zoom=zoom, loop=loop, arrows=kinds,
+                            floor_size=floor_size, floor_color=_color(floor_color))
     options.check()
     stored = read_run(run, "replay")  # validated: consistent lengths, widths matching the names
     note = status_note(stored)  # killed, interrupted, failed: said before anything else
@@ -71,6 +104,7 @@ def replay(
         result = export_html(stored, html, mech=mech, options=options)
         for line in result.warnings:
             echo_err(line)
+        _say_scales(result, options)
         typer.echo(f"wrote {html}: {result.frame_count} frames at {fps:g} fps, speed {speed:g} "
                    f"(t = 0 .. {stored.time[-1]:g} s, {stored.status})")
         if open_browser:
@@ -81,6 +115,7 @@ def replay(
         result = load_run(server.visualizer, mech, stored, options)
         for line in result.warnings:
             echo_err(line)
+        _say_scales(result, options)
         typer.echo(f"meshcat: {server.web_url}  ({result.frame_count} frames at {fps:g} fps, speed {speed:g}; Ctrl-C to stop)")
         if open_browser:
             webbrowser.open(server.web_url, new=2)

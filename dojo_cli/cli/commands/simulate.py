@@ -1,6 +1,9 @@
 """`dojo simulate`: run a scene and write its trajectory to an HDF5 storage file as it goes.
 
-An interrupted simulation (Ctrl-C) keeps the completed steps and exits 130.
+An interrupted simulation (Ctrl-C) keeps the completed steps and exits 130. With ``--view``
+the run is also shown in meshcat as it is computed (viz.live.LiveView on the run loop's
+hooks, the loopback server of `dojo replay`), and the viewer stays up after the run until
+Ctrl-C.
 """
 
 from __future__ import annotations
@@ -8,6 +11,8 @@ from __future__ import annotations
 import math
 import signal
 import sys
+import time
+import webbrowser
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -43,6 +48,8 @@ EXIT_COMPLETE_WITH_FAILURES = 4
 # is written as soon as it is done. Ctrl-C, signals and solver failures lose nothing.
 # Cost, measured (docs/storage.md): about 5 ms a write, 3-5 % of a fast run's time.
 FLUSH_SECONDS = 0.1
+# How often the viewer's serving loop after a --view run wakes up to notice Ctrl-C (s).
+_SERVE_POLL = 0.5
 
 
 @reports_errors
@@ -62,6 +69,10 @@ def simulate(
     integrator: Annotated[Optional[str], typer.Option("--integrator", help="variational (Dojo's, the default), variational4 (its fourth-order composition, joint-only scenes) or rk4 (Munthe-Kaas RK4 in minimal coordinates); overrides the scene's `integrator`.")] = None,
     start_run: FromOpt = None,
     index: IndexOpt = None,
+    view: Annotated[bool, typer.Option("--view", help="Show the run in meshcat (served on 127.0.0.1) as it is computed, with contact points and force arrows; the viewer stays up after the run until Ctrl-C.")] = False,
+    view_rate: Annotated[float, typer.Option("--view-rate", help="--view's pace: simulated seconds per wall second (1 = real time; 0 = as fast as the run goes).")] = 1.0,
+    open_browser: Annotated[bool, typer.Option("--open", help="--view: open the viewer in a browser.")] = False,
+    no_wait: Annotated[bool, typer.Option("--no-wait", hidden=True, help="--view: stop the viewer when the run ends (tests, scripts).")] = False,
 ) -> None:
     """Simulate a scene and write the trajectory to an HDF5 storage file."""
     # --from RUN.h5 --index K: the run starts from state K of an earlier run instead of the
@@ -85,6 +96,12 @@ def simulate(
         raise InputError(f"--integrator: {integrator!r} is not an integrator (variational, variational4, rk4)")
     if index is not None and start_run is None:
         raise InputError("--index needs --from RUN.h5")
+    if view:
+        from dojo_cli.viz.live import check_view_rate  # (meshcat is imported by --view runs only)
+
+        check_view_rate(view_rate)
+    elif open_browser or view_rate != 1.0:
+        raise InputError(f"{'--open' if open_browser else '--view-rate'}: only with --view")
     items = scene_overrides(overrides, configs)
     spec, mech = load_scene_spec_and_mechanism(scene, items)
     if integrator is not None and integrator != spec.integrator:
@@ -101,55 +118,16 @@ def simulate(
     make_parent_folder(out)
     opts = mech.default_options.replace(verbose=verbose)
 
-    progress = None
-    writer = None
-
-    def opened(w) -> None:
-        nonlocal writer, progress
-        writer = w
-        progress = _progress(n, quiet)
-
+    server = _start_viewer(open_browser) if view else None
     try:
-        # Stop signals are only recorded from before the file is created until it is
-        # finished (dojo_cli.cli.signals): a file never exists without its attributes, and
-        # the run stops between whole blocks.
-        with stop_requests() as stop:
-
-            def advance(k: int) -> None:
-                if progress is not None:
-                    progress.update(k)
-                stop.check()  # a signal stops the run here, between whole blocks
-
-            # (a signal that arrived while the file was being created is taken at the
-            # first block boundary, once the initial state is in the file)
-            summary = write_run(
-                plan, mech, scene_yaml=dump_scene(spec), scene_name=spec.name, opts=opts, flush_interval=FLUSH_SECONDS,
-                overwrite=force, on_writer=opened, overrides={item.path: item.value for item in items},
-                command_line=command_line(), abort_on_failure=abort_on_failure,
-                log=_iteration_logger() if verbose else None, progress=advance,
-                stop_requested=lambda: stop.signum is not None,  # a stop skips the final compression
-            )
-    except StorageError:
-        # the file cannot be created, another run is writing it, or a write failed (disk
-        # full): the writer has finished the file and the message says what it keeps
-        _close(progress)
+        summary, writer = _write(plan, mech, spec, items, opts, force, abort_on_failure, verbose, quiet, n, out, server,
+                                 view_rate)
+    except BaseException:  # a stopped run stops its viewer too
+        if server is not None:
+            server.close()
         raise
-    except SolverError:
-        _close(progress)
-        echo_err(f"{out}: run stopped, status 'failed' after {writer.steps_completed} steps")
-        raise
-    except KeyboardInterrupt as exc:
-        # (stop_requests now ignores further signals: a second Ctrl-C changes nothing)
-        _close(progress)
-        if writer is None:  # before the file was created: the command line's one line (cli.app)
-            raise
-        signum = signal_number(exc)
-        echo_err(
-            f"{out}: interrupted by {signal.Signals(signum).name}; the file keeps the {writer.steps_completed} "
-            "completed steps (status 'interrupted')"
-        )
-        raise typer.Exit(128 + signum) from None
-    _close(progress)
+    if server is not None and no_wait:
+        server.close()
     if not quiet:
         conv = "all steps converged" if not summary.failed_steps else f"{summary.failed_steps} steps did NOT converge"
         how = "Munthe-Kaas RK4" if use_rk4 else f"median {summary.median_iterations} solver iterations, {conv}"
@@ -172,7 +150,95 @@ def simulate(
         if summary.first_singular is not None:
             k, node = summary.first_singular
             echo_err(f"{out}: step {k - k0} (t = {k * h:.6g} s): {singular_message(mech, node)}")
+    if server is not None and not no_wait:
+        _serve_until_stopped(server)
+    if summary.failed_steps:
         raise typer.Exit(EXIT_COMPLETE_WITH_FAILURES)
+
+
+def _write(plan, mech, spec, items, opts, force, abort_on_failure, verbose, quiet, n, out, server, view_rate):
+    """The run into its file, with the progress bar, stop requests and the live view, and the
+    messages of a run that stopped; returns (the summary, the finished writer)."""
+    progress = None
+    writer = None
+
+    def opened(w) -> None:
+        nonlocal writer, progress
+        writer = w
+        progress = _progress(n, quiet)
+
+    try:
+        # Stop signals are only recorded from before the file is created until it is
+        # finished (dojo_cli.cli.signals): a file never exists without its attributes, and
+        # the run stops between whole blocks.
+        with stop_requests() as stop:
+            live = None
+            if server is not None:
+                from dojo_cli.viz.live import LiveView
+
+                live = LiveView(server.visualizer, mech, rate=view_rate, ground=spec.ground.half_space(), stop_check=stop.check)
+
+            def advance(k: int) -> None:
+                if progress is not None:
+                    progress.update(k)
+                stop.check()  # a signal stops the run here, between whole blocks
+
+            # (a signal that arrived while the file was being created is taken at the
+            # first block boundary, once the initial state is in the file)
+            summary = write_run(
+                plan, mech, scene_yaml=dump_scene(spec), scene_name=spec.name, opts=opts, flush_interval=FLUSH_SECONDS,
+                overwrite=force, on_writer=opened, overrides={item.path: item.value for item in items},
+                command_line=command_line(), abort_on_failure=abort_on_failure,
+                log=_iteration_logger() if verbose else None, progress=advance,
+                stop_requested=lambda: stop.signum is not None,  # a stop skips the final compression
+                on_start=None if live is None else live.start, on_block=None if live is None else live.block,
+            )
+    except StorageError:
+        # the file cannot be created, another run is writing it, or a write failed (disk
+        # full): the writer has finished the file and the message says what it keeps
+        _close(progress)
+        raise
+    except SolverError:
+        _close(progress)
+        echo_err(f"{out}: run stopped, status 'failed' after {writer.steps_completed} steps")
+        raise
+    except KeyboardInterrupt as exc:
+        # (stop_requests now ignores further signals: a second Ctrl-C changes nothing)
+        _close(progress)
+        if writer is None:  # before the file was created: the command line's one line (cli.app)
+            raise
+        signum = signal_number(exc)
+        echo_err(
+            f"{out}: interrupted by {signal.Signals(signum).name}; the file keeps the {writer.steps_completed} "
+            "completed steps (status 'interrupted')"
+        )
+        raise typer.Exit(128 + signum) from None
+    _close(progress)
+    return summary, writer
+
+
+def _start_viewer(open_browser: bool):
+    """The loopback meshcat server of a --view run, its URL printed (and opened)."""
+    from dojo_cli.viz.meshcat_server import start_server
+
+    server = start_server()
+    typer.echo(f"meshcat: {server.web_url}  (live view; Ctrl-C stops the run)")
+    if open_browser:
+        webbrowser.open(server.web_url, new=2)
+    return server
+
+
+def _serve_until_stopped(server) -> None:
+    """After a --view run: keep the viewer up until Ctrl-C (as `dojo replay` does)."""
+    typer.echo("the viewer shows the last state; Ctrl-C to stop it")
+    try:
+        while server.process.poll() is None:
+            time.sleep(_SERVE_POLL)
+        echo_err(f"the meshcat server stopped (exit code {server.process.returncode})")
+    except KeyboardInterrupt:
+        typer.echo("stopped")
+    finally:
+        server.close()
 
 
 def _run_steps(mech, scene: str, steps: int | None, duration: float | None) -> int:
