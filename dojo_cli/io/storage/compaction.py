@@ -17,7 +17,7 @@ from typing import Any
 import h5py
 import numpy as np
 
-from dojo_cli.io.storage.format import _LIBVER, _METADATA_BYTES, _RESERVE_BYTES, _create_series, _os_reason
+from dojo_cli.io.storage.format import _CHUNK_CACHE_BYTES, _LIBVER, _METADATA_BYTES, _RESERVE_BYTES, _create_series, _os_reason
 from dojo_cli.io.storage.locks import fcntl
 
 # Rows copied at once by the compaction (whole chunks, about this many bytes).
@@ -117,7 +117,8 @@ def compact(path: Path, *, reserve_space: bool, stop_requested: Callable[[], boo
     try:
         if fcntl is not None:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        with h5py.File(source, "r", locking=False) as src, h5py.File(temporary, "w", libver=_LIBVER, locking=False) as dst:
+        with h5py.File(source, "r", locking=False, rdcc_nbytes=_CHUNK_CACHE_BYTES) as src, \
+                h5py.File(temporary, "w", libver=_LIBVER, locking=False, rdcc_nbytes=_CHUNK_CACHE_BYTES) as dst:
 
             def reserve(raw_bytes: int) -> None:
                 # compressed rows never outgrow the raw ones: with the next dataset's raw

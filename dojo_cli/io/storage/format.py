@@ -102,6 +102,14 @@ _MAX_CHUNK_ROWS = 4096
 _RESERVE_BYTES = 256 * 1024
 # Metadata a block write may add per dataset (index nodes, object header), generously.
 _METADATA_BYTES = 8 * 1024
+# HDF5's raw-data chunk cache, per open dataset, for the files the writer and the compaction
+# open. HDF5 2.0 raised the default to 8 MiB a dataset (1.x: 1 MiB), and a chunk stays in it
+# until the cache is full: a run's ~15 datasets held every chunk they wrote, up to 8 MiB each
+# (the 10^6-step pendulum: 214 MB peak, growing ~135 B a step; issue 28 item 6). Appending
+# needs only the last, partial chunk of each dataset (a block write tops it up, then fills
+# whole chunks, which go straight to the file); the compaction writes whole chunks only.
+# Four chunks of _CHUNK_BYTES keep the partial one cached (no read back from the file).
+_CHUNK_CACHE_BYTES = 4 * _CHUNK_BYTES
 _HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
 
 # Datasets with one row per state entry (T+1 rows) and per step (T rows).

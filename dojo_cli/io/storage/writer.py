@@ -58,6 +58,7 @@ from dojo_cli.errors import StorageError
 from dojo_cli.io.labelled_files import json_default
 from dojo_cli.io.storage.compaction import compact
 from dojo_cli.io.storage.format import (
+    _CHUNK_CACHE_BYTES,
     _CORE_DATASETS,
     _LIBVER,
     _METADATA_BYTES,
@@ -271,7 +272,7 @@ class StorageWriter:
         # the lock first: nothing may truncate a file another run is writing
         self._lock, created = _lock_for_writing(self.path, bool(overwrite))
         try:
-            self._file = h5py.File(self.path, "w", libver=_LIBVER, locking=False)
+            self._file = h5py.File(self.path, "w", libver=_LIBVER, locking=False, rdcc_nbytes=_CHUNK_CACHE_BYTES)
         except (OSError, ValueError) as exc:
             if created:  # nothing of ours may stay behind
                 try:
