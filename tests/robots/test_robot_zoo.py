@@ -43,6 +43,7 @@ CASES = [
     ("allegro_right_hand", 30),  # the other hand (0 / 24, 367 mm deep)
     ("anymal-kinova", 60),  # massless root merged with its fixed links, an arm on it (refused at import before)
     ("z1", 3),  # an arm at rest on its base: step 0 cycled from every scale until the filter sweep
+    ("b1-z1", 45),  # a 61 kg quadruped with an arm: a foot's stick-slip switch jammed steps 40-43 (40 / 4)
 ]
 # Not here: simple_humanoid (still fails its step 61: docs/urdf.md, "The robot zoo") and the
 # robots whose import alone takes longer than this file's budget (g1, talos, alex: 20-150 s).
@@ -94,14 +95,45 @@ def test_filter_sweep_ends_a_cycling_solve():
     """z1's step 0 (an arm at rest on its base hull) cycles under Dojo's acceptance from every
     starting scale (rvio and bvio traded for 200 iterations); the second sweep's filter
     (core/maximal/interior_point.h, step 5) ends the cycle: the step converges, after the
-    first sweep's three restarts, to a solution of the step's equations."""
+    first sweep's three restarts, to a solution of the step's equations to Dojo's absolute
+    tolerances (the relative default's fallback, core/maximal/tolerances.h: in the rows'
+    units the complementarity stays 25x btol), and the residual the solve leaves is the
+    one at the step it kept (it was the last iterate's, rvio 0.34, before)."""
     mech = _mechanism("z1")
-    # the solve as measured when the case was found: SI tolerances (with the relative default
-    # the step ends at the fallback iterate that meets these, docs/physics.md "Solver tolerances")
-    opts = dojo.default_options(mech).replace(tolerances="absolute")
-    _, result = solve_step(mech, dojo.initial_state(mech), opts=opts)
+    opts = dojo.default_options(mech)
+    z = dojo.initial_state(mech)
+    _, result = solve_step(mech, z, opts=opts)
     data = mech.core_data
     assert result.status is SolverStatus.SUCCESS, result.status
     assert data.restarts > 3, f"converged in the first sweep ({data.restarts} restarts): not the case tested"
-    rvio, bvio = _core.testing.violations(mech.core, np.asarray(data.residual_vector), relative=False)
+    residual = np.asarray(data.residual_vector)
+    np.testing.assert_allclose(
+        residual, _core.testing.step_residual(mech.core, data, z, None, np.asarray(data.w)), rtol=0, atol=1e-12)
+    rvio, bvio = _core.testing.violations(mech.core, residual, relative=False)
+    assert rvio < opts.rtol and bvio < opts.btol, (rvio, bvio)
+
+
+def test_recentring_ends_a_jammed_solve():
+    """b1-z1's step 40 (relative tolerances): the foot RL_foot switches from sliding to
+    sticking, its friction impulse on its cone's boundary and its slip cone shrinking to
+    the apex; that one cone cuts every step to alpha ~ 5e-4, and the other feet's friction
+    cannot align with their slip (cone products 2x btol) from any starting scale, with or
+    without the filter. The third sweep re-centres the jammed cone (core/maximal/
+    interior_point.h, recentre_jams): the step converges, after both earlier sweeps'
+    seven restarts, to a solution of the step's equations to Dojo's absolute tolerances
+    (the relative default's fallback, core/maximal/tolerances.h: in the rows' units the
+    cone products stay 1.6x btol), and the residual the solve leaves is the one at the
+    step it kept."""
+    mech = _mechanism("b1-z1")
+    opts = dojo.default_options(mech)
+    traj = dojo.simulate(mech, steps=40, opts=opts)
+    assert all(s == "success" for s in traj.status)
+    _, result = solve_step(mech, traj.state(40), lam0=traj.impulses[39], opts=opts)
+    data = mech.core_data
+    assert result.status is SolverStatus.SUCCESS, result.status
+    assert data.restarts > 7, f"converged in the first two sweeps ({data.restarts} restarts): not the case tested"
+    residual = np.asarray(data.residual_vector)
+    np.testing.assert_allclose(
+        residual, _core.testing.step_residual(mech.core, data, traj.state(40), None, np.asarray(data.w)), rtol=0, atol=1e-12)
+    rvio, bvio = _core.testing.violations(mech.core, residual, relative=False)
     assert rvio < opts.rtol and bvio < opts.btol, (rvio, bvio)

@@ -114,16 +114,18 @@ def test_max_iter_caps_the_iterations(newton_case):
 
 def test_undercut_floors_the_centring_target(contact_case):
     """Dojo's default undercut = inf lets kappa go to zero (kappa < btol/100 at the end); with
-    undercut = 1 it never goes below btol, and the solve still converges."""
+    undercut = 1 it never goes below btol, and the solve still converges. (The floor is
+    btol / undercut in the complementarity rows' smallest unit, core/maximal/tolerances.h:
+    these cases use absolute tolerances, where that unit is 1.)"""
     mech, z = contact_case
     btol = SolverOptions().btol
     _, result, records = solve(mech, z)
     assert result.status is SolverStatus.SUCCESS and min(r["kappa"] for r in records) < btol / 100
-    _, result, records = solve(mech, z, undercut=1.0, no_progress_max=1000)
+    _, result, records = solve(mech, z, tolerances="absolute", undercut=1.0, no_progress_max=1000)
     kappas = [r["kappa"] for r in records]
     assert min(kappas) >= btol, kappas
     assert sum(k == btol for k in kappas) >= 3, "the floor is reached and held"
-    _, result, records = solve(mech, z, undercut=2.0, no_progress_max=1000)
+    _, result, records = solve(mech, z, tolerances="absolute", undercut=2.0, no_progress_max=1000)
     assert min(r["kappa"] for r in records) >= btol / 2
 
 
@@ -134,7 +136,7 @@ def test_no_progress_rescales_the_target(contact_case, no_progress_max, no_progr
     btol / no_progress_undercut and the solve converges; without the rescaling it never does."""
     mech, z = contact_case
     btol = SolverOptions().btol
-    _, stuck, records = solve(mech, z, undercut=1.0, no_progress_max=1000)
+    _, stuck, records = solve(mech, z, tolerances="absolute", undercut=1.0, no_progress_max=1000)
     assert stuck.status is not SolverStatus.SUCCESS and len(records) == SolverOptions().max_iter
     # Dojo's bookkeeping on the stuck solve's record (the same path until the rescaling):
     # progress is a 20 % decrease of an unconverged violation; the counter goes up without
@@ -150,7 +152,7 @@ def test_no_progress_rescales_the_target(contact_case, no_progress_max, no_progr
             fires = i
             break
     assert fires is not None
-    _, result, records = solve(mech, z, undercut=1.0, no_progress_max=no_progress_max,
+    _, result, records = solve(mech, z, tolerances="absolute", undercut=1.0, no_progress_max=no_progress_max,
                                no_progress_undercut=no_progress_undercut)
     assert result.status is SolverStatus.SUCCESS
     kappas = [r["kappa"] for r in records]

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "factor.h"
 #include "newton_matrix.h"
@@ -75,6 +76,39 @@ bool filtered(const double* filter, int size, double rvio, double bvio) {
   for (int k = 0; k < size; ++k)
     if (rvio >= filter[2 * k] && bvio >= filter[2 * k + 1]) return true;
   return false;
+}
+
+// The second-order cone (index into m.soc_contact) whose own step length along dw is
+// the shortest, -1 without cones in the solve.
+int limiting_cone(const Model& m, const double* w, const double* dw, const uint8_t* active) {
+  int out = -1;
+  double shortest = std::numeric_limits<double>::infinity();
+  double x[3], dx[3];
+  for (size_t k = 0; k < m.soc_contact.size(); ++k) {
+    if (!active[m.soc_contact[k]]) continue;
+    for (const std::vector<int>* idx : {&m.soc_s, &m.soc_g}) {
+      for (int i = 0; i < 3; ++i) {
+        x[i] = w[(*idx)[3 * k + i]];
+        dx[i] = dw[(*idx)[3 * k + i]];
+      }
+      const double a = soc_step(x, dx, kSocFraction);
+      if (a < shortest) {
+        shortest = a;
+        out = static_cast<int>(k);
+      }
+    }
+  }
+  return out;
+}
+
+// Moves both vectors of cone k into the cone's interior: x0 = max(x0, |x1:|) (1 + kJamRecentre
+// relative to |x1:|), the tangential parts kept (interior_point.h, recentre_jams).
+void recentre_cone(const Model& m, double* w, int k) {
+  for (const std::vector<int>* idx : {&m.soc_s, &m.soc_g}) {
+    double& x0 = w[(*idx)[3 * k]];
+    const double t = std::hypot(w[(*idx)[3 * k + 1]], w[(*idx)[3 * k + 2]]);
+    x0 = std::max(x0, t) + kJamRecentre * t;
+  }
 }
 
 }  // namespace
@@ -217,6 +251,7 @@ SolverStatus interior_point(const Model& m, Data& d, const SolverOptions& opts) 
   bool recovering = false;  // Mehrotra's second-order term dropped (kStallsBeforeRecovery)
   d.recovery_iteration = -1;
   bool line_search_failed = false;
+  int jam_cone = -1, jam_count = 0;  // the cone that cut the last jam_count steps short
   int filter_size = 0;  // entries of d.filter (the iterates left behind in this solve)
   const int filter_capacity = static_cast<int>(d.filter.size()) / 2;
   // The convergence test measures each row in its unit (tolerances.h): (crvio, cbvio),
@@ -238,8 +273,7 @@ SolverStatus interior_point(const Model& m, Data& d, const SolverOptions& opts) 
   auto finish = [&](SolverStatus status, int iterations) {
     if (status != SolverStatus::Success && status != SolverStatus::NonFinite && have_fallback) {
       std::copy(d.w_fallback.begin(), d.w_fallback.end(), d.w.begin());
-      // the residual goes with the unknowns returned (the step's residual_vector, logs)
-      step_residual(m, d, d.w.data(), d.r.data());
+      step_residual(m, d, d.w.data(), d.r.data());  // the residual at the step kept, not at the last iterate
       crvio = fallback_c[0];
       cbvio = fallback_c[1];
       d.fell_back = true;
@@ -323,6 +357,13 @@ SolverStatus interior_point(const Model& m, Data& d, const SolverOptions& opts) 
     // records it if the solve then ends unconverged. A non-finite one is never taken.
     if (!(std::isfinite(rvio_c) && std::isfinite(bvio_c))) return finish(SolverStatus::LineSearchFailure, it + 1);
 
+    // the second-order cone that cut a short step (recentre_jams, interior_point.h)
+    if (d.recentre_jams) {
+      const int cut = alpha < kShortStep ? limiting_cone(m, d.w.data(), d.delta.data(), active) : -1;
+      jam_count = (cut >= 0 && cut == jam_cone) ? jam_count + 1 : (cut >= 0 ? 1 : 0);
+      jam_cone = cut;
+    }
+
     // 6. progress bookkeeping (an unconverged violation: by the scaled test)
     double crvio_c, cbvio_c;
     violations(m, d.rc.data(), crvio_c, cbvio_c, scale);
@@ -356,6 +397,16 @@ SolverStatus interior_point(const Model& m, Data& d, const SolverOptions& opts) 
     }
     d.w.swap(d.cand);
     d.r.swap(d.rc);
+    // a cone that keeps cutting the step holds the whole solve (interior_point.h,
+    // recentre_jams): move it inside and go on from there (a new iterate, same problem)
+    if (jam_count >= kJamSteps) {
+      recentre_cone(m, d.w.data(), jam_cone);
+      step_residual(m, d, d.w.data(), d.r.data());
+      violations(m, d.r.data(), rvio_c, bvio_c);
+      violations(m, d.r.data(), crvio_c, cbvio_c, scale);
+      jam_count = 0;
+      jam_cone = -1;
+    }
     rvio = rvio_c;
     bvio = bvio_c;
     crvio = crvio_c;

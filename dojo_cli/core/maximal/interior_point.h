@@ -45,6 +45,19 @@
 //   cones, or wanders without progress (Mehrotra 1992 has no such safeguard; Wright,
 //   Primal-Dual Interior-Point Methods, 1997, ch. 10, notes the corrector can spoil the
 //   step and practical codes fall back to the plain centred direction).
+// - re-centring of a jammed cone (Data::recentre_jams, a restart's third sweep, step.h):
+//   when the same second-order cone cuts kJamSteps steps in a row short (alpha <
+//   kShortStep), both its vectors are moved into the cone's interior (x0 raised to
+//   (1 + kJamRecentre) |x1:|, the tangential parts kept) and the solve goes on from there.
+//   Seen: b1-z1 dropped limp, step 40 (relative tolerances), a foot at the switch from
+//   sliding to sticking, its friction impulse on the cone's boundary (7.36 of mu gn 7.36)
+//   and its slip cone shrinking to the apex (5e-6 m/s): the Newton direction points out
+//   of both cones (the slip reversing, the friction beyond the cone), each step is cut to
+//   alpha ~ 5e-4 by that one contact, and two other feet sliding at 0.05 m/s cannot align
+//   their friction with their slip beyond 2e-4 rad (cone products 2x btol) for 200
+//   iterations from every starting scale, absolute tolerances alike. Re-centred, the
+//   step converges in 50 iterations. A point moved this way is only a new iterate: the
+//   solution, and the test it must pass, are the same.
 // Converged when rvio < rtol and bvio < btol (raw products, kappa not subtracted).
 #pragma once
 
@@ -76,6 +89,12 @@ constexpr double kSocEps = 1e-14;
 // and an absolute floor for a cone vector that is exactly zero.
 constexpr double kDetFloor = 1e-30;
 constexpr double kTiny = 1e-300;
+// Re-centring of a jammed cone (recentre_jams): after this many consecutive short steps
+// cut by the same second-order cone, both its vectors get x0 = (1 + kJamRecentre) |x1:|
+// (kJamRecentre = 1: det / x0^2 = 3/4, well inside; 0.1 and 0.01 also solve b1-z1's step
+// 40, in 86 and 200 iterations).
+constexpr int kJamSteps = 3;
+constexpr double kJamRecentre = 1.0;
 // Guard of the centering ratio nu_aff / nu.
 constexpr double kCenteringGuard = 1e-20;
 
