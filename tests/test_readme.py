@@ -53,7 +53,8 @@ def _folder(tmp_path: Path) -> Path:
 
 
 def _serve(line: str, work: Path, env: dict) -> None:
-    """A server line: it must come up on 127.0.0.1 and stop on Ctrl-C ("stopped")."""
+    """A server line (a replay, a run with --view): it must come up on 127.0.0.1 and stop on
+    Ctrl-C (a replay says "stopped", a run "interrupted", its file kept as such)."""
     command = line.split("#", 1)[0].strip()
     proc = subprocess.Popen(["bash", "-c", f"exec {command}"], cwd=work, env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, start_new_session=True)
@@ -71,7 +72,7 @@ def _serve(line: str, work: Path, env: dict) -> None:
         rest, _ = proc.communicate(timeout=SERVER_TIMEOUT)
         # 0 when the signal lands in the viewer's wait, 130 while a frame is being sent (noted
         # for the planners: one user action, two exit codes)
-        assert proc.returncode in (0, 130) and "stopped" in rest, \
+        assert proc.returncode in (0, 130) and ("stopped" in rest or "interrupted" in rest), \
             f"{command}: exit {proc.returncode} on Ctrl-C:\n{seen}{rest}"
     finally:
         if proc.poll() is None:
