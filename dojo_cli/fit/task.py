@@ -43,7 +43,7 @@ from dojo_cli.io.motion_tables import TableError
 from dojo_cli.fit.problem import LOSSES, Parameters, Recording, initial_parameter_values
 from dojo_cli.model.mechanism import Mechanism
 from dojo_cli.model.parameters import PARAMETER_KINDS, parameter_labels
-from dojo_cli.optimize.task import _integer, _mapping, _number, _Reader, _unknown_key
+from dojo_cli.optimize.task import _integer, _mapping, _number, _Reader, _scene_and_overrides, _unknown_key
 from dojo_cli.scene.overrides import Override
 from dojo_cli.scene.schema import value_text
 
@@ -157,7 +157,7 @@ def load_fit(path: str | os.PathLike) -> FitTask:
             exit code 2); SceneFileError (exit 3) when the fit file cannot be read.
     """
     from dojo_cli.scene.builder import build_mechanism
-    from dojo_cli.scene.loader import builtin_scene_names, load_scene_spec, read_yaml_file, unknown_scene_message
+    from dojo_cli.scene.loader import load_scene_spec, read_yaml_file
 
     file = os.fspath(path)
     data, lines = read_yaml_file(path, file)
@@ -170,19 +170,7 @@ def load_fit(path: str | os.PathLike) -> FitTask:
         if key not in KEYS:
             _unknown_key(r, str(key), key, KEYS)
 
-    scene = data.get("scene")
-    scene_ref = None
-    if not isinstance(scene, str) or not scene:
-        r.problem("scene", "required: a built-in scene's name or a scene file")
-    else:
-        found = next((c.resolve() for c in (folder / scene, Path(scene)) if c.is_file()), None)
-        if found is not None:
-            scene_ref = str(found)
-        elif scene in builtin_scene_names():
-            scene_ref = scene
-        else:
-            r.problem("scene", unknown_scene_message(scene))
-    overrides = [Override(str(p), v, file, lines.get(f"set.{p}")) for p, v in _mapping(r, "set", data.get("set"), "field paths").items()]
+    scene_ref, overrides = _scene_and_overrides(r, data, folder)
     for key in ("parameters", "data"):
         if key not in data:
             r.problem(key, f"required: {'the parameters to fit' if key == 'parameters' else 'the recorded motion'}")

@@ -220,6 +220,29 @@ def _weights(r: _Reader, where: str, value: Any, catalogue, goal: dict[str, np.n
     return FeatureSet(features, np.concatenate(targets), weight=np.concatenate(weights))
 
 
+def _scene_and_overrides(r: _Reader, data: dict, folder: Path) -> tuple[str | None, list[Override]]:
+    """A task file's ``scene`` (a scene file, relative to the task's folder or the working one,
+    or a built-in scene's name; None with a problem) and its ``set:`` overrides, as the task
+    files of ``dojo optimize`` and ``dojo fit`` both give them."""
+    from dojo_cli.scene.loader import builtin_scene_names, unknown_scene_message
+
+    scene = data.get("scene")
+    scene_ref = None
+    if not isinstance(scene, str) or not scene:
+        r.problem("scene", "required: a built-in scene's name or a scene file")
+    else:
+        found = next((c.resolve() for c in (folder / scene, Path(scene)) if c.is_file()), None)
+        if found is not None:
+            scene_ref = str(found)
+        elif scene in builtin_scene_names():
+            scene_ref = scene
+        else:
+            r.problem("scene", unknown_scene_message(scene))
+    overrides = [Override(str(p), v, r.file, r.lines.get(f"set.{p}"))
+                 for p, v in _mapping(r, "set", data.get("set"), "field paths").items()]
+    return scene_ref, overrides
+
+
 def load_task(path: str | os.PathLike) -> Task:
     """Read and check a task file, load its scene and build the numeric problem.
 
@@ -229,7 +252,7 @@ def load_task(path: str | os.PathLike) -> Task:
     """
     from dojo_cli.io.tables import read_input_table
     from dojo_cli.scene.builder import build_mechanism
-    from dojo_cli.scene.loader import builtin_scene_names, load_scene_spec, read_yaml_file, unknown_scene_message
+    from dojo_cli.scene.loader import load_scene_spec, read_yaml_file
 
     file = os.fspath(path)
     data, lines = read_yaml_file(path, file)
@@ -243,19 +266,7 @@ def load_task(path: str | os.PathLike) -> Task:
             _unknown_key(r, str(key), key, KEYS)
 
     # ------------------------------------------------------------ scene, set, horizon
-    scene = data.get("scene")
-    scene_ref = None
-    if not isinstance(scene, str) or not scene:
-        r.problem("scene", "required: a built-in scene's name or a scene file")
-    else:
-        found = next((c.resolve() for c in (folder / scene, Path(scene)) if c.is_file()), None)
-        if found is not None:
-            scene_ref = str(found)
-        elif scene in builtin_scene_names():
-            scene_ref = scene
-        else:
-            r.problem("scene", unknown_scene_message(scene))
-    overrides = [Override(str(p), v, file, lines.get(f"set.{p}")) for p, v in _mapping(r, "set", data.get("set"), "field paths").items()]
+    scene_ref, overrides = _scene_and_overrides(r, data, folder)
     # The state the optimised run starts from must not depend on the inputs: with the
     # velocities at t = 0 (the scenes' default) the first midpoint velocity is solved with
     # the first input (simulation.initial). The scene's velocities are taken as Dojo's
