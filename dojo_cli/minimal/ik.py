@@ -24,6 +24,8 @@ from dojo_cli.minimal.model import ROT_NONE, ROT_REVOLUTE, MinimalModel
 # Gauss-Newton on a chain: converged when the point is within this of its target (m); at
 # most this many iterations (a 3-joint leg from a start on its branch takes 4-8).
 IK_TOLERANCE = 1e-12
+# A chain out of iterations still counts as solved within this of its target (m).
+IK_ACCEPT = 1e3 * IK_TOLERANCE
 IK_MAX_ITERATIONS = 100
 # Levenberg-Marquardt damping of the normal equations, relative to their diagonal: keeps the
 # step finite at a straight (singular) leg and vanishes in effect near the solution.
@@ -128,8 +130,8 @@ def _solve(model: MinimalModel, x: np.ndarray, point: int, chain: list[int], tar
         # a trust region on the joint change: a full Gauss-Newton step from far away can
         # jump across branches (and whole turns); IK_MAX_STEP keeps the walk on one branch
         x[chain] -= step * min(1.0, IK_MAX_STEP / max(np.max(np.abs(step)), 1e-300))
-    return _unwrap(model, x, start, chain) if np.linalg.norm(kinematics(model, x)[rows] - target) <= IK_TOLERANCE \
-        else _finish(model, x, start, point, chain, target)
+    # out of iterations: kept if it ended within IK_ACCEPT of the target (a slow tail), else none
+    return _unwrap(model, x, start, chain) if np.linalg.norm(kinematics(model, x)[rows] - target) <= IK_ACCEPT else None
 
 
 def _unwrap(model: MinimalModel, x: np.ndarray, start: np.ndarray, chain: list[int]) -> np.ndarray:
@@ -139,11 +141,6 @@ def _unwrap(model: MinimalModel, x: np.ndarray, start: np.ndarray, chain: list[i
         if i in angles:
             x[i] = start[i] + math.remainder(x[i] - start[i], 2 * math.pi)
     return x
-
-
-def _finish(model, x, start, point, chain, target):
-    rows = slice(3 * point, 3 * point + 3)
-    return _unwrap(model, x, start, chain) if np.linalg.norm(kinematics(model, x)[rows] - target) <= 1e3 * IK_TOLERANCE else None
 
 
 def ik_coordinates(model: MinimalModel) -> list[str]:

@@ -78,6 +78,4 @@ def contact_tangent(mech: Mechanism, contact: str | int | Contact, z) -> np.ndar
 def _contact(mech: Mechanism, contact) -> Contact:
     if isinstance(contact, Contact):
         return contact
-    if isinstance(contact, (int, np.integer)):
-        return mech.contacts[int(contact)]
-    return mech.contacts[mech.contact_index(contact)]
+    return mech.get_contact(int(contact) if isinstance(contact, np.integer) else contact)
