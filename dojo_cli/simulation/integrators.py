@@ -316,6 +316,31 @@ def knot_identity(mech: Mechanism, x, q, v_mid, omega_mid, extrapolate_last: boo
     return v, omega, np.asarray(rates).reshape(n, mech.nf)
 
 
+def joint_only_block(mech: Mechanism, k0: int, z: np.ndarray, minimal_q: np.ndarray, inputs, iterations: np.ndarray,
+                     residual: np.ndarray, status_code: np.ndarray, knot=None) -> StepBlock:
+    """The StepBlock of an integrator without contacts or joint impulses (rk4, variational4):
+    the n steps' states and record, no complementarity, NaN joint impulses (their steps have
+    none, or several sub-steps' worth), empty contact datasets."""
+    n, nc = len(status_code), mech.nc
+    return StepBlock(
+        k0=k0,
+        time=(k0 + 1 + np.arange(n)) * mech.timestep,
+        z=z,
+        minimal_q=minimal_q,
+        inputs=np.zeros((n, mech.nu)) if inputs is None else np.asarray(inputs, dtype=float)[:n].reshape(n, mech.nu),
+        iterations=iterations,
+        residual=residual,
+        status_code=status_code,
+        complementarity=np.zeros(n),
+        impulses=np.full((n, mech.nl), np.nan),
+        contact_distance=np.zeros((n, nc)),
+        contact_normal_impulse=np.zeros((n, nc)),
+        contact_friction_impulse=np.zeros((n, nc, 2)),
+        contact_slip=np.zeros((n, nc, 2)),
+        knot=knot,
+    )
+
+
 class Rk4:
     """The Munthe-Kaas RK4 in minimal coordinates (core minimal/rk4.h), the scene's timestep
     as the step: every body's x, q, v, omega at t_k from the core's forward kinematics of the
@@ -413,24 +438,8 @@ class Rk4:
         # the record's rows of the n good steps (each row depends on the rows before it only)
         mq = np.asarray(record["minimal_q"])[:n].reshape(n, mech.nf)
         knot = (record["knot_v"][: n + 1], record["knot_omega"][: n + 1], record["knot_minimal_v"][: n + 1])
-        nc = mech.nc
-        return StepBlock(
-            k0=k0,
-            time=(k0 + 1 + np.arange(n)) * mech.timestep,
-            z=z,
-            minimal_q=mq,
-            inputs=np.zeros((n, mech.nu)) if inputs is None else np.asarray(inputs, dtype=float)[:n].reshape(n, mech.nu),
-            iterations=np.zeros(n, dtype=np.int64),
-            residual=np.zeros(n),
-            status_code=np.zeros(n, dtype=np.int64),
-            complementarity=np.zeros(n),
-            impulses=np.full((n, mech.nl), np.nan),
-            contact_distance=np.zeros((n, nc)),
-            contact_normal_impulse=np.zeros((n, nc)),
-            contact_friction_impulse=np.zeros((n, nc, 2)),
-            contact_slip=np.zeros((n, nc, 2)),
-            knot=knot,
-        )
+        return joint_only_block(mech, k0, z, mq, inputs, np.zeros(n, dtype=np.int64), np.zeros(n),
+                                np.zeros(n, dtype=np.int64), knot)
 
 
 def variational4_problems(mech: Mechanism, external=(), gradients=()) -> list[str]:
@@ -548,23 +557,8 @@ class Variational4:
         n = len(codes)
         mq = np.asarray(_core.unwrapped_coordinates(mech.core, np.ascontiguousarray(z[:n]), self.before[0],
                                                     np.ascontiguousarray(self.before[1], dtype=float))).reshape(n, mech.nf)
-        nc = mech.nc
-        return StepBlock(
-            k0=k0,
-            time=(k0 + 1 + np.arange(n)) * mech.timestep,
-            z=z[:n],
-            minimal_q=mq,
-            inputs=np.zeros((n, mech.nu)) if inputs is None else np.asarray(inputs, dtype=float)[:n].reshape(n, mech.nu),
-            iterations=iterations.astype(np.int64),
-            residual=residual.astype(float),
-            status_code=codes.astype(np.int64),
-            complementarity=np.zeros(n),
-            impulses=np.full((n, mech.nl), np.nan),
-            contact_distance=np.zeros((n, nc)),
-            contact_normal_impulse=np.zeros((n, nc)),
-            contact_friction_impulse=np.zeros((n, nc, 2)),
-            contact_slip=np.zeros((n, nc, 2)),
-        )
+        return joint_only_block(mech, k0, z[:n], mq, inputs, iterations.astype(np.int64), residual.astype(float),
+                                codes.astype(np.int64))
 
 
 __all__ = ["RK4_INTEGRATOR", "VARIATIONAL4_INTEGRATOR", "VARIATIONAL_INTEGRATOR", "Rk4", "StepBlock", "Variational",
