@@ -26,7 +26,7 @@ from dojo_cli.errors import InputError
 from dojo_cli.model.controller import Controller, ExternalForce
 from dojo_cli.simulation import gradients as _grad
 from dojo_cli.simulation import rollout_gradients as _rgrad
-from dojo_cli.simulation.integrators import rk4_problems, variational4_problems
+from dojo_cli.simulation.integrators import integrator_problems
 from dojo_cli.simulation.run import run_scene
 from dojo_cli.simulation.trajectory import Trajectory, TrajectoryRecorder
 from dojo_cli.simulation.initial import initial_state as _initial_state
@@ -170,17 +170,12 @@ def simulate(
             raise InputError("simulate: give z0 or from_run, not both")
         start = stored_start(Path(from_run), int(index), mech, mech.name,
                              lambda line: warnings.warn(line, stacklevel=4), whole_steps=True)
-    if mech.integrator == "variational4":
-        problems = variational4_problems(mech, mech.external if external is None else external, ())
-        if problems:
-            raise InputError(f"scene {mech.name!r} (integrator: variational4): " + "; ".join(problems))
-    if mech.integrator == "rk4":
-        problems = rk4_problems(mech, mech.external if external is None else external, ())
-        if z0 is not None or opts is not None:
-            problems.append("z0 and opts belong to the variational integrator (rk4 starts from the scene's "
-                            "state or from_run; minimal.simulate takes any x0)")
-        if problems:
-            raise InputError(f"scene {mech.name!r} (integrator: rk4): " + "; ".join(problems))
+    problems = integrator_problems(mech, mech.integrator, mech.external if external is None else external)
+    if mech.integrator == "rk4" and (z0 is not None or opts is not None):
+        problems.append("z0 and opts belong to the variational integrator (rk4 starts from the scene's "
+                        "state or from_run; minimal.simulate takes any x0)")
+    if problems:
+        raise InputError(f"scene {mech.name!r} (integrator: {mech.integrator}): " + "; ".join(problems))
     recorder = TrajectoryRecorder()
     run_scene(mech, int(steps), recorder, z0=z0, controller=controller, opts=opts or default_options(mech),
               external=external, abort_on_failure=abort_on_failure, start=start)
@@ -278,7 +273,7 @@ def maximal_gradients(mech: Mechanism, z, u=None, opts: SolverOptions | None = N
 
     Exact derivatives of the solved step by the implicit function theorem, evaluated at
     the state the step starts from; tangent coordinates [x, v, phi, w] per body
-    (FORMATS.md). ``kappa``: differentiate on the central path s o gamma = kappa
+    (docs/formats.md). ``kappa``: differentiate on the central path s o gamma = kappa
     instead of where the solver stopped (smoother, biased gradients through contact).
     """
     return _grad.maximal_gradients(mech, z, u, opts or default_options(mech), kappa)

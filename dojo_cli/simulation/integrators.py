@@ -281,6 +281,28 @@ def _variational_block(mech: Mechanism, k0: int, out: dict, inputs: np.ndarray, 
     )
 
 
+def _inputs_problems(integrator: str, external=(), gradients=()) -> list[str]:
+    """The refusals the joint-only integrators (rk4, variational4) share: external forces
+    (their steps take joint inputs only) and per-step gradients (the implicit-function
+    derivatives are those of the variational step, simulation.gradients)."""
+    out = []
+    if external:
+        out.append(f"external forces are not supported by the {integrator} integrator")
+    if gradients:
+        out.append(f"--gradients: per-step gradients are the variational integrator's (not {integrator}'s)")
+    return out
+
+
+def integrator_problems(mech: Mechanism, integrator: str, external=(), gradients=()) -> list[str]:
+    """What in a scene ``integrator`` (the scene's name of it) cannot run, one message each
+    (empty: runnable; the variational integrator runs every scene)."""
+    if integrator == "rk4":
+        return rk4_problems(mech, external, gradients)
+    if integrator == "variational4":
+        return variational4_problems(mech, external, gradients)
+    return []
+
+
 def rk4_problems(mech: Mechanism, external=(), gradients=()) -> list[str]:
     """What in a scene the rk4 integrator cannot run, one message each (empty: runnable)."""
     out = []
@@ -298,11 +320,7 @@ def rk4_problems(mech: Mechanism, external=(), gradients=()) -> list[str]:
         if a.body >= 0:
             out.append(f"actuators.{i}: actuator {a.name!r}: body actuators are not supported by the rk4 integrator "
                        "(use integrator: variational)")
-    if external:
-        out.append("external forces are not supported by the rk4 integrator")
-    if gradients:
-        out.append("--gradients: per-step gradients are the variational integrator's (not rk4's)")
-    return out
+    return out + _inputs_problems("rk4", external, gradients)
 
 
 def knot_identity(mech: Mechanism, x, q, v_mid, omega_mid, extrapolate_last: bool = False):
@@ -459,11 +477,7 @@ def variational4_problems(mech: Mechanism, external=(), gradients=()) -> list[st
                        "depend on velocity; use integrator: variational)")
     if getattr(mech, "has_armature", False):
         out.append("armature: rotor inertia is not supported by the variational4 integrator")
-    if external:
-        out.append("external forces are not supported by the variational4 integrator")
-    if gradients:
-        out.append("--gradients: per-step gradients are the variational integrator's (not variational4's)")
-    return out
+    return out + _inputs_problems("variational4", external, gradients)
 
 
 class Variational4:
@@ -562,4 +576,4 @@ class Variational4:
 
 
 __all__ = ["RK4_INTEGRATOR", "VARIATIONAL4_INTEGRATOR", "VARIATIONAL_INTEGRATOR", "Rk4", "StepBlock", "Variational",
-           "Variational4", "knot_identity", "rk4_problems", "variational4_problems"]
+           "Variational4", "integrator_problems", "knot_identity", "rk4_problems", "variational4_problems"]

@@ -21,7 +21,7 @@ from dojo_cli.io.storage import KNOT, StorageWriter
 from dojo_cli.model.mechanism import Mechanism
 from dojo_cli.simulation.initial import initial_state
 from dojo_cli.simulation.integrators import (
-    RK4_INTEGRATOR, VARIATIONAL4_INTEGRATOR, VARIATIONAL_INTEGRATOR, rk4_problems, variational4_problems,
+    RK4_INTEGRATOR, VARIATIONAL4_INTEGRATOR, VARIATIONAL_INTEGRATOR, integrator_problems,
 )
 from dojo_cli.simulation.run import RunSummary, StepBlock, run_scene
 from dojo_cli.solver.options import SolverOptions
@@ -109,21 +109,16 @@ def run_attrs(mech) -> dict:
 
 
 def check_run(mech: Mechanism, scene: str, scene_name: str, integrator: str, gradients: tuple[str, ...] | None) -> None:
-    """Refuse a run the integrator cannot take: the rk4 integrator's unsupported features
-    (simulation.integrators.rk4_problems), per-step gradients (``gradients``: the Jacobians
+    """Refuse a run the integrator cannot take: the joint-only integrators' unsupported features
+    (simulation.integrators.integrator_problems), per-step gradients (``gradients``: the Jacobians
     asked for, None when not asked) of a scene with external forces.
 
     Raises:
         InputError: naming the scene (``scene``: as the user gave it) and what is refused.
     """
-    if integrator == "rk4":
-        problems = rk4_problems(mech, mech.external, tuple(gradients or ()))
-        if problems:
-            raise InputError(f"{scene}: " + "; ".join(problems))
-    if integrator == "variational4":
-        problems = variational4_problems(mech, mech.external, tuple(gradients or ()))
-        if problems:
-            raise InputError(f"{scene}: " + "; ".join(problems))
+    problems = integrator_problems(mech, integrator, mech.external, tuple(gradients or ()))
+    if problems:
+        raise InputError(f"{scene}: " + "; ".join(problems))
     if gradients is not None and mech.external:
         raise InputError(f"--gradients: scene {scene_name!r} has external forces, which the gradients do not include yet")
 
