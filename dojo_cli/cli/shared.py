@@ -158,7 +158,7 @@ def command_line() -> str:
     return shlex.join(words)
 
 
-# Where runs go without -o (FORMATS.md: never overwriting), relative to the current directory.
+# Where runs go without -o (docs/formats.md: never overwriting), relative to the current directory.
 OUTPUTS_FOLDER = Path("outputs")
 # Most numbered names tried for a free default output (outputs/box-2.h5, ...).
 _MAX_NUMBERED = 100_000

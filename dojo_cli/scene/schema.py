@@ -1,4 +1,4 @@
-"""The specs of the YAML scene format, format 1 (FORMATS.md), validated by pydantic-core.
+"""The specs of the YAML scene format, format 1 (docs/formats.md), validated by pydantic-core.
 
 Each spec (dojo_cli.scene.specs.Spec) lists its fields with their pydantic-core schemas,
 written here once per type of the format (``REAL``, ``VECTOR3``, ``NAME``, ...): what

@@ -1,7 +1,7 @@
 """The base of the scene specs: validated by pydantic-core, without pydantic.
 
 A spec class lists its fields as ``Field`` class attributes, each holding the field's
-pydantic-core schema (a plain dict, FORMATS.md's types written once in schema.py) and its
+pydantic-core schema (a plain dict, docs/formats.md's types written once in schema.py) and its
 default. From them the class builds one ``pydantic_core.SchemaValidator`` when it is
 defined: the ``model`` schema pydantic would generate from the same annotations, so the
 validation, its errors (types, messages, locations) and its stages are pydantic's own,

@@ -6,7 +6,7 @@ the regularisation removed by iterative refinement, the z2 impulse maps'
 second derivatives from the templated kinematics over dual numbers, relaxed
 gradients on the central path for kappa). This module is their Python face.
 
-Tangent coordinates (FORMATS.md), per body [x, v, phi, w] on inputs and outputs, with
+Tangent coordinates (docs/formats.md), per body [x, v, phi, w] on inputs and outputs, with
 q -> q [sqrt(1 - |phi|^2), phi]. Everything is evaluated at the state the step
 started from (Dojo differentiates at the post-step state).
 

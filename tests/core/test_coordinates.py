@@ -4,7 +4,7 @@
   (where the exponential map takes its series branch);
 - the exact conversion Jacobians (templated conversions over dual numbers) against
   central finite differences of the C++ values, in the gradients' tangent coordinates
-  [x, v, phi, w] per body with q -> q [sqrt(1 - |phi|^2), phi] (FORMATS.md);
+  [x, v, phi, w] per body with q -> q [sqrt(1 - |phi|^2), phi] (docs/formats.md);
 - batched calls (leading axes) against per-state calls.
 """
 

@@ -27,7 +27,8 @@ from dojo_cli.scene.stand import STAND_OMEGA_H, add_stand, read_group_states, sr
 from dojo_cli.scene.urdf import UrdfOptions, read_urdf
 
 ROOT = robots.example_robot_data_root()
-pytestmark = pytest.mark.skipif(ROOT is None, reason=f"example-robot-data is not installed ({robots.ROBOTS_EXTRA_INSTALL})")
+# example-robot-data is in the test extra: without it these checks fail, never skip (issue 25 item 8)
+assert ROOT is not None, f"example-robot-data is not installed ({robots.ROBOTS_EXTRA_INSTALL})"
 
 STAND_STEPS = 500  # 5 s at the import's h = 0.01 (the issue's check)
 HEIGHT_TOLERANCE = 0.02  # the trunk ends within 2 cm of its starting height (m; the brief: "a few cm")

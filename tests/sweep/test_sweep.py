@@ -233,7 +233,7 @@ def test_stopped_sweep_resumes_without_redoing_runs(tmp_path):
 
 
 def test_sweep_runs_write_the_file_dojo_simulate_writes(tmp_path):
-    """A sweep task and `dojo simulate` share one run function (io/runs.py): same integrator
+    """A sweep task and `dojo simulate` share one run driver (simulation.run.run_scene): same integrator
     (an rk4 scene runs rk4), same datasets and names, same trajectory to the last bit."""
     sweep = write(tmp_path, """\
 scene: pendulum

@@ -144,9 +144,9 @@ def _mesh_objects(commands: list[dict]) -> dict[str, tuple[int, int]]:
     return out
 
 
-@pytest.mark.skipif(robots.example_robot_data_root() is None, reason="example-robot-data is not installed")
 def test_go1_page_stores_each_mesh_once_under_the_budget(tmp_path):
     """Go1: 13 bodies draw 21 meshes from 7 .dae files (451,000 triangles; the trunk 351,394)."""
+    assert robots.example_robot_data_root() is not None, "example-robot-data (the test extra) is not installed"
     run_path = tmp_path / "go1.h5"
     res = runner.invoke(app, ["simulate", "go1", "--steps", "20", "-o", str(run_path), "-q"])
     assert res.exit_code == 0, res.output

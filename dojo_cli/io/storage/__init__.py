@@ -1,7 +1,7 @@
 """HDF5 storage files (format 1): one file per run, written step by step, readable after any stop.
 
 The package, one subsystem a module (with io/gradient_files.py and io/dynamics_files.py,
-the only place dojo_cli imports h5py; the user-facing contract is FORMATS.md and
+the only place dojo_cli imports h5py; the user-facing contract is docs/formats.md and
 docs/storage.md):
 
 - ``format``: the names, layout, attributes and version of a file, how a series is created

@@ -1,6 +1,6 @@
 """The storage file format (format 1): names, layout, attributes, versions, and how a
 series is created and an attribute encoded. Every other module of the package writes or
-reads what this one names; the user-facing contract is FORMATS.md ("Storage files") and
+reads what this one names; the user-facing contract is docs/formats.md ("Storage files") and
 docs/storage.md, and this docstring is the full layout.
 
 Layout (T = steps stored, nb bodies, nq/nv minimal coordinates/velocities, nu inputs)::
