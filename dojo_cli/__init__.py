@@ -39,7 +39,7 @@ _EXPORTS: dict[str, str] = {
     **dict.fromkeys(
         ("ConstantController", "Controller", "PDController", "ScheduleController"), "dojo_cli.model.controller"
     ),
-    "Trajectory": "dojo_cli.simulation.trajectory",
+    "Trajectory": "dojo_cli.model.trajectory",
     "SolverOptions": "dojo_cli.solver.options",
     "SolverStatus": "dojo_cli.solver.status",
 }
@@ -118,6 +118,6 @@ if TYPE_CHECKING:  # what type checkers and IDEs see: the same names, imported e
         PDController,
         ScheduleController,
     )
-    from dojo_cli.simulation.trajectory import Trajectory  # noqa: F401
+    from dojo_cli.model.trajectory import Trajectory  # noqa: F401
     from dojo_cli.solver.options import SolverOptions  # noqa: F401
     from dojo_cli.solver.status import SolverStatus  # noqa: F401

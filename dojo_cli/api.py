@@ -24,11 +24,12 @@ from dojo_cli.model.parameters import parameter_labels, parameter_values  # noqa
 from dojo_cli.model.parameters import with_parameters as _with_parameters
 from dojo_cli.errors import InputError
 from dojo_cli.model.controller import Controller, ExternalForce
+from dojo_cli.model.trajectory import Trajectory
 from dojo_cli.simulation import gradients as _grad
 from dojo_cli.simulation import rollout_gradients as _rgrad
 from dojo_cli.simulation.integrators import integrator_problems
 from dojo_cli.simulation.run import run_scene
-from dojo_cli.simulation.trajectory import Trajectory, TrajectoryRecorder
+from dojo_cli.simulation.trajectory import TrajectoryRecorder
 from dojo_cli.simulation.initial import initial_state as _initial_state
 from dojo_cli.simulation.step import step as _step
 from dojo_cli.solver.options import DOJO_DEFAULTS, SolverOptions

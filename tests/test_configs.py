@@ -56,7 +56,7 @@ def test_friction_sh_prints_what_the_files_hold(tmp_path):
         mu, x = line.split()
         run = read_storage(tmp_path / "out" / f"friction-{mu}.h5")
         assert run.attrs["overrides"]["contacts.*.friction"] == float(mu)
-        assert run.status == "complete" and run.time[-1] == pytest.approx(0.5, abs=1e-12), "configs/run/short.yaml"
-        assert float(x) == run.x[-1, 0, 0]
+        assert run.status == "complete" and run.trajectory.time[-1] == pytest.approx(0.5, abs=1e-12), "configs/run/short.yaml"
+        assert float(x) == run.trajectory.x[-1, 0, 0]
         assert previous is None or float(x) < previous, "more friction, a shorter slide"
         previous = float(x)

@@ -87,4 +87,5 @@ def read_hdf5_motion(path: Path, bodies: list[str]):
     if missing:
         raise TableError(str(path), None, f"no body {missing[0]!r} in the run (bodies: {', '.join(names)})")
     idx = [names.index(b) for b in bodies]
-    return None, (np.asarray(run.time, float), np.asarray(run.x, float)[:, idx], np.asarray(run.q, float)[:, idx])
+    traj = run.trajectory
+    return None, (np.asarray(traj.time, float), np.asarray(traj.x, float)[:, idx], np.asarray(traj.q, float)[:, idx])

@@ -130,7 +130,7 @@ def stored_knot(run: Path, index: int | None, body_names: list[str], warn: Calla
             f"--from {run}: its bodies {stored.body_names} are not the scene's {body_names} "
             f"(the run was written by scene {stored.attrs.get('scene_name')!r})"
         )
-    n = stored.x.shape[0]
+    n = stored.trajectory.x.shape[0]
     if n == 0:
         raise InputError(f"--from {run}: the run holds no state (its writer stopped before the initial state)")
     k = index + n if index < 0 else index
@@ -203,12 +203,13 @@ def stored_start(run: Path, index: int | None, mech, scene_name: str, warn: Call
     h = mech.timestep
     if not math.isclose(stored.timestep, h):
         warn(f"--from {run}: timestep {stored.timestep:g} s, the scene's is {h:g} s")
-    z = stored.midpoint_state(k)
-    knot = np.concatenate([stored.x[k], stored.v[k], stored.q[k], stored.omega[k]], axis=1).reshape(-1)
+    traj = stored.trajectory
+    z = traj.state(k)
+    knot = np.concatenate([traj.x[k], traj.v[k], traj.q[k], traj.omega[k]], axis=1).reshape(-1)
     if not (np.all(np.isfinite(z)) and np.all(np.isfinite(knot))):
-        failed = f" (step {k - 1}: {str(stored.solver['status'][k - 1])!r})" if k > 0 else ""
+        failed = f" (step {k - 1}: {traj.status[k - 1]!r})" if k > 0 else ""
         raise InputError(f"--index {index}: state {k} of {run} is not finite{failed}; pick an earlier state")
-    t = float(stored.time[k])
+    t = float(traj.time[k])
     step = int(round(t / h))
     if abs(t - step * h) > STEP_ALIGNMENT_TOL * h:
         message = (f"--from {run}: state {k} is at t = {t:.9g} s, not a whole number of the scene's timestep "
@@ -217,16 +218,16 @@ def stored_start(run: Path, index: int | None, mech, scene_name: str, warn: Call
             raise InputError(f"{message}; the steps from it would not line up with t = step * timestep")
         warn(f"{message}; taken as step {step} (t = {step * h:g} s) for the controller and external forces")
     u = None
-    if k < stored.inputs.shape[0] and stored.inputs.shape[1] == mech.nu:
-        u = np.asarray(stored.inputs[k], dtype=float)
-    impulses = stored.extras.get("impulses")
+    if k < traj.inputs.shape[0] and traj.inputs.shape[1] == mech.nu:
+        u = np.asarray(traj.inputs[k], dtype=float)
+    impulses = traj.impulses
     warm = None
     if k > 0 and impulses is not None and impulses.ndim == 2 and impulses.shape[1] == mech.nl:
         warm = np.asarray(impulses[k - 1], dtype=float)
         warm = warm if np.all(np.isfinite(warm)) else None
     angles = None
-    if stored.minimal_q.ndim == 2 and stored.minimal_q.shape[1] == mech.nf and np.all(np.isfinite(stored.minimal_q[k])):
-        angles = np.asarray(stored.minimal_q[k], dtype=float)
+    if traj.minimal_q.ndim == 2 and traj.minimal_q.shape[1] == mech.nf and np.all(np.isfinite(traj.minimal_q[k])):
+        angles = np.asarray(traj.minimal_q[k], dtype=float)
     return StoredStart(z, knot, k, step, t, u, warm, angles, f"state {k} of {run} (t = {t:g} s)")
 
 

@@ -518,9 +518,9 @@ def _reference_from_run(path: Path, mech: Mechanism, fs: FeatureSet) -> np.ndarr
         raise ValueError(f"is a run of bodies {', '.join(run.body_names)}, the task's scene has {', '.join(names)}")
     if abs(run.timestep - mech.timestep) > TIME_TOLERANCE * mech.timestep:
         raise ValueError(f"has timestep {run.timestep:g} s, the task's scene {mech.timestep:g} s")
-    Z = np.stack([run.midpoint_state(k) for k in range(len(run.x))])
+    Z = np.stack([run.trajectory.state(k) for k in range(len(run.trajectory.x))])
     MQ, MV = minimal_state(mech, Z)
-    traj = Rollout(U=run.inputs, Z=Z, MQ=MQ, MV=MV, lam=np.zeros((0, 0)), status=np.zeros(0))
+    traj = Rollout(U=run.trajectory.inputs, Z=Z, MQ=MQ, MV=MV, lam=np.zeros((0, 0)), status=np.zeros(0))
     out = feature_values(SimpleNamespace(mech=mech), fs, traj, np.arange(len(Z)))
     X = Z.reshape(len(Z), mech.nb, 13)
     i = 0

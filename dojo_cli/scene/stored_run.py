@@ -67,14 +67,15 @@ def check_run_mechanism(run: StoredRun, mech: Mechanism) -> None:
     problems = []
     if run.body_names != names:
         problems.append(f"its datasets hold bodies {shown(run.body_names, 120)}, its scene has {shown(names, 120)}")
-    nf, nu = mech.nf, mech.nu
-    for what, width, want, kind in (("minimal/q", run.minimal_q.shape[1], nf, "coordinates"),
-                                    ("minimal/v", run.minimal_v.shape[1], nf, "coordinates"),
-                                    ("inputs", run.inputs.shape[1], nu, "inputs")):
+    nf, nu, traj = mech.nf, mech.nu, run.trajectory
+    for what, width, want, kind in (("minimal/q", traj.minimal_q.shape[1], nf, "coordinates"),
+                                    ("minimal/v", traj.minimal_v.shape[1], nf, "coordinates"),
+                                    ("inputs", traj.inputs.shape[1], nu, "inputs")):
         if width != want:
             problems.append(f"dataset {what!r} holds {width} columns, its scene has {want} {kind}")
-    if "contacts/distance" in run.extras and run.extras["contacts/distance"].shape[1] != mech.nc:
-        problems.append(f"dataset 'contacts/distance' holds {run.extras['contacts/distance'].shape[1]} contacts, its scene has {mech.nc}")
+    distance = traj.contact_distance
+    if distance is not None and distance.shape[1] != mech.nc:
+        problems.append(f"dataset 'contacts/distance' holds {distance.shape[1]} contacts, its scene has {mech.nc}")
     if problems:
         raise StorageError(f"{run.path}: damaged storage file: {'; '.join(problems)}")
 

@@ -1,6 +1,6 @@
-"""A run in memory: ``Trajectory`` (the datasets of a storage file as arrays), the writer
-that fills one from a run, ``TrajectoryRecorder``, and its way to and from a storage file
-(``trajectory_from_stored``, ``write_trajectory``).
+"""Making and writing the one shape of a run (``model.trajectory.Trajectory``): the writer
+that fills one from a run, ``TrajectoryRecorder``, and its way into a storage file,
+``write_trajectory`` (the storage reader reads one back: ``io.storage.read_storage(path).trajectory``).
 
 The recorder takes what a storage file's writer takes (simulation.run.run_scene puts
 simulation.knots.KnotRows in front of either): states with their velocities at the knots
@@ -11,73 +11,11 @@ derived in one place.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
-
 import numpy as np
 
 from dojo_cli.model.mechanism import Mechanism
+from dojo_cli.model.trajectory import DATASETS, EXTRA_FIELDS, Trajectory
 from dojo_cli.simulation.integrators import STATUS_TEXT, StepBlock
-
-if TYPE_CHECKING:  # (h5py is imported by runs that read or write a file only)
-    from dojo_cli.io.storage import StoredRun
-
-# A Trajectory's per-step extras and their storage datasets (io.storage.format).
-_EXTRA_DATASETS = {
-    "impulses": "impulses",
-    "complementarity": "solver/complementarity",
-    "contact_distance": "contacts/distance",
-    "contact_normal_impulse": "contacts/normal_impulse",
-    "contact_friction_impulse": "contacts/friction_impulse",
-    "contact_slip": "contacts/slip",
-}
-
-
-@dataclass
-class Trajectory:
-    """A simulated run as arrays (the datasets of a storage file).
-
-    Attributes:
-        time: (T+1,); x: (T+1, nb, 3); q: (T+1, nb, 4);
-        v, omega: (T+1, nb, 3) velocities at t_k (world linear, body angular), from the
-            discrete Legendre transform at q_k (docs/physics.md);
-        v_mid, omega_mid: (T+1, nb, 3) the integrator's midpoint velocities into state k
-            (Dojo's layout, what ``state(k)`` holds and a step starts from);
-        minimal_q, minimal_v: (T+1, nf) (minimal_v at t_k); inputs: (T, nu);
-        iterations (T,), residual (T,), status (T,) solver record;
-        impulses: (T, nl) joint impulses of each step.
-        complementarity: (T,) final complementarity violation of each step.
-        contact_distance, contact_normal_impulse: (T, nc); contact_friction_impulse,
-            contact_slip: (T, nc, 2); None without contacts.
-    """
-
-    time: np.ndarray
-    x: np.ndarray
-    q: np.ndarray
-    v: np.ndarray
-    omega: np.ndarray
-    minimal_q: np.ndarray
-    minimal_v: np.ndarray
-    v_mid: np.ndarray
-    omega_mid: np.ndarray
-    inputs: np.ndarray
-    iterations: np.ndarray
-    residual: np.ndarray
-    status: list[str] = field(default_factory=list)
-    impulses: np.ndarray | None = None
-    complementarity: np.ndarray | None = None
-    contact_distance: np.ndarray | None = None
-    contact_normal_impulse: np.ndarray | None = None
-    contact_friction_impulse: np.ndarray | None = None
-    contact_slip: np.ndarray | None = None
-
-    @property
-    def steps(self) -> int:
-        return len(self.inputs)
-
-    def state(self, k: int) -> np.ndarray:
-        """Maximal state (13 nb,) at entry k, in Dojo's layout [x, v15, q, w15] per body."""
-        return np.concatenate([self.x[k], self.v_mid[k], self.q[k], self.omega_mid[k]], axis=1).reshape(-1)
 
 
 class TrajectoryRecorder:
@@ -141,28 +79,15 @@ class TrajectoryRecorder:
         )
 
 
-def trajectory_from_stored(run: StoredRun) -> Trajectory:
-    """A storage file's run (io.storage.read_storage) as a Trajectory: the same arrays a
-    ``dojo.simulate`` of the same run holds. A file written before knot velocities (its v,
-    omega are the midpoint ones) gives them as v_mid, omega_mid and v, omega alike."""
-    v_mid, omega_mid = run.midpoint_velocities
-    extras = {name: run.extras[path] for name, path in _EXTRA_DATASETS.items() if path in run.extras}
-    return Trajectory(
-        time=run.time, x=run.x, q=run.q, v=run.v, omega=run.omega, minimal_q=run.minimal_q, minimal_v=run.minimal_v,
-        v_mid=v_mid, omega_mid=omega_mid, inputs=run.inputs, iterations=run.solver["iterations"].astype(int),
-        residual=run.solver["residual"], status=[str(s) for s in run.solver["status"]], **extras,
-    )
-
-
 def write_trajectory(writer, traj: Trajectory) -> None:
     """Write a Trajectory's states and steps into a knot file's StorageWriter (opened by the
     caller, io.storage): the datasets ``dojo simulate`` writes for the same run."""
     writer.write_initial(traj.time[0], traj.x[0], traj.q[0], traj.v[0], traj.omega[0], traj.minimal_q[0],
                          traj.minimal_v[0], v_mid=traj.v_mid[0], omega_mid=traj.omega_mid[0])
-    extra = {path: getattr(traj, name) for name, path in _EXTRA_DATASETS.items() if getattr(traj, name) is not None}
+    extra = {DATASETS[name]: getattr(traj, name) for name in EXTRA_FIELDS if getattr(traj, name) is not None}
     writer.write_steps(traj.time[1:], traj.x[1:], traj.q[1:], traj.v[1:], traj.omega[1:], traj.minimal_q[1:],
                        traj.minimal_v[1:], traj.inputs, iterations=traj.iterations, residual=traj.residual,
                        status=traj.status, extra=extra, v_mid=traj.v_mid[1:], omega_mid=traj.omega_mid[1:])
 
 
-__all__ = ["Trajectory", "TrajectoryRecorder", "trajectory_from_stored", "write_trajectory"]
+__all__ = ["TrajectoryRecorder", "write_trajectory"]

@@ -30,7 +30,7 @@ one number. Built-in metrics are bare names:
   NaN when the file has none); ``final_time``: ``time[-1]``.
 
 A sweep metric may instead be a Python entry point ``module:function``: the function takes
-the run (a ``dojo_cli.io.storage.StoredRun``) and returns a dict {name: number}, one
+the run (a ``dojo_cli.io.storage.StoredRun``: its arrays are ``run.trajectory``) and returns a dict {name: number}, one
 column ``<metric>.<name>`` each (``custom_metrics``).
 """
 
@@ -48,9 +48,9 @@ from typing import Any
 import numpy as np
 
 from dojo_cli.errors import InputError
-from dojo_cli.io.storage import StoredRun
+from dojo_cli.io.storage import KNOT, StoredRun
 
-# Names of the datasets an expression may read, beyond a StoredRun's extras.
+# Groups of the dataset names an expression may read (``minimal/q``, ``contacts/distance``, ...).
 _GROUPS = ("minimal", "solver", "contacts", "gradients")
 # `minimal/q` in an expression: Python would read a division, so such names become one token first.
 _GROUP_NAME = re.compile(r"\b(" + "|".join(_GROUPS) + r")/([A-Za-z_]\w*)")
@@ -177,15 +177,11 @@ class RunData:
     def datasets(self) -> dict[str, Any]:
         """Every dataset an expression may read, by name."""
         run = self.run
-        core = {
-            "time": run.time, "x": run.x, "q": run.q, "v": run.v, "omega": run.omega,
-            "minimal/q": run.minimal_q, "minimal/v": run.minimal_v, "inputs": run.inputs,
-        }
-        if run.v_mid is not None:
-            core["v_mid"], core["omega_mid"] = run.v_mid, run.omega_mid
-        for key, value in run.solver.items():
-            core[f"solver/{key}"] = value
-        return {**run.extras, **core}
+        datasets = run.trajectory.datasets()  # the run's arrays by their dataset names
+        if run.velocities != KNOT:  # a midpoint file stores no v_mid, omega_mid (its v, omega are those)
+            del datasets["v_mid"], datasets["omega_mid"]
+        datasets["solver/status"] = np.asarray(datasets["solver/status"], dtype=str)
+        return {**run.extras, **datasets}
 
     def dataset(self, name: str) -> np.ndarray:
         datasets = self.datasets()
@@ -195,7 +191,7 @@ class RunData:
                                   f"(datasets: {', '.join(known)})")
         value = datasets[name]
         if np.asarray(value).dtype.kind not in "biuf":
-            raise ExpressionError(f"{run.path}: dataset {name!r} holds text, not numbers")
+            raise ExpressionError(f"{self.run.path}: dataset {name!r} holds text, not numbers")
         return np.asarray(value)
 
     def labels(self, name: str, axis: int, ndim: int) -> tuple[str, ...] | None:
@@ -229,12 +225,12 @@ class RunData:
             value = run.attrs.get("failed_steps")
             if isinstance(value, int):
                 return value
-            return int(np.count_nonzero(np.asarray(run.solver.get("status", [])) != "success"))
+            return int(np.count_nonzero(np.asarray(run.trajectory.status, dtype=str) != "success"))
         if name == "iterations_mean":
-            iterations = np.asarray(run.solver.get("iterations", []), dtype=float)
+            iterations = np.asarray(run.trajectory.iterations, dtype=float)
             return float(np.mean(iterations)) if iterations.size else math.nan
         if name == "max_penetration":
-            distance = run.extras.get("contacts/distance")
+            distance = run.trajectory.contact_distance
             if distance is None or np.size(distance) == 0:
                 return 0.0
             return float(max(0.0, -float(np.min(distance))))
@@ -244,14 +240,13 @@ class RunData:
             value = run.attrs.get("wall_time")
             return float(value) if isinstance(value, (int, float)) else math.nan
         if name == "final_time":
-            return float(run.time[-1]) if len(run.time) else math.nan
+            return float(run.trajectory.time[-1]) if len(run.trajectory.time) else math.nan
         if name == "energy_drift":
             return self._energy_drift()
         raise AssertionError(name)  # pragma: no cover
 
     def _energy_drift(self) -> float:
         # here: only this metric needs the physics and the scene loader
-        from dojo_cli.io.storage import KNOT
         from dojo_cli.physics.energy import knot_mechanics, mechanics
 
         run = self.run
@@ -263,10 +258,11 @@ class RunData:
 
             _, mech = run_mechanism(run, controller=False)
             self._mech = mech
+        traj = run.trajectory
         if run.velocities == KNOT:
-            energy = knot_mechanics(mech, run.time, run.x, run.q, run.v, run.omega).mechanical
+            energy = knot_mechanics(mech, traj.time, traj.x, traj.q, traj.v, traj.omega).mechanical
         else:
-            energy = mechanics(mech, run.time, run.x, run.q, run.v, run.omega).mechanical
+            energy = mechanics(mech, traj.time, traj.x, traj.q, traj.v, traj.omega).mechanical
         return float(np.max(np.abs(energy - energy[0])))
 
 

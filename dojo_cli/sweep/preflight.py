@@ -86,5 +86,5 @@ def _one_step(spec) -> RunData:
             run_scene(mech, 1, writer, opts=opts)
         stored = read_storage(path, probe=False)
         data = RunData(stored, mech)
-        data.datasets()  # read while the file exists (StoredRun holds arrays)
+        data.datasets()  # read while the file exists (the StoredRun's trajectory holds arrays)
     return data

@@ -52,6 +52,7 @@ from dojo_cli.io.storage import STATUS_COMPLETE, StoredRun
 from dojo_cli.math.quaternion import matrix_from_quaternion, skew
 from dojo_cli.model.mechanism import ORIGIN, Mechanism
 from dojo_cli.model.shapes import Shape
+from dojo_cli.model.trajectory import Trajectory
 from dojo_cli.scene.stored_run import run_mechanism
 from dojo_cli.viz.mesh_files import MESH_SUFFIXES, MeshFileError, TriangleMesh, decimate, face_targets, read_mesh
 
@@ -629,11 +630,11 @@ def set_body_transforms(vis: meshcat.Visualizer, mech: Mechanism, x: np.ndarray,
     return transforms
 
 
-def set_frame(vis: meshcat.Visualizer, mech: Mechanism, run: StoredRun, k: int) -> np.ndarray:
-    """Move every body to stored state ``k`` (0..T); returns the (nb, 4, 4) transforms."""
-    if not -len(run.time) <= k < len(run.time):
-        raise InputError(f"frame {k}: the run holds states 0..{len(run.time) - 1}")
-    return set_body_transforms(vis, mech, run.x[k], run.q[k])
+def set_frame(vis: meshcat.Visualizer, mech: Mechanism, traj: Trajectory, k: int) -> np.ndarray:
+    """Move every body to state ``k`` (0..T) of a run; returns the (nb, 4, 4) transforms."""
+    if not -len(traj.time) <= k < len(traj.time):
+        raise InputError(f"frame {k}: the run holds states 0..{len(traj.time) - 1}")
+    return set_body_transforms(vis, mech, traj.x[k], traj.q[k])
 
 
 # Frames of one animation at most: a million frames is hours at 60 fps and a page of
@@ -673,7 +674,7 @@ def frame_indices(time: np.ndarray, fps: float, speed: float) -> np.ndarray:
 
 
 def animation_from_run(
-    vis: meshcat.Visualizer, mech: Mechanism, run: StoredRun, fps: float = DEFAULT_FPS, speed: float = 1.0,
+    vis: meshcat.Visualizer, mech: Mechanism, traj: Trajectory, fps: float = DEFAULT_FPS, speed: float = 1.0,
     arrows=None,
 ) -> tuple[Animation, np.ndarray]:
     """A meshcat Animation of the body transforms, one keyframe per animation frame.
@@ -687,8 +688,8 @@ def animation_from_run(
     Returns:
         (animation, (n,) stored state index of each frame).
     """
-    indices = frame_indices(run.time, fps, speed)
-    transforms = transform_from_pose(run.x[indices], run.q[indices])  # (n, nb, 4, 4)
+    indices = frame_indices(traj.time, fps, speed)
+    transforms = transform_from_pose(traj.x[indices], traj.q[indices])  # (n, nb, 4, 4)
     animation = Animation(default_framerate=fps)
     paths = [body_path(body.name) for body in mech.bodies]
     for f in range(len(indices)):
@@ -696,19 +697,19 @@ def animation_from_run(
             for b, path in enumerate(paths):
                 frame[path].set_transform(transforms[f, b])
             if arrows is not None:
-                arrows.key(frame, mech, *stored_arrows(arrows, mech, run, int(indices[f])))
+                arrows.key(frame, mech, *stored_arrows(arrows, mech, traj, int(indices[f])))
     return animation, indices
 
 
-def stored_arrows(arrows, mech: Mechanism, run: StoredRun, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """(origins, arrows) (n, 3) of stored state k (viz.arrows.ArrowSet.vectors): the contact
+def stored_arrows(arrows, mech: Mechanism, traj: Trajectory, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """(origins, arrows) (n, 3) of state k of a run (viz.arrows.ArrowSet.vectors): the contact
     impulses of the step that reached it (row k - 1; none for state 0), the knot velocities."""
-    z = np.concatenate([run.x[k], run.v[k], run.q[k], run.omega[k]], axis=1).reshape(-1)
+    z = np.concatenate([traj.x[k], traj.v[k], traj.q[k], traj.omega[k]], axis=1).reshape(-1)
     normal = friction = None
-    if k > 0 and "contacts/normal_impulse" in run.extras:
-        normal = run.extras["contacts/normal_impulse"][k - 1]
-        friction = run.extras["contacts/friction_impulse"][k - 1]
-    return arrows.vectors(mech, z, normal, friction, v=run.v[k])
+    if k > 0 and traj.contact_normal_impulse is not None:
+        normal = traj.contact_normal_impulse[k - 1]
+        friction = traj.contact_friction_impulse[k - 1]
+    return arrows.vectors(mech, z, normal, friction, v=traj.v[k])
 
 
 def load_run(
@@ -724,21 +725,22 @@ def load_run(
         InputError: an option out of range, or a run without any state.
     """
     options.check()
-    if len(run.time) == 0:
+    traj = run.trajectory
+    if len(traj.time) == 0:
         raise InputError(f"{run.path}: the run holds no state to replay")
     from dojo_cli.viz.arrows import arrow_set  # (arrows.py builds on this module)
 
     if options.ground is None:
         options = dataclasses.replace(options, ground=scene_ground(run))
-    warnings = set_scene(vis, mech, options, Path(run.path).resolve().parent, swept_radius(mech, run.x))
+    warnings = set_scene(vis, mech, options, Path(run.path).resolve().parent, swept_radius(mech, traj.x))
     arrows = arrow_set(mech, options.arrows)
     if arrows is not None:
-        if arrows.forces and mech.contacts and "contacts/normal_impulse" not in run.extras and len(run.time) > 1:
+        if arrows.forces and mech.contacts and traj.contact_normal_impulse is None and len(traj.time) > 1:
             warnings.append(f"warning: {run.path}: no contact impulses stored; the force arrows stay hidden")
         arrows.draw(vis, mech)
-        arrows.place(vis, mech, *stored_arrows(arrows, mech, run, 0))
-    set_frame(vis, mech, run, 0)
-    animation, indices = animation_from_run(vis, mech, run, options.fps, options.speed, arrows)
+        arrows.place(vis, mech, *stored_arrows(arrows, mech, traj, 0))
+    set_frame(vis, mech, traj, 0)
+    animation, indices = animation_from_run(vis, mech, traj, options.fps, options.speed, arrows)
     vis.set_animation(animation, play=play, repetitions=math.inf if options.loop else 1)
     return Replay(indices, warnings, None if arrows is None or not arrows.forces else arrows.force_scale)
 
@@ -749,7 +751,7 @@ def status_note(run: StoredRun) -> str | None:
     note = run.status_note()
     if note is None:
         return None
-    t = run.time[-1] if len(run.time) else 0.0
+    t = run.trajectory.time[-1] if len(run.trajectory.time) else 0.0
     return f"{note}; replaying the states it holds (t = 0 .. {t:g} s)"
 
 
@@ -921,7 +923,7 @@ def export_html(
     vis, recorder = recording_visualizer()
     replay = load_run(vis, mech, run, options)
     name = run.attrs.get("scene_name", mech.name)
-    caption = f"{name}: {run.steps_completed} steps, t = 0 .. {run.time[-1]:g} s, speed {options.speed:g}"
+    caption = f"{name}: {run.steps_completed} steps, t = 0 .. {run.trajectory.time[-1]:g} s, speed {options.speed:g}"
     if run.status != STATUS_COMPLETE:
         caption += f" ({run.status} after {run.steps_completed} steps)"
     info = {

@@ -718,11 +718,12 @@ def run_series(
     """
     if quantity not in QUANTITIES:
         raise InputError(f"unknown quantity {quantity!r} (choose from {', '.join(QUANTITIES)})")
-    t = run.time
+    traj = run.trajectory
+    t = traj.time
     times = {"state": t, "start": t[:-1], "end": t[1:]}[_TIMING[quantity]]
     if quantity == "position":
         idx = _select(run, "body", bodies, run.body_names, {})
-        return [PlottedSeries(quantity, f"{run.body_names[b]}.{c}", times, run.x[:, b, k])
+        return [PlottedSeries(quantity, f"{run.body_names[b]}.{c}", times, traj.x[:, b, k])
                 for b in idx for k, c in enumerate("xyz")]
     if quantity in ("minimal", "velocity", "inputs"):
         names = list(run.minimal_q_names)
@@ -731,20 +732,20 @@ def run_series(
             joints.setdefault(n.rsplit(":", 1)[0], []).append(k)
         idx = _select(run, "coordinate", coordinates, names, joints)
         if quantity == "minimal":
-            return [PlottedSeries(quantity, names[k], times, run.minimal_q[:, k]) for k in idx]
+            return [PlottedSeries(quantity, names[k], times, traj.minimal_q[:, k]) for k in idx]
         if quantity == "velocity":
             vnames = list(run.minimal_v_names) or [f"{n}_dot" for n in names]
-            return [PlottedSeries(quantity, vnames[k], times, run.minimal_v[:, k]) for k in idx if k < run.minimal_v.shape[1]]
-        nu = run.inputs.shape[1] if run.inputs.ndim == 2 else 0
+            return [PlottedSeries(quantity, vnames[k], times, traj.minimal_v[:, k]) for k in idx if k < traj.minimal_v.shape[1]]
+        nu = traj.inputs.shape[1] if traj.inputs.ndim == 2 else 0
         if nu != len(names):  # inputs not one per coordinate: plot them all, numbered
-            return [PlottedSeries(quantity, f"u{k}", times, run.inputs[:, k]) for k in range(nu)]
-        return [PlottedSeries(quantity, names[k], times, run.inputs[:, k]) for k in idx]
+            return [PlottedSeries(quantity, f"u{k}", times, traj.inputs[:, k]) for k in range(nu)]
+        return [PlottedSeries(quantity, names[k], times, traj.inputs[:, k]) for k in idx]
     if quantity in ("iterations", "residual"):
-        return [PlottedSeries(quantity, quantity, times, run.solver[quantity])]
+        return [PlottedSeries(quantity, quantity, times, getattr(traj, quantity))]
     # distance
-    if "contacts/distance" not in run.extras:
+    if traj.contact_distance is None:
         raise InputError(f"{run.path}: quantity 'distance': the run has no contact records (its scene has no contacts)")
-    d = run.extras["contacts/distance"].reshape(len(times), -1)
+    d = traj.contact_distance.reshape(len(times), -1)
     names = run.attrs.get("contact_names")
     if not isinstance(names, list) or len(names) != d.shape[1]:
         names = [f"contact{k}" for k in range(d.shape[1])]
@@ -870,7 +871,7 @@ def _line_styles(quantity: str, series: list[PlottedSeries]) -> list[dict]:
 
 
 def _write_series_csv(path: str | os.PathLike, run: StoredRun, series: list[PlottedSeries]) -> None:
-    t = run.time
+    t = run.trajectory.time
     first_row = {"state": 0, "start": 0, "end": 1}
     table: list[list[str]] = [[repr(float(v))] for v in t]
     for s in series:

@@ -71,7 +71,7 @@ def test_simulate_builtin_writes_complete_storage(tmp_path):
         assert np.allclose(np.linalg.norm(q, axis=-1), 1.0, atol=1e-12), "unit quaternions"
         assert np.all(f["solver/residual"][...] < 1e-6)
     run = read_storage(out)
-    assert run.minimal_q[0, 0] == pytest.approx(0.7854, abs=1e-12), "initial angle of the built-in pendulum"
+    assert run.trajectory.minimal_q[0, 0] == pytest.approx(0.7854, abs=1e-12), "initial angle of the built-in pendulum"
 
 
 def test_simulate_set_override_changes_physics(tmp_path):
@@ -79,7 +79,7 @@ def test_simulate_set_override_changes_physics(tmp_path):
     res = invoke("simulate", "pendulum", "-o", out, "--steps", 20, "--set", "gravity=[0, 0, 0]")
     assert res.exit_code == 0, res.output
     run = read_storage(out)
-    assert np.max(np.abs(run.minimal_q[:, 0] - 0.7854)) < 1e-12, "no gravity, released at rest: stays put"
+    assert np.max(np.abs(run.trajectory.minimal_q[:, 0] - 0.7854)) < 1e-12, "no gravity, released at rest: stays put"
     assert "- 0.0" in run.scene_yaml or "0.0, 0.0, 0.0" in run.scene_yaml
 
 
@@ -165,7 +165,7 @@ def test_abort_on_failure_marks_file_failed(tmp_path):
     assert "step 0" in res.stderr and "failed" in res.stderr
     run = read_storage(out)
     assert run.status == "failed" and run.steps_completed == 1
-    assert run.solver["status"][0] in ("max_iterations", b"max_iterations", "line_search_failure", b"line_search_failure")
+    assert run.trajectory.status[0] in ("max_iterations", b"max_iterations", "line_search_failure", b"line_search_failure")
 
 
 def test_failures_without_abort_are_recorded(tmp_path):
@@ -232,7 +232,7 @@ def test_interrupted_run_keeps_steps(tmp_path, monkeypatch):
     run = read_storage(out)
     # the first block of the run loop (simulation.run.FIRST_BLOCK steps) was complete
     assert run.status == "interrupted" and run.steps_completed == FIRST_BLOCK
-    assert run.x.shape[0] == FIRST_BLOCK + 1 and np.all(np.isfinite(run.x))
+    assert run.trajectory.x.shape[0] == FIRST_BLOCK + 1 and np.all(np.isfinite(run.trajectory.x))
 
 
 def test_verbose_prints_iterations(tmp_path):
@@ -327,7 +327,7 @@ def test_schedule_controller_from_csv(tmp_path):
     res = invoke("simulate", scene, "-o", out)
     assert res.exit_code == 0, res.output
     run = read_storage(out)
-    assert np.allclose(run.inputs[:5, 0], 2.0) and np.allclose(run.inputs[5:, 0], 0.0)
+    assert np.allclose(run.trajectory.inputs[:5, 0], 2.0) and np.allclose(run.trajectory.inputs[5:, 0], 0.0)
 
 
 def test_schedule_with_wrong_columns(tmp_path):
@@ -346,7 +346,7 @@ def test_pd_controller_holds_target(tmp_path):
     )
     out = tmp_path / "pd.h5"
     assert invoke("simulate", scene, "-o", out).exit_code == 0
-    theta = read_storage(out).minimal_q[:, 0]
+    theta = read_storage(out).trajectory.minimal_q[:, 0]
     # steady state of a PD against gravity: kp (1 - theta) = m g d sin(theta)
     assert abs(theta[-1] - 1.0) < 0.1 and np.std(theta[-100:]) < 1e-3
 
@@ -356,7 +356,7 @@ def test_contact_records_and_summary(tmp_path):
     res = invoke("simulate", "box", "-o", out)  # the whole 5 s toss: it ends resting on a face
     assert res.exit_code == 0, res.output
     run = read_storage(out)
-    e = run.extras
+    e = run.trajectory.datasets()  # the run's arrays by dataset name
     assert e["contacts/distance"].shape == (500, 8) and e["contacts/normal_impulse"].shape == (500, 8)
     assert e["contacts/friction_impulse"].shape == (500, 8, 2) and e["contacts/slip"].shape == (500, 8, 2)
     assert e["solver/complementarity"].shape == (500,) and np.all(e["solver/complementarity"] < 1e-4)
@@ -448,7 +448,7 @@ def test_singular_matrix_is_a_failed_step_naming_its_block(tmp_path):
     assert "step 0 (t = 0 s): the Newton matrix is singular" in res.stderr and "contact 'c0'" in res.stderr
     run = read_storage(out)
     assert run.status == "complete_with_failures" and run.steps_completed == 5
-    assert set(np.asarray(run.solver["status"]).astype(str)) == {"singular_matrix"}
+    assert set(np.asarray(run.trajectory.status).astype(str)) == {"singular_matrix"}
     # the run itself (no gradients asked) converges. The landing of `box` with one
     # frictionless corner met a singular matrix inside the solve: Dojo's cone step had
     # taken that corner's impulse cone out of the cone (issue 12 item 7a); the solver's

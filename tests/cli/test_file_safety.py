@@ -24,6 +24,7 @@ from dojo_cli.cli.app import app
 from dojo_cli.errors import StorageError
 from dojo_cli.io.storage import StorageWriter, compaction, locks, read_storage
 from dojo_cli.io.storage import writer as storage_writer
+from dojo_cli.model.trajectory import EXTRA_FIELDS
 from tests.processes import dojo_command
 
 runner = CliRunner()
@@ -47,12 +48,13 @@ def reader_args(command: str, path: Path, tmp: Path) -> tuple:
 
 
 def assert_consistent(run) -> None:
-    t = run.steps_completed
-    for name in ("time", "x", "q", "v", "omega", "minimal_q", "minimal_v"):
-        assert getattr(run, name).shape[0] == t + 1, name
-    assert run.inputs.shape[0] == t
-    assert all(len(v) == t for v in run.solver.values())
+    t, traj = run.steps_completed, run.trajectory
+    for name in ("time", "x", "q", "v", "omega", "v_mid", "omega_mid", "minimal_q", "minimal_v"):
+        assert getattr(traj, name).shape[0] == t + 1, name
+    assert traj.inputs.shape[0] == t
+    assert all(len(v) == t for v in (traj.iterations, traj.residual, traj.status))
     assert all(v.shape[0] == t for v in run.extras.values())
+    assert all(getattr(traj, f) is None or getattr(traj, f).shape[0] == t for f in EXTRA_FIELDS)
 
 
 def wait_for_steps(path: Path, child: subprocess.Popen, timeout: float = 60.0):
@@ -189,7 +191,7 @@ def test_a_full_disk_stops_the_run_and_keeps_every_step_written(tmp_path, limit)
     assert run.status == "failed" and run.steps_completed == kept
     assert run.attrs["status_message"] == f"write error after {kept} steps: File too large"
     assert_consistent(run)
-    assert np.all(np.isfinite(run.x)) and np.all(np.diff(run.time) > 0)
+    assert np.all(np.isfinite(run.trajectory.x)) and np.all(np.diff(run.trajectory.time) > 0)
     assert out.stat().st_size <= limit
     res = invoke("energy", out)
     assert res.exit_code == 0, res.output
@@ -260,7 +262,7 @@ def test_an_io_error_in_the_middle_of_a_block(tmp_path, monkeypatch):
     run = read_storage(out)
     assert run.status == "failed" and run.steps_completed == 4 and not run.writing
     assert_consistent(run)
-    np.testing.assert_array_equal(run.extras["impulses"][:, 0], np.arange(4.0))
+    np.testing.assert_array_equal(run.trajectory.impulses[:, 0], np.arange(4.0))
 
 
 # ------------------------------------------------------------- killed runs

@@ -26,7 +26,7 @@ def invoke(*args):
 
 
 def stored_state(run, k):
-    return run.midpoint_state(k)
+    return run.trajectory.state(k)
 
 
 @pytest.fixture(scope="module")
@@ -92,7 +92,7 @@ def test_step_from_run_reproduces_stored_step(box_run):
     doc = json.loads(res.stdout)
     assert "state 50 of" in doc["from"] and doc["time"] == pytest.approx(0.51)
     assert np.allclose(doc["maximal"], stored_state(run, 51), rtol=0, atol=1e-9)
-    assert doc["input"] == run.inputs[50].tolist()
+    assert doc["input"] == run.trajectory.inputs[50].tolist()
 
 
 def test_step_solver_failure_exit_codes():
@@ -212,7 +212,7 @@ def test_check_passes(scene, extra):
 
 def test_check_relaxed_in_contact(box_run):
     run = read_storage(box_run)
-    assert run.extras["contacts/distance"][55].min() < 1e-3, "the box touches the ground at step 55"
+    assert run.trajectory.contact_distance[55].min() < 1e-3, "the box touches the ground at step 55"
     res = invoke("gradients", "box", "--from", box_run, "--index", 55, "--check", "--kappa", "1e-4")
     assert res.exit_code == 0, res.output
     assert "relaxed step" in res.stdout and "check passed" in res.stdout
@@ -276,7 +276,7 @@ def test_simulate_stores_gradients(tmp_path, monkeypatch):
     assert not any(k.startswith("gradients/") for k in run.extras), "gradients are read on request only"
     assert read_storage(out, gradients=True).extras["gradients/A"].shape == (8, 12, 12)
     k = 5
-    g = dojo.step_gradients(mech, stored_state(run, k), run.inputs[k])
+    g = dojo.step_gradients(mech, stored_state(run, k), run.trajectory.inputs[k])
     rows = read_gradient_rows(out, [k])
     assert np.allclose(rows["gradients/A"][0], g.A, rtol=0, atol=1e-12)
     assert np.allclose(rows["gradients/B"][0], g.B, rtol=0, atol=1e-12)

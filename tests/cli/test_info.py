@@ -66,17 +66,17 @@ def test_get_prints_the_stored_number_at_full_precision(box_run):
     res = invoke("info", box_run, "--get", "x[-1, box, 0]", "--get", "x[-1, box, z]", "--get", "failed_steps")
     assert res.exit_code == 0, res.output
     lines = res.stdout.splitlines()
-    assert lines == [repr(float(run.x[-1, 0, 0])), repr(float(run.x[-1, 0, 2])), "0"]
+    assert lines == [repr(float(run.trajectory.x[-1, 0, 0])), repr(float(run.trajectory.x[-1, 0, 2])), "0"]
 
 
 @pytest.mark.parametrize("expr, expected", [
-    ("time[-1]", lambda r: r.time[-1]),
-    ("minimal/q[-1, 0]", lambda r: r.minimal_q[-1, 0]),
-    ("max(abs(contacts/distance[:, 0]))", lambda r: np.max(np.abs(r.extras["contacts/distance"][:, 0]))),
-    ("mean(solver/iterations)", lambda r: np.mean(r.solver["iterations"])),
-    ("iterations_mean", lambda r: np.mean(r.solver["iterations"])),
-    ("max_penetration", lambda r: max(0.0, -np.min(r.extras["contacts/distance"]))),
-    ("2 * x[0, box, 2] - 1", lambda r: 2 * r.x[0, 0, 2] - 1),
+    ("time[-1]", lambda r: r.trajectory.time[-1]),
+    ("minimal/q[-1, 0]", lambda r: r.trajectory.minimal_q[-1, 0]),
+    ("max(abs(contacts/distance[:, 0]))", lambda r: np.max(np.abs(r.trajectory.contact_distance[:, 0]))),
+    ("mean(solver/iterations)", lambda r: np.mean(r.trajectory.iterations)),
+    ("iterations_mean", lambda r: np.mean(r.trajectory.iterations)),
+    ("max_penetration", lambda r: max(0.0, -np.min(r.trajectory.contact_distance))),
+    ("2 * x[0, box, 2] - 1", lambda r: 2 * r.trajectory.x[0, 0, 2] - 1),
 ])
 def test_expressions(box_run, expr, expected):
     res = invoke("info", box_run, "--get", expr)
@@ -120,8 +120,8 @@ def test_info_text_and_json(box_run):
     assert doc["status"] == "complete" and doc["steps"] == 20 and doc["failed_steps"] == 0
     assert doc["wall_time"] == run.attrs["wall_time"]
     assert doc["overrides"] == {"contacts.*.friction": 0.3, "bodies.box.mass": 2}
-    assert doc["final_state"]["bodies"]["box"]["x"] == run.x[-1, 0].tolist()
-    assert doc["final_state"]["time"] == run.time[-1]
+    assert doc["final_state"]["bodies"]["box"]["x"] == run.trajectory.x[-1, 0].tolist()
+    assert doc["final_state"]["time"] == run.trajectory.time[-1]
 
 
 def test_info_of_a_missing_file_is_io_error(tmp_path):

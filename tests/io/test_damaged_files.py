@@ -26,6 +26,7 @@ from dojo_cli.cli.app import app
 from dojo_cli.errors import StorageError
 from dojo_cli.io.storage import probe as structure_probe
 from dojo_cli.io.storage import NotStorageFileError, StorageWriter, read_storage
+from dojo_cli.model.trajectory import EXTRA_FIELDS
 from dojo_cli.scene.stored_run import run_mechanism
 from tests.io.damaged import DAMAGED, FOREIGN, READABLE, SCENE_READERS, damaged_cases, zero_global_heap_free_space
 
@@ -110,9 +111,11 @@ def test_read_storage_validates_every_case(runs):
         if case.exit_code == READABLE:
             run = read_storage(case.path)
             t = run.steps_completed
-            assert len(run.time) == t + 1 and run.x.shape[0] == t + 1 and run.inputs.shape[0] == t, case.name
-            assert all(len(v) == t for v in run.solver.values()), case.name
+            traj = run.trajectory
+            assert len(traj.time) == t + 1 and traj.x.shape[0] == t + 1 and traj.inputs.shape[0] == t, case.name
+            assert all(len(v) == t for v in (traj.iterations, traj.residual, traj.status)), case.name
             assert all(v.shape[0] == t for v in run.extras.values()), case.name
+            assert all(getattr(traj, f) is None or getattr(traj, f).shape[0] == t for f in EXTRA_FIELDS), case.name
             continue
         with pytest.raises(StorageError) as info:
             read_storage(case.path)
@@ -221,7 +224,7 @@ def test_running_file_is_trimmed_and_said_to_be_killed(runs):
 def test_failed_run_with_non_finite_states_reads(runs):
     case = by_name(runs, "box", "nan-in-failed-run")
     run = read_storage(case.path)
-    assert run.status == "failed" and np.isnan(run.x).any()
+    assert run.status == "failed" and np.isnan(run.trajectory.x).any()
     res = invoke("step", "box", "--from", case.path, "--index", STEPS // 2)
     assert res.exit_code == 2 and f"state {STEPS // 2} of {case.path} is not finite" in res.stderr, res.output
 
@@ -254,7 +257,7 @@ def test_empty_run_every_reader(tmp_path):
     """A complete run of 0 steps (its initial state only): what can be done is done."""
     path = empty_run(tmp_path / "empty.h5", "box", initial=True, status="complete")
     run = read_storage(path)
-    assert run.steps_completed == 0 and len(run.time) == 1 and run.extras == {}
+    assert run.steps_completed == 0 and len(run.trajectory.time) == 1 and run.extras == {}
     res = invoke("energy", path)
     assert res.exit_code == 2 and "no completed step; energy needs at least one" in res.stderr, res.output
     res = invoke("contacts", path)
@@ -268,7 +271,7 @@ def test_run_killed_before_its_initial_state(tmp_path):
     """No state at all (running, nothing flushed): every reader says so, exit 2."""
     path = empty_run(tmp_path / "nothing.h5", "pendulum", initial=False, status=None)
     run = read_storage(path)
-    assert run.status == "running" and run.steps_completed == 0 and len(run.time) == 0
+    assert run.status == "running" and run.steps_completed == 0 and len(run.trajectory.time) == 0
     expected = {
         "energy": "no completed step", "plot": "holds no state", "replay": "holds no state",
         "step": "holds no state", "gradients": "holds no state", "contacts": "no contact records",

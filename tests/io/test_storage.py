@@ -79,13 +79,13 @@ def assert_run_equal(stored, run: dict, steps: int) -> None:
     """Exact equality of the first ``steps`` steps (float64 round trip is lossless)."""
     assert stored.steps_completed == steps, f"steps_completed {stored.steps_completed} != {steps}"
     for name in ("time", "x", "q", "v", "omega", "minimal_q", "minimal_v"):
-        got = getattr(stored, name)
+        got = getattr(stored.trajectory, name)
         assert got.shape == run[name][: steps + 1].shape, f"{name}: shape {got.shape}"
         np.testing.assert_array_equal(got, run[name][: steps + 1], err_msg=name)
-    np.testing.assert_array_equal(stored.inputs, run["inputs"][:steps], err_msg="inputs")
-    np.testing.assert_array_equal(stored.solver["iterations"], run["iterations"][:steps], err_msg="iterations")
-    np.testing.assert_array_equal(stored.solver["residual"], run["residual"][:steps], err_msg="residual")
-    assert list(stored.solver["status"]) == list(run["status"][:steps]), "solver status"
+    np.testing.assert_array_equal(stored.trajectory.inputs, run["inputs"][:steps], err_msg="inputs")
+    np.testing.assert_array_equal(stored.trajectory.iterations, run["iterations"][:steps], err_msg="iterations")
+    np.testing.assert_array_equal(stored.trajectory.residual, run["residual"][:steps], err_msg="residual")
+    assert list(stored.trajectory.status) == list(run["status"][:steps]), "solver status"
 
 
 def test_round_trip_ten_steps(tmp_path: Path):
@@ -219,10 +219,12 @@ def test_extra_datasets(tmp_path: Path):
         write_steps(w, run, 0, 8, extra=extra)
     stored = read_storage(path)
     assert_run_equal(stored, run, 8)
-    assert set(stored.extras) == {"impulses", "solver/complementarity", "contacts/distance", "contacts/active"}
-    np.testing.assert_array_equal(stored.extras["impulses"], impulses)
-    np.testing.assert_array_equal(stored.extras["solver/complementarity"], np.arange(8) * 0.5)
-    got = stored.extras["contacts/distance"]
+    # the extras a Trajectory has are its fields; any other per-step dataset stays in extras
+    assert set(stored.extras) == {"contacts/active"}
+    assert {"impulses", "solver/complementarity", "contacts/distance"} <= set(stored.trajectory.datasets())
+    np.testing.assert_array_equal(stored.trajectory.impulses, impulses)
+    np.testing.assert_array_equal(stored.trajectory.complementarity, np.arange(8) * 0.5)
+    got = stored.trajectory.contact_distance
     assert got.shape == (8, 2, 3), f"contacts/distance shape {got.shape}"
     assert np.isnan(got[:3]).all(), "rows before first use must be NaN"
     np.testing.assert_array_equal(got[3:], distance[3:])
@@ -268,7 +270,7 @@ def test_zero_sized_dimensions(tmp_path: Path):
         for k in range(3):
             w.write_step((k + 1) * H, *z, [], iterations=1, residual=0.0, status="success")
     stored = read_storage(path)
-    assert stored.minimal_q.shape == (4, 0) and stored.inputs.shape == (3, 0)
+    assert stored.trajectory.minimal_q.shape == (4, 0) and stored.trajectory.inputs.shape == (3, 0)
 
 
 def test_unfinished_writer_is_readable(tmp_path: Path):
@@ -468,7 +470,7 @@ def test_ctrl_c_inside_a_block_write_is_repaired_by_finish(tmp_path: Path, monke
     stored = read_storage(path)
     assert stored.status == "interrupted"
     assert_run_equal(stored, run, 4)
-    np.testing.assert_array_equal(stored.extras["impulses"][:, 0], np.arange(4.0))
+    np.testing.assert_array_equal(stored.trajectory.impulses[:, 0], np.arange(4.0))
 
 
 def test_a_second_writer_on_the_same_file_is_refused(tmp_path: Path):
@@ -570,8 +572,8 @@ def test_revise_last_state_replaces_the_last_knot_row_wherever_it_is(tmp_path, f
     stored = read_storage(out)
     assert stored.velocities == "knot"
     for name, field in (("v", "v"), ("omega", "omega"), ("minimal_v", "minimal_v")):
-        assert np.array_equal(getattr(stored, field), revised[name]), f"{field}: the revised rows"
-    assert np.array_equal(stored.v_mid, run["v"] + 1) and np.array_equal(stored.omega_mid, run["omega"] + 1)
+        assert np.array_equal(getattr(stored.trajectory, field), revised[name]), f"{field}: the revised rows"
+    assert np.array_equal(stored.trajectory.v_mid, run["v"] + 1) and np.array_equal(stored.trajectory.omega_mid, run["omega"] + 1)
     with StorageWriter(tmp_path / "mid.h5", **writer_kwargs()) as writer:
         with pytest.raises(ValueError, match="midpoint file has no v_mid"):
             writer.write_initial(*state(run, 0), v_mid=run["v"][0], omega_mid=run["omega"][0])

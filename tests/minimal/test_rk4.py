@@ -249,12 +249,12 @@ def test_rk4_storage_file_is_read_by_energy_plot_and_replay(tmp_path):
     integ.run(qq, vv, 0.0, mech.timestep, n, out_q, out_v)
     states = np.vstack([x0, np.hstack([out_q, out_v])])
     z = np.array([integ.bodies(x) for x in states])
-    assert np.allclose(stored.x, z[:, :, 0:3], atol=1e-12)
-    assert np.allclose(stored.v, z[:, :, 3:6], atol=1e-12)  # velocities at t_k
-    assert np.allclose(stored.omega, z[:, :, 10:13], atol=1e-12)
+    assert np.allclose(stored.trajectory.x, z[:, :, 0:3], atol=1e-12)
+    assert np.allclose(stored.trajectory.v, z[:, :, 3:6], atol=1e-12)  # velocities at t_k
+    assert np.allclose(stored.trajectory.omega, z[:, :, 10:13], atol=1e-12)
     # the scene's joint angles and rates (Dojo's minimal coordinates)
-    assert np.allclose(stored.minimal_q, states[:, : model.nq], atol=1e-9)
-    assert np.allclose(stored.minimal_v, states[:, model.nq:], atol=1e-9)
+    assert np.allclose(stored.trajectory.minimal_q, states[:, : model.nq], atol=1e-9)
+    assert np.allclose(stored.trajectory.minimal_v, states[:, model.nq:], atol=1e-9)
     # dojo energy: the analytic energy of each stored state
     js = tmp_path / "e.json"
     r = runner.invoke(app, ["energy", str(out), "--json", str(js)])
@@ -399,9 +399,9 @@ def test_rk4_joint_actuators_act_through_their_gain(tmp_path):
     r = runner.invoke(app, ["simulate", plain, "--integrator", "rk4", "--steps", "200", "-o", str(b), "-q"])
     assert r.exit_code == 0, r.output
     sa, sb = read_storage(a), read_storage(b)
-    assert np.max(np.abs(sa.x - sb.x)) < 1e-14
-    assert np.max(np.abs(sb.x[-1] - sb.x[0])) > 1e-2  # it moved
-    assert np.all(sa.inputs == 0.5) and np.all(sb.inputs == 1.0)
+    assert np.max(np.abs(sa.trajectory.x - sb.trajectory.x)) < 1e-14
+    assert np.max(np.abs(sb.trajectory.x[-1] - sb.trajectory.x[0])) > 1e-2  # it moved
+    assert np.all(sa.trajectory.inputs == 0.5) and np.all(sb.trajectory.inputs == 1.0)
 
 
 def test_rk4_refuses_body_actuators_naming_them(tmp_path):
@@ -419,7 +419,7 @@ def test_rk4_files_store_angles_unwrapped_like_variational_runs(tmp_path):
     r = runner.invoke(app, ["simulate", "pendulum", "--integrator", "rk4", "--steps", "300", "-o", str(out), "-q",
                             "--set", "joints.0.initial.velocity=[12.0]"])
     assert r.exit_code == 0, r.output
-    q = read_storage(out).minimal_q[:, 0]
+    q = read_storage(out).trajectory.minimal_q[:, 0]
     assert abs(q[-1] - q[0]) > 4 * np.pi  # more than two turns
     assert np.max(np.abs(np.diff(q))) < 0.2  # no 2 pi jumps
     model = minimal.build_model(dojo.load_scene("pendulum", overrides=["joints.0.initial.velocity=[12.0]"]))

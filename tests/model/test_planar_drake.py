@@ -125,7 +125,7 @@ def test_storage_names_limits_and_random_record(tmp_path):
     assert limits["position"] == {"lower": [-1.0] * 3, "upper": [1.5] * 3}
     drawn = run.attrs["random_initial"]["planar"]
     assert set(drawn) == {"x", "theta"}
-    np.testing.assert_allclose(run.minimal_q[0], [drawn["x"], 0.0, drawn["theta"]], atol=1e-12)
+    np.testing.assert_allclose(run.trajectory.minimal_q[0], [drawn["x"], 0.0, drawn["theta"]], atol=1e-12)
     res = subprocess.run([sys.executable, "-m", "dojo_cli", "info", str(out)], capture_output=True, text=True)
     assert res.returncode == 0, res.stderr
     assert "joint limits    planar: position [-1, -1, -1] .. [1.5, 1.5, 1.5]; velocity [-1.1, -1.1, -1.1] .. " \

@@ -226,8 +226,8 @@ def test_python_api_and_the_written_run_is_the_optimal_trajectory(tmp_path):
     stored = read_storage(written.storage)
     Z = result.traj.Z.reshape(len(result.traj.Z), -1, 13)
     # the library's run loop on the written schedule is the optimiser's own rollout, bit for bit
-    assert np.array_equal(stored.x, Z[:, :, 0:3]) and np.array_equal(stored.q, Z[:, :, 6:10])
-    assert np.array_equal(stored.inputs, result.traj.U)
+    assert np.array_equal(stored.trajectory.x, Z[:, :, 0:3]) and np.array_equal(stored.trajectory.q, Z[:, :, 6:10])
+    assert np.array_equal(stored.trajectory.inputs, result.traj.U)
     assert isinstance(OptimizeOptions(), OptimizeOptions)
 
 

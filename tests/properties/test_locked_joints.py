@@ -235,8 +235,8 @@ def test_locked_errors_and_records(tmp_path):
     result = runner.invoke(app, ["simulate", str(path), "--integrator", "rk4", "--steps", "50", "-o", str(rk4)])
     assert result.exit_code == 0, result.output
     stored = read_storage(rk4)
-    assert stored.attrs["integrator"] == "munthe-kaas-rk4" and stored.minimal_q.shape == (51, 3)
-    drift = np.abs(stored.minimal_q - [0.1, -0.2, 0.3]).max()
+    assert stored.attrs["integrator"] == "munthe-kaas-rk4" and stored.trajectory.minimal_q.shape == (51, 3)
+    drift = np.abs(stored.trajectory.minimal_q - [0.1, -0.2, 0.3]).max()
     assert drift < 1e-14, f"rk4 coordinate drift {drift:.2e}"
     # dojo dynamics reports what the lock carries: gravity held up (m g along +y, in the body
     # frame at qz = 0.3, the minimal layer's planar velocities) minus the generalized forces

@@ -73,14 +73,14 @@ def test_restart_from_a_stored_wound_state_reproduces_the_next_step(tmp_path):
     out = tmp_path / "wind.h5"
     assert invoke("simulate", scene, "-o", out, "--steps", 250).exit_code == 0
     r = read_storage(out)
-    theta = r.minimal_q[:, 0]
+    theta = r.trajectory.minimal_q[:, 0]
     assert theta.max() == pytest.approx(10.0, abs=1e-3)
     hit = int(np.argmax(theta > 9.99))
     for k in (100, hit - 1, hit, 240):  # 6 rad (past a turn), at the limit, resting on it
         res = invoke("step", scene, "--from", out, "--index", k, "--json")
         assert res.exit_code == 0, res.output
         doc = json.loads(res.stdout)
-        assert np.abs(np.array(doc["maximal"]) - r.midpoint_state(k + 1)).max() < 1e-12, k
+        assert np.abs(np.array(doc["maximal"]) - r.trajectory.state(k + 1)).max() < 1e-12, k
 
 
 @pytest.mark.parametrize("kappa", [KAPPA, None])

@@ -102,12 +102,12 @@ def test_thrown_body_has_v0_at_t0_in_storage(tmp_path):
     assert invoke("simulate", scene, "-o", out).exit_code == 0
     r = read_storage(out)
     assert r.velocities == "knot"
-    assert np.abs(r.v[0, 0] - [1, 2, 3]).max() < 1e-12
-    assert np.abs(r.omega[0, 0] - [3, -1, 2]).max() < 1e-11
-    t = r.time[:, None]
+    assert np.abs(r.trajectory.v[0, 0] - [1, 2, 3]).max() < 1e-12
+    assert np.abs(r.trajectory.omega[0, 0] - [3, -1, 2]).max() < 1e-11
+    t = r.trajectory.time[:, None]
     g = np.array([0, 0, -9.81])
-    assert np.abs(r.x[:, 0] - ([0, 0, 1] + np.array([1, 2, 3]) * t + 0.5 * g * t**2)).max() < 1e-12
-    assert np.abs(r.v[:, 0] - (np.array([1, 2, 3]) + g * t)).max() < 1e-12  # every knot, the last included
+    assert np.abs(r.trajectory.x[:, 0] - ([0, 0, 1] + np.array([1, 2, 3]) * t + 0.5 * g * t**2)).max() < 1e-12
+    assert np.abs(r.trajectory.v[:, 0] - (np.array([1, 2, 3]) + g * t)).max() < 1e-12  # every knot, the last included
 
 
 def test_restart_from_file_reproduces_the_next_step(tmp_path):
@@ -121,7 +121,7 @@ def test_restart_from_file_reproduces_the_next_step(tmp_path):
             res = invoke("step", scene, "--from", out, "--index", k, "--json")
             assert res.exit_code == 0, res.output
             got = np.array(json.loads(res.stdout)["maximal"])
-            assert np.abs(got - r.midpoint_state(k + 1)).max() < 1e-12, (scene, k)
+            assert np.abs(got - r.trajectory.state(k + 1)).max() < 1e-12, (scene, k)
 
 
 def test_midpoint_option_reproduces_dojos_convention():
@@ -166,8 +166,9 @@ def test_files_with_midpoint_velocities_still_read(tmp_path):
         del f.attrs["velocities"]  # as the files before it
         assert "v_mid" not in f
     r = read_storage(out)
-    assert r.velocities == "midpoint" and r.v_mid is None
-    assert np.array_equal(r.v, traj.v_mid) and np.array_equal(r.midpoint_state(12), traj.state(12))
+    # a midpoint file's v, omega are the midpoint velocities: the trajectory holds them as v_mid too
+    assert r.velocities == "midpoint" and r.trajectory.v_mid is r.trajectory.v and r.trajectory.omega_mid is r.trajectory.omega
+    assert np.array_equal(r.trajectory.v, traj.v_mid) and np.array_equal(r.trajectory.state(12), traj.state(12))
     res = invoke("energy", out, "--json", tmp_path / "e.json")
     assert res.exit_code == 0, res.output
     doc = json.loads((tmp_path / "e.json").read_text())

@@ -17,7 +17,7 @@ from dojo_cli.physics.energy import knot_velocities
 from dojo_cli.simulation.initial import initial_state
 from dojo_cli.simulation.integrators import Rk4, Variational, knot_identity
 from dojo_cli.simulation.run import run_scene
-from dojo_cli.simulation.trajectory import TrajectoryRecorder, trajectory_from_stored, write_trajectory
+from dojo_cli.simulation.trajectory import TrajectoryRecorder, write_trajectory
 
 
 @pytest.mark.parametrize("scene", ["pendulum", "box", "pendulum_limit", "hopper"])
@@ -90,17 +90,16 @@ def test_a_run_file_read_back_is_the_trajectory_of_the_same_run(tmp_path, scene,
     assert res.exit_code == 0, res.output
     mech = dojo.load_scene(scene, sets)
     memory = dojo.simulate(mech, steps=120)
-    stored = trajectory_from_stored(read_storage(out))
-    _assert_same(stored, memory, scene)
-    again = tmp_path / "again.h5"
     run = read_storage(out)
+    _assert_same(run.trajectory, memory, scene)
+    again = tmp_path / "again.h5"
     with StorageWriter(again, scene_yaml=run.scene_yaml, scene_name=scene, timestep=mech.timestep,
                        gravity=list(mech.gravity), solver_options={}, integrator=run.attrs["integrator"],
                        body_names=run.body_names, minimal_q_names=run.minimal_q_names,
                        minimal_v_names=run.minimal_v_names, input_dim=mech.nu, dojo_cli_version="0",
                        velocities="knot") as writer:
         write_trajectory(writer, memory)
-    _assert_same(trajectory_from_stored(read_storage(again)), memory, scene)
+    _assert_same(read_storage(again).trajectory, memory, scene)
 
 
 def _assert_same(a, b, scene):

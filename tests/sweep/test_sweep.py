@@ -175,7 +175,7 @@ def test_failed_and_crashing_runs_do_not_stop_the_others(tmp_path):
     assert crashed["error"].startswith("the worker process died running it (KilledWorker")
     for mass in (1.0, 2.0):
         row = next(r for r in rows if r["bodies.0.mass"] == mass)
-        assert row["crash.mass"] == mass and row["x"] == read_storage(tmp_path / "out" / row["file"]).x[-1, 0, 0]
+        assert row["crash.mass"] == mass and row["x"] == read_storage(tmp_path / "out" / row["file"]).trajectory.x[-1, 0, 0]
     assert f"run {invalid['run_id']} failed: {invalid['error']}" in res.stderr
 
 
@@ -254,7 +254,7 @@ grid:
         direct = read_storage(ref)
         assert swept.attrs["integrator"] == direct.attrs["integrator"] == "munthe-kaas-rk4"
         for name in ("x", "q", "v", "omega", "minimal_q", "minimal_v", "inputs"):
-            assert (getattr(swept, name) == getattr(direct, name)).all(), name
+            assert (getattr(swept.trajectory, name) == getattr(direct.trajectory, name)).all(), name
 
 
 SHORT = """\
@@ -290,7 +290,7 @@ def test_a_failing_metric_fails_its_row_and_a_fixed_one_is_evaluated_without_sim
     for row in rows:
         stored = read_storage(out / row["file"])
         assert row["status"] == "complete" and row["error"] is None
-        assert row["x"] == stored.x[-1, 0, 0] and stored.attrs["created"] == created[row["run_id"]]
+        assert row["x"] == stored.trajectory.x[-1, 0, 0] and stored.attrs["created"] == created[row["run_id"]]
 
     # a manifest value that no longer says what the file holds (a module:function metric
     # whose code changed): kept by a plain re-run, evaluated again by --recompute

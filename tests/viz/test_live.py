@@ -177,8 +177,8 @@ def test_simulate_view_streams_the_run_and_stops_its_viewer(tmp_path, fake_serve
     assert server.closed
     run = read_storage(out)
     sent = sent_transforms(server.recorder, body_path("box"))[1:]
-    assert np.max(np.abs(sent[0] - transform_from_pose(run.x[0, 0], run.q[0, 0]))) < TRANSFORM_TOL
-    assert np.max(np.abs(sent[-1] - transform_from_pose(run.x[-1, 0], run.q[-1, 0]))) < TRANSFORM_TOL
+    assert np.max(np.abs(sent[0] - transform_from_pose(run.trajectory.x[0, 0], run.trajectory.q[0, 0]))) < TRANSFORM_TOL
+    assert np.max(np.abs(sent[-1] - transform_from_pose(run.trajectory.x[-1, 0], run.trajectory.q[-1, 0]))) < TRANSFORM_TOL
 
 
 def test_simulate_view_ctrl_c_leaves_the_file_interrupted_as_without_view(tmp_path, fake_server, monkeypatch):
@@ -191,7 +191,7 @@ def test_simulate_view_ctrl_c_leaves_the_file_interrupted_as_without_view(tmp_pa
     (server,) = fake_server
     assert server.closed, "the viewer stops with the run"
     sent = sent_transforms(server.recorder, body_path(run.body_names[0]))
-    assert np.max(np.abs(sent[-1] - transform_from_pose(run.x[-1, 0], run.q[-1, 0]))) < TRANSFORM_TOL
+    assert np.max(np.abs(sent[-1] - transform_from_pose(run.trajectory.x[-1, 0], run.trajectory.q[-1, 0]))) < TRANSFORM_TOL
 
 
 def test_view_options_are_checked_before_the_run(tmp_path):
@@ -253,12 +253,12 @@ def test_replay_velocity_arrows_are_the_stored_knot_velocities(tmp_path):
     keys = arrow_keys(commands, f"{ARROW_ROOT}/velocities/{name}")
     assert info["force_scale"] is not None and info["arrows"] == ["velocities", "forces"]
     for f, k in enumerate(info["states"]):
-        v = run.v[k, 0] * VELOCITY_ARROW_SECONDS
+        v = run.trajectory.v[k, 0] * VELOCITY_ARROW_SECONDS
         x, y, z, w = keys[".quaternion"][f]
         drawn = matrix_from_quaternion(np.array([w, x, y, z])) @ [0.0, 0.0, keys[".scale"][f][2]]
         if np.linalg.norm(v) > 1e-4:
             assert drawn == pytest.approx(v, abs=1e-9), f"frame {f}"
-        assert keys[".position"][f] == pytest.approx(run.x[k, 0], abs=1e-12)
+        assert keys[".position"][f] == pytest.approx(run.trajectory.x[k, 0], abs=1e-12)
 
 
 def test_replay_arrows_option_is_checked(tmp_path):

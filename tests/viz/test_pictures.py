@@ -66,9 +66,9 @@ def test_plot_numbers_are_the_stored_ones(tmp_path):
     plot = plot_run(run, ["minimal", "velocity", "iterations"], tmp_path / "plot.png")
     not_blank(tmp_path / "plot.png")
     s = plot.get("minimal")
-    assert np.array_equal(s.values, run.minimal_q[:, 0]) and np.array_equal(s.time, run.time)
-    assert np.array_equal(plot.get("velocity").values, run.minimal_v[:, 0])
-    assert np.array_equal(plot.get("iterations").values, run.solver["iterations"])
+    assert np.array_equal(s.values, run.trajectory.minimal_q[:, 0]) and np.array_equal(s.time, run.trajectory.time)
+    assert np.array_equal(plot.get("velocity").values, run.trajectory.minimal_v[:, 0])
+    assert np.array_equal(plot.get("iterations").values, run.trajectory.iterations)
 
 
 def test_plot_cli_csv_and_errors(tmp_path):
@@ -82,7 +82,7 @@ def test_plot_cli_csv_and_errors(tmp_path):
     header = csv.read_text().splitlines()[0].split(",")
     table = np.genfromtxt(csv, delimiter=",", skip_header=1)
     z_col = next(i for i, h in enumerate(header) if h.endswith(".z"))
-    stored_z = run.x[:, 0, 2]
+    stored_z = run.trajectory.x[:, 0, 2]
     assert np.allclose(table[: len(stored_z), z_col], stored_z), "the CSV holds the stored heights"
     res = runner.invoke(app, ["plot", str(run_path), "--png", str(png), "-q", "energy"])
     assert res.exit_code == 2 and "position" in res.stderr, "unknown quantity names the choices"
@@ -100,7 +100,7 @@ def test_plot_coordinate_selection_and_draw_view(tmp_path):
     names = run.minimal_q_names
     plot = plot_run(run, ["minimal"], tmp_path / "m.png", coordinates=[names[1]])
     assert [s.label for s in plot.series] == [names[1]]
-    assert np.array_equal(plot.series[0].values, run.minimal_q[:, 1])
+    assert np.array_equal(plot.series[0].values, run.trajectory.minimal_q[:, 1])
     res = runner.invoke(app, ["plot", str(run_path), "--png", str(tmp_path / "x.png"), "-q", "minimal", "--coordinate", "nope"])
     assert res.exit_code == 2 and "nope" in res.stderr
     a, b = tmp_path / "v1.png", tmp_path / "v2.png"
@@ -327,16 +327,16 @@ def test_plot_stacked_series_and_their_times(pendulum_run, tmp_path):
     assert plot.quantities == quantities
     for k, c in enumerate("xyz"):
         s = plot.get("position", f"link.{c}")
-        assert np.array_equal(s.values, run.x[:, 0, k]) and np.array_equal(s.time, run.time)
-    assert np.array_equal(plot.get("inputs").values, run.inputs[:, 0])
-    assert np.array_equal(plot.get("inputs").time, run.time[:-1]), "inputs act from the start of their step"
+        assert np.array_equal(s.values, run.trajectory.x[:, 0, k]) and np.array_equal(s.time, run.trajectory.time)
+    assert np.array_equal(plot.get("inputs").values, run.trajectory.inputs[:, 0])
+    assert np.array_equal(plot.get("inputs").time, run.trajectory.time[:-1]), "inputs act from the start of their step"
     for q in ("iterations", "residual"):
         s = plot.get(q)
-        assert np.array_equal(s.values, run.solver[q]) and np.array_equal(s.time, run.time[1:]), f"{q}: end of step"
+        assert np.array_equal(s.values, getattr(run.trajectory, q)) and np.array_equal(s.time, run.trajectory.time[1:]), f"{q}: end of step"
     cols = read_csv_columns(tmp_path / "s.csv")
     assert cols["iterations"][0] == "" and cols["inputs/hinge:r0"][-1] == "", "per-step series leave their missing row empty"
-    assert [int(v) for v in cols["iterations"][1:]] == run.solver["iterations"].tolist()
-    assert np.array_equal(np.array(cols["residual"][1:], float), run.solver["residual"])
+    assert [int(v) for v in cols["iterations"][1:]] == run.trajectory.iterations.tolist()
+    assert np.array_equal(np.array(cols["residual"][1:], float), run.trajectory.residual)
 
 
 def test_plot_quantities_match_the_library():

@@ -359,9 +359,9 @@ def test_html_export_is_standalone_and_plays_in_headless_chromium(runs, scene, t
     (anim,) = [c for c in commands if c["type"] == "set_animation"]
     track = {t["name"]: t["keys"] for t in anim["animations"][0]["clip"]["tracks"]}
     k, f = info["states"][-1], frames - 1
-    assert np.allclose(track[".position"][f]["value"], run.x[k, 0], atol=1e-12)
+    assert np.allclose(track[".position"][f]["value"], run.trajectory.x[k, 0], atol=1e-12)
     qx, qy, qz, qw = track[".quaternion"][f]["value"]
-    expected = transform_from_pose(run.x[k, 0], run.q[k, 0])[:3, :3]
+    expected = transform_from_pose(run.trajectory.x[k, 0], run.trajectory.q[k, 0])[:3, :3]
     assert np.allclose(transform_from_pose(np.zeros(3), [qw, qx, qy, qz])[:3, :3], expected, atol=1e-9)
 
     # a bare viewer (no commands) is the "nothing drawn" reference
@@ -380,7 +380,7 @@ def test_html_export_is_standalone_and_plays_in_headless_chromium(runs, scene, t
     assert state["webgl"] is True, state
     assert state["applied"] == len(commands), "the page applied every command"
     assert state["frames"] == frames, f"the viewer loaded {state['frames']} frames, expected {frames}"
-    assert state["tracks"] == run.x.shape[1], "one animation clip per body"
+    assert state["tracks"] == run.trajectory.x.shape[1], "one animation clip per body"
     assert state["duration"] == pytest.approx((frames - 1) / fps)
 
     shot, blank = _image(tmp_path / "shot.png"), _image(tmp_path / "empty.png")
@@ -433,7 +433,7 @@ def test_meshcat_server_listens_on_loopback_and_holds_the_stored_transforms(runs
         replay = load_run(vis, mech, run, ReplayOptions(fps=30.0, contacts=True))
         assert replay.frame_count == expected_frames(RUN_SECONDS, 30.0, 1.0)
         k = 37
-        sent = set_frame(vis, mech, run, k)
+        sent = set_frame(vis, mech, run.trajectory, k)
         page = vis.static_html()
         process = server.process
     assert process.poll() is not None, "the server stopped"
@@ -445,7 +445,7 @@ def test_meshcat_server_listens_on_loopback_and_holds_the_stored_transforms(runs
     for b, body in enumerate(mech.bodies):
         path = "/meshcat/" + body_path(body.name)
         assert any(p.startswith(path + "/shape/") for p in objects), f"no shape object for {body.name}"
-        expected = transform_from_pose(run.x[k, b], run.q[k, b])
+        expected = transform_from_pose(run.trajectory.x[k, b], run.trajectory.q[k, b])
         error = np.max(np.abs(transforms[path] - expected))
         assert error < TRANSFORM_TOL, f"{body.name}: transform off by {error:.2e}"
         assert np.max(np.abs(sent[b] - expected)) < TRANSFORM_TOL

@@ -30,14 +30,14 @@ def contacts(
     note = stored.status_note()
     if note:
         echo_err(f"warning: {note}")
-    if "contacts/distance" not in stored.extras:
+    traj = stored.trajectory
+    if traj.contact_distance is None:
         raise InputError(f"{run}: the run has no contact records (its scene has no contacts)")
     spec, mech = run_mechanism(stored, controller=False)  # and its scene has those contacts
-    e = stored.extras
     btol = contact_btol(mech, spec.solver.btol, spec.solver.tolerances)
     rows = summarize_contacts(
         [c.name for c in spec.contacts], [c.model for c in spec.contacts], np.array([c.friction for c in spec.contacts]),
-        e["contacts/distance"], e["contacts/normal_impulse"], e["contacts/friction_impulse"], e["contacts/slip"],
+        traj.contact_distance, traj.contact_normal_impulse, traj.contact_friction_impulse, traj.contact_slip,
         btol=btol, gap=gap, slip_tol=slip_tol,
     )
     typer.echo(f"{run}: {spec.name}, {stored.steps_completed} steps, status {stored.status}")

@@ -95,10 +95,11 @@ def state_from_run(mech, model, spec, run: Path, index: int | None) -> tuple[np.
         echo_err(f"warning: --from {run}: written by scene {stored.attrs.get('scene_name')!r}, evaluating scene {spec.name!r}")
     if stored.velocities != KNOT:
         echo_err(f"warning: --from {run}: an older file with midpoint velocities; they are taken as the velocities at t_k")
-    z = np.concatenate([stored.x[k], stored.v[k], stored.q[k], stored.omega[k]], axis=1).reshape(-1)
+    traj = stored.trajectory
+    z = np.concatenate([traj.x[k], traj.v[k], traj.q[k], traj.omega[k]], axis=1).reshape(-1)
     if not np.all(np.isfinite(z)):
         raise InputError(f"--index {index}: knot {k} of {run} is not finite; pick an earlier one")
-    return model.state_from_maximal(z), f"knot {k} of {run} (t = {stored.time[k]:g} s)", float(stored.time[k])
+    return model.state_from_maximal(z), f"knot {k} of {run} (t = {traj.time[k]:g} s)", float(traj.time[k])
 
 
 # --------------------------------------------------------------- computing

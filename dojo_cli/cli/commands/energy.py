@@ -33,14 +33,15 @@ def energy(
     spec, mech = run_mechanism(stored, controller=False)
     if stored.steps_completed < 1:
         raise InputError(f"{run}: the run has no completed step; energy needs at least one")
+    traj = stored.trajectory
     if stored.velocities == KNOT:
         # velocities at every knot t_0..t_T (docs/physics.md): energy and momentum of each state
-        me = knot_mechanics(mech, stored.time, stored.x, stored.q, stored.v, stored.omega)
+        me = knot_mechanics(mech, traj.time, traj.x, traj.q, traj.v, traj.omega)
     else:
         # a file written before knot velocities: v, omega are midpoint velocities, whose
         # averaged transforms give the knots 0..T-1 (the last state has no outgoing step)
-        me = mechanics(mech, stored.time, stored.x, stored.q, stored.v, stored.omega)
-    summary = _energy_summary(me, conservation(mech, stored.inputs))
+        me = mechanics(mech, traj.time, traj.x, traj.q, traj.v, traj.omega)
+    summary = _energy_summary(me, conservation(mech, traj.inputs))
     typer.echo(f"{run}: {spec.name}, {len(me.time)} states (t = 0 .. {me.time[-1]:g} s), status {stored.status}")
     typer.echo(f"{'quantity':<22}{'initial':>14}{'final':>14}{'max drift':>14}{'rel drift':>12}")
     for key, row in summary.items():

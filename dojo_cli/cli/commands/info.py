@@ -62,18 +62,19 @@ def _summary(stored) -> dict[str, Any]:
     attrs = stored.attrs
     t = stored.steps_completed
     final: dict[str, Any] = {}
-    if len(stored.time):
-        final["time"] = float(stored.time[-1])
+    traj = stored.trajectory
+    if len(traj.time):
+        final["time"] = float(traj.time[-1])
         final["bodies"] = {
             name: {
-                "x": _floats(stored.x[-1, i]), "q": _floats(stored.q[-1, i]),
-                "v": _floats(stored.v[-1, i]), "omega": _floats(stored.omega[-1, i]),
+                "x": _floats(traj.x[-1, i]), "q": _floats(traj.q[-1, i]),
+                "v": _floats(traj.v[-1, i]), "omega": _floats(traj.omega[-1, i]),
             }
             for i, name in enumerate(stored.body_names)
         }
         final["minimal"] = {
-            "q": dict(zip(stored.minimal_q_names, _floats(stored.minimal_q[-1]))),
-            "v": dict(zip(stored.minimal_v_names, _floats(stored.minimal_v[-1]))),
+            "q": dict(zip(stored.minimal_q_names, _floats(traj.minimal_q[-1]))),
+            "v": dict(zip(stored.minimal_v_names, _floats(traj.minimal_v[-1]))),
         }
     failed = attrs.get("failed_steps")
     return {

@@ -105,14 +105,14 @@ def plot(
             raise InputError(f"--quantity: unknown quantity {q!r} (choose from {', '.join(QUANTITY_NAMES)})")
 
     stored = read_run(run, "plot")  # validated: consistent lengths, widths matching the names
-    quantities = list(quantity) if quantity else ["minimal" if stored.minimal_q.shape[-1] else "position"]
+    quantities = list(quantity) if quantity else ["minimal" if stored.trajectory.minimal_q.shape[-1] else "position"]
     out = png if png is not None else run.with_suffix(".png")
     if out.resolve() == run.resolve():
         raise InputError(f"--png: {out} is the run itself")
     note = stored.status_note()
     if note:
         echo_err(f"warning: {note}; plotting the stored steps")
-    if len(stored.time) == 0:
+    if len(stored.trajectory.time) == 0:
         raise InputError(f"{run}: the run holds no state to plot (its writer stopped before the initial state)")
     from dojo_cli.viz.pictures import plot_run
 

@@ -106,7 +106,7 @@ def replay(
             echo_err(line)
         _say_scales(result, options)
         typer.echo(f"wrote {html}: {result.frame_count} frames at {fps:g} fps, speed {speed:g} "
-                   f"(t = 0 .. {stored.time[-1]:g} s, {stored.status})")
+                   f"(t = 0 .. {stored.trajectory.time[-1]:g} s, {stored.status})")
         if open_browser:
             webbrowser.open(html.resolve().as_uri(), new=2)
         return

@@ -10,7 +10,8 @@ docs/storage.md):
   reservation against full disks;
 - ``locks``: one writer per file (``flock``), and whether a file is being written;
 - ``compaction``: the gzip copy that replaces a run that ended normally;
-- ``reader``: ``read_storage`` (validation, ``StoredRun``), ``read_gradient_rows``,
+- ``reader``: ``read_storage`` (validation; ``StoredRun``, the file's metadata and its
+  ``Trajectory``), ``read_gradient_rows``,
   ``stored_status``;
 - ``probe``: the walk of a file's structure in another process before it is read
   (``hdf5_walk``, run there, and ``hdf5_checks``, the byte check of a loop HDF5 cannot

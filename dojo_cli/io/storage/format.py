@@ -50,7 +50,8 @@ end of a normal run the run loop takes one more step (not stored), whose midpoin
 velocities make the last row's exact. Files without the attribute (written before it, or
 by a writer with ``velocities="midpoint"``) hold midpoint velocities in
 ``v``, ``omega`` and ``minimal/v`` and no ``v_mid``; ``StoredRun.velocities`` says which, and
-``StoredRun.midpoint_state(k)`` reads Dojo's state from either.
+the run's Trajectory (``StoredRun.trajectory``) holds the midpoint velocities as ``v_mid``,
+``omega_mid`` from either, so ``trajectory.state(k)`` is Dojo's state.
 
 Every dataset is chunked along the time axis (about 64 KiB a chunk) with an unlimited maximum
 length. An extra dataset that first appears at step k > 0 is created with its earlier rows

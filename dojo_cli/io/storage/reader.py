@@ -56,6 +56,7 @@ from dojo_cli.io.storage.format import (
 )
 from dojo_cli.io.storage.locks import being_written
 from dojo_cli.io.storage.probe import _probe_structure
+from dojo_cli.model.trajectory import DATASETS, EXTRA_FIELDS, Trajectory
 
 # Tries of a read of a file another process is writing (a block write may be under way).
 _BUSY_READ_TRIES = 4
@@ -64,11 +65,15 @@ _BUSY_READ_PAUSE = 0.1
 
 @dataclass
 class StoredRun:
-    """A storage file read back and validated, trimmed to its consistent length T.
+    """A storage file read back and validated: the file's own metadata and its run, trimmed
+    to its consistent length T, as a ``Trajectory`` (model.trajectory), the one shape of a
+    run in memory.
 
+    The metadata stays here, not on the Trajectory: a run in memory (``dojo.simulate``) has
+    no path, no writer lock, no final status nor dataset names; a run read from a file has.
     Every per-state array has T+1 rows (none when a killed run had not yet written its
-    initial state), every per-step array (``inputs``, ``solver``, ``extras``) T rows, and
-    the widths agree with the names (``read_storage`` checks it).
+    initial state), every per-step array T rows, and the widths agree with the names
+    (``read_storage`` checks it).
 
     Attributes:
         path: the file.
@@ -77,16 +82,14 @@ class StoredRun:
         status: running | complete | complete_with_failures | interrupted | failed.
         steps_completed: T, steps stored.
         timestep: s.
-        time: (T+1,) s.
-        x: (T+1, nb, 3); q: (T+1, nb, 4); v: (T+1, nb, 3); omega: (T+1, nb, 3): velocities
-            at t_k in a knot file, midpoint velocities in an older one (``velocities``).
-        v_mid, omega_mid: (T+1, nb, 3) the integrator's midpoint velocities (knot files;
-            None in a midpoint file, whose ``v``, ``omega`` are those).
-        minimal_q: (T+1, nq); minimal_v: (T+1, nv) (at t_k in a knot file).
+        velocities: ``knot`` (v, omega, minimal/v at t_k; v_mid, omega_mid stored) or
+            ``midpoint`` (a file written before knot velocities: v, omega are the midpoint
+            ones, and the trajectory's v_mid, omega_mid are the same arrays).
+        trajectory: the run's arrays (time, states, inputs, solver record, the extras the
+            file has: impulses, complementarity, contacts).
         minimal_q_names, minimal_v_names, body_names: dataset `names` attributes.
-        inputs: (T, nu).
-        solver: "iterations" (T,) int, "residual" (T,) float, "status" (T,) str.
-        extras: every other dataset by path, (T, ...).
+        extras: every other per-step dataset by path, (T, ...) (the gradients when read with
+            ``gradients=True``, any a writer's caller added).
         writing: a process holds the file's writer lock (a run still being written), so a
             ``running`` status is current, not the mark of a killed writer.
     """
@@ -97,41 +100,13 @@ class StoredRun:
     status: str
     steps_completed: int
     timestep: float
-    time: np.ndarray
-    x: np.ndarray
-    q: np.ndarray
-    v: np.ndarray
-    omega: np.ndarray
-    minimal_q: np.ndarray
-    minimal_v: np.ndarray
+    velocities: str
+    trajectory: Trajectory
     minimal_q_names: list[str]
     minimal_v_names: list[str]
     body_names: list[str]
-    inputs: np.ndarray
-    solver: dict[str, np.ndarray] = field(default_factory=dict)
     extras: dict[str, np.ndarray] = field(default_factory=dict)
     writing: bool = False
-    v_mid: np.ndarray | None = None
-    omega_mid: np.ndarray | None = None
-
-    @property
-    def velocities(self) -> str:
-        """``knot`` (v, omega, minimal/v at t_k; v_mid, omega_mid stored) or ``midpoint``
-        (a file written before knot velocities: v, omega are the midpoint ones)."""
-        return KNOT if self.v_mid is not None else MIDPOINT
-
-    @property
-    def midpoint_velocities(self) -> tuple[np.ndarray, np.ndarray]:
-        """(v, omega) (T+1, nb, 3): the integrator's midpoint velocities, from either kind of file."""
-        if self.v_mid is not None:
-            return self.v_mid, self.omega_mid
-        return self.v, self.omega
-
-    def midpoint_state(self, k: int) -> np.ndarray:
-        """Maximal state (13 nb,) of entry k in Dojo's layout [x, v15, q, w15] per body (the
-        state a step starts from: restarts reproduce the run's next step)."""
-        v, omega = self.midpoint_velocities
-        return np.concatenate([self.x[k], v[k], self.q[k], omega[k]], axis=1).reshape(-1)
 
     @property
     def gravity(self) -> np.ndarray:
@@ -352,6 +327,19 @@ def _validated(f: h5py.File, p: Path, label: str, gradients: bool, writing: bool
                 extra_arrays[name] = np.asarray(d[:steps]) if d.ndim >= 1 else np.asarray(d[()])
     except _Damaged as exc:
         raise StorageError(f"{label}: damaged storage file: {exc}") from None
+    v, omega = arrays["v"], arrays["omega"]
+    in_trajectory = {DATASETS[name] for name in EXTRA_FIELDS}
+    trajectory = Trajectory(
+        time=arrays["time"], x=arrays["x"], q=arrays["q"], v=v, omega=omega,
+        minimal_q=arrays["minimal/q"], minimal_v=arrays["minimal/v"],
+        # a midpoint file's v, omega are the midpoint velocities (Trajectory's docstring)
+        v_mid=arrays.get("v_mid", v), omega_mid=arrays.get("omega_mid", omega),
+        inputs=arrays["inputs"],
+        iterations=arrays["solver/iterations"].astype(np.int64),
+        residual=arrays["solver/residual"],
+        status=[str(t) for t in arrays["solver/status"]],
+        **{name: extra_arrays[DATASETS[name]] for name in EXTRA_FIELDS if DATASETS[name] in extra_arrays},
+    )
     return StoredRun(
         path=p,
         attrs=attrs,
@@ -359,26 +347,13 @@ def _validated(f: h5py.File, p: Path, label: str, gradients: bool, writing: bool
         status=attrs["status"],
         steps_completed=steps,
         timestep=float(attrs["timestep"]),
-        time=arrays["time"],
-        x=arrays["x"],
-        q=arrays["q"],
-        v=arrays["v"],
-        omega=arrays["omega"],
-        minimal_q=arrays["minimal/q"],
-        minimal_v=arrays["minimal/v"],
+        velocities=KNOT if knot else MIDPOINT,
+        trajectory=trajectory,
         minimal_q_names=_names(datasets["minimal/q"]) or [],
         minimal_v_names=_names(datasets["minimal/v"]) or [],
         body_names=body_names,
-        inputs=arrays["inputs"],
-        solver={
-            "iterations": arrays["solver/iterations"].astype(np.int64),
-            "residual": arrays["solver/residual"],
-            "status": arrays["solver/status"],
-        },
-        extras=extra_arrays,
+        extras={name: a for name, a in extra_arrays.items() if name not in in_trajectory},
         writing=writing,
-        v_mid=arrays.get("v_mid"),
-        omega_mid=arrays.get("omega_mid"),
     )
 
 
