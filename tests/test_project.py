@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[1]
 # and the simulation, whose run driver writes storage files (simulation.run_file), as Brax
 # keeps every file format in io/. optimize sits with sweep, not with analysis: it loads its
 # task's scene and writes a run's storage file; fit beside it: it loads its fit file's scene and
-# data, and reads its files with optimize's task reader. The compiled core (dojo_cli._core) is below
+# data. Their task, fit and sweep files are read by one reader, scene.task_file. The compiled core (dojo_cli._core) is below
 # them all: any layer may import it.
 LAYERS = ["errors", "math", "model", "physics", "minimal", "solver", "io", "scene", "simulation", "analysis", "viz", "api",
           "sweep", "optimize", "fit", "cli"]

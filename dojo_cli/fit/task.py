@@ -37,15 +37,15 @@ from typing import Any
 
 import numpy as np
 
-from dojo_cli.errors import Problem, SceneError
+from dojo_cli.errors import SceneError
 from dojo_cli.fit.data import QUATERNION_ORDERS, BodyColumns, read_recordings
 from dojo_cli.io.motion_tables import TableError
 from dojo_cli.fit.problem import LOSSES, Parameters, Recording, initial_parameter_values
 from dojo_cli.model.mechanism import Mechanism
 from dojo_cli.model.parameters import PARAMETER_KINDS, parameter_labels
-from dojo_cli.optimize.task import _integer, _mapping, _number, _Reader, _scene_and_overrides, _unknown_key
 from dojo_cli.scene.overrides import Override
 from dojo_cli.scene.schema import value_text
+from dojo_cli.scene.task_file import TaskFile, open_task_file
 
 KEYS = ("scene", "set", "parameters", "data", "loss", "solver", "metrics", "description")
 PARAMETER_KEYS = ("initial", "bounds", "tie")
@@ -132,7 +132,7 @@ def match_labels(pattern: str, labels: list[str]) -> list[str]:
     return out
 
 
-def _selection(r: _Reader, where: str, value: Any, count: int) -> list[int] | None:
+def _selection(r: TaskFile, where: str, value: Any, count: int) -> list[int] | None:
     """Trajectory indices: ``"a:b"`` (a slice, Python's rules), a list of indices, or ``all``."""
     if value == "all":
         return list(range(count))
@@ -157,20 +157,16 @@ def load_fit(path: str | os.PathLike) -> FitTask:
             exit code 2); SceneFileError (exit 3) when the fit file cannot be read.
     """
     from dojo_cli.scene.builder import build_mechanism
-    from dojo_cli.scene.loader import load_scene_spec, read_yaml_file
+    from dojo_cli.scene.loader import load_scene_spec
 
-    file = os.fspath(path)
-    data, lines = read_yaml_file(path, file)
-    if not isinstance(data, dict):
-        what = "the file is empty" if data is None else f"got {value_text(data)}"
-        raise SceneError(Problem(file, lines.get(""), "", f"a fit file must be a mapping (scene, parameters, data, ...); {what}"))
-    r = _Reader(file, lines)
+    r, data = open_task_file(path, "a fit file", "scene, parameters, data, ...")
+    file = r.file
     folder = Path(path).resolve().parent
     for key in data:
         if key not in KEYS:
-            _unknown_key(r, str(key), key, KEYS)
+            r.unknown_key(str(key), key, KEYS)
 
-    scene_ref, overrides = _scene_and_overrides(r, data, folder)
+    scene_ref, overrides = r.scene(data, folder), r.overrides(data)
     for key in ("parameters", "data"):
         if key not in data:
             r.problem(key, f"required: {'the parameters to fit' if key == 'parameters' else 'the recorded motion'}")
@@ -189,12 +185,12 @@ def load_fit(path: str | os.PathLike) -> FitTask:
     loss, window, rotation_weight, huber, fit_states = _loss(r, data.get("loss"))
     options, kappa = _solver(r, data.get("solver"))
     options.huber = huber
-    metrics = _mapping(r, "metrics", data.get("metrics"), "metric options")
+    metrics = r.mapping("metrics", data.get("metrics"), "metric options")
     for key in metrics:
         if key not in METRIC_KEYS:
-            _unknown_key(r, f"metrics.{key}", key, METRIC_KEYS)
-    width = _number(r, "metrics.width", metrics.get("width", 1.0), positive=True) or 1.0
-    clearance = _number(r, "metrics.clearance", metrics.get("clearance", 0.05), minimum=0.0)
+            r.unknown_key(f"metrics.{key}", key, METRIC_KEYS)
+    width = r.number("metrics.width", metrics.get("width", 1.0), positive=True) or 1.0
+    clearance = r.number("metrics.clearance", metrics.get("clearance", 0.05), minimum=0.0)
     train, validation = _data(r, data.get("data"), folder, mech)
     if r.problems:
         raise SceneError(r.problems)
@@ -205,8 +201,8 @@ def load_fit(path: str | os.PathLike) -> FitTask:
                    text=Path(path).read_text(encoding="utf-8", errors="replace"))
 
 
-def _parameters(r: _Reader, raw: Any, mech: Mechanism) -> Parameters | None:
-    entries = _mapping(r, "parameters", raw, "label: {initial, bounds, tie}")
+def _parameters(r: TaskFile, raw: Any, mech: Mechanism) -> Parameters | None:
+    entries = r.mapping("parameters", raw, "label: {initial, bounds, tie}")
     labels = parameter_labels(mech, PARAMETER_KINDS)
     names, groups, lows, highs, inits = [], [], [], [], []
     taken: dict[str, str] = {}
@@ -222,18 +218,18 @@ def _parameters(r: _Reader, raw: Any, mech: Mechanism) -> Parameters | None:
         if again:
             r.problem(where, f"{again[0]} is already fitted by parameters.{taken[again[0]]}")
             continue
-        value = _mapping(r, where, value, "initial, bounds, tie")
+        value = r.mapping(where, value, "initial, bounds, tie")
         for k in value:
             if k not in PARAMETER_KEYS:
-                _unknown_key(r, f"{where}.{k}", k, PARAMETER_KEYS)
+                r.unknown_key(f"{where}.{k}", k, PARAMETER_KEYS)
         lo, hi = -math.inf, math.inf
         bounds = value.get("bounds")
         if bounds is not None:
             if not isinstance(bounds, list) or len(bounds) != 2:
                 r.problem(f"{where}.bounds", f"must be [lower, upper], got {value_text(bounds)}")
                 continue
-            lo = _number(r, f"{where}.bounds.0", bounds[0], infinite=True)
-            hi = _number(r, f"{where}.bounds.1", bounds[1], infinite=True)
+            lo = r.number(f"{where}.bounds.0", bounds[0], infinite=True)
+            hi = r.number(f"{where}.bounds.1", bounds[1], infinite=True)
             if lo is None or hi is None:
                 continue
             if not lo < hi:
@@ -246,7 +242,7 @@ def _parameters(r: _Reader, raw: Any, mech: Mechanism) -> Parameters | None:
         key_groups = [matched] if tie else [[lb] for lb in matched]
         init = None
         if "initial" in value:
-            init = _number(r, f"{where}.initial", value["initial"])
+            init = r.number(f"{where}.initial", value["initial"])
             if init is None:
                 continue
         for g in key_groups:
@@ -269,19 +265,19 @@ def _parameters(r: _Reader, raw: Any, mech: Mechanism) -> Parameters | None:
     return Parameters(names, groups, np.array(lows), np.array(highs), np.array(inits))
 
 
-def _loss(r: _Reader, raw: Any) -> tuple[str, int, float, float | None, bool]:
-    values = _mapping(r, "loss", raw, "loss options")
+def _loss(r: TaskFile, raw: Any) -> tuple[str, int, float, float | None, bool]:
+    values = r.mapping("loss", raw, "loss options")
     for key in values:
         if key not in LOSS_KEYS:
-            _unknown_key(r, f"loss.{key}", key, LOSS_KEYS)
+            r.unknown_key(f"loss.{key}", key, LOSS_KEYS)
     kind = values.get("type", "one_step")
     if kind not in LOSSES:
         r.problem("loss.type", f"must be one of {', '.join(LOSSES)}, got {value_text(kind)}")
-    window = _integer(r, "loss.window", values.get("window", 1 if kind == "one_step" else 10), 1, MAX_WINDOW) or 1
-    weight = _number(r, "loss.rotation_weight", values.get("rotation_weight", 1.0), minimum=0.0)
+    window = r.integer("loss.window", values.get("window", 1 if kind == "one_step" else 10), 1, MAX_WINDOW) or 1
+    weight = r.number("loss.rotation_weight", values.get("rotation_weight", 1.0), minimum=0.0)
     huber = values.get("huber")
     if huber is not None:
-        huber = _number(r, "loss.huber", huber, positive=True)
+        huber = r.number("loss.huber", huber, positive=True)
     fit_states = values.get("fit_states", False)
     if not isinstance(fit_states, bool):
         r.problem("loss.fit_states", f"must be true or false, got {value_text(fit_states)}")
@@ -292,36 +288,36 @@ def _loss(r: _Reader, raw: Any) -> tuple[str, int, float, float | None, bool]:
     return kind, window, weight if weight is not None else 1.0, huber, fit_states
 
 
-def _solver(r: _Reader, raw: Any) -> tuple[FitOptions, float | None]:
-    values = _mapping(r, "solver", raw, "solver options")
+def _solver(r: TaskFile, raw: Any) -> tuple[FitOptions, float | None]:
+    values = r.mapping("solver", raw, "solver options")
     out, kappa = FitOptions(), None
     for key, value in values.items():
         where = f"solver.{key}"
         if key not in SOLVER_KEYS:
-            _unknown_key(r, where, key, SOLVER_KEYS)
+            r.unknown_key(where, key, SOLVER_KEYS)
         elif key == "max_evaluations":
-            out.max_evaluations = _integer(r, where, value, 1, MAX_EVALUATIONS) or out.max_evaluations
+            out.max_evaluations = r.integer(where, value, 1, MAX_EVALUATIONS) or out.max_evaluations
         elif key == "starts":
-            out.starts = _integer(r, where, value, 1, MAX_STARTS) or out.starts
+            out.starts = r.integer(where, value, 1, MAX_STARTS) or out.starts
         elif key == "workers":
-            out.workers = _integer(r, where, value, 1, MAX_WORKERS) or out.workers
+            out.workers = r.integer(where, value, 1, MAX_WORKERS) or out.workers
         elif key == "seed":
-            v = _integer(r, where, value, 0, 2**32 - 1)
+            v = r.integer(where, value, 0, 2**32 - 1)
             out.seed = out.seed if v is None else v
         elif key == "spread":
-            out.spread = _number(r, where, value, positive=True) or out.spread
+            out.spread = r.number(where, value, positive=True) or out.spread
         elif key == "tolerance":
-            out.tolerance = _number(r, where, value, positive=True) or out.tolerance
+            out.tolerance = r.number(where, value, positive=True) or out.tolerance
         elif key == "kappa":
-            kappa = _number(r, where, value, positive=True)
+            kappa = r.number(where, value, positive=True)
     return out, kappa
 
 
-def _data(r: _Reader, raw: Any, folder: Path, mech: Mechanism) -> tuple[list[Recording], list[Recording]]:
-    values = _mapping(r, "data", raw, "data options")
+def _data(r: TaskFile, raw: Any, folder: Path, mech: Mechanism) -> tuple[list[Recording], list[Recording]]:
+    values = r.mapping("data", raw, "data options")
     for key in values:
         if key not in DATA_KEYS:
-            _unknown_key(r, f"data.{key}", key, DATA_KEYS)
+            r.unknown_key(f"data.{key}", key, DATA_KEYS)
     files = values.get("files", [values["file"]] if "file" in values else None)
     if not isinstance(files, list) or not files or not all(isinstance(f, str) and f for f in files):
         r.problem("data.file", f"required: a data file (file: PATH or files: [PATH, ...]), got {value_text(files)}")
@@ -332,12 +328,12 @@ def _data(r: _Reader, raw: Any, folder: Path, mech: Mechanism) -> tuple[list[Rec
         return [], []
     names = [b.name for b in mech.bodies]
     bodies: dict[str, BodyColumns] = {}
-    for name, cols in _mapping(r, "data.bodies", values.get("bodies"), "body: {position, orientation}").items():
+    for name, cols in r.mapping("data.bodies", values.get("bodies"), "body: {position, orientation}").items():
         where = f"data.bodies.{name}"
         if name not in names:
             r.problem(where, f"unknown body {name!r} (bodies: {', '.join(names)})")
             continue
-        cols = _mapping(r, where, cols, "position, orientation")
+        cols = r.mapping(where, cols, "position, orientation")
         pos, ori = cols.get("position"), cols.get("orientation")
         if not (isinstance(pos, list) and len(pos) == 3 and all(isinstance(c, str) for c in pos)):
             r.problem(f"{where}.position", f"must be 3 column names, got {value_text(pos)}")

@@ -44,12 +44,13 @@ from typing import Any
 
 import numpy as np
 
-from dojo_cli.errors import DojoError, Problem, SceneError
+from dojo_cli.errors import DojoError, SceneError
 from dojo_cli.model.mechanism import Mechanism
 from dojo_cli.optimize.ilqr import OptimizeOptions
 from dojo_cli.optimize.problem import REPRESENTATIONS, Feature, FeatureSet, Problem as OptProblem, feature_catalogue
 from dojo_cli.scene.overrides import Override
 from dojo_cli.scene.schema import value_text
+from dojo_cli.scene.task_file import TaskFile, open_task_file
 from dojo_cli.simulation.initial import initial_state
 
 KEYS = ("scene", "set", "horizon", "representation", "goal", "costs", "constraints", "initial_guess", "solver", "description")
@@ -97,82 +98,19 @@ class Task:
     spec: Any = None
 
 
-class _Reader:
-    """Problems of a task file, each at its line (the enclosing key's when the key is missing)."""
-
-    def __init__(self, file: str, lines: dict[str, int]):
-        self.file = file
-        self.lines = lines
-        self.problems: list[Problem] = []
-
-    def line(self, path: str) -> int | None:
-        while True:
-            if path in self.lines:
-                return self.lines[path]
-            if not path:
-                return None
-            path = path.rpartition(".")[0]
-
-    def problem(self, path: str, message: str) -> None:
-        self.problems.append(Problem(self.file, self.line(path), path, message))
-
-
-def _number(r: _Reader, where: str, value: Any, *, minimum: float | None = None, positive: bool = False,
-            infinite: bool = False) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        r.problem(where, f"must be a number, got {value_text(value)}")
-        return None
-    v = float(value)
-    if math.isnan(v) or (math.isinf(v) and not infinite):
-        r.problem(where, f"must be finite, got {value_text(value)}")
-        return None
-    if positive and not v > 0:
-        r.problem(where, f"must be > 0, got {value_text(value)}")
-        return None
-    if minimum is not None and v < minimum:
-        r.problem(where, f"must be >= {minimum:g}, got {value_text(value)}")
-        return None
-    return v
-
-
-def _integer(r: _Reader, where: str, value: Any, minimum: int, maximum: int) -> int | None:
-    if isinstance(value, bool) or not isinstance(value, int):
-        r.problem(where, f"must be an integer, got {value_text(value)}")
-        return None
-    if not minimum <= value <= maximum:
-        r.problem(where, f"must be in {minimum}..{maximum:,}, got {value}")
-        return None
-    return int(value)
-
-
-def _mapping(r: _Reader, where: str, value: Any, what: str) -> dict:
-    if value is None:
-        return {}
-    if not isinstance(value, dict):
-        r.problem(where, f"must be a mapping of {what}, got {value_text(value)}")
-        return {}
-    return value
-
-
-def _unknown_key(r: _Reader, where: str, key: Any, known) -> None:
-    close = difflib.get_close_matches(str(key), list(known), n=1)
-    hint = f"; did you mean {close[0]!r}?" if close else f" (known: {', '.join(known)})"
-    r.problem(where, f"unknown key{hint}")
-
-
-def _components(r: _Reader, where: str, value: Any, size: int, **checks) -> np.ndarray | None:
+def _components(r: TaskFile, where: str, value: Any, size: int, **checks) -> np.ndarray | None:
     """One number for every component, or a list of ``size``."""
     if isinstance(value, list):
         if len(value) != size:
             r.problem(where, f"needs {size} value{'s' if size > 1 else ''} (one per component), got {len(value)}")
             return None
-        out = [_number(r, f"{where}.{i}", v, **checks) for i, v in enumerate(value)]
+        out = [r.number(f"{where}.{i}", v, **checks) for i, v in enumerate(value)]
         return None if any(v is None for v in out) else np.array(out, dtype=float)
-    v = _number(r, where, value, **checks)
+    v = r.number(where, value, **checks)
     return None if v is None else np.full(size, v)
 
 
-def _feature(r: _Reader, where: str, name: Any, catalogue: dict[str, Feature]) -> Feature | None:
+def _feature(r: TaskFile, where: str, name: Any, catalogue: dict[str, Feature]) -> Feature | None:
     feature = catalogue.get(str(name))
     if feature is None:
         close = difflib.get_close_matches(str(name), list(catalogue), n=3)
@@ -193,7 +131,7 @@ def input_groups(mech: Mechanism) -> dict[str, list[int]]:
     return out
 
 
-def _inputs(r: _Reader, where: str, name: Any, groups: dict[str, list[int]]) -> list[int] | None:
+def _inputs(r: TaskFile, where: str, name: Any, groups: dict[str, list[int]]) -> list[int] | None:
     found = groups.get(str(name))
     if found is None:
         close = difflib.get_close_matches(str(name), list(groups), n=3)
@@ -202,8 +140,8 @@ def _inputs(r: _Reader, where: str, name: Any, groups: dict[str, list[int]]) -> 
     return found
 
 
-def _weights(r: _Reader, where: str, value: Any, catalogue, goal: dict[str, np.ndarray]) -> FeatureSet | None:
-    entries = _mapping(r, where, value, "coordinate: weight")
+def _weights(r: TaskFile, where: str, value: Any, catalogue, goal: dict[str, np.ndarray]) -> FeatureSet | None:
+    entries = r.mapping(where, value, "coordinate: weight")
     features, weights, targets = [], [], []
     for name, w in entries.items():
         f = _feature(r, f"{where}.{name}", name, catalogue)
@@ -220,29 +158,6 @@ def _weights(r: _Reader, where: str, value: Any, catalogue, goal: dict[str, np.n
     return FeatureSet(features, np.concatenate(targets), weight=np.concatenate(weights))
 
 
-def _scene_and_overrides(r: _Reader, data: dict, folder: Path) -> tuple[str | None, list[Override]]:
-    """A task file's ``scene`` (a scene file, relative to the task's folder or the working one,
-    or a built-in scene's name; None with a problem) and its ``set:`` overrides, as the task
-    files of ``dojo optimize`` and ``dojo fit`` both give them."""
-    from dojo_cli.scene.loader import builtin_scene_names, unknown_scene_message
-
-    scene = data.get("scene")
-    scene_ref = None
-    if not isinstance(scene, str) or not scene:
-        r.problem("scene", "required: a built-in scene's name or a scene file")
-    else:
-        found = next((c.resolve() for c in (folder / scene, Path(scene)) if c.is_file()), None)
-        if found is not None:
-            scene_ref = str(found)
-        elif scene in builtin_scene_names():
-            scene_ref = scene
-        else:
-            r.problem("scene", unknown_scene_message(scene))
-    overrides = [Override(str(p), v, r.file, r.lines.get(f"set.{p}"))
-                 for p, v in _mapping(r, "set", data.get("set"), "field paths").items()]
-    return scene_ref, overrides
-
-
 def load_task(path: str | os.PathLike) -> Task:
     """Read and check a task file, load its scene and build the numeric problem.
 
@@ -252,21 +167,17 @@ def load_task(path: str | os.PathLike) -> Task:
     """
     from dojo_cli.io.tables import read_input_table
     from dojo_cli.scene.builder import build_mechanism
-    from dojo_cli.scene.loader import load_scene_spec, read_yaml_file
+    from dojo_cli.scene.loader import load_scene_spec
 
-    file = os.fspath(path)
-    data, lines = read_yaml_file(path, file)
-    if not isinstance(data, dict):
-        what = "the file is empty" if data is None else f"got {value_text(data)}"
-        raise SceneError(Problem(file, lines.get(""), "", f"a task file must be a mapping (scene, horizon, costs, ...); {what}"))
-    r = _Reader(file, lines)
+    r, data = open_task_file(path, "a task file", "scene, horizon, costs, ...")
+    file = r.file
     folder = Path(path).resolve().parent
     for key in data:
         if key not in KEYS:
-            _unknown_key(r, str(key), key, KEYS)
+            r.unknown_key(str(key), key, KEYS)
 
     # ------------------------------------------------------------ scene, set, horizon
-    scene_ref, overrides = _scene_and_overrides(r, data, folder)
+    scene_ref, overrides = r.scene(data, folder), r.overrides(data)
     # The state the optimised run starts from must not depend on the inputs: with the
     # velocities at t = 0 (the scenes' default) the first midpoint velocity is solved with
     # the first input (simulation.initial). The scene's velocities are taken as Dojo's
@@ -276,7 +187,7 @@ def load_task(path: str | os.PathLike) -> Task:
     if "horizon" not in data:
         r.problem("horizon", "required: the number of steps to optimise")
     else:
-        horizon = _integer(r, "horizon", data["horizon"], 1, MAX_HORIZON)
+        horizon = r.integer("horizon", data["horizon"], 1, MAX_HORIZON)
     representation = data.get("representation", "minimal")
     if representation not in REPRESENTATIONS:
         r.problem("representation", f"must be one of {', '.join(REPRESENTATIONS)}, got {value_text(representation)}")
@@ -301,16 +212,16 @@ def load_task(path: str | os.PathLike) -> Task:
 
     # ------------------------------------------------------------ goal and costs
     goal: dict[str, np.ndarray] = {}
-    for name, value in _mapping(r, "goal", data.get("goal"), "coordinate: target").items():
+    for name, value in r.mapping("goal", data.get("goal"), "coordinate: target").items():
         f = _feature(r, f"goal.{name}", name, catalogue)
         if f is not None:
             vals = _components(r, f"goal.{name}", value, f.size)
             if vals is not None:
                 goal[f.name] = vals
-    costs = _mapping(r, "costs", data.get("costs"), "state, input, terminal")
+    costs = r.mapping("costs", data.get("costs"), "state, input, terminal")
     for key in costs:
         if key not in COST_KEYS:
-            _unknown_key(r, f"costs.{key}", key, COST_KEYS)
+            r.unknown_key(f"costs.{key}", key, COST_KEYS)
     stage = _weights(r, "costs.state", costs.get("state"), catalogue, goal)
     terminal = _weights(r, "costs.terminal", costs.get("terminal"), catalogue, goal)
     targets = _targets(r, costs.get("targets"), catalogue, horizon, mech.timestep)
@@ -320,29 +231,29 @@ def load_task(path: str | os.PathLike) -> Task:
     if isinstance(raw_effort, dict):
         for name, w in raw_effort.items():
             idx = _inputs(r, f"costs.input.{name}", name, groups)
-            v = _number(r, f"costs.input.{name}", w, minimum=0.0)
+            v = r.number(f"costs.input.{name}", w, minimum=0.0)
             if idx is not None and v is not None:
                 effort[idx] = v
     else:
-        v = _number(r, "costs.input", raw_effort, minimum=0.0)
+        v = r.number("costs.input", raw_effort, minimum=0.0)
         if v is not None:
             effort[:] = v
 
     # ------------------------------------------------------------ constraints
-    cons = _mapping(r, "constraints", data.get("constraints"), "inputs, terminal, path")
+    cons = r.mapping("constraints", data.get("constraints"), "inputs, terminal, path")
     for key in cons:
         if key not in CONSTRAINT_KEYS:
-            _unknown_key(r, f"constraints.{key}", key, CONSTRAINT_KEYS)
+            r.unknown_key(f"constraints.{key}", key, CONSTRAINT_KEYS)
     lower = np.full(mech.nu, -np.inf)
     upper = np.full(mech.nu, np.inf)
-    for name, bounds in _mapping(r, "constraints.inputs", cons.get("inputs"), "input: [lower, upper]").items():
+    for name, bounds in r.mapping("constraints.inputs", cons.get("inputs"), "input: [lower, upper]").items():
         where = f"constraints.inputs.{name}"
         idx = _inputs(r, where, name, groups)
         if not isinstance(bounds, list) or len(bounds) != 2:
             r.problem(where, f"must be [lower, upper], got {value_text(bounds)}")
             continue
-        lo = _number(r, f"{where}.0", bounds[0], infinite=True)
-        hi = _number(r, f"{where}.1", bounds[1], infinite=True)
+        lo = r.number(f"{where}.0", bounds[0], infinite=True)
+        hi = r.number(f"{where}.1", bounds[1], infinite=True)
         if lo is None or hi is None or idx is None:
             continue
         if lo > hi:
@@ -380,9 +291,9 @@ def load_task(path: str | os.PathLike) -> Task:
     if raw_guess == "zeros":
         pass
     elif isinstance(raw_guess, dict) and set(raw_guess) == {"constant"}:
-        for name, value in _mapping(r, "initial_guess.constant", raw_guess["constant"], "input: value").items():
+        for name, value in r.mapping("initial_guess.constant", raw_guess["constant"], "input: value").items():
             idx = _inputs(r, f"initial_guess.constant.{name}", name, groups)
-            v = _number(r, f"initial_guess.constant.{name}", value)
+            v = r.number(f"initial_guess.constant.{name}", value)
             if idx is not None and v is not None:
                 guess[:, idx] = v
     elif isinstance(raw_guess, dict) and set(raw_guess) == {"schedule"}:
@@ -420,7 +331,7 @@ def load_task(path: str | os.PathLike) -> Task:
                 text=text, spec=spec)
 
 
-def _targets(r: _Reader, raw: Any, catalogue, horizon: int, timestep: float) -> list[tuple[int, FeatureSet]]:
+def _targets(r: TaskFile, raw: Any, catalogue, horizon: int, timestep: float) -> list[tuple[int, FeatureSet]]:
     """``costs.targets``: [{coordinate, step or time, value, weight}]: a cost at one knot."""
     if raw is None:
         return []
@@ -435,16 +346,16 @@ def _targets(r: _Reader, raw: Any, catalogue, horizon: int, timestep: float) -> 
             continue
         for key in item:
             if key not in TARGET_KEYS:
-                _unknown_key(r, f"{where}.{key}", key, TARGET_KEYS)
+                r.unknown_key(f"{where}.{key}", key, TARGET_KEYS)
         f = _feature(r, f"{where}.coordinate", item["coordinate"], catalogue)
         if ("step" in item) == ("time" in item):
             r.problem(where, "needs one of step (a knot, 1..horizon) and time (s, a multiple of the timestep)")
             continue
         knot = None
         if "step" in item:
-            knot = _integer(r, f"{where}.step", item["step"], 1, horizon)
+            knot = r.integer(f"{where}.step", item["step"], 1, horizon)
         else:
-            t = _number(r, f"{where}.time", item["time"], positive=True)
+            t = r.number(f"{where}.time", item["time"], positive=True)
             if t is not None:
                 k = round(t / timestep)
                 if abs(k * timestep - t) > TIME_TOLERANCE * max(1.0, t) or not 1 <= k <= horizon:
@@ -461,7 +372,7 @@ def _targets(r: _Reader, raw: Any, catalogue, horizon: int, timestep: float) -> 
     return out
 
 
-def _reference(r: _Reader, raw: Any, catalogue, mech: Mechanism, horizon: int, folder: Path) -> FeatureSet | None:
+def _reference(r: TaskFile, raw: Any, catalogue, mech: Mechanism, horizon: int, folder: Path) -> FeatureSet | None:
     """``costs.reference: {file, weight: {coordinate: weight}}``: tracking of a reference
     trajectory at knots 0..N, its rows read from a stored run (HDF5, the same scene's) or a
     CSV whose header names the coordinates (``joints.cart_slider``; ``NAME[i]`` for the
@@ -474,7 +385,7 @@ def _reference(r: _Reader, raw: Any, catalogue, mech: Mechanism, horizon: int, f
         return None
     for key in raw:
         if key not in REFERENCE_KEYS:
-            _unknown_key(r, f"{where}.{key}", key, REFERENCE_KEYS)
+            r.unknown_key(f"{where}.{key}", key, REFERENCE_KEYS)
     fs = _weights(r, f"{where}.weight", raw["weight"], catalogue, {})
     name = raw["file"]
     if not isinstance(name, str) or not name:
@@ -560,7 +471,7 @@ def _reference_from_table(path: Path, fs: FeatureSet) -> np.ndarray:
     return table[:, cols]
 
 
-def _path_constraints(r: _Reader, raw: Any, catalogue) -> FeatureSet | None:
+def _path_constraints(r: TaskFile, raw: Any, catalogue) -> FeatureSet | None:
     if raw is None:
         return None
     if not isinstance(raw, list):
@@ -574,7 +485,7 @@ def _path_constraints(r: _Reader, raw: Any, catalogue) -> FeatureSet | None:
             continue
         for key in item:
             if key not in ("coordinate", "lower", "upper"):
-                _unknown_key(r, f"{where}.{key}", key, ("coordinate", "lower", "upper"))
+                r.unknown_key(f"{where}.{key}", key, ("coordinate", "lower", "upper"))
         f = _feature(r, f"{where}.coordinate", item["coordinate"], catalogue)
         if f is None:
             continue
@@ -594,32 +505,32 @@ def _path_constraints(r: _Reader, raw: Any, catalogue) -> FeatureSet | None:
     return FeatureSet(features, np.zeros(n), lower=np.concatenate(lows), upper=np.concatenate(highs))
 
 
-def _solver_options(r: _Reader, raw: Any) -> OptimizeOptions:
-    values = _mapping(r, "solver", raw, "solver options")
+def _solver_options(r: TaskFile, raw: Any) -> OptimizeOptions:
+    values = r.mapping("solver", raw, "solver options")
     kwargs: dict[str, Any] = {}
     for key, value in values.items():
         where = f"solver.{key}"
         if key not in SOLVER_KEYS:
-            _unknown_key(r, where, key, SOLVER_KEYS)
+            r.unknown_key(where, key, SOLVER_KEYS)
         elif key in ("max_iterations", "max_outer"):
-            v = _integer(r, where, value, 0 if key == "max_outer" else 1, MAX_ITERATIONS)
+            v = r.integer(where, value, 0 if key == "max_outer" else 1, MAX_ITERATIONS)
             if v is not None:
                 kwargs[key] = v
         elif key == "kappa":
             items = value if isinstance(value, list) else [value]
-            out = [_number(r, f"{where}.{i}" if isinstance(value, list) else where, v, positive=True) for i, v in enumerate(items)]
+            out = [r.number(f"{where}.{i}" if isinstance(value, list) else where, v, positive=True) for i, v in enumerate(items)]
             if all(v is not None for v in out):
                 kwargs[key] = tuple(out)
         elif key in ("regularization",):
-            v = _number(r, where, value, minimum=0.0)
+            v = r.number(where, value, minimum=0.0)
             if v is not None:
                 kwargs[key] = v
         elif key == "penalty_scaling":
-            v = _number(r, where, value, minimum=1.0)
+            v = r.number(where, value, minimum=1.0)
             if v is not None:
                 kwargs[key] = v
         else:
-            v = _number(r, where, value, positive=True)
+            v = r.number(where, value, positive=True)
             if v is not None:
                 kwargs[key] = v
     return OptimizeOptions(**kwargs)

@@ -45,6 +45,7 @@ import numpy as np
 from dojo_cli.errors import Problem, SceneError
 from dojo_cli.scene.overrides import Override
 from dojo_cli.scene.schema import value_text
+from dojo_cli.scene.task_file import TaskFile, open_task_file, resolve_file
 from dojo_cli.sweep.metrics import ExpressionError, is_entry_point, parse_expression
 
 KEYS = ("scene", "config", "set", "grid", "zip", "random", "metrics", "output")
@@ -98,25 +99,6 @@ class SweepPlan:
     module_paths: list[str] = field(default_factory=list)
 
 
-class _Reader:
-    """Problems of a sweep file, each at its line."""
-
-    def __init__(self, file: str, lines: dict[str, int]):
-        self.file = file
-        self.lines = lines
-        self.problems: list[Problem] = []
-
-    def problem(self, path: str, message: str) -> None:
-        line = self.lines.get(path)
-        while line is None and path:
-            path_up = path.rpartition(".")[0]
-            line = self.lines.get(path_up)
-            if not path_up:
-                break
-            path = path_up
-        self.problems.append(Problem(self.file, line, path, message))
-
-
 def load_sweep(path: str | os.PathLike) -> SweepPlan:
     """Read a sweep file and list its runs.
 
@@ -124,32 +106,16 @@ def load_sweep(path: str | os.PathLike) -> SweepPlan:
         SceneError: the file cannot be read, or a key, value, scene, preset or metric is
             invalid; one problem per issue, each with the file, line and key (exit code 2).
     """
-    from dojo_cli.scene.loader import builtin_scene_names, read_yaml_file, unknown_scene_message
     from dojo_cli.scene.presets import read_preset
 
-    file = os.fspath(path)
-    data, lines = read_yaml_file(path, file)
-    if not isinstance(data, dict):
-        what = "the file is empty" if data is None else f"got {value_text(data)}"
-        raise SceneError(Problem(file, lines.get(""), "", f"a sweep file must be a mapping (scene, grid, ...); {what}"))
-    r = _Reader(file, lines)
+    r, data = open_task_file(path, "a sweep file", "scene, grid, ...", name_enclosing_field=True)
+    file, lines = r.file, r.lines
     folder = Path(path).resolve().parent
     for key in data:
         if key not in KEYS:
             r.problem(str(key), f"unknown key (known: {', '.join(KEYS)})")
 
-    scene = data.get("scene")
-    scene_ref = ""
-    if not isinstance(scene, str) or not scene:
-        r.problem("scene", "required: a built-in scene's name or a scene file")
-    else:
-        found = _resolve(scene, folder)
-        if found is not None:
-            scene_ref = str(found)
-        elif scene in builtin_scene_names():
-            scene_ref = scene
-        else:
-            r.problem("scene", unknown_scene_message(scene))
+    scene_ref = r.scene(data, folder) or ""
 
     configs: list[Path] = []
     raw_configs = data.get("config")
@@ -160,7 +126,7 @@ def load_sweep(path: str | os.PathLike) -> SweepPlan:
             if not isinstance(name, str) or not name:
                 r.problem(where, f"a preset file, got {value_text(name)}")
                 continue
-            found = _resolve(name, folder)
+            found = resolve_file(name, folder)
             if found is None:
                 r.problem(where, f"no such preset file {name!r}")
             else:
@@ -172,15 +138,15 @@ def load_sweep(path: str | os.PathLike) -> SweepPlan:
             common += read_preset(config)
         except SceneError as exc:
             r.problems += exc.problems
-    common += _overrides(r, data, "set")
+    common += r.overrides(data, "set")
 
     axes: list[tuple[str, list]] = []
-    grid = _mapping(r, data, "grid")
+    grid = r.mapping("grid", data.get("grid"), "field paths")
     for key, spec in grid.items():
         values = _values(r, f"grid.{key}", spec)
         if values is not None:
             axes.append((str(key), values))
-    zipped = _mapping(r, data, "zip")
+    zipped = r.mapping("zip", data.get("zip"), "field paths")
     zip_axes: list[tuple[str, list]] = []
     for key, spec in zipped.items():
         values = _values(r, f"zip.{key}", spec)
@@ -196,7 +162,7 @@ def load_sweep(path: str | os.PathLike) -> SweepPlan:
         r.problem(name, "the same path is an axis twice (grid, zip, random)")
 
     metrics: dict[str, str] = {}
-    for name, text in _mapping(r, data, "metrics").items():
+    for name, text in r.mapping("metrics", data.get("metrics"), "names: expressions").items():
         where = f"metrics.{name}"
         if not isinstance(text, str):
             r.problem(where, f"an expression or module:function, got {value_text(text)}")
@@ -243,14 +209,6 @@ def load_sweep(path: str | os.PathLike) -> SweepPlan:
     return plan
 
 
-def _resolve(name: str, folder: Path) -> Path | None:
-    """A file named in a sweep file: relative to the sweep file's folder, then to the current directory."""
-    for candidate in (folder / name, Path(name)):
-        if candidate.is_file():
-            return candidate.resolve()
-    return None
-
-
 def _scene_text(scene: str) -> str:
     """The scene's text (what its runs' ids depend on)."""
     from dojo_cli.scene.loader import builtin_scene_names, builtin_scene_path
@@ -259,21 +217,7 @@ def _scene_text(scene: str) -> str:
     return path.read_text(encoding="utf-8", errors="replace")
 
 
-def _mapping(r: _Reader, data: dict, key: str) -> dict:
-    value = data.get(key)
-    if value is None:
-        return {}
-    if not isinstance(value, dict):
-        r.problem(key, f"a mapping of field paths, got {value_text(value)}")
-        return {}
-    return value
-
-
-def _overrides(r: _Reader, data: dict, key: str) -> list[Override]:
-    return [Override(str(path), value, r.file, r.lines.get(f"{key}.{path}")) for path, value in _mapping(r, data, key).items()]
-
-
-def _values(r: _Reader, where: str, spec: Any) -> list | None:
+def _values(r: TaskFile, where: str, spec: Any) -> list | None:
     """An axis's values: a list, or a numpy range."""
     if isinstance(spec, list):
         if not spec:
@@ -296,7 +240,7 @@ def _numbers(args: Any, count: int) -> list[float] | None:
     return args
 
 
-def _range(r: _Reader, where: str, kind: str, args: Any) -> list | None:
+def _range(r: TaskFile, where: str, kind: str, args: Any) -> list | None:
     if kind == "arange":
         nums = _numbers(args, 3)
         if nums is None or nums[2] == 0:
@@ -323,7 +267,7 @@ def _range(r: _Reader, where: str, kind: str, args: Any) -> list | None:
     return values.tolist()
 
 
-def _random(r: _Reader, data: dict) -> tuple[list[tuple[str, list]], int]:
+def _random(r: TaskFile, data: dict) -> tuple[list[tuple[str, list]], int]:
     spec = data.get("random")
     if spec is None:
         return [], 0
@@ -363,7 +307,7 @@ def _random(r: _Reader, data: dict) -> tuple[list[tuple[str, list]], int]:
     return axes, n
 
 
-def _draw(r: _Reader, where: str, rng: np.random.Generator, kind: str, args: Any, n: int) -> list | None:
+def _draw(r: TaskFile, where: str, rng: np.random.Generator, kind: str, args: Any, n: int) -> list | None:
     if kind == "choice":
         if not isinstance(args, list) or not args:
             r.problem(where, f"a non-empty list of values, got {value_text(args)}")
