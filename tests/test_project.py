@@ -92,6 +92,26 @@ def test_loading_a_scene_does_not_reach_the_simulation():
     assert out.stdout.strip() == "[]", f"building a scene imported {out.stdout.strip()}"
 
 
+# Text a clone holds: sources, tests, docs, benchmarks, the top-level pages.
+_TEXT_SUFFIXES = {".py", ".md", ".txt", ".h", ".cpp", ".toml", ".yaml", ".yml", ".cfg"}
+_OUTSIDE = "/work/" + "shared"  # (split: this file would cite it)
+
+
+def test_no_file_cites_the_planners_folder_outside_the_repository():
+    """Comments and docs cite what a clone has (issue 25 item 7): the users' contract is
+    docs/formats.md, the reference notes docs/reference/; a path into the planners' shared
+    folder resolves on no one else's machine."""
+    found = []
+    for top in ("dojo_cli", "tests", "docs", "benchmarks", "configs", ".ci"):
+        for path in (ROOT / top).rglob("*"):
+            if path.is_file() and (path.suffix in _TEXT_SUFFIXES or top == ".ci"):
+                text = path.read_text(encoding="utf-8", errors="replace")
+                found += [f"{path.relative_to(ROOT)}:{i}" for i, line in enumerate(text.splitlines(), 1) if _OUTSIDE in line]
+    for page in ROOT.glob("*.md"):
+        found += [f"{page.name}:{i}" for i, line in enumerate(page.read_text().splitlines(), 1) if _OUTSIDE in line]
+    assert not found, f"citations of {_OUTSIDE}: {found}"
+
+
 def test_only_io_imports_h5py():
     users = [p.relative_to(ROOT) for p in (ROOT / "dojo_cli").rglob("*.py") if re.search(r"^\s*import h5py", p.read_text(), re.M)]
     assert all(p.parts[1] == "io" for p in users), users
