@@ -5,8 +5,8 @@
 // limit variables, a contact's slacks and impulses) owns a set of unknowns, and a
 // block (i, j) is nonzero only where node i's rows depend on node j's unknowns.
 // The elimination order is chosen once per Model (contacts first, then each
-// child body before its parent joint, leaves to root, loop-closing joints last:
-// shared/core_prototype.md), so a tree gets no fill and costs linear in bodies.
+// child body before its parent joint, leaves to root, loop-closing joints last;
+// model.cpp's "elimination order"), so a tree gets no fill and costs linear in bodies.
 // The symbolic factorisation (which fill blocks appear) is computed once in
 // analyze_blocks; the numeric factorisation pivots only inside diagonal blocks
 // (partial pivoting), which is stable here because a body always precedes its

@@ -144,7 +144,7 @@ inline T norm(const Vec3<T>& v) {
 }
 
 // v / |v| (derivative (I - u u^T) dv / |v|); a vector shorter than kTinyNorm is
-// returned unchanged (jet.py divides it by 1e-300 instead; no caller reaches it).
+// returned unchanged rather than divided by a tiny number (no caller reaches it).
 template <class T>
 inline Vec3<T> normalized(const Vec3<T>& v) {
   const T r = norm(v);

@@ -11,7 +11,7 @@ namespace dojo {
 
 namespace {
 
-// Tangent coordinates per body (FORMATS.md): [x, v, phi, w].
+// Tangent coordinates per body (docs/formats.md): [x, v, phi, w].
 constexpr int kTangent = 12;
 // Minimal-state directions seeded per pass of minimal_to_maximal_jacobian for larger
 // mechanisms (forward mode, one pass per chunk: 16 keeps a pass's dual numbers small

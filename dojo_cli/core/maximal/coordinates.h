@@ -19,7 +19,7 @@
 // Instantiated with double for values; with Dual<double, N> for the exact Jacobians
 // of both conversions in the gradients' tangent coordinates (coordinates.cpp):
 // per body [x, v, phi, w], an orientation perturbation phi meaning
-// q -> q [sqrt(1 - |phi|^2), phi] (FORMATS.md).
+// q -> q [sqrt(1 - |phi|^2), phi] (docs/formats.md).
 #pragma once
 
 #include <cstdint>

@@ -8,7 +8,7 @@
 // right-hand side. Everything is evaluated at the state the step started from (Dojo
 // differentiates at the post-step state, notes 6).
 //
-// Tangent coordinates (FORMATS.md), per body [x, v, phi, w] on inputs and outputs,
+// Tangent coordinates (docs/formats.md), per body [x, v, phi, w] on inputs and outputs,
 // with q -> q [sqrt(1 - |phi|^2), phi]; the physics' rotation tangent t
 // (q -> q exp(t/2)) is t = 2 phi to first order.
 //

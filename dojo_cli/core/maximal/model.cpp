@@ -483,7 +483,7 @@ Model::Model(const ModelInput& in) {
     }
   }
 
-  // ---- elimination order (shared/core_prototype.md): contacts first, then each
+  // ---- elimination order: contacts first, then each
   // child body followed by its parent joint, leaves to root, loop-closing joints last.
   // A body always precedes its parent joint, so the joint's 1e-10 regularisation is
   // never a pivot alone, and a tree gets no fill.
