@@ -14,7 +14,9 @@ h = 0.01) with ``dojo.simulate``.
 Printed per robot: bodies, contacts, import time (wall, read + build, which includes the
 state at t = 0), steps failed and the first failed step, the worst penetration (the most
 negative contact distance over the run, mm; ``-`` without contacts), the mean and largest
-interior-point iteration count, ms per step (CPU time of the whole run / N), and why a
+interior-point iteration count, the steps restarted (more iterations than one attempt's
+``max_iter``: core/maximal/step.h, "Restarts"; a contact joining within its margin
+re-solves a step too), ms per step (CPU time of the whole run / N), and why a
 robot was refused at import (the first line of its error). The robots run in J worker
 processes (default 2), one robot per task; the slowest imports are started first.
 
@@ -93,12 +95,16 @@ def run_robot(task: tuple) -> dict:
         return row
     row["import_s"] = time.perf_counter() - t0
     row.update(nb=mech.nb, nc=mech.nc, nj=mech.nj, mass=float(sum(b.mass for b in mech.bodies)))
+    opts = dojo.default_options(mech).replace(tolerances=tolerances)
     c0 = time.process_time()
-    traj = dojo.simulate(mech, steps=steps, opts=dojo.default_options(mech).replace(tolerances=tolerances))
+    traj = dojo.simulate(mech, steps=steps, opts=opts)
     cpu = time.process_time() - c0
     status = list(traj.status)
     failed = [k for k, s in enumerate(status) if s != "success"]
     row["steps"] = steps
+    # steps that took more than one attempt's max_iter: restarted (core/maximal/step.h,
+    # "Restarts"), or re-solved as a contact joined (margins.h)
+    row["restarted"] = int(np.sum(np.asarray(traj.iterations) > opts.max_iter))
     row["failed"] = len(failed)
     row["first_failed"] = failed[0] if failed else None
     row["failed_status"] = sorted(set(status[k] for k in failed))
@@ -190,17 +196,17 @@ def _fmt(value, spec: str, missing: str = "-") -> str:
 
 def print_table(rows: list[dict], steps: int) -> None:
     print(f"{'robot':26s} {'nb':>3s} {'nc':>4s} {'import s':>8s} {'failed':>6s} {'first':>5s} "
-          f"{'pen mm':>9s} {'iters':>5s} {'max':>3s} {'ms/step':>7s}  refused")
+          f"{'pen mm':>9s} {'iters':>5s} {'max':>3s} {'restart':>7s} {'ms/step':>7s}  refused")
     for r in rows:
         if "refused" in r:
             print(f"{r['robot']:26s} {'':>3s} {'':>4s} {r['import_s']:8.2f} {'':>6s} {'':>5s} {'':>9s} {'':>5s} {'':>3s} "
-                  f"{'':>7s}  {r['refused'][:160]}")
+                  f"{'':>7s} {'':>7s}  {r['refused'][:160]}")
             continue
         pen = r["penetration_mm"]
         pen_s = "-" if pen is None else (f"{pen:9.3f}" if pen < 1e5 else f"{pen:9.2e}")
         print(f"{r['robot']:26s} {r['nb']:3d} {r['nc']:4d} {r['import_s']:8.2f} {r['failed']:6d} "
               f"{_fmt(r['first_failed'], 'd'):>5s} {pen_s:>9s} {r['iterations_mean']:5.1f} {r['iterations_max']:3d} "
-              f"{r['ms_per_step']:7.2f}")
+              f"{r['restarted']:7d} {r['ms_per_step']:7.2f}")
     ran = [r for r in rows if "refused" not in r]
     clean = [r for r in ran if r["failed"] == 0 and (r["penetration_mm"] or 0.0) <= 5.0]
     print(f"{len(rows)} robots: {len(clean)} with every step converged and penetration <= 5 mm, "

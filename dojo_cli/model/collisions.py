@@ -12,7 +12,7 @@ list of such contacts, always the same ones in the same order (the storage names
   cap rims (circle_halfspace: the lowest rim point, so it rolls) then ``rim_points`` fixed
   points of each rim (default 3: 0, 120, 240 degrees from perpendicular_unit(axis)), so that
   it stands on an end (0: the rims alone, which never go through the plane but balance on
-  one point per rim when standing: what a robot's link needs, at a quarter of the contacts);
+  the cap's centre when standing: what a robot's link needs, at a quarter of the contacts);
   a hull with a ``radius`` gives its vertices that radius (a hull inflated by it);
 - between bodies (sphere, capsule, box, the shapes the table carries on body b):
   sphere-X: the sphere against X (1); capsule-capsule: the segments' closest points, then

@@ -136,6 +136,50 @@ def test_circle_on_a_half_space(tilt):
     assert np.isclose(g["distance"], centre[2] - 0.4 * np.sin(tilt), atol=1e-14), g["distance"]
 
 
+# core/maximal/collision.h: a circle within this sine of level takes a point of its cap's disc.
+LEVEL_CIRCLE = 1e-3
+
+
+def _circle_at_tilt(tilt, azimuth=2.0, rho=0.4):
+    """A cap's rim on body a (tilted by ``tilt`` about a horizontal axis at ``azimuth``, not the
+    direction of any fixed rim point) over the ground; its centre, and the exact lowest rim point."""
+    d = np.array([np.cos(azimuth), np.sin(azimuth), 0.0])
+    axis = np.cos(tilt) * np.array([0.0, 0.0, 1.0]) + np.sin(tilt) * d
+    q = np.array([0.9, 0.1, -0.3, 0.2])
+    q /= np.linalg.norm(q)
+    case = dict(kind="circle_halfspace", xa=np.array([0.2, -0.1, 0.7]), qa=q, offset=np.array([0.1, 0.0, -0.05]),
+                radius=0.0, shape_a=np.concatenate([rotate(q * [1, -1, -1, -1], axis), [rho]]), xb=np.zeros(3),
+                qb=np.array([1.0, 0, 0, 0]), shape=[0, 0, 1, 0, 0, 0])
+    centre = case["xa"] + rotate(q, case["offset"])
+    level = np.array([0.0, 0.0, 1.0]) - axis[2] * axis  # n - (n.A) A, |level| = sin(tilt)
+    lowest = centre - rho * level / np.linalg.norm(level) if tilt > 0 else centre
+    return case, centre, lowest
+
+
+def test_circle_lying_flat_has_a_continuous_contact_point():
+    """Within LEVEL_CIRCLE of level the rim's contact point is a point of the cap's disc moving
+    linearly with the tilt, from the centre (level) to the lowest rim point: continuous where
+    the tilt crosses LEVEL_CIRCLE (a fixed rim point stood in before, 2 rho away from the
+    lowest one on the other side: simple_humanoid's trunk on a 1 m cap stalled its step 62),
+    at most rho LEVEL_CIRCLE / 4 above the lowest rim point, with exact Jacobians."""
+    rho = 0.4
+    _, centre, _ = _circle_at_tilt(0.0, rho=rho)
+    g = _geometry(_circle_at_tilt(0.0, rho=rho)[0])
+    np.testing.assert_allclose(g["point_a"], centre, atol=1e-14)  # level: the centre
+    assert np.isclose(g["distance"], centre[2], atol=1e-14)
+    s = np.arcsin(LEVEL_CIRCLE)
+    below, above = (_geometry(_circle_at_tilt(t, rho=rho)[0], False) for t in (s * (1 - 1e-9), s * (1 + 1e-9)))
+    jump = np.linalg.norm(np.asarray(above["point_a"]) - np.asarray(below["point_a"]))
+    assert jump < 1e-8 * rho, f"the contact point jumps by {jump:.3g} m where the tilt crosses LEVEL_CIRCLE"
+    for fraction in (0.1, 0.5, 0.9, 1.5):
+        case, centre, lowest = _circle_at_tilt(np.arcsin(fraction * LEVEL_CIRCLE), rho=rho)
+        g = _geometry(case, False)
+        above_lowest = g["distance"] - lowest[2]
+        assert -1e-12 <= above_lowest <= rho * LEVEL_CIRCLE / 4 * (1 + 1e-6), (fraction, above_lowest)
+    for fraction in (0.3, 0.7):  # inside the disc's zone, the finite differences stay in it
+        _check_jacobians(f"circle {fraction} of level", _circle_at_tilt(np.arcsin(fraction * LEVEL_CIRCLE), rho=rho)[0])
+
+
 def _scene(bodies, contacts=(), collisions=None, **extra):
     joints = [{"name": f"free_{b['name']}", "type": "floating", "parent": "origin", "child": b["name"]} for b in bodies]
     data = {"name": "pairs", "timestep": 0.01, "bodies": bodies, "joints": joints, "contacts": list(contacts), **extra}

@@ -25,8 +25,10 @@
 //    2006, section 2.3): Dojo's rule compares with the current iterate only, and lets a
 //    solve cycle, trading one violation for the other (example-robot-data's z1 arm
 //    dropped at rest: step 0 cycled through (rvio, bvio) ~ (1e-5, 2e-3), (1.3e-2, 6e-5),
-//    (1.2e-2, 1e-5) for 200 iterations from every starting scale; the filter ends the
-//    cycle and the step converges);
+//    (1.2e-2, 1e-5) for 200 iterations from every starting scale, and the filter ended the
+//    cycle; that cycle's cause was its base cylinder's rim point jumping between iterates,
+//    collision.h kLevelCircle, and z1 no longer restarts. Still taken: go2 dropped limp,
+//    step 36, which the first sweep leaves at violations ~ 1e-4 and the filter converges);
 // 6. progress bookkeeping: after no_progress_max iterations without a 20 % decrease of
 //    an unconverged violation, undercut *= no_progress_undercut.
 // Beyond Dojo: second-order cones are linearised in Nesterov-Todd scaled form (the raw
