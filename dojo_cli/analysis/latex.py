@@ -146,7 +146,7 @@ def symbolic_fragment(eqs, checked: dict | None = None) -> str:
         for e in eqs.equilibria:
             coords = ", ".join(
                 (f"{coordinate_latex(str(s))}\\ \\mathrm{{any}}" if str(s) in e.free else
-                 f"{coordinate_latex(str(s))} = {sp.latex(v, symbol_names=names)}")
+                 f"{coordinate_latex(str(s))} = {sp.latex(v, symbol_names=names) if e.exact or not v.is_Number else _num(v)}")
                 for s, v in zip(eqs.q, e.q))
             kind = "" if e.exact else " (numeric: no closed form; the linearisation at the scene's values)"
             out.append(f"  \\item ${coords}${kind}:")

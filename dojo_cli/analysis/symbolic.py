@@ -90,6 +90,8 @@ EXACT_FORM_CHARS = 12
 # blocks (M, K, D, B at the equilibrium) are given: a 4x4 adjugate's entries run to hundreds
 # of terms, unreadable, and sympy needs about 20 s per equilibrium to factor them.
 EXPLICIT_INVERSE_MAX = 3
+# Significant digits of a numeric equilibrium coordinate in the text (the JSON keeps 17).
+DISPLAY_DIGITS = 12
 # States of the check: the initial state and these many seeded random ones.
 CHECK_STATES = 3
 
@@ -641,6 +643,13 @@ def _entries(name: str, mat, rows: list[str], cols: list[str] | None, symmetric:
     return out
 
 
+def _value_text(value, exact: bool) -> str:
+    """An equilibrium coordinate: its exact form, or the core's number to DISPLAY_DIGITS."""
+    if exact or not value.is_Number:
+        return sp.sstr(value)
+    return f"{float(value):.{DISPLAY_DIGITS}g}"
+
+
 def text_lines(eqs: SymbolicEquations, checked: dict | None = None) -> list[str]:
     """The equations, the equilibria and their linearisations, readable (sympy's str of each
     non-zero entry, labelled by coordinate names)."""
@@ -665,7 +674,7 @@ def text_lines(eqs: SymbolicEquations, checked: dict | None = None) -> list[str]
         lines += _entries("E", eqs.E, qn, vn)
     sn = eqs.state_names
     for k, e in enumerate(eqs.equilibria):
-        coords = ", ".join(f"{n} any" if n in e.free else f"{n} = {sp.sstr(val)}" for n, val in zip(qn, e.q))
+        coords = ", ".join(f"{n} any" if n in e.free else f"{n} = {_value_text(val, e.exact)}" for n, val in zip(qn, e.q))
         lines.append(f"equilibrium {k}: {coords} ({'exact' if e.exact else 'numeric: no closed form found, the core value'})")
         nf = len(sn) // 2
         A, B = e.lin["A"], e.lin["B"]

@@ -211,3 +211,22 @@ def test_cli_prints_and_writes_text_json_and_latex(tmp_path):
     assert res.exit_code == 3 and "already exists" in res.output
     res = runner.invoke(app, ["analyze", "skydy_cart_pendulum", "--symbolic", "-o", str(tmp_path / "x.h5")])
     assert res.exit_code == 2 and "with --symbolic use .json or .txt" in res.output
+
+
+def test_a_locked_elbow_leaves_the_shoulders_equations():
+    """Drake's Lock (docs/analysis.md "Locked joints"): the linearisation is the free
+    coordinates' (a 2 x 2 A for the shoulder), equal to dojo analyze's; the held elbow angle
+    0.3 has no closed-form equilibrium (pi/2 - atan2(sin 0.3, 3 + cos 0.3)), so the
+    equilibria are the core's numbers."""
+    mech = dojo.load_scene("skydy_double_pendulum", overrides={"joints.joint2.locked": True, "joints.joint1.damper": 0.5})
+    eqs = symbolic.derive(mech)
+    symbolic.equilibria(eqs)
+    assert len(eqs.equilibria) == 2 and not any(e.exact for e in eqs.equilibria)
+    expected = np.pi / 2 - np.arctan2(np.sin(0.3), 3 + np.cos(0.3))
+    assert abs(float(eqs.equilibria[0].q[0]) - expected) < 1e-9
+    for e in eqs.equilibria:
+        A, B = symbolic.first_order(eqs, e)
+        assert A.shape == (2, 2) and B.shape == (2, 2)
+        lin = analysis.linearize(eqs.model, e.x, accessibility=False)
+        assert symbolic.relative_difference(A, lin.A) < TOL and symbolic.relative_difference(B, lin.B) < TOL
+    assert "equilibrium 0: joint1 = 1.49622058464, joint2 = 0.3 (numeric" in "\n".join(symbolic.text_lines(eqs))
