@@ -12,7 +12,8 @@ scene's input map (its actuators, or one input per free coordinate).
   (a cyclic one: the cart's x, the hovercraft's pose) is held at its initial value: the
   equilibria are then a continuum along it, reported once with it in ``free``. After the
   first equilibrium, its half-turn variants (subsets of its angles plus pi) are starts too. Revolute
-  angles are wrapped to [-pi, pi) and equilibria closer than EQUILIBRIUM_TOL (tangent
+  angles without a spring are wrapped to [-pi, pi) (a sprung one is not: its spring force is
+  not periodic in the angle) and equilibria closer than EQUILIBRIUM_TOL (tangent
   distance, angles modulo 2 pi) are one. Where r's Jacobian is singular beyond the held
   coordinates the equilibrium lies on a family (``family``: its dimension; a ball-joint
   pendulum hangs at any yaw): members with the same potential energy and spectrum are one.
@@ -206,16 +207,32 @@ def potential_energy(model: MinimalModel, x) -> float:
     return float(-np.sum(mass * (bodies["x"] @ model.gravity)))
 
 
+def _periodic_indices(model: MinimalModel) -> list[tuple[int, int]]:
+    """(q index, v index) of each revolute angle the dynamics are periodic in: one without a
+    spring. A spring's force -k (theta - theta0) is not periodic in theta, so turning a
+    sprung angle by 2 pi leaves the equilibrium (found with a skydy-style cart on a sprung
+    triple pendulum: a wrapped angle had a residual of 2 pi k)."""
+    mech = model.mech
+    out = []
+    for tj in model.joints:
+        if tj.rot != ROT_REVOLUTE:
+            continue
+        spring = mech.spring[mech.joint_free_range[tj.index]][tj.n_trans]
+        if spring == 0.0:
+            out.append((tj.q.start + tj.n_trans, tj.v.start + tj.n_trans))
+    return out
+
+
 def _wrap(model: MinimalModel, x: np.ndarray) -> np.ndarray:
     x = x.copy()
-    for iq, _ in _revolute_indices(model):
+    for iq, _ in _periodic_indices(model):
         x[iq] = (x[iq] + np.pi) % (2 * np.pi) - np.pi
     return x
 
 
 def _distance(model: MinimalModel, a: np.ndarray, b: np.ndarray) -> float:
     d = minimal.state_error(model, a, b)[: model.nv]
-    for _, iv in _revolute_indices(model):
+    for _, iv in _periodic_indices(model):
         d[iv] = (d[iv] + np.pi) % (2 * np.pi) - np.pi
     return float(np.linalg.norm(d))
 

@@ -23,6 +23,10 @@ import numpy as np
 
 from dojo_cli.model.joint_types import JointType
 
+# A coordinate axis is in the span of a joint's free directions when its projection onto
+# them misses it by less than this (the basis rows are unit vectors to rounding).
+_AXIS_TOL = 1e-9
+
 
 class JointHandle:
     """Accessors for one joint of a mechanism (see the module docstring)."""
@@ -80,6 +84,54 @@ class JointHandle:
     def can_translate(self) -> bool:
         """Whether the joint has a free translational coordinate."""
         return self._mech.joints[self.index].free[0] > 0
+
+    def free_dofs(self) -> tuple[str, ...]:
+        """skydy's free degrees of freedom of the joint (``DOF.idx`` with ``DOF.free``): the
+        names among ``x y z rx ry rz`` (indices 0..5) whose directions the joint's free
+        translations and rotations span, in index order; the others are held (skydy's
+        ``free=False``). The directions are the joint's basis rows (the frame its ``axis``
+        is given in: skydy's joint frame).
+
+        Raises:
+            ValueError: the free directions are not spanned by coordinate axes (a tilted
+                axis: not a subset of skydy's six).
+        """
+        mech = self._mech
+        basis = np.asarray(mech.basis[self.index], dtype=float)
+        free = ~np.asarray(mech.constrained[self.index], dtype=bool)
+        names = []
+        for block, labels in ((slice(0, 3), ("x", "y", "z")), (slice(3, 6), ("rx", "ry", "rz"))):
+            rows = basis[block][free[block]]
+            spanned = [labels[i] for i in range(3)
+                       if rows.size and np.linalg.norm(rows.T @ np.linalg.lstsq(rows.T, np.eye(3)[i], rcond=None)[0]
+                                                       - np.eye(3)[i]) < _AXIS_TOL]
+            if len(spanned) != rows.shape[0]:
+                raise ValueError(f"joint {self.name!r}: its free {'translations' if block.start == 0 else 'rotations'} "
+                                 f"are not along coordinate axes of the joint frame (rows {rows.tolist()}); "
+                                 "skydy's six degrees of freedom cannot name them")
+            names += spanned
+        return tuple(names)
+
+    def as_dict(self) -> dict:
+        """skydy's ``Connection.as_dict``: the connection as plain data: ``body_in`` (the
+        parent's name, "origin" for the world), ``body_out``, ``joint`` (its name), ``type``,
+        ``body_in_coord`` (the joint point in the parent, parent_vertex), ``body_out_coord``
+        (in the child, child_vertex: skydy's opposite sign, coverage table),
+        ``orientation_offset`` [w, x, y, z] and ``dofs`` (``free_dofs``, None for a tilted
+        axis)."""
+        joint = self._mech.joints[self.index]
+        parent = self.parent_body()
+        try:
+            dofs = list(self.free_dofs())
+        except ValueError:
+            dofs = None
+        return {
+            "body_in": "origin" if parent is None else parent.name, "body_out": self.child_body().name,
+            "joint": self.name, "type": self.type.value,
+            "body_in_coord": [float(v) for v in joint.parent_vertex],
+            "body_out_coord": [float(v) for v in joint.child_vertex],
+            "orientation_offset": [float(v) for v in joint.orientation_offset], "dofs": dofs,
+        }
 
     def num_positions(self) -> int:
         return self._n

@@ -167,17 +167,18 @@ class ScenePicture:
     """What ``draw_scene`` drew.
 
     Attributes:
-        path: the PNG written.
-        size: (width, height) in pixels.
+        path: the PNG written (None when drawn onto a given Axes without a path).
+        size: (width, height) in pixels (of the Axes' figure when one was given).
         title: the title shown.
         bodies, joints, contacts: in the mechanism's order.
         ground: True when a contact uses the ground (z >= 0) and its grid is drawn.
         planes: (normal (3,), point (3,)) of every other half-space drawn as a grid.
         limits: (3, 2) axis limits (equal extents: equal scaling).
         warnings: things that could not be drawn as asked (e.g. an unreadable mesh).
+        ax: the matplotlib Axes drawn on (the given one, or the new figure's).
     """
 
-    path: Path
+    path: Path | None
     size: tuple[int, int]
     title: str
     bodies: list[DrawnBody]
@@ -187,6 +188,7 @@ class ScenePicture:
     planes: list[tuple[np.ndarray, np.ndarray]]
     limits: np.ndarray
     warnings: list[str] = field(default_factory=list)
+    ax: object = field(default=None, repr=False)
 
     @property
     def body_positions(self) -> np.ndarray:
@@ -201,19 +203,26 @@ class ScenePicture:
 
 def draw_scene(
     mech: Mechanism,
-    path: str | os.PathLike,
+    path: str | os.PathLike | None = None,
     *,
+    ax=None,
     state: np.ndarray | None = None,
     view: tuple[float, float] = DEFAULT_VIEW,
     size: tuple[int, int] = DEFAULT_SCENE_SIZE,
     labels: bool = False,
     title: str | None = None,
 ) -> ScenePicture:
-    """Draw a mechanism in one configuration and write it as a PNG.
+    """Draw a mechanism in one configuration and write it as a PNG, or onto a given Axes
+    (skydy's ``Connection.draw(ax=...)``).
 
     Args:
         mech: the mechanism (a built scene: ``mech.source`` resolves mesh files).
-        path: PNG to write (overwritten).
+        path: PNG to write (overwritten); with ``ax``, optional (then the Axes' figure is
+            written there).
+        ax: a matplotlib 3D Axes (``projection="3d"``) of the caller's figure to draw on,
+            instead of a new figure: the shapes, markers, grids and legend land on it, its
+            title is ``title``, and the figure (its size, other Axes, suptitle) is left as
+            it is (``size`` is then unused).
         state: (13 nb,) maximal state to draw; None for the scene's initial pose.
         view: (elevation, azimuth) of the camera, degrees.
         size: (width, height) of the PNG, pixels.
@@ -224,9 +233,15 @@ def draw_scene(
         What was drawn, with world positions and pixel positions.
 
     Raises:
-        InputError: a size outside MIN_PIXELS..MAX_PIXELS, or a state of the wrong shape.
+        InputError: a size outside MIN_PIXELS..MAX_PIXELS, a state of the wrong shape,
+            neither ``path`` nor ``ax``, or an ``ax`` that is not a 3D Axes.
         StorageError: the PNG cannot be written.
     """
+    if ax is None and path is None:
+        raise InputError("draw_scene: give a PNG path to write or an ax (a 3D matplotlib Axes) to draw on")
+    if ax is not None and getattr(ax, "name", None) != "3d":
+        raise InputError(f"ax: draw_scene draws in 3D; pass an Axes made with projection='3d' "
+                         f"(got a {getattr(ax, 'name', type(ax).__name__)!r} Axes)")
     width, height = _checked_size(size)
     if state is None:  # the pose only: x and q are the same at t0 and in the midpoint state
         state = mech.initial if mech.initial is not None else mech.initial_t0
@@ -238,9 +253,14 @@ def draw_scene(
     rot = matrix_from_quaternion(q).reshape(mech.nb, 3, 3)
     title = mech.name if title is None else title
 
-    fig = new_figure(width / DPI, height / DPI)
-    ax = fig.add_subplot(projection="3d", computed_zorder=False)
-    fig.subplots_adjust(left=0.0, right=1.0, bottom=0.02, top=0.93)
+    own_figure = ax is None
+    if own_figure:
+        fig = new_figure(width / DPI, height / DPI)
+        ax = fig.add_subplot(projection="3d", computed_zorder=False)
+        fig.subplots_adjust(left=0.0, right=1.0, bottom=0.02, top=0.93)
+    else:  # the caller's Axes: draw in the order given (our z-orders), keep its figure
+        fig = ax.figure
+        ax.computed_zorder = False
 
     geometry = _joint_geometry(mech, x, rot)
     contacts = [
@@ -299,11 +319,19 @@ def draw_scene(
     ax.set_ylabel("y [m]", fontsize=8)
     ax.set_zlabel("z [m]", fontsize=8)
     ax.tick_params(labelsize=7)
-    fig.suptitle(title, fontsize=12)
+    if own_figure:
+        fig.suptitle(title, fontsize=12)
+    else:
+        ax.set_title(title, fontsize=10)
     _legend(ax, drawn_joints, contacts)
 
-    save_png(fig, path)
+    if path is not None:
+        save_png(fig, path)
+    else:
+        fig.draw_without_rendering()
     # Pixel positions need the projection of the final draw (savefig just made it).
+    if not own_figure:
+        width, height = int(round(fig.bbox.width)), int(round(fig.bbox.height))
     bodies = [
         DrawnBody(b.name, b.shape.kind, x[i].copy(), rot[i].copy(),
                   x[i] + rot[i] @ np.asarray(b.shape.position_offset, float), _pixel(ax, x[i], height))
@@ -312,7 +340,8 @@ def draw_scene(
     drawn_joints = [
         DrawnJoint(j.name, j.type, j.family, j.position, j.axis, _pixel(ax, j.position, height)) for j in drawn_joints
     ]
-    return ScenePicture(Path(path), (width, height), title, bodies, drawn_joints, contacts, ground, planes, limits, warnings)
+    return ScenePicture(None if path is None else Path(path), (width, height), title, bodies, drawn_joints, contacts,
+                        ground, planes, limits, warnings, ax=ax)
 
 
 def _joint_geometry(mech: Mechanism, x: np.ndarray, rot: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

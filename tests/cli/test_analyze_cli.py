@@ -357,3 +357,16 @@ def test_locked_elbow_with_a_damped_shoulder_is_asymptotically_stable():
     assert hanging["stability"] == "asymptotically stable", hanging["stability"]
     roots = np.roots([i_pivot, damper, mgl])
     assert np.allclose(np.sort_complex(_eig(hanging["eigenvalues"])), np.sort_complex(roots), atol=1e-8, rtol=0)
+
+
+def test_equilibria_of_a_sprung_angle_are_not_wrapped():
+    """A spring's -k (theta - theta0) is not periodic in theta: an equilibrium beyond pi turned
+    by 2 pi is none (before the fix a reported one had the residual 2 pi k)."""
+    mech = dojo.load_scene("skydy_pendulum", overrides={"joints.pivot.spring": 3.0, "joints.pivot.spring_offset": [5.0]})
+    model = minimal.build_model(mech)
+    eqs = analysis.equilibria(model)
+    assert eqs
+    assert any(e.x[0] > np.pi for e in eqs), [e.x[0] for e in eqs]  # the spring holds one past pi
+    for e in eqs:
+        r = minimal.C_func(model, e.x) - minimal.passive_forces(model, e.x)
+        assert np.max(np.abs(r)) < 1e-8, f"equilibrium at {e.x[0]:.4f} has residual {r}"

@@ -382,3 +382,44 @@ def test_plot_incomplete_run_plots_and_warns(pendulum_run, tmp_path):
     assert res.exit_code == 0, res.output
     assert "warning" in res.stderr and "interrupted" in res.stderr, res.stderr
     not_blank(tmp_path / "partial.png")
+
+
+def test_draw_scene_onto_a_given_axes(tmp_path):
+    """skydy's Connection.draw(ax=...): draw_scene(..., ax=) draws on the caller's 3D Axes,
+    where the physics puts the bodies, and leaves the caller's figure (its other Axes, size
+    and suptitle) as it was."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+    from mpl_toolkits.mplot3d.art3d import Path3DCollection, Poly3DCollection
+
+    from dojo_cli.errors import InputError
+
+    fig = Figure(figsize=(8, 4), dpi=100)
+    FigureCanvasAgg(fig)
+    side = fig.add_subplot(1, 2, 1)
+    side.plot([0, 1], [0, 1])
+    ax = fig.add_subplot(1, 2, 2, projection="3d")
+    fig.suptitle("the caller's figure")
+    mech = dojo.load_scene("pendulum")
+    pic = draw_scene(mech, ax=ax)
+    assert pic.ax is ax and pic.path is None and pic.size == (800, 400)
+    assert fig.axes == [side, ax], "no Axes added, none replaced"
+    assert fig.get_suptitle() == "the caller's figure" and ax.get_title() == "pendulum"
+    assert len(side.lines) == 1 and not side.collections, "the other Axes untouched"
+    # the link's box faces and the centre-of-mass marker land on the given Axes, at the physics' pose
+    assert any(isinstance(c, Poly3DCollection) for c in ax.collections)
+    z0 = dojo.initial_state(mech).reshape(1, 13)[0, :3]
+    markers = [np.array(c._offsets3d, dtype=float).T for c in ax.collections if isinstance(c, Path3DCollection)]
+    assert any(m.shape == (1, 3) and np.allclose(m[0], z0, atol=1e-12) for m in markers), "the centre marker at x0"
+    assert np.allclose(pic.body_positions[0], z0, atol=1e-12)
+    # pixel positions are in the right half of the figure, where the 3D Axes is
+    col, row = pic.bodies[0].pixel
+    assert 400 < col < 800 and 0 < row < 400, pic.bodies[0].pixel
+    # with a path as well, the caller's whole figure is written
+    png = tmp_path / "both.png"
+    draw_scene(dojo.load_scene("cartpole"), png, ax=fig.add_subplot(2, 2, 2, projection="3d"))
+    not_blank(png, (800, 400))
+    with pytest.raises(InputError, match="projection='3d'"):
+        draw_scene(mech, ax=side)
+    with pytest.raises(InputError, match="give a PNG path"):
+        draw_scene(mech)

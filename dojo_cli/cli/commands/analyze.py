@@ -17,7 +17,7 @@ import numpy as np
 import typer
 
 from dojo_cli.cli.shared import SceneArg, SetOpt, load_scene_arguments, printable, reports_errors
-from dojo_cli.errors import StorageError
+from dojo_cli.errors import InputError, StorageError
 from dojo_cli.io.dynamics_files import DynamicsFile, dynamics_document, write_dynamics_file
 from dojo_cli.io.labelled_files import check_output
 
@@ -48,12 +48,17 @@ def analyze(
     output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Write the result with its names: .h5, .json or .npz.")] = None,
     latex: Annotated[Optional[Path], typer.Option("--latex", help="Write the numeric equations of motion and matrices as a LaTeX fragment.")] = None,
     force: Annotated[bool, typer.Option("--force", "-f", help="Overwrite existing output files.")] = False,
+    symbolic: Annotated[bool, typer.Option("--symbolic", help="The equations of motion, the equilibria and the linearisation about each as sympy expressions in the scene's parameters (joint-only scenes up to 4 coordinates; needs the symbolic extra); -o takes .json or .txt, --latex writes them as LaTeX.")] = False,
 ) -> None:
     """Equilibria, linearisation, stability and controllability of a scene without contacts."""
     from dojo_cli import analysis, minimal
     from dojo_cli.analysis.report import analyze_scene
     from dojo_cli.scene.loader import dump_scene
 
+    if symbolic:
+        _symbolic(scene, overrides, at=at, discrete=discrete, starts=starts, json_out=json_out, output=output,
+                  latex=latex, force=force)
+        return
     check_output(output, force)
     if latex is not None and latex.exists() and not force:
         raise StorageError(f"{latex}: already exists (use --force to overwrite)")
@@ -127,3 +132,57 @@ def analyze(
             raise StorageError(f"{latex}: cannot write ({exc.strerror or exc})") from None
         if not json_out:
             typer.echo(f"wrote {latex}")
+
+
+SYMBOLIC_SUFFIXES = (".json", ".txt")
+
+
+def _symbolic(scene, overrides, *, at, discrete, starts, json_out, output, latex, force) -> None:
+    """`dojo analyze --symbolic` (docs/analysis.md "Symbolic equations"): derive, find the
+    equilibria, check against the core, print or write."""
+    for flag, given in (("--at", at is not None), ("--discrete", discrete)):
+        if given:
+            raise InputError(f"{flag}: not with --symbolic (the symbolic linearisation is about each equilibrium; "
+                             "use the numeric dojo analyze for a point or the discrete step)")
+    if output is not None:
+        if output.suffix.lower() not in SYMBOLIC_SUFFIXES:
+            raise InputError(f"--output {output}: with --symbolic use .json or .txt")
+        if output.exists() and not force:
+            raise StorageError(f"{output}: already exists (use --force to overwrite)")
+    if latex is not None and latex.exists() and not force:
+        raise StorageError(f"{latex}: already exists (use --force to overwrite)")
+    from dojo_cli.analysis import symbolic
+
+    spec, mech = load_scene_arguments(scene, overrides)
+    eqs = symbolic.derive(mech, spec.name)
+    symbolic.equilibria(eqs, starts=starts, seed=int(getattr(spec, "seed", 0) or 0))
+    checked = symbolic.check(eqs)
+    header = (f"{spec.name}: symbolic equations of motion (sympy), nq = {len(eqs.q)}, nv = {len(eqs.v)}; "
+              f"{len(eqs.equilibria)} equilibri{'um' if len(eqs.equilibria) == 1 else 'a'}")
+    lines = [header, *symbolic.text_lines(eqs, checked)]
+    if json_out:
+        typer.echo(json.dumps(symbolic.document(eqs, checked), indent=1))
+    else:
+        for line in lines:
+            typer.echo(printable(line))
+    for path, text in ((output, None), (latex, "latex")):
+        if path is None:
+            continue
+        if text == "latex":
+            from dojo_cli.analysis.latex import symbolic_fragment
+
+            content = symbolic_fragment(eqs, checked)
+        elif path.suffix.lower() == ".json":
+            content = json.dumps(symbolic.document(eqs, checked), indent=1) + "\n"
+        else:
+            content = "\n".join(lines) + "\n"
+        try:
+            path.write_text(content, encoding="utf-8")
+        except OSError as exc:
+            raise StorageError(f"{path}: cannot write ({exc.strerror or exc})") from None
+        if not json_out:
+            typer.echo(f"wrote {path}")
+    if not checked["ok"]:  # a derivation that disagrees with the core is a bug, never a result
+        typer.echo(f"dojo analyze --symbolic: the expressions differ from the core's numbers by more than "
+                   f"{checked['tolerance']:g} (see the check line); please report it", err=True)
+        raise typer.Exit(1)
