@@ -293,6 +293,13 @@ def load_task(path: str | os.PathLike) -> Task:
     if spec.external:
         r.problem("scene", "the scene has external forces, which the step gradients do not include "
                            "(set: {external: []} to optimise without them)")
+    if spec.controller.type != "none":
+        # the optimiser's inputs are the whole input: a controller's law (its feedback on the
+        # state) is neither in the step gradients nor in the run written, so a task on such a
+        # scene would optimise another system than the one it names (issue 26)
+        where = next((f"set.{o.path}" for o in overrides if o.path.split(".")[0] == "controller"), "scene")
+        r.problem(where, f"the scene has a {spec.controller.type} controller; dojo optimize computes every input "
+                         "itself (set: {controller: {type: none}} to optimise without it)")
     if r.problems:
         raise SceneError(r.problems)
     mech = build_mechanism(spec)
