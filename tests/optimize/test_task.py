@@ -60,6 +60,8 @@ def test_initial_guesses(tmp_path):
     [
         ("solver: {kappa: [1.0e-2, -1]}\n", ":10: solver.kappa.1: must be > 0, got -1"),
         ("solver: {penalty_scaling: 0.5}\n", ":10: solver.penalty_scaling: must be >= 1, got 0.5"),
+        ("solver: {exact_stage: 1}\n", ":10: solver.exact_stage: must be true or false, got 1"),
+        ("solver: {exact_stage: false}\n", ":10: solver.exact_stage: false needs a kappa schedule (solver.kappa)"),
         ("initial_guess: ones\n", ":10: initial_guess: must be zeros"),
         ("constraints2: {}\n", ":10: constraints2: unknown key; did you mean 'constraints'?"),
         ("initial_guess: {constant: {cart: 1}}\n", ":10: initial_guess.constant.cart: unknown input 'cart'"),

@@ -1,0 +1,151 @@
+"""Kinematic reference gaits for ``costs.reference`` (docs/optimize.md, the quadruped).
+
+A trot as Dojo's quadruped example plans it (its ``quadruped_trajectory`` template): the
+legs in two diagonal pairs, one pair in stance while the other swings; a stance foot stays
+where it is on the ground while the base moves over it, a swing foot goes forward on an
+arch; the legs' joint angles at every knot by inverse kinematics of the feet
+(``minimal.ik.nearest_ik``, the core's kinematics) with the base level at its initial
+height. Unlike Dojo's template (a steady gait from the first knot) this one starts and
+ends standing, in the scene's own pose: the first half cycle is a half step (each pair
+moves a quarter stride from its stance centre), then full strides, then a half step back
+to the standing pose, so that the optimiser starts from the scene's state and the goal is
+a standing robot further on. It is a kinematic plan, not a motion the robot can follow
+exactly (nothing in it balances the base): the optimiser tracks it as a cost.
+
+Knots 0..T with T = half_cycles * steps; velocities are the knots' backward differences
+(q_k - q_{k-1}) / h, the midpoint velocity into knot k as a run stores it (zero at knot 0:
+the scene starts at rest).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from dojo_cli.minimal.dynamics import kinematics
+from dojo_cli.minimal.ik import nearest_ik
+from dojo_cli.minimal.model import build_model
+from dojo_cli.model.mechanism import Mechanism
+from dojo_cli.simulation.initial import initial_state
+
+
+@dataclass
+class Gait:
+    """A reference gait at knots 0..T.
+
+    Attributes:
+        time: (T+1,) s.
+        names: the table's columns: ``time``, then the task's coordinate names
+            (``joints.NAME``, ``joints.NAME.velocity``, ``joints.NAME[i]`` for a joint with several).
+        table: (T+1, len(names)) one row per knot.
+        feet: (T+1, n_feet, 3) the planned foot (contact sphere centre) positions, world frame.
+        base: (T+1, 3) the planned base (floating joint) position, world frame.
+        swing: (T+1, n_feet) whether each foot is in the air at each knot.
+    """
+
+    time: np.ndarray
+    names: list[str]
+    table: np.ndarray
+    feet: np.ndarray
+    base: np.ndarray
+    swing: np.ndarray
+
+    def write_csv(self, path) -> None:
+        """The table as CSV with a header of names, every digit (a task's ``costs.reference.file``)."""
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(",".join(self.names) + "\n")
+            for row in self.table:
+                f.write(",".join(repr(float(v)) for v in row) + "\n")
+
+
+def trot(mech: Mechanism, pairs: list[tuple[str, str]], half_cycles: int, steps: int, stride: float,
+         lift: float) -> Gait:
+    """A trot from standing to standing (module docstring).
+
+    Args:
+        mech: a floating-base mechanism standing in its initial state; its feet are contacts.
+        pairs: the two diagonal pairs of foot contacts, e.g. [("FR_foot", "RL_foot"), ("FL_foot", "RR_foot")];
+            the first pair swings first.
+        half_cycles: >= 2: a start half step, half_cycles - 2 full strides, a stop half step.
+        steps: knots per half cycle (one swing).
+        stride: m, how far a foot moves in a full swing (the base advances half of it per half
+            cycle, a quarter in the start and stop ones): the base ends (half_cycles - 1) stride / 2 ahead.
+        lift: m, the swing arch's height.
+    """
+    if half_cycles < 2 or steps < 1:
+        raise ValueError(f"a trot needs half_cycles >= 2 (a start and a stop step) and steps >= 1, "
+                         f"got {half_cycles} and {steps}")
+    if len(pairs) != 2 or any(len(p) != 2 for p in pairs):
+        raise ValueError(f"a trot needs two pairs of feet, got {pairs}")
+    feet = [f for pair in pairs for f in pair]
+    pair_of = [i for i, pair in enumerate(pairs) for _ in pair]
+    model = build_model(mech, kinematics_points=feet)
+    if not model.is_floating:
+        raise ValueError("a trot needs a floating base")
+    x0 = model.state_from_maximal(initial_state(mech))
+    q = x0[: model.nq].copy()
+    stance = kinematics(model, x0).reshape(-1, 3) - q[0:3]  # each foot's stance centre, from the base
+    quarter = stride / 4.0
+    T = half_cycles * steps
+    base = np.tile(q[0:3], (T + 1, 1))
+    foot = np.tile(stance + q[0:3], (T + 1, 1, 1))
+    swing = np.zeros((T + 1, len(feet)), dtype=bool)
+    for c in range(half_cycles):
+        moving = c % 2  # the pair that swings in this half cycle
+        stop = c == half_cycles - 1
+        advance = quarter if c in (0, half_cycles - 1) else 2 * quarter
+        k0 = c * steps
+        for j in range(1, steps + 1):
+            s = j / steps
+            k = k0 + j
+            base[k, 0] = base[k0, 0] + advance * s
+            for i in range(len(feet)):
+                if pair_of[i] != moving:
+                    foot[k, i] = foot[k0, i]  # stance: where it stands
+                    continue
+                # swing: from where it stands to a quarter stride ahead of its stance centre
+                # under the base at the end of the half cycle (the centre itself at the stop)
+                start = foot[k0, i, 0]
+                end = base[k0, 0] + advance + stance[i, 0] + (0.0 if stop else quarter)
+                foot[k, i, 0] = start + (end - start) * 0.5 * (1.0 - np.cos(np.pi * s))
+                swing[k, i] = j < steps
+                if swing[k, i]:  # (at j = steps it has landed: sin(pi) is 1e-16, not 0)
+                    foot[k, i, 2] = foot[k0, i, 2] + lift * np.sin(np.pi * s)
+    Q = np.empty((T + 1, model.nq))
+    for k in range(T + 1):
+        q = q.copy()
+        q[0:3] = base[k]
+        Q[k] = nearest_ik(model, q, foot[k])
+    names, columns = _coordinate_columns(mech, model, Q)
+    time = np.arange(T + 1) * mech.timestep
+    return Gait(time=time, names=["time", *names], table=np.column_stack([time, *columns]), feet=foot,
+                base=base, swing=swing)
+
+
+def _coordinate_columns(mech: Mechanism, model, Q: np.ndarray) -> tuple[list[str], list[np.ndarray]]:
+    """The task's coordinate columns of configurations Q (T+1, nq) of a level base: the floating
+    joint's [x, y, z, 0, 0, 0] and each scalar joint's angle, with backward-difference velocities."""
+    h = mech.timestep
+
+    def rate(col: np.ndarray) -> np.ndarray:
+        out = np.zeros_like(col)
+        out[1:] = np.diff(col) / h
+        return out
+
+    names, columns = [], []
+    for joint in mech.joints:
+        idx = [i for i, n in enumerate(model.config_names) if n == joint.name or n.startswith(f"{joint.name}:")]
+        if not idx:
+            continue
+        if len(idx) == 1:
+            names += [f"joints.{joint.name}", f"joints.{joint.name}.velocity"]
+            columns += [Q[:, idx[0]], rate(Q[:, idx[0]])]
+            continue
+        # the floating base: position and a level orientation (the rotation's minimal coordinates 0)
+        coords = np.zeros((len(Q), 6))
+        coords[:, 0:3] = Q[:, idx[0:3]]
+        names += [f"joints.{joint.name}[{i}]" for i in range(6)]
+        names += [f"joints.{joint.name}.velocity[{i}]" for i in range(6)]
+        columns += list(coords.T) + [rate(c) for c in coords.T]
+    return names, columns
