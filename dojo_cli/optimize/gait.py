@@ -1,4 +1,4 @@
-"""Kinematic reference gaits for ``costs.reference`` (docs/optimize.md, the quadruped).
+"""Kinematic reference gaits for ``costs.reference`` (docs/optimize.md): a quadruped's trot.
 
 A trot as Dojo's quadruped example plans it (its ``quadruped_trajectory`` template): the
 legs in two diagonal pairs, one pair in stance while the other swings; a stance foot stays
@@ -117,15 +117,19 @@ def trot(mech: Mechanism, pairs: list[tuple[str, str]], half_cycles: int, steps:
         q = q.copy()
         q[0:3] = base[k]
         Q[k] = nearest_ik(model, q, foot[k])
-    names, columns = _coordinate_columns(mech, model, Q)
+    names, columns = _coordinate_columns(mech, model, Q, feet)
     time = np.arange(T + 1) * mech.timestep
     return Gait(time=time, names=["time", *names], table=np.column_stack([time, *columns]), feet=foot,
                 base=base, swing=swing)
 
 
-def _coordinate_columns(mech: Mechanism, model, Q: np.ndarray) -> tuple[list[str], list[np.ndarray]]:
+def _coordinate_columns(mech: Mechanism, model, Q: np.ndarray, feet: list[str]) -> tuple[list[str], list[np.ndarray]]:
     """The task's coordinate columns of configurations Q (T+1, nq) of a level base: the floating
-    joint's [x, y, z, 0, 0, 0] and each scalar joint's angle, with backward-difference velocities."""
+    joint's [x, y, z, 0, 0, 0] and each scalar joint's angle, with backward-difference velocities;
+    then the positions of the bodies carrying the feet (``bodies.NAME.position[i]``, their centres
+    of mass, from the core's minimal -> maximal map of those coordinates): a task may track the
+    feet themselves."""
+    from dojo_cli.physics.coordinates import interleave_minimal, minimal_to_maximal
     h = mech.timestep
 
     def rate(col: np.ndarray) -> np.ndarray:
@@ -148,4 +152,24 @@ def _coordinate_columns(mech: Mechanism, model, Q: np.ndarray) -> tuple[list[str
         names += [f"joints.{joint.name}[{i}]" for i in range(6)]
         names += [f"joints.{joint.name}.velocity[{i}]" for i in range(6)]
         columns += list(coords.T) + [rate(c) for c in coords.T]
+    theta = np.empty((len(Q), mech.nf))
+    rates = np.empty((len(Q), mech.nf))
+    by_name = dict(zip(names, columns))
+    for j, joint in enumerate(mech.joints):
+        r = np.arange(mech.nf)[mech.joint_free_range[j]]
+        for i, c in enumerate(r):
+            key = f"joints.{joint.name}" if len(r) == 1 else f"joints.{joint.name}[{i}]"
+            theta[:, c] = by_name[key]
+            rates[:, c] = by_name[key.replace(joint.name, f"{joint.name}.velocity", 1) if len(r) == 1
+                                  else f"joints.{joint.name}.velocity[{i}]"]
+    Z = np.stack([minimal_to_maximal(mech, interleave_minimal(mech, theta[k], rates[k])) for k in range(len(Q))])
+    carriers = []
+    for f in feet:
+        b = next(c.body for c in mech.contacts if c.name == f)
+        if b not in carriers:
+            carriers.append(b)
+    for b in carriers:
+        names += [f"bodies.{mech.bodies[b].name}.position[{i}]" for i in range(3)]
+        columns += [Z[:, 13 * b + i] for i in range(3)]
     return names, columns
+

@@ -547,8 +547,10 @@ class _Solve:
             self._grow()
             self._record(0.0)
             self.failures += 1
-            relaxed = self.kappas[self.stage] is not None
-            return self.rho > RHO_MAX or (relaxed and self.failures >= RELAXED_STAGE_FAILURES)
+            # a relaxed stage with a next one gives way to it after a few failures; the last
+            # stage (relaxed with exact_stage false) regularises on, as the exact one does
+            moving_on = self.kappas[self.stage] is not None and self.stage < len(self.kappas) - 1
+            return self.rho > RHO_MAX or (moving_on and self.failures >= RELAXED_STAGE_FAILURES)
         before = self.obj
         kept = (self.traj, self.K, self.d, self.lin, self.model, self.gnorm, self.obj)
         self.traj, self.K, self.d = accepted, K, d
