@@ -43,6 +43,7 @@ TASKS = {
     "block_push": 2.0,
     "hopper_hop": float("nan"),  # (no speed goal in the issue)
     "quadruped_trot": 60.0,
+    "humanoid_step": float("nan"),  # (no speed goal in the issue)
 }
 
 
@@ -60,6 +61,12 @@ def goal_reached(name: str, result) -> str:
         ok = advance > 0.366 and lowest > 0.2 and result.violation < 1e-4
         return (f"{'yes' if ok else 'NO'}: trunk {advance:.3f} m ahead, lowest {lowest:.3f} m, "
                 f"slack {result.violation:.1e} N")
+    if name == "humanoid_step":
+        # the right sole 0.1 m ahead (0.15 planned) and down, the pelvis upright and forward
+        Z = result.traj.Z.reshape(len(result.traj.Z), -1, 13)
+        pelvis = float(Z[-1, 0, 0] - Z[0, 0, 0])
+        ok = pelvis > 0.05 and result.violation < 1e-4
+        return f"{'yes' if ok else 'NO'}: pelvis {pelvis:.3f} m ahead, slack {result.violation:.1e} N"
     if name == "hopper_hop":
         x = result.traj.Z[-1, 0:3]
         miss = float(np.linalg.norm(x - [0.5, 0.0, 0.55]))

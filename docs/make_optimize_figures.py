@@ -28,6 +28,7 @@ EXAMPLES = {
     "hopper_hop": ["-q", "position", "-q", "distance", "-q", "inputs", "--coordinate", "leg",
                    "--coordinate", "floating_base:r1"],
     "quadruped_trot": ["-q", "position", "--body", "trunk", "-q", "distance", "-q", "inputs"],
+    "humanoid_step": ["-q", "position", "--body", "pelvis", "--body", "right_ankle_roll_link", "-q", "distance"],
 }
 
 

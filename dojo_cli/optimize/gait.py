@@ -1,9 +1,10 @@
-"""Kinematic reference gaits for ``costs.reference`` (docs/optimize.md): a quadruped's trot.
+"""Kinematic reference gaits for ``costs.reference`` (docs/optimize.md): a quadruped's trot
+and a biped's step.
 
-A trot as Dojo's quadruped example plans it (its ``quadruped_trajectory`` template): the
-legs in two diagonal pairs, one pair in stance while the other swings; a stance foot stays
-where it is on the ground while the base moves over it, a swing foot goes forward on an
-arch; the legs' joint angles at every knot by inverse kinematics of the feet
+**trot**: a trot as Dojo's quadruped example plans it (its ``quadruped_trajectory``
+template): the legs in two diagonal pairs, one pair in stance while the other swings; a
+stance foot stays where it is on the ground while the base moves over it, a swing foot goes
+forward on an arch; the legs' joint angles at every knot by inverse kinematics of the feet
 (``minimal.ik.nearest_ik``, the core's kinematics) with the base level at its initial
 height. Unlike Dojo's template (a steady gait from the first knot) this one starts and
 ends standing, in the scene's own pose: the first half cycle is a half step (each pair
@@ -12,9 +13,17 @@ to the standing pose, so that the optimiser starts from the scene's state and th
 a standing robot further on. It is a kinematic plan, not a motion the robot can follow
 exactly (nothing in it balances the base): the optimiser tracks it as a cost.
 
-Knots 0..T with T = half_cycles * steps; velocities are the knots' backward differences
-(q_k - q_{k-1}) / h, the midpoint velocity into knot k as a run stores it (zero at knot 0:
-the scene starts at rest).
+**step**: a biped standing on flat feet (several contact points each) takes one step, as
+a quasi-static plan: the base moves over the stance foot (and down by ``lower``, the knees
+bent), the swing foot goes forward on an arch and lands flat, the base moves forward to
+midway between the feet. Both feet are posed whole (every contact point of a foot at its
+target: the leg's angles by Gauss-Newton on the stacked points, ``feet_ik``), so the feet
+stay flat and level. Start it with the knees bent: from a straight knee (a singular leg)
+the feet's inverse kinematics has no first-order way to lower the base.
+
+Knots 0..T (T = half_cycles * steps, or the sum of the step's phases); velocities are the
+knots' backward differences (q_k - q_{k-1}) / h, the midpoint velocity into knot k as a
+run stores it (zero at knot 0: the scene starts at rest).
 """
 
 from __future__ import annotations
@@ -23,7 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dojo_cli.minimal.dynamics import kinematics
+from dojo_cli.minimal.dynamics import kinematics, kinematics_jacobian
 from dojo_cli.minimal.ik import nearest_ik
 from dojo_cli.minimal.model import build_model
 from dojo_cli.model.mechanism import Mechanism
@@ -173,3 +182,93 @@ def _coordinate_columns(mech: Mechanism, model, Q: np.ndarray, feet: list[str]) 
         columns += [Z[:, 13 * b + i] for i in range(3)]
     return names, columns
 
+
+# Gauss-Newton of feet_ik: converged when every point is within this of its target (m), in at
+# most this many iterations (a leg moved a few centimetres from the last knot takes 3-5).
+FEET_IK_TOLERANCE = 1e-12
+FEET_IK_MAX_ITERATIONS = 50
+# Largest change of one coordinate in one iteration (rad or m), as minimal.ik.IK_MAX_STEP.
+FEET_IK_MAX_STEP = 0.3
+
+
+def feet_ik(model, q: np.ndarray, targets: np.ndarray) -> np.ndarray:
+    """q (nq,) with the joints that move ``model.kinematics_points`` changed so that every point
+    is at its target ((np, 3), world frame), the base held: Gauss-Newton on all the points at
+    once (a flat foot's contact points together pose the foot, which minimal.ik's one chain per
+    point cannot), from q. A ValueError when it does not converge (a target out of reach)."""
+    x = np.concatenate([q, np.zeros(model.nv)])
+    jac = kinematics_jacobian(model, x)[:, : model.nq]
+    floating = 7 if model.is_floating else 0
+    cols = floating + np.flatnonzero(np.any(jac[:, floating:] != 0.0, axis=0))
+    goal = np.asarray(targets, dtype=float).reshape(-1)
+    for _ in range(FEET_IK_MAX_ITERATIONS):
+        err = kinematics(model, x) - goal
+        if np.max(np.abs(err)) < FEET_IK_TOLERANCE:
+            return x[: model.nq]
+        J = kinematics_jacobian(model, x)[:, cols]
+        dq = np.linalg.lstsq(J, err, rcond=None)[0]
+        x[cols] -= dq * min(1.0, FEET_IK_MAX_STEP / max(np.max(np.abs(dq)), 1e-300))
+    raise ValueError(f"feet_ik: the points are {np.max(np.abs(err)):.2e} m from their targets after "
+                     f"{FEET_IK_MAX_ITERATIONS} iterations (out of reach?)")
+
+
+def step(mech: Mechanism, stance: list[str], swing: list[str], length: float, lift: float, lower: float,
+         phases: tuple[int, int, int, int]) -> Gait:
+    """A biped's step from standing to standing (module docstring).
+
+    Args:
+        mech: a floating-base biped standing level in its initial state.
+        stance, swing: the contact points of the foot that stays and of the one that steps.
+        length: m, how far the swing foot moves forward (the base moves half of it).
+        lift: m, the swing arch's height.
+        lower: m, how far the base goes down while over the stance foot (knees bent).
+        phases: knots of (the base moving over the stance foot, the swing, the base moving to
+            midway between the feet, standing still).
+    """
+    if min(phases) < 1:
+        raise ValueError(f"every phase needs at least one knot, got {phases}")
+    feet = [*stance, *swing]
+    model = build_model(mech, kinematics_points=feet)
+    if not model.is_floating:
+        raise ValueError("a step needs a floating base")
+    x0 = model.state_from_maximal(initial_state(mech))
+    q = x0[: model.nq].copy()
+    start = kinematics(model, x0).reshape(-1, 3)
+    ns = len(stance)
+    T = sum(phases)
+    base = np.tile(q[0:3], (T + 1, 1))
+    foot = np.tile(start, (T + 1, 1, 1))
+    moving = np.zeros((T + 1, len(feet)), dtype=bool)
+    over = np.array([q[0], start[:ns, 1].mean(), q[2] - lower])  # over the stance foot, lowered
+    landed = start.copy()
+    landed[ns:, 0] += length
+    midway = np.array([q[0] + 0.5 * length, 0.5 * (start[:ns, 1].mean() + start[ns:, 1].mean()), q[2] - lower])
+    k = 0
+    for phase, n in enumerate(phases):
+        b0 = base[k].copy()
+        for j in range(1, n + 1):
+            s = j / n
+            w = 0.5 * (1.0 - np.cos(np.pi * s))
+            base[k + j] = b0
+            if phase == 0:
+                base[k + j] = b0 + (over - b0) * w
+            elif phase == 1:
+                foot[k + j, ns:] = start[ns:] + (landed[ns:] - start[ns:]) * w
+                if j < n:
+                    foot[k + j, ns:, 2] += lift * np.sin(np.pi * s)
+                    moving[k + j, ns:] = True
+            elif phase == 2:
+                base[k + j] = b0 + (midway - b0) * w
+            if phase >= 2:
+                foot[k + j, ns:] = landed[ns:]
+        k += n
+    Q = np.empty((T + 1, model.nq))
+    for k in range(T + 1):
+        q = q.copy()
+        q[0:3] = base[k]
+        q = feet_ik(model, q, foot[k])
+        Q[k] = q
+    names, columns = _coordinate_columns(mech, model, Q, feet)
+    time = np.arange(T + 1) * mech.timestep
+    return Gait(time=time, names=["time", *names], table=np.column_stack([time, *columns]), feet=foot,
+                base=base, swing=moving)

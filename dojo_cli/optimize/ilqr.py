@@ -253,16 +253,20 @@ def _model(problem: Problem, traj: Rollout, lin: Linearization, m: _Multipliers)
             continue
         r = residuals(problem, fs, traj, knots)
         J = feature_jacobian(problem, fs, lin, knots, traj)
-        ls[knots] += np.einsum("kni,kn->ki", J, fs.weight * r)
-        lss[knots] += np.einsum("kni,n,knj->kij", J, fs.weight, J)
+        # (batched matrix products: BLAS, where einsum's three-operand contraction is a plain
+        # loop, 36 ms a call for the humanoid's 70 states)
+        Jt = np.swapaxes(J, -1, -2)
+        ls[knots] += (Jt @ (fs.weight * r)[..., None])[..., 0]
+        lss[knots] += Jt @ (fs.weight[:, None] * J)
     if problem.path_inequality is not None:
         c = _inequality(problem, traj)
         active = (m.ineq + m.mu * c) > 0
         if active.any():
             J = feature_jacobian(problem, problem.path_inequality, lin, np.arange(N + 1), traj)
             Jc = np.concatenate([-J, J], axis=1)  # d[lower - f, f - upper]/ds
-            ls += np.einsum("kmi,km->ki", Jc, np.where(active, m.ineq + m.mu * c, 0.0))
-            lss += m.mu * np.einsum("kmi,km,kmj->kij", Jc, active.astype(float), Jc)
+            Jct = np.swapaxes(Jc, -1, -2)
+            ls += (Jct @ np.where(active, m.ineq + m.mu * c, 0.0)[..., None])[..., 0]
+            lss += m.mu * (Jct @ (active[..., None] * Jc))
     if problem.terminal_equality is not None:
         c = _equality(problem, traj)
         J = feature_jacobian(problem, problem.terminal_equality, lin, N, traj)

@@ -228,7 +228,11 @@ def closed_loop_rollout(problem: Problem, ref: Rollout, lin: Linearization, d: n
     lo, hi = problem.lower, problem.upper
     nb6 = 6 * nb
     feedforward = ref.U + alpha * d
-    gains = K @ lin.to_minimal[:N] if problem.representation == "minimal" else K  # (N, nu, 12 nb)
+    # the minimal gains act on dy = dy/dz dz: two matrix-vector products a step, not the
+    # gains composed with dy/dz beforehand (a batched (nu, 2 nf) x (2 nf, 12 nb) product, which
+    # multi-threaded OpenBLAS took 0.6 s for on the humanoid on a loaded 2-core machine: 10x
+    # the 40 steps' solves; 2 ms on one thread)
+    to_minimal = lin.to_minimal if problem.representation == "minimal" else None
     R = ref.Z.reshape(N + 1, nb, 13)
     conj = _left_matrices(R[:, :, 6:10] * [1.0, -1.0, -1.0, -1.0])  # (N+1, nb, 4, 4): q_ref* (x) .
     dz = np.empty((nb, 12))
@@ -239,7 +243,8 @@ def closed_loop_rollout(problem: Problem, ref: Rollout, lin: Linearization, d: n
         dz[:, 0:6] = z[:, 0:6] - R[k, :, 0:6]
         dz[:, 6:9] = rel[:, 1:] * np.where(rel[:, :1] >= 0, 1.0, -1.0)
         dz[:, 9:12] = z[:, 10:13] - R[k, :, 10:13]
-        U[k] = np.minimum(np.maximum(feedforward[k] + gains[k] @ dz.reshape(-1), lo), hi)
+        ds = dz.reshape(-1) if to_minimal is None else to_minimal[k] @ dz.reshape(-1)
+        U[k] = np.minimum(np.maximum(feedforward[k] + K[k] @ ds, lo), hi)
         # the step as the core's rollout takes it (the previous step's impulses as warm start)
         code = _core.step(mech.core, data, Z[k], U[k], None, None, lam, options)
         lam = data.w[nb6: nb6 + mech.nl].copy()
@@ -325,7 +330,8 @@ def linearize(problem: Problem, traj: Rollout, kappa: float | None, need_y: bool
         Y = np.empty((N + 1, 2 * mech.nf))
         Y[:, qpos], Y[:, vpos] = traj.MQ, traj.MV
         m2M = np.stack([minimal_to_maximal_jacobian(mech, Y[k]) for k in range(N + 1)])
-        M2m = np.linalg.solve(np.einsum("kzi,kzj->kij", m2M, m2M), np.swapaxes(m2M, 1, 2))
+        m2Mt = np.swapaxes(m2M, 1, 2)
+        M2m = np.linalg.solve(m2Mt @ m2M, m2Mt)
     lam = np.zeros(mech.nl)
     options = core_options(problem.opts)
     relax = -1.0 if kappa is None else float(kappa)

@@ -40,38 +40,55 @@ def trot(references):
     return references.quadruped_trot()
 
 
-def test_the_committed_reference_is_what_the_generator_writes(trot, tmp_path):
-    path = tmp_path / "trot.csv"
-    trot.write_csv(path)
-    assert path.read_text() == (CONFIGS / "quadruped_trot.csv").read_text(), "rerun configs/optimize/make_references.py"
+@pytest.fixture(scope="module")
+def step(references):
+    return references.humanoid_step()
 
 
-def test_the_plans_feet_are_where_its_angles_put_them(references, trot):
-    """Each knot's coordinates, through the core's minimal -> maximal map, put every foot
-    where the plan has it; stance feet stay put, swing feet rise, and the pairs alternate."""
+@pytest.mark.parametrize("name, gait", [("quadruped_trot", "trot"), ("humanoid_step", "step")])
+def test_the_committed_references_are_what_the_generator_writes(name, gait, request, tmp_path):
+    path = tmp_path / f"{name}.csv"
+    request.getfixturevalue(gait).write_csv(path)
+    assert path.read_text() == (CONFIGS / f"{name}.csv").read_text(), "rerun configs/optimize/make_references.py"
+
+
+def _planned_feet_error(mech, gait, feet) -> float:
+    """The largest distance of a foot (contact point) from the plan, and of a foot's body
+    from its column, over every knot: each knot's coordinates through the core's minimal ->
+    maximal map."""
+    cols = {n: i for i, n in enumerate(gait.names)}
+    contacts = [c.name for c in mech.contacts]
+    worst = 0.0
+    for k in range(len(gait.time)):
+        theta, rate = [], []
+        for j, joint in enumerate(mech.joints):
+            size = len(np.arange(mech.nf)[mech.joint_free_range[j]])
+            if size == 1:
+                theta.append(gait.table[k, cols[f"joints.{joint.name}"]])
+                rate.append(gait.table[k, cols[f"joints.{joint.name}.velocity"]])
+            elif size:
+                theta += [gait.table[k, cols[f"joints.{joint.name}[{i}]"]] for i in range(size)]
+                rate += [gait.table[k, cols[f"joints.{joint.name}.velocity[{i}]"]] for i in range(size)]
+        z = minimal_to_maximal(mech, interleave_minimal(mech, np.array(theta), np.array(rate)))
+        at = np.array([contact_location(mech, f, z) for f in feet])
+        radius = np.array([mech.contacts[contacts.index(f)].radius for f in feet])
+        planned = gait.feet[k] - radius[:, None] * [0.0, 0.0, 1.0]  # sphere centres -> ground points
+        worst = max(worst, float(np.max(np.abs(at - planned))))
+        for f in feet:  # the feet's bodies' columns (a task may track them) are those bodies' positions
+            b = mech.contacts[contacts.index(f)].body
+            col = [cols[f"bodies.{mech.bodies[b].name}.position[{i}]"] for i in range(3)]
+            worst = max(worst, float(np.max(np.abs(gait.table[k, col] - z[13 * b: 13 * b + 3]))))
+    return worst
+
+
+def test_the_trots_feet_are_where_its_angles_put_them(references, trot):
+    """Each knot's coordinates put every foot where the plan has it; stance feet stay put,
+    swing feet rise, and the pairs alternate."""
     import dojo_cli as dojo
 
     mech = dojo.load_scene(references.QUADRUPED["scene"], overrides=references.QUADRUPED["overrides"])
     feet = [f for pair in references.TROT["pairs"] for f in pair]
-    cols = {n: i for i, n in enumerate(trot.names)}
-    worst = 0.0
-    for k in range(len(trot.time)):
-        theta, rate = [], []
-        for joint in mech.joints:
-            n = mech.joint_free_range[mech.joints.index(joint)]
-            size = len(np.arange(mech.nf)[n])
-            names = [f"joints.{joint.name}"] if size == 1 else [f"joints.{joint.name}[{i}]" for i in range(size)]
-            theta += [trot.table[k, cols[c]] for c in names]
-            rate += [trot.table[k, cols[c.replace(joint.name, joint.name + ".velocity", 1) if size == 1
-                                    else f"joints.{joint.name}.velocity[{c[-2]}]"]] for c in names]
-        z = minimal_to_maximal(mech, interleave_minimal(mech, np.array(theta), np.array(rate)))
-        at = np.array([contact_location(mech, f, z) for f in feet])
-        planned = trot.feet[k] - [0.0, 0.0, mech.contacts[0].radius]  # sphere centres -> ground points
-        worst = max(worst, float(np.max(np.abs(at - planned))))
-        for f in feet:  # the feet's bodies' columns (a task may track them) are those bodies' positions
-            b = mech.contacts[[c.name for c in mech.contacts].index(f)].body
-            col = [cols[f"bodies.{mech.bodies[b].name}.position[{i}]"] for i in range(3)]
-            worst = max(worst, float(np.max(np.abs(trot.table[k, col] - z[13 * b: 13 * b + 3]))))
+    worst = _planned_feet_error(mech, trot, feet)
     assert worst < FOOT_TOLERANCE, f"feet {worst:.2e} m from the plan"
     lifted = trot.feet[:, :, 2] - trot.feet[0, :, 2]
     assert np.all(lifted[~trot.swing] == 0.0) and np.all(lifted[trot.swing] > 0.0)
@@ -83,6 +100,30 @@ def test_the_plans_feet_are_where_its_angles_put_them(references, trot):
     assert not np.any(trot.swing[:, 0] & trot.swing[:, 2])
     stride = references.TROT["stride"]
     assert trot.base[-1, 0] == pytest.approx((references.TROT["half_cycles"] - 1) * stride / 2, abs=1e-12)
+
+
+def test_the_steps_soles_are_flat_where_its_angles_put_them(references, step):
+    """The humanoid's step: every contact point of both soles where the plan has it at every
+    knot (so the soles stay flat, posed whole by feet_ik); the stance sole never moves, the
+    swing sole rises, lands the step's length ahead and stays; the crouched start (the task's
+    set:) has every sole point on the ground."""
+    import dojo_cli as dojo
+    from dojo_cli.simulation.initial import initial_state
+
+    mech = dojo.load_scene(references.HUMANOID["scene"], overrides=references.HUMANOID["overrides"])
+    stance, swing = references.STEP["stance"], references.STEP["swing"]
+    worst = _planned_feet_error(mech, step, [*stance, *swing])
+    assert worst < FOOT_TOLERANCE, f"soles {worst:.2e} m from the plan"
+    z0 = initial_state(mech)
+    ground = max(abs(contact_location(mech, c, z0)[2]) for c in range(mech.nc))
+    assert ground < FOOT_TOLERANCE, f"a sole point {ground:.2e} m off the ground at the start"
+    n = len(stance)
+    assert np.max(np.abs(step.feet[:, :n] - step.feet[0, :n])) == 0.0, "the stance sole moves"
+    assert not step.swing[:, :n].any() and step.swing[:, n:].any()
+    lifted = step.feet[:, n:, 2] - step.feet[0, n:, 2]
+    assert np.all(lifted[step.swing[:, n:]] > 0.0) and np.all(lifted[~step.swing[:, n:]] == 0.0)
+    ahead = step.feet[-1, n:, 0] - step.feet[0, n:, 0]
+    assert np.allclose(ahead, references.STEP["length"], atol=1e-12), ahead
 
 
 def test_the_quadruped_trots_forward_on_its_joint_torques():
@@ -117,3 +158,51 @@ def test_the_quadruped_trots_forward_on_its_joint_torques():
     ahead = np.array([contact_location(mech, c, walked.Z[-1])[0] - contact_location(mech, c, walked.Z[0])[0]
                       for c in range(mech.nc)])
     assert np.all(ahead > body_length), f"feet advanced {ahead}"
+
+
+# The humanoid's step: the swing foot ahead by at least two thirds of the planned 0.15 m and
+# down again (every sole point within 2 mm of the ground), the stance sole within 1 cm of
+# where it stood, the pelvis upright within 0.1 rad and its height never down by more than 0.1 m.
+STEP_REACHED = 0.1
+SOLE_ON_GROUND = 0.002
+SOLE_SLIP = 0.01
+UPRIGHT = 0.1
+PELVIS_DROP = 0.1
+# Rolled out again without the slack (below 1e-4 N), the humanoid's motion moves by 2.4 mm over
+# the 2 s (measured: a balance on one sole amplifies it); it must stay below 1 cm.
+SLACK_FREE_DEVIATION = 0.01
+
+
+def test_the_humanoid_takes_a_step_on_its_joint_torques():
+    """configs/optimize/humanoid_step.yaml, solved whole: the right foot leaves the ground and
+    lands ahead, flat, the left sole stays, the pelvis moves forward upright; the slack on the
+    pelvis is driven to zero and the joint torques alone do the same."""
+    from dojo_cli.optimize.problem import orientation_residual
+
+    task = load_task(CONFIGS / "humanoid_step.yaml")
+    p = task.problem
+    result = solve(p, task.initial_guess, task.options)
+    assert result.status == "converged", result.message
+    assert result.violation < task.options.constraint_tolerance
+    free = result.traj.U.copy()
+    free[:, list(p.slack)] = 0.0  # the joint torques alone
+    walked = rollout(p, free)
+    assert walked.failed_step is None
+    moved = np.max(np.abs(walked.Z - result.traj.Z))
+    assert moved < SLACK_FREE_DEVIATION, f"without the slack the motion moves by {moved:.2e}"
+    mech = p.mech
+    names = [c.name for c in mech.contacts]
+    left = [names.index(f"left_ankle_roll_link_{i}") for i in range(4)]
+    right = [names.index(f"right_ankle_roll_link_{i}") for i in range(4)]
+    soles = np.array([[contact_location(mech, c, z) for c in range(mech.nc)] for z in walked.Z])
+    ahead = soles[-1, right, 0] - soles[0, right, 0]
+    assert np.all(ahead > STEP_REACHED), f"the right sole moved {ahead} m"
+    assert soles[:, right, 2].max() > LIFT_OFF, "the right foot never left the ground"
+    assert np.all(np.abs(soles[-1, :, 2]) < SOLE_ON_GROUND), f"soles at the end {soles[-1, :, 2]}"
+    slip = np.max(np.abs(soles[:, left, 0:2] - soles[0, left, 0:2]))
+    assert slip < SOLE_SLIP, f"the left sole moved {slip:.3f} m"
+    pelvis = walked.Z.reshape(len(walked.Z), mech.nb, 13)[:, 0]
+    tilt = np.linalg.norm(orientation_residual(pelvis[:, 6:10], np.zeros(3))[0], axis=-1).max()
+    assert tilt < UPRIGHT, f"the pelvis tilted {tilt:.3f} rad"
+    assert pelvis[:, 2].min() > pelvis[0, 2] - PELVIS_DROP, f"the pelvis went down to {pelvis[:, 2].min():.3f} m"
+    assert pelvis[-1, 0] - pelvis[0, 0] > STEP_REACHED / 2, "the pelvis moved forward over the feet"
