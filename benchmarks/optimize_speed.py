@@ -10,8 +10,8 @@ trial), gradients (each step re-solved and differentiated, plus the coordinate m
 the minimal representation) and backward passes (the cost model, the adjoint gradient and
 the Riccati recursion with its box QPs), and whether the goal is reached.
 
-Goals (issue 26): cartpole swing-up (100 steps) under 1 s, block push under 2 s, on 2 cores;
-the hopper has none (its goal: within 5 cm).
+Goals (issue 26): cartpole swing-up (100 steps) under 1 s, block push under 2 s, quadruped
+steps under 60 s, on 2 cores; the hopper has none (its goal: within 5 cm).
 """
 
 from __future__ import annotations
@@ -42,6 +42,8 @@ TASKS = {
     "cartpole_swingup_maximal": 1.0,
     "block_push": 2.0,
     "hopper_hop": float("nan"),  # (no speed goal in the issue)
+    "quadruped_trot": 60.0,
+    "humanoid_step": float("nan"),  # (no speed goal in the issue)
 }
 
 
@@ -51,6 +53,20 @@ def goal_reached(name: str, result) -> str:
         q, v = result.traj.MQ[-1], result.traj.MV[-1]
         ok = abs(q[0]) < 1e-3 and abs(q[1]) < 1e-3
         return f"{'yes' if ok else 'NO'}: cart {q[0]:.1e} m, pole {q[1]:.1e} rad, |v| {np.max(np.abs(v)):.1e}"
+    if name == "quadruped_trot":
+        # at least a body length (hip to hip, 0.366 m for the A1) with the trunk above 0.2 m
+        Z = result.traj.Z.reshape(len(result.traj.Z), -1, 13)
+        advance = float(Z[-1, 0, 0] - Z[0, 0, 0])
+        lowest = float(Z[:, 0, 2].min())
+        ok = advance > 0.366 and lowest > 0.2 and result.violation < 1e-4
+        return (f"{'yes' if ok else 'NO'}: trunk {advance:.3f} m ahead, lowest {lowest:.3f} m, "
+                f"slack {result.violation:.1e} N")
+    if name == "humanoid_step":
+        # the right sole 0.1 m ahead (0.15 planned) and down, the pelvis upright and forward
+        Z = result.traj.Z.reshape(len(result.traj.Z), -1, 13)
+        pelvis = float(Z[-1, 0, 0] - Z[0, 0, 0])
+        ok = pelvis > 0.05 and result.violation < 1e-4
+        return f"{'yes' if ok else 'NO'}: pelvis {pelvis:.3f} m ahead, slack {result.violation:.1e} N"
     if name == "hopper_hop":
         x = result.traj.Z[-1, 0:3]
         miss = float(np.linalg.norm(x - [0.5, 0.0, 0.55]))

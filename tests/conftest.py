@@ -1,7 +1,15 @@
 """Loaded by pytest before it reads its options (the tests folder's own conftest)."""
 
-import atexit
 import os
+
+# numpy's BLAS on one thread, as the dojo command runs it (dojo_cli.__main__.BLAS_THREADS):
+# the library's matrices are small, and OpenBLAS's threads on 2 cores shared by two xdist
+# workers only contend (measured on the humanoid's step optimisation, tests/optimize/
+# test_gait.py: 20.7 s CPU with them, 11.5 s without). Set before anything imports numpy.
+if "numpy" not in __import__("sys").modules:
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import atexit
 import shutil
 import signal
 import sys

@@ -20,7 +20,7 @@ A task file (YAML; ``scene`` and ``horizon`` required)::
       terminal: [joints.cart_slider, joints.pole_hinge]            # equal to the goal at the end
       path: [{coordinate: bodies.box.position, lower: [-.inf, -.inf, 0.2]}]
     initial_guess: zeros               # or {constant: {name: value}}, or {schedule: inputs.csv}
-    solver: {max_iterations: 200, gradient_tolerance: 1.0e-6, kappa: [1.0e-2, 1.0e-4]}
+    solver: {max_iterations: 200, gradient_tolerance: 1.0e-6, kappa: [1.0e-2, 1.0e-4], exact_stage: true}
 
 Named coordinates (a weight's or a goal's key): ``joints.NAME`` (the joint's free
 coordinates), ``joints.NAME.velocity`` (their rates), ``bodies.NAME.position`` (the
@@ -59,7 +59,7 @@ REFERENCE_KEYS = ("file", "weight")
 TARGET_KEYS = ("coordinate", "step", "time", "value", "weight")
 CONSTRAINT_KEYS = ("inputs", "terminal", "path", "slack")
 SOLVER_KEYS = ("max_iterations", "gradient_tolerance", "constraint_tolerance", "regularization", "penalty",
-               "penalty_scaling", "max_outer", "kappa")
+               "penalty_scaling", "max_outer", "kappa", "exact_stage")
 # A task's scene takes its initial velocities as midpoint velocities (load_task).
 INITIAL_VELOCITY = "midpoint"
 # A target's time is a knot's when it is a whole number of timesteps to this (relative) tolerance;
@@ -204,6 +204,13 @@ def load_task(path: str | os.PathLike) -> Task:
     if spec.external:
         r.problem("scene", "the scene has external forces, which the step gradients do not include "
                            "(set: {external: []} to optimise without them)")
+    if spec.controller.type != "none":
+        # the optimiser's inputs are the whole input: a controller's law (its feedback on the
+        # state) is neither in the step gradients nor in the run written, so a task on such a
+        # scene would optimise another system than the one it names (issue 26)
+        where = next((f"set.{o.path}" for o in overrides if o.path.split(".")[0] == "controller"), "scene")
+        r.problem(where, f"the scene has a {spec.controller.type} controller; dojo optimize computes every input "
+                         "itself (set: {controller: {type: none}} to optimise without it)")
     if r.problems:
         raise SceneError(r.problems)
     mech = build_mechanism(spec)
@@ -521,6 +528,11 @@ def _solver_options(r: TaskFile, raw: Any) -> OptimizeOptions:
             out = [r.number(f"{where}.{i}" if isinstance(value, list) else where, v, positive=True) for i, v in enumerate(items)]
             if all(v is not None for v in out):
                 kwargs[key] = tuple(out)
+        elif key == "exact_stage":
+            if not isinstance(value, bool):
+                r.problem(where, f"must be true or false, got {value_text(value)}")
+            else:
+                kwargs[key] = value
         elif key in ("regularization",):
             v = r.number(where, value, minimum=0.0)
             if v is not None:
@@ -533,4 +545,6 @@ def _solver_options(r: TaskFile, raw: Any) -> OptimizeOptions:
             v = r.number(where, value, positive=True)
             if v is not None:
                 kwargs[key] = v
+    if kwargs.get("exact_stage") is False and not kwargs.get("kappa"):
+        r.problem("solver.exact_stage", "false needs a kappa schedule (solver.kappa) to end on")
     return OptimizeOptions(**kwargs)

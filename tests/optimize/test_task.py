@@ -60,6 +60,8 @@ def test_initial_guesses(tmp_path):
     [
         ("solver: {kappa: [1.0e-2, -1]}\n", ":10: solver.kappa.1: must be > 0, got -1"),
         ("solver: {penalty_scaling: 0.5}\n", ":10: solver.penalty_scaling: must be >= 1, got 0.5"),
+        ("solver: {exact_stage: 1}\n", ":10: solver.exact_stage: must be true or false, got 1"),
+        ("solver: {exact_stage: false}\n", ":10: solver.exact_stage: false needs a kappa schedule (solver.kappa)"),
         ("initial_guess: ones\n", ":10: initial_guess: must be zeros"),
         ("constraints2: {}\n", ":10: constraints2: unknown key; did you mean 'constraints'?"),
         ("initial_guess: {constant: {cart: 1}}\n", ":10: initial_guess.constant.cart: unknown input 'cart'"),
@@ -112,6 +114,8 @@ def test_targets_at_chosen_knots(tmp_path, target, line):
         ("scene: rbd_fourbar\n", "the scene runs the rk4 integrator; dojo optimize differentiates the variational one"),
         ("scene: cartpole\nset: {external: [{body: cart, force: [0, 1, 0]}]}\n",
          "the scene has external forces, which the step gradients do not include"),
+        # a controller's feedback is neither in the gradients nor in the run written (issue 26)
+        ("scene: hopper\n", "the scene has a pd controller; dojo optimize computes every input itself"),
     ],
 )
 def test_scenes_the_optimiser_cannot_run_as_stored_are_refused(tmp_path, scene_set, message):
@@ -119,6 +123,19 @@ def test_scenes_the_optimiser_cannot_run_as_stored_are_refused(tmp_path, scene_s
         _load(tmp_path, scene_set + "horizon: 4\n")
     lines = err.value.lines()
     assert len(lines) == 1 and lines[0].startswith(f"{tmp_path / 'task.yaml'}:1: scene: {message}"), lines
+
+
+def test_a_controller_is_refused_where_the_task_sets_it_and_taken_off_by_set(tmp_path):
+    # a controller given by the task's own set: is reported at that line
+    text = "scene: cartpole\nset:\n  timestep: 0.01\n  controller: {type: constant, inputs: {cart_slider: [1.0]}}\nhorizon: 4\n"
+    with pytest.raises(SceneError) as err:
+        _load(tmp_path, text)
+    lines = err.value.lines()
+    assert len(lines) == 1 and lines[0].startswith(
+        f"{tmp_path / 'task.yaml'}:4: set.controller: the scene has a constant controller"), lines
+    # a scene's own controller is taken off by set: and the task then optimises every input
+    task = _load(tmp_path, "scene: hopper\nset: {controller: {type: none}}\nhorizon: 4\n")
+    assert task.spec.controller.type == "none" and task.problem.mech.controller is None, task.problem.mech.controller
 
 
 @pytest.mark.parametrize(
