@@ -58,6 +58,7 @@ struct Model {
   std::vector<int> constrained;                                               // (nj, 6)
   std::vector<double> offset_rotation;                                        // (nj, 9) R(orientation_offset)
   std::vector<int> locked;                                                    // (nj,) 1: locked (ModelInput)
+  std::vector<int> joint_rotation;  // (nj,) JointRotation (euler_joints.h; ModelInput)
   // constraint rows r and free coordinates f: joint and basis row (slot 0..5). A joint's
   // rows are its constraint rows, then (a locked joint) one lock row per free coordinate.
   std::vector<int> row_joint, row_slot, free_joint, free_slot;
