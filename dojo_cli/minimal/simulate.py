@@ -100,14 +100,14 @@ class Rk4:
         ri.nu = mech.nf
         free_start, offsets = [], []
         for tj in model.joints:
-            cols = mech.joint_free_range[tj.index]
+            cols = tj.free
             free_start.append(cols.start if cols.stop > cols.start else -1)
             offsets.append(np.asarray(mech.joints[tj.index].orientation_offset, dtype=float))
         ri.free_start = free_start
         ri.floating = [int(tj.floating) for tj in model.joints]
         ri.offset_quat = np.array(offsets).reshape(-1).tolist()
         # loop joints: Dojo's constrained basis rows of each
-        tree_of_body = {tj.body: k for k, tj in enumerate(model.joints)}
+        tree_of_body = {tj.body: k for k, tj in enumerate(model.joints) if not tj.frame}
         loop_parent, loop_child, pa, pb, off, starts, rot, basis = [], [], [], [], [], [0], [], []
         for j in mech.loop_joints:
             joint = mech.joints[j]

@@ -128,6 +128,13 @@ def joint_axes(joint_type, axis, axes=None) -> np.ndarray:
     return out
 
 
+def axis_names(joint) -> list[str]:
+    """Names of a universal or gimbal joint's angles: its ``axis_names``, else ``NAME:t1``, ..."""
+    if joint.axis_names is not None:
+        return list(joint.axis_names)
+    return [f"{joint.name}:t{i + 1}" for i in range(AXES_JOINTS[JointType(joint.type)])]
+
+
 def axes_basis(joint_type, axes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Rotational rows and constrained flags of a universal or gimbal joint (the core's
     layout, euler_joints.h): universal (a1, a2, a1 x a2), the third constrained; gimbal
@@ -188,6 +195,8 @@ class Joint:
         axes: (k, 3) a universal (k = 2) or gimbal (k = 3) joint's axes in the joint frame,
             orthogonal (joint_axes; None: from ``axis``); its rotation is R(a1, t1) R(a2, t2)
             [R(a3, t3)] and its rotational coordinates the angles t_i.
+        axis_names: (k,) names of those angles (the URDF joints of the chain it stands for;
+            None: ``name:t1`` ...): the minimal-coordinate layer's coordinate names (axis_names()).
     """
 
     name: str
@@ -207,6 +216,7 @@ class Joint:
     locked: bool = False
     rotation_axis: np.ndarray | None = None
     axes: np.ndarray | None = None
+    axis_names: tuple[str, ...] | None = None
 
     @property
     def element_axes(self) -> tuple[np.ndarray, np.ndarray]:
@@ -796,6 +806,9 @@ def _input_problems(bodies, joints, contacts, timestep, gravity) -> list[tuple[s
                     axis_basis(axis)
                 except ValueError as exc:
                     problems.append((f"joints.{i}.{key}", str(exc)))
+        if j.axis_names is not None and (JointType(j.type) not in AXES_JOINTS
+                                         or len(j.axis_names) != AXES_JOINTS[JointType(j.type)]):
+            problems.append((f"joints.{i}.axis_names", "one name per axis of a universal (2) or gimbal (3) joint"))
         if JointType(j.type) in AXES_JOINTS and finite(f"joints.{i}.axes", j.axis if j.axes is None else j.axes):
             try:
                 joint_axes(j.type, j.axis, j.axes)

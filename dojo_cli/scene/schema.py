@@ -778,6 +778,8 @@ class JointSpec(Spec):
             in the parent's joint frame (None: from ``axis`` a, (a, v1[, v2]) of its
             in-plane basis: axis z gives z, x, y); the rotation is R(a1, t1) R(a2, t2)
             [R(a3, t3)], the coordinates the angles (docs/scenes.md "Universal and gimbal joints").
+        axis_names: names of those angles, one per axis (a URDF chain's joint names; None:
+            ``NAME:t1``, ...): the minimal-coordinate layer's coordinate names.
         const_values: skydy's ``const_value``: constrained degrees of freedom held at a
             value, ``{y: 0.1, rx: 0.2}`` (names of scene/dofs.py, none of the free ones);
             translations in the parent body frame, rotations applied before the free ones
@@ -817,6 +819,7 @@ class JointSpec(Spec):
     axis = Field(DIRECTION, factory=lambda: [0.0, 0.0, 1.0])
     rotation_axis = Field(nullable(DIRECTION), None)
     axes = Field(nullable(list_of(DIRECTION)), None)
+    axis_names = Field(nullable(list_of(NAME)), None)
     const_values = Field(nullable(dict_of(REAL)), None)
     parent_vertex = Field(VECTOR3, factory=_zero_vector)
     child_vertex = Field(VECTOR3, factory=_zero_vector)
@@ -837,6 +840,12 @@ class JointSpec(Spec):
     @check
     def _axes(self) -> JointSpec:
         count = AXES_JOINTS.get(JointType(self.type))
+        if self.axis_names is not None:
+            if count is None or len(self.axis_names) != count:
+                raise SpecProblems([("axis_names", "one name per axis of a universal (2) or gimbal (3) joint, got "
+                                                   f"{len(self.axis_names)}")])
+            if len(set(self.axis_names)) != len(self.axis_names):
+                raise SpecProblems([("axis_names", "the names must differ")])
         if self.axes is None:
             return self
         if count is None:

@@ -25,6 +25,10 @@
 //     t2 = atan2(R'02, sqrt(R'12^2 + R'22^2)) in [-pi/2, pi/2], t3 = s atan2(-R'01, R'00);
 //     singular at |t2| = pi/2 (gimbal lock, as every three-angle chart; URDF limits of a
 //     human's hips and shoulders stay inside).
+// The full-turn angles (the universal joint's two, a gimbal's first and third) are read in
+// (c - pi, c + pi] around the centre c of their limit interval (Model.angle_centre): a joint
+// held inside its limits never reaches the seam, wherever the limits lie (human.urdf's
+// elbow: [-0.35, pi], the upper limit on atan2's own seam). The gradients do not change.
 // Gradients with respect to the right increment t of q_rel (R -> R exp([t]x), the
 // increment kinematics.h's rotational rows take): R'_ij -> R' exp([B^T t]x), so
 // d R'_ij / d(B^T t) = e_j x r_i (r_i the i-th row of R'), and d/dt = B d/d(B^T t);
@@ -55,6 +59,7 @@ constexpr const char* kJointRotationNames[3] = {"quaternion", "universal", "gimb
 // Axes of a universal or gimbal joint must be unit and orthogonal to this (a scene's
 // axes are unit vectors to rounding; Model's constructor refuses others).
 constexpr double kAxesOrthogonalTolerance = 1e-9;
+constexpr double kPi = 3.141592653589793;
 
 template <class T>
 struct EulerAngles {
@@ -83,6 +88,20 @@ inline void atan2_with_gradient(const T& y, const Vec3<T>& gy, const T& x, const
   for (int k = 0; k < 3; ++k) grad[k] = (x * gy[k] - y * gx[k]) / r2;
 }
 }  // namespace detail
+
+// The full-turn angles into (c - pi, c + pi] around Model.angle_centre (a gimbal's middle
+// angle, in [-pi/2, pi/2], stays); atan2 gives them in (-pi, pi].
+template <class T>
+inline void centre_angles(const Model& m, int j, EulerAngles<T>& out) {
+  const int f0 = m.joint_free_start[j];
+  const bool universal = m.joint_rotation[j] == kRotationUniversal;
+  for (int i = 0; i < (universal ? 2 : 3); ++i) {
+    if (!universal && i == 1) continue;
+    const double c = m.angle_centre[f0 + i];
+    if (c == 0.0) continue;
+    out.angle[i] = out.angle[i] + 2.0 * kPi * std::round((c - value(out.angle[i])) / (2.0 * kPi));
+  }
+}
 
 // The columns of B (joint frame): a1, a2, n = a1 x a2; and s = a3 . n (gimbal).
 inline void euler_axes(const Model& m, int j, double axes[3][3], double& sign) {
@@ -127,6 +146,7 @@ inline void euler_angles(const Model& m, int j, const Mat3<T>& rot_rel, EulerAng
     out.grad[2] = Vec3<T>{{T(0.0), T(0.0), T(0.0)}};
     out.constraint = rp[0][1];
     out.constraint_grad = grad(0, 1);
+    centre_angles(m, j, out);
     return;
   }
   using std::sqrt;
@@ -141,6 +161,7 @@ inline void euler_angles(const Model& m, int j, const Mat3<T>& rot_rel, EulerAng
   out.grad[2] = s * out.grad[2];
   out.constraint = T(0.0);
   out.constraint_grad = Vec3<T>{{T(0.0), T(0.0), T(0.0)}};
+  centre_angles(m, j, out);
 }
 
 // q_rel = exp(a1 t1 / 2) exp(a2 t2 / 2) [exp(a3 t3 / 2)] of joint j's angles (theta:

@@ -15,6 +15,9 @@
 // - minimal coordinates: m = [bt d; br log(q_rel)], d log(q_rel) = J_r^-1(log q_rel) dt;
 // - inputs: [bt d; br R(q_rel) E] (a torque about joint-frame axes acts on parent and
 //   child as an equal and opposite pair, as Dojo's rotational input does).
+// A universal or gimbal joint (Model.joint_rotation) reads its rotational rows its own way:
+// the Hooke constraint and the axes' angles, the inputs along the angles' gradients
+// (euler_joints.h); lock rows are Dojo's for every joint.
 //
 // Instantiated with double for the step; with dual numbers for the second
 // derivatives the gradients need (the hand-derived first derivatives below are

@@ -295,6 +295,11 @@ Model::Model(const ModelInput& in) {
     angle_unwrapped[f] = free_slot[f] >= 3 && rotations == 1;
   }
   for (int l = 0; l < nlim; ++l) (limit_sign[l] > 0 ? free_lower : free_upper)[limit_free[l]] = limit_bound[l];
+  angle_centre.assign(nf, 0.0);
+  for (int f = 0; f < nf; ++f) {
+    const double lo = free_lower[f], hi = free_upper[f];
+    if (std::isfinite(lo) && std::isfinite(hi) && hi - lo < 2.0 * kPi) angle_centre[f] = 0.5 * (lo + hi);
+  }
 
   // Contacts.
   nc = static_cast<int>(in.contact_body.size());
