@@ -9,6 +9,7 @@ test_pinocchio.py.)"""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 import dojo_cli as dojo
 from dojo_cli import minimal
@@ -18,6 +19,7 @@ from tests.minimal.scenes import UNIVERSAL_JOINTS
 ROUND_TRIP_TOL = 1e-10  # conversions through the core's kinematics, to rounding
 ENERGY_TOL = 1e-8  # RK4 at dt = 2^-9 over 1 s on energies of order 1-10 J
 MOMENTUM_TOL = 1e-7
+LOOP_TOL = 1e-6  # joint rows at the solver's default (relative) tolerances, m and rad
 
 
 def _state(model, seed):
@@ -74,3 +76,42 @@ def test_rk4_free_chain_keeps_energy_and_momentum():
     assert e0 > 0.1, "the chain moves"
     assert abs(e1 - e0) < ENERGY_TOL, f"energy drift {abs(e1 - e0):.2e}"
     assert np.max(np.abs(m1 - m0)) < MOMENTUM_TOL, f"momentum drift {np.max(np.abs(m1 - m0)):.2e}"
+
+
+def test_rk4_refuses_a_universal_loop_closing_joint():
+    """The RK4 loop solve holds Dojo's rotational rows, not the Hooke row: refused, naming
+    the joint's line; the variational integrator (the maximal core's row) runs it."""
+    import yaml
+
+    from dojo_cli.errors import SceneError
+    from dojo_cli.scene.builder import build_mechanism
+    from dojo_cli.scene.loader import spec_from_dict
+
+    from dojo_cli.math.quaternion import conjugate, multiply
+    from dojo_cli.physics.coordinates import minimal_to_maximal
+
+    with open(UNIVERSAL_JOINTS, encoding="utf-8") as f:
+        data = yaml.safe_load(f)
+    data["joints"][0]["type"] = "fixed"  # b0 held: gravity swings the loop
+    # closing b0 -> b3 where the tree puts b3 at rest (every coordinate zero): the loop holds
+    tree = dojo.load_scene(UNIVERSAL_JOINTS, overrides={"joints.0.type": "fixed"})
+    z = minimal_to_maximal(tree, np.zeros(2 * tree.nf)).reshape(tree.nb, 13)
+    r0 = matrix_from_quaternion(z[0, 6:10])
+    data["joints"].append({"name": "closing", "type": "universal", "parent": "b0", "child": "b3",
+                           "parent_vertex": (r0.T @ (z[3, 0:3] - z[0, 0:3])).tolist(), "child_vertex": [0.0, 0.0, 0.0],
+                           "orientation_offset": multiply(conjugate(z[0, 6:10]), z[3, 6:10]).tolist()})
+    mech = build_mechanism(spec_from_dict(data, file=UNIVERSAL_JOINTS))
+    model = minimal.build_model(mech)
+    assert model.loop_joints == ["closing"]
+    with pytest.raises(SceneError) as info:
+        minimal.Rk4(model)
+    (problem,) = info.value.problems
+    assert problem.field == "joints.4.type" and "universal loop-closing joint" in problem.message
+    traj = dojo.simulate(mech, steps=20)
+    assert set(traj.status) == {"success"}, set(traj.status)
+    from dojo_cli.physics.coordinates import constraint_violation
+
+    worst = max(float(np.max(constraint_violation(mech, traj.state(k)))) for k in range(len(traj.time)))
+    assert worst < LOOP_TOL, f"loop constraint violation {worst:.2e}"
+    moved = float(np.max(np.abs(traj.x[-1] - traj.x[0])))
+    assert moved > 1e-3, f"the loop hardly moved ({moved:.1e} m): not the case tested"
