@@ -52,8 +52,11 @@ def _scalar_coordinates(model: MinimalModel):
             continue
         limits = model.mech.joints[tj.index].limits
         n = tj.q.stop - tj.q.start
-        lower = np.full(n, -np.inf) if limits is None else np.asarray(limits[0], dtype=float)
-        upper = np.full(n, np.inf) if limits is None else np.asarray(limits[1], dtype=float)
+        # the tree joint's own coordinates among its scene joint's (one axis of a universal joint)
+        own = slice(tj.free.start - model.mech.joint_free_range[tj.index].start,
+                    tj.free.stop - model.mech.joint_free_range[tj.index].start)
+        lower = np.full(n, -np.inf) if limits is None else np.asarray(limits[0], dtype=float)[own]
+        upper = np.full(n, np.inf) if limits is None else np.asarray(limits[1], dtype=float)[own]
         for k in range(n):
             out.append((tj.q.start + k, float(lower[k]), float(upper[k]), tj.rot == ROT_REVOLUTE and k == n - 1))
     return out

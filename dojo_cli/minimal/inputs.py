@@ -83,7 +83,7 @@ def _joint_input_map(model: MinimalModel, x) -> np.ndarray:
     driven = {int(mech.free_joint[f]) for f in mech.actuator_free if f >= 0}
     E = velocity_kinematics(model, x) if x is not None else None
     for k, tj in enumerate(model.joints):
-        cols = mech.joint_free_range[tj.index]
+        cols = tj.free
         if cols.stop == cols.start or tj.index not in driven:
             continue
         r0, c0, nt = tj.v.start, cols.start, tj.n_trans

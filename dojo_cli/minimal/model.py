@@ -18,6 +18,11 @@ scene becomes one tree joint of the core (dojo_cli/core/minimal/tree.h):
   swing's two coordinates (two free rotations: orbital and its variants), Dojo's
   b1.log(q_rel), b2.log(q_rel) themselves (R_J = exp([q1 b1 + q2 b2]x), no twist about
   the axis: Dojo's constraint b3.Vec(q_rel) = 0);
+- a universal or gimbal joint (R(a1, t1) R(a2, t2) [R(a3, t3)], core/maximal/euler_joints.h)
+  is its two or three revolute axes in sequence, as the URDF's chain through massless links
+  it stands for (and Pinocchio's model of that file): one revolute tree joint per axis, each
+  named after its angle (the joint's ``axis_names``), the frames between them without mass,
+  the last one's successor frame the child's; the angles are Dojo's coordinates themselves;
 - velocities: the successor frame's velocity relative to the predecessor frame, in
   the successor frame (body frame): a floating base's [v; w], a planar joint's
   [vx vy wz] (as Pinocchio's and RigidBodyDynamics.jl's planar joints); a swing's are
@@ -43,12 +48,14 @@ import numpy as np
 from dojo_cli import _core
 from dojo_cli.errors import Problem, SceneError
 from dojo_cli.math.quaternion import matrix_from_quaternion
-from dojo_cli.model.joint_types import JointType
-from dojo_cli.model.mechanism import ORIGIN, Mechanism
+from dojo_cli.model.joint_types import AXES_JOINTS, JointType
+from dojo_cli.model.mechanism import ORIGIN, Mechanism, axis_names
 from dojo_cli.minimal.quaternions import quat_to_axis_angle, rot_to_quat
 
 # Rotation kinds of the core's tree joints (tree.h TreeRotation).
 ROT_NONE, ROT_REVOLUTE, ROT_QUATERNION, ROT_SWING = 0, 1, 2, 3
+# (Python side) a universal or gimbal scene joint: one revolute tree joint per axis
+ROT_AXES = -1
 # configuration and velocity sizes of each rotation kind
 ROT_NQ, ROT_NV = (0, 1, 4, 2), (0, 1, 3, 2)
 # Tolerance on the invariance of a joint's translation directions under its rotation
@@ -74,6 +81,10 @@ class TreeJoint:
         com: (3,) the child's centre of mass in the successor frame (= -child_vertex).
         q: slice of q; v: slice of v (nominal order).
         floating: a floating joint (its predecessor is the parent body frame).
+        free: the scene's free coordinates this tree joint carries (Mechanism.joint_free_range of
+            its joint, or one angle of a universal or gimbal joint's, one tree joint per axis).
+        frame: a massless frame between the axes of a universal or gimbal joint (no body;
+            ``body`` is -1).
     """
 
     name: str
@@ -93,6 +104,8 @@ class TreeJoint:
     q: slice
     v: slice
     floating: bool
+    free: slice
+    frame: bool = False
 
 
 def _coordinate_names(joint, n_trans: int, rot: int, floating: bool) -> tuple[list[str], list[str]]:
@@ -161,9 +174,13 @@ class MinimalModel:
         for j in mech.tree_joints:
             joint = mech.joints[j]
             ft, fr = joint.free
-            joints_info[j] = (ft, (ROT_NONE, ROT_REVOLUTE, ROT_SWING, ROT_QUATERNION)[fr])
-        nq_of = {j: ft + ROT_NQ[rot] for j, (ft, rot) in joints_info.items()}
-        nv_of = {j: ft + ROT_NV[rot] for j, (ft, rot) in joints_info.items()}
+            # a universal or gimbal joint: fr revolute angles (one tree joint each, below)
+            joints_info[j] = (ft, ROT_AXES if JointType(joint.type) in AXES_JOINTS else
+                              (ROT_NONE, ROT_REVOLUTE, ROT_SWING, ROT_QUATERNION)[fr])
+        nq_of = {j: ft + (mech.joints[j].input_dimension if rot == ROT_AXES else ROT_NQ[rot])
+                 for j, (ft, rot) in joints_info.items()}
+        nv_of = dict(nq_of)
+        nv_of.update({j: ft + ROT_NV[rot] for j, (ft, rot) in joints_info.items() if rot != ROT_AXES})
         q_start, v_start, iq, iv = {}, {}, 0, 0
         config_names, velocity_names = [], []
         for j in order:
@@ -171,6 +188,10 @@ class MinimalModel:
             iq += nq_of[j]
             iv += nv_of[j]
             ft, rot = joints_info[j]
+            if rot == ROT_AXES:  # its angles, each named as its tree joint
+                config_names += axis_names(mech.joints[j])
+                velocity_names += axis_names(mech.joints[j])
+                continue
             cn, vn = _coordinate_names(mech.joints[j], ft, rot, mech.joints[j].type == JointType.FLOATING)
             config_names += cn
             velocity_names += vn
@@ -182,12 +203,18 @@ class MinimalModel:
         self.torque_names = list(velocity_names)
 
         # tree joints in the core's order (root to leaves), with their frames
-        model_index = {j: k for k, j in enumerate(mech.tree_joints)}
+        model_index: dict[int, int] = {}  # scene joint -> the tree joint whose successor frame is its child's
         tree_joint_of_body = {int(mech.child[j]): j for j in mech.tree_joints}
         joints: list[TreeJoint] = []
         for j in mech.tree_joints:
             joint = mech.joints[j]
             ft, rot = joints_info[j]
+            if rot == ROT_AXES:
+                parent_body = int(mech.parent[j])
+                parent_joint = -1 if parent_body == ORIGIN else model_index[tree_joint_of_body[parent_body]]
+                joints += _axes_tree_joints(mech, j, parent_joint, len(joints), q_start[j], v_start[j])
+                model_index[j] = len(joints) - 1  # the child's frame: the last axis's successor
+                continue
             floating = JointType(joint.type) == JointType.FLOATING
             basis = mech.basis[j]
             free = ~mech.constrained[j]
@@ -225,13 +252,14 @@ class MinimalModel:
                 placement_rotation=rot_p, placement_translation=trans_p,
                 com=-np.asarray(joint.child_vertex, dtype=float),
                 q=slice(q_start[j], q_start[j] + nq_of[j]), v=slice(v_start[j], v_start[j] + nv_of[j]),
-                floating=floating,
+                floating=floating, free=mech.joint_free_range[j],
             ))
+            model_index[j] = len(joints) - 1
         self.joints = joints
         self.loop_joints = [mech.joints[j].name for j in mech.loop_joints]
         self.is_floating = bool(order) and mech.joints[order[0]].type == JointType.FLOATING \
             and mech.parent[order[0]] == ORIGIN
-        self._joint_of_body = {tj.body: k for k, tj in enumerate(joints)}
+        self._joint_of_body = {tj.body: k for k, tj in enumerate(joints) if not tj.frame}
         # locked joints (Drake's Lock, docs/minimal.md "Locked joints"): held coordinates
         self.locked_joints = [tj.name for tj in joints if mech.joints[tj.index].locked and tj.v.stop > tj.v.start]
         self.locked_v = np.zeros(self.nv, dtype=bool)
@@ -262,9 +290,9 @@ class MinimalModel:
         ti.axis = np.array([tj.axis for tj in joints]).reshape(-1).tolist()
         ti.placement_rotation = np.array([_quaternion_of(tj.placement_rotation) for tj in joints]).reshape(-1).tolist()
         ti.placement_translation = np.array([tj.placement_translation for tj in joints]).reshape(-1).tolist()
-        ti.mass = [float(mech.mass[tj.body]) for tj in joints]
+        ti.mass = [0.0 if tj.frame else float(mech.mass[tj.body]) for tj in joints]
         ti.com = np.array([tj.com for tj in joints]).reshape(-1).tolist()
-        ti.inertia = np.array([mech.inertia[tj.body] for tj in joints]).reshape(-1).tolist()
+        ti.inertia = np.array([np.zeros((3, 3)) if tj.frame else mech.inertia[tj.body] for tj in joints]).reshape(-1).tolist()
         ti.idx_q = [tj.q.start for tj in joints]
         ti.idx_v = [tj.v.start for tj in joints]
         ti.nq, ti.nv = self.nq, self.nv
@@ -276,7 +304,7 @@ class MinimalModel:
         spring, damper, spring_offset = np.zeros(self.nv), np.zeros(self.nv), np.zeros(self.nv)
         frame_p, frame_q = np.zeros((len(joints), 3)), np.tile([1.0, 0.0, 0.0, 0.0], (len(joints), 1))
         for k, tj in enumerate(joints):
-            cols = mech.joint_free_range[tj.index]
+            cols = tj.free
             spring[tj.v], damper[tj.v], spring_offset[tj.v] = mech.spring[cols], mech.damper[cols], mech.spring_offset[cols]
             if tj.floating:
                 frame_p[k] = mech.joints[tj.index].parent_vertex
@@ -330,7 +358,26 @@ class MinimalModel:
         xq = np.zeros(self.nq)
         xv = np.zeros(self.nv)
         frames = {}  # tree joint -> (R, p, w_world, v_origin_world) of its successor frame
+        axes = None  # a universal or gimbal joint's angles and their rates at the same instant (the core's)
         for k, tj in enumerate(self.joints):
+            if JointType(tj.type) in AXES_JOINTS:
+                if axes is None:
+                    flat = np.ascontiguousarray(z.reshape(-1))
+                    theta = np.asarray(_core.maximal_to_minimal(self.mech.core, flat)).reshape(-1)
+                    rates = np.asarray(_core.instantaneous_minimal_velocities(self.mech.core, flat)).reshape(-1)
+                    axes = (theta, rates)
+                f = tj.free.start
+                j0 = self.mech.joint_free_range[tj.index].start
+                # maximal_to_minimal's layout: per joint [coordinates; velocities] from 2 * its first free
+                xq[tj.q] = axes[0][2 * j0 + (f - j0)]
+                xv[tj.v] = axes[1][f]
+                if tj.frame:
+                    continue
+                s = z[tj.body]
+                Rb = matrix_from_quaternion(s[6:10])
+                p_s = s[0:3] - Rb @ tj.com
+                frames[k] = (Rb, p_s, Rb @ s[10:13], s[3:6] + np.cross(Rb @ s[10:13], p_s - s[0:3]))
+                continue
             s = z[tj.body]
             Rb = matrix_from_quaternion(s[6:10])
             p_s = s[0:3] - Rb @ tj.com  # successor origin: the child's joint point
@@ -384,12 +431,43 @@ class MinimalModel:
         nb = self.mech.nb
         out = {"x": np.zeros((nb, 3)), "q": np.tile([1.0, 0, 0, 0], (nb, 1)), "v": np.zeros((nb, 3)), "w": np.zeros((nb, 3))}
         for k, tj in enumerate(self.joints):
+            if tj.frame:
+                continue
             c = p[k] + R[k] @ tj.com
             out["x"][tj.body] = c
             out["q"][tj.body] = rot_to_quat(R[k])
             out["v"][tj.body] = twist[k, :3] + np.cross(twist[k, 3:], c)
             out["w"][tj.body] = R[k].T @ twist[k, 3:]
         return out
+
+
+def _axes_tree_joints(mech: Mechanism, j: int, parent_joint: int, first: int, q0: int, v0: int) -> list[TreeJoint]:
+    """The revolute tree joints of universal or gimbal joint j, one per axis (module doc):
+    R(a1, t1) R(a2, t2) [R(a3, t3)] in the joint frame, each axis in the frame the ones
+    before it turned (the same numbers: the rotational basis rows, core euler_joints.h)."""
+    joint = mech.joints[j]
+    n = joint.input_dimension
+    names = axis_names(joint)
+    parent_body = int(mech.parent[j])
+    # the parent tree frame is the parent's successor frame (its body frame shifted by -com)
+    shift = np.zeros(3) if parent_body == ORIGIN else \
+        -np.asarray(mech.child_vertex[mech.tree_joint_of_body[parent_body]], dtype=float)
+    off = matrix_from_quaternion(np.asarray(joint.orientation_offset, dtype=float))
+    free = mech.joint_free_range[j]
+    out = []
+    for i in range(n):
+        last = i == n - 1
+        out.append(TreeJoint(
+            name=names[i], index=j, type=JointType(joint.type), parent=parent_joint if i == 0 else first + i - 1,
+            body=int(mech.child[j]) if last else -1, n_trans=0, directions=np.zeros((0, 3)), rot=ROT_REVOLUTE,
+            axis=np.array(mech.basis[j, 3 + i], dtype=float), swing_axes=np.zeros((2, 3)), trans_pred=False,
+            placement_rotation=off if i == 0 else np.eye(3),
+            placement_translation=(shift + np.asarray(joint.parent_vertex, dtype=float)) if i == 0 else np.zeros(3),
+            com=-np.asarray(joint.child_vertex, dtype=float) if last else np.zeros(3),
+            q=slice(q0 + i, q0 + i + 1), v=slice(v0 + i, v0 + i + 1), floating=False,
+            free=slice(free.start + i, free.start + i + 1), frame=not last,
+        ))
+    return out
 
 
 def _quaternion_of(R: np.ndarray) -> np.ndarray:
@@ -429,7 +507,7 @@ def _tree_armature(mech: Mechanism, joints: list[TreeJoint], nv: int) -> np.ndar
         if i not in tree and np.any(mech.armature[mech.joint_free_range[i]] != 0):
             refuse(i, "rotor inertia on a loop-closing joint is not modelled (the tree's mass matrix has no entry for it)")
     for tj in joints:
-        a = mech.armature[mech.joint_free_range[tj.index]]
+        a = mech.armature[tj.free]
         if not np.any(a != 0):
             continue
         nt = tj.n_trans

@@ -17,6 +17,8 @@ from collections.abc import Callable
 import numpy as np
 
 from dojo_cli import _core
+from dojo_cli.errors import Problem, SceneError
+from dojo_cli.model.joint_types import JointType
 from dojo_cli.model.mechanism import ORIGIN
 from dojo_cli.minimal.model import ROT_QUATERNION, MinimalModel
 from dojo_cli.minimal.quaternions import rot_to_quat
@@ -82,6 +84,27 @@ def resolve_gains(model: MinimalModel, stabilization_gains) -> tuple[np.ndarray,
     return np.tile(g, (nl, 1)), np.ones(nl, dtype=int)
 
 
+def _refuse_universal_loop_joints(mech) -> None:
+    """A universal loop-closing joint: the RK4 loop solve holds a loop joint's constrained
+    rows as Dojo's (components of Vec(q_rel), rk4.h), and the universal joint's Hooke row
+    (core/maximal/euler_joints.h) is not one of them; refused, naming the joint's type.
+
+    Raises:
+        SceneError: naming every such joint (file, line and field when the scene is known).
+    """
+    bad = [j for j in mech.loop_joints if JointType(mech.joints[j].type) == JointType.UNIVERSAL]
+    if not bad:
+        return
+    source = getattr(mech, "source", None)
+    problems = []
+    for i in bad:
+        message = (f"joint {mech.joints[i].name!r} is a universal loop-closing joint; the rk4 integrator's loop solve "
+                   "holds Dojo's rotational rows only: use the variational integrator, or make it a tree joint")
+        problems.append(source.problem(f"joints.{i}.type", message) if source is not None
+                        else Problem(f"mechanism {mech.name!r}", None, f"joints.{i}.type", message))
+    raise SceneError(problems)
+
+
 class Rk4:
     """The core's RK4 integrator for a MinimalModel: its compiled input and scratch.
 
@@ -92,6 +115,7 @@ class Rk4:
 
     def __init__(self, model: MinimalModel, stabilization_gains="default"):
         mech = model.mech
+        _refuse_universal_loop_joints(mech)
         self.model = model
         ri = _core.Rk4Input()
         ri.nb = mech.nb
@@ -100,14 +124,14 @@ class Rk4:
         ri.nu = mech.nf
         free_start, offsets = [], []
         for tj in model.joints:
-            cols = mech.joint_free_range[tj.index]
+            cols = tj.free
             free_start.append(cols.start if cols.stop > cols.start else -1)
             offsets.append(np.asarray(mech.joints[tj.index].orientation_offset, dtype=float))
         ri.free_start = free_start
         ri.floating = [int(tj.floating) for tj in model.joints]
         ri.offset_quat = np.array(offsets).reshape(-1).tolist()
         # loop joints: Dojo's constrained basis rows of each
-        tree_of_body = {tj.body: k for k, tj in enumerate(model.joints)}
+        tree_of_body = {tj.body: k for k, tj in enumerate(model.joints) if not tj.frame}
         loop_parent, loop_child, pa, pb, off, starts, rot, basis = [], [], [], [], [], [0], [], []
         for j in mech.loop_joints:
             joint = mech.joints[j]

@@ -63,6 +63,7 @@ def model_input(mech) -> _core.ModelInput:
     m.basis = mech.basis.reshape(-1).tolist()
     m.constrained = mech.constrained.astype(int).reshape(-1).tolist()
     m.locked = [int(v) for v in mech.locked]
+    m.joint_rotation = [int(v) for v in mech.joint_rotation]
     m.spring = mech.spring.tolist()
     m.damper = mech.damper.tolist()
     m.spring_offset = mech.spring_offset.tolist()

@@ -1,9 +1,15 @@
-"""The sixteen Dojo joint types, each a translational and a rotational element.
+"""The sixteen Dojo joint types, each a translational and a rotational element, and
+the two multi-axis joints a URDF writes as chains of revolute joints.
 
 Dojo composes every joint from a translational element constraining ``nt``
 of the three relative translations and a rotational element constraining ``nr``
 of the three relative rotations (dojo_engine_notes.md section 3.4). The free
 coordinates are ``3 - nt`` translations then ``3 - nr`` rotations.
+
+``universal`` (Hooke's joint: two orthogonal axes through one point) and ``gimbal``
+(three) are not Dojo's: their rotation is R(a1, t1) R(a2, t2) [R(a3, t3)], their
+coordinates the axes' angles (core/maximal/euler_joints.h). They hold the joint point
+(nt = 3); the universal joint constrains one rotation (a1 . R a2 = a1 . a2), the gimbal none.
 """
 
 from __future__ import annotations
@@ -30,6 +36,8 @@ class JointType(str, Enum):
     CYLINDRICAL_FREE = "cylindrical_free"
     PLANAR_FREE = "planar_free"
     FLOATING = "floating"
+    UNIVERSAL = "universal"
+    GIMBAL = "gimbal"
 
 
 # (constrained translations, constrained rotations) per type, Dojo's prototypes.jl.
@@ -50,7 +58,15 @@ CONSTRAINED: dict[JointType, tuple[int, int]] = {
     JointType.CYLINDRICAL_FREE: (2, 0),
     JointType.PLANAR_FREE: (1, 0),
     JointType.FLOATING: (0, 0),
+    JointType.UNIVERSAL: (3, 1),
+    JointType.GIMBAL: (3, 0),
 }
+
+# Joints whose rotations are the angles of a chain of axes (core JointRotation, read from
+# _core.JOINT_ROTATIONS by name): the type -> its number of axes.
+AXES_JOINTS: dict[JointType, int] = {JointType.UNIVERSAL: 2, JointType.GIMBAL: 3}
+# Dojo's own types (prototypes.jl): the rest
+DOJO_JOINT_TYPES = tuple(t for t in JointType if t not in AXES_JOINTS)
 
 
 def free_dimensions(joint_type: JointType | str) -> tuple[int, int]:

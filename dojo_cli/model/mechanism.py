@@ -35,7 +35,7 @@ from dojo_cli.errors import Problem, SceneError
 from dojo_cli.math.quaternion import IDENTITY
 from dojo_cli import _core
 from dojo_cli.model.compiled import compile_model
-from dojo_cli.model.joint_types import CONSTRAINED, JointType
+from dojo_cli.model.joint_types import AXES_JOINTS, CONSTRAINED, JointType
 from dojo_cli.model.shapes import Shape
 
 ORIGIN = -1  # parent index meaning the world frame
@@ -100,6 +100,50 @@ def element_basis(axis: np.ndarray, n_constrained: int) -> tuple[np.ndarray, np.
     return basis, np.array([True, True, False])
 
 
+# Axes of a universal or gimbal joint must be orthogonal to this, after normalising (the
+# core's kAxesOrthogonalTolerance, core/maximal/euler_joints.h, on the unit rows it gets).
+AXES_ORTHOGONAL_TOL = 1e-9
+
+
+def joint_axes(joint_type, axis, axes=None) -> np.ndarray:
+    """The unit axes (k, 3) of a universal (k = 2) or gimbal (k = 3) joint, in the joint frame.
+
+    ``axes`` as given (normalised), or by default from ``axis`` a: (a, v1) and (a, v1, v2)
+    with (v1, v2, a) = axis_basis(a), right-handed (axis z: z, x, y; a human's hips).
+
+    Raises:
+        ValueError: wrong count, a zero axis, or axes not orthogonal.
+    """
+    k = AXES_JOINTS[JointType(joint_type)]
+    if axes is None:
+        v1, v2, a = axis_basis(axis)
+        return np.array([a, v1, v2][:k])
+    rows = np.asarray(axes, dtype=float)
+    if rows.shape != (k, 3):
+        raise ValueError(f"a {JointType(joint_type).value} joint has {k} axes (3 numbers each), got {rows.tolist()}")
+    out = np.array([axis_basis(r)[2] for r in rows])
+    gram = out @ out.T - np.eye(k)
+    if np.max(np.abs(gram)) > AXES_ORTHOGONAL_TOL:
+        raise ValueError(f"the axes must be mutually orthogonal, got {rows.tolist()}")
+    return out
+
+
+def axis_names(joint) -> list[str]:
+    """Names of a universal or gimbal joint's angles: its ``axis_names``, else ``NAME:t1``, ..."""
+    if joint.axis_names is not None:
+        return list(joint.axis_names)
+    return [f"{joint.name}:t{i + 1}" for i in range(AXES_JOINTS[JointType(joint.type)])]
+
+
+def axes_basis(joint_type, axes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Rotational rows and constrained flags of a universal or gimbal joint (the core's
+    layout, euler_joints.h): universal (a1, a2, a1 x a2), the third constrained; gimbal
+    (a1, a2, a3), none."""
+    if JointType(joint_type) == JointType.UNIVERSAL:
+        return np.array([axes[0], axes[1], np.cross(axes[0], axes[1])]), np.array([False, False, True])
+    return np.array(axes, dtype=float), np.zeros(3, dtype=bool)
+
+
 @dataclass(frozen=True)
 class Body:
     """A rigid body; its frame is at the centre of mass.
@@ -148,6 +192,11 @@ class Joint:
         locked: Drake's Lock: every free coordinate is held where each step starts
             (one lock row per free coordinate on the joint impulses, core/maximal/kinematics.h
             lock_row), so the joint's velocities stay zero. A no-op on a fixed joint.
+        axes: (k, 3) a universal (k = 2) or gimbal (k = 3) joint's axes in the joint frame,
+            orthogonal (joint_axes; None: from ``axis``); its rotation is R(a1, t1) R(a2, t2)
+            [R(a3, t3)] and its rotational coordinates the angles t_i.
+        axis_names: (k,) names of those angles (the URDF joints of the chain it stands for;
+            None: ``name:t1`` ...): the minimal-coordinate layer's coordinate names (axis_names()).
     """
 
     name: str
@@ -166,6 +215,8 @@ class Joint:
     armature: np.ndarray | None = None
     locked: bool = False
     rotation_axis: np.ndarray | None = None
+    axes: np.ndarray | None = None
+    axis_names: tuple[str, ...] | None = None
 
     @property
     def element_axes(self) -> tuple[np.ndarray, np.ndarray]:
@@ -314,6 +365,7 @@ def _frozen_parts(bodies, joints, contacts):
             j,
             axis=_readonly(j.axis), parent_vertex=_readonly(j.parent_vertex), child_vertex=_readonly(j.child_vertex),
             rotation_axis=None if j.rotation_axis is None else _readonly(j.rotation_axis),
+            axes=None if j.axes is None else _readonly(j.axes),
             orientation_offset=_readonly(j.orientation_offset),
             spring=None if j.spring is None else _readonly(j.spring),
             damper=None if j.damper is None else _readonly(j.damper),
@@ -416,7 +468,13 @@ class Mechanism:
             nt, nr = j.constrained
             translation_axis, rotation_axis = j.element_axes
             self.basis[i, :3], self.constrained[i, :3] = element_basis(translation_axis, nt)
-            self.basis[i, 3:], self.constrained[i, 3:] = element_basis(rotation_axis, nr)
+            if JointType(j.type) in AXES_JOINTS:
+                self.basis[i, 3:], self.constrained[i, 3:] = axes_basis(j.type, joint_axes(j.type, j.axis, j.axes))
+            else:
+                self.basis[i, 3:], self.constrained[i, 3:] = element_basis(rotation_axis, nr)
+        # (nj,) how the core reads each joint's rotational rows (_core.JOINT_ROTATIONS)
+        self.joint_rotation = np.array([_core.JOINT_ROTATIONS.index(
+            JointType(j.type).value if JointType(j.type) in AXES_JOINTS else "quaternion") for j in self.joints], dtype=int)
 
         # Free coordinates, joint by joint, translational first (the core's order); the
         # constraint rows themselves are laid out by the core (core/maximal/model.cpp).
@@ -748,6 +806,14 @@ def _input_problems(bodies, joints, contacts, timestep, gravity) -> list[tuple[s
                     axis_basis(axis)
                 except ValueError as exc:
                     problems.append((f"joints.{i}.{key}", str(exc)))
+        if j.axis_names is not None and (JointType(j.type) not in AXES_JOINTS
+                                         or len(j.axis_names) != AXES_JOINTS[JointType(j.type)]):
+            problems.append((f"joints.{i}.axis_names", "one name per axis of a universal (2) or gimbal (3) joint"))
+        if JointType(j.type) in AXES_JOINTS and finite(f"joints.{i}.axes", j.axis if j.axes is None else j.axes):
+            try:
+                joint_axes(j.type, j.axis, j.axes)
+            except ValueError as exc:
+                problems.append((f"joints.{i}.axes", str(exc)))
         if j.limits is not None and any(np.any(np.isnan(np.asarray(v, dtype=float))) for v in j.limits):
             problems.append((f"joints.{i}.limits", "not finite (nan; use -.inf or .inf for no bound)"))
     for i, c in enumerate(contacts):

@@ -153,6 +153,8 @@ def build_mechanism(spec, file: str | None = None) -> Mechanism:
                 axis=np.asarray(j.axis, float), parent_vertex=np.asarray(parent_vertex, float),
                 child_vertex=np.asarray(j.child_vertex, float), orientation_offset=np.asarray(offset, float),
                 rotation_axis=None if j.rotation_axis is None else np.asarray(j.rotation_axis, float),
+                axes=None if j.axes is None else np.asarray(j.axes, float),
+                axis_names=None if j.axis_names is None else tuple(j.axis_names),
                 spring=j.spring_values(), damper=j.damper_values(), armature=j.armature_values(), spring_offset=j.spring_offset_values(), limits=limits,
                 damper_form=j.damper_form or spec.damper_form, locked=bool(j.locked),
             )

@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from dojo_cli.math.quaternion import multiply as quaternion_multiply
-from dojo_cli.model.joint_types import JointType, free_dimensions
+from dojo_cli.model.joint_types import DOJO_JOINT_TYPES, JointType, free_dimensions
 
 DOF_NAMES = ("x", "y", "z", "rx", "ry", "rz")
 AXES = ("x", "y", "z")
@@ -67,12 +67,12 @@ def _table() -> dict[frozenset[str], tuple[JointType, str, str | None]]:
     the others get the translational element's axis and a rotation axis of their own.
     """
     out: dict[frozenset[str], tuple[JointType, str, str | None]] = {}
-    for jt in JointType:
+    for jt in DOJO_JOINT_TYPES:
         nt, nr = free_dimensions(jt)
         for axis in ("z", "x", "y"):
             key = frozenset(_free_set(nt, axis) | {"r" + a for a in _free_set(nr, axis)})
             out.setdefault(key, (jt, axis, None))
-    by_dimensions = {free_dimensions(jt): jt for jt in JointType}
+    by_dimensions = {free_dimensions(jt): jt for jt in DOJO_JOINT_TYPES}
     for r in range(len(DOF_NAMES) + 1):
         for subset in itertools.combinations(DOF_NAMES, r):
             key = frozenset(subset)

@@ -38,7 +38,8 @@ from pydantic_core import PydanticCustomError, PydanticKnownError
 
 from dojo_cli import _core
 from dojo_cli.errors import Problem
-from dojo_cli.model.joint_types import JointType, input_dimension
+from dojo_cli.model.joint_types import AXES_JOINTS, JointType, input_dimension
+from dojo_cli.model.mechanism import joint_axes
 from dojo_cli.scene.specs import (
     REQUIRED,
     Field,
@@ -773,6 +774,12 @@ class JointSpec(Spec):
         rotation_axis: (3,) the rotational element's own axis (None: ``axis``, Dojo's one
             axis for both elements); with it the free translations and rotations need not
             share an axis (skydy's ``[x, ry]``; docs/scenes.md "Joints by degrees of freedom").
+        axes: a ``universal`` joint's two or a ``gimbal``'s three mutually orthogonal axes
+            in the parent's joint frame (None: from ``axis`` a, (a, v1[, v2]) of its
+            in-plane basis: axis z gives z, x, y); the rotation is R(a1, t1) R(a2, t2)
+            [R(a3, t3)], the coordinates the angles (docs/scenes.md "Universal and gimbal joints").
+        axis_names: names of those angles, one per axis (a URDF chain's joint names; None:
+            ``NAME:t1``, ...): the minimal-coordinate layer's coordinate names.
         const_values: skydy's ``const_value``: constrained degrees of freedom held at a
             value, ``{y: 0.1, rx: 0.2}`` (names of scene/dofs.py, none of the free ones);
             translations in the parent body frame, rotations applied before the free ones
@@ -811,6 +818,8 @@ class JointSpec(Spec):
     child = Field(NAME)
     axis = Field(DIRECTION, factory=lambda: [0.0, 0.0, 1.0])
     rotation_axis = Field(nullable(DIRECTION), None)
+    axes = Field(nullable(list_of(DIRECTION)), None)
+    axis_names = Field(nullable(list_of(NAME)), None)
     const_values = Field(nullable(dict_of(REAL)), None)
     parent_vertex = Field(VECTOR3, factory=_zero_vector)
     child_vertex = Field(VECTOR3, factory=_zero_vector)
@@ -827,6 +836,27 @@ class JointSpec(Spec):
     acceleration_limits = Field(nullable(JointLimitsSpec.core_schema()), None, specs=(JointLimitsSpec,))
     damper_form = Field(nullable(literal(*DAMPER_FORMS)), None)
     locked = Field({"type": "bool", "strict": True}, False)
+
+    @check
+    def _axes(self) -> JointSpec:
+        count = AXES_JOINTS.get(JointType(self.type))
+        if self.axis_names is not None:
+            if count is None or len(self.axis_names) != count:
+                raise SpecProblems([("axis_names", "one name per axis of a universal (2) or gimbal (3) joint, got "
+                                                   f"{len(self.axis_names)}")])
+            if len(set(self.axis_names)) != len(self.axis_names):
+                raise SpecProblems([("axis_names", "the names must differ")])
+        if self.axes is None:
+            return self
+        if count is None:
+            kinds = " and ".join(t.value for t in AXES_JOINTS)
+            raise SpecProblems([("axes", f"axes are for {kinds} joints; a {JointType(self.type).value} joint has "
+                                         "`axis`")])
+        try:
+            joint_axes(self.type, self.axis, self.axes)
+        except ValueError as exc:
+            raise SpecProblems([("axes", str(exc))]) from None
+        return self
 
     @check
     def _random_coordinates(self) -> JointSpec:

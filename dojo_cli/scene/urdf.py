@@ -29,7 +29,11 @@ Joint types: revolute and continuous -> revolute (continuous without limits),
 prismatic -> prismatic, fixed -> fixed (or merged), floating -> floating,
 planar -> planar_axis (two translations in the plane and the rotation about its
 normal, as Drake, Pinocchio and RigidBodyDynamics.jl read it; Dojo maps it to its
-translation-only Planar).
+translation-only Planar). Two or three revolute joints through massless links with one
+child each, all through one point (the later origins without translation) and with
+mutually orthogonal axes, onto a link with mass, are one universal or gimbal joint
+(human.urdf's wrists and hips: ``_multi_axis_chain``), its angles the chain's revolute
+angles and named after its joints (``axis_names``).
 """
 
 from __future__ import annotations
@@ -75,6 +79,11 @@ INERTIA_EIGENVALUE_FLOOR = 1e-9
 FOOT_HEIGHT_TOL = 0.05
 # A planar joint's normal must be kept by its origin's rotation to this (rad).
 AXIS_TOL = 1e-9
+# A gimbal's middle angle is read in [-pi/2, pi/2] (core/maximal/euler_joints.h): at +-pi/2
+# its first and last axes align and the chain's own mass matrix is singular (Pinocchio's of
+# the same file too). A URDF range for it beyond that (human.urdf's shoulders, up to pi) is
+# clipped this far inside, with a note.
+GIMBAL_LOCK_MARGIN = 0.05
 _MESH_SUFFIXES = (".obj", ".stl", ".dae")
 # --contacts collision: a box whose longest side is at least this many times its middle
 # one is a thin link, made the capsule around it (2 contacts, not 8); it then sits at most
@@ -339,6 +348,9 @@ class _Reader:
         self.warnings: list[str] = []
         self._unmodelled: dict[str, list[str]] = {}
         self._empty_visuals: list[str] = []
+        # end link of a chain of revolute joints through massless links -> the chain (one
+        # universal or gimbal joint; _multi_axis_chain)
+        self.axes_chains: dict[str, list[_Joint]] = {}
         self.search_path = package_search_path(options.package_path, path)
 
     def problem(self, line: int | None, element: str, message: str) -> None:
@@ -1098,8 +1110,8 @@ def _group_links(reader, links, joints, child_joint, root, result):
                 body_of[root] = 0
             continue
         joint = child_joint[name]
-        if body_of.get(name) == -2:
-            continue  # part of a massless subtree dropped above
+        if body_of.get(name) in (-2, -3):
+            continue  # part of a massless subtree dropped above, or a frame inside a multi-axis joint
         if joint.parent not in body_of:
             # its parent was refused (a problem already says why): nothing to hang it from
             continue
@@ -1132,9 +1144,17 @@ def _group_links(reader, links, joints, child_joint, root, result):
                 continue
             if links[name].mass <= MASSLESS:
                 chain = _massless_chain(name, joint, children, links)
+                axes, why = _multi_axis_chain(name, joint, children, links)
+                if axes is not None:
+                    # one universal or gimbal joint from the chain's parent onto its end link
+                    for inner in axes[:-1]:
+                        body_of[inner.child] = -3
+                        result.dropped.append(inner.child)
+                    reader.axes_chains[axes[-1].child] = axes
+                    continue
                 reader.problem(links[name].line, f"link {name!r}", f"has no mass but moves on joint {joint.name!r} and carries links; "
-                               f"give it an <inertial> (the joints {', '.join(chain)} through massless links make one "
-                               "multi-axis joint, which the importer does not build yet)")
+                               f"give it an <inertial> (the joints {', '.join(chain)} through massless links are not "
+                               f"one universal or gimbal joint: {why})")
                 continue
         groups.append(_Group(reference=name, links={name: np.eye(4)}))
         body_of[name] = len(groups) - 1
@@ -1200,6 +1220,46 @@ def _massless_chain(name: str, joint: _Joint, children: dict[str, list[_Joint]],
         chain.append(below.name)
         name = below.child
     return chain
+
+
+def _multi_axis_chain(name: str, joint: _Joint, children: dict[str, list[_Joint]],
+                      links: dict[str, _Link]) -> tuple[list[_Joint] | None, str]:
+    """The joints of a universal (2) or gimbal (3) joint written as a chain from ``joint``
+    (onto the massless link ``name``) through massless links with one child each onto a
+    link with mass; (None, why not) when the chain is not one: its joints must be revolute
+    (or continuous), all through one point (no translation in the later origins) and their
+    axes mutually orthogonal (core/maximal/euler_joints.h)."""
+    chain = [joint]
+    while links[name].mass <= MASSLESS:
+        below = children.get(name, [])
+        if len(below) != 1:
+            return None, f"link {name!r} has {len(below)} children"
+        chain.append(below[0])
+        name = below[0].child
+    if len(chain) not in (2, 3):
+        return None, f"{len(chain)} joints (a universal joint has 2 axes, a gimbal 3)"
+    bad = [j.name for j in chain if j.type not in ("revolute", "continuous")]
+    if bad:
+        return None, f"{', '.join(bad)} not revolute"
+    moved = [j.name for j in chain[1:] if np.linalg.norm(j.origin[:3, 3]) > AXIS_TOL]
+    if moved:
+        return None, f"the origins of {', '.join(moved)} are not at the previous joint's (not through one point)"
+    axes = _chain_axes(chain)
+    if np.max(np.abs(axes @ axes.T - np.eye(len(chain)))) > AXIS_TOL:
+        return None, "their axes are not mutually orthogonal"
+    return chain, ""
+
+
+def _chain_axes(chain: list[_Joint]) -> np.ndarray:
+    """(k, 3) the chain's axes in its last joint's frame: O1 R(a1, t1) O2 R(a2, t2) ... =
+    O1 O2 ... R(a1', t1) R(a2', t2) ..., a_i' = (O_{i+1} ... O_k)^T a_i (the O's rotations)."""
+    out = []
+    for i, j in enumerate(chain):
+        after = np.eye(3)
+        for k in chain[i + 1:]:
+            after = after @ k.origin[:3, :3]
+        out.append(after.T @ j.axis)
+    return np.array(out)
 
 
 def _drop_massless_subtree(reader, links, child_joint, subtree: list[str], result, body_of) -> None:
@@ -1295,14 +1355,19 @@ def _scene_joints(reader, links, joints, groups, body_of, world_links, root, opt
         group = groups[child_group]
         if group.reference != joint.child:
             continue
-        parent_index = body_of[joint.parent]
+        chain = reader.axes_chains.get(joint.child)
+        first = joint if chain is None else chain[0]
+        origin = first.origin
+        for inner in ([] if chain is None else chain[1:]):
+            origin = origin @ inner.origin  # rotations only (_multi_axis_chain)
+        parent_index = body_of[first.parent]
         if parent_index == -1:
             parent = "origin"
-            joint_frame = world_links[joint.parent] @ joint.origin
+            joint_frame = world_links[first.parent] @ origin
         else:
             parent_group = groups[parent_index]
             parent = parent_group.name
-            joint_frame = _translation(-parent_group.com) @ parent_group.links[joint.parent] @ joint.origin
+            joint_frame = _translation(-parent_group.com) @ parent_group.links[first.parent] @ origin
         rot = joint_frame[:3, :3]
         kind = {"revolute": "revolute", "continuous": "revolute", "prismatic": "prismatic", "fixed": "fixed",
                 "floating": "floating", "planar": "planar_axis"}[joint.type]
@@ -1319,6 +1384,9 @@ def _scene_joints(reader, links, joints, groups, body_of, world_links, root, opt
             "parent_vertex": _vector(joint_frame[:3, 3]), "child_vertex": _vector(-group.com),
             "orientation_offset": _quaternion_from_matrix(rot),
         }
+        if chain is not None:
+            out.append(_axes_joint(reader, data, chain))
+            continue
         if kind != "fixed" and kind != "floating":
             data["axis"] = _vector(axis)
         n = {"revolute": 1, "prismatic": 1, "planar_axis": 3, "floating": 6, "fixed": 0}[kind]
@@ -1340,6 +1408,41 @@ def _scene_joints(reader, links, joints, groups, body_of, world_links, root, opt
         out.append(data)
     # the dropped leaves' joints go with them
     return out
+
+
+def _axes_joint(reader, data: dict, chain: list[_Joint]) -> dict:
+    """Scene data of a universal or gimbal joint from its chain (_multi_axis_chain): named
+    after its first joint, its angles after the chain's joints; limits, efforts, velocities
+    and dampers per axis."""
+    data["name"] = chain[0].name
+    data["type"] = "universal" if len(chain) == 2 else "gimbal"
+    data["axes"] = [_vector(a) for a in _chain_axes(chain)]
+    data["axis_names"] = [j.name for j in chain]
+    lower = [j.lower if j.lower is not None else -math.inf for j in chain]
+    upper = [j.upper if j.upper is not None else math.inf for j in chain]
+    if len(chain) == 3:
+        bound = math.pi / 2 - GIMBAL_LOCK_MARGIN
+        if lower[1] < -bound or upper[1] > bound:
+            reader.note(chain[1].line, f"joint {chain[1].name!r}",
+                        f"range [{lower[1]:.6g}, {upper[1]:.6g}] clipped to +-{bound:.6g}: the middle axis of the gimbal "
+                        f"{', '.join(j.name for j in chain)} aligns the other two at +-pi/2 (the chain's mass matrix is "
+                        "singular there), and its angle is read on one side")
+            lower[1], upper[1] = max(lower[1], -bound), min(upper[1], bound)
+    if any(math.isfinite(v) for v in lower + upper):
+        data["limits"] = {"lower": lower, "upper": upper}
+    if any(j.damping for j in chain):
+        data["damper"] = [float(j.damping) for j in chain]
+    if any(j.effort is not None and j.effort > 0 for j in chain):
+        data["effort_limit"] = [float(j.effort) if j.effort is not None and j.effort > 0 else math.inf for j in chain]
+    if any(j.velocity is not None and j.velocity > 0 for j in chain):
+        data["velocity_limit"] = [float(j.velocity) if j.velocity is not None and j.velocity > 0 else math.inf
+                                  for j in chain]
+    for j in chain:
+        if j.friction:
+            reader.unmodelled(UNMODELLED_FRICTION, j.name)
+        if j.mimic:
+            reader.unmodelled(UNMODELLED_MIMIC, f"{j.name} (of {j.mimic})")
+    return data
 
 
 # ------------------------------------------------------------------ contacts
@@ -1574,13 +1677,17 @@ def _start_inside_limits(reader: _Reader, scene_joints: list[dict]) -> None:
         limits = joint.get("limits")
         if limits is None or "initial" in joint:
             continue
-        lower, upper = limits["lower"][0], limits["upper"][0]
-        if lower < 0.0 < upper:
-            continue
-        inset = min(LIMIT_INSET_FRACTION * (upper - lower), LIMIT_INSET_MAX)
-        position = lower + inset if lower >= 0.0 else upper - inset
-        joint["initial"] = {"position": [float(position)]}
-        moved.append(f"{joint['name']} {position:.6g}")
+        positions = []
+        for k, (lower, upper) in enumerate(zip(limits["lower"], limits["upper"])):
+            if lower < 0.0 < upper:
+                positions.append(0.0)
+                continue
+            inset = min(LIMIT_INSET_FRACTION * (upper - lower), LIMIT_INSET_MAX)
+            positions.append(float(lower + inset if lower >= 0.0 else upper - inset))
+            names = joint.get("axis_names")
+            moved.append(f"{names[k] if names else joint['name']} {positions[-1]:.6g}")
+        if any(p != 0.0 for p in positions):
+            joint["initial"] = {"position": positions}
     if moved:
         reader.note(None, "robot", f"{len(moved)} joints start inside their ranges (zero is outside or on a bound; "
                     f"{LIMIT_INSET_FRACTION:.0%} of the range in, at most {LIMIT_INSET_MAX:g}): {', '.join(moved)}")
@@ -1591,6 +1698,12 @@ def _joint_motion(joint: dict) -> tuple[np.ndarray, np.ndarray]:
     joint at its initial position: a revolute turns about its axis (in the joint frame), a
     prismatic slides along its axis (in the parent body frame; the engine's convention)."""
     position = (joint.get("initial") or {}).get("position")
+    if joint["type"] in ("universal", "gimbal") and position:
+        # R(a1, t1) R(a2, t2) [R(a3, t3)], the axes in the joint frame (core/maximal/euler_joints.h)
+        turn = np.eye(3)
+        for a, t in zip(joint["axes"], position):
+            turn = turn @ _joint_motion({"type": "revolute", "axis": a, "initial": {"position": [t]}})[0]
+        return turn, np.zeros(3)
     if joint["type"] not in ("revolute", "prismatic") or not position:
         return np.eye(3), np.zeros(3)
     axis, value = np.asarray(joint["axis"], float), float(position[0])
@@ -1618,7 +1731,7 @@ def _initial_poses(result: UrdfImport) -> dict[str, tuple[np.ndarray, np.ndarray
             offset = _matrix_from_quaternion(joint.get("orientation_offset", [1.0, 0.0, 0.0, 0.0]))
             turn, slide = _joint_motion(joint)
             rot = prot @ offset
-            if joint.get("initial") and joint["type"] in ("revolute", "prismatic"):
+            if joint.get("initial") and joint["type"] in ("revolute", "prismatic", "universal", "gimbal"):
                 rot = rot @ turn  # (a joint at zero keeps the exact product of before)
             joint_point = ppos + prot @ (np.asarray(joint.get("parent_vertex", [0.0, 0.0, 0.0])) + slide)
             pos = joint_point - rot @ np.asarray(joint.get("child_vertex", [0.0, 0.0, 0.0]))

@@ -13,6 +13,8 @@ from dojo_cli.minimal.model import ROT_NONE, ROT_QUATERNION, ROT_REVOLUTE, Minim
 
 def _inertia(model: MinimalModel, tj) -> pin.Inertia:
     mech = model.mech
+    if tj.frame:  # a massless frame between a universal or gimbal joint's axes
+        return pin.Inertia.Zero()
     return pin.Inertia(float(mech.mass[tj.body]), np.array(tj.com), np.array(mech.inertia[tj.body]))
 
 

@@ -14,3 +14,7 @@ SKYDY_SUBSETS = str(Path(__file__).resolve().parents[1] / "data" / "scenes" / "s
 
 # Two of RBD's four-bars side by side: two loop-closing joints (joint4, b_joint4).
 TWO_FOURBARS = str(Path(__file__).resolve().parents[1] / "data" / "scenes" / "rbd_two_fourbars.yaml")
+
+# A floating body carrying universal (Hooke) and gimbal joints with slanted axes, orientation
+# offsets, springs and dampers: each is two or three revolute tree joints in sequence.
+UNIVERSAL_JOINTS = str(Path(__file__).resolve().parents[1] / "data" / "scenes" / "universal_joints.yaml")

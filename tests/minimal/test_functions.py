@@ -12,16 +12,17 @@ import pytest
 import dojo_cli as dojo
 from dojo_cli import minimal
 from dojo_cli.math.quaternion import matrix_from_quaternion
-from tests.minimal.scenes import MINIMAL_JOINTS, SKYDY_SUBSETS
+from tests.minimal.scenes import MINIMAL_JOINTS, SKYDY_SUBSETS, UNIVERSAL_JOINTS
 
 # Models covering every joint kind: revolute and prismatic (the zoo), planar (box2d),
 # spherical and floating (spherical_chain), a floating tree with fixed feet (quadruped_feet),
 # the swing joints (orbital and its variants) and translations measured in the predecessor
 # frame (cylindrical_free, planar_free), whose motion subspaces turn with q (MINIMAL_JOINTS),
 # the built-in orbital chain on a floating base, and skydy's subsets with a rotation axis of
-# their own (a revolute with translations across its axis, in the predecessor frame).
+# their own (a revolute with translations across its axis, in the predecessor frame), and
+# universal and gimbal joints (revolute tree joints in sequence through massless frames).
 SCENES = ["pinnzoo_double_cartpole", "pinnzoo_rigid_body", "box2d", "spherical_chain", "quadruped_feet",
-          MINIMAL_JOINTS, "orbital_chain", SKYDY_SUBSETS]
+          MINIMAL_JOINTS, "orbital_chain", SKYDY_SUBSETS, UNIVERSAL_JOINTS]
 # PinnZoo's tolerances (other_systems_notes.md 2.7), relative here to each quantity's scale
 # (PinnZoo's are absolute on its own models, whose derivatives are of order one).
 FD_TOL = {"forward_x": 5e-5, "forward_tau": 1e-8, "dynamics_x": 5e-5, "dynamics_tau": 5e-10,

@@ -18,7 +18,7 @@ import pytest
 import dojo_cli as dojo
 from dojo_cli import minimal
 from dojo_cli.minimal.quaternions import L_mult
-from tests.minimal.scenes import MINIMAL_JOINTS
+from tests.minimal.scenes import MINIMAL_JOINTS, UNIVERSAL_JOINTS
 
 # (scene, overrides): every joint kind in the tree (revolute, prismatic, planar, spherical,
 # floating; the swing joints orbital, prismatic_orbital, planar_orbital, free_orbital and
@@ -34,6 +34,9 @@ CASES = [
     # actuators (docs/scenes.md): PinnZoo's rotors, and joint and body actuators on a chain
     ("pinnzoo_quadrotor", {}),
     (MINIMAL_JOINTS, {}),
+    # universal and gimbal joints: the maximal element (core/maximal/euler_joints.h, inputs as
+    # the angles' generalized forces) against revolute tree joints in sequence
+    (UNIVERSAL_JOINTS, {}),
     ("orbital_chain", {"gravity": [0, 0, -9.81], "joints.2.damper": 0.2}),
     ("npendulum", {"actuators": [
         {"name": "elbow", "joint": "joint2", "gain": 2.0},
@@ -65,6 +68,10 @@ def _state(model, rng):
             x[tj.q.start + tj.n_trans: tj.q.stop] = minimal.axis_angle_to_quat(0.5 * rng.standard_normal(3))
         elif tj.rot == 3:  # a swing: moderate too (its spring acts on log(q_rel) as well)
             x[tj.q.start + tj.n_trans: tj.q.stop] = 0.5 * rng.standard_normal(2)
+        elif tj.type in ("universal", "gimbal"):
+            # inside the angles' chart (a gimbal's middle angle in [-pi/2, pi/2], the others
+            # in (-pi, pi]), where the maximal model reads the same angles
+            x[tj.q] = 0.5 * rng.standard_normal(1)
     return x
 
 

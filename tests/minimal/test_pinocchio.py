@@ -124,7 +124,11 @@ def test_urdf_robot_matches_pinocchio_from_the_urdf(scene):
 # are locked at zero in its model, as the importer drops them).
 MASSLESS_LINK_ROBOTS = {"anymal": "anymal_b_simple_description/robots/anymal.urdf",
                         "anymal-kinova": "anymal_b_simple_description/robots/anymal-kinova.urdf",
-                        "romeo": "romeo_description/urdf/romeo.urdf"}
+                        "romeo": "romeo_description/urdf/romeo.urdf",
+                        # two- and three-axis joints written as revolute chains through massless
+                        # links: universal and gimbal joints (core/maximal/euler_joints.h), each a
+                        # chain of revolute tree joints, its angles Pinocchio's revolute angles
+                        "human": "human_description/robots/human.urdf"}
 
 
 @pytest.mark.parametrize("robot", sorted(MASSLESS_LINK_ROBOTS))

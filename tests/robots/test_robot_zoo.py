@@ -144,3 +144,25 @@ def test_recentring_ends_a_jammed_solve():
         residual, _core.testing.step_residual(mech.core, data, traj.state(40), None, np.asarray(data.w)), rtol=0, atol=1e-12)
     rvio, bvio = _core.testing.violations(mech.core, residual, relative=False)
     assert rvio < opts.rtol and bvio < opts.btol, (rvio, bvio)
+
+
+# human.urdf's joints (issue 24 item 2): 6 gimbals and 7 universal joints, each a chain of
+# revolute joints through massless links. It has no <collision> elements, so the issue's
+# flags give no contacts: it falls freely, and in uniform gravity no joint moves (a force
+# the new joints made up would move them).
+HUMAN_STILL = 1e-6  # rad: joint motion over the free fall at Dojo's tight tolerances (measured 4.7e-8)
+
+
+def test_human_with_universal_and_gimbal_joints_drops_limp():
+    mech = _mechanism("human")
+    kinds = [str(getattr(j.type, "value", j.type)) for j in mech.joints]
+    assert (kinds.count("gimbal"), kinds.count("universal"), kinds.count("revolute")) == (6, 7, 4), kinds
+    assert mech.nc == 0, "human.urdf has no <collision> elements"
+    traj = dojo.simulate(mech, steps=200)
+    failed = [k for k, s in enumerate(traj.status) if s != "success"]
+    assert not failed, f"human: {len(failed)} failed steps, first {failed[:1]}"
+    tight = dojo.simulate(mech, steps=200, opts=dojo.SolverOptions(rtol=1e-12, btol=1e-12))
+    q = np.asarray(tight.minimal_q)[:, 6:]
+    moved = float(np.max(np.abs(q - q[0])))
+    assert moved < HUMAN_STILL, f"joints moved {moved:.2e} rad in free fall"
+    assert abs(tight.v[-1, 0, 2] + 9.81 * 2.0) < 1e-9, "the body falls at g"

@@ -1,7 +1,9 @@
 """Massless links in a URDF (issue 24 item 2): a massless root that carries movable joints
 is merged with the links fixed to it into the floating base; a subtree of massless links on
-movable joints is dropped with its joints, with one note. (The robots themselves, anymal,
-anymal-kinova and romeo, against Pinocchio: tests/minimal/test_pinocchio.py.)"""
+movable joints is dropped with its joints, with one note; two or three revolute joints
+through massless links and one point, with orthogonal axes, are one universal or gimbal
+joint. (The robots themselves, anymal, anymal-kinova, romeo and human, against Pinocchio:
+tests/minimal/test_pinocchio.py.)"""
 
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ import pytest
 from dojo_cli.errors import SceneError
 from dojo_cli.scene.builder import build_mechanism
 from dojo_cli.scene.loader import spec_from_dict
-from dojo_cli.scene.urdf import UrdfOptions, read_urdf
+from dojo_cli.scene.urdf import GIMBAL_LOCK_MARGIN, UrdfOptions, read_urdf
 
 _INERTIAL = '<inertial><origin xyz="{com}"/><mass value="{mass}"/><inertia ixx="{i}" ixy="0" ixz="0" iyy="{i}" iyz="0" izz="{i}"/></inertial>'
 
@@ -80,13 +82,45 @@ def test_a_massless_subtree_on_movable_joints_is_dropped_with_its_joints_and_one
     assert notes == [f"note: {path}:9: link 'f1': it and the 2 links below it have no mass; dropped with their joints (j1, j2, j3)"]
 
 
-def test_a_massless_link_carrying_mass_is_still_refused(tmp_path):
-    # a chain of joints through a massless link is a multi-axis joint: not built yet
-    text = ANYMAL_LIKE.replace("</robot>\n", _link("wrist", 0.0) + _link("hand", 1.0)
-                               + _joint("w1", "continuous", "leg", "wrist", "0 0 -0.4") + _joint("w2", "continuous", "wrist", "hand", "0 0 0", "1 0 0")
-                               + "</robot>\n")
+def _wrist(second_origin: str = "0 0 0", second_axis: str = "1 0 0", rpy: str = "0 0 0", third: bool = False) -> str:
+    """A leg carrying a hand through a massless wrist: w1 (z) then w2 (and w3 through a
+    second massless link), the hand's centre of mass off every axis."""
+    joints = (_joint("w1", "revolute", "leg", "wrist", "0 0 -0.4").replace("/><axis", '/><limit lower="-0.5" upper="0.7" effort="3" velocity="1"/><axis')
+              + _joint("w2", "continuous", "wrist", "wrist2" if third else "hand", second_origin, second_axis).replace('<origin xyz', f'<origin rpy="{rpy}" xyz'))
+    links = _link("wrist", 0.0) + _link("hand", 1.0, "0.03 0.02 -0.1")
+    if third:
+        links += _link("wrist2", 0.0)
+        joints += _joint("w3", "revolute", "wrist2", "hand", "0 0 0", "0 1 0").replace("/><axis", '/><limit lower="-2" upper="2" effort="1" velocity="1"/><axis')
+    return ANYMAL_LIKE.replace("</robot>\n", links + joints + "</robot>\n")
+
+
+@pytest.mark.parametrize("third", [False, True], ids=["universal", "gimbal"])
+def test_revolute_joints_through_massless_links_and_one_point_are_one_universal_or_gimbal_joint(tmp_path, third):
+    path, result = _read(tmp_path, _wrist(rpy="0 0 0.3", third=third))
+    mech = build_mechanism(spec_from_dict(result.scene, file=str(path)))
+    assert [b.name for b in mech.bodies] == ["base_inertia", "leg", "hand"], "the massless links are no bodies"
+    joint = result.scene["joints"][-1]
+    assert joint["type"] == ("gimbal" if third else "universal") and joint["name"] == "w1"
+    assert joint["axis_names"] == (["w1", "w2", "w3"] if third else ["w1", "w2"])
+    assert {"wrist"} <= set(result.dropped)
+    # the chain's limits per axis (a continuous joint: none), in the chain's order; a gimbal's
+    # middle angle inside +-pi/2, where the chain's other two axes align (with a note)
+    middle = np.pi / 2 - GIMBAL_LOCK_MARGIN if third else np.inf
+    assert joint["limits"] == {"lower": [-0.5, -middle] + ([-2.0] if third else []), "upper": [0.7, middle] + ([2.0] if third else [])}
+    assert sum("clipped to +-" in w for w in result.warnings) == int(third)
+    # axes in the last joint's frame: w2's origin turns 0.3 about z, so w1's z stays z and
+    # w2's x is x there; the joint frame is the leg's turned by that rpy
+    assert np.allclose(joint["axes"][:2], [[0, 0, 1], [1, 0, 0]], atol=1e-15)
+    assert np.allclose(joint["orientation_offset"], [np.cos(0.15), 0, 0, np.sin(0.15)], atol=1e-15)
+
+
+@pytest.mark.parametrize("change,reason", [
+    ({"second_origin": "0.02 0 0"}, "the origins of w2 are not at the previous joint's (not through one point)"),
+    ({"second_axis": "1 0 0.2"}, "their axes are not mutually orthogonal"),
+], ids=["offset", "oblique"])
+def test_a_chain_that_is_no_universal_joint_is_refused_with_why(tmp_path, change, reason):
     with pytest.raises(SceneError) as info:
-        _read(tmp_path, text)
+        _read(tmp_path, _wrist(**change))
     (problem,) = info.value.problems
     assert problem.field == "link 'wrist'" and "has no mass but moves on joint 'w1' and carries links" in problem.message
-    assert "(the joints w1, w2 through massless links make one multi-axis joint" in problem.message
+    assert f"(the joints w1, w2 through massless links are not one universal or gimbal joint: {reason})" in problem.message

@@ -140,13 +140,15 @@ def test_links_below_a_refused_link_are_not_walked(tmp_path):
     text = URDF.format(**GOOD).replace('<mass value="1"/><inertia ixx="1" ixy="0" ixz="0" iyy="1" iyz="0" izz="1"/></inertial>\n    <visual><geometry><box',
                                        '<mass value="0"/></inertial>\n    <visual><geometry><box')
     hand = ('  <link name="hand"><inertial><mass value="1"/><inertia ixx="1" ixy="0" ixz="0" iyy="1" iyz="0" izz="1"/>'
-            '</inertial></link>\n  <joint name="w" type="continuous"><parent link="arm"/><child link="hand"/></joint>\n</robot>')
+            '</inertial></link>\n  <joint name="w" type="continuous"><parent link="arm"/><child link="hand"/>'
+            '<origin xyz="0.1 0 0"/></joint>\n</robot>')
     urdf.write_text(text.replace("</robot>", hand))
     res = runner.invoke(app, ["import-urdf", str(urdf), "-o", str(tmp_path / "robot.yaml")])
     assert res.exit_code == 2, res.output
     assert res.stderr.strip() == (
         f"{urdf}:6: link 'arm': has no mass but moves on joint 'j' and carries links; give it an <inertial> "
-        "(the joints j, w through massless links make one multi-axis joint, which the importer does not build yet)"
+        "(the joints j, w through massless links are not one universal or gimbal joint: the origins of w are not at "
+        "the previous joint's (not through one point))"
     )
 
 

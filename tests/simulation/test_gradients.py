@@ -39,6 +39,7 @@ TOL = 1e-5
 ALL_JOINT_TYPES = [
     "fixed", "prismatic", "planar", "fixed_orientation", "revolute", "cylindrical", "planar_axis", "free_revolute",
     "orbital", "prismatic_orbital", "planar_orbital", "free_orbital", "spherical", "cylindrical_free", "planar_free",
+    "universal", "gimbal",
 ]
 
 

@@ -3,6 +3,7 @@
 #include "common.h"
 
 #include "maximal/data.h"
+#include "maximal/euler_joints.h"
 #include "maximal/model.h"
 
 using namespace dojo;
@@ -54,6 +55,8 @@ void bind_model(nb::module_& m) {
   m.attr("CONTACT_HALF_SIZE") = half_size;
   m.attr("SOLVER_STATUSES") = nb::tuple(statuses);
   m.attr("DAMPER_FORMS") = nb::make_tuple(kDamperForms[0], kDamperForms[1]);
+  // JointRotation names, by value (maximal/euler_joints.h)
+  m.attr("JOINT_ROTATIONS") = nb::make_tuple(kJointRotationNames[0], kJointRotationNames[1], kJointRotationNames[2]);
   m.attr("SHAPE_SIZE") = kShapeSize;
   m.attr("SHAPE_A_SIZE") = kShapeASize;
 

@@ -5,11 +5,13 @@
 
 #include "linalg/block_lu.h"
 #include "maximal/interior_point.h"
+#include "maximal/kinematics.h"
 #include "maximal/newton_matrix.h"
 #include "maximal/residual.h"
 #include "maximal/step.h"
 
 using namespace dojo;
+using D12 = Dual<double, 12>;  // a joint's 12 tangents [xa, ta, xb, tb]
 
 namespace dojo::bindings {
 
@@ -49,6 +51,71 @@ void bind_testing(nb::module_& testing) {
         return dense;
       },
       nb::arg("model"), nb::arg("data"), nb::arg("z"), nb::arg("u").none(), nb::arg("w"));
+
+  // Joint rows (kinematics.h) at given parent and child poses: each basis slot's row (its
+  // constraint row where the slot is constrained, else its minimal coordinate) and the
+  // input rows, with the hand-derived tangent Jacobians and the same rows evaluated on
+  // dual numbers seeded along the 12 tangents (an independent derivative of the values).
+  m.def(
+      "joint_rows",
+      [](const Model& model, int j, const InArray& xa, const InArray& qa, const InArray& xb, const InArray& qb) {
+        if (j < 0 || j >= model.nj) throw std::invalid_argument("joint index out of range");
+        const double* pa = tree_take(xa, 3, "xa");
+        const double* pqa = tree_take(qa, 4, "qa");
+        const double* pb = tree_take(xb, 3, "xb");
+        const double* pqb = tree_take(qb, 4, "qb");
+        Pose<double> a{load3<double>(pa), load4<double>(pqa), rotation(load4<double>(pqa))};
+        Pose<double> b{load3<double>(pb), load4<double>(pqb), rotation(load4<double>(pqb))};
+        if (model.parent[j] == kWorld) a = world_pose<double>();
+        Pose<D12> ad, bd;
+        const bool world = model.parent[j] == kWorld;
+        for (int k = 0; k < 3; ++k) {
+          ad.x[k] = world ? D12(0.0) : D12::variable(pa[k], k);
+          bd.x[k] = D12::variable(pb[k], 6 + k);
+        }
+        const Vec3<D12> ta{{D12::variable(0.0, 3), D12::variable(0.0, 4), D12::variable(0.0, 5)}};
+        const Vec3<D12> tb{{D12::variable(0.0, 9), D12::variable(0.0, 10), D12::variable(0.0, 11)}};
+        ad.q = world ? identity_quat<D12>() : perturb_right(load4<D12>(pqa), ta);
+        bd.q = perturb_right(load4<D12>(pqb), tb);
+        ad.r = rotation(ad.q);
+        bd.r = rotation(bd.q);
+        JointKinematics<double> k;
+        JointKinematics<D12> kd;
+        joint_kinematics(model, j, a, b, k);
+        joint_kinematics(model, j, ad, bd, kd);
+        const Vec3<double> rv = rotation_vector(k.q_rel);
+        const Vec3<D12> rvd = rotation_vector(kd.q_rel);
+        std::vector<double> values(6), jac(72), dual_jac(72), input_jac(72), dual_input_jac(72);
+        for (int s = 0; s < 6; ++s) {
+          JointRow<double> row;
+          JointRow<D12> rowd;
+          if (model.constrained[6 * j + s]) {
+            constraint_row(model, j, s, k, row);
+            constraint_row(model, j, s, kd, rowd);
+          } else {
+            minimal_row(model, j, s, k, rv, row);
+            minimal_row(model, j, s, kd, rvd, rowd);
+          }
+          values[s] = row.value;
+          for (int c = 0; c < 12; ++c) {
+            jac[12 * s + c] = row.jac[c];
+            dual_jac[12 * s + c] = rowd.value.d[c];
+          }
+          input_row(model, j, s, k, row);
+          for (int c = 0; c < 12; ++c) input_jac[12 * s + c] = row.jac[c];
+        }
+        nb::dict out;
+        out["value"] = numpy_copy(values.data(), {6});
+        out["jacobian"] = numpy_copy(jac.data(), {6, 12});
+        out["dual_jacobian"] = numpy_copy(dual_jac.data(), {6, 12});
+        out["input_jacobian"] = numpy_copy(input_jac.data(), {6, 12});
+        return out;
+      },
+      nb::arg("model"), nb::arg("joint"), nb::arg("xa"), nb::arg("qa"), nb::arg("xb"), nb::arg("qb"),
+      "Rows of joint j (kinematics.h) at the parent pose (xa (3,), qa (4,); ignored for the world) and the\n"
+      "child pose (xb, qb): value (6,) per basis slot (constraint row where constrained, else the minimal\n"
+      "coordinate), jacobian (6, 12) hand-derived in the tangents [xa, ta, xb, tb], dual_jacobian (6, 12)\n"
+      "the values differentiated with dual numbers, input_jacobian (6, 12) the input rows.");
 
   // ======== interior point (interior_point.h) and the step's starting point: test access ========
   {

@@ -129,21 +129,29 @@ inline void joint_minimal_state(const Model& m, int j, const Pose<T>& a2, const 
   JointKinematics<T> k2;
   joint_kinematics(m, j, a2, b2, k2);
   const Vec3<T> rv = rotation_vector(k2.q_rel);
+  // a universal or gimbal joint's rotations are its axes' angles (euler_joints.h)
+  const bool euler = m.joint_rotation[j] != kRotationQuaternion;
+  EulerAngles<T> e2, e1;
+  if (euler) euler_angles(m, j, k2.rot_rel, e2);
   for (int f = f0; f < f1; ++f) {
     const int slot = m.free_slot[f];
     const double* b = detail::basis_row(m, j, slot);
-    theta[f - f0] = detail::basis_dot(b, slot < 3 ? k2.d : rv);
+    theta[f - f0] = (euler && slot >= 3) ? e2.angle[slot - 3] : detail::basis_dot(b, slot < 3 ? k2.d : rv);
   }
   if (!rate) return;
   JointKinematics<T> k1;
   joint_kinematics(m, j, a1, b1, k1);
   const Vec3<T> dd = k2.d - k1.d;
   const Vec3<T> inc = rotation_vector(multiply(conjugate(k1.q_rel), k2.q_rel));
+  if (euler) euler_angles(m, j, k1.rot_rel, e1);
   const double h = m.h;
   for (int f = f0; f < f1; ++f) {
     const int slot = m.free_slot[f];
     const double* b = detail::basis_row(m, j, slot);
-    rate[f - f0] = detail::basis_dot(b, slot < 3 ? dd : inc) / h;
+    if (euler && slot >= 3)  // the angles' difference over the interval (across the chart's seam)
+      rate[f - f0] = wrapped_angle(e2.angle[slot - 3] - e1.angle[slot - 3]) / h;
+    else
+      rate[f - f0] = detail::basis_dot(b, slot < 3 ? dd : inc) / h;
   }
 }
 
@@ -265,14 +273,21 @@ inline void minimal_to_maximal(const Model& m, const T* y, const double* z_base,
     const Pose<T>& a1 = a == kWorld ? world : prev[a];
     // current pose: d = bt^T theta_t, q_rel = exp(br^T theta_r)
     const Vec3<T> d = detail::basis_transpose_times(bt, six);
-    const Quat<T> q_rel = quaternion_from_rotation_vector(detail::basis_transpose_times(br, six + 3));
+    // (a universal or gimbal joint: q_rel from its axes' angles, euler_joints.h)
+    const bool euler = m.joint_rotation[j] != kRotationQuaternion;
+    const Quat<T> q_rel = euler ? quaternion_from_euler_angles(m, j, six + 3)
+                                : quaternion_from_rotation_vector(detail::basis_transpose_times(br, six + 3));
     now[b] = detail::child_pose(m, j, a2, d, q_rel);
-    // previous relative pose: d1 = d - h d_dot, q_rel1 = q_rel exp(-h w_rel)
-    T prev_t[3], back_r[3];
+    // previous relative pose: d1 = d - h d_dot, q_rel1 = q_rel exp(-h w_rel) (Euler: the
+    // angles h before, theta - h theta_dot)
+    T prev_t[3], back_r[3], prev_r[3];
     for (int s = 0; s < 3; ++s) prev_t[s] = six[s] - h * rate[s];
     for (int s = 0; s < 3; ++s) back_r[s] = -h * rate[3 + s];
+    for (int s = 0; s < 3; ++s) prev_r[s] = six[3 + s] + back_r[s];
     const Vec3<T> d1 = detail::basis_transpose_times(bt, prev_t);
-    const Quat<T> q_rel1 = multiply(q_rel, quaternion_from_rotation_vector(detail::basis_transpose_times(br, back_r)));
+    const Quat<T> q_rel1 =
+        euler ? quaternion_from_euler_angles(m, j, prev_r)
+              : multiply(q_rel, quaternion_from_rotation_vector(detail::basis_transpose_times(br, back_r)));
     prev[b] = detail::child_pose(m, j, a1, d1, q_rel1);
     if (overrides.flags) detail::apply_override(overrides, b, h, now[b], prev[b]);
   }

@@ -34,6 +34,10 @@
   /* equality on the joint impulses holding it at its value at z2 (kinematics.h lock_row), */           \
   /* so its velocity is zero. Empty: no joint locked. */                                                \
   X(array, int, locked, "joints", 1, "", 0)                                                             \
+  /* JointRotation (euler_joints.h): how the rotational basis rows are read: Dojo's */                  \
+  /* quaternion rows (0), a universal joint's two axes and Hooke constraint (1), a */                     \
+  /* gimbal's three axes (2). Empty: all Dojo's. */                                                      \
+  X(array, int, joint_rotation, "joints", 1, "", 0)                                                     \
   /* per free coordinate, in joint order */                                                             \
   X(array, double, spring, "free", 1, "spring", 1)                                                      \
   X(array, double, damper, "free", 1, "damper", 1)                                                      \

@@ -15,12 +15,16 @@
 // - minimal coordinates: m = [bt d; br log(q_rel)], d log(q_rel) = J_r^-1(log q_rel) dt;
 // - inputs: [bt d; br R(q_rel) E] (a torque about joint-frame axes acts on parent and
 //   child as an equal and opposite pair, as Dojo's rotational input does).
+// A universal or gimbal joint (Model.joint_rotation) reads its rotational rows its own way:
+// the Hooke constraint and the axes' angles, the inputs along the angles' gradients
+// (euler_joints.h); lock rows are Dojo's for every joint.
 //
 // Instantiated with double for the step; with dual numbers for the second
 // derivatives the gradients need (the hand-derived first derivatives below are
 // themselves differentiated), so values and derivatives share this one source.
 #pragma once
 
+#include "euler_joints.h"
 #include "model.h"
 #include "math/spatial.h"
 
@@ -117,6 +121,33 @@ inline void rotational_jacobian(const double* b, const Mat3<T>& mat, const Joint
     row.jac[9 + c] = bm[c];
   }
 }
+
+// rotational row from the gradient g (3,) of its value with respect to the right
+// increment of q_rel: g^T [0, rel_ta, 0, I]
+template <class T>
+inline void rotational_jacobian_of_gradient(const Vec3<T>& g, const JointKinematics<T>& k, JointRow<T>& row) {
+  for (int c = 0; c < 3; ++c) {
+    row.jac[c] = T(0.0);
+    row.jac[6 + c] = T(0.0);
+    row.jac[3 + c] = g[0] * k.rel_ta[0][c] + g[1] * k.rel_ta[1][c] + g[2] * k.rel_ta[2][c];
+    row.jac[9 + c] = g[c];
+  }
+}
+
+// A universal or gimbal joint's rotational slot (3..5): its angle (minimal) or, for
+// the universal joint's slot 5, the Hooke constraint (euler_joints.h).
+template <class T>
+inline void euler_row(const Model& m, int j, int slot, const JointKinematics<T>& k, bool constraint, JointRow<T>& row) {
+  EulerAngles<T> e;
+  euler_angles(m, j, k.rot_rel, e);
+  if (constraint) {
+    row.value = e.constraint;
+    rotational_jacobian_of_gradient(e.constraint_grad, k, row);
+    return;
+  }
+  row.value = e.angle[slot - 3];
+  rotational_jacobian_of_gradient(e.grad[slot - 3], k, row);
+}
 }  // namespace detail
 
 // Dojo's constraint row `slot` of joint j (zero when the joint holds).
@@ -125,6 +156,10 @@ inline void constraint_row(const Model& m, int j, int slot, const JointKinematic
   const double* b = detail::basis_row(m, j, slot);
   if (slot < 3) {
     detail::translational_row(b, k, row);
+    return;
+  }
+  if (m.joint_rotation[j] != kRotationQuaternion) {
+    detail::euler_row(m, j, slot, k, true, row);
     return;
   }
   const Vec3<T> vec = vector_part(k.q_rel);
@@ -144,6 +179,10 @@ inline void minimal_row(const Model& m, int j, int slot, const JointKinematics<T
   const double* b = detail::basis_row(m, j, slot);
   if (slot < 3) {
     detail::translational_row(b, k, row);
+    return;
+  }
+  if (m.joint_rotation[j] != kRotationQuaternion) {  // the axes' angles (euler_joints.h)
+    detail::euler_row(m, j, slot, k, false, row);
     return;
   }
   row.value = b[0] * rv[0] + b[1] * rv[1] + b[2] * rv[2];
@@ -314,6 +353,12 @@ inline void input_row(const Model& m, int j, int slot, const JointKinematics<T>&
   const double* b = detail::basis_row(m, j, slot);
   if (slot < 3) {
     detail::translational_row(b, k, row);
+    return;
+  }
+  if (m.joint_rotation[j] != kRotationQuaternion) {
+    // the angle's generalized force: impulses along the angle's gradient (euler_joints.h)
+    detail::euler_row(m, j, slot, k, false, row);
+    row.value = T(0.0);
     return;
   }
   row.value = T(0.0);

@@ -10,6 +10,7 @@
 
 #include "math/spatial.h"
 #include "tolerances.h"
+#include "euler_joints.h"
 
 namespace dojo {
 
@@ -76,6 +77,34 @@ Model::Model(const ModelInput& in) {
   check_size("locked", locked.size(), nj);
   for (int v : locked)
     if (v != 0 && v != 1) throw std::invalid_argument("ModelInput.locked: expected 0 or 1");
+  // Universal and gimbal joints (euler_joints.h): their rotational rows must be the axes
+  // (unit, orthogonal; a universal joint's third row a1 x a2, the one it constrains).
+  joint_rotation = in.joint_rotation.empty() ? std::vector<int>(nj, kRotationQuaternion) : in.joint_rotation;
+  check_size("joint_rotation", joint_rotation.size(), nj);
+  for (int j = 0; j < nj; ++j) {
+    const int kind = joint_rotation[j];
+    if (kind < kRotationQuaternion || kind > kRotationGimbal)
+      throw std::invalid_argument("ModelInput.joint_rotation: expected 0, 1 or 2");
+    if (kind == kRotationQuaternion) continue;
+    const std::string name = "ModelInput: joint " + std::to_string(j) + " (" + kJointRotationNames[kind] + ")";
+    const int* c = &constrained[6 * j + 3];
+    const bool universal = kind == kRotationUniversal;
+    if (c[0] || c[1] || c[2] != (universal ? 1 : 0))
+      throw std::invalid_argument(name + ": its rotational rows must be free, free, " +
+                                  (universal ? "constrained" : "free"));
+    const double* r = &basis[18 * j + 9];
+    for (int a = 0; a < 3; ++a)
+      for (int b = a; b < 3; ++b) {
+        const double dot = r[3 * a] * r[3 * b] + r[3 * a + 1] * r[3 * b + 1] + r[3 * a + 2] * r[3 * b + 2];
+        if (std::abs(dot - (a == b ? 1.0 : 0.0)) > kAxesOrthogonalTolerance)
+          throw std::invalid_argument(name + ": its axes (rotational basis rows) must be unit and orthogonal");
+      }
+    if (universal) {
+      double axes[3][3], sign;
+      euler_axes(*this, j, axes, sign);
+      if (sign < 0.0) throw std::invalid_argument(name + ": its third rotational row must be a1 x a2");
+    }
+  }
   offset_rotation.resize(9 * nj);
   for (int j = 0; j < nj; ++j) {
     const Mat3<double> r = rotation(load4<double>(&orientation_offset[4 * j]));
@@ -266,6 +295,11 @@ Model::Model(const ModelInput& in) {
     angle_unwrapped[f] = free_slot[f] >= 3 && rotations == 1;
   }
   for (int l = 0; l < nlim; ++l) (limit_sign[l] > 0 ? free_lower : free_upper)[limit_free[l]] = limit_bound[l];
+  angle_centre.assign(nf, 0.0);
+  for (int f = 0; f < nf; ++f) {
+    const double lo = free_lower[f], hi = free_upper[f];
+    if (std::isfinite(lo) && std::isfinite(hi) && hi - lo < 2.0 * kPi) angle_centre[f] = 0.5 * (lo + hi);
+  }
 
   // Contacts.
   nc = static_cast<int>(in.contact_body.size());

@@ -58,6 +58,7 @@ struct Model {
   std::vector<int> constrained;                                               // (nj, 6)
   std::vector<double> offset_rotation;                                        // (nj, 9) R(orientation_offset)
   std::vector<int> locked;                                                    // (nj,) 1: locked (ModelInput)
+  std::vector<int> joint_rotation;  // (nj,) JointRotation (euler_joints.h; ModelInput)
   // constraint rows r and free coordinates f: joint and basis row (slot 0..5). A joint's
   // rows are its constraint rows, then (a locked joint) one lock row per free coordinate.
   std::vector<int> row_joint, row_slot, free_joint, free_slot;
@@ -84,6 +85,10 @@ struct Model {
   // (nf,) the coordinate's limit interval (-inf / +inf where it has no bound): where a
   // step with no carried angle puts the angle (kinematics.h start_angle)
   std::vector<double> free_lower, free_upper;
+  // (nf,) a universal or gimbal joint's full-turn angle is read in (c - pi, c + pi] around
+  // this centre c of its limit interval (0 without a finite one narrower than a turn), so
+  // that an angle kept inside its limits never crosses the chart's seam (euler_joints.h)
+  std::vector<double> angle_centre;
 
   // ---- contacts
   std::vector<int> contact_body, contact_other, contact_model, contact_kind;

@@ -559,7 +559,8 @@ Rk4Model::Rk4Model(const TreeModel& tree, const Rk4Input& input) : in(input) {
   need(in.row_rotational.size(), static_cast<size_t>(nr), "row_rotational");
   need(in.row_basis.size(), 3 * static_cast<size_t>(nr), "row_basis");
   for (int i = 0; i < n; ++i) {
-    if (in.body[i] < 0 || in.body[i] >= nb) throw std::invalid_argument("Rk4Input.body: out of range");
+    // -1: a massless frame between the axes of a universal or gimbal joint (no body)
+    if (in.body[i] < -1 || in.body[i] >= nb) throw std::invalid_argument("Rk4Input.body: out of range");
     if (in.free_start[i] >= 0 && in.free_start[i] + tree.nv_i[i] > nu)
       throw std::invalid_argument("Rk4Input.free_start: out of range");
   }
@@ -713,6 +714,7 @@ void rk4_bodies(const TreeModel& m, TreeData& d, const Rk4Model& r, Rk4Data& rd,
   tree_velocities(m, d, v);
   body_quaternions(m, r, rd, q);
   for (int i = 0; i < m.n; ++i) {
+    if (r.in.body[i] < 0) continue;  // a frame between a universal or gimbal joint's axes
     double* s = z + 13 * r.in.body[i];
     const double* R = &d.R[9 * i];
     double x[3], w[3], wx[3];

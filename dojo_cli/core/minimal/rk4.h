@@ -45,7 +45,7 @@ namespace dojo {
 // What Python hands over besides the TreeModel (flat arrays; n tree joints, nu inputs).
 struct Rk4Input {
   int nb = 0;                              // scene bodies
-  std::vector<int> body;                   // (n,) scene body of each tree joint
+  std::vector<int> body;                   // (n,) scene body of each tree joint (-1: a massless frame)
   std::vector<double> placement_quat;      // (n, 4) X_T rotation [w x y z]
   int nu = 0;                              // Dojo's free coordinates (inputs)
   std::vector<int> free_start;             // (n,) first free coordinate of each tree joint
