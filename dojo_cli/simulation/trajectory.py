@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from dojo_cli.model.mechanism import Mechanism
+from dojo_cli.physics.energy import knot_momenta
 from dojo_cli.simulation.integrators import STATUS_TEXT, StepBlock
 
 if TYPE_CHECKING:  # (h5py is imported by runs that read or write a file only)
@@ -43,6 +44,9 @@ class Trajectory:
             discrete Legendre transform at q_k (docs/physics.md);
         v_mid, omega_mid: (T+1, nb, 3) the integrator's midpoint velocities into state k
             (Dojo's layout, what ``state(k)`` holds and a step starts from);
+        px, pq: (T+1, nb, 3) each body's momenta at t_k, world frame (Dojo's Storage.px,
+            pq: m v and R(q) J omega, physics.energy.knot_momenta); None when read from a
+            file written without them;
         minimal_q, minimal_v: (T+1, nf) (minimal_v at t_k); inputs: (T, nu);
         iterations (T,), residual (T,), status (T,) solver record;
         impulses: (T, nl) joint impulses of each step.
@@ -70,6 +74,8 @@ class Trajectory:
     contact_normal_impulse: np.ndarray | None = None
     contact_friction_impulse: np.ndarray | None = None
     contact_slip: np.ndarray | None = None
+    px: np.ndarray | None = None
+    pq: np.ndarray | None = None
 
     @property
     def steps(self) -> int:
@@ -113,6 +119,8 @@ class TrajectoryRecorder:
             np.concatenate([getattr(b, name) for b in self.blocks]) if self.blocks else np.zeros((0,) + shape)
         )
         T = len(time) - 1
+        # Dojo's px, pq: from the final knot rows, in one core call (physics.energy.knot_momenta)
+        px, pq = knot_momenta(mech, q.reshape(T + 1, nb, 4), v.reshape(T + 1, nb, 3), omega.reshape(T + 1, nb, 3))
         contacts = {}
         if mech.nc:
             contacts = {
@@ -137,6 +145,8 @@ class TrajectoryRecorder:
             status=[str(t) for t in (STATUS_TEXT[cat("status_code", ()).astype(int)] if T else [])],
             impulses=cat("impulses", (mech.nl,)).reshape(T, mech.nl),
             complementarity=cat("complementarity", ()),
+            px=px,
+            pq=pq,
             **contacts,
         )
 
@@ -150,7 +160,8 @@ def trajectory_from_stored(run: StoredRun) -> Trajectory:
     return Trajectory(
         time=run.time, x=run.x, q=run.q, v=run.v, omega=run.omega, minimal_q=run.minimal_q, minimal_v=run.minimal_v,
         v_mid=v_mid, omega_mid=omega_mid, inputs=run.inputs, iterations=run.solver["iterations"].astype(int),
-        residual=run.solver["residual"], status=[str(s) for s in run.solver["status"]], **extras,
+        residual=run.solver["residual"], status=[str(s) for s in run.solver["status"]], px=run.px, pq=run.pq,
+        **extras,
     )
 
 
