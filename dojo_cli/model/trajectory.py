@@ -30,6 +30,8 @@ DATASETS: dict[str, str] = {
     "minimal_v": "minimal/v",
     "v_mid": "v_mid",
     "omega_mid": "omega_mid",
+    "px": "px",
+    "pq": "pq",
     "inputs": "inputs",
     "iterations": "solver/iterations",
     "residual": "solver/residual",
@@ -58,6 +60,9 @@ class Trajectory:
             the midpoint ones, the same arrays as v_mid, omega_mid;
         v_mid, omega_mid: (T+1, nb, 3) the integrator's midpoint velocities into state k
             (Dojo's layout, what ``state(k)`` holds and a step starts from);
+        px, pq: (T+1, nb, 3) each body's momenta at t_k, world frame (Dojo's Storage.px,
+            pq: m v and R(q) J omega, physics.energy.knot_momenta); None when read from a
+            file written without them;
         minimal_q, minimal_v: (T+1, nf) (minimal_v at t_k); inputs: (T, nu);
         iterations (T,) int, residual (T,), status (T,) str: the solver record;
         impulses: (T, nl) joint impulses of each step.
@@ -85,6 +90,8 @@ class Trajectory:
     contact_normal_impulse: np.ndarray | None = None
     contact_friction_impulse: np.ndarray | None = None
     contact_slip: np.ndarray | None = None
+    px: np.ndarray | None = None
+    pq: np.ndarray | None = None
 
     @property
     def steps(self) -> int:

@@ -126,6 +126,31 @@ def knot_velocities(mech: Mechanism, x, q, v_mid, omega_mid, extrapolate_last: b
     return v, omega, np.asarray(rates).reshape(n, mech.nf)
 
 
+def knot_momenta(mech: Mechanism, q, v, omega) -> tuple[np.ndarray, np.ndarray]:
+    """Dojo's Storage.px and Storage.pq: each body's momenta at the knots, world frame.
+
+    The knot momenta knot_velocities divides by the inertia (core/maximal/energy.h
+    knot_momenta): px = m v, the linear momentum, and pq = R(q) J omega, the angular
+    momentum about the body's centre of mass, both in the world frame as Dojo stores them.
+    Where a contact acts at the knot, half its impulse counts on each side here, while
+    Dojo's momentum.jl leaves contact impulses out of that half.
+
+    Args:
+        q: (n, nb, 4) orientations [w, x, y, z], body to world, at the knots.
+        v: (n, nb, 3) linear velocities at the knots, world frame.
+        omega: (n, nb, 3) angular velocities at the knots, body frame.
+
+    Returns:
+        px (n, nb, 3), pq (n, nb, 3), world frame.
+    """
+    v = np.asarray(v, dtype=float).reshape(-1, mech.nb, 3)
+    if len(v) == 0:
+        return np.zeros((0, mech.nb, 3)), np.zeros((0, mech.nb, 3))
+    px, pq = _core.knot_momenta(mech.core, _floats(np.asarray(q, dtype=float).reshape(-1, mech.nb, 4)), _floats(v),
+                                _floats(np.asarray(omega, dtype=float).reshape(-1, mech.nb, 3)))
+    return np.asarray(px), np.asarray(pq)
+
+
 def rotor_energy(mech: Mechanism, minimal_v) -> np.ndarray:
     """(n,) kinetic energy of the joints' rotor inertia, sum_f 1/2 a_f theta_dot_f^2, from the
     free coordinates' rates minimal_v (n, nf) (zeros without armature)."""

@@ -19,6 +19,7 @@ from dojo_cli import __version__
 from dojo_cli.errors import InputError, StorageError
 from dojo_cli.io.storage import KNOT, StorageWriter
 from dojo_cli.model.mechanism import Mechanism
+from dojo_cli.physics.energy import knot_momenta
 from dojo_cli.simulation.initial import initial_state
 from dojo_cli.simulation.integrators import (
     RK4_INTEGRATOR, VARIATIONAL4_INTEGRATOR, VARIATIONAL_INTEGRATOR, integrator_problems,
@@ -49,6 +50,7 @@ def run_writer(
     steps: int | None = None,
     started_from: dict | None = None,
     extra_attrs: dict | None = None,
+    momenta: bool = True,
 ) -> StorageWriter:
     """The StorageWriter of a run: ``scene_yaml`` the resolved scene (scene.loader.dump_scene:
     the storage layer does not import the scene layer above it), ``integrator`` the scene's
@@ -77,6 +79,9 @@ def run_writer(
         flush_every=1,  # (time decides: flush_interval)
         # v, omega at t_k, v_mid, omega_mid: computed by run_scene's KnotRows
         velocities=KNOT,
+        # px, pq (Dojo's Storage.px, pq) of the knot rows, by the core, as the writer stores them
+        # (`dojo simulate --no-momenta` leaves them out: 20 % of the file, docs/storage.md)
+        momenta=(lambda q, v, omega: knot_momenta(mech, q, v, omega)) if momenta else None,
         flush_interval=flush_interval,
         overwrite=overwrite,
         stop_requested=stop_requested,
@@ -135,6 +140,7 @@ class RunPlan:
         start: the stored knot the run continues from (``--from``), or None.
         started_from: the root attribute ``started_from`` ({"file", "index", "time",
             "step"}) of a continued run, or None.
+        momenta: store the bodies' momenta at the knots (``px``, ``pq``, Dojo's Storage.px, pq).
     """
 
     out: Path
@@ -143,6 +149,7 @@ class RunPlan:
     gradients: tuple[str, ...] = ()
     start: StoredStart | None = None
     started_from: dict | None = None
+    momenta: bool = True
 
 
 def plan_run(
@@ -157,6 +164,7 @@ def plan_run(
     index: int | None = None,
     overwrite: bool = False,
     warn: Callable[[str], None] = lambda line: None,
+    momenta: bool = True,
 ) -> RunPlan:
     """The run of ``steps`` steps into ``out``, from the scene's initial state or, with
     ``start_run``, from state ``index`` of that run (docs/storage.md, "Continuing a run";
@@ -183,7 +191,7 @@ def plan_run(
         raise StorageError(f"{out}: already exists (use --force to overwrite)")
     if start is None and integrator != "rk4":
         initial_state(mech)
-    return RunPlan(out, steps, integrator, tuple(gradients), start, started_from)
+    return RunPlan(out, steps, integrator, tuple(gradients), start, started_from, momenta)
 
 
 def write_run(
@@ -229,7 +237,7 @@ def write_run(
         flush_interval=flush_interval,
         overwrite=overwrite,  # (refused atomically if the file appeared since plan_run)
         stop_requested=stop_requested, overrides=overrides, command_line=command_line, dataset_attrs=dataset_attrs,
-        steps=plan.steps, started_from=plan.started_from,
+        steps=plan.steps, started_from=plan.started_from, momenta=plan.momenta,
     )
     with writer:
         on_writer(writer)

@@ -15,6 +15,7 @@ import numpy as np
 
 from dojo_cli.model.mechanism import Mechanism
 from dojo_cli.model.trajectory import DATASETS, EXTRA_FIELDS, Trajectory
+from dojo_cli.physics.energy import knot_momenta
 from dojo_cli.simulation.integrators import STATUS_TEXT, StepBlock
 
 
@@ -51,6 +52,8 @@ class TrajectoryRecorder:
             np.concatenate([getattr(b, name) for b in self.blocks]) if self.blocks else np.zeros((0,) + shape)
         )
         T = len(time) - 1
+        # Dojo's px, pq: from the final knot rows, in one core call (physics.energy.knot_momenta)
+        px, pq = knot_momenta(mech, q.reshape(T + 1, nb, 4), v.reshape(T + 1, nb, 3), omega.reshape(T + 1, nb, 3))
         contacts = {}
         if mech.nc:
             contacts = {
@@ -75,6 +78,8 @@ class TrajectoryRecorder:
             status=[str(t) for t in (STATUS_TEXT[cat("status_code", ()).astype(int)] if T else [])],
             impulses=cat("impulses", (mech.nl,)).reshape(T, mech.nl),
             complementarity=cat("complementarity", ()),
+            px=px,
+            pq=pq,
             **contacts,
         )
 

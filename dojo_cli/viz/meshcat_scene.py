@@ -55,6 +55,7 @@ from dojo_cli.model.shapes import Shape
 from dojo_cli.model.trajectory import Trajectory
 from dojo_cli.scene.stored_run import run_mechanism
 from dojo_cli.viz.mesh_files import MESH_SUFFIXES, MeshFileError, TriangleMesh, decimate, face_targets, read_mesh
+from dojo_cli.viz.scenery import Light, Surface, set_light, set_surface
 
 SCENE_ROOT = "dojo"
 CAMERA_PATH = "/Cameras/default/rotated/<object>"
@@ -106,6 +107,8 @@ _ANTIPARALLEL = 1e-12
 # uint32 indices, base64), which then stays under 10 MB with its viewer script (0.85 MB)
 # and minutes of animation.
 REPLAY_FACE_BUDGET = 200_000
+# Longest --name (a node of meshcat's scene tree; scene names have the same bound).
+MAX_NAME = 256
 
 
 @dataclass(frozen=True)
@@ -127,6 +130,13 @@ class ReplayOptions:
         floor_size: edge of the drawn floor (m, > 0), or None: sized to the run's extent.
         floor_color: the floor's (r, g, b[, a]) in 0..1, or None: GROUND_COLOR, see-through
             when no contact touches the ground (Dojo's set_floor! color).
+        color: (r, g, b[, a]) in 0..1 for every body's shapes and visuals (Dojo's
+            ``visualize(color=)``), or None: each shape's own colour, else the palette's.
+        name: the node of meshcat's scene tree the replay hangs from (Dojo's
+            ``visualize(name=)``: ``/meshcat/NAME/dojo/...``), or None: ``/meshcat/dojo/...``.
+        light: the lights (Dojo's ``set_light!``, viz.scenery.Light), or None: meshcat's.
+        surface: a surface z = f(x, y) drawn in the world (Dojo's ``set_surface!``,
+            viz.scenery.Surface), or None.
     """
 
     fps: float = DEFAULT_FPS
@@ -141,6 +151,10 @@ class ReplayOptions:
     ground: dict | None = None
     floor_size: float | None = None
     floor_color: tuple[float, ...] | None = None
+    color: tuple[float, ...] | None = None
+    name: str | None = None
+    light: Light | None = None
+    surface: Surface | None = None
 
     def check(self) -> None:
         """InputError naming the option that is out of range."""
@@ -161,6 +175,18 @@ class ReplayOptions:
             len(self.floor_color) not in (3, 4) or not all(math.isfinite(c) and 0.0 <= c <= 1.0 for c in self.floor_color)
         ):
             raise InputError(f"--floor-color: expected r,g,b or r,g,b,a in 0..1, got {self.floor_color}")
+        if self.color is not None and (
+            len(self.color) not in (3, 4) or not all(math.isfinite(c) and 0.0 <= c <= 1.0 for c in self.color)
+        ):
+            raise InputError(f"--color: expected r,g,b or r,g,b,a in 0..1, got {self.color}")
+        if self.name is not None and not (
+            isinstance(self.name, str) and 0 < len(self.name) <= MAX_NAME and self.name.isprintable() and "/" not in self.name
+        ):
+            raise InputError(f"--name: a node name of 1..{MAX_NAME} printable characters without '/', got {self.name!r}")
+        if self.light is not None:
+            self.light.check()
+        if self.surface is not None:
+            self.surface.check()
 
 
 @dataclass
@@ -374,11 +400,12 @@ def shape_parts(shape: Shape, material, meshes: dict[str, TriangleMesh | str] | 
     return [], [f"warning: body {body!r}: shape {kind!r} is not drawn"]
 
 
-def _place_shape(node, shape: Shape, body_index: int, meshes: dict[str, TriangleMesh | str], body: str) -> list[str]:
-    """Put a shape's parts on ``node`` (under a body's node), placed by the shape's offsets;
-    returns the warnings of shape_parts."""
+def _place_shape(node, shape: Shape, body_index: int, meshes: dict[str, TriangleMesh | str], body: str,
+                 material=None) -> list[str]:
+    """Put a shape's parts on ``node`` (under a body's node), placed by the shape's offsets,
+    in ``material`` (None: shape_material); returns the warnings of shape_parts."""
     node.set_transform(transform_from_pose(shape.position_offset, shape.orientation_offset))
-    parts, warnings = shape_parts(shape, shape_material(shape, body_index), meshes, body)
+    parts, warnings = shape_parts(shape, material or shape_material(shape, body_index), meshes, body)
     for name, obj, local in parts:
         node[name].set_object(obj)
         node[name].set_transform(local)
@@ -554,13 +581,22 @@ def set_scene(
         node.set_object(_surface(size, HALFSPACE_COLOR, HALFSPACE_OPACITY))
         node.set_transform(_plane_pose(n, p))
 
+    if options.surface is not None:
+        set_surface(root, options.surface, 0.5 * (options.floor_size or size))
+    if options.light is not None:
+        set_light(vis, options.light)
+
     meshes = scene_meshes(mech, base_dir)
+    override = None
+    if options.color is not None:  # Dojo's visualize(color=): one colour for every body
+        rgba = tuple(options.color) + (1.0,) * (4 - len(options.color))
+        override = _material(_hex(rgba), rgba[3])
     for b, body in enumerate(mech.bodies):
         node = vis[body_path(body.name)]
-        warnings += _place_shape(node["shape"], body.shape, b, meshes, body.name)
+        warnings += _place_shape(node["shape"], body.shape, b, meshes, body.name, override)
         # a URDF link's further visual elements, each on its own node like the shape
         for k, visual in enumerate(body.visuals):
-            warnings += _place_shape(node[f"visual{k}"], visual, b, meshes, body.name)
+            warnings += _place_shape(node[f"visual{k}"], visual, b, meshes, body.name, override)
         if options.frames:
             node["frame"].set_object(g.triad(TRIAD_LENGTH))
         node.set_transform(np.eye(4))
@@ -728,6 +764,8 @@ def load_run(
     traj = run.trajectory
     if len(traj.time) == 0:
         raise InputError(f"{run.path}: the run holds no state to replay")
+    if options.name is not None:  # Dojo's visualize(name=): the whole replay under that node
+        vis = vis[options.name]
     from dojo_cli.viz.arrows import arrow_set  # (arrows.py builds on this module)
 
     if options.ground is None:

@@ -16,7 +16,7 @@ from dojo_cli.cli import signals
 from tests.processes import default_signals, dojo_command
 
 # States are stored at knots (steps + 1 rows); every other dataset per step.
-KNOT_DATASETS = {"x", "q", "v", "omega", "v_mid", "omega_mid", "time", "minimal/q", "minimal/v"}
+KNOT_DATASETS = {"x", "q", "v", "omega", "v_mid", "omega_mid", "px", "pq", "time", "minimal/q", "minimal/v"}
 # Time for the child to start writing before it is signalled (imports, scene, first flush).
 START_SECONDS = 4.0
 

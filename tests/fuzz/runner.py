@@ -34,7 +34,7 @@ CASE_TIMEOUT = 30.0
 # and must not take the machine with it. Gives a MemoryError (a traceback) instead.
 CASE_MEMORY = 4 << 30
 # The datasets that hold states (docs/storage.md): all finite in a file that says complete.
-STATE_DATASETS = ("time", "x", "q", "v", "omega", "v_mid", "omega_mid", "minimal/q", "minimal/v")
+STATE_DATASETS = ("time", "x", "q", "v", "omega", "v_mid", "omega_mid", "px", "pq", "minimal/q", "minimal/v")
 NUMPY_WARNINGS = ("RuntimeWarning", "overflow encountered", "invalid value encountered", "divide by zero encountered")
 
 

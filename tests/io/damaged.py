@@ -128,7 +128,7 @@ def _many(*edits: Callable[[h5py.File], None]) -> Callable[[h5py.File], None]:
     return edit
 
 
-_STATES = ("time", "x", "q", "v", "omega", "v_mid", "omega_mid", "minimal/q", "minimal/v")
+_STATES = ("time", "x", "q", "v", "omega", "v_mid", "omega_mid", "px", "pq", "minimal/q", "minimal/v")
 
 # A scene whose YAML bombs a naive loader (nested aliases, 9 levels of 10x).
 _ALIAS_BOMB = "a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(

@@ -44,7 +44,8 @@ RANDOM_STATES = 20
 NO_PINOCCHIO_JOINT = {"orbital_chain"}
 URDF_SCENES = {"quadruped": "a1_description/urdf/a1.urdf", "go1": "go1_description/urdf/go1.urdf",
                "solo12": "solo_description/robots/solo12.urdf", "panda": "panda_description/urdf/panda.urdf",
-               "humanoid": "g1_description/urdf/g1_29dof_rev_1_0.urdf"}
+               "humanoid": "g1_description/urdf/g1_29dof_rev_1_0.urdf",
+               "pinnzoo_go2": "go2_description/urdf/go2.urdf"}
 TREE_SCENES = sorted(set(builtin_scene_names()) - NO_PINOCCHIO_JOINT - set(URDF_SCENES))
 
 

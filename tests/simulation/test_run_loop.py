@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 from dojo_cli import _core
 from dojo_cli.cli.app import app
 from dojo_cli.io.storage import StorageWriter, read_storage
-from dojo_cli.physics.energy import knot_velocities
+from dojo_cli.physics.energy import knot_momenta, knot_velocities
 from dojo_cli.simulation.initial import initial_state
 from dojo_cli.simulation.integrators import Rk4, Variational, knot_identity
 from dojo_cli.simulation.run import run_scene
@@ -97,7 +97,7 @@ def test_a_run_file_read_back_is_the_trajectory_of_the_same_run(tmp_path, scene,
                        gravity=list(mech.gravity), solver_options={}, integrator=run.attrs["integrator"],
                        body_names=run.body_names, minimal_q_names=run.minimal_q_names,
                        minimal_v_names=run.minimal_v_names, input_dim=mech.nu, dojo_cli_version="0",
-                       velocities="knot") as writer:
+                       velocities="knot", momenta=lambda q, v, w: knot_momenta(mech, q, v, w)) as writer:
         write_trajectory(writer, memory)
     _assert_same(read_storage(again).trajectory, memory, scene)
 

@@ -30,7 +30,7 @@ def _camera(text: str | None) -> tuple[float, float, float] | None:
     return values
 
 
-def _color(text: str | None) -> tuple[float, ...] | None:
+def _color(text: str | None, flag: str = "--floor-color") -> tuple[float, ...] | None:
     if text is None:
         return None
     try:
@@ -38,8 +38,28 @@ def _color(text: str | None) -> tuple[float, ...] | None:
     except ValueError:
         values = ()
     if len(values) not in (3, 4):
-        raise InputError(f"--floor-color: expected r,g,b or r,g,b,a (numbers in 0..1), got {text!r}")
+        raise InputError(f"{flag}: expected r,g,b or r,g,b,a (numbers in 0..1), got {text!r}")
     return values
+
+
+def _surface(expression: str | None, limits: str | None, color: str | None):
+    """viz.scenery.Surface of --surface, --surface-limits, --surface-color (None without --surface)."""
+    from dojo_cli.viz.scenery import SURFACE_COLOR, Surface
+
+    if expression is None:
+        if limits is not None or color is not None:
+            raise InputError("--surface-limits, --surface-color: need --surface (the expression z = f(x, y))")
+        return None
+    lims = None
+    if limits is not None:
+        try:
+            lims = tuple(float(v) for v in limits.split(","))
+        except ValueError:
+            lims = ()
+        if len(lims) != 4:
+            raise InputError(f"--surface-limits: expected x0,x1,y0,y1 (m), got {limits!r}")
+    return Surface(expression, xlims=None if lims is None else lims[:2], ylims=None if lims is None else lims[2:],
+                   color=_color(color, "--surface-color") or SURFACE_COLOR)
 
 
 def _say_scales(result, options) -> None:
@@ -79,6 +99,24 @@ def replay(
         Optional[str], typer.Option("--camera", help="Camera position x,y,z (world, m), looking at the origin. Default: framed.")
     ] = None,
     zoom: Annotated[Optional[float], typer.Option("--zoom", help="Camera zoom (1 = meshcat's default).")] = None,
+    color: Annotated[
+        Optional[str], typer.Option("--color", help="Every body's colour r,g,b or r,g,b,a (0..1), Dojo's visualize(color=). Default: each shape's own.")
+    ] = None,
+    name: Annotated[
+        Optional[str], typer.Option("--name", help="The scene-tree node the replay hangs from (/meshcat/NAME/dojo/...), Dojo's visualize(name=).")
+    ] = None,
+    light: Annotated[
+        Optional[str], typer.Option("--light", help="Lights as Dojo's set_light!: 'dojo' (its defaults) or key=value pairs of ambient, fill, point, direction (positive|negative), shadow.")
+    ] = None,
+    surface: Annotated[
+        Optional[str], typer.Option("--surface", help="Draw the surface z = f(x, y), an expression in x and y such as '0.1*sin(x)*cos(y)', Dojo's set_surface!.")
+    ] = None,
+    surface_limits: Annotated[
+        Optional[str], typer.Option("--surface-limits", help="The surface's domain x0,x1,y0,y1 (m). Default: the floor's.")
+    ] = None,
+    surface_color: Annotated[
+        Optional[str], typer.Option("--surface-color", help="The surface's colour r,g,b or r,g,b,a (0..1).")
+    ] = None,
     loop: Annotated[bool, typer.Option("--loop", help="Repeat the animation forever.")] = False,
     open_browser: Annotated[bool, typer.Option("--open", help="Open the viewer (or the --html page) in a browser.")] = False,
     no_wait: Annotated[
@@ -89,10 +127,15 @@ def replay(
     from dojo_cli.viz.meshcat_scene import ReplayOptions, export_html, load_run, mechanism_from_run, status_note
     from dojo_cli.viz.meshcat_server import start_server
 
+    from dojo_cli.viz.scenery import light_from_text
+
     kinds = tuple(a.strip() for a in arrows.split(",") if a.strip()) if arrows is not None else ()
     options = ReplayOptions(fps=fps, speed=speed, contacts=contacts, joints=joints, frames=frames,
                             camera=_camera(camera), zoom=zoom, loop=loop, arrows=kinds,
-                            floor_size=floor_size, floor_color=_color(floor_color))
+                            floor_size=floor_size, floor_color=_color(floor_color),
+                            color=_color(color, "--color"), name=name,
+                            light=None if light is None else light_from_text(light),
+                            surface=_surface(surface, surface_limits, surface_color))
     options.check()
     stored = read_run(run, "replay")  # validated: consistent lengths, widths matching the names
     note = status_note(stored)  # killed, interrupted, failed: said before anything else

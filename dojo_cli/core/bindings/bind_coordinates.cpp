@@ -232,6 +232,22 @@ void bind_coordinates(nb::module_& m) {
         "(kinetic (n,), potential (n,), linear momentum (n, 3), angular momentum (n, 3)) of n states whose\n"
         "velocities v, omega (n, nb, 3) are at the knots.");
     m.def(
+        "knot_momenta",
+        [=](const Model& model, const InArray& q, const InArray& v, const InArray& omega) {
+          const int states = steps_of(model, v, omega) + 1;
+          std::vector<size_t> lead;
+          if (batch(q, {size_t(model.nb), 4}, "q", lead) != static_cast<size_t>(states) || lead.size() != 1)
+            throw std::invalid_argument("q: expected shape (n, nb, 4), as many rows as v");
+          const size_t nb = model.nb, n = 3 * nb * states;
+          std::vector<double> px(n), pq(n);
+          knot_momenta(model, states, q.data(), v.data(), omega.data(), px.data(), pq.data());
+          return nb::make_tuple(numpy_owning<double>(std::move(px), {size_t(states), nb, 3}),
+                                numpy_owning<double>(std::move(pq), {size_t(states), nb, 3}));
+        },
+        nb::arg("model"), nb::arg("q"), nb::arg("v"), nb::arg("omega"),
+        "(px, pq): Dojo's Storage.px, pq (n, nb, 3) of n states whose velocities v, omega (n, nb, 3) are at\n"
+        "the knots: each body's linear momentum m v and angular momentum R(q) J omega, world frame (energy.h).");
+    m.def(
         "kinetic_energy",
         [=](const Model& model, const InArray& v, const InArray& omega) {
           const int steps = steps_of(model, v, omega);

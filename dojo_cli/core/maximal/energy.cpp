@@ -147,11 +147,12 @@ void knot_velocities(const Model& m, int steps, const double* v_mid, const doubl
   }
 }
 
-void knot_mechanics(const Model& m, int states, const double* x, const double* q, const double* v,
-                    const double* omega, double* kinetic, double* potential, double* linear, double* angular) {
+namespace {
+
+// The knot momenta of knot velocities: p = m v (world), l = J omega (body frame), (n, nb, 3).
+void momenta_of_knot_velocities(const Model& m, int states, const double* v, const double* omega, double* p,
+                                double* l) {
   const int nb = m.nb;
-  const size_t n = 3 * static_cast<size_t>(states) * nb;
-  std::vector<double> p(n), l(n);
   for (int t = 0; t < states; ++t)
     for (int b = 0; b < nb; ++b) {
       const size_t i = 3 * (static_cast<size_t>(t) * nb + b);
@@ -161,7 +162,29 @@ void knot_mechanics(const Model& m, int states, const double* x, const double* q
         l[i + k] = jw[k];
       }
     }
+}
+
+}  // namespace
+
+void knot_mechanics(const Model& m, int states, const double* x, const double* q, const double* v,
+                    const double* omega, double* kinetic, double* potential, double* linear, double* angular) {
+  const size_t n = 3 * static_cast<size_t>(states) * m.nb;
+  std::vector<double> p(n), l(n);
+  momenta_of_knot_velocities(m, states, v, omega, p.data(), l.data());
   mechanics_of_momenta(m, states, x, q, p.data(), l.data(), kinetic, potential, linear, angular);
+}
+
+void knot_momenta(const Model& m, int states, const double* q, const double* v, const double* omega, double* px,
+                  double* pq) {
+  const int nb = m.nb;
+  momenta_of_knot_velocities(m, states, v, omega, px, pq);
+  for (int t = 0; t < states; ++t)
+    for (int b = 0; b < nb; ++b) {
+      const size_t i = 3 * (static_cast<size_t>(t) * nb + b);
+      const Vec3<double> world =
+          matvec(rotation(load4<double>(q + 4 * (static_cast<size_t>(t) * nb + b))), load3<double>(pq + i));
+      for (int k = 0; k < 3; ++k) pq[i + k] = world[k];
+    }
 }
 
 void kinetic_energy(const Model& m, int steps, const double* v, const double* omega, double* out) {

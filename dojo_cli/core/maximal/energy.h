@@ -59,4 +59,14 @@ void knot_velocities(const Model& m, int steps, const double* v_mid, const doubl
 void knot_mechanics(const Model& m, int states, const double* x, const double* q, const double* v,
                     const double* omega, double* kinetic, double* potential, double* linear, double* angular);
 
+// Dojo's Storage.px and Storage.pq of n states whose velocities are at the knots (v, omega
+// (n, nb, 3), as knot_velocities gives): each body's momenta at t_k, px = m v (world) and
+// pq = R(q) J omega (world: the angular momentum about the body's centre of mass, as Dojo
+// stores it). These are the knot momenta p_k, L_k that knot_velocities divides by the
+// inertia (the discrete Legendre transforms on both sides of the knot averaged): every
+// impulse at the knot counts half on each side, contacts included, where Dojo's
+// momentum.jl leaves the contact impulses out of that half. px, pq: (n, nb, 3).
+void knot_momenta(const Model& m, int states, const double* q, const double* v, const double* omega, double* px,
+                  double* pq);
+
 }  // namespace dojo

@@ -13,6 +13,10 @@ Layout (T = steps stored, nb bodies, nq/nv minimal coordinates/velocities, nu in
     omega                  (T+1, nb, 3)  float64  angular velocity at t_k, body frame
     v_mid, omega_mid       (T+1, nb, 3)  float64  the integrator's midpoint velocities into state k
                                                   (Dojo's state layout: exact restarts)
+    px, pq                 (T+1, nb, 3)  float64  each body's momenta at t_k, world frame: linear
+                                                  m v and angular R(q) J omega about its centre of
+                                                  mass (Dojo's Storage.px, pq; knot files written
+                                                  with ``momenta``; absent from older files)
     minimal/q              (T+1, nq)     float64  minimal coordinates; attribute `names`
     minimal/v              (T+1, nv)     float64  minimal velocities at t_k; attribute `names`
     inputs                 (T, nu)       float64  inputs applied during step k (attribute names)
@@ -120,6 +124,10 @@ _MIDPOINT_DATASETS = ("v_mid", "omega_mid")
 VELOCITIES_ATTR = "velocities"
 KNOT = "knot"
 MIDPOINT = "midpoint"
+# Optional state datasets of a knot file: the bodies' momenta at t_k (Dojo's Storage.px and
+# Storage.pq), written by a writer given ``momenta`` (the core's knot_momenta); files
+# written before them, or without them, read as before.
+_MOMENTUM_DATASETS = ("px", "pq")
 _STEP_DATASETS = ("inputs", "solver/iterations", "solver/residual", "solver/status")
 _CORE_DATASETS = frozenset(_STATE_DATASETS + _STEP_DATASETS)
 # Group of the per-step Jacobians of `dojo simulate --gradients` (read on request only).

@@ -34,6 +34,7 @@ from dojo_cli.io.storage.format import (
     _CORE_DATASETS,
     _HDF5_SIGNATURE,
     _MIDPOINT_DATASETS,
+    _MOMENTUM_DATASETS,
     _REQUIRED_ATTRS,
     _STATE_DATASETS,
     _STEP_DATASETS,
@@ -303,6 +304,8 @@ def _validated(f: h5py.File, p: Path, label: str, gradients: bool, writing: bool
         attrs = _attributes(f, label)
         knot = attrs.get(VELOCITIES_ATTR, MIDPOINT) == KNOT
         body_names, datasets = _core_datasets(f, knot)
+        momenta = _momentum_datasets(f, knot, len(body_names))
+        datasets.update(momenta)  # state datasets: read and cut to length as the others
         extras = _extra_datasets(f, attrs, len(body_names), datasets["inputs"].shape[1])
         steps, n_states = _consistent_length(attrs, datasets, extras)
 
@@ -310,7 +313,7 @@ def _validated(f: h5py.File, p: Path, label: str, gradients: bool, writing: bool
             _check_stored(name, datasets[name], n)
             return np.asarray(datasets[name][:n])
 
-        arrays = {name: rows(name, n_states) for name in _state_datasets(knot)}
+        arrays = {name: rows(name, n_states) for name in _state_datasets(knot) + tuple(momenta)}
         arrays.update({name: rows(name, steps) for name in _STEP_DATASETS})
         status = arrays["solver/status"]
         try:
@@ -338,6 +341,7 @@ def _validated(f: h5py.File, p: Path, label: str, gradients: bool, writing: bool
         iterations=arrays["solver/iterations"].astype(np.int64),
         residual=arrays["solver/residual"],
         status=[str(t) for t in arrays["solver/status"]],
+        px=arrays.get("px"), pq=arrays.get("pq"),  # None in a file written without them
         **{name: extra_arrays[DATASETS[name]] for name in EXTRA_FIELDS if DATASETS[name] in extra_arrays},
     )
     return StoredRun(
@@ -538,13 +542,37 @@ def _core_datasets(f: h5py.File, knot: bool) -> tuple[list[str], dict[str, h5py.
     return body_names, datasets
 
 
+def _has_link(f: h5py.File, name: str) -> bool:
+    """Whether the file names ``name`` (a link of any kind; not followed)."""
+    try:
+        return f.get(name, getlink=True) is not None
+    except Exception:
+        return False
+
+
+def _momentum_datasets(f: h5py.File, knot: bool, nb: int) -> dict[str, h5py.Dataset]:
+    """A knot file's optional ``px``, ``pq`` (both or neither), checked like ``v``."""
+    found = [name for name in _MOMENTUM_DATASETS if knot and _has_link(f, name)]
+    if not found:
+        return {}
+    if len(found) != len(_MOMENTUM_DATASETS):
+        missing = next(n for n in _MOMENTUM_DATASETS if n not in found)
+        raise _Damaged(f"missing dataset {missing!r} (the file has {found[0]!r}: the momenta come as a pair)")
+    datasets = {name: _dataset(f, name) for name in found}
+    for name, ds in datasets.items():
+        _check_kind(name, ds, _FLOAT, "numbers")
+        if len(ds.shape) != 3 or ds.shape[1:] != (nb, 3):
+            raise _Damaged(f"dataset {name!r} has shape {ds.shape}, expected (states, {nb}, 3) like 'x'")
+    return datasets
+
+
 def _extra_datasets(f: h5py.File, attrs: dict, nb: int, nu: int) -> dict[str, h5py.Dataset]:
     """Every other dataset; the ones the format knows (contacts, gradients) checked."""
     found: list[str] = []
     f.visititems(lambda name, obj: found.append(name) if isinstance(obj, h5py.Dataset) else None)
     knot = attrs.get(VELOCITIES_ATTR, MIDPOINT) == KNOT
     extras = {name: _dataset(f, name) for name in found
-              if name not in _CORE_DATASETS and not (knot and name in _MIDPOINT_DATASETS)}
+              if name not in _CORE_DATASETS and not (knot and name in _MIDPOINT_DATASETS + _MOMENTUM_DATASETS)}
     for name, ds in extras.items():
         if ds.dtype.kind not in "biufcS" and h5py.check_string_dtype(ds.dtype) is None:
             raise _Damaged(f"dataset {name!r} holds {ds.dtype}, expected numbers")
@@ -616,7 +644,7 @@ def _consistent_length(attrs: dict, datasets: dict[str, h5py.Dataset], extras: d
     return t, t + 1
 
 
-_FINITE_IN_COMPLETE = ("x", "q", "v", "omega", "v_mid", "omega_mid", "minimal/q", "minimal/v", "inputs",
+_FINITE_IN_COMPLETE = ("x", "q", "v", "omega", "v_mid", "omega_mid", "px", "pq", "minimal/q", "minimal/v", "inputs",
                        "solver/residual")
 
 

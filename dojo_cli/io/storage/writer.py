@@ -63,6 +63,7 @@ from dojo_cli.io.storage.format import (
     _LIBVER,
     _METADATA_BYTES,
     _MIDPOINT_DATASETS,
+    _MOMENTUM_DATASETS,
     _RESERVE_BYTES,
     _RESERVED_ATTRS,
     _STATE_DATASETS,
@@ -154,6 +155,12 @@ class StorageWriter:
             knot velocities once its successor is known. ``"midpoint"``: ``v``, ``omega``
             as given, no ``v_mid`` (a midpoint file). The writer computes neither: the run
             loop does (dojo_cli.simulation.knots).
+        momenta: a knot file's bodies' momenta at the knots (``px``, ``pq``, Dojo's
+            Storage.px and pq): ``momenta(q, v, omega)`` with (n, nb, 4), (n, nb, 3) rows
+            returns (px, pq), (n, nb, 3) each (the core's knot_momenta, handed in by the
+            run's writer: the writer computes no physics itself). It is called on every
+            state row buffered, and again on a row whose knot velocities are revised.
+            None: no ``px``, ``pq``.
         overwrite: replace an existing file (False: refuse, atomically, if one exists).
         compact: compress a run that ends normally (storage.compaction) when its datasets hold
             at least ``compact_min_bytes`` raw bytes; False leaves the file as written.
@@ -203,11 +210,14 @@ class StorageWriter:
         overrides: dict | None = None,
         command_line: str | None = None,
         steps: int | None = None,
+        momenta: Callable[[np.ndarray, np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]] | None = None,
     ) -> None:
         if int(flush_every) < 1:
             raise ValueError(f"flush_every must be >= 1, got {flush_every}")
         if velocities not in (KNOT, MIDPOINT):
             raise ValueError(f"velocities must be {KNOT!r} or {MIDPOINT!r}, got {velocities!r}")
+        if momenta is not None and velocities != KNOT:
+            raise ValueError("momenta are stored by knot files only (velocities='knot')")
         gravity = np.asarray(gravity, dtype=float).reshape(-1)
         if gravity.shape != (3,):
             raise ValueError(f"gravity must have shape (3,), got {gravity.shape}")
@@ -233,6 +243,10 @@ class StorageWriter:
         self._knot = velocities == KNOT
         self._expected_steps = None if steps is None else max(0, int(steps))
         self._state_names = _STATE_DATASETS + (_MIDPOINT_DATASETS if self._knot else ())
+        self._momenta = momenta
+        if momenta is not None:
+            self._state_names += _MOMENTUM_DATASETS
+        self._last_q: np.ndarray | None = None  # the last state row's q: its momenta when revised
         # knot files: the revised velocities of the last state row on disk, for the next block write
         self._revised: dict[str, np.ndarray] | None = None
         self._shapes: dict[str, tuple[int, ...]] = {
@@ -243,6 +257,8 @@ class StorageWriter:
             "omega": (self.nb, 3),
             "v_mid": (self.nb, 3),
             "omega_mid": (self.nb, 3),
+            "px": (self.nb, 3),
+            "pq": (self.nb, 3),
             "minimal/q": (self.nq,),
             "minimal/v": (self.nv,),
             "inputs": (self.nu,),
@@ -483,6 +499,7 @@ class StorageWriter:
 
         for name, block in rows.items():
             self._state_buffer[name].append(block)
+        self._last_q = rows["q"][-1].copy()
         self._step_buffer["inputs"].append(inputs)
         self._step_buffer["solver/iterations"].append(iterations)
         self._step_buffer["solver/residual"].append(residual)
@@ -513,6 +530,9 @@ class StorageWriter:
             raise RuntimeError(f"{self.path}: no state to revise before write_initial")
         values = {"v": self._checked("v", v), "omega": self._checked("omega", omega),
                   "minimal/v": self._checked("minimal/v", minimal_v)}
+        if self._momenta is not None:  # the row's momenta follow its knot velocities
+            px, pq = self._momenta(self._last_q[None], values["v"][None], values["omega"][None])
+            values["px"], values["pq"] = self._checked("px", px[0]), self._checked("pq", pq[0])
         if self._steps + 1 > self._states_on_disk:  # still buffered: its row changes in place
             for name, value in values.items():
                 self._state_buffer[name][-1][-1] = value
@@ -527,6 +547,11 @@ class StorageWriter:
             raise ValueError(f"{self.path}: a {KNOT if self._knot else MIDPOINT} file {what} v_mid and omega_mid")
         if self._knot:
             rows["v_mid"], rows["omega_mid"] = v_mid, omega_mid
+        if self._momenta is not None:
+            single = rows["q"].ndim == 2  # one state's rows (write_initial), not a block
+            q, v, omega = (rows[n][None] if single else rows[n] for n in ("q", "v", "omega"))
+            px, pq = (np.asarray(a, dtype=float).reshape(v.shape) for a in self._momenta(q, v, omega))
+            rows["px"], rows["pq"] = (px[0], pq[0]) if single else (px, pq)
         return rows
 
     def write_block(self, mech, block, knot) -> None:
@@ -846,7 +871,7 @@ class StorageWriter:
         """ValueError when ``name`` is empty, reserved, or nests into another dataset's path."""
         if name in self._extras:
             return
-        if not name or name in _CORE_DATASETS or name in ("minimal", "solver"):
+        if not name or name in _CORE_DATASETS or name in self._state_names or name in ("minimal", "solver"):
             raise ValueError(f"extra dataset name {name!r} is empty or reserved")
         others = set(_CORE_DATASETS) | set(self._extras) | set(current)
         others |= {n for _, blk in self._extra_buffer for n in blk}
@@ -892,6 +917,7 @@ class StorageWriter:
         self._state_buffer["time"].append(np.array([float(time)]))
         for name, row in rows.items():
             self._state_buffer[name].append(row[None])
+        self._last_q = rows["q"].copy()
 
     @staticmethod
     def _top_up(dataset: h5py.Dataset, blocks: list, base: int, target: int) -> None:
