@@ -501,3 +501,16 @@ def test_replay_serves_on_loopback_without_blocking(runs):
     url = re.search(r"meshcat: (\S+)", res.stdout)
     assert url and url.group(1).startswith(f"http://{LOOPBACK}:"), res.stdout
     assert "61 frames at 60 fps" in res.stdout
+
+
+def test_replay_ctrl_c_while_the_scene_is_sent_exits_130_as_while_serving(runs, monkeypatch):
+    """One user action, one exit code (issue 30): Ctrl-C while load_run sends the scene exits
+    130 and says "stopped", as Ctrl-C while serving does (tests/test_readme.py)."""
+    import dojo_cli.viz.meshcat_scene as meshcat_scene
+
+    def interrupted_load(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(meshcat_scene, "load_run", interrupted_load)
+    res = invoke("replay", runs["pendulum"], "--no-wait")
+    assert res.exit_code == 130 and "stopped" in res.stdout, res.output
