@@ -1,6 +1,6 @@
 """The live view against a real meshcat server (issue 30 item 1): closing the viewer's window
 stops a `dojo simulate --view` run, a reload does not, a run no browser ever connected to
-goes on.
+goes on, and SIGTERM leaves the file `interrupted`.
 
 A browser is either a websocket client from Python (what meshcat's page opens) or headless
 Chromium on the viewer's page, driven over DevTools (its tab closed)."""
@@ -22,6 +22,9 @@ LONG_RUN = 120
 # The run stops within the grace, one presence poll and one frame of being closed; the rest
 # is a loaded machine's slack (s).
 STOP_TIMEOUT = VIEWER_CLOSE_GRACE + PRESENCE_POLL + 30.0
+# SIGTERM this long after the run's file appears (s): the viewer is waiting for frames' wall
+# times or sending them (the trials of issue 30 sent it by hand, about as late).
+SIGTERM_DELAY = 0.5
 # A server's presence report reaches the test within this long of a websocket's open or close (s).
 REPORT_TIMEOUT = 10.0
 
@@ -136,3 +139,24 @@ def test_closing_the_viewers_tab_in_chromium_stops_the_run(tmp_path):
         run.kill()
     assert code == 128 + signal.SIGINT and "the viewer was closed" in "".join(run.stderr), run.output()
     assert read_storage(out).status == "interrupted"
+
+
+def test_sigterm_of_a_view_run_leaves_the_file_interrupted(tmp_path, delay: float = SIGTERM_DELAY):
+    """Issue 30: a SIGTERM of a --view run once seemed lost. SIGTERM once the file exists, or
+    ``delay`` s later (the viewer waiting for frames' wall times, or sending them)."""
+    out = tmp_path / "term.h5"
+    run = DojoProcess("simulate", "pendulum", "-o", out, "--duration", LONG_RUN, "--view")
+    try:
+        run.url()
+        deadline = time.monotonic() + STOP_TIMEOUT
+        while not out.exists() and run.proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.01)
+        time.sleep(delay)
+        run.proc.send_signal(signal.SIGTERM)
+        code = run.wait(STOP_TIMEOUT)
+    finally:
+        run.kill()
+    assert code == 128 + signal.SIGTERM, f"exit {code}:\n{run.output()}"
+    stored = read_storage(out)
+    assert stored.status == "interrupted", stored.status
+    assert "interrupted by SIGTERM" in "".join(run.stderr), run.output()
