@@ -171,7 +171,7 @@ class LiveView:
     def _show(self, state: _State) -> None:
         s = state.z.reshape(self.mech.nb, 13)
         x, q = s[:, 0:3], s[:, 6:10]
-        set_body_transforms(self.vis, self.mech, x, q)
+        set_body_transforms(self.vis, self.mech, x, q, contacts=True)
         if self.arrows.forces:
             self.arrows.place(self.vis, self.mech,
                               *self.arrows.vectors(self.mech, state.z, state.normal_impulse, state.friction_impulse))

@@ -18,10 +18,19 @@ Scene tree (paths relative to the visualizer's root, ``/meshcat``)::
     dojo/bodies/<body>/visual<k>[/<part>]    the body's further visuals (URDF links), as shape
     dojo/bodies/<body>/frame                 --frames: a triad at the centre of mass
     dojo/bodies/<body>/joints/<joint>        --joints: joint points in this body's frame
-    dojo/bodies/<body>/contacts/<contact>    --contacts: contact spheres and collision shapes
+    dojo/contacts/<body>                     --contacts: transform, the body's pose, animated
+    dojo/contacts/<body>/<contact>           a contact sphere on its body, or the other body's
+                                             collision shape of a body-body contact
     dojo/arrows/forces/<contact>             --arrows forces: a contact's force on its body a
     dojo/arrows/velocities/<body>            --arrows velocities: a body's linear velocity
                                              (viz/arrows.py: unit arrows, moved and scaled)
+
+What a user toggles as one has its own subtree: meshcat's GUI (Open Controls, Scene) shows
+the tree with a visibility checkbox per node, so ``dojo/contacts`` hides or shows every
+contact marker, ``dojo/arrows/forces`` every force arrow, ``dojo/arrows/velocities`` every
+velocity arrow. The contact markers therefore do not hang under their bodies' nodes: each
+body that has markers has a node under ``dojo/contacts`` moved with it (the same transform
+sent, or keyed, twice).
 
 Playback: animation frame f shows simulated time t0 + f speed / fps (the stored state
 nearest in time), and the viewer plays frame f at wall time f / fps: real time at
@@ -409,6 +418,29 @@ def body_path(name: str) -> str:
     return f"{SCENE_ROOT}/bodies/{_segment(name)}"
 
 
+CONTACTS_ROOT = f"{SCENE_ROOT}/contacts"
+
+
+def contacts_path(name: str) -> str:
+    """Path of the node that carries a body's contact markers (moved with the body)."""
+    return f"{CONTACTS_ROOT}/{_segment(name)}"
+
+
+def contact_marker_bodies(mech: Mechanism) -> list[int]:
+    """The bodies with contact markers: each contact's body, and the other body of a body-body
+    contact (its collision shape), in body order."""
+    return sorted({c.body for c in mech.contacts} | {c.other for c in mech.contacts if c.other >= 0})
+
+
+def moving_paths(mech: Mechanism, contacts: bool) -> list[tuple[int, str]]:
+    """(body index, node path) of every node that moves with a body: its own node, and with
+    ``contacts`` drawn, its node under CONTACTS_ROOT."""
+    out = [(b, body_path(body.name)) for b, body in enumerate(mech.bodies)]
+    if contacts:
+        out += [(b, contacts_path(mech.bodies[b].name)) for b in contact_marker_bodies(mech)]
+    return out
+
+
 # ------------------------------------------------------------------ the scene
 
 
@@ -580,12 +612,14 @@ def set_scene(
     if options.contacts:
         material = _material(CONTACT_COLOR, CONTACT_OPACITY)
         for c in mech.contacts:
-            node = vis[body_path(mech.bodies[c.body].name)]["contacts"][_segment(c.name)]
+            node = vis[contacts_path(mech.bodies[c.body].name)][_segment(c.name)]
             node.set_object(g.Mesh(g.Sphere(max(float(c.radius), CONTACT_POINT_RADIUS)), material))
             node.set_transform(_translation(c.offset))
             if c.kind != "halfspace":
-                other = vis[body_path(mech.bodies[c.other].name)]["contacts"][_segment(c.name) + "_" + c.kind]
+                other = vis[contacts_path(mech.bodies[c.other].name)][_segment(c.name) + "_" + c.kind]
                 _draw_collision_shape(other, c.kind, c.params, material)
+        for b in contact_marker_bodies(mech):
+            vis[contacts_path(mech.bodies[b].name)].set_transform(np.eye(4))
 
     set_camera(vis, options.camera if options.camera is not None else default_camera_position(extent), options.zoom)
     return warnings
@@ -613,27 +647,29 @@ def _draw_collision_shape(node: meshcat.Visualizer, kind: str, params: dict, mat
 # ------------------------------------------------------------------ playback
 
 
-def set_body_transforms(vis: meshcat.Visualizer, mech: Mechanism, x: np.ndarray, q: np.ndarray) -> np.ndarray:
+def set_body_transforms(vis: meshcat.Visualizer, mech: Mechanism, x: np.ndarray, q: np.ndarray,
+                        contacts: bool = False) -> np.ndarray:
     """Move every body to one state.
 
     Args:
         x: (nb, 3) centre-of-mass positions, world frame.
         q: (nb, 4) orientations [w, x, y, z], body to world.
+        contacts: the contact markers are drawn (their nodes move too: ``moving_paths``).
 
     Returns:
         (nb, 4, 4) the transforms sent.
     """
     transforms = transform_from_pose(x, q)
-    for b, body in enumerate(mech.bodies):
-        vis[body_path(body.name)].set_transform(transforms[b])
+    for b, path in moving_paths(mech, contacts):
+        vis[path].set_transform(transforms[b])
     return transforms
 
 
-def set_frame(vis: meshcat.Visualizer, mech: Mechanism, run: StoredRun, k: int) -> np.ndarray:
+def set_frame(vis: meshcat.Visualizer, mech: Mechanism, run: StoredRun, k: int, contacts: bool = False) -> np.ndarray:
     """Move every body to stored state ``k`` (0..T); returns the (nb, 4, 4) transforms."""
     if not -len(run.time) <= k < len(run.time):
         raise InputError(f"frame {k}: the run holds states 0..{len(run.time) - 1}")
-    return set_body_transforms(vis, mech, run.x[k], run.q[k])
+    return set_body_transforms(vis, mech, run.x[k], run.q[k], contacts)
 
 
 # Frames of one animation at most: a million frames is hours at 60 fps and a page of
@@ -674,7 +710,7 @@ def frame_indices(time: np.ndarray, fps: float, speed: float) -> np.ndarray:
 
 def animation_from_run(
     vis: meshcat.Visualizer, mech: Mechanism, run: StoredRun, fps: float = DEFAULT_FPS, speed: float = 1.0,
-    arrows=None,
+    arrows=None, contacts: bool = False,
 ) -> tuple[Animation, np.ndarray]:
     """A meshcat Animation of the body transforms, one keyframe per animation frame.
 
@@ -683,6 +719,7 @@ def animation_from_run(
         fps: frames per wall-clock second (the clip's frame rate).
         speed: simulated seconds per wall second.
         arrows: a viz.arrows.ArrowSet whose arrows are keyed too, or None.
+        contacts: the contact markers are drawn (their nodes are keyed too).
 
     Returns:
         (animation, (n,) stored state index of each frame).
@@ -690,10 +727,10 @@ def animation_from_run(
     indices = frame_indices(run.time, fps, speed)
     transforms = transform_from_pose(run.x[indices], run.q[indices])  # (n, nb, 4, 4)
     animation = Animation(default_framerate=fps)
-    paths = [body_path(body.name) for body in mech.bodies]
+    paths = moving_paths(mech, contacts)
     for f in range(len(indices)):
         with animation.at_frame(vis, f) as frame:
-            for b, path in enumerate(paths):
+            for b, path in paths:
                 frame[path].set_transform(transforms[f, b])
             if arrows is not None:
                 arrows.key(frame, mech, *stored_arrows(arrows, mech, run, int(indices[f])))
@@ -737,8 +774,8 @@ def load_run(
             warnings.append(f"warning: {run.path}: no contact impulses stored; the force arrows stay hidden")
         arrows.draw(vis, mech)
         arrows.place(vis, mech, *stored_arrows(arrows, mech, run, 0))
-    set_frame(vis, mech, run, 0)
-    animation, indices = animation_from_run(vis, mech, run, options.fps, options.speed, arrows)
+    set_frame(vis, mech, run, 0, options.contacts)
+    animation, indices = animation_from_run(vis, mech, run, options.fps, options.speed, arrows, options.contacts)
     vis.set_animation(animation, play=play, repetitions=math.inf if options.loop else 1)
     return Replay(indices, warnings, None if arrows is None or not arrows.forces else arrows.force_scale)
 

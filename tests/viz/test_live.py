@@ -23,7 +23,7 @@ from dojo_cli.simulation.trajectory import TrajectoryRecorder
 from dojo_cli.viz import meshcat_server
 from dojo_cli.viz.arrows import ARROW_ROOT, VELOCITY_ARROW_SECONDS, WEIGHT_ARROW_LENGTH, arrow_set, force_scale
 from dojo_cli.viz.live import LiveView
-from dojo_cli.viz.meshcat_scene import body_path, frame_indices, recording_visualizer, transform_from_pose
+from dojo_cli.viz.meshcat_scene import body_path, contacts_path, frame_indices, recording_visualizer, transform_from_pose
 from dojo_cli.viz.meshcat_server import VIEWER_CLOSE_GRACE
 from tests.cli.test_cli import interrupt_after
 from tests.viz.test_replay import decode_page
@@ -91,8 +91,11 @@ def test_live_view_shows_every_frame_in_order_with_the_runs_poses_at_the_rate():
         assert error < TRANSFORM_TOL, f"frame {f} (state {k}): transform off by {error:.2e}"
     assert clock.now == pytest.approx((len(expected) - 1) / 30.0, abs=1e-9), "paced: frame f at f / fps"
     objects = {c["path"] for c in recorder.decoded() if c["type"] == "set_object"}
-    assert sum(p.startswith("/meshcat/dojo/bodies/box/contacts/") for p in objects) == 8, "contact points drawn"
+    assert sum(p.startswith("/meshcat/dojo/contacts/box/") for p in objects) == 8, "contact points drawn"
     assert sum(p.startswith(f"/meshcat/{ARROW_ROOT}/forces/") for p in objects) == 8 * 2, "a shaft and a head each"
+    markers = sent_transforms(recorder, contacts_path("box"))[1:]
+    assert len(markers) == len(sent) and all(np.array_equal(m, b) for m, b in zip(markers, sent)), \
+        "the contact markers' node moves with the box, frame by frame"
 
 
 def test_live_view_as_fast_as_it_goes_shows_each_blocks_last_state_without_sleeping():

@@ -240,10 +240,32 @@ def test_scene_tree_draws_every_shape_with_offsets_colours_and_surfaces(tmp_path
     assert "/meshcat/dojo/world/halfspace1" not in objects, "the ground contact adds no surface"
     assert objects["/meshcat/dojo/world/ground"]["materials"][0]["opacity"] == 1.0, "a contact touches the ground"
     # markers: contact spheres at their offsets, the other body's collision sphere, joint points
-    assert np.allclose(transforms[f"{root}/b_box/contacts/on_ground"][:3, 3], [0.1, 0.15, -0.2])
-    assert f"{root}/b_sphere/contacts/on_ball_sphere" in objects
+    assert np.allclose(transforms["/meshcat/dojo/contacts/b_box/on_ground"][:3, 3], [0.1, 0.15, -0.2])
+    assert "/meshcat/dojo/contacts/b_sphere/on_ball_sphere" in objects
     assert np.allclose(transforms[f"{root}/b_box/joints/j7_parent"][:3, 3], [0, 0, 0.3])
     assert "/meshcat/dojo/joints/j0" in objects and f"{root}/b_frame/joints/j7" in objects
+
+
+def test_contacts_and_each_arrow_kind_toggle_as_one_node(runs):
+    """meshcat's GUI has a visibility checkbox per node of the scene tree: every contact marker
+    is under dojo/contacts (none under a body's node), every force arrow under
+    dojo/arrows/forces, every velocity arrow under dojo/arrows/velocities; the markers' nodes
+    are keyed with their bodies' poses, frame by frame."""
+    run = read_storage(runs["box"])
+    mech = mechanism_from_run(run)
+    vis, recorder = recording_visualizer()
+    load_run(vis, mech, run, ReplayOptions(fps=30.0, contacts=True, arrows=("forces", "velocities")))
+    commands = recorder.decoded()
+    objects = [c["path"] for c in commands if c["type"] == "set_object"]
+    under = lambda root: [p for p in objects if p.startswith(f"/meshcat/dojo/{root}/")]  # noqa: E731
+    assert len(under("contacts")) == len(mech.contacts) == 8
+    assert not [p for p in under("bodies") if "/contacts/" in p], "no contact marker under a body"
+    assert len(under("arrows/forces")) == 2 * len(mech.contacts) and len(under("arrows/velocities")) == 2 * mech.nb
+    assert len(under("contacts")) + len(under("arrows")) + len(under("bodies")) + len(under("world")) == len(objects)
+    (anim,) = [c for c in commands if c["type"] == "set_animation"]
+    clips = {a["path"]: {t["name"]: t["keys"] for t in a["clip"]["tracks"]} for a in anim["animations"]}
+    body, markers = clips["/meshcat/" + body_path("box")], clips["/meshcat/dojo/contacts/box"]
+    assert markers == body, "the markers' node is keyed with the box's pose at every frame"
 
 
 def test_ground_without_ground_contacts_is_see_through():
@@ -449,7 +471,7 @@ def test_meshcat_server_listens_on_loopback_and_holds_the_stored_transforms(runs
         error = np.max(np.abs(transforms[path] - expected))
         assert error < TRANSFORM_TOL, f"{body.name}: transform off by {error:.2e}"
         assert np.max(np.abs(sent[b] - expected)) < TRANSFORM_TOL
-    assert sum(p.startswith("/meshcat/dojo/bodies/box/contacts/") for p in objects) == 8, "eight corner spheres"
+    assert sum(p.startswith("/meshcat/dojo/contacts/box/") for p in objects) == 8, "eight corner spheres"
 
 
 # ------------------------------------------------------------------ dojo replay
