@@ -801,13 +801,29 @@ _PAGE = """<!DOCTYPE html>
 <style>
 body {{ margin: 0; }}
 #meshcat-pane {{ width: 100vw; height: 100vh; overflow: hidden; }}
-#dojo-caption {{ position: absolute; left: 8px; bottom: 8px; color: #fff; font: 13px sans-serif;
+#dojo-caption {{ position: absolute; left: 8px; bottom: 44px; color: #fff; font: 13px sans-serif;
   text-shadow: 0 0 3px #000; pointer-events: none; }}
+#dojo-player {{ position: absolute; left: 0; right: 0; bottom: 0; height: 36px; display: flex;
+  align-items: center; gap: 8px; padding: 0 8px; background: rgba(0, 0, 0, 0.55); color: #fff;
+  font: 13px sans-serif; }}
+#dojo-player[hidden] {{ display: none; }}
+#dojo-play {{ width: 44px; font: 15px sans-serif; }}
+#dojo-time {{ flex: 1; min-width: 80px; }}
+#dojo-clock {{ min-width: 110px; font-variant-numeric: tabular-nums; }}
 </style>
 </head>
 <body>
 <div id="meshcat-pane"></div>
 <div id="dojo-caption">{caption}</div>
+<div id="dojo-player" hidden>
+  <button id="dojo-play" type="button" title="play / pause (space)" aria-label="pause">&#10074;&#10074;</button>
+  <input id="dojo-time" type="range" min="0" max="0" step="any" value="0" title="simulated time" aria-label="time">
+  <span id="dojo-clock">t = 0 s</span>
+  <label>speed <select id="dojo-speed" title="playback speed">
+    <option value="0.1">0.1x</option><option value="0.25">0.25x</option><option value="0.5">0.5x</option>
+    <option value="1" selected>1x</option><option value="2">2x</option><option value="4">4x</option>
+  </select></label>
+</div>
 <script id="dojo-info" type="application/json">{info}</script>
 <pre id="dojo-viewer-state" hidden></pre>
 <script>
@@ -862,8 +878,75 @@ body {{ margin: 0; }}
   window.viewer = viewer;
 }})();
 </script>
+<script>
+{player_script}
+</script>
 </body>
 </html>
+"""
+
+# The page's player bar (``_PAGE``'s #dojo-player): play/pause, a time slider that scrubs, the
+# simulated time, and the playback speed, over meshcat's Animator (its clock, actions and
+# mixer: the same animation meshcat's own panel plays, so the two stay in step). Offline: no
+# library beyond the viewer's own script. The slider's value is the animation's time a (s of
+# wall time at 1x); the clock shows the simulated time t0 + a speed (dojo-info's t0, speed).
+PLAYER_SCRIPT = r"""
+(function () {
+  var viewer = window.viewer, animator = viewer.animator;
+  var info = JSON.parse(document.getElementById("dojo-info").textContent);
+  var bar = document.getElementById("dojo-player"), button = document.getElementById("dojo-play");
+  var slider = document.getElementById("dojo-time"), clock = document.getElementById("dojo-clock");
+  var speed = document.getElementById("dojo-speed");
+  var duration = animator.duration;
+  if (!animator.actions.length || !(duration > 0)) return;  // nothing to play: no bar
+  bar.hidden = false;
+  slider.max = String(duration);
+  var t0 = typeof info.t0 === "number" ? info.t0 : 0, rate = typeof info.speed === "number" ? info.speed : 1;
+  var digits = Math.max(3, Math.ceil(-Math.log10(rate / (info.fps || 60))));
+
+  function now() {  // the animation's time (s): the furthest action's
+    return animator.actions.reduce(function (m, a) { return Math.max(m, a.time); }, 0);
+  }
+  function show(a) {
+    slider.value = String(a);
+    clock.textContent = "t = " + (t0 + a * rate).toFixed(digits) + " s";
+    button.innerHTML = animator.playing ? "&#10074;&#10074;" : "&#9654;";
+    button.setAttribute("aria-label", animator.playing ? "pause" : "play");
+  }
+  function play() {
+    if (now() >= duration) animator.actions.forEach(function (a) { a.reset(); });  // from the start again
+    animator.actions.forEach(function (a) { a.paused = false; });
+    animator.play();
+  }
+  function toggle() {
+    if (animator.playing) animator.pause(); else play();
+    show(now());
+  }
+  button.addEventListener("click", toggle);
+  slider.addEventListener("input", function () {  // scrubbing pauses, and shows that time
+    if (animator.playing) animator.pause();
+    var a = Math.min(Math.max(parseFloat(slider.value), 0), duration);
+    animator.seek(a);
+    show(a);
+  });
+  speed.addEventListener("change", function () { animator.mixer.timeScale = parseFloat(speed.value); });
+  document.addEventListener("keydown", function (e) {
+    if (e.code === "Space" && e.target === document.body) { e.preventDefault(); toggle(); }
+  });
+  // meshcat's Animator, at the end of a clip, pauses and resets its actions to time 0 without
+  // redrawing: the picture stays at the last frame, so the bar stays at the end too
+  var was = animator.playing;
+  function tick() {
+    var a = now();
+    if (was && !animator.playing && a === 0) { animator.seek(duration); a = duration; }
+    was = animator.playing;
+    if (was || a !== parseFloat(slider.value)) show(a);
+    requestAnimationFrame(tick);
+  }
+  show(now());
+  requestAnimationFrame(tick);
+  window.dojoPlayer = {duration: duration, now: now};
+})();
 """
 
 
@@ -918,7 +1001,8 @@ def viewer_html(commands: list[bytes], title: str = "dojo replay", caption: str 
     The page carries ``<script id="dojo-info" type="application/json">`` (``info``: what
     was exported) and, once its script has run, ``<pre id="dojo-viewer-state">`` (JSON:
     the commands applied, the animation tracks, frames and duration the viewer loaded,
-    whether WebGL is available).
+    whether WebGL is available). Under the viewer, a player bar (PLAYER_SCRIPT: play/pause,
+    a time slider, the simulated time, the speed) when the commands hold an animation.
     """
     script = VIEWER_SCRIPT.read_text(encoding="utf-8")
     if "</script" in script.lower():  # would end the inline <script> early
@@ -928,7 +1012,7 @@ def viewer_html(commands: list[bytes], title: str = "dojo replay", caption: str 
     facts = json.dumps(info or {}).replace("<", "\\u003c")  # no "</script>" inside the JSON
     return _PAGE.format(
         title=html_text.escape(title), caption=html_text.escape(caption), viewer_script=script, commands=encoded,
-        arrays=json.dumps(arrays), info=facts,
+        arrays=json.dumps(arrays), info=facts, player_script=PLAYER_SCRIPT,
     )
 
 
@@ -963,7 +1047,7 @@ def export_html(
         caption += f" ({run.status} after {run.steps_completed} steps)"
     info = {
         "scene": name, "status": run.status, "steps_completed": run.steps_completed, "frames": replay.frame_count,
-        "fps": options.fps, "speed": options.speed, "states": replay.indices.tolist(),
+        "fps": options.fps, "speed": options.speed, "t0": float(run.time[0]), "states": replay.indices.tolist(),
         "arrows": list(options.arrows), "force_scale": replay.force_scale,
     }
     page = viewer_html(recorder.commands, f"dojo replay: {name}", caption, info)

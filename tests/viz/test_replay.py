@@ -9,6 +9,7 @@ import math
 import os
 import re
 import subprocess
+import time
 from pathlib import Path
 
 import numpy as np
@@ -536,3 +537,68 @@ def test_replay_ctrl_c_while_the_scene_is_sent_exits_130_as_while_serving(runs, 
     monkeypatch.setattr(meshcat_scene, "load_run", interrupted_load)
     res = invoke("replay", runs["pendulum"], "--no-wait")
     assert res.exit_code == 130 and "stopped" in res.stdout, res.output
+
+
+# ------------------------------------------------------------------ the page's player bar
+
+# A scrubbed frame's pose against the stored state: keyframe times are float32 in three.js,
+# so a frame time lands a hair off its key (the pose is interpolated by ~1e-7 of a step).
+SCRUB_POSITION_TOL = 1e-5
+
+
+def test_the_pages_player_plays_pauses_scrubs_and_sets_the_speed_offline(runs, tmp_path):
+    """The standalone page's bar, driven in headless Chromium as a user would (the button
+    clicked, the slider dragged, the speed picked; networking off, the page from file://):
+    pause holds the picture; the slider shows the stored state of the frame it is dragged
+    to and the simulated time; the speed is the animation's time scale; play goes on from
+    the scrubbed time, and from the start once at the end."""
+    from tests.viz.browser import Chromium, chromium_missing
+
+    if why := chromium_missing():
+        pytest.skip(why)
+    fps = 30.0
+    run = read_storage(runs["box"])
+    page = tmp_path / "box.html"
+    export_html(run, page, fps=fps)
+    _, info = decode_page(page.read_text(encoding="utf-8"))
+    frames = info["frames"]
+    duration = (frames - 1) / fps
+    browser = Chromium(page.resolve().as_uri(), tmp_path / "profile")
+    try:
+        browser.wait_for("window.dojoPlayer !== undefined")
+        assert browser.evaluate("document.getElementById('dojo-player').hidden") is False
+        assert browser.evaluate("parseFloat(document.getElementById('dojo-time').max)") == pytest.approx(duration)
+        now = "dojoPlayer.now()"
+
+        # it plays once on load (1 s): at its end the bar stays at the end, with the picture
+        browser.wait_for("!viewer.animator.playing", timeout=CHROMIUM_TIMEOUT)
+        browser.wait_for(f"parseFloat(document.getElementById('dojo-time').value) === {duration!r}")
+        assert browser.evaluate("document.getElementById('dojo-play').getAttribute('aria-label')") == "play"
+        # (a click and what it did read in one evaluation: a loaded machine may take a second
+        # between two, and the clip lasts one)
+        click = "(function () { document.getElementById('dojo-play').click(); return [viewer.animator.playing, dojoPlayer.now()]; })()"
+        playing, at = browser.evaluate(click)
+        assert playing is True and at < 0.5 * duration, f"play at the end starts again from the start, not {at}"
+        playing, paused = browser.evaluate(click)
+        assert playing is False
+        time.sleep(0.3)
+        assert browser.evaluate(now) == paused, "paused: the time holds"
+
+        f = frames // 2
+        a = f / fps
+        browser.evaluate(f"var s = document.getElementById('dojo-time'); s.value = '{a!r}'; "
+                         "s.dispatchEvent(new Event('input')); 1")
+        position = browser.evaluate("viewer.scene_tree.find(['meshcat', 'dojo', 'bodies', 'box']).object.position.toArray()")
+        k = info["states"][f]
+        assert np.max(np.abs(np.array(position) - run.x[k, 0])) < SCRUB_POSITION_TOL, (position, run.x[k, 0])
+        clock = browser.evaluate("document.getElementById('dojo-clock').textContent")
+        assert clock == f"t = {run.time[0] + a * info['speed']:.3f} s", clock
+
+        browser.evaluate("var v = document.getElementById('dojo-speed'); v.value = '2'; "
+                         "v.dispatchEvent(new Event('change')); 1")
+        assert browser.evaluate("viewer.animator.mixer.timeScale") == 2.0
+        playing, at = browser.evaluate(click)
+        assert playing is True and a - 1e-9 <= at < a + 0.5 * duration, f"play goes on from the scrubbed time, not {at}"
+        browser.wait_for(f"dojoPlayer.now() > {a + 0.05!r}", timeout=CHROMIUM_TIMEOUT)
+    finally:
+        browser.quit()
