@@ -30,7 +30,9 @@ the tree with a visibility checkbox per node, so ``dojo/contacts`` hides or show
 contact marker, ``dojo/arrows/forces`` every force arrow, ``dojo/arrows/velocities`` every
 velocity arrow. The contact markers therefore do not hang under their bodies' nodes: each
 body that has markers has a node under ``dojo/contacts`` moved with it (the same transform
-sent, or keyed, twice).
+sent, or keyed, twice). The same three are also checkboxes at the top level of meshcat's
+panel ("contacts", "force arrows", "velocity arrows": ``add_toggle``, meshcat's
+``set_control``), one click away instead of four folders down.
 
 Playback: animation frame f shows simulated time t0 + f speed / fps (the stored state
 nearest in time), and the viewer plays frame f at wall time f / fps: real time at
@@ -426,6 +428,31 @@ def contacts_path(name: str) -> str:
     return f"{CONTACTS_ROOT}/{_segment(name)}"
 
 
+class SetControl:
+    """meshcat's ``set_control`` command (a control in the viewer's panel whose JavaScript
+    callback the viewer evaluates; meshcat-python 0.3.2 has no method that sends it)."""
+
+    def __init__(self, name: str, callback: str, value):
+        self.name, self.callback, self.value = name, callback, value
+
+    def lower(self) -> dict:
+        # "path": meshcat's ViewerWindow.send sends [type, path, data]; the server keys the
+        # controls it keeps for browsers that connect later by it (meshcat_server)
+        return {"type": "set_control", "path": f"/controls/{self.name}", "name": self.name,
+                "callback": self.callback, "value": self.value}
+
+
+def add_toggle(vis: meshcat.Visualizer, label: str, path: str) -> None:
+    """A checkbox ``label`` at the top of meshcat's panel that shows or hides the node ``path``
+    (relative to the visualizer's root) and everything under it, as the node's own checkbox
+    in the scene tree does (which follows it: SceneNode.set_property updates its display)."""
+    segments = [s for s in (vis.path.lower() + "/" + path).split("/") if s]
+    # evaluated inside the viewer's set_control: ``this`` is the viewer
+    callback = (f"(value) => {{ this.scene_tree.find({json.dumps(segments)}).set_property('visible', value); "
+                "this.set_dirty(); }")
+    vis.window.send(SetControl(label, callback, True))
+
+
 def contact_marker_bodies(mech: Mechanism) -> list[int]:
     """The bodies with contact markers: each contact's body, and the other body of a body-body
     contact (its collision shape), in body order."""
@@ -620,6 +647,8 @@ def set_scene(
                 _draw_collision_shape(other, c.kind, c.params, material)
         for b in contact_marker_bodies(mech):
             vis[contacts_path(mech.bodies[b].name)].set_transform(np.eye(4))
+        if mech.contacts:
+            add_toggle(vis, "contacts", CONTACTS_ROOT)
 
     set_camera(vis, options.camera if options.camera is not None else default_camera_position(extent), options.zoom)
     return warnings

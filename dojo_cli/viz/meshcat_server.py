@@ -237,6 +237,7 @@ def _serve(parent: int | None) -> None:
     class LoopbackBridge(ZMQWebSocketBridge):
         def __init__(self, **kwargs):
             self.presence = ViewerPresence()
+            self.controls: dict[bytes, bytes] = {}  # set_control commands by path
             super().__init__(**kwargs)
 
         def make_app(self):
@@ -252,8 +253,19 @@ def _serve(parent: int | None) -> None:
         def handle_zmq(self, frames):
             if frames[0] == PRESENCE_COMMAND:
                 self.zmq_socket.send(json.dumps(self.presence.report(time.monotonic())).encode("utf-8"))
+            elif frames[0] == b"set_control" and len(frames) == 3:
+                # a control of the viewer's panel (viz.meshcat_scene.add_toggle), which meshcat's
+                # bridge does not know: shown to the browsers connected, and kept for later ones
+                self.controls[frames[1]] = frames[2]
+                self.forward_to_websockets(frames)
+                self.zmq_socket.send(b"ok")
             else:
                 super().handle_zmq(frames)
+
+        def send_scene(self, websocket):
+            super().send_scene(websocket)
+            for data in self.controls.values():
+                websocket.write_message(data, binary=True)
 
     bridge = LoopbackBridge(host=LOOPBACK)
     print(f"zmq_url={bridge.zmq_url}", flush=True)

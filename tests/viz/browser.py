@@ -102,6 +102,20 @@ class Websocket:
 
         self.conn = self.loop.run_until_complete(connect())
 
+    def messages(self, until, timeout: float = START_TIMEOUT) -> list[bytes]:
+        """The messages the server sends, read until ``until(messages)`` is true."""
+        got: list[bytes] = []
+
+        async def read():
+            while not until(got):
+                message = await self.conn.read_message()
+                if message is None:
+                    raise AssertionError("the server closed the websocket")
+                got.append(message)
+
+        self.loop.run_until_complete(asyncio.wait_for(read(), timeout))
+        return got
+
     def close(self) -> None:
         self.conn.close()
         self.loop.run_until_complete(asyncio.sleep(0.05))  # let the close frame go out

@@ -602,3 +602,33 @@ def test_the_pages_player_plays_pauses_scrubs_and_sets_the_speed_offline(runs, t
         browser.wait_for(f"dojoPlayer.now() > {a + 0.05!r}", timeout=CHROMIUM_TIMEOUT)
     finally:
         browser.quit()
+
+
+def test_the_panels_checkboxes_hide_the_contacts_and_each_arrow_kind(runs, tmp_path):
+    """meshcat's panel of the page gets three checkboxes at its top level, "contacts", "force
+    arrows" and "velocity arrows"; clicking one hides its whole subtree (no mesh under it is
+    drawn) and unticks that node's own checkbox in the scene tree; clicking again shows it."""
+    from tests.viz.browser import Chromium, chromium_missing
+
+    if why := chromium_missing():
+        pytest.skip(why)
+    page = tmp_path / "box.html"
+    export_html(read_storage(runs["box"]), page, options=ReplayOptions(fps=30.0, contacts=True, arrows=("forces", "velocities")))
+    browser = Chromium(page.resolve().as_uri(), tmp_path / "profile")
+    try:
+        browser.wait_for("window.dojoPlayer !== undefined")
+        assert {"contacts", "force arrows", "velocity arrows"} <= set(browser.evaluate("Object.keys(viewer.gui_controllers)"))
+        for label, path in [("contacts", "contacts"), ("force arrows", "arrows/forces"), ("velocity arrows", "arrows/velocities")]:
+            segments = json.dumps(["meshcat", "dojo", *path.split("/")])
+            state = (f"(function () {{ var node = viewer.scene_tree.find({segments}), shown = 0;"
+                     " node.object.traverseVisible(function (o) { if (o.isMesh) shown++; });"
+                     " return [node.object.visible, node.vis_controller.domElement.querySelector('input').checked, shown]; })()")
+            click = f"viewer.gui_controllers[{json.dumps(label)}].domElement.querySelector('input').click(); 1"
+            visible, ticked, shown = browser.evaluate(state)
+            assert visible and ticked and shown > 0, (label, visible, ticked, shown)
+            browser.evaluate(click)
+            assert browser.evaluate(state) == [False, False, 0], f"{label}: unticked, nothing under {path} drawn"
+            browser.evaluate(click)
+            assert browser.evaluate(state) == [True, True, shown], f"{label}: ticked again"
+    finally:
+        browser.quit()

@@ -11,11 +11,13 @@ import signal
 import time
 
 import pytest
+import umsgpack
 
 from dojo_cli.io.storage import read_storage
+from dojo_cli.viz.meshcat_scene import ReplayOptions, load_run, mechanism_from_run
 from dojo_cli.viz.live import PRESENCE_POLL, ViewerWatch
 from dojo_cli.viz.meshcat_server import VIEWER_CLOSE_GRACE, ViewerPresence, start_server, viewer_closed
-from tests.viz.browser import Chromium, DojoProcess, Websocket, chromium_missing
+from tests.viz.browser import START_TIMEOUT, Chromium, DojoProcess, Websocket, chromium_missing
 
 # A --view run at real time lasts this long unless something stops it (s of simulated time).
 LONG_RUN = 120
@@ -36,6 +38,15 @@ def _wait_report(server, want, timeout: float = REPORT_TIMEOUT) -> dict:
         if all(report[k] == v for k, v in want.items()) or time.monotonic() > deadline:
             return report
         time.sleep(0.02)
+
+
+@pytest.fixture(scope="module")
+def runs_box(tmp_path_factory):
+    """The built-in box, 0.3 s (contacts: the contact and force-arrow toggles)."""
+    out = tmp_path_factory.mktemp("runs") / "box.h5"
+    run = DojoProcess("simulate", "box", "-o", out, "--steps", 30, "-q")
+    assert run.wait(START_TIMEOUT) == 0, run.output()
+    return out
 
 
 # ------------------------------------------------------------------ what "closed" means
@@ -86,6 +97,24 @@ def test_the_server_counts_the_tabs_on_its_websocket():
         assert report["connected"] == 0 and report["ever"] == 2 and 0 <= report["idle"] < REPORT_TIMEOUT, report
         time.sleep(0.2)
         assert server.presence()["idle"] >= report["idle"] + 0.2 - 1e-3, "idle counts up"
+
+
+def test_the_panels_toggles_reach_browsers_connected_before_and_after(runs_box):
+    """The panel's checkboxes (meshcat's set_control, which meshcat's own bridge refuses) are
+    forwarded to a connected browser and kept for one that connects later."""
+    run = read_storage(runs_box)
+    mech = mechanism_from_run(run)
+    with start_server() as server:
+        early = Websocket(server.web_url)
+        _wait_report(server, {"connected": 1})
+        load_run(server.visualizer, mech, run, ReplayOptions(contacts=True, arrows=("forces", "velocities")))
+        late = Websocket(server.web_url)
+        want = {"contacts", "force arrows", "velocity arrows"}
+        for page in (early, late):
+            controls = lambda got: {c["name"] for c in map(umsgpack.unpackb, got) if c["type"] == "set_control"}  # noqa: E731
+            got = page.messages(lambda got: controls(got) >= want, timeout=REPORT_TIMEOUT)
+            assert controls(got) == want
+            page.close()
 
 
 # ------------------------------------------------------------------ a run with --view
