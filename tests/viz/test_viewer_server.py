@@ -17,7 +17,8 @@ from dojo_cli.io.storage import read_storage
 from dojo_cli.viz.meshcat_scene import ReplayOptions, load_run, mechanism_from_run
 from dojo_cli.viz.live import PRESENCE_POLL, ViewerWatch
 from dojo_cli.viz.meshcat_server import VIEWER_CLOSE_GRACE, ViewerPresence, start_server, viewer_closed
-from tests.viz.browser import START_TIMEOUT, Chromium, DojoProcess, Websocket, chromium_missing
+from tests.viz.browser import Chromium, DojoProcess, Websocket, chromium_missing
+from tests.viz.test_replay import runs  # noqa: F401 (the fixture: built-in runs of 1 s)
 
 # A --view run at real time lasts this long unless something stops it (s of simulated time).
 LONG_RUN = 120
@@ -38,15 +39,6 @@ def _wait_report(server, want, timeout: float = REPORT_TIMEOUT) -> dict:
         if all(report[k] == v for k, v in want.items()) or time.monotonic() > deadline:
             return report
         time.sleep(0.02)
-
-
-@pytest.fixture(scope="module")
-def runs_box(tmp_path_factory):
-    """The built-in box, 0.3 s (contacts: the contact and force-arrow toggles)."""
-    out = tmp_path_factory.mktemp("runs") / "box.h5"
-    run = DojoProcess("simulate", "box", "-o", out, "--steps", 30, "-q")
-    assert run.wait(START_TIMEOUT) == 0, run.output()
-    return out
 
 
 # ------------------------------------------------------------------ what "closed" means
@@ -99,10 +91,10 @@ def test_the_server_counts_the_tabs_on_its_websocket():
         assert server.presence()["idle"] >= report["idle"] + 0.2 - 1e-3, "idle counts up"
 
 
-def test_the_panels_toggles_reach_browsers_connected_before_and_after(runs_box):
+def test_the_panels_toggles_reach_browsers_connected_before_and_after(runs):
     """The panel's checkboxes (meshcat's set_control, which meshcat's own bridge refuses) are
     forwarded to a connected browser and kept for one that connects later."""
-    run = read_storage(runs_box)
+    run = read_storage(runs["box"])  # (contacts: the contact and force-arrow toggles)
     mech = mechanism_from_run(run)
     with start_server() as server:
         early = Websocket(server.web_url)

@@ -70,7 +70,7 @@ def simulate(
     integrator: Annotated[Optional[str], typer.Option("--integrator", help="variational (Dojo's, the default), variational4 (its fourth-order composition, joint-only scenes) or rk4 (Munthe-Kaas RK4 in minimal coordinates); overrides the scene's `integrator`.")] = None,
     start_run: FromOpt = None,
     index: IndexOpt = None,
-    view: Annotated[bool, typer.Option("--view", help="Show the run in meshcat (served on 127.0.0.1) as it is computed, with contact points and force arrows; the viewer stays up after the run until Ctrl-C.")] = False,
+    view: Annotated[bool, typer.Option("--view", help="Show the run in meshcat (served on 127.0.0.1) as it is computed, with contact points and force arrows; closing the viewer's window stops the run as Ctrl-C does, and after the run the viewer stays up until Ctrl-C or until its window is closed.")] = False,
     view_rate: Annotated[float, typer.Option("--view-rate", help="--view's pace: simulated seconds per wall second (1 = real time; 0 = as fast as the run goes).")] = 1.0,
     open_browser: Annotated[bool, typer.Option("--open", help="--view: open the viewer in a browser.")] = False,
     no_wait: Annotated[bool, typer.Option("--no-wait", hidden=True, help="--view: stop the viewer when the run ends (tests, scripts).")] = False,
