@@ -157,6 +157,12 @@ class LiveView:
 
     def _wait(self, f: int) -> None:
         """Until frame f's wall time (sleeping in slices, checking for a stop)."""
+        # a stop is checked at every frame too: a view that is behind (a run, or the sending
+        # of frames, slower than real time) does not sleep, and a block's frames can take
+        # seconds to send (measured: the box with its contacts and force arrows, 20 commands
+        # a frame, on the loaded machine: a closed window stopped the run after 8.9 s, not 3.3)
+        if self.stop_check is not None:
+            self.stop_check()
         due = self._wall0 + f / self.fps
         now = self.clock()
         if now > due:  # the run is behind: show it now and keep the schedule from here

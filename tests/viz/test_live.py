@@ -140,6 +140,36 @@ def test_a_stop_while_the_view_waits_stops_the_run_at_once():
     assert view.frames[-1].time < 0.12 and len(writer.blocks) >= 1
 
 
+def test_a_stop_is_taken_at_every_frame_when_the_view_is_behind():
+    """A view slower than real time (each command takes 50 ms to send: never a sleep) still
+    takes a stop at the next frame, not at the end of the block's frames."""
+    mech = dojo.load_scene("pendulum")
+    vis, recorder = recording_visualizer()
+    clock = FakeClock()
+    send = recorder.send
+
+    def slow_send(command):
+        clock.now += 0.05
+        send(command)
+
+    recorder.send = slow_send
+    requested = []
+
+    def stop_check():
+        if clock.now >= 0.5:
+            requested.append(len(view.frames))
+            raise KeyboardInterrupt
+
+    view = LiveView(vis, mech, rate=1.0, clock=clock, sleep=clock.sleep, stop_check=stop_check)
+    with pytest.raises(KeyboardInterrupt):
+        run_scene(mech, 1000, TrajectoryRecorder(), on_start=view.start, on_block=view.block)
+    assert clock.sleeps == 0, "behind: the view never slept"
+    # the request (clock >= 0.5 s) is taken before the next frame is sent: at most one frame's
+    # commands (a transform and an arrow: 2 x 50 ms) after it
+    assert len(requested) == 1 and clock.now < 0.5 + 2 * 0.05 + 1e-9, \
+        f"stopped at {clock.now:.2f} s after {len(view.frames)} frames: not within a frame of the request"
+
+
 class FakeServer:
     """start_server's stand-in: a recording visualizer, and a 'process' that is running."""
 
