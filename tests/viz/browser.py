@@ -103,11 +103,11 @@ class Websocket:
         self.conn = self.loop.run_until_complete(connect())
 
     def messages(self, until, timeout: float = START_TIMEOUT) -> list[bytes]:
-        """The messages the server sends, read until ``until(messages)`` is true."""
+        """The messages the server sends, read until ``until(message)`` is true for one."""
         got: list[bytes] = []
 
         async def read():
-            while not until(got):
+            while not got or not until(got[-1]):
                 message = await self.conn.read_message()
                 if message is None:
                     raise AssertionError("the server closed the websocket")

@@ -17,7 +17,7 @@ from dojo_cli.io.storage import read_storage
 from dojo_cli.viz.meshcat_scene import ReplayOptions, load_run, mechanism_from_run
 from dojo_cli.viz.live import PRESENCE_POLL, ViewerWatch
 from dojo_cli.viz.meshcat_server import VIEWER_CLOSE_GRACE, ViewerPresence, start_server, viewer_closed
-from tests.viz.browser import Chromium, DojoProcess, Websocket, chromium_missing
+from tests.viz.browser import START_TIMEOUT, Chromium, DojoProcess, Websocket, chromium_missing
 from tests.viz.test_replay import runs  # noqa: F401 (the fixture: built-in runs of 1 s)
 
 # A --view run at real time lasts this long unless something stops it (s of simulated time).
@@ -103,9 +103,16 @@ def test_the_panels_toggles_reach_browsers_connected_before_and_after(runs):
         late = Websocket(server.web_url)
         want = {"contacts", "force arrows", "velocity arrows"}
         for page in (early, late):
-            controls = lambda got: {c["name"] for c in map(umsgpack.unpackb, got) if c["type"] == "set_control"}  # noqa: E731
-            got = page.messages(lambda got: controls(got) >= want, timeout=REPORT_TIMEOUT)
-            assert controls(got) == want
+            seen = set()
+
+            def control(message: bytes) -> bool:  # (each message decoded once: the animation is large)
+                command = umsgpack.unpackb(message)
+                if command["type"] == "set_control":
+                    seen.add(command["name"])
+                return seen >= want
+
+            page.messages(control, timeout=START_TIMEOUT)
+            assert seen == want
             page.close()
 
 
