@@ -29,7 +29,7 @@ import numpy as np
 
 from dojo_cli.model.mechanism import Mechanism
 from dojo_cli.physics.contact_queries import contact_geometry
-from dojo_cli.viz.meshcat_scene import _material, _rotation_x_quarter, _segment, rotation_from_z_to
+from dojo_cli.viz.meshcat_scene import _material, _rotation_x_quarter, _segment, add_toggle, rotation_from_z_to
 
 ARROW_ROOT = "dojo/arrows"
 FORCE_COLOR = 0xE02020
@@ -133,6 +133,10 @@ class ArrowSet:
             for name, obj, local in arrow_object(color):
                 vis[path][name].set_object(obj)
                 vis[path][name].set_transform(local)
+        if self.forces and mech.contacts:
+            add_toggle(vis, "force arrows", f"{ARROW_ROOT}/forces")
+        if self.velocities:
+            add_toggle(vis, "velocity arrows", f"{ARROW_ROOT}/velocities")
 
     def vectors(self, mech: Mechanism, z: np.ndarray, normal_impulse=None, friction_impulse=None,
                 v: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:

@@ -16,10 +16,17 @@ at or after its time exists, so frames come in order and never wait for the futu
 
 A stop request is taken while the view sleeps (``stop_check``, called at least every
 SLEEP_SLICE seconds): Ctrl-C stops a paced run as promptly as an unpaced one.
+
+Closing the browser stops the run too (``ViewerWatch``, checked with the stop requests):
+the server counts the tabs on its websocket, and the viewer is closed once a tab was
+connected and none has been for meshcat_server.VIEWER_CLOSE_GRACE seconds (a reload is not
+a close); the watch then raises ``ViewerClosed``, a KeyboardInterrupt, so that the file is
+finished ``interrupted`` exactly as for Ctrl-C. A run no browser ever connected to goes on.
 """
 
 from __future__ import annotations
 
+import signal
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -32,9 +39,13 @@ from dojo_cli.model.mechanism import Mechanism
 from dojo_cli.simulation.integrators import StepBlock
 from dojo_cli.viz.arrows import ArrowSet, force_scale
 from dojo_cli.viz.meshcat_scene import DEFAULT_FPS, ReplayOptions, set_body_transforms, set_scene, swept_radius
+from dojo_cli.viz.meshcat_server import VIEWER_CLOSE_GRACE, viewer_closed
 
 # Longest sleep between two stop checks (s): the Ctrl-C latency of a paced run.
 SLEEP_SLICE = 0.05
+# How often the run asks the server whether the viewer is still open (s): a ZeroMQ round trip
+# (about 0.1 ms), at most this often whatever the block or frame rate.
+PRESENCE_POLL = 0.25
 # (frame_indices' allowance for a frame time landing just past a state by rounding)
 _FRAME_ROUNDING = 1e-9
 
@@ -146,6 +157,12 @@ class LiveView:
 
     def _wait(self, f: int) -> None:
         """Until frame f's wall time (sleeping in slices, checking for a stop)."""
+        # a stop is checked at every frame too: a view that is behind (a run, or the sending
+        # of frames, slower than real time) does not sleep, and a block's frames can take
+        # seconds to send (measured: the box with its contacts and force arrows, 20 commands
+        # a frame, on the loaded machine: a closed window stopped the run after 8.9 s, not 3.3)
+        if self.stop_check is not None:
+            self.stop_check()
         due = self._wall0 + f / self.fps
         now = self.clock()
         if now > due:  # the run is behind: show it now and keep the schedule from here
@@ -160,11 +177,62 @@ class LiveView:
     def _show(self, state: _State) -> None:
         s = state.z.reshape(self.mech.nb, 13)
         x, q = s[:, 0:3], s[:, 6:10]
-        set_body_transforms(self.vis, self.mech, x, q)
+        set_body_transforms(self.vis, self.mech, x, q, contacts=True)
         if self.arrows.forces:
             self.arrows.place(self.vis, self.mech,
                               *self.arrows.vectors(self.mech, state.z, state.normal_impulse, state.friction_impulse))
         self.frames.append(LiveFrame(state.index, state.time, x.copy(), q.copy()))
+
+
+class ViewerClosed(KeyboardInterrupt):
+    """The browser showing a run's live view was closed: the run stops as for Ctrl-C
+    (its file ``interrupted``, exit code 130: ``signum`` is SIGINT's)."""
+
+    signum = signal.SIGINT
+
+    def __init__(self) -> None:
+        super().__init__("the viewer was closed")
+
+
+@dataclass
+class ViewerWatch:
+    """Whether the browser showing a live view is still open (module docstring).
+
+    Attributes:
+        presence: the server's report (``MeshcatServer.presence``).
+        grace: seconds with no tab connected, after one was, that make "closed".
+        poll: the server is asked at most this often (s); between asks ``check`` is free.
+        on_connect: called once, when the first tab is seen (the CLI says so).
+        clock: wall time (s).
+    """
+
+    presence: Callable[[], dict]
+    grace: float = VIEWER_CLOSE_GRACE
+    poll: float = PRESENCE_POLL
+    on_connect: Callable[[], None] | None = None
+    clock: Callable[[], float] = time.monotonic
+
+    def __post_init__(self) -> None:
+        self._asked: float | None = None
+        self.seen = False
+
+    def closed(self) -> bool:
+        """Ask the server (at most every ``poll`` s): was the viewer closed?"""
+        now = self.clock()
+        if self._asked is not None and now - self._asked < self.poll:
+            return False
+        self._asked = now
+        report = self.presence()
+        if report["ever"] > 0 and not self.seen:
+            self.seen = True
+            if self.on_connect is not None:
+                self.on_connect()
+        return viewer_closed(report, self.grace)
+
+    def check(self) -> None:
+        """Raise ViewerClosed if the viewer was closed."""
+        if self.closed():
+            raise ViewerClosed()
 
 
 def check_view_rate(rate: float) -> None:

@@ -18,10 +18,21 @@ Scene tree (paths relative to the visualizer's root, ``/meshcat``)::
     dojo/bodies/<body>/visual<k>[/<part>]    the body's further visuals (URDF links), as shape
     dojo/bodies/<body>/frame                 --frames: a triad at the centre of mass
     dojo/bodies/<body>/joints/<joint>        --joints: joint points in this body's frame
-    dojo/bodies/<body>/contacts/<contact>    --contacts: contact spheres and collision shapes
+    dojo/contacts/<body>                     --contacts: transform, the body's pose, animated
+    dojo/contacts/<body>/<contact>           a contact sphere on its body, or the other body's
+                                             collision shape of a body-body contact
     dojo/arrows/forces/<contact>             --arrows forces: a contact's force on its body a
     dojo/arrows/velocities/<body>            --arrows velocities: a body's linear velocity
                                              (viz/arrows.py: unit arrows, moved and scaled)
+
+What a user toggles as one has its own subtree: meshcat's GUI (Open Controls, Scene) shows
+the tree with a visibility checkbox per node, so ``dojo/contacts`` hides or shows every
+contact marker, ``dojo/arrows/forces`` every force arrow, ``dojo/arrows/velocities`` every
+velocity arrow. The contact markers therefore do not hang under their bodies' nodes: each
+body that has markers has a node under ``dojo/contacts`` moved with it (the same transform
+sent, or keyed, twice). The same three are also checkboxes at the top level of meshcat's
+panel ("contacts", "force arrows", "velocity arrows": ``add_toggle``, meshcat's
+``set_control``), one click away instead of four folders down.
 
 Playback: animation frame f shows simulated time t0 + f speed / fps (the stored state
 nearest in time), and the viewer plays frame f at wall time f / fps: real time at
@@ -437,6 +448,54 @@ def body_path(name: str) -> str:
     return f"{SCENE_ROOT}/bodies/{_segment(name)}"
 
 
+CONTACTS_ROOT = f"{SCENE_ROOT}/contacts"
+
+
+def contacts_path(name: str) -> str:
+    """Path of the node that carries a body's contact markers (moved with the body)."""
+    return f"{CONTACTS_ROOT}/{_segment(name)}"
+
+
+class SetControl:
+    """meshcat's ``set_control`` command (a control in the viewer's panel whose JavaScript
+    callback the viewer evaluates; meshcat-python 0.3.2 has no method that sends it)."""
+
+    def __init__(self, name: str, callback: str, value):
+        self.name, self.callback, self.value = name, callback, value
+
+    def lower(self) -> dict:
+        # "path": meshcat's ViewerWindow.send sends [type, path, data]; the server keys the
+        # controls it keeps for browsers that connect later by it (meshcat_server)
+        return {"type": "set_control", "path": f"/controls/{self.name}", "name": self.name,
+                "callback": self.callback, "value": self.value}
+
+
+def add_toggle(vis: meshcat.Visualizer, label: str, path: str) -> None:
+    """A checkbox ``label`` at the top of meshcat's panel that shows or hides the node ``path``
+    (relative to the visualizer's root) and everything under it, as the node's own checkbox
+    in the scene tree does (which follows it: SceneNode.set_property updates its display)."""
+    segments = [s for s in (vis.path.lower() + "/" + path).split("/") if s]
+    # evaluated inside the viewer's set_control: ``this`` is the viewer
+    callback = (f"(value) => {{ this.scene_tree.find({json.dumps(segments)}).set_property('visible', value); "
+                "this.set_dirty(); }")
+    vis.window.send(SetControl(label, callback, True))
+
+
+def contact_marker_bodies(mech: Mechanism) -> list[int]:
+    """The bodies with contact markers: each contact's body, and the other body of a body-body
+    contact (its collision shape), in body order."""
+    return sorted({c.body for c in mech.contacts} | {c.other for c in mech.contacts if c.other >= 0})
+
+
+def moving_paths(mech: Mechanism, contacts: bool) -> list[tuple[int, str]]:
+    """(body index, node path) of every node that moves with a body: its own node, and with
+    ``contacts`` drawn, its node under CONTACTS_ROOT."""
+    out = [(b, body_path(body.name)) for b, body in enumerate(mech.bodies)]
+    if contacts:
+        out += [(b, contacts_path(mech.bodies[b].name)) for b in contact_marker_bodies(mech)]
+    return out
+
+
 # ------------------------------------------------------------------ the scene
 
 
@@ -617,12 +676,16 @@ def set_scene(
     if options.contacts:
         material = _material(CONTACT_COLOR, CONTACT_OPACITY)
         for c in mech.contacts:
-            node = vis[body_path(mech.bodies[c.body].name)]["contacts"][_segment(c.name)]
+            node = vis[contacts_path(mech.bodies[c.body].name)][_segment(c.name)]
             node.set_object(g.Mesh(g.Sphere(max(float(c.radius), CONTACT_POINT_RADIUS)), material))
             node.set_transform(_translation(c.offset))
             if c.kind != "halfspace":
-                other = vis[body_path(mech.bodies[c.other].name)]["contacts"][_segment(c.name) + "_" + c.kind]
+                other = vis[contacts_path(mech.bodies[c.other].name)][_segment(c.name) + "_" + c.kind]
                 _draw_collision_shape(other, c.kind, c.params, material)
+        for b in contact_marker_bodies(mech):
+            vis[contacts_path(mech.bodies[b].name)].set_transform(np.eye(4))
+        if mech.contacts:
+            add_toggle(vis, "contacts", CONTACTS_ROOT)
 
     set_camera(vis, options.camera if options.camera is not None else default_camera_position(extent), options.zoom)
     return warnings
@@ -650,27 +713,29 @@ def _draw_collision_shape(node: meshcat.Visualizer, kind: str, params: dict, mat
 # ------------------------------------------------------------------ playback
 
 
-def set_body_transforms(vis: meshcat.Visualizer, mech: Mechanism, x: np.ndarray, q: np.ndarray) -> np.ndarray:
+def set_body_transforms(vis: meshcat.Visualizer, mech: Mechanism, x: np.ndarray, q: np.ndarray,
+                        contacts: bool = False) -> np.ndarray:
     """Move every body to one state.
 
     Args:
         x: (nb, 3) centre-of-mass positions, world frame.
         q: (nb, 4) orientations [w, x, y, z], body to world.
+        contacts: the contact markers are drawn (their nodes move too: ``moving_paths``).
 
     Returns:
         (nb, 4, 4) the transforms sent.
     """
     transforms = transform_from_pose(x, q)
-    for b, body in enumerate(mech.bodies):
-        vis[body_path(body.name)].set_transform(transforms[b])
+    for b, path in moving_paths(mech, contacts):
+        vis[path].set_transform(transforms[b])
     return transforms
 
 
-def set_frame(vis: meshcat.Visualizer, mech: Mechanism, traj: Trajectory, k: int) -> np.ndarray:
+def set_frame(vis: meshcat.Visualizer, mech: Mechanism, traj: Trajectory, k: int, contacts: bool = False) -> np.ndarray:
     """Move every body to state ``k`` (0..T) of a run; returns the (nb, 4, 4) transforms."""
     if not -len(traj.time) <= k < len(traj.time):
         raise InputError(f"frame {k}: the run holds states 0..{len(traj.time) - 1}")
-    return set_body_transforms(vis, mech, traj.x[k], traj.q[k])
+    return set_body_transforms(vis, mech, traj.x[k], traj.q[k], contacts)
 
 
 # Frames of one animation at most: a million frames is hours at 60 fps and a page of
@@ -711,7 +776,7 @@ def frame_indices(time: np.ndarray, fps: float, speed: float) -> np.ndarray:
 
 def animation_from_run(
     vis: meshcat.Visualizer, mech: Mechanism, traj: Trajectory, fps: float = DEFAULT_FPS, speed: float = 1.0,
-    arrows=None,
+    arrows=None, contacts: bool = False,
 ) -> tuple[Animation, np.ndarray]:
     """A meshcat Animation of the body transforms, one keyframe per animation frame.
 
@@ -720,6 +785,7 @@ def animation_from_run(
         fps: frames per wall-clock second (the clip's frame rate).
         speed: simulated seconds per wall second.
         arrows: a viz.arrows.ArrowSet whose arrows are keyed too, or None.
+        contacts: the contact markers are drawn (their nodes are keyed too).
 
     Returns:
         (animation, (n,) stored state index of each frame).
@@ -727,10 +793,10 @@ def animation_from_run(
     indices = frame_indices(traj.time, fps, speed)
     transforms = transform_from_pose(traj.x[indices], traj.q[indices])  # (n, nb, 4, 4)
     animation = Animation(default_framerate=fps)
-    paths = [body_path(body.name) for body in mech.bodies]
+    paths = moving_paths(mech, contacts)
     for f in range(len(indices)):
         with animation.at_frame(vis, f) as frame:
-            for b, path in enumerate(paths):
+            for b, path in paths:
                 frame[path].set_transform(transforms[f, b])
             if arrows is not None:
                 arrows.key(frame, mech, *stored_arrows(arrows, mech, traj, int(indices[f])))
@@ -777,8 +843,8 @@ def load_run(
             warnings.append(f"warning: {run.path}: no contact impulses stored; the force arrows stay hidden")
         arrows.draw(vis, mech)
         arrows.place(vis, mech, *stored_arrows(arrows, mech, traj, 0))
-    set_frame(vis, mech, traj, 0)
-    animation, indices = animation_from_run(vis, mech, traj, options.fps, options.speed, arrows)
+    set_frame(vis, mech, traj, 0, options.contacts)
+    animation, indices = animation_from_run(vis, mech, traj, options.fps, options.speed, arrows, options.contacts)
     vis.set_animation(animation, play=play, repetitions=math.inf if options.loop else 1)
     return Replay(indices, warnings, None if arrows is None or not arrows.forces else arrows.force_scale)
 
@@ -804,13 +870,29 @@ _PAGE = """<!DOCTYPE html>
 <style>
 body {{ margin: 0; }}
 #meshcat-pane {{ width: 100vw; height: 100vh; overflow: hidden; }}
-#dojo-caption {{ position: absolute; left: 8px; bottom: 8px; color: #fff; font: 13px sans-serif;
+#dojo-caption {{ position: absolute; left: 8px; bottom: 44px; color: #fff; font: 13px sans-serif;
   text-shadow: 0 0 3px #000; pointer-events: none; }}
+#dojo-player {{ position: absolute; left: 0; right: 0; bottom: 0; height: 36px; display: flex;
+  align-items: center; gap: 8px; padding: 0 8px; background: rgba(0, 0, 0, 0.55); color: #fff;
+  font: 13px sans-serif; }}
+#dojo-player[hidden] {{ display: none; }}
+#dojo-play {{ width: 44px; font: 15px sans-serif; }}
+#dojo-time {{ flex: 1; min-width: 80px; }}
+#dojo-clock {{ min-width: 110px; font-variant-numeric: tabular-nums; }}
 </style>
 </head>
 <body>
 <div id="meshcat-pane"></div>
 <div id="dojo-caption">{caption}</div>
+<div id="dojo-player" hidden>
+  <button id="dojo-play" type="button" title="play / pause (space)" aria-label="pause">&#10074;&#10074;</button>
+  <input id="dojo-time" type="range" min="0" max="0" step="any" value="0" title="simulated time" aria-label="time">
+  <span id="dojo-clock">t = 0 s</span>
+  <label>speed <select id="dojo-speed" title="playback speed">
+    <option value="0.1">0.1x</option><option value="0.25">0.25x</option><option value="0.5">0.5x</option>
+    <option value="1" selected>1x</option><option value="2">2x</option><option value="4">4x</option>
+  </select></label>
+</div>
 <script id="dojo-info" type="application/json">{info}</script>
 <pre id="dojo-viewer-state" hidden></pre>
 <script>
@@ -865,8 +947,75 @@ body {{ margin: 0; }}
   window.viewer = viewer;
 }})();
 </script>
+<script>
+{player_script}
+</script>
 </body>
 </html>
+"""
+
+# The page's player bar (``_PAGE``'s #dojo-player): play/pause, a time slider that scrubs, the
+# simulated time, and the playback speed, over meshcat's Animator (its clock, actions and
+# mixer: the same animation meshcat's own panel plays, so the two stay in step). Offline: no
+# library beyond the viewer's own script. The slider's value is the animation's time a (s of
+# wall time at 1x); the clock shows the simulated time t0 + a speed (dojo-info's t0, speed).
+PLAYER_SCRIPT = r"""
+(function () {
+  var viewer = window.viewer, animator = viewer.animator;
+  var info = JSON.parse(document.getElementById("dojo-info").textContent);
+  var bar = document.getElementById("dojo-player"), button = document.getElementById("dojo-play");
+  var slider = document.getElementById("dojo-time"), clock = document.getElementById("dojo-clock");
+  var speed = document.getElementById("dojo-speed");
+  var duration = animator.duration;
+  if (!animator.actions.length || !(duration > 0)) return;  // nothing to play: no bar
+  bar.hidden = false;
+  slider.max = String(duration);
+  var t0 = typeof info.t0 === "number" ? info.t0 : 0, rate = typeof info.speed === "number" ? info.speed : 1;
+  var digits = Math.max(3, Math.ceil(-Math.log10(rate / (info.fps || 60))));
+
+  function now() {  // the animation's time (s): the furthest action's
+    return animator.actions.reduce(function (m, a) { return Math.max(m, a.time); }, 0);
+  }
+  function show(a) {
+    slider.value = String(a);
+    clock.textContent = "t = " + (t0 + a * rate).toFixed(digits) + " s";
+    button.innerHTML = animator.playing ? "&#10074;&#10074;" : "&#9654;";
+    button.setAttribute("aria-label", animator.playing ? "pause" : "play");
+  }
+  function play() {
+    if (now() >= duration) animator.actions.forEach(function (a) { a.reset(); });  // from the start again
+    animator.actions.forEach(function (a) { a.paused = false; });
+    animator.play();
+  }
+  function toggle() {
+    if (animator.playing) animator.pause(); else play();
+    show(now());
+  }
+  button.addEventListener("click", toggle);
+  slider.addEventListener("input", function () {  // scrubbing pauses, and shows that time
+    if (animator.playing) animator.pause();
+    var a = Math.min(Math.max(parseFloat(slider.value), 0), duration);
+    animator.seek(a);
+    show(a);
+  });
+  speed.addEventListener("change", function () { animator.mixer.timeScale = parseFloat(speed.value); });
+  document.addEventListener("keydown", function (e) {
+    if (e.code === "Space" && e.target === document.body) { e.preventDefault(); toggle(); }
+  });
+  // meshcat's Animator, at the end of a clip, pauses and resets its actions to time 0 without
+  // redrawing: the picture stays at the last frame, so the bar stays at the end too
+  var was = animator.playing;
+  function tick() {
+    var a = now();
+    if (was && !animator.playing && a === 0) { animator.seek(duration); a = duration; }
+    was = animator.playing;
+    if (was || a !== parseFloat(slider.value)) show(a);
+    requestAnimationFrame(tick);
+  }
+  show(now());
+  requestAnimationFrame(tick);
+  window.dojoPlayer = {duration: duration, now: now};
+})();
 """
 
 
@@ -921,7 +1070,8 @@ def viewer_html(commands: list[bytes], title: str = "dojo replay", caption: str 
     The page carries ``<script id="dojo-info" type="application/json">`` (``info``: what
     was exported) and, once its script has run, ``<pre id="dojo-viewer-state">`` (JSON:
     the commands applied, the animation tracks, frames and duration the viewer loaded,
-    whether WebGL is available).
+    whether WebGL is available). Under the viewer, a player bar (PLAYER_SCRIPT: play/pause,
+    a time slider, the simulated time, the speed) when the commands hold an animation.
     """
     script = VIEWER_SCRIPT.read_text(encoding="utf-8")
     if "</script" in script.lower():  # would end the inline <script> early
@@ -931,7 +1081,7 @@ def viewer_html(commands: list[bytes], title: str = "dojo replay", caption: str 
     facts = json.dumps(info or {}).replace("<", "\\u003c")  # no "</script>" inside the JSON
     return _PAGE.format(
         title=html_text.escape(title), caption=html_text.escape(caption), viewer_script=script, commands=encoded,
-        arrays=json.dumps(arrays), info=facts,
+        arrays=json.dumps(arrays), info=facts, player_script=PLAYER_SCRIPT,
     )
 
 
@@ -966,7 +1116,7 @@ def export_html(
         caption += f" ({run.status} after {run.steps_completed} steps)"
     info = {
         "scene": name, "status": run.status, "steps_completed": run.steps_completed, "frames": replay.frame_count,
-        "fps": options.fps, "speed": options.speed, "states": replay.indices.tolist(),
+        "fps": options.fps, "speed": options.speed, "t0": float(run.trajectory.time[0]), "states": replay.indices.tolist(),
         "arrows": list(options.arrows), "force_scale": replay.force_scale,
     }
     page = viewer_html(recorder.commands, f"dojo replay: {name}", caption, info)

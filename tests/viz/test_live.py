@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 
 import dojo_cli as dojo
 from dojo_cli.cli.app import app
+from dojo_cli.cli.commands import simulate as simulate_command
 from dojo_cli.io.storage import read_storage
 from dojo_cli.math.quaternion import matrix_from_quaternion
 from dojo_cli.simulation import run as run_loop
@@ -22,7 +23,8 @@ from dojo_cli.simulation.trajectory import TrajectoryRecorder
 from dojo_cli.viz import meshcat_server
 from dojo_cli.viz.arrows import ARROW_ROOT, VELOCITY_ARROW_SECONDS, WEIGHT_ARROW_LENGTH, arrow_set, force_scale
 from dojo_cli.viz.live import LiveView
-from dojo_cli.viz.meshcat_scene import body_path, frame_indices, recording_visualizer, transform_from_pose
+from dojo_cli.viz.meshcat_scene import body_path, contacts_path, frame_indices, recording_visualizer, transform_from_pose
+from dojo_cli.viz.meshcat_server import VIEWER_CLOSE_GRACE
 from tests.cli.test_cli import interrupt_after
 from tests.viz.test_replay import decode_page
 
@@ -89,8 +91,11 @@ def test_live_view_shows_every_frame_in_order_with_the_runs_poses_at_the_rate():
         assert error < TRANSFORM_TOL, f"frame {f} (state {k}): transform off by {error:.2e}"
     assert clock.now == pytest.approx((len(expected) - 1) / 30.0, abs=1e-9), "paced: frame f at f / fps"
     objects = {c["path"] for c in recorder.decoded() if c["type"] == "set_object"}
-    assert sum(p.startswith("/meshcat/dojo/bodies/box/contacts/") for p in objects) == 8, "contact points drawn"
+    assert sum(p.startswith("/meshcat/dojo/contacts/box/") for p in objects) == 8, "contact points drawn"
     assert sum(p.startswith(f"/meshcat/{ARROW_ROOT}/forces/") for p in objects) == 8 * 2, "a shaft and a head each"
+    markers = sent_transforms(recorder, contacts_path("box"))[1:]
+    assert len(markers) == len(sent) and all(np.array_equal(m, b) for m, b in zip(markers, sent)), \
+        "the contact markers' node moves with the box, frame by frame"
 
 
 def test_live_view_as_fast_as_it_goes_shows_each_blocks_last_state_without_sleeping():
@@ -135,14 +140,47 @@ def test_a_stop_while_the_view_waits_stops_the_run_at_once():
     assert view.frames[-1].time < 0.12 and len(writer.blocks) >= 1
 
 
+def test_a_stop_is_taken_at_every_frame_when_the_view_is_behind():
+    """A view slower than real time (each command takes 50 ms to send: never a sleep) still
+    takes a stop at the next frame, not at the end of the block's frames."""
+    mech = dojo.load_scene("pendulum")
+    vis, recorder = recording_visualizer()
+    clock = FakeClock()
+    send = recorder.send
+
+    def slow_send(command):
+        clock.now += 0.05
+        send(command)
+
+    recorder.send = slow_send
+    requested = []
+
+    def stop_check():
+        if clock.now >= 0.5:
+            requested.append(len(view.frames))
+            raise KeyboardInterrupt
+
+    view = LiveView(vis, mech, rate=1.0, clock=clock, sleep=clock.sleep, stop_check=stop_check)
+    with pytest.raises(KeyboardInterrupt):
+        run_scene(mech, 1000, TrajectoryRecorder(), on_start=view.start, on_block=view.block)
+    assert clock.sleeps == 0, "behind: the view never slept"
+    # the request (clock >= 0.5 s) is taken before the next frame is sent: at most one frame's
+    # commands (a transform and an arrow: 2 x 50 ms) after it
+    assert len(requested) == 1 and clock.now < 0.5 + 2 * 0.05 + 1e-9, \
+        f"stopped at {clock.now:.2f} s after {len(view.frames)} frames: not within a frame of the request"
+
+
 class FakeServer:
     """start_server's stand-in: a recording visualizer, and a 'process' that is running."""
 
     web_url = "http://127.0.0.1:7000/static/"
+    # what presence() says: no browser ever connected (the run goes on)
+    reports = ({"connected": 0, "ever": 0, "idle": None},)
 
     def __init__(self):
         self.visualizer, self.recorder = recording_visualizer()
         self.closed = False
+        self.asked = 0
 
         class Process:
             returncode = None
@@ -152,16 +190,27 @@ class FakeServer:
 
         self.process = Process()
 
+    def presence(self) -> dict:
+        """The k-th report of ``reports`` at the k-th question (the last one from then on)."""
+        self.asked += 1
+        return self.reports[min(self.asked, len(self.reports)) - 1]
+
     def close(self):
         self.closed = True
 
 
 @pytest.fixture
 def fake_server(monkeypatch):
-    servers = []
+    """start_server replaced by FakeServer; the list gets the server started (a test may set
+    ``fake_server.reports`` before the run: the presence reports it will give)."""
+    class Servers(list):
+        reports = FakeServer.reports
+
+    servers = Servers()
 
     def start():
         servers.append(FakeServer())
+        servers[0].reports = servers.reports
         return servers[0]
 
     monkeypatch.setattr(meshcat_server, "start_server", start)
@@ -192,6 +241,24 @@ def test_simulate_view_ctrl_c_leaves_the_file_interrupted_as_without_view(tmp_pa
     assert server.closed, "the viewer stops with the run"
     sent = sent_transforms(server.recorder, body_path(run.body_names[0]))
     assert np.max(np.abs(sent[-1] - transform_from_pose(run.trajectory.x[-1, 0], run.trajectory.q[-1, 0]))) < TRANSFORM_TOL
+
+
+CONNECTED = {"connected": 1, "ever": 1, "idle": None}
+CLOSED = {"connected": 0, "ever": 1, "idle": VIEWER_CLOSE_GRACE}
+
+
+def test_after_the_run_closing_the_viewer_ends_it_with_the_runs_exit_code(tmp_path, fake_server, monkeypatch):
+    """The viewer stays up after a complete run until its window is closed: then the command
+    says so and exits as the run did (0), not as for Ctrl-C."""
+    serving = []
+    serve = simulate_command._serve_until_stopped
+    monkeypatch.setattr(simulate_command, "_serve_until_stopped", lambda s, w: (serving.append(s), serve(s, w)))
+    monkeypatch.setattr(FakeServer, "presence", lambda self: CLOSED if serving else CONNECTED)
+    out = tmp_path / "after.h5"
+    res = invoke("simulate", "box", "-o", out, "--steps", 40, "--view", "--view-rate", 0)
+    assert res.exit_code == 0, res.output
+    assert "viewer connected" in res.stdout and "the viewer was closed" in res.stdout, res.output
+    assert read_storage(out).status == "complete" and fake_server[0].closed
 
 
 def test_view_options_are_checked_before_the_run(tmp_path):

@@ -9,6 +9,7 @@ import math
 import os
 import re
 import subprocess
+import time
 from pathlib import Path
 
 import numpy as np
@@ -240,10 +241,32 @@ def test_scene_tree_draws_every_shape_with_offsets_colours_and_surfaces(tmp_path
     assert "/meshcat/dojo/world/halfspace1" not in objects, "the ground contact adds no surface"
     assert objects["/meshcat/dojo/world/ground"]["materials"][0]["opacity"] == 1.0, "a contact touches the ground"
     # markers: contact spheres at their offsets, the other body's collision sphere, joint points
-    assert np.allclose(transforms[f"{root}/b_box/contacts/on_ground"][:3, 3], [0.1, 0.15, -0.2])
-    assert f"{root}/b_sphere/contacts/on_ball_sphere" in objects
+    assert np.allclose(transforms["/meshcat/dojo/contacts/b_box/on_ground"][:3, 3], [0.1, 0.15, -0.2])
+    assert "/meshcat/dojo/contacts/b_sphere/on_ball_sphere" in objects
     assert np.allclose(transforms[f"{root}/b_box/joints/j7_parent"][:3, 3], [0, 0, 0.3])
     assert "/meshcat/dojo/joints/j0" in objects and f"{root}/b_frame/joints/j7" in objects
+
+
+def test_contacts_and_each_arrow_kind_toggle_as_one_node(runs):
+    """meshcat's GUI has a visibility checkbox per node of the scene tree: every contact marker
+    is under dojo/contacts (none under a body's node), every force arrow under
+    dojo/arrows/forces, every velocity arrow under dojo/arrows/velocities; the markers' nodes
+    are keyed with their bodies' poses, frame by frame."""
+    run = read_storage(runs["box"])
+    mech = mechanism_from_run(run)
+    vis, recorder = recording_visualizer()
+    load_run(vis, mech, run, ReplayOptions(fps=30.0, contacts=True, arrows=("forces", "velocities")))
+    commands = recorder.decoded()
+    objects = [c["path"] for c in commands if c["type"] == "set_object"]
+    under = lambda root: [p for p in objects if p.startswith(f"/meshcat/dojo/{root}/")]  # noqa: E731
+    assert len(under("contacts")) == len(mech.contacts) == 8
+    assert not [p for p in under("bodies") if "/contacts/" in p], "no contact marker under a body"
+    assert len(under("arrows/forces")) == 2 * len(mech.contacts) and len(under("arrows/velocities")) == 2 * mech.nb
+    assert len(under("contacts")) + len(under("arrows")) + len(under("bodies")) + len(under("world")) == len(objects)
+    (anim,) = [c for c in commands if c["type"] == "set_animation"]
+    clips = {a["path"]: {t["name"]: t["keys"] for t in a["clip"]["tracks"]} for a in anim["animations"]}
+    body, markers = clips["/meshcat/" + body_path("box")], clips["/meshcat/dojo/contacts/box"]
+    assert markers == body, "the markers' node is keyed with the box's pose at every frame"
 
 
 def test_ground_without_ground_contacts_is_see_through():
@@ -449,7 +472,7 @@ def test_meshcat_server_listens_on_loopback_and_holds_the_stored_transforms(runs
         error = np.max(np.abs(transforms[path] - expected))
         assert error < TRANSFORM_TOL, f"{body.name}: transform off by {error:.2e}"
         assert np.max(np.abs(sent[b] - expected)) < TRANSFORM_TOL
-    assert sum(p.startswith("/meshcat/dojo/bodies/box/contacts/") for p in objects) == 8, "eight corner spheres"
+    assert sum(p.startswith("/meshcat/dojo/contacts/box/") for p in objects) == 8, "eight corner spheres"
 
 
 # ------------------------------------------------------------------ dojo replay
@@ -501,3 +524,111 @@ def test_replay_serves_on_loopback_without_blocking(runs):
     url = re.search(r"meshcat: (\S+)", res.stdout)
     assert url and url.group(1).startswith(f"http://{LOOPBACK}:"), res.stdout
     assert "61 frames at 60 fps" in res.stdout
+
+
+def test_replay_ctrl_c_while_the_scene_is_sent_exits_130_as_while_serving(runs, monkeypatch):
+    """One user action, one exit code (issue 30): Ctrl-C while load_run sends the scene exits
+    130 and says "stopped", as Ctrl-C while serving does (tests/test_readme.py)."""
+    import dojo_cli.viz.meshcat_scene as meshcat_scene
+
+    def interrupted_load(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(meshcat_scene, "load_run", interrupted_load)
+    res = invoke("replay", runs["pendulum"], "--no-wait")
+    assert res.exit_code == 130 and "stopped" in res.stdout, res.output
+
+
+# ------------------------------------------------------------------ the page's player bar
+
+# A scrubbed frame's pose against the stored state: keyframe times are float32 in three.js,
+# so a frame time lands a hair off its key (the pose is interpolated by ~1e-7 of a step).
+SCRUB_POSITION_TOL = 1e-5
+
+
+def test_the_pages_player_plays_pauses_scrubs_and_sets_the_speed_offline(runs, tmp_path):
+    """The standalone page's bar, driven in headless Chromium as a user would (the button
+    clicked, the slider dragged, the speed picked; networking off, the page from file://):
+    pause holds the picture; the slider shows the stored state of the frame it is dragged
+    to and the simulated time; the speed is the animation's time scale; play goes on from
+    the scrubbed time, and from the start once at the end."""
+    from tests.viz.browser import Chromium, chromium_missing
+
+    if why := chromium_missing():
+        pytest.skip(why)
+    fps = 30.0
+    run = read_storage(runs["box"])
+    page = tmp_path / "box.html"
+    export_html(run, page, fps=fps)
+    _, info = decode_page(page.read_text(encoding="utf-8"))
+    frames = info["frames"]
+    duration = (frames - 1) / fps
+    browser = Chromium(page.resolve().as_uri(), tmp_path / "profile")
+    try:
+        browser.wait_for("window.dojoPlayer !== undefined")
+        assert browser.evaluate("document.getElementById('dojo-player').hidden") is False
+        assert browser.evaluate("parseFloat(document.getElementById('dojo-time').max)") == pytest.approx(duration)
+        now = "dojoPlayer.now()"
+
+        # it plays once on load (1 s): at its end the bar stays at the end, with the picture
+        browser.wait_for("!viewer.animator.playing", timeout=CHROMIUM_TIMEOUT)
+        browser.wait_for(f"parseFloat(document.getElementById('dojo-time').value) === {duration!r}")
+        assert browser.evaluate("document.getElementById('dojo-play').getAttribute('aria-label')") == "play"
+        # (a click and what it did read in one evaluation: a loaded machine may take a second
+        # between two, and the clip lasts one)
+        click = "(function () { document.getElementById('dojo-play').click(); return [viewer.animator.playing, dojoPlayer.now()]; })()"
+        playing, at = browser.evaluate(click)
+        assert playing is True and at < 0.5 * duration, f"play at the end starts again from the start, not {at}"
+        playing, paused = browser.evaluate(click)
+        assert playing is False
+        time.sleep(0.3)
+        assert browser.evaluate(now) == paused, "paused: the time holds"
+
+        f = frames // 2
+        a = f / fps
+        browser.evaluate(f"var s = document.getElementById('dojo-time'); s.value = '{a!r}'; "
+                         "s.dispatchEvent(new Event('input')); 1")
+        position = browser.evaluate("viewer.scene_tree.find(['meshcat', 'dojo', 'bodies', 'box']).object.position.toArray()")
+        k = info["states"][f]
+        assert np.max(np.abs(np.array(position) - run.x[k, 0])) < SCRUB_POSITION_TOL, (position, run.x[k, 0])
+        clock = browser.evaluate("document.getElementById('dojo-clock').textContent")
+        assert clock == f"t = {run.time[0] + a * info['speed']:.3f} s", clock
+
+        browser.evaluate("var v = document.getElementById('dojo-speed'); v.value = '2'; "
+                         "v.dispatchEvent(new Event('change')); 1")
+        assert browser.evaluate("viewer.animator.mixer.timeScale") == 2.0
+        playing, at = browser.evaluate(click)
+        assert playing is True and a - 1e-9 <= at < a + 0.5 * duration, f"play goes on from the scrubbed time, not {at}"
+        browser.wait_for(f"dojoPlayer.now() > {a + 0.05!r}", timeout=CHROMIUM_TIMEOUT)
+    finally:
+        browser.quit()
+
+
+def test_the_panels_checkboxes_hide_the_contacts_and_each_arrow_kind(runs, tmp_path):
+    """meshcat's panel of the page gets three checkboxes at its top level, "contacts", "force
+    arrows" and "velocity arrows"; clicking one hides its whole subtree (no mesh under it is
+    drawn) and unticks that node's own checkbox in the scene tree; clicking again shows it."""
+    from tests.viz.browser import Chromium, chromium_missing
+
+    if why := chromium_missing():
+        pytest.skip(why)
+    page = tmp_path / "box.html"
+    export_html(read_storage(runs["box"]), page, options=ReplayOptions(fps=30.0, contacts=True, arrows=("forces", "velocities")))
+    browser = Chromium(page.resolve().as_uri(), tmp_path / "profile")
+    try:
+        browser.wait_for("window.dojoPlayer !== undefined")
+        assert {"contacts", "force arrows", "velocity arrows"} <= set(browser.evaluate("Object.keys(viewer.gui_controllers)"))
+        for label, path in [("contacts", "contacts"), ("force arrows", "arrows/forces"), ("velocity arrows", "arrows/velocities")]:
+            segments = json.dumps(["meshcat", "dojo", *path.split("/")])
+            state = (f"(function () {{ var node = viewer.scene_tree.find({segments}), shown = 0;"
+                     " node.object.traverseVisible(function (o) { if (o.isMesh) shown++; });"
+                     " return [node.object.visible, node.vis_controller.domElement.querySelector('input').checked, shown]; })()")
+            click = f"viewer.gui_controllers[{json.dumps(label)}].domElement.querySelector('input').click(); 1"
+            visible, ticked, shown = browser.evaluate(state)
+            assert visible and ticked and shown > 0, (label, visible, ticked, shown)
+            browser.evaluate(click)
+            assert browser.evaluate(state) == [False, False, 0], f"{label}: unticked, nothing under {path} drawn"
+            browser.evaluate(click)
+            assert browser.evaluate(state) == [True, True, shown], f"{label}: ticked again"
+    finally:
+        browser.quit()

@@ -10,6 +10,7 @@ from typing import Annotated, Optional
 import typer
 
 from dojo_cli.cli.shared import echo_err, read_run, reports_errors
+from dojo_cli.cli.signals import ignore_stop_signals, signal_number
 from dojo_cli.errors import InputError
 
 # meshcat (zmq, tornado, IPython) is imported when replay runs, not by every dojo command.
@@ -154,19 +155,24 @@ def replay(
             webbrowser.open(html.resolve().as_uri(), new=2)
         return
 
-    with start_server() as server:
-        result = load_run(server.visualizer, mech, stored, options)
-        for line in result.warnings:
-            echo_err(line)
-        _say_scales(result, options)
-        typer.echo(f"meshcat: {server.web_url}  ({result.frame_count} frames at {fps:g} fps, speed {speed:g}; Ctrl-C to stop)")
-        if open_browser:
-            webbrowser.open(server.web_url, new=2)
-        if no_wait:
-            return
-        try:
+    # Ctrl-C is how a served replay ends: wherever it lands (starting the server, sending the
+    # scene and the animation, serving) it says "stopped" and exits 128 + N, 130 for Ctrl-C,
+    # as a stopped run does (one user action, one exit code; docs/replay.md).
+    try:
+        with start_server() as server:
+            result = load_run(server.visualizer, mech, stored, options)
+            for line in result.warnings:
+                echo_err(line)
+            _say_scales(result, options)
+            typer.echo(f"meshcat: {server.web_url}  ({result.frame_count} frames at {fps:g} fps, speed {speed:g}; Ctrl-C to stop)")
+            if open_browser:
+                webbrowser.open(server.web_url, new=2)
+            if no_wait:
+                return
             while server.process.poll() is None:
                 time.sleep(_SERVE_POLL)
             echo_err(f"the meshcat server stopped (exit code {server.process.returncode})")
-        except KeyboardInterrupt:
-            typer.echo("stopped")
+    except KeyboardInterrupt as exc:
+        ignore_stop_signals()  # a second Ctrl-C while the server stops changes nothing
+        typer.echo("stopped")
+        raise typer.Exit(128 + signal_number(exc)) from None

@@ -3,7 +3,8 @@
 An interrupted simulation (Ctrl-C) keeps the completed steps and exits 130. With ``--view``
 the run is also shown in meshcat as it is computed (viz.live.LiveView on the run loop's
 hooks, the loopback server of `dojo replay`), and the viewer stays up after the run until
-Ctrl-C.
+Ctrl-C (exit 130) or until its browser window is closed. Closing the window during the run
+stops the run as Ctrl-C does (viz.live.ViewerWatch): the file ``interrupted``, exit 130.
 """
 
 from __future__ import annotations
@@ -70,7 +71,7 @@ def simulate(
     integrator: Annotated[Optional[str], typer.Option("--integrator", help="variational (Dojo's, the default), variational4 (its fourth-order composition, joint-only scenes) or rk4 (Munthe-Kaas RK4 in minimal coordinates); overrides the scene's `integrator`.")] = None,
     start_run: FromOpt = None,
     index: IndexOpt = None,
-    view: Annotated[bool, typer.Option("--view", help="Show the run in meshcat (served on 127.0.0.1) as it is computed, with contact points and force arrows; the viewer stays up after the run until Ctrl-C.")] = False,
+    view: Annotated[bool, typer.Option("--view", help="Show the run in meshcat (served on 127.0.0.1) as it is computed, with contact points and force arrows; closing the viewer's window stops the run as Ctrl-C does, and after the run the viewer stays up until Ctrl-C or until its window is closed.")] = False,
     view_rate: Annotated[float, typer.Option("--view-rate", help="--view's pace: simulated seconds per wall second (1 = real time; 0 = as fast as the run goes).")] = 1.0,
     open_browser: Annotated[bool, typer.Option("--open", help="--view: open the viewer in a browser.")] = False,
     no_wait: Annotated[bool, typer.Option("--no-wait", hidden=True, help="--view: stop the viewer when the run ends (tests, scripts).")] = False,
@@ -121,9 +122,10 @@ def simulate(
     opts = mech.default_options.replace(verbose=verbose)
 
     server = _start_viewer(open_browser) if view else None
+    watch = _viewer_watch(server) if view else None
     try:
         summary, writer = _write(plan, mech, spec, items, opts, force, abort_on_failure, verbose, quiet, n, out, server,
-                                 view_rate)
+                                 view_rate, watch)
     except BaseException:  # a stopped run stops its viewer too
         if server is not None:
             server.close()
@@ -153,12 +155,12 @@ def simulate(
             k, node = summary.first_singular
             echo_err(f"{out}: step {k - k0} (t = {k * h:.6g} s): {singular_message(mech, node)}")
     if server is not None and not no_wait:
-        _serve_until_stopped(server)
+        _serve_until_stopped(server, watch)
     if summary.failed_steps:
         raise typer.Exit(EXIT_COMPLETE_WITH_FAILURES)
 
 
-def _write(plan, mech, spec, items, opts, force, abort_on_failure, verbose, quiet, n, out, server, view_rate):
+def _write(plan, mech, spec, items, opts, force, abort_on_failure, verbose, quiet, n, out, server, view_rate, watch):
     """The run into its file, with the progress bar, stop requests and the live view, and the
     messages of a run that stopped; returns (the summary, the finished writer)."""
     progress = None
@@ -174,16 +176,21 @@ def _write(plan, mech, spec, items, opts, force, abort_on_failure, verbose, quie
         # finished (dojo_cli.cli.signals): a file never exists without its attributes, and
         # the run stops between whole blocks.
         with stop_requests() as stop:
+            def check() -> None:
+                stop.check()  # a signal stops the run here, between whole blocks
+                if watch is not None:
+                    watch.check()  # and so does closing the viewer (ViewerClosed)
+
             live = None
             if server is not None:
                 from dojo_cli.viz.live import LiveView
 
-                live = LiveView(server.visualizer, mech, rate=view_rate, ground=spec.ground.half_space(), stop_check=stop.check)
+                live = LiveView(server.visualizer, mech, rate=view_rate, ground=spec.ground.half_space(), stop_check=check)
 
             def advance(k: int) -> None:
                 if progress is not None:
                     progress.update(k)
-                stop.check()  # a signal stops the run here, between whole blocks
+                check()
 
             # (a signal that arrived while the file was being created is taken at the
             # first block boundary, once the initial state is in the file)
@@ -210,10 +217,8 @@ def _write(plan, mech, spec, items, opts, force, abort_on_failure, verbose, quie
         if writer is None:  # before the file was created: the command line's one line (cli.app)
             raise
         signum = signal_number(exc)
-        echo_err(
-            f"{out}: interrupted by {signal.Signals(signum).name}; the file keeps the {writer.steps_completed} "
-            "completed steps (status 'interrupted')"
-        )
+        why = "the viewer was closed" if _viewer_closed(exc, watch) else f"interrupted by {signal.Signals(signum).name}"
+        echo_err(f"{out}: {why}; the file keeps the {writer.steps_completed} completed steps (status 'interrupted')")
         raise typer.Exit(128 + signum) from None
     _close(progress)
     return summary, writer
@@ -224,21 +229,42 @@ def _start_viewer(open_browser: bool):
     from dojo_cli.viz.meshcat_server import start_server
 
     server = start_server()
-    typer.echo(f"meshcat: {server.web_url}  (live view; Ctrl-C stops the run)")
+    typer.echo(f"meshcat: {server.web_url}  (live view; Ctrl-C or closing the viewer's window stops the run)")
     if open_browser:
         webbrowser.open(server.web_url, new=2)
     return server
 
 
-def _serve_until_stopped(server) -> None:
-    """After a --view run: keep the viewer up until Ctrl-C (as `dojo replay` does)."""
-    typer.echo("the viewer shows the last state; Ctrl-C to stop it")
+def _viewer_watch(server):
+    """Whether the viewer's window is still open (viz.live.ViewerWatch); says when one connects."""
+    from dojo_cli.viz.live import ViewerWatch
+
+    return ViewerWatch(server.presence, on_connect=lambda: typer.echo("viewer connected (closing its window stops the run)"))
+
+
+def _viewer_closed(exc: BaseException, watch) -> bool:
+    """Whether a run stopped because its viewer was closed (viz.live.ViewerClosed)."""
+    if watch is None:
+        return False
+    from dojo_cli.viz.live import ViewerClosed  # (meshcat is imported by --view runs only)
+
+    return isinstance(exc, ViewerClosed)
+
+
+def _serve_until_stopped(server, watch) -> None:
+    """After a --view run: keep the viewer up until Ctrl-C (exit 128 + N, as a replay's) or
+    until its window is closed (the run's own exit code)."""
+    typer.echo("the viewer shows the last state; Ctrl-C or closing its window stops it")
     try:
         while server.process.poll() is None:
+            if watch.closed():
+                typer.echo("the viewer was closed")
+                return
             time.sleep(_SERVE_POLL)
         echo_err(f"the meshcat server stopped (exit code {server.process.returncode})")
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
         typer.echo("stopped")
+        raise typer.Exit(128 + signal_number(exc)) from None
     finally:
         server.close()
 
