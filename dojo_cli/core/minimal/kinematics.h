@@ -35,6 +35,46 @@ Vec3<T> swing_vector(const TreeModel& m, int i, const T* q) {
   return phi;
 }
 
+// The rotation by an angle with cosine c and sine s about the coordinate axis e_K: it mixes
+// the other two axes K1 = K + 1, K2 = K + 2 (mod 3) (a revolute joint about +-e_k,
+// TreeModel.axis_index; s carries the axis' sign). K is a template parameter so that every
+// index is a constant (a run-time index kept the matrices in memory: store-forwarding stalls).
+template <int K, class T>
+Mat3<T> coordinate_rotation(const T& c, const T& s) {
+  constexpr int K1 = (K + 1) % 3, K2 = (K + 2) % 3;
+  Mat3<T> R;
+  R[K][K] = T(1.0);
+  R[K][K1] = R[K][K2] = R[K1][K] = R[K2][K] = T(0.0);
+  R[K1][K1] = c;
+  R[K1][K2] = -s;
+  R[K2][K1] = s;
+  R[K2][K2] = c;
+  return R;
+}
+template <class T>
+Mat3<T> coordinate_rotation(int k, const T& c, const T& s) {
+  return k == 0 ? coordinate_rotation<0>(c, s) : k == 1 ? coordinate_rotation<1>(c, s) : coordinate_rotation<2>(c, s);
+}
+
+// A R for that rotation R: columns K1, K2 of A mixed, column K kept (12 products, not 27)
+template <int K, class T>
+Mat3<T> times_coordinate_rotation(const Mat3<T>& A, const T& c, const T& s) {
+  constexpr int K1 = (K + 1) % 3, K2 = (K + 2) % 3;
+  Mat3<T> out;
+  for (int r = 0; r < 3; ++r) {
+    out[r][K] = A[r][K];
+    out[r][K1] = c * A[r][K1] + s * A[r][K2];
+    out[r][K2] = c * A[r][K2] - s * A[r][K1];
+  }
+  return out;
+}
+template <class T>
+Mat3<T> times_coordinate_rotation(const Mat3<T>& A, int k, const T& c, const T& s) {
+  return k == 0   ? times_coordinate_rotation<0>(A, c, s)
+         : k == 1 ? times_coordinate_rotation<1>(A, c, s)
+                  : times_coordinate_rotation<2>(A, c, s);
+}
+
 // R_J of tree joint i at the configuration q (nq,), a quaternion used as q/|q|.
 template <class T>
 Mat3<T> joint_rotation(const TreeModel& m, int i, const T* q) {
@@ -43,6 +83,8 @@ Mat3<T> joint_rotation(const TreeModel& m, int i, const T* q) {
     case TreeRotation::None:
       return identity3<T>();
     case TreeRotation::Revolute:
+      if (m.axis_index[i] >= 0)
+        return coordinate_rotation(m.axis_index[i], cos(q[iq + nt]), m.axis_sign[i] * sin(q[iq + nt]));
       return axis_rotation(load3<double>(&m.axis[3 * i]), q[iq + nt]);
     case TreeRotation::Swing:
       return rotation(quaternion_from_rotation_vector(swing_vector(m, i, q)));
@@ -78,7 +120,17 @@ void forward_kinematics(const TreeModel& m, TreeState<T>& s, const T* q, bool in
   for (int k = 0; k < m.nq; ++k) s.q[k] = q[k];
   for (int i = 0; i < m.n; ++i) {
     const int nt = m.n_trans[i], iq = m.idx_q[i];
-    const Mat3<T> RJ = s.RJ[i] = joint_rotation(m, i, q);
+    // R_J (a revolute joint about a coordinate axis: its cosine and sine, for the product below)
+    const int ax = m.rot_kind[i] == static_cast<int>(TreeRotation::Revolute) ? m.axis_index[i] : -1;
+    T cj(1.0), sj(0.0);
+    if (ax >= 0) {
+      cj = cos(q[iq + nt]);
+      sj = m.axis_sign[i] * sin(q[iq + nt]);
+      s.RJ[i] = coordinate_rotation(ax, cj, sj);
+    } else {
+      s.RJ[i] = joint_rotation(m, i, q);
+    }
+    const Mat3<T>& RJ = s.RJ[i];
     // what the derivatives read besides R_J: the unit quaternion and its norm, a swing's phi
     if (m.rot_kind[i] == static_cast<int>(TreeRotation::Quaternion)) {
       const T norm = s.qnorm[i] = quaternion_norm(q + iq + nt);
@@ -95,21 +147,26 @@ void forward_kinematics(const TreeModel& m, TreeState<T>& s, const T* q, bool in
     Mat3<T> Rpre = load33<T>(&m.placement_R[9 * i]);
     Vec3<T> ppre = load3<T>(&m.placement_p[3 * i]);
     if (lam >= 0) {
-      Rpre = matmul(s.R[lam], Rpre);
+      Rpre = m.placement_identity[i] ? s.R[lam] : matmul(s.R[lam], Rpre);
       ppre = matvec(s.R[lam], ppre) + s.p[lam];
     }
-    const Mat3<T> R = s.R[i] = matmul(Rpre, RJ);
-    const Vec3<T> p = s.p[i] = matvec(Rpre, pJ) + ppre;
+    const Mat3<T> R = s.R[i] = ax >= 0 ? times_coordinate_rotation(Rpre, ax, cj, sj) : matmul(Rpre, RJ);
+    const Vec3<T> p = s.p[i] = nt ? matvec(Rpre, pJ) + ppre : ppre;
     if (m.variable[i]) joint_subspace(m, s, i);
-    // world Jacobian columns X_i S_i: w = R s_w, v = R s_v + p x w
-    for (int c = 0; c < m.nv_i[i]; ++c) {
-      const Motion<T>& Sc = s.S[6 * i + c];
-      const Vec3<T> w = matvec(R, Sc.w);
-      s.J[6 * i + c] = Motion<T>{matvec(R, Sc.v) + cross(p, w), w};
+    // world Jacobian columns X_i S_i = [R s_v + p x R s_w; R s_w]. A translation column has
+    // s_w = 0 and a rotation column s_v = 0 (tree.h), so each takes one 3x3 product.
+    for (int c = 0; c < nt; ++c) s.J[6 * i + c] = Motion<T>{matvec(R, s.S[6 * i + c].v), zero3<T>()};
+    for (int c = nt; c < m.nv_i[i]; ++c) {
+      const Vec3<T> w = matvec(R, s.S[6 * i + c].w);
+      s.J[6 * i + c] = Motion<T>{cross(p, w), w};
     }
     if (!inertias) continue;
-    // world inertia from the mass, the world centre R c + p and R Ic R^T
-    const Mat3<T> Ic = matmul(matmul(R, load33<T>(&m.body_inertia[9 * i])), transpose(R));
+    // world inertia from the mass, the world centre R c + p and R Ic R^T (symmetric: its
+    // upper triangle, mirrored)
+    const Mat3<T> RIc = matmul(R, load33<T>(&m.body_inertia[9 * i]));
+    Mat3<T> Ic;
+    for (int r = 0; r < 3; ++r)
+      for (int k = r; k < 3; ++k) Ic[r][k] = Ic[k][r] = RIc[r][0] * R[k][0] + RIc[r][1] * R[k][1] + RIc[r][2] * R[k][2];
     const Vec3<T> cw = matvec(R, load3<T>(&m.body_com[3 * i])) + p;
     s.Y[i] = body_inertia(T(m.body_mass[i]), cw, Ic);
   }

@@ -13,43 +13,31 @@ namespace dojo {
 namespace {
 
 // ------------------------------------------------------------------ small helpers
+// Raw-array faces of spatial.h's operations (the loop rows and coordinate maps below keep
+// flat arrays; the arithmetic is spatial.h's, row-major 3x3).
 
-void cross3(const double* a, const double* b, double* out) {
-  out[0] = a[1] * b[2] - a[2] * b[1];
-  out[1] = a[2] * b[0] - a[0] * b[2];
-  out[2] = a[0] * b[1] - a[1] * b[0];
+void store3(const Vec3<double>& v, double* out) {
+  for (int k = 0; k < 3; ++k) out[k] = v[k];
 }
 
-void mat_vec(const double* R, const double* x, double* out) {
-  for (int r = 0; r < 3; ++r) out[r] = R[3 * r] * x[0] + R[3 * r + 1] * x[1] + R[3 * r + 2] * x[2];
-}
+void cross3(const double* a, const double* b, double* out) { store3(cross(load3<double>(a), load3<double>(b)), out); }
+
+void mat_vec(const double* R, const double* x, double* out) { store3(matvec(load33<double>(R), load3<double>(x)), out); }
 
 void mat_t_vec(const double* R, const double* x, double* out) {
-  for (int c = 0; c < 3; ++c) out[c] = R[c] * x[0] + R[3 + c] * x[1] + R[6 + c] * x[2];
+  store3(tmatvec(load33<double>(R), load3<double>(x)), out);
 }
 
 void quat_mul(const double* p, const double* q, double* out) {
-  const double w = p[0] * q[0] - p[1] * q[1] - p[2] * q[2] - p[3] * q[3];
-  const double x = p[0] * q[1] + p[1] * q[0] + p[2] * q[3] - p[3] * q[2];
-  const double y = p[0] * q[2] - p[1] * q[3] + p[2] * q[0] + p[3] * q[1];
-  const double z = p[0] * q[3] + p[1] * q[2] - p[2] * q[1] + p[3] * q[0];
-  out[0] = w;
-  out[1] = x;
-  out[2] = y;
-  out[3] = z;
+  const Quat<double> r = multiply(load4<double>(p), load4<double>(q));
+  for (int k = 0; k < 4; ++k) out[k] = r[k];
 }
 
+// R(q) of a unit quaternion (spatial.h's rotation)
 void quat_to_R(const double* q, double* R) {
-  const double s = q[0], x = q[1], y = q[2], z = q[3];
-  R[0] = 1.0 - 2.0 * (y * y + z * z);
-  R[1] = 2.0 * (x * y - s * z);
-  R[2] = 2.0 * (x * z + s * y);
-  R[3] = 2.0 * (x * y + s * z);
-  R[4] = 1.0 - 2.0 * (x * x + z * z);
-  R[5] = 2.0 * (y * z - s * x);
-  R[6] = 2.0 * (x * z - s * y);
-  R[7] = 2.0 * (y * z + s * x);
-  R[8] = 1.0 - 2.0 * (x * x + y * y);
+  const Mat3<double> r = rotation(load4<double>(q));
+  for (int a = 0; a < 3; ++a)
+    for (int c = 0; c < 3; ++c) R[3 * a + c] = r[a][c];
 }
 
 // exp(rv) as a unit quaternion

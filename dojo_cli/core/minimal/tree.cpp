@@ -30,29 +30,23 @@ void quat_rotation_as_given(const double* q, double* R) {
   for (int k = 0; k < 3; ++k) R[4 * k] -= excess;
 }
 
-// Rotation by angle about the unit axis a: R(exp(angle a / 2)) (spatial.h's exp map).
-void axis_rotation(const double* a, double angle, double* R) {
-  store33(rotation(quaternion_from_rotation_vector(angle * load3<double>(a))), R);
+// R_J of a revolute joint i at q, row-major: the forward kinematics' (kinematics.h)
+void revolute_rotation(const TreeModel& m, int i, const double* q, double* R) { store33(joint_rotation(m, i, q), R); }
+
+// Raw-array faces of spatial.h's operations (row-major 3x3) for the velocity kinematics below.
+void store3(const Vec3<double>& v, double* out) {
+  for (int k = 0; k < 3; ++k) out[k] = v[k];
 }
 
-void mat3_mul(const double* A, const double* B, double* out) {
-  for (int r = 0; r < 3; ++r)
-    for (int c = 0; c < 3; ++c) out[3 * r + c] = A[3 * r] * B[c] + A[3 * r + 1] * B[3 + c] + A[3 * r + 2] * B[6 + c];
-}
+void mat3_mul(const double* A, const double* B, double* out) { store33(matmul(load33<double>(A), load33<double>(B)), out); }
 
-void mat3_vec(const double* A, const double* x, double* out) {
-  for (int r = 0; r < 3; ++r) out[r] = A[3 * r] * x[0] + A[3 * r + 1] * x[1] + A[3 * r + 2] * x[2];
-}
+void mat3_vec(const double* A, const double* x, double* out) { store3(matvec(load33<double>(A), load3<double>(x)), out); }
 
 void mat3t_vec(const double* A, const double* x, double* out) {
-  for (int c = 0; c < 3; ++c) out[c] = A[c] * x[0] + A[3 + c] * x[1] + A[6 + c] * x[2];
+  store3(tmatvec(load33<double>(A), load3<double>(x)), out);
 }
 
-void cross3(const double* a, const double* b, double* out) {
-  out[0] = a[1] * b[2] - a[2] * b[1];
-  out[1] = a[2] * b[0] - a[0] * b[2];
-  out[2] = a[0] * b[1] - a[1] * b[0];
-}
+void cross3(const double* a, const double* b, double* out) { store3(cross(load3<double>(a), load3<double>(b)), out); }
 
 // d(R(q) y)/d[s, v] (3x4, row-major) for PinnZoo's R(q) = I + 2 s [v]x + 2 [v]x^2;
 // transpose: the same for R(q)^T y (s -> -s).
@@ -198,6 +192,23 @@ TreeModel::TreeModel(const TreeInput& in) {
     // (a revolute's too: skydy's [x, ry], the translation across the axis; S_t = R_J^T T^T)
     variable[i] = (trans_pred[i] && rot_kind[i] >= 1) || rot_kind[i] == 3;
   }
+  axis_index.assign(n, -1);
+  axis_sign.assign(n, 1.0);
+  placement_identity.assign(n, 0);
+  for (int i = 0; i < n; ++i) {
+    if (rot_kind[i] == static_cast<int>(TreeRotation::Revolute))
+      for (int k = 0; k < 3; ++k) {
+        const double* a = &axis[3 * i];
+        if ((a[k] == 1.0 || a[k] == -1.0) && a[(k + 1) % 3] == 0.0 && a[(k + 2) % 3] == 0.0) {
+          axis_index[i] = k;
+          axis_sign[i] = a[k];
+        }
+      }
+    bool identity = true;
+    for (int r = 0; r < 3; ++r)
+      for (int c = 0; c < 3; ++c) identity = identity && placement_R[9 * i + 3 * r + c] == (r == c ? 1.0 : 0.0);
+    placement_identity[i] = identity;
+  }
   for (int i = 0; i < n; ++i)
     for (int k = i; k >= 0; k = parent[k]) subtree[k].push_back(i);
   np = static_cast<int>(in.point_joint.size());
@@ -285,7 +296,7 @@ void velocity_kinematics(const TreeModel& m, const double* q, bool transpose, do
     const int row0 = transpose ? iv : iq, col0 = transpose ? iq : iv;
     double RJ[9];
     if (m.rot_kind[i] == 1) {
-      axis_rotation(&m.axis[3 * i], q[iq + nt], RJ);
+      revolute_rotation(m, i, q, RJ);
     } else if (m.rot_kind[i] == 2) {
       quat_rotation_as_given(q + iq + nt, RJ);
     }
@@ -354,7 +365,7 @@ void velocity_kinematics_jvp(const TreeModel& m, const double* q, const double* 
       if (m.rot_kind[i] == 1) {
         // d(R_J)/dtheta = [a]x R_J; d(R_J^T)/dtheta = -R_J^T [a]x
         double RJ[9], r[3], ar[3];
-        axis_rotation(&m.axis[3 * i], q[iq + nt], RJ);
+        revolute_rotation(m, i, q, RJ);
         const double* a = &m.axis[3 * i];
         if (!transpose) {
           mat3_vec(RJ, yt, r);

@@ -111,6 +111,11 @@ struct TreeModel {
   // trans_pred and swing axes (TreeInput); variable[i]: S_i depends on q (trans_pred or swing)
   std::vector<int> trans_pred, variable;
   std::vector<double> swing_axes;  // (n, 6)
+  // joint-type specialisations (the forward kinematics' fast paths, exact): axis_index (n,) the
+  // coordinate axis 0, 1, 2 of a revolute joint whose axis is exactly +-e_k (-1 otherwise),
+  // axis_sign (n,) its sign; placement_identity (n,) 1 where X_T's rotation is exactly I
+  std::vector<int> axis_index, placement_identity;
+  std::vector<double> axis_sign;
   // locked joints (TreeInput.locked): locked (n,) 0/1; locked_v (nv,) 0/1 per velocity entry;
   // free_v the indices of the free (not locked) velocities, in order (nf = free_v.size())
   std::vector<int> locked, locked_v, free_v;
@@ -362,51 +367,6 @@ namespace tree {
 // std::domain_error(what) when A is not positive definite. (CRBA's M^-1, ABA's D_i^-1.)
 void spd_inverse(const double* A, int n, double* L, double* Li, double* Ainv, const char* what);
 
-// motion cross product m1 x m2, [v; w]: [w1 x v2 + v1 x w2; w1 x w2]
-inline void motion_cross(const double* a, const double* b, double* out) {
-  const double* va = a;
-  const double* wa = a + 3;
-  const double* vb = b;
-  const double* wb = b + 3;
-  out[0] = wa[1] * vb[2] - wa[2] * vb[1] + va[1] * wb[2] - va[2] * wb[1];
-  out[1] = wa[2] * vb[0] - wa[0] * vb[2] + va[2] * wb[0] - va[0] * wb[2];
-  out[2] = wa[0] * vb[1] - wa[1] * vb[0] + va[0] * wb[1] - va[1] * wb[0];
-  out[3] = wa[1] * wb[2] - wa[2] * wb[1];
-  out[4] = wa[2] * wb[0] - wa[0] * wb[2];
-  out[5] = wa[0] * wb[1] - wa[1] * wb[0];
-}
-
-// force cross product m x* f, f = [f; n]: [w x f; w x n + v x f]
-inline void force_cross(const double* m, const double* f, double* out) {
-  const double* v = m;
-  const double* w = m + 3;
-  const double* ff = f;
-  const double* n = f + 3;
-  out[0] = w[1] * ff[2] - w[2] * ff[1];
-  out[1] = w[2] * ff[0] - w[0] * ff[2];
-  out[2] = w[0] * ff[1] - w[1] * ff[0];
-  out[3] = w[1] * n[2] - w[2] * n[1] + v[1] * ff[2] - v[2] * ff[1];
-  out[4] = w[2] * n[0] - w[0] * n[2] + v[2] * ff[0] - v[0] * ff[2];
-  out[5] = w[0] * n[1] - w[1] * n[0] + v[0] * ff[1] - v[1] * ff[0];
-}
-
-// out = A x (6x6 row-major times 6-vector)
-inline void mat6_vec(const double* A, const double* x, double* out) {
-  for (int r = 0; r < 6; ++r) {
-    const double* a = A + 6 * r;
-    out[r] = a[0] * x[0] + a[1] * x[1] + a[2] * x[2] + a[3] * x[3] + a[4] * x[4] + a[5] * x[5];
-  }
-}
-
-// out = A^T x
-inline void mat6t_vec(const double* A, const double* x, double* out) {
-  for (int c = 0; c < 6; ++c) {
-    double s = 0.0;
-    for (int r = 0; r < 6; ++r) s += A[6 * r + c] * x[r];
-    out[c] = s;
-  }
-}
-
 // 6x6 row-major A times a motion: a force (the articulated inertias of aba.cpp)
 inline Force<double> mat6_mul(const double* A, const Motion<double>& x) {
   Force<double> out;
@@ -430,10 +390,6 @@ inline void inertia_matrix(const Inertia<double>& Y, double* A) {
       A[6 * (3 + r) + k] = hx[r][k];
       A[6 * (3 + r) + 3 + k] = Y.I[r][k];
     }
-}
-
-inline double dot6(const double* a, const double* b) {
-  return a[0] * b[0] + a[1] * b[1] + a[2] * b[2] + a[3] * b[3] + a[4] * b[4] + a[5] * b[5];
 }
 
 }  // namespace tree
