@@ -123,21 +123,22 @@ void forward_kinematics(const TreeModel& m, TreeState<T>& s, const T* q, bool in
     // R_J (a revolute joint about a coordinate axis: its cosine and sine, for the product below)
     const int ax = m.rot_kind[i] == static_cast<int>(TreeRotation::Revolute) ? m.axis_index[i] : -1;
     T cj(1.0), sj(0.0);
+    const bool quaternion = m.rot_kind[i] == static_cast<int>(TreeRotation::Quaternion);
     if (ax >= 0) {
       cj = cos(q[iq + nt]);
       sj = m.axis_sign[i] * sin(q[iq + nt]);
       s.RJ[i] = coordinate_rotation(ax, cj, sj);
+    } else if (quaternion) {
+      // the unit quaternion and its norm (what the derivatives read), then joint_rotation's R
+      // from them (one normalisation)
+      const T norm = s.qnorm[i] = quaternion_norm(q + iq + nt);
+      for (int k = 0; k < 4; ++k) s.q[iq + nt + k] = q[iq + nt + k] / norm;
+      s.RJ[i] = rotation(Quat<T>{{s.q[iq + nt], s.q[iq + nt + 1], s.q[iq + nt + 2], s.q[iq + nt + 3]}});
     } else {
       s.RJ[i] = joint_rotation(m, i, q);
     }
     const Mat3<T>& RJ = s.RJ[i];
-    // what the derivatives read besides R_J: the unit quaternion and its norm, a swing's phi
-    if (m.rot_kind[i] == static_cast<int>(TreeRotation::Quaternion)) {
-      const T norm = s.qnorm[i] = quaternion_norm(q + iq + nt);
-      for (int k = 0; k < 4; ++k) s.q[iq + nt + k] = q[iq + nt + k] / norm;
-    } else if (m.rot_kind[i] == static_cast<int>(TreeRotation::Swing)) {
-      s.phi[i] = swing_vector(m, i, q);
-    }
+    if (m.rot_kind[i] == static_cast<int>(TreeRotation::Swing)) s.phi[i] = swing_vector(m, i, q);
     // joint translation p_J = T^T q_t (predecessor frame)
     Vec3<T> pJ = zero3<T>();
     for (int c = 0; c < nt; ++c)
@@ -157,7 +158,8 @@ void forward_kinematics(const TreeModel& m, TreeState<T>& s, const T* q, bool in
     // s_w = 0 and a rotation column s_v = 0 (tree.h), so each takes one 3x3 product.
     for (int c = 0; c < nt; ++c) s.J[6 * i + c] = Motion<T>{matvec(R, s.S[6 * i + c].v), zero3<T>()};
     for (int c = nt; c < m.nv_i[i]; ++c) {
-      const Vec3<T> w = matvec(R, s.S[6 * i + c].w);
+      // a quaternion's columns are e_k: R e_k is R's column k
+      const Vec3<T> w = quaternion ? Vec3<T>{{R[0][c - nt], R[1][c - nt], R[2][c - nt]}} : matvec(R, s.S[6 * i + c].w);
       s.J[6 * i + c] = Motion<T>{cross(p, w), w};
     }
     if (!inertias) continue;
