@@ -23,7 +23,13 @@ from dojo_cli import _core
 from dojo_cli.minimal.model import MinimalModel
 
 
+_FLOAT = np.dtype(float)
+
+
 def _vec(a) -> np.ndarray:
+    # a contiguous float vector passes as it is (the common case, and the core only reads it)
+    if type(a) is np.ndarray and a.dtype is _FLOAT and a.ndim == 1 and a.flags.c_contiguous:
+        return a
     return np.ascontiguousarray(a, dtype=float).reshape(-1)
 
 
@@ -149,30 +155,30 @@ def kinematics_jacobianTvp(model: MinimalModel, x, lam) -> np.ndarray:  # noqa: 
 def kinematics_hvp(model: MinimalModel, x, dx) -> np.ndarray:
     """d(kinematics_jacobian(x) dx)/dx (3 np, nx), dx: (nx,): the kinematics' second
     derivative along dx (only its q part counts)."""
-    return _core.tree_kinematics_hvp(model.tree, _vec(x), _vec(dx))
+    return _core.tree_kinematics_hvp(model.tree, model.data, _vec(x), _vec(dx))
 
 
 def kinematics_force_hvp(model: MinimalModel, x, lam, mult) -> tuple[np.ndarray, np.ndarray]:
     """(d(F mult)/dx (nv, nx), d(F mult)/dlam (nv, 3 np)) with F = kinematics_force_jacobian(x,
     lam) (nv, nx) and mult: (nx,) (only its q part counts: F's v columns are zero)."""
-    return _core.tree_kinematics_force_hvp(model.tree, _vec(x), _vec(lam), _vec(mult))
+    return _core.tree_kinematics_force_hvp(model.tree, model.data, _vec(x), _vec(lam), _vec(mult))
 
 
 def kinematics_force_hTvp(model: MinimalModel, x, lam, mult) -> tuple[np.ndarray, np.ndarray]:  # noqa: N802
     """(d(F^T mult)/dx (nx, nx), d(F^T mult)/dlam (nx, 3 np)) with F = kinematics_force_jacobian(x,
     lam) and mult: (nv,). F^T mult is the x gradient of lam . J(x) mult, so the first is its
     Hessian (symmetric) and the second (d(J mult)/dx)^T."""
-    return _core.tree_kinematics_force_hTvp(model.tree, _vec(x), _vec(lam), _vec(mult))
+    return _core.tree_kinematics_force_hTvp(model.tree, model.data, _vec(x), _vec(lam), _vec(mult))
 
 
 def inverse_dynamics_hvp(model: MinimalModel, x, vdot, lam) -> tuple[np.ndarray, np.ndarray]:
     """(d((dtau/dx) lam)/dx (nv, nx), d((dtau/dx) lam)/dvdot (nv, nv)) with dtau/dx the first
     output of inverse_dynamics_deriv and lam: (nx,). (d tau/d vdot = M(q) gives nothing more
     in vdot: PinnZoo's note.)"""
-    return _core.tree_inverse_dynamics_hvp(model.tree, _vec(x), _vec(vdot), _vec(lam))
+    return _core.tree_inverse_dynamics_hvp(model.tree, model.data, _vec(x), _vec(vdot), _vec(lam))
 
 
 def inverse_dynamics_hTvp(model: MinimalModel, x, vdot, lam) -> tuple[np.ndarray, np.ndarray]:  # noqa: N802
     """(d((dtau/dx)^T lam)/dx (nx, nx), d((dtau/dvdot)^T lam)/dx = d(M lam)/dx (nv, nx)), lam:
     (nv,). The first is the Hessian of lam . tau over x (symmetric)."""
-    return _core.tree_inverse_dynamics_hTvp(model.tree, _vec(x), _vec(vdot), _vec(lam))
+    return _core.tree_inverse_dynamics_hTvp(model.tree, model.data, _vec(x), _vec(vdot), _vec(lam))

@@ -590,9 +590,9 @@ def test_the_pages_player_plays_pauses_scrubs_and_sets_the_speed_offline(runs, t
                          "s.dispatchEvent(new Event('input')); 1")
         position = browser.evaluate("viewer.scene_tree.find(['meshcat', 'dojo', 'bodies', 'box']).object.position.toArray()")
         k = info["states"][f]
-        assert np.max(np.abs(np.array(position) - run.x[k, 0])) < SCRUB_POSITION_TOL, (position, run.x[k, 0])
+        assert np.max(np.abs(np.array(position) - run.trajectory.x[k, 0])) < SCRUB_POSITION_TOL, (position, run.trajectory.x[k, 0])
         clock = browser.evaluate("document.getElementById('dojo-clock').textContent")
-        assert clock == f"t = {run.time[0] + a * info['speed']:.3f} s", clock
+        assert clock == f"t = {run.trajectory.time[0] + a * info['speed']:.3f} s", clock
 
         browser.evaluate("var v = document.getElementById('dojo-speed'); v.value = '2'; "
                          "v.dispatchEvent(new Event('change')); 1")

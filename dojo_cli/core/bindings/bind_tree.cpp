@@ -177,8 +177,16 @@ void bind_tree(nb::module_& m) {
     const double* xp = tree_take(x, sz(t.nq + t.nv), "x");
     tree_forward_kinematics(t, d, xp);
     tree_velocities(t, d, xp + t.nq);
-    return nb::make_tuple(numpy_owning(d.R, {sz(t.n), 3, 3}), numpy_owning(d.p, {sz(t.n), 3}),
-                          numpy_owning(d.ov, {sz(t.n), 6}));
+    std::vector<double> R(sz(9 * t.n)), p(sz(3 * t.n)), ov(sz(6 * t.n));
+    for (int i = 0; i < t.n; ++i)
+      for (int r = 0; r < 3; ++r) {
+        for (int c = 0; c < 3; ++c) R[sz(9 * i + 3 * r + c)] = d.R[sz(i)][r][c];
+        p[sz(3 * i + r)] = d.p[sz(i)][r];
+        ov[sz(6 * i + r)] = d.ov[sz(i)].v[r];
+        ov[sz(6 * i + 3 + r)] = d.ov[sz(i)].w[r];
+      }
+    return nb::make_tuple(numpy_owning(std::move(R), {sz(t.n), 3, 3}), numpy_owning(std::move(p), {sz(t.n), 3}),
+                          numpy_owning(std::move(ov), {sz(t.n), 6}));
   }, "(R (n,3,3), p (n,3), twist (n,6)): successor frames in the world, world twists [v; w] at the origin.");
   m.def("tree_frame_wrenches", [](const TreeModel& t, TreeData& d, const InArray& x, const std::vector<int>& joints,
                                   const InArray& offsets, const InArray& forces, const InArray& torques) {
@@ -211,7 +219,7 @@ void bind_tree(nb::module_& m) {
     if (what == "rotations") {
       std::vector<double> out(sz(9 * np));
       for (int k = 0; k < np; ++k)
-        for (int r = 0; r < 9; ++r) out[sz(9 * k + r)] = d.R[sz(9 * t.point_joint[sz(k)] + r)];
+        for (int r = 0; r < 9; ++r) out[sz(9 * k + r)] = d.R[sz(t.point_joint[sz(k)])][r / 3][r % 3];
       return nb::cast(numpy_owning(std::move(out), {sz(np), 3, 3}));
     }
     tree_velocities(t, d, xp + t.nq);
@@ -242,55 +250,55 @@ void bind_tree(nb::module_& m) {
   }, "Point kinematics: positions, rotations, velocities, jacobian(_tangent), velocity_jacobian, force_jacobian.");
   // PinnZoo's second-order kinematics products (tree_second_order.cpp): raw x; the v rows and
   // columns are zero (the points' positions and J_v do not depend on v)
-  m.def("tree_kinematics_hvp", [](const TreeModel& t, const InArray& x, const InArray& dx) {
+  m.def("tree_kinematics_hvp", [](const TreeModel& t, TreeData& d, const InArray& x, const InArray& dx) {
     const int nq = t.nq, nx = t.nq + t.nv, rows = 3 * t.np;
     const double* xp = tree_take(x, sz(nx), "x");
     const double* dp = tree_take(dx, sz(nx), "dx");
     std::vector<double> hq(sz(rows * nq)), out(sz(rows * nx), 0.0);
-    tree_kinematics_hvp(t, xp, dp, hq.data());
+    tree_kinematics_hvp(t, d, xp, dp, hq.data());
     for (int r = 0; r < rows; ++r)
       for (int c = 0; c < nq; ++c) out[sz(r * nx + c)] = hq[sz(r * nq + c)];
     return numpy_owning(std::move(out), {sz(rows), sz(nx)});
   }, "(3np, nx) d(kinematics_jacobian(x) dx)/dx, exact (dual numbers).");
-  m.def("tree_kinematics_force_hvp", [](const TreeModel& t, const InArray& x, const InArray& lambda,
+  m.def("tree_kinematics_force_hvp", [](const TreeModel& t, TreeData& d, const InArray& x, const InArray& lambda,
                                         const InArray& mult) {
     const int nq = t.nq, nv = t.nv, nx = t.nq + t.nv, rows = 3 * t.np;
     const double* xp = tree_take(x, sz(nx), "x");
     const double* lp = tree_take(lambda, sz(rows), "lambda");
     const double* mp = tree_take(mult, sz(nx), "mult");
     std::vector<double> hq(sz(nv * nq)), hl(sz(nv * rows), 0.0), out(sz(nv * nx), 0.0);
-    tree_kinematics_force_hvp(t, xp, lp, mp, hq.data(), hl.data());
+    tree_kinematics_force_hvp(t, d, xp, lp, mp, hq.data(), hl.data());
     for (int r = 0; r < nv; ++r)
       for (int c = 0; c < nq; ++c) out[sz(r * nx + c)] = hq[sz(r * nq + c)];
     return std::make_pair(numpy_owning(std::move(out), {sz(nv), sz(nx)}), numpy_owning(std::move(hl), {sz(nv), sz(rows)}));
   }, "(d(F mult)/dx (nv, nx), d(F mult)/dlambda (nv, 3np)), F = d(J_v^T lambda)/dx; exact (dual numbers).");
-  m.def("tree_kinematics_force_hTvp", [](const TreeModel& t, const InArray& x, const InArray& lambda,
+  m.def("tree_kinematics_force_hTvp", [](const TreeModel& t, TreeData& d, const InArray& x, const InArray& lambda,
                                          const InArray& mult) {
     const int nq = t.nq, nx = t.nq + t.nv, rows = 3 * t.np;
     const double* xp = tree_take(x, sz(nx), "x");
     const double* lp = tree_take(lambda, sz(rows), "lambda");
     const double* mp = tree_take(mult, sz(t.nv), "mult");
     std::vector<double> hq(sz(nq * nq)), hl(sz(nq * rows)), out(sz(nx * nx), 0.0), outl(sz(nx * rows), 0.0);
-    tree_kinematics_force_hTvp(t, xp, lp, mp, hq.data(), hl.data());
+    tree_kinematics_force_hTvp(t, d, xp, lp, mp, hq.data(), hl.data());
     for (int r = 0; r < nq; ++r) {
       for (int c = 0; c < nq; ++c) out[sz(r * nx + c)] = hq[sz(r * nq + c)];
       for (int c = 0; c < rows; ++c) outl[sz(r * rows + c)] = hl[sz(r * rows + c)];
     }
     return std::make_pair(numpy_owning(std::move(out), {sz(nx), sz(nx)}), numpy_owning(std::move(outl), {sz(nx), sz(rows)}));
   }, "(d(F^T mult)/dx (nx, nx), d(F^T mult)/dlambda (nx, 3np)), F = d(J_v^T lambda)/dx; exact (dual numbers).");
-  m.def("tree_inverse_dynamics_hvp", [](const TreeModel& t, const InArray& x, const InArray& vdot,
+  m.def("tree_inverse_dynamics_hvp", [](const TreeModel& t, TreeData& d, const InArray& x, const InArray& vdot,
                                         const InArray& lam) {
     const int nv = t.nv, nx = t.nq + t.nv;
     std::vector<double> ox(sz(nv * nx)), oa(sz(nv * nv));
-    tree_inverse_dynamics_hvp(t, tree_take(x, sz(nx), "x"), tree_take(vdot, sz(nv), "vdot"),
+    tree_inverse_dynamics_hvp(t, d, tree_take(x, sz(nx), "x"), tree_take(vdot, sz(nv), "vdot"),
                               tree_take(lam, sz(nx), "lam"), ox.data(), oa.data());
     return std::make_pair(numpy_owning(std::move(ox), {sz(nv), sz(nx)}), numpy_owning(std::move(oa), {sz(nv), sz(nv)}));
   }, "(d((dtau/dx) lam)/dx (nv, nx), d((dtau/dx) lam)/dvdot (nv, nv)); exact (dual numbers through RNEA).");
-  m.def("tree_inverse_dynamics_hTvp", [](const TreeModel& t, const InArray& x, const InArray& vdot,
+  m.def("tree_inverse_dynamics_hTvp", [](const TreeModel& t, TreeData& d, const InArray& x, const InArray& vdot,
                                          const InArray& lam) {
     const int nv = t.nv, nx = t.nq + t.nv;
     std::vector<double> ox(sz(nx * nx)), om(sz(nv * nx));
-    tree_inverse_dynamics_hTvp(t, tree_take(x, sz(nx), "x"), tree_take(vdot, sz(nv), "vdot"),
+    tree_inverse_dynamics_hTvp(t, d, tree_take(x, sz(nx), "x"), tree_take(vdot, sz(nv), "vdot"),
                                tree_take(lam, sz(nv), "lam"), ox.data(), om.data());
     return std::make_pair(numpy_owning(std::move(ox), {sz(nx), sz(nx)}), numpy_owning(std::move(om), {sz(nv), sz(nx)}));
   }, "(d((dtau/dx)^T lam)/dx (nx, nx), d((dtau/dvdot)^T lam)/dx (nv, nx)); exact (dual numbers through RNEA).");

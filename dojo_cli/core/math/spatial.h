@@ -1,4 +1,5 @@
-// Small fixed-size vectors, 3x3 matrices and quaternions, templated on the scalar.
+// Small fixed-size vectors, 3x3 matrices, quaternions and the spatial algebra (motions,
+// forces, rigid transforms, rigid-body inertias), templated on the scalar.
 //
 // Conventions (the project's): quaternions [w, x, y, z], Hamilton product, body to
 // world; rotation increments are right (body-frame) perturbations q -> q exp(t/2)
@@ -151,6 +152,13 @@ inline Mat3<T> operator-(const Mat3<T>& a) {
     for (int j = 0; j < 3; ++j) out[i][j] = -a[i][j];
   return out;
 }
+template <class T>
+inline Mat3<T> operator-(const Mat3<T>& a, const Mat3<T>& b) {
+  Mat3<T> out;
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j) out[i][j] = a[i][j] - b[i][j];
+  return out;
+}
 
 // -------------------------------------------------------------- quaternions
 template <class T>
@@ -188,6 +196,23 @@ inline Mat3<T> rotation(const Quat<T>& q) {
   r[2][1] = 2.0 * (y * z) + 2.0 * (w * x);
   r[2][2] = w * w - x * x - y * y + z * z;
   return r;
+}
+// Rotation by angle about the unit axis a (Rodrigues): cos 1 + sin [a]x + (1 - cos) a a^T.
+// One sine and cosine, no square root: the joint rotation of a revolute joint.
+template <class T>
+inline Mat3<T> axis_rotation(const Vec3<double>& a, const T& angle) {
+  const T c = cos(angle), s = sin(angle), t = 1.0 - c;
+  Mat3<T> R;
+  R[0][0] = c + t * (a[0] * a[0]);
+  R[0][1] = t * (a[0] * a[1]) - s * a[2];
+  R[0][2] = t * (a[0] * a[2]) + s * a[1];
+  R[1][0] = t * (a[1] * a[0]) + s * a[2];
+  R[1][1] = c + t * (a[1] * a[1]);
+  R[1][2] = t * (a[1] * a[2]) - s * a[0];
+  R[2][0] = t * (a[2] * a[0]) - s * a[1];
+  R[2][1] = t * (a[2] * a[1]) + s * a[0];
+  R[2][2] = c + t * (a[2] * a[2]);
+  return R;
 }
 template <class T>
 inline Vec3<T> vector_part(const Quat<T>& q) {
@@ -296,6 +321,150 @@ inline Mat3<T> integrator_map_jacobian(const Vec3<T>& w, double h) {
   const Mat3<T> k = skew(w);
   for (int i = 0; i < 3; ++i)
     for (int j = 0; j < 3; ++j) out[i][j] = 0.5 * h * h * (T(i == j ? 1.0 : 0.0) * s + w[i] * w[j] / s - k[i][j]);
+  return out;
+}
+
+// ------------------------------------------------------------ spatial algebra
+// Spatial vectors in Plücker coordinates, [linear; angular] (Pinocchio's order; Featherstone,
+// RBDA ch. 2, orders them [angular; linear]): a motion m = [v; w] (v the velocity of the
+// point at the frame's origin), a force f = [f; n] (n the moment about the origin).
+template <class T>
+struct Motion {
+  Vec3<T> v, w;
+};
+template <class T>
+struct Force {
+  Vec3<T> f, n;
+};
+template <class T>
+inline Vec3<T> zero3() {
+  return Vec3<T>{{T(0.0), T(0.0), T(0.0)}};
+}
+template <class T>
+inline Motion<T> zero_motion() {
+  return Motion<T>{zero3<T>(), zero3<T>()};
+}
+template <class T>
+inline Force<T> zero_force() {
+  return Force<T>{zero3<T>(), zero3<T>()};
+}
+template <class T>
+inline Motion<T> operator+(const Motion<T>& a, const Motion<T>& b) {
+  return Motion<T>{a.v + b.v, a.w + b.w};
+}
+template <class T>
+inline Motion<T> operator-(const Motion<T>& a, const Motion<T>& b) {
+  return Motion<T>{a.v - b.v, a.w - b.w};
+}
+template <class T, class S>
+inline Motion<T> operator*(const S& s, const Motion<T>& a) {
+  return Motion<T>{s * a.v, s * a.w};
+}
+template <class T>
+inline Force<T> operator+(const Force<T>& a, const Force<T>& b) {
+  return Force<T>{a.f + b.f, a.n + b.n};
+}
+template <class T>
+inline Force<T> operator-(const Force<T>& a, const Force<T>& b) {
+  return Force<T>{a.f - b.f, a.n - b.n};
+}
+template <class T>
+inline Force<T> operator-(const Force<T>& a) {
+  return Force<T>{-a.f, -a.n};
+}
+template <class T, class S>
+inline Force<T> operator*(const S& s, const Force<T>& a) {
+  return Force<T>{s * a.f, s * a.n};
+}
+template <class T>
+inline Motion<T>& operator+=(Motion<T>& a, const Motion<T>& b) {
+  a = a + b;
+  return a;
+}
+template <class T>
+inline Force<T>& operator+=(Force<T>& a, const Force<T>& b) {
+  a = a + b;
+  return a;
+}
+// power m . f = v . f + w . n
+template <class T>
+inline T dot(const Motion<T>& m, const Force<T>& f) {
+  return dot(m.v, f.f) + dot(m.w, f.n);
+}
+// motion cross product a x b = [wa x vb + va x wb; wa x wb] (RBDA eq. 2.31, crm)
+template <class T>
+inline Motion<T> cross(const Motion<T>& a, const Motion<T>& b) {
+  return Motion<T>{cross(a.w, b.v) + cross(a.v, b.w), cross(a.w, b.w)};
+}
+// force cross product m x* f = [w x f; w x n + v x f] (RBDA eq. 2.32, crf)
+template <class T>
+inline Force<T> cross(const Motion<T>& m, const Force<T>& f) {
+  return Force<T>{cross(m.w, f.f), cross(m.w, f.n) + cross(m.v, f.f)};
+}
+// the linear velocity at the point x of a motion given at the origin: v + w x x
+template <class T>
+inline Vec3<T> velocity_at(const Motion<T>& m, const Vec3<T>& x) {
+  return m.v + cross(m.w, x);
+}
+
+// A rigid transform (SE(3)): a frame with rotation R (its axes in the parent's) and origin p
+// (in the parent). act maps the frame's spatial vectors to the parent's (RBDA eq. 2.24).
+template <class T>
+struct Transform {
+  Mat3<T> R;
+  Vec3<T> p;
+};
+// X m = [R v + p x R w; R w]
+template <class T>
+inline Motion<T> act(const Transform<T>& X, const Motion<T>& m) {
+  const Vec3<T> w = matvec(X.R, m.w);
+  return Motion<T>{matvec(X.R, m.v) + cross(X.p, w), w};
+}
+// X* f = [R f; R n + p x R f]
+template <class T>
+inline Force<T> act(const Transform<T>& X, const Force<T>& f) {
+  const Vec3<T> ff = matvec(X.R, f.f);
+  return Force<T>{ff, matvec(X.R, f.n) + cross(X.p, ff)};
+}
+// X1 X2: the frame X2 (given in X1's) in X1's parent
+template <class T>
+inline Transform<T> compose(const Transform<T>& a, const Transform<T>& b) {
+  return Transform<T>{matmul(a.R, b.R), a.p + matvec(a.R, b.p)};
+}
+
+// A rigid body's spatial inertia about a frame's origin, in that frame's axes: mass m, first
+// moment h = m c (c the centre of mass) and rotational inertia about the origin
+// Io = Ic + m ([c]x [c]x^T) (RBDA eq. 2.63). Ten numbers instead of a dense 6x6: the
+// products below cost about a third of a 6x6 one, and sums of inertias (composite bodies)
+// stay inertias.
+template <class T>
+struct Inertia {
+  T m;
+  Vec3<T> h;
+  Mat3<T> I;  // symmetric
+};
+template <class T>
+inline Inertia<T> operator+(const Inertia<T>& a, const Inertia<T>& b) {
+  return Inertia<T>{a.m + b.m, a.h + b.h, a.I + b.I};
+}
+template <class T>
+inline Inertia<T>& operator+=(Inertia<T>& a, const Inertia<T>& b) {
+  a = a + b;
+  return a;
+}
+// I m = [m v - h x w; Io w + h x v]
+template <class T>
+inline Force<T> operator*(const Inertia<T>& Y, const Motion<T>& x) {
+  return Force<T>{Y.m * x.v - cross(Y.h, x.w), matvec(Y.I, x.w) + cross(Y.h, x.v)};
+}
+// The inertia of a body of mass m, centre c and rotational inertia Ic about c, all in one
+// frame: h = m c, Io = Ic + m (|c|^2 1 - c c^T).
+template <class T>
+inline Inertia<T> body_inertia(const T& mass, const Vec3<T>& c, const Mat3<T>& Ic) {
+  const T cc = dot(c, c);
+  Inertia<T> out{mass, mass * c, Ic};
+  for (int r = 0; r < 3; ++r)
+    for (int k = 0; k < 3; ++k) out.I[r][k] = Ic[r][k] + mass * ((r == k ? cc : T(0.0)) - c[r] * c[k]);
   return out;
 }
 

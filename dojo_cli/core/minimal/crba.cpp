@@ -3,37 +3,41 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "kinematics.h"
 #include "tree.h"
 
 namespace dojo {
 
-// Yc_i = Y_i + sum of the children's Yc (RBDA eq. 6.4, no transform in the world
-// frame); F = Yc_i J_i; M_ii = J_i^T F and, walking up, M_ji = J_j^T F (eqs. 6.5-6.6).
+// Yc_i = Y_i + sum of the children's Yc (RBDA eq. 6.4, no transform in the world frame: a
+// sum of rigid-body inertias, spatial.h's Inertia); F = Yc_i J_i; M_ii = J_i^T F and, walking
+// up, M_ji = J_j^T F (eqs. 6.5-6.6).
 void tree_crba(const TreeModel& m, TreeData& d, const double* q) {
-  tree_forward_kinematics(m, d, q);
+  forward_kinematics(m, d, q);
+  tree_crba_at_kinematics(m, d);
+}
+
+void tree_crba_at_kinematics(const TreeModel& m, TreeData& d) {
   const int nv = m.nv;
-  for (int k = 0; k < 36 * m.n; ++k) d.Yc[k] = d.Y[k];
+  for (int i = 0; i < m.n; ++i) d.Yc[i] = d.Y[i];
   for (int i = m.n - 1; i >= 0; --i) {
     const int lam = m.parent[i];
-    if (lam >= 0)
-      for (int k = 0; k < 36; ++k) d.Yc[36 * lam + k] += d.Yc[36 * i + k];
+    if (lam >= 0) d.Yc[lam] += d.Yc[i];
   }
   for (int k = 0; k < nv * nv; ++k) d.M[k] = 0.0;
   for (int i = 0; i < m.n; ++i) {
-    double F[36];
-    for (int col = 0; col < m.nv_i[i]; ++col) tree::mat6_vec(&d.Yc[36 * i], &d.J[36 * i + 6 * col], F + 6 * col);
+    Force<double> F[6];
+    for (int c = 0; c < m.nv_i[i]; ++c) F[c] = d.Yc[i] * d.J[6 * i + c];
     for (int j = i; j >= 0; j = m.parent[j])
       for (int r = 0; r < m.nv_i[j]; ++r)
-        for (int col = 0; col < m.nv_i[i]; ++col) {
-          const double value = tree::dot6(&d.J[36 * j + 6 * r], F + 6 * col);
-          d.M[(m.idx_v[j] + r) * nv + m.idx_v[i] + col] = value;
-          d.M[(m.idx_v[i] + col) * nv + m.idx_v[j] + r] = value;
+        for (int c = 0; c < m.nv_i[i]; ++c) {
+          const double value = dot(d.J[6 * j + r], F[c]);
+          d.M[(m.idx_v[j] + r) * nv + m.idx_v[i] + c] = value;
+          d.M[(m.idx_v[i] + c) * nv + m.idx_v[j] + r] = value;
         }
   }
   // rotor inertia: 1/2 a v_k^2 adds a to M_kk (tree.h TreeInput.armature)
   for (int k = 0; k < nv; ++k) d.M[k * nv + k] += m.armature[k];
 }
-
 void tree_mass_matrix_inverse(const TreeModel& m, TreeData& d) {
   static const char* kWhat = "the mass matrix is not positive definite (a body with no mass or inertia on a free direction?)";
   // dense: nv is small, and that is fastest

@@ -5,6 +5,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "kinematics.h"
 #include "math/spatial.h"
 
 namespace dojo {
@@ -12,43 +13,31 @@ namespace dojo {
 namespace {
 
 // ------------------------------------------------------------------ small helpers
+// Raw-array faces of spatial.h's operations (the loop rows and coordinate maps below keep
+// flat arrays; the arithmetic is spatial.h's, row-major 3x3).
 
-void cross3(const double* a, const double* b, double* out) {
-  out[0] = a[1] * b[2] - a[2] * b[1];
-  out[1] = a[2] * b[0] - a[0] * b[2];
-  out[2] = a[0] * b[1] - a[1] * b[0];
+void store3(const Vec3<double>& v, double* out) {
+  for (int k = 0; k < 3; ++k) out[k] = v[k];
 }
 
-void mat_vec(const double* R, const double* x, double* out) {
-  for (int r = 0; r < 3; ++r) out[r] = R[3 * r] * x[0] + R[3 * r + 1] * x[1] + R[3 * r + 2] * x[2];
-}
+void cross3(const double* a, const double* b, double* out) { store3(cross(load3<double>(a), load3<double>(b)), out); }
+
+void mat_vec(const double* R, const double* x, double* out) { store3(matvec(load33<double>(R), load3<double>(x)), out); }
 
 void mat_t_vec(const double* R, const double* x, double* out) {
-  for (int c = 0; c < 3; ++c) out[c] = R[c] * x[0] + R[3 + c] * x[1] + R[6 + c] * x[2];
+  store3(tmatvec(load33<double>(R), load3<double>(x)), out);
 }
 
 void quat_mul(const double* p, const double* q, double* out) {
-  const double w = p[0] * q[0] - p[1] * q[1] - p[2] * q[2] - p[3] * q[3];
-  const double x = p[0] * q[1] + p[1] * q[0] + p[2] * q[3] - p[3] * q[2];
-  const double y = p[0] * q[2] - p[1] * q[3] + p[2] * q[0] + p[3] * q[1];
-  const double z = p[0] * q[3] + p[1] * q[2] - p[2] * q[1] + p[3] * q[0];
-  out[0] = w;
-  out[1] = x;
-  out[2] = y;
-  out[3] = z;
+  const Quat<double> r = multiply(load4<double>(p), load4<double>(q));
+  for (int k = 0; k < 4; ++k) out[k] = r[k];
 }
 
+// R(q) of a unit quaternion (spatial.h's rotation)
 void quat_to_R(const double* q, double* R) {
-  const double s = q[0], x = q[1], y = q[2], z = q[3];
-  R[0] = 1.0 - 2.0 * (y * y + z * z);
-  R[1] = 2.0 * (x * y - s * z);
-  R[2] = 2.0 * (x * z + s * y);
-  R[3] = 2.0 * (x * y + s * z);
-  R[4] = 1.0 - 2.0 * (x * x + z * z);
-  R[5] = 2.0 * (y * z - s * x);
-  R[6] = 2.0 * (x * z - s * y);
-  R[7] = 2.0 * (y * z + s * x);
-  R[8] = 1.0 - 2.0 * (x * x + y * y);
+  const Mat3<double> r = rotation(load4<double>(q));
+  for (int a = 0; a < 3; ++a)
+    for (int c = 0; c < 3; ++c) R[3 * a + c] = r[a][c];
 }
 
 // exp(rv) as a unit quaternion
@@ -64,20 +53,6 @@ void quat_log(const double* q, double* rv) {
   for (int k = 0; k < 3; ++k) rv[k] = r[k];
 }
 
-// Rodrigues: rotation by angle about the unit axis a.
-void axis_R(const double* a, double angle, double* R) {
-  const double c = std::cos(angle), s = std::sin(angle), t = 1.0 - c;
-  R[0] = c + t * a[0] * a[0];
-  R[1] = t * a[0] * a[1] - s * a[2];
-  R[2] = t * a[0] * a[2] + s * a[1];
-  R[3] = t * a[1] * a[0] + s * a[2];
-  R[4] = c + t * a[1] * a[1];
-  R[5] = t * a[1] * a[2] - s * a[0];
-  R[6] = t * a[2] * a[0] - s * a[1];
-  R[7] = t * a[2] * a[1] + s * a[0];
-  R[8] = c + t * a[2] * a[2];
-}
-
 // exp(phi / 2) of swing joint i at its coordinates qr, phi = b1 q1 + b2 q2
 void swing_quat(const TreeModel& m, int i, const double* qr, double* out) {
   const double* b = &m.swing_axes[6 * i];
@@ -86,23 +61,11 @@ void swing_quat(const TreeModel& m, int i, const double* qr, double* out) {
   quat_exp(phi, out);
 }
 
-// R_J of tree joint i at q (quaternions normalised)
+// R_J of tree joint i at q (quaternions normalised): the tree's (kinematics.h), row-major
 void joint_R(const TreeModel& m, int i, const double* q, double* R) {
-  const int nt = m.n_trans[i], iq = m.idx_q[i];
-  if (m.rot_kind[i] == 0) {
-    for (int k = 0; k < 9; ++k) R[k] = (k % 4 == 0) ? 1.0 : 0.0;
-  } else if (m.rot_kind[i] == 1) {
-    axis_R(&m.axis[3 * i], q[iq + nt], R);
-  } else if (m.rot_kind[i] == 3) {
-    double e[4];
-    swing_quat(m, i, q + iq + nt, e);
-    quat_to_R(e, R);
-  } else {
-    const double* qq = q + iq + nt;
-    const double nrm = std::sqrt(qq[0] * qq[0] + qq[1] * qq[1] + qq[2] * qq[2] + qq[3] * qq[3]);
-    const double u[4] = {qq[0] / nrm, qq[1] / nrm, qq[2] / nrm, qq[3] / nrm};
-    quat_to_R(u, R);
-  }
+  const Mat3<double> RJ = joint_rotation(m, i, q);
+  for (int r = 0; r < 3; ++r)
+    for (int c = 0; c < 3; ++c) R[3 * r + c] = RJ[r][c];
 }
 
 // E_t = T R_J T^T (nt x nt, row-major into Et): the translation block of q' = E v
@@ -308,19 +271,25 @@ struct BodyFrame {
   double R[9], x[3], V[6], Ab[6];
 };
 
-void body_frame(const TreeModel& m, const TreeData& d, const Rk4Data& rd, int k, BodyFrame& b) {
+void body_frame(const TreeModel& m, const TreeData& d, int k, BodyFrame& b) {
   if (k < 0) {
     for (int a = 0; a < 9; ++a) b.R[a] = (a % 4 == 0) ? 1.0 : 0.0;
     for (int a = 0; a < 3; ++a) b.x[a] = 0.0;
     for (int a = 0; a < 6; ++a) b.V[a] = b.Ab[a] = 0.0;
     return;
   }
-  for (int a = 0; a < 9; ++a) b.R[a] = d.R[9 * k + a];
-  mat_vec(b.R, &m.body_com[3 * k], b.x);
-  for (int a = 0; a < 3; ++a) b.x[a] += d.p[3 * k + a];
-  for (int a = 0; a < 6; ++a) {
-    b.V[a] = d.ov[6 * k + a];
-    b.Ab[a] = rd.bias[6 * k + a];
+  // the bias acceleration (vdot = 0, no gravity): RNEA's acceleration at vdot = 0 (rk4_dynamics
+  // runs it) less the gravity it starts from, which the world frame carries unchanged
+  const Motion<double> ab = d.oa[k] - Motion<double>{Vec3<double>{{-m.gravity[0], -m.gravity[1], -m.gravity[2]}},
+                                                     zero3<double>()};
+  const Vec3<double> x = matvec(d.R[k], load3<double>(&m.body_com[3 * k])) + d.p[k];
+  for (int a = 0; a < 3; ++a) {
+    for (int c = 0; c < 3; ++c) b.R[3 * a + c] = d.R[k][a][c];
+    b.x[a] = x[a];
+    b.V[a] = d.ov[k].v[a];
+    b.V[3 + a] = d.ov[k].w[a];
+    b.Ab[a] = ab.v[a];
+    b.Ab[3 + a] = ab.w[a];
   }
 }
 
@@ -331,8 +300,8 @@ void loop_rows(const TreeModel& m, const TreeData& d, const Rk4Model& r, Rk4Data
   for (int l = 0; l < r.nl; ++l) {
     const int ka = r.in.loop_parent[l], kb = r.in.loop_child[l];
     BodyFrame A, B;
-    body_frame(m, d, rd, ka, A);
-    body_frame(m, d, rd, kb, B);
+    body_frame(m, d, ka, A);
+    body_frame(m, d, kb, B);
     double Pb[3], t3[3];
     mat_vec(B.R, &r.in.loop_pb[3 * l], t3);
     for (int a = 0; a < 3; ++a) Pb[a] = B.x[a] + t3[a];
@@ -412,36 +381,16 @@ void loop_rows(const TreeModel& m, const TreeData& d, const Rk4Model& r, Rk4Data
       for (int side = 0; side < 2; ++side) {
         const double sign = side == 0 ? 1.0 : -1.0;
         for (int j = side == 0 ? kb : ka; j >= 0; j = m.parent[j]) {
-          const double* J = &d.J[36 * j];
           for (int col = 0; col < m.nv_i[j]; ++col) {
-            const double* Jc = J + 6 * col;
-            double val;
-            if (rot) {
-              val = bw[0] * Jc[3] + bw[1] * Jc[4] + bw[2] * Jc[5];
-            } else {
-              double wp[3];
-              cross3(Jc + 3, Pb, wp);
-              val = bw[0] * (Jc[0] + wp[0]) + bw[1] * (Jc[1] + wp[1]) + bw[2] * (Jc[2] + wp[2]);
-            }
-            Krow[m.idx_v[j] + col] += sign * val;
+            const Motion<double>& Jc = d.J[6 * j + col];
+            // a rotational row reads the column's angular velocity, a translational one its
+            // velocity at the joint point P_b
+            const Vec3<double> u = rot ? Jc.w : velocity_at(Jc, load3<double>(Pb));
+            Krow[m.idx_v[j] + col] += sign * (bw[0] * u[0] + bw[1] * u[1] + bw[2] * u[2]);
           }
         }
       }
     }
-  }
-}
-
-// Bias accelerations (vdot = 0, no gravity) from the velocities ov: a_i = a_lambda + v_i x J_i v_i.
-void bias_accelerations(const TreeModel& m, const TreeData& d, Rk4Data& rd, const double* v) {
-  for (int i = 0; i < m.n; ++i) {
-    const int lam = m.parent[i], iv = m.idx_v[i];
-    double vj[6] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
-    for (int col = 0; col < m.nv_i[i]; ++col)
-      for (int k = 0; k < 6; ++k) vj[k] += d.J[36 * i + 6 * col + k] * v[iv + col];
-    double c[6], b[6];
-    tree::motion_cross(&d.ov[6 * i], vj, c);
-    tree_joint_bias(m, d, i, v, b);
-    for (int k = 0; k < 6; ++k) rd.bias[6 * i + k] = (lam < 0 ? 0.0 : rd.bias[6 * lam + k]) + c[k] + b[k];
   }
 }
 
@@ -599,7 +548,6 @@ Rk4Data::Rk4Data(const Rk4Model& r) {
   y.assign(nr, 0.0);
   Y.assign(nr * nv, 0.0);
   perm.assign(nr, 0);
-  bias.assign(6 * static_cast<size_t>(r.n), 0.0);
   quat.assign(4 * static_cast<size_t>(r.n), 0.0);
 }
 
@@ -624,8 +572,7 @@ void rk4_dynamics(const TreeModel& m, TreeData& d, const Rk4Model& r, Rk4Data& r
   // with loops: M (CRBA) and M^-1, c (RNEA, leaves ov), the loop rows, the Schur complement
   tree_crba(m, d, q);
   tree_mass_matrix_inverse(m, d);
-  tree_rnea(m, d, q, v, nullptr);  // d.tau = c; also d.ov
-  bias_accelerations(m, d, rd, v);
+  tree_rnea(m, d, q, v, nullptr);  // d.tau = c; also d.ov and d.oa (the loop rows' bias accelerations)
   loop_rows(m, d, r, rd);
   const int nr = r.nr;
   for (int a = 0; a < nv; ++a) rd.f[a] = rd.tau[a] - d.tau[a];
@@ -716,19 +663,16 @@ void rk4_bodies(const TreeModel& m, TreeData& d, const Rk4Model& r, Rk4Data& rd,
   for (int i = 0; i < m.n; ++i) {
     if (r.in.body[i] < 0) continue;  // a frame between a universal or gimbal joint's axes
     double* s = z + 13 * r.in.body[i];
-    const double* R = &d.R[9 * i];
-    double x[3], w[3], wx[3];
-    mat_vec(R, &m.body_com[3 * i], x);
-    for (int k = 0; k < 3; ++k) x[k] += d.p[3 * i + k];
-    const double* V = &d.ov[6 * i];
-    for (int k = 0; k < 3; ++k) w[k] = V[3 + k];
-    cross3(w, x, wx);
+    // the centre of mass, its velocity, the quaternion and the body-frame angular velocity
+    const Vec3<double> x = matvec(d.R[i], load3<double>(&m.body_com[3 * i])) + d.p[i];
+    const Vec3<double> xd = velocity_at(d.ov[i], x);
+    const Vec3<double> wb = tmatvec(d.R[i], d.ov[i].w);
     for (int k = 0; k < 3; ++k) {
       s[k] = x[k];
-      s[3 + k] = V[k] + wx[k];
+      s[3 + k] = xd[k];
+      s[10 + k] = wb[k];
     }
     for (int k = 0; k < 4; ++k) s[6 + k] = rd.quat[4 * i + k];
-    mat_t_vec(R, w, s + 10);
   }
 }
 
@@ -747,10 +691,9 @@ void rk4_loop_errors(const TreeModel& m, TreeData& d, const Rk4Model& r, Rk4Data
         for (int a = 0; a < 3; ++a) P[a] = off[a];
         continue;
       }
-      double c[3], t3[3];
-      for (int a = 0; a < 3; ++a) c[a] = m.body_com[3 * k + a] + off[a];
-      mat_vec(&d.R[9 * k], c, t3);
-      for (int a = 0; a < 3; ++a) P[a] = d.p[3 * k + a] + t3[a];
+      const Vec3<double> c{{m.body_com[3 * k] + off[0], m.body_com[3 * k + 1] + off[1], m.body_com[3 * k + 2] + off[2]}};
+      const Vec3<double> x = matvec(d.R[k], c) + d.p[k];
+      for (int a = 0; a < 3; ++a) P[a] = x[a];
       for (int a = 0; a < 4; ++a) (side == 0 ? qa : qb)[a] = rd.quat[4 * k + a];
     }
     double dist = 0.0;

@@ -80,7 +80,6 @@ struct Rk4Data {
   std::vector<double> tau, tau_user, f;
   std::vector<double> K, rhs, A, Lc, lam, y, Y;  // loop solve: (nr, nv) (nr) (nr, nr) (nr, nr) (nr) (nr) (nr, nv)
   std::vector<int> perm;
-  std::vector<double> bias;   // (n, 6) bias accelerations (vdot = 0, no gravity)
   std::vector<double> quat;   // (n, 4) body quaternions (composition along the tree)
 };
 

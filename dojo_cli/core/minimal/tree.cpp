@@ -8,6 +8,7 @@
 
 #include "math/dual.h"
 #include "math/spatial.h"
+#include "kinematics.h"
 
 namespace dojo {
 
@@ -29,49 +30,23 @@ void quat_rotation_as_given(const double* q, double* R) {
   for (int k = 0; k < 3; ++k) R[4 * k] -= excess;
 }
 
-// Rotation by angle about the unit axis a: R(exp(angle a / 2)) (spatial.h's exp map).
-void axis_rotation(const double* a, double angle, double* R) {
-  store33(rotation(quaternion_from_rotation_vector(angle * load3<double>(a))), R);
+// R_J of a revolute joint i at q, row-major: the forward kinematics' (kinematics.h)
+void revolute_rotation(const TreeModel& m, int i, const double* q, double* R) { store33(joint_rotation(m, i, q), R); }
+
+// Raw-array faces of spatial.h's operations (row-major 3x3) for the velocity kinematics below.
+void store3(const Vec3<double>& v, double* out) {
+  for (int k = 0; k < 3; ++k) out[k] = v[k];
 }
 
-void mat3_mul(const double* A, const double* B, double* out) {
-  for (int r = 0; r < 3; ++r)
-    for (int c = 0; c < 3; ++c) out[3 * r + c] = A[3 * r] * B[c] + A[3 * r + 1] * B[3 + c] + A[3 * r + 2] * B[6 + c];
-}
+void mat3_mul(const double* A, const double* B, double* out) { store33(matmul(load33<double>(A), load33<double>(B)), out); }
 
-void mat3_vec(const double* A, const double* x, double* out) {
-  for (int r = 0; r < 3; ++r) out[r] = A[3 * r] * x[0] + A[3 * r + 1] * x[1] + A[3 * r + 2] * x[2];
-}
+void mat3_vec(const double* A, const double* x, double* out) { store3(matvec(load33<double>(A), load3<double>(x)), out); }
 
 void mat3t_vec(const double* A, const double* x, double* out) {
-  for (int c = 0; c < 3; ++c) out[c] = A[c] * x[0] + A[3 + c] * x[1] + A[6 + c] * x[2];
+  store3(tmatvec(load33<double>(A), load3<double>(x)), out);
 }
 
-void cross3(const double* a, const double* b, double* out) {
-  out[0] = a[1] * b[2] - a[2] * b[1];
-  out[1] = a[2] * b[0] - a[0] * b[2];
-  out[2] = a[0] * b[1] - a[1] * b[0];
-}
-
-// 6x6 spatial inertia [[m I, -m [c]x], [m [c]x, Ic - m [c]x [c]x]] (row-major) of a body
-// of mass m, centre c and rotational inertia Ic about c (all in one frame).
-void spatial_inertia(double mass, const double* c, const double* Ic, double* Y) {
-  for (int k = 0; k < 36; ++k) Y[k] = 0.0;
-  const double h[3] = {mass * c[0], mass * c[1], mass * c[2]};
-  for (int k = 0; k < 3; ++k) Y[6 * k + k] = mass;
-  // -[h]x in the upper right, [h]x in the lower left
-  const double hx[9] = {0.0, -h[2], h[1], h[2], 0.0, -h[0], -h[1], h[0], 0.0};
-  for (int r = 0; r < 3; ++r)
-    for (int k = 0; k < 3; ++k) {
-      Y[6 * r + 3 + k] = -hx[3 * r + k];
-      Y[6 * (3 + r) + k] = hx[3 * r + k];
-    }
-  // Ic - m [c]x [c]x = Ic + m (|c|^2 I - c c^T)
-  const double cc = c[0] * c[0] + c[1] * c[1] + c[2] * c[2];
-  for (int r = 0; r < 3; ++r)
-    for (int k = 0; k < 3; ++k)
-      Y[6 * (3 + r) + 3 + k] = Ic[3 * r + k] + mass * ((r == k ? cc : 0.0) - c[r] * c[k]);
-}
+void cross3(const double* a, const double* b, double* out) { store3(cross(load3<double>(a), load3<double>(b)), out); }
 
 // d(R(q) y)/d[s, v] (3x4, row-major) for PinnZoo's R(q) = I + 2 s [v]x + 2 [v]x^2;
 // transpose: the same for R(q)^T y (s -> -s).
@@ -129,7 +104,6 @@ TreeModel::TreeModel(const TreeInput& in) {
   nv_i.resize(n);
   placement_R.resize(9 * n);
   S.assign(36 * n, 0.0);
-  inertia.resize(36 * n);
   subtree.assign(n, {});
   int total_q = 0, total_v = 0;
   for (int i = 0; i < n; ++i) {
@@ -165,7 +139,6 @@ TreeModel::TreeModel(const TreeInput& in) {
       for (int c = 0; c < 2; ++c)
         for (int k = 0; k < 3; ++k) s[6 * (n_trans[i] + c) + 3 + k] = in.swing_axes[6 * i + 3 * c + k];
     }
-    spatial_inertia(in.mass[i], &in.com[3 * i], &in.inertia[9 * i], &inertia[36 * i]);
   }
   auto per_velocity = [&](const std::vector<double>& given, const char* what) {
     if (given.empty()) return std::vector<double>(nv, 0.0);
@@ -219,6 +192,23 @@ TreeModel::TreeModel(const TreeInput& in) {
     // (a revolute's too: skydy's [x, ry], the translation across the axis; S_t = R_J^T T^T)
     variable[i] = (trans_pred[i] && rot_kind[i] >= 1) || rot_kind[i] == 3;
   }
+  axis_index.assign(n, -1);
+  axis_sign.assign(n, 1.0);
+  placement_identity.assign(n, 0);
+  for (int i = 0; i < n; ++i) {
+    if (rot_kind[i] == static_cast<int>(TreeRotation::Revolute))
+      for (int k = 0; k < 3; ++k) {
+        const double* a = &axis[3 * i];
+        if ((a[k] == 1.0 || a[k] == -1.0) && a[(k + 1) % 3] == 0.0 && a[(k + 2) % 3] == 0.0) {
+          axis_index[i] = k;
+          axis_sign[i] = a[k];
+        }
+      }
+    bool identity = true;
+    for (int r = 0; r < 3; ++r)
+      for (int c = 0; c < 3; ++c) identity = identity && placement_R[9 * i + 3 * r + c] == (r == c ? 1.0 : 0.0);
+    placement_identity[i] = identity;
+  }
   for (int i = 0; i < n; ++i)
     for (int k = i; k >= 0; k = parent[k]) subtree[k].push_back(i);
   np = static_cast<int>(in.point_joint.size());
@@ -245,36 +235,21 @@ TreeModel::TreeModel(const TreeInput& in) {
 }
 
 TreeData::TreeData(const TreeModel& m) {
-  const int n = m.n, nv = m.nv;
-  R.assign(9 * n, 0.0);
-  p.assign(3 * n, 0.0);
-  RJ.assign(9 * n, 0.0);
-  S = m.S;
-  swingA.assign(6 * n, 0.0);
-  J.assign(36 * n, 0.0);
-  Y.assign(36 * n, 0.0);
-  Yc.assign(36 * n, 0.0);
-  ov.assign(6 * n, 0.0);
-  oa.assign(6 * n, 0.0);
-  of.assign(6 * n, 0.0);
-  Bc.assign(36 * n, 0.0);
-  dVdq.assign(36 * n, 0.0);
-  dAdq.assign(36 * n, 0.0);
-  dAdv.assign(36 * n, 0.0);
-  psi.assign(36 * n, 0.0);
-  P.assign(36 * n, 0.0);
-  Q.assign(36 * n, 0.0);
-  Delta.assign(36 * n, 0.0);
-  DeltaV.assign(36 * n, 0.0);
+  const size_t n = static_cast<size_t>(m.n), nv = static_cast<size_t>(m.nv);
+  resize(m);
+  Yc.assign(n, Inertia<double>{0.0, zero3<double>(), identity3<double>()});
+  Bc.assign(n, InertiaVariation{zero3<double>(), identity3<double>()});
+  dVdq.assign(6 * n, zero_motion<double>());
+  dAdq = dAdv = psi = dVdq;
+  P.assign(6 * n, zero_force<double>());
+  Q = Delta = DeltaV = P;
   IA.assign(36 * n, 0.0);
-  pA.assign(6 * n, 0.0);
-  U.assign(36 * n, 0.0);
+  U.assign(6 * n, zero_force<double>());
   Dinv.assign(36 * n, 0.0);
+  pA.assign(n, zero_force<double>());
+  c.assign(n, zero_motion<double>());
   u.assign(6 * n, 0.0);
-  c.assign(6 * n, 0.0);
-  q.assign(m.nq, 0.0);
-  qdot.assign(m.nq, 0.0);
-  tau.assign(nv, 0.0);
+  qdot.assign(static_cast<size_t>(m.nq), 0.0);
   vdot.assign(nv, 0.0);
   v.assign(nv, 0.0);
   M.assign(nv * nv, 0.0);
@@ -284,10 +259,10 @@ TreeData::TreeData(const TreeModel& m) {
   dtau_dv.assign(nv * nv, 0.0);
   work.assign(nv * nv, 0.0);
   work2.assign(nv * nv, 0.0);
-  qnorm.assign(n, 1.0);
   v_held.assign(nv, 0.0);
   lock_tau.assign(nv, 0.0);
   Mff.assign(m.any_locked ? m.free_v.size() * m.free_v.size() : 0, 0.0);
+  second.resize(m);
 }
 
 const double* tree_held_velocities(const TreeModel& m, TreeData& d, const double* v) {
@@ -296,103 +271,14 @@ const double* tree_held_velocities(const TreeModel& m, TreeData& d, const double
   return d.v_held.data();
 }
 
-void tree_forward_kinematics(const TreeModel& m, TreeData& d, const double* q) {
-  for (int k = 0; k < m.nq; ++k) d.q[k] = q[k];
-  for (int i = 0; i < m.n; ++i) {
-    const int nt = m.n_trans[i], iq = m.idx_q[i];
-    double* RJ = &d.RJ[9 * i];
-    // joint rotation R_J
-    if (m.rot_kind[i] == 0) {
-      for (int k = 0; k < 9; ++k) RJ[k] = (k % 4 == 0) ? 1.0 : 0.0;
-    } else if (m.rot_kind[i] == 1) {
-      axis_rotation(&m.axis[3 * i], q[iq + nt], RJ);
-    } else if (m.rot_kind[i] == 3) {
-      const double* b = &m.swing_axes[6 * i];
-      double phi[3];
-      for (int k = 0; k < 3; ++k) phi[k] = b[k] * q[iq + nt] + b[3 + k] * q[iq + nt + 1];
-      store33(rotation(quaternion_from_rotation_vector(load3<double>(phi))), RJ);
-    } else {
-      const double* qq = q + iq + nt;
-      const double norm = std::sqrt(qq[0] * qq[0] + qq[1] * qq[1] + qq[2] * qq[2] + qq[3] * qq[3]);
-      if (!(norm > 0.0)) throw std::invalid_argument("a quaternion of the configuration is zero or not finite");
-      d.qnorm[i] = norm;
-      for (int k = 0; k < 4; ++k) d.q[iq + nt + k] = qq[k] / norm;
-      store33(rotation(load4<double>(&d.q[iq + nt])), RJ);
-    }
-    // joint translation p_J = T^T q_t (predecessor frame)
-    double pJ[3] = {0.0, 0.0, 0.0};
-    for (int c = 0; c < nt; ++c)
-      for (int k = 0; k < 3; ++k) pJ[k] += m.trans_dirs[9 * i + 3 * c + k] * q[iq + c];
-    // predecessor frame in the world: parent placement times X_T
-    const int lam = m.parent[i];
-    double Rpre[9], ppre[3];
-    const double* RT = &m.placement_R[9 * i];
-    const double* pT = &m.placement_p[3 * i];
-    if (lam < 0) {
-      for (int k = 0; k < 9; ++k) Rpre[k] = RT[k];
-      for (int k = 0; k < 3; ++k) ppre[k] = pT[k];
-    } else {
-      mat3_mul(&d.R[9 * lam], RT, Rpre);
-      mat3_vec(&d.R[9 * lam], pT, ppre);
-      for (int k = 0; k < 3; ++k) ppre[k] += d.p[3 * lam + k];
-    }
-    double* Ri = &d.R[9 * i];
-    double* pi = &d.p[3 * i];
-    mat3_mul(Rpre, RJ, Ri);
-    mat3_vec(Rpre, pJ, pi);
-    for (int k = 0; k < 3; ++k) pi[k] += ppre[k];
-    // motion subspace S_i(q) (successor frame): translation columns R_J^T T^T when measured
-    // in the predecessor frame, a swing's rotation columns J_r(phi) [b1 b2]
-    double* S = &d.S[36 * i];
-    if (m.variable[i]) {
-      if (m.trans_pred[i])
-        for (int c = 0; c < nt; ++c) mat3t_vec(RJ, &m.trans_dirs[9 * i + 3 * c], S + 6 * c);
-      if (m.rot_kind[i] == 3) {
-        double A[3][2];
-        tree_swing_jacobian(m, i, q + iq + nt, A, nullptr, nullptr);
-        for (int c = 0; c < 2; ++c)
-          for (int k = 0; k < 3; ++k) {
-            S[6 * (nt + c) + 3 + k] = A[k][c];
-            d.swingA[6 * i + 2 * k + c] = A[k][c];
-          }
-      }
-    }
-    // world Jacobian columns: w = R s_w, v = R s_v + p x w
-    double* J = &d.J[36 * i];
-    for (int col = 0; col < m.nv_i[i]; ++col) {
-      double w[3], v[3], pw[3];
-      mat3_vec(Ri, S + 6 * col + 3, w);
-      mat3_vec(Ri, S + 6 * col, v);
-      cross3(pi, w, pw);
-      for (int k = 0; k < 3; ++k) {
-        J[6 * col + k] = v[k] + pw[k];
-        J[6 * col + 3 + k] = w[k];
-      }
-    }
-    // world inertia from (m, world centre, R Ic R^T)
-    const double mass = m.body_mass[i];
-    const double* c_local = &m.body_com[3 * i];
-    const double* Ic = &m.body_inertia[9 * i];
-    double RIc[9], IcW[9], cw[3];
-    mat3_mul(Ri, Ic, RIc);
-    for (int r = 0; r < 3; ++r)
-      for (int k = 0; k < 3; ++k)
-        IcW[3 * r + k] = RIc[3 * r] * Ri[3 * k] + RIc[3 * r + 1] * Ri[3 * k + 1] + RIc[3 * r + 2] * Ri[3 * k + 2];
-    mat3_vec(Ri, c_local, cw);
-    for (int k = 0; k < 3; ++k) cw[k] += pi[k];
-    spatial_inertia(mass, cw, IcW, &d.Y[36 * i]);
-  }
-}
+void tree_forward_kinematics(const TreeModel& m, TreeData& d, const double* q) { forward_kinematics(m, d, q); }
 
 void tree_velocities(const TreeModel& m, TreeData& d, const double* v) {
   for (int k = 0; k < m.nv; ++k) d.v[k] = v[k];
   for (int i = 0; i < m.n; ++i) {
-    const int lam = m.parent[i], iv = m.idx_v[i];
-    double* ov = &d.ov[6 * i];
-    for (int k = 0; k < 6; ++k) ov[k] = lam < 0 ? 0.0 : d.ov[6 * lam + k];
-    const double* J = &d.J[36 * i];
-    for (int col = 0; col < m.nv_i[i]; ++col)
-      for (int k = 0; k < 6; ++k) ov[k] += J[6 * col + k] * v[iv + col];
+    const int lam = m.parent[i];
+    const Motion<double> vj = joint_velocity(m, d, i, v);
+    d.ov[i] = lam < 0 ? vj : d.ov[lam] + vj;
   }
 }
 
@@ -410,7 +296,7 @@ void velocity_kinematics(const TreeModel& m, const double* q, bool transpose, do
     const int row0 = transpose ? iv : iq, col0 = transpose ? iq : iv;
     double RJ[9];
     if (m.rot_kind[i] == 1) {
-      axis_rotation(&m.axis[3 * i], q[iq + nt], RJ);
+      revolute_rotation(m, i, q, RJ);
     } else if (m.rot_kind[i] == 2) {
       quat_rotation_as_given(q + iq + nt, RJ);
     }
@@ -479,7 +365,7 @@ void velocity_kinematics_jvp(const TreeModel& m, const double* q, const double* 
       if (m.rot_kind[i] == 1) {
         // d(R_J)/dtheta = [a]x R_J; d(R_J^T)/dtheta = -R_J^T [a]x
         double RJ[9], r[3], ar[3];
-        axis_rotation(&m.axis[3 * i], q[iq + nt], RJ);
+        revolute_rotation(m, i, q, RJ);
         const double* a = &m.axis[3 * i];
         if (!transpose) {
           mat3_vec(RJ, yt, r);
@@ -544,14 +430,13 @@ void tree_tangent_to_raw(const TreeModel& m, const TreeData& d, const double* A,
   for (int i = 0; i < m.n; ++i) {
     const int nt = m.n_trans[i], iq = m.idx_q[i], iv = m.idx_v[i];
     const double* T = &m.trans_dirs[9 * i];
-    const double* RJ = &d.RJ[9 * i];
+    const Mat3<double>& RJ = d.RJ[i];
     // d(tangent)/d(raw): translations T R_J^T T^T; revolute 1; quaternion 2 G(q^)^T / |q|
     double Et[6 * 7] = {0.0};
     const int nqi = m.nq_i[i], nvi = m.nv_i[i];
     for (int r = 0; r < nt; ++r)
       for (int c = 0; c < nt; ++c) {
-        double rt[3];
-        mat3t_vec(RJ, T + 3 * c, rt);
+        const Vec3<double> rt = tmatvec(RJ, load3<double>(T + 3 * c));
         Et[r * nqi + c] = m.trans_pred[i] ? (r == c ? 1.0 : 0.0)
                                           : T[3 * r] * rt[0] + T[3 * r + 1] * rt[1] + T[3 * r + 2] * rt[2];
       }
@@ -575,61 +460,31 @@ void tree_tangent_to_raw(const TreeModel& m, const TreeData& d, const double* A,
   }
 }
 
-namespace {
-void point_position(const TreeModel& m, const TreeData& d, int k, double* pos) {
-  const int i = m.point_joint[k];
-  mat3_vec(&d.R[9 * i], &m.point_offset[3 * k], pos);
-  for (int r = 0; r < 3; ++r) pos[r] += d.p[3 * i + r];
-}
-// linear part of the world motion m at the point pos: m_v + m_w x pos
-void motion_at(const double* mo, const double* pos, double* out) {
-  cross3(mo + 3, pos, out);
-  for (int r = 0; r < 3; ++r) out[r] += mo[r];
-}
-}  // namespace
-
 void tree_point_positions(const TreeModel& m, const TreeData& d, double* pos) {
-  for (int k = 0; k < m.np; ++k) point_position(m, d, k, pos + 3 * k);
+  for (int k = 0; k < m.np; ++k) {
+    const Vec3<double> x = point_position(m, d, k);
+    for (int r = 0; r < 3; ++r) pos[3 * k + r] = x[r];
+  }
 }
 
 void tree_point_velocities(const TreeModel& m, const TreeData& d, double* vel) {
   for (int k = 0; k < m.np; ++k) {
-    double pos[3];
-    point_position(m, d, k, pos);
-    motion_at(&d.ov[6 * m.point_joint[k]], pos, vel + 3 * k);
+    const Vec3<double> x = velocity_at(d.ov[m.point_joint[k]], point_position(m, d, k));
+    for (int r = 0; r < 3; ++r) vel[3 * k + r] = x[r];
   }
 }
 
 void tree_frame_wrench(const TreeModel& m, const TreeData& d, int k, const double* offset, const double* f,
                        const double* t, double* tau) {
-  double F[3], T[3], c[3], n[3];
-  mat3_vec(&d.R[9 * k], f, F);
-  mat3_vec(&d.R[9 * k], t, T);
-  mat3_vec(&d.R[9 * k], offset, c);
-  for (int r = 0; r < 3; ++r) c[r] += d.p[3 * k + r];
-  cross3(c, F, n);
-  for (int r = 0; r < 3; ++r) n[r] += T[r];
+  const Mat3<double>& R = d.R[k];
+  const Vec3<double> F = matvec(R, load3<double>(f));
+  const Vec3<double> c = matvec(R, load3<double>(offset)) + d.p[k];
+  const Force<double> w{F, cross(c, F) + matvec(R, load3<double>(t))};
   for (int j = k; j >= 0; j = m.parent[j])
-    for (int s = 0; s < m.nv_i[j]; ++s) {
-      const double* col = &d.J[36 * j + 6 * s];
-      tau[m.idx_v[j] + s] += col[0] * F[0] + col[1] * F[1] + col[2] * F[2] + col[3] * n[0] + col[4] * n[1] + col[5] * n[2];
-    }
+    for (int s = 0; s < m.nv_i[j]; ++s) tau[m.idx_v[j] + s] += dot(d.J[6 * j + s], w);
 }
 
-void tree_point_jacobian(const TreeModel& m, const TreeData& d, double* jac) {
-  const int nv = m.nv;
-  for (int k = 0; k < 3 * m.np * nv; ++k) jac[k] = 0.0;
-  for (int k = 0; k < m.np; ++k) {
-    double pos[3];
-    point_position(m, d, k, pos);
-    for (int j = m.point_joint[k]; j >= 0; j = m.parent[j])
-      for (int s = 0; s < m.nv_i[j]; ++s) {
-        double col[3];
-        motion_at(&d.J[36 * j + 6 * s], pos, col);
-        for (int r = 0; r < 3; ++r) jac[(3 * k + r) * nv + m.idx_v[j] + s] = col[r];
-      }
-  }
-}
+void tree_point_jacobian(const TreeModel& m, const TreeData& d, double* jac) { point_jacobian(m, d, jac); }
 
 void tree_point_velocity_jacobian(const TreeModel& m, const TreeData& d, double* jac) {
   // d(point velocity)/d(delta_j) for j on the point's path: the subtree of j moves by
@@ -639,25 +494,19 @@ void tree_point_velocity_jacobian(const TreeModel& m, const TreeData& d, double*
   for (int k = 0; k < 3 * m.np * nv; ++k) jac[k] = 0.0;
   for (int k = 0; k < m.np; ++k) {
     const int i = m.point_joint[k];
-    double pos[3];
-    point_position(m, d, k, pos);
-    const double* vi = &d.ov[6 * i];
+    const Vec3<double> pos = point_position(m, d, k);
+    const Motion<double>& vi = d.ov[i];
     for (int j = i; j >= 0; j = m.parent[j]) {
       const int lam = m.parent[j];
-      double w[6];
-      for (int r = 0; r < 6; ++r) w[r] = vi[r] - (lam < 0 ? 0.0 : d.ov[6 * lam + r]);
+      const Motion<double> w = lam < 0 ? vi : vi - d.ov[lam];
       // a variable S_j also changes the joint's own velocity: by X_j (dS_j/ds) v_j
       if (m.variable[j]) tree_joint_variation(m, d, j, d.v.data(), nullptr, var);
       for (int s = 0; s < m.nv_i[j]; ++s) {
-        const double* xi = &d.J[36 * j + 6 * s];
-        double dv[6], a[3], dp[3], b[3];
-        tree::motion_cross(xi, w, dv);
-        if (m.variable[j])
-          for (int r = 0; r < 6; ++r) dv[r] += var.dSv[s][r];
-        motion_at(dv, pos, a);
-        motion_at(xi, pos, dp);
-        cross3(vi + 3, dp, b);
-        for (int r = 0; r < 3; ++r) jac[(3 * k + r) * nv + m.idx_v[j] + s] = a[r] + b[r];
+        const Motion<double>& xi = d.J[6 * j + s];
+        Motion<double> dv = cross(xi, w);
+        if (m.variable[j]) dv += var.dSv[s];
+        const Vec3<double> col = velocity_at(dv, pos) + cross(vi.w, velocity_at(xi, pos));
+        for (int r = 0; r < 3; ++r) jac[(3 * k + r) * nv + m.idx_v[j] + s] = col[r];
       }
     }
   }
@@ -673,9 +522,8 @@ void tree_point_force_jacobian(const TreeModel& m, TreeData& d, const double* la
   for (int k = 0; k < nv * nv; ++k) jac[k] = 0.0;
   int path[256];
   for (int k = 0; k < m.np; ++k) {
-    const double* l = lambda + 3 * k;
-    double pos[3];
-    point_position(m, d, k, pos);
+    const Vec3<double> l = load3<double>(lambda + 3 * k);
+    const Vec3<double> pos = point_position(m, d, k);
     int depth = 0;
     for (int j = m.point_joint[k]; j >= 0; j = m.parent[j]) {
       if (depth == 256) throw std::invalid_argument("tree deeper than 256 joints");
@@ -686,50 +534,24 @@ void tree_point_force_jacobian(const TreeModel& m, TreeData& d, const double* la
       if (m.variable[j]) {
         // J_j's own columns change with q_j beyond the subtree's rigid motion: d tau_j += (X dS/ds)^T F
         tree_joint_variation(m, d, j, d.v.data(), nullptr, var);
-        double F[6];
-        for (int r = 0; r < 3; ++r) F[r] = l[r];
-        cross3(pos, l, F + 3);
+        const Force<double> F{l, cross(pos, l)};
         for (int s = 0; s < m.nv_i[j]; ++s)
-          for (int r = 0; r < m.nv_i[j]; ++r) jac[(m.idx_v[j] + r) * nv + m.idx_v[j] + s] += tree::dot6(var.dS[s][r], F);
+          for (int r = 0; r < m.nv_i[j]; ++r) jac[(m.idx_v[j] + r) * nv + m.idx_v[j] + s] += dot(var.dS[s][r], F);
       }
       for (int s = 0; s < m.nv_i[j]; ++s) {
-        const double* xi = &d.J[36 * j + 6 * s];
-        double wl[3], below[6], dp[3], above[6];
-        cross3(xi + 3, l, wl);
-        below[0] = -wl[0];
-        below[1] = -wl[1];
-        below[2] = -wl[2];
-        cross3(pos, wl, below + 3);
-        for (int r = 3; r < 6; ++r) below[r] = -below[r];
-        motion_at(xi, pos, dp);
-        above[0] = above[1] = above[2] = 0.0;
-        cross3(dp, l, above + 3);
+        const Motion<double>& xi = d.J[6 * j + s];
+        const Vec3<double> wl = cross(xi.w, l);
+        const Force<double> below{-wl, -cross(pos, wl)};
+        const Force<double> above{zero3<double>(), cross(velocity_at(xi, pos), l)};
         for (int b = 0; b < depth; ++b) {
           const int kk = path[b];
-          const double* f = b <= a ? below : above;
-          for (int r = 0; r < m.nv_i[kk]; ++r)
-            jac[(m.idx_v[kk] + r) * nv + m.idx_v[j] + s] += tree::dot6(&d.J[36 * kk + 6 * r], f);
+          const Force<double>& f = b <= a ? below : above;
+          for (int r = 0; r < m.nv_i[kk]; ++r) jac[(m.idx_v[kk] + r) * nv + m.idx_v[j] + s] += dot(d.J[6 * kk + r], f);
         }
       }
     }
   }
 }
-
-namespace {
-
-// world motion of a successor-frame motion m: [R m_v + p x R m_w; R m_w]
-void to_world(const double* R, const double* p, const double* mo, double* out) {
-  double w[3], v[3], pw[3];
-  mat3_vec(R, mo + 3, w);
-  mat3_vec(R, mo, v);
-  cross3(p, w, pw);
-  for (int k = 0; k < 3; ++k) {
-    out[k] = v[k] + pw[k];
-    out[3 + k] = w[k];
-  }
-}
-
-}  // namespace
 
 void tree_swing_jacobian(const TreeModel& m, int i, const double* qr, double A[3][2], double dA[2][3][2],
                          double d2A[2][2][3][2]) {
@@ -756,108 +578,67 @@ void tree_swing_jacobian(const TreeModel& m, int i, const double* qr, double A[3
     }
 }
 
-void tree_joint_bias(const TreeModel& m, const TreeData& d, int i, const double* v, double* out) {
-  for (int k = 0; k < 6; ++k) out[k] = 0.0;
-  if (!m.variable[i]) return;
-  const int nt = m.n_trans[i], iv = m.idx_v[i], nvi = m.nv_i[i];
-  const double* S = &d.S[36 * i];
-  double u[3] = {0.0, 0.0, 0.0}, w[3] = {0.0, 0.0, 0.0};  // translation velocity, angular velocity (successor)
-  for (int c = 0; c < nvi; ++c)
-    for (int k = 0; k < 3; ++k) {
-      u[k] += S[6 * c + k] * v[iv + c];
-      w[k] += S[6 * c + 3 + k] * v[iv + c];
-    }
-  double beta[6] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
-  if (m.trans_pred[i]) {  // d/dt (R_J^T T^T) v_t = -w x u
-    cross3(w, u, beta);
-    for (int k = 0; k < 3; ++k) beta[k] = -beta[k];
-  }
-  if (m.rot_kind[i] == 3) {  // Adot v_r = sum_k dA_k v_k v_r
-    double A[3][2], dA[2][3][2];
-    tree_swing_jacobian(m, i, &d.q[m.idx_q[i] + nt], A, dA, nullptr);
-    const double* vr = v + iv + nt;
-    for (int r = 0; r < 3; ++r)
-      for (int k = 0; k < 2; ++k) beta[3 + r] += vr[k] * (dA[k][r][0] * vr[0] + dA[k][r][1] * vr[1]);
-  }
-  to_world(&d.R[9 * i], &d.p[3 * i], beta, out);
-}
-
 void tree_joint_variation(const TreeModel& m, const TreeData& d, int i, const double* v, const double* a,
                           JointVariation& out) {
+  using M6 = Motion<double>;
+  using V3 = Vec3<double>;
   const int nt = m.n_trans[i], iv = m.idx_v[i], nvi = m.nv_i[i], rk = m.rot_kind[i];
   const int nr = nvi - nt;
+  const bool swing = rk == static_cast<int>(TreeRotation::Swing);
   // local (successor-frame) quantities, then mapped to the world
-  double dS[6][6][6] = {}, dSv[6][6] = {}, dSa[6][6] = {}, dbq[6][6] = {}, dbv[6][6] = {};
-  const double* S = &d.S[36 * i];
+  M6 dS[6][6], dSv[6], dSa[6], dbq[6], dbv[6];
+  for (int s = 0; s < 6; ++s) {
+    dSv[s] = dSa[s] = dbq[s] = dbv[s] = zero_motion<double>();
+    for (int c = 0; c < 6; ++c) dS[s][c] = zero_motion<double>();
+  }
+  const M6* S = &d.S[6 * i];
   const double* vr = v + iv + nt;
   double A[3][2] = {}, dA[2][3][2] = {}, d2A[2][2][3][2] = {};
-  if (rk == 3) tree_swing_jacobian(m, i, &d.q[m.idx_q[i] + nt], A, dA, d2A);
+  if (swing) tree_swing_jacobian(m, i, &d.q[m.idx_q[i] + nt], A, dA, d2A);
   // u = R_J^T T^T v_t (translation velocity), w = angular velocity, successor frame
-  double u[3] = {0.0, 0.0, 0.0}, w[3] = {0.0, 0.0, 0.0};
-  for (int c = 0; c < nvi; ++c)
-    for (int k = 0; k < 3; ++k) {
-      u[k] += S[6 * c + k] * v[iv + c];
-      w[k] += S[6 * c + 3 + k] * v[iv + c];
-    }
-  if (!m.trans_pred[i])
-    for (int k = 0; k < 3; ++k) u[k] = 0.0;
+  V3 u = zero3<double>(), w = zero3<double>();
+  for (int c = 0; c < nvi; ++c) {
+    u = u + v[iv + c] * S[c].v;
+    w = w + v[iv + c] * S[c].w;
+  }
+  if (!m.trans_pred[i]) u = zero3<double>();
   for (int r = 0; r < nr; ++r) {
     const int s = nt + r;
     // a_r: the body rotation per unit tangent r (A e_r for a swing, e_r for a quaternion)
-    double ar[3];
-    for (int k = 0; k < 3; ++k) ar[k] = S[6 * s + 3 + k];
-    double dAv[3] = {0.0, 0.0, 0.0};  // (dA/dq_r) v_r
-    if (rk == 3)
+    const V3 ar = S[s].w;
+    V3 dAv = zero3<double>();  // (dA/dq_r) v_r
+    if (swing)
       for (int k = 0; k < 3; ++k) dAv[k] = dA[r][k][0] * vr[0] + dA[r][k][1] * vr[1];
     // dS/ds: translation columns -a_r x (R_J^T T_c); swing columns dA_r e_k
     if (m.trans_pred[i])
-      for (int c = 0; c < nt; ++c) {
-        cross3(ar, S + 6 * c, dS[s][c]);
-        for (int k = 0; k < 3; ++k) dS[s][c][k] = -dS[s][c][k];
-      }
-    if (rk == 3)
+      for (int c = 0; c < nt; ++c) dS[s][c].v = -cross(ar, S[c].v);
+    if (swing)
       for (int c = 0; c < 2; ++c)
-        for (int k = 0; k < 3; ++k) dS[s][nt + c][3 + k] = dA[r][k][c];
-    for (int c = 0; c < nvi; ++c)
-      for (int k = 0; k < 6; ++k) {
-        dSv[s][k] += dS[s][c][k] * v[iv + c];
-        if (a) dSa[s][k] += dS[s][c][k] * a[iv + c];
-      }
+        for (int k = 0; k < 3; ++k) dS[s][nt + c].w[k] = dA[r][k][c];
+    for (int c = 0; c < nvi; ++c) {
+      dSv[s] += v[iv + c] * dS[s][c];
+      if (a) dSa[s] += a[iv + c] * dS[s][c];
+    }
     // d beta/ds: translation -(dA_r v_r) x u + w x (a_r x u); swing sum_k d2A_rk v_k v_r
-    if (m.trans_pred[i]) {
-      double t1[3], t2[3], t3[3];
-      cross3(dAv, u, t1);
-      cross3(ar, u, t2);
-      cross3(w, t2, t3);
-      for (int k = 0; k < 3; ++k) dbq[s][k] = -t1[k] + t3[k];
-    }
-    if (rk == 3)
+    if (m.trans_pred[i]) dbq[s].v = cross(w, cross(ar, u)) - cross(dAv, u);
+    if (swing)
       for (int k = 0; k < 2; ++k)
-        for (int e = 0; e < 3; ++e) dbq[s][3 + e] += vr[k] * (d2A[r][k][e][0] * vr[0] + d2A[r][k][e][1] * vr[1]);
+        for (int e = 0; e < 3; ++e) dbq[s].w[e] += vr[k] * (d2A[r][k][e][0] * vr[0] + d2A[r][k][e][1] * vr[1]);
     // d beta/dv_s (rotation velocity r): translation -a_r x u; swing dA_r v_r + sum_k dA_k v_k e_r
-    if (m.trans_pred[i]) {
-      double t[3];
-      cross3(ar, u, t);
-      for (int k = 0; k < 3; ++k) dbv[s][k] = -t[k];
-    }
-    if (rk == 3)
-      for (int e = 0; e < 3; ++e) dbv[s][3 + e] = dAv[e] + dA[0][e][r] * vr[0] + dA[1][e][r] * vr[1];
+    if (m.trans_pred[i]) dbv[s].v = -cross(ar, u);
+    if (swing)
+      for (int e = 0; e < 3; ++e) dbv[s].w[e] = dAv[e] + dA[0][e][r] * vr[0] + dA[1][e][r] * vr[1];
   }
   // d beta/dv_c (translation velocity c): -w x (R_J^T T_c)
   if (m.trans_pred[i])
-    for (int c = 0; c < nt; ++c) {
-      double t[3];
-      cross3(w, S + 6 * c, t);
-      for (int k = 0; k < 3; ++k) dbv[c][k] = -t[k];
-    }
-  const double* R = &d.R[9 * i];
-  const double* p = &d.p[3 * i];
+    for (int c = 0; c < nt; ++c) dbv[c].v = -cross(w, S[c].v);
+  const Transform<double> X{d.R[i], d.p[i]};
   for (int s = 0; s < nvi; ++s) {
-    for (int c = 0; c < nvi; ++c) to_world(R, p, dS[s][c], out.dS[s][c]);
-    to_world(R, p, dSv[s], out.dSv[s]);
-    to_world(R, p, dSa[s], out.dSa[s]);
-    to_world(R, p, dbq[s], out.dbq[s]);
-    to_world(R, p, dbv[s], out.dbv[s]);
+    for (int c = 0; c < nvi; ++c) out.dS[s][c] = act(X, dS[s][c]);
+    out.dSv[s] = act(X, dSv[s]);
+    out.dSa[s] = act(X, dSa[s]);
+    out.dbq[s] = act(X, dbq[s]);
+    out.dbv[s] = act(X, dbv[s]);
   }
 }
 

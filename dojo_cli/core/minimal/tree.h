@@ -3,11 +3,12 @@
 // A TreeModel is compiled once from a TreeInput (dojo_cli/minimal/model.py builds it
 // from a scene's tree joints) and never mutated; a TreeData holds every scratch
 // buffer, allocated once, so the algorithms allocate nothing (MuJoCo's and
-// Pinocchio's Model/Data discipline). One header, one file per algorithm:
-// tree.cpp (the model, forward kinematics, velocity kinematics, point kinematics),
-// rnea.cpp, crba.cpp, aba.cpp, tree_derivatives.cpp, tree_second_order.cpp (PinnZoo's
-// second-order products: the point kinematics and RNEA again as templates over the scalar,
-// pushed through with nested dual numbers; they allocate their scratch per call).
+// Pinocchio's Model/Data discipline). The algorithms work on spatial.h's types (motions,
+// forces, rigid-body inertias). kinematics.h holds the forward kinematics, the point
+// kinematics and RNEA once, templated on the scalar; then one file per algorithm: tree.cpp
+// (the model, velocity kinematics, point kinematics), rnea.cpp, crba.cpp, aba.cpp,
+// tree_derivatives.cpp, tree_second_order.cpp (PinnZoo's second-order products: kinematics.h
+// at nested dual numbers, their scratch in TreeData::second).
 //
 // Conventions (PinnZoo's, docs/minimal.md):
 // - each tree joint i connects a parent frame (joint lambda(i)'s successor frame, or
@@ -30,6 +31,8 @@
 #pragma once
 
 #include <vector>
+
+#include "math/spatial.h"
 
 namespace dojo {
 
@@ -97,7 +100,6 @@ struct TreeModel {
   std::vector<int> parent, n_trans, rot_kind, nq_i, nv_i, idx_q, idx_v;
   std::vector<double> trans_dirs, axis, placement_R, placement_p;  // (n,9) (n,3) (n,9) (n,3)
   std::vector<double> S;        // (n, 36) motion subspace, successor frame, column-major 6 x nv_i
-  std::vector<double> inertia;  // (n, 36) spatial inertia in the successor frame (6x6, row-major)
   std::vector<double> body_mass, body_com, body_inertia;  // (n,), (n, 3), (n, 9): the same, as given
   std::vector<int> point_joint;
   std::vector<double> point_offset;
@@ -109,40 +111,140 @@ struct TreeModel {
   // trans_pred and swing axes (TreeInput); variable[i]: S_i depends on q (trans_pred or swing)
   std::vector<int> trans_pred, variable;
   std::vector<double> swing_axes;  // (n, 6)
+  // joint-type specialisations (the forward kinematics' fast paths, exact): axis_index (n,) the
+  // coordinate axis 0, 1, 2 of a revolute joint whose axis is exactly +-e_k (-1 otherwise),
+  // axis_sign (n,) its sign; placement_identity (n,) 1 where X_T's rotation is exactly I
+  std::vector<int> axis_index, placement_identity;
+  std::vector<double> axis_sign;
   // locked joints (TreeInput.locked): locked (n,) 0/1; locked_v (nv,) 0/1 per velocity entry;
   // free_v the indices of the free (not locked) velocities, in order (nf = free_v.size())
   std::vector<int> locked, locked_v, free_v;
   bool any_locked = false;
 };
 
-struct TreeData {
+// What the kinematics and RNEA compute at one scalar type T (kinematics.h): T = double in
+// TreeData, where the other algorithms read it; T = nested dual numbers for PinnZoo's
+// second-order products (tree_second_order.cpp), which push the same code through. Sized once
+// (resize, at the model's compile), so the algorithms allocate nothing.
+template <class T>
+struct TreeState {
+  void resize(const TreeModel& m) {
+    const size_t n = static_cast<size_t>(m.n);
+    q.assign(static_cast<size_t>(m.nq), T(0.0));
+    qnorm.assign(n, T(1.0));
+    RJ.assign(n, identity3<T>());
+    R.assign(n, identity3<T>());
+    p.assign(n, zero3<T>());
+    phi.assign(n, zero3<T>());
+    S.assign(6 * n, zero_motion<T>());
+    for (size_t k = 0; k < 6 * n; ++k)
+      for (int r = 0; r < 3; ++r) {
+        S[k].v[r] = T(m.S[6 * k + r]);
+        S[k].w[r] = T(m.S[6 * k + 3 + r]);
+      }
+    J.assign(6 * n, zero_motion<T>());
+    Y.assign(n, Inertia<T>{T(0.0), zero3<T>(), identity3<T>()});
+    ov.assign(n, zero_motion<T>());
+    oa.assign(n, zero_motion<T>());
+    of.assign(n, zero_force<T>());
+    tau.assign(static_cast<size_t>(m.nv), T(0.0));
+  }
+  // ---- per joint (world frame: placements of the successor frames)
+  std::vector<T> q;                 // (nq,) the configuration with its quaternions normalised
+  std::vector<T> qnorm;             // (n,) |q| of each quaternion joint (1 otherwise)
+  std::vector<Mat3<T>> RJ, R;       // joint rotation R_J; successor frame's rotation in the world
+  std::vector<Vec3<T>> p, phi;      // successor frame's origin in the world; a swing's rotation vector
+  std::vector<Motion<T>> S, J;      // (6 n) joint i's columns at 6 i: motion subspace S_i(q) (successor
+                                    // frame; the model's unless variable) and world Jacobian X_i S_i
+  std::vector<Inertia<T>> Y;        // body inertia, world (about the origin)
+  std::vector<Motion<T>> ov, oa;    // velocity, acceleration (gravity included), world
+  std::vector<Force<T>> of;         // body forces; after RNEA's backward pass the subtree forces
+  std::vector<T> tau;               // (nv,) RNEA's result
+};
+
+// The variation of a body's (or a subtree's) momentum equation with the velocity, the matrix
+// B of the RNEA derivatives (Carpentier and Mansard 2018, eq. 14's dYcrb with the momentum
+// cross term): B u = Y (u x v) + u x* (Y v) + v x* (Y u), linear in the motion u. Written out
+// with Y = [[m 1, -[g]x], [[g]x, I]] (g = m c, spatial.h's Inertia), v = [vl; w] and the
+// momentum Y v = [f; n], B = [[0, -2 [f]x], [0, Bw]] with
+//   Bw = [w]x I - I [w]x + 2 (vl . g) 1 - vl g^T - g vl^T - [n]x:
+// B reads only u's angular part, 12 numbers instead of a dense 6x6, and sums as such.
+struct InertiaVariation {
+  Vec3<double> f;
+  Mat3<double> Bw;
+};
+inline InertiaVariation operator+(const InertiaVariation& a, const InertiaVariation& b) {
+  return InertiaVariation{a.f + b.f, a.Bw + b.Bw};
+}
+// B of a body with inertia Y (world) moving with v
+inline InertiaVariation inertia_variation(const Inertia<double>& Y, const Motion<double>& v) {
+  const Force<double> h = Y * v;
+  const Vec3<double>& vl = v.v;
+  const Vec3<double>& g = Y.h;
+  const Mat3<double> wx = skew(v.w);
+  const Mat3<double> WI = matmul(wx, Y.I);  // [w]x I; I [w]x = -([w]x I)^T (I symmetric)
+  const double vg = 2.0 * dot(vl, g);
+  InertiaVariation out;
+  out.f = h.f;
+  for (int r = 0; r < 3; ++r)
+    for (int k = 0; k < 3; ++k) out.Bw[r][k] = WI[r][k] + WI[k][r] - vl[r] * g[k] - g[r] * vl[k];
+  for (int r = 0; r < 3; ++r) out.Bw[r][r] += vg;
+  const Mat3<double> nx = skew(h.n);
+  for (int r = 0; r < 3; ++r)
+    for (int k = 0; k < 3; ++k) out.Bw[r][k] -= nx[r][k];
+  return out;
+}
+// B u = [-2 f x u_w; Bw u_w]
+inline Force<double> operator*(const InertiaVariation& B, const Motion<double>& u) {
+  return Force<double>{-2.0 * cross(B.f, u.w), matvec(B.Bw, u.w)};
+}
+// B^T u = [0; 2 f x u_v + Bw^T u_w] (a row of J^T B, as a force to dot with motions)
+inline Force<double> transpose_mul(const InertiaVariation& B, const Motion<double>& u) {
+  return Force<double>{zero3<double>(), 2.0 * cross(B.f, u.v) + tmatvec(B.Bw, u.w)};
+}
+
+// The scratch of PinnZoo's second-order products (tree_second_order.cpp): the kinematics and
+// RNEA at second-order dual numbers, their seeded inputs and the points' outputs.
+using TreeDual2 = Dual<Dual<double, 1>, 1>;
+struct TreeSecondOrder {
+  void resize(const TreeModel& m) {
+    s.resize(m);
+    x.assign(static_cast<size_t>(m.nq + 2 * m.nv), TreeDual2(0.0));
+    pos.assign(static_cast<size_t>(3 * m.np), TreeDual2(0.0));
+    jac.assign(static_cast<size_t>(3 * m.np * m.nv), TreeDual2(0.0));
+  }
+  TreeState<TreeDual2> s;
+  std::vector<TreeDual2> x;         // (nq + 2 nv,) seeded [q; v; vdot]
+  std::vector<TreeDual2> pos, jac;  // (3 np,), (3 np, nv)
+};
+
+struct TreeData : TreeState<double> {
   explicit TreeData(const TreeModel& m);
 
-  // ---- per joint (world frame; placements of the successor frames)
-  std::vector<double> R, p;          // (n, 9), (n, 3)
-  std::vector<double> RJ;            // (n, 9) joint rotation R_J
-  std::vector<double> S;             // (n, 36) motion subspace S_i(q), successor frame (m.S unless variable)
-  std::vector<double> swingA;        // (n, 6) A = J_r(phi) [b1 b2] (3 x 2, row-major) of a swing joint
-  std::vector<double> J;             // (n, 36) world Jacobian columns X_i S_i, column-major 6 x nv_i
-  std::vector<double> Y;             // (n, 36) body inertia, world
-  std::vector<double> Yc;            // (n, 36) composite (subtree) inertia, world
-  std::vector<double> ov, oa, of;    // (n, 6) velocity, acceleration (gravity included), force
-  std::vector<double> Bc;            // (n, 36) subtree sum of the inertia variation (derivatives)
-  std::vector<double> dVdq, dAdq, dAdv, psi;  // (n, 36) columns per joint (derivatives)
-  std::vector<double> P, Q, Delta, DeltaV;    // (n, 36) (derivatives)
+  // ---- per joint (world frame) beyond TreeState
+  std::vector<Inertia<double>> Yc;    // composite (subtree) inertia, world
+  std::vector<InertiaVariation> Bc;   // subtree sum of the inertia variation (derivatives)
+  std::vector<Motion<double>> dVdq, dAdq, dAdv, psi;  // (6 n) columns per joint (derivatives)
+  std::vector<Force<double>> P, Q, Delta, DeltaV;     // (6 n) (derivatives)
   // ---- articulated body scratch (aba.cpp)
-  std::vector<double> IA, pA, U, Dinv, u, c;  // (n,36) (n,6) (n,36) (n,36) (n,6) (n,6)
+  std::vector<double> IA, Dinv;             // (n, 36): articulated inertia (6x6 row-major), D^-1 (nv_i x nv_i)
+  std::vector<Force<double>> U;             // (6 n) U = IA J, per column
+  std::vector<Force<double>> pA;            // articulated bias forces
+  std::vector<Motion<double>> c;            // velocity-product accelerations
+  std::vector<double> u;                    // (n, 6)
   // ---- generalized quantities
-  std::vector<double> q, qdot, tau, vdot;  // q: normalised copy (nq,); (nv,)
-  std::vector<double> v;                   // (nv,) the velocities of the last tree_velocities
-  std::vector<double> M, Minv, L;          // (nv, nv) row-major
-  std::vector<double> dtau_dq, dtau_dv;    // (nv, nv) tangent derivatives
-  std::vector<double> work, work2;         // (nv * nv) scratch
-  std::vector<double> qnorm;               // (n,) |q| of each quaternion joint (1 otherwise)
+  std::vector<double> qdot, vdot;           // (nq,), (nv,)
+  std::vector<double> v;                    // (nv,) the velocities of the last tree_velocities
+  std::vector<double> M, Minv, L;           // (nv, nv) row-major
+  std::vector<double> dtau_dq, dtau_dv;     // (nv, nv) tangent derivatives
+  std::vector<double> work, work2;          // (nv * nv) scratch
   // ---- locked joints (TreeModel.locked)
   std::vector<double> v_held;    // (nv,) the velocities with the locked entries zeroed (tree_held_velocities)
   std::vector<double> lock_tau;  // (nv,) lock forces of the last tree_aba: (M vdot + C - tau) on locked rows, 0 elsewhere
   std::vector<double> Mff;       // (nf, nf) scratch: the free block of M
+  // ---- PinnZoo's second-order products (tree_second_order.cpp): the kinematics and RNEA at
+  // second-order dual numbers, and their seeds and outputs, sized once
+  TreeSecondOrder second;
 };
 
 // ---- tree.cpp
@@ -176,16 +278,12 @@ void tree_point_velocity_jacobian(const TreeModel& m, const TreeData& d, double*
 // d(J_v^T lambda)/d(tangent q) (nv, nv) for world forces lambda (np, 3) at the points
 void tree_point_force_jacobian(const TreeModel& m, TreeData& d, const double* lambda, double* jac);
 
-// Variable motion subspaces (TreeModel.variable): the bias X_i Sdot_i v_i (world, at the
-// origin: the part of the joint's acceleration that S_i's change along the motion adds to
-// J_i v_i'), after forward kinematics; zeros for a constant S_i.
-void tree_joint_bias(const TreeModel& m, const TreeData& d, int i, const double* v, double* out);
 // Tangent derivatives of a variable joint's subspace and bias, world frame at the origin,
 // after forward kinematics: for each tangent direction s of joint i (0..nv_i-1)
 // dS[s][c] = X d(S col c)/ds, dSv[s] = X (dS/ds) v_i, dSa[s] = X (dS/ds) a_i (a null: 0),
 // dbq[s] = X d(beta)/ds, dbv[s] = X d(beta)/dv_s, beta = Sdot v_i (successor frame).
 struct JointVariation {
-  double dS[6][6][6], dSv[6][6], dSa[6][6], dbq[6][6], dbv[6][6];
+  Motion<double> dS[6][6], dSv[6], dSa[6], dbq[6], dbv[6];
 };
 void tree_joint_variation(const TreeModel& m, const TreeData& d, int i, const double* v, const double* a,
                           JointVariation& out);
@@ -214,6 +312,8 @@ void tree_rnea(const TreeModel& m, TreeData& d, const double* q, const double* v
 
 // ---- crba.cpp (RBDA algorithm 6.2, world frame): d.M (nv, nv), both triangles.
 void tree_crba(const TreeModel& m, TreeData& d, const double* q);
+// The same after tree_forward_kinematics (or an algorithm that ran it) at q.
+void tree_crba_at_kinematics(const TreeModel& m, TreeData& d);
 // Cholesky of d.M into d.L and d.Minv = M^-1 (after tree_crba); throws if M is not positive
 // definite. With locked joints, d.Minv is the reduced inverse: M_ff^-1 on the free rows and
 // columns, zero on the locked ones (d vdot / d tau of the reduced solve; d.L factors M_ff).
@@ -234,27 +334,28 @@ void tree_aba_derivatives(const TreeModel& m, TreeData& d, const double* q, cons
                           double* dvdot_dq, double* dvdot_dv);
 
 // ---- tree_second_order.cpp: PinnZoo's second-order kinematics products, exact (dual numbers
-// through a templated point kinematics), with respect to the raw q (nq,); J_v (3np, nv) the
+// through kinematics.h's point kinematics and RNEA, at T = second-order duals; d.second holds
+// their scratch), with respect to the raw q (nq,); J_v (3np, nv) the
 // points' tangent Jacobian (d kinematics_velocity / dv), lambda (3np,) world forces at them.
 // out (3np, nq): d/dq_j [(d pos/dq) dq], PinnZoo's kinematics_hvp (its q columns).
-void tree_kinematics_hvp(const TreeModel& m, const double* q, const double* dq, double* out);
+void tree_kinematics_hvp(const TreeModel& m, TreeData& d, const double* q, const double* dq, double* out);
 // With F(q, lambda) = d(J_v^T lambda)/dq (nv, nq): out_q (nv, nq) = d(F dq)/dq and
 // out_lambda (nv, 3np) = d(F dq)/dlambda = (dJ_v/dq . dq)^T (kinematics_force_hvp).
-void tree_kinematics_force_hvp(const TreeModel& m, const double* q, const double* lambda, const double* dq,
+void tree_kinematics_force_hvp(const TreeModel& m, TreeData& d, const double* q, const double* lambda, const double* dq,
                                double* out_q, double* out_lambda);
 // out_q (nq, nq) = d(F^T mult)/dq, the Hessian of lambda . J_v(q) mult (symmetric), and
 // out_lambda (nq, 3np) = d(F^T mult)/dlambda = (d(J_v mult)/dq)^T (kinematics_force_hTvp); mult (nv,).
-void tree_kinematics_force_hTvp(const TreeModel& m, const double* q, const double* lambda, const double* mult,
+void tree_kinematics_force_hTvp(const TreeModel& m, TreeData& d, const double* q, const double* lambda, const double* mult,
                                 double* out_q, double* out_lambda);
 
-// With tau(x, vdot) the inverse dynamics (RNEA, templated on the scalar) at raw x = [q; v]:
+// With tau(x, vdot) the inverse dynamics (kinematics.h's RNEA) at raw x = [q; v]:
 // inverse_dynamics_hvp, lam (nx,): out_x (nv, nx) = d((dtau/dx) lam)/dx and out_a (nv, nv) =
 // d((dtau/dx) lam)/dvdot (= (dM/dq . lam_q)).
-void tree_inverse_dynamics_hvp(const TreeModel& m, const double* x, const double* vdot, const double* lam,
+void tree_inverse_dynamics_hvp(const TreeModel& m, TreeData& d, const double* x, const double* vdot, const double* lam,
                                double* out_x, double* out_a);
 // inverse_dynamics_hTvp, lam (nv,): out_x (nx, nx) = d((dtau/dx)^T lam)/dx, the Hessian of
 // lam . tau (symmetric), and out_m (nv, nx) = d((dtau/dvdot)^T lam)/dx = d(M lam)/dx.
-void tree_inverse_dynamics_hTvp(const TreeModel& m, const double* x, const double* vdot, const double* lam,
+void tree_inverse_dynamics_hTvp(const TreeModel& m, TreeData& d, const double* x, const double* vdot, const double* lam,
                                 double* out_x, double* out_m);
 
 // ---- small spatial helpers shared by the algorithm files
@@ -266,53 +367,29 @@ namespace tree {
 // std::domain_error(what) when A is not positive definite. (CRBA's M^-1, ABA's D_i^-1.)
 void spd_inverse(const double* A, int n, double* L, double* Li, double* Ainv, const char* what);
 
-// motion cross product m1 x m2, [v; w]: [w1 x v2 + v1 x w2; w1 x w2]
-inline void motion_cross(const double* a, const double* b, double* out) {
-  const double* va = a;
-  const double* wa = a + 3;
-  const double* vb = b;
-  const double* wb = b + 3;
-  out[0] = wa[1] * vb[2] - wa[2] * vb[1] + va[1] * wb[2] - va[2] * wb[1];
-  out[1] = wa[2] * vb[0] - wa[0] * vb[2] + va[2] * wb[0] - va[0] * wb[2];
-  out[2] = wa[0] * vb[1] - wa[1] * vb[0] + va[0] * wb[1] - va[1] * wb[0];
-  out[3] = wa[1] * wb[2] - wa[2] * wb[1];
-  out[4] = wa[2] * wb[0] - wa[0] * wb[2];
-  out[5] = wa[0] * wb[1] - wa[1] * wb[0];
-}
-
-// force cross product m x* f, f = [f; n]: [w x f; w x n + v x f]
-inline void force_cross(const double* m, const double* f, double* out) {
-  const double* v = m;
-  const double* w = m + 3;
-  const double* ff = f;
-  const double* n = f + 3;
-  out[0] = w[1] * ff[2] - w[2] * ff[1];
-  out[1] = w[2] * ff[0] - w[0] * ff[2];
-  out[2] = w[0] * ff[1] - w[1] * ff[0];
-  out[3] = w[1] * n[2] - w[2] * n[1] + v[1] * ff[2] - v[2] * ff[1];
-  out[4] = w[2] * n[0] - w[0] * n[2] + v[2] * ff[0] - v[0] * ff[2];
-  out[5] = w[0] * n[1] - w[1] * n[0] + v[0] * ff[1] - v[1] * ff[0];
-}
-
-// out = A x (6x6 row-major times 6-vector)
-inline void mat6_vec(const double* A, const double* x, double* out) {
-  for (int r = 0; r < 6; ++r) {
+// 6x6 row-major A times a motion: a force (the articulated inertias of aba.cpp)
+inline Force<double> mat6_mul(const double* A, const Motion<double>& x) {
+  Force<double> out;
+  for (int r = 0; r < 3; ++r) {
     const double* a = A + 6 * r;
-    out[r] = a[0] * x[0] + a[1] * x[1] + a[2] * x[2] + a[3] * x[3] + a[4] * x[4] + a[5] * x[5];
+    const double* b = A + 6 * (r + 3);
+    out.f[r] = a[0] * x.v[0] + a[1] * x.v[1] + a[2] * x.v[2] + a[3] * x.w[0] + a[4] * x.w[1] + a[5] * x.w[2];
+    out.n[r] = b[0] * x.v[0] + b[1] * x.v[1] + b[2] * x.v[2] + b[3] * x.w[0] + b[4] * x.w[1] + b[5] * x.w[2];
   }
+  return out;
 }
 
-// out = A^T x
-inline void mat6t_vec(const double* A, const double* x, double* out) {
-  for (int c = 0; c < 6; ++c) {
-    double s = 0.0;
-    for (int r = 0; r < 6; ++r) s += A[6 * r + c] * x[r];
-    out[c] = s;
-  }
-}
-
-inline double dot6(const double* a, const double* b) {
-  return a[0] * b[0] + a[1] * b[1] + a[2] * b[2] + a[3] * b[3] + a[4] * b[4] + a[5] * b[5];
+// the 6x6 row-major matrix of a rigid-body inertia: [[m 1, -[h]x], [[h]x, I]] (spatial.h)
+inline void inertia_matrix(const Inertia<double>& Y, double* A) {
+  const Vec3<double>& h = Y.h;
+  const double hx[3][3] = {{0.0, -h[2], h[1]}, {h[2], 0.0, -h[0]}, {-h[1], h[0], 0.0}};
+  for (int r = 0; r < 3; ++r)
+    for (int k = 0; k < 3; ++k) {
+      A[6 * r + k] = r == k ? Y.m : 0.0;
+      A[6 * r + 3 + k] = -hx[r][k];
+      A[6 * (3 + r) + k] = hx[r][k];
+      A[6 * (3 + r) + 3 + k] = Y.I[r][k];
+    }
 }
 
 }  // namespace tree
