@@ -60,17 +60,21 @@ after the fidelity tunes solref, and the summary compares dojo with the best of 
 What limits h, measured (2 s, reference 0.5 ms; benchmarks/README.md has the tables):
 
 - dojo, standing: the error grows about linearly with h (0.23 mm at 10 ms, 1.1 mm at 50 ms, the
-  feet on the ground to the solver's tolerance at every h); the limit is stability, not accuracy:
-  at 62.5 ms the error jumps to 71 mm, at 80 ms the trunk height alternates with a growing amplitude (a period of two steps, the
-  signature of a stiffness evaluated at the knot: the PD torque comes from the knot's angle; the
-  scene's joint springs in its place give the same numbers) and the interior point fails from
-  step 8 (line search), the run diverges.
+  feet on the ground to the solver's tolerance at every h); the limit is stability, not
+  accuracy: at 62.5 ms the error jumps to 71 mm, at 80 ms the trunk height alternates with a
+  growing amplitude (a period of two steps, the signature of a stiffness evaluated at the knot:
+  the PD torque comes from the knot's angle; the scene's joint springs in its place give the
+  same numbers) and the interior point fails from step 8 (line search), the run diverges.
 - dojo, drop: accuracy: 4.9 mm at 25 ms, 6.3 mm at 40 ms (the landing is resolved at the knots).
 - dojo's cost per step: interior-point iterations fall with h (15 a step at 1 ms standing, 9 at
-  10 ms, 7 at 50 ms, where a resting robot's state hardly changes in a step) at ~45 us of CPU
-  each: ~310 us a step, against MuJoCo's ~15 us. Fewer iterations at rest (issue 28 item 2: a
+  10 ms, 7 at 50 ms, where a resting robot's state hardly changes in a step) at ~33 us of CPU
+  each in the core: ~230 us a step (~310 us through dojo.simulate), against MuJoCo's ~15 us. Fewer iterations at rest (issue 28 item 2: a
   better interior-point start for resting contacts) and cheaper ones (item 2's closed-form
-  elimination of the contact blocks) are what would put dojo ahead on standing.
+  elimination of the contact blocks) are what would put dojo ahead on standing. A third of
+  ``dojo.simulate``'s time a step is not the step: a scene with a controller runs the
+  closed-loop path, one core call and the record of the step (copies, minimal coordinates,
+  knot velocities) in Python a step, ~90 us against the step's ~230 us at 50 ms (the timing
+  prints dojo.step in a Python loop beside it: 1.4x the simulated seconds per CPU second).
 - MuJoCo, default contacts: a standing foot sinks 2.3-2.4 mm at 0.5-1 ms, over the bound at
   every h (soft contacts: the depth is the load over the contact's stiffness), and a landing
   15 mm: no step passes. At 4 ms, with any of the three settings, the standing robot creeps
@@ -301,6 +305,22 @@ def time_once(sim: str, case: str, h: float, duration: float) -> tuple[float, fl
     return wall, cpu
 
 
+def time_dojo_step_loop(case: str, h: float, duration: float) -> tuple[float, float]:
+    """(wall s, CPU s) of the run as ``u = controller(mech, k, z); z = dojo.step(mech, z, u)``
+    in a Python loop: the steps and the PD without dojo.simulate's per-step record."""
+    mech = go1_mechanism(case, h)
+    z0, controller, step = dojo.initial_state(mech), mech.controller, dojo.step
+
+    def loop():
+        z = z0
+        for k in range(int(round(duration / h))):
+            z = step(mech, z, controller(mech, k, z))
+        return z
+
+    _, wall, cpu = timed_run(loop)
+    return wall, cpu
+
+
 def timed_run(fn):
     """(fn's result, wall s, CPU s) of one call: the garbage collected first, then off."""
     gc.collect()
@@ -392,6 +412,10 @@ class Result:
     cpu: list = field(default_factory=list)
     sim_per_wall: float | None = None  # simulated seconds per wall second, median
     sim_per_cpu: float | None = None
+    # dojo only: the same run as dojo.step in a Python loop with the PD called per step (what
+    # dojo.simulate's closed-loop path costs beyond the steps: the record of every step)
+    loop_cpu: list = field(default_factory=list)
+    loop_sim_per_cpu: float | None = None
 
 
 def model_sanity() -> list[dict]:
@@ -443,9 +467,13 @@ def time_at_largest(results: list[Result], duration: float, repeat: int) -> None
             wall, cpu = time_once(r.sim, r.case, r.h, duration)
             r.wall.append(wall)
             r.cpu.append(cpu)
+            if r.sim == "dojo":
+                r.loop_cpu.append(time_dojo_step_loop(r.case, r.h, duration)[1])
     for r in todo:
         r.sim_per_wall = duration / statistics.median(r.wall)
         r.sim_per_cpu = duration / statistics.median(r.cpu)
+        if r.loop_cpu:
+            r.loop_sim_per_cpu = duration / statistics.median(r.loop_cpu)
 
 
 def check_steps(steps, reference_step: float, duration: float) -> None:
@@ -563,6 +591,10 @@ def main(argv=None) -> int:
     print("\nEqual fidelity (median of the timed runs; 'dojo ahead' = dojo's sim s / wall s over the simulator's):")
     rows = summary_rows(results)
     print_rows(rows)
+    for r in results:
+        if r.loop_sim_per_cpu:
+            print(f"{r.case}, dojo as dojo.step in a Python loop (no per-step record): "
+                  f"{r.loop_sim_per_cpu:.1f} sim s / CPU s against dojo.simulate's {r.sim_per_cpu:.1f}")
     for r in results:
         if r.h is None and r.sweep:
             smallest = min(r.sweep, key=lambda v: v.h)
