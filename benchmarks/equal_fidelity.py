@@ -28,8 +28,12 @@ its radius, at the knots), the state stays finite and, for dojo, every step conv
 Speed. At each simulator's largest passing step, ``--repeat`` runs of the whole duration in this
 process, interleaved (dojo, MuJoCo, dojo, ...), each from the initial state: simulated seconds
 per wall second = duration / the median wall time (``time.perf_counter``), and the same with CPU
-time (``time.process_time``). dojo: ``dojo.simulate(mech, steps=N)`` (the scene's PD controller
-called in Python each step, every state recorded), as a user runs a scene. MuJoCo:
+time (``time.process_time``). The verdicts (dojo against MuJoCo's best setting) are on CPU time,
+as benchmarks/core_speed.py's goals: both sides are single-threaded, and on a loaded machine
+wall time also counts the waits for a core (two MuJoCo settings at the same step once measured
+100 and 174 simulated seconds per wall second with the same CPU time). dojo:
+``dojo.simulate(mech, steps=N)`` (the scene's PD controller called in Python each step, every
+state recorded), as a user runs a scene. MuJoCo:
 ``mujoco.mj_step(model, data)`` in a Python loop recording nothing (~1 us of binding overhead
 a step): MuJoCo's cost alone, the comparison least favourable to dojo.
 The machine these numbers came from is a shared 2-core one (load average 10-20): absolute
@@ -68,9 +72,10 @@ What limits h, measured (2 s, reference 0.5 ms; benchmarks/README.md has the tab
 - dojo, drop: accuracy: 4.9 mm at 25 ms, 6.3 mm at 40 ms (the landing is resolved at the knots).
 - dojo's cost per step: interior-point iterations fall with h (15 a step at 1 ms standing, 9 at
   10 ms, 7 at 50 ms, where a resting robot's state hardly changes in a step) at ~33 us of CPU
-  each in the core: ~230 us a step (~310 us through dojo.simulate), against MuJoCo's ~15 us. Fewer iterations at rest (issue 28 item 2: a
-  better interior-point start for resting contacts) and cheaper ones (item 2's closed-form
-  elimination of the contact blocks) are what would put dojo ahead on standing. A third of
+  each in the core: ~230 us a step (~310 us through dojo.simulate), against MuJoCo's ~15 us.
+  Fewer iterations at rest (issue 28 item 2: a better interior-point start for resting
+  contacts) and cheaper ones (item 2's closed-form elimination of the contact blocks) are what
+  would put dojo ahead on standing. A third of
   ``dojo.simulate``'s time a step is not the step: a scene with a controller runs the
   closed-loop path, one core call and the record of the step (copies, minimal coordinates,
   knot velocities) in Python a step, ~90 us against the step's ~230 us at 50 ms (the timing
@@ -84,9 +89,10 @@ What limits h, measured (2 s, reference 0.5 ms; benchmarks/README.md has the tab
   to 1 ms (1.2 mm, feet 1.7 mm deep; 3.7 mm deep at 2 ms).
 
 Result (load average 17-19): against MuJoCo's defaults dojo is ahead in both cases (no MuJoCo
-step passes); against MuJoCo's best setting it is behind in both: 0.57x the simulated seconds per
-wall second standing (dojo 50 ms against MuJoCo solref 5 ms at 2.5 ms), 0.56x in the drop (dojo
-25 ms against solref 2 ms at 1 ms). The goal of issue 28 (ahead on both) is not met.
+step passes); against MuJoCo's best setting it is behind in both: 0.55x the simulated seconds per
+CPU second standing (0.57x per wall second; dojo 50 ms against MuJoCo solref 5 ms at 2.5 ms),
+0.60x in the drop (0.56x; dojo 25 ms against solref 2 ms at 1 ms). The goal of issue 28 (ahead
+on both) is not met.
 """
 
 from __future__ import annotations
@@ -131,8 +137,10 @@ DURATION = 2.0  # s, each run
 REFERENCE_STEP = 0.0005  # s, each simulator's own reference
 # candidate steps: multiples of REFERENCE_STEP that divide DURATION
 STEPS = (0.001, 0.002, 0.0025, 0.004, 0.005, 0.008, 0.01, 0.0125, 0.02, 0.025, 0.04, 0.05, 0.0625, 0.08, 0.1)
-QUICK_STEPS = (0.002, 0.005, 0.01, 0.02, 0.025, 0.04, 0.05)
-QUICK_REFERENCE_STEP = 0.001
+# --quick: the steps where the largest passing ones were (MuJoCo 1-2.5 ms, dojo 25-50 ms) and a
+# few between; the same reference (a coarser one would make MuJoCo's 1 ms trivially pass)
+QUICK_STEPS = (0.001, 0.002, 0.0025, 0.01, 0.025, 0.05)
+QUICK_REFERENCE_STEP = REFERENCE_STEP
 
 GO1_URDF = "go1_description/urdf/go1.urdf"
 SCENE = "go1"
@@ -486,7 +494,7 @@ def check_steps(steps, reference_step: float, duration: float) -> None:
 
 def summary_rows(results: list[Result]) -> list[list[str]]:
     head = ["case", "simulator", "largest h", "position err", "angle err", "lowest foot", "iterations",
-            "sim s / wall s", "sim s / CPU s", "dojo ahead (wall)"]
+            "sim s / wall s", "sim s / CPU s", "dojo / it (CPU, wall)"]
     rows = [head]
     for case in dict.fromkeys(r.case for r in results):
         here = [r for r in results if r.case == case]
@@ -496,7 +504,7 @@ def summary_rows(results: list[Result]) -> list[list[str]]:
             ahead = "-"
             if r.sim != "dojo" and ours is not None:
                 if ours.sim_per_wall and r.sim_per_wall:
-                    ahead = f"{ours.sim_per_wall / r.sim_per_wall:.2f}x"
+                    ahead = f"{ours.sim_per_cpu / r.sim_per_cpu:.2f}x, {ours.sim_per_wall / r.sim_per_wall:.2f}x"
                 elif ours.sim_per_wall and r.h is None:
                     ahead = "yes (MuJoCo: no step passes)"
                 elif r.sim_per_wall and ours.h is None:
@@ -511,13 +519,14 @@ def summary_rows(results: list[Result]) -> list[list[str]]:
 
 
 def best_mujoco(results: list[Result]) -> list[dict]:
-    """Per case, dojo against the MuJoCo setting with the most simulated seconds per wall second
-    among those with a passing step."""
+    """Per case, dojo against the MuJoCo setting with the most simulated seconds per CPU second
+    among those with a passing step (CPU time: on the loaded machine two settings at the same
+    step measured 100 and 174 simulated seconds per wall second with the same CPU time)."""
     out = []
     for case in dict.fromkeys(r.case for r in results):
         ours = next((r for r in results if r.case == case and r.sim == "dojo"), None)
         theirs = [r for r in results if r.case == case and r.sim != "dojo" and r.sim_per_wall]
-        best = max(theirs, key=lambda r: r.sim_per_wall, default=None)
+        best = max(theirs, key=lambda r: r.sim_per_cpu, default=None)
         row = {"case": case, "dojo_h": None if ours is None else ours.h, "mujoco_setting": None, "mujoco_h": None,
                "ratio_wall": None, "ratio_cpu": None}
         if best is not None:
@@ -534,6 +543,47 @@ def print_rows(rows: list[list[str]]) -> None:
         print("  ".join(c.ljust(w) for c, w in zip(line, widths)).rstrip())
         if k == 0:
             print("  ".join("-" * w for w in widths))
+
+
+def measure(cases, sims, steps, reference_step: float, duration: float, repeat: int, log=print) -> list[Result]:
+    """The sweep of every simulator and case, then the timed runs at each largest passing step."""
+    results = []
+    log("\nSweep (one run per step; us/step is CPU time):")
+    for case in cases:
+        for sim in sims:
+            results.append(sweep(sim, case, steps, reference_step, duration, log))
+    log(f"\nTiming: {repeat} interleaved runs of {duration:g} s at each largest passing step")
+    time_at_largest(results, duration, repeat)
+    return results
+
+
+def print_summary(results: list[Result]) -> tuple[list[list[str]], list[dict]]:
+    """Print the equal-fidelity table and the verdicts; returns (table rows, best_mujoco)."""
+    print("\nEqual fidelity (median of the timed runs; 'dojo / it' = dojo's simulated seconds per CPU second, and per\n"
+          "wall second, over the simulator's; the verdicts are on CPU time: both sides run on one thread, and on a\n"
+          "loaded machine wall time also counts the time a process waited for a core)")
+    rows = summary_rows(results)
+    print_rows(rows)
+    for r in results:
+        if r.loop_sim_per_cpu:
+            print(f"{r.case}, dojo as dojo.step in a Python loop (no per-step record): "
+                  f"{r.loop_sim_per_cpu:.1f} sim s / CPU s against dojo.simulate's {r.sim_per_cpu:.1f}")
+    for r in results:
+        if r.h is None and r.sweep:
+            smallest = min(r.sweep, key=lambda v: v.h)
+            print(f"{r.case}, {r.sim}: no step passes; at the smallest, {smallest.h:g} s: {smallest.why}")
+    best = best_mujoco(results)
+    for b in best:
+        if b["ratio_wall"] is not None:
+            verdict = "ahead" if b["ratio_cpu"] > 1 else "behind"
+            print(f"{b['case']}: dojo at {b['dojo_h']:g} s against MuJoCo's best ({b['mujoco_setting']} at "
+                  f"{b['mujoco_h']:g} s): {b['ratio_cpu']:.2f}x the simulated seconds per CPU second "
+                  f"({b['ratio_wall']:.2f}x per wall second): {verdict}")
+        elif b["mujoco_setting"] is None and b["dojo_h"] is not None:
+            print(f"{b['case']}: no MuJoCo setting passes at any step; dojo passes up to {b['dojo_h']:g} s")
+        else:
+            print(f"{b['case']}: dojo passes at no step")
+    return rows, best
 
 
 def main(argv=None) -> int:
@@ -579,37 +629,10 @@ def main(argv=None) -> int:
     for c in sanity:
         print(f"  model sanity {'ok  ' if c['ok'] else 'FAIL'} {c['check']}: {c['value']:.3g} (limit {c['limit']:g})")
     started = time.perf_counter()
-    results = []
     with limit:
-        print("\nSweep (one run per step; us/step is CPU time):")
-        for case in cases:
-            for sim in sims:
-                results.append(sweep(sim, case, steps, reference_step, args.duration, print))
-        print(f"\nTiming: {repeat} interleaved runs of {args.duration:g} s at each largest passing step")
-        time_at_largest(results, args.duration, repeat)
+        results = measure(cases, sims, steps, reference_step, args.duration, repeat, print)
     load1 = os.getloadavg()
-    print("\nEqual fidelity (median of the timed runs; 'dojo ahead' = dojo's sim s / wall s over the simulator's):")
-    rows = summary_rows(results)
-    print_rows(rows)
-    for r in results:
-        if r.loop_sim_per_cpu:
-            print(f"{r.case}, dojo as dojo.step in a Python loop (no per-step record): "
-                  f"{r.loop_sim_per_cpu:.1f} sim s / CPU s against dojo.simulate's {r.sim_per_cpu:.1f}")
-    for r in results:
-        if r.h is None and r.sweep:
-            smallest = min(r.sweep, key=lambda v: v.h)
-            print(f"{r.case}, {r.sim}: no step passes; at the smallest, {smallest.h:g} s: {smallest.why}")
-    best = best_mujoco(results)
-    for b in best:
-        if b["ratio_wall"] is not None:
-            verdict = "ahead" if b["ratio_wall"] > 1 else "behind"
-            print(f"{b['case']}: dojo at {b['dojo_h']:g} s against MuJoCo's best ({b['mujoco_setting']} at "
-                  f"{b['mujoco_h']:g} s): {b['ratio_wall']:.2f}x the simulated seconds per wall second "
-                  f"({b['ratio_cpu']:.2f}x per CPU second): {verdict}")
-        elif b["mujoco_setting"] is None and b["dojo_h"] is not None:
-            print(f"{b['case']}: no MuJoCo setting passes at any step; dojo passes up to {b['dojo_h']:g} s")
-        else:
-            print(f"{b['case']}: dojo passes at no step")
+    rows, best = print_summary(results)
     print(f"\ntotal {time.perf_counter() - started:.0f} s; load average {load0[0]:.1f} at the start, {load1[0]:.1f} "
           "at the end (a shared machine: absolute rates vary 2-3x between runs, the same-process ratios less)")
     if args.json:
