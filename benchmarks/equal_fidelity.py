@@ -68,7 +68,8 @@ What limits h, measured (2 s, reference 0.5 ms; benchmarks/README.md has the tab
   accuracy: at 62.5 ms the error jumps to 71 mm, at 80 ms the trunk height alternates with a
   growing amplitude (a period of two steps, as a stiffness evaluated at the knot gives past its
   stability bound: the PD torque comes from the knot's angle; the scene's joint springs in its
-  place give the same numbers; an implicit PD is not tried) and the interior point fails from step 8 (line search), the run diverges.
+  place give the same numbers; an implicit PD is not tried) and the interior point fails from
+  step 8 (line search), the run diverges.
 - dojo, drop: accuracy: 4.9 mm at 25 ms, 6.3 mm at 40 ms (the landing is resolved at the knots).
 - dojo's cost per step: interior-point iterations fall with h (15 a step at 1 ms standing, 9 at
   10 ms, 7 at 50 ms, where a resting robot's state hardly changes in a step) at ~33 us of CPU
