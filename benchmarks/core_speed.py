@@ -17,6 +17,10 @@ Rows (h = 0.01 s everywhere) and the issue's goals:
 | `hdf5`         | `dojo simulate pendulum --steps 1000000 -o FILE`, a child    | peak RSS < 300 MB and    |
 |                | process, end to end                                         | >= 100,000 steps/s       |
 
+and ``equal_fidelity``: the Go1 standing and dropped 10 cm, the largest step within 5 mm and
+1 degree of each simulator's own reference and the simulated seconds per second there
+(benchmarks/equal_fidelity.py); goal: dojo ahead of MuJoCo's best contact setting in both.
+
 What is timed. dojo, through the public API as a user writes it: ``z = dojo.step(mech, z)``
 in a Python loop (the A1: ``u = mech.controller(mech, k, z)`` first, as ``dojo.simulate``
 does), and, as the "run" column, the library's whole-run function ``dojo.simulate(mech,
@@ -53,7 +57,11 @@ than CORE_MAX_PY_CALLS Python function calls (the C++ core does the step in one 
 ``numpy`` otherwise (the numpy implementation: thousands of calls per step).
 
 --quick: fewer repetitions and steps (the box still runs its whole toss), a 10^5-step HDF5
-run capped at 10 s: a smoke run in under a minute.
+run capped at 10 s, the equal-fidelity sweep with equal_fidelity.py's --quick settings (six steps,
+3 timed runs): a smoke run in about a minute.
+The equal-fidelity row is its own table (simulated seconds per second at equal fidelity, not
+time per step), printed after the goal tables by equal_fidelity.py's ``measure`` and
+``print_summary`` (its docstring says what is measured and how the MuJoCo Go1 is made).
 An HDF5 run still going at --hdf5-timeout (default 90 s) is stopped with SIGINT (the CLI keeps its
 completed steps and marks the file ``interrupted``) and its rate is taken over the steps it
 completed; its goal is then not met (its memory goal is unverified). Exit status: 1 if a
@@ -89,6 +97,7 @@ import numpy as np  # noqa: E402
 import step_speed as ss  # noqa: E402  (puts the repository root on sys.path; models and MJCF twins)
 import quadruped as qp  # noqa: E402  (the A1 in MuJoCo from the same URDF)
 import cold_start as cs  # noqa: E402  (how to run the `dojo` command)
+import equal_fidelity as ef  # noqa: E402  (the Go1 at equal fidelity, issue 28 item 3)
 
 import dojo_cli as dojo  # noqa: E402
 from dojo_cli.scene import robots  # noqa: E402
@@ -96,7 +105,7 @@ from dojo_cli.scene import robots  # noqa: E402
 mujoco = ss.mujoco
 timed = bench_common.timed
 
-ROWS = ("pendulum", "chain20", "box", "a1", "a1_gradients", "hdf5")
+ROWS = ("pendulum", "chain20", "box", "a1", "a1_gradients", "hdf5", "equal_fidelity")
 # A dojo.step running fewer Python function calls than this is one call into the C++ core.
 CORE_MAX_PY_CALLS = 200
 HDF5_MEMORY_GOAL_MB = 300.0
@@ -610,6 +619,22 @@ def row_hdf5(steps: int, timeout: float, mj_us: dict, sanity: list) -> Row:
     return row
 
 
+def row_equal_fidelity(quick: bool):
+    """equal_fidelity.py's sweep and timed runs (its --quick settings with --quick, else its
+    defaults), or why not (a string)."""
+    if robots.example_robot_data_root() is None:
+        return f"skipped: example-robot-data is not installed ({robots.ROBOTS_EXTRA_INSTALL})"
+    if mujoco is None:
+        return "skipped: MuJoCo is not installed"
+    steps = ef.QUICK_STEPS if quick else ef.STEPS
+    reference = ef.QUICK_REFERENCE_STEP if quick else ef.REFERENCE_STEP
+    bad = [c for c in ef.model_sanity() if not c["ok"]]
+    if bad:
+        return "skipped: the MuJoCo Go1 differs from dojo's: " + "; ".join(f"{c['check']} {c['value']:.3g}" for c in bad)
+    return ef.measure(list(ef.CASES), list(ef.SIMS), steps, reference, ef.DURATION, 3 if quick else 5,
+                      log=lambda *_: None)
+
+
 def provenance() -> dict:
     """The checkout's commit, whether dojo_cli/ differs from it, and the core build's file
     time: the core changes under concurrent work, so a table says what it measured."""
@@ -760,9 +785,14 @@ def main(argv=None) -> int:
     rows: list[Row] = []
     builders = {"pendulum": row_pendulum, "chain20": row_chain, "box": row_box, "a1": row_a1,
                 "a1_gradients": row_a1_gradients}
+    fidelity = None  # the equal-fidelity results (a table of their own)
     with limit:
         for name in names:
             t = time.perf_counter()
+            if name == "equal_fidelity":
+                fidelity = row_equal_fidelity(args.quick)
+                print(f"  {name}: done in {time.perf_counter() - t:.1f} s", flush=True)
+                continue
             if name == "hdf5":
                 pend = next((r for r in rows if r.name == "pendulum"), None)
                 mj_us = {c: pend.best[c]["mujoco"] for c in CLOCKS if "mujoco" in pend.best[c]} if pend else (
@@ -790,6 +820,14 @@ def main(argv=None) -> int:
           " with\nthe previous step's joint impulses, records every state); for hdf5 the `dojo simulate` child process."
           "\nmet: the step loop's ratio against the goal, the run's in brackets where it differs")
     print_timed(rows)
+    fidelity_doc = None
+    if isinstance(fidelity, list):
+        print("\nEqual fidelity, the Go1 (benchmarks/equal_fidelity.py" + (" --quick" if args.quick else "") + "):")
+        table_rows, best = ef.print_summary(fidelity)
+        fidelity_doc = {"table": table_rows, "against_best_mujoco": best, "results": [asdict(r) for r in fidelity]}
+    elif fidelity is not None:
+        print(f"\nEqual fidelity: {fidelity}")
+        fidelity_doc = {"skipped": fidelity}
     print(f"\ntotal {elapsed:.0f} s; load average {load0[0]:.1f} at the start, {load1[0]:.1f} at the end")
     slow = [r.name for r in rows if r.path == "numpy"]
     if slow:
@@ -805,6 +843,7 @@ def main(argv=None) -> int:
                      "plans": {k: asdict(v) for k, v in plan.items() if k in names}, **prov},
             "rows": [asdict(r) | {"met_text": {c: verdict(r, c) for c in CLOCKS}} for r in rows],
             "sanity": sanity,
+            "equal_fidelity": fidelity_doc,
         }
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(doc, indent=1) + "\n")
