@@ -11,6 +11,7 @@ steps 8 to 61), and every step must converge with no contact deeper than 5 mm.
 from __future__ import annotations
 
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -166,3 +167,41 @@ def test_human_with_universal_and_gimbal_joints_drops_limp():
     moved = float(np.max(np.abs(q - q[0])))
     assert moved < HUMAN_STILL, f"joints moved {moved:.2e} rad in free fall"
     assert abs(tight.v[-1, 0, 2] + 9.81 * 2.0) < 1e-9, "the body falls at g"
+
+
+# Steps that failed every attempt of the first three sweeps (core/maximal/step.h,
+# "Restarts"): light wrist and gripper links (0.08-0.5 kg) lying on many hull-vertex
+# contacts, whose badly centred friction cones cut every step to alpha ~ 1e-2. Their
+# states (tests/data/robot_hard_steps.npz: the state before the step and the last step's
+# impulses, the warm start, from the limp drop at the relative tolerances) are solved
+# as one step each.
+HARD_STEPS = Path(__file__).parent.parent / "data" / "robot_hard_steps.npz"
+# Restarts of the first three sweeps (step.h, kImpulseScales' four scales: the three
+# other than the first's, then all four twice): a step converging after these was solved
+# in the fourth sweep.
+THREE_SWEEPS = 3 + 4 + 4
+
+
+@pytest.mark.parametrize("stem", ["talos_full_v2", "g1_29dof_with_hand_rev_1_0"])
+def test_centrality_correctors_solve_steps_on_light_links(stem):
+    """talos_full_v2's step 66 and g1 with hands' step 73 (dropped limp): every attempt of
+    the first three sweeps ends unconverged, the steps cut by the cones of a 0.1-0.5 kg
+    wrist or gripper resting on its hull's vertices and the complementarity shrinking ~5 %
+    an iteration. The fourth sweep's Gondzio centrality correctors (core/maximal/
+    interior_point.h, centrality_correctors) aim the badly centred products back into a
+    band around the centring target: the step converges, to a solution of the step's
+    equations and complementarity to Dojo's absolute tolerances, and the residual the
+    solve leaves is the one at the step it kept."""
+    saved = np.load(HARD_STEPS)
+    z, lam0, k = saved[f"{stem}/state"], saved[f"{stem}/impulses"], int(saved[f"{stem}/step"])
+    mech = _mechanism(stem)
+    opts = dojo.default_options(mech)
+    _, result = solve_step(mech, z, lam0=lam0, opts=opts)
+    data = mech.core_data
+    assert result.status is SolverStatus.SUCCESS, f"{stem} step {k}: {result.status}"
+    assert data.restarts > THREE_SWEEPS, f"converged in the first three sweeps ({data.restarts} restarts): not the case tested"
+    residual = np.asarray(data.residual_vector)
+    np.testing.assert_allclose(
+        residual, _core.testing.step_residual(mech.core, data, z, None, np.asarray(data.w)), rtol=0, atol=1e-12)
+    rvio, bvio = _core.testing.violations(mech.core, residual, relative=False)
+    assert rvio < opts.rtol and bvio < opts.btol, (rvio, bvio)

@@ -298,11 +298,12 @@ def test_statuses_and_solver_record():
 
     # stopped early, the solve restarts from the other starting impulse scales (core/step.h,
     # "Restarts"), each with max_iter iterations, then from all four again with the line
-    # search's filter, then once more with the filter and the re-centring of jammed cones
-    # (3 + 4 + 4 restarts); the record counts them all
+    # search's filter, then once more with the filter and the re-centring of jammed cones,
+    # then with Gondzio's centrality correctors too (3 + 4 + 4 + 4 restarts); the record
+    # counts them all
     _, result = solve_step(mech, z, opts=TIGHT.replace(max_iter=2))
     restarts = mech.core_data.restarts
-    assert result.status is SolverStatus.MAX_ITERATIONS and result.iterations == 2 * (1 + restarts) and restarts == 3 + 4 + 4, (
+    assert result.status is SolverStatus.MAX_ITERATIONS and result.iterations == 2 * (1 + restarts) and restarts == 3 + 4 + 4 + 4, (
         result.status, result.iterations, restarts)
     # the solver log holds every attempt's iterations (each attempt starts again at 1)
     log = np.asarray(mech.core_data.log)

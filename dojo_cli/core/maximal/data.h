@@ -98,6 +98,7 @@ struct Data {
   // restart's solves (step.h, "Restarts"), never on Dojo's first attempt.
   bool filter_acceptance = false;
   bool recentre_jams = false;  // a restart's third sweep re-centres jammed cones (interior_point.h)
+  bool centrality_correctors = false;  // a restart's fourth sweep adds Gondzio's correctors (interior_point.h)
   std::vector<double> filter;  // (max_iter, 2) (rvio, bvio) of the iterates accepted in this solve
   // A step whose every attempt fails ends at the attempt that came closest (step.cpp,
   // kept_attempt): its unknowns, contacts in the solve, status and violations.

@@ -111,6 +111,46 @@ void recentre_cone(const Model& m, double* w, int k) {
   }
 }
 
+// Gondzio's centrality correction of one complementarity product v against the target
+// kappa (Gondzio 1996, eq. 20; Colombo and Gondzio 2008, section 3): the amount that
+// moves v into [kGondzioLow kappa, kGondzioHigh kappa], a decrease at most kGondzioHigh kappa.
+inline double centrality_shift(double v, double kappa) {
+  if (v < kGondzioLow * kappa) return kGondzioLow * kappa - v;
+  if (v > kGondzioHigh * kappa) return std::max(kGondzioHigh * kappa - v, -kGondzioHigh * kappa);
+  return 0.0;
+}
+
+// Gondzio's corrector term t at the trial point x = w + alpha dw (rows of the
+// complementarity, zero elsewhere), in the linearisation's units: orthant rows
+// s gamma, second-order-cone rows the Nesterov-Todd scaled product (W s) o (W^-1 gamma)
+// (scale_second_order_cones), whose two eigenvalues p0 +- |p1:| (Alizadeh and Goldfarb
+// 2003, section 4, the spectral decomposition) are each moved as an orthant product.
+void centrality_term(const Model& m, const Data& d, const double* x, double kappa, const uint8_t* active,
+                     double* t) {
+  std::fill(t, t + m.n, 0.0);
+  for (size_t i = 0; i < m.orthant_s.size(); ++i)
+    if (in_solve(active, m.orthant_contact[i]))
+      t[m.orthant_s[i]] = centrality_shift(x[m.orthant_s[i]] * x[m.orthant_g[i]], kappa);
+  for (size_t k = 0; k < m.soc_contact.size(); ++k) {
+    if (!active[m.soc_contact[k]]) continue;
+    double s[3], z[3], ws[3], wz[3], p[3];
+    for (int i = 0; i < 3; ++i) {
+      s[i] = x[m.soc_s[3 * k + i]];
+      z[i] = x[m.soc_g[3 * k + i]];
+    }
+    matvec3(&d.soc_w[9 * k], s, ws);
+    matvec3(&d.soc_w_inv[9 * k], z, wz);
+    cone_product(ws, wz, p);
+    const double r = std::hypot(p[1], p[2]);
+    const double u1 = r > 0.0 ? p[1] / r : 1.0, u2 = r > 0.0 ? p[2] / r : 0.0;
+    // p = l1 (1, u) / 2 + l2 (1, -u) / 2
+    const double c1 = centrality_shift(p[0] + r, kappa), c2 = centrality_shift(p[0] - r, kappa);
+    t[m.soc_s[3 * k]] = 0.5 * (c1 + c2);
+    t[m.soc_s[3 * k + 1]] = 0.5 * (c1 - c2) * u1;
+    t[m.soc_s[3 * k + 2]] = 0.5 * (c1 - c2) * u2;
+  }
+}
+
 }  // namespace
 
 void scale_second_order_cones(const Model& m, Data& d, double* rn) {
@@ -338,6 +378,21 @@ SolverStatus interior_point(const Model& m, Data& d, const SolverOptions& opts) 
     const double viol = std::max(rvio, bvio);
     const double tau = std::max(kMinFraction, 1.0 - viol * viol);
     double alpha = cone_step(m, d.w.data(), d.delta.data(), tau, active, /*stay_inside=*/true);
+    // Gondzio's centrality correctors (centrality_correctors, interior_point.h): aim the
+    // products of the pairs that cut the step back into a band around kappa at a longer
+    // trial step, with the same factorisation; kept while the step grows enough.
+    if (d.centrality_correctors)
+      for (int k = 0; k < kGondzioCorrectors && alpha < 1.0; ++k) {
+        const double trial = std::min(1.0, kGondzioTrialFactor * alpha + kGondzioTrialOffset);
+        for (int i = 0; i < n; ++i) d.cand[i] = d.w[i] + trial * d.delta[i];
+        centrality_term(m, d, d.cand.data(), kappa, active, d.rhs.data());
+        solve_factored(m, d, d.rhs.data());  // M^-1 t: the direction's change when the target gains t
+        for (int i = 0; i < n; ++i) d.d_aff[i] = d.delta[i] + d.rhs[i];
+        const double corrected = cone_step(m, d.w.data(), d.d_aff.data(), tau, active, /*stay_inside=*/true);
+        if (!(corrected >= alpha + kGondzioGain * (trial - alpha))) break;
+        d.delta.swap(d.d_aff);
+        alpha = corrected;
+      }
     double rvio_c = 0.0, bvio_c = 0.0;
     line_search_failed = true;
     for (int ls = 0; ls < std::max(opts.max_ls, 1); ++ls) {

@@ -63,6 +63,7 @@ SolverStatus step(const Model& m, Data& d, const double* z, const double* u, con
   d.filter.resize(static_cast<size_t>(opts.max_iter) * 2);  // grows once per larger max_iter
   d.filter_acceptance = false;
   d.recentre_jams = false;
+  d.centrality_correctors = false;
   d.iterations = 0;
   d.complementarity = 0.0;
   d.singular_node = -1;
@@ -122,10 +123,11 @@ SolverStatus step(const Model& m, Data& d, const double* z, const double* u, con
       d.contact_active_kept.assign(d.contact_active.begin(), d.contact_active.end());
     };
     keep();
-    for (const int sweep : {0, 1, 2}) {
+    for (const int sweep : {0, 1, 2, 3}) {
       const bool filter = sweep >= 1;
       d.filter_acceptance = filter;
-      d.recentre_jams = sweep == 2;
+      d.recentre_jams = sweep >= 2;
+      d.centrality_correctors = sweep == 3;
       for (double scale : kImpulseScales) {
         if (scale == first_scale && !filter) continue;
         ++d.restarts;
@@ -142,6 +144,7 @@ SolverStatus step(const Model& m, Data& d, const double* z, const double* u, con
     }
     d.filter_acceptance = false;
     d.recentre_jams = false;
+    d.centrality_correctors = false;
     if (d.status != SolverStatus::Success && kept < std::numeric_limits<double>::infinity()) {
       d.w.assign(d.w_kept.begin(), d.w_kept.end());
       d.contact_active.assign(d.contact_active_kept.begin(), d.contact_active_kept.end());

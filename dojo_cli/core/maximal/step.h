@@ -38,7 +38,10 @@ void step_initial_guess(const Model& m, Data& d, const double* lambda0, double i
 // included) with the line search's filter (interior_point.h, step 5, filter_acceptance).
 // If that fails too, a third sweep solves from every scale with the filter and the
 // re-centring of jammed cones (interior_point.h, recentre_jams; b1-z1 dropped limp,
-// steps 40-43 at the relative tolerances). A step that converges in an earlier sweep is
+// steps 40-43 at the relative tolerances). If that fails too, a fourth sweep adds
+// Gondzio's centrality correctors (interior_point.h, centrality_correctors: light links
+// lying on many hull-vertex contacts, whose badly centred cones cut every step short).
+// A step that converges in an earlier sweep is
 // untouched by the later ones: the runs that converged before them are the same to the bit.
 // A step whose every attempt fails ends at the attempt that came closest, the smallest
 // max(rvio / rtol, bvio / btol), not at the last one: its state starts the next step
@@ -46,8 +49,8 @@ void step_initial_guess(const Model& m, Data& d, const double* lambda0, double i
 // ground where an earlier attempt had it at the surface: g1 dropped limp, step 71).
 constexpr double kImpulseScales[] = {1.0, 1e-1, 1e-2, 1e-3};
 // Solves of a step at most, not counting the margins' re-solves (margins.h): the first,
-// the first sweep's restarts, the second's and the third's. The solver log has room for them all.
-constexpr int kMaxAttempts = 3 * static_cast<int>(sizeof(kImpulseScales) / sizeof(kImpulseScales[0]));
+// the first sweep's restarts, the second's, the third's and the fourth's. The solver log has room for them all.
+constexpr int kMaxAttempts = 4 * static_cast<int>(sizeof(kImpulseScales) / sizeof(kImpulseScales[0]));
 
 // One whole step: setup, warm start, solve, next state. The result is in d.
 SolverStatus step(const Model& m, Data& d, const double* z, const double* u, const double* f_ext,
