@@ -25,7 +25,7 @@ import numpy as np
 
 from dojo_cli.errors import Problem, SceneError
 from dojo_cli.model.collisions import GROUND, RIM_POINTS, half_space_contacts, lowest_height
-from dojo_cli.scene.urdf import UrdfImport, _initial_poses, _shape, _stand_on_ground
+from dojo_cli.scene.urdf import UrdfImport, _initial_poses, _shape, _stand_on_ground, range_note
 
 # SRDF group states taken as the standing pose, in this order of preference (the names
 # example-robot-data uses for quadrupeds and humanoids); else the first state of the file.
@@ -134,11 +134,11 @@ def _rotation_about(axis: np.ndarray, angle: float) -> np.ndarray:
     return np.eye(3) + math.sin(angle) * k + (1.0 - math.cos(angle)) * (k @ k)
 
 
-def _apply_pose(scene: dict, values: dict[str, list[float]], source: str, report: StandReport) -> None:
+def _apply_pose(scene: dict, values: dict[str, list[float]], source: str, report: StandReport) -> set[str]:
     """Joint initial positions from ``values`` (revolute and prismatic joints of the scene),
-    each clipped into its range (a note lists the clipped ones)."""
+    each clipped into its range (a note lists the clipped ones). Returns the joints set."""
     by_name = {j["name"]: j for j in scene["joints"]}
-    clipped, missing = [], []
+    clipped, missing, posed = [], [], set()
     for name, value in values.items():
         joint = by_name.get(name)
         if joint is None:
@@ -154,10 +154,31 @@ def _apply_pose(scene: dict, values: dict[str, list[float]], source: str, report
                 clipped.append(f"{name} {x:g} -> [{lo:g}, {hi:g}]")
                 x = min(max(x, lo), hi)
         joint["initial"] = {"position": [x]}
+        posed.add(name)
     if clipped:
         report.notes.append(f"{source}: joint values outside their range, clipped: {', '.join(clipped)}")
     if missing:
         report.notes.append(f"{source}: joints not in the scene (merged or dropped by the import), ignored: {', '.join(missing)}")
+    return posed
+
+
+def _revise_range_note(result: UrdfImport, file: str, posed: set[str]) -> None:
+    """The importer's note listing the joints it started inside their ranges names only
+    those the standing pose left there (none: the note goes), so that what is printed
+    after the import is the pose the scene holds."""
+    old = range_note(result.moved_into_range)
+    if old is None or not posed:
+        return
+    line = f"note: {Problem(file, None, 'robot', old)}"
+    if line not in result.warnings:
+        return
+    result.moved_into_range = {j: c for j, c in result.moved_into_range.items() if j not in posed}
+    new = range_note(result.moved_into_range)
+    i = result.warnings.index(line)
+    if new is None:
+        del result.warnings[i]
+    else:
+        result.warnings[i] = f"note: {Problem(file, None, 'robot', new)}"
 
 
 # A cylinder whose axis is within this of horizontal (|axis . z| below it) rolls on the
@@ -320,7 +341,8 @@ def add_stand(scene: dict, result: UrdfImport, urdf: Path, file: str, srdf: Path
         name = standing_state(states)
         if name is not None:
             report.pose_source = f"{srdf.name} group state {name!r}"
-            _apply_pose(scene, states[name], f"{srdf.name}: group_state {name!r}", report)
+            posed = _apply_pose(scene, states[name], f"{srdf.name}: group_state {name!r}", report)
+            _revise_range_note(result, file, posed)
     _stand_on_ground(scene, result)
     base = joints[0]
     report.base_height = float(base["initial"]["position"][2])

@@ -218,11 +218,15 @@ class UrdfImport:
         merged: URDF fixed joints merged away.
         dropped: URDF links left out (massless leaves, a massless root).
         scene_joints: the scene's joints (as in ``scene``), root to leaves.
+        moved_into_range: scene joint -> its coordinates the import started inside their
+            ranges ("name value"; _start_inside_limits), so that a pose set later (``dojo
+            import-urdf --stand``'s SRDF pose) can revise the note that lists them.
     """
 
     scene: dict
     warnings: list[str] = field(default_factory=list)
     scene_joints: list[dict] = field(default_factory=list)
+    moved_into_range: dict[str, list[str]] = field(default_factory=dict)
     link_bodies: dict[str, tuple[str, np.ndarray]] = field(default_factory=dict)
     merged: list[str] = field(default_factory=list)
     dropped: list[str] = field(default_factory=list)
@@ -967,7 +971,7 @@ def read_urdf(path: str | os.PathLike, options: UrdfOptions | None = None, shown
     reader.fail_if_problems()
     result.scene_joints = scene_joints
     reader.report_unmodelled()
-    _start_inside_limits(reader, scene_joints)
+    result.moved_into_range = _start_inside_limits(reader, scene_joints)
     contacts = _contacts(reader, links, groups, result, options)
 
     scene = {
@@ -1666,13 +1670,14 @@ def _body_parents(result: UrdfImport) -> set[str]:
     return {j["parent"] for j in result.scene_joints}
 
 
-def _start_inside_limits(reader: _Reader, scene_joints: list[dict]) -> None:
+def _start_inside_limits(reader: _Reader, scene_joints: list[dict]) -> dict[str, list[str]]:
     """Give each limited joint whose range does not hold zero strictly inside an initial
     position: the point of its range nearest zero, moved LIMIT_INSET inside (go1's calves,
     [-2.818, -0.888], would start at 0, outside, and snap onto their limits in the first
     steps; a joint on its bound starts the t = 0 solve at a zero slack). One note lists them.
-    A URDF has no default joint position (SRDF's group states are another file)."""
-    moved = []
+    A URDF has no default joint position (SRDF's group states are another file).
+    Returns the moved coordinates by scene joint (UrdfImport.moved_into_range)."""
+    moved: dict[str, list[str]] = {}
     for joint in scene_joints:
         limits = joint.get("limits")
         if limits is None or "initial" in joint:
@@ -1685,12 +1690,22 @@ def _start_inside_limits(reader: _Reader, scene_joints: list[dict]) -> None:
             inset = min(LIMIT_INSET_FRACTION * (upper - lower), LIMIT_INSET_MAX)
             positions.append(float(lower + inset if lower >= 0.0 else upper - inset))
             names = joint.get("axis_names")
-            moved.append(f"{names[k] if names else joint['name']} {positions[-1]:.6g}")
+            moved.setdefault(joint["name"], []).append(f"{names[k] if names else joint['name']} {positions[-1]:.6g}")
         if any(p != 0.0 for p in positions):
             joint["initial"] = {"position": positions}
-    if moved:
-        reader.note(None, "robot", f"{len(moved)} joints start inside their ranges (zero is outside or on a bound; "
-                    f"{LIMIT_INSET_FRACTION:.0%} of the range in, at most {LIMIT_INSET_MAX:g}): {', '.join(moved)}")
+    note = range_note(moved)
+    if note:
+        reader.note(None, "robot", note)
+    return moved
+
+
+def range_note(moved: dict[str, list[str]]) -> str | None:
+    """The one note listing the coordinates started inside their ranges (None: none)."""
+    items = [item for coords in moved.values() for item in coords]
+    if not items:
+        return None
+    return (f"{len(items)} joints start inside their ranges (zero is outside or on a bound; "
+            f"{LIMIT_INSET_FRACTION:.0%} of the range in, at most {LIMIT_INSET_MAX:g}): {', '.join(items)}")
 
 
 def _joint_motion(joint: dict) -> tuple[np.ndarray, np.ndarray]:

@@ -126,6 +126,12 @@ def test_cli_stand_writes_a_scene_that_stands(tmp_path):
     res = runner.invoke(app, ["import-urdf", str(_urdf("go1")), "--stand", "--contacts", "feet", "--no-meshes", "-o", str(out)])
     assert res.exit_code == 0, res.output
     assert "stand: pose from go1.srdf group state 'standing'" in res.output
+    # the importer started the calves inside their ranges; the SRDF pose replaced all four,
+    # so its note would describe a pose the scene does not hold
+    assert "start inside their ranges" not in res.output, res.output
+    plain = runner.invoke(app, ["import-urdf", str(_urdf("go1")), "--floating", "--contacts", "feet", "--no-meshes",
+                                "-o", str(tmp_path / "plain.yaml")])
+    assert plain.exit_code == 0 and "4 joints start inside their ranges" in plain.output, plain.output
     import yaml
 
     written = yaml.safe_load(out.read_text())
@@ -136,3 +142,16 @@ def test_cli_stand_writes_a_scene_that_stands(tmp_path):
     assert not (tmp_path / "ur5.yaml").exists()
     res = runner.invoke(app, ["import-urdf", str(_urdf("go1")), "--stand", "-o", str(tmp_path / "x.yaml")])
     assert res.exit_code == 2 and "--stand: needs contacts" in res.output, res.output
+
+
+def test_a_package_name_is_how_the_import_names_the_file(tmp_path):
+    """`dojo import-urdf package://...`: warnings, notes and the written header name the
+    file as the user wrote it, not the site-packages path it resolved to (issue 24 item 3)."""
+    name = "package://example-robot-data/robots/go1_description/urdf/go1.urdf"
+    out = tmp_path / "go1.yaml"
+    res = CliRunner().invoke(app, ["import-urdf", name, "--floating", "--contacts", "feet", "--no-meshes", "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    problems = [line for line in res.output.splitlines() if line.startswith(("warning:", "note:"))]
+    assert problems and all(line.split(": ", 1)[1].startswith(name) for line in problems), problems
+    assert "site-packages" not in res.output, res.output
+    assert out.read_text().splitlines()[0].startswith(f"# go1: imported from {name} "), out.read_text()[:200]

@@ -53,13 +53,14 @@ def import_urdf(
     if srdf is not None and not stand:
         raise InputError("--srdf: only with --stand (the SRDF's group state is the standing pose)")
     check_import_target(output, force, timestep)
-    urdf = _package_file(str(urdf), package_path)
+    shown = _as_written(str(urdf))  # warnings name the file as the user wrote it, not its site-packages path
+    urdf = _package_file(shown, package_path)
     options = UrdfOptions(
         floating=floating or floating_base is not None or stand, floating_base=floating_base, contacts=contacts.value, self_collision=self_collision, friction=friction, merge_fixed=merge_fixed,
         package_path=[str(p) for p in package_path or []], meshes=not no_meshes, geometry=geometry.value,
         inertia_from_geometry=inertia_from_geometry,
     )
-    result = read_urdf(urdf, options, str(urdf))
+    result = read_urdf(urdf, options, shown)
     report = None
     if stand:
         from dojo_cli.scene.stand import add_stand
@@ -68,12 +69,12 @@ def import_urdf(
             raise InputError(f"--srdf: {srdf}: no such file")
         if timestep is not None:
             result.scene["timestep"] = timestep  # the gains depend on it
-        report = add_stand(result.scene, result, urdf, str(urdf), srdf=srdf)
+        report = add_stand(result.scene, result, urdf, shown, srdf=srdf)
     flags = " ".join(f for f, on in (("--floating", floating), ("--stand", stand), ("--merge-fixed", merge_fixed), ("--no-meshes", no_meshes),
                                          ("--self-collision", self_collision),
                                          ("--inertia-from-geometry", inertia_from_geometry)) if on)
     header = (
-        f"imported from {urdf} by dojo import-urdf {flags} --contacts {contacts.value}\n"
+        f"imported from {shown} by dojo import-urdf {flags} --contacts {contacts.value}\n"
         "# Bodies sit at their links' centres of mass (body frames oriented as the links); edit freely,\n"
         "# or keep the URDF and write a scene with `urdf:` and overrides (docs/urdf.md).\n"
     )
@@ -104,13 +105,21 @@ def import_urdf(
             )
 
 
-def _package_file(name: str, package_path: list[Path] | None) -> Path:
-    """The URDF a ``package://`` name names (typer hands the argument over as a Path, which
-    folds ``package://`` into ``package:/``; both spellings are read), else the path itself."""
-    from dojo_cli.scene.robots import PACKAGE_SCHEME, UnresolvedPackage, package_search_path, resolve_resource
+def _as_written(name: str) -> str:
+    """The argument as the user wrote it: typer hands it over as a Path, which folds
+    ``package://`` into ``package:/``; both spellings are read as ``package://``."""
+    from dojo_cli.scene.robots import PACKAGE_SCHEME
 
     if name.startswith("package:/") and not name.startswith(PACKAGE_SCHEME):
-        name = PACKAGE_SCHEME + name[len("package:/"):]
+        return PACKAGE_SCHEME + name[len("package:/"):]
+    return name
+
+
+def _package_file(name: str, package_path: list[Path] | None) -> Path:
+    """The URDF a ``package://`` name names (``_as_written``), else the path itself."""
+    from dojo_cli.scene.robots import PACKAGE_SCHEME, UnresolvedPackage, package_search_path, resolve_resource
+
+    name = _as_written(name)
     if not name.startswith(PACKAGE_SCHEME):
         return Path(name)
     try:
