@@ -162,9 +162,7 @@ def load_fit(path: str | os.PathLike) -> FitTask:
     r, data = open_task_file(path, "a fit file", "scene, parameters, data, ...")
     file = r.file
     folder = Path(path).resolve().parent
-    for key in data:
-        if key not in KEYS:
-            r.unknown_key(str(key), key, KEYS)
+    r.unknown_keys("", data, KEYS)
 
     scene_ref, overrides = r.scene(data, folder), r.overrides(data)
     for key in ("parameters", "data"):
@@ -186,9 +184,7 @@ def load_fit(path: str | os.PathLike) -> FitTask:
     options, kappa = _solver(r, data.get("solver"))
     options.huber = huber
     metrics = r.mapping("metrics", data.get("metrics"), "metric options")
-    for key in metrics:
-        if key not in METRIC_KEYS:
-            r.unknown_key(f"metrics.{key}", key, METRIC_KEYS)
+    r.unknown_keys("metrics", metrics, METRIC_KEYS)
     width = r.number("metrics.width", metrics.get("width", 1.0), positive=True) or 1.0
     clearance = r.number("metrics.clearance", metrics.get("clearance", 0.05), minimum=0.0)
     train, validation = _data(r, data.get("data"), folder, mech)
@@ -219,9 +215,7 @@ def _parameters(r: TaskFile, raw: Any, mech: Mechanism) -> Parameters | None:
             r.problem(where, f"{again[0]} is already fitted by parameters.{taken[again[0]]}")
             continue
         value = r.mapping(where, value, "initial, bounds, tie")
-        for k in value:
-            if k not in PARAMETER_KEYS:
-                r.unknown_key(f"{where}.{k}", k, PARAMETER_KEYS)
+        r.unknown_keys(where, value, PARAMETER_KEYS)
         lo, hi = -math.inf, math.inf
         bounds = value.get("bounds")
         if bounds is not None:
@@ -267,9 +261,7 @@ def _parameters(r: TaskFile, raw: Any, mech: Mechanism) -> Parameters | None:
 
 def _loss(r: TaskFile, raw: Any) -> tuple[str, int, float, float | None, bool]:
     values = r.mapping("loss", raw, "loss options")
-    for key in values:
-        if key not in LOSS_KEYS:
-            r.unknown_key(f"loss.{key}", key, LOSS_KEYS)
+    r.unknown_keys("loss", values, LOSS_KEYS)
     kind = values.get("type", "one_step")
     if kind not in LOSSES:
         r.problem("loss.type", f"must be one of {', '.join(LOSSES)}, got {value_text(kind)}")
@@ -315,9 +307,7 @@ def _solver(r: TaskFile, raw: Any) -> tuple[FitOptions, float | None]:
 
 def _data(r: TaskFile, raw: Any, folder: Path, mech: Mechanism) -> tuple[list[Recording], list[Recording]]:
     values = r.mapping("data", raw, "data options")
-    for key in values:
-        if key not in DATA_KEYS:
-            r.unknown_key(f"data.{key}", key, DATA_KEYS)
+    r.unknown_keys("data", values, DATA_KEYS)
     files = values.get("files", [values["file"]] if "file" in values else None)
     if not isinstance(files, list) or not files or not all(isinstance(f, str) and f for f in files):
         r.problem("data.file", f"required: a data file (file: PATH or files: [PATH, ...]), got {value_text(files)}")

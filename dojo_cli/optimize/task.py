@@ -172,9 +172,7 @@ def load_task(path: str | os.PathLike) -> Task:
     r, data = open_task_file(path, "a task file", "scene, horizon, costs, ...")
     file = r.file
     folder = Path(path).resolve().parent
-    for key in data:
-        if key not in KEYS:
-            r.unknown_key(str(key), key, KEYS)
+    r.unknown_keys("", data, KEYS)
 
     # ------------------------------------------------------------ scene, set, horizon
     scene_ref, overrides = r.scene(data, folder), r.overrides(data)
@@ -226,9 +224,7 @@ def load_task(path: str | os.PathLike) -> Task:
             if vals is not None:
                 goal[f.name] = vals
     costs = r.mapping("costs", data.get("costs"), "state, input, terminal")
-    for key in costs:
-        if key not in COST_KEYS:
-            r.unknown_key(f"costs.{key}", key, COST_KEYS)
+    r.unknown_keys("costs", costs, COST_KEYS)
     stage = _weights(r, "costs.state", costs.get("state"), catalogue, goal)
     terminal = _weights(r, "costs.terminal", costs.get("terminal"), catalogue, goal)
     targets = _targets(r, costs.get("targets"), catalogue, horizon, mech.timestep)
@@ -248,9 +244,7 @@ def load_task(path: str | os.PathLike) -> Task:
 
     # ------------------------------------------------------------ constraints
     cons = r.mapping("constraints", data.get("constraints"), "inputs, terminal, path")
-    for key in cons:
-        if key not in CONSTRAINT_KEYS:
-            r.unknown_key(f"constraints.{key}", key, CONSTRAINT_KEYS)
+    r.unknown_keys("constraints", cons, CONSTRAINT_KEYS)
     lower = np.full(mech.nu, -np.inf)
     upper = np.full(mech.nu, np.inf)
     for name, bounds in r.mapping("constraints.inputs", cons.get("inputs"), "input: [lower, upper]").items():
@@ -351,9 +345,7 @@ def _targets(r: TaskFile, raw: Any, catalogue, horizon: int, timestep: float) ->
         if not isinstance(item, dict) or "coordinate" not in item:
             r.problem(where, f"must be {{coordinate: NAME, step: K (or time: T), value: ..., weight: ...}}, got {value_text(item)}")
             continue
-        for key in item:
-            if key not in TARGET_KEYS:
-                r.unknown_key(f"{where}.{key}", key, TARGET_KEYS)
+        r.unknown_keys(where, item, TARGET_KEYS)
         f = _feature(r, f"{where}.coordinate", item["coordinate"], catalogue)
         if ("step" in item) == ("time" in item):
             r.problem(where, "needs one of step (a knot, 1..horizon) and time (s, a multiple of the timestep)")
@@ -390,9 +382,7 @@ def _reference(r: TaskFile, raw: Any, catalogue, mech: Mechanism, horizon: int, 
     if not isinstance(raw, dict) or "file" not in raw or "weight" not in raw:
         r.problem(where, f"must be {{file: RUN.h5 or TABLE.csv, weight: {{coordinate: weight}}}}, got {value_text(raw)}")
         return None
-    for key in raw:
-        if key not in REFERENCE_KEYS:
-            r.unknown_key(f"{where}.{key}", key, REFERENCE_KEYS)
+    r.unknown_keys(where, raw, REFERENCE_KEYS)
     fs = _weights(r, f"{where}.weight", raw["weight"], catalogue, {})
     name = raw["file"]
     if not isinstance(name, str) or not name:
@@ -490,9 +480,7 @@ def _path_constraints(r: TaskFile, raw: Any, catalogue) -> FeatureSet | None:
         if not isinstance(item, dict) or "coordinate" not in item:
             r.problem(where, f"must be {{coordinate: NAME, lower: ..., upper: ...}}, got {value_text(item)}")
             continue
-        for key in item:
-            if key not in ("coordinate", "lower", "upper"):
-                r.unknown_key(f"{where}.{key}", key, ("coordinate", "lower", "upper"))
+        r.unknown_keys(where, item, ("coordinate", "lower", "upper"))
         f = _feature(r, f"{where}.coordinate", item["coordinate"], catalogue)
         if f is None:
             continue

@@ -102,6 +102,13 @@ class TaskFile:
         hint = f"; did you mean {close[0]!r}?" if close else f" (known: {', '.join(known)})"
         self.problem(where, f"unknown key{hint}")
 
+    def unknown_keys(self, where: str, mapping: dict, known) -> None:
+        """A problem at each key of ``mapping`` that is not one of ``known``, at
+        ``where.KEY`` (at ``KEY`` for the file's top level, ``where`` empty)."""
+        for key in mapping:
+            if key not in known:
+                self.unknown_key(f"{where}.{key}" if where else str(key), key, known)
+
     # ------------------------------------------------------------------ the scene
 
     def scene(self, data: dict, folder: Path) -> str | None:
