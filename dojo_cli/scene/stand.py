@@ -25,7 +25,7 @@ import numpy as np
 
 from dojo_cli.errors import Problem, SceneError
 from dojo_cli.model.collisions import GROUND, RIM_POINTS, half_space_contacts, lowest_height
-from dojo_cli.scene.urdf import UrdfImport, _initial_poses, _shape, _stand_on_ground, range_note
+from dojo_cli.scene.urdf import UrdfImport, _initial_poses, _shape, _stand_on_ground, note_text, range_note
 
 # SRDF group states taken as the standing pose, in this order of preference (the names
 # example-robot-data uses for quadrupeds and humanoids); else the first state of the file.
@@ -169,7 +169,7 @@ def _revise_range_note(result: UrdfImport, file: str, posed: set[str]) -> None:
     old = range_note(result.moved_into_range)
     if old is None or not posed:
         return
-    line = f"note: {Problem(file, None, 'robot', old)}"
+    line = note_text(file, None, "robot", old)
     if line not in result.warnings:
         return
     result.moved_into_range = {j: c for j, c in result.moved_into_range.items() if j not in posed}
@@ -178,7 +178,7 @@ def _revise_range_note(result: UrdfImport, file: str, posed: set[str]) -> None:
     if new is None:
         del result.warnings[i]
     else:
-        result.warnings[i] = f"note: {Problem(file, None, 'robot', new)}"
+        result.warnings[i] = note_text(file, None, "robot", new)
 
 
 # A cylinder whose axis is within this of horizontal (|axis . z| below it) rolls on the

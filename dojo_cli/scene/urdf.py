@@ -381,7 +381,7 @@ class _Reader:
 
     def note(self, line: int | None, element: str, message: str) -> None:
         """Something the importer chose for the user (not a problem of the file)."""
-        self.warnings.append(f"note: {Problem(self.file, line, element, message)}")
+        self.warnings.append(note_text(self.file, line, element, message))
 
     def finite(self, line: int | None, element: str, what: str, values, infinite: bool = False) -> bool:
         """Whether ``values`` are numbers of magnitude at most MAX_MAGNITUDE (the scene's
@@ -1697,6 +1697,11 @@ def _start_inside_limits(reader: _Reader, scene_joints: list[dict]) -> dict[str,
     if note:
         reader.note(None, "robot", note)
     return moved
+
+
+def note_text(file: str, line: int | None, element: str, message: str) -> str:
+    """One importer note as UrdfImport.warnings holds it."""
+    return f"note: {Problem(file, line, element, message)}"
 
 
 def range_note(moved: dict[str, list[str]]) -> str | None:
