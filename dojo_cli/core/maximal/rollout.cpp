@@ -52,13 +52,24 @@ int rollout(const Model& m, Data& d, const double* z, int k, const double* input
 
 namespace {
 
-// One forward step of a differentiated rollout: the step, then (kappa >= 0, a model with
-// inequalities) the move onto the central path, whose result the run continues from.
-SolverStatus differentiable_step(const Model& m, Data& d, const double* z, const double* u, const double* lambda,
-                                 const SolverOptions& opts, double kappa) {
-  SolverStatus status = step(m, d, z, u, nullptr, nullptr, lambda, opts);
-  if (status == SolverStatus::Success && kappa >= 0.0 && m.degree > 0) relax_step(m, d, kappa);
-  return status;
+// One forward step i of a differentiated rollout from `current`: the step (warm-started
+// from `lambda` once a step has filled it), then (kappa >= 0, a model with inequalities)
+// the move onto the central path, whose result the run continues from. The status goes to
+// status[i], the next state to row i of `states`, the step's impulses to `lambda` (the
+// next step's warm start); returns the row.
+double* rollout_step(const Model& m, Data& d, int i, const double* current, const double* inputs, double* lambda,
+                     bool& warm, const SolverOptions& opts, double kappa, double* states, int* status) {
+  const double* u = inputs ? inputs + static_cast<size_t>(i) * m.nu : nullptr;
+  SolverStatus s = step(m, d, current, u, nullptr, nullptr, warm ? lambda : nullptr, opts);
+  if (s == SolverStatus::Success && kappa >= 0.0 && m.degree > 0) relax_step(m, d, kappa);
+  status[i] = static_cast<int>(s);
+  if (lambda) {
+    for (int r = 0; r < m.nl; ++r) lambda[r] = d.w[m.lam + r];
+    warm = true;
+  }
+  double* row = states + static_cast<size_t>(i) * 13 * m.nb;
+  std::copy(d.z_next.begin(), d.z_next.end(), row);
+  return row;
 }
 
 }  // namespace
@@ -71,16 +82,8 @@ int rollout_jvp(const Model& m, Data& d, const double* z, int k, const double* i
   const double* tangent = dz0;
   bool warm = lambda != nullptr;
   for (int i = 0; i < k; ++i) {
-    const double* u = inputs ? inputs + static_cast<size_t>(i) * m.nu : nullptr;
-    const SolverStatus s = differentiable_step(m, d, current, u, warm ? lambda : nullptr, opts, kappa);
-    status[i] = static_cast<int>(s);
-    if (lambda) {
-      for (int r = 0; r < m.nl; ++r) lambda[r] = d.w[m.lam + r];
-      warm = true;
-    }
-    double* row = states + static_cast<size_t>(i) * 13 * nb;
-    std::copy(d.z_next.begin(), d.z_next.end(), row);
-    if (s != SolverStatus::Success) return i + 1;
+    double* row = rollout_step(m, d, i, current, inputs, lambda, warm, opts, kappa, states, status);
+    if (status[i] != static_cast<int>(SolverStatus::Success)) return i + 1;
     double* out = tangents + static_cast<size_t>(i) * nt;
     step_jvp(m, d, kinds, tangent, du ? du + static_cast<size_t>(i) * m.nu : nullptr, dp, out);
     advance_angles(m, d);
@@ -102,16 +105,8 @@ int rollout_vjp(const Model& m, Data& d, const double* z, int k, const double* i
   bool warm = lambda != nullptr;
   for (int i = 0; i < k; ++i) {
     std::copy(d.angle_ref.begin(), d.angle_ref.end(), angles.begin() + static_cast<size_t>(i) * m.nf);
-    const double* u = inputs ? inputs + static_cast<size_t>(i) * m.nu : nullptr;
-    const SolverStatus s = differentiable_step(m, d, current, u, warm ? lambda : nullptr, opts, kappa);
-    status[i] = static_cast<int>(s);
-    if (lambda) {
-      for (int r = 0; r < m.nl; ++r) lambda[r] = d.w[m.lam + r];
-      warm = true;
-    }
-    double* row = states + static_cast<size_t>(i) * 13 * nb;
-    std::copy(d.z_next.begin(), d.z_next.end(), row);
-    if (s != SolverStatus::Success) return i + 1;
+    double* row = rollout_step(m, d, i, current, inputs, lambda, warm, opts, kappa, states, status);
+    if (status[i] != static_cast<int>(SolverStatus::Success)) return i + 1;
     std::copy(d.w.begin(), d.w.end(), solutions.begin() + static_cast<size_t>(i) * n);
     std::copy(d.contact_active.begin(), d.contact_active.end(), active.begin() + static_cast<size_t>(i) * m.nc);
     advance_angles(m, d);

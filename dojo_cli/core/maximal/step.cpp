@@ -123,7 +123,7 @@ SolverStatus step(const Model& m, Data& d, const double* z, const double* u, con
       d.contact_active_kept.assign(d.contact_active.begin(), d.contact_active.end());
     };
     keep();
-    for (const int sweep : {0, 1, 2, 3}) {
+    for (int sweep = 0; sweep < kSweeps; ++sweep) {
       const bool filter = sweep >= 1;
       d.filter_acceptance = filter;
       d.recentre_jams = sweep >= 2;

@@ -48,9 +48,11 @@ void step_initial_guess(const Model& m, Data& d, const double* lambda0, double i
 // (the last attempt, from the smallest impulses, could end a contact 15 mm deep in the
 // ground where an earlier attempt had it at the surface: g1 dropped limp, step 71).
 constexpr double kImpulseScales[] = {1.0, 1e-1, 1e-2, 1e-3};
+// The restart sweeps above: Dojo's scales; with the filter; with re-centring; with the correctors.
+constexpr int kSweeps = 4;
 // Solves of a step at most, not counting the margins' re-solves (margins.h): the first,
 // the first sweep's restarts, the second's, the third's and the fourth's. The solver log has room for them all.
-constexpr int kMaxAttempts = 4 * static_cast<int>(sizeof(kImpulseScales) / sizeof(kImpulseScales[0]));
+constexpr int kMaxAttempts = kSweeps * static_cast<int>(sizeof(kImpulseScales) / sizeof(kImpulseScales[0]));
 
 // One whole step: setup, warm start, solve, next state. The result is in d.
 SolverStatus step(const Model& m, Data& d, const double* z, const double* u, const double* f_ext,
