@@ -471,7 +471,11 @@ class _Reader:
             if parsed is not None:
                 joints.append(parsed)
         if not links and not self.problems:
-            self.problem(root.sourceline, "robot", "has no <link>")
+            # urdfdom and Pinocchio refuse it too ("No link elements found"): nothing to simulate.
+            why = "has no <link>: the file describes no robot (a URDF needs at least one link)"
+            if "xacro" in (root.nsmap or {}):
+                why += "; it declares the xacro namespace: an empty <robot> is what xacro writes for a file of macros that are never called"
+            self.problem(root.sourceline, "robot", why)
         self.fail_if_problems()
         return root.get("name") or self.path.stem, links, joints
 

@@ -74,6 +74,21 @@ def test_a_robot_without_a_name_is_named_after_its_file(tmp_path):
     assert dojo.simulate(dojo.load_scene(_scene(tmp_path, "arm.urdf")), steps=2).status == ["success"] * 2
 
 
+def test_a_file_without_links_is_refused_as_describing_no_robot(tmp_path):
+    """example-robot-data's ur3.urdf is xacro's output for a file of macros never called: an
+    empty <robot>. Nothing to simulate (urdfdom and Pinocchio refuse it too); the message
+    says so, with the xacro reason when the file declares xacro's namespace."""
+    path = tmp_path / "ur3.urdf"
+    path.write_text('<?xml version="1.0"?>\n<!-- by xacro -->\n<robot xmlns:xacro="http://wiki.ros.org/xacro">\n</robot>\n')
+    with pytest.raises(SceneError) as info:
+        read_urdf(path, UrdfOptions())
+    (problem,) = info.value.problems
+    assert problem.line == 3 and problem.field == "robot", str(problem)
+    assert "describes no robot" in problem.message and "xacro" in problem.message, str(problem)
+    res = CliRunner().invoke(app, ["import-urdf", str(path), "-o", str(tmp_path / "s.yaml")])
+    assert res.exit_code == 2 and "Traceback" not in res.output, res.output
+
+
 def _scene(folder: Path, urdf: str) -> str:
     path = folder / "scene.yaml"
     path.write_text(f"urdf: {urdf}\n")
