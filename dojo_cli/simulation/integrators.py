@@ -28,7 +28,7 @@ import numpy as np
 from dojo_cli import _core
 from dojo_cli.errors import InputError, from_core
 from dojo_cli.model.controller import (
-    ConstantController, Controller, ExternalForce, ScheduleController, core_law, external_wrench,
+    ClampedInputs, ConstantController, Controller, ExternalForce, ScheduleController, core_law, external_wrench,
 )
 from dojo_cli.model.mechanism import Mechanism
 from dojo_cli.simulation.step import core_options, refuse_armature, solve_step
@@ -102,7 +102,10 @@ class StepBlock:
 
 
 def is_open_loop(controller: Controller | None) -> bool:
-    """Inputs known before the run (none, constant, a schedule): a block needs no state."""
+    """Inputs known before the run (none, constant, a schedule, or one of those clamped to
+    the actuators' ranges): a block needs no state."""
+    if type(controller) is ClampedInputs:
+        return controller.inner is None or is_open_loop(controller.inner)
     return controller is None or type(controller) in (Controller, ConstantController, ScheduleController)
 
 
@@ -112,7 +115,8 @@ def open_loop_inputs(mech: Mechanism, controller: Controller | None, k0: int, n:
         return None
     if isinstance(controller, ConstantController):
         return np.ascontiguousarray(np.broadcast_to(np.asarray(controller.u, float).reshape(1, -1), (n, mech.nu)))
-    rows = [controller(mech, k, None) for k in range(k0, k0 + n)]  # a schedule reads its table only
+    # a schedule reads its table only (clamped: ClampedInputs clips each row as a step would)
+    rows = [controller(mech, k, None) for k in range(k0, k0 + n)]
     return np.ascontiguousarray(np.asarray(rows, dtype=float).reshape(n, mech.nu))
 
 

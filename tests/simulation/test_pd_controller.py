@@ -2,7 +2,8 @@
 its analytic value, and a PD-controlled run stepped a block at a time by the core's rollout
 against the same run stepped one state at a time by the Python loop with the law written
 out in numpy, as it was evaluated before it moved into the core: bit for bit, every dataset
-of the run, failed steps, aborts and interrupted runs included."""
+of the run, failed steps, aborts and interrupted runs included. And an open-loop controller
+clamped to the actuators' ranges, stepped a block at a time as open-loop ones are."""
 
 from __future__ import annotations
 
@@ -14,14 +15,16 @@ import pytest
 import dojo_cli as dojo
 from dojo_cli import _core
 from dojo_cli.errors import SolverError
-from dojo_cli.model.controller import ClampedInputs, Controller, PDController, core_law
+from dojo_cli.model.controller import (
+    ClampedInputs, ConstantController, Controller, PDController, ScheduleController, core_law,
+)
 from dojo_cli.physics.coordinates import interleave_minimal, minimal_to_maximal
 from dojo_cli.scene import robots
 from dojo_cli.scene.builder import build_mechanism
 from dojo_cli.scene.loader import spec_from_dict
 from dojo_cli.scene.stand import add_stand
 from dojo_cli.scene.urdf import UrdfOptions, read_urdf
-from dojo_cli.simulation.integrators import Variational
+from dojo_cli.simulation.integrators import Rk4, Variational
 from dojo_cli.simulation.run import run_scene
 from dojo_cli.simulation.trajectory import TrajectoryRecorder
 
@@ -199,3 +202,34 @@ def test_an_interrupted_pd_run_keeps_every_step_of_its_blocks():
                  "contact_distance"):
         got, want = getattr(part, name), getattr(full, name)
         assert np.array_equal(got, want[: len(got)]), name
+
+
+class _PerStep(Controller):
+    """Another controller's inputs, read one state at a time (a Controller subclass)."""
+
+    def __init__(self, inner):
+        self.inner = inner
+
+    def __call__(self, mech, k, z):
+        return self.inner(mech, k, z)
+
+
+@pytest.mark.parametrize("integrator", ["variational", "rk4"])
+def test_a_clamped_open_loop_controller_is_stepped_a_block_at_a_time(integrator):
+    """ClampedInputs around a constant or a scheduled controller (an MJCF motor's ctrlrange)
+    needs no state: the run is stepped a block at a time, each row clipped as a step would
+    clip it, the same run as one state at a time, bit for bit."""
+    base = dojo.load_scene("double_pendulum", [f"integrator={integrator}"])
+    rng = np.random.default_rng(1)
+    table = rng.uniform(-3.0, 3.0, (50, base.nu))
+    for inner in (ConstantController(np.array([2.5, -0.4])), ScheduleController(table, "hold")):
+        clamped = ClampedInputs(inner, np.full(base.nu, -1.0), np.full(base.nu, 1.0))
+        mech = base.with_run_setup(controller=clamped)
+        if integrator == "rk4":
+            assert Rk4(mech, controller=clamped).fast
+        else:
+            assert Variational(mech, dojo.initial_state(mech), controller=clamped).fast
+        fast = dojo.simulate(mech, steps=80)
+        slow = dojo.simulate(mech, steps=80, controller=_PerStep(clamped))
+        assert np.max(np.abs(fast.inputs)) == 1.0, "the clamp is not reached"
+        _assert_same_run(fast, slow, f"{integrator}, {type(inner).__name__}")
