@@ -32,8 +32,8 @@ time (``time.process_time``). The verdicts (dojo against MuJoCo's best setting) 
 as benchmarks/core_speed.py's goals: both sides are single-threaded, and on a loaded machine
 wall time also counts the waits for a core (two MuJoCo settings at the same step once measured
 100 and 174 simulated seconds per wall second with the same CPU time). dojo:
-``dojo.simulate(mech, steps=N)`` (the scene's PD controller called in Python each step, every
-state recorded), as a user runs a scene. MuJoCo:
+``dojo.simulate(mech, steps=N)`` (the scene's PD controller evaluated by the core's rollout
+before each step, a block of steps a call; every state recorded), as a user runs a scene. MuJoCo:
 ``mujoco.mj_step(model, data)`` in a Python loop recording nothing (~1 us of binding overhead
 a step): MuJoCo's cost alone, the comparison least favourable to dojo.
 The machine these numbers came from is a shared 2-core one (load average 10-20): absolute
@@ -68,21 +68,19 @@ What limits h, measured (2 s, reference 0.5 ms; benchmarks/README.md has the tab
   accuracy: at 62.5 ms the error jumps to 71 mm, at 80 ms the trunk height alternates with a
   growing amplitude (a period of two steps, as a stiffness evaluated at the knot gives past its
   stability bound: the PD torque comes from the knot's angle; the scene's joint springs in its
-  place give the same numbers; an implicit PD is not tried) and the interior point fails from
-  step 8 (line search), the run diverges.
+  place give the same numbers) and the interior point fails from step 8 (line search), the run
+  diverges. A PD whose stiffness acts at the step's end removes that bound (measured with its
+  linearisation, below and in benchmarks/README.md; not an option of the scene yet).
 - dojo, drop: accuracy: 4.9 mm at 25 ms, 6.3 mm at 40 ms (the landing is resolved at the knots).
 - dojo's cost per step: interior-point iterations fall with h (15 a step at 1 ms standing, 9 at
   10 ms, 7 at 50 ms, where a resting robot's state hardly changes in a step) at ~33 us of CPU
   each in the core: ~230 us a step (~310 us through dojo.simulate), against MuJoCo's ~15 us.
   Fewer iterations at rest (issue 28 item 2: a better interior-point start for resting
   contacts) and cheaper ones (item 2's closed-form elimination of the contact blocks) are what
-  would put dojo ahead on standing. A third of
-  ``dojo.simulate``'s time a step is not the step: a scene with a controller runs the
-  closed-loop path, one core call and the record of the step (copies, minimal coordinates,
-  knot velocities) in Python a step, ~90 us against the step's ~230 us at 50 ms (the timing
-  prints dojo.step in a Python loop beside it: 1.4x the simulated seconds per CPU second; the
-  same robot with its PD written as joint springs, the same trajectory to 5e-16 m, takes the
-  core's open-loop rollout: 240 against 309 us a step at 50 ms).
+  would put dojo ahead on standing. The PD controller used to cost ~90 us a step of Python
+  beside the step's ~230 us (the run crossed into the core once a step); the core's rollout
+  now evaluates it (core/maximal/pd_controller.h, benchmarks/pd_run_speed.py): 1.17x-1.28x
+  the simulated seconds per CPU second of the same runs, the same to the bit.
 - MuJoCo, default contacts: a standing foot sinks 2.3-2.4 mm at 0.5-1 ms, over the bound at
   every h (soft contacts: the depth is the load over the contact's stiffness), and a landing
   15 mm: no step passes. At 4 ms, with any of the three settings, the standing robot creeps
@@ -95,7 +93,10 @@ Result (commit 8af8442, load average 3.3 over the run's minute): against MuJoCo'
 is ahead in both cases (no MuJoCo step passes); against MuJoCo's best setting it is behind in
 both: 0.62x the simulated seconds per CPU second standing (dojo 50 ms against MuJoCo solref
 5 ms at 2.5 ms), 0.70x in the drop (dojo 25 ms against solref 2 ms at 1 ms); at load 17-19,
-0.55x and 0.60x. The goal of issue 28 (ahead on both) is not met.
+0.55x and 0.60x. The goal of issue 28 (ahead on both) is not met. With the PD in the core's
+rollout (load average 25-32, both checkouts run one after the other, --quick): 0.72x standing
+and 0.79x in the drop, where the checkout before it measured 0.58x and 0.63x (dojo 212 against
+167 and 97 against 77 simulated seconds per CPU second; MuJoCo the same within 2%).
 """
 
 from __future__ import annotations
@@ -424,7 +425,7 @@ class Result:
     sim_per_wall: float | None = None  # simulated seconds per wall second, median
     sim_per_cpu: float | None = None
     # dojo only: the same run as dojo.step in a Python loop with the PD called per step (what
-    # dojo.simulate's closed-loop path costs beyond the steps: the record of every step)
+    # dojo.simulate costs beyond the steps: the record of every state)
     loop_cpu: list = field(default_factory=list)
     loop_sim_per_cpu: float | None = None
 

@@ -3,8 +3,10 @@ step, held over the step, and external forces.
 
 They are the run set-up's input laws (``Mechanism.controller``, ``Mechanism.external``):
 data the scene builder makes and the run loop evaluates, so they live with the model
-(below the scene and the simulation, which both use them). The PD law reads the core's
-coordinate maps directly (the same calls as physics.coordinates, which sits above model).
+(below the scene and the simulation, which both use them). The PD law is the core's
+(core/maximal/pd_controller.h, ``_core.pd_inputs``): the run loop hands it to the core's
+rollout, which evaluates it before each step (``core_law``), and the Python controllers
+call the same function, so there is one law.
 """
 
 from __future__ import annotations
@@ -16,7 +18,6 @@ import numpy as np
 from dojo_cli import _core
 from dojo_cli.math.quaternion import matrix_from_quaternion
 from dojo_cli.model.mechanism import Mechanism
-from dojo_cli.model.state import unpack_maximal
 
 
 class Controller:
@@ -58,11 +59,7 @@ class PDController(Controller):
     output: np.ndarray | None = None
 
     def __call__(self, mech, k, z):
-        x, _, q, _ = unpack_maximal(z, mech.nb)
-        theta = _core.minimal_coordinates(mech.core, np.ascontiguousarray(x, float), np.ascontiguousarray(q, float))
-        rate = _core.minimal_velocities(mech.core, np.ascontiguousarray(z, float))
-        tau = self.kp * (self.target - theta) + self.kd * (self.velocity_target - rate)
-        return tau if self.output is None else self.output @ tau
+        return _core.pd_inputs(mech.core, core_law(self), np.ascontiguousarray(z, dtype=float))
 
 
 @dataclass
@@ -80,6 +77,9 @@ class ClampedInputs(Controller):
     upper: np.ndarray
 
     def __call__(self, mech, k, z):
+        law = core_law(self)
+        if law is not None:  # a clamped PD: the core's law, clamp included
+            return _core.pd_inputs(mech.core, law, np.ascontiguousarray(z, dtype=float))
         u = np.zeros(mech.nu) if self.inner is None else np.asarray(self.inner(mech, k, z), dtype=float)
         return np.clip(u, self.lower, self.upper)
 
@@ -102,6 +102,25 @@ class ScheduleController(Controller):
         if self.after_end == "hold" and len(self.table):
             return self.table[-1]
         return np.zeros(mech.nu)
+
+
+def core_law(controller: Controller | None) -> _core.PDController | None:
+    """The core's copy of a controller whose law the core evaluates itself (a PDController,
+    or one inside ClampedInputs: its clamp included), None for any other (exact types: a
+    subclass may change the law). Made from the controller's current fields at each call.
+    """
+    lower = upper = None
+    if type(controller) is ClampedInputs:
+        controller, lower, upper = controller.inner, controller.lower, controller.upper
+    if type(controller) is not PDController:
+        return None
+
+    def vector(a):
+        return None if a is None else np.ascontiguousarray(a, dtype=float).reshape(-1)
+
+    return _core.PDController(vector(controller.kp), vector(controller.kd), vector(controller.target),
+                              vector(controller.velocity_target), vector(controller.output), vector(lower),
+                              vector(upper))
 
 
 @dataclass

@@ -28,7 +28,7 @@ import numpy as np
 from dojo_cli import _core
 from dojo_cli.errors import InputError, from_core
 from dojo_cli.model.controller import (
-    ConstantController, Controller, ExternalForce, ScheduleController, external_wrench,
+    ClampedInputs, ConstantController, Controller, ExternalForce, ScheduleController, core_law, external_wrench,
 )
 from dojo_cli.model.mechanism import Mechanism
 from dojo_cli.simulation.step import core_options, refuse_armature, solve_step
@@ -102,7 +102,10 @@ class StepBlock:
 
 
 def is_open_loop(controller: Controller | None) -> bool:
-    """Inputs known before the run (none, constant, a schedule): a block needs no state."""
+    """Inputs known before the run (none, constant, a schedule, or one of those clamped to
+    the actuators' ranges): a block needs no state."""
+    if type(controller) is ClampedInputs:
+        return controller.inner is None or is_open_loop(controller.inner)
     return controller is None or type(controller) in (Controller, ConstantController, ScheduleController)
 
 
@@ -112,17 +115,20 @@ def open_loop_inputs(mech: Mechanism, controller: Controller | None, k0: int, n:
         return None
     if isinstance(controller, ConstantController):
         return np.ascontiguousarray(np.broadcast_to(np.asarray(controller.u, float).reshape(1, -1), (n, mech.nu)))
-    rows = [controller(mech, k, None) for k in range(k0, k0 + n)]  # a schedule reads its table only
+    # a schedule reads its table only (clamped: ClampedInputs clips each row as a step would)
+    rows = [controller(mech, k, None) for k in range(k0, k0 + n)]
     return np.ascontiguousarray(np.asarray(rows, dtype=float).reshape(n, mech.nu))
 
 
 class Variational:
     """Dojo's variational integrator (maximal coordinates, midpoint velocities).
 
-    Open-loop runs (no controller, a constant or a scheduled one, no external forces, no
-    per-step gradients, no iteration log) are stepped by the core a block at a time (one
-    ``_core.rollout`` per block); closed-loop ones cross into the core once per step, as
-    the controller must see each state.
+    Runs without external forces, per-step gradients or an iteration log are stepped by
+    the core a block at a time (one ``_core.rollout`` per block) when their inputs are
+    open-loop (no controller, a constant or a scheduled one) or a law the core evaluates
+    itself before each step (a PD controller, clamped or not: model.controller.core_law);
+    others cross into the core once per step, as their controller (Python) must see each
+    state.
 
     Args:
         mech: the mechanism.
@@ -162,21 +168,28 @@ class Variational:
         self.z = z
         self.before = (z, mq)  # the state before the next block, its minimal coordinates
         self.lam = np.zeros(mech.nl) if warm_start is None else np.array(warm_start, dtype=float).reshape(mech.nl)
-        self.fast = is_open_loop(controller) and not self.external and not self.gradients and log is None
+        # a state-feedback law the core's rollout evaluates in its loop (None: open loop, or Python's)
+        self.law = None if is_open_loop(controller) else core_law(controller)
+        self.fast = ((is_open_loop(controller) or self.law is not None) and not self.external and not self.gradients
+                     and log is None)
 
     def advance(self, k: int, n: int) -> tuple[StepBlock, str | None]:
         mech = self.mech
         if self.fast:
-            inputs = open_loop_inputs(mech, self.controller, k, n)
+            inputs = None if self.law is not None else open_loop_inputs(mech, self.controller, k, n)
             try:
-                # one crossing a block: the steps, and the record storage keeps beside them
-                # (unwrapped minimal coordinates, knot velocities), computed in the core
+                # one crossing a block: the steps (a PD law evaluated before each), and the
+                # record storage keeps beside them (unwrapped minimal coordinates, knot
+                # velocities), computed in the core
                 out = _core.rollout(mech.core, self.data, self.z, n, inputs, self.lam, core_options(self.opts),
-                                    self.abort_on_failure, np.ascontiguousarray(self.before[1], dtype=float))
+                                    self.abort_on_failure, np.ascontiguousarray(self.before[1], dtype=float),
+                                    self.law)
             except (ValueError, TypeError, RuntimeError) as exc:
                 raise from_core(exc, "run") from None
             n = out["steps"]
-            if inputs is None:
+            if self.law is not None:
+                inputs = out.pop("inputs")  # the law's inputs of each step
+            elif inputs is None:
                 inputs = np.zeros((n, mech.nu))
             knot = None
             if n:

@@ -13,6 +13,7 @@ from typer.testing import CliRunner
 from dojo_cli import _core
 from dojo_cli.cli.app import app
 from dojo_cli.io.storage import StorageWriter, read_storage
+from dojo_cli.model.controller import Controller
 from dojo_cli.physics.energy import knot_momenta, knot_velocities
 from dojo_cli.simulation.initial import initial_state
 from dojo_cli.simulation.integrators import Rk4, Variational, knot_identity
@@ -20,17 +21,32 @@ from dojo_cli.simulation.run import run_scene
 from dojo_cli.simulation.trajectory import TrajectoryRecorder, write_trajectory
 
 
-@pytest.mark.parametrize("scene", ["pendulum", "box", "pendulum_limit", "hopper"])
-def test_a_blocks_core_record_is_the_one_derived_step_by_step(scene):
+class _PythonLaw(Controller):
+    """A controller the core has no copy of (a Controller subclass): the loop steps it one
+    state at a time, each step's record from _core.run_record."""
+
+    def __init__(self, inner):
+        self.inner = inner
+
+    def __call__(self, mech, k, z):
+        return self.inner(mech, k, z)
+
+
+@pytest.mark.parametrize("scene, python_law", [("pendulum", False), ("box", False), ("pendulum_limit", False),
+                                               ("hopper", False), ("hopper", True)])
+def test_a_blocks_core_record_is_the_one_derived_step_by_step(scene, python_law):
     """rollout(theta=...) returns, with the steps, the unwrapped minimal coordinates and the
     knot velocities of the state before the block and its states (the last extrapolated),
     and run_record the same for a closed-loop step: bit for bit what unwrapped_coordinates,
     knot_velocities and the exact velocity map give for those states (the same core
-    functions, one crossing instead of four)."""
+    functions, one crossing instead of four). (hopper: its PD in the core's rollout, and
+    in Python, one step a block.)"""
     mech = dojo.load_scene(scene)
-    integ = Variational(mech, initial_state(mech), controller=mech.controller, opts=mech.default_options)
+    controller = _PythonLaw(mech.controller) if python_law else mech.controller
+    integ = Variational(mech, initial_state(mech), controller=controller, opts=mech.default_options)
+    assert integ.fast != python_law, scene
     before = integ.before
-    n = 40 if integ.fast else 1  # (hopper's PD controller: one step a block, _core.run_record)
+    n = 40 if integ.fast else 1
     for k in (0, n):
         block, stop = integ.advance(k, n)
         assert stop is None and block.n == n and block.knot is not None, scene
@@ -77,11 +93,12 @@ def test_every_block_reaches_the_per_block_hook_once():
     assert np.array_equal(z, np.stack([traj.state(k) for k in range(1, 301)]))
 
 
-@pytest.mark.parametrize("scene, sets", [("box", []), ("double_pendulum", ["integrator=rk4"])])
+@pytest.mark.parametrize("scene, sets", [("box", []), ("double_pendulum", ["integrator=rk4"]), ("quadruped", [])])
 def test_a_run_file_read_back_is_the_trajectory_of_the_same_run(tmp_path, scene, sets):
     """`dojo simulate` and dojo.simulate are one run driver into two writers: the file read
     back as a Trajectory holds the in-memory run's arrays bit for bit; written back from
-    that Trajectory (write_trajectory), a file reads back the same again."""
+    that Trajectory (write_trajectory), a file reads back the same again. (quadruped: a PD
+    run, its blocks stepped by the core's rollout with the law in it.)"""
     out = tmp_path / "run.h5"
     args = ["simulate", scene, "--steps", "120", "-q", "-o", str(out)]
     for s in sets:

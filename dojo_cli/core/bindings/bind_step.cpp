@@ -1,5 +1,6 @@
-// Bindings of the step and runs: step, rollout, the initial midpoint, unwrapped angles,
-// gradients (maximal/step.h, rollout.h, initial.h, angles.h, gradients.h).
+// Bindings of the step and runs: step, rollout, the PD controller, the initial midpoint,
+// unwrapped angles, gradients (maximal/step.h, rollout.h, pd_controller.h, initial.h,
+// angles.h, gradients.h).
 #include "common.h"
 
 #include "maximal/angles.h"
@@ -7,6 +8,7 @@
 #include "run_record.h"
 #include "maximal/gradients.h"
 #include "maximal/initial.h"
+#include "maximal/pd_controller.h"
 #include "maximal/rollout.h"
 #include "maximal/step.h"
 
@@ -27,9 +29,44 @@ int checked_parameter_count(const Model& model, const std::vector<int>& paramete
   return p;
 }
 
+// A vector of an optional array (empty: none).
+std::vector<double> values_of(const std::optional<InArray>& a) {
+  if (!a) return {};
+  return std::vector<double>(a->data(), a->data() + a->size());
+}
+
 }  // namespace
 
 void bind_step(nb::module_& m) {
+  nb::class_<PDController>(m, "PDController",
+                           "The PD law on minimal coordinates (pd_controller.h), as the run loop evaluates it: "
+                           "u = clamp(O (kp (target - theta) + kd (velocity_target - theta_dot)), lower, upper).")
+      .def(
+          "__init__",
+          [](PDController* c, const InArray& kp, const InArray& kd, const InArray& target,
+             const InArray& velocity_target, std::optional<InArray> output, std::optional<InArray> lower,
+             std::optional<InArray> upper) {
+            new (c) PDController{values_of(kp), values_of(kd), values_of(target), values_of(velocity_target),
+                                 values_of(output), values_of(lower), values_of(upper)};
+          },
+          nb::arg("kp"), nb::arg("kd"), nb::arg("target"), nb::arg("velocity_target"),
+          nb::arg("output").none() = nb::none(), nb::arg("lower").none() = nb::none(),
+          nb::arg("upper").none() = nb::none(),
+          "kp, kd, target, velocity_target: (nf,); output: (nu, nf) row-major, or None (u = tau, nu = nf);\n"
+          "lower, upper: (nu,) the inputs' clamp, or None. Checked against a model where it is used.");
+
+  m.def(
+      "pd_inputs",
+      [](const Model& model, const PDController& controller, const InArray& z) {
+        check_pd_controller(model, controller);
+        const double* pz = checked(z, 13 * static_cast<size_t>(model.nb), "state");
+        std::vector<double> theta(model.nf), rate(model.nf), u(model.nu);
+        pd_inputs(model, controller, pz, theta.data(), rate.data(), u.data());
+        return numpy_owning<double>(std::move(u), {sz(model.nu)});
+      },
+      nb::arg("model"), nb::arg("controller"), nb::arg("z"),
+      "The inputs (nu,) of the PD controller at the maximal state z (13 nb,) (pd_controller.h).");
+
   m.def(
       "step",
       [](const Model& model, Data& data, const InArray& z, std::optional<InArray> u, std::optional<InArray> f_ext,
@@ -163,8 +200,12 @@ void bind_step(nb::module_& m) {
       "rollout",
       [](const Model& model, Data& data, const InArray& z, int k, std::optional<InArray> inputs,
          std::optional<nb::ndarray<double, nb::c_contig, nb::device::cpu>> lambda, const SolverOptions& opts,
-         bool stop_on_failure, std::optional<InArray> theta) {
+         bool stop_on_failure, std::optional<InArray> theta, const PDController* controller) {
         if (k < 0) throw std::invalid_argument("rollout: k must be >= 0");
+        if (controller) {
+          if (inputs) throw std::invalid_argument("rollout: give inputs or a controller, not both");
+          check_pd_controller(model, *controller);
+        }
         const double* pz = checked(z, 13 * static_cast<size_t>(model.nb), "state");
         const double* ptheta = checked(theta, model.nf, "theta");
         const double* pu = checked(inputs, static_cast<size_t>(k) * model.nu, "inputs");
@@ -186,7 +227,10 @@ void bind_step(nb::module_& m) {
         auto normal = numpy_zeros<double>({kk, nc});
         auto friction = numpy_zeros<double>({kk, nc, size_t(2)});
         auto slip = numpy_zeros<double>({kk, nc, size_t(2)});
+        std::optional<nb::ndarray<nb::numpy, double>> used;
+        if (controller) used = numpy_zeros<double>({kk, static_cast<size_t>(model.nu)});
         RolloutRecord rec;
+        if (used) rec.inputs = used->data();
         rec.states = states.data();
         rec.iterations = iterations.data();
         rec.residual = residual.data();
@@ -198,7 +242,7 @@ void bind_step(nb::module_& m) {
         rec.contact_normal_impulse = normal.data();
         rec.contact_friction_impulse = friction.data();
         rec.contact_slip = slip.data();
-        const int done = rollout(model, data, pz, k, pu, pl, opts, stop_on_failure, rec);
+        const int done = rollout(model, data, pz, k, pu, pl, opts, stop_on_failure, rec, controller);
         nb::dict out;
         out["steps"] = done;
         out["states"] = states;
@@ -212,13 +256,16 @@ void bind_step(nb::module_& m) {
         out["contact_normal_impulse"] = normal;
         out["contact_friction_impulse"] = friction;
         out["contact_slip"] = slip;
+        if (used) out["inputs"] = *used;
         if (ptheta != nullptr && done > 0) add_run_record(model, states.data(), done, pz, ptheta, false, out);
         return out;
       },
       nb::arg("model"), nb::arg("data"), nb::arg("z"), nb::arg("k"), nb::arg("inputs").none(),
       nb::arg("lambda_").none(), nb::arg("opts"), nb::arg("stop_on_failure") = false,
-      nb::arg("theta").none() = nb::none(),
+      nb::arg("theta").none() = nb::none(), nb::arg("controller").none() = nb::none(),
       "k steps from z with per-step inputs (k, nu) in one call; records per step (rows past 'steps' unused).\n"
+      "With a controller (PDController) instead of inputs, its law at the state each step starts from, and\n"
+      "the inputs it gave, 'inputs' (k, nu) (a closed-loop run, one call a block).\n"
       "With theta (nf,), z's unwrapped minimal coordinates, also the run's record of the steps done: minimal_q\n"
       "(steps, nf) unwrapped on from z; knot_v, knot_omega (steps + 1, nb, 3), knot_minimal_v (steps + 1, nf):\n"
       "the velocities at the knots of z and the states reached, the last extrapolated (energy.h).");

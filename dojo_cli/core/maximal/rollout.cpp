@@ -11,14 +11,27 @@
 namespace dojo {
 
 int rollout(const Model& m, Data& d, const double* z, int k, const double* inputs, double* lambda,
-            const SolverOptions& opts, bool stop_on_failure, const RolloutRecord& out) {
+            const SolverOptions& opts, bool stop_on_failure, const RolloutRecord& out,
+            const PDController* controller) {
   const int nb = m.nb;
   const double* current = z;
   bool warm = lambda != nullptr;
+  // a controller's inputs of the step, and its scratch (the state's minimal coordinates)
+  std::vector<double> u_law(controller ? m.nu : 0), theta(controller ? m.nf : 0), rate(controller ? m.nf : 0);
   for (int i = 0; i < k; ++i) {
-    const SolverStatus status =
-        step(m, d, current, inputs ? inputs + static_cast<size_t>(i) * m.nu : nullptr, nullptr, nullptr,
-             warm ? lambda : nullptr, opts);
+    const double* u = inputs ? inputs + static_cast<size_t>(i) * m.nu : nullptr;
+    if (controller) {
+      pd_inputs(m, *controller, current, theta.data(), rate.data(), u_law.data());
+      u = u_law.data();
+    }
+    if (out.inputs) {
+      double* u_row = out.inputs + static_cast<size_t>(i) * m.nu;
+      if (u)
+        std::copy(u, u + m.nu, u_row);
+      else
+        std::fill(u_row, u_row + m.nu, 0.0);
+    }
+    const SolverStatus status = step(m, d, current, u, nullptr, nullptr, warm ? lambda : nullptr, opts);
     if (lambda) {
       for (int r = 0; r < m.nl; ++r) lambda[r] = d.w[m.lam + r];
       warm = true;

@@ -5,6 +5,7 @@
 
 #include "data.h"
 #include "model.h"
+#include "pd_controller.h"
 
 namespace dojo {
 
@@ -21,14 +22,18 @@ struct RolloutRecord {
   double* contact_normal_impulse = nullptr;    // (k, nc)
   double* contact_friction_impulse = nullptr;  // (k, nc, 2)
   double* contact_slip = nullptr;              // (k, nc, 2)
+  double* inputs = nullptr;  // (k, nu) the inputs each step was taken with (a controller's)
 };
 
-// k steps from z in one call (an open-loop run: the inputs are given per step), each
-// warm-started with the previous step's joint impulses (lambda: (nl,) in, the last
-// step's out; null: start from zero). Stops after the first step that fails when
+// k steps from z in one call, each warm-started with the previous step's joint impulses
+// (lambda: (nl,) in, the last step's out; null: start from zero). The inputs: given per
+// step (inputs (k, nu), an open-loop run; null: zero), or, with a controller, its law
+// evaluated at the state each step starts from (pd_controller.h: a closed-loop run,
+// one call a block as an open-loop one). Stops after the first step that fails when
 // stop_on_failure. Returns the number of steps taken; d holds the last one.
 int rollout(const Model& m, Data& d, const double* z, int k, const double* inputs, double* lambda,
-            const SolverOptions& opts, bool stop_on_failure, const RolloutRecord& out);
+            const SolverOptions& opts, bool stop_on_failure, const RolloutRecord& out,
+            const PDController* controller = nullptr);
 
 // Forward and reverse mode through k steps (rollout()'s loop: the same warm starts and
 // angles), each step differentiated where it converged (gradients.h). With kappa >= 0
