@@ -528,10 +528,10 @@ class _Reader:
         (``$(find ...)``, ``${...}``) is left: a number that holds one is refused naming it
         (``_xacro_hint``)."""
         for element in root.iter():
-            if not isinstance(element.tag, str) or _owner(element) is None:
+            if not isinstance(element.tag, str):
                 continue
             for attribute, text in element.attrib.items():
-                if "$(" not in text:
+                if "$(" not in text or _owner(element) is None:
                     continue
                 expanded, unknown = _expand_environment(text)
                 if unknown is None:
@@ -1162,7 +1162,7 @@ def read_urdf(path: str | os.PathLike, options: UrdfOptions | None = None, shown
     if floating and contacts:
         _stand_on_ground(scene, result)
     elif options.floating and root in result.dropped and contacts:
-        _lift_world_root(reader, scene, result, root)
+        _lift_world_root(reader, scene, result, root, links[root].line)
     if options.floating_base:
         scene = _refloat(reader, scene, result, options.floating_base)
     result.scene = scene
@@ -1954,7 +1954,7 @@ def _stand_on_ground(scene: dict, result: UrdfImport) -> None:
     base["initial"] = {"position": [0.0, 0.0, -_lowest_contact(scene, result) + 0.0, 0.0, 0.0, 0.0]}
 
 
-def _lift_world_root(reader: _Reader, scene: dict, result: UrdfImport, root: str) -> None:
+def _lift_world_root(reader: _Reader, scene: dict, result: UrdfImport, root: str, line: int | None) -> None:
     """Raise a robot whose massless root is fixed to the world (``--floating`` asked for, a
     base of mass 0 is static) so that no contact starts below the ground: Bullet places such
     a base where the script loads it, and a robot started inside the ground cannot step
@@ -1966,7 +1966,7 @@ def _lift_world_root(reader: _Reader, scene: dict, result: UrdfImport, root: str
     for joint in scene["joints"]:
         if joint["parent"] == "origin":
             joint["parent_vertex"] = _vector(np.asarray(joint["parent_vertex"]) + [0.0, 0.0, -lowest])
-    reader.note(None, f"link {root!r}", f"raised {-lowest:.6g} m, so that its lowest contact touches the ground "
+    reader.note(line, f"link {root!r}", f"raised {-lowest:.6g} m, so that its lowest contact touches the ground "
                 "(it started below it)")
 
 

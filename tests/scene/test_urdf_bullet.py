@@ -73,7 +73,7 @@ def test_a_massless_root_with_nothing_massive_fixed_to_it_is_fixed_to_the_world(
     assert [w for w in result.warnings if "link 'world'" in w] == [
         f"note: {path}:2: link 'world': the root link has no mass and no link fixed to it has mass: it is fixed to the "
         "world, not floating (Bullet reads a base of mass 0 as static), and its joints slider hang from the world",
-        f"note: {path}: link 'world': raised 0.05 m, so that its lowest contact touches the ground (it started below it)"]
+        f"note: {path}:2: link 'world': raised 0.05 m, so that its lowest contact touches the ground (it started below it)"]
     mech = _build(path, result)
     assert [b.name for b in mech.bodies] == ["cart", "pole"]
     # the cart rests on the ground under the rail, every step converged
