@@ -26,14 +26,19 @@ contact spheres are placed through that one transform:
   parent body frame by the engine, so they are rotated by the joint origin.
 
 Joint types: revolute and continuous -> revolute (continuous without limits),
-prismatic -> prismatic, fixed -> fixed (or merged), floating -> floating,
-planar -> planar_axis (two translations in the plane and the rotation about its
+prismatic -> prismatic, fixed -> fixed (or merged), floating -> floating, Bullet's
+spherical -> spherical, planar -> planar_axis (two translations in the plane and the rotation about its
 normal, as Drake, Pinocchio and RigidBodyDynamics.jl read it; Dojo maps it to its
 translation-only Planar). Two or three revolute joints through massless links with one
 child each, all through one point (the later origins without translation) and with
 mutually orthogonal axes, onto a link with mass, are one universal or gimbal joint
 (human.urdf's wrists and hips: ``_multi_axis_chain``), its angles the chain's revolute
 angles and named after its joints (``axis_names``).
+
+Bullet's readings (PyBullet's pybullet_data relies on them; docs/urdf.md "Bullet's
+conventions"), each with one warning per kind: a base of mass 0 is fixed to the world,
+lower > upper is no limit, commas separate numbers, a vector's numbers past the third are
+ignored; xacro's ``$(optenv)`` left in a file is expanded as xacro does.
 """
 
 from __future__ import annotations
@@ -57,6 +62,8 @@ from dojo_cli.scene.schema import MAX_MAGNITUDE, MAX_PATH_LENGTH
 
 URDF_JOINT_TYPES = ("revolute", "continuous", "prismatic", "fixed", "floating", "planar")
 """Joint types of the URDF specification (all are read)."""
+BULLET_JOINT_TYPES = ("spherical",)
+"""Joint types Bullet's URDF reader adds (pybullet_data's humanoids): a ball joint, Dojo's spherical."""
 CONTACT_MODES = ("feet", "collision", "none")
 GEOMETRY_MODES = ("visual", "collision")
 DEFAULT_TIMESTEP = 0.01
@@ -93,6 +100,23 @@ THIN_BOX_RATIO = 4.0
 # joints (go1 printed 12 near-identical lines, talos 20), at most this many names.
 UNMODELLED_FRICTION = "Coulomb joint friction (<dynamics friction>)|ignored"
 UNMODELLED_MIMIC = "<mimic>|each joint moves on its own"
+# Bullet's swing-twist limit of a spherical joint: <limit lower upper twist> (the swing ranges
+# about x and y and the twist range about z), applied only when all three and effort are > 0
+# (URDF2Bullet; btMultiBodySphericalJointLimit, a soft limit on Euler angles of the swing and
+# the twist): not one of Dojo's limits, which bound the rotation vector's components.
+UNMODELLED_SWING_TWIST = "Bullet's swing-twist limit of a spherical joint (<limit lower upper twist>)|the joint turns freely"
+# Readings of the reference loaders beyond the URDF specification, one warning per kind naming
+# where (the element and its line): "what|how it is read".
+LENIENT_COMMAS = ("numbers separated by commas|commas read as separators, as Bullet (its numbers stop at a comma) "
+                  "and yourdfpy read them")
+LENIENT_EXTRA_NUMBERS = ("more than 3 numbers where a vector has 3|the first 3 read and the rest ignored, as Bullet "
+                         "reads them (urdfdom refuses them)")
+LENIENT_NO_LIMIT = ("<limit> lower > upper|Bullet's convention for a joint without position limits (its default is "
+                    "lower 0, upper -1): read as unlimited")
+LENIENT_NUMBER_END = ("a number followed by stray punctuation|read as Bullet reads it (C's atof: the number, up to "
+                      "what is not part of it)")
+LENIENT_XACRO_ENV = ("xacro substitutions $(optenv NAME default) / $(env NAME) left in the file|expanded as xacro "
+                     "does (the environment variable's value, else the default)")
 UNMODELLED_LISTED = 40
 # Initial pose: a joint whose range does not hold zero strictly inside starts this far
 # inside its range (a fraction of the range, at most LIMIT_INSET_MAX rad or m) from the
@@ -339,6 +363,7 @@ class _Joint:
     damping: float | list[float] = 0.0  # a planar joint's may be (x, y, theta)
     friction: float = 0.0
     mimic: str | None = None
+    swing_twist: tuple[float, float, float] | None = None  # a spherical joint's Bullet limit (not modelled)
 
 
 class _Reader:
@@ -351,6 +376,7 @@ class _Reader:
         self.problems: list[Problem] = []
         self.warnings: list[str] = []
         self._unmodelled: dict[str, list[str]] = {}
+        self._lenient: dict[str, list[tuple[int | None, str]]] = {}  # kind -> (line, where)
         self._empty_visuals: list[str] = []
         # end link of a chain of revolute joints through massless links -> the chain (one
         # universal or gimbal joint; _multi_axis_chain)
@@ -368,7 +394,17 @@ class _Reader:
         naming the joints, by report_unmodelled)."""
         self._unmodelled.setdefault(kind, []).append(joint)
 
+    def lenient(self, kind: str, line: int | None, where: str) -> None:
+        """Something read beyond the URDF specification as a reference loader reads it (one
+        warning per kind, listing where, by report_unmodelled)."""
+        self._lenient.setdefault(kind, []).append((line, where))
+
     def report_unmodelled(self) -> None:
+        for kind, places in self._lenient.items():
+            what, reading = kind.split("|")
+            listed = _listed([f"{where} (line {line})" if line else where for line, where in places], UNMODELLED_LISTED)
+            self.warn(places[0][0], "robot", f"{what} in {len(places)} place{'s' if len(places) > 1 else ''}, {reading}: {listed}")
+        self._lenient.clear()
         if self._empty_visuals:
             self.note(None, "robot", f"{len(self._empty_visuals)} visual{'s' if len(self._empty_visuals) > 1 else ''} of size 0 "
                       f"skipped (nothing to draw): {_listed(self._empty_visuals, UNMODELLED_LISTED)}")
@@ -430,6 +466,7 @@ class _Reader:
             # never expanded (no entity bombs), and a URDF needs none: refused rather than half read
             names = ", ".join(f"&{entity.name};" for entity in dtd.iterentities())
             raise SceneError(Problem(self.file, None, "<!DOCTYPE>", f"XML entities are not supported (declared: {_shortened(names)})"))
+        self._xacro_substitutions(root)
         # links and joints are known by their names; a robot without one is named after its
         # file (ur3.urdf of example-robot-data has none; Pinocchio reads it)
         for element in [e for e in root if e.tag in ("link", "joint")]:
@@ -473,31 +510,63 @@ class _Reader:
         if not links and not self.problems:
             # urdfdom and Pinocchio refuse it too ("No link elements found"): nothing to simulate.
             why = "has no <link>: the file describes no robot (a URDF needs at least one link)"
-            if "xacro" in (root.nsmap or {}):
+            deformable = root.find("deformable")
+            if deformable is not None:
+                # Bullet's extension (torus_deform.urdf): a finite-element soft body from a volume mesh
+                why = (f"has no <link>, only a <deformable> (line {deformable.sourceline}): a deformable body, "
+                       "Bullet's extension, not modelled (Dojo's bodies are rigid)")
+            elif "xacro" in (root.nsmap or {}):
                 why += "; it declares the xacro namespace: an empty <robot> is what xacro writes for a file of macros that are never called"
             self.problem(root.sourceline, "robot", why)
         self.fail_if_problems()
         return root.get("name") or self.path.stem, links, joints
 
-    def numbers(self, element, attribute: str, where: str, default: str | None = None, count: int | None = None,
-                commas: bool = False) -> np.ndarray | None:
+    def _xacro_substitutions(self, root) -> None:
+        """Expand xacro's ``$(optenv NAME default)`` and ``$(env NAME)`` left in the attributes
+        of links, joints and materials as xacro does (husky.urdf's IMU origin: ``$(optenv
+        HUSKY_IMU_XYZ 0.19 0 0.149)``), one warning listing them. Another substitution
+        (``$(find ...)``, ``${...}``) is left: a number that holds one is refused naming it
+        (``_xacro_hint``)."""
+        for element in root.iter():
+            if not isinstance(element.tag, str):
+                continue
+            for attribute, text in element.attrib.items():
+                if "$(" not in text or _owner(element) is None:
+                    continue
+                expanded, unknown = _expand_environment(text)
+                if unknown is None:
+                    element.set(attribute, expanded)
+                    self.lenient(LENIENT_XACRO_ENV, element.sourceline, f"{_owner(element)} <{element.tag} {attribute}> = {expanded!r}")
+
+    def numbers(self, element, attribute: str, where: str, default: str | None = None, count: int | None = None) -> np.ndarray | None:
         """The numbers of an attribute (``default`` when it is absent), or None: a problem at its line.
 
-        ``commas``: commas separate numbers too (yourdfpy's reading of box sizes and mesh scales).
+        Read as Bullet's URDF reader reads a vector (pybullet_data's files rely on it), each
+        with one warning per kind (``lenient``): commas separate numbers too (``0.07, 0,
+        -0.69``; yourdfpy reads box sizes and mesh scales so), and of more than 3 numbers where
+        ``count`` is 3 the first 3 are read (``rpy="-3.14159 1.57079 0 0"``).
         """
         text = element.get(attribute, default)
         if text is None:
             self.problem(element.sourceline, where, f"<{element.tag}> needs the attribute {attribute!r}")
             return None
-        parts = (text.replace(",", " ") if commas else text).split()
+        parts = text.replace(",", " ").split()
         try:
-            values = np.array([float(v) for v in parts], dtype=np.float64)
+            read = [_lenient_float(v) for v in parts]
+            values = np.array([v for v, _ in read], dtype=np.float64)
+            if any(stray for _, stray in read):
+                self.lenient(LENIENT_NUMBER_END, element.sourceline, f"{where} <{element.tag} {attribute}> {_shortened(text)}")
         except ValueError:
-            self.problem(element.sourceline, where, f"<{element.tag} {attribute}> must be numbers, got {_shortened(text)}")
+            self.problem(element.sourceline, where, f"<{element.tag} {attribute}> must be numbers, got {_shortened(text)}{_xacro_hint(text)}")
             return None
+        if "," in text:
+            self.lenient(LENIENT_COMMAS, element.sourceline, f"{where} <{element.tag} {attribute}>")
         if count == 1 and values.size != 1:
             self.problem(element.sourceline, where, f"<{element.tag} {attribute}> must be a number, got {_shortened(text)}")
             return None
+        if count == 3 and values.size > 3:
+            self.lenient(LENIENT_EXTRA_NUMBERS, element.sourceline, f"{where} <{element.tag} {attribute}> {_shortened(text)}")
+            values = values[:3]
         if count is not None and values.size != count:
             self.problem(element.sourceline, where, f"<{element.tag} {attribute}> must be {count} numbers, got {values.size}")
             return None
@@ -509,9 +578,12 @@ class _Reader:
         if text is None:
             return default
         try:
-            return float(text)
+            value, stray = _lenient_float(text)
+            if stray:
+                self.lenient(LENIENT_NUMBER_END, element.sourceline, f"{where} <{element.tag} {attribute}> {_shortened(text)}")
+            return value
         except ValueError:
-            self.problem(element.sourceline, where, f"<{element.tag} {attribute}> must be a number, got {_shortened(text)}")
+            self.problem(element.sourceline, where, f"<{element.tag} {attribute}> must be a number, got {_shortened(text)}{_xacro_hint(text)}")
             return None
 
     def origin(self, parent, where: str) -> np.ndarray | None:
@@ -620,7 +692,7 @@ class _Reader:
                 return None
             return ("capsule", params, pose, rgba, line)
         if shape.tag == "box":
-            size = self.numbers(shape, "size", where, count=3, commas=True)
+            size = self.numbers(shape, "size", where, count=3)
             if size is None:
                 return None
             kind, params = "box", {"size": _vector(size)}
@@ -669,9 +741,13 @@ class _Reader:
             self.warn(mesh_line, f"{where} mesh", f"{name!r}: no such file {path}; replay draws a placeholder")
         scale = None
         if mesh_element.get("scale") is not None:
-            scale = self.numbers(mesh_element, "scale", f"{where} mesh", commas=True)
+            scale = self.numbers(mesh_element, "scale", f"{where} mesh")
             if scale is None:
                 return None
+            if scale.size > 3:
+                # Bullet reads a vector's first 3 numbers (racecar_differential.urdf's "1 1 1 1")
+                self.lenient(LENIENT_EXTRA_NUMBERS, mesh_line, f"{where} <mesh scale> {_shortened(mesh_element.get('scale'))}")
+                scale = scale[:3]
             if scale.size not in (0, 1, 3):
                 self.problem(mesh_line, f"{where} mesh", f"<mesh scale> must be 1 or 3 numbers, got {scale.size}")
                 return None
@@ -690,9 +766,9 @@ class _Reader:
         line = element.sourceline
         ok = True
         kind = element.get("type")
-        if kind not in URDF_JOINT_TYPES:
+        if kind not in URDF_JOINT_TYPES + BULLET_JOINT_TYPES:
             shown = "missing" if kind is None else repr(kind)
-            self.problem(line, where, f"unknown joint type {shown} (one of: {', '.join(URDF_JOINT_TYPES)})")
+            self.problem(line, where, f"unknown joint type {shown} (one of: {', '.join(URDF_JOINT_TYPES + BULLET_JOINT_TYPES)})")
             ok = False
         ends = {}
         for role in ("parent", "child"):
@@ -713,6 +789,10 @@ class _Reader:
         axis = np.array([1.0, 0.0, 0.0]) if axis_element is None else self.numbers(axis_element, "xyz", where, "1 0 0")
         if axis is None:
             return None
+        if axis.size > 3:
+            # Bullet reads a vector's first 3 numbers
+            self.lenient(LENIENT_EXTRA_NUMBERS, axis_element.sourceline, f"{where} <axis xyz> {_shortened(axis_element.get('xyz'))}")
+            axis = axis[:3]
         if axis.shape != (3,):
             self.problem(line, where, f"<axis xyz> must be 3 numbers, got {axis.size}")
             return None
@@ -728,11 +808,17 @@ class _Reader:
         limit_element = element.find("limit")
         if limit_element is not None:
             try:
-                out.effort = _number(limit_element.get("effort"))
-                out.velocity = _number(limit_element.get("velocity"))
-                lower, upper = _number(limit_element.get("lower")), _number(limit_element.get("upper"))
+                read = {key: _lenient_float(limit_element.get(key)) if limit_element.get(key) is not None else (None, False)
+                        for key in ("effort", "velocity", "lower", "upper")}
+                out.effort, out.velocity = read["effort"][0], read["velocity"][0]
+                lower, upper = read["lower"][0], read["upper"][0]
+                for key, (_, stray) in read.items():
+                    if stray:
+                        self.lenient(LENIENT_NUMBER_END, limit_element.sourceline,
+                                     f"{where} <limit {key}> {_shortened(limit_element.get(key))}")
             except ValueError as exc:
-                self.problem(limit_element.sourceline, where, f"<limit> values must be numbers ({exc})")
+                hint = "".join(_xacro_hint(limit_element.get(k) or "") for k in ("effort", "velocity", "lower", "upper"))
+                self.problem(limit_element.sourceline, where, f"<limit> values must be numbers ({exc}){hint}")
                 return None
             given = [v for v in (out.effort, out.velocity, lower, upper) if v is not None]
             if not self.finite(limit_element.sourceline, where, "<limit>", given, infinite=True):
@@ -741,11 +827,17 @@ class _Reader:
                 # the spec defaults lower and upper to 0; a missing one means no bound here,
                 # and equal bounds (a joint locked by its limits) are not solvable as inequalities
                 if lower is not None and upper is not None and lower > upper:
-                    self.problem(limit_element.sourceline, where, f"<limit> lower {lower:g} > upper {upper:g}")
+                    # Bullet's "no limit" (biped2d_pybullet's lower="1" upper="-1"): btMultiBody
+                    # applies a limit only when lower <= upper
+                    self.lenient(LENIENT_NO_LIMIT, limit_element.sourceline, f"joint {name!r} [{lower:g}, {upper:g}]")
                 elif lower is not None and upper is not None and lower == upper:
                     self.warn(limit_element.sourceline, where, f"<limit> lower = upper = {lower:g}; position limits ignored")
                 else:
                     out.lower, out.upper = lower, upper
+            if kind == "spherical" and all(v is not None and v > 0 for v in (lower, upper, out.effort)):
+                twist = _number(limit_element.get("twist")) if _is_number(limit_element.get("twist")) else None
+                if twist is not None and twist > 0:
+                    out.swing_twist = (lower, upper, twist)
         elif kind in ("revolute", "prismatic"):
             self.warn(line, where, "has no <limit> (required for its type); no position limits")
         dynamics = element.find("dynamics")
@@ -889,6 +981,52 @@ def _transform_from_xyz_rpy(xyz: np.ndarray, rpy: np.ndarray) -> np.ndarray:
     return out
 
 
+# xacro's $(optenv NAME [default ...]) and $(env NAME) (xacro/substitution_args.py: the default
+# is the rest of the arguments joined by single spaces); any other $(...) or ${...} is xacro's
+_XACRO_ENV = re.compile(r"\$\((optenv|env)\s+([^\s)]+)((?:\s+[^)]*)?)\)")
+_XACRO_ANY = re.compile(r"\$\([^)]*\)?|\$\{[^}]*\}?")
+
+
+def _expand_environment(text: str) -> tuple[str, str | None]:
+    """(``text`` with xacro's environment substitutions expanded, None), or (text, the first
+    substitution that cannot be: another xacro substitution, or $(env NAME) of an unset NAME)."""
+    unknown = None
+
+    def expand(match: re.Match) -> str:
+        nonlocal unknown
+        kind, name, rest = match.group(1), match.group(2), match.group(3).split()
+        if name in os.environ:
+            return os.environ[name]
+        if kind == "env":
+            unknown = unknown or f"{match.group(0)} (environment variable {name} is not set)"
+            return match.group(0)
+        return " ".join(rest)
+
+    out = _XACRO_ENV.sub(expand, text)
+    if unknown is None:
+        left = _XACRO_ANY.search(out)
+        if left is not None:
+            unknown = left.group(0)
+    return out, unknown
+
+
+def _xacro_hint(text: str) -> str:
+    """A message's ending for a value holding a xacro substitution ('' for another value)."""
+    found = _XACRO_ANY.search(text)
+    if found is None:
+        return ""
+    return (f": an unexpanded xacro substitution {_shortened(found.group(0))} (the file is a xacro source, "
+            "not a URDF: run xacro on it, xacro FILE > robot.urdf)")
+
+
+def _owner(element) -> str | None:
+    """The link, joint or material an element belongs to (``joint 'imu_joint'``), or None."""
+    for item in (element, *element.iterancestors()):
+        if item.tag in ("link", "joint", "material") and item.get("name") is not None:
+            return f"{item.tag} {item.get('name')!r}"
+    return None
+
+
 def _printable_name(name) -> bool:
     # names become scene names, which end up in storage files and messages (XML allows tabs and line breaks)
     return not isinstance(name, str) or name.isprintable()
@@ -916,6 +1054,33 @@ def _number(value) -> float | None:
     if value is None:
         return None
     return float(value)
+
+
+# A number as C's strtod reads its start (Bullet's URDF reader casts with atof), followed only by
+# punctuation: biped2d_pybullet.urdf's lower="-1.57." (a typo Bullet reads as -1.57)
+_NUMBER_START = re.compile(r"\s*([+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)([.,;:]+)\s*$")
+
+
+def _lenient_float(text: str) -> tuple[float, bool]:
+    """(the number, whether stray punctuation followed it and was ignored).
+
+    Raises:
+        ValueError: not a number (Python's float), nor a number followed by punctuation only.
+    """
+    try:
+        return float(text), False
+    except ValueError:
+        found = _NUMBER_START.match(text)
+        if found is None:
+            raise
+        return float(found.group(1)), True
+
+
+def _is_number(value) -> bool:
+    try:
+        return value is not None and math.isfinite(float(value))
+    except ValueError:
+        return False
 
 
 def _listed(names: list[str], most: int = 8) -> str:
@@ -961,9 +1126,17 @@ def read_urdf(path: str | os.PathLike, options: UrdfOptions | None = None, shown
     reader.fail_if_problems()
     roots = [name for name in links if name not in child_joint]
     root = roots[0]
+    if all(link.mass <= MASSLESS for link in links.values()):
+        # plane.urdf, table.urdf, tray.urdf: Bullet loads them as static objects (a base of mass 0
+        # is fixed to the world); with nothing that moves there is nothing to simulate
+        reader.problem(links[root].line, "robot", f"no link has mass ({_listed(list(links))}): the file describes static "
+                       "scenery (Bullet reads a base of mass 0 as fixed to the world), nothing that moves; a scene's static "
+                       "ground is its 'ground:' half-space (docs/scenes.md)")
+        reader.fail_if_problems()
     result = UrdfImport(scene={})
     groups, body_of, world_links = _group_links(reader, links, joints, child_joint, root, result)
     reader.fail_if_problems()
+    floating = (options.floating or bool(options.floating_base)) and body_of.get(root) == 0
 
     bodies = []
     for group in groups:
@@ -980,14 +1153,16 @@ def read_urdf(path: str | os.PathLike, options: UrdfOptions | None = None, shown
 
     scene = {
         "name": robot_name,
-        "description": f"imported from {path.name}" + (" (floating base)" if options.floating else ""),
+        "description": f"imported from {path.name}" + (" (floating base)" if floating else ""),
         "timestep": DEFAULT_TIMESTEP,
         "bodies": bodies,
         "joints": scene_joints,
         "contacts": contacts,
     }
-    if (options.floating or options.floating_base) and contacts:
+    if floating and contacts:
         _stand_on_ground(scene, result)
+    elif options.floating and root in result.dropped and contacts:
+        _lift_world_root(reader, scene, result, root, links[root].line)
     if options.floating_base:
         scene = _refloat(reader, scene, result, options.floating_base)
     result.scene = scene
@@ -1083,7 +1258,14 @@ def _group_links(reader, links, joints, child_joint, root, result):
             if movable or not fixed_children:
                 root_fixed = _massive_root_group(reader, root, children, links, movable, reason)
                 if root_fixed is None:
-                    return groups, body_of, world_links
+                    # Bullet (and Gazebo's "world" link) read a base of mass 0 as static: the
+                    # root is fixed to the world whatever --floating says (a massless body
+                    # cannot float), and its joints hang from it (kuka_iiwa/model.urdf, cartpole)
+                    drop_root, root_fixed = True, set()
+                    reader.note(root_link.line, f"link {root!r}", f"the root link has {reason} and no link fixed to it has "
+                                "mass: it is fixed to the world, not floating (Bullet reads a base of mass 0 as static), "
+                                f"and its joints {_listed([j.name for j in movable])} hang from the world")
+                    result.dropped.append(root)
             else:
                 reader.warn(root_link.line, f"link {root!r}", f"the root link has {reason}; merged into {fixed_children[0].child!r}")
         else:
@@ -1194,8 +1376,6 @@ def _massive_root_group(reader, root: str, children: dict[str, list[_Joint]], li
                 stack.append(joint.child)
     line = links[root].line
     if sum(links[name].mass for name in group) <= MASSLESS:
-        reader.problem(line, f"link {root!r}", f"the root link has {reason} and no link fixed to it has mass, "
-                       "but it carries movable joints; give it an <inertial> (or import without --floating)")
         return None
     reader.note(line, f"link {root!r}", f"the root link has {reason}; merged with the links fixed to it "
                 f"({_listed(sorted(group - {root}))}) into one body, the floating base, which carries its joints "
@@ -1378,7 +1558,7 @@ def _scene_joints(reader, links, joints, groups, body_of, world_links, root, opt
             joint_frame = _translation(-parent_group.com) @ parent_group.links[first.parent] @ origin
         rot = joint_frame[:3, :3]
         kind = {"revolute": "revolute", "continuous": "revolute", "prismatic": "prismatic", "fixed": "fixed",
-                "floating": "floating", "planar": "planar_axis"}[joint.type]
+                "floating": "floating", "planar": "planar_axis", "spherical": "spherical"}[joint.type]
         axis = joint.axis
         if joint.type in ("prismatic",):
             # translations are measured in the parent body frame by the engine
@@ -1395,9 +1575,9 @@ def _scene_joints(reader, links, joints, groups, body_of, world_links, root, opt
         if chain is not None:
             out.append(_axes_joint(reader, data, chain))
             continue
-        if kind != "fixed" and kind != "floating":
-            data["axis"] = _vector(axis)
-        n = {"revolute": 1, "prismatic": 1, "planar_axis": 3, "floating": 6, "fixed": 0}[kind]
+        if kind not in ("fixed", "floating", "spherical"):
+            data["axis"] = _vector(axis)  # (a ball joint has none: its coordinates are the rotation vector's)
+        n = {"revolute": 1, "prismatic": 1, "planar_axis": 3, "floating": 6, "fixed": 0, "spherical": 3}[kind]
         if isinstance(joint.damping, list):
             data["damper"] = [float(d) for d in joint.damping]  # a planar joint's (x, y, theta)
         elif joint.damping and n:
@@ -1413,6 +1593,9 @@ def _scene_joints(reader, links, joints, groups, body_of, world_links, root, opt
             reader.unmodelled(UNMODELLED_FRICTION, joint.name)
         if joint.mimic:
             reader.unmodelled(UNMODELLED_MIMIC, f"{joint.name} (of {joint.mimic})")
+        if joint.swing_twist is not None:
+            reader.unmodelled(UNMODELLED_SWING_TWIST, f"{joint.name} (swing {joint.swing_twist[0]:g}, {joint.swing_twist[1]:g}, "
+                              f"twist {joint.swing_twist[2]:g})")
         out.append(data)
     # the dropped leaves' joints go with them
     return out
@@ -1767,6 +1950,28 @@ def _initial_poses(result: UrdfImport) -> dict[str, tuple[np.ndarray, np.ndarray
 def _stand_on_ground(scene: dict, result: UrdfImport) -> None:
     """Lift a floating robot so that its lowest contact (a sphere's bottom, a shape's lowest
     point, as compiled into the collision table) touches z = 0."""
+    base = scene["joints"][0]
+    base["initial"] = {"position": [0.0, 0.0, -_lowest_contact(scene, result) + 0.0, 0.0, 0.0, 0.0]}
+
+
+def _lift_world_root(reader: _Reader, scene: dict, result: UrdfImport, root: str, line: int | None) -> None:
+    """Raise a robot whose massless root is fixed to the world (``--floating`` asked for, a
+    base of mass 0 is static) so that no contact starts below the ground: Bullet places such
+    a base where the script loads it, and a robot started inside the ground cannot step
+    (cartpole.urdf's cart, 0.05 m deep at the origin). The joints hanging from the world move
+    up by the depth of the lowest contact, with a note; above the ground it stays."""
+    lowest = _lowest_contact(scene, result)
+    if not lowest < 0.0:
+        return
+    for joint in scene["joints"]:
+        if joint["parent"] == "origin":
+            joint["parent_vertex"] = _vector(np.asarray(joint["parent_vertex"]) + [0.0, 0.0, -lowest])
+    reader.note(line, f"link {root!r}", f"raised {-lowest:.6g} m, so that its lowest contact touches the ground "
+                "(it started below it)")
+
+
+def _lowest_contact(scene: dict, result: UrdfImport) -> float:
+    """The lowest point of the scene's ground contacts (world z) with every joint at its initial position."""
     poses = _initial_poses(result)
     lowest = math.inf
     for c in scene["contacts"]:
@@ -1778,5 +1983,4 @@ def _stand_on_ground(scene: dict, result: UrdfImport) -> None:
             lowest = min(lowest, lowest_height(made, rot, pos))
         else:
             lowest = min(lowest, float((pos + rot @ np.asarray(c["offset"]))[2]) - c["radius"])
-    base = scene["joints"][0]
-    base["initial"] = {"position": [0.0, 0.0, -lowest + 0.0, 0.0, 0.0, 0.0]}
+    return lowest

@@ -12,6 +12,7 @@ URDF robots: Pinocchio reads the URDF file itself (pin.buildModelFromUrdf), and
 from __future__ import annotations
 
 import functools
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -172,3 +173,38 @@ def _check_against_urdf(model, path, scene, derivatives, within_limits=False):
 
     perm = np.array([model.velocity_names.index(n) for n in cv])
     _check(_compare(model, pm, q_of, v_of, perm, derivatives=derivatives, within_limits=within_limits), scene)
+
+
+# PyBullet's collection (tests/data/urdf/pybullet, tests/scene/test_urdf_bullet.py): the kuka
+# arm's root link has mass 0, which Bullet reads as fixed to the world; imported with
+# --floating it is a fixed-base arm, as Pinocchio reads the file without a free flyer.
+PYBULLET_DATA = Path(__file__).parents[1] / "data" / "urdf" / "pybullet"
+
+
+def test_bullets_massless_base_kuka_matches_pinocchio_from_the_urdf():
+    from dojo_cli.scene.builder import build_mechanism
+    from dojo_cli.scene.loader import spec_from_dict
+    from dojo_cli.scene.urdf import UrdfOptions, read_urdf
+
+    path = PYBULLET_DATA / "kuka_iiwa_model.urdf"
+    result = read_urdf(path, UrdfOptions(floating=True, meshes=False))
+    model = minimal.build_model(build_mechanism(spec_from_dict(result.scene, file=str(path))))
+    assert not model.is_floating and model.nq == 7
+    _check_against_urdf(model, path, "kuka_iiwa", derivatives=True, within_limits=True)
+
+
+def test_bullets_spherical_joint_humanoid_matches_pinocchio():
+    """humanoid.urdf's 8 spherical joints (Bullet's type="spherical", which urdfdom and so
+    Pinocchio's URDF reader do not know): Pinocchio's model built joint by joint from the
+    tree, JointModelSpherical for each."""
+    from dojo_cli.scene.builder import build_mechanism
+    from dojo_cli.scene.loader import spec_from_dict
+    from dojo_cli.scene.urdf import UrdfOptions, read_urdf
+
+    path = PYBULLET_DATA / "humanoid.urdf"
+    result = read_urdf(path, UrdfOptions(floating=True, merge_fixed=True))
+    model = minimal.build_model(build_mechanism(spec_from_dict(result.scene, file=str(path))))
+    pm, info = ref.build(model)
+    assert sum(kind == "spherical" for _, kind in info.values()) == 8
+    q_of, v_of, perm = ref.converters(model, pm, info)
+    _check(_compare(model, pm, q_of, v_of, perm), "humanoid.urdf")

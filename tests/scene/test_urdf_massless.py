@@ -58,14 +58,15 @@ def test_a_massless_root_with_movable_joints_becomes_the_floating_base_with_its_
                      "(base_inertia, imu) into one body, the floating base, which carries its joints hip"]
 
 
-def test_a_massless_root_with_nothing_massive_fixed_to_it_is_refused_with_its_line(tmp_path):
+def test_a_massless_root_with_nothing_massive_fixed_to_it_is_fixed_to_the_world(tmp_path):
+    """It was refused ("carries movable joints; give it an <inertial>"); Bullet reads a base
+    of mass 0 as static, and so does the importer now (tests/scene/test_urdf_bullet.py)."""
     text = ANYMAL_LIKE.replace('<mass value="10.0"/>', '<mass value="0"/>').replace('ixx="0.1" ixy="0" ixz="0" iyy="0.1" iyz="0" izz="0.1"/></inertial></link>\n  <link name="imu"',
                                                                                    'ixx="0" ixy="0" ixz="0" iyy="0" iyz="0" izz="0"/></inertial></link>\n  <link name="imu"')
-    with pytest.raises(SceneError) as info:
-        _read(tmp_path, text)
-    (problem,) = info.value.problems
-    assert problem.line == 2 and problem.field == "link 'base'"
-    assert problem.message.startswith("the root link has no mass and no link fixed to it has mass, but it carries movable joints")
+    path, result = _read(tmp_path, text)
+    assert [(j["name"], j["parent"]) for j in result.scene["joints"]] == [("hip", "origin")]
+    assert [w for w in result.warnings if "root link" in w][0].startswith(f"note: {path}:2: link 'base': the root link has no mass "
+                                                                          "and no link fixed to it has mass: it is fixed to the world")
 
 
 def test_a_massless_subtree_on_movable_joints_is_dropped_with_its_joints_and_one_note(tmp_path):
