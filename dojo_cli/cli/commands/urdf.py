@@ -60,16 +60,15 @@ def import_urdf(
         package_path=[str(p) for p in package_path or []], meshes=not no_meshes, geometry=geometry.value,
         inertia_from_geometry=inertia_from_geometry,
     )
-    result = read_urdf(urdf, options, shown)
     report = None
     if stand:
-        from dojo_cli.scene.stand import add_stand
+        from dojo_cli.scene.stand import stand_import
 
         if srdf is not None and not srdf.is_file():
             raise InputError(f"--srdf: {srdf}: no such file")
-        if timestep is not None:
-            result.scene["timestep"] = timestep  # the gains depend on it
-        report = add_stand(result.scene, result, urdf, shown, srdf=srdf)
+        result, report = stand_import(urdf, options, shown, srdf=srdf, timestep=timestep)
+    else:
+        result = read_urdf(urdf, options, shown)
     flags = " ".join(f for f, on in (("--floating", floating), ("--stand", stand), ("--merge-fixed", merge_fixed), ("--no-meshes", no_meshes),
                                          ("--self-collision", self_collision),
                                          ("--inertia-from-geometry", inertia_from_geometry)) if on)
@@ -84,6 +83,7 @@ def import_urdf(
     typer.echo(f"wrote {output}: {mech.nb} bodies, {mech.nj} joints, {mech.nc} contacts, {mech.nu} inputs, total mass {total:.6g} kg")
     if report is not None:
         margin = "no area (point or line feet)" if report.com_margin is None else f"{report.com_margin * 1e3:.0f} mm"
+        typer.echo(f"  stand: {report.legs}")
         typer.echo(f"  stand: pose from {report.pose_source}; feet {', '.join(report.feet)}; base at {report.base_height:.4g} m; "
                    f"centre of mass inside the support polygon by {margin}")
         typer.echo("  stand: PD gains kp = I omega^2, damper = 2 I omega (critically damped; I the inertia the joint holds up, "
