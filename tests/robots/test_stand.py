@@ -172,3 +172,24 @@ def test_a_package_name_is_how_the_import_names_the_file(tmp_path):
     assert problems and all(line.split(": ", 1)[1].startswith(name) for line in problems), problems
     assert "site-packages" not in res.output, res.output
     assert out.read_text().splitlines()[0].startswith(f"# go1: imported from {name} "), out.read_text()[:200]
+
+
+def test_cli_stand_of_a_robot_without_collision_elements(tmp_path):
+    """`dojo import-urdf human.urdf --stand --contacts collision`: human.urdf has no collision
+    element and is written with y up. The import says why it is legged, that it was turned
+    upright and that its feet get the feet rule's soles; a wheeled base is refused with the
+    rule's reason (exit code 2, nothing written)."""
+    out = tmp_path / "human.yaml"
+    runner = CliRunner()
+    res = runner.invoke(app, ["import-urdf", str(_urdf("human")), "--stand", "--contacts", "collision", "--no-meshes",
+                              "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    assert "stand: legged: 2 legs, feet left_foot, right_foot" in res.output, res.output
+    assert "its legs point along -y of the file" in res.output, res.output
+    assert "have no collision element in the file: contacts at the feet" in res.output, res.output
+    scene = dojo.load_scene(str(out))  # what is written loads
+    assert scene.nc == 8, scene.nc  # four sole points per foot
+    res = runner.invoke(app, ["import-urdf", str(_urdf("tiago_dual")), "--stand", "--contacts", "collision", "--no-meshes",
+                              "-o", str(tmp_path / "tiago.yaml")])
+    assert res.exit_code == 2 and "no legs to stand on" in res.output and "wheels or casters" in res.output, res.output
+    assert not (tmp_path / "tiago.yaml").exists()

@@ -98,11 +98,18 @@ def import_urdf(
     if limited:
         typer.echo("  joint limits (position: enforced; effort, velocity: recorded, not enforced):")
         for j in limited:
-            position = f"[{j['limits']['lower'][0]:g}, {j['limits']['upper'][0]:g}]" if "limits" in j else "none"
+            # a universal or gimbal joint has one of each per axis (human.urdf's hips)
+            position = ("none" if "limits" not in j else ", ".join(
+                f"[{lo:g}, {hi:g}]" for lo, hi in zip(j["limits"]["lower"], j["limits"]["upper"])))
             typer.echo(
-                f"    {j['name']:<24} position {position:<22} effort {j.get('effort_limit', math.inf):g}  "
-                f"velocity {j.get('velocity_limit', math.inf):g}"
+                f"    {j['name']:<24} position {position:<22} effort {_per_axis(j.get('effort_limit', math.inf))}  "
+                f"velocity {_per_axis(j.get('velocity_limit', math.inf))}"
             )
+
+
+def _per_axis(value) -> str:
+    """A joint's limit, one number or one per axis."""
+    return ", ".join(f"{v:g}" for v in value) if isinstance(value, list) else f"{value:g}"
 
 
 def _as_written(name: str) -> str:
