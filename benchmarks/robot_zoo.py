@@ -131,7 +131,7 @@ def stand_robot(name: str, path: str, steps: int, tolerances: str = "relative") 
     from dojo_cli.errors import DojoError
     from dojo_cli.scene.builder import build_mechanism
     from dojo_cli.scene.loader import spec_from_dict
-    from dojo_cli.scene.stand import add_stand
+    from dojo_cli.scene.stand import stand_import
     from dojo_cli.scene.urdf import UrdfOptions, read_urdf
 
     row: dict = {"robot": name, "file": path}
@@ -143,10 +143,12 @@ def stand_robot(name: str, path: str, steps: int, tolerances: str = "relative") 
         row["refused"] = str(exc).strip().splitlines()[0].replace(str(Path(path).parent) + "/", "")
         return row
     try:
-        report = add_stand(result.scene, result, Path(path), path)
+        result, report = stand_import(path, options, path)
     except DojoError as exc:
         row["not_legged"] = str(exc).strip().splitlines()[0].split("stand: ", 1)[-1]
         return row
+    row["legs"] = report.legs
+    row["notes"] = report.notes
     try:
         mech = build_mechanism(spec_from_dict(result.scene, file=path))
     except (DojoError, ValueError) as exc:
@@ -183,7 +185,12 @@ def print_stand_table(rows: list[dict], steps: int) -> None:
     for r in rows:
         if "refused" in r:
             print(f"{r['robot']:26s} refused at import: {r['refused'][:140]}")
-    print("not legged: " + ", ".join(r["robot"] for r in rows if "not_legged" in r))
+    print("why each robot is legged or not (dojo_cli/scene/legs.py, in the standing pose):")
+    for r in rows:
+        if "refused" not in r:
+            print(f"  {r['robot']:26s} {r.get('legs') or r['not_legged']}")
+            for note in r.get("notes", []):
+                print(f"  {'':26s} note: {note}")
     stood = [r for r in legged if r["failed"] == 0 and abs(r["z_end"] - r["z0"]) <= STAND_TOLERANCE]
     print(f"{len(rows)} robots: {len(legged)} legged (by structure), {len(stood)} of them stand {steps} steps "
           f"(trunk within {STAND_TOLERANCE * 100:.0f} cm of its start, every step converged); "

@@ -8,11 +8,11 @@ The importer's scene (floating, with ground contacts) is given:
 - a PD controller holding every revolute and prismatic joint at its standing value, with
   gains from the link masses and inertias (``stand_gains``, critically damped per joint).
 
-Which robots are legged is decided by their structure in the standing pose, not by name:
-the contacts within ``SUPPORT_BAND`` of the lowest one (the support) must lie on at least
-two different branches of the body tree below the floating base, each reached through at
-least ``MIN_LEG_JOINTS`` movable joints and standing on something other than a cylinder
-lying on its side (legs, not a base lying on the ground, a hand, or wheels and casters).
+Which robots are legged, and which bodies are their feet, is decided by their structure
+in the standing pose (dojo_cli.scene.legs: two or more branches below the base whose
+joints lift the lowest leaves; not the names, not the collision geometry); the lowest
+contacts must then lie on the legs. Where the feet carry no collision element
+(``stand_import``), the stand uses the feet rule's contacts instead.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ import numpy as np
 
 from dojo_cli.errors import Problem, SceneError
 from dojo_cli.model.collisions import GROUND, RIM_POINTS, half_space_contacts, lowest_height
+from dojo_cli.scene.legs import Legs, legs_of
 from dojo_cli.scene.urdf import UrdfImport, _initial_poses, _shape, _stand_on_ground, note_text, range_note
 
 # SRDF group states taken as the standing pose, in this order of preference (the names
@@ -35,10 +36,10 @@ STANDING_STATES = ("standing", "half_sitting", "straight_standing", "default")
 # four corners of a flat sole differ by a few mm in CAD, a lifted swing foot by far more.
 SUPPORT_BAND = 0.01
 
-# A leg reaches its foot through at least this many movable joints (a hip and a knee); a
-# single joint to a lowest contact is a base lying on the ground. A support contact on the
-# rim of a cylinder lying on its side is a wheel or a caster (it rolls), not a foot (_rolls).
-MIN_LEG_JOINTS = 2
+# An SRDF group state whose values lie beyond the URDF's joint ranges by more than this
+# (rad or m) was written for another model of the robot: the import's pose is used. Less
+# is rounding (alex_psyonic_hands' thumbs: 0.001 beyond 0), clipped into the range.
+STATE_RANGE_SLACK = 0.01
 
 # Natural frequency of each joint's PD loop times the timestep, omega h. The PD torque is
 # explicit (the controller reads the state at step k) and its damper implicit (the joint's
@@ -78,6 +79,7 @@ class StandReport:
     held_inertia: dict[str, float] = field(default_factory=dict)
     base_height: float = 0.0
     com_margin: float | None = None
+    legs: str = ""
     notes: list[str] = field(default_factory=list)
 
 
@@ -162,6 +164,20 @@ def _apply_pose(scene: dict, values: dict[str, list[float]], source: str, report
     return posed
 
 
+def _beyond_ranges(scene: dict, values: dict[str, list[float]]) -> list[str]:
+    """The scene's joints to which ``values`` give a value beyond their range by more than
+    STATE_RANGE_SLACK ("name value [lower, upper]")."""
+    out = []
+    for j in scene["joints"]:
+        value = values.get(j["name"])
+        if j["type"] not in ("revolute", "prismatic") or not value or len(value) != 1 or "limits" not in j:
+            continue
+        lo, hi = j["limits"]["lower"][0], j["limits"]["upper"][0]
+        if not lo - STATE_RANGE_SLACK <= value[0] <= hi + STATE_RANGE_SLACK:
+            out.append(f"{j['name']} {value[0]:g} [{lo:g}, {hi:g}]")
+    return out
+
+
 def _revise_range_note(result: UrdfImport, file: str, posed: set[str]) -> None:
     """The importer's note listing the joints it started inside their ranges names only
     those the standing pose left there (none: the note goes), so that what is printed
@@ -181,23 +197,9 @@ def _revise_range_note(result: UrdfImport, file: str, posed: set[str]) -> None:
         result.warnings[i] = note_text(file, None, "robot", new)
 
 
-# A cylinder whose axis is within this of horizontal (|axis . z| below it) rolls on the
-# ground: a wheel or a caster. Standing on its end face it is a foot (a round sole).
-WHEEL_AXIS_TILT = 0.5
-
-
-def _rolls(shape: dict, rot: np.ndarray) -> bool:
-    """Whether a contact shape on a body of orientation rot (3, 3), world from body, is a
-    cylinder lying on its side (its axis, the shape frame's z, nearly horizontal)."""
-    if shape.get("type") != "cylinder":
-        return False
-    axis = rot @ _quaternion_matrix(shape.get("orientation_offset", [1.0, 0.0, 0.0, 0.0])) @ np.array([0.0, 0.0, 1.0])
-    return abs(float(axis[2])) < WHEEL_AXIS_TILT
-
-
-def _contact_points(scene: dict, poses: dict) -> list[tuple[str, np.ndarray, bool]]:
-    """(body, lowest world point, on a wheel) of each ground contact in the poses (a sphere's
-    bottom, a shape's lowest point; on a wheel: a cylinder lying on its side, _rolls)."""
+def _contact_points(scene: dict, poses: dict) -> list[tuple[str, np.ndarray]]:
+    """(body, lowest world point) of each ground contact in the poses (a sphere's bottom,
+    a shape's lowest point)."""
     out = []
     for c in scene["contacts"]:
         if c.get("against", "ground") != "ground":
@@ -208,10 +210,10 @@ def _contact_points(scene: dict, poses: dict) -> list[tuple[str, np.ndarray, boo
             for m in made:
                 centre = pos + rot @ np.asarray(m.offset, float)
                 z = lowest_height([m], rot, pos)
-                out.append((c["body"], np.array([centre[0], centre[1], z]), _rolls(c["shape"], rot)))
+                out.append((c["body"], np.array([centre[0], centre[1], z])))
         else:
             point = pos + rot @ np.asarray(c["offset"], float)
-            out.append((c["body"], np.array([point[0], point[1], point[2] - c["radius"]]), False))
+            out.append((c["body"], np.array([point[0], point[1], point[2] - c["radius"]])))
     return out
 
 
@@ -259,22 +261,24 @@ def _inertia_about(bodies: list[dict], poses: dict, names: list[str], point: np.
     return total
 
 
-def stand_gains(scene: dict, poses: dict, support: set[str], timestep: float) -> dict[str, tuple[float, float, float]]:
-    """Joint -> (kp, damper, held inertia) of every revolute and prismatic joint.
+def stand_gains(scene: dict, poses: dict, support: set[str], timestep: float) -> dict[str, tuple[list, list, list]]:
+    """Joint -> (kp, damper, held inertia), one per coordinate, of every revolute,
+    prismatic, universal and gimbal joint.
 
     Each joint holds one side of the robot up: the side away from the ground (for a joint
     on a leg, everything above it, since its foot is on the ground; for an arm's joint, the
     arm beyond it). I is that side's moment of inertia about the joint's axis in the
-    standing pose (its mass for a prismatic joint), and with omega = STAND_OMEGA_H / h the
-    gains are those of a critically damped second-order loop, kp = I omega^2 and
-    c = 2 I omega (damping ratio 1 for the joint moving that side alone).
+    standing pose (its mass for a prismatic joint; about each axis of a universal or gimbal
+    joint, turned by the angles before it: core/maximal/euler_joints.h), and with omega =
+    STAND_OMEGA_H / h the gains are those of a critically damped second-order loop,
+    kp = I omega^2 and c = 2 I omega (damping ratio 1 for the joint moving that side alone).
     """
     omega = STAND_OMEGA_H / timestep
     subtree = _subtrees(scene)
     names = [b["name"] for b in scene["bodies"]]
     gains = {}
     for j in scene["joints"]:
-        if j["type"] not in ("revolute", "prismatic"):
+        if j["type"] not in ("revolute", "prismatic", "universal", "gimbal"):
             continue
         below = subtree[j["name"]]
         held = [n for n in names if n not in below] if support & set(below) else below
@@ -284,13 +288,18 @@ def stand_gains(scene: dict, poses: dict, support: set[str], timestep: float) ->
             prot, ppos = poses[j["parent"]]
         frame = prot @ _quaternion_matrix(j.get("orientation_offset", [1.0, 0.0, 0.0, 0.0]))
         point = ppos + prot @ np.asarray(j.get("parent_vertex", [0.0, 0.0, 0.0]), float)
-        if j["type"] == "revolute":
-            axis = frame @ np.asarray(j["axis"], float)
-            inertia = _inertia_about(scene["bodies"], poses, held, point, axis / np.linalg.norm(axis))
+        if j["type"] == "prismatic":
+            inertias = [float(sum(b["mass"] for b in scene["bodies"] if b["name"] in held))]
         else:
-            inertia = float(sum(b["mass"] for b in scene["bodies"] if b["name"] in held))
-        inertia = max(inertia, MIN_HELD_INERTIA)
-        gains[j["name"]] = (inertia * omega**2, 2.0 * inertia * omega, inertia)
+            axes = [j["axis"]] if j["type"] == "revolute" else j["axes"]
+            angles = (j.get("initial") or {}).get("position") or [0.0] * len(axes)
+            inertias, turn = [], frame
+            for axis, angle in zip(axes, angles):
+                a = np.asarray(axis, float) / np.linalg.norm(axis)
+                inertias.append(_inertia_about(scene["bodies"], poses, held, point, turn @ a))
+                turn = turn @ _rotation_about(a, float(angle))  # R(a1, t1) R(a2, t2) ...
+        inertias = [max(i, MIN_HELD_INERTIA) for i in inertias]
+        gains[j["name"]] = ([i * omega**2 for i in inertias], [2.0 * i * omega for i in inertias], inertias)
     return gains
 
 
@@ -300,22 +309,69 @@ def _quaternion_matrix(q) -> np.ndarray:
     return matrix_from_quaternion(np.asarray(q, float))
 
 
-def _legs(scene: dict, support_bodies: set[str]) -> dict[str, int]:
-    """Branch (the joint leaving the floating base's body) -> movable joints on the way to
-    its deepest support body, for the branches holding support bodies."""
-    base = scene["joints"][0]["child"]
-    parent_joint = {j["child"]: j for j in scene["joints"]}
-    legs: dict[str, int] = {}
-    for body in support_bodies:
-        movable, branch, b = 0, None, body
-        while b != base and b in parent_joint:
-            j = parent_joint[b]
-            movable += j["type"] in ("revolute", "prismatic")
-            branch = j["name"]
-            b = j["parent"]
-        if branch is not None and b == base:
-            legs[branch] = max(legs.get(branch, 0), movable)
-    return legs
+def _leg_bodies(scene: dict, legs: Legs) -> set[str]:
+    """The bodies of the robot's legs (each branch's subtree)."""
+    subtree = _subtrees(scene)
+    return {b for leg in legs.legs for b in subtree[leg.branch]}
+
+
+def feet_without_contacts(scene: dict, result: UrdfImport) -> list[str]:
+    """The feet (dojo_cli.scene.legs, in the import's pose) on which the scene has no ground
+    contact: a file without collision elements there (human.urdf has none at all,
+    simple_humanoid.urdf only on its trunk). Empty for a robot without legs."""
+    legs = legs_of(scene["joints"], _initial_poses(result))
+    if not legs.legged:
+        return []
+    touching = {c["body"] for c in scene.get("contacts", []) if c.get("against", "ground") == "ground"}
+    return [foot for foot in legs.feet if foot not in touching]
+
+
+def stand_import(path, options, shown: str, srdf: Path | None = None, timestep: float | None = None):
+    """``dojo import-urdf --stand``: the URDF read with ``options`` (floating), and made a
+    stand (add_stand). Where the legs' feet have no collision element, the file is read
+    with ``--contacts feet`` instead (the feet rule gives a foot with no collision element
+    a flat sole under its inertia box), with a note. Returns (UrdfImport, StandReport).
+
+    Raises:
+        SceneError: as read_urdf and add_stand.
+    """
+    import dataclasses
+
+    from dojo_cli.scene.urdf import read_urdf
+
+    result = read_urdf(path, options, shown)
+    bare = feet_without_contacts(result.scene, result) if options.contacts == "collision" else []
+    if bare:
+        result = read_urdf(path, dataclasses.replace(options, contacts="feet", self_collision=False), shown)
+    if timestep is not None:
+        result.scene["timestep"] = timestep  # the gains depend on it
+    report = add_stand(result.scene, result, Path(path), shown, srdf=srdf)
+    if bare:
+        report.notes.append(f"the feet {', '.join(bare)} have no collision element in the file: contacts at the feet "
+                            "(--contacts feet) instead of the collision shapes")
+    return result, report
+
+
+def apply_standing_pose(scene: dict, result: UrdfImport, urdf: Path, file: str, report: StandReport,
+                        srdf: Path | None = None) -> None:
+    """Set the joints of an imported scene to the standing pose (module doc): the SRDF's
+    group state (``srdf``, else the one beside ``urdf``) unless it lies beyond the joint
+    ranges; ``report.pose_source`` and its notes say which."""
+    srdf = srdf if srdf is not None else srdf_for(Path(urdf))
+    report.pose_source = "the import's pose (each joint at the point of its range nearest zero; no SRDF group state)"
+    if srdf is not None:
+        states = read_group_states(srdf)
+        name = standing_state(states)
+        forbidden = _beyond_ranges(scene, states[name]) if name is not None else []
+        if forbidden:
+            # written for another model of the robot (simple_humanoid.urdf's leg ranges are
+            # not those of its SRDF's half_sitting: clipped, its legs would differ by 0.5 rad)
+            report.notes.append(f"{srdf.name}: group_state {name!r} lies outside this URDF's joint ranges "
+                                f"(by more than {STATE_RANGE_SLACK:g}): {', '.join(forbidden)}; the import's pose is used")
+        elif name is not None:
+            report.pose_source = f"{srdf.name} group state {name!r}"
+            posed = _apply_pose(scene, states[name], f"{srdf.name}: group_state {name!r}", report)
+            _revise_range_note(result, file, posed)
 
 
 def add_stand(scene: dict, result: UrdfImport, urdf: Path, file: str, srdf: Path | None = None) -> StandReport:
@@ -334,53 +390,54 @@ def add_stand(scene: dict, result: UrdfImport, urdf: Path, file: str, srdf: Path
     joints = scene["joints"]
     if not joints or joints[0]["type"] != "floating" or not scene.get("contacts"):
         raise SceneError(Problem(file, None, "stand", "needs a floating robot with ground contacts (--floating and --contacts feet or collision)"))
-    srdf = srdf if srdf is not None else srdf_for(Path(urdf))
-    report = StandReport(pose_source="the import's pose (each joint at the point of its range nearest zero; no SRDF group state)", feet=[])
-    if srdf is not None:
-        states = read_group_states(srdf)
-        name = standing_state(states)
-        if name is not None:
-            report.pose_source = f"{srdf.name} group state {name!r}"
-            posed = _apply_pose(scene, states[name], f"{srdf.name}: group_state {name!r}", report)
-            _revise_range_note(result, file, posed)
+    report = StandReport(pose_source="", feet=[])
+    apply_standing_pose(scene, result, urdf, file, report, srdf)
     _stand_on_ground(scene, result)
     base = joints[0]
     report.base_height = float(base["initial"]["position"][2])
-    poses = _initial_poses(result)
-    lift = np.array([0.0, 0.0, report.base_height])
-    poses = {k: (rot, pos + lift) for k, (rot, pos) in poses.items()}
-    points = _contact_points(scene, poses)
-    lowest = min(p[2] for _, p, _ in points)
-    support = [(b, p) for b, p, _ in points if p[2] <= lowest + SUPPORT_BAND]
-    support_bodies = {b for b, _ in support}
-    feet = {b for b, p, wheel in points if p[2] <= lowest + SUPPORT_BAND and not wheel}
-    legs = _legs(scene, feet)
-    real_legs = {k: n for k, n in legs.items() if n >= MIN_LEG_JOINTS}
-    if len(real_legs) < 2:
-        where = ", ".join(sorted(support_bodies))
+    poses = _initial_poses(result)  # the base where its initial position puts it
+    legs = legs_of(joints, poses)
+    report.legs = legs.reason
+    if not legs.legged:
         raise SceneError(Problem(file, None, "stand", (
-            f"the robot has no legs to stand on: in the standing pose ({report.pose_source}) its lowest contacts are on "
-            f"{where} ({len(real_legs)} branch(es) of the body tree below {base['child']!r} reach them through "
-            f">= {MIN_LEG_JOINTS} movable joints, on feet rather than wheels; a legged robot has two or more)")))
+            f"the robot has no legs to stand on: in the standing pose ({report.pose_source}) it is {legs.reason}")))
+    points = _contact_points(scene, poses)
+    lowest = min(p[2] for _, p in points)
+    support = [(b, p) for b, p in points if p[2] <= lowest + SUPPORT_BAND]
+    support_bodies = {b for b, _ in support}
+    off_feet = sorted(support_bodies - _leg_bodies(scene, legs))
+    if off_feet:
+        raise SceneError(Problem(file, None, "stand", (
+            f"its lowest contacts in the standing pose ({report.pose_source}) are on {', '.join(off_feet)}, not on its "
+            f"legs ({', '.join(legs.feet)}): its collision shapes there reach below its feet")))
     report.feet = sorted(support_bodies)
     total = sum(b["mass"] for b in scene["bodies"])
     com = sum(b["mass"] * poses[b["name"]][1] for b in scene["bodies"]) / total
     report.com_margin = _polygon_margin(np.array([p[:2] for _, p in support]), com[:2])
     gains = stand_gains(scene, poses, support_bodies, float(scene.get("timestep", 0.01)))
     targets = {}
+    kps = {}
     for j in joints:
         if j["name"] not in gains:
             continue
         kp, c, inertia = gains[j["name"]]
-        report.kp[j["name"]], report.damper[j["name"]], report.held_inertia[j["name"]] = kp, c, inertia
-        j["damper"] = float(j.get("damper", 0.0) if not isinstance(j.get("damper"), list) else j["damper"][0]) + c
-        position = (j.get("initial") or {}).get("position") or [0.0]
-        targets[j["name"]] = [float(position[0])]
+        n = len(kp)
+        # report per coordinate: a universal or gimbal joint's by its axes' names
+        coordinates = j.get("axis_names") or ([j["name"]] if n == 1 else [f"{j['name']}[{k}]" for k in range(n)])
+        for k, coordinate in enumerate(coordinates):
+            report.kp[coordinate], report.damper[coordinate], report.held_inertia[coordinate] = kp[k], c[k], inertia[k]
+        given = j.get("damper", 0.0)
+        given = list(given) if isinstance(given, list) else [float(given)] * n
+        given = given * n if len(given) == 1 else given
+        j["damper"] = [float(g) + ck for g, ck in zip(given, c)] if n > 1 else float(given[0]) + c[0]
+        position = (j.get("initial") or {}).get("position") or [0.0] * n
+        targets[j["name"]] = [float(v) for v in position[:n]]
+        kps[j["name"]] = kp
     scene["damper_form"] = "implicit"  # stiff dampers: the L-stable form (docs/physics.md, Joints)
     scene["duration"] = STAND_DURATION
     scene["controller"] = {
         "type": "pd",
-        "kp": {name: [report.kp[name]] for name in targets},
+        "kp": kps,
         "kd": 0.0,
         "targets": targets,
     }

@@ -57,6 +57,7 @@ import numpy as np
 from dojo_cli.errors import Problem, SceneError, SceneFileError
 from dojo_cli.model.collisions import GROUND, RIM_POINTS, half_space_contacts, lowest_height, reduced_hull
 from dojo_cli.model.shapes import Shape
+from dojo_cli.scene.legs import axis_name, legs_of
 from dojo_cli.scene.robots import UnresolvedPackage, package_search_path, resolve_resource
 from dojo_cli.scene.schema import MAX_MAGNITUDE, MAX_PATH_LENGTH
 
@@ -1149,6 +1150,8 @@ def read_urdf(path: str | os.PathLike, options: UrdfOptions | None = None, shown
     result.scene_joints = scene_joints
     reader.report_unmodelled()
     result.moved_into_range = _start_inside_limits(reader, scene_joints)
+    if options.floating and not options.floating_base:
+        _turn_upright(reader, result)
     contacts = _contacts(reader, links, groups, result, options)
 
     scene = {
@@ -1810,7 +1813,8 @@ def _contacts(reader, links, groups, result: UrdfImport, options: UrdfOptions) -
             contacts += _self_collisions(reader, contacts, result)
         return contacts
 
-    # feet: the leaves of the body tree, lowest at the zero configuration
+    # feet: the ends of the legs (dojo_cli.scene.legs) in the import's pose; for a robot
+    # without legs, the leaves of the body tree lowest in it
     world = _initial_poses(result)
     candidates: dict[int, list[tuple[np.ndarray, float]]] = {}
     parents = _body_parents(result)
@@ -1826,10 +1830,14 @@ def _contacts(reader, links, groups, result: UrdfImport, options: UrdfOptions) -
             for kind, params, origin, _rgba, _line in links[name].collisions:
                 if kind in ("sphere", "box"):
                     found += [(name, kind, c, r) for c, r in _contact_points(kind, params, body_pose @ origin)]
-        if any(kind == "sphere" for _, kind, _, _ in found):
+        if not found and not any(links[name].collisions for name in group.links) and group.mass > 0.0:
+            # no collision element at all (human.urdf): the sole of the box with the foot's
+            # mass and inertia (_inertia_box); a point would leave two feet a line of support
+            points = [(list(group.links)[0], c, 0.0) for c in _inertia_box_sole(group, world[group.name][0])]
+        elif any(kind == "sphere" for _, kind, _, _ in found):
             points = [(link, c, r) for link, kind, c, r in found if kind == "sphere"]
         elif found:
-            # box feet (humanoids): the four corners lowest at the zero configuration
+            # box feet (humanoids): the four corners lowest in the import's pose
             rot, pos = world[group.name]
             heights = [float((pos + rot @ c)[2]) for _, _, c, _ in found]
             points = [(link, c, r) for (link, _, c, r), z in zip(found, heights) if z <= min(heights) + 1e-9]
@@ -1838,12 +1846,16 @@ def _contacts(reader, links, groups, result: UrdfImport, options: UrdfOptions) -
             deepest = list(group.links)[-1]
             points = [(deepest, (_translation(-group.com) @ group.links[deepest])[:3, 3], 0.0)]
         candidates[i] = points
-    lows = {}
-    for i, points in candidates.items():
-        rot, pos = world[groups[i].name]
-        lows[i] = min(float((pos + rot @ c)[2]) - r for _, c, r in points)
-    lowest = min(lows.values())
-    feet = [i for i in leaves if lows[i] <= lowest + FOOT_HEIGHT_TOL]
+    legs = legs_of(result.scene_joints, world)
+    if legs.legged:
+        feet = [i for i in leaves if groups[i].name in legs.feet]
+    else:
+        lows = {}
+        for i, points in candidates.items():
+            rot, pos = world[groups[i].name]
+            lows[i] = min(float((pos + rot @ c)[2]) - r for _, c, r in points)
+        lowest = min(lows.values())
+        feet = [i for i in leaves if lows[i] <= lowest + FOOT_HEIGHT_TOL]
     for i in feet:
         points = candidates[i]
         for k, (link, centre, radius) in enumerate(points):
@@ -1851,6 +1863,52 @@ def _contacts(reader, links, groups, result: UrdfImport, options: UrdfOptions) -
             same = sum(1 for other, _, _ in points if other == link)
             add(groups[i].name, link if same == 1 else f"{link}_{k}", centre, radius)
     return contacts
+
+
+def _inertia_box_sole(group, rot: np.ndarray) -> list[np.ndarray]:
+    """A flat sole for a foot with no collision element: 4 points (body frame) under the
+    face that looks most downward (world rotation ``rot`` (3, 3) of the body) of the uniform box with the body's mass and inertia (its
+    principal axes and moments: MuJoCo's "inertia box"): sides a_k = sqrt(6 (I_j + I_l -
+    I_k) / m), each clipped at zero (a body's moments obey the triangle inequality)."""
+    inertia = np.asarray(group.inertia, float)
+    moments, axes = np.linalg.eigh(0.5 * (inertia + inertia.T))
+    half = 0.5 * np.sqrt(np.maximum(6.0 * (float(np.sum(moments)) - 2.0 * moments) / group.mass, 0.0))
+    up = (rot @ axes)[2]  # world z of each principal axis
+    k = int(np.argmax(np.abs(up)))
+    sole = np.zeros(3)
+    sole[k] = -math.copysign(half[k], up[k])  # the face whose outward normal points down
+    i, j = [m for m in range(3) if m != k]
+    corners = []
+    for si in (-1.0, 1.0):
+        for sj in (-1.0, 1.0):
+            c = sole.copy()
+            c[i], c[j] = si * half[i], sj * half[j]
+            corners.append(axes @ c)
+    # a flat sole: the face's corners brought down to its lowest one's height (the face is
+    # tilted as the inertia's principal axes are, 12 deg on human.urdf's feet)
+    heights = [float((rot @ c)[2]) for c in corners]
+    return [c - rot.T @ np.array([0.0, 0.0, z - min(heights)]) for c, z in zip(corners, heights)]
+
+
+def _turn_upright(reader: _Reader, result: UrdfImport) -> None:
+    """Turn a floating robot whose legs point along another axis than the file's -z
+    (dojo_cli.scene.legs: human.urdf is written with y up) so that they point down: the
+    floating base's initial rotation, with a note."""
+    poses = _initial_poses(result)
+    legs = legs_of(result.scene_joints, poses)
+    if not legs.legged or legs.down[2] < -1.0 + 1e-12:
+        return
+    down = legs.down / np.linalg.norm(legs.down)
+    axis = np.cross(down, [0.0, 0.0, -1.0])
+    if np.linalg.norm(axis) < 1e-12:
+        axis = np.array([1.0, 0.0, 0.0])  # down is +z: half a turn about x
+    axis = axis / np.linalg.norm(axis)
+    angle = math.acos(max(-1.0, min(1.0, float(-down[2]))))
+    base = result.scene_joints[0]
+    base["initial"] = {"position": [0.0, 0.0, 0.0, *(float(v) + 0.0 for v in axis * angle)]}
+    reader.note(None, "robot", f"its legs point along {axis_name(legs.down)} of the file, not -z "
+                f"(REP 103's z up): the floating base starts turned {math.degrees(angle):.0f} deg about "
+                f"[{', '.join(f'{v:.3g}' for v in axis)}] so that they point down")
 
 
 def _body_parents(result: UrdfImport) -> set[str]:
@@ -1905,6 +1963,12 @@ def _joint_motion(joint: dict) -> tuple[np.ndarray, np.ndarray]:
     joint at its initial position: a revolute turns about its axis (in the joint frame), a
     prismatic slides along its axis (in the parent body frame; the engine's convention)."""
     position = (joint.get("initial") or {}).get("position")
+    if joint["type"] == "floating" and position:
+        # [x, y, z, rotation vector]: the joint point's position and the turn about it
+        from dojo_cli.math.quaternion import matrix_from_quaternion, quaternion_from_rotation_vector
+
+        turn = matrix_from_quaternion(quaternion_from_rotation_vector(np.asarray(position[3:6], float)))
+        return turn, np.asarray(position[:3], float)
     if joint["type"] in ("universal", "gimbal") and position:
         # R(a1, t1) R(a2, t2) [R(a3, t3)], the axes in the joint frame (core/maximal/euler_joints.h)
         turn = np.eye(3)
@@ -1922,7 +1986,8 @@ def _joint_motion(joint: dict) -> tuple[np.ndarray, np.ndarray]:
 
 def _initial_poses(result: UrdfImport) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """World (rotation, centre of mass) of each body with every joint at its initial position
-    (zero unless _start_inside_limits moved it) and the root at the origin."""
+    (zero unless _start_inside_limits moved it; a floating base where its initial position
+    puts it, else at the origin)."""
     poses: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     pending = list(result.scene_joints)
     # a URDF may list a joint before the one its parent hangs from: placed root to leaves
@@ -1938,7 +2003,7 @@ def _initial_poses(result: UrdfImport) -> dict[str, tuple[np.ndarray, np.ndarray
             offset = _matrix_from_quaternion(joint.get("orientation_offset", [1.0, 0.0, 0.0, 0.0]))
             turn, slide = _joint_motion(joint)
             rot = prot @ offset
-            if joint.get("initial") and joint["type"] in ("revolute", "prismatic", "universal", "gimbal"):
+            if joint.get("initial") and joint["type"] in ("revolute", "prismatic", "universal", "gimbal", "floating"):
                 rot = rot @ turn  # (a joint at zero keeps the exact product of before)
             joint_point = ppos + prot @ (np.asarray(joint.get("parent_vertex", [0.0, 0.0, 0.0])) + slide)
             pos = joint_point - rot @ np.asarray(joint.get("child_vertex", [0.0, 0.0, 0.0]))
@@ -1951,7 +2016,10 @@ def _stand_on_ground(scene: dict, result: UrdfImport) -> None:
     """Lift a floating robot so that its lowest contact (a sphere's bottom, a shape's lowest
     point, as compiled into the collision table) touches z = 0."""
     base = scene["joints"][0]
-    base["initial"] = {"position": [0.0, 0.0, -_lowest_contact(scene, result) + 0.0, 0.0, 0.0, 0.0]}
+    # the poses hold the base where its initial position puts it (turned upright, _turn_upright)
+    position = list((base.get("initial") or {}).get("position") or [0.0] * 6)
+    position[2] = position[2] - _lowest_contact(scene, result) + 0.0
+    base["initial"] = {"position": [float(v) + 0.0 for v in position]}
 
 
 def _lift_world_root(reader: _Reader, scene: dict, result: UrdfImport, root: str, line: int | None) -> None:

@@ -23,7 +23,8 @@ from dojo_cli.scene import robots
 from dojo_cli.scene.builder import build_mechanism
 from dojo_cli.scene.floating_base import set_floating_base
 from dojo_cli.scene.loader import spec_from_dict
-from dojo_cli.scene.stand import STAND_OMEGA_H, add_stand, read_group_states, srdf_for
+from dojo_cli.math.quaternion import matrix_from_quaternion
+from dojo_cli.scene.stand import STAND_OMEGA_H, _contact_points, _polygon_margin, add_stand, read_group_states, srdf_for, stand_import
 from dojo_cli.scene.urdf import UrdfOptions, read_urdf
 
 ROOT = robots.example_robot_data_root()
@@ -32,7 +33,8 @@ assert ROOT is not None, f"example-robot-data is not installed ({robots.ROBOTS_E
 
 STAND_STEPS = 500  # 5 s at the import's h = 0.01 (the issue's check)
 HEIGHT_TOLERANCE = 0.02  # the trunk ends within 2 cm of its starting height (m; the brief: "a few cm")
-INERTIA_RTOL = 1e-9  # composite inertias summed two ways (rounding)
+INERTIA_RTOL = 1e-9
+CONTACT_GAP = 1e-3  # m: a contact this close to the ground supports the robot  # composite inertias summed two ways (rounding)
 
 
 def _urdf(stem: str):
@@ -43,18 +45,23 @@ def _stand(stem: str, contacts: str = "feet"):
     path = _urdf(stem)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the importer's notes (unmodelled friction, ...)
-        result = read_urdf(path, UrdfOptions(floating=True, contacts=contacts, merge_fixed=True, meshes=False))
-    report = add_stand(result.scene, result, path, str(path))
+        result, report = stand_import(path, UrdfOptions(floating=True, contacts=contacts, merge_fixed=True, meshes=False),
+                                      str(path))
     return result.scene, report, build_mechanism(spec_from_dict(result.scene, file=str(path)))
 
 
-@pytest.mark.parametrize("stem,pose", [
-    ("go1", "go1.srdf group state 'standing'"),  # quadruped, SRDF pose (thighs 0.8, calves -1.853)
-    ("solo12", "the import's pose"),  # light quadruped with no SRDF of its own: straight legs
-    ("g1_29dof_rev_1_0", "the import's pose"),  # 29-joint humanoid on sole spheres
+@pytest.mark.parametrize("stem,pose,contacts", [
+    ("go1", "go1.srdf group state 'standing'", "feet"),  # quadruped, SRDF pose (thighs 0.8, calves -1.853)
+    ("solo12", "the import's pose", "feet"),  # light quadruped with no SRDF of its own: straight legs
+    ("g1_29dof_rev_1_0", "the import's pose", "feet"),  # 29-joint humanoid on sole spheres
+    # no collision element at all, written with y up: turned upright, on its feet's inertia-box
+    # soles; 6 of its joints are gimbals and 7 universal joints (held per axis)
+    ("human", "the import's pose", "collision"),
+    ("centauro", "centauro.srdf group state 'homing_nominal'", "feet"),  # four legs ending in wheels, held
+    ("alexander_v1.lowerBodyOnly", "the import's pose", "collision"),  # a lower body with no collision element
 ])
-def test_legged_robot_stands_five_seconds(stem, pose):
-    scene, report, mech = _stand(stem)
+def test_legged_robot_stands_five_seconds(stem, pose, contacts):
+    scene, report, mech = _stand(stem, contacts)
     assert report.pose_source.startswith(pose), report.pose_source
     assert report.com_margin is not None and report.com_margin > 0, f"centre of mass outside the feet by {report.com_margin}"
     traj = dojo.simulate(mech, steps=STAND_STEPS)
@@ -67,6 +74,16 @@ def test_legged_robot_stands_five_seconds(stem, pose):
     z = traj.x[:, base, 2]
     assert abs(z[-1] - z[0]) < HEIGHT_TOLERANCE and np.min(z) > z[0] - HEIGHT_TOLERANCE, (
         f"{stem}: trunk from {z[0]:.3f} m to {z[-1]:.3f} m (lowest {np.min(z):.3f} m)")
+    # at the end the centre of mass is over the support: inside the polygon of the contacts
+    # on the ground (within CONTACT_GAP), their lowest points computed from the last state
+    names = [b.name for b in mech.bodies]
+    poses = {n: (matrix_from_quaternion(traj.q[-1, i]), traj.x[-1, i]) for i, n in enumerate(names)}
+    points = np.array([p for _, p in _contact_points(scene, poses)])
+    touching = points[points[:, 2] < CONTACT_GAP]
+    masses = np.array([b.mass for b in mech.bodies])
+    com = masses @ traj.x[-1] / masses.sum()
+    margin = _polygon_margin(touching[:, :2], com[:2])
+    assert margin is not None and margin > 0, f"{stem}: centre of mass {margin} m inside the support at the end"
 
 
 def test_srdf_standing_state_sets_the_initial_joints():
@@ -155,3 +172,24 @@ def test_a_package_name_is_how_the_import_names_the_file(tmp_path):
     assert problems and all(line.split(": ", 1)[1].startswith(name) for line in problems), problems
     assert "site-packages" not in res.output, res.output
     assert out.read_text().splitlines()[0].startswith(f"# go1: imported from {name} "), out.read_text()[:200]
+
+
+def test_cli_stand_of_a_robot_without_collision_elements(tmp_path):
+    """`dojo import-urdf human.urdf --stand --contacts collision`: human.urdf has no collision
+    element and is written with y up. The import says why it is legged, that it was turned
+    upright and that its feet get the feet rule's soles; a wheeled base is refused with the
+    rule's reason (exit code 2, nothing written)."""
+    out = tmp_path / "human.yaml"
+    runner = CliRunner()
+    res = runner.invoke(app, ["import-urdf", str(_urdf("human")), "--stand", "--contacts", "collision", "--no-meshes",
+                              "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    assert "stand: legged: 2 legs, feet left_foot, right_foot" in res.output, res.output
+    assert "its legs point along -y of the file" in res.output, res.output
+    assert "have no collision element in the file: contacts at the feet" in res.output, res.output
+    scene = dojo.load_scene(str(out))  # what is written loads
+    assert scene.nc == 8, scene.nc  # four sole points per foot
+    res = runner.invoke(app, ["import-urdf", str(_urdf("tiago_dual")), "--stand", "--contacts", "collision", "--no-meshes",
+                              "-o", str(tmp_path / "tiago.yaml")])
+    assert res.exit_code == 2 and "no legs to stand on" in res.output and "wheels or casters" in res.output, res.output
+    assert not (tmp_path / "tiago.yaml").exists()

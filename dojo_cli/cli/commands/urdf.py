@@ -60,16 +60,15 @@ def import_urdf(
         package_path=[str(p) for p in package_path or []], meshes=not no_meshes, geometry=geometry.value,
         inertia_from_geometry=inertia_from_geometry,
     )
-    result = read_urdf(urdf, options, shown)
     report = None
     if stand:
-        from dojo_cli.scene.stand import add_stand
+        from dojo_cli.scene.stand import stand_import
 
         if srdf is not None and not srdf.is_file():
             raise InputError(f"--srdf: {srdf}: no such file")
-        if timestep is not None:
-            result.scene["timestep"] = timestep  # the gains depend on it
-        report = add_stand(result.scene, result, urdf, shown, srdf=srdf)
+        result, report = stand_import(urdf, options, shown, srdf=srdf, timestep=timestep)
+    else:
+        result = read_urdf(urdf, options, shown)
     flags = " ".join(f for f, on in (("--floating", floating), ("--stand", stand), ("--merge-fixed", merge_fixed), ("--no-meshes", no_meshes),
                                          ("--self-collision", self_collision),
                                          ("--inertia-from-geometry", inertia_from_geometry)) if on)
@@ -84,6 +83,7 @@ def import_urdf(
     typer.echo(f"wrote {output}: {mech.nb} bodies, {mech.nj} joints, {mech.nc} contacts, {mech.nu} inputs, total mass {total:.6g} kg")
     if report is not None:
         margin = "no area (point or line feet)" if report.com_margin is None else f"{report.com_margin * 1e3:.0f} mm"
+        typer.echo(f"  stand: {report.legs}")
         typer.echo(f"  stand: pose from {report.pose_source}; feet {', '.join(report.feet)}; base at {report.base_height:.4g} m; "
                    f"centre of mass inside the support polygon by {margin}")
         typer.echo("  stand: PD gains kp = I omega^2, damper = 2 I omega (critically damped; I the inertia the joint holds up, "
@@ -98,11 +98,18 @@ def import_urdf(
     if limited:
         typer.echo("  joint limits (position: enforced; effort, velocity: recorded, not enforced):")
         for j in limited:
-            position = f"[{j['limits']['lower'][0]:g}, {j['limits']['upper'][0]:g}]" if "limits" in j else "none"
+            # a universal or gimbal joint has one of each per axis (human.urdf's hips)
+            position = ("none" if "limits" not in j else ", ".join(
+                f"[{lo:g}, {hi:g}]" for lo, hi in zip(j["limits"]["lower"], j["limits"]["upper"])))
             typer.echo(
-                f"    {j['name']:<24} position {position:<22} effort {j.get('effort_limit', math.inf):g}  "
-                f"velocity {j.get('velocity_limit', math.inf):g}"
+                f"    {j['name']:<24} position {position:<22} effort {_per_axis(j.get('effort_limit', math.inf))}  "
+                f"velocity {_per_axis(j.get('velocity_limit', math.inf))}"
             )
+
+
+def _per_axis(value) -> str:
+    """A joint's limit, one number or one per axis."""
+    return ", ".join(f"{v:g}" for v in value) if isinstance(value, list) else f"{value:g}"
 
 
 def _as_written(name: str) -> str:
