@@ -113,6 +113,7 @@ struct Data {
   BlockLU lu;                                 // its factorisation in the model's order
   BlockLU lu_robust;                          // ... in the robust order (model.h, blocks_robust)
   bool lu_is_robust = false;                  // it is lu_robust's
+  bool lu_exact = false;  // it is of the matrix without the joint-impulse regularisation (gradients.cpp)
 
   // ---- interior point scratch (interior_point.cpp)
   std::vector<double> target, d_aff, rhs;  // (n,)

@@ -489,8 +489,9 @@ void unregularized_residual(const Model& m, const Data& d, const double* b, cons
 }
 
 // x = M^-1 b (or M^-T b; k columns, in place in b) without the joint-impulse regularisation:
-// iterative refinement x += M_reg^-1 (b - M x); a sweep is kept only when it halves the
-// residual (redundant joints make M singular: a right-hand side that breaks the
+// with the exact matrix factorised (d.lu_exact), one solve and one refinement sweep;
+// otherwise iterative refinement x += M_reg^-1 (b - M x), a sweep kept only when it halves
+// the residual (redundant joints make M singular: a right-hand side that breaks the
 // redundancy has no exact solution and refinement would drift along the null space).
 void solve_exact(const Model& m, Data& d, double* b, int k, bool transpose = false) {
   const size_t size = static_cast<size_t>(m.n) * k;
@@ -503,6 +504,18 @@ void solve_exact(const Model& m, Data& d, double* b, int k, bool transpose = fal
   x_new.resize(size);
   r_new.resize(size);
   solve_factored(m, d, b, k, transpose);
+  if (d.lu_exact) {
+    // The exact matrix is factorised (factor_at_solution): one sweep of refinement in
+    // working precision, x += M^-1 (b - M x), all columns at once. (The block LU pivots only
+    // inside diagonal blocks: its solve is normwise accurate, but small entries of A lost up
+    // to 2e-12 against the goldens (pendulum: 1e-14 before); the sweep restores them. A
+    // column-by-column refinement to the unit roundoff, LAPACK's dgerfs, moved no entry by
+    // more than 8e-13 from this one sweep and cost the chain's A 2.4 times as much.)
+    block_residual(m.blocks, d.matrix.data(), rhs.data(), b, r.data(), k, transpose);
+    solve_factored(m, d, r.data(), k, transpose);
+    for (size_t i = 0; i < size; ++i) b[i] += r[i];
+    return;
+  }
   unregularized_residual(m, d, rhs.data(), b, r.data(), k, transpose);
   double norm = frobenius(r.data(), size);
   for (int sweep = 0; sweep < kRefinementSweeps; ++sweep) {
@@ -604,16 +617,32 @@ void add_direct(const Model& m, const double* w, const double* S, int k, double*
 // dr/dw at the solution d.w with the raw rows, factorised (also sets x3, q3, rot3 at the
 // solution). Returns the central-path value of the solution (0 without inequalities).
 //
-// (Factorising without the regularisation when the model has no loop joints, and so
-// skipping the refinement, was tried: the hopper scene has redundant joint rows without
-// a loop, its unregularised matrix factorises with tiny pivots and A came out wrong by
-// 8e-3 against its golden. The regularised factorisation plus refinement stays.)
+// The exact matrix (no joint-impulse regularisation) is factorised first: when every
+// joint-impulse pivot is at least kExactPivotMargin times the regularisation, the
+// regularised solve plus refinement would converge to this factorisation's solution (each
+// sweep shrinks the error by about REG / pivot), so the solves use it directly: one solve
+// and one refinement sweep for all right-hand sides at once (d.lu_exact), where the
+// regularised matrix took three solves and three products per column. Otherwise
+// (redundant joint rows: a loop, or the hopper's planar joints and contact friction
+// holding the same out-of-plane motion) the regularised matrix is factorised and refined,
+// as before. Smallest joint pivots at the golden states: fourbar 1e-17, hopper resting on
+// its foot 2e-9 (regularised); chains 1e-4 to 1e-2, hopper in the air 3e-4, panda 9e-4
+// (exact); go1, humanoid, quadruped 4e-8 to 7e-7 (regularised: the test is absolute, as
+// the regularisation is). (Factorising without the regularisation for every model
+// without loop joints, with no test, was tried before: the resting hopper's A moved 8e-3
+// off its golden.)
 double factor_at_solution(const Model& m, Data& d) {
   const double kappa_used = m.degree > 0 ? complementarity_measure(m, d.w.data(), d.contact_active.data()) : 0.0;
-  step_matrix(m, d, d.w.data());
   // The raw (unscaled) cone rows at the solution can make a contact's own block
   // singular (a sliding contact): the robust elimination order (model.h).
-  if (!factor_matrix(m, d, m.nc > 0)) throw std::runtime_error("the Newton matrix at the solution could not be factorised");
+  const bool robust = m.nc > 0;
+  step_matrix(m, d, d.w.data(), 0.0);
+  if (factor_matrix(m, d, robust) && smallest_joint_pivot(m, d) >= kExactPivotMargin * kConstraintRegularization) {
+    d.lu_exact = true;
+    return kappa_used;
+  }
+  step_matrix(m, d, d.w.data());
+  if (!factor_matrix(m, d, robust)) throw std::runtime_error("the Newton matrix at the solution could not be factorised");
   return kappa_used;
 }
 
