@@ -54,12 +54,6 @@ enum LogColumn : int {
   kLogColumns
 };
 
-// One entry (row, column, value) of a sparse matrix given as a list (gradients.cpp).
-struct SparseEntry {
-  int row, col;
-  double value;
-};
-
 struct Data {
   explicit Data(const Model& m);
 
@@ -128,7 +122,7 @@ struct Data {
   // ---- gradient scratch (gradients.cpp; grown on first use, then reused)
   std::vector<double> grad_rhs, grad_b, grad_r, grad_x, grad_r_new, grad_chain;
   std::vector<double> grad_v, grad_tangent;               // products (step_jvp, step_vjp), outputs before an output map
-  std::vector<SparseEntry> grad_entries;                  // dr/dz2 as a list (products with it)
+  std::vector<int> grad_span;                             // a state map's nonzero columns per row (first, end)
 
   // ---- result
   std::vector<double> z_next;  // (13 nb,) [x3, v25, q3 (normalised), w25] per body
