@@ -24,6 +24,13 @@ FD_STEP = 1e-6
 FD_TOLERANCE = 1e-8
 # The optimiser's solutions, compared: its gradient tolerance over the Hessian's scale.
 SOLUTION_TOLERANCE = 1e-5
+# Near the pendulum's optimum (objective 78.5, penalty 1e4) a step's decrease falls below the
+# objective's last bits with the gradient at ~1e-7: whether the last iterations find a decrease
+# there, and reach the 1e-9 asked, depends on the last bits of the step gradients. Measured with
+# the penalty changed by 1e-6 relative (100.0001 instead of 100): the maximal run stalled at
+# 6.5e-8; with the gradients' exact factorisation (issue 28, rounding-level changes) the minimal
+# run stalled at 5.1e-8 at 100. A run stopped there is at the optimum the asserts below check.
+STALL_GRADIENT = 1e-6
 
 
 def test_orientation_residual_is_the_rotation_from_the_target_and_its_derivative():
@@ -76,7 +83,8 @@ def test_an_orientation_target_is_the_joint_angle_target_it_equals(tmp_path, rep
         path.write_text(PENDULUM.format(representation=representation, goal=goal, coordinate=coordinate))
         task = load_task(path)
         result = solve(task.problem, task.initial_guess, task.options)
-        assert result.status == "converged", (coordinate, result.message)
+        at_floor = result.status == "stalled" and result.gradient < STALL_GRADIENT
+        assert result.status == "converged" or at_floor, (coordinate, result.message)
         results[coordinate] = result
     a, b = results["joints.hinge"], results["bodies.link.orientation"]
     assert abs(b.traj.MQ[-1, 0] - 1.0) < 1e-8, f"hinge at {b.traj.MQ[-1, 0]:.10f} rad"

@@ -171,6 +171,21 @@ def test_limits_and_fourbar_loop():
         assert err < TOL, f"{mech.name} minimal: relative error {err:.2e}"
 
 
+def test_exact_matrix_where_its_pivots_allow_and_the_regularised_one_in_a_loop():
+    # The gradients factorise dr/dw without the joint-impulse regularisation when every
+    # joint-impulse pivot is far above it (one solve and one refinement sweep per column);
+    # the fourbar's loop makes that matrix singular (a pivot at rounding level), so it takes
+    # the regularised matrix and refines against the exact one. Both against finite differences.
+    fourbar, fourbar_start = M.fourbar()
+    for mech, z0, exact in ((dojo.load_scene("npendulum"), None, True), (fourbar, fourbar_start, False)):
+        z = state_after(mech, 0.2, z0)
+        u = 0.1 * np.ones(mech.nu)
+        step_gradients(mech, z, u, TIGHT)
+        assert mech.core_data.lu_exact == exact, f"{mech.name}: lu_exact {mech.core_data.lu_exact}, expected {exact}"
+        err = check_state_and_input(mech, z, u, None)
+        assert err < TOL, f"{mech.name}: relative error {err:.2e}"
+
+
 # ------------------------------------------------------------ contact models, pairs and parameters
 CONTACT_PARAMS = ("mass", "inertia", "gravity", "friction", "radius", "offset")
 

@@ -140,6 +140,9 @@ void bind_model(nb::module_& m) {
       .def_ro("restarts", &Data::restarts, "Restarts of the last step's solve from scaled impulses (step.h, \"Restarts\").")
       .def_ro("recovery_iteration", &Data::recovery_iteration)
       .def_ro("lu_is_robust", &Data::lu_is_robust, "The last factorisation used the robust elimination order.")
+      .def_ro("lu_exact", &Data::lu_exact,
+              "The last factorisation was of the exact matrix dr/dw, without the joint-impulse regularisation "
+              "(the gradients, where every joint-impulse pivot allows: gradients.cpp, factor_at_solution).")
       .def_ro("residual", &Data::residual)
       .def_ro("complementarity", &Data::complementarity)
       .def_ro("singular_node", &Data::singular_node,

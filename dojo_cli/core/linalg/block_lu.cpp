@@ -804,6 +804,37 @@ void block_multiply(const BlockStructure& s, const double* values, const double*
   }
 }
 
+void block_residual(const BlockStructure& s, const double* values, const double* b, const double* x, double* r,
+                    int nrhs, bool transpose) {
+  std::copy(b, b + static_cast<std::size_t>(s.n) * nrhs, r);
+  const int* idx = s.node_idx.data();
+  for (int blk = 0; blk < s.n_structural; ++blk) {
+    const int i = s.block_row[blk], j = s.block_col[blk];
+    const int mi = s.size(i), mj = s.size(j);
+    const int* ri = idx + s.node_ptr[i];
+    const int* cj = idx + s.node_ptr[j];
+    const double* a = values + s.block_offset[blk];
+    for (int c = 0; c < nrhs; ++c) {
+      const std::size_t off = static_cast<std::size_t>(c) * s.n;
+      const double* xc = x + off;
+      double* rc = r + off;
+      if (!transpose) {
+        for (int p = 0; p < mi; ++p) {
+          double acc = 0.0;
+          for (int q = 0; q < mj; ++q) acc += a[p * mj + q] * xc[cj[q]];
+          rc[ri[p]] -= acc;
+        }
+      } else {
+        for (int q = 0; q < mj; ++q) {
+          double acc = 0.0;
+          for (int p = 0; p < mi; ++p) acc += a[p * mj + q] * xc[ri[p]];
+          rc[cj[q]] -= acc;
+        }
+      }
+    }
+  }
+}
+
 #undef DOJO_ALWAYS_INLINE
 #undef DOJO_NOINLINE
 #undef DOJO_LAMBDA_INLINE

@@ -22,6 +22,7 @@
 // ~4.5 us and solves in ~1.9 us; a box with 8 contacts (70) in ~1.9 and ~0.8 us.
 #pragma once
 
+#include <cmath>
 #include <utility>
 #include <vector>
 
@@ -107,6 +108,11 @@ class BlockLU {
   // factor() failed (what is singular, for the failed step's message); -1 after a success.
   int failed_node() const { return failed_node_; }
 
+  // |U(r, r)|, the magnitude of row r's pivot after a successful factor() (r in
+  // elimination order: its column is the unknown s.perm[r]; partial pivoting swaps rows
+  // only). A column (nearly) dependent on the ones eliminated before it has a tiny pivot.
+  double pivot_magnitude(int row) const { return 1.0 / std::fabs(dinv_[row]); }
+
   // Solve A x = b (or A^T x = b) in place for nrhs right-hand sides: b is
   // n x nrhs, column-major (column k at b + k * n), in the unknown layout of w.
   // Any nrhs: the right-hand sides go through the work buffer (sized in init) in
@@ -129,5 +135,11 @@ class BlockLU {
 // y = A x (or A^T x) with the structural blocks `values` (residual checks and
 // iterative refinement). x and y must not overlap.
 void block_multiply(const BlockStructure& s, const double* values, const double* x, double* y, bool transpose = false);
+
+// The residual r = b - A x (or b - A^T x) for nrhs columns (n x nrhs, column-major), in
+// one pass over the blocks (each block's values read once for all columns). r must not
+// overlap b or x.
+void block_residual(const BlockStructure& s, const double* values, const double* b, const double* x, double* r,
+                    int nrhs, bool transpose = false);
 
 }  // namespace dojo

@@ -54,12 +54,6 @@ enum LogColumn : int {
   kLogColumns
 };
 
-// One entry (row, column, value) of a sparse matrix given as a list (gradients.cpp).
-struct SparseEntry {
-  int row, col;
-  double value;
-};
-
 struct Data {
   explicit Data(const Model& m);
 
@@ -113,6 +107,7 @@ struct Data {
   BlockLU lu;                                 // its factorisation in the model's order
   BlockLU lu_robust;                          // ... in the robust order (model.h, blocks_robust)
   bool lu_is_robust = false;                  // it is lu_robust's
+  bool lu_exact = false;  // it is of the matrix without the joint-impulse regularisation (gradients.cpp)
 
   // ---- interior point scratch (interior_point.cpp)
   std::vector<double> target, d_aff, rhs;  // (n,)
@@ -127,7 +122,7 @@ struct Data {
   // ---- gradient scratch (gradients.cpp; grown on first use, then reused)
   std::vector<double> grad_rhs, grad_b, grad_r, grad_x, grad_r_new, grad_chain;
   std::vector<double> grad_v, grad_tangent;               // products (step_jvp, step_vjp), outputs before an output map
-  std::vector<SparseEntry> grad_entries;                  // dr/dz2 as a list (products with it)
+  std::vector<int> grad_span;                             // a state map's nonzero columns per row (first, end)
 
   // ---- result
   std::vector<double> z_next;  // (13 nb,) [x3, v25, q3 (normalised), w25] per body

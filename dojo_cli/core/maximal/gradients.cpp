@@ -50,20 +50,29 @@ struct Columns {
   double& at(int row, int col) { return v[static_cast<size_t>(col) * n + row]; }
 };
 
-// The same writes collected as a list of entries (row, column, value), repeated pairs
-// meaning their sum. dr/dz2 is sparse (a body's own rows, its joints' and contacts'
-// rows: ~20 nonzeros a column, against n ~ 10 nb rows), so the products with it
-// (step_jvp, step_vjp, a state map) go through the list, not an n x 12 nb dense matrix
-// (for the 20-link chain, 220 x 240 zeroed and summed per step, more than the step).
-// (at() is only used as `at(r, c) op= value`, whose right side C++17 evaluates first:
-// the reference is used before the next push_back.)
-struct Entries {
-  std::vector<SparseEntry>* list;
-  double& at(int row, int col) {
-    list->push_back(SparseEntry{row, col, 0.0});
-    return list->back().value;
-  }
+// The same writes applied at once to a product with dr/dz2, in the order they are made:
+// each write of v at (row, column) calls apply(row, column, v) (a write `-= v` applies -v).
+// dr/dz2 is sparse (a body's own rows, its joints' and contacts' rows: ~20 nonzeros a
+// column, against n ~ 10 nb rows), so the products with it (step_jvp, step_vjp, a state
+// map) are taken entry by entry, not through an n x 12 nb dense matrix (for the 20-link
+// chain, 220 x 240 zeroed and summed per step, more than the step). (They went through a
+// list of the entries before, summed in the same order: the same sums, bit for bit, without
+// the list: a push_back per write cost a sixth of a chain VJP step.)
+template <class Apply>
+struct Product {
+  Apply apply;
+  struct Write {
+    Apply& apply;
+    int row, col;
+    void operator+=(double v) const { apply(row, col, v); }
+    void operator-=(double v) const { apply(row, col, -v); }
+  };
+  Write at(int row, int col) { return Write{apply, row, col}; }
 };
+template <class Apply>
+Product<Apply> product(Apply apply) {
+  return Product<Apply>{apply};
+}
 
 // State tangent column of body b: part 0 x, 1 v, 2 phi, 3 w.
 inline int state_col(int b, int part, int axis) { return 12 * b + 3 * part + axis; }
@@ -102,7 +111,7 @@ void limit_impulses(const Model& m, const double* w, std::vector<double>& out) {
   for (int l = 0; l < m.nlim; ++l) out[m.limit_free[l]] += m.limit_sign[l] * w[m.lim_g + l];
 }
 
-// dr/dz2 (n x 12 nb: Columns, column-major, or Entries) at the solution w.
+// dr/dz2 (n x 12 nb: Columns, column-major, or a Product with it) at the solution w.
 template <class Out>
 void state_residual_jacobian(const Model& m, Data& d, const double* w, Out out) {
   const double h = m.h;
@@ -489,8 +498,9 @@ void unregularized_residual(const Model& m, const Data& d, const double* b, cons
 }
 
 // x = M^-1 b (or M^-T b; k columns, in place in b) without the joint-impulse regularisation:
-// iterative refinement x += M_reg^-1 (b - M x); a sweep is kept only when it halves the
-// residual (redundant joints make M singular: a right-hand side that breaks the
+// with the exact matrix factorised (d.lu_exact), one solve and one refinement sweep;
+// otherwise iterative refinement x += M_reg^-1 (b - M x), a sweep kept only when it halves
+// the residual (redundant joints make M singular: a right-hand side that breaks the
 // redundancy has no exact solution and refinement would drift along the null space).
 void solve_exact(const Model& m, Data& d, double* b, int k, bool transpose = false) {
   const size_t size = static_cast<size_t>(m.n) * k;
@@ -503,6 +513,18 @@ void solve_exact(const Model& m, Data& d, double* b, int k, bool transpose = fal
   x_new.resize(size);
   r_new.resize(size);
   solve_factored(m, d, b, k, transpose);
+  if (d.lu_exact) {
+    // The exact matrix is factorised (factor_at_solution): one sweep of refinement in
+    // working precision, x += M^-1 (b - M x), all columns at once. (The block LU pivots only
+    // inside diagonal blocks: its solve is normwise accurate, but small entries of A lost up
+    // to 2e-12 against the goldens (pendulum: 1e-14 before); the sweep restores them. A
+    // column-by-column refinement to the unit roundoff, LAPACK's dgerfs, moved no entry by
+    // more than 8e-13 from this one sweep and cost the chain's A 2.4 times as much.)
+    block_residual(m.blocks, d.matrix.data(), rhs.data(), b, r.data(), k, transpose);
+    solve_factored(m, d, r.data(), k, transpose);
+    for (size_t i = 0; i < size; ++i) b[i] += r[i];
+    return;
+  }
   unregularized_residual(m, d, rhs.data(), b, r.data(), k, transpose);
   double norm = frobenius(r.data(), size);
   for (int sweep = 0; sweep < kRefinementSweeps; ++sweep) {
@@ -604,16 +626,32 @@ void add_direct(const Model& m, const double* w, const double* S, int k, double*
 // dr/dw at the solution d.w with the raw rows, factorised (also sets x3, q3, rot3 at the
 // solution). Returns the central-path value of the solution (0 without inequalities).
 //
-// (Factorising without the regularisation when the model has no loop joints, and so
-// skipping the refinement, was tried: the hopper scene has redundant joint rows without
-// a loop, its unregularised matrix factorises with tiny pivots and A came out wrong by
-// 8e-3 against its golden. The regularised factorisation plus refinement stays.)
+// The exact matrix (no joint-impulse regularisation) is factorised first: when every
+// joint-impulse pivot is at least kExactPivotMargin times the regularisation, the
+// regularised solve plus refinement would converge to this factorisation's solution (each
+// sweep shrinks the error by about REG / pivot), so the solves use it directly: one solve
+// and one refinement sweep for all right-hand sides at once (d.lu_exact), where the
+// regularised matrix took three solves and three products per column. Otherwise
+// (redundant joint rows: a loop, or the hopper's planar joints and contact friction
+// holding the same out-of-plane motion) the regularised matrix is factorised and refined,
+// as before. Smallest joint pivots at the golden states: fourbar 1e-17, hopper resting on
+// its foot 2e-9 (regularised); chains 1e-4 to 1e-2, hopper in the air 3e-4, panda 9e-4
+// (exact); go1, humanoid, quadruped 4e-8 to 7e-7 (regularised: the test is absolute, as
+// the regularisation is). (Factorising without the regularisation for every model
+// without loop joints, with no test, was tried before: the resting hopper's A moved 8e-3
+// off its golden.)
 double factor_at_solution(const Model& m, Data& d) {
   const double kappa_used = m.degree > 0 ? complementarity_measure(m, d.w.data(), d.contact_active.data()) : 0.0;
-  step_matrix(m, d, d.w.data());
   // The raw (unscaled) cone rows at the solution can make a contact's own block
   // singular (a sliding contact): the robust elimination order (model.h).
-  if (!factor_matrix(m, d, m.nc > 0)) throw std::runtime_error("the Newton matrix at the solution could not be factorised");
+  const bool robust = m.nc > 0;
+  step_matrix(m, d, d.w.data(), 0.0);
+  if (factor_matrix(m, d, robust) && smallest_joint_pivot(m, d) >= kExactPivotMargin * kConstraintRegularization) {
+    d.lu_exact = true;
+    return kappa_used;
+  }
+  step_matrix(m, d, d.w.data());
+  if (!factor_matrix(m, d, robust)) throw std::runtime_error("the Newton matrix at the solution could not be factorised");
   return kappa_used;
 }
 
@@ -655,15 +693,27 @@ double step_gradients(const Model& m, Data& d, const GradientRequest& request, d
     if (S) {
       // project first: the right-hand sides dr/dz2 S, one solve per column of S
       const int k = request.state_map_cols;
-      std::vector<SparseEntry>& entries = d.grad_entries;
-      entries.clear();
-      state_residual_jacobian(m, d, w, Entries{&entries});
       rhs.assign(static_cast<size_t>(n) * k, 0.0);
-      for (const SparseEntry& e : entries) {
-        if (e.value == 0.0) continue;
-        const double* s_row = S + static_cast<size_t>(e.col) * k;
-        for (int c = 0; c < k; ++c) rhs[static_cast<size_t>(c) * n + e.row] += e.value * s_row[c];
+      // each row of S between its first and last nonzero (a chain's body moves with the
+      // joints above it only: half of S is zero)
+      std::vector<int>& span = d.grad_span;
+      span.resize(2 * static_cast<size_t>(nt));
+      for (int t = 0; t < nt; ++t) {
+        const double* s_row = S + static_cast<size_t>(t) * k;
+        int first = 0, end = k;
+        while (first < k && s_row[first] == 0.0) ++first;
+        while (end > first && s_row[end - 1] == 0.0) --end;
+        span[2 * t] = first;
+        span[2 * t + 1] = end;
       }
+      double* r = rhs.data();
+      const int* sp = span.data();
+      state_residual_jacobian(m, d, w, product([r, S, sp, k, n](int row, int col, double v) {
+                                if (v == 0.0) return;
+                                const double* s_row = S + static_cast<size_t>(col) * k;
+                                for (int c = sp[2 * col]; c < sp[2 * col + 1]; ++c)
+                                  r[static_cast<size_t>(c) * n + row] += v * s_row[c];
+                              }));
       solve_into(k, A, true);
     } else {
       rhs.assign(static_cast<size_t>(n) * nt, 0.0);
@@ -705,11 +755,9 @@ double step_vjp(const Model& m, Data& d, const std::vector<int>& kinds, const do
   solve_exact(m, d, y.data(), 1, true);
   // zbar2 = D^T zbar3 - (dr/dz2)^T y
   if (zbar2) {
-    std::vector<SparseEntry>& entries = d.grad_entries;
-    entries.clear();
-    state_residual_jacobian(m, d, w, Entries{&entries});
     std::fill(zbar2, zbar2 + nt, 0.0);
-    for (const SparseEntry& e : entries) zbar2[e.col] -= e.value * y[e.row];
+    const double* yv = y.data();
+    state_residual_jacobian(m, d, w, product([zbar2, yv](int row, int col, double v) { zbar2[col] -= v * yv[row]; }));
     for (int b = 0; b < nb; ++b) {
       const Mat3<double> r = rotation(integrator_map(load3<double>(w + 6 * b + 3), m.h));
       for (int i = 0; i < 3; ++i) {
@@ -755,10 +803,8 @@ double step_jvp(const Model& m, Data& d, const std::vector<int>& kinds, const do
     }
   };
   if (dz2) {
-    std::vector<SparseEntry>& entries = d.grad_entries;
-    entries.clear();
-    state_residual_jacobian(m, d, w, Entries{&entries});
-    for (const SparseEntry& e : entries) x[e.row] -= e.value * dz2[e.col];
+    double* xv = x.data();
+    state_residual_jacobian(m, d, w, product([xv, dz2](int row, int col, double v) { xv[row] -= v * dz2[col]; }));
   }
   if (du && m.nu > 0) accumulate(m.nu, du, [&](Columns c) { input_residual_jacobian(m, d, c); });
   const int p = parameter_columns(m, kinds);

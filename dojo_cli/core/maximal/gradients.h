@@ -30,9 +30,11 @@
 // A contact's restitution target tau(z2) (restitution.h) adds -d tau/dz2 and
 // -d tau/dtheta (offset, radius, restitution, gravity) to its gap row.
 //
-// The joint-impulse regularisation (newton_matrix.h) is removed from every solve by iterative
-// refinement against the unregularised matrix (a sweep kept only when it halves the
-// residual: redundant joints make that matrix singular).
+// The joint-impulse regularisation (newton_matrix.h) is kept out of every solve: the exact
+// matrix is factorised when its joint-impulse pivots are far above the regularisation
+// (kExactPivotMargin), and used with one solve and one refinement sweep; otherwise (redundant
+// joint rows make it singular) the regularised matrix is, and every solve is refined
+// against the unregularised one (a sweep kept only when it halves the residual).
 //
 // Smoothness (the Dojo paper's relaxed gradients): with kappa >= 0 the step is first
 // re-solved on the central path s o gamma = kappa (Newton on the relaxed system,
@@ -58,6 +60,11 @@ constexpr int kRelaxIterations = 60;
 constexpr double kRelaxTolerance = 1e-13;
 constexpr double kRelaxLift = 1e-2;
 constexpr int kRefinementSweeps = 3;
+// The exact matrix dr/dw is factorised and used (gradients.cpp, factor_at_solution) when its
+// smallest joint-impulse pivot is at least this many times the regularisation: refining the
+// regularised solve shrinks its error by about REG / pivot a sweep, so above 1e4 its
+// kRefinementSweeps sweeps end on this solution to rounding (1e-4^4 = 1e-16).
+constexpr double kExactPivotMargin = 1e4;
 
 struct GradientRequest {
   bool state = true;

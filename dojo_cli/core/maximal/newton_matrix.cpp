@@ -27,7 +27,7 @@ inline BlockRef block(const Model& m, Data& d, int id) {
 
 }  // namespace
 
-void step_matrix(const Model& m, Data& d, const double* w) {
+void step_matrix(const Model& m, Data& d, const double* w, double regularization) {
   const double h = m.h;
   std::fill(d.matrix.begin(), d.matrix.end(), 0.0);
   next_configuration(m, d, w, true);
@@ -92,7 +92,7 @@ void step_matrix(const Model& m, Data& d, const double* w) {
         BlockRef jb = block(m, d, m.blk_joint_body[s][j]);
         for (int k = 0; k < 6; ++k) jb.at(li, k) += chained[k];
       }
-      diag.at(li, li) += kConstraintRegularization;
+      diag.at(li, li) += regularization;
     }
     if (l0 == l1) continue;
     const Vec3<double> rv = rotation_vector(kin.q_rel);

@@ -13,7 +13,9 @@ namespace dojo {
 // positive semidefinite, +REG I makes it definite without changing the residual.
 constexpr double kConstraintRegularization = 1e-10;
 
-// The Newton matrix at w into d.matrix (structural blocks).
-void step_matrix(const Model& m, Data& d, const double* w);
+// The Newton matrix at w into d.matrix (structural blocks), with `regularization` on the
+// joint-impulse diagonal (0: the exact matrix dr/dw, which the gradients factorise when
+// its joint pivots allow: gradients.cpp, factor_at_solution).
+void step_matrix(const Model& m, Data& d, const double* w, double regularization = kConstraintRegularization);
 
 }  // namespace dojo
