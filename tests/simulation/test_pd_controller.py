@@ -188,13 +188,14 @@ def test_an_interrupted_pd_run_keeps_every_step_of_its_blocks():
     full = dojo.simulate(mech, steps=STEPS)
     recorder, seen = TrajectoryRecorder(), []
 
-    def stop_after_two(block):
+    def stop_after_one(block):
+        # after the first block: blocks grow with the run's speed (two can already hold all
+        # 120 steps on an idle machine)
         seen.append(block.n)
-        if len(seen) == 2:
-            raise KeyboardInterrupt
+        raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
-        run_scene(mech, STEPS, recorder, on_block=stop_after_two)
+        run_scene(mech, STEPS, recorder, on_block=stop_after_one)
     part = recorder.trajectory(mech)
     n = sum(seen)
     assert seen[0] > 1 and len(part.status) == n < STEPS, seen
