@@ -1306,6 +1306,8 @@ class SolverSpec(Spec):
     undercut = Field(gt(0, EXTENDED_REAL), _SOLVER_DEFAULTS.undercut)
     no_progress_max = Field(le(MAX_ITERATIONS, ge(1, INTEGER)), _SOLVER_DEFAULTS.no_progress_max)
     no_progress_undercut = Field(gt(1, REAL), _SOLVER_DEFAULTS.no_progress_undercut)
+    # start a run's next step from the previous step's cones (core/maximal/step.h, "Warm start")
+    warm_start = Field({"type": "bool", "strict": True}, _SOLVER_DEFAULTS.warm_start)
 
 
 # ---------------------------------------------------------------------- scene

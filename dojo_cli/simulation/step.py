@@ -32,7 +32,8 @@ def core_options(opts: SolverOptions) -> _core.SolverOptions:
     out = opts.__dict__.get("_core")
     if out is None:
         out = _core.SolverOptions()
-        for name in ("rtol", "btol", "max_iter", "max_ls", "ls_scale", "undercut", "no_progress_max", "no_progress_undercut"):
+        for name in ("rtol", "btol", "max_iter", "max_ls", "ls_scale", "undercut", "no_progress_max", "no_progress_undercut",
+                     "warm_start"):
             setattr(out, name, getattr(opts, name))
         out.relative = opts.tolerances == "relative"
         opts.__dict__["_core"] = out
@@ -121,6 +122,7 @@ def solve_step(
     data = mech.core_data if shared else data
     if shared:
         data.impulse_scale = 1.0  # a stateless step starts from Dojo's point (core/step.h, "Restarts")
+        data.warm_valid = False  # ... and not from the last step's cones (core/step.h, "Warm start")
     if angles is not None:
         data.angle_ref[:] = _vector(angles, mech.nf, "angles")
     try:
@@ -156,5 +158,6 @@ def step(mech: Mechanism, z, u=None, opts: SolverOptions | None = None, f_ext=No
     # the shortest path: no solver record (solve_step has it); stateless, from Dojo's
     # starting point (core/step.h, "Restarts")
     mech.core_data.impulse_scale = 1.0
+    mech.core_data.warm_valid = False
     _core_step(mech, mech.core_data, z, u, f_ext, tau_ext, None, opts)
     return mech.core_data.z_next.copy()

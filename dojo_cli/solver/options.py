@@ -30,6 +30,11 @@ class SolverOptions:
         undercut: centering floor btol/undercut (interior point).
         no_progress_max: iterations without progress before the undercut grows.
         no_progress_undercut: factor applied to undercut then.
+        warm_start: start each step of a run that continues a converged step from that
+            step's contact and limit impulses and slacks, moved back off the cones'
+            boundaries (core/maximal/step.h, "Warm start"); only the solver's path changes,
+            not its test; a warm attempt that fails is solved again from Dojo's start.
+            False (default): every step from Dojo's fixed starting point.
         verbose: print Dojo's table of the solver's iterations, one line each, on stderr
             (dojo.step and dojo.simulate; solver.verbose).
     """
@@ -43,6 +48,7 @@ class SolverOptions:
     undercut: float = _CORE.undercut
     no_progress_max: int = _CORE.no_progress_max
     no_progress_undercut: float = _CORE.no_progress_undercut
+    warm_start: bool = _CORE.warm_start
     verbose: bool = False
 
     def __post_init__(self):

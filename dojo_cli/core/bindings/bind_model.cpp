@@ -110,7 +110,9 @@ void bind_model(nb::module_& m) {
       .def_rw("ls_scale", &SolverOptions::ls_scale)
       .def_rw("undercut", &SolverOptions::undercut)
       .def_rw("no_progress_max", &SolverOptions::no_progress_max)
-      .def_rw("no_progress_undercut", &SolverOptions::no_progress_undercut);
+      .def_rw("no_progress_undercut", &SolverOptions::no_progress_undercut)
+      .def_rw("warm_start", &SolverOptions::warm_start,
+              "Start a run's next step from the previous step's cones, moved off their boundaries (step.h, \"Warm start\").");
 
   nb::class_<Data>(m, "Data", "Per-run scratch of a Model: the step's state and buffers, allocated once.")
       .def(nb::init<const Model&>(), nb::arg("model"))
@@ -137,6 +139,11 @@ void bind_model(nb::module_& m) {
       .def_ro("solves", &Data::solves, "Solves of the last step (1, or more when a left-out contact touched or it restarted).")
       .def_rw("impulse_scale", &Data::impulse_scale,
               "Starting impulse scale of the next step's interior point (step.h, \"Restarts\"); 1: Dojo's start.")
+      .def_rw("warm_valid", &Data::warm_valid,
+              "The next step from the last step's state starts warm (step.h, \"Warm start\"); False: from Dojo's point.")
+      .def_ro("warm_started", &Data::warm_started, "The last step's first attempt started warm.")
+      .def_ro("warm_fell_back", &Data::warm_fell_back,
+              "The last step's warm attempt failed and the step was solved from Dojo's start.")
       .def_ro("restarts", &Data::restarts, "Restarts of the last step's solve from scaled impulses (step.h, \"Restarts\").")
       .def_ro("recovery_iteration", &Data::recovery_iteration)
       .def_ro("lu_is_robust", &Data::lu_is_robust, "The last factorisation used the robust elimination order.")

@@ -24,6 +24,10 @@ struct SolverOptions {
   double undercut = std::numeric_limits<double>::infinity();  // centering floor btol / undercut
   int no_progress_max = 3;          // iterations without progress before the undercut grows
   double no_progress_undercut = 10.0;  // factor applied to undercut then
+  // start a step that continues the previous converged step of the same Data from that
+  // step's cone variables, moved back off the cones' boundaries (step.h, "Warm start");
+  // false: every step from Dojo's starting point
+  bool warm_start = false;
 };
 
 // Outcome of one step's solve (dojo_cli.solver.status.SolverStatus has the same values).
@@ -99,6 +103,16 @@ struct Data {
   std::vector<double> w_kept;            // (n,)
   std::vector<uint8_t> contact_active_kept;  // (nc,)
   int solves = 0;                       // solves of the last step (1 + re-solves after a left-out contact touched)
+  // Warm start (step.h, "Warm start"): the last converged step's unknowns, its contact
+  // set and the state it reached; a step from that state starts its cones there.
+  // warm_valid is false in a new Data, after a step that did not converge, and when a
+  // caller resets it (a stateless step).
+  std::vector<double> w_warm;              // (n,)
+  std::vector<uint8_t> contact_active_warm;  // (nc,)
+  std::vector<double> z_warm;              // (13 nb,)
+  bool warm_valid = false;
+  bool warm_started = false;   // the last step's first attempt started warm
+  bool warm_fell_back = false;  // ... and failed, and the step was solved from Dojo's start
 
   // ---- iterate
   std::vector<double> w, r, delta, cand, rc;  // (n,)

@@ -20,6 +20,92 @@ namespace {
 // iterate far off and the solve stalls. kFarLimit is below the smallest gap that stalled
 // in tests/properties/test_revolute_winding.py and above every gap of the built-in scenes.
 constexpr double kFarLimit = 4.0;
+
+// Raises the smaller of a pair's two values (each in its unit, >= 0) until their product
+// is at least mu, both to sqrt(mu) when both are below it (step.h, "Warm start").
+inline void centre_pair(double& a, double& b, double mu) {
+  const double t = std::sqrt(mu);
+  if (a >= b) {
+    a = std::max(a, t);
+    b = std::max(b, mu / a);
+  } else {
+    b = std::max(b, t);
+    a = std::max(a, mu / b);
+  }
+}
+
+// The warm start's cones (step.h, "Warm start"): every orthant pair and second-order cone
+// of a joint limit, or of a contact in this solve that was in the previous one, from the
+// previous step's solution d.w_warm, each pair moved to a product of at least its target
+// in its units. The others keep what step_initial_guess gave them. change: (n,) or null,
+// the residual of the constraint rows at the point the first pass gave; its pairs' targets
+// grow with how far their rows are from holding (step.h).
+void warm_cones_pass(const Model& m, Data& d, const SolverOptions& opts, const double* change) {
+  const double* unit = m.row_scale.data();
+  auto warm = [&](int c) { return c < 0 || (d.contact_active[c] && d.contact_active_warm[c]); };
+  // rows [begin, end) of the constraint rows a pair's change is measured on (in their units)
+  auto moved = [&](int begin, int end) {
+    if (!change) return 0.0;
+    double out = 0.0;
+    for (int i = begin; i < end; ++i) out = std::max(out, std::fabs(change[i]) / unit[i]);
+    return out;
+  };
+  // the target product in the product's unit: kWarmCentrality btol (btol in the test's
+  // unit, tolerances.h: relative, or SI), at least the square of the pair's change
+  auto target = [&](int row, double r) {
+    return std::max(kWarmCentrality * opts.btol / (opts.relative ? 1.0 : unit[row]), r * r);
+  };
+  auto rows_of = [&](int c, int ig, int& begin, int& end) {
+    if (c < 0) {
+      begin = ig;
+      end = ig + 1;
+    } else {
+      begin = m.contact_start[c] + contact_half_size(m.contacts[c].model);
+      end = m.contact_start[c + 1];
+    }
+  };
+  for (size_t i = 0; i < m.orthant_s.size(); ++i) {
+    const int c = m.orthant_contact[i];
+    if (!warm(c)) continue;
+    const int is = m.orthant_s[i], ig = m.orthant_g[i];
+    int r0, r1;
+    rows_of(c, ig, r0, r1);
+    // the slack is in the unit of its constraint row (at the impulse's index), the
+    // impulse in the product's unit over the slack's
+    const double us = unit[ig], ug = unit[is] / us;
+    double a = d.w_warm[is] / us, b = d.w_warm[ig] / ug;
+    centre_pair(a, b, target(is, moved(r0, r1)));
+    d.w[is] = a * us;
+    d.w[ig] = b * ug;
+  }
+  for (size_t k = 0; k < m.soc_contact.size(); ++k) {
+    const int c = m.soc_contact[k];
+    if (!warm(c)) continue;
+    const int* is = &m.soc_s[3 * k];
+    const int* ig = &m.soc_g[3 * k];
+    int r0, r1;
+    rows_of(c, ig[0], r0, r1);
+    // slip-cone vector in the unit of the tangential velocity rows, friction in the product's over it
+    const double us = unit[ig[1]], ug = unit[is[0]] / us;
+    const double ts = std::hypot(d.w_warm[is[1]], d.w_warm[is[2]]);
+    const double tg = std::hypot(d.w_warm[ig[1]], d.w_warm[ig[2]]);
+    // each vector's smallest eigenvalue x0 - |x1:| (its distance to the cone's boundary)
+    double a = (d.w_warm[is[0]] - ts) / us, b = (d.w_warm[ig[0]] - tg) / ug;
+    centre_pair(a, b, target(is[0], moved(r0, r1)));
+    d.w[is[0]] = ts + a * us;
+    d.w[ig[0]] = tg + b * ug;
+    for (int i = 1; i < 3; ++i) {
+      d.w[is[i]] = d.w_warm[is[i]];
+      d.w[ig[i]] = d.w_warm[ig[i]];
+    }
+  }
+}
+
+void warm_cones(const Model& m, Data& d, const SolverOptions& opts) {
+  warm_cones_pass(m, d, opts, nullptr);
+  step_residual(m, d, d.w.data(), d.rc.data());
+  warm_cones_pass(m, d, opts, d.rc.data());
+}
 }  // namespace
 
 void step_initial_guess(const Model& m, Data& d, const double* lambda0, double impulse_scale) {
@@ -58,7 +144,7 @@ void step_initial_guess(const Model& m, Data& d, const double* lambda0, double i
 SolverStatus step(const Model& m, Data& d, const double* z, const double* u, const double* f_ext,
                   const double* tau_ext, const double* lambda0, const SolverOptions& opts) {
   // every attempt's iterations (each starts again at iteration 1), grown once per larger max_iter
-  d.log.resize(static_cast<size_t>(opts.max_iter * kMaxAttempts + 1) * kLogColumns);
+  d.log.resize(static_cast<size_t>(opts.max_iter * (kMaxAttempts + kWarmAttempts) + 1) * kLogColumns);
   d.log_rows = 0;
   d.filter.resize(static_cast<size_t>(opts.max_iter) * 2);  // grows once per larger max_iter
   d.filter_acceptance = false;
@@ -71,6 +157,7 @@ SolverStatus step(const Model& m, Data& d, const double* z, const double* u, con
     d.residual = std::numeric_limits<double>::quiet_NaN();
     std::fill(d.z_next.begin(), d.z_next.end(), std::numeric_limits<double>::quiet_NaN());
     d.status = SolverStatus::NonFinite;
+    d.warm_valid = false;
     return d.status;
   }
   // the contacts within their margins at the predicted configuration; after the solve,
@@ -80,25 +167,53 @@ SolverStatus step(const Model& m, Data& d, const double* z, const double* u, con
   std::fill(d.contact_active.begin(), d.contact_active.end(), uint8_t{1});
   const bool inequalities = m.nlim > 0 || m.nc > 0;
   const double first_scale = inequalities ? d.impulse_scale : 1.0;
-  step_initial_guess(m, d, lambda0, first_scale);
+  // a run's next step: the previous converged step reached this state (step.h, "Warm start")
+  const bool warm = inequalities && opts.warm_start && d.warm_valid &&
+                    std::equal(z, z + 13 * static_cast<size_t>(m.nb), d.z_warm.begin());
+  // the starting point: Dojo's at an impulse scale, then (warm) the previous step's cones
+  auto start = [&](double scale, bool from_warm) {
+    step_initial_guess(m, d, lambda0, scale);
+    if (from_warm) warm_cones(m, d, opts);
+  };
+  start(first_scale, warm);
   select_contacts(m, d);
   int iterations = 0;
   d.solves = 0;
   d.restarts = 0;
   // one solve from the starting point in d.w, with the margins' re-solves
-  auto solve = [&](double scale) {
+  auto solve_with = [&](double scale, bool from_warm, const SolverOptions& o) {
     for (;;) {
       ++d.solves;
-      d.status = inequalities ? interior_point(m, d, opts) : newton(m, d, opts);
+      d.status = inequalities ? interior_point(m, d, o) : newton(m, d, o);
       iterations += d.iterations;
       if (!m.has_margins) break;
       step_contact_records(m, d, d.w.data());
       if (!admit_touching_contacts(m, d)) break;
-      step_initial_guess(m, d, lambda0, scale);
+      start(scale, from_warm);
       leave_out_contacts(m, d);
     }
   };
-  solve(first_scale);
+  auto solve = [&](double scale, bool from_warm) { solve_with(scale, from_warm, opts); };
+  if (warm) {
+    // the warm attempt, within kWarmIterations (step.h, "Warm start")
+    SolverOptions warm_opts = opts;
+    warm_opts.max_iter = std::min(opts.max_iter, kWarmIterations);
+    solve_with(first_scale, true, warm_opts);
+  } else {
+    solve(first_scale, false);
+  }
+  d.warm_started = warm;
+  d.warm_fell_back = false;
+  // a warm attempt counts only when it met the test itself (not the absolute test's
+  // fallback, tolerances.h, which a cold solve might have gone past)
+  if (warm && (d.status != SolverStatus::Success || d.fell_back)) {
+    // the warm attempt is forgotten: the step is solved from Dojo's start as without it
+    d.warm_fell_back = true;
+    std::fill(d.contact_active.begin(), d.contact_active.end(), uint8_t{1});
+    start(first_scale, false);
+    select_contacts(m, d);
+    solve(first_scale, false);
+  }
   // Restarts (step.h): a failed interior-point solve is solved again from the other
   // starting scales in turn; the first that converges is the step, and its scale is
   // where the next step starts. If none does, a second sweep over every scale accepts
@@ -133,7 +248,7 @@ SolverStatus step(const Model& m, Data& d, const double* z, const double* u, con
         ++d.restarts;
         step_initial_guess(m, d, lambda0, scale);
         leave_out_contacts(m, d);
-        solve(scale);
+        solve(scale, false);
         if (d.status == SolverStatus::Success) {
           d.impulse_scale = scale;
           break;
@@ -173,6 +288,13 @@ SolverStatus step(const Model& m, Data& d, const double* z, const double* u, con
           break;
         }
       }
+  }
+  // the next step of the run starts warm from this one if it converged (step.h, "Warm start")
+  d.warm_valid = opts.warm_start && inequalities && d.status == SolverStatus::Success;
+  if (d.warm_valid) {
+    std::copy(d.w.begin(), d.w.end(), d.w_warm.begin());
+    std::copy(d.contact_active.begin(), d.contact_active.end(), d.contact_active_warm.begin());
+    std::copy(d.z_next.begin(), d.z_next.end(), d.z_warm.begin());
   }
   // (with margins the solve loop has recorded them at this solution already)
   if (!m.has_margins) step_contact_records(m, d, d.w.data());

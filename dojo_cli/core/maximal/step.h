@@ -17,6 +17,42 @@ constexpr double kLimitStart = 1.0;
 // contacts and joint limits (their gamma) times impulse_scale (a restart's, below).
 void step_initial_guess(const Model& m, Data& d, const double* lambda0, double impulse_scale = 1.0);
 
+// Warm start. Dojo starts every step's cones at its fixed point (above): s = gamma = 1.5
+// whatever the step, so a robot at rest spends most of a step's iterations travelling
+// from there back to the impulses and gaps the previous step ended with (Go1 standing
+// under PD: 9 iterations a step at h = 0.01). With SolverOptions::warm_start a step whose
+// state is the one the previous converged step of the same Data reached (a run's next
+// step: Data::z_warm, compared bit for bit) starts each cone that was in that solve and
+// is in this one from that step's solution, moved back into the neighbourhood of the
+// central path: starting on the cones' boundary (a resting contact's gap slack ~1e-9)
+// would jam the first steps (Yildirim and Wright, "Warm-start strategies in interior-point
+// methods for linear programming", SIAM J. Optim. 12, 2002; Gondzio and Grothey,
+// "A new unblocking technique to warmstart interior point methods based on sensitivity
+// analysis", SIAM J. Optim. 19, 2008: shift the old solution by a fraction, never start
+// on the boundary). Each pair is measured in its units (tolerances.h: the product in its
+// complementarity row's, the slack in the unit of the constraint row beside its impulse)
+// and, where the product s gamma (a second-order cone: the product of the two vectors'
+// smallest eigenvalues x0 - |x1:|) is below its target, the smaller of the two, relative
+// to its unit, is raised until it is not (both to the target's square root when both are
+// below it); the larger, the load a resting contact carries or the gap of a separated
+// one, is kept. The target is kWarmCentrality btol, or the square of the largest residual
+// of the pair's constraint rows at the start so made (each in its unit; a second pass
+// then moves the pair again): a contact whose gap or slip changes in the step gets room
+// to move (without it the box's landings took up to 40 iterations, Dojo's start 17).
+// Contacts new to the solve, and every cone of a step that does not continue a converged
+// one, start at Dojo's point. Only the start changes: the solve's test is the same, so a
+// warm-started step is a solution to the same tolerances. Robust: a warm attempt that has
+// not met the test within kWarmIterations (or met only the relative tolerances' absolute
+// fallback, tolerances.h, which a cold solve might have gone past) is forgotten and the
+// step is solved from Dojo's point, with the restarts below, exactly as without the warm
+// start (Data::warm_fell_back; the built-in snake's landing, steps 28-32).
+// kWarmCentrality: 1e-1 gave the Go1 2.1 iterations a step, 1e-2 1.6, 1e-3 1.0 (where most
+// steps passed the test at their start, leaving velocities ~1e-6 m/s at rest against
+// 1e-11); kWarmIterations: at 10 the box toss fell back on 10 steps its warm attempts would
+// have solved in 11-13, at 15 on none (the snake: 3).
+constexpr double kWarmCentrality = 1e-2;
+constexpr int kWarmIterations = 15;
+
 // Restarts. The interior point starts every contact and limit at Dojo's point, impulses
 // gamma = 1.5 N s (1 for limits), whatever the bodies they act on. That is the scale of
 // a ~1 kg body at h = 0.01 (m |g| h ~ 0.1 N s); on a light link (a 0.1 kg pendulum base,
@@ -53,6 +89,8 @@ constexpr int kSweeps = 4;
 // Solves of a step at most, not counting the margins' re-solves (margins.h): the first,
 // the first sweep's restarts, the second's, the third's and the fourth's. The solver log has room for them all.
 constexpr int kMaxAttempts = kSweeps * static_cast<int>(sizeof(kImpulseScales) / sizeof(kImpulseScales[0]));
+// The warm attempt before them (above, "Warm start"); the log has room for it too.
+constexpr int kWarmAttempts = 1;
 
 // One whole step: setup, warm start, solve, next state. The result is in d.
 SolverStatus step(const Model& m, Data& d, const double* z, const double* u, const double* f_ext,
