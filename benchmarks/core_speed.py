@@ -292,8 +292,11 @@ def row_pendulum(plan: Plan, sanity: list) -> Row:
     steps_1s = int(round(1.0 / mech.timestep))
     theta = float(dojo.maximal_to_minimal(mech, step_loop(mech, z0, steps_1s))[0])
     inertia_pivot, mgl = mech.inertia[0, 0, 0] + 0.25, 0.5 * -ss.G
-    exact = ss.pendulum_reference(1.0 + 0.5 * mech.timestep, inertia_pivot, mgl)
-    check(sanity, "pendulum", "angle at t=1s, dojo.step vs exact ODE at t+h/2 (relative)",
+    # the scene's velocities are those at t = 0 (issue 12), so dojo's state after N steps is the
+    # ODE's at t = N h; semi-implicit Euler (MuJoCo's) lags by h/2 (its velocity is the one at
+    # the step's midpoint), so MuJoCo is held to the ODE at t + h/2
+    exact = ss.pendulum_reference(1.0, inertia_pivot, mgl)
+    check(sanity, "pendulum", "angle at t=1s, dojo.step vs exact ODE (relative)",
           abs(theta - exact) / abs(exact), 1e-3, f"dojo {theta:+.6f} rad, RK4 {exact:+.6f} rad")
     twin = None
     if mujoco is not None:
@@ -301,8 +304,10 @@ def row_pendulum(plan: Plan, sanity: list) -> Row:
         twin.reset()
         mj_loop(twin.model, twin.data, steps_1s)
         theta_mj = float(twin.data.qpos[0])
-        check(sanity, "pendulum", "angle at t=1s, dojo.step vs mujoco.mj_step (relative)",
-              abs(theta - theta_mj) / abs(theta_mj), 1e-3, f"dojo {theta:+.6f} rad, MuJoCo {theta_mj:+.6f} rad")
+        shifted = ss.pendulum_reference(1.0 + 0.5 * mech.timestep, inertia_pivot, mgl)
+        check(sanity, "pendulum", "angle at t=1s, mujoco.mj_step vs exact ODE at t+h/2 (relative)",
+              abs(theta_mj - shifted) / abs(shifted), 1e-3, f"MuJoCo {theta_mj:+.6f} rad, RK4 {shifted:+.6f} rad",
+              gating=False)
         row.timed_mujoco = f"mujoco.mj_step(model, data) x {plan.steps} (step_speed's MJCF twin, Euler)"
         twin.reset()
         mj_loop(twin.model, twin.data, 20)
