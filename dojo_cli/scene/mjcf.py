@@ -44,7 +44,8 @@ spring, damper, gravity, clampctrl, filterparent, actuation) is left out as MuJo
 Contacts. MuJoCo's filter decides which geom pairs collide: ``(contype1 & conaffinity2) or
 (contype2 & conaffinity1)``, not on the same body or weld, not parent and child (MuJoCo's
 ``filterparent``, the world exempt), not ``<exclude>``d; bodies without joints in the
-world (props) are in the world's weld and collide with moving geoms only. A moving geom against a world plane
+world (props) are in the world's weld and collide with moving geoms only; the world's own
+non-plane geoms that moving geoms collide with are one fixed body, WORLD_BODY. A moving geom against a world plane
 is a shape contact against that half-space (``ground`` for the plane z = 0); a pair of
 moving geoms is a shape contact against the other body's shape. ``friction`` is the larger
 of the two geoms' sliding coefficients (MuJoCo's default mixing), ``condim`` 1 the impact
@@ -101,6 +102,9 @@ LINK_MASS_FRACTION = 1e-3
 # first and last axes align and its angles are singular. A range for it beyond that (or none)
 # is clipped this far inside, with a note (import-urdf's GIMBAL_LOCK_MARGIN, the same rule).
 GIMBAL_LOCK_MARGIN = 0.05
+# The body holding the world's own non-plane geoms that moving geoms collide with (MuJoCo's
+# name of body 0, which no model's body can have).
+WORLD_BODY = "world"
 # A contact may start this far inside (m): MuJoCo's soft contacts settle a few mm in; a model
 # saved from a MuJoCo run starts there, and the first step pushes it out.
 PENETRATION_TOL = 0.005
@@ -357,6 +361,7 @@ class _Reader:
         self.keys: list[tuple[Any, str]] = []
         self.links: list[dict] = []  # split_hinges' link bodies (scene data)
         self.inert_tendons: list[str] = []  # tendons that exert no force (left out, a note)
+        self.constrained_tendons: set[str] = set()  # tendons an <equality><tendon> holds
         self.notes: list[str] = []  # what the import did that the user should know, one line each
         self.worldbody: tuple[str, int | None] | None = None  # the first <worldbody>'s file and line
         self.disabled: set[str] = set()  # the parts of the physics <option><flag> turns off (_FLAGS_READ)
@@ -546,6 +551,12 @@ class _Reader:
                     elif child.tag == "hfield":
                         self.unsupported(cfile, child.sourceline, "<hfield>", "heightfields", "heightfields are not supported")
         for el, file in items:
+            # before the tendons: a tendon an equality constraint holds exerts forces
+            if el.tag == "equality" and not self.off("constraint", "equality"):
+                for child, cfile in self.children(el, file):
+                    if child.tag == "tendon":
+                        self.constrained_tendons |= {child.get(k) for k in ("tendon1", "tendon2")} - {None}
+        for el, file in items:
             if el.tag == "actuator":  # before the tendons: an actuated tendon exerts forces
                 for child, cfile in self.children(el, file):
                     self.actuators.append((child, cfile, self.default_class(child, None, cfile)))
@@ -582,7 +593,7 @@ class _Reader:
 
     def read_tendons(self, el, file: str) -> None:
         """Tendons cannot be mapped, but one with no limit, spring, damper or friction that no
-        actuator drives exerts no force (Gymnasium's Humanoid has two such, kept for
+        actuator drives and no equality constraint holds exerts no force (Gymnasium's Humanoid has two such, kept for
         observations): left out with a note. Any other is unsupported."""
         driven = {a.get("tendon") for a, _f, _c in self.actuators if a.get("tendon")}
         for child, cfile in self.children(el, file):
@@ -595,6 +606,8 @@ class _Reader:
                 forces.append("range")
             if name in driven:
                 forces.append("an actuator")
+            if name in self.constrained_tendons:
+                forces.append("an equality constraint")
             if forces:
                 self.unsupported(cfile, child.sourceline, f"tendon {name!r}", "tendons",
                                  f"tendons are not supported (this one has {', '.join(forces)})")
@@ -998,6 +1011,8 @@ def read_mjcf(path: str | Path, options: MjcfOptions | None = None, shown: str |
     result = MjcfImport(scene={})
     _mass_properties(reader)
     _place(reader, options, result)
+    if options.contacts == "file" and not reader.off("constraint", "contact"):
+        _world_body(reader, result)
     if not any(b.host == i for i, b in enumerate(reader.bodies)):
         file, line = reader.worldbody or (reader.file, None)
         what = "no <body>" if not reader.bodies else "only massless bodies fixed to the world"
@@ -1281,6 +1296,34 @@ def _place(reader: _Reader, options: MjcfOptions, result: MjcfImport) -> None:
                 g.pos, g.rot = body.host_pos + body.host_rot @ g.pos, body.host_rot @ g.rot
                 host.geoms.append(g)
             body.geoms = []
+
+
+def _world_body(reader: _Reader, result: MjcfImport) -> None:
+    """The world's own geoms other than planes that moving geoms collide with (dm_control's
+    cartpole rails and reacher arena, were their contacts on) become one body fixed to the
+    world, WORLD_BODY, whose shapes the moving bodies' contacts meet as any other body's
+    (the collision table's body pairs). It is in the world's weld (no joints), so it never
+    collides with planes or props (MuJoCo's filter). Its mass does no work (it is held): it
+    is the moving bodies' total, the geoms' density-rule inertia scaled to it, so that its
+    rows of the Newton matrix have the model's scale."""
+    moving = [g for i, b in enumerate(reader.bodies) if b.host == i and _weld(reader, i) >= 0 for g in b.geoms]
+    statics = [g for g in reader.world_geoms if g.type != "plane" and any(_collides(g, h) for h in moving)]
+    if not statics:
+        return
+    total = sum(b.mass for i, b in enumerate(reader.bodies) if b.host == i and _weld(reader, i) >= 0)
+    items = [geom_mass_properties(g) for g in statics]
+    items = [it for it in items if it[0] > 0] or [(1.0, np.mean([g.pos for g in statics], axis=0), np.eye(3))]
+    mass, com, inertia = _combine(items)
+    scale = (total if total > 0 else 1.0) / mass
+    first = statics[0]
+    body = _Body(WORLD_BODY, first.line, first.file, -1, np.zeros(3), np.eye(3), geoms=statics)
+    body.mass, body.com, body.inertia = mass * scale, com, inertia * scale
+    body.host = len(reader.bodies)
+    reader.bodies.append(body)
+    reader.world_geoms = [g for g in reader.world_geoms if all(g is not h for h in statics)]
+    result.notes.append(f"the world's geoms {', '.join(g.name or g.type for g in statics[:4])}"
+                        f"{', ...' if len(statics) > 4 else ''} (not planes) collide with moving geoms: they are the "
+                        f"body {WORLD_BODY!r}, fixed to the world")
 
 
 def _scene_parent(reader: _Reader, body: _Body) -> tuple[str, np.ndarray, np.ndarray, np.ndarray]:
@@ -1694,10 +1737,7 @@ def _contacts(reader: _Reader, options: MjcfOptions) -> list[dict]:
 
     contacts: list[dict] = []
     planes = [g for g in reader.world_geoms if g.type == "plane"]
-    for g in reader.world_geoms:
-        if g.type != "plane" and any(_collides(g, h) for b in reader.bodies for h in b.geoms):
-            reader.unsupported(g.file, g.line, f"geom {g.name!r}" if g.name else "<geom>", "static non-plane colliders",
-                               f"a static {g.type} that moving geoms collide with: only planes are the world's colliders")
+    # the world's other geoms that moving geoms collide with are the body WORLD_BODY (_world_body)
     excluded = set()
     for b1, b2 in reader.excludes:
         names = {b.name: i for i, b in enumerate(reader.bodies)}

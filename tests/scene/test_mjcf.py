@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import dojo_cli as dojo
 from dojo_cli.errors import SceneError
 from dojo_cli.scene.builder import build_mechanism
 from dojo_cli.scene.loader import spec_from_dict
@@ -525,6 +526,7 @@ STATIC_PROPS = """<mujoco model="props">
   <worldbody>
     <geom name="floor" type="plane" size="2 2 0.1"/>
     <geom name="wall" type="plane" pos="0.6 0 0" zaxis="-1 0 1" size="1 1 0.1"/>
+    <geom name="rail" type="capsule" fromto="-0.5 0 0.2 0.5 0 0.2" size="0.02"/>
     <body name="slot" pos="-0.3 0 0.035" euler="0 20 0">
       <geom name="slot_0" type="box" size="0.02 0.01 0.035"/>
       <geom name="slot_1" type="box" pos="0.05 0 0" size="0.02 0.01 0.035"/>
@@ -548,6 +550,12 @@ STATIC_PROPS = """<mujoco model="props">
   </worldbody>
 </mujoco>
 """
+
+
+# A ball dropped 6 cm onto a rail settles within this time (s), to this of touching (m: the
+# contact is hard, the solver's complementarity tolerance leaves at most this)
+RAIL_DROP = 1.0
+RAIL_REST_TOL = 1e-5
 
 
 def _mujoco_candidate_pairs(path: Path) -> set[frozenset]:
@@ -578,6 +586,27 @@ def test_contact_pairs_are_mujocos_and_static_props_do_not_touch_the_world(tmp_p
     theirs = _mujoco_candidate_pairs(path)
     assert ours == theirs, f"ours only: {ours - theirs}; MuJoCo's only: {theirs - ours}"
     assert frozenset(("slot_0", "floor")) not in ours and frozenset(("palm", "cup_1")) in ours
+    assert frozenset(("rail", "ball")) in ours and frozenset(("rail", "floor")) not in ours
+
+
+def test_a_ball_dropped_on_a_static_world_capsule_rests_on_it(tmp_path):
+    """The world's own non-plane geoms (a rail) are a body fixed to the world whose shapes the
+    moving bodies meet: the ball dropped on the rail (without the arm and props) comes to rest
+    on it, its centre at the rail's axis height plus both radii."""
+    text = STATIC_PROPS
+    for name in ("slot", "cup", "arm"):
+        start = text.index(f'    <body name="{name}"')
+        end = text.index("    <body name=", start + 10) if name != "arm" else text.index('    <body name="ball"')
+        text = text[:start] + text[end:]
+    path = _write(tmp_path, text, "rail.xml")
+    result = read_mjcf(path, MjcfOptions())
+    assert [b["name"] for b in result.scene["bodies"]] == ["ball", "world"]
+    mech = _build(result, path)
+    traj = dojo.simulate(mech, steps=int(round(RAIL_DROP / mech.timestep)))
+    assert all(s == "success" for s in traj.status)
+    rest = 0.2 + 0.02 + 0.02
+    z = traj.x[-1][[b.name for b in mech.bodies].index("ball"), 2]
+    assert abs(z - rest) < RAIL_REST_TOL, f"ball at {z:.6f} m, the rail's top at {rest} m"
 
 
 def test_option_flags_turn_off_what_mujoco_turns_off(tmp_path):
@@ -640,3 +669,32 @@ def test_a_model_without_bodies_is_refused_at_its_worldbody(tmp_path):
 """, "template.xml")
     assert _problems(path) == ["template.xml:3: <worldbody>: no <body>: the model has nothing that moves, and a scene "
                                "needs a body (a template whose bodies code adds cannot be imported as it is)"]
+
+
+def test_a_tendon_an_equality_constraint_holds_is_not_inert(tmp_path):
+    """dm_control's quadruped couples its knees and ankles by tendons that only an
+    <equality><tendon> holds: such a tendon exerts force, so it is refused (or left out with a
+    warning), not left out as inert with a note."""
+    path = _write(tmp_path, """<mujoco>
+  <worldbody>
+    <body name="a">
+      <joint name="j1" type="hinge"/>
+      <geom type="sphere" size="0.1"/>
+      <body name="b" pos="0 0 -0.3">
+        <joint name="j2" type="hinge"/>
+        <geom type="sphere" size="0.1"/>
+      </body>
+    </body>
+  </worldbody>
+  <tendon>
+    <fixed name="coupling"><joint joint="j1" coef="1"/><joint joint="j2" coef="-1"/></fixed>
+  </tendon>
+  <equality>
+    <tendon tendon1="coupling"/>
+  </equality>
+</mujoco>
+""", "coupled.xml")
+    assert _problems(path) == [
+        "coupled.xml:13: tendon 'coupling': tendons are not supported (this one has an equality constraint) (import without "
+        "it: --drop-unsupported)",
+        "coupled.xml:15: <equality>: equality constraints are not supported (import without it: --drop-unsupported)"]
