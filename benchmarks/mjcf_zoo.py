@@ -2,6 +2,10 @@
 
 Usage:
     python benchmarks/mjcf_zoo.py [--duration 2] [--models hopper,ant,...] [--json FILE]
+    python benchmarks/mjcf_zoo.py --dir path/to/dm_control/suite [--no-split-hinges]
+
+--dir: every XML of that folder instead (another collection: the DeepMind Control Suite's
+models are dm_control's suite/*.xml); a model that is refused is a row saying why.
 
 Per model (every XML in gymnasium/envs/mujoco/assets): the import time (read_mjcf and the
 scene build, which solves the first step's initial condition), then a limp run from the
@@ -39,6 +43,9 @@ def main() -> None:
     parser.add_argument("--models", default="")
     parser.add_argument("--json", default="")
     parser.add_argument("--blas-threads", default="1")
+    parser.add_argument("--dir", default="", help="a folder of MJCF files (default: Gymnasium's assets)")
+    parser.add_argument("--no-split-hinges", action="store_true",
+                        help="import without --split-hinges (hinges no universal or gimbal joint represents are refused)")
     args = parser.parse_args()
 
     import gymnasium
@@ -50,7 +57,7 @@ def main() -> None:
     from dojo_cli.scene.loader import spec_from_dict
     from dojo_cli.scene.mjcf import MjcfOptions, read_mjcf
 
-    assets = Path(gymnasium.__file__).parent / "envs" / "mujoco" / "assets"
+    assets = Path(args.dir) if args.dir else Path(gymnasium.__file__).parent / "envs" / "mujoco" / "assets"
     paths = sorted(assets.glob("*.xml"))
     if args.models:
         wanted = set(args.models.split(","))
@@ -63,7 +70,7 @@ def main() -> None:
         row = {"model": path.stem}
         started = time.perf_counter()
         try:
-            result = read_mjcf(path, MjcfOptions(drop_unsupported=True, split_hinges=True), path.name)
+            result = read_mjcf(path, MjcfOptions(drop_unsupported=True, split_hinges=not args.no_split_hinges), path.name)
             scene = result.scene
             scene.pop("controller", None)
             mech = build_mechanism(spec_from_dict(scene, file=str(path)))
@@ -98,7 +105,9 @@ def main() -> None:
             if armature:
                 row["mj_ms_per_step"] = 1e3 * (time.process_time() - cpu) / int(round(args.duration / mm.opt.timestep))
             row[label] = float(masses @ d.xipos[[ids[i] for i in keep], 2] / masses.sum())
-        notes = f"{mech.nb} bodies, {mech.nc} contacts, {row['warnings']} warnings" + (", rk4" if scene.get("integrator") == "rk4" else "")
+        kinds = sorted({j["type"] for j in scene["joints"]} & {"universal", "gimbal"})
+        notes = (f"{mech.nb} bodies, {mech.nc} contacts, {row['warnings']} warnings" + (", rk4" if scene.get("integrator") == "rk4" else "")
+                 + "".join(f", {sum(j['type'] == k for j in scene['joints'])} {k}" for k in kinds))
         print(f"{path.stem:<26}{row['import_s']:>9.2f}{row['failed']:>8d}{steps:>7d}{row['com_z']:>9.4f}{row['mj_com_z']:>10.4f}"
               f"{row['mj_com_z_no_armature']:>9.4f}{row['ms_per_step']:>9.3f}{row['mj_ms_per_step']:>8.3f}  {notes}", flush=True)
         rows.append(row)

@@ -31,13 +31,21 @@ the file's placement (``qpos0``; a joint's ``ref`` is its value there):
 | 1, 2 or 3 orthogonal slides, then a hinge normal to them (or along the one slide) | cylindrical, planar_axis, free_revolute |
 | ball | spherical (rotation vector of the ball's quaternion) |
 | free | floating |
+| 2 or 3 hinges through one anchor, axes mutually orthogonal | universal / gimbal (the hinges' angles) |
 
-Other combinations (two hinges about different axes, a hinge before a slide) are sequences
-of rotations no Dojo joint has; they are refused with the body's line.
+Other combinations (hinges about different anchors or axes that are not orthogonal, a hinge
+before a slide) are sequences of rotations no Dojo joint has; they are refused with the
+body's line, or, hinges alone, with ``split_hinges`` a chain of revolute joints through light
+links (as are hinges with armature, which universal and gimbal joints do not carry).
+
+``<option><flag>``: what it turns off (contact, constraint, limit, equality, frictionloss,
+spring, damper, gravity, clampctrl, filterparent, actuation) is left out as MuJoCo leaves it out.
 
 Contacts. MuJoCo's filter decides which geom pairs collide: ``(contype1 & conaffinity2) or
 (contype2 & conaffinity1)``, not on the same body or weld, not parent and child (MuJoCo's
-``filterparent``, the world exempt), not ``<exclude>``d. A moving geom against a world plane
+``filterparent``, the world exempt), not ``<exclude>``d; bodies without joints in the
+world (props) are in the world's weld and collide with moving geoms only; the world's own
+non-plane geoms that moving geoms collide with are one fixed body, WORLD_BODY. A moving geom against a world plane
 is a shape contact against that half-space (``ground`` for the plane z = 0); a pair of
 moving geoms is a shape contact against the other body's shape. ``friction`` is the larger
 of the two geoms' sliding coefficients (MuJoCo's default mixing), ``condim`` 1 the impact
@@ -62,7 +70,7 @@ from typing import Any
 import numpy as np
 
 from dojo_cli.errors import Problem, SceneError, SceneFileError
-from dojo_cli.model.mechanism import axis_basis
+from dojo_cli.model.mechanism import AXES_ORTHOGONAL_TOL, axis_basis
 
 DEFAULT_TIMESTEP = 0.002
 """MuJoCo's default ``<option timestep>`` (s)."""
@@ -90,6 +98,13 @@ CONTACT_MODES = ("file", "none")
 # fraction (the Hopper-to-Humanoid drops: well below their 5 cm budget), while a much
 # lighter link (1e-6) makes the step's Newton matrix ill-conditioned.
 LINK_MASS_FRACTION = 1e-3
+# A gimbal's middle angle is read in [-pi/2, pi/2] (core/maximal/euler_joints.h): at +-pi/2 its
+# first and last axes align and its angles are singular. A range for it beyond that (or none)
+# is clipped this far inside, with a note (import-urdf's GIMBAL_LOCK_MARGIN, the same rule).
+GIMBAL_LOCK_MARGIN = 0.05
+# The body holding the world's own non-plane geoms that moving geoms collide with (MuJoCo's
+# name of body 0, which no model's body can have).
+WORLD_BODY = "world"
 # A contact may start this far inside (m): MuJoCo's soft contacts settle a few mm in; a model
 # saved from a MuJoCo run starts there, and the first step pushes it out.
 PENETRATION_TOL = 0.005
@@ -103,6 +118,17 @@ _ACTUATORS = ("motor", "position", "velocity", "general", "intvelocity", "damper
 # top-level sections read for their physics; the others draw, annotate or size the model
 _UNSUPPORTED_SECTIONS = {"tendon": "tendons", "equality": "equality constraints", "sensor": "sensors",
                          "flexcomp": "flexible bodies", "deformable": "flexible bodies", "skin": "skins"}
+# <option><flag> switches that the import follows, with their default (MuJoCo's mjtDisableBit):
+# constraint (every constraint: contacts, limits, equality, dry friction), contact, limit,
+# equality, frictionloss, spring, damper, gravity, clampctrl (ctrlrange), filterparent,
+# actuation (actuators exert no force)
+_FLAGS_READ = {k: "enable" for k in ("constraint", "contact", "limit", "equality", "frictionloss", "spring", "damper",
+                                     "gravity", "clampctrl", "filterparent", "actuation")}
+# switches of the solver, sensors, collision algorithms and diagnostics: no physics of ours
+_FLAGS_WITHOUT_PHYSICS = {"warmstart", "sensor", "midphase", "eulerdamp", "autoreset", "nativeccd", "refsafe", "energy",
+                          "fwdinv", "invdiscrete", "multiccd", "island", "sleep"}
+# switches that are off unless enabled (mjtEnableBit)
+_ENABLE_FLAGS = {"override"}
 _IGNORED_SECTIONS = {"visual", "statistic", "custom", "size", "extension", "contact", "keyframe", "asset", "default",
                      "compiler", "option", "worldbody", "actuator", "include"}
 
@@ -118,9 +144,10 @@ class MjcfOptions:
         contacts: "file" (MuJoCo's collision filter on the file's geoms) or "none".
         merge_fixed: merge bodies without joints into their parents (massless ones always).
         meshes: keep mesh geoms as drawn meshes.
-        split_hinges: a body turned by 2 or 3 hinges about one anchor (MuJoCo applies them in
-            turn: a universal or a gimbal joint) becomes a chain of revolute joints through
-            light link bodies (LINK_MASS_FRACTION of the body's mass each); else refused.
+        split_hinges: a body turned by 2 or 3 hinges that no universal or gimbal joint
+            represents exactly (about different anchors, axes not orthogonal, or with armature,
+            which those joints do not carry) becomes a chain of revolute joints through light
+            link bodies (LINK_MASS_FRACTION of the body's mass each); else refused.
     """
 
     keyframe: str | None = None
@@ -166,6 +193,9 @@ class MjcfImport:
         merged: MJCF bodies merged into their parents (name -> the scene body holding it).
         target_ranges: position and velocity actuators' ``ctrlrange`` (name -> (lower,
             upper)): their ctrl is the PD target, clamped at import (keyframes included).
+        contact_geoms: the MJCF geom pair of each contact (name -> (its geom, the other geom:
+            a world plane or the other body's geom)); unnamed geoms as ``<body>_geom<k>``,
+            unnamed world planes as ``world_geom<k>``.
     """
 
     scene: dict
@@ -174,6 +204,7 @@ class MjcfImport:
     coordinates: list[CoordinateMap] = field(default_factory=list)
     merged: dict[str, str] = field(default_factory=dict)
     target_ranges: dict[str, tuple[float, float]] = field(default_factory=dict)
+    contact_geoms: dict[str, tuple[str, str]] = field(default_factory=dict)
 
 
 # ------------------------------------------------------------------ rotations
@@ -330,7 +361,12 @@ class _Reader:
         self.keys: list[tuple[Any, str]] = []
         self.links: list[dict] = []  # split_hinges' link bodies (scene data)
         self.inert_tendons: list[str] = []  # tendons that exert no force (left out, a note)
+        self.constrained_tendons: set[str] = set()  # tendons an <equality><tendon> holds
+        self.notes: list[str] = []  # what the import did that the user should know, one line each
+        self.worldbody: tuple[str, int | None] | None = None  # the first <worldbody>'s file and line
+        self.disabled: set[str] = set()  # the parts of the physics <option><flag> turns off (_FLAGS_READ)
         self.contact_lines: dict[str, tuple[str, int | None]] = {}  # contact name -> its geom's file, line
+        self.contact_geoms: dict[str, tuple[str, str]] = {}  # contact name -> (its geom, the other geom)
         self.timestep = DEFAULT_TIMESTEP
         self.gravity = np.array(DEFAULT_GRAVITY)
         self.model = path.stem
@@ -515,12 +551,19 @@ class _Reader:
                     elif child.tag == "hfield":
                         self.unsupported(cfile, child.sourceline, "<hfield>", "heightfields", "heightfields are not supported")
         for el, file in items:
+            # before the tendons: a tendon an equality constraint holds exerts forces
+            if el.tag == "equality" and not self.off("constraint", "equality"):
+                for child, cfile in self.children(el, file):
+                    if child.tag == "tendon":
+                        self.constrained_tendons |= {child.get(k) for k in ("tendon1", "tendon2")} - {None}
+        for el, file in items:
             if el.tag == "actuator":  # before the tendons: an actuated tendon exerts forces
                 for child, cfile in self.children(el, file):
                     self.actuators.append((child, cfile, self.default_class(child, None, cfile)))
         for el, file in items:
             tag = el.tag
             if tag == "worldbody":
+                self.worldbody = self.worldbody or (file, el.sourceline)
                 self.read_body_children(el, file, -1, None)
             elif tag == "contact":
                 for child, cfile in self.children(el, file):
@@ -539,6 +582,8 @@ class _Reader:
                         self.keys.append((child, cfile))
             elif tag == "tendon":
                 self.read_tendons(el, file)
+            elif tag == "equality" and self.off("constraint", "equality"):
+                continue  # <flag> turns them off: no physics to map
             elif tag in _UNSUPPORTED_SECTIONS:
                 kind = _UNSUPPORTED_SECTIONS[tag]
                 if len([c for c in el if isinstance(c.tag, str)]):
@@ -548,7 +593,7 @@ class _Reader:
 
     def read_tendons(self, el, file: str) -> None:
         """Tendons cannot be mapped, but one with no limit, spring, damper or friction that no
-        actuator drives exerts no force (Gymnasium's Humanoid has two such, kept for
+        actuator drives and no equality constraint holds exerts no force (Gymnasium's Humanoid has two such, kept for
         observations): left out with a note. Any other is unsupported."""
         driven = {a.get("tendon") for a, _f, _c in self.actuators if a.get("tendon")}
         for child, cfile in self.children(el, file):
@@ -561,6 +606,8 @@ class _Reader:
                 forces.append("range")
             if name in driven:
                 forces.append("an actuator")
+            if name in self.constrained_tendons:
+                forces.append("an equality constraint")
             if forces:
                 self.unsupported(cfile, child.sourceline, f"tendon {name!r}", "tendons",
                                  f"tendons are not supported (this one has {', '.join(forces)})")
@@ -591,7 +638,8 @@ class _Reader:
             self.settotalmass = self.real(a, "settotalmass", -1.0, el, file, element)
         for key in ("meshdir", "assetdir"):
             if key in a:
-                self.meshdir = Path(file).parent / a[key]
+                # relative to the model file's folder (MuJoCo's rule), not to the name shown in messages
+                self.meshdir = self.path.parent / a[key]
         for key in ("boundmass", "boundinertia", "balanceinertia", "fusestatic", "discardvisual"):
             if key in a and a[key] not in ("0", "false"):
                 self.warn(file, el.sourceline, element, f"{key}={a[key]!r} is not applied")
@@ -612,6 +660,30 @@ class _Reader:
         wind = self.vec(a, "wind", 3, [0, 0, 0], el, file, element)
         if np.any(wind != 0):
             self.unsupported(file, el.sourceline, element, "fluid forces", "wind is not modelled")
+        for flag in el:
+            if isinstance(flag.tag, str) and flag.tag == "flag":
+                self.read_flag(flag, file)
+
+    def read_flag(self, el, file: str) -> None:
+        """``<option><flag>``: MuJoCo's switches of whole parts of the physics (the DeepMind
+        Control Suite turns contacts off in its cartpole, pendulum, reacher, point mass and
+        swimmer, all constraints in its acrobot, gravity in its finger)."""
+        for name, value in el.attrib.items():
+            if value not in ("enable", "disable"):
+                self.problem(file, el.sourceline, "<flag>", f"{name}={value!r}: must be enable or disable")
+            elif name in _FLAGS_READ:
+                if value == "disable":
+                    self.disabled.add(name)
+                else:
+                    self.disabled.discard(name)
+            elif name not in _FLAGS_WITHOUT_PHYSICS:
+                if value != ("disable" if name in _ENABLE_FLAGS else "enable"):
+                    self.warn(file, el.sourceline, "<flag>", f"{name}={value!r} is not read (the import is as with "
+                              f"{name}={'disable' if name in _ENABLE_FLAGS else 'enable'})")
+
+    def off(self, *parts: str) -> bool:
+        """Whether ``<flag>`` turns off any of these parts of the physics."""
+        return any(p in self.disabled for p in parts)
 
     def read_default(self, el, file: str, parent: str | None) -> None:
         name = el.get("class", "main" if parent is None else None)
@@ -765,6 +837,11 @@ class _Reader:
         for k, v in values.items():
             if v < 0:
                 self.problem(file, el.sourceline, element, f"{k} must be >= 0, got {v:g}")
+        # what <option><flag> turns off acts on no joint
+        limited_bool = limited_bool and not self.off("constraint", "limit")
+        for key, parts in (("stiffness", ("spring",)), ("damping", ("damper",)), ("frictionloss", ("constraint", "frictionloss"))):
+            if self.off(*parts):
+                values[key] = 0.0
         if kind == "hinge":
             range_ = range_ * self.angle_scale
         elif kind == "ball":
@@ -934,17 +1011,26 @@ def read_mjcf(path: str | Path, options: MjcfOptions | None = None, shown: str |
     result = MjcfImport(scene={})
     _mass_properties(reader)
     _place(reader, options, result)
+    if options.contacts == "file" and not reader.off("constraint", "contact"):
+        _world_body(reader, result)
+    if not any(b.host == i for i, b in enumerate(reader.bodies)):
+        file, line = reader.worldbody or (reader.file, None)
+        what = "no <body>" if not reader.bodies else "only massless bodies fixed to the world"
+        reader.problem(file, line, "<worldbody>", f"{what}: the model has nothing that moves, and a scene needs a body "
+                       "(a template whose bodies code adds cannot be imported as it is)")
     reader_problems_stop(reader)
     joints, coordinates = _joints(reader, result)
     result.coordinates = coordinates
     bodies = _bodies(reader, options) + reader.links
-    contacts = _contacts(reader, options) if options.contacts == "file" else []
-    actuators, controller = _actuators(reader, result)
+    contacts = _contacts(reader, options) if options.contacts == "file" and not reader.off("constraint", "contact") else []
+    actuators, controller = _actuators(reader, result) if not reader.off("actuation") else ([], None)
+    if reader.off("actuation") and reader.actuators:
+        result.notes.append(f"<flag actuation=\"disable\">: the {len(reader.actuators)} actuators exert no force, left out")
     scene: dict[str, Any] = {
         "name": reader.model,
         "description": f"imported from {Path(path).name} by dojo import-mjcf",
         "timestep": float(reader.timestep),
-        "gravity": _vector(reader.gravity),
+        "gravity": _vector(np.zeros(3) if reader.off("gravity") else reader.gravity),
         "bodies": bodies,
         "joints": joints,
     }
@@ -964,6 +1050,8 @@ def read_mjcf(path: str | Path, options: MjcfOptions | None = None, shown: str |
         reader.warnings.append(f"warning: {reader.file}: {kind} left out (--drop-unsupported), {len(places)} at "
                                + ", ".join(places[:4]) + (", ..." if len(places) > 4 else ""))
     _warn_outside_limits(reader, scene)
+    result.notes.extend(reader.notes)
+    result.contact_geoms = {c["name"]: reader.contact_geoms[c["name"]] for c in contacts}
     if reader.inert_tendons:
         result.notes.append(f"{len(reader.inert_tendons)} tendons left out: no limit, spring, damper, friction or actuator, "
                             f"so no force ({', '.join(reader.inert_tendons)})")
@@ -1210,6 +1298,34 @@ def _place(reader: _Reader, options: MjcfOptions, result: MjcfImport) -> None:
             body.geoms = []
 
 
+def _world_body(reader: _Reader, result: MjcfImport) -> None:
+    """The world's own geoms other than planes that moving geoms collide with (dm_control's
+    cartpole rails and reacher arena, were their contacts on) become one body fixed to the
+    world, WORLD_BODY, whose shapes the moving bodies' contacts meet as any other body's
+    (the collision table's body pairs). It is in the world's weld (no joints), so it never
+    collides with planes or props (MuJoCo's filter). Its mass does no work (it is held): it
+    is the moving bodies' total, the geoms' density-rule inertia scaled to it, so that its
+    rows of the Newton matrix have the model's scale."""
+    moving = [g for i, b in enumerate(reader.bodies) if b.host == i and _weld(reader, i) >= 0 for g in b.geoms]
+    statics = [g for g in reader.world_geoms if g.type != "plane" and any(_collides(g, h) for h in moving)]
+    if not statics:
+        return
+    total = sum(b.mass for i, b in enumerate(reader.bodies) if b.host == i and _weld(reader, i) >= 0)
+    items = [geom_mass_properties(g) for g in statics]
+    items = [it for it in items if it[0] > 0] or [(1.0, np.mean([g.pos for g in statics], axis=0), np.eye(3))]
+    mass, com, inertia = _combine(items)
+    scale = (total if total > 0 else 1.0) / mass
+    first = statics[0]
+    body = _Body(WORLD_BODY, first.line, first.file, -1, np.zeros(3), np.eye(3), geoms=statics)
+    body.mass, body.com, body.inertia = mass * scale, com, inertia * scale
+    body.host = len(reader.bodies)
+    reader.bodies.append(body)
+    reader.world_geoms = [g for g in reader.world_geoms if all(g is not h for h in statics)]
+    result.notes.append(f"the world's geoms {', '.join(g.name or g.type for g in statics[:4])}"
+                        f"{', ...' if len(statics) > 4 else ''} (not planes) collide with moving geoms: they are the "
+                        f"body {WORLD_BODY!r}, fixed to the world")
+
+
 def _scene_parent(reader: _Reader, body: _Body) -> tuple[str, np.ndarray, np.ndarray, np.ndarray]:
     """(scene parent name, parent's MJCF-frame-to-COM offset, this body's frame in the parent's
     MJCF frame (pos, rot)) for a body that is its own host."""
@@ -1291,13 +1407,13 @@ def _body_joint(reader: _Reader, body: _Body, element: str, parent: str, parent_
     slides = [j for j in joints if j.type == "slide"]
     hinges = [j for j in joints if j.type == "hinge"]
     order_ok = kinds == ["slide"] * len(slides) + ["hinge"] * len(hinges)
-    if kinds == ["hinge"] * len(kinds) and len(kinds) > 1 and reader.options.split_hinges:
-        return _hinge_chain(reader, body, element, parent, parent_com, pos, rot, maps)
+    if kinds == ["hinge"] * len(kinds) and len(kinds) > 1:
+        return _hinges(reader, body, element, data, parent, parent_com, pos, rot, maps)
     if "free" in kinds or "ball" in kinds or len(hinges) > 1 or not order_ok or len(slides) > 3:
         reader.problem(body.file, body.line, element,
                        f"joints {', '.join(f'{j.name} ({j.type})' for j in joints)}: MuJoCo applies them in turn; "
                        "no Dojo joint is such a sequence (supported: up to 3 orthogonal slides then at most one hinge, "
-                       "or one ball, or one free joint; hinges alone: --split-hinges)")
+                       "or one ball, or one free joint, or 2-3 hinges alone)")
         return None
     # slide directions in the parent frame (MuJoCo: the body's frame before its rotations)
     directions = [rot @ j.axis for j in slides]
@@ -1358,22 +1474,108 @@ def _body_joint(reader: _Reader, body: _Body, element: str, parent: str, parent_
     return _finish(reader, data, joints, maps, slots, body, n + (1 if hinge_axis is not None else 0))
 
 
+def _axes_joint_mismatch(joints: list[_Joint]) -> str | None:
+    """Why a body's hinges are no universal (2) or gimbal (3) joint, or None when they are one.
+
+    MuJoCo turns a body by its hinges in turn, each about its anchor and axis in the body frame
+    as the hinges before it left it (mj_kinematics): R = R0 R(a1, t1) R(a2, t2) (R(a3, t3)).
+    Through one anchor that is the universal or gimbal joint's rotation in its joint frame
+    (docs/scenes.md), the joint frame being the body's at qpos0. Hinges about different anchors
+    also move the later anchors: a rotation coupled to a translation that no Dojo joint has.
+    The core reads the angles about mutually orthogonal axes (euler_joints.h, Tait-Bryan);
+    with other axes the same rotations have another chart, which it does not have.
+    """
+    if len(joints) > 3:
+        return f"{len(joints)} hinges (a universal joint has 2 axes, a gimbal 3)"
+    anchor = joints[0].pos
+    for j in joints[1:]:
+        if np.linalg.norm(j.pos - anchor) > AXIS_TOL:
+            return (f"the hinges turn about different points ({joints[0].name} at {_vector(anchor)}, {j.name} at "
+                    f"{_vector(j.pos)} in the body frame): a universal or gimbal joint turns about one point")
+    for ia, a in enumerate(joints):
+        for b in joints[ia + 1:]:
+            c = float(np.dot(a.axis, b.axis))
+            if abs(c) > AXES_ORTHOGONAL_TOL:
+                return (f"the axes of {a.name} and {b.name} are not orthogonal (cosine {c:.4g}): universal and gimbal "
+                        "joints turn about mutually orthogonal axes")
+    return None
+
+
+def _hinges(reader: _Reader, body: _Body, element: str, data: dict, parent: str, parent_com: np.ndarray,
+            pos: np.ndarray, rot: np.ndarray, maps: list[CoordinateMap]) -> dict | list[dict] | None:
+    """A body's 2 or 3 hinges: one universal or gimbal joint where it is exactly MuJoCo's
+    composition (_axes_joint_mismatch), else with split_hinges a chain through light links,
+    else refused naming why. Armature on such hinges: the universal and gimbal joints carry
+    no rotor inertia (core maximal/rotor.h models a joint with one rotation), the chain's
+    revolute joints do; with split_hinges the chain keeps it, else it is refused or left out
+    (drop_unsupported)."""
+    joints = body.joints
+    why = _axes_joint_mismatch(joints)
+    armature = [j for j in joints if j.armature]
+    if why is None and not (armature and reader.options.split_hinges):
+        if armature:
+            reader.unsupported(armature[0].file, armature[0].line, f"joint {armature[0].name!r}",
+                               "rotor inertia (armature) of hinges joined into a universal or gimbal joint",
+                               f"armature of {', '.join(j.name for j in armature)}: the universal or gimbal joint "
+                               f"{', '.join(j.name for j in joints)} carries no rotor inertia (keep it on a chain of "
+                               "revolute joints through light links: --split-hinges)")
+        return _axes_joint(reader, data, body, maps)
+    if reader.options.split_hinges:
+        return _hinge_chain(reader, body, element, parent, parent_com, pos, rot, maps)
+    reader.problem(body.file, body.line, element,
+                   f"joints {', '.join(f'{j.name} ({j.type})' for j in joints)}: MuJoCo applies them in turn; "
+                   f"no Dojo joint is that sequence: {why} (a chain of revolute joints through light links: --split-hinges)")
+    return None
+
+
+def _axes_joint(reader: _Reader, data: dict, body: _Body, maps: list[CoordinateMap]) -> dict:
+    """A body's hinges through one anchor with orthogonal axes as one universal or gimbal
+    joint: its axes the hinges' (body frame at qpos0, the joint frame), its angles the hinges'
+    qpos - ref in order, named after them; limits, springs and dampers per angle. A gimbal's
+    middle angle is read in [-pi/2, pi/2] (at +-pi/2 the other two axes align): a range beyond
+    it is clipped GIMBAL_LOCK_MARGIN inside, with a note (import-urdf's rule)."""
+    joints = body.joints
+    data["type"] = "universal" if len(joints) == 2 else "gimbal"
+    data["axes"] = [_vector(j.axis) for j in joints]
+    data["axis_names"] = [j.name for j in joints]
+    slots = [(k, 1.0) for k in range(len(joints))]
+    for m, (c, s) in zip(maps, slots):
+        m.coordinate, m.sign = c, s
+    saved = [j.armature for j in joints]
+    for j in joints:
+        j.armature = 0.0  # not modelled on these joints (_hinges reported it)
+    _passive(reader, data, joints, slots, body, len(joints))
+    for j, a in zip(joints, saved):
+        j.armature = a
+    if len(joints) == 3:
+        bound = math.pi / 2 - GIMBAL_LOCK_MARGIN
+        limits = data.get("limits", {"lower": [-math.inf] * 3, "upper": [math.inf] * 3})
+        lower, upper = limits["lower"], limits["upper"]
+        if lower[1] < -bound or upper[1] > bound:
+            middle = joints[1]
+            reader.notes.append(str(Problem(
+                middle.file, middle.line, f"joint {middle.name!r}",
+                f"range [{lower[1]:.6g}, {upper[1]:.6g}] clipped to +-{bound:.6g}: the middle axis of the gimbal "
+                f"{', '.join(j.name for j in joints)} aligns the other two at +-pi/2, where its angles are singular")))
+            lower[1], upper[1] = max(lower[1], -bound), min(upper[1], bound)
+            data["limits"] = limits
+    return data
+
+
 def _hinge_chain(reader: _Reader, body: _Body, element: str, parent: str, parent_com: np.ndarray, pos: np.ndarray,
                  rot: np.ndarray, maps: list[CoordinateMap]) -> list[dict] | None:
     """A body's hinges as a chain of revolute joints through light link bodies (split_hinges).
 
-    MuJoCo turns the body by each hinge in turn about its axis in the body frame as already
-    turned by the hinges before it (mj_kinematics): R = R0 R1(q1) R2(q2) ..., which is the
-    chain parent -> link_1 -> ... -> body, each revolute about its hinge's axis in a frame
-    that is the body's at qpos0. The links sit at the common anchor with no lever, so their
-    mass moves only with the anchor; each joint keeps its hinge's limits, spring, damper and
-    armature, and its coordinate is the hinge's qpos - ref.
+    MuJoCo turns the body by each hinge in turn, about its anchor and axis in the body frame
+    as already turned (and moved) by the hinges before it (mj_kinematics): R = R0 R1(q1)
+    R2(q2) ..., each anchor held. That is the chain parent -> link_1 -> ... -> body, each
+    revolute about its hinge's anchor and axis in a frame that is the body's at qpos0 (so
+    hinges about different anchors, and axes that are not orthogonal, are exact too). Each
+    link sits at its own hinge's anchor with no lever, so its mass moves only with the
+    earlier hinges; each joint keeps its hinge's limits, spring, damper and armature, and its
+    coordinate is the hinge's qpos - ref.
     """
     joints = body.joints
-    anchor = joints[0].pos
-    if any(np.linalg.norm(j.pos - anchor) > AXIS_TOL for j in joints[1:]):
-        reader.problem(body.file, body.line, element, "hinges about different anchors: --split-hinges needs one anchor")
-        return None
     quat = _quaternion_from_matrix(rot)
     mass = LINK_MASS_FRACTION * body.mass
     # a sphere of the body's mean gyration radius, scaled by the same fraction
@@ -1383,12 +1585,12 @@ def _hinge_chain(reader: _Reader, body: _Body, element: str, parent: str, parent
     for k, (j, m) in enumerate(zip(joints, maps)):
         last = k == len(joints) - 1
         child = body.name if last else f"{body.name}_{j.name}"
-        child_com = body.com if last else anchor
+        child_com = body.com if last else j.pos
         data: dict[str, Any] = {
             "name": j.name, "type": "revolute", "parent": previous, "child": child,
             # the first joint's frame is the body's at qpos0 in the parent; the links' frames are the body's
-            "parent_vertex": _vector((pos + rot @ anchor - parent_com) if k == 0 else (anchor - previous_com)),
-            "child_vertex": _vector(anchor - child_com),
+            "parent_vertex": _vector((pos + rot @ j.pos - parent_com) if k == 0 else (j.pos - previous_com)),
+            "child_vertex": _vector(j.pos - child_com),
             "orientation_offset": quat if k == 0 else [1.0, 0.0, 0.0, 0.0],
             "axis": _vector(j.axis),
         }
@@ -1535,10 +1737,7 @@ def _contacts(reader: _Reader, options: MjcfOptions) -> list[dict]:
 
     contacts: list[dict] = []
     planes = [g for g in reader.world_geoms if g.type == "plane"]
-    for g in reader.world_geoms:
-        if g.type != "plane" and any(_collides(g, h) for b in reader.bodies for h in b.geoms):
-            reader.unsupported(g.file, g.line, f"geom {g.name!r}" if g.name else "<geom>", "static non-plane colliders",
-                               f"a static {g.type} that moving geoms collide with: only planes are the world's colliders")
+    # the world's other geoms that moving geoms collide with are the body WORLD_BODY (_world_body)
     excluded = set()
     for b1, b2 in reader.excludes:
         names = {b.name: i for i, b in enumerate(reader.bodies)}
@@ -1573,11 +1772,15 @@ def _contacts(reader: _Reader, options: MjcfOptions) -> list[dict]:
                                    "(condim 1, frictionless, and 3, the sliding friction cone, are)")
         return {"model": "impact" if condim == 1 else "nonlinear", "friction": max(a.friction, b.friction)}
 
-    # against the world's planes
+    # against the world's planes; a body welded to the world (a static prop, MuJoCo's body_weldid
+    # 0) is in the world's weld, whose geoms MuJoCo never collides with each other
     for i, body in hosts:
+        weld = _weld(reader, i)
+        if weld < 0:
+            continue
         for g in body.geoms:
             for p in planes:
-                if not _collides(g, p) or frozenset((i, -1)) in excluded:
+                if not _collides(g, p) or frozenset((weld, -1)) in excluded:
                     continue
                 shape = _contact_shape(g, body.com)
                 if shape is None:
@@ -1588,6 +1791,7 @@ def _contacts(reader: _Reader, options: MjcfOptions) -> list[dict]:
                 c = {"name": label(geom_label(body, g)), "body": body.name, **model_of(g, p), "shape": shape,
                      "against": against, "margin": CONTACT_MARGIN}
                 reader.contact_lines[c["name"]] = (g.file, g.line)
+                reader.contact_geoms[c["name"]] = (geom_label(body, g), p.name or f"world_geom{reader.world_geoms.index(p)}")
                 if g.type == "cylinder":
                     c["rim_points"] = 3
                 contacts.append(c)
@@ -1599,7 +1803,7 @@ def _contacts(reader: _Reader, options: MjcfOptions) -> list[dict]:
                 continue
             pa = _weld(reader, reader.bodies[wa].parent) if wa >= 0 and reader.bodies[wa].parent >= 0 else -1
             pb = _weld(reader, reader.bodies[wb].parent) if wb >= 0 and reader.bodies[wb].parent >= 0 else -1
-            if (pa == wb and wb >= 0) or (pb == wa and wa >= 0):
+            if not reader.off("filterparent") and ((pa == wb and wb >= 0) or (pb == wa and wa >= 0)):
                 continue  # MuJoCo's filterparent
             for ga in a.geoms:
                 for gb in b.geoms:
@@ -1613,7 +1817,9 @@ def _contacts(reader: _Reader, options: MjcfOptions) -> list[dict]:
                         continue
                     (own, own_body, own_geom), against = made
                     reader.contact_lines[f"{geom_label(a, ga)}-{geom_label(b, gb)}"] = (ga.file, ga.line)
-                    contacts.append({"name": label(f"{geom_label(a, ga)}-{geom_label(b, gb)}"), "body": own_body.name,
+                    name = label(f"{geom_label(a, ga)}-{geom_label(b, gb)}")
+                    reader.contact_geoms[name] = (geom_label(a, ga), geom_label(b, gb))
+                    contacts.append({"name": name, "body": own_body.name,
                                      **model_of(ga, gb), "shape": own, "against": against, "margin": CONTACT_MARGIN})
     return contacts
 
@@ -1692,6 +1898,8 @@ def _actuators(reader: _Reader, result: MjcfImport) -> tuple[list[dict], dict | 
         actuators.append({"name": name, "joint": m.dojo_joint, "coordinate": m.coordinate, "gain": m.sign * g})
         limited = a.get("ctrllimited", "auto")
         ctrl_range = None
+        if reader.off("clampctrl"):
+            limited = "false"  # <flag clampctrl="disable">: MuJoCo does not clamp ctrl
         if limited == "true" or (limited == "auto" and reader.autolimits and "ctrlrange" in a):
             lo, hi = (float(v) for v in reader.vec(a, "ctrlrange", 2, [-np.inf, np.inf], el, file, element))
             if not lo <= hi:
@@ -1737,7 +1945,7 @@ def _actuators(reader: _Reader, result: MjcfImport) -> tuple[list[dict], dict | 
 def joint_coordinates_from_qpos(result: MjcfImport, qpos: np.ndarray, joints: list[dict]) -> dict[str, list[float]]:
     """Each scene joint's minimal coordinates at a MuJoCo qpos (the imported model's layout)."""
     sizes = {"revolute": 1, "prismatic": 1, "cylindrical": 2, "planar": 2, "planar_axis": 3, "fixed_orientation": 3,
-             "free_revolute": 4, "spherical": 3, "floating": 6, "fixed": 0}
+             "free_revolute": 4, "spherical": 3, "floating": 6, "fixed": 0, "universal": 2, "gimbal": 3}
     out = {j["name"]: [0.0] * sizes[j["type"]] for j in joints}
     for m in result.coordinates:
         values = out[m.dojo_joint]

@@ -11,11 +11,13 @@ free joint; the Gymnasium assets are the models users bring.
 from __future__ import annotations
 
 import copy
+import math
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+import dojo_cli as dojo
 from dojo_cli.errors import SceneError
 from dojo_cli.scene.builder import build_mechanism
 from dojo_cli.scene.loader import spec_from_dict
@@ -65,10 +67,14 @@ def _assert_mass_properties(result, m, tol: float, where: str) -> None:
         assert dI < tol, f"{where}: body {b['name']}: inertia off by {dI:.1e} relative"
 
 
-def _assert_poses(mech, m, d, tol: float, where: str) -> None:
+def _assert_poses(mech, m, d, tol: float, where: str, links: tuple[str, ...] = ()) -> None:
+    """Every body's pose is MuJoCo's, but ``links`` (split_hinges' link bodies, not MuJoCo's)."""
     z = (mech.initial_t0 if mech.initial_t0 is not None else mech.initial).reshape(mech.nb, 13)
     for i, body in enumerate(mech.bodies):
+        if body.name in links:
+            continue
         k = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_BODY, body.name)
+        assert k > 0, f"{where}: body {body.name} is not MuJoCo's"
         dx = np.abs(z[i, :3] - d.xipos[k]).max()
         dq = min(np.abs(z[i, 6:10] - d.xquat[k]).max(), np.abs(z[i, 6:10] + d.xquat[k]).max())
         assert dx < tol, f"{where}: body {body.name}: centre of mass off MuJoCo's xipos by {dx:.1e} m"
@@ -368,3 +374,327 @@ def test_torsional_and_rolling_friction_are_refused_at_the_geoms_line(tmp_path):
     assert [w.split(": ", 2)[2] for w in result.warnings] == [
         "torsional and rolling friction (condim 4, 6) left out (--drop-unsupported), 2 at model.xml:6, model.xml:7"]
     assert {c["model"] for c in result.scene["contacts"]} == {"nonlinear"}, "imported with the sliding cone"
+
+
+# ---------------------------------------------------------------- several hinges on one body
+
+HINGES = DATA / "hinges.xml"
+# Seeded draws of the hinges.xml poses compared with MuJoCo's kinematics
+POSE_DRAWS = 8
+
+
+def _random_key(m, rng) -> tuple[np.ndarray, np.ndarray]:
+    """A qpos inside every hinge's range (a gimbal's middle hinge inside +-(pi/2 - margin),
+    where its angles are read), a random free-joint pose, and a random qvel."""
+    from dojo_cli.scene.mjcf import GIMBAL_LOCK_MARGIN
+
+    qpos = m.qpos0.copy()
+    for j in range(m.njnt):
+        a = m.jnt_qposadr[j]
+        if int(m.jnt_type[j]) == int(mujoco.mjtJoint.mjJNT_FREE):
+            qpos[a:a + 3] += rng.uniform(-0.5, 0.5, 3)
+            q = rng.normal(size=4)
+            qpos[a + 3:a + 7] = q / np.linalg.norm(q)
+        else:
+            bound = np.pi / 2 - GIMBAL_LOCK_MARGIN
+            lo, hi = m.jnt_range[j] if m.jnt_limited[j] else (-bound, bound)
+            qpos[a] = rng.uniform(lo, hi)
+    return qpos, rng.normal(size=m.nv)
+
+
+def _key_file(tmp_path: Path, qpos: np.ndarray, qvel: np.ndarray) -> Path:
+    text = HINGES.read_text().replace(
+        "</mujoco>", f'  <keyframe><key name="r" qpos="{" ".join(repr(float(v)) for v in qpos)}" qvel="{" ".join(repr(float(v)) for v in qvel)}"/>'
+        "</keyframe>\n</mujoco>")
+    return _write(tmp_path, text, "hinges_key.xml")
+
+
+def test_hinges_through_one_anchor_are_universal_and_gimbal_joints_with_mujocos_kinematics(tmp_path):
+    """Two and three hinges through one anchor with orthogonal axes (the arm's are not along
+    the body axes, one has a ref) are one universal or gimbal joint whose angles are MuJoCo's
+    qpos - ref: for seeded random joint values and velocities, every body's centre of mass,
+    orientation and centre-of-mass velocity equal MuJoCo's (mj_kinematics; velocities by a
+    central difference along qvel). The ankles' hinges about two anchors are a revolute chain
+    (split_hinges)."""
+    result = read_mjcf(HINGES, MjcfOptions(split_hinges=True))
+    joints = {j["name"]: j for j in result.scene["joints"]}
+    assert joints["shoulder1_shoulder2"]["type"] == "universal"
+    assert joints["shoulder1_shoulder2"]["axis_names"] == ["shoulder1", "shoulder2"]
+    assert joints["hip_x_hip_z_hip_y"]["type"] == "gimbal"
+    assert joints["hip_x_hip_z_hip_y"]["spring"] == [1.0, 1.0, 20.0]
+    np.testing.assert_allclose(joints["shoulder1_shoulder2"]["spring_offset"], [-0.2, 0.3], rtol=0, atol=ROUNDOFF)
+    assert {"ankle_y", "ankle_x"} <= set(joints) and joints["ankle_x"]["type"] == "revolute"
+    assert result.scene["actuators"] == [{"name": "hip_z", "joint": "hip_x_hip_z_hip_y", "coordinate": 1, "gain": 40.0}]
+    m = mujoco.MjModel.from_xml_path(str(HINGES))
+    rng = np.random.default_rng(0)
+    for draw in range(POSE_DRAWS):
+        qpos, qvel = _random_key(m, rng)
+        path = _key_file(tmp_path, qpos, qvel)
+        d = mujoco.MjData(m)
+        d.qpos[:], d.qvel[:] = qpos, qvel
+        mujoco.mj_kinematics(m, d)
+        keyed = read_mjcf(path, MjcfOptions(split_hinges=True, keyframe="r"))
+        mech = _build(keyed, path)
+        _assert_poses(mech, m, d, 1e-10, f"draw {draw}", links=("foot_ankle_y",))
+        eps = 1e-6
+        positions = []
+        for sign in (1.0, -1.0):
+            other = mujoco.MjData(m)
+            other.qpos[:] = qpos
+            mujoco.mj_integratePos(m, other.qpos, qvel, sign * eps)
+            mujoco.mj_kinematics(m, other)
+            positions.append(other.xipos.copy())
+        velocity = (positions[0] - positions[1]) / (2 * eps)
+        z = mech.initial_t0.reshape(mech.nb, 13)
+        for i, body in enumerate(mech.bodies):
+            k = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_BODY, body.name)
+            if k > 0:
+                dv = np.abs(z[i, 3:6] - velocity[k]).max()
+                assert dv < VELOCITY_FD_TOL, f"draw {draw}: body {body.name}: velocity off MuJoCo's by {dv:.1e} m/s"
+
+
+def test_hinges_that_no_joint_represents_are_refused_naming_why(tmp_path):
+    """Without split_hinges the ankles (two anchors) are refused; hinges that are not
+    orthogonal, and four hinges, too, each naming the cause; a gimbal's middle hinge without
+    a range gets one inside +-(pi/2 - margin), with a note."""
+    lines = _problems(HINGES)
+    assert lines == [
+        "hinges.xml:27: body 'foot': joints ankle_y (hinge), ankle_x (hinge): MuJoCo applies them in turn; no Dojo "
+        "joint is that sequence: the hinges turn about different points (ankle_y at [0.0, 0.0, 0.08], ankle_x at "
+        "[0.0, 0.0, 0.04] in the body frame): a universal or gimbal joint turns about one point (a chain of revolute "
+        "joints through light links: --split-hinges)"], lines
+    path = _write(tmp_path, """<mujoco>
+  <worldbody>
+    <body name="a">
+      <joint name="h1" type="hinge" axis="0 0 1"/>
+      <joint name="h2" type="hinge" axis="1 0 1"/>
+      <geom type="sphere" size="0.1"/>
+    </body>
+    <body name="b" pos="1 0 0">
+      <joint name="k1" type="hinge" axis="0 0 1"/>
+      <joint name="k2" type="hinge" axis="1 0 0"/>
+      <joint name="k3" type="hinge" axis="0 1 0"/>
+      <joint name="k4" type="hinge" axis="0 0 1"/>
+      <geom type="sphere" size="0.1"/>
+    </body>
+  </worldbody>
+</mujoco>
+""")
+    lines = _problems(path)
+    assert lines == [
+        "model.xml:3: body 'a': joints h1 (hinge), h2 (hinge): MuJoCo applies them in turn; no Dojo joint is that "
+        "sequence: the axes of h1 and h2 are not orthogonal (cosine 0.7071): universal and gimbal joints turn about "
+        "mutually orthogonal axes (a chain of revolute joints through light links: --split-hinges)",
+        "model.xml:8: body 'b': joints k1 (hinge), k2 (hinge), k3 (hinge), k4 (hinge): MuJoCo applies them in turn; no "
+        "Dojo joint is that sequence: 4 hinges (a universal joint has 2 axes, a gimbal 3) (a chain of revolute joints "
+        "through light links: --split-hinges)"], lines
+    result = read_mjcf(path, MjcfOptions(split_hinges=True), path.name)
+    assert [j["type"] for j in result.scene["joints"]] == ["revolute"] * 6
+    neck = {j["name"]: j for j in read_mjcf(HINGES, MjcfOptions(split_hinges=True)).scene["joints"]}["neck_z_neck_y_neck_x"]
+    assert neck["type"] == "gimbal" and neck["limits"] == {"lower": [-math.inf, -1.5207963267948966, -math.inf],
+                                                           "upper": [math.inf, 1.5207963267948966, math.inf]}
+
+
+def test_armature_on_a_universal_or_gimbal_joint_is_refused_or_kept_on_a_chain(tmp_path):
+    """The universal and gimbal joints carry no rotor inertia: hinges with armature are refused
+    (naming the joints), left out with drop_unsupported, or kept on a revolute chain with
+    split_hinges (each revolute joint's rotor, core maximal/rotor.h)."""
+    text = HINGES.read_text().replace('<joint type="hinge" damping="0.2"', '<joint type="hinge" armature="0.01" damping="0.2"')
+    path = _write(tmp_path, text, "arm.xml")
+    lines = _problems(path, drop_unsupported=False, split_hinges=False)
+    assert ("arm.xml:18: joint 'shoulder1': armature of shoulder1, shoulder2: the universal or gimbal joint shoulder1, "
+            "shoulder2 carries no rotor inertia (keep it on a chain of revolute joints through light links: "
+            "--split-hinges) (import without it: --drop-unsupported)") in lines, lines
+    chained = read_mjcf(path, MjcfOptions(split_hinges=True))
+    types = {j["name"]: j["type"] for j in chained.scene["joints"]}
+    assert types["shoulder1"] == types["shoulder2"] == types["hip_x"] == types["neck_x"] == "revolute", types
+    assert all(j.get("armature") == [0.01] for j in chained.scene["joints"] if j["type"] == "revolute")
+    foot = text[text.index('        <body name="foot"'):text.index("      </body>\n      <body name=\"head\"")]
+    no_ankles = _write(tmp_path, text.replace(foot, ""), "no_ankles.xml")
+    dropped = read_mjcf(no_ankles, MjcfOptions(drop_unsupported=True), no_ankles.name)
+    types = {j["name"]: j["type"] for j in dropped.scene["joints"] if j["type"] != "floating"}
+    assert types == {"shoulder1_shoulder2": "universal", "hip_x_hip_z_hip_y": "gimbal", "neck_z_neck_y_neck_x": "gimbal"}, types
+    assert not any("armature" in j for j in dropped.scene["joints"])
+    assert any("rotor inertia (armature) of hinges joined into a universal or gimbal joint left out" in w
+               for w in dropped.warnings), dropped.warnings
+
+
+# ---------------------------------------------------------------- contacts and <option><flag>
+
+STATIC_PROPS = """<mujoco model="props">
+  <option timestep="0.002"/>
+  <worldbody>
+    <geom name="floor" type="plane" size="2 2 0.1"/>
+    <geom name="wall" type="plane" pos="0.6 0 0" zaxis="-1 0 1" size="1 1 0.1"/>
+    <geom name="rail" type="capsule" fromto="-0.5 0 0.2 0.5 0 0.2" size="0.02"/>
+    <body name="slot" pos="-0.3 0 0.035" euler="0 20 0">
+      <geom name="slot_0" type="box" size="0.02 0.01 0.035"/>
+      <geom name="slot_1" type="box" pos="0.05 0 0" size="0.02 0.01 0.035"/>
+    </body>
+    <body name="cup" pos="0.3 0 0.1">
+      <geom name="cup_0" type="capsule" fromto="-0.03 0 0.06 -0.03 0 -0.015" size="0.008"/>
+      <geom name="cup_1" type="capsule" fromto="-0.03 0 -0.015 0.03 0 -0.015" size="0.008"/>
+    </body>
+    <body name="arm" pos="0 0 0.4">
+      <joint name="shoulder" axis="0 1 0"/>
+      <geom name="upper" type="capsule" fromto="0 0 0 0 0 0.2" size="0.02"/>
+      <body name="hand" pos="0 0 0.2">
+        <joint name="wrist" axis="0 1 0"/>
+        <geom name="palm" type="capsule" fromto="0 0 0 0.05 0 0" size="0.01"/>
+      </body>
+    </body>
+    <body name="ball" pos="0.3 0 0.3">
+      <freejoint/>
+      <geom name="ball" type="sphere" size="0.02"/>
+    </body>
+  </worldbody>
+</mujoco>
+"""
+
+
+# A ball dropped 6 cm onto a rail settles within this time (s), to this of touching (m: the
+# contact is hard, the solver's complementarity tolerance leaves at most this)
+RAIL_DROP = 1.0
+RAIL_REST_TOL = 1e-5
+
+
+def _mujoco_candidate_pairs(path: Path) -> set[frozenset]:
+    """The geom pairs MuJoCo's collision filter passes: every contact mj_collision finds with
+    every geom's margin 10 m (so that distance does not filter any pair), by geom name. The
+    margin is set before the compile: static bodies' bounding volumes are computed there."""
+    spec = mujoco.MjSpec.from_file(str(path))
+    for g in spec.geoms:
+        g.margin = 10.0
+    m = spec.compile()
+    d = mujoco.MjData(m)
+    mujoco.mj_forward(m, d)
+    name = lambda g: mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_GEOM, g)  # noqa: E731
+    return {frozenset((name(c.geom1), name(c.geom2))) for c in d.contact[:d.ncon]}
+
+
+def test_contact_pairs_are_mujocos_and_static_props_do_not_touch_the_world(tmp_path):
+    """The imported contacts are exactly the geom pairs MuJoCo's filter passes (contype,
+    conaffinity, one weld, filterparent): bodies with no joints in the world (dm_control's
+    manipulator's slot and cup) are in the world's weld, so neither their geoms against the
+    floor and walls nor against each other (they touch the floor: a contact on a body held by a
+    weld made the manipulator's steps fail, 800 iterations each), but the moving geoms against
+    them."""
+    path = _write(tmp_path, STATIC_PROPS, "props.xml")
+    result = read_mjcf(path, MjcfOptions())
+    ours = {frozenset(pair) for pair in result.contact_geoms.values()}
+    assert len(ours) == len(result.contact_geoms), "one contact per geom pair"
+    theirs = _mujoco_candidate_pairs(path)
+    assert ours == theirs, f"ours only: {ours - theirs}; MuJoCo's only: {theirs - ours}"
+    assert frozenset(("slot_0", "floor")) not in ours and frozenset(("palm", "cup_1")) in ours
+    assert frozenset(("rail", "ball")) in ours and frozenset(("rail", "floor")) not in ours
+
+
+def test_a_ball_dropped_on_a_static_world_capsule_rests_on_it(tmp_path):
+    """The world's own non-plane geoms (a rail) are a body fixed to the world whose shapes the
+    moving bodies meet: the ball dropped on the rail (without the arm and props) comes to rest
+    on it, its centre at the rail's axis height plus both radii."""
+    text = STATIC_PROPS
+    for name in ("slot", "cup", "arm"):
+        start = text.index(f'    <body name="{name}"')
+        end = text.index("    <body name=", start + 10) if name != "arm" else text.index('    <body name="ball"')
+        text = text[:start] + text[end:]
+    path = _write(tmp_path, text, "rail.xml")
+    result = read_mjcf(path, MjcfOptions())
+    assert [b["name"] for b in result.scene["bodies"]] == ["ball", "world"]
+    mech = _build(result, path)
+    traj = dojo.simulate(mech, steps=int(round(RAIL_DROP / mech.timestep)))
+    assert all(s == "success" for s in traj.status)
+    rest = 0.2 + 0.02 + 0.02
+    z = traj.x[-1][[b.name for b in mech.bodies].index("ball"), 2]
+    assert abs(z - rest) < RAIL_REST_TOL, f"ball at {z:.6f} m, the rail's top at {rest} m"
+
+
+def test_option_flags_turn_off_what_mujoco_turns_off(tmp_path):
+    """<option><flag>: contact, limit, equality, spring, damper, frictionloss, gravity and
+    clampctrl disabled act as in MuJoCo (its compile of the same file sets those bits);
+    constraint disables contacts, limits, equality and dry friction at once; a flag whose
+    physics is not read is named in a warning."""
+    text = """<mujoco>
+  <option>
+    <flag {flags}/>
+  </option>
+  <worldbody>
+    <geom name="floor" type="plane" size="1 1 0.1"/>
+    <body name="a" pos="0 0 0.05">
+      <joint name="h" type="hinge" axis="0 1 0" range="-0.1 0.1" stiffness="3" damping="0.5" frictionloss="0.1"/>
+      <geom type="capsule" fromto="0 0 0 0.3 0 0" size="0.05"/>
+    </body>
+  </worldbody>
+  <equality>
+    <joint joint1="h"/>
+  </equality>
+  <actuator>
+    <motor joint="h" ctrlrange="-1 1"/>
+  </actuator>
+</mujoco>
+"""
+    flags = ('contact="disable" limit="disable" equality="disable" spring="disable" damper="disable" '
+             'frictionloss="disable" gravity="disable" clampctrl="disable"')
+    path = _write(tmp_path, text.format(flags=flags), "flags.xml")
+    m = mujoco.MjModel.from_xml_path(str(path))
+    bits = mujoco.mjtDisableBit
+    for bit in (bits.mjDSBL_CONTACT, bits.mjDSBL_LIMIT, bits.mjDSBL_EQUALITY, bits.mjDSBL_SPRING, bits.mjDSBL_DAMPER,
+                bits.mjDSBL_FRICTIONLOSS, bits.mjDSBL_GRAVITY, bits.mjDSBL_CLAMPCTRL):
+        assert m.opt.disableflags & int(bit), f"MuJoCo reads {bit.name} from the file"
+    result = read_mjcf(path, MjcfOptions(), path.name)
+    scene = result.scene
+    (joint,) = scene["joints"]
+    assert "contacts" not in scene and scene["gravity"] == [0.0, 0.0, 0.0]
+    assert not {"limits", "spring", "damper"} & set(joint), joint
+    assert "ctrl_range" not in scene["actuators"][0] and result.warnings == [], result.warnings
+
+    path = _write(tmp_path, text.format(flags='constraint="disable" override="enable"'), "constraint.xml")
+    result = read_mjcf(path, MjcfOptions(), path.name)
+    (joint,) = result.scene["joints"]
+    assert "contacts" not in result.scene and "limits" not in joint and joint["spring"] == [3.0]
+    assert result.warnings == ["warning: constraint.xml:3: <flag>: override='enable' is not read (the import is as "
+                               "with override=disable)"], result.warnings
+    path = _write(tmp_path, text.format(flags=""), "none.xml")
+    assert "model.xml" not in _problems(path)[0] and "equality constraints are not supported" in " ".join(_problems(path))
+
+
+def test_a_model_without_bodies_is_refused_at_its_worldbody(tmp_path):
+    """dm_control's lqr.xml is a template whose bodies its Python code adds."""
+    path = _write(tmp_path, """<mujoco model="template">
+  <option timestep="0.03"/>
+  <worldbody>
+    <geom name="floor" size="4 1 0.2" type="plane"/>
+  </worldbody>
+</mujoco>
+""", "template.xml")
+    assert _problems(path) == ["template.xml:3: <worldbody>: no <body>: the model has nothing that moves, and a scene "
+                               "needs a body (a template whose bodies code adds cannot be imported as it is)"]
+
+
+def test_a_tendon_an_equality_constraint_holds_is_not_inert(tmp_path):
+    """dm_control's quadruped couples its knees and ankles by tendons that only an
+    <equality><tendon> holds: such a tendon exerts force, so it is refused (or left out with a
+    warning), not left out as inert with a note."""
+    path = _write(tmp_path, """<mujoco>
+  <worldbody>
+    <body name="a">
+      <joint name="j1" type="hinge"/>
+      <geom type="sphere" size="0.1"/>
+      <body name="b" pos="0 0 -0.3">
+        <joint name="j2" type="hinge"/>
+        <geom type="sphere" size="0.1"/>
+      </body>
+    </body>
+  </worldbody>
+  <tendon>
+    <fixed name="coupling"><joint joint="j1" coef="1"/><joint joint="j2" coef="-1"/></fixed>
+  </tendon>
+  <equality>
+    <tendon tendon1="coupling"/>
+  </equality>
+</mujoco>
+""", "coupled.xml")
+    assert _problems(path) == [
+        "coupled.xml:13: tendon 'coupling': tendons are not supported (this one has an equality constraint) (import without "
+        "it: --drop-unsupported)",
+        "coupled.xml:15: <equality>: equality constraints are not supported (import without it: --drop-unsupported)"]

@@ -25,6 +25,9 @@ from dojo_cli.scene.loader import dump_scene, load_scene_spec
 from tests.cli.test_cli import invoke
 
 TIGHT = ["solver.rtol=1e-12"]
+# A scene at rest whose initial state is solved to INNER_RTOL: its knot velocities at t = 0 with
+# the first step solved as tightly (m/s, rad/s)
+KNOT_REST_TOL = 1e-8
 
 
 def pendulum_reference(t: np.ndarray, theta0: float) -> tuple[np.ndarray, np.ndarray]:
@@ -284,3 +287,34 @@ def test_thrown_robot_with_hull_contacts_has_v0_at_t0():
     expected = np.zeros(traj.minimal_v.shape[1])
     expected[:6] = base
     assert np.abs(traj.minimal_v[0] - expected).max() < 1e-9
+
+
+def test_a_weakly_active_limit_at_t0_gets_its_first_step(monkeypatch):
+    """dm_control's walker starts at rest with its knees on their upper bound and its feet on
+    the floor: the steps' solutions are accurate to about the square root of their
+    complementarity there, and at the run's btol the initial solve stalls at 4.9e-4 N s,
+    above what it accepts. Solved again with the steps' complementarity at INNER_BTOL, the
+    first step starts with zero momentum (v[0] = 0 at the knot); without that second solve
+    the stall is reported as a stall, naming its residual, not as max_iter."""
+    from pathlib import Path
+
+    from dojo_cli.errors import SolverError
+    from dojo_cli.scene.loader import spec_from_dict
+    from dojo_cli.scene.mjcf import MjcfOptions, read_mjcf
+    from dojo_cli.simulation import initial
+
+    path = Path(__file__).parent.parent / "scene" / "data" / "mjcf" / "dmc_walker.xml"
+    scene = read_mjcf(path, MjcfOptions(drop_unsupported=True), path.name).scene
+    mech = build_mechanism(spec_from_dict(scene, file=str(path)))
+    z0 = initial.initial_state(mech)  # the scene's solver options: btol 1e-4, the solve redone
+    # the first step from it, solved as accurately, starts at rest (its knot velocities at t = 0;
+    # at the run's btol they are only that accurate: 5.7e-4 m/s)
+    tight = dojo.default_options(mech).replace(rtol=1e-10, btol=initial.INNER_BTOL)
+    traj = dojo.simulate(mech, steps=1, z0=z0, opts=tight)
+    at_rest = max(np.abs(traj.v[0]).max(), np.abs(traj.omega[0]).max())
+    assert at_rest < KNOT_REST_TOL, f"velocities at t = 0 up to {at_rest:.1e}"
+    monkeypatch.setattr(initial, "INNER_BTOL", 1.0)  # no second solve
+    with pytest.raises(SolverError) as err:
+        initial.initial_state(build_mechanism(spec_from_dict(scene, file=str(path))))
+    (line,) = err.value.lines()
+    assert "the solve stalled after 1 iterations at momentum residual 4.915e-04 N s (above 2.618e-04" in line, line

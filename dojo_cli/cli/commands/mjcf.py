@@ -25,7 +25,7 @@ def import_mjcf(
     drop_unsupported: Annotated[bool, typer.Option("--drop-unsupported", help="Import without what cannot be mapped (tendons, fluid forces, ...): one warning per kind; else refused.")] = False,
     contacts: Annotated[ContactMode, typer.Option("--contacts", help="file: the geom pairs MuJoCo's contype/conaffinity filter lets collide; none.")] = ContactMode.file,
     merge_fixed: Annotated[bool, typer.Option("--merge-fixed", help="Merge bodies without joints into their parents (parallel-axis rule).")] = False,
-    split_hinges: Annotated[bool, typer.Option("--split-hinges", help="A body turned by 2-3 hinges about one anchor: a chain of revolute joints through light link bodies (else refused).")] = False,
+    split_hinges: Annotated[bool, typer.Option("--split-hinges", help="A body turned by 2-3 hinges that no universal or gimbal joint represents (different anchors, axes not orthogonal, armature): a chain of revolute joints through light link bodies (else refused).")] = False,
     no_meshes: Annotated[bool, typer.Option("--no-meshes", help="Leave mesh geoms out of the drawing.")] = False,
     name: Annotated[Optional[str], typer.Option("--name", help="Scene name (default: the model's).")] = None,
     timestep: Annotated[Optional[float], typer.Option("--timestep", help="Timestep of the scene (s); default: the model's <option timestep>.")] = None,

@@ -237,6 +237,7 @@ InitialResult initial_midpoint(const Model& m, Data& d, const double* z_t0, cons
   double norm = scaled_norm(f.data(), scale, 0, n);
   out.residual = inf_norm(f.data(), n);
   const double target = kInitialTolerance * opts.rtol;
+  bool stalled = false;  // the line search found no decrease: |F| is at the steps' own accuracy
   for (int it = 0; it < kInitialMaxIterations && norm > target; ++it) {
     out.iterations = it + 1;
     if (!pr.newton_step(y, f, delta)) return finish(SolverStatus::SingularMatrix);
@@ -253,13 +254,17 @@ InitialResult initial_midpoint(const Model& m, Data& d, const double* z_t0, cons
         break;
       }
     }
-    if (!accepted) break;  // at the limit of the steps' own accuracy
+    if (!accepted) {  // at the limit of the steps' own accuracy
+      stalled = true;
+      break;
+    }
     y.swap(trial);
     f.swap(f_trial);
     out.residual = trial_norm;
     norm = scaled_norm(f.data(), scale, 0, n);
   }
-  return finish(norm <= opts.rtol ? SolverStatus::Success : SolverStatus::MaxIterations);
+  if (norm <= opts.rtol) return finish(SolverStatus::Success);
+  return finish(stalled ? SolverStatus::LineSearchFailure : SolverStatus::MaxIterations);
 }
 
 }  // namespace dojo

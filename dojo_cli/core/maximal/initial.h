@@ -41,7 +41,9 @@ constexpr double kInitialTolerance = 1e-3;
 constexpr double kInitialBackwardError = 1e-10;
 
 struct InitialResult {
-  SolverStatus status = SolverStatus::Success;  // of the condition (or of a step that failed)
+  // of the condition: MaxIterations, or LineSearchFailure when no step of the line search
+  // reduced |F| (a stall at the steps' own accuracy); or of a step that failed
+  SolverStatus status = SolverStatus::Success;
   int iterations = 0;                           // outer Newton iterations
   double residual = 0.0;                        // |F| (infinity norm), N s or N m s
 };
