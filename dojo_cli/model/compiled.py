@@ -150,6 +150,26 @@ def compile_model(mech) -> _core.Model:
         return _core.Model(m)
     except (ValueError, TypeError) as exc:
         raise SceneError(f"mechanism {mech.name!r}: {exc}") from None
+    except MemoryError:
+        # the Newton matrix's block structure (core model.cpp: its elimination orders) grows with
+        # the contacts on one body; thousands of pairs on a body exhaust memory at compile time
+        raise SceneError(f"mechanism {mech.name!r}: {_too_large(mech)}") from None
+
+
+def _too_large(mech) -> str:
+    """Why a model did not fit in memory when compiled: its contacts, the most on one body."""
+    per_body: dict[int, int] = {}
+    for c in mech.contacts:
+        for b in (c.body, c.other):
+            if b >= 0:
+                per_body[b] = per_body.get(b, 0) + 1
+    text = (f"the compiled model did not fit in memory ({mech.nb} bodies, {mech.nc} contacts; the Newton matrix's "
+            "block structure grows with the contacts on each body)")
+    if per_body:
+        most = sorted(per_body.items(), key=lambda kv: -kv[1])[:3]
+        text += "; the most on one body: " + ", ".join(f"{mech.bodies[b].name!r} {n}" for b, n in most)
+        text += "; fewer contacts (collisions: exclude pairs, fewer hull points) make it smaller"
+    return text
 
 
 def _non_finite_field(mech, m: _core.ModelInput) -> Problem | None:
