@@ -52,7 +52,10 @@ def test_a_flag_given_a_value_is_refused_with_the_flag_form(tmp_path):
 @pytest.mark.skipif(not DOJO.exists(), reason="the dojo entry point is not installed next to this Python")
 def test_shell_completion_installs_and_completes(tmp_path):
     env = dict(os.environ, HOME=str(tmp_path), SHELL="/bin/bash")
-    installed = subprocess.run([DOJO, "--install-completion"], env=env, capture_output=True, text=True, timeout=120)
+    # typer finds the shell among the process's ancestors (shellingham), not in $SHELL: run it from
+    # bash as a user does (under a test runner whose ancestors hold no shell it found none)
+    installed = subprocess.run(["/bin/bash", "-c", f"'{DOJO}' --install-completion"], env=env, capture_output=True,
+                               text=True, timeout=120)
     assert installed.returncode == 0, installed.stderr
     script = tmp_path / ".bash_completions" / "dojo.sh"
     assert "_DOJO_COMPLETE" in script.read_text()
