@@ -2,7 +2,7 @@
 
 Usage:
     python benchmarks/core_speed.py [--quick] [--rows a,b] [--json FILE] [--repeat R]
-                                    [--hdf5-steps N] [--hdf5-timeout S] [--blas-threads N]
+                                    [--hdf5-steps N] [--hdf5-timeout S] [--blas-threads N] [--warm-start]
 
 Rows (h = 0.01 s everywhere) and their goals (issue 28's where it sets one; the hdf5 row's are
 issue 10's, which issue 28 item 6 tightened to < 100 MB: benchmarks/long_run.py):
@@ -280,6 +280,17 @@ def run_record(row: Row, traj) -> None:
     row.extra["failed_steps"] = int(sum(s != "success" for s in traj.status))
 
 
+# --warm-start: the "run" column's dojo.simulate with solver.warm_start (opt-in: each step starts
+# its interior point from the previous converged step; docs/physics.md). The step-loop column is
+# unchanged: dojo.step is stateless and never warm-starts.
+WARM_START = {"on": False}
+
+
+def run_options(mech):
+    """The run column's solver options: the scene's, with the warm start under --warm-start."""
+    return dojo.default_options(mech).replace(warm_start=True) if WARM_START["on"] else None
+
+
 # ------------------------------------------------------------------- rows
 def row_pendulum(plan: Plan, sanity: list) -> Row:
     row = Row("pendulum", "built-in pendulum (1 link, revolute)", "<= 1.5x", 1.5)
@@ -315,7 +326,7 @@ def row_pendulum(plan: Plan, sanity: list) -> Row:
     last = interleave(
         row, plan, lambda: step_loop(mech, z0, plan.steps),
         (lambda: mj_loop(twin.model, twin.data, plan.steps)) if twin else None, twin.reset if twin else None,
-        (lambda: dojo.simulate(mech, steps=plan.steps, z0=z0)) if plan.run_column else None)
+        (lambda: dojo.simulate(mech, steps=plan.steps, z0=z0, opts=run_options(mech))) if plan.run_column else None)
     if "run" in last:
         run_record(row, last["run"])
     row.finish()
@@ -346,7 +357,7 @@ def row_chain(plan: Plan, sanity: list) -> Row:
     last = interleave(
         row, plan, lambda: step_loop(mech, z0, plan.steps),
         (lambda: mj_loop(twin.model, twin.data, plan.steps)) if twin else None, twin.reset if twin else None,
-        (lambda: dojo.simulate(mech, steps=plan.steps, z0=z0)) if plan.run_column else None)
+        (lambda: dojo.simulate(mech, steps=plan.steps, z0=z0, opts=run_options(mech))) if plan.run_column else None)
     if "run" in last:
         run_record(row, last["run"])
     row.finish()
@@ -374,7 +385,7 @@ def row_box(plan: Plan, sanity: list) -> Row:
     last = interleave(
         row, plan, lambda: step_loop(mech, z0, plan.steps),
         (lambda: mj_loop(twin.model, twin.data, plan.steps)) if twin else None, twin.reset if twin else None,
-        (lambda: dojo.simulate(mech, steps=plan.steps, z0=z0)) if plan.run_column else None)
+        (lambda: dojo.simulate(mech, steps=plan.steps, z0=z0, opts=run_options(mech))) if plan.run_column else None)
     if "run" in last:
         run_record(row, last["run"])
     # at rest on a face at the end of the toss (step_speed's contact checks, on the last runs)
@@ -425,7 +436,7 @@ def row_a1(plan: Plan, sanity: list) -> Row:
     last = interleave(
         row, plan, lambda: step_loop(mech, z0, plan.steps, ctrl),
         (lambda: mj_loop(model, data, plan.steps)) if mj else None, reset if mj else None,
-        (lambda: dojo.simulate(mech, steps=plan.steps, z0=z0)) if plan.run_column else None)
+        (lambda: dojo.simulate(mech, steps=plan.steps, z0=z0, opts=run_options(mech))) if plan.run_column else None)
     if "run" in last:
         run_record(row, last["run"])
     # both still standing at the end of the last timed runs
@@ -766,7 +777,10 @@ def main(argv=None) -> int:
     ap.add_argument("--hdf5-timeout", type=float,
                     help="stop the HDF5 run with SIGINT after this many seconds (default 90; --quick 10)")
     ap.add_argument("--blas-threads", default="1", help="BLAS threads (default 1; 0 = leave the environment alone)")
+    ap.add_argument("--warm-start", action="store_true",
+                    help="the run column with solver.warm_start: true (the step loop is stateless either way)")
     args = ap.parse_args(argv)
+    WARM_START["on"] = args.warm_start
     names = [n.strip() for n in args.rows.split(",") if n.strip()]
     unknown = [n for n in names if n not in ROWS]
     if unknown:
@@ -784,6 +798,7 @@ def main(argv=None) -> int:
     prov = provenance()
     print(f"checkout {prov['commit']}{' (dojo_cli/ modified)' if prov['dojo_cli_modified'] else ''}, "
           f"core built {prov['core_built']}")
+    print("run column: solver.warm_start " + ("on (--warm-start)" if args.warm_start else "off (the default)"))
     if mujoco is None:
         print("MuJoCo is not installed (pip install -e '.[bench]'): no ratios, goals unjudged")
     started = time.perf_counter()
