@@ -48,30 +48,9 @@ import warnings  # noqa: E402
 import numpy as np  # noqa: E402
 
 import dojo_cli as dojo  # noqa: E402
-from dojo_cli import _core  # noqa: E402
-from dojo_cli.model.controller import ClampedInputs, Controller  # noqa: E402
+from tests.simulation.numpy_pd import NumpyPD  # noqa: E402  (the law as it was, the per-step path)
 
 DEFAULT_STAND_ROBOTS = "go1,go2,solo12,anymal,g1_29dof_rev_1_0"
-
-
-class NumpyPD(Controller):
-    """The PD law as Python evaluated it before the core did (a Controller subclass: the run
-    loop steps it one state at a time)."""
-
-    def __init__(self, controller):
-        self.lower = self.upper = None
-        if isinstance(controller, ClampedInputs):
-            controller, self.lower, self.upper = controller.inner, controller.lower, controller.upper
-        self.pd = controller
-
-    def __call__(self, mech, k, z):
-        s = z.reshape(mech.nb, 13)
-        theta = _core.minimal_coordinates(mech.core, np.ascontiguousarray(s[:, 0:3]), np.ascontiguousarray(s[:, 6:10]))
-        rate = _core.minimal_velocities(mech.core, np.ascontiguousarray(z, dtype=float))
-        pd = self.pd
-        tau = pd.kp * (pd.target - theta) + pd.kd * (pd.velocity_target - rate)
-        u = tau if pd.output is None else pd.output @ tau
-        return u if self.lower is None else np.clip(u, self.lower, self.upper)
 
 
 def go1_case(case: str, h: float):

@@ -28,36 +28,13 @@ from dojo_cli.simulation.integrators import Rk4, Variational
 from dojo_cli.simulation.run import run_scene
 from dojo_cli.simulation.trajectory import TrajectoryRecorder
 
+from tests.simulation.numpy_pd import NumpyPD
+
 # The minimal coordinates and velocities of a state built from them come back to rounding
 # (coordinates.h: the round trip min -> max -> min; rotation vectors, quaternions, a
 # difference over h), so the law's value is compared at this relative tolerance.
 LAW_RTOL = 1e-10
 STEPS = 120  # 1.2 s at h = 0.01: the quadrupeds settle onto their PD and stand
-
-
-class NumpyPD(Controller):
-    """The PD law as Python evaluated it before the core did (and still does, per step, for
-    a law the core does not have): minimal coordinates and velocities from the core's maps,
-    the law, the output map and the clamp in numpy. A Controller subclass: the run loop steps
-    it one state at a time (model.controller.core_law has no core copy of it)."""
-
-    def __init__(self, pd: PDController, lower=None, upper=None):
-        self.pd, self.lower, self.upper = pd, lower, upper
-
-    def __call__(self, mech, k, z):
-        s = z.reshape(mech.nb, 13)
-        theta = _core.minimal_coordinates(mech.core, np.ascontiguousarray(s[:, 0:3]), np.ascontiguousarray(s[:, 6:10]))
-        rate = _core.minimal_velocities(mech.core, np.ascontiguousarray(z, dtype=float))
-        pd = self.pd
-        tau = pd.kp * (pd.target - theta) + pd.kd * (pd.velocity_target - rate)
-        u = tau if pd.output is None else pd.output @ tau
-        return u if self.lower is None else np.clip(u, self.lower, self.upper)
-
-
-def _numpy_twin(controller) -> NumpyPD:
-    if isinstance(controller, ClampedInputs):
-        return NumpyPD(controller.inner, controller.lower, controller.upper)
-    return NumpyPD(controller)
 
 
 def _go1_stand():
@@ -150,7 +127,7 @@ def test_a_pd_run_in_the_core_is_the_per_step_run_bit_for_bit(scene):
     integ = Variational(mech, dojo.initial_state(mech), controller=mech.controller)
     assert integ.fast, f"{scene}: the PD run is not stepped a block at a time"
     fast = dojo.simulate(mech, steps=STEPS)
-    slow = dojo.simulate(mech, steps=STEPS, controller=_numpy_twin(mech.controller))
+    slow = dojo.simulate(mech, steps=STEPS, controller=NumpyPD(mech.controller))
     assert set(fast.status) == {"success"}, f"{scene}: {sorted(set(fast.status))}"
     if scene == "clamped_hopper":
         assert np.max(np.abs(fast.inputs)) == 2.0, "the clamp is not reached"
@@ -164,11 +141,11 @@ def test_failed_steps_and_aborts_of_a_pd_run_are_the_per_step_runs():
     message, the steps up to it written."""
     mech = dojo.load_scene("go1", ["timestep=0.08"])
     fast = dojo.simulate(mech, steps=12)
-    slow = dojo.simulate(mech, steps=12, controller=_numpy_twin(mech.controller))
+    slow = dojo.simulate(mech, steps=12, controller=NumpyPD(mech.controller))
     assert fast.status[0] == "success" and fast.status[-1] != "success", list(fast.status)
     _assert_same_run(fast, slow, "go1 at h = 0.08")
     messages, runs = [], []
-    for controller in (mech.controller, _numpy_twin(mech.controller)):
+    for controller in (mech.controller, NumpyPD(mech.controller)):
         recorder = TrajectoryRecorder()
         with pytest.raises(SolverError) as info:
             run_scene(mech, 12, recorder, controller=controller, abort_on_failure=True)
