@@ -108,20 +108,6 @@ inline void translational_row(const double* b, const JointKinematics<T>& k, Join
   row_times(b, k.d_tb, row.jac + 9);
 }
 
-// rotational row with a 3x3 map M from the relative rotation increment:
-// b^T M [0, rel_ta, 0, I]
-template <class T>
-inline void rotational_jacobian(const double* b, const Mat3<T>& mat, const JointKinematics<T>& k, JointRow<T>& row) {
-  T bm[3];
-  row_times(b, mat, bm);
-  for (int c = 0; c < 3; ++c) {
-    row.jac[c] = T(0.0);
-    row.jac[6 + c] = T(0.0);
-    row.jac[3 + c] = bm[0] * k.rel_ta[0][c] + bm[1] * k.rel_ta[1][c] + bm[2] * k.rel_ta[2][c];
-    row.jac[9 + c] = bm[c];
-  }
-}
-
 // rotational row from the gradient g (3,) of its value with respect to the right
 // increment of q_rel: g^T [0, rel_ta, 0, I]
 template <class T>
@@ -132,6 +118,15 @@ inline void rotational_jacobian_of_gradient(const Vec3<T>& g, const JointKinemat
     row.jac[3 + c] = g[0] * k.rel_ta[0][c] + g[1] * k.rel_ta[1][c] + g[2] * k.rel_ta[2][c];
     row.jac[9 + c] = g[c];
   }
+}
+
+// rotational row with a 3x3 map M from the relative rotation increment:
+// b^T M [0, rel_ta, 0, I], the row of the gradient g = M^T b
+template <class T>
+inline void rotational_jacobian(const double* b, const Mat3<T>& mat, const JointKinematics<T>& k, JointRow<T>& row) {
+  Vec3<T> bm;
+  row_times(b, mat, bm.v);
+  rotational_jacobian_of_gradient(bm, k, row);
 }
 
 // A universal or gimbal joint's rotational slot (3..5): its angle (minimal) or, for
