@@ -17,10 +17,10 @@ from pathlib import Path
 
 import numpy as np
 
-from dojo_cli.errors import StorageError
 from dojo_cli.fit.metrics import Errors
 from dojo_cli.fit.solve import FitResult
 from dojo_cli.fit.task import FitTask
+from dojo_cli.io.labelled_files import write_text
 from dojo_cli.model.parameters import parameter_values
 
 ERROR_FIELDS = ("position", "rotation", "final_position", "final_rotation", "penetration", "failed_steps")
@@ -137,10 +137,7 @@ def write_results(task: FitTask, result: FitResult, out: Path) -> list[Path]:
     paths = [out.with_suffix(".yaml"), out.with_suffix(".json"), out.with_suffix(".txt")]
     texts = [fitted_scene_text(task, result), json.dumps(report(task, result), indent=1) + "\n", report_text(task, result)]
     for path, text in zip(paths, texts):
-        try:
-            path.write_text(text, encoding="utf-8")
-        except OSError as exc:
-            raise StorageError(f"{path}: cannot write ({exc.strerror or exc})") from None
+        write_text(path, text)
     return paths
 
 

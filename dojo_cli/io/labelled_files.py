@@ -118,6 +118,15 @@ def npz_matrix(data, name: str) -> tuple[np.ndarray, list[str], list[str]]:
             [str(c) for c in data[f"{name}_cols"]])
 
 
+def write_text(path: Path, text: str) -> None:
+    """Write a text output (JSON, a report, a LaTeX fragment) as UTF-8; a file the system refuses
+    is a StorageError naming it."""
+    try:
+        Path(path).write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise StorageError(f"{path}: cannot write ({exc.strerror or exc})") from None
+
+
 def write_atomically(path: Path, write: Callable[[Path], None], overwrite: bool) -> None:
     """Call ``write(temporary path)``, then give the file its name ``path``.
 

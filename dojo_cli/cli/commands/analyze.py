@@ -19,7 +19,7 @@ import typer
 from dojo_cli.cli.shared import SceneArg, SetOpt, load_scene_arguments, printable, reports_errors
 from dojo_cli.errors import InputError, StorageError
 from dojo_cli.io.dynamics_files import DynamicsFile, dynamics_document, write_dynamics_file
-from dojo_cli.io.labelled_files import check_output
+from dojo_cli.io.labelled_files import check_output, write_text
 
 DIGITS = 6
 
@@ -125,11 +125,7 @@ def analyze(
     if latex is not None:
         from dojo_cli.analysis.latex import latex_fragment
 
-        text = latex_fragment(spec.name, model, lin, eq_list, matrices)
-        try:
-            latex.write_text(text, encoding="utf-8")
-        except OSError as exc:
-            raise StorageError(f"{latex}: cannot write ({exc.strerror or exc})") from None
+        write_text(latex, latex_fragment(spec.name, model, lin, eq_list, matrices))
         if not json_out:
             typer.echo(f"wrote {latex}")
 
@@ -176,10 +172,7 @@ def _symbolic(scene, overrides, *, at, discrete, starts, json_out, output, latex
             content = json.dumps(symbolic.document(eqs, checked), indent=1) + "\n"
         else:
             content = "\n".join(lines) + "\n"
-        try:
-            path.write_text(content, encoding="utf-8")
-        except OSError as exc:
-            raise StorageError(f"{path}: cannot write ({exc.strerror or exc})") from None
+        write_text(path, content)
         if not json_out:
             typer.echo(f"wrote {path}")
     if not checked["ok"]:  # a derivation that disagrees with the core is a bug, never a result

@@ -10,7 +10,8 @@ import numpy as np
 import typer
 
 from dojo_cli.cli.shared import echo_err, read_run, reports_errors
-from dojo_cli.errors import InputError, StorageError
+from dojo_cli.errors import InputError
+from dojo_cli.io.labelled_files import write_text
 from dojo_cli.scene.stored_run import run_mechanism
 from dojo_cli.simulation.contact_report import DEFAULT_GAP, DEFAULT_SLIP_TOL, contact_btol, summarize_contacts
 
@@ -51,8 +52,5 @@ def contacts(
     typer.echo(f"max penetration {worst.penetration:.3e} m ({worst.name}); max cone violation "
                f"{max(r.max_cone_violation for r in rows):.3e} N s")
     if json_out is not None:
-        try:
-            json_out.write_text(json.dumps({"run": str(run), "status": stored.status, "contacts": [r.to_dict() for r in rows]}, indent=1))
-        except OSError as exc:
-            raise StorageError(f"{json_out}: cannot write ({exc.strerror or exc})") from None
+        write_text(json_out, json.dumps({"run": str(run), "status": stored.status, "contacts": [r.to_dict() for r in rows]}, indent=1))
         typer.echo(f"wrote {json_out}")

@@ -11,6 +11,7 @@ import typer
 
 from dojo_cli.cli.shared import echo_err, read_run, reports_errors
 from dojo_cli.errors import InputError, StorageError
+from dojo_cli.io.labelled_files import write_text
 from dojo_cli.io.storage import KNOT
 from dojo_cli.physics.energy import conservation, knot_mechanics, mechanics
 from dojo_cli.scene.stored_run import run_mechanism
@@ -127,8 +128,5 @@ def _write_json(path: Path, me, summary: dict, stored) -> None:
         "mechanical": me.mechanical.tolist(), "linear_momentum": me.linear_momentum.tolist(),
         "angular_momentum": me.angular_momentum.tolist(),
     }
-    try:
-        Path(path).write_text(json.dumps(doc, indent=1))
-    except OSError as exc:
-        raise StorageError(f"{path}: cannot write ({exc.strerror or exc})") from None
+    write_text(path, json.dumps(doc, indent=1))
 

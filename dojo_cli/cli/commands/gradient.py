@@ -23,9 +23,9 @@ import typer
 from dojo_cli import __version__
 from dojo_cli.api import step_gradients as _api_step_gradients
 from dojo_cli.cli.shared import FromOpt, IndexOpt, SceneArg, SetOpt, echo_err, load_scene_arguments, reports_errors
-from dojo_cli.errors import InputError, StorageError
+from dojo_cli.errors import InputError
 from dojo_cli.io.gradient_files import GradientFile, write_gradient_file
-from dojo_cli.io.labelled_files import check_output
+from dojo_cli.io.labelled_files import check_output, write_text
 from dojo_cli.io.state_files import (
     check_start_options, finite_vector, numbers_from_file, read_state_file, stored_start, vector_from,
 )
@@ -156,10 +156,7 @@ def _fmt(values) -> str:
 
 
 def _write_json(path: Path, doc: dict) -> None:
-    try:
-        path.write_text(json.dumps(doc, indent=1))
-    except OSError as exc:
-        raise StorageError(f"{path}: cannot write ({exc.strerror or exc})") from None
+    write_text(path, json.dumps(doc, indent=1))
 
 
 # --------------------------------------------------------------------- step
