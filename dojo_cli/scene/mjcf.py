@@ -1811,7 +1811,7 @@ def _contacts(reader: _Reader, options: MjcfOptions) -> list[dict]:
                         continue
                     made = _pair(ga, a, gb, b, BODY_SHAPES)
                     if made is None:
-                        reader.unsupported(ga.file, ga.line, f"geom {geom_label(a, ga)!r}", f"geom pairs the collision table lacks",
+                        reader.unsupported(ga.file, ga.line, f"geom {geom_label(a, ga)!r}", "geom pairs the collision table lacks",
                                            f"collides with geom {geom_label(b, gb)!r} ({ga.type}-{gb.type}): "
                                            "the collision table has sphere, capsule and box pairs")
                         continue
@@ -1897,7 +1897,6 @@ def _actuators(reader: _Reader, result: MjcfImport) -> tuple[list[dict], dict | 
         driven.add((m.dojo_joint, m.coordinate))
         actuators.append({"name": name, "joint": m.dojo_joint, "coordinate": m.coordinate, "gain": m.sign * g})
         limited = a.get("ctrllimited", "auto")
-        ctrl_range = None
         if reader.off("clampctrl"):
             limited = "false"  # <flag clampctrl="disable">: MuJoCo does not clamp ctrl
         if limited == "true" or (limited == "auto" and reader.autolimits and "ctrlrange" in a):
