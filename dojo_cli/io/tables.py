@@ -60,6 +60,13 @@ def _read_hdf5_table(path: Path) -> np.ndarray:
     can loop forever or crash on damaged metadata), and every failure of h5py on
     damaged bytes is a ValueError saying so.
     """
+    from dojo_cli.io.storage.locks import reading_section
+
+    with reading_section(path):  # (a storage file still being written: no block write meanwhile)
+        return _read_inputs(path)
+
+
+def _read_inputs(path) -> np.ndarray:
     import h5py
 
     from dojo_cli.errors import StorageError

@@ -5,6 +5,8 @@ such (issue 11, items 5 and 6): real `dojo simulate` processes, a file size limi
 from __future__ import annotations
 
 import errno
+import fcntl
+import os
 import re
 import resource
 import signal
@@ -301,6 +303,70 @@ def test_a_killed_run_is_read_as_ended_without_a_status(tmp_path):
         res = invoke(*reader_args(command, out, tmp_path))
         assert res.exit_code == 0, f"{command}: {res.output}"
         assert note in res.stderr, f"{command}: {res.stderr}"
+
+
+# ------------------------------------------------------------- readers of a file being written
+
+
+def test_reads_of_a_file_being_written_never_see_a_half_written_block(tmp_path):
+    """Reads in a tight loop of a file `dojo simulate` is writing: each read is whole
+    (locks.reading_section against the writer's block-write section). Without the section,
+    about 1 read in 1000 met chunk indexes pointing past the end of the file ("addr
+    overflow"), some 10 in this loop's 3 s, and one such read crashed a test worker."""
+    out = tmp_path / "r.h5"
+    child = subprocess.Popen(dojo_command() + ["simulate", "box", "--steps", "100000000", "-q", "-o", str(out)],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+    reads, errors, first = 0, [], None
+    try:
+        wait_for_steps(out, child)
+        end = time.monotonic() + 3.0
+        while time.monotonic() < end:
+            try:
+                with locks.reading_section(out), h5py.File(out, "r", locking=False) as f:
+                    n = int(f.attrs["steps_completed"])
+                    first = n if first is None else first
+                    for name in ("x", "q", "v", "omega"):
+                        rows = f[name][max(0, n - 50):n + 1]
+                        assert rows.shape[0] == min(n + 1, 51)
+                reads += 1
+            except Exception as exc:  # noqa: BLE001 - every failure is what the test counts
+                errors.append(str(exc)[:120])
+        last = n
+    finally:
+        child.kill()
+        child.wait(timeout=60)
+    assert not errors, f"{len(errors)} of {reads + len(errors)} reads failed: {errors[:3]}"
+    assert reads > 1000 and last > first, (reads, first, last)  # the writer went on writing meanwhile
+
+
+def test_a_block_write_waits_for_a_reader_and_a_reader_for_a_block_write(tmp_path, monkeypatch):
+    """The writer puts a due block write off while a reader holds the file (up to
+    _MAX_PUT_OFF_SECONDS, then waits for it), and a reader does not get in while a block
+    write is under way."""
+    monkeypatch.setattr(locks, "_SECTION_READ_WAIT_SECONDS", 0.2)
+    path = tmp_path / "r.h5"
+    writer = StorageWriter(path, **writer_kwargs(flush_every=1, flush_interval=0.0))
+    writer.write_initial(0.0, np.zeros((1, 3)), [[1.0, 0, 0, 0]], np.zeros((1, 3)), np.zeros((1, 3)), [0.0], [0.0])
+    with locks.reading_section(path):
+        write(writer, 3)
+        assert writer._steps_on_disk == 0, "put off while the file is read"
+    write(writer, 1, start=3)
+    assert writer._steps_on_disk == 4, "written at the next step once the reader left"
+    with locks.reading_section(path):
+        writer._last_flush -= storage_writer._MAX_PUT_OFF_SECONDS  # put off long enough: waits (here
+        # for the section's read deadline, since the reader is this same thread), then writes
+        write(writer, 1, start=4)
+        assert writer._steps_on_disk == 5
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        writer._section.enter()
+        assert locks._section_lock(fd, fcntl.F_RDLCK) is False, "no reader inside a block write"
+        writer._section.exit()
+        assert locks._section_lock(fd, fcntl.F_RDLCK) is True
+    finally:
+        os.close(fd)
+    writer.finish("complete")
+    assert read_storage(path).steps_completed == 5
 
 
 def test_flush_policy_writes_once_the_interval_has_passed(tmp_path, monkeypatch):

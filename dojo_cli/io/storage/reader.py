@@ -55,7 +55,7 @@ from dojo_cli.io.storage.format import (
     _decode_attr,
     _os_reason,
 )
-from dojo_cli.io.storage.locks import being_written
+from dojo_cli.io.storage.locks import being_written, reading_section
 from dojo_cli.io.storage.probe import _probe_structure
 from dojo_cli.model.trajectory import DATASETS, EXTRA_FIELDS, Trajectory
 
@@ -195,6 +195,11 @@ def _read_storage(path: str | os.PathLike, gradients: bool, probe: bool) -> Stor
     label = os.fspath(path)
     p = Path(path)
     _check_readable_file(p, label)
+    with reading_section(p):  # no block write while the file is probed and read (locks.py)
+        return _read_locked(p, label, gradients, probe)
+
+
+def _read_locked(p: Path, label: str, gradients: bool, probe: bool) -> StoredRun:
     writing = being_written(p)
     if probe:
         _probe_structure(p, label)
@@ -689,7 +694,12 @@ def read_gradient_rows(path: str | os.PathLike, steps) -> dict[str, Any]:
     if idx.size and (idx.min() < 0 or idx.max() >= run.steps_completed):
         raise StorageError(f"{label}: steps {idx.tolist()} outside 0..{run.steps_completed - 1}")
     out: dict[str, Any] = {}
-    f = _open_hdf5(Path(path), label, run.writing)
+    with reading_section(path):
+        return _gradient_rows(Path(path), label, run.writing, idx, out)
+
+
+def _gradient_rows(path: Path, label: str, writing: bool, idx: np.ndarray, out: dict[str, Any]) -> dict[str, Any]:
+    f = _open_hdf5(path, label, writing)
     try:
         with f:
             group = f.get(GRADIENT_GROUP)
@@ -719,7 +729,7 @@ def stored_status(path: str | os.PathLike) -> str | None:
         with open(p, "rb") as stream:
             if stream.read(len(_HDF5_SIGNATURE)) != _HDF5_SIGNATURE:
                 return None
-        with h5py.File(p, "r", locking=False) as f:
+        with reading_section(p), h5py.File(p, "r", locking=False) as f:
             if f.attrs.get("format") not in (FORMAT_NAME, FORMAT_NAME.encode()):
                 return None
             status = f.attrs.get("status")

@@ -90,7 +90,7 @@ from dojo_cli.io.storage.format import (
     _utc_now,
     scene_hash,
 )
-from dojo_cli.io.storage.locks import _lock_for_writing, _path_reason
+from dojo_cli.io.storage.locks import BlockSection, _lock_for_writing, _path_reason
 from dojo_cli.io.storage.reader import _read_storage
 
 # A run whose datasets hold fewer raw bytes than this is not compacted: gzip would save at
@@ -98,6 +98,9 @@ from dojo_cli.io.storage.reader import _read_storage
 # file even grows), and the copy costs 30-50 ms, more than such a run's steps (issue 15:
 # a sweep task's overhead).
 _COMPACT_MIN_BYTES = 64 * 1024
+# How long a block write may be put off while a reader holds the file (locks.BlockSection):
+# past it the writer waits for the reader, so a reader polling the file cannot starve it.
+_MAX_PUT_OFF_SECONDS = 1.0
 # Reservations grow by at least this much (and by 1/8 of the file), so most block writes
 # find their room already reserved (one posix_fallocate every few blocks).
 _RESERVE_STEP = 1024 * 1024
@@ -287,6 +290,10 @@ class StorageWriter:
 
         # the lock first: nothing may truncate a file another run is writing
         self._lock, created = _lock_for_writing(self.path, bool(overwrite))
+        # HDF5 changes the file only inside the block-write section (locks.py): readers
+        # never parse a half-written header or block
+        self._section = BlockSection(self._lock.fileno())
+        self._section.enter()
         try:
             self._file = h5py.File(self.path, "w", libver=_LIBVER, locking=False, rdcc_nbytes=_CHUNK_CACHE_BYTES)
         except (OSError, ValueError) as exc:
@@ -339,6 +346,7 @@ class StorageWriter:
         except BaseException:
             self._discard()
             raise
+        self._section.exit()
     # ------------------------------------------------------------------ properties
 
     @property
@@ -510,10 +518,12 @@ class StorageWriter:
             self._first_failed = self._steps + int(failed[0])
         self._failed += int(failed.size)
         self._steps += n
-        if self._steps - self._steps_on_disk >= self.flush_every and (
-            time_module.monotonic() - self._last_flush >= self.flush_interval
-        ):
-            self.flush()
+        since = time_module.monotonic() - self._last_flush
+        if self._steps - self._steps_on_disk >= self.flush_every and since >= self.flush_interval:
+            # a reader inside the section (reading the file now) puts the block write off
+            # to a later step, up to _MAX_PUT_OFF_SECONDS; then the write waits for it
+            if since >= _MAX_PUT_OFF_SECONDS or self._section.try_enter():
+                self.flush()
 
     def revise_last_state(self, v, omega, minimal_v) -> None:
         """Replace the knot velocities of the last state stored (knot files): the run loop
@@ -589,25 +599,34 @@ class StorageWriter:
         self._check_open()
         assert self._file is not None
         state_target = self._steps + 1 if self._initial_written else 0
-        try:
-            self._reserve(self._pending_bytes(state_target))
-        except _WRITE_ERRORS as exc:
-            self._stop_on_write_error(exc, clean=True)
-        try:
-            if self._revised is not None:  # the last state row on disk, with its successor known now
-                for name, value in self._revised.items():
-                    self._datasets[name][self._states_on_disk - 1] = value
-            for name in self._state_names:
-                self._top_up(self._datasets[name], self._state_buffer[name], self._states_on_disk, state_target)
-            for name in _STEP_DATASETS:
-                self._top_up(self._datasets[name], self._step_buffer[name], self._steps_on_disk, self._steps)
-            self._flush_extras()
-            self._file.attrs["steps_completed"] = self._steps
-            self._file.attrs["failed_steps"] = self._failed
-            self._file.attrs["first_failed_step"] = self._first_failed
-            self._file.flush()
-        except _WRITE_ERRORS as exc:
-            self._stop_on_write_error(exc, clean=False)
+        error: BaseException | None = None
+        with self._section.held():  # (already entered when write_steps found it free: taken again)
+            try:
+                self._reserve(self._pending_bytes(state_target))
+            except _WRITE_ERRORS as exc:
+                error = exc
+            if error is None:
+                try:
+                    if self._revised is not None:  # the last state row on disk, with its successor known now
+                        for name, value in self._revised.items():
+                            self._datasets[name][self._states_on_disk - 1] = value
+                    for name in self._state_names:
+                        self._top_up(self._datasets[name], self._state_buffer[name], self._states_on_disk, state_target)
+                    for name in _STEP_DATASETS:
+                        self._top_up(self._datasets[name], self._step_buffer[name], self._steps_on_disk, self._steps)
+                    self._flush_extras()
+                    self._file.attrs["steps_completed"] = self._steps
+                    self._file.attrs["failed_steps"] = self._failed
+                    self._file.attrs["first_failed_step"] = self._first_failed
+                    self._file.flush()
+                except _WRITE_ERRORS as exc:
+                    error, clean = exc, False
+                else:
+                    clean = True
+            else:
+                clean = True  # the reservation failed: HDF5 wrote nothing of the block
+        if error is not None:
+            self._stop_on_write_error(error, clean=clean)
         self._clear_buffers()
         self._steps_on_disk = self._steps
         self._states_on_disk = state_target
@@ -720,19 +739,20 @@ class StorageWriter:
         assert self._file is not None
         f = self._file
         self._data_bytes = sum(ds.size * ds.dtype.itemsize for ds in (*self._datasets.values(), *self._extras.values()))
-        f.attrs["status"] = status
-        f.attrs["finished"] = _utc_now()
-        f.attrs["wall_time"] = time_module.perf_counter() - self._created
-        if message:
-            f.attrs["status_message"] = str(message)
-        f.flush()
-        if self._reserved and self._lock is not None:
-            try:
-                os.ftruncate(self._lock.fileno(), int(f.id.get_filesize()))
-            except OSError:
-                pass  # the reserve stays: a few hundred KiB of zeros past the data
-        f.close()
-        self._file = None
+        with self._section.held():
+            f.attrs["status"] = status
+            f.attrs["finished"] = _utc_now()
+            f.attrs["wall_time"] = time_module.perf_counter() - self._created
+            if message:
+                f.attrs["status_message"] = str(message)
+            f.flush()
+            if self._reserved and self._lock is not None:
+                try:
+                    os.ftruncate(self._lock.fileno(), int(f.id.get_filesize()))
+                except OSError:
+                    pass  # the reserve stays: a few hundred KiB of zeros past the data
+            f.close()
+            self._file = None
 
     def _stop_on_write_error(self, exc: BaseException, *, clean: bool) -> None:
         """Finish the file after a write error and raise the StorageError that says so.
@@ -754,8 +774,10 @@ class StorageWriter:
             except Exception:
                 pass
         if not marked:
-            self._detach()
-            marked = self._mark_failed(kept, message)
+            with self._section.held():  # (readers wait until the file is cut back and marked)
+                self._detach()
+                marked = self._cut_back(kept, message)
+            marked = marked and self._reads_back()
         self._finished = True
         self._close_quietly()
         self._clear_buffers()
@@ -788,7 +810,7 @@ class StorageWriter:
             pass
         self._file = None
 
-    def _mark_failed(self, kept: int, message: str) -> bool:
+    def _cut_back(self, kept: int, message: str) -> bool:
         """Reopen the file after a failed block write: every dataset back to the last
         complete block, status failed. False when the file cannot be updated."""
         try:
@@ -807,7 +829,15 @@ class StorageWriter:
                 f.attrs["status"] = STATUS_FAILED
                 f.attrs["status_message"] = message
                 f.attrs["finished"] = _utc_now()
-            _read_storage(self.path, False, probe=False)  # and it reads back whole (no fork: we may have threads)
+            return True
+        except Exception:
+            return False
+
+    def _reads_back(self) -> bool:
+        """Whether the file cut back by ``_cut_back`` reads back whole (no fork: we may have
+        threads)."""
+        try:
+            _read_storage(self.path, False, probe=False)
             return True
         except Exception:
             return False
