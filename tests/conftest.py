@@ -27,6 +27,20 @@ atexit.register(shutil.rmtree, os.environ["DOJO_CACHE_DIR"], True)
 _STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
+def pytest_collection_modifyitems(config, items):
+    """Tests marked ``long`` (several seconds each; most take a fraction of one) run first.
+    pytest-xdist hands tests out in collection order, so a long test collected near the end
+    keeps one worker busy after the other has run out of work (CI has two). The sort is
+    stable and the same in every worker, as xdist requires; ``long(seconds)`` orders the
+    long ones, longest first."""
+
+    def order(item) -> tuple[bool, float]:
+        mark = item.get_closest_marker("long")
+        return mark is None, -float(mark.args[0]) if mark is not None and mark.args else 0.0
+
+    items.sort(key=order)
+
+
 @pytest.fixture(autouse=True)
 def _stop_signals_as_they_were():
     """A command run in-process may leave the stop signals ignored or handled by dojo

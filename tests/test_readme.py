@@ -89,6 +89,7 @@ def _pip_line(line: str) -> None:
         distribution(EXTRAS_DISTRIBUTION[extra])
 
 
+@pytest.mark.long(40)
 def test_the_readme_tour_runs_in_order(tmp_path):
     blocks = tour_blocks()
     assert len(blocks) >= 8, "the tour's blocks"

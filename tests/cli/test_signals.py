@@ -172,6 +172,7 @@ def _trial(tmp_path: Path, k: int, sig: int, double: bool, phase: str, delay: fl
             "where": f"{phase} + {delay:.3f} s (+{gap:.3f} s): exit {child.returncode}, stderr {err!r}"}
 
 
+@pytest.mark.long
 @pytest.mark.parametrize("kind", ["SIGINT", "SIGTERM", "SIGHUP", "double SIGINT"])
 def test_signal_trials_at_random_delays(tmp_path, kind):
     """20 runs, each signalled at a random moment: half of them during dojo's start-up

@@ -18,5 +18,5 @@ _COMMON = {
                               HealthCheck.large_base_example, HealthCheck.function_scoped_fixture,
                               HealthCheck.nested_given],
 }
-settings.register_profile("fuzz-ci", max_examples=150, derandomize=True, **_COMMON)
+settings.register_profile("fuzz-ci", max_examples=100, derandomize=True, **_COMMON)
 settings.register_profile("long", max_examples=900, derandomize=False, **_COMMON)

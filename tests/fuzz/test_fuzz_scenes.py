@@ -12,6 +12,7 @@ from tests.fuzz.strategies import SceneCase, scene_cases
 FAMILY = "scenes"
 
 
+@pytest.mark.long(8)
 @pytest.mark.parametrize("shard", range(SHARDS))
 def test_scene_mutations(fuzz, request, shard):
     test = request.node.nodeid

@@ -11,6 +11,7 @@ from tests.fuzz.strategies import SetCase, set_cases
 FAMILY = "set"
 
 
+@pytest.mark.long
 @pytest.mark.parametrize("shard", range(SHARDS))
 def test_set_values(fuzz, request, shard):
     test = request.node.nodeid

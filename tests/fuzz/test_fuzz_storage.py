@@ -15,6 +15,7 @@ from tests.fuzz.strategies import builtin_text, damage_ops, reader_argv
 FAMILY = "storage"
 
 
+@pytest.mark.long(15)
 @pytest.mark.parametrize("shard", range(SHARDS))
 def test_damaged_storage(fuzz, base_runs, request, shard):
     test = request.node.nodeid

@@ -12,6 +12,7 @@ from tests.fuzz.strategies import UrdfCase, urdf_cases
 FAMILY = "urdf"
 
 
+@pytest.mark.long
 @pytest.mark.parametrize("shard", range(SHARDS))
 def test_urdf_mutations(fuzz, request, shard):
     test = request.node.nodeid

@@ -85,6 +85,7 @@ def judge(case, command: str, scene: str, res) -> str | None:
     return None
 
 
+@pytest.mark.long
 @pytest.mark.parametrize("scene", ["pendulum", "box"])
 @pytest.mark.parametrize("command", COMMANDS)
 def test_every_reader_answers_every_damaged_file(runs, scene, command, tmp_path):

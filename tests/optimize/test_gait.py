@@ -173,6 +173,7 @@ PELVIS_DROP = 0.1
 SLACK_FREE_DEVIATION = 0.01
 
 
+@pytest.mark.long(8)
 def test_the_humanoid_takes_a_step_on_its_joint_torques():
     """configs/optimize/humanoid_step.yaml, solved whole: the right foot leaves the ground and
     lands ahead, flat, the left sole stays, the pelvis moves forward upright; the slack on the

@@ -189,6 +189,7 @@ metrics:
 """
 
 
+@pytest.mark.long
 def test_stopped_sweep_resumes_without_redoing_runs(tmp_path):
     sweep = write(tmp_path, KILLABLE)
     out = tmp_path / "out"

@@ -119,6 +119,7 @@ def test_the_panels_toggles_reach_browsers_connected_before_and_after(runs):
 # ------------------------------------------------------------------ a run with --view
 
 
+@pytest.mark.long
 def test_a_reload_keeps_the_run_and_closing_the_viewer_stops_it_with_the_file_interrupted(tmp_path):
     """A websocket client stands in for the browser: it connects; a reload (close, and a new
     connection at once) leaves the run going past the grace; the last close stops it, no
@@ -146,6 +147,7 @@ def test_a_reload_keeps_the_run_and_closing_the_viewer_stops_it_with_the_file_in
     assert stored.status == "interrupted" and stored.steps_completed > 0, (stored.status, stored.steps_completed)
 
 
+@pytest.mark.long
 def test_closing_the_viewers_tab_in_chromium_stops_the_run(tmp_path):
     """The real page in headless Chromium: it connects and is shown the run; closing its tab
     stops the run."""
