@@ -434,3 +434,22 @@ def test_a_sweep_on_a_dask_cluster_reports_a_damaged_input_table(tmp_path, probe
     for row in rows:
         assert row["error"].endswith(LOOP_MESSAGE.format(path=table, what="HDF5 file")), row["error"]
     assert probe["fork"], "no walk of the table"
+
+
+def test_a_read_after_jax_started_says_nothing_about_the_fork(run, monkeypatch):
+    """JAX (dojo_cli.jax) warns at every fork of a process that uses it that the fork "will
+    likely lead to a deadlock"; the probe's child only walks and leaves by os._exit, so a
+    user reading a storage file saw that warning (as "Exception ignored", with a traceback,
+    under -W error) for nothing. The probe silences that one warning around its fork."""
+    import jax.numpy as jnp
+
+    jnp.zeros(1).block_until_ready()  # JAX's backend and its threads started
+    monkeypatch.setattr(structure_probe, "_PROBED", {})  # (walk again, even if this file walked before)
+    dropped = []
+    monkeypatch.setattr(sys, "unraisablehook", dropped.append)
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        assert read_storage(run).steps_completed == STEPS
+    assert dropped == [], [str(u.exc_value) for u in dropped]

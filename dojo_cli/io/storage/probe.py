@@ -199,6 +199,11 @@ def _forked_walk(p: Path) -> _Walk:
                 # the child's pid lost (never reaped, never killed at the deadline). The
                 # child runs only the walk and os._exit, which is what makes this fork safe.
                 warnings.simplefilter("ignore", DeprecationWarning)
+                # JAX (dojo_cli.jax) warns at every fork of a process that imported it that
+                # the fork "will likely lead to a deadlock": true of a child that goes on, not
+                # of this one, for the same reason (a RuntimeWarning from an at-fork hook,
+                # which a user saw at each read of a storage file)
+                warnings.filterwarnings("ignore", message=r"os\.fork\(\) was called", category=RuntimeWarning)
                 pid = os.fork()
             if pid == 0:
                 _walk_in_child(p, read_end, write_end)  # (leaves by os._exit)
