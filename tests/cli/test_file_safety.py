@@ -308,19 +308,29 @@ def test_a_killed_run_is_read_as_ended_without_a_status(tmp_path):
 # ------------------------------------------------------------- readers of a file being written
 
 
+# The live-read test: reads of the file, and the least time they span (the writer writes a
+# block every FLUSH_SECONDS); a deadline for a test that would hang.
+READS = 1000
+READ_SECONDS = 1.0
+READ_DEADLINE = 120.0
+
+
 def test_reads_of_a_file_being_written_never_see_a_half_written_block(tmp_path):
     """Reads in a tight loop of a file `dojo simulate` is writing: each read is whole
     (locks.reading_section against the writer's block-write section). Without the section,
     about 1 read in 1000 met chunk indexes pointing past the end of the file ("addr
-    overflow"), some 10 in this loop's 3 s, and one such read crashed a test worker."""
+    overflow"), 3 to 10 in 3 s of this loop, and one such read crashed a test worker."""
     out = tmp_path / "r.h5"
     child = subprocess.Popen(dojo_command() + ["simulate", "box", "--steps", "100000000", "-q", "-o", str(out)],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
     reads, errors, first = 0, [], None
     try:
         wait_for_steps(out, child)
-        end = time.monotonic() + 3.0
-        while time.monotonic() < end:
+        # a number of reads, however long they take (a loaded machine reads slower), over at
+        # least READ_SECONDS of the writer's work; the deadline only ends a test that hangs
+        start = time.monotonic()
+        while reads + len(errors) < READS or time.monotonic() - start < READ_SECONDS:
+            assert time.monotonic() - start < READ_DEADLINE, f"{reads} reads in {READ_DEADLINE} s"
             try:
                 with locks.reading_section(out), h5py.File(out, "r", locking=False) as f:
                     n = int(f.attrs["steps_completed"])
@@ -336,7 +346,7 @@ def test_reads_of_a_file_being_written_never_see_a_half_written_block(tmp_path):
         child.kill()
         child.wait(timeout=60)
     assert not errors, f"{len(errors)} of {reads + len(errors)} reads failed: {errors[:3]}"
-    assert reads > 200 and last > first, (reads, first, last)  # the writer went on writing meanwhile
+    assert last > first, (reads, first, last)  # the writer went on writing meanwhile
 
 
 def test_a_block_write_waits_for_a_reader_and_a_reader_for_a_block_write(tmp_path, monkeypatch):
