@@ -22,8 +22,9 @@ processes (default 2), one robot per task; the slowest imports are started first
 
 ``--stand``: each URDF imported as ``dojo import-urdf URDF --stand --contacts collision
 --merge-fixed`` does (scene/stand.py: the SRDF's standing pose, the base on the ground, PD
-gains from the inertias) and run for N steps (default 500 = 5 s); the robots without legs
-are listed as such. Printed per legged robot: bodies, contacts, support bodies, how far the
+gains from the inertias; optimize/balance.py: a robot whose support does not hold its
+centre of mass leaned onto its two feet and balanced by an LQR) and run for N steps
+(default 500 = 5 s); the robots without legs are listed as such. Printed per legged robot: bodies, contacts, support bodies, how far the
 centre of mass lies inside the support polygon ("line": point feet, no area), the trunk's
 height at the start and at the end, failed steps, the deepest contact, ms per step, and
 where the pose came from. A robot stands when every step converged and its trunk ends
@@ -130,7 +131,7 @@ def stand_robot(name: str, path: str, steps: int, tolerances: str = "relative") 
     from dojo_cli.errors import DojoError
     from dojo_cli.scene.builder import build_mechanism
     from dojo_cli.scene.loader import spec_from_dict
-    from dojo_cli.scene.stand import stand_import
+    from dojo_cli.optimize.balance import stand_import_balanced
     from dojo_cli.scene.urdf import UrdfOptions, read_urdf
 
     row: dict = {"robot": name, "file": path}
@@ -142,7 +143,7 @@ def stand_robot(name: str, path: str, steps: int, tolerances: str = "relative") 
         row["refused"] = str(exc).strip().splitlines()[0].replace(str(Path(path).parent) + "/", "")
         return row
     try:
-        result, report = stand_import(path, options, path)
+        result, report = stand_import_balanced(path, options, path)
     except DojoError as exc:
         row["not_legged"] = str(exc).strip().splitlines()[0].split("stand: ", 1)[-1]
         return row
@@ -154,7 +155,8 @@ def stand_robot(name: str, path: str, steps: int, tolerances: str = "relative") 
         row["refused"] = str(exc).strip().splitlines()[0].replace(str(Path(path).parent) + "/", "")
         return row
     row["import_s"] = time.perf_counter() - t0
-    row.update(nb=mech.nb, nc=mech.nc, pose=report.pose_source.split(" (")[0], feet=len(report.feet), com_margin_mm=None if report.com_margin is None else 1e3 * report.com_margin)
+    row.update(nb=mech.nb, nc=mech.nc, pose=report.pose_source.split(" (")[0], feet=len(report.feet), com_margin_mm=None if report.com_margin is None else 1e3 * report.com_margin,
+               balance=report.balance)
     c0 = time.process_time()
     traj = dojo.simulate(mech, steps=steps, opts=dojo.default_options(mech).replace(tolerances=tolerances))
     cpu = time.process_time() - c0
@@ -180,7 +182,8 @@ def print_stand_table(rows: list[dict], steps: int) -> None:
     for r in legged:
         margin = "line" if r["com_margin_mm"] is None else f"{r['com_margin_mm']:.0f}mm"
         print(f"{r['robot']:26s} {r['nb']:3d} {r['nc']:4d} {r['feet']:4d} {margin:>7s} {r['z0']:6.3f} {r['z_end']:6.3f} "
-              f"{r['failed']:6d} {r['penetration_mm']:7.2f} {r['ms_per_step']:7.2f}  {r['pose']}")
+              f"{r['failed']:6d} {r['penetration_mm']:7.2f} {r['ms_per_step']:7.2f}  {r['pose']}"
+              f"{', leaned, LQR balance' if r.get('balance') else ''}")
     for r in rows:
         if "refused" in r:
             print(f"{r['robot']:26s} refused at import: {r['refused'][:140]}")

@@ -37,7 +37,8 @@ _EXPORTS: dict[str, str] = {
     "set_floating_base": "dojo_cli.scene.floating_base",
     **dict.fromkeys(("Body", "Joint", "Mechanism"), "dojo_cli.model.mechanism"),
     **dict.fromkeys(
-        ("ConstantController", "Controller", "PDController", "ScheduleController"), "dojo_cli.model.controller"
+        ("ConstantController", "Controller", "LinearController", "PDController", "ScheduleController"),
+        "dojo_cli.model.controller",
     ),
     "Trajectory": "dojo_cli.model.trajectory",
     "SolverOptions": "dojo_cli.solver.options",
@@ -115,6 +116,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see: the same names, imported e
     from dojo_cli.model.controller import (  # noqa: F401
         ConstantController,
         Controller,
+        LinearController,
         PDController,
         ScheduleController,
     )

@@ -3,10 +3,11 @@ step, held over the step, and external forces.
 
 They are the run set-up's input laws (``Mechanism.controller``, ``Mechanism.external``):
 data the scene builder makes and the run loop evaluates, so they live with the model
-(below the scene and the simulation, which both use them). The PD law is the core's
-(core/maximal/pd_controller.h, ``_core.pd_inputs``): the run loop hands it to the core's
-rollout, which evaluates it before each step (``core_law``), and the Python controllers
-call the same function, so there is one law.
+(below the scene and the simulation, which both use them). The PD law and the full-state
+linear law are the core's (core/maximal/pd_controller.h, linear_controller.h;
+``_core.pd_inputs``, ``_core.linear_inputs``): the run loop hands them to the core's
+rollout, which evaluates them before each step (``core_law``), and the Python controllers
+call the same functions (``law_inputs``), so there is one law each.
 """
 
 from __future__ import annotations
@@ -59,7 +60,27 @@ class PDController(Controller):
     output: np.ndarray | None = None
 
     def __call__(self, mech, k, z):
-        return _core.pd_inputs(mech.core, core_law(self), np.ascontiguousarray(z, dtype=float))
+        return law_inputs(mech, core_law(self), z)
+
+
+@dataclass
+class LinearController(Controller):
+    """u = u0 - K (y - y0): full-state feedback on the minimal state y (2 nf,) of z, per
+    joint [coordinates; velocities] as dojo.maximal_to_minimal gives it (an LQR about an
+    equilibrium y0 held by u0: dojo_cli.optimize.balance).
+
+    Attributes:
+        u0: (nu,) feedforward inputs.
+        K: (nu, 2 nf) gain.
+        y0: (2 nf,) the state regulated to.
+    """
+
+    u0: np.ndarray
+    K: np.ndarray
+    y0: np.ndarray
+
+    def __call__(self, mech, k, z):
+        return law_inputs(mech, core_law(self), z)
 
 
 @dataclass
@@ -78,8 +99,8 @@ class ClampedInputs(Controller):
 
     def __call__(self, mech, k, z):
         law = core_law(self)
-        if law is not None:  # a clamped PD: the core's law, clamp included
-            return _core.pd_inputs(mech.core, law, np.ascontiguousarray(z, dtype=float))
+        if law is not None:  # a clamped PD or linear law: the core's, clamp included
+            return law_inputs(mech, law, z)
         u = np.zeros(mech.nu) if self.inner is None else np.asarray(self.inner(mech, k, z), dtype=float)
         return np.clip(u, self.lower, self.upper)
 
@@ -104,23 +125,35 @@ class ScheduleController(Controller):
         return np.zeros(mech.nu)
 
 
-def core_law(controller: Controller | None) -> _core.PDController | None:
-    """The core's copy of a controller whose law the core evaluates itself (a PDController,
-    or one inside ClampedInputs: its clamp included), None for any other (exact types: a
-    subclass may change the law). Made from the controller's current fields at each call.
+def core_law(controller: Controller | None) -> _core.PDController | _core.LinearController | None:
+    """The core's copy of a controller whose law the core evaluates itself (a PDController
+    or a LinearController, or one inside ClampedInputs: its clamp included), None for any
+    other (exact types: a subclass may change the law). Made from the controller's current
+    fields at each call.
     """
     lower = upper = None
     if type(controller) is ClampedInputs:
         controller, lower, upper = controller.inner, controller.lower, controller.upper
-    if type(controller) is not PDController:
-        return None
 
     def vector(a):
         return None if a is None else np.ascontiguousarray(a, dtype=float).reshape(-1)
 
+    if type(controller) is LinearController:
+        return _core.LinearController(vector(controller.u0), vector(controller.K), vector(controller.y0), vector(lower),
+                                      vector(upper))
+    if type(controller) is not PDController:
+        return None
     return _core.PDController(vector(controller.kp), vector(controller.kd), vector(controller.target),
                               vector(controller.velocity_target), vector(controller.output), vector(lower),
                               vector(upper))
+
+
+def law_inputs(mech: Mechanism, law: _core.PDController | _core.LinearController, z) -> np.ndarray:
+    """The inputs (nu,) of a core law (core_law's) at the maximal state z (13 nb,)."""
+    z = np.ascontiguousarray(z, dtype=float)
+    if isinstance(law, _core.LinearController):
+        return _core.linear_inputs(mech.core, law, z)
+    return _core.pd_inputs(mech.core, law, z)
 
 
 @dataclass

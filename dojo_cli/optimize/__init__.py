@@ -5,6 +5,8 @@
 - boxqp: the box-constrained QP of a backward-pass step;
 - ilqr: iterative LQR with box inputs, augmented Lagrangian and a kappa schedule;
 - results: the optimum as a storage file, a schedule CSV and the solver's record.
+- balance: an LQR about a standing equilibrium on the step's gradients (``import-urdf --stand``
+  for a robot its support cannot hold: the scene's ``linear`` controller).
 """
 
 import sys

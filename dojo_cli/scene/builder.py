@@ -39,7 +39,7 @@ from dojo_cli.model.joint_types import JointType
 from dojo_cli.scene.dofs import held_frame
 from dojo_cli.scene.schema import GROUND_NAME, MAX_MAGNITUDE, MAX_STEPS, MIN_AMOUNT, RANDOM_COORDINATES
 from dojo_cli.model.controller import (
-    ClampedInputs, ConstantController, Controller, ExternalForce, PDController, ScheduleController,
+    ClampedInputs, ConstantController, Controller, ExternalForce, LinearController, PDController, ScheduleController,
 )
 from dojo_cli.solver.options import SolverOptions
 
@@ -516,6 +516,8 @@ def _unclamped_controller(spec, mech: Mechanism, file: str) -> Controller | None
                                               f"{', '.join(joints)} that no joint actuator drives (with `actuators`, "
                                               "a pd controller acts through the joint actuators)"))
         return PDController(kp, kd, _per_joint(mech, c.targets), _per_joint(mech, c.velocity_targets), output)
+    if c.type == "linear":
+        return _linear_controller(spec, mech)
     try:
         table = read_input_table(c.file)
     except OSError as exc:
@@ -529,6 +531,27 @@ def _unclamped_controller(spec, mech: Mechanism, file: str) -> Controller | None
     if table.shape[1] != mech.nu:
         raise SceneError(spec.problem("controller.file", f"{c.file}: has {table.shape[1]} columns, the mechanism has {mech.nu} inputs"))
     return ScheduleController(table, c.after_end)
+
+
+def _linear_controller(spec, mech: Mechanism) -> LinearController:
+    """The scene's ``linear`` controller, its shapes checked against the model: u0 (nu,),
+    K (nu, 2 nf), y0 (2 nf,) (the schema checked that K and y0 are given)."""
+    c = spec.controller
+    ny = 2 * mech.nf
+    what = f"{mech.nu} inputs" + (" (the actuators)" if mech.has_actuators else "")
+    state = f"the minimal state has {ny} entries (2 x {mech.nf} free coordinates)"
+    if c.u0 is not None and len(c.u0) != mech.nu:
+        raise SceneError(spec.problem("controller.u0", f"must have {mech.nu} values (the model has {what}), got {len(c.u0)}"))
+    if len(c.K) != mech.nu:
+        raise SceneError(spec.problem("controller.K", f"must have {mech.nu} rows (one per input: the model has {what}), "
+                                      f"got {len(c.K)}"))
+    for i, row in enumerate(c.K):
+        if len(row) != ny:
+            raise SceneError(spec.problem(f"controller.K.{i}", f"must have {ny} values ({state}), got {len(row)}"))
+    if len(c.y0) != ny:
+        raise SceneError(spec.problem("controller.y0", f"must have {ny} values ({state}), got {len(c.y0)}"))
+    u0 = np.zeros(mech.nu) if c.u0 is None else np.asarray(c.u0, dtype=float)
+    return LinearController(u0, np.asarray(c.K, dtype=float).reshape(mech.nu, ny), np.asarray(c.y0, dtype=float))
 
 
 def _per_joint(mech: Mechanism, values: dict) -> np.ndarray:

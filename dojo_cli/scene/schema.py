@@ -1170,9 +1170,13 @@ class ControllerSpec(Spec):
         file: schedule: CSV or .h5 input table; the loader makes it absolute,
             resolving a relative path against the scene file's folder.
         after_end: schedule: inputs after the table ends, zero or hold the last row.
+        u0: linear: (nu,) the feedforward inputs (default zero).
+        K: linear: (nu, 2 nf) the gain, one row per input, one column per entry of the
+            minimal state (per joint [coordinates; velocities], dojo.maximal_to_minimal).
+        y0: linear: (2 nf,) the minimal state the law regulates to.
     """
 
-    type = Field(literal("none", "constant", "pd", "schedule"), "none")
+    type = Field(literal("none", "constant", "pd", "schedule", "linear"), "none")
     inputs = Field(dict_of(REAL_LIST), factory=dict)
     kp = Field(GAINS, 0.0)
     kd = Field(GAINS, 0.0)
@@ -1180,11 +1184,29 @@ class ControllerSpec(Spec):
     velocity_targets = Field(dict_of(REAL_LIST), factory=dict)
     file = Field(nullable(FILE_PATH), None)
     after_end = Field(literal("zero", "hold"), "zero")
+    u0 = Field(nullable(REAL_LIST), None)
+    K = Field(nullable(list_of(REAL_LIST)), None)
+    y0 = Field(nullable(REAL_LIST), None)
 
     @check
     def _schedule_has_file(self) -> ControllerSpec:
         if self.type == "schedule" and self.file is None:
             raise SpecProblems([("file", "field required for a schedule controller")])
+        return self
+
+    @check
+    def _linear_fields(self) -> ControllerSpec:
+        # the shapes against the model (nu inputs, 2 nf minimal state) are the builder's
+        if self.type == "linear":
+            missing = [(key, "field required for a linear controller") for key in ("K", "y0")
+                       if getattr(self, key) is None]
+            if missing:
+                raise SpecProblems(missing)
+        else:
+            given = [(key, f"only for a linear controller (type is {self.type})") for key in ("u0", "K", "y0")
+                     if getattr(self, key) is not None]
+            if given:
+                raise SpecProblems(given)
         return self
 
     def per_joint_tables(self) -> dict[str, dict[str, list[float]]]:

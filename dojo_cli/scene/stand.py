@@ -13,6 +13,15 @@ in the standing pose (dojo_cli.scene.legs: two or more branches below the base w
 joints lift the lowest leaves; not the names, not the collision geometry); the lowest
 contacts must then lie on the legs. Where the feet carry no collision element
 (``stand_import``), the stand uses the feet rule's contacts instead.
+
+A robot whose support does not hold its centre of mass (the support polygon has no area,
+or the centre of mass lies outside it: ``must_balance``) cannot stand under a joint PD: bolt
+touches the ground with two round feet, at a point each, and its centre of mass in the
+SRDF's pose is 22 mm behind the line between them. On two feet it is leaned instead
+(``lean_onto_feet``: the whole robot turned about horizontal axes until both feet touch the
+ground and its centre of mass is over the line between them) and ``StandReport.balance``
+says that it needs a balance controller, which dojo_cli.optimize.balance makes from the step
+(an LQR about that equilibrium: the scene's ``linear`` controller).
 """
 
 from __future__ import annotations
@@ -56,6 +65,14 @@ MIN_HELD_INERTIA = 1e-6
 # Seconds a stand scene runs for (the issue's check: it holds the robot up for 5 s).
 STAND_DURATION = 5.0
 
+# The lean (lean_onto_feet): Newton steps, the finite-difference step of its Jacobian (rad)
+# and the tolerance (m) on its two residuals (the feet's height difference, the centre of
+# mass's horizontal distance from the line between them): the geometry is smooth, Newton
+# reaches 1e-14 m in three steps on bolt.
+LEAN_ITERATIONS = 10
+LEAN_STEP = 1e-7
+LEAN_TOL = 1e-9
+
 
 @dataclass
 class StandReport:
@@ -68,7 +85,11 @@ class StandReport:
         held_inertia: joint -> the inertia about its axis of the side it holds (kg m^2, kg).
         base_height: the floating base's initial height (m).
         com_margin: the horizontal distance of the centre of mass inside the support
-            polygon (m, negative: outside; None: the support has no area, e.g. point feet).
+            polygon (m, negative: outside; None: the support has no area, e.g. point feet),
+            in the standing pose before any lean.
+        balance: the support does not hold the centre of mass (must_balance) and the robot
+            was leaned onto its two feet (lean_onto_feet): it needs a balance controller
+            (dojo_cli.optimize.balance), not the PD the scene has.
         notes: one line each (joints clipped into their range, SRDF joints not in the scene).
     """
 
@@ -81,6 +102,7 @@ class StandReport:
     com_margin: float | None = None
     legs: str = ""
     notes: list[str] = field(default_factory=list)
+    balance: bool = False
 
 
 # ------------------------------------------------------------------ SRDF
@@ -374,6 +396,64 @@ def apply_standing_pose(scene: dict, result: UrdfImport, urdf: Path, file: str, 
             _revise_range_note(result, file, posed)
 
 
+def must_balance(com_margin: float | None) -> bool:
+    """Whether a robot whose centre of mass lies ``com_margin`` (m; None: no area) inside its
+    support polygon must balance: no area, or the centre of mass on or outside its edge (a
+    joint PD holds a pose; it cannot stop the whole robot tipping over an edge)."""
+    return com_margin is None or com_margin <= 0.0
+
+
+def _centre_of_mass(scene: dict, poses: dict) -> np.ndarray:
+    total = sum(b["mass"] for b in scene["bodies"])
+    return sum(b["mass"] * poses[b["name"]][1] for b in scene["bodies"]) / total
+
+
+def _lean_residual(scene: dict, result: UrdfImport, feet: list[str], turn: np.ndarray) -> np.ndarray:
+    """(2,) for the base turned to the rotation vector ``turn`` and stood on the ground: the
+    height of the first foot's lowest contact point above the second's, and the horizontal
+    distance of the centre of mass from the line through the two (m)."""
+    base = scene["joints"][0]
+    base["initial"]["position"][3:6] = [float(v) for v in turn]
+    _stand_on_ground(scene, result)
+    poses = _initial_poses(result)
+    lowest: dict[str, np.ndarray] = {}
+    for body, point in _contact_points(scene, poses):
+        if body in feet and (body not in lowest or point[2] < lowest[body][2]):
+            lowest[body] = point
+    a, b = lowest[feet[0]], lowest[feet[1]]
+    along = (b - a)[:2] / np.linalg.norm((b - a)[:2])
+    across = np.array([-along[1], along[0]])
+    return np.array([a[2] - b[2], float(across @ (_centre_of_mass(scene, poses)[:2] - a[:2]))])
+
+
+def lean_onto_feet(scene: dict, result: UrdfImport, feet: list[str]) -> np.ndarray | None:
+    """Turn the standing robot (the x and y components of its floating base's rotation
+    vector: about the world's x and y axes for a base upright before) until both ``feet``
+    touch the ground (their lowest contact points level) and its centre of mass is over the
+    line between those points: the equilibrium of a robot on two point feet (Newton's method,
+    LEAN_*). The base stays on the ground. Returns the turn (rad, about x and y) or None, the
+    pose unchanged, where Newton does not converge."""
+    base = scene["joints"][0]
+    start = list(base["initial"]["position"])
+    turn = np.asarray(start[3:6], dtype=float).copy()
+    for _ in range(LEAN_ITERATIONS):
+        r = _lean_residual(scene, result, feet, turn)
+        if np.max(np.abs(r)) <= LEAN_TOL:
+            return turn[:2] - np.asarray(start[3:5], dtype=float)
+        jacobian = np.zeros((2, 2))
+        for k in range(2):
+            d = np.zeros(3)
+            d[k] = LEAN_STEP
+            jacobian[:, k] = (_lean_residual(scene, result, feet, turn + d) - r) / LEAN_STEP
+        try:
+            turn[:2] -= np.linalg.solve(jacobian, r)
+        except np.linalg.LinAlgError:
+            break
+    base["initial"]["position"] = start
+    _stand_on_ground(scene, result)
+    return None
+
+
 def add_stand(scene: dict, result: UrdfImport, urdf: Path, file: str, srdf: Path | None = None) -> StandReport:
     """Turn an imported floating scene with ground contacts into a PD stand (module doc).
 
@@ -414,6 +494,24 @@ def add_stand(scene: dict, result: UrdfImport, urdf: Path, file: str, srdf: Path
     total = sum(b["mass"] for b in scene["bodies"])
     com = sum(b["mass"] * poses[b["name"]][1] for b in scene["bodies"]) / total
     report.com_margin = _polygon_margin(np.array([p[:2] for _, p in support]), com[:2])
+    if must_balance(report.com_margin):
+        support_text = ("has no area" if report.com_margin is None else
+                        f"does not hold its centre of mass ({-report.com_margin * 1e3:.0f} mm outside it)")
+        if len(report.feet) == 2:
+            lean = lean_onto_feet(scene, result, report.feet)
+            if lean is not None:
+                report.balance = True
+                report.base_height = float(base["initial"]["position"][2])
+                poses = _initial_poses(result)
+                report.notes.append(
+                    f"its support ({', '.join(report.feet)}) {support_text}: no joint PD holds it up; leaned "
+                    f"{math.degrees(lean[0]):.2f} deg about x, {math.degrees(lean[1]):.2f} deg about y so that both "
+                    "feet touch and the centre of mass is over the line between them, to be balanced there by a "
+                    "full-state law (dojo_cli.optimize.balance)")
+        if not report.balance:
+            report.notes.append(f"its support ({', '.join(report.feet)}) {support_text}: the PD stand will not hold "
+                                f"it up (a balance controller is made for two feet, this robot has {len(report.feet)}"
+                                f"{'' if len(report.feet) != 2 else ' but they cannot both touch with the centre of mass between them'})")
     gains = stand_gains(scene, poses, support_bodies, float(scene.get("timestep", 0.01)))
     targets = {}
     kps = {}

@@ -39,7 +39,7 @@ def import_urdf(
     inertia_from_geometry: Annotated[bool, typer.Option("--inertia-from-geometry", help="Every link's inertia from its collision shapes (uniform density, the file's mass); without it only where the file's inertia is not positive definite.")] = False,
     no_meshes: Annotated[bool, typer.Option("--no-meshes", help="Leave visual meshes out (primitives and frames only).")] = False,
     geometry: Annotated[GeometryMode, typer.Option("--geometry", help="Draw the visual elements or the collision ones.")] = GeometryMode.visual,
-    stand: Annotated[bool, typer.Option("--stand", help="A legged robot standing under a PD controller for 5 s: the SRDF's standing pose (else the import's), feet on the ground, gains from the link inertias (implies --floating).")] = False,
+    stand: Annotated[bool, typer.Option("--stand", help="A legged robot standing under a PD controller for 5 s: the SRDF's standing pose (else the import's), feet on the ground, gains from the link inertias; a robot whose support does not hold its centre of mass (two point feet) leaned onto its feet and balanced by an LQR (implies --floating).")] = False,
     srdf: Annotated[Optional[Path], typer.Option("--srdf", help="With --stand: the SRDF whose group state is the standing pose (default: ../srdf/STEM.srdf or STEM.srdf beside the URDF).")] = None,
     name: Annotated[Optional[str], typer.Option("--name", help="Scene name (default: the robot's).")] = None,
     timestep: Annotated[Optional[float], typer.Option("--timestep", help="Timestep of the scene (s).")] = None,
@@ -62,11 +62,11 @@ def import_urdf(
     )
     report = None
     if stand:
-        from dojo_cli.scene.stand import stand_import
+        from dojo_cli.optimize.balance import stand_import_balanced
 
         if srdf is not None and not srdf.is_file():
             raise InputError(f"--srdf: {srdf}: no such file")
-        result, report = stand_import(urdf, options, shown, srdf=srdf, timestep=timestep)
+        result, report = stand_import_balanced(urdf, options, shown, srdf=srdf, timestep=timestep)
     else:
         result = read_urdf(urdf, options, shown)
     flags = " ".join(f for f, on in (("--floating", floating), ("--stand", stand), ("--merge-fixed", merge_fixed), ("--no-meshes", no_meshes),
@@ -86,8 +86,12 @@ def import_urdf(
         typer.echo(f"  stand: {report.legs}")
         typer.echo(f"  stand: pose from {report.pose_source}; feet {', '.join(report.feet)}; base at {report.base_height:.4g} m; "
                    f"centre of mass inside the support polygon by {margin}")
-        typer.echo("  stand: PD gains kp = I omega^2, damper = 2 I omega (critically damped; I the inertia the joint holds up, "
-                   f"omega h = {_stand_omega_h()}): kp from {min(report.kp.values()):.3g} to {max(report.kp.values()):.3g}")
+        if report.balance:
+            typer.echo("  stand: a linear (LQR) balance controller (the support does not hold the centre of mass: notes below); "
+                       f"joint dampers 2 I omega (I the inertia the joint holds up, omega h = {_stand_omega_h()})")
+        else:
+            typer.echo("  stand: PD gains kp = I omega^2, damper = 2 I omega (critically damped; I the inertia the joint holds "
+                       f"up, omega h = {_stand_omega_h()}): kp from {min(report.kp.values()):.3g} to {max(report.kp.values()):.3g}")
         for note in report.notes:
             typer.echo(f"  stand: {note}")
     if result.merged:

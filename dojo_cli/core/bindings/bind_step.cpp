@@ -1,6 +1,6 @@
-// Bindings of the step and runs: step, rollout, the PD controller, the initial midpoint,
-// unwrapped angles, gradients (maximal/step.h, rollout.h, pd_controller.h, initial.h,
-// angles.h, gradients.h).
+// Bindings of the step and runs: step, rollout, the PD and linear controllers, the initial
+// midpoint, unwrapped angles, gradients (maximal/step.h, rollout.h, pd_controller.h,
+// linear_controller.h, initial.h, angles.h, gradients.h).
 #include "common.h"
 
 #include "maximal/angles.h"
@@ -8,6 +8,7 @@
 #include "run_record.h"
 #include "maximal/gradients.h"
 #include "maximal/initial.h"
+#include "maximal/linear_controller.h"
 #include "maximal/pd_controller.h"
 #include "maximal/rollout.h"
 #include "maximal/step.h"
@@ -66,6 +67,32 @@ void bind_step(nb::module_& m) {
       },
       nb::arg("model"), nb::arg("controller"), nb::arg("z"),
       "The inputs (nu,) of the PD controller at the maximal state z (13 nb,) (pd_controller.h).");
+
+  nb::class_<LinearController>(m, "LinearController",
+                               "The full-state linear law on the minimal state (linear_controller.h), as the run loop "
+                               "evaluates it: u = clamp(u0 - K (y - y0), lower, upper).")
+      .def(
+          "__init__",
+          [](LinearController* c, const InArray& u0, const InArray& K, const InArray& y0, std::optional<InArray> lower,
+             std::optional<InArray> upper) {
+            new (c) LinearController{values_of(u0), values_of(K), values_of(y0), values_of(lower), values_of(upper)};
+          },
+          nb::arg("u0"), nb::arg("K"), nb::arg("y0"), nb::arg("lower").none() = nb::none(),
+          nb::arg("upper").none() = nb::none(),
+          "u0: (nu,); K: (nu, 2 nf) row-major; y0: (2 nf,) per joint [coordinates; velocities];\n"
+          "lower, upper: (nu,) the inputs' clamp, or None. Checked against a model where it is used.");
+
+  m.def(
+      "linear_inputs",
+      [](const Model& model, const LinearController& controller, const InArray& z) {
+        check_linear_controller(model, controller);
+        const double* pz = checked(z, 13 * static_cast<size_t>(model.nb), "state");
+        std::vector<double> y(2 * static_cast<size_t>(model.nf)), u(model.nu);
+        linear_inputs(model, controller, pz, y.data(), u.data());
+        return numpy_owning<double>(std::move(u), {sz(model.nu)});
+      },
+      nb::arg("model"), nb::arg("controller"), nb::arg("z"),
+      "The inputs (nu,) of the linear controller at the maximal state z (13 nb,) (linear_controller.h).");
 
   m.def(
       "step",
@@ -200,11 +227,21 @@ void bind_step(nb::module_& m) {
       "rollout",
       [](const Model& model, Data& data, const InArray& z, int k, std::optional<InArray> inputs,
          std::optional<nb::ndarray<double, nb::c_contig, nb::device::cpu>> lambda, const SolverOptions& opts,
-         bool stop_on_failure, std::optional<InArray> theta, const PDController* controller) {
+         bool stop_on_failure, std::optional<InArray> theta, nb::handle law) {
         if (k < 0) throw std::invalid_argument("rollout: k must be >= 0");
-        if (controller) {
+        // the law: a PDController or a LinearController (or None)
+        const PDController* controller = nullptr;
+        const LinearController* linear = nullptr;
+        if (!law.is_none()) {
+          if (nb::isinstance<PDController>(law))
+            controller = nb::cast<const PDController*>(law);
+          else if (nb::isinstance<LinearController>(law))
+            linear = nb::cast<const LinearController*>(law);
+          else
+            throw nb::type_error("rollout: controller must be a PDController, a LinearController or None");
           if (inputs) throw std::invalid_argument("rollout: give inputs or a controller, not both");
-          check_pd_controller(model, *controller);
+          if (controller) check_pd_controller(model, *controller);
+          if (linear) check_linear_controller(model, *linear);
         }
         const double* pz = checked(z, 13 * static_cast<size_t>(model.nb), "state");
         const double* ptheta = checked(theta, model.nf, "theta");
@@ -228,7 +265,7 @@ void bind_step(nb::module_& m) {
         auto friction = numpy_zeros<double>({kk, nc, size_t(2)});
         auto slip = numpy_zeros<double>({kk, nc, size_t(2)});
         std::optional<nb::ndarray<nb::numpy, double>> used;
-        if (controller) used = numpy_zeros<double>({kk, static_cast<size_t>(model.nu)});
+        if (controller || linear) used = numpy_zeros<double>({kk, static_cast<size_t>(model.nu)});
         RolloutRecord rec;
         if (used) rec.inputs = used->data();
         rec.states = states.data();
@@ -242,7 +279,7 @@ void bind_step(nb::module_& m) {
         rec.contact_normal_impulse = normal.data();
         rec.contact_friction_impulse = friction.data();
         rec.contact_slip = slip.data();
-        const int done = rollout(model, data, pz, k, pu, pl, opts, stop_on_failure, rec, controller);
+        const int done = rollout(model, data, pz, k, pu, pl, opts, stop_on_failure, rec, controller, linear);
         nb::dict out;
         out["steps"] = done;
         out["states"] = states;
@@ -264,7 +301,8 @@ void bind_step(nb::module_& m) {
       nb::arg("lambda_").none(), nb::arg("opts"), nb::arg("stop_on_failure") = false,
       nb::arg("theta").none() = nb::none(), nb::arg("controller").none() = nb::none(),
       "k steps from z with per-step inputs (k, nu) in one call; records per step (rows past 'steps' unused).\n"
-      "With a controller (PDController) instead of inputs, its law at the state each step starts from, and\n"
+      "With a controller (PDController or LinearController) instead of inputs, its law at the state each step\n"
+      "starts from, and\n"
       "the inputs it gave, 'inputs' (k, nu) (a closed-loop run, one call a block).\n"
       "With theta (nf,), z's unwrapped minimal coordinates, also the run's record of the steps done: minimal_q\n"
       "(steps, nf) unwrapped on from z; knot_v, knot_omega (steps + 1, nb, 3), knot_minimal_v (steps + 1, nf):\n"

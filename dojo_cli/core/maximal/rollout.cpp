@@ -12,16 +12,22 @@ namespace dojo {
 
 int rollout(const Model& m, Data& d, const double* z, int k, const double* inputs, double* lambda,
             const SolverOptions& opts, bool stop_on_failure, const RolloutRecord& out,
-            const PDController* controller) {
+            const PDController* controller, const LinearController* linear) {
   const int nb = m.nb;
   const double* current = z;
   bool warm = lambda != nullptr;
-  // a controller's inputs of the step, and its scratch (the state's minimal coordinates)
-  std::vector<double> u_law(controller ? m.nu : 0), theta(controller ? m.nf : 0), rate(controller ? m.nf : 0);
+  // a law's inputs of the step, and its scratch (the state's minimal coordinates: theta and
+  // rate for the PD law, the minimal state y for the linear one)
+  const bool law = controller || linear;
+  std::vector<double> u_law(law ? m.nu : 0), theta(controller ? m.nf : 0), rate(controller ? m.nf : 0),
+      y(linear ? 2 * m.nf : 0);
   for (int i = 0; i < k; ++i) {
     const double* u = inputs ? inputs + static_cast<size_t>(i) * m.nu : nullptr;
     if (controller) {
       pd_inputs(m, *controller, current, theta.data(), rate.data(), u_law.data());
+      u = u_law.data();
+    } else if (linear) {
+      linear_inputs(m, *linear, current, y.data(), u_law.data());
       u = u_law.data();
     }
     if (out.inputs) {

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "data.h"
+#include "linear_controller.h"
 #include "model.h"
 #include "pd_controller.h"
 
@@ -28,12 +29,13 @@ struct RolloutRecord {
 // k steps from z in one call, each warm-started with the previous step's joint impulses
 // (lambda: (nl,) in, the last step's out; null: start from zero). The inputs: given per
 // step (inputs (k, nu), an open-loop run; null: zero), or, with a controller, its law
-// evaluated at the state each step starts from (pd_controller.h: a closed-loop run,
-// one call a block as an open-loop one). Stops after the first step that fails when
-// stop_on_failure. Returns the number of steps taken; d holds the last one.
+// evaluated at the state each step starts from (pd_controller.h, or linear_controller.h
+// with `linear`; at most one of the two: a closed-loop run, one call a block as an
+// open-loop one). Stops after the first step that fails when stop_on_failure. Returns the
+// number of steps taken; d holds the last one.
 int rollout(const Model& m, Data& d, const double* z, int k, const double* inputs, double* lambda,
             const SolverOptions& opts, bool stop_on_failure, const RolloutRecord& out,
-            const PDController* controller = nullptr);
+            const PDController* controller = nullptr, const LinearController* linear = nullptr);
 
 // Forward and reverse mode through k steps (rollout()'s loop: the same warm starts and
 // angles), each step differentiated where it converged (gradients.h). With kappa >= 0
