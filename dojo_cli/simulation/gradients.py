@@ -121,13 +121,13 @@ def parameter_gradients(mech: Mechanism, z, u=None, names=PARAMETER_KINDS, opts:
 # ------------------------------------------------------ minimal coordinates
 def minimal_to_maximal_jacobian(mech: Mechanism, y) -> np.ndarray:
     """d z / d y (12 nb, 2 nf) of physics.coordinates.minimal_to_maximal, exact (the core's
-    templated conversion over dual numbers), tangents [x, v, phi, w] per body."""
+    analytic Jacobian, one pass over the tree), tangents [x, v, phi, w] per body."""
     return _core.minimal_to_maximal_jacobian(mech.core, np.ascontiguousarray(y, dtype=float).reshape(-1))
 
 
 def maximal_to_minimal_jacobian(mech: Mechanism, z) -> np.ndarray:
     """d y / d z (2 nf, 12 nb) of physics.coordinates.maximal_to_minimal, exact (the core's
-    templated conversion over dual numbers), tangents [x, v, phi, w] per body."""
+    analytic Jacobian, one pass over the tree), tangents [x, v, phi, w] per body."""
     return _core.maximal_to_minimal_jacobian(mech.core, np.ascontiguousarray(z, dtype=float).reshape(-1))
 
 
