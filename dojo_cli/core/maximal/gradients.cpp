@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "body_maps.h"
+#include "coordinates.h"
 #include "math/dual.h"
 #include "dynamics.h"
 #include "interior_point.h"
@@ -813,6 +814,37 @@ double step_jvp(const Model& m, Data& d, const std::vector<int>& kinds, const do
   next_state_tangent(m, w, Columns{x.data(), n}, 1, dz3);
   if (dz2) add_direct(m, w, dz2, 1, dz3);
   return kappa_used;
+}
+
+MinimalStepGradients minimal_step_gradients(const Model& m, Data& d, const double* y, const double* u,
+                                            const SolverOptions& opts, const GradientRequest& request,
+                                            double* y_next, double* A, double* B, double* P, double* w_solved) {
+  const int ny = 2 * m.nf, nt = 12 * m.nb;
+  std::vector<double>& z2 = d.grad_state;
+  z2.resize(13 * static_cast<size_t>(m.nb));
+  minimal_to_maximal<double>(m, y, nullptr, BodyOverrides{}, z2.data());
+  d.impulse_scale = 1.0;
+  d.warm_valid = false;
+  const SolverStatus status = step(m, d, z2.data(), u, nullptr, nullptr, nullptr, opts);
+  if (w_solved) std::copy(d.w.begin(), d.w.end(), w_solved);
+  relax_step(m, d, request.kappa);
+  GradientRequest mapped = request;
+  mapped.kappa = -1.0;  // relaxed above: the output map is taken at the relaxed step's result
+  std::vector<double>& in_map = d.grad_state_map;
+  std::vector<double>& out_map = d.grad_output_map;
+  if (request.state) {
+    in_map.resize(static_cast<size_t>(nt) * ny);
+    minimal_to_maximal_jacobian(m, y, nullptr, BodyOverrides{}, in_map.data());
+    mapped.state_map = in_map.data();
+    mapped.state_map_cols = ny;
+  }
+  out_map.resize(static_cast<size_t>(ny) * nt);
+  maximal_to_minimal_jacobian(m, d.z_next.data(), out_map.data());
+  mapped.output_map = out_map.data();
+  mapped.output_rows = ny;
+  const double kappa_used = step_gradients(m, d, mapped, A, B, P);
+  maximal_to_minimal<double>(m, d.z_next.data(), y_next);
+  return {status, kappa_used};
 }
 
 }  // namespace dojo
