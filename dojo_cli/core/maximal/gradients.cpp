@@ -592,7 +592,7 @@ void solve_exact(const Model& m, Data& d, double* b, int k, bool transpose = fal
     // to 2e-12 against the goldens (pendulum: 1e-14 before); the sweep restores them. A
     // column-by-column refinement to the unit roundoff, LAPACK's dgerfs, moved no entry by
     // more than 8e-13 from this one sweep and cost the chain's A 2.4 times as much.)
-    block_residual(m.blocks, d.matrix.data(), rhs.data(), b, r.data(), k, transpose);
+    block_residual(m.blocks, d.matrix.data(), rhs.data(), b, r.data(), k, transpose, &x_new);
     solve_factored(m, d, r.data(), k, transpose);
     for (size_t i = 0; i < size; ++i) b[i] += r[i];
     return;
