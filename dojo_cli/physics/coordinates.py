@@ -15,9 +15,9 @@ each child's current and previous poses from its parent's, then its midpoint
 velocities from the two poses; the round trip min -> max -> min is exact.
 
 The conversions take leading batch axes (a trajectory's (T, 13 nb) states is one
-call). Their exact Jacobians (the same templated code over dual numbers) are
-``_core.maximal_to_minimal_jacobian`` and ``_core.minimal_to_maximal_jacobian``
-(simulation.gradients).
+call). Their exact Jacobians (analytic, one pass over the tree: the joint-space
+Jacobians, core/maximal/coordinates.cpp) are ``_core.maximal_to_minimal_jacobian`` and
+``_core.minimal_to_maximal_jacobian`` (simulation.gradients).
 """
 
 from __future__ import annotations

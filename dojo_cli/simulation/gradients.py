@@ -31,10 +31,9 @@ from dojo_cli import _core
 from dojo_cli.errors import SolverError, from_core
 from dojo_cli.model.mechanism import Mechanism
 from dojo_cli.model.parameters import PARAMETER_KINDS, parameter_labels
-from dojo_cli.physics.coordinates import maximal_to_minimal, minimal_to_maximal
-from dojo_cli.simulation.step import singular_message, solve_step
+from dojo_cli.simulation.step import core_options, refuse_armature, singular_message, solve_step
 from dojo_cli.solver.options import DOJO_DEFAULTS, SolverOptions
-from dojo_cli.solver.status import SolverResult
+from dojo_cli.solver.status import STATUS_FROM_CODE, SolverResult
 
 
 @dataclass
@@ -121,13 +120,13 @@ def parameter_gradients(mech: Mechanism, z, u=None, names=PARAMETER_KINDS, opts:
 # ------------------------------------------------------ minimal coordinates
 def minimal_to_maximal_jacobian(mech: Mechanism, y) -> np.ndarray:
     """d z / d y (12 nb, 2 nf) of physics.coordinates.minimal_to_maximal, exact (the core's
-    templated conversion over dual numbers), tangents [x, v, phi, w] per body."""
+    analytic Jacobian, one pass over the tree), tangents [x, v, phi, w] per body."""
     return _core.minimal_to_maximal_jacobian(mech.core, np.ascontiguousarray(y, dtype=float).reshape(-1))
 
 
 def maximal_to_minimal_jacobian(mech: Mechanism, z) -> np.ndarray:
     """d y / d z (2 nf, 12 nb) of physics.coordinates.maximal_to_minimal, exact (the core's
-    templated conversion over dual numbers), tangents [x, v, phi, w] per body."""
+    analytic Jacobian, one pass over the tree), tangents [x, v, phi, w] per body."""
     return _core.maximal_to_minimal_jacobian(mech.core, np.ascontiguousarray(z, dtype=float).reshape(-1))
 
 
@@ -136,37 +135,33 @@ def minimal_step_gradients(
 ) -> StepGradients:
     """step_gradients in minimal coordinates: y -> y' with A (2nf, 2nf), B (2nf, nu), P (2nf, p).
 
-    The chain dy'/dz' (maximal -> minimal at the next state) . dz'/dz . dz/dy (minimal ->
-    maximal at y), formed in the core with the minimal directions as the right-hand sides
-    (GradientRequest.state_map: dr/dz2 dz/dy, 2 nf solves instead of 12 nb) and dy'/dz'
-    applied to the solved columns (output_map); next_state is y'.
+    One call into the core (gradients.h, minimal_step_gradients): the step from
+    z = minimal_to_maximal(y), stateless as dojo.step's; with ``kappa`` its move onto the
+    central path; then the chain dy'/dz' (maximal -> minimal at the next state) . dz'/dz .
+    dz/dy (minimal -> maximal at y) formed with the minimal directions as the right-hand
+    sides (dr/dz2 dz/dy: 2 nf solves, not 12 nb) and dy'/dz' applied to the solved columns,
+    both maps' Jacobians analytic (core/maximal/coordinates.h); next_state is y'.
     """
     opts = opts or DOJO_DEFAULTS
     unknown = [kind for kind in params if kind not in PARAMETER_KINDS]
     if unknown:
         raise ValueError(f"unknown parameter kind {unknown[0]!r}; expected one of {', '.join(PARAMETER_KINDS)}")
-    y = np.ascontiguousarray(y, dtype=float).reshape(-1)
-    z = minimal_to_maximal(mech, y)
-    z_next, result = solve_step(mech, z, u, opts)
+    refuse_armature(mech)  # as every step does (simulation/step.py)
     codes = [PARAMETER_KINDS.index(kind) for kind in params] if "params" in wrt else []
     data = mech.core_data
     try:
-        if kappa is not None:
-            _core.relax_step(mech.core, data, float(kappa))  # the output map is taken at the relaxed step's result
-            z_next = data.z_next.copy()
-        in_map = minimal_to_maximal_jacobian(mech, y) if "state" in wrt else None
-        out_map = maximal_to_minimal_jacobian(mech, z_next)
-        A, B, P, kappa_used = _core.gradients(
-            mech.core, data, "state" in wrt, "input" in wrt, codes, -1.0, in_map, out_map
+        y_next, code, w, A, B, P, kappa_used = _core.minimal_gradients(
+            mech.core, data, np.ascontiguousarray(y, dtype=float).reshape(-1),
+            None if u is None else np.ascontiguousarray(u, dtype=float).reshape(-1), core_options(opts),
+            "state" in wrt, "input" in wrt, codes, -1.0 if kappa is None else float(kappa),
         )
     except RuntimeError:
         raise SolverError(f"gradients: {singular_message(mech, data.singular_node)}") from None
     except (ValueError, TypeError) as exc:
         raise from_core(exc, "gradients") from None
     labels = parameter_labels(mech, params) if codes else []
-    return StepGradients(
-        next_state=maximal_to_minimal(mech, z_next), A=A, B=B, P=P, labels=labels, result=result, kappa=float(kappa_used)
-    )
+    result = SolverResult(w, STATUS_FROM_CODE[code], data.iterations, data.residual, data.complementarity)
+    return StepGradients(next_state=y_next, A=A, B=B, P=P, labels=labels, result=result, kappa=float(kappa_used))
 
 
 def minimal_gradients(mech: Mechanism, y, u=None, opts: SolverOptions | None = None, kappa=None):

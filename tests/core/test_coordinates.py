@@ -2,7 +2,7 @@
 
 - min -> max -> min round trips for every joint type, at random states and at zero
   (where the exponential map takes its series branch);
-- the exact conversion Jacobians (templated conversions over dual numbers) against
+- the exact conversion Jacobians (analytic, one pass over the tree) against
   central finite differences of the C++ values, in the gradients' tangent coordinates
   [x, v, phi, w] per body with q -> q [sqrt(1 - |phi|^2), phi] (docs/formats.md);
 - batched calls (leading axes) against per-state calls.

@@ -340,6 +340,44 @@ def test_cartpole_minimal_gradients_against_finite_differences():
     assert relative_error(bm, numeric_b) < 1e-6
 
 
+# The minimal Jacobians come from one core call that solves only the minimal directions
+# (dr/dz2 dz/dy, 2 nf right-hand sides) and maps the solved columns; the maximal ones solve
+# all 12 nb and are mapped here. The same linear algebra on other columns: rounding apart.
+MINIMAL_VS_MAXIMAL_TOL = 1e-9
+
+
+@pytest.mark.parametrize("case", ["twister-spherical", "limited-pendulum-relaxed"])
+def test_minimal_gradients_are_the_maximal_ones_through_the_maps(case):
+    """A_min = dy'/dz' A dz/dy, B_min = dy'/dz' B, P_min = dy'/dz' P, with the maps' Jacobians
+    and the maximal gradients taken separately (relaxed: at the relaxed step's result)."""
+    from dojo_cli.simulation.gradients import (
+        maximal_to_minimal_jacobian,
+        minimal_step_gradients,
+        minimal_to_maximal_jacobian,
+    )
+
+    if case == "twister-spherical":
+        mech, kappa, kinds = M.twister(4, "spherical", gravity=(0, 0, -9.81), spring=0.3, damper=0.2), None, ("mass",)
+        y = M.random_minimal_state(mech, np.random.default_rng(2), coord_scale=0.6, rate_scale=1.0)
+    else:  # resting against its lower limit: the limit's slack and impulse in the solve
+        mech, kappa, kinds = M.limited_pendulum(), KAPPA, ("damper",)
+        y = np.array([np.pi / 4 + 1e-3, -0.5])
+    u = np.random.default_rng(3).standard_normal(mech.nu)
+    wrt = ("state", "input", "params")
+    g_min = minimal_step_gradients(mech, y, u, TIGHT, wrt=wrt, params=kinds, kappa=kappa)
+    z = minimal_to_maximal(mech, y)
+    g_max = step_gradients(mech, z, u, TIGHT, wrt=wrt, params=kinds, kappa=kappa)
+    O = maximal_to_minimal_jacobian(mech, g_max.next_state)
+    S = minimal_to_maximal_jacobian(mech, y)
+    for name, got, want in (("A", g_min.A, O @ g_max.A @ S), ("B", g_min.B, O @ g_max.B), ("P", g_min.P, O @ g_max.P),
+                            ("next state", g_min.next_state, maximal_to_minimal(mech, g_max.next_state))):
+        err = relative_error(got, want)
+        assert err < MINIMAL_VS_MAXIMAL_TOL, f"{case}: {name} differs by {err:.2e}"
+    assert g_min.result.status == g_max.result.status and g_min.result.iterations == g_max.result.iterations
+    assert np.array_equal(g_min.result.w, g_max.result.w), "the solver's solution (before any relaxation)"
+    assert g_min.kappa == pytest.approx(g_max.kappa, rel=1e-12)
+
+
 def test_lqr_on_minimal_gradients_balances_the_cartpole():
     """Discrete LQR on (A_min, B_min) at upright, cart force only, closes the loop in simulation."""
     mech = dojo.load_scene("cartpole")

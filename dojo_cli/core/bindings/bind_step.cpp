@@ -218,6 +218,36 @@ void bind_step(nb::module_& m) {
       "state_map S (12 nb, k) A's columns are dz2 = S ds, with output_map O (r, 12 nb) the rows are O dz3.");
 
   m.def(
+      "minimal_gradients",
+      [](const Model& model, Data& data, const InArray& y, std::optional<InArray> u, const SolverOptions& opts,
+         bool state, bool input, const std::vector<int>& parameters, double kappa) {
+        const size_t ny = 2 * static_cast<size_t>(model.nf);
+        const double* py = checked(y, ny, "y");
+        const double* pu = checked(u, model.nu, "input");
+        GradientRequest request;
+        request.state = state;
+        request.input = input;
+        request.parameters = parameters;
+        request.kappa = kappa;
+        const int p = checked_parameter_count(model, parameters);
+        auto matrix = [&](bool want, size_t cols) -> std::optional<OutArray> {
+          if (!want) return std::nullopt;
+          return numpy_zeros<double>({ny, cols});
+        };
+        std::optional<OutArray> A = matrix(state, ny), B = matrix(input, model.nu), P = matrix(p > 0, p);
+        OutArray y_next = numpy_zeros<double>({ny}), w = numpy_zeros<double>({sz(model.n)});
+        const MinimalStepGradients r =
+            minimal_step_gradients(model, data, py, pu, opts, request, y_next.data(), A ? A->data() : nullptr,
+                                   B ? B->data() : nullptr, P ? P->data() : nullptr, w.data());
+        return nb::make_tuple(y_next, static_cast<int>(r.status), w, A, B, P, r.kappa);
+      },
+      nb::arg("model"), nb::arg("data"), nb::arg("y"), nb::arg("u").none(), nb::arg("opts"), nb::arg("state") = true,
+      nb::arg("input") = true, nb::arg("parameters") = std::vector<int>(), nb::arg("kappa") = -1.0,
+      "One step from the minimal state y (2 nf,) and its derivatives in minimal coordinates, in one call\n"
+      "(gradients.h minimal_step_gradients): (y_next, status, w, A, B, P, kappa), w the solver's solution\n"
+      "before any relaxation; the step starts from Dojo's point, as dojo.step's.");
+
+  m.def(
       "relax_step", [](const Model& model, Data& data, double kappa) { relax_step(model, data, kappa); },
       nb::arg("model"), nb::arg("data"), nb::arg("kappa"),
       "Move the step last solved with data onto the central path s o gamma = kappa (gradients.h); data.z_next\n"

@@ -138,8 +138,10 @@ void block_multiply(const BlockStructure& s, const double* values, const double*
 
 // The residual r = b - A x (or b - A^T x) for nrhs columns (n x nrhs, column-major), in
 // one pass over the blocks (each block's values read once for all columns). r must not
-// overlap b or x.
+// overlap b or x. With `work`, nrhs > 1 and A itself (not transposed) the columns are
+// taken together (rows of nrhs entries, two columns at a time; work grows to 2 n nrhs):
+// every entry is the same sum in the same order, bit for bit.
 void block_residual(const BlockStructure& s, const double* values, const double* b, const double* x, double* r,
-                    int nrhs, bool transpose = false);
+                    int nrhs, bool transpose = false, std::vector<double>* work = nullptr);
 
 }  // namespace dojo

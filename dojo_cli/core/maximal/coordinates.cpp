@@ -1,5 +1,6 @@
-// Constraint violation and the exact Jacobians of the coordinate conversions
-// (coordinates.h), from the templated conversions instantiated with dual numbers.
+// Constraint violation, the instantaneous conversions (the templated conversions at dual
+// numbers) and the exact Jacobians of the conversions (coordinates.h), analytic: one pass
+// over the tree each (below, "analytic Jacobians").
 #include "coordinates.h"
 
 #include <algorithm>
@@ -13,87 +14,105 @@ namespace {
 
 // Tangent coordinates per body (docs/formats.md): [x, v, phi, w].
 constexpr int kTangent = 12;
-// Minimal-state directions seeded per pass of minimal_to_maximal_jacobian for larger
-// mechanisms (forward mode, one pass per chunk: 16 keeps a pass's dual numbers small
-// while n free coordinates need ceil(2 n / 16) passes).
-constexpr int kMinimalChunk = 16;
 
-// Body b of z seeded along its 12 tangent directions [x, v, phi, w], numbered from
-// `first`: x + dx, v + dv, q [sqrt(1 - |phi|^2), phi], w + dw (each at zero).
-template <int N>
-void seeded_poses(const double* z, int b, int first, double h, Pose<Dual<double, N>>& now,
-                  Pose<Dual<double, N>>& prev) {
-  using D = Dual<double, N>;
-  const double* s = z + 13 * b;
-  Vec3<D> x, v, phi, w;
-  for (int k = 0; k < 3; ++k) {
-    x[k] = D::variable(s[k], first + k);
-    v[k] = D::variable(s[3 + k], first + 3 + k);
-    phi[k] = D::variable(0.0, first + 6 + k);
-    w[k] = D::variable(s[10 + k], first + 9 + k);
-  }
-  const Quat<D> dq{{sqrt(1.0 - dot(phi, phi)), phi[0], phi[1], phi[2]}};
-  const Quat<D> q = multiply(load4<D>(s + 6), dq);
-  now = Pose<D>{x, q, rotation(q)};
-  prev = previous_pose(x, v, q, w, h);
+// ---------------------------------------------------------------- analytic Jacobians
+//
+// Both conversions are chains of rigid transforms: their derivatives are the joint-space
+// Jacobians of the tree, built in one pass from the root as Pinocchio's
+// computeJointJacobians builds them (a child's pose increment is its parent's carried
+// across the joint plus the joint's own), not by differentiating the conversions with
+// dual numbers (a 16-wide dual number through every quaternion product of three passes
+// over the tree cost the 20-link chain 190 us, and the 24-wide one of the inverse map
+// 260 us: 60 % of its minimal-coordinate gradients, issue 28 item 1).
+//
+// A body's pose increment: dx, a world-frame position increment, and dt, a body-frame
+// rotation increment (q -> q exp(dt/2), the rotation vector of kinematics.h's tangents).
+// Its maximal tangent [x, v, phi, w] (docs/formats.md) from the increments of its current
+// pose (z2: dx, dt) and previous pose (z1 = (x2 - h v15, q2 qmap(-w15)): dx1, dt1):
+//   x = dx, v = (dx - dx1) / h, phi = dt / 2 (q [1, phi] = q exp(dt/2) to first order),
+//   w = (2/h) d Vec(q1* q) = (s (dt - dt1) + u x (dt + dt1)) / h,  [s, u] = q1* q,
+// the last from q1* q -> exp(-dt1/2) q1* q exp(dt/2) to first order.
+
+// Rows of a body's pose increments in minimal_to_maximal_jacobian's scratch: dx, dt of
+// the current pose, dx1, dt1 of the previous one (each row ny columns).
+constexpr int kNowX = 0, kNowT = 3, kPrevX = 6, kPrevT = 9, kPoseRows = 12;
+
+inline Vec3<double> column3(const double* g, int row, int ny, int c) {
+  return Vec3<double>{{g[row * ny + c], g[(row + 1) * ny + c], g[(row + 2) * ny + c]}};
+}
+inline void set_column3(double* g, int row, int ny, int c, const Vec3<double>& v) {
+  for (int k = 0; k < 3; ++k) g[(row + k) * ny + c] = v[k];
 }
 
-// Jacobian columns [x, v, phi, w] of body b from a dual maximal state's derivative
-// direction c: phi = Vec(q0* dq) (q = q0 [1, phi] to first order).
-template <int N>
-void body_tangent(const Dual<double, N>* s, int c, double* out) {
-  const Quat<double> q0{{s[6].v, s[7].v, s[8].v, s[9].v}};
-  const Quat<double> dq{{s[6].d[c], s[7].d[c], s[8].d[c], s[9].d[c]}};
-  const Quat<double> phi = multiply(conjugate(q0), dq);
-  for (int k = 0; k < 3; ++k) {
-    out[k] = s[k].d[c];
-    out[3 + k] = s[3 + k].d[c];
-    out[6 + k] = phi[1 + k];
-    out[9 + k] = s[10 + k].d[c];
+// How joint j's child pose moves with its parent's pose and the joint's own motion, for
+// the child pose xb = xa + Ra (pa + d) - Rb pb, Rb = Ra O Q (child_pose; O the offset's
+// rotation, Q = R(q_rel)): with the parent's increments (dxa, dta), the displacement's dd
+// and q_rel's right increment dpsi,
+//   dtb = C dta + dpsi,                 C = (O Q)^T,
+//   dxb = dxa + (K + P C) dta + Ra dd + P dpsi,   K = -Ra [pa + d]x,  P = Rb [pb]x
+// (d(R v) = R (dt x v) for R -> R exp([dt]x)).
+struct ChildMap {
+  Mat3<double> c, kpc, ra, p;
+};
+inline ChildMap child_map(const Model& m, int j, const Pose<double>& a, const Vec3<double>& d, const Quat<double>& q_rel,
+                          const Pose<double>& b) {
+  const Vec3<double> pa = load3<double>(&m.parent_vertex[3 * j]);
+  const Vec3<double> pb = load3<double>(&m.child_vertex[3 * j]);
+  ChildMap out;
+  out.c = transpose(matmul(load33<double>(&m.offset_rotation[9 * j]), rotation(q_rel)));
+  out.ra = a.r;
+  out.p = matmul(b.r, skew(pb));
+  out.kpc = -matmul(a.r, skew(pa + d)) + matmul(out.p, out.c);
+  return out;
+}
+
+// Right increments of q_rel = exp(a1 t1/2) exp(a2 t2/2) [exp(a3 t3/2)] (euler_joints.h)
+// per angle: column i is R(A_{i+1} .. A_n)^T a_i.
+inline void euler_increments(const Model& m, int j, const double* theta, Vec3<double> out[3]) {
+  const int n = m.joint_rotation[j] == kRotationUniversal ? 2 : 3;
+  Quat<double> tail = identity_quat<double>();
+  for (int i = n - 1; i >= 0; --i) {
+    const double* a = &m.basis[18 * j + 9 + 3 * i];
+    out[i] = tmatvec(rotation(tail), load3<double>(a));
+    const double half = 0.5 * theta[i], sh = std::sin(half);
+    tail = multiply(Quat<double>{{std::cos(half), sh * a[0], sh * a[1], sh * a[2]}}, tail);
   }
 }
 
-// Rows of joint j in d y / d z: its minimal state depends on its parent's and child's
-// states only, so one pass seeds their tangents (parent first, child last; N = 12 for
-// a world parent, 24 otherwise).
-template <int N>
-void joint_jacobian(const Model& m, const double* z, int j, double* jac) {
-  using D = Dual<double, N>;
-  const int a = m.parent[j], c = m.child[j], f0 = m.joint_free_start[j];
-  const int n = m.joint_free_start[j + 1] - f0;
-  const size_t cols = static_cast<size_t>(kTangent) * m.nb;
-  const Pose<D> world = world_pose<D>();
-  Pose<D> a2 = world, a1 = world, b2, b1;
-  if (a != kWorld) seeded_poses<N>(z, a, 0, m.h, a2, a1);
-  seeded_poses<N>(z, c, N - kTangent, m.h, b2, b1);
-  D out[12];  // at most 6 coordinates and 6 velocities
-  joint_minimal_state(m, j, a2, b2, a1, b1, out, out + n);
-  for (int i = 0; i < 2 * n; ++i) {
-    double* row = jac + static_cast<size_t>(2 * f0 + i) * cols;
-    for (int k = 0; k < kTangent; ++k) {
-      if (a != kWorld) row[kTangent * a + k] += out[i].d[k];
-      row[kTangent * c + k] += out[i].d[N - kTangent + k];
+// A joint row's 12 derivatives in [xa, ta, xb, tb] (kinematics.h's tangents at one of the
+// poses) added, times `scale`, to row `out` of d y / d z (12 nb columns): at the current
+// poses x -> x, t -> 2 phi; at the previous ones (x1 = x - h v, t1 = B^T t - M w with
+// B = R(qmap(-w15)), M = d t1 / d(-w15) = integrator_map_jacobian(-w15)) x -> x, v,
+// t -> phi, w.
+struct BackMap {
+  Mat3<double> rot, map;  // B, M
+};
+void add_current(double* out, const double* jac, int a, int b, double scale) {
+  const int bodies[2] = {a, b};
+  for (int s = 0; s < 2; ++s) {
+    if (bodies[s] == kWorld) continue;
+    double* o = out + kTangent * bodies[s];
+    for (int k = 0; k < 3; ++k) {
+      o[k] += scale * jac[6 * s + k];
+      o[6 + k] += 2.0 * scale * jac[6 * s + 3 + k];
     }
   }
 }
-
-// d z / d y by forward mode over the minimal state, K directions per pass.
-template <int K>
-void minimal_to_maximal_chunks(const Model& m, const double* y, const double* z_base, const BodyOverrides& overrides,
-                               double* jac) {
-  using D = Dual<double, K>;
-  const int ny = 2 * m.nf;
-  std::vector<D> yd(ny), zd(13 * m.nb);
-  double tangent[kTangent];
-  for (int c0 = 0; c0 < ny; c0 += K) {
-    for (int i = 0; i < ny; ++i) yd[i] = (i >= c0 && i < c0 + K) ? D::variable(y[i], i - c0) : D(y[i]);
-    minimal_to_maximal(m, yd.data(), z_base, overrides, zd.data());
-    const int width = std::min(K, ny - c0);
-    for (int b = 0; b < m.nb; ++b)
-      for (int c = 0; c < width; ++c) {
-        body_tangent(zd.data() + 13 * b, c, tangent);
-        for (int k = 0; k < kTangent; ++k) jac[static_cast<size_t>(kTangent * b + k) * ny + c0 + c] = tangent[k];
-      }
+void add_previous(double* out, const double* jac, int a, int b, double scale, double h,
+                  const std::vector<BackMap>& back) {
+  const int bodies[2] = {a, b};
+  for (int s = 0; s < 2; ++s) {
+    if (bodies[s] == kWorld) continue;
+    double* o = out + kTangent * bodies[s];
+    const double* jx = jac + 6 * s;
+    const double* jt = jac + 6 * s + 3;
+    const BackMap& bm = back[bodies[s]];
+    for (int k = 0; k < 3; ++k) {
+      o[k] += scale * jx[k];
+      o[3 + k] -= h * scale * jx[k];
+      o[6 + k] += 2.0 * scale * (bm.rot[k][0] * jt[0] + bm.rot[k][1] * jt[1] + bm.rot[k][2] * jt[2]);
+      o[9 + k] -= scale * (jt[0] * bm.map[0][k] + jt[1] * bm.map[1][k] + jt[2] * bm.map[2][k]);
+    }
   }
 }
 
@@ -159,26 +178,225 @@ void constraint_violation(const Model& m, const double* z, double* out) {
 }
 
 void maximal_to_minimal_jacobian(const Model& m, const double* z, double* jac) {
-  std::fill(jac, jac + static_cast<size_t>(2 * m.nf) * kTangent * m.nb, 0.0);
+  // Each joint's rows: its coordinates' derivatives at the current poses are kinematics.h's
+  // minimal rows (d log q_rel = J_r^-1 dt, the angles' gradients of a universal or gimbal
+  // joint); its velocities' are the differences of those rows at the two poses over h,
+  // with the rotation increment inc = log(q_rel1* q_rel): d inc = J_r^-1(inc) (dpsi -
+  // R(q_rel1* q_rel)^T dpsi1) for the right increments dpsi, dpsi1 of q_rel, q_rel1.
+  const double h = m.h;
+  const int nb = m.nb;
+  const size_t cols = static_cast<size_t>(kTangent) * nb;
+  std::fill(jac, jac + static_cast<size_t>(2 * m.nf) * cols, 0.0);
+  std::vector<Pose<double>> now(nb), prev(nb);
+  std::vector<BackMap> back(nb);
+  for (int b = 0; b < nb; ++b) {
+    body_poses(z, b, h, now[b], prev[b]);
+    const Vec3<double> w_back = -load3<double>(z + 13 * b + 10);
+    back[b].rot = rotation(integrator_map(w_back, h));
+    back[b].map = integrator_map_jacobian(w_back, h);
+  }
+  const Pose<double> world = world_pose<double>();
+  JointKinematics<double> k2, k1;
+  JointRow<double> row2, row1;
   for (int j = 0; j < m.nj; ++j) {
-    if (m.joint_free_start[j + 1] == m.joint_free_start[j]) continue;
-    if (m.parent[j] == kWorld)
-      joint_jacobian<kTangent>(m, z, j, jac);
-    else
-      joint_jacobian<2 * kTangent>(m, z, j, jac);
+    const int f0 = m.joint_free_start[j], n = m.joint_free_start[j + 1] - f0;
+    if (n == 0) continue;
+    const int a = m.parent[j], c = m.child[j];
+    joint_kinematics(m, j, a == kWorld ? world : now[a], now[c], k2);
+    joint_kinematics(m, j, a == kWorld ? world : prev[a], prev[c], k1);
+    const Vec3<double> rv2 = rotation_vector(k2.q_rel);
+    const bool euler = m.joint_rotation[j] != kRotationQuaternion;
+    EulerAngles<double> e2, e1;
+    Mat3<double> inc_inverse, inc_rot;
+    if (euler) {
+      euler_angles(m, j, k2.rot_rel, e2);
+      euler_angles(m, j, k1.rot_rel, e1);
+    } else {
+      const Quat<double> inc = multiply(conjugate(k1.q_rel), k2.q_rel);
+      inc_inverse = right_jacobian_inverse(rotation_vector(inc));
+      inc_rot = rotation(inc);
+    }
+    for (int i = 0; i < n; ++i) {
+      const int slot = m.free_slot[f0 + i];
+      double* coordinate = jac + static_cast<size_t>(2 * f0 + i) * cols;
+      double* velocity = jac + static_cast<size_t>(2 * f0 + n + i) * cols;
+      minimal_row(m, j, slot, k2, rv2, row2);
+      add_current(coordinate, row2.jac, a, c, 1.0);
+      const double* b = detail::basis_row(m, j, slot);
+      if (slot < 3) {
+        detail::translational_row(b, k2, row2);
+        detail::translational_row(b, k1, row1);
+      } else if (euler) {
+        detail::rotational_jacobian_of_gradient(e2.grad[slot - 3], k2, row2);
+        detail::rotational_jacobian_of_gradient(e1.grad[slot - 3], k1, row1);
+      } else {
+        Vec3<double> g;  // J_r^-T(inc) b
+        for (int k = 0; k < 3; ++k) g[k] = b[0] * inc_inverse[0][k] + b[1] * inc_inverse[1][k] + b[2] * inc_inverse[2][k];
+        detail::rotational_jacobian_of_gradient(g, k2, row2);
+        detail::rotational_jacobian_of_gradient(matvec(inc_rot, g), k1, row1);
+      }
+      add_current(velocity, row2.jac, a, c, 1.0 / h);
+      add_previous(velocity, row1.jac, a, c, -1.0 / h, h, back);
+    }
   }
 }
 
+// d z / d y, one pass from the root over the tree joints (minimal_to_maximal's walk):
+// each body's pose increments per minimal direction (its ancestors' joints' coordinates
+// and velocities only: `cols`), carried to its children by child_map, then the maximal
+// tangents (header of this section).
 void minimal_to_maximal_jacobian(const Model& m, const double* y, const double* z_base,
                                  const BodyOverrides& overrides, double* jac) {
-  // the narrowest dual numbers that hold the minimal state (small mechanisms: one pass)
-  const int ny = 2 * m.nf;
-  if (ny <= 4)
-    minimal_to_maximal_chunks<4>(m, y, z_base, overrides, jac);
-  else if (ny <= 8)
-    minimal_to_maximal_chunks<8>(m, y, z_base, overrides, jac);
-  else
-    minimal_to_maximal_chunks<kMinimalChunk>(m, y, z_base, overrides, jac);
+  const double h = m.h;
+  const int nb = m.nb, ny = 2 * m.nf;
+  const size_t block = static_cast<size_t>(kPoseRows) * ny;
+  std::vector<double> inc(static_cast<size_t>(nb) * block, 0.0);
+  std::vector<std::vector<int>> cols(nb);
+  std::vector<Pose<double>> now(nb), prev(nb);
+  for (int b = 0; b < nb; ++b) {
+    if (z_base) {
+      body_poses(z_base, b, h, now[b], prev[b]);
+    } else {
+      now[b] = world_pose<double>();
+      prev[b] = world_pose<double>();
+    }
+  }
+  const Pose<double> world = world_pose<double>();
+  for (int j : m.tree_joints) {
+    const int a = m.parent[j], b = m.child[j], f0 = m.joint_free_start[j];
+    const int n = m.joint_free_start[j + 1] - f0;
+    // the values, as minimal_to_maximal computes them
+    double six[6] = {0, 0, 0, 0, 0, 0}, rate[6] = {0, 0, 0, 0, 0, 0};
+    for (int i = 0; i < n; ++i) {
+      six[m.free_slot[f0 + i]] = y[2 * f0 + i];
+      rate[m.free_slot[f0 + i]] = y[2 * f0 + n + i];
+    }
+    const double* bt = &m.basis[18 * j];
+    const double* br = &m.basis[18 * j + 9];
+    const Pose<double>& a2 = a == kWorld ? world : now[a];
+    const Pose<double>& a1 = a == kWorld ? world : prev[a];
+    const bool euler = m.joint_rotation[j] != kRotationQuaternion;
+    const Vec3<double> d = detail::basis_transpose_times(bt, six);
+    const Vec3<double> r = detail::basis_transpose_times(br, six + 3);
+    const Quat<double> q_rel = euler ? quaternion_from_euler_angles(m, j, six + 3) : quaternion_from_rotation_vector(r);
+    now[b] = detail::child_pose(m, j, a2, d, q_rel);
+    double prev_t[3], back_r[3], prev_r[3];
+    for (int s = 0; s < 3; ++s) prev_t[s] = six[s] - h * rate[s];
+    for (int s = 0; s < 3; ++s) back_r[s] = -h * rate[3 + s];
+    for (int s = 0; s < 3; ++s) prev_r[s] = six[3 + s] + back_r[s];
+    const Vec3<double> d1 = detail::basis_transpose_times(bt, prev_t);
+    const Vec3<double> back = detail::basis_transpose_times(br, back_r);
+    const Quat<double> step_back = quaternion_from_rotation_vector(back);
+    const Quat<double> q_rel1 = euler ? quaternion_from_euler_angles(m, j, prev_r) : multiply(q_rel, step_back);
+    prev[b] = detail::child_pose(m, j, a1, d1, q_rel1);
+    const ChildMap map2 = child_map(m, j, a2, d, q_rel, now[b]);
+    const ChildMap map1 = child_map(m, j, a1, d1, q_rel1, prev[b]);
+
+    double* gb = &inc[b * block];
+    std::vector<int>& cb = cols[b];
+    // the parent's directions, carried across the joint
+    if (a != kWorld) {
+      const double* ga = &inc[a * block];
+      cb = cols[a];
+      for (int c : cb) {
+        const Vec3<double> dta = column3(ga, kNowT, ny, c), dta1 = column3(ga, kPrevT, ny, c);
+        set_column3(gb, kNowT, ny, c, matvec(map2.c, dta));
+        set_column3(gb, kNowX, ny, c, column3(ga, kNowX, ny, c) + matvec(map2.kpc, dta));
+        set_column3(gb, kPrevT, ny, c, matvec(map1.c, dta1));
+        set_column3(gb, kPrevX, ny, c, column3(ga, kPrevX, ny, c) + matvec(map1.kpc, dta1));
+      }
+    }
+    // the joint's own directions: per coordinate and velocity, the increments of
+    // (d, q_rel) and of (d1, q_rel1): d = bt^T theta_t, d1 = bt^T (theta_t - h rate_t);
+    // q_rel = exp(br^T theta_r) (right increment J_r(r) dr) and q_rel1 = q_rel exp(s),
+    // s = -h br^T rate_r (R(exp s)^T dpsi + J_r(s) ds); Euler: the angles' increments.
+    Vec3<double> m2[3], m1[3];
+    Mat3<double> jr2, jr1, back_t;
+    if (euler) {
+      euler_increments(m, j, six + 3, m2);
+      euler_increments(m, j, prev_r, m1);
+    } else {
+      jr2 = right_jacobian(r);
+      jr1 = right_jacobian(back);
+      back_t = transpose(rotation(step_back));
+    }
+    const Vec3<double> zero{{0.0, 0.0, 0.0}};
+    for (int i = 0; i < n; ++i) {
+      const int slot = m.free_slot[f0 + i];
+      const Vec3<double> row = load3<double>(detail::basis_row(m, j, slot));
+      // [coordinate, velocity] x (dd, dpsi, dd1, dpsi1)
+      Vec3<double> local[2][4];
+      auto set = [&local](int kind, const Vec3<double>& dd, const Vec3<double>& dpsi, const Vec3<double>& dd1,
+                          const Vec3<double>& dpsi1) {
+        local[kind][0] = dd;
+        local[kind][1] = dpsi;
+        local[kind][2] = dd1;
+        local[kind][3] = dpsi1;
+      };
+      if (slot < 3) {
+        set(0, row, zero, row, zero);
+        set(1, zero, zero, -h * row, zero);
+      } else if (euler) {
+        set(0, zero, m2[slot - 3], zero, m1[slot - 3]);
+        set(1, zero, zero, zero, -h * m1[slot - 3]);
+      } else {
+        const Vec3<double> dpsi = matvec(jr2, row);
+        set(0, zero, dpsi, zero, matvec(back_t, dpsi));
+        set(1, zero, zero, zero, matvec(jr1, -h * row));
+      }
+      for (int kind = 0; kind < 2; ++kind) {
+        const int c = 2 * f0 + kind * n + i;
+        const Vec3<double>* l = local[kind];
+        set_column3(gb, kNowT, ny, c, l[1]);
+        set_column3(gb, kNowX, ny, c, matvec(map2.ra, l[0]) + matvec(map2.p, l[1]));
+        set_column3(gb, kPrevT, ny, c, l[3]);
+        set_column3(gb, kPrevX, ny, c, matvec(map1.ra, l[2]) + matvec(map1.p, l[3]));
+        cb.push_back(c);
+      }
+    }
+    if (!overrides.flags) continue;
+    bool any = false;
+    for (int part = 0; part < kOverrideParts; ++part) any = any || overrides.has(b, static_cast<OverridePart>(part));
+    if (!any) continue;
+    // apply_override keeps the parts not overridden as the velocity v = (x - x1) / h and
+    // the body-frame increment q* q1 (right increment g = -R(q* q1)^T dt + dt1), and
+    // rebuilds x1 = x - h v, q1 = q (q* q1): dx1 = dx - h dv, dt1 = R(q* q1)^T dt + g; an
+    // overridden part is a constant (zero increment).
+    const Mat3<double> back_before = transpose(rotation(multiply(conjugate(now[b].q), prev[b].q)));
+    detail::apply_override(overrides, b, h, now[b], prev[b]);
+    const Mat3<double> back_after = transpose(rotation(multiply(conjugate(now[b].q), prev[b].q)));
+    for (int c : cb) {
+      Vec3<double> dx = column3(gb, kNowX, ny, c), dt = column3(gb, kNowT, ny, c);
+      Vec3<double> dv = (1.0 / h) * (dx - column3(gb, kPrevX, ny, c));
+      Vec3<double> g = column3(gb, kPrevT, ny, c) - matvec(back_before, dt);
+      if (overrides.has(b, kOverridePosition)) dx = zero;
+      if (overrides.has(b, kOverrideOrientation)) dt = zero;
+      if (overrides.has(b, kOverrideVelocity)) dv = zero;
+      if (overrides.has(b, kOverrideAngularVelocity)) g = zero;
+      set_column3(gb, kNowX, ny, c, dx);
+      set_column3(gb, kNowT, ny, c, dt);
+      set_column3(gb, kPrevX, ny, c, dx - h * dv);
+      set_column3(gb, kPrevT, ny, c, matvec(back_after, dt) + g);
+    }
+  }
+  std::fill(jac, jac + static_cast<size_t>(kTangent) * nb * ny, 0.0);
+  for (int b = 0; b < nb; ++b) {
+    const double* gb = &inc[b * block];
+    const Quat<double> step = multiply(conjugate(prev[b].q), now[b].q);  // [s, u] = q1* q
+    const Vec3<double> u{{step[1], step[2], step[3]}};
+    for (int c : cols[b]) {
+      const Vec3<double> dx = column3(gb, kNowX, ny, c), dt = column3(gb, kNowT, ny, c);
+      const Vec3<double> dx1 = column3(gb, kPrevX, ny, c), dt1 = column3(gb, kPrevT, ny, c);
+      const Vec3<double> dw = (1.0 / h) * (step[0] * (dt - dt1) + cross(u, dt + dt1));
+      for (int k = 0; k < 3; ++k) {
+        double* row = jac + static_cast<size_t>(kTangent * b + k) * ny + c;
+        row[0] = dx[k];
+        row[3 * static_cast<size_t>(ny)] = (dx[k] - dx1[k]) / h;
+        row[6 * static_cast<size_t>(ny)] = 0.5 * dt[k];
+        row[9 * static_cast<size_t>(ny)] = dw[k];
+      }
+    }
+  }
 }
 
 }  // namespace dojo

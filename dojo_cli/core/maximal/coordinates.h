@@ -16,10 +16,10 @@
 // child's current and previous poses from its parent's, then its midpoint velocities
 // from the two poses; the round trip min -> max -> min is exact.
 //
-// Instantiated with double for values; with Dual<double, N> for the exact Jacobians
-// of both conversions in the gradients' tangent coordinates (coordinates.cpp):
-// per body [x, v, phi, w], an orientation perturbation phi meaning
-// q -> q [sqrt(1 - |phi|^2), phi] (docs/formats.md).
+// Instantiated with double for values and with Dual<double, 1> for the instantaneous
+// conversions. Their exact Jacobians, in the gradients' tangent coordinates per body
+// [x, v, phi, w], an orientation perturbation phi meaning q -> q [sqrt(1 - |phi|^2), phi]
+// (docs/formats.md), are analytic: one pass over the tree (coordinates.cpp).
 #pragma once
 
 #include <cstdint>
@@ -321,11 +321,14 @@ void instantaneous_minimal_velocities(const Model& m, const double* z, double* r
 void constraint_violation(const Model& m, const double* z, double* out);
 
 // d y / d z (2 nf, 12 nb), row-major, of maximal_to_minimal at z (13 nb,), in the tangent
-// coordinates [x, v, phi, w] per body.
+// coordinates [x, v, phi, w] per body: each joint's rows from its kinematics.h minimal rows
+// at the current and previous poses.
 void maximal_to_minimal_jacobian(const Model& m, const double* z, double* jac);
 
 // d z / d y (12 nb, 2 nf), row-major, of minimal_to_maximal at y (2 nf,) (z_base and
-// overrides as there, held fixed), in the tangent coordinates [x, v, phi, w] per body.
+// overrides as there, held fixed), in the tangent coordinates [x, v, phi, w] per body: the
+// joint-space Jacobian of every body's two poses, built from the root (Pinocchio's
+// computeJointJacobians).
 void minimal_to_maximal_jacobian(const Model& m, const double* y, const double* z_base,
                                  const BodyOverrides& overrides, double* jac);
 

@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "body_maps.h"
+#include "coordinates.h"
 #include "math/dual.h"
 #include "dynamics.h"
 #include "interior_point.h"
@@ -42,6 +43,7 @@ int parameter_columns(const Model& m, const std::vector<int>& kinds) {
 namespace {
 
 using D12 = Dual<double, 12>;
+using D1 = Dual<double, 1>;
 
 // A dense n x k column-major matrix view.
 struct Columns {
@@ -111,9 +113,89 @@ void limit_impulses(const Model& m, const double* w, std::vector<double>& out) {
   for (int l = 0; l < m.nlim; ++l) out[m.limit_free[l]] += m.limit_sign[l] * w[m.lim_g + l];
 }
 
-// dr/dz2 (n x 12 nb: Columns, column-major, or a Product with it) at the solution w.
+// Most rows a joint has (three translational, three rotational).
+constexpr int kMaxJointRows = 6;
+
+// Which optional terms the joints' impulse maps carry (joint_state_terms).
+struct JointTermFlags {
+  bool minimal;    // springs, dampers or limits: the minimal-coordinate rows
+  bool any_input;  // a nonzero joint input
+};
+JointTermFlags joint_term_flags(const Model& m, const Data& d) {
+  JointTermFlags flags{m.has_springs || m.has_dampers || m.nlim > 0, false};
+  for (int f = 0; f < m.nf; ++f) flags.any_input = flags.any_input || d.u[f] != 0.0;
+  return flags;
+}
+
+// Joint j's part of dr/dz2, as dual numbers whose derivatives are along the seeds of its
+// poses pa, pb at z2 (its 12 tangents [xa, ta, xb, tb]: dr/dz2's entries; or one
+// direction: a product dr/dz2 dz2, step_jvp):
+// - F (12): the joint's part of its bodies' residual rows (parent 0:6, child 6:12),
+//     F = -Jc^T lambda + Jm^T (h k (m - m0) + w_c Jm (xi25 [+ xi15]) - sigma gamma) - Ju^T h u
+//   (w_c = damper_weight, xi15 in the midpoint form: residual.h);
+// - lock (its rows, in order; a locked joint's lock rows only): their value
+//   g(z3; d2(z2), q2(z2)), whose reference is the joint's configuration at z2 (the z3 part
+//   is state_residual_jacobian's).
+template <class D>
+void joint_state_terms(const Model& m, const Data& d, const double* w, int j, const Pose<D>& pa, const Pose<D>& pb,
+                       const std::vector<double>& limit, const JointTermFlags& flags, D* F, D* lock) {
+  const double h = m.h;
+  const int a = m.parent[j], b = m.child[j];
+  JointKinematics<D> kin;
+  JointRow<D> row;
+  joint_kinematics(m, j, pa, pb, kin);
+  for (int k = 0; k < 12; ++k) F[k] = D(0.0);
+  for (int rr = m.joint_row_start[j]; rr < m.joint_row_start[j + 1]; ++rr) {
+    if (m.row_lock[rr])
+      lock_impulse_row(m, j, m.row_slot[rr], kin, row);
+    else
+      constraint_row(m, j, m.row_slot[rr], kin, row);
+    const double lam = w[m.lam + rr];
+    for (int k = 0; k < 12; ++k) F[k] -= row.jac[k] * lam;
+  }
+  if (m.locked[j]) {
+    JointKinematics<double> k3;
+    joint_kinematics_at(m, j, d.x3.data(), d.q3.data(), d.rot3.data(), k3);
+    Vec3<D> d3;
+    Quat<D> q3;
+    for (int k = 0; k < 3; ++k) d3[k] = D(k3.d[k]);
+    for (int k = 0; k < 4; ++k) q3[k] = D(k3.q_rel[k]);
+    for (int rr = m.joint_row_start[j]; rr < m.joint_row_start[j + 1]; ++rr)
+      if (m.row_lock[rr]) lock[rr - m.joint_row_start[j]] = lock_value(m, j, m.row_slot[rr], d3, q3, kin.d, kin.q_rel);
+  }
+  const int f0 = m.joint_free_start[j], f1 = m.joint_free_start[j + 1];
+  if (f0 < f1 && flags.minimal) {
+    const Vec3<D> rv = rotation_vector(kin.q_rel);
+    double xi[12], xi15[12];
+    for (int s = 0; s < 2; ++s) {
+      const int body = s == 0 ? a : b;
+      for (int k = 0; k < 6; ++k) xi[6 * s + k] = body == kWorld ? 0.0 : w[6 * body + k];
+      for (int k = 0; k < 3; ++k) {
+        xi15[6 * s + k] = body == kWorld ? 0.0 : d.v15[3 * body + k];
+        xi15[6 * s + 3 + k] = body == kWorld ? 0.0 : d.w15[3 * body + k];
+      }
+    }
+    for (int f = f0; f < f1; ++f) {
+      coordinate_row(m, j, f, kin, rv, row);
+      const bool midpoint = !m.damper_implicit[f];
+      D rate(0.0);
+      for (int k = 0; k < 12; ++k) rate += row.jac[k] * (midpoint ? xi[k] + xi15[k] : xi[k]);
+      const D coef = (h * m.spring[f]) * (row.value - m.spring_offset[f]) + damper_weight(m, f) * rate - limit[f];
+      for (int k = 0; k < 12; ++k) F[k] += row.jac[k] * coef;
+    }
+  }
+  if (flags.any_input)
+    for (int f = f0; f < f1; ++f) {
+      input_row(m, j, m.free_slot[f], kin, row);
+      for (int k = 0; k < 12; ++k) F[k] -= row.jac[k] * (h * d.u[f]);
+    }
+}
+
+// dr/dz2 (n x 12 nb: Columns, column-major, or a Product with it) at the solution w;
+// without `joints`, all but the joints' impulse maps and lock references (what
+// joint_state_terms gives: step_jvp takes them along its direction).
 template <class Out>
-void state_residual_jacobian(const Model& m, Data& d, const double* w, Out out) {
+void state_residual_jacobian(const Model& m, Data& d, const double* w, Out out, bool joints = true) {
   const double h = m.h;
   // previous momenta: the body residual is momentum_right - momentum_left - ...
   double jac[36];
@@ -139,91 +221,42 @@ void state_residual_jacobian(const Model& m, Data& d, const double* w, Out out) 
       }
   }
 
-  // impulse maps at z2: the joint's part of the body residual,
-  //   F = -Jc^T lambda + Jm^T (h k (m - m0) + w_c Jm (xi25 [+ xi15]) - sigma gamma) - Ju^T h u,
-  // (w_c = damper_weight, xi15 in the midpoint form: residual.h) differentiated along the
-  // joint's 12 tangents with dual numbers.
-  std::vector<double> limit;
-  limit_impulses(m, w, limit);
-  const bool minimal = m.has_springs || m.has_dampers || m.nlim > 0;
-  bool any_input = false;
-  for (int f = 0; f < m.nf; ++f) any_input = any_input || d.u[f] != 0.0;
-  JointKinematics<D12> kin;
-  JointRow<D12> row;
-  for (int j = 0; j < m.nj; ++j) {
-    const int a = m.parent[j], b = m.child[j];
-    const Pose<D12> pa = seeded_pose(d, a, 0);
-    const Pose<D12> pb = seeded_pose(d, b, 6);
-    joint_kinematics(m, j, pa, pb, kin);
-    D12 F[12];
-    for (int rr = m.joint_row_start[j]; rr < m.joint_row_start[j + 1]; ++rr) {
-      if (m.row_lock[rr])
-        lock_impulse_row(m, j, m.row_slot[rr], kin, row);
-      else
-        constraint_row(m, j, m.row_slot[rr], kin, row);
-      const double lam = w[m.lam + rr];
-      for (int k = 0; k < 12; ++k) F[k] -= row.jac[k] * lam;
-    }
-    if (m.locked[j]) {
-      // the lock rows' reference (d2, q2) is the joint's configuration at z2: their
-      // value g(z3; d2(z2), q2(z2)) differentiated in it (the z3 part is below)
-      JointKinematics<double> k3;
-      joint_kinematics_at(m, j, d.x3.data(), d.q3.data(), d.rot3.data(), k3);
-      Vec3<D12> d3;
-      Quat<D12> q3;
-      for (int k = 0; k < 3; ++k) d3[k] = D12(k3.d[k]);
-      for (int k = 0; k < 4; ++k) q3[k] = D12(k3.q_rel[k]);
-      for (int rr = m.joint_row_start[j]; rr < m.joint_row_start[j + 1]; ++rr) {
-        if (!m.row_lock[rr]) continue;
-        const D12 g = lock_value(m, j, m.row_slot[rr], d3, q3, kin.d, kin.q_rel);
-        for (int part = 0; part < 4; ++part) {
-          const int body = part < 2 ? a : b;
-          if (body == kWorld) continue;
-          const bool rot = part % 2 == 1;
-          for (int k = 0; k < 3; ++k)
-            out.at(m.lam + rr, state_col(body, rot ? 2 : 0, k)) += (rot ? 2.0 : 1.0) * g.d[3 * part + k];
+  // impulse maps at z2: the joint's part of the body residual (joint_state_terms),
+  // differentiated along the joint's 12 tangents with dual numbers
+  if (joints) {
+    std::vector<double> limit;
+    limit_impulses(m, w, limit);
+    const JointTermFlags flags = joint_term_flags(m, d);
+    D12 F[12], lock[kMaxJointRows];
+    for (int j = 0; j < m.nj; ++j) {
+      const int a = m.parent[j], b = m.child[j];
+      joint_state_terms(m, d, w, j, seeded_pose(d, a, 0), seeded_pose(d, b, 6), limit, flags, F, lock);
+      // lock rows: columns the tangents [xa, ta, xb, tb] -> state [x, phi] (d/dphi = 2 d/dt)
+      if (m.locked[j])
+        for (int rr = m.joint_row_start[j]; rr < m.joint_row_start[j + 1]; ++rr) {
+          if (!m.row_lock[rr]) continue;
+          const D12& g = lock[rr - m.joint_row_start[j]];
+          for (int part = 0; part < 4; ++part) {
+            const int body = part < 2 ? a : b;
+            if (body == kWorld) continue;
+            const bool rot = part % 2 == 1;
+            for (int k = 0; k < 3; ++k)
+              out.at(m.lam + rr, state_col(body, rot ? 2 : 0, k)) += (rot ? 2.0 : 1.0) * g.d[3 * part + k];
+          }
         }
-      }
-    }
-    const int f0 = m.joint_free_start[j], f1 = m.joint_free_start[j + 1];
-    if (f0 < f1 && minimal) {
-      const Vec3<D12> rv = rotation_vector(kin.q_rel);
-      double xi[12], xi15[12];
-      for (int s = 0; s < 2; ++s) {
-        const int body = s == 0 ? a : b;
-        for (int k = 0; k < 6; ++k) xi[6 * s + k] = body == kWorld ? 0.0 : w[6 * body + k];
-        for (int k = 0; k < 3; ++k) {
-          xi15[6 * s + k] = body == kWorld ? 0.0 : d.v15[3 * body + k];
-          xi15[6 * s + 3 + k] = body == kWorld ? 0.0 : d.w15[3 * body + k];
-        }
-      }
-      for (int f = f0; f < f1; ++f) {
-        coordinate_row(m, j, f, kin, rv, row);
-        const bool midpoint = !m.damper_implicit[f];
-        D12 rate(0.0);
-        for (int k = 0; k < 12; ++k) rate += row.jac[k] * (midpoint ? xi[k] + xi15[k] : xi[k]);
-        const D12 coef = (h * m.spring[f]) * (row.value - m.spring_offset[f]) + damper_weight(m, f) * rate - limit[f];
-        for (int k = 0; k < 12; ++k) F[k] += row.jac[k] * coef;
-      }
-    }
-    if (any_input)
-      for (int f = f0; f < f1; ++f) {
-        input_row(m, j, m.free_slot[f], kin, row);
-        for (int k = 0; k < 12; ++k) F[k] -= row.jac[k] * (h * d.u[f]);
-      }
-    // rows: body rows of parent (F[0:6]) and child (F[6:12]); columns: the tangents
-    // [xa, ta, xb, tb] -> state [x, phi] of parent and child (d/dphi = 2 d/dt)
-    const int bodies[2] = {a, b};
-    for (int rs = 0; rs < 2; ++rs) {
-      if (bodies[rs] == kWorld) continue;
-      for (int i = 0; i < 6; ++i) {
-        const int r = 6 * bodies[rs] + i;
-        for (int part = 0; part < 4; ++part) {
-          const int body = bodies[part / 2];
-          if (body == kWorld) continue;
-          const bool rot = part % 2 == 1;
-          for (int k = 0; k < 3; ++k)
-            out.at(r, state_col(body, rot ? 2 : 0, k)) += (rot ? 2.0 : 1.0) * F[6 * rs + i].d[3 * part + k];
+      // rows: body rows of parent (F[0:6]) and child (F[6:12]); columns as the lock rows'
+      const int bodies[2] = {a, b};
+      for (int rs = 0; rs < 2; ++rs) {
+        if (bodies[rs] == kWorld) continue;
+        for (int i = 0; i < 6; ++i) {
+          const int r = 6 * bodies[rs] + i;
+          for (int part = 0; part < 4; ++part) {
+            const int body = bodies[part / 2];
+            if (body == kWorld) continue;
+            const bool rot = part % 2 == 1;
+            for (int k = 0; k < 3; ++k)
+              out.at(r, state_col(body, rot ? 2 : 0, k)) += (rot ? 2.0 : 1.0) * F[6 * rs + i].d[3 * part + k];
+          }
         }
       }
     }
@@ -315,6 +348,45 @@ void state_residual_jacobian(const Model& m, Data& d, const double* w, Out out) 
         if (bodies[s] == kWorld) continue;
         for (int k = 0; k < 12; ++k) out.at(g0, 12 * bodies[s] + k) -= jac[12 * s + k];
       }
+    }
+  }
+}
+
+// Body b's pose at z2 moved along its tangent in dz2 (12 nb,): x + e dx, q [1, e dphi]
+// (seeded_pose's seeds combined along the direction: t = 2 phi), one dual direction.
+Pose<D1> directed_pose(const Data& d, int b, const double* dz2) {
+  if (b == kWorld) return world_pose<D1>();
+  Pose<D1> p;
+  Vec3<D1> t;
+  for (int k = 0; k < 3; ++k) {
+    p.x[k] = D1(d.x2[3 * b + k]);
+    p.x[k].d[0] = dz2[state_col(b, 0, k)];
+    t[k].d[0] = 2.0 * dz2[state_col(b, 2, k)];
+  }
+  p.q = perturb_right(load4<D1>(&d.q2[4 * b]), t);
+  p.r = rotation(p.q);
+  return p;
+}
+
+// xv -= the joints' part of dr/dz2 dz2 (state_residual_jacobian without it gives the
+// rest): joint_state_terms along the direction, one dual number where the Jacobian's
+// entries take twelve (the 20-link chain's forward mode spent two thirds of its time in
+// the twelve-wide kinematics).
+void subtract_joint_direction(const Model& m, const Data& d, const double* w, const double* dz2, double* xv) {
+  std::vector<double> limit;
+  limit_impulses(m, w, limit);
+  const JointTermFlags flags = joint_term_flags(m, d);
+  D1 F[12], lock[kMaxJointRows];
+  for (int j = 0; j < m.nj; ++j) {
+    const int a = m.parent[j], b = m.child[j];
+    joint_state_terms(m, d, w, j, directed_pose(d, a, dz2), directed_pose(d, b, dz2), limit, flags, F, lock);
+    if (m.locked[j])
+      for (int rr = m.joint_row_start[j]; rr < m.joint_row_start[j + 1]; ++rr)
+        if (m.row_lock[rr]) xv[m.lam + rr] -= lock[rr - m.joint_row_start[j]].d[0];
+    const int bodies[2] = {a, b};
+    for (int rs = 0; rs < 2; ++rs) {
+      if (bodies[rs] == kWorld) continue;
+      for (int i = 0; i < 6; ++i) xv[6 * bodies[rs] + i] -= F[6 * rs + i].d[0];
     }
   }
 }
@@ -520,7 +592,7 @@ void solve_exact(const Model& m, Data& d, double* b, int k, bool transpose = fal
     // to 2e-12 against the goldens (pendulum: 1e-14 before); the sweep restores them. A
     // column-by-column refinement to the unit roundoff, LAPACK's dgerfs, moved no entry by
     // more than 8e-13 from this one sweep and cost the chain's A 2.4 times as much.)
-    block_residual(m.blocks, d.matrix.data(), rhs.data(), b, r.data(), k, transpose);
+    block_residual(m.blocks, d.matrix.data(), rhs.data(), b, r.data(), k, transpose, &x_new);
     solve_factored(m, d, r.data(), k, transpose);
     for (size_t i = 0; i < size; ++i) b[i] += r[i];
     return;
@@ -785,7 +857,7 @@ double step_vjp(const Model& m, Data& d, const std::vector<int>& kinds, const do
 
 double step_jvp(const Model& m, Data& d, const std::vector<int>& kinds, const double* dz2, const double* du,
                 const double* dp, double* dz3) {
-  const int n = m.n, nb = m.nb, nt = 12 * nb;
+  const int n = m.n;
   const double kappa_used = factor_at_solution(m, d);
   const double* w = d.w.data();
   std::vector<double>& x = d.grad_v;
@@ -804,7 +876,9 @@ double step_jvp(const Model& m, Data& d, const std::vector<int>& kinds, const do
   };
   if (dz2) {
     double* xv = x.data();
-    state_residual_jacobian(m, d, w, product([xv, dz2](int row, int col, double v) { xv[row] -= v * dz2[col]; }));
+    state_residual_jacobian(m, d, w, product([xv, dz2](int row, int col, double v) { xv[row] -= v * dz2[col]; }),
+                            false);
+    subtract_joint_direction(m, d, w, dz2, xv);
   }
   if (du && m.nu > 0) accumulate(m.nu, du, [&](Columns c) { input_residual_jacobian(m, d, c); });
   const int p = parameter_columns(m, kinds);
@@ -813,6 +887,37 @@ double step_jvp(const Model& m, Data& d, const std::vector<int>& kinds, const do
   next_state_tangent(m, w, Columns{x.data(), n}, 1, dz3);
   if (dz2) add_direct(m, w, dz2, 1, dz3);
   return kappa_used;
+}
+
+MinimalStepGradients minimal_step_gradients(const Model& m, Data& d, const double* y, const double* u,
+                                            const SolverOptions& opts, const GradientRequest& request,
+                                            double* y_next, double* A, double* B, double* P, double* w_solved) {
+  const int ny = 2 * m.nf, nt = 12 * m.nb;
+  std::vector<double>& z2 = d.grad_state;
+  z2.resize(13 * static_cast<size_t>(m.nb));
+  minimal_to_maximal<double>(m, y, nullptr, BodyOverrides{}, z2.data());
+  d.impulse_scale = 1.0;
+  d.warm_valid = false;
+  const SolverStatus status = step(m, d, z2.data(), u, nullptr, nullptr, nullptr, opts);
+  if (w_solved) std::copy(d.w.begin(), d.w.end(), w_solved);
+  relax_step(m, d, request.kappa);
+  GradientRequest mapped = request;
+  mapped.kappa = -1.0;  // relaxed above: the output map is taken at the relaxed step's result
+  std::vector<double>& in_map = d.grad_state_map;
+  std::vector<double>& out_map = d.grad_output_map;
+  if (request.state) {
+    in_map.resize(static_cast<size_t>(nt) * ny);
+    minimal_to_maximal_jacobian(m, y, nullptr, BodyOverrides{}, in_map.data());
+    mapped.state_map = in_map.data();
+    mapped.state_map_cols = ny;
+  }
+  out_map.resize(static_cast<size_t>(ny) * nt);
+  maximal_to_minimal_jacobian(m, d.z_next.data(), out_map.data());
+  mapped.output_map = out_map.data();
+  mapped.output_rows = ny;
+  const double kappa_used = step_gradients(m, d, mapped, A, B, P);
+  maximal_to_minimal<double>(m, d.z_next.data(), y_next);
+  return {status, kappa_used};
 }
 
 }  // namespace dojo

@@ -110,6 +110,26 @@ double step_vjp(const Model& m, Data& d, const std::vector<int>& kinds, const do
                 double* ubar, double* pbar);
 int parameter_columns(const Model& m, const std::vector<int>& kinds);
 
+// One step from a minimal state and its derivatives in minimal coordinates, in one call
+// (issue 28 item 1): z2 = minimal_to_maximal(y) (coordinates.h), the step from Dojo's
+// starting point (d.impulse_scale = 1, no warm start: dojo.step's stateless step), with
+// kappa >= 0 its move onto the central path, then step_gradients with the minimal
+// directions as the right-hand sides (state_map dz2/dy) and the rows mapped to the minimal
+// state at the step's result (output_map dy3/dz3), both maps' analytic Jacobians kept in
+// d. request.state_map and output_map are ignored (these are the maps). y (2 nf,), u (nu,)
+// or null; writes y_next (2 nf,), A (2 nf x 2 nf), B (2 nf x nu), P (2 nf x p) row-major
+// for the requested parts, and w_solved (n,) the solver's solution before any relaxation
+// (null: not wanted). Returns the step's status and (second) the central-path value the
+// derivatives were taken at; the derivatives are taken whatever the status (a step that
+// did not converge is the caller's to refuse). Throws std::runtime_error as step_gradients.
+struct MinimalStepGradients {
+  SolverStatus status;
+  double kappa;
+};
+MinimalStepGradients minimal_step_gradients(const Model& m, Data& d, const double* y, const double* u,
+                                            const SolverOptions& opts, const GradientRequest& request,
+                                            double* y_next, double* A, double* B, double* P, double* w_solved);
+
 // The two halves of step_gradients' state part, for a caller that needs only some
 // columns (initial.h): dr/dz2 at the solution w accumulated into out (n x 12 nb,
 // column-major, tangent columns as A's), with step_matrix(m, d, w) assembled first; and
