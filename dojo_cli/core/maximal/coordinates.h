@@ -127,7 +127,7 @@ inline void joint_minimal_state(const Model& m, int j, const Pose<T>& a2, const 
   const int f0 = m.joint_free_start[j], f1 = m.joint_free_start[j + 1];
   if (f0 == f1) return;
   JointKinematics<T> k2;
-  joint_kinematics(m, j, a2, b2, k2);
+  joint_configuration(m, j, a2, b2, k2);
   const Vec3<T> rv = rotation_vector(k2.q_rel);
   // a universal or gimbal joint's rotations are its axes' angles (euler_joints.h)
   const bool euler = m.joint_rotation[j] != kRotationQuaternion;
@@ -140,7 +140,7 @@ inline void joint_minimal_state(const Model& m, int j, const Pose<T>& a2, const 
   }
   if (!rate) return;
   JointKinematics<T> k1;
-  joint_kinematics(m, j, a1, b1, k1);
+  joint_configuration(m, j, a1, b1, k1);
   const Vec3<T> dd = k2.d - k1.d;
   const Vec3<T> inc = rotation_vector(multiply(conjugate(k1.q_rel), k2.q_rel));
   if (euler) euler_angles(m, j, k1.rot_rel, e1);
@@ -174,7 +174,14 @@ inline void minimal_coordinates(const Model& m, const T* x, const T* q, T* theta
 template <class T>
 inline void minimal_coordinates_and_velocities(const Model& m, const T* z, T* theta, T* rate) {
   std::vector<Pose<T>> now(m.nb), prev(m.nb);
-  for (int b = 0; b < m.nb; ++b) body_poses(z, b, m.h, now[b], prev[b]);
+  for (int b = 0; b < m.nb; ++b) {
+    if (rate) {
+      body_poses(z, b, m.h, now[b], prev[b]);
+    } else {  // the previous poses are read only for the rates
+      const T* s = z + 13 * b;
+      now[b] = detail::make_pose(Vec3<T>{{s[0], s[1], s[2]}}, Quat<T>{{s[6], s[7], s[8], s[9]}});
+    }
+  }
   const Pose<T> world = world_pose<T>();
   T scratch[6];
   for (int j = 0; j < m.nj; ++j) {
