@@ -155,8 +155,17 @@ def step(mech: Mechanism, z, u=None, opts: SolverOptions | None = None, f_ext=No
     """
     if opts is not None and opts.verbose:  # Dojo's iteration table on stderr (solver.verbose)
         return solve_step(mech, z, u, opts, f_ext, tau_ext, log=iteration_printer())[0]
-    # the shortest path: no solver record (solve_step has it); stateless, from Dojo's
-    # starting point (core/step.h, "Restarts")
+    if mech.has_armature:
+        refuse_armature(mech)
+    # the shortest path, one crossing: no solver record (solve_step has it); stateless, from
+    # Dojo's starting point (core/step.h, "Restarts"); float64 C-contiguous arrays of the
+    # right sizes go in as they are, and the next state comes back as one new array
+    out = np.empty(13 * mech.nb)
+    try:
+        _core.next_state(mech.core, mech.core_data, z, u, f_ext, tau_ext, core_options(opts or DOJO_DEFAULTS), out)
+        return out
+    except (TypeError, ValueError):
+        pass  # other arrays, lists, wrong sizes: converted, or refused with their message, below
     mech.core_data.impulse_scale = 1.0
     mech.core_data.warm_valid = False
     _core_step(mech, mech.core_data, z, u, f_ext, tau_ext, None, opts)

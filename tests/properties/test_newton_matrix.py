@@ -9,7 +9,8 @@ import pytest
 from dojo_cli import _core
 from dojo_cli.model.controller import ConstantController
 from dojo_cli.api import simulate
-from tests.mechanisms import CONSTRAINED_JOINT_TYPES, pendulum, random_state, slider, snake, twister
+from tests.mechanisms import (CONSTRAINED_JOINT_TYPES, contact_scene, limited_pendulum, pendulum, random_state, slider, snake,
+                             twister)
 
 FD_STEP = 1e-6  # central differences: truncation ~1e-12, rounding ~1e-10
 FD_TOL = 1e-6  # relative to the largest entry
@@ -102,3 +103,38 @@ def test_starting_point_is_the_warm_start():
     s = z.reshape(mech.nb, 13)
     assert np.array_equal(w0[: 6 * mech.nb].reshape(mech.nb, 6), np.c_[s[:, 3:6], s[:, 10:13]]), "v15, w15"
     assert not np.any(w0[6 * mech.nb :]), "joint impulses start at zero"
+
+
+def _locked_snake():
+    import dataclasses
+
+    from dojo_cli.model.mechanism import Mechanism
+
+    mech = snake(3, "spherical", spring=1.0, damper=0.2, gravity=(0, 0, -9.81))
+    joints = [dataclasses.replace(j, locked=i == 1) for i, j in enumerate(mech.joints)]
+    return Mechanism(mech.bodies, joints, mech.timestep, mech.gravity, name="locked_snake")
+
+
+@pytest.mark.parametrize("build", [lambda: twister(3, "revolute", spring=1.0, damper=0.2), limited_pendulum,
+                                   _locked_snake, lambda: contact_scene("box", "mixed")],
+                         ids=["twister", "limits", "lock", "contacts"])
+def test_matrix_reuses_the_residuals_kinematics_bit_for_bit(build):
+    """Kinematics once per iterate (residual.h rows3_at): the Newton matrix at the unknowns
+    the residual was just evaluated at reads the residual's configuration and rows at z3
+    instead of evaluating them again; it is the same matrix to the bit as one evaluated
+    afresh, and a residual at other unknowns is not reused."""
+    mech = build()
+    system = StepSystem(mech, random_state(mech, seed=6) if mech.nc == 0 else np.asarray(simulate(mech, 5).state(5)))
+    rng = np.random.default_rng(7)
+    w = system.initial_guess() + ITERATE_SPREAD * rng.standard_normal(system.n)
+    other = w + ITERATE_SPREAD * rng.standard_normal(system.n)
+    fresh = system.matrix(w)
+    dense = lambda at: np.asarray(_core.testing.step_matrix_dense(  # noqa: E731
+        system.model, system.data, system.z, system.u, np.ascontiguousarray(w), np.ascontiguousarray(at))).reshape(fresh.shape)
+    reused = dense(w)
+    assert _core.testing.rows3_at(system.model, system.data, np.ascontiguousarray(w)), "the matrix after the residual at w reused its rows"
+    assert np.array_equal(reused.view(np.uint64), fresh.view(np.uint64)), \
+        f"reused rows: max |difference| {np.max(np.abs(reused - fresh)):.2e}"
+    elsewhere = dense(other)
+    assert np.array_equal(elsewhere.view(np.uint64), fresh.view(np.uint64)), "a residual at other unknowns moved the matrix"
+    assert np.any(system.residual(other) != system.residual(w)), "the two iterates differ"

@@ -109,6 +109,36 @@ void bind_step(nb::module_& m) {
       nb::arg("tau_ext").none(), nb::arg("lambda0").none(), nb::arg("opts"),
       "One step from z = [x2, v15, q2, w15] per body; the result is in data (z_next, w, status, iterations).");
 
+  // dojo.step's path: one crossing a step. The arguments are taken as they are (float64,
+  // C-contiguous: no conversion, no copy) and the next state is written into `out`, a new
+  // array the caller made (numpy makes one in ~0.07 us; one handed out from here cost
+  // ~0.5 us), so a step costs the call and the step (issue 28 item 2: the pendulum spent
+  // more time in Python around _core.step, reading and copying data.z_next, than in the step).
+  m.def(
+      "next_state",
+      [](const Model& model, Data& data, const InArray& z, std::optional<InArray> u, std::optional<InArray> f_ext,
+         std::optional<InArray> tau_ext, const SolverOptions& opts, nb::ndarray<double, nb::c_contig, nb::device::cpu> out) {
+        const size_t nz = 13 * static_cast<size_t>(model.nb);
+        const double* pz = checked(z, nz, "state");
+        const double* pu = checked(u, model.nu, "input");
+        const double* pf = checked(f_ext, 3 * static_cast<size_t>(model.nb), "f_ext");
+        const double* pt = checked(tau_ext, 3 * static_cast<size_t>(model.nb), "tau_ext");
+        if (out.size() != nz)
+          throw std::invalid_argument("out: expected " + std::to_string(nz) + " values, got " + std::to_string(out.size()));
+        // stateless: Dojo's starting point, not a previous step's scale or cones (step.h,
+        // "Restarts" and "Warm start")
+        data.impulse_scale = 1.0;
+        data.warm_valid = false;
+        step(model, data, pz, pu, pf, pt, nullptr, opts);
+        std::copy(data.z_next.begin(), data.z_next.end(), out.data());
+      },
+      nb::arg("model"), nb::arg("data"), nb::arg("z").noconvert(), nb::arg("u").none().noconvert(),
+      nb::arg("f_ext").none().noconvert(), nb::arg("tau_ext").none().noconvert(), nb::arg("opts"),
+      nb::arg("out").noconvert(),
+      "One stateless step from z = [x2, v15, q2, w15] per body (Dojo's starting point, no warm start): the next\n"
+      "state into out (13 nb,); the solve's record stays in data. Arrays must be float64 and C-contiguous\n"
+      "(nothing is converted).");
+
   m.def(
       "initial_midpoint",
       [](const Model& model, Data& data, const InArray& z, std::optional<InArray> u, std::optional<InArray> f_ext,

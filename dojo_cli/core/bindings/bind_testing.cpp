@@ -32,12 +32,18 @@ void bind_testing(nb::module_& testing) {
       nb::arg("model"), nb::arg("data"), nb::arg("z"), nb::arg("u").none(), nb::arg("w"));
   m.def(
       "step_matrix_dense",
-      [](const Model& model, Data& data, const InArray& z, std::optional<InArray> u, const InArray& w) {
+      [](const Model& model, Data& data, const InArray& z, std::optional<InArray> u, const InArray& w,
+         std::optional<InArray> residual_at) {
         if (!step_setup(model, data, checked(z, 13 * static_cast<size_t>(model.nb), "state"),
                         checked(u, model.nu, "input"), nullptr, nullptr))
           throw std::invalid_argument("state or input not finite");
         checked(w, model.n, "w");
         std::vector<double> ww(w.data(), w.data() + model.n);
+        if (residual_at) {  // the residual first, as a solver evaluates it (step_matrix may reuse its rows)
+          checked(residual_at, model.n, "residual_at");
+          std::vector<double> wr(residual_at->data(), residual_at->data() + model.n);
+          step_residual(model, data, wr.data(), data.rc.data());
+        }
         step_matrix(model, data, ww.data());
         const int n = model.n;
         std::vector<double> dense(static_cast<size_t>(n) * n, 0.0);
@@ -50,7 +56,16 @@ void bind_testing(nb::module_& testing) {
         }
         return dense;
       },
-      nb::arg("model"), nb::arg("data"), nb::arg("z"), nb::arg("u").none(), nb::arg("w"));
+      nb::arg("model"), nb::arg("data"), nb::arg("z"), nb::arg("u").none(), nb::arg("w"),
+      nb::arg("residual_at").none() = nb::none());
+  m.def(
+      "rows3_at",
+      [](const Model& model, const Data& data, const InArray& w) {
+        checked(w, model.n, "w");
+        return rows3_at(model, data, w.data());
+      },
+      nb::arg("model"), nb::arg("data"), nb::arg("w"),
+      "Whether the configuration and rows at z3 in data are those of the unknowns w (residual.h rows3_at).");
 
   // Joint rows (kinematics.h) at given parent and child poses: each basis slot's row (its
   // constraint row where the slot is constrained, else its minimal coordinate) and the

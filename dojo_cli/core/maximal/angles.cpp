@@ -23,7 +23,7 @@ Pose<double> state_pose(const double* z, int b) {
 // Joint j's canonical angle (kinematics.h) of coordinate f and q_rel in state z.
 double canonical_angle(const Model& m, int j, int f, const double* z, Quat<double>& q_rel) {
   JointKinematics<double> kin;
-  joint_kinematics(m, j, state_pose(z, m.parent[j]), state_pose(z, m.child[j]), kin);
+  joint_configuration(m, j, state_pose(z, m.parent[j]), state_pose(z, m.child[j]), kin);
   q_rel = kin.q_rel;
   const double* b = &m.basis[18 * j + 3 * m.free_slot[f]];
   const Vec3<double> rc = rotation_vector(canonical_quaternion(kin.q_rel));

@@ -120,27 +120,30 @@ inline void body_poses(const T* z, int b, double h, Pose<T>& now, Pose<T>& prev)
 
 // Joint j's minimal state from its parent and child poses at z2 (a2, b2) and z1
 // (a1, b1): theta (n,) its free coordinates and rate (n,) their velocities, n the
-// joint's free coordinates. rate may be null (then a1, b1 are not read).
+// joint's free coordinates. rate may be null (then a1, b1 are not read); theta may be null
+// (only the rates: no rotation vector of q_rel).
 template <class T>
 inline void joint_minimal_state(const Model& m, int j, const Pose<T>& a2, const Pose<T>& b2, const Pose<T>& a1,
                                 const Pose<T>& b1, T* theta, T* rate) {
   const int f0 = m.joint_free_start[j], f1 = m.joint_free_start[j + 1];
   if (f0 == f1) return;
   JointKinematics<T> k2;
-  joint_kinematics(m, j, a2, b2, k2);
-  const Vec3<T> rv = rotation_vector(k2.q_rel);
+  joint_configuration(m, j, a2, b2, k2);
   // a universal or gimbal joint's rotations are its axes' angles (euler_joints.h)
   const bool euler = m.joint_rotation[j] != kRotationQuaternion;
   EulerAngles<T> e2, e1;
   if (euler) euler_angles(m, j, k2.rot_rel, e2);
-  for (int f = f0; f < f1; ++f) {
-    const int slot = m.free_slot[f];
-    const double* b = detail::basis_row(m, j, slot);
-    theta[f - f0] = (euler && slot >= 3) ? e2.angle[slot - 3] : detail::basis_dot(b, slot < 3 ? k2.d : rv);
+  if (theta) {
+    const Vec3<T> rv = rotation_vector(k2.q_rel);
+    for (int f = f0; f < f1; ++f) {
+      const int slot = m.free_slot[f];
+      const double* b = detail::basis_row(m, j, slot);
+      theta[f - f0] = (euler && slot >= 3) ? e2.angle[slot - 3] : detail::basis_dot(b, slot < 3 ? k2.d : rv);
+    }
   }
   if (!rate) return;
   JointKinematics<T> k1;
-  joint_kinematics(m, j, a1, b1, k1);
+  joint_configuration(m, j, a1, b1, k1);
   const Vec3<T> dd = k2.d - k1.d;
   const Vec3<T> inc = rotation_vector(multiply(conjugate(k1.q_rel), k2.q_rel));
   if (euler) euler_angles(m, j, k1.rot_rel, e1);
@@ -174,14 +177,20 @@ inline void minimal_coordinates(const Model& m, const T* x, const T* q, T* theta
 template <class T>
 inline void minimal_coordinates_and_velocities(const Model& m, const T* z, T* theta, T* rate) {
   std::vector<Pose<T>> now(m.nb), prev(m.nb);
-  for (int b = 0; b < m.nb; ++b) body_poses(z, b, m.h, now[b], prev[b]);
+  for (int b = 0; b < m.nb; ++b) {
+    if (rate) {
+      body_poses(z, b, m.h, now[b], prev[b]);
+    } else {  // the previous poses are read only for the rates
+      const T* s = z + 13 * b;
+      now[b] = detail::make_pose(Vec3<T>{{s[0], s[1], s[2]}}, Quat<T>{{s[6], s[7], s[8], s[9]}});
+    }
+  }
   const Pose<T> world = world_pose<T>();
-  T scratch[6];
   for (int j = 0; j < m.nj; ++j) {
     const int a = m.parent[j], c = m.child[j], f0 = m.joint_free_start[j];
     const Pose<T>& a2 = a == kWorld ? world : now[a];
     const Pose<T>& a1 = a == kWorld ? world : prev[a];
-    joint_minimal_state(m, j, a2, now[c], a1, prev[c], theta ? theta + f0 : scratch, rate ? rate + f0 : nullptr);
+    joint_minimal_state(m, j, a2, now[c], a1, prev[c], theta ? theta + f0 : nullptr, rate ? rate + f0 : nullptr);
   }
 }
 

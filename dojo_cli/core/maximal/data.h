@@ -117,6 +117,13 @@ struct Data {
   // ---- iterate
   std::vector<double> w, r, delta, cand, rc;  // (n,)
   std::vector<double> x3, q3, rot3, mw;       // next configuration, R(q3), dt3/dw25 per body
+  // The rows' Jacobians at z3 that step_residual computed with their values (kinematics
+  // evaluated once per iterate: step_matrix at the same unknowns reads them instead of
+  // evaluating the joints' kinematics again): joint rows (nl, 12), limit rows (nlim, 12),
+  // the body velocities (6 nb,) they were computed at, and whether they are still those of
+  // d.x3, d.q3 (any next_configuration and step_setup clears it).
+  std::vector<double> jg3, jl3, rows3_w;
+  bool rows3_valid = false;
   std::vector<double> matrix;                 // structural block values of the Newton matrix
   BlockLU lu;                                 // its factorisation in the model's order
   BlockLU lu_robust;                          // ... in the robust order (model.h, blocks_robust)

@@ -58,8 +58,11 @@ inline Pose<T> world_pose() {
   return p;
 }
 
-// Kinematics of joint j from its parent and child poses.
-template <class T>
+// Kinematics of joint j from its parent and child poses. Without kJacobians only the
+// configuration (d, q_rel, rot_rel; the same operations, so the same bits) is computed and
+// the Jacobian members are left as they were: what the minimal coordinates and the angles
+// read (joint_configuration), at about half the cost.
+template <class T, bool kJacobians = true>
 inline void joint_kinematics(const Model& m, int j, const Pose<T>& a, const Pose<T>& b, JointKinematics<T>& out) {
   const Vec3<T> pa = load3<T>(&m.parent_vertex[3 * j]);
   const Vec3<T> pb = load3<T>(&m.child_vertex[3 * j]);
@@ -67,18 +70,28 @@ inline void joint_kinematics(const Model& m, int j, const Pose<T>& a, const Pose
   const Vec3<T> world = b.x + rb_pb - a.x;  // child joint point relative to the parent origin, world
   const Vec3<T> ra_t_world = tmatvec(a.r, world);
   out.d = ra_t_world - pa;
-  const Mat3<T> ra_t = transpose(a.r);
-  out.d_xa = -ra_t;
-  out.d_ta = skew(ra_t_world);  // d/dta of R(qa exp(ta/2))^T w = [R^T w]x
-  out.d_xb = ra_t;
-  // R(qb exp(tb/2)) pb ~ R(qb)(pb + tb x pb): d/dtb = -Ra^T Rb [pb]x
-  out.d_tb = -matmul(matmul(ra_t, b.r), skew(pb));
+  if constexpr (kJacobians) {
+    const Mat3<T> ra_t = transpose(a.r);
+    out.d_xa = -ra_t;
+    out.d_ta = skew(ra_t_world);  // d/dta of R(qa exp(ta/2))^T w = [R^T w]x
+    out.d_xb = ra_t;
+    // R(qb exp(tb/2)) pb ~ R(qb)(pb + tb x pb): d/dtb = -Ra^T Rb [pb]x
+    out.d_tb = -matmul(matmul(ra_t, b.r), skew(pb));
+  }
 
   const Quat<T> off = load4<T>(&m.orientation_offset[4 * j]);
   out.q_rel = multiply(conjugate(off), multiply(conjugate(a.q), b.q));
   out.rot_rel = rotation(out.q_rel);
-  const Mat3<T> off_t = transpose(load33<T>(&m.offset_rotation[9 * j]));
-  out.rel_ta = -matmul(transpose(out.rot_rel), off_t);
+  if constexpr (kJacobians) {
+    const Mat3<T> off_t = transpose(load33<T>(&m.offset_rotation[9 * j]));
+    out.rel_ta = -matmul(transpose(out.rot_rel), off_t);
+  }
+}
+
+// Joint j's configuration only: d, q_rel, rot_rel of JointKinematics (no Jacobians).
+template <class T>
+inline void joint_configuration(const Model& m, int j, const Pose<T>& a, const Pose<T>& b, JointKinematics<T>& out) {
+  joint_kinematics<T, false>(m, j, a, b, out);
 }
 
 // One row of a family: its value and its 12 tangent derivatives.

@@ -30,7 +30,13 @@ inline BlockRef block(const Model& m, Data& d, int id) {
 void step_matrix(const Model& m, Data& d, const double* w, double regularization) {
   const double h = m.h;
   std::fill(d.matrix.begin(), d.matrix.end(), 0.0);
-  next_configuration(m, d, w, true);
+  // kinematics once per iterate: the residual at these unknowns left the configuration at
+  // z3 and the rows' Jacobians (residual.h rows3_at); else they are evaluated here
+  const bool kept = rows3_at(m, d, w);
+  if (kept)
+    integrator_map_jacobians(m, d, w);
+  else
+    next_configuration(m, d, w, true);
   double jac[36];
   for (int b = 0; b < m.nb; ++b) {
     momentum_jacobian(m.mass[b], body_inertia(m, b), load3<double>(w + 6 * b + 3), h, 1.0, jac);
@@ -77,25 +83,30 @@ void step_matrix(const Model& m, Data& d, const double* w, double regularization
     const int r0 = m.joint_row_start[j], r1 = m.joint_row_start[j + 1];
     const int l0 = m.joint_limit_start[j], l1 = m.joint_limit_start[j + 1];
     const int bodies[2] = {m.parent[j], m.child[j]};
-    joint_kinematics_at(m, j, d.x3.data(), d.q3.data(), d.rot3.data(), kin);
+    if (!kept) joint_kinematics_at(m, j, d.x3.data(), d.q3.data(), d.rot3.data(), kin);
     BlockRef diag = block(m, d, m.blk_joint_diag[j]);
     for (int rr = r0; rr < r1; ++rr) {
       const int li = m.local_index[m.lam + rr];
-      joint_row(m, j, rr, kin, d.lock_d2.data(), d.lock_q2.data(), row);
+      const double* jac3 = &d.jg3[12 * rr];
+      if (!kept) {
+        joint_row(m, j, rr, kin, d.lock_d2.data(), d.lock_q2.data(), row);
+        jac3 = row.jac;
+      }
       for (int s = 0; s < 2; ++s) {
         if (bodies[s] == kWorld) continue;
         // impulse map -Jg(z2)^T (body rows, lambda column)
         BlockRef bj = block(m, d, m.blk_body_joint[s][j]);
         for (int k = 0; k < 6; ++k) bj.at(k, li) -= d.jg2[12 * rr + 6 * s + k];
         // constraint Jg(z3) dz3/dxi25 (lambda row, body columns)
-        chain6(row.jac + 6 * s, &d.mw[9 * bodies[s]], h, chained);
+        chain6(jac3 + 6 * s, &d.mw[9 * bodies[s]], h, chained);
         BlockRef jb = block(m, d, m.blk_joint_body[s][j]);
         for (int k = 0; k < 6; ++k) jb.at(li, k) += chained[k];
       }
       diag.at(li, li) += regularization;
     }
     if (l0 == l1) continue;
-    const Vec3<double> rv = rotation_vector(kin.q_rel);
+    Vec3<double> rv{};
+    if (!kept) rv = rotation_vector(kin.q_rel);
     for (int l = l0; l < l1; ++l) {
       const int f = m.limit_free[l];
       const int ls = m.local_index[m.lim_s + l], lg = m.local_index[m.lim_g + l];
@@ -103,10 +114,14 @@ void step_matrix(const Model& m, Data& d, const double* w, double regularization
       diag.at(ls, ls) += g;  // d(s gamma)/ds
       diag.at(ls, lg) += s;  // d(s gamma)/dgamma
       diag.at(lg, ls) += 1.0;
-      limit_row(m, j, f, kin, rv, &d.qrel2[4 * j], d.angle2[f], row);
+      const double* jac3 = &d.jl3[12 * l];
+      if (!kept) {
+        limit_row(m, j, f, kin, rv, &d.qrel2[4 * j], d.angle2[f], row);
+        jac3 = row.jac;
+      }
       for (int side = 0; side < 2; ++side) {
         if (bodies[side] == kWorld) continue;
-        chain6(row.jac + 6 * side, &d.mw[9 * bodies[side]], h, chained);
+        chain6(jac3 + 6 * side, &d.mw[9 * bodies[side]], h, chained);
         BlockRef jb = block(m, d, m.blk_joint_body[side][j]);
         for (int k = 0; k < 6; ++k) jb.at(lg, k) -= sign * chained[k];
         BlockRef bj = block(m, d, m.blk_body_joint[side][j]);

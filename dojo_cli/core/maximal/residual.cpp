@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "body_maps.h"
 #include "dynamics.h"
@@ -39,6 +40,7 @@ const ContactEval& evaluate_step_contact(const Model& m, Data& d, const double* 
 // The configuration at z3 of every body from the unknowns.
 void next_configuration(const Model& m, Data& d, const double* w, bool jacobians) {
   const double h = m.h;
+  d.rows3_valid = false;  // the rows' Jacobians step_residual kept belong to another configuration
   for (int b = 0; b < m.nb; ++b) {
     const double* xi = w + 6 * b;
     const Vec3<double> w25 = load3<double>(xi + 3);
@@ -48,17 +50,27 @@ void next_configuration(const Model& m, Data& d, const double* w, bool jacobians
     const Mat3<double> r = rotation(q3);
     for (int i = 0; i < 3; ++i)
       for (int k = 0; k < 3; ++k) d.rot3[9 * b + 3 * i + k] = r[i][k];
-    if (jacobians) {
-      const Mat3<double> mw = integrator_map_jacobian(w25, h);
-      for (int i = 0; i < 3; ++i)
-        for (int k = 0; k < 3; ++k) d.mw[9 * b + 3 * i + k] = mw[i][k];
-    }
   }
+  if (jacobians) integrator_map_jacobians(m, d, w);
+}
+
+void integrator_map_jacobians(const Model& m, Data& d, const double* w) {
+  for (int b = 0; b < m.nb; ++b) {
+    const Mat3<double> mw = integrator_map_jacobian(load3<double>(w + 6 * b + 3), m.h);
+    for (int i = 0; i < 3; ++i)
+      for (int k = 0; k < 3; ++k) d.mw[9 * b + 3 * i + k] = mw[i][k];
+  }
+}
+
+bool rows3_at(const Model& m, const Data& d, const double* w) {
+  // bit for bit: the same unknowns give the same configuration and rows
+  return d.rows3_valid && std::memcmp(w, d.rows3_w.data(), sizeof(double) * static_cast<size_t>(m.nv)) == 0;
 }
 
 bool step_setup(const Model& m, Data& d, const double* z, const double* u, const double* f_ext,
                 const double* tau_ext) {
   const int nb = m.nb;
+  d.rows3_valid = false;  // the rows at z3 depend on z2 (x3 = x2 + h v25, the lock and limit references)
   if (!all_finite(z, 13 * nb) || (u && !all_finite(u, m.nu)) || (f_ext && !all_finite(f_ext, 3 * nb)) ||
       (tau_ext && !all_finite(tau_ext, 3 * nb)))
     return false;
@@ -217,6 +229,7 @@ void step_residual(const Model& m, Data& d, const double* w, double* r) {
     for (int rr = r0; rr < r1; ++rr) {
       joint_row(m, j, rr, kin, d.lock_d2.data(), d.lock_q2.data(), row);
       r[m.lam + rr] = row.value;
+      std::copy(row.jac, row.jac + 12, &d.jg3[12 * rr]);  // for step_matrix at these unknowns
       scatter12(m, j, &d.jg2[12 * rr], -w[m.lam + rr], body);
     }
     if (l0 == l1) continue;
@@ -224,6 +237,7 @@ void step_residual(const Model& m, Data& d, const double* w, double* r) {
     for (int l = l0; l < l1; ++l) {
       const int f = m.limit_free[l];
       limit_row(m, j, f, kin, rv, &d.qrel2[4 * j], d.angle2[f], row);
+      std::copy(row.jac, row.jac + 12, &d.jl3[12 * l]);
       const double s = w[m.lim_s + l], g = w[m.lim_g + l];
       r[m.lim_s + l] = s * g;
       r[m.lim_g + l] = s - m.limit_sign[l] * (row.value - m.limit_bound[l]);
@@ -231,6 +245,9 @@ void step_residual(const Model& m, Data& d, const double* w, double* r) {
       scatter12(m, j, &d.jf2[12 * f], -m.limit_sign[l] * g, body);
     }
   }
+  // the configuration and rows at z3 of these unknowns, kept for step_matrix
+  std::copy(w, w + m.nv, d.rows3_w.begin());
+  d.rows3_valid = true;
   // dampers: their part on the unknowns, damper_weight Jf(z2)^T Jf(z2) xi25 (residual.h)
   for (int f : m.damped_free) {
     const int j = m.free_joint[f];

@@ -87,6 +87,14 @@ void step_residual(const Model& m, Data& d, const double* w, double* r);
 // the integrator map's Jacobian into d.mw when `jacobians`).
 void next_configuration(const Model& m, Data& d, const double* w, bool jacobians);
 
+// The integrator map's Jacobian dt3/dw25 of every body at the unknowns w into d.mw.
+void integrator_map_jacobians(const Model& m, Data& d, const double* w);
+
+// Whether d.x3, d.q3, d.rot3 and the rows' Jacobians d.jg3, d.jl3 are those of the
+// unknowns w: the last step_residual was evaluated at w's body velocities (bit for bit)
+// and nothing has moved the configuration since (kinematics once per iterate, issue 28).
+bool rows3_at(const Model& m, const Data& d, const double* w);
+
 // Evaluate contact c at the unknowns w; d.x3, d.q3 (and d.mw for Jacobians) must be
 // those of w (step_residual / step_matrix set them). The result is d.contact_eval.
 const ContactEval& evaluate_step_contact(const Model& m, Data& d, const double* w, int c, ContactOutput output);
