@@ -285,7 +285,6 @@ class Variational:
     def _substep_block(self, k: int, u, spent: int, counts, lam=None) -> StepBlock | None:
         """Step k from the run's state as substeps (simulation.substeps); the run moves past
         it when it converged; None (nothing moved) when it did not."""
-        mech = self.mech
         z, angles = self.before
         lam = self.lam if lam is None else lam
         res = self.retry.solve(k, z, u, lam, angles, spent=spent, counts=counts, h_prev=self.h_prev)
