@@ -16,7 +16,8 @@ state at t = 0), steps failed and the first failed step, the worst penetration (
 negative contact distance over the run, mm; ``-`` without contacts), the mean and largest
 interior-point iteration count, the steps restarted (more iterations than one attempt's
 ``max_iter``: core/maximal/step.h, "Restarts"; a contact joining within its margin
-re-solves a step too), ms per step (CPU time of the whole run / N), and why a
+re-solves a step too), the steps whose full step failed and that were solved again as
+substeps (``subst``: dojo_cli/simulation/substeps.py), ms per step (CPU time of the whole run / N), and why a
 robot was refused at import (the first line of its error). The robots run in J worker
 processes (default 2), one robot per task; the slowest imports are started first.
 
@@ -26,7 +27,7 @@ gains from the inertias; optimize/balance.py: a robot whose support does not hol
 centre of mass leaned onto its two feet and balanced by an LQR) and run for N steps
 (default 500 = 5 s); the robots without legs are listed as such. Printed per legged robot: bodies, contacts, support bodies, how far the
 centre of mass lies inside the support polygon ("line": point feet, no area), the trunk's
-height at the start and at the end, failed steps, the deepest contact, ms per step, and
+height at the start and at the end, failed steps, the steps solved as substeps, the deepest contact, ms per step, and
 where the pose came from. A robot stands when every step converged and its trunk ends
 within STAND_TOLERANCE of its start.
 
@@ -108,6 +109,10 @@ def run_robot(task: tuple) -> dict:
     row["failed"] = len(failed)
     row["first_failed"] = failed[0] if failed else None
     row["failed_status"] = sorted(set(status[k] for k in failed))
+    # failed full steps solved again as substeps (simulation/substeps.py), and their largest count
+    substeps = np.ones(steps, dtype=int) if traj.substeps is None else np.asarray(traj.substeps)
+    row["substepped"] = int(np.sum(substeps > 1))
+    row["substeps_max"] = int(np.max(substeps))
     row["ms_per_step"] = 1e3 * cpu / steps
     row["iterations_mean"] = float(np.mean(traj.iterations))
     row["iterations_max"] = int(np.max(traj.iterations))
@@ -164,7 +169,9 @@ def stand_robot(name: str, path: str, steps: int, tolerances: str = "relative") 
     failed = [k for k, s in enumerate(status) if s != "success"]
     base = mech.joints[0].child
     z = traj.x[:, base, 2]
+    substeps = np.ones(steps, dtype=int) if traj.substeps is None else np.asarray(traj.substeps)
     row.update(steps=steps, failed=len(failed), first_failed=failed[0] if failed else None, ms_per_step=1e3 * cpu / steps,
+               substepped=int(np.sum(substeps > 1)),
                z0=float(z[0]), z_min=float(np.min(z)), z_end=float(z[-1]),
                penetration_mm=float(max(0.0, -np.nanmin(traj.contact_distance)) * 1e3))
     return row
@@ -177,12 +184,12 @@ STAND_TOLERANCE = 0.05
 
 def print_stand_table(rows: list[dict], steps: int) -> None:
     print(f"{'robot':26s} {'nb':>3s} {'nc':>4s} {'feet':>4s} {'COM in':>7s} {'z0 m':>6s} {'z end':>6s} {'failed':>6s} "
-          f"{'pen mm':>7s} {'ms/step':>7s}  pose")
+          f"{'subst':>5s} {'pen mm':>7s} {'ms/step':>7s}  pose")
     legged = [r for r in rows if "not_legged" not in r and "refused" not in r]
     for r in legged:
         margin = "line" if r["com_margin_mm"] is None else f"{r['com_margin_mm']:.0f}mm"
         print(f"{r['robot']:26s} {r['nb']:3d} {r['nc']:4d} {r['feet']:4d} {margin:>7s} {r['z0']:6.3f} {r['z_end']:6.3f} "
-              f"{r['failed']:6d} {r['penetration_mm']:7.2f} {r['ms_per_step']:7.2f}  {r['pose']}"
+              f"{r['failed']:6d} {r['substepped']:5d} {r['penetration_mm']:7.2f} {r['ms_per_step']:7.2f}  {r['pose']}"
               f"{', leaned, LQR balance' if r.get('balance') else ''}")
     for r in rows:
         if "refused" in r:
@@ -205,17 +212,17 @@ def _fmt(value, spec: str, missing: str = "-") -> str:
 
 def print_table(rows: list[dict], steps: int) -> None:
     print(f"{'robot':26s} {'nb':>3s} {'nc':>4s} {'import s':>8s} {'failed':>6s} {'first':>5s} "
-          f"{'pen mm':>9s} {'iters':>5s} {'max':>3s} {'restart':>7s} {'ms/step':>7s}  refused")
+          f"{'pen mm':>9s} {'iters':>5s} {'max':>3s} {'restart':>7s} {'subst':>5s} {'ms/step':>7s}  refused")
     for r in rows:
         if "refused" in r:
             print(f"{r['robot']:26s} {'':>3s} {'':>4s} {r['import_s']:8.2f} {'':>6s} {'':>5s} {'':>9s} {'':>5s} {'':>3s} "
-                  f"{'':>7s} {'':>7s}  {r['refused'][:160]}")
+                  f"{'':>7s} {'':>5s} {'':>7s}  {r['refused'][:160]}")
             continue
         pen = r["penetration_mm"]
         pen_s = "-" if pen is None else (f"{pen:9.3f}" if pen < 1e5 else f"{pen:9.2e}")
         print(f"{r['robot']:26s} {r['nb']:3d} {r['nc']:4d} {r['import_s']:8.2f} {r['failed']:6d} "
               f"{_fmt(r['first_failed'], 'd'):>5s} {pen_s:>9s} {r['iterations_mean']:5.1f} {r['iterations_max']:3d} "
-              f"{r['restarted']:7d} {r['ms_per_step']:7.2f}")
+              f"{r['restarted']:7d} {r['substepped']:5d} {r['ms_per_step']:7.2f}")
     ran = [r for r in rows if "refused" not in r]
     clean = [r for r in ran if r["failed"] == 0 and (r["penetration_mm"] or 0.0) <= 5.0]
     print(f"{len(rows)} robots: {len(clean)} with every step converged and penetration <= 5 mm, "

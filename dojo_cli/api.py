@@ -154,7 +154,9 @@ def simulate(
     the trajectory's v, omega, v_mid, omega_mid are then the velocities at t_k.
 
     The run is the one run driver's (simulation.run.run_scene), the one ``dojo simulate``
-    writes to a file, into memory (simulation.trajectory.TrajectoryRecorder).
+    writes to a file, into memory (simulation.trajectory.TrajectoryRecorder). A variational
+    step that fails after all its restarts is solved again as substeps of h/n (docs/physics.md
+    "Substeps"): its status is ``success`` and ``Trajectory.substeps`` holds its count.
     """
     if steps is None:
         steps = getattr(mech, "default_steps", None)

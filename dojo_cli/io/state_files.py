@@ -162,6 +162,9 @@ class StoredStart:
         angles: (nf,) minimal/q of the knot: revolute angles unwrapped through turns, where
             the run's next step measured its limits from; None when the widths differ.
         source: a phrase for messages ("state 12 of run.h5 (t = 0.12 s)").
+        substeps: how many substeps the run solved its step k as (solver/substeps: 1 for a
+            plain step, n for a failed step solved again as n substeps of h/n; 1 when the
+            file has no such record or no step k).
     """
 
     z: np.ndarray
@@ -173,6 +176,7 @@ class StoredStart:
     warm_start: np.ndarray | None
     angles: np.ndarray | None
     source: str
+    substeps: int = 1
 
 
 def stored_start(run: Path, index: int | None, mech, scene_name: str, warn: Callable[[str], None],
@@ -228,7 +232,10 @@ def stored_start(run: Path, index: int | None, mech, scene_name: str, warn: Call
     angles = None
     if traj.minimal_q.ndim == 2 and traj.minimal_q.shape[1] == mech.nf and np.all(np.isfinite(traj.minimal_q[k])):
         angles = np.asarray(traj.minimal_q[k], dtype=float)
-    return StoredStart(z, knot, k, step, t, u, warm, angles, f"state {k} of {run} (t = {t:g} s)")
+    substeps = 1
+    if traj.substeps is not None and k < len(traj.substeps):
+        substeps = int(traj.substeps[k])
+    return StoredStart(z, knot, k, step, t, u, warm, angles, f"state {k} of {run} (t = {t:g} s)", substeps)
 
 
 # --- vectors from files (`dojo step`, `gradients`, `analyze`: --state, --input-file) ---

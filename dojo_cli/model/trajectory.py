@@ -42,10 +42,11 @@ DATASETS: dict[str, str] = {
     "contact_normal_impulse": "contacts/normal_impulse",
     "contact_friction_impulse": "contacts/friction_impulse",
     "contact_slip": "contacts/slip",
+    "substeps": "solver/substeps",
 }
 # The per-step extras: optional fields, datasets a file may lack.
 EXTRA_FIELDS = ("impulses", "complementarity", "contact_distance", "contact_normal_impulse",
-                "contact_friction_impulse", "contact_slip")
+                "contact_friction_impulse", "contact_slip", "substeps")
 
 
 @dataclass
@@ -69,6 +70,9 @@ class Trajectory:
         complementarity: (T,) final complementarity violation of each step.
         contact_distance, contact_normal_impulse: (T, nc); contact_friction_impulse,
             contact_slip: (T, nc, 2); None without contacts.
+        substeps: (T,) int, how many substeps each step was solved as (1: a plain step;
+            docs/physics.md "Substeps"); None for the integrators without the retry and
+            files written before it.
     """
 
     time: np.ndarray
@@ -92,6 +96,7 @@ class Trajectory:
     contact_slip: np.ndarray | None = None
     px: np.ndarray | None = None
     pq: np.ndarray | None = None
+    substeps: np.ndarray | None = None
 
     @property
     def steps(self) -> int:

@@ -32,6 +32,7 @@ from dojo_cli.model.controller import (
 )
 from dojo_cli.model.mechanism import Mechanism
 from dojo_cli.simulation.step import core_options, refuse_armature, solve_step
+from dojo_cli.simulation.substeps import SubstepResult, Substeps, knot_between
 from dojo_cli.solver.options import DOJO_DEFAULTS, SolverOptions
 from dojo_cli.solver.status import STATUS_FROM_CODE, SolverStatus
 
@@ -66,6 +67,8 @@ class StepBlock:
             the knots of the state before the block and of its states, the last
             extrapolated, when the integrator computed them with the steps (the core's
             rollout); None: simulation.knots.KnotRows derives them.
+        substeps: (n,) int, how many substeps each step was solved as (1: a plain step;
+            simulation.substeps), or None (an integrator without the retry).
     """
 
     k0: int
@@ -85,6 +88,7 @@ class StepBlock:
     gradients: dict[str, np.ndarray] = field(default_factory=dict)
     singular_node: np.ndarray | None = None
     knot: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+    substeps: np.ndarray | None = None
 
     @property
     def n(self) -> int:
@@ -128,7 +132,8 @@ class Variational:
     open-loop (no controller, a constant or a scheduled one) or a law the core evaluates
     itself before each step (a PD controller, clamped or not: model.controller.core_law);
     others cross into the core once per step, as their controller (Python) must see each
-    state.
+    state. A step that fails after all its restarts is solved again as substeps
+    (simulation.substeps; a block's rollout stops at it, and goes on after it).
 
     Args:
         mech: the mechanism.
@@ -137,12 +142,18 @@ class Variational:
         opts: solver options (default: Dojo's).
         external: external forces.
         gradients: "state" and/or "input": each step's A and/or B, taken on the step's own
-            solve (gradients/A, gradients/B, gradients/kappa).
+            solve (gradients/A, gradients/B, gradients/kappa). A step solved as substeps
+            has NaN there (the composed map's derivative is not computed).
         log: receives one dict per solver iteration; steps one at a time.
         warm_start: (nl,) joint impulses the first solve starts from (default zeros).
         angles: (nf,) z0's minimal coordinates unwrapped through turns (a stored run's),
             where the first step measures limits from (default: z0's own).
-        abort_on_failure: a block stops at its first failed step.
+        abort_on_failure: a block stops at its first failed step (one that its substeps
+            could not solve either).
+        substeps: retry a failed step as substeps (simulation.substeps.SUBSTEP_COUNTS);
+            False: a failed step is kept as it is.
+        forced_substeps: {step: n}: steps solved as n substeps whatever their full step
+            does (comparisons and tests of the variable-step integrator).
     """
 
     name = VARIATIONAL_INTEGRATOR
@@ -150,7 +161,8 @@ class Variational:
 
     def __init__(self, mech: Mechanism, z0, *, controller: Controller | None = None, opts: SolverOptions | None = None,
                  external: list[ExternalForce] | tuple = (), gradients: tuple[str, ...] = (), log=None,
-                 warm_start=None, angles=None, abort_on_failure: bool = False):
+                 warm_start=None, angles=None, abort_on_failure: bool = False, substeps: bool = True,
+                 forced_substeps: dict[int, int] | None = None):
         self.mech = mech
         self.opts = opts or DOJO_DEFAULTS
         self.controller, self.external, self.gradients, self.log = controller, tuple(external), tuple(gradients), log
@@ -172,55 +184,171 @@ class Variational:
         self.law = None if is_open_loop(controller) else core_law(controller)
         self.fast = ((is_open_loop(controller) or self.law is not None) and not self.external and not self.gradients
                      and log is None)
+        self.forced = {int(k): int(n) for k, n in (forced_substeps or {}).items()}
+        self.retry = Substeps(mech, self.opts, self.external) if (substeps or self.forced) else None
+        self.retry_failed = substeps
+        self.h_prev = mech.timestep  # the length of the step that reached self.z (h/n after n substeps)
+        self.last_failed = False  # the step that reached self.z failed (even as substeps)
 
     def advance(self, k: int, n: int) -> tuple[StepBlock, str | None]:
-        mech = self.mech
         if self.fast:
-            inputs = None if self.law is not None else open_loop_inputs(mech, self.controller, k, n)
-            try:
-                # one crossing a block: the steps (a PD law evaluated before each), and the
-                # record storage keeps beside them (unwrapped minimal coordinates, knot
-                # velocities), computed in the core
-                out = _core.rollout(mech.core, self.data, self.z, n, inputs, self.lam, core_options(self.opts),
-                                    self.abort_on_failure, np.ascontiguousarray(self.before[1], dtype=float),
-                                    self.law)
-            except (ValueError, TypeError, RuntimeError) as exc:
-                raise from_core(exc, "run") from None
-            n = out["steps"]
-            if self.law is not None:
-                inputs = out.pop("inputs")  # the law's inputs of each step
-            elif inputs is None:
-                inputs = np.zeros((n, mech.nu))
-            knot = None
-            if n:
-                knot = (out.pop("knot_v"), out.pop("knot_omega"), out.pop("knot_minimal_v"))
-            out = {key: value[:n] for key, value in out.items() if key != "steps"}
-            block = _variational_block(mech, k, out, inputs[:n], self.before)
-            block.knot = knot
+            parts: list[StepBlock] = []
+            done = 0
+            while done < n:
+                kk = k + done
+                if kk in self.forced:
+                    part = self._substep_block(kk, self._inputs(kk), 0, (self.forced[kk],))
+                    if part is None:
+                        part = self._rollout(kk, 1)
+                else:
+                    end = min([s for s in self.forced if kk < s < k + n], default=k + n)
+                    part = self._rollout(kk, end - kk)
+                parts.append(part)
+                done += part.n
+                if self.abort_on_failure and part.status_code[-1] != 0:
+                    break
+            block = concat_blocks(parts)
         else:
             block = self._closed_loop_step(k, self.z, self.lam, self.gradients, self.log)
+        return block, None
+
+    def _inputs(self, k: int):
+        """(nu,) the inputs of step k from the current state (open-loop: the schedule's), None for zero."""
+        if self.law is not None:
+            return np.asarray(_core.pd_inputs(self.mech.core, self.law, self.z))
+        inputs = open_loop_inputs(self.mech, self.controller, k, 1)
+        return None if inputs is None else inputs[0]
+
+    def _advanced(self, block: StepBlock) -> StepBlock:
+        """The run's state moved past a block of steps."""
         self.z = block.z[-1].copy()
         self.before = (self.z, block.minimal_q[-1])
-        return block, None
+        self.h_prev = self.mech.timestep / int(block.substeps[-1])
+        self.last_failed = bool(block.status_code[-1] != 0)
+        return block
+
+    def _first_knot(self, block: StepBlock) -> None:
+        """A block of full steps after a step solved as substeps: its knot row 0 (the state
+        before it) is the knot between a step of h/n and one of h (simulation.substeps.knot_between),
+        not the even split of equal steps the core's record took."""
+        if block.knot is None or self.h_prev == self.mech.timestep:
+            return
+        kv, kw, kmv = knot_between(self.mech.core, self.retry.scratch, self.before[0], block.z[0], self.h_prev)
+        block.knot[0][0], block.knot[1][0], block.knot[2][0] = kv, kw, kmv
+
+    def _rollout(self, k: int, n: int) -> StepBlock:
+        """Steps k .. k + n - 1 in one core call, up to the first that fails; a failed step is
+        solved again as substeps (the block then ends with it)."""
+        mech = self.mech
+        inputs = None if self.law is not None else open_loop_inputs(mech, self.controller, k, n)
+        lam_before = self.lam.copy()
+        try:
+            # one crossing a block: the steps (a PD law evaluated before each), and the
+            # record storage keeps beside them (unwrapped minimal coordinates, knot
+            # velocities), computed in the core
+            out = _core.rollout(mech.core, self.data, self.z, n, inputs, self.lam, core_options(self.opts),
+                                self.abort_on_failure or self.retry_failed, np.ascontiguousarray(self.before[1], dtype=float),
+                                self.law)
+        except (ValueError, TypeError, RuntimeError) as exc:
+            raise from_core(exc, "run") from None
+        n = out["steps"]
+        if self.law is not None:
+            inputs = out.pop("inputs")  # the law's inputs of each step
+        elif inputs is None:
+            inputs = np.zeros((n, mech.nu))
+        knot = (out.pop("knot_v"), out.pop("knot_omega"), out.pop("knot_minimal_v"))
+        out = {key: value[:n] for key, value in out.items() if key != "steps"}
+        before = self.before
+        block = _variational_block(mech, k, out, inputs[:n], before)
+        block.knot = knot
+        block.substeps = np.ones(n, dtype=np.int64)
+        self._first_knot(block)
+        # (a step from a failed step's state is not retried: simulation.substeps, "Cost")
+        if not (self.retry_failed and block.status_code[-1] != 0) or (n == 1 and self.last_failed):
+            return self._advanced(block)
+        # the last step failed: solved again as substeps from the state before it
+        i = n - 1
+        z, angles = (before if i == 0 else (block.z[i - 1], block.minimal_q[i - 1]))
+        lam = lam_before if i == 0 else block.impulses[i - 1]
+        failed_lam = self.lam.copy()
+        self.z, self.before = np.array(z, dtype=float), (np.array(z, dtype=float), np.array(angles, dtype=float))
+        if i > 0:
+            self.h_prev = mech.timestep  # (the steps before it in the block are full steps)
+        retried = self._substep_block(k + i, block.inputs[i], int(block.iterations[i]), None, lam=lam)
+        if retried is None:  # the failed step stands (its state, impulses and angles are the run's)
+            self.lam[:] = failed_lam
+            return self._advanced(block)
+        if i == 0:
+            return retried
+        return concat_blocks([slice_block(block, i), retried])
+
+    def _substep_block(self, k: int, u, spent: int, counts, lam=None) -> StepBlock | None:
+        """Step k from the run's state as substeps (simulation.substeps); the run moves past
+        it when it converged; None (nothing moved) when it did not."""
+        z, angles = self.before
+        lam = self.lam if lam is None else lam
+        res = self.retry.solve(k, z, u, lam, angles, spent=spent, counts=counts, h_prev=self.h_prev)
+        if res is None:
+            return None
+        block = self._substep_record(k, z, angles, u, res)
+        self.data.angle_ref[:] = res.angle_ref
+        self.data.warm_valid = False
+        self.lam[:] = res.lam
+        return self._advanced(block)
+
+    def _substep_record(self, k: int, z, angles, u, res: SubstepResult) -> StepBlock:
+        """The StepBlock of step k solved as substeps: the state at t + h, its record."""
+        mech = self.mech
+        u = np.zeros(mech.nu) if u is None else np.asarray(u, dtype=float).reshape(mech.nu)
+        # the reached state's unwrapped coordinates and extrapolated knot velocities (at h);
+        # the knot velocities of the state before it from the first substep (exact)
+        rec = _core.run_record(mech.core, np.ascontiguousarray(res.out["states"]), np.ascontiguousarray(z, dtype=float),
+                               np.ascontiguousarray(angles, dtype=float))
+        out = dict(res.out, minimal_q=rec["minimal_q"])
+        block = _variational_block(mech, k, out, u[None], (z, angles))
+        kv, kw, kmv = (np.array(rec[name]) for name in ("knot_v", "knot_omega", "knot_minimal_v"))
+        kv[0], kw[0], kmv[0] = res.knot0
+        block.knot = (kv, kw, kmv)
+        block.substeps = np.array([res.n], dtype=np.int64)
+        return block
 
     def ahead(self, k: int):
         # one step past the end (not stored): the last state's outgoing midpoint velocities,
-        # for its knot velocities (docs/physics.md)
-        block = self._closed_loop_step(k, self.z, self.lam.copy(), (), None)
+        # for its knot velocities (docs/physics.md); none when that step fails (or needs
+        # substeps: its first substep's midpoint velocities are not those of a step of h).
+        # After a step solved as substeps the knot is between a step of h/n and that one:
+        # its knot velocities themselves (simulation.substeps.knot_between)
+        state = (self.z, self.before, self.h_prev)
+        block = self._closed_loop_step(k, self.z, self.lam.copy(), (), None, retry=False)
+        self.z, self.before, self.h_prev = state
         if block.status_code[0] != 0:
             return None
+        if self.h_prev != self.mech.timestep:
+            return knot_between(self.mech.core, self.retry.scratch, self.z, block.z[0], self.h_prev)
         _, v_next, _, w_next = block.state_parts(self.mech.nb)
         return v_next[0], w_next[0]
 
-    def _closed_loop_step(self, k, z, lam, gradients, log) -> StepBlock:
+    def _closed_loop_step(self, k, z, lam, gradients, log, retry: bool = True) -> StepBlock:
         """One step whose inputs or forces depend on the state (or with gradients or a log)."""
         mech, data, controller = self.mech, self.data, self.controller
         h = mech.timestep
         u = np.zeros(mech.nu) if controller is None else np.asarray(controller(mech, k, z), dtype=float).reshape(-1)
+        forced = self.forced.get(k) if retry else None
+        if forced:
+            block = self._substep_block(k, u, 0, (forced,))
+            if block is not None:
+                return self._substep_gradients(block, gradients)
         f_ext = tau_ext = None
         if self.external:
             f_ext, tau_ext = external_wrench(mech, list(self.external), k * h, z.reshape(mech.nb, 13)[:, 6:10])
+        lam_before = lam.copy()
         z_next, result = solve_step(mech, z, u, self.opts, f_ext, tau_ext, lam0=lam, log=log, data=data)
+        if retry and self.retry_failed and result.status is not SolverStatus.SUCCESS and not self.last_failed:
+            # solved again as substeps from the same state (simulation.substeps)
+            block = self._substep_block(k, u, result.iterations, None, lam=lam_before)
+            if block is not None:
+                lam[:] = self.lam
+                return self._substep_gradients(block, gradients)
         lam[:] = result.w[6 * mech.nb : 6 * mech.nb + mech.nl]
         _core.advance_angles(mech.core, data)  # where the next step's limit rows measure from
         out = {
@@ -243,6 +371,8 @@ class Variational:
         out["minimal_q"] = record["minimal_q"]
         block = _variational_block(mech, k, out, u[None], self.before)
         block.knot = (record["knot_v"], record["knot_omega"], record["knot_minimal_v"])
+        block.substeps = np.ones(1, dtype=np.int64)
+        self._first_knot(block)
         if gradients:
             # on this step's own solve (data still holds it): no re-solve
             try:
@@ -252,18 +382,77 @@ class Variational:
                 # step is a failed step (singular_matrix, naming the block), its gradients NaN.
                 block.status_code[0] = SINGULAR
                 block.singular_node[0] = data.singular_node
-                nan = np.full((12 * mech.nb, 12 * mech.nb), np.nan)
-                A = nan if "state" in gradients else None
-                B = np.full((12 * mech.nb, mech.nu), np.nan) if "input" in gradients else None
-                kappa = np.nan
+                A, B, kappa = self._nan_gradients(gradients)
             except (ValueError, TypeError) as exc:
                 raise from_core(exc, f"gradients of step {k}") from None
-            if A is not None:
-                block.gradients["gradients/A"] = A[None]
-            if B is not None:
-                block.gradients["gradients/B"] = B.reshape(12 * mech.nb, mech.nu)[None]
-            block.gradients["gradients/kappa"] = np.array([kappa])
+            self._put_gradients(block, A, B, kappa)
+        return self._advanced(block)
+
+    def _nan_gradients(self, gradients):
+        n = 12 * self.mech.nb
+        A = np.full((n, n), np.nan) if "state" in gradients else None
+        B = np.full((n, self.mech.nu), np.nan) if "input" in gradients else None
+        return A, B, np.nan
+
+    def _put_gradients(self, block: StepBlock, A, B, kappa) -> None:
+        if A is not None:
+            block.gradients["gradients/A"] = A[None]
+        if B is not None:
+            block.gradients["gradients/B"] = B.reshape(12 * self.mech.nb, self.mech.nu)[None]
+        block.gradients["gradients/kappa"] = np.array([kappa])
+
+    def _substep_gradients(self, block: StepBlock, gradients) -> StepBlock:
+        """A substepped step's gradients: NaN, never those of a map the run did not take (the
+        derivative of the composed substeps is not computed; docs/physics.md "Substeps")."""
+        if gradients:
+            self._put_gradients(block, *self._nan_gradients(gradients))
         return block
+
+
+def slice_block(block: StepBlock, i: int) -> StepBlock:
+    """The first i steps of a block: its per-step arrays and knot rows cut at step i (the
+    last kept state's knot row then extrapolated as the block's own were)."""
+    def cut(a):
+        return None if a is None else a[:i]
+
+    knot = None if block.knot is None else tuple(a[: i + 1] for a in block.knot)
+    return StepBlock(
+        k0=block.k0, time=block.time[:i], z=block.z[:i], minimal_q=block.minimal_q[:i], inputs=block.inputs[:i],
+        iterations=block.iterations[:i], residual=block.residual[:i], status_code=block.status_code[:i],
+        complementarity=block.complementarity[:i], impulses=block.impulses[:i], contact_distance=block.contact_distance[:i],
+        contact_normal_impulse=block.contact_normal_impulse[:i], contact_friction_impulse=block.contact_friction_impulse[:i],
+        contact_slip=block.contact_slip[:i], gradients={key: value[:i] for key, value in block.gradients.items()},
+        singular_node=cut(block.singular_node), knot=knot, substeps=cut(block.substeps),
+    )
+
+
+def concat_blocks(blocks: list[StepBlock]) -> StepBlock:
+    """Consecutive blocks as one: per-step arrays joined, and the knot rows of each block's
+    first state (the state before it, exact) replacing the last, extrapolated row of the one
+    before."""
+    if len(blocks) == 1:
+        return blocks[0]
+    first = blocks[0]
+
+    def cat(name):
+        parts = [getattr(b, name) for b in blocks]
+        return None if any(p is None for p in parts) else np.concatenate(parts)
+
+    knot = None
+    if all(b.knot is not None for b in blocks):
+        knot = tuple(np.concatenate([blocks[0].knot[j][:-1]] + [b.knot[j][:-1] for b in blocks[1:-1]]
+                                    + [blocks[-1].knot[j]]) for j in range(3))
+    keys = set().union(*(b.gradients for b in blocks))
+    gradients = {key: np.concatenate([b.gradients[key] for b in blocks]) for key in keys
+                 if all(key in b.gradients for b in blocks)}
+    return StepBlock(
+        k0=first.k0, time=cat("time"), z=cat("z"), minimal_q=cat("minimal_q"), inputs=cat("inputs"),
+        iterations=cat("iterations"), residual=cat("residual"), status_code=cat("status_code"),
+        complementarity=cat("complementarity"), impulses=cat("impulses"), contact_distance=cat("contact_distance"),
+        contact_normal_impulse=cat("contact_normal_impulse"), contact_friction_impulse=cat("contact_friction_impulse"),
+        contact_slip=cat("contact_slip"), gradients=gradients, singular_node=cat("singular_node"), knot=knot,
+        substeps=cat("substeps"),
+    )
 
 
 def _variational_block(mech: Mechanism, k0: int, out: dict, inputs: np.ndarray, before) -> StepBlock:

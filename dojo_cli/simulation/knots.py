@@ -72,3 +72,10 @@ class KnotRows:
         kv, kw, kmv = self._knots(self.mech, x[None], q[None], np.stack([v0, np.asarray(v, dtype=float)]),
                                   np.stack([w0, np.asarray(omega, dtype=float)]), False)
         self.writer.revise_last_state(kv[0], kw[0], kmv[0])
+
+    def set_final_knot(self, v, omega, minimal_v) -> None:
+        """The last state's knot velocities (v, omega (nb, 3), minimal_v (nf,)) as the
+        integrator computed them (after a step solved as substeps: the knot between a step
+        of h/n and the one past the end, simulation.substeps.knot_between)."""
+        self.writer.revise_last_state(np.asarray(v, dtype=float), np.asarray(omega, dtype=float),
+                                      np.asarray(minimal_v, dtype=float))

@@ -63,7 +63,7 @@ class Integrator(Protocol):
 
     def advance(self, k: int, n: int) -> tuple[StepBlock | None, str | None]: ...
 
-    def ahead(self, k: int) -> tuple[np.ndarray, np.ndarray] | None: ...
+    def ahead(self, k: int) -> tuple[np.ndarray, ...] | None: ...
 
 
 class RunWriter(Protocol):
@@ -72,7 +72,9 @@ class RunWriter(Protocol):
     integrator). A writer may also have ``set_final_midpoint(v, omega)``: the midpoint
     velocities (nb, 3) of one step past the last state, which the loop hands at the end of
     a run so that the last state's knot velocities are exact (simulation.knots.KnotRows,
-    which ``run_scene`` puts in front of a storage file or a TrajectoryRecorder)."""
+    which ``run_scene`` puts in front of a storage file or a TrajectoryRecorder), and then
+    ``set_final_knot(v, omega, minimal_v)``: those knot velocities themselves, when the
+    integrator computed them (after a step solved as substeps, simulation.substeps)."""
 
     def write_initial(self, time: float, x, q, v, omega, minimal_q) -> None: ...
 
@@ -84,13 +86,16 @@ class RunSummary:
     """How a run went.
 
     Attributes:
-        steps: steps completed; failed_steps: of which the solver failed.
+        steps: steps completed; failed_steps: of which the solver failed; substepped_steps:
+            of which a failed full step was solved again as substeps (converged).
         iteration_counts: histogram of solver iterations per step (index = iterations).
         wall: seconds.
     """
 
     steps: int = 0
     failed_steps: int = 0
+    substepped_steps: int = 0  # steps that failed and were solved again as substeps (simulation.substeps)
+    first_substepped: tuple[int, int] | None = None  # (step, substep count) of the first
     iteration_counts: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     wall: float = 0.0
     first_singular: tuple[int, int] | None = None  # (step, Newton-matrix node) of the first singular matrix
@@ -102,6 +107,11 @@ class RunSummary:
                 self.first_singular = (block.k0 + int(hits[0]), int(block.singular_node[hits[0]]))
         self.steps += block.n
         self.failed_steps += int(np.count_nonzero(block.status_code))
+        if block.substeps is not None:
+            hits = np.flatnonzero(block.substeps > 1)
+            self.substepped_steps += int(hits.size)
+            if hits.size and self.first_substepped is None:
+                self.first_substepped = (block.k0 + int(hits[0]), int(block.substeps[hits[0]]))
         counts = np.bincount(block.iterations, minlength=len(self.iteration_counts))
         counts[: len(self.iteration_counts)] += self.iteration_counts
         self.iteration_counts = counts
@@ -215,7 +225,9 @@ def run(
     final = getattr(writer, "set_final_midpoint", None)
     if final is not None:
         ahead = integrator.ahead(start_step + steps)
-        if ahead is not None:
+        if ahead is not None and len(ahead) == 3:  # the last state's knot velocities themselves
+            writer.set_final_knot(*ahead)
+        elif ahead is not None:
             final(*ahead)
     summary.wall = time.perf_counter() - started
     return summary

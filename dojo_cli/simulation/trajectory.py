@@ -62,6 +62,8 @@ class TrajectoryRecorder:
                 "contact_friction_impulse": cat("contact_friction_impulse", (mech.nc, 2)),
                 "contact_slip": cat("contact_slip", (mech.nc, 2)),
             }
+        if self.blocks and all(b.substeps is not None for b in self.blocks):
+            contacts["substeps"] = cat("substeps", ()).astype(np.int64)
         return Trajectory(
             time=time,
             x=x.reshape(T + 1, nb, 3),

@@ -82,6 +82,7 @@ class StartState:
             k - 1, the run's own warm start of step k (so the step is the run's to rounding).
         angles: (nf,) a --from run's minimal/q of state k: its revolute angles unwrapped
             through turns, where the run's step k measured its limits from.
+        substeps: how many substeps a --from run solved its step k as (1: a plain step).
     """
 
     z: np.ndarray
@@ -91,6 +92,7 @@ class StartState:
     source: str
     warm_start: np.ndarray | None = None
     angles: np.ndarray | None = None
+    substeps: int = 1
 
 
 def resolve_state(mech, spec, state: Path | None, run: Path | None, index: int | None) -> StartState:
@@ -101,7 +103,7 @@ def resolve_state(mech, spec, state: Path | None, run: Path | None, index: int |
         return StartState(z, y, 0, None, f"the state in {state}")
     if run is not None:
         st = stored_start(run, index, mech, spec.name, lambda line: echo_err(f"warning: {line}"))
-        return StartState(st.z, None, st.step, st.stored_input, st.source, st.warm_start, st.angles)
+        return StartState(st.z, None, st.step, st.stored_input, st.source, st.warm_start, st.angles, st.substeps)
     return StartState(initial_state(mech), None, 0, None, "the scene's initial state")
 
 
@@ -177,6 +179,9 @@ def step_command(
     """One step of a scene: print or write the next state and the solver's record."""
     spec, mech = load_scene_arguments(scene, overrides)
     start = resolve_state(mech, spec, state, run, index)
+    if start.substeps > 1:
+        echo_err(f"warning: --index {index}: the run solved step {start.k} as {start.substeps} substeps of "
+                 f"{mech.timestep / start.substeps:g} s (its full step failed; solver/substeps); this is the full step")
     u, u_source = resolve_input(mech, start, inputs, input_file)
     f_ext, tau_ext = external_forces(mech, start)
     z1, result = solve_step(mech, start.z, u, mech.default_options, f_ext, tau_ext, lam0=start.warm_start, angles=start.angles)
@@ -322,6 +327,14 @@ def gradients_command(
     if params is not None:
         check_parameter_kinds(mech, spec.name, kinds)
     start = resolve_state(mech, spec, state, run, index)
+    if start.substeps > 1:
+        # the run's step is the composed map of its substeps: the full step's Jacobian would
+        # be that of a step the run did not take (docs/physics.md "Substeps")
+        raise InputError(
+            f"--index {index}: the run solved step {start.k} ({start.source}) as {start.substeps} substeps of "
+            f"{mech.timestep / start.substeps:g} s (its full step failed; solver/substeps): the gradients of "
+            "substeps are not computed"
+        )
     u, u_source = resolve_input(mech, start, inputs, input_file)
     f_ext, _ = external_forces(mech, start)
     if f_ext is not None:

@@ -143,6 +143,15 @@ def simulate(
         )
         if writer.compaction_note:  # complete, but left as written (uncompressed)
             echo_err(f"note: {out}: {writer.compaction_note}")
+    if summary.substepped_steps:
+        # said even with -q: the run's time grid is the scene's, but these steps are not
+        k0 = start.step if start is not None else 0
+        k, count = summary.first_substepped
+        echo_err(
+            f"{out}: note: {summary.substepped_steps} of {n} steps failed at h = {h:g} s and were solved as substeps, "
+            f"the first at step {k - k0} (t = {k * h:.6g} s) as {count} substeps of {h / count:g} s (see solver/substeps)"
+            + ("; their gradients/A, gradients/B are NaN (the derivative of substeps is not computed)" if wrt else "")
+        )
     if summary.failed_steps:
         # said even with -q (it silences progress, not failures), and a distinct exit code;
         # steps numbered as in the file, times as on its time axis (a continued run's go on)

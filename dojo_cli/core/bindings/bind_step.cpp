@@ -1,6 +1,6 @@
 // Bindings of the step and runs: step, rollout, the PD and linear controllers, the initial
-// midpoint, unwrapped angles, gradients (maximal/step.h, rollout.h, pd_controller.h,
-// linear_controller.h, initial.h, angles.h, gradients.h).
+// midpoint, unwrapped angles, gradients, steps of another length (maximal/step.h, rollout.h,
+// pd_controller.h, linear_controller.h, initial.h, angles.h, gradients.h, step_length.h).
 #include "common.h"
 
 #include "maximal/angles.h"
@@ -12,6 +12,7 @@
 #include "maximal/pd_controller.h"
 #include "maximal/rollout.h"
 #include "maximal/step.h"
+#include "maximal/step_length.h"
 
 using namespace dojo;
 
@@ -157,6 +158,39 @@ void bind_step(nb::module_& m) {
       nb::arg("tau_ext").none(), nb::arg("opts"),
       "(z0, status, iterations, residual): the state [x, v15, q, w15] per body whose first step starts with the\n"
       "velocities of z = [x, v(0), q, w(0)] at t = 0 (initial.h); u, f_ext, tau_ext: the first step's.");
+
+  m.def(
+      "midpoint_for_step",
+      [](const Model& from, Data& d_from, const Model& to, Data& d_to, const InArray& z) {
+        if (from.nb != to.nb || from.nf != to.nf || from.nl != to.nl)
+          throw std::invalid_argument("midpoint_for_step: the two models are not of one mechanism");
+        const size_t nz = 13 * static_cast<size_t>(from.nb);
+        const double* pz = checked(z, nz, "state");
+        std::vector<double> out(pz, pz + nz);
+        const StepLengthResult r = midpoint_for_step(from, d_from, to, d_to, pz, out.data());
+        return nb::make_tuple(numpy_owning<double>(std::move(out), {nz}), r.ok, r.iterations, r.residual);
+      },
+      nb::arg("from_model"), nb::arg("from_data"), nb::arg("to_model"), nb::arg("to_data"), nb::arg("z"),
+      "(z_out, ok, iterations, residual): the state z (13 nb,) of a step of from_model re-expressed for a step\n"
+      "of to_model (another timestep) from the same knot: the midpoint velocities with the same knot momentum\n"
+      "(step_length.h); ok False when none exists on the physical branch (z_out is then z).");
+
+  m.def(
+      "knot_velocities_between",
+      [](const Model& model, Data& data, const InArray& z, const InArray& z_next, double h1) {
+        const size_t nz = 13 * static_cast<size_t>(model.nb), nb_ = model.nb;
+        const double* pz = checked(z, nz, "state");
+        const double* pn = checked(z_next, nz, "z_next");
+        if (!(h1 > 0.0)) throw std::invalid_argument("h1: a step length must be > 0");
+        std::vector<double> v(3 * nb_), omega(3 * nb_);
+        if (!knot_velocities_between(model, data, pz, pn, h1, v.data(), omega.data()))
+          throw std::invalid_argument("knot_velocities_between: a state is not finite");
+        return nb::make_tuple(numpy_owning<double>(std::move(v), {nb_, size_t(3)}),
+                              numpy_owning<double>(std::move(omega), {nb_, size_t(3)}));
+      },
+      nb::arg("model"), nb::arg("data"), nb::arg("z"), nb::arg("z_next"), nb::arg("h1"),
+      "(v, omega) (nb, 3): the velocities at the knot of z (a state for a step of model) between a step of h1\n"
+      "before it and the step of model.h to z_next (step_length.h knot_velocities_between).");
 
   m.def(
       "advance_angles", [](const Model& model, Data& data) { advance_angles(model, data); }, nb::arg("model"),

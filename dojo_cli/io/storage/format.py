@@ -24,6 +24,10 @@ Layout (T = steps stored, nb bodies, nq/nv minimal coordinates/velocities, nu in
     solver/residual        (T,)          float64  final residual (infinity norm) of step k
     solver/status          (T,)          string   fixed-length (32-byte) UTF-8, e.g. "success",
                                                   "max_iterations" (SolverStatus values)
+    solver/substeps        (T,)          int32    how many substeps step k was solved as: 1 for a
+                                                  plain step, n for a failed step solved again as
+                                                  n substeps of h/n (docs/physics.md "Substeps");
+                                                  variational runs only, absent from older files
     <extra path>           (T, *shape)   any      optional per-step arrays passed to
                                                   ``write_step(extra=...)``, e.g. `impulses`,
                                                   `solver/complementarity`, `contacts/distance`

@@ -579,6 +579,8 @@ class StorageWriter:
                 "contacts/distance": block.contact_distance, "contacts/normal_impulse": block.contact_normal_impulse,
                 "contacts/friction_impulse": block.contact_friction_impulse, "contacts/slip": block.contact_slip,
             })
+        if block.substeps is not None:
+            extra["solver/substeps"] = block.substeps.astype(np.int32)
         extra.update(block.gradients)
         kv, kw, kmv = knot
         self.write_steps(block.time, x, q, kv, kw, block.minimal_q, kmv, block.inputs, iterations=block.iterations,

@@ -1,0 +1,207 @@
+"""A step that fails after all its restarts, solved again as substeps (docs/physics.md,
+"Substeps"): the variational integrator's retry.
+
+The interior point can fail a step whose solution exists: light links (fingers, grippers of
+a few grams) under contact loads hundreds of times their weight, where the Newton direction
+asks for spins past sqrt(2)/h, the fold of the discrete rotational momentum (core
+maximal/dynamics.h), and the cones cut every step short (issue 24 item 1). The fold lies at
+sqrt(2)/(h/n) for a step of h/n: the same step solved as n substeps converges. So a step
+that fails is solved again from the same state as n = 2, then 4, 8, ... SUBSTEP_COUNTS[-1]
+substeps of h/n (each a full step of the core with its restarts, of a Model compiled with
+the timestep h/n), and the state at t + h is stored: the time grid of the run does not change.
+
+This is a variable-step variational integrator: at a knot between steps of lengths h1 and
+h2 the discrete Euler-Lagrange equation D2 L_h1(q_k-1, q_k) + D1 L_h2(q_k, q_k+1) + forces
+= 0 holds, through the knot momentum (core maximal/step_length.h: a state of one step
+length re-expressed for another, ``_core.midpoint_for_step``). The state handed on after
+the substeps is the last substep's re-expressed for a step of h: the midpoint velocities of
+an h step with the same knot momentum, so the next step, storage, knot velocities and
+``--from`` read it as any other state. A knot whose spin is past what a step of h can
+carry (beyond the fold of the h step's transform) has no such state: the retry with that
+many substeps fails, and the next count is tried.
+
+The velocities at the knots on either side of a substepped step share each knot's impulse
+between its unequal half steps in proportion (``knot_between``, core step_length.h
+knot_velocities_between); the integrator hands them on in the block's knot rows.
+
+Cost: a step that fails at every count has cost its full step and the 2 + 4 + 8 + 16
+substeps' solves (each with its restarts). A step that starts from a failed step's state
+(not a solution of its step: a run that has diverged) is not retried, so a run that fails
+from some step on pays the retry once per stretch of failed steps, not at each.
+
+What a substepped step records: status ``success`` (each substep converged to the solver's
+tolerances) and its substep count n in ``solver/substeps`` (1 for a plain step); its
+iterations are every solve it took (the failed full step and failed counts included); its
+residual and complementarity the largest of its substeps'; its joint impulses and contact
+impulses the sums over the substeps (the impulse over the step); its contact distances and
+slips the last substep's. The inputs are held over the step (the controller's or the
+schedule's input at t_k); external forces are evaluated at each substep's start.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from dojo_cli import _core
+from dojo_cli.model.compiled import model_input
+from dojo_cli.model.controller import external_wrench
+from dojo_cli.model.mechanism import Mechanism
+from dojo_cli.simulation.step import core_options
+from dojo_cli.solver.options import SolverOptions
+
+# The substep counts a failed step is tried with, in order: each halves the step again.
+# 16 is the limit: the fold of the rotational momentum moves to 16 sqrt(2)/h (2260 rad/s
+# at h = 0.01), past any spin of the example-robot-data robots' links; a step that fails
+# at 16 substeps fails (its full step's result is kept, as without the retry).
+SUBSTEP_COUNTS = (2, 4, 8, 16)
+
+
+@dataclass
+class SubstepResult:
+    """A step solved as substeps.
+
+    Attributes:
+        n: the substep count.
+        out: the step's record, as one row of ``_core.rollout``'s arrays (states (1, 13 nb),
+            iterations, residual, status, complementarity, impulses, contact_*, singular_node).
+        knot0: the velocities at the knot the step starts from, (v (nb, 3), omega (nb, 3),
+            minimal_v (nf,)), of its first substep (core energy.h knot_velocities at h/n).
+        angle_ref: (nf,) the unwrapped angles at the state reached (Data.angle_ref).
+        lam: (nl,) joint impulses to warm-start the next full step with (the last
+            substep's, scaled to a step of h).
+    """
+
+    n: int
+    out: dict
+    knot0: tuple[np.ndarray, np.ndarray, np.ndarray]
+    angle_ref: np.ndarray
+    lam: np.ndarray
+
+
+class Substeps:
+    """The retry of a run's failed steps as substeps (module docstring).
+
+    Args:
+        mech: the mechanism of the run.
+        opts: the run's solver options (each substep's solve uses them).
+        external: the run's external forces.
+        counts: the substep counts to try, in order (default SUBSTEP_COUNTS).
+    """
+
+    def __init__(self, mech: Mechanism, opts: SolverOptions, external=(), counts=SUBSTEP_COUNTS):
+        self.mech = mech
+        self.opts = core_options(opts)
+        self.external = tuple(external)
+        self.counts = tuple(counts)
+        self._models: dict[int, tuple] = {}
+        self.scratch = _core.Data(mech.core)  # the conversions' scratch at h (the run's Data is left alone)
+
+    def model(self, n: int):
+        """(Model, Data) of a step of h/n: the mechanism's model compiled with that timestep."""
+        pair = self._models.get(n)
+        if pair is None:
+            inp = model_input(self.mech)
+            inp.timestep = self.mech.timestep / n
+            core = _core.Model(inp)
+            pair = self._models[n] = (core, _core.Data(core))
+        return pair
+
+    def solve(self, k: int, z: np.ndarray, u, lam: np.ndarray, angles: np.ndarray, spent: int = 0,
+              counts=None, h_prev: float | None = None) -> SubstepResult | None:
+        """Step k from the state z solved as substeps: the first count of ``counts`` (default
+        the retry's) whose substeps all converge and whose end state a step of h can start
+        from; None when none does.
+
+        Args:
+            k: the step's number (the external forces' time t_k = k h).
+            z: (13 nb,) the state the step starts from (midpoint velocities of a step of h).
+            u: (nu,) the step's inputs, held over its substeps (None: zero).
+            lam: (nl,) the joint impulses the full step was warm-started with.
+            angles: (nf,) the unwrapped minimal coordinates at z (where limits measure from).
+            spent: solver iterations already spent on the step (the failed full step's).
+            counts: the substep counts to try (default the retry's).
+            h_prev: the length of the step that reached z (default h; h/m after a step
+                solved as m substeps), for the knot velocities at z.
+        """
+        mech = self.mech
+        h, nb = mech.timestep, mech.nb
+        z = np.ascontiguousarray(z, dtype=float)
+        u = None if u is None else np.ascontiguousarray(u, dtype=float).reshape(mech.nu)
+        nl = mech.nl
+        for n in counts or self.counts:
+            core, data = self.model(n)
+            zf, ok, _, _ = _core.midpoint_for_step(mech.core, self.scratch, core, data, z)
+            if not ok:
+                continue
+            data.angle_ref[:] = angles
+            data.warm_valid = False
+            lam_f = np.ascontiguousarray(lam, dtype=float) / n
+            impulses = np.zeros(nl)
+            normal = np.zeros(mech.nc)
+            friction = np.zeros((mech.nc, 2))
+            residual = complementarity = 0.0
+            first = None
+            z0f = zf
+            status = 0
+            for i in range(n):
+                f_ext = tau_ext = None
+                if self.external:
+                    f_ext, tau_ext = external_wrench(mech, list(self.external), k * h + i * h / n,
+                                                     zf.reshape(nb, 13)[:, 6:10])
+                    f_ext, tau_ext = np.ascontiguousarray(f_ext).reshape(-1), np.ascontiguousarray(tau_ext).reshape(-1)
+                status = _core.step(core, data, zf, u, f_ext, tau_ext, lam_f, self.opts)
+                spent += data.iterations
+                if status != 0:
+                    break
+                lam_f = np.array(data.w[6 * nb: 6 * nb + nl])
+                impulses += lam_f
+                normal += data.contact_normal_impulse
+                friction += data.contact_friction_impulse
+                residual = max(residual, data.residual)
+                complementarity = max(complementarity, data.complementarity)
+                distance, slip = np.array(data.contact_distance), np.array(data.contact_slip)
+                _core.advance_angles(core, data)
+                zf = np.array(data.z_next)
+                if first is None:
+                    first = zf
+            if status != 0:
+                continue
+            # the state at t + h re-expressed for the next step of h (step_length.h)
+            z_next, ok, _, _ = _core.midpoint_for_step(core, data, mech.core, self.scratch, zf)
+            if not ok:
+                continue
+            # the velocities at the knot of z, between the step before it and the first substep
+            knot0 = knot_between(core, data, z0f, first, h if h_prev is None else h_prev)
+            out = {
+                "states": z_next[None],
+                "iterations": np.array([spent]),
+                "residual": np.array([residual]),
+                "status": np.array([0]),
+                "complementarity": np.array([complementarity]),
+                "impulses": impulses[None],
+                "contact_distance": distance[None],
+                "contact_normal_impulse": normal[None],
+                "contact_friction_impulse": friction[None],
+                "contact_slip": slip[None],
+                "singular_node": np.array([-1]),
+            }
+            return SubstepResult(n, out, knot0, np.array(data.angle_ref), lam_f * n)
+        return None
+
+
+def knot_between(core, data, z: np.ndarray, z_next: np.ndarray, h1: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The velocities at the knot of z between a step of h1 and the step of ``core`` (its
+    timestep) from z to z_next (core step_length.h knot_velocities_between: the knot's
+    impulse shared between the half steps in proportion): (v (nb, 3), omega (nb, 3),
+    minimal_v (nf,), the exact image of the two)."""
+    v, omega = _core.knot_velocities_between(core, data, np.ascontiguousarray(z, dtype=float),
+                                             np.ascontiguousarray(z_next, dtype=float), float(h1))
+    zk = np.array(z, dtype=float).reshape(-1, 13)
+    zk[:, 3:6], zk[:, 10:13] = v, omega
+    rates = _core.instantaneous_minimal_velocities(core, np.ascontiguousarray(zk.reshape(1, -1)))
+    return np.asarray(v), np.asarray(omega), np.asarray(rates).reshape(-1)
+
+
+__all__ = ["SUBSTEP_COUNTS", "SubstepResult", "Substeps", "knot_between"]
