@@ -3,7 +3,7 @@
 The core's contact set is fixed per model (compiled once), and each of its contacts is one
 entry of the collision table (core/maximal/collision.h): a sphere (a point when its radius is 0),
 a segment (a capsule's core) or a circle (a cylinder cap's rim) on body a, against a
-half-space or a sphere, capsule or box on body b. A pair of scene shapes becomes a fixed
+half-space or a sphere, capsule, box or cylinder on body b. A pair of scene shapes becomes a fixed
 list of such contacts, always the same ones in the same order (the storage names
 ``<group>/<k>`` follow it):
 
@@ -14,10 +14,11 @@ list of such contacts, always the same ones in the same order (the storage names
   it stands on an end (0: the rims alone, which never go through the plane but balance on
   the cap's centre when standing: what a robot's link needs, at a quarter of the contacts);
   a hull with a ``radius`` gives its vertices that radius (a hull inflated by it);
-- between bodies (sphere, capsule, box, the shapes the table carries on body b):
+- between bodies (sphere, capsule, box, cylinder, the shapes the table carries on body b):
   sphere-X: the sphere against X (1); capsule-capsule: the segments' closest points, then
-  each capsule's end spheres against the other (1 + 2 + 2); capsule-box: the segment's
-  point of least box distance, then its end spheres against the box (1 + 2); box-box:
+  each capsule's end spheres against the other (1 + 2 + 2); capsule-box and
+  capsule-cylinder: the segment's point of least box (cylinder) signed distance, then its
+  end spheres against the box (cylinder) (1 + 2); box-box:
   each box's corners against the other box (corner_box: the face of least overlap holds
   them; 8 + 8).
 
@@ -42,7 +43,11 @@ GROUND = {"normal": np.array([0.0, 0.0, 1.0]), "point": np.zeros(3)}
 """The ground half-space z >= 0."""
 # Shapes that collide with a half-space, and with another body (the table's b shapes).
 HALF_SPACE_SHAPES = ("sphere", "capsule", "box", "cylinder", "pyramid", "hull", "combined")
-BODY_SHAPES = ("sphere", "capsule", "box", "combined")
+BODY_SHAPES = ("sphere", "capsule", "box", "cylinder", "combined")
+# The pairs between bodies the table has, by the shape of body a (the first in the order
+# sphere < capsule < cylinder < box): a cylinder meets spheres and capsules only.
+_BODY_PAIRS = {("sphere", "sphere"), ("sphere", "capsule"), ("sphere", "box"), ("sphere", "cylinder"),
+               ("capsule", "capsule"), ("capsule", "box"), ("capsule", "cylinder"), ("box", "box")}
 # Fixed points per cylinder cap rim, evenly spaced from perpendicular_unit(axis): three so
 # that a cylinder on its end stands on a triangle holding its centre.
 RIM_POINTS = 3
@@ -89,7 +94,7 @@ def perpendicular_unit(axis: np.ndarray) -> np.ndarray:
 
 
 def _segment(shape: Shape) -> tuple[np.ndarray, np.ndarray, float]:
-    """A capsule's (middle, half-vector, radius) in the body frame (its axis is the shape's z)."""
+    """A capsule's or cylinder's (middle, half-vector, radius) in the body frame (its axis is the shape's z)."""
     rot, origin = _frame(shape)
     return origin, 0.5 * float(shape.params["height"]) * rot[:, 2], float(shape.params["radius"])
 
@@ -100,9 +105,9 @@ def _b_kind(shape: Shape) -> tuple[str, dict]:
     p = shape.params
     if shape.kind == "sphere":
         return "sphere", {"offset": origin, "radius": float(p["radius"])}
-    if shape.kind == "capsule":
+    if shape.kind in ("capsule", "cylinder"):  # a cylinder's segment ends are its caps' centres
         middle, half, radius = _segment(shape)
-        return "capsule", {"end1": middle - half, "end2": middle + half, "radius": radius}
+        return shape.kind, {"end1": middle - half, "end2": middle + half, "radius": radius}
     if shape.kind == "box":
         rounded = np.round(rot)
         if not (np.allclose(rot, rounded, rtol=0, atol=_PERMUTATION_TOL) and np.all(np.abs(rounded).sum(0) == 1)):
@@ -158,11 +163,11 @@ def half_space_contacts(name: str, body: int, shape: Shape, half_space: dict, ri
 
 
 def body_pair_contacts(name: str, body_a: int, shape_a: Shape, body_b: int, shape_b: Shape, **base) -> list[Contact]:
-    """Two bodies' shapes against each other (sphere, capsule and box; see the module doc).
+    """Two bodies' shapes against each other (sphere, capsule, box and cylinder; see the module doc).
 
     Raises:
-        UnsupportedPair: a shape the table cannot carry on body b (cylinder, pyramid,
-            hull, frame, mesh), or a box turned in its body frame.
+        UnsupportedPair: a shape the table cannot carry on body b (pyramid, hull, frame,
+            mesh), a cylinder against a box or a cylinder, or a box turned in its body frame.
     """
     if "combined" in (shape_a.kind, shape_b.kind):  # every pair of parts (each must be a table pair)
         return _named(name, [c for part_a in combined_parts(shape_a) for part_b in combined_parts(shape_b)
@@ -171,11 +176,13 @@ def body_pair_contacts(name: str, body_a: int, shape_a: Shape, body_b: int, shap
     if kinds[0] not in BODY_SHAPES or kinds[1] not in BODY_SHAPES:
         bad = kinds[0] if kinds[0] not in BODY_SHAPES else kinds[1]
         raise UnsupportedPair(f"a {bad} collides only with the ground or a half-space")
-    # the first shape in this order carries the sphere or segment: sphere < capsule < box
-    order = {"sphere": 0, "capsule": 1, "box": 2}
+    # the first shape in this order carries the sphere or segment: sphere < capsule < cylinder < box
+    order = {"sphere": 0, "capsule": 1, "cylinder": 2, "box": 3}
     if order[kinds[0]] > order[kinds[1]]:
         body_a, shape_a, body_b, shape_b = body_b, shape_b, body_a, shape_a
         kinds = kinds[::-1]
+    if kinds not in _BODY_PAIRS:
+        raise UnsupportedPair(f"a cylinder collides with spheres, capsules, the ground and half-spaces only, not a {kinds[1]}")
 
     def spheres(body, points, radius, against_body, against_shape):
         kind, params = _b_kind(against_shape)

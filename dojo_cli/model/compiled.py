@@ -41,7 +41,7 @@ def contact_shape_parameters(contact) -> np.ndarray:
         out[0:3], out[3:6] = p["normal"], p["point"]
     elif contact.kind == "sphere":
         out[0:3], out[3] = p["offset"], p["radius"]
-    elif contact.kind in ("capsule", "segment_capsule"):
+    elif contact.kind in ("capsule", "segment_capsule", "cylinder", "segment_cylinder"):
         out[0:3], out[3:6], out[6] = p["end1"], p["end2"], p["radius"]
     else:
         out[0:3], out[3:6] = p["centre"], p["half_sizes"]
@@ -69,13 +69,20 @@ def model_input(mech) -> _core.ModelInput:
     m.spring_offset = mech.spring_offset.tolist()
     m.damper_implicit = [int(v) for v in mech.damper_implicit]
     rotors = rotor_coordinates(mech)
+    linear = [int(mech.free_slot[f]) < 3 for f in rotors]  # translational slots are 0..2 (model.h basis)
     m.rotor_joint = [int(mech.free_joint[f]) for f in rotors]
     m.rotor_armature = [float(mech.armature[f]) for f in rotors]
-    axes = [np.asarray(mech.joints[mech.free_joint[f]].element_axes[1], float) for f in rotors]
-    axes = [a / np.linalg.norm(a) for a in axes]
+    m.rotor_linear = [int(v) for v in linear]
+    # an angular rotor's unit rotation axis in the child's frame (and the parent's below); a
+    # linear rotor's: the translation's basis row, world frame (its parent is the world), so
+    # that the rate n . v_c is the coordinate's rate exactly
+    axes = [np.asarray(mech.basis[mech.free_joint[f], mech.free_slot[f]], float) if lin else
+            np.asarray(mech.joints[mech.free_joint[f]].element_axes[1], float) for f, lin in zip(rotors, linear)]
+    axes = [a if lin else a / np.linalg.norm(a) for a, lin in zip(axes, linear)]
     m.rotor_axis_child = [float(v) for a in axes for v in a]
-    m.rotor_axis_parent = [float(v) for f, a in zip(rotors, axes)
-                           for v in matrix_from_quaternion(mech.joints[mech.free_joint[f]].orientation_offset) @ a]
+    m.rotor_axis_parent = [float(v) for f, a, lin in zip(rotors, axes, linear)
+                           for v in (np.zeros(3) if lin else
+                                     matrix_from_quaternion(mech.joints[mech.free_joint[f]].orientation_offset) @ a)]
     m.limit_free = [int(f) for f in mech.limit_free]
     m.limit_sign = mech.limit_sign.tolist()
     m.limit_bound = mech.limit_bound.tolist()
@@ -105,25 +112,45 @@ def model_input(mech) -> _core.ModelInput:
     return m
 
 
+# A joint's parent index for the world (dojo_cli.model.mechanism.ORIGIN, the core's kWorld;
+# mechanism imports this module).
+_WORLD = -1
+
+
 def rotor_coordinates(mech) -> list[int]:
     """Free coordinates whose rotor inertia the variational integrator models (core
-    maximal/rotor.h): the rotation of a joint with exactly one free rotation (revolute,
-    cylindrical, planar_axis, free_revolute), with a nonzero armature."""
+    maximal/rotor.h), with a nonzero armature: the rotation of a joint with exactly one free
+    rotation (revolute, cylindrical, planar_axis, free_revolute), and a translation of a
+    joint from the world whose rate is the child's velocity along it
+    (``linear_rotor_applies``)."""
     out = []
     armature = getattr(mech, "armature", None)
     if armature is None:
         return out
     for f in np.flatnonzero(np.asarray(armature) != 0):
-        joint = mech.joints[int(mech.free_joint[f])]
+        j = int(mech.free_joint[f])
+        joint = mech.joints[j]
         n_trans, n_rot = joint.free
-        if n_rot == 1 and int(mech.free_slot[f]) >= 3:  # rotational slots are 3..5 (model.h basis)
+        if int(mech.free_slot[f]) >= 3:  # rotational slots are 3..5 (model.h basis)
+            if n_rot == 1:
+                out.append(int(f))
+        elif linear_rotor_applies(int(mech.parent[j]) == _WORLD, n_rot, mech.child_vertex[j]):
             out.append(int(f))
     return out
 
 
+def linear_rotor_applies(parent_is_world: bool, free_rotations: int, child_vertex) -> bool:
+    """Whether the variational integrator models a translation's armature (core maximal/rotor.h,
+    linear rotors): its joint's parent is the world and the child does not turn (no free
+    rotation) or its anchor is its centre of mass (child_vertex 0), so that the
+    coordinate's rate is the child's velocity along a fixed axis."""
+    return parent_is_world and (free_rotations == 0 or not np.any(np.asarray(child_vertex, float) != 0.0))
+
+
 ARMATURE_MESSAGE = ("the variational integrator models rotor inertia (armature) on the rotation of a joint with one "
-                    "free rotation (revolute, cylindrical, planar_axis, free_revolute) only; on translations and on "
-                    "2-3 rotation joints the minimal-coordinate layer may (integrator: rk4)")
+                    "free rotation (revolute, cylindrical, planar_axis, free_revolute) and on the translations of a "
+                    "joint from the world whose child does not turn or is held at its centre of mass; on other "
+                    "translations and on 2-3 rotation joints the minimal-coordinate layer may (integrator: rk4)")
 
 
 def unsupported_armature(mech) -> list[int]:

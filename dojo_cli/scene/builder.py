@@ -27,6 +27,7 @@ import math
 import numpy as np
 
 from dojo_cli.errors import Problem, SceneError
+from dojo_cli.math.quaternion import matrix_from_quaternion
 from dojo_cli.io.tables import read_input_table
 from dojo_cli.model.compiled import ARMATURE_MESSAGE, unsupported_armature
 from dojo_cli.model.collisions import (
@@ -255,9 +256,10 @@ def contact_from_spec(c, names: dict[str, int], ground: dict | None = None) -> C
     offset = np.asarray(against.offset, float)
     if against.shape == "sphere":
         params = {"offset": offset, "radius": float(against.radius)}
-    elif against.shape == "capsule":
-        # the capsule's segment runs along the other body's z axis, centred at offset
-        half = np.array([0.0, 0.0, 0.5 * float(against.height)])
+    elif against.shape in ("capsule", "cylinder"):
+        # the segment (a cylinder's: between its caps' centres) along the shape's z, centred at offset
+        axis = matrix_from_quaternion(np.asarray(against.orientation_offset, float))[:, 2]
+        half = 0.5 * float(against.height) * axis
         params = {"end1": offset - half, "end2": offset + half, "radius": float(against.radius)}
     else:
         params = {"centre": offset, "half_sizes": 0.5 * np.asarray(against.size, float)}
@@ -312,7 +314,7 @@ def _shape_contacts(c, names: dict[str, int], bodies: list[Body], ground: dict) 
     if against.shape == "body":
         other_shape = bodies[other].shape
     else:
-        size = {"sphere": {}, "capsule": {"height": float(against.height)},
+        size = {"sphere": {}, "capsule": {"height": float(against.height)}, "cylinder": {"height": float(against.height)},
                 "box": {"size": tuple(against.size or (0.0, 0.0, 0.0))}}[against.shape]
         radius = {} if against.shape == "box" else {"radius": float(against.radius)}
         other_shape = Shape(against.shape, {**size, **radius}, tuple(against.offset), tuple(against.orientation_offset))

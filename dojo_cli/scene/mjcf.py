@@ -70,7 +70,7 @@ from typing import Any
 import numpy as np
 
 from dojo_cli.errors import Problem, SceneError, SceneFileError
-from dojo_cli.model.mechanism import AXES_ORTHOGONAL_TOL, axis_basis
+from dojo_cli.model.mechanism import AXES_ORTHOGONAL_TOL, ORIGIN_NAME, axis_basis
 
 DEFAULT_TIMESTEP = 0.002
 """MuJoCo's default ``<option timestep>`` (s)."""
@@ -1062,6 +1062,7 @@ def read_mjcf(path: str | Path, options: MjcfOptions | None = None, shown: str |
 
 # The free coordinate of each scene joint type that is its one rotation (the variational
 # integrator's rotor term, core maximal/rotor.h), and whether its translations turn with it.
+_ARMATURE_KIND = "rotor inertia (armature) of slides, balls and free joints"
 _ROTATION_SLOT = {"revolute": 0, "cylindrical": 1, "planar_axis": 2, "free_revolute": 3}
 _TURNING = ("planar_axis", "free_revolute")
 
@@ -1088,16 +1089,28 @@ def _warn_outside_limits(reader: _Reader, scene: dict) -> None:
 
 def _armature_integrator(reader: _Reader, scene: dict, joints: list[dict], contacts: list[dict]) -> None:
     """Rotor inertia: the variational integrator models it on the rotation of a joint with one
-    rotation (every hinge); the minimal-coordinate layer (integrator: rk4, no contacts or
-    limits) also on translations that do not turn with a rotation. A slide's armature a model
-    with contacts or limits needs (or one turning with a planar joint's hinge) cannot be
-    mapped: refused, or left out with drop_unsupported. A ball's or free joint's neither."""
+    rotation (every hinge) and on the slides of a body on the world that does not turn (or
+    turns about its centre of mass: the linear rotor, core maximal/rotor.h); the
+    minimal-coordinate layer (integrator: rk4, no contacts or limits) also on other
+    translations that do not turn with a rotation. A slide's armature a model with contacts
+    or limits needs (or one turning with a planar joint's hinge) cannot be mapped: refused,
+    or left out with drop_unsupported. A ball's or free joint's rotation neither."""
+    from dojo_cli.model.compiled import linear_rotor_applies
+    from dojo_cli.model.joint_types import free_dimensions
+
     limited = [j["name"] for j in joints if "limits" in j]
     translational = []  # (scene joint, coordinate) of armature the variational integrator lacks
     for j in joints:
+        free_translations, free_rotations = free_dimensions(j["type"])
         for k, a in enumerate(j.get("armature", [])):
-            if a and _ROTATION_SLOT.get(j["type"]) != k:
-                translational.append((j, k))
+            if not a or _ROTATION_SLOT.get(j["type"]) == k:
+                continue
+            # a slide from the world whose body does not turn (or turns about its centre of
+            # mass): the variational integrator's linear rotor (core maximal/rotor.h)
+            if k < free_translations and linear_rotor_applies(j["parent"] == ORIGIN_NAME, free_rotations,
+                                                              j.get("child_vertex", [0.0, 0.0, 0.0])):
+                continue
+            translational.append((j, k))
     if not translational:
         return
     rk4_can = all(j["type"] not in _TURNING and j["type"] not in ("spherical", "floating") for j, _ in translational)
@@ -1109,9 +1122,10 @@ def _armature_integrator(reader: _Reader, scene: dict, joints: list[dict], conta
     for j, k in translational:
         source = [x for b in reader.bodies for x in b.joints if x.name == j["name"] or b.name == j["child"]]
         first = next((x for x in source if x.armature and x.type != "hinge"), source[0])
-        reader.unsupported(first.file, first.line, f"joint {first.name!r}", "rotor inertia (armature) of slides, balls and free joints",
+        reader.unsupported(first.file, first.line, f"joint {first.name!r}", _ARMATURE_KIND,
                            f"armature {first.armature:g} of a {first.type} joint: the variational integrator models rotor inertia "
-                           f"on hinges only, the rk4 integrator (no contacts or limits) also on slides that do not turn ({why})")
+                           "on hinges and on the slides of a body on the world that does not turn, the rk4 integrator "
+                           f"(no contacts or limits) also on other slides that do not turn ({why})")
         if reader.options.drop_unsupported:
             j["armature"][k] = 0.0
     for j in joints:
@@ -1395,6 +1409,10 @@ def _body_joint(reader: _Reader, body: _Body, element: str, parent: str, parent_
         maps[0].frame = np.eye(3)
         data["parent_vertex"] = _vector(pos - parent_com)
         data["child_vertex"] = _vector(-body.com)
+        if first.armature:  # MuJoCo's acts on the body origin's velocity and the angular velocity
+            reader.unsupported(first.file, first.line, f"joint {first.name!r}", _ARMATURE_KIND,
+                               f"armature {first.armature:g} of a free joint: rotor inertia on the angular velocity "
+                               "(MuJoCo's) is not our floating joint's rotation coordinates'")
         return data
     if kinds == ["ball"]:
         data["type"] = "spherical"
@@ -1813,7 +1831,8 @@ def _contacts(reader: _Reader, options: MjcfOptions) -> list[dict]:
                     if made is None:
                         reader.unsupported(ga.file, ga.line, f"geom {geom_label(a, ga)!r}", "geom pairs the collision table lacks",
                                            f"collides with geom {geom_label(b, gb)!r} ({ga.type}-{gb.type}): "
-                                           "the collision table has sphere, capsule and box pairs")
+                                           "the collision table has sphere, capsule and box pairs, and cylinders "
+                                           "against spheres and capsules")
                         continue
                     (own, own_body, own_geom), against = made
                     reader.contact_lines[f"{geom_label(a, ga)}-{geom_label(b, gb)}"] = (ga.file, ga.line)
@@ -1827,7 +1846,8 @@ def _contacts(reader: _Reader, options: MjcfOptions) -> list[dict]:
 def _pair(ga: _Geom, a: _Body, gb: _Geom, b: _Body, body_shapes) -> tuple | None:
     """(own shape, body, geom), against: geom a's shape against geom b's, or None where the
     collision table has no entry for the pair (dojo_cli.model.collisions.body_pair_contacts
-    decides, as the builder will: sphere, capsule and box, a box turned by quarter turns)."""
+    decides, as the builder will: sphere, capsule and box, a box turned by quarter turns,
+    cylinders against spheres and capsules)."""
     from dojo_cli.model.collisions import UnsupportedPair, body_pair_contacts
     from dojo_cli.model.shapes import Shape
 
@@ -1849,7 +1869,7 @@ def _pair(ga: _Geom, a: _Body, gb: _Geom, b: _Body, body_shapes) -> tuple | None
         against["size"] = other["size"]
     else:
         against["radius"] = other["radius"]
-        if gb.type == "capsule":
+        if gb.type in ("capsule", "cylinder"):
             against["height"] = other["height"]
     return (own, a, ga), against
 

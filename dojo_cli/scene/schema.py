@@ -975,19 +975,19 @@ class BodyCollisionSpec(Spec):
 
     Attributes:
         body: the other body's name.
-        shape: sphere, capsule or box; or ``body``: that body's own shape (sphere,
-            capsule or box), the other fields unused.
-        radius: sphere or capsule radius (m); a box has none (0: the collision table's
-            box is not rounded, so a radius given for a box is refused rather than ignored).
+        shape: sphere, capsule, box or cylinder; or ``body``: that body's own shape
+            (sphere, capsule, box or cylinder), the other fields unused.
+        radius: sphere, capsule or cylinder radius (m); a box has none (0: the collision
+            table's box is not rounded, so a radius given for a box is refused rather than ignored).
         offset: (3,) shape centre in the other body's frame (m).
         orientation_offset: the shape's orientation in the other body's frame [w, x, y, z]
-            (a capsule's axis is its z; a box may only be turned by quarter turns).
-        height: capsule segment length along the shape's z axis (m).
+            (a capsule's and a cylinder's axis is its z; a box may only be turned by quarter turns).
+        height: capsule segment length, or cylinder height, along the shape's z axis (m).
         size: (3,) box edge lengths (m), required for a box.
     """
 
     body = Field(NAME)
-    shape = Field(literal("sphere", "capsule", "box", "body"))
+    shape = Field(literal("sphere", "capsule", "box", "cylinder", "body"))
     radius = Field(NON_NEGATIVE_REAL, 0.0)
     offset = Field(VECTOR3, factory=_zero_vector)
     orientation_offset = Field(QUATERNION, factory=_identity_quaternion)

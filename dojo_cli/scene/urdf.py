@@ -146,7 +146,7 @@ class UrdfOptions:
         contacts: "feet" (spheres at the ends of the legs), "collision" (every collision
             element as its shape against the ground) or "none".
         self_collision: with contacts "collision", the links' collision shapes also
-            against each other (bodies not joined parent-child; sphere, capsule, box).
+            against each other (bodies not joined parent-child; sphere, capsule, box, cylinder against sphere and capsule).
         friction: Coulomb coefficient of those contacts.
         contact_model: impact, linear or nonlinear.
         merge_fixed: merge links joined by fixed joints into one body (massless
@@ -1687,7 +1687,7 @@ def _collision_shape(reader: _Reader, kind: str, params: dict, pose: np.ndarray,
 def _self_collisions(reader: _Reader, contacts: list[dict], result: UrdfImport) -> list[dict]:
     """Each pair of ground contacts' shapes on two bodies not joined parent-child (the
     ``collisions: all`` filter), as a contact ``<a>-<b>`` on the first against the second,
-    where the collision table pairs them (sphere, capsule, box; a box turned by quarter
+    where the collision table pairs them (sphere, capsule, box, a cylinder against a sphere or a capsule; a box turned by quarter
     turns only: others are left out with a warning), but the pairs that overlap or touch
     at the zero configuration (any of their table contacts at distance <= 0): a URDF's
     neighbouring links often overlap where they meet (a hip's box inside the thigh's

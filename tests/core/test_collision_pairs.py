@@ -215,7 +215,7 @@ def test_cylinder_rolls_on_its_side_and_stands_on_its_end():
 
 def test_collisions_all_names_and_exclusions():
     """mode all: every body on the ground (<body>/ground), every pair not joined parent-child
-    (<a>/<b>, in body order), the excluded pairs and shapes without a table entry left out."""
+    (<a>/<b>, in body order), the excluded pairs and shape pairs without a table entry left out."""
     box = {"type": "box", "size": [0.2, 0.2, 0.2]}
     bodies = [{"name": n, "mass": 1.0, "shape": s, "initial": {"position": [i, 0, 1.0]}}
               for i, (n, s) in enumerate([("a", box), ("b", {"type": "sphere", "radius": 0.1}), ("c", box),
@@ -231,9 +231,12 @@ def test_collisions_all_names_and_exclusions():
     groups = {}
     for c in build_mechanism(spec).contacts:
         groups.setdefault(c.name.rsplit("/", 1)[0] if c.name.count("/") == 2 else c.name, []).append(c)
-    expected = {"a/ground": 8, "b/ground": 1, "c/ground": 8, "e/ground": 8, "a/c": 16, "a/d": 3, "b/c": 1, "b/d": 1}
+    expected = {"a/ground": 8, "b/ground": 1, "c/ground": 8, "e/ground": 8, "a/c": 16, "a/d": 3, "b/c": 1, "b/d": 1,
+                "b/e": 1, "d/e": 3}
     assert {k: len(v) for k, v in groups.items()} == expected
-    # a-b are parent and child; c-d and d-ground excluded; e (a cylinder) only on the ground
+    # a-b are parent and child; c-d and d-ground excluded; e (a cylinder) meets the sphere
+    # and the capsule, not the boxes (the table has no box-cylinder pair)
+    assert [c.kind for c in groups["d/e"]] == ["segment_cylinder", "cylinder", "cylinder"]
     assert [c.name for c in groups["b/c"]] == ["b/c"]
     assert [c.name for c in groups["a/d"]] == ["a/d/0", "a/d/1", "a/d/2"]
     assert groups["a/d"][0].kind == "segment_box" and groups["a/c"][0].kind == "corner_box"
@@ -255,3 +258,96 @@ def test_bad_collision_input_names_the_field():
         with pytest.raises(SceneError) as err:
             _scene(bodies, contacts, collisions)
         assert any(p.field == field for p in err.value.problems), [str(p) for p in err.value.problems]
+
+
+# ------------------------------------------------------------ cylinders on body b
+# MuJoCo (the test extra) as the oracle of the sphere- and capsule-cylinder pairs: its convex
+# collision (GJK for the distance, EPA for a penetration) with its tolerance tightened far
+# below ours; the geometry matches to the tolerance of its iterations.
+MUJOCO_CCD_TOLERANCE = 1e-12
+MUJOCO_ATOL = 1e-8
+# Its normal comes from the GJK simplex, accurate to ~1e-7 (measured 4e-10 to 1.1e-7)
+MUJOCO_NORMAL_ATOL = 1e-6
+CYLINDER_RADIUS, CYLINDER_HALF = 0.2, 0.25  # m
+CYLINDER_B = [0.0, 0.0, -CYLINDER_HALF, 0.0, 0.0, CYLINDER_HALF, CYLINDER_RADIUS]  # caps' centres, radius
+
+
+def _mujoco_pair(kind_a: str, size_a: str):
+    """A MuJoCo model of two free bodies: body a's geom (sphere or capsule) and a cylinder, both
+    at their body's origin; margins wide enough that separated geoms report their distance."""
+    import mujoco
+
+    xml = f"""<mujoco><option gravity="0 0 0" ccd_tolerance="{MUJOCO_CCD_TOLERANCE}" ccd_iterations="500"/><worldbody>
+      <body name="a"><freejoint/><geom type="{kind_a}" size="{size_a}" margin="10"/></body>
+      <body name="b"><freejoint/><geom type="cylinder" size="{CYLINDER_RADIUS} {CYLINDER_HALF}" margin="10"/></body>
+    </worldbody></mujoco>"""
+    m = mujoco.MjModel.from_xml_string(xml)
+    return m, mujoco.MjData(m)
+
+
+def _mujoco_contact(model, data, xa, qa, xb, qb):
+    """(distance, normal from the cylinder towards body a) of MuJoCo's one contact."""
+    import mujoco
+
+    data.qpos[:] = np.concatenate([xa, qa, xb, qb])
+    mujoco.mj_forward(model, data)
+    assert data.ncon == 1, f"MuJoCo found {data.ncon} contacts"
+    c = data.contact[0]
+    normal = np.asarray(c.frame[:3])  # MuJoCo's points from geom 1 (body a's) to geom 2
+    return float(c.dist), -normal if tuple(c.geom) == (0, 1) else normal
+
+
+def _cylinder_poses(seed: int, spread: float):
+    rng = np.random.default_rng(seed)
+    return spread * rng.normal(size=3), random_quaternion(rng), 0.1 * rng.normal(size=3), random_quaternion(rng)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_capsule_and_sphere_against_a_cylinder_match_mujoco(seed):
+    """Random poses, apart and overlapping (the closest point of the cylinder on its side, a cap
+    or a rim): a capsule's segment_cylinder contact (the segment point of least signed
+    distance) and a sphere's cylinder contact give MuJoCo's distance and normal, and their
+    Jacobians match central differences. A segment that meets the cylinder is left out of
+    both: its deepest point (ours, as segment_box's) is not the least translation that
+    separates the shapes (MuJoCo's EPA), and it may sit on a kink of the signed distance."""
+    half, radius = 0.3, 0.1
+    xa, qa, xb, qb = _cylinder_poses(seed, spread=0.35)
+    capsule = dict(kind="segment_cylinder", xa=xa, qa=qa, offset=np.zeros(3), radius=radius,
+                   shape_a=np.array([0.0, 0.0, half, 0.0]), xb=xb, qb=qb, shape=CYLINDER_B)
+    sphere = dict(capsule, kind="cylinder", shape_a=np.zeros(4), radius=0.15)
+    for name, case, mujoco_geom in (("capsule", capsule, ("capsule", f"{radius} {half}")),
+                                    ("sphere", sphere, ("sphere", "0.15"))):
+        if name == "capsule" and _geometry(case, False)["distance"] <= -radius:
+            continue
+        g = _check_jacobians(f"{name}-cylinder {seed}", case)
+        distance, normal = _mujoco_contact(*_mujoco_pair(*mujoco_geom), xa, qa, xb, qb)
+        assert abs(g["distance"] - distance) < MUJOCO_ATOL, f"{name} seed {seed}: {g['distance']} vs MuJoCo {distance}"
+        error = np.abs(np.asarray(g["normal"]) - normal).max()
+        assert error < MUJOCO_NORMAL_ATOL, f"{name} seed {seed}: normal {g['normal']} vs MuJoCo {normal}: {error:.1e}"
+
+
+def test_capsule_dropped_across_a_cylinder_rests_on_its_top():
+    """A capsule dropped across a horizontal cylinder fixed to the world (a log) comes to rest
+    with its axis at the cylinder's top plus its radius, every step converged and no deeper
+    than the solver's tolerance: the segment_cylinder contact and the end spheres, in a step."""
+    rod_radius, log_radius, log_height = 0.05, 0.2, 0.5
+    along_x, along_y = [0.7071067811865476, 0.0, 0.7071067811865476, 0.0], [0.7071067811865476, -0.7071067811865476, 0, 0]
+    bodies = [{"name": "log", "mass": 5.0, "shape": {"type": "cylinder", "radius": log_radius, "height": 1.0,
+                                                     "orientation_offset": along_y}},
+              {"name": "rod", "mass": 0.5, "shape": {"type": "capsule", "radius": rod_radius, "height": 0.6,
+                                                     "orientation_offset": along_x},
+               "initial": {"position": [0.0, 0.1, 0.85]}}]
+    scene = {"name": "log", "timestep": 0.01, "bodies": bodies,
+             "joints": [{"name": "held", "type": "fixed", "parent": "origin", "child": "log",
+                         "parent_vertex": [0.0, 0.0, log_height]},
+                        {"name": "free", "type": "floating", "parent": "origin", "child": "rod"}],
+             "contacts": [{"name": "rest", "body": "rod", "shape": "body", "against": {"body": "log", "shape": "body"},
+                           "friction": 0.5}]}
+    mech = build_mechanism(spec_from_dict(scene))
+    assert [c.kind for c in mech.contacts] == ["segment_cylinder", "cylinder", "cylinder"]
+    traj = dojo.simulate(mech, steps=100, opts=dojo.SolverOptions(rtol=1e-10, btol=1e-10))
+    assert set(traj.status) == {"success"}, f"failed steps {sum(s != 'success' for s in traj.status)}"
+    rest = log_height + log_radius + rod_radius
+    assert abs(traj.x[-1, 1, 2] - rest) < 1e-6, f"rests at {traj.x[-1, 1, 2]:.6f} m, its top at {rest} m"
+    assert np.abs(traj.v[-1, 1]).max() < 1e-6, f"still moving: {traj.v[-1, 1]}"
+    assert traj.contact_distance.min() > -1e-6, f"{traj.contact_distance.min():.2e} m into the log"

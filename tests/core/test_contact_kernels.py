@@ -608,6 +608,10 @@ KERNEL_CASES = {
                                       shape=[0, 0, 1, 0, 0, 0]),
     "corner-box": lambda rng: dict(kind="corner_box", other=1, shape_a=[-0.2, 0.1, 0.3, 0.25, 0.2, 0.3],
                                    shape=[0.05, 0.1, -0.1, 0.3, 0.4, 0.5]),
+    # a cylinder (its caps' centres and radius), small enough that the segment stays outside it
+    "sphere-cylinder": lambda rng: dict(kind="cylinder", other=1, shape=[0.05, 0.1, -0.2, -0.05, 0.2, 0.1, 0.3]),
+    "segment-cylinder": lambda rng: dict(kind="segment_cylinder", other=1, shape_a=[0.3, -0.1, 0.2, 0.0],
+                                         shape=[0.05, 0.1, -0.15, 0.0, 0.15, -0.05, 0.1]),
 }
 
 

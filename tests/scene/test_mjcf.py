@@ -376,6 +376,40 @@ def test_torsional_and_rolling_friction_are_refused_at_the_geoms_line(tmp_path):
     assert {c["model"] for c in result.scene["contacts"]} == {"nonlinear"}, "imported with the sliding cone"
 
 
+def test_slide_armature_is_kept_and_a_free_joints_refused(tmp_path):
+    """A body on the world moved by two slides keeps their armature (the variational
+    integrator's linear rotor); a free joint's armature (MuJoCo's acts on the angular velocity)
+    is refused at its line, left out with --drop-unsupported (before, it was dropped silently)."""
+    path = _write(tmp_path, """<mujoco>
+  <worldbody>
+    <geom name="floor" type="plane" size="5 5 0.1"/>
+    <body name="puck" pos="0 0 0.1">
+      <joint name="x" type="slide" axis="1 0 0" armature="0.3"/>
+      <joint name="y" type="slide" axis="0 1 0" armature="0.4"/>
+      <geom type="cylinder" size="0.1 0.05"/>
+    </body>
+    <body name="ball" pos="0.5 0 0.3">
+      <joint name="loose" type="free" armature="0.01"/>
+      <geom type="capsule" size="0.05 0.1"/>
+    </body>
+  </worldbody>
+</mujoco>
+""")
+    assert _problems(path) == [
+        "model.xml:10: joint 'loose': armature 0.01 of a free joint: rotor inertia on the angular velocity (MuJoCo's) "
+        "is not our floating joint's rotation coordinates' (import without it: --drop-unsupported)"]
+    result = read_mjcf(path, MjcfOptions(drop_unsupported=True), path.name)
+    assert [w.split(": ", 2)[2] for w in result.warnings] == [
+        "rotor inertia (armature) of slides, balls and free joints left out (--drop-unsupported), 1 at model.xml:10"]
+    puck = next(j for j in result.scene["joints"] if j["child"] == "puck")
+    assert puck["type"] == "planar" and puck["armature"] == [0.3, 0.4]
+    # the capsule against the puck's cylinder is a contact of the collision table
+    pairs = [c for c in result.scene["contacts"] if isinstance(c["against"], dict) and "body" in c["against"]]
+    assert [(c["shape"]["type"], c["against"]["shape"]) for c in pairs] == [("cylinder", "capsule")]
+    mech = build_mechanism(spec_from_dict(result.scene, file=str(path)))
+    assert sorted(c.kind for c in mech.contacts if c.other >= 0) == ["cylinder", "cylinder", "segment_cylinder"]
+
+
 # ---------------------------------------------------------------- several hinges on one body
 
 HINGES = DATA / "hinges.xml"

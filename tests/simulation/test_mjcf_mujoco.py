@@ -256,3 +256,56 @@ def test_motor_ctrlrange_clamps_the_input_as_mujoco_does(tmp_path):
     assert SECOND_ORDER[0] < ratio < SECOND_ORDER[1], f"errors {errors[0]:.3e}, {errors[1]:.3e} m, ratio {ratio:.2f}"
     # and without the clamp the arm goes elsewhere (the check can fail)
     assert np.abs(run(VARIATIONAL_STEPS[1], MOTOR_CTRL, clamp=False).x[-1][0] - d.xipos[1]).max() > 100 * errors[1]
+
+
+SLIDE_CART = """<mujoco model="cart">
+  <option timestep="0.01" gravity="0 0 -9.81"/>
+  <worldbody>
+    <body name="cart" pos="0 0 1">
+      <joint name="rail" type="slide" axis="1 0 0" armature="0.8" stiffness="4" damping="0.05"/>
+      <geom type="box" size="0.2 0.1 0.05" pos="0.03 0 0" contype="0" conaffinity="0"/>
+      <body name="pole" pos="0.05 0 0">
+        <joint name="hinge" type="hinge" axis="0 1 0" armature="0.02"/>
+        <geom type="capsule" fromto="0 0 0 0 0 0.6" size="0.03" contype="0" conaffinity="0"/>
+      </body>
+    </body>
+  </worldbody>
+  <keyframe>
+    <key name="start" qpos="0.1 0.4" qvel="-0.5 1.5"/>
+  </keyframe>
+</mujoco>
+"""
+
+
+def test_slide_armature_follows_mujoco_to_second_order(tmp_path):
+    """A cart on a slide from the world with armature (a rotor of 0.8 kg on 1.2 kg), a spring and
+    a damper, carrying a pole on a hinge with armature, from a keyframe: the importer keeps the
+    slide's armature for the variational integrator (its linear rotor, core maximal/rotor.h),
+    which follows MuJoCo's RK4 to second order; without the rotor it does not."""
+    path = tmp_path / "cart.xml"
+    path.write_text(SLIDE_CART)
+    m = mujoco.MjModel.from_xml_path(str(path))
+    m.opt.integrator = mujoco.mjtIntegrator.mjINT_RK4
+    m.opt.timestep = REFERENCE_STEP
+    d = mujoco.MjData(m)
+    mujoco.mj_resetDataKeyframe(m, d, 0)
+    for _ in range(int(round(DURATION / REFERENCE_STEP))):
+        mujoco.mj_step(m, d)
+    result = read_mjcf(path, MjcfOptions(keyframe="start"))
+    assert result.scene.get("integrator", "variational") == "variational"
+    assert [j.get("armature") for j in result.scene["joints"]] == [[0.8], [0.02]]
+
+    def run(h: float, rotor: bool = True) -> float:
+        scene = copy.deepcopy(result.scene)
+        scene["timestep"] = h
+        if not rotor:
+            del scene["joints"][0]["armature"]
+        mech = build_mechanism(spec_from_dict(scene, file=str(path)))
+        traj = dojo.simulate(mech, steps=int(round(DURATION / h)), opts=dojo.SolverOptions(rtol=SOLVER_TOL, btol=SOLVER_TOL))
+        assert set(traj.status) == {"success"}
+        return float(np.abs(traj.x[-1] - d.xipos[1:]).max())
+
+    errors = [run(h) for h in VARIATIONAL_STEPS]
+    ratio = errors[0] / errors[1]
+    assert SECOND_ORDER[0] < ratio < SECOND_ORDER[1], f"errors {errors[0]:.3e}, {errors[1]:.3e} m, ratio {ratio:.2f}"
+    assert run(VARIATIONAL_STEPS[1], rotor=False) > 100 * errors[1], "the slide's rotor is really there"

@@ -55,14 +55,8 @@ dojo::ContactModel parse_model(nb::handle obj) {
 dojo::CollisionKind parse_kind(nb::handle obj) {
   if (nb::isinstance<nb::str>(obj)) {
     const std::string name = nb::cast<std::string>(obj);
-    if (name == "halfspace") return dojo::CollisionKind::Halfspace;
-    if (name == "sphere") return dojo::CollisionKind::Sphere;
-    if (name == "capsule") return dojo::CollisionKind::Capsule;
-    if (name == "box") return dojo::CollisionKind::Box;
-    if (name == "segment_capsule") return dojo::CollisionKind::SegmentCapsule;
-    if (name == "segment_box") return dojo::CollisionKind::SegmentBox;
-    if (name == "circle_halfspace") return dojo::CollisionKind::CircleHalfspace;
-    if (name == "corner_box") return dojo::CollisionKind::CornerBox;
+    for (int k = 0; k < dojo::kCollisionKinds; ++k)
+      if (name == dojo::kCollisionKindNames[k]) return static_cast<dojo::CollisionKind>(k);
     throw std::invalid_argument("kind: unknown collision kind '" + name + "'");
   }
   const int k = nb::cast<int>(obj);
@@ -154,7 +148,7 @@ void bind_contacts(nb::module_& m, nb::module_& testing) {
       "One contact's residual rows, wrench and derivatives (contact.h's evaluate_contact).\n\n"
       "params: dict with body, other (-1 = world), model ('impact' | 'nonlinear' | 'linear'),\n"
       "kind ('halfspace' | 'sphere' | 'capsule' | 'box' | 'segment_capsule' | 'segment_box' |\n"
-      "'circle_halfspace' | 'corner_box'), friction, radius, offset (3,), shape_a (<= 7,), shape (7,).\n"
+      "'circle_halfspace' | 'corner_box' | 'cylinder' | 'segment_cylinder'), friction, radius, offset (3,), shape_a (<= 7,), shape (7,).\n"
       "x/q: (3,)/(4,) next configuration; v/w: (3,) midpoint velocities; mw: (3, 3) dt3/dw25;\n"
       "s, gamma: (N,). output: 'residual', 'jacobians' or 'parameters'. reference: use\n"
       "evaluate_contact_reference (dual numbers through every operation; for tests).\n"

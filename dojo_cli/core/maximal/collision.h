@@ -4,7 +4,8 @@
 // offset, or, for the pairs that need more, a segment swept by that radius (a capsule's
 // core: offset -+ a body-frame half-vector) or a circle (a cylinder cap's rim: centre at
 // the offset, a body-frame axis and the circle's radius). Body b carries a half-space
-// (fixed in the world), a sphere, a capsule (a segment swept by a radius) or a box. Each
+// (fixed in the world), a sphere, a capsule (a segment swept by a radius), a box or a
+// solid cylinder. Each
 // pair is one templated function that computes the signed distance, the unit normal, two
 // tangents and the contact points on both surfaces (a Geometry<T>); the functions are
 // chosen from a table keyed by CollisionKind, the pair (MuJoCo's mjCOLLISIONFUNC,
@@ -89,6 +90,9 @@ constexpr double kTinyNorm = 1e-300;
 // two segments are treated as parallel when |u x v|^2 <= kParallelSegments |u|^2 |v|^2
 // (within 1e-6 rad), where the 2 x 2 system for the closest points is singular.
 constexpr double kParallelSegments = 1e-12;
+// Bisections for a rim's stationary point (segment_cylinder) on [0, 1]: each halves the
+// bracket, so 64 reach adjacent doubles (the loop also stops there).
+constexpr int kRimBisections = 64;
 // A circle whose axis is within this sine of the half-space normal lies flat: its lowest
 // rim point, whose direction (the normal projected on the circle's plane, |projection| =
 // sin(tilt)) turns at a rate 1 / |projection|, is replaced by a point of the cap's disc
@@ -708,6 +712,304 @@ void circle_halfspace(const Vec3<T>& centre_a, const T& radius_a, const TangentP
   sphere_halfspace(centre_a - rho * u, radius_a, a, shape_a, b, shape, out);
 }
 
+// ------------------------------------------------- cylinders on body b
+// A solid cylinder on body b in the capsule's layout: shape = end1 (3), end2 (3) (its caps'
+// centres, b's frame), radius. Coordinates (x, y, z) of a point relative to its centre
+// along (u, v, k): k the unit axis end1 -> end2, u, v a fixed orthonormal completion
+// (cylinder_perpendicular), so that the radial direction of a point on the axis is defined.
+struct CylinderFrame {
+  Vec3<double> centre, axis, u, v;  // b's frame
+  double half_height, radius;
+};
+
+// A fixed unit vector perpendicular to the unit axis k: e_{j+1} made perpendicular, j the
+// index of k's largest component (dojo_cli.model.collisions.perpendicular_unit).
+inline Vec3<double> cylinder_perpendicular(const Vec3<double>& k) {
+  int j = 0;
+  for (int i = 1; i < 3; ++i)
+    if (std::abs(k[i]) > std::abs(k[j])) j = i;
+  Vec3<double> e{{0.0, 0.0, 0.0}};
+  e[(j + 1) % 3] = 1.0;
+  const double along = dot(e, k);
+  const Vec3<double> p{{e[0] - along * k[0], e[1] - along * k[1], e[2] - along * k[2]}};
+  const double n = std::sqrt(dot(p, p));
+  return Vec3<double>{{p[0] / n, p[1] / n, p[2] / n}};
+}
+
+inline CylinderFrame cylinder_frame(const double* shape) {
+  CylinderFrame f;
+  const Vec3<double> e1{{shape[0], shape[1], shape[2]}}, e2{{shape[3], shape[4], shape[5]}};
+  const Vec3<double> span = e2 - e1;
+  const double length = std::sqrt(dot(span, span));
+  f.centre = 0.5 * (e1 + e2);
+  f.half_height = 0.5 * length;
+  f.radius = shape[6];
+  // a cylinder of no height (a disc) keeps a defined axis: b's z
+  f.axis = length > kShortSegment ? Vec3<double>{{span[0] / length, span[1] / length, span[2] / length}}
+                                  : Vec3<double>{{0.0, 0.0, 1.0}};
+  f.u = cylinder_perpendicular(f.axis);
+  f.v = cross(f.axis, f.u);
+  return f;
+}
+
+// (x, y, z) of a b-frame vector l along (u, v, k).
+template <class T>
+inline Vec3<T> cylinder_coordinates(const CylinderFrame& f, const Vec3<T>& l) {
+  auto along = [&](const Vec3<double>& e) { return l[0] * e[0] + l[1] * e[1] + l[2] * e[2]; };
+  return Vec3<T>{{along(f.u), along(f.v), along(f.axis)}};
+}
+
+// The b-frame vector of cylinder coordinates c.
+template <class T>
+inline Vec3<T> cylinder_vector(const CylinderFrame& f, const Vec3<T>& c) {
+  Vec3<T> out;
+  for (int i = 0; i < 3; ++i) out[i] = c[0] * f.u[i] + c[1] * f.v[i] + c[2] * f.axis[i];
+  return out;
+}
+
+// Signed distance from a point (cylinder coordinates p) to the solid cylinder: the distance
+// to it outside (to the lateral surface, a cap, or a cap's rim circle), minus the depth to
+// the nearest of the caps and the lateral surface inside. Convex in p.
+inline double cylinder_signed_distance(const double p[3], double half_height, double radius) {
+  const double axial = std::abs(p[2]) - half_height;
+  const double radial = std::sqrt(p[0] * p[0] + p[1] * p[1]) - radius;
+  if (axial > 0.0 || radial > 0.0) {
+    const double a = std::max(axial, 0.0), r = std::max(radial, 0.0);
+    return std::sqrt(a * a + r * r);
+  }
+  return std::max(axial, radial);
+}
+
+// Sphere against a solid cylinder on body b. With p the sphere centre in cylinder
+// coordinates, r = |(p_x, p_y)|:
+// - outside (|p_z| > H or r > rho): the closest point clamps p_z to [-H, H] and scales the
+//   radial part to rho where r > rho (a cap, the lateral surface or a rim);
+//   distance = |c - closest| - ra, normal = normalize(c - closest), point_b = closest;
+// - inside or on the surface: out through the nearest of the top cap (depth H - p_z), the
+//   bottom cap (H + p_z) and the lateral surface (rho - r) (ties in that order);
+//   distance = -depth - ra, normal that surface's outward normal (the lateral one
+//   (p_x, p_y) / r; a centre on the axis, r <= kCoincident, takes the fixed u), point_b
+//   the centre moved out by the depth along it.
+template <class T>
+void sphere_cylinder(const Vec3<T>& centre_a, const T& radius_a, const TangentPose<T>& /*a*/,
+                     const double* /*shape_a*/, const TangentPose<T>& b, const double* shape, Geometry<T>& out) {
+  using namespace collision_detail;  // norm, normalized, clip
+  const CylinderFrame f = cylinder_frame(shape);
+  const double H = f.half_height, rho = f.radius;
+  const Vec3<T> centre_b = b.x + world_from_body(b, f.centre);
+  const Vec3<T> p = cylinder_coordinates(f, body_from_world(b, centre_a - centre_b));
+  const Vec3<T> radial{{p[0], p[1], T(0.0)}};
+  const T r = norm(radial);
+  const double pz = value(p[2]), rv = value(r);
+  if (std::abs(pz) <= H && rv <= rho) {
+    const double depths[3] = {H - pz, H + pz, rho - rv};
+    int face = 0;
+    for (int k = 1; k < 3; ++k)
+      if (depths[k] < depths[face]) face = k;  // strict: ties keep the first
+    T depth;
+    Vec3<T> local;  // the outward normal in cylinder coordinates
+    if (face < 2) {
+      const double sign = face == 0 ? 1.0 : -1.0;
+      depth = H - sign * p[2];
+      local = Vec3<T>{{T(0.0), T(0.0), T(sign)}};
+    } else {
+      depth = rho - r;
+      local = rv > kCoincident ? normalized(radial) : Vec3<T>{{T(1.0), T(0.0), T(0.0)}};
+    }
+    const Vec3<T> normal = world_from_body(b, cylinder_vector(f, local));
+    Vec3<T> point_b;
+    for (int k = 0; k < 3; ++k) point_b[k] = centre_a[k] + normal[k] * depth;
+    finish_geometry(centre_a, radius_a, (0.0 - depth) - radius_a, normal, point_b, out);
+    return;
+  }
+  // the closest point of the solid, in cylinder coordinates
+  Vec3<T> closest{{p[0], p[1], clip(p[2], -H, H)}};
+  if (rv > rho) {
+    const T scale = rho * (1.0 / r);
+    closest[0] = p[0] * scale;
+    closest[1] = p[1] * scale;
+  }
+  const Vec3<T> point_b = centre_b + world_from_body(b, cylinder_vector(f, closest));
+  const Vec3<T> diff = centre_a - point_b;
+  finish_geometry(centre_a, radius_a, norm(diff) - radius_a, normalized(diff), point_b, out);
+}
+
+// One candidate for the segment parameter of segment_cylinder (its closed form).
+struct SegmentCylinderCandidate {
+  int type;       // 0: s = 0; 1: s = 1; 2: nearest the axis; 3: p_z = sign H; 4: p_z = 0;
+                  // 5: r = rho; 6: inside, cap depth = lateral depth; 7: a rim's stationary point
+  double sign;    // types 3, 6, 7: the cap (+1 top, -1 bottom)
+  double root;    // types 5, 6: which root of the quadratic (+1, -1)
+  double at;      // type 7: the stationary parameter, found on values
+};
+
+// The closed form of a candidate in the scalar type (p0, d: the segment's first end and
+// direction in cylinder coordinates; H, rho: half height and radius); NaN-free only where
+// the candidate applies (the caller checks on values).
+//   type 2: s = -(p0_xy . d_xy) / |d_xy|^2 (the segment point nearest the axis);
+//   type 3: s = (sign H - p0_z) / d_z; type 4: s = -p0_z / d_z;
+//   type 5: |p_xy(s)|^2 = rho^2, a quadratic a s^2 + 2 b s + c = 0, s = (-b + root sqrt(b^2 - a c)) / a;
+//   type 6: |p_xy(s)| = sign p_z(s) - H + rho (the inside's two depths equal), squared: a quadratic;
+//   type 7: the stationary point s* of g(s) = (sign p_z(s) - H)^2 + (|p_xy(s)| - rho)^2 (the
+//     squared distance to the rim circle), found on values: s = s* - g'(s*) / g''(s*) with g'
+//     in the scalar type, whose value is s* (g'(s*) = 0) and whose derivative is the implicit
+//     function theorem's, ds = -dg' / g''.
+template <class T>
+T segment_cylinder_parameter(const SegmentCylinderCandidate& k, const Vec3<T>& p0, const Vec3<T>& d, double H,
+                             double rho) {
+  switch (k.type) {
+    case 0:
+      return T(0.0);
+    case 1:
+      return T(1.0);
+    case 2:
+      return (0.0 - (p0[0] * d[0] + p0[1] * d[1])) * (1.0 / (d[0] * d[0] + d[1] * d[1]));
+    case 3:
+      return (k.sign * H - p0[2]) * (1.0 / d[2]);
+    case 4:
+      return (0.0 - p0[2]) * (1.0 / d[2]);
+    case 5:
+    case 6: {
+      T a = d[0] * d[0] + d[1] * d[1], b = p0[0] * d[0] + p0[1] * d[1], c = p0[0] * p0[0] + p0[1] * p0[1];
+      if (k.type == 5) {
+        c = c - rho * rho;
+      } else {
+        const T l0 = k.sign * p0[2] + (rho - H), l1 = k.sign * d[2];
+        a = a - l1 * l1;
+        b = b - l0 * l1;
+        c = c - l0 * l0;
+      }
+      if (std::abs(value(a)) <= kParallelSegments * (value(d[0] * d[0] + d[1] * d[1] + d[2] * d[2])))
+        return (0.0 - c) * (1.0 / (2.0 * b));  // linear
+      return ((0.0 - b) + k.root * sqrt(b * b - a * c)) * (1.0 / a);
+    }
+    default: {
+      const double s = k.at;
+      const Vec3<T> p{{p0[0] + s * d[0], p0[1] + s * d[1], p0[2] + s * d[2]}};
+      const T r = sqrt(p[0] * p[0] + p[1] * p[1]);
+      const T rate = (p[0] * d[0] + p[1] * d[1]) * (1.0 / r);  // r'
+      const T slope = 2.0 * ((k.sign * p[2] - H) * (k.sign * d[2]) + (r - rho) * rate);  // g'
+      // g'' on values: 2 d_z^2 + 2 r'^2 + 2 (r - rho) r'', r'' = (|d_xy|^2 - r'^2) / r
+      const double rv = value(r), ratev = value(rate);
+      const double dxy = value(d[0]) * value(d[0]) + value(d[1]) * value(d[1]);
+      const double curvature =
+          2.0 * value(d[2]) * value(d[2]) + 2.0 * ratev * ratev + 2.0 * (rv - rho) * (dxy - ratev * ratev) / rv;
+      if (!(curvature > 0.0)) return T(s);  // g flat (not met on a rim piece, g convex there)
+      return s - slope * (1.0 / curvature);
+    }
+  }
+}
+
+// Segment on a (capsule core, swept by radius_a) against a solid cylinder on b: the segment
+// point p(s) = e1 + s (e2 - e1) of least cylinder signed distance, then sphere_cylinder at
+// that point (segment_box's scheme). The signed distance along the segment is convex in s, so
+// its minimum on [0, 1] is an end, a kink or a stationary point of one of its pieces: the
+// lateral distance r - rho (stationary nearest the axis, type 2), a cap's distance (linear),
+// a rim circle's distance (type 7, no closed form: bisection on the sign of g' between the
+// neighbouring candidates, where g is convex), the inside's max of the three depths (kinks
+// where p_z = 0 or a cap's depth equals the lateral one, type 4, 6), and the pieces' borders
+// (p_z = +-H, r = rho: types 3, 5). Every candidate is evaluated on values and the least kept
+// (ties, a segment along a cap or the lateral surface: the candidate nearest the segment's
+// middle), then its closed form recomputed in the scalar type, so the closest point carries
+// its derivatives.
+template <class T>
+void segment_cylinder(const Vec3<T>& centre_a, const T& radius_a, const TangentPose<T>& a, const double* shape_a,
+                      const TangentPose<T>& b, const double* shape, Geometry<T>& out) {
+  Vec3<T> e1, e2;
+  segment_ends(centre_a, a, shape_a, e1, e2);
+  const CylinderFrame f = cylinder_frame(shape);
+  const double H = f.half_height, rho = f.radius;
+  const Vec3<T> centre_b = b.x + world_from_body(b, f.centre);
+  const Vec3<T> p0 = cylinder_coordinates(f, body_from_world(b, e1 - centre_b));
+  const Vec3<T> d = cylinder_coordinates(f, body_from_world(b, e2 - e1));
+  const Vec3<double> p0v{{value(p0[0]), value(p0[1]), value(p0[2])}}, dv{{value(d[0]), value(d[1]), value(d[2])}};
+  auto distance_at = [&](double s) {
+    const double p[3] = {p0v[0] + s * dv[0], p0v[1] + s * dv[1], p0v[2] + s * dv[2]};
+    return cylinder_signed_distance(p, H, rho);
+  };
+
+  // closed-form candidates on values
+  constexpr int kMost = 16;
+  SegmentCylinderCandidate candidates[kMost];
+  double at[kMost];
+  int n = 0;
+  auto add = [&](const SegmentCylinderCandidate& k) {
+    const double s = value(segment_cylinder_parameter(k, p0v, dv, H, rho));
+    if (s >= 0.0 && s <= 1.0) {  // inside the segment (and a number)
+      candidates[n] = k;
+      at[n++] = s;
+    }
+  };
+  add({0, 0.0, 0.0, 0.0});
+  add({1, 0.0, 0.0, 0.0});
+  const double short2 = kShortSegment * kShortSegment;
+  const double dxy = dv[0] * dv[0] + dv[1] * dv[1];
+  if (dxy > short2) add({2, 0.0, 0.0, 0.0});
+  if (std::abs(dv[2]) > kShortSegment) {
+    add({3, 1.0, 0.0, 0.0});
+    add({3, -1.0, 0.0, 0.0});
+    add({4, 0.0, 0.0, 0.0});
+  }
+  const double length2 = dxy + dv[2] * dv[2];
+  for (const double root : {1.0, -1.0}) {
+    if (dxy > short2) {  // r = rho: real roots only
+      const double b = p0v[0] * dv[0] + p0v[1] * dv[1], c = p0v[0] * p0v[0] + p0v[1] * p0v[1] - rho * rho;
+      if (b * b - dxy * c > 0.0) add({5, 0.0, root, 0.0});
+    }
+    for (const double sign : {1.0, -1.0}) {  // inside kinks, where the lateral depth's side is real
+      const double l0 = sign * p0v[2] + (rho - H), l1 = sign * dv[2];
+      const double a = dxy - l1 * l1, b = p0v[0] * dv[0] + p0v[1] * dv[1] - l0 * l1,
+                   c = p0v[0] * p0v[0] + p0v[1] * p0v[1] - l0 * l0;
+      const bool linear = std::abs(a) <= kParallelSegments * length2;
+      if (linear ? (root > 0.0 && std::abs(b) > kShortSegment * kShortSegment) : b * b - a * c > 0.0) {
+        const SegmentCylinderCandidate k{6, sign, root, 0.0};
+        const double s = value(segment_cylinder_parameter(k, p0v, dv, H, rho));
+        if (l0 + l1 * s >= 0.0) add(k);  // |p_xy| = a length, not its negative
+      }
+    }
+  }
+  // the rims' stationary points: between neighbouring candidates (sorted), where the whole
+  // interval is a rim's piece (sign p_z > H, r > rho), g' changes sign once (g convex there)
+  double sorted[kMost];
+  std::copy(at, at + n, sorted);
+  std::sort(sorted, sorted + n);
+  const int closed = n;
+  for (int i = 0; i + 1 < closed && n < kMost; ++i) {
+    double lo = sorted[i], hi = sorted[i + 1];
+    if (!(hi - lo > kShortSegment)) continue;
+    const double mid = 0.5 * (lo + hi);
+    const double pm[3] = {p0v[0] + mid * dv[0], p0v[1] + mid * dv[1], p0v[2] + mid * dv[2]};
+    if (!(std::abs(pm[2]) > H && std::sqrt(pm[0] * pm[0] + pm[1] * pm[1]) > rho)) continue;
+    const double sign = pm[2] > 0.0 ? 1.0 : -1.0;
+    auto slope = [&](double s) {  // g'(s) / 2
+      const double p[3] = {p0v[0] + s * dv[0], p0v[1] + s * dv[1], p0v[2] + s * dv[2]};
+      const double r = std::sqrt(p[0] * p[0] + p[1] * p[1]);
+      return (sign * p[2] - H) * sign * dv[2] + (r - rho) * (p[0] * dv[0] + p[1] * dv[1]) / r;
+    };
+    if (!(slope(lo) < 0.0 && slope(hi) > 0.0)) continue;  // monotone: the least is an end
+    for (int it = 0; it < kRimBisections && hi - lo > 0.0; ++it) {
+      const double m = 0.5 * (lo + hi);
+      if (m <= lo || m >= hi) break;
+      (slope(m) < 0.0 ? lo : hi) = m;
+    }
+    add({7, sign, 0.0, 0.5 * (lo + hi)});
+  }
+  // the least distance (ties: nearest the segment's middle)
+  int best = 0;
+  double best_distance = INFINITY;
+  const double tie = 1e-12 * (1.0 + H + rho);
+  for (int i = 0; i < n; ++i) {
+    const double distance = distance_at(at[i]);
+    if (distance < best_distance - tie ||
+        (distance <= best_distance + tie && std::abs(at[i] - 0.5) < std::abs(at[best] - 0.5))) {
+      best = i;
+      best_distance = std::min(distance, best_distance);
+    }
+  }
+  const T s = segment_cylinder_parameter(candidates[best], p0, d, H, rho);
+  sphere_cylinder(e1 + s * (e2 - e1), radius_a, a, shape_a, b, shape, out);
+}
+
 // ------------------------------------------------------------- dispatch
 template <class T>
 using CollisionFunction = void (*)(const Vec3<T>& centre_a, const T& radius_a, const TangentPose<T>& a,
@@ -725,6 +1027,8 @@ inline constexpr CollisionFunction<T> kCollisionFunctions[kCollisionKinds] = {
     &segment_box<T>,       // CollisionKind::SegmentBox
     &circle_halfspace<T>,  // CollisionKind::CircleHalfspace
     &corner_box<T>,        // CollisionKind::CornerBox
+    &sphere_cylinder<T>,   // CollisionKind::Cylinder
+    &segment_cylinder<T>,  // CollisionKind::SegmentCylinder
 };
 
 template <class T>
@@ -739,7 +1043,7 @@ inline void collide(CollisionKind kind, const Vec3<T>& centre_a, const T& radius
 // (A box corner's box enters only through the face choice, on values.)
 constexpr bool rotates_primitive(CollisionKind kind) {
   return kind == CollisionKind::SegmentCapsule || kind == CollisionKind::SegmentBox ||
-         kind == CollisionKind::CircleHalfspace;
+         kind == CollisionKind::CircleHalfspace || kind == CollisionKind::SegmentCylinder;
 }
 
 // ------------------------------------------------------------- poses

@@ -51,6 +51,9 @@
   X(array, double, rotor_armature, "", 1, "", 1)                                                        \
   X(array, double, rotor_axis_child, "", 3, "", 1)                                                      \
   X(array, double, rotor_axis_parent, "", 3, "", 1)                                                     \
+  /* 1: a linear rotor, on a translation of a joint from the world whose rate is */                     \
+  /* axis . v_child (rotor_axis_child the world axis; rotor.h); 0: on the rotation. Empty: all 0 */     \
+  X(array, int, rotor_linear, "", 1, "", 0)                                                             \
   /* joint limits: one inequality per finite bound of a free coordinate */                              \
   X(array, int, limit_free, "limits", 1, "", 0)   /* free-coordinate index */                          \
   X(array, double, limit_sign, "limits", 1, "", 1) /* +1 lower / -1 upper */                           \

@@ -211,6 +211,13 @@ void state_residual_jacobian(const Model& m, Data& d, const double* w, Out out, 
   for (int r = 0; r < m.nr; ++r) {
     const int j = m.rotor_joint[r];
     const int bodies[2] = {m.parent[j], m.child[j]};
+    if (m.rotor_linear[r]) {  // -a n n^T in the child's v15 columns
+      double lj[9];
+      linear_rotor_jacobian(m, r, lj);
+      for (int i = 0; i < 3; ++i)
+        for (int k = 0; k < 3; ++k) out.at(6 * bodies[1] + i, state_col(bodies[1], 1, k)) -= lj[3 * i + k];
+      continue;
+    }
     double rj[2][2][9];
     rotor_jacobian(m, r, bodies[0] == kWorld ? nullptr : &d.w15[3 * bodies[0]], &d.w15[3 * bodies[1]], h, -1.0, rj);
     for (int side = 0; side < 2; ++side)

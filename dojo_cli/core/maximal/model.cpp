@@ -156,8 +156,13 @@ Model::Model(const ModelInput& in) {
   check_size("rotor_armature", in.rotor_armature.size(), nr);
   check_size("rotor_axis_child", in.rotor_axis_child.size(), 3 * nr);
   check_size("rotor_axis_parent", in.rotor_axis_parent.size(), 3 * nr);
+  rotor_linear = in.rotor_linear.empty() ? std::vector<int>(nr, 0) : in.rotor_linear;
+  check_size("rotor_linear", rotor_linear.size(), nr);
   for (int r = 0; r < nr; ++r) {
     if (in.rotor_joint[r] < 0 || in.rotor_joint[r] >= nj) throw std::invalid_argument("ModelInput.rotor_joint: out of range");
+    if (rotor_linear[r] != 0 && rotor_linear[r] != 1) throw std::invalid_argument("ModelInput.rotor_linear: expected 0 or 1");
+    if (rotor_linear[r] && in.parent[in.rotor_joint[r]] != kWorld)
+      throw std::invalid_argument("ModelInput.rotor_linear: a linear rotor's joint must have the world as parent");
     if (!(in.rotor_armature[r] >= 0.0 && std::isfinite(in.rotor_armature[r])))
       throw std::invalid_argument("ModelInput.rotor_armature: must be finite and >= 0");
   }

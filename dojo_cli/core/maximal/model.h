@@ -71,6 +71,7 @@ struct Model {
   int nr = 0;  // rotors (ModelInput.rotor_*; rotor.h)
   std::vector<int> rotor_joint;
   std::vector<double> rotor_armature, rotor_axis_child, rotor_axis_parent;
+  std::vector<int> rotor_linear;  // 1: on the child's linear velocity along a world axis (rotor.h)
   // tree order (root to leaves) and loop-closing joints
   std::vector<int> tree_joints, loop_joints;
 

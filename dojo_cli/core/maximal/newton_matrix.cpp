@@ -46,6 +46,14 @@ void step_matrix(const Model& m, Data& d, const double* w, double regularization
   // rotors: d right / d w25 over [parent, child] (rotor.h)
   for (int r = 0; r < m.nr; ++r) {
     const int j = m.rotor_joint[r], a = m.parent[j], c = m.child[j];
+    if (m.rotor_linear[r]) {  // a n n^T on the child's linear block
+      double lj[9];
+      linear_rotor_jacobian(m, r, lj);
+      BlockRef blk = block(m, d, m.blk_body[c]);
+      for (int i = 0; i < 3; ++i)
+        for (int k = 0; k < 3; ++k) blk.at(i, k) += lj[3 * i + k];
+      continue;
+    }
     double rj[2][2][9];
     rotor_jacobian(m, r, a == kWorld ? nullptr : w + 6 * a + 3, w + 6 * c + 3, h, 1.0, rj);
     const int ids[2][2] = {{a == kWorld ? -1 : m.blk_body[a], a == kWorld ? -1 : m.blk_body_body[j]},

@@ -182,6 +182,11 @@ bool step_setup(const Model& m, Data& d, const double* z, const double* u, const
   for (int r = 0; r < m.nr; ++r) {
     const int j = m.rotor_joint[r], a = m.parent[j], c = m.child[j];
     double out_p[3], out_c[3];
+    if (m.rotor_linear[r]) {  // the linear rows of the child (its parent is the world)
+      linear_rotor_momentum(m, r, &d.v15[3 * c], out_c);
+      for (int k = 0; k < 3; ++k) d.constant[6 * c + k] += out_c[k];
+      continue;
+    }
     rotor_momenta(m, r, a == kWorld ? nullptr : &d.w15[3 * a], &d.w15[3 * c], h, -1.0, out_p, out_c);
     for (int k = 0; k < 3; ++k) {
       if (a != kWorld) d.constant[6 * a + 3 + k] += out_p[k];
@@ -212,6 +217,11 @@ void step_residual(const Model& m, Data& d, const double* w, double* r) {
   for (int rotor = 0; rotor < m.nr; ++rotor) {
     const int j = m.rotor_joint[rotor], a = m.parent[j], c = m.child[j];
     double out_p[3], out_c[3];
+    if (m.rotor_linear[rotor]) {
+      linear_rotor_momentum(m, rotor, w + 6 * c, out_c);
+      for (int k = 0; k < 3; ++k) body[6 * c + k] += out_c[k];
+      continue;
+    }
     rotor_momenta(m, rotor, a == kWorld ? nullptr : w + 6 * a + 3, w + 6 * c + 3, h, 1.0, out_p, out_c);
     for (int k = 0; k < 3; ++k) {
       if (a != kWorld) body[6 * a + 3 + k] += out_p[k];

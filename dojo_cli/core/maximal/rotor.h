@@ -17,6 +17,20 @@
 // equation of the bodies plus rotor, as variational as the bodies' own term (energy test:
 // tests/simulation/test_armature_variational.py). T has no configuration dependence, so the
 // rotor terms depend on the velocities only (no dz2 terms in the gradients).
+//
+// A linear rotor (ModelInput.rotor_linear) is the armature of a translation of a joint whose
+// parent is the world and whose rate is n . v_c exactly on the joint's constraints, n the
+// translation's world axis (rotor_axis_child) and v_c the child's linear velocity: the joint's
+// displacement d = x_c + R(q_c) p_c - p_p (kinematics.h) has the rate v_c + R(q_c)(w_c x p_c),
+// which is v_c when the joint locks the child's rotation (prismatic, planar, fixed_orientation:
+// w_c = 0) or its anchor is the centre of mass (p_c = 0). T = 1/2 a (n . v_c)^2 is then a
+// constant quadratic form in v_c, a mass a n n^T added to the child's, and Dojo's linear
+// discrete Lagrangian h T(v25) gives the momenta right = a n (n . v25), left = a n (n . v15)
+// (the body's own m v25, m v15): the residual's linear rows gain right - left, the Newton
+// matrix a n n^T on the child's linear block, the gradients -a n n^T in its v15 columns. With
+// the rotation locked, T's extension off the constraint (w_c != 0) changes only the lock's
+// torque, not the motion. A moving parent makes the rate depend on the configuration
+// (R(q_p)^T (v_c - v_p) - w_p x R(q_p)^T (x_c - x_p)), which this constant form does not hold.
 #pragma once
 
 #include "dynamics.h"
@@ -31,6 +45,21 @@ inline double rotor_rate(const Model& m, int r, const double* wp, const double* 
   double rate = nc[0] * wc[0] + nc[1] * wc[1] + nc[2] * wc[2];
   if (wp) rate -= np[0] * wp[0] + np[1] * wp[1] + np[2] * wp[2];
   return rate;
+}
+
+// A linear rotor's discrete momentum a n (n . v) at the child's linear velocity v (the same
+// form right and left: the linear part of the discrete Lagrangian has no sign term).
+inline void linear_rotor_momentum(const Model& m, int r, const double* v, double* out) {
+  const double* n = &m.rotor_axis_child[3 * r];
+  const double rate = n[0] * v[0] + n[1] * v[1] + n[2] * v[2];
+  for (int k = 0; k < 3; ++k) out[k] = m.rotor_armature[r] * rate * n[k];
+}
+
+// d linear_rotor_momentum / d v = a n n^T (3x3 row-major).
+inline void linear_rotor_jacobian(const Model& m, int r, double jac[9]) {
+  const double* n = &m.rotor_axis_child[3 * r];
+  for (int i = 0; i < 3; ++i)
+    for (int k = 0; k < 3; ++k) jac[3 * i + k] = m.rotor_armature[r] * n[i] * n[k];
 }
 
 // The rotor's discrete momenta (angular rows of the body residual) of the parent (out_p) and
