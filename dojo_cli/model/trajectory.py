@@ -42,10 +42,17 @@ DATASETS: dict[str, str] = {
     "contact_normal_impulse": "contacts/normal_impulse",
     "contact_friction_impulse": "contacts/friction_impulse",
     "contact_slip": "contacts/slip",
+    "solver_start": "solver/start",
 }
 # The per-step extras: optional fields, datasets a file may lack.
 EXTRA_FIELDS = ("impulses", "complementarity", "contact_distance", "contact_normal_impulse",
-                "contact_friction_impulse", "contact_slip")
+                "contact_friction_impulse", "contact_slip", "solver_start")
+
+
+def has_start_record(mech) -> bool:
+    """Whether a run of the mechanism keeps the interior point's start record
+    (``solver/start``): a model with contacts or joint limits, the steps an interior point solves."""
+    return mech.nc > 0 or mech.core.nlim > 0
 
 
 @dataclass
@@ -69,6 +76,10 @@ class Trajectory:
         complementarity: (T,) final complementarity violation of each step.
         contact_distance, contact_normal_impulse: (T, nc); contact_friction_impulse,
             contact_slip: (T, nc, 2); None without contacts.
+        solver_start: (T, 2 + nk) the interior point's start record after each step (core
+            maximal/step.h: [warm_valid, impulse_scale, the warm start's cones]), what a run
+            continued from state k + 1 starts its first step from; None without contacts
+            and joint limits, or from a file written without it.
     """
 
     time: np.ndarray
@@ -90,6 +101,7 @@ class Trajectory:
     contact_normal_impulse: np.ndarray | None = None
     contact_friction_impulse: np.ndarray | None = None
     contact_slip: np.ndarray | None = None
+    solver_start: np.ndarray | None = None
     px: np.ndarray | None = None
     pq: np.ndarray | None = None
 

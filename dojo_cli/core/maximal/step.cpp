@@ -160,6 +160,37 @@ void step_initial_guess(const Model& m, Data& d, const double* lambda0, double i
   }
 }
 
+int start_record_size(const Model& m) { return 2 + (m.n - m.lim_s); }
+
+void record_start(const Model& m, const Data& d, double* out) {
+  out[0] = d.warm_valid ? 1.0 : 0.0;
+  out[1] = d.impulse_scale;
+  double* cones = out + 2;
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  if (!d.warm_valid) {
+    std::fill(cones, cones + (m.n - m.lim_s), nan);
+    return;
+  }
+  std::copy(d.w_warm.begin() + m.lim_s, d.w_warm.end(), cones);
+  for (int c = 0; c < m.nc; ++c)
+    if (!d.contact_active_warm[c])
+      std::fill(cones + (m.contact_start[c] - m.lim_s), cones + (m.contact_start[c + 1] - m.lim_s), nan);
+}
+
+void restore_start(const Model& m, Data& d, const double* record, const double* z) {
+  d.warm_valid = record[0] != 0.0;
+  d.impulse_scale = record[1];
+  if (!d.warm_valid) return;
+  const double* cones = record + 2;
+  std::copy(cones, cones + (m.n - m.lim_s), d.w_warm.begin() + m.lim_s);
+  for (int c = 0; c < m.nc; ++c) {
+    const bool in_solve = !std::isnan(cones[m.contact_start[c] - m.lim_s]);
+    d.contact_active_warm[c] = in_solve ? 1 : 0;
+    if (!in_solve) std::fill(d.w_warm.begin() + m.contact_start[c], d.w_warm.begin() + m.contact_start[c + 1], 0.0);
+  }
+  std::copy(z, z + 13 * static_cast<size_t>(m.nb), d.z_warm.begin());
+}
+
 SolverStatus step(const Model& m, Data& d, const double* z, const double* u, const double* f_ext,
                   const double* tau_ext, const double* lambda0, const SolverOptions& opts) {
   // every attempt's iterations (each starts again at iteration 1), grown once per larger max_iter

@@ -101,6 +101,20 @@ constexpr int kMaxAttempts = kSweeps * static_cast<int>(sizeof(kImpulseScales) /
 // The warm attempt before them (above, "Warm start"); the log has room for it too.
 constexpr int kWarmAttempts = 1;
 
+// The start record: what a run carries from one step to the next besides the state, the
+// joint impulses and the unwrapped angles, so that a run continued from a stored state
+// (dojo simulate --from) takes the same steps as the run it continues, bit for bit. Row
+// layout (start_record_size values): [warm_valid (0 or 1), impulse_scale (Data, "Restarts"),
+// the warm start's cones: the unknowns w[lim_s:n] of the step's solution (the limits'
+// slacks and impulses, each contact's slacks and impulses; NaN for a contact left out of
+// the solve, margins.h)], the cones NaN where warm_valid is 0 (the step did not converge,
+// or the run does not warm-start).
+int start_record_size(const Model& m);
+// The record of the step d last took (out: (start_record_size,)).
+void record_start(const Model& m, const Data& d, double* out);
+// The next step of d continues the step a record was taken after, which reached z (13 nb,).
+void restore_start(const Model& m, Data& d, const double* record, const double* z);
+
 // One whole step: setup, warm start, solve, next state. The result is in d.
 SolverStatus step(const Model& m, Data& d, const double* z, const double* u, const double* f_ext,
                   const double* tau_ext, const double* lambda0, const SolverOptions& opts);

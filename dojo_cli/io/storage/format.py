@@ -24,6 +24,12 @@ Layout (T = steps stored, nb bodies, nq/nv minimal coordinates/velocities, nu in
     solver/residual        (T,)          float64  final residual (infinity norm) of step k
     solver/status          (T,)          string   fixed-length (32-byte) UTF-8, e.g. "success",
                                                   "max_iterations" (SolverStatus values)
+    solver/start           (T, 2 + nk)   float64  the interior point's start record after step k
+                                                  (core maximal/step.h): [warm_valid, restart
+                                                  impulse scale, the warm start's cones (the
+                                                  limits' and contacts' unknowns; NaN: a contact
+                                                  left out of the solve)]; runs with contacts or
+                                                  joint limits; what --from K restarts step K from
     <extra path>           (T, *shape)   any      optional per-step arrays passed to
                                                   ``write_step(extra=...)``, e.g. `impulses`,
                                                   `solver/complementarity`, `contacts/distance`

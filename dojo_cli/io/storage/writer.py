@@ -55,6 +55,7 @@ import h5py
 import numpy as np
 
 from dojo_cli.errors import StorageError
+from dojo_cli.model.trajectory import has_start_record
 from dojo_cli.io.labelled_files import json_default
 from dojo_cli.io.storage.compaction import compact
 from dojo_cli.io.storage.format import (
@@ -579,6 +580,8 @@ class StorageWriter:
                 "contacts/distance": block.contact_distance, "contacts/normal_impulse": block.contact_normal_impulse,
                 "contacts/friction_impulse": block.contact_friction_impulse, "contacts/slip": block.contact_slip,
             })
+        if block.start is not None and has_start_record(mech):
+            extra["solver/start"] = block.start
         extra.update(block.gradients)
         kv, kw, kmv = knot
         self.write_steps(block.time, x, q, kv, kw, block.minimal_q, kmv, block.inputs, iterations=block.iterations,
