@@ -82,6 +82,9 @@ class StartState:
             k - 1, the run's own warm start of step k (so the step is the run's to rounding).
         angles: (nf,) a --from run's minimal/q of state k: its revolute angles unwrapped
             through turns, where the run's step k measured its limits from.
+        start_record: a --from run's interior-point start record of step k - 1 (its
+            solver/start row: the warm start, the restart scale), so the step starts as the
+            run's step k did.
     """
 
     z: np.ndarray
@@ -91,6 +94,7 @@ class StartState:
     source: str
     warm_start: np.ndarray | None = None
     angles: np.ndarray | None = None
+    start_record: np.ndarray | None = None
 
 
 def resolve_state(mech, spec, state: Path | None, run: Path | None, index: int | None) -> StartState:
@@ -101,7 +105,7 @@ def resolve_state(mech, spec, state: Path | None, run: Path | None, index: int |
         return StartState(z, y, 0, None, f"the state in {state}")
     if run is not None:
         st = stored_start(run, index, mech, spec.name, lambda line: echo_err(f"warning: {line}"))
-        return StartState(st.z, None, st.step, st.stored_input, st.source, st.warm_start, st.angles)
+        return StartState(st.z, None, st.step, st.stored_input, st.source, st.warm_start, st.angles, st.start_record)
     return StartState(initial_state(mech), None, 0, None, "the scene's initial state")
 
 
@@ -179,7 +183,8 @@ def step_command(
     start = resolve_state(mech, spec, state, run, index)
     u, u_source = resolve_input(mech, start, inputs, input_file)
     f_ext, tau_ext = external_forces(mech, start)
-    z1, result = solve_step(mech, start.z, u, mech.default_options, f_ext, tau_ext, lam0=start.warm_start, angles=start.angles)
+    z1, result = solve_step(mech, start.z, u, mech.default_options, f_ext, tau_ext, lam0=start.warm_start,
+                            angles=start.angles, start_record=start.start_record)
     h = mech.timestep
     t0 = start.k * h
     y1 = maximal_to_minimal(mech, z1)
