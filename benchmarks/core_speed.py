@@ -2,7 +2,7 @@
 
 Usage:
     python benchmarks/core_speed.py [--quick] [--rows a,b] [--json FILE] [--repeat R]
-                                    [--hdf5-steps N] [--hdf5-timeout S] [--blas-threads N] [--warm-start]
+                                    [--hdf5-steps N] [--hdf5-timeout S] [--blas-threads N] [--start warm|cold]
 
 Rows (h = 0.01 s everywhere) and their goals (issue 28's where it sets one; the hdf5 row's are
 issue 10's, which issue 28 item 6 tightened to < 100 MB: benchmarks/long_run.py):
@@ -12,7 +12,9 @@ issue 10's, which issue 28 item 6 tightened to < 100 MB: benchmarks/long_run.py)
 | `pendulum`     | built-in scene `pendulum` vs its MJCF twin                   | <= 1.5x MuJoCo per step  |
 | `chain20`      | 20-link revolute chain (step_speed's npendulum20) vs twin    | <= 3x                    |
 | `box`          | built-in `box`, 8 corner contacts, the whole 500-step toss   | <= 6x                    |
-| `a1`           | built-in `quadruped` (A1 URDF, PD) vs MuJoCo on the same URDF| <= 6x (issue 28: the Go1)|
+| `go1`          | built-in `go1` (Go1 URDF, 4 feet, PD) vs MuJoCo, same URDF   | <= 6x (issue 28)         |
+| `a1`           | built-in `quadruped` (A1 URDF, PD) vs MuJoCo on the same URDF| <= 6x (the Go1's stand-in|
+|                |                                                             | before the go1 row)      |
 | `a1_gradients` | A1: one step + full A and B (`dojo.step_gradients`)          | < MuJoCo's centred       |
 |                |                                                             | `mjd_transitionFD` alone |
 | `hdf5`         | `dojo simulate pendulum --steps 1000000 -o FILE`, a child    | peak RSS < 300 MB and    |
@@ -48,8 +50,10 @@ a loaded machine also counts the time the process waited for a core, and a long 
 repetition (seconds) waits far more often than a short MuJoCo one (microseconds to
 milliseconds, usually inside one time slice), so the wall ratio does not cancel the load.
 
-The MuJoCo models are the ones of benchmarks/step_speed.py (pendulum, chain, box twins) and
-benchmarks/quadruped.py (the A1 from the same a1.urdf); the box and the A1 use MuJoCo's soft
+The MuJoCo models are the ones of benchmarks/step_speed.py (pendulum, chain, box twins),
+benchmarks/equal_fidelity.py (the Go1 from the same go1.urdf, MuJoCo's own URDF reader, its
+bodies checked against dojo's; MuJoCo's default contacts) and benchmarks/quadruped.py (the A1
+from the same a1.urdf); the box, the Go1 and the A1 use MuJoCo's soft
 contacts, a different contact model, so only their times are comparable, not their
 trajectories.
 
@@ -106,7 +110,7 @@ from dojo_cli.scene import robots  # noqa: E402
 mujoco = ss.mujoco
 timed = bench_common.timed
 
-ROWS = ("pendulum", "chain20", "box", "a1", "a1_gradients", "hdf5", "equal_fidelity")
+ROWS = ("pendulum", "chain20", "box", "go1", "a1", "a1_gradients", "hdf5", "equal_fidelity")
 # A dojo.step running fewer Python function calls than this is one call into the C++ core.
 CORE_MAX_PY_CALLS = 200
 HDF5_MEMORY_GOAL_MB = 300.0
@@ -132,11 +136,11 @@ def plans(quick: bool, repeat: int | None) -> dict[str, Plan]:
     # keep a full run within ~5 minutes either way
     if quick:
         p = {"pendulum": Plan(500, 3, 4, 1, True), "chain20": Plan(200, 2, 4, 1, True),
-             "box": Plan(500, 2, 4, 1, True), "a1": Plan(100, 2, 4, 1, True),
+             "box": Plan(500, 2, 4, 1, True), "go1": Plan(100, 2, 4, 1, True), "a1": Plan(100, 2, 4, 1, True),
              "a1_gradients": Plan(1, 5, 4, 1, False)}
     else:
         p = {"pendulum": Plan(1000, 7, 20, 2, True), "chain20": Plan(500, 5, 20, 2, True),
-             "box": Plan(500, 7, 40, 2, True), "a1": Plan(500, 5, 40, 2, True),
+             "box": Plan(500, 7, 40, 2, True), "go1": Plan(500, 5, 40, 2, True), "a1": Plan(500, 5, 40, 2, True),
              "a1_gradients": Plan(1, 15, 15, 2, False)}
     if repeat:
         for v in p.values():
@@ -280,15 +284,18 @@ def run_record(row: Row, traj) -> None:
     row.extra["failed_steps"] = int(sum(s != "success" for s in traj.status))
 
 
-# --warm-start: the "run" column's dojo.simulate with solver.warm_start (opt-in: each step starts
-# its interior point from the previous converged step; docs/physics.md). The step-loop column is
-# unchanged: dojo.step is stateless and never warm-starts.
-WARM_START = {"on": False}
+# --start warm|cold: the "run" column's dojo.simulate with solver.warm_start true or false (the
+# default, the scene's: warm; each step starts its interior point from the previous converged
+# step, docs/physics.md "Warm start"). The step-loop column is unchanged: dojo.step is
+# stateless and always starts at Dojo's point.
+START = {"warm_start": None}
 
 
 def run_options(mech):
-    """The run column's solver options: the scene's, with the warm start under --warm-start."""
-    return dojo.default_options(mech).replace(warm_start=True) if WARM_START["on"] else None
+    """The run column's solver options: the scene's, with --start's warm start."""
+    if START["warm_start"] is None:
+        return None
+    return dojo.default_options(mech).replace(warm_start=START["warm_start"])
 
 
 # ------------------------------------------------------------------- rows
@@ -467,6 +474,77 @@ def row_a1(plan: Plan, sanity: list) -> Row:
               f"{z_mj.min():.4f}..{z_mj.max():.4f} m, contacts {min(contacts[k0:])}..{max(contacts[k0:])}, "
               f"|qvel| at the end {np.linalg.norm(data.qvel):.2f}, trunk x drift {float(data.qpos[0]):+.3f} m",
               gating=False)
+    row.finish()
+    return row
+
+
+def go1_mujoco(h: float):
+    """(model, data, reset) of the MuJoCo Go1 of benchmarks/equal_fidelity.py (the scene's
+    go1.urdf read by MuJoCo's own URDF reader, its masses and inertias checked there against
+    dojo's to 1e-12, the scene's PD as position servos kp 200, dampers 5, implicitfast,
+    elliptic cones, MuJoCo's default soft contacts), or None without MuJoCo."""
+    if mujoco is None:
+        return None
+    model, data = ef.mujoco_go1(h)
+    qpos0, ctrl0 = data.qpos.copy(), data.ctrl.copy()
+
+    def reset():
+        mujoco.mj_resetData(model, data)
+        data.qpos[:], data.ctrl[:] = qpos0, ctrl0
+        mujoco.mj_forward(model, data)
+
+    reset()
+    return model, data, reset
+
+
+def row_go1(plan: Plan, sanity: list) -> Row:
+    """Issue 28's row "Go1 standing on four feet, PD": the built-in go1 scene (its URDF, four
+    foot spheres, PD kp 200 to the standing pose) against MuJoCo's Go1 from the same URDF
+    (equal_fidelity.mujoco_go1, MuJoCo's default contact setting)."""
+    row = Row("go1", f"Go1 standing, PD (built-in go1, {plan.steps} steps)", "<= 6x", 6.0)
+    if robots.example_robot_data_root() is None:
+        row.notes.append(f"skipped: example-robot-data is not installed ({robots.ROBOTS_EXTRA_INSTALL})")
+        return row
+    mech = dojo.load_scene("go1")
+    z0 = dojo.initial_state(mech)
+    ctrl = mech.controller
+    row.timed_dojo = f"u = mech.controller(mech, k, z); z = dojo.step(mech, z, u) x {plan.steps}"
+    row.timed_run = f"dojo.simulate(mech, steps={plan.steps})" if plan.run_column else "not timed"
+    step_loop(mech, z0, 3, ctrl)
+    u0 = ctrl(mech, 0, z0)
+    set_path(row, lambda: dojo.step(mech, z0, u0))
+    mj = go1_mujoco(mech.timestep)
+    if mj is not None:
+        model, data, reset = mj
+        row.timed_mujoco = (f"mujoco.mj_step x {plan.steps} (equal_fidelity.py's Go1: the same go1.urdf, free joint, "
+                            "plane, position servos kp 200, dampers 5, implicitfast, elliptic cones, soft contacts)")
+        mj_loop(model, data, 20)
+    last = interleave(
+        row, plan, lambda: step_loop(mech, z0, plan.steps, ctrl),
+        (lambda: mj_loop(model, data, plan.steps)) if mj else None, reset if mj else None,
+        (lambda: dojo.simulate(mech, steps=plan.steps, z0=z0, opts=run_options(mech))) if plan.run_column else None)
+    if "run" in last:
+        run_record(row, last["run"])
+    # both still standing at the end of the last timed runs: the trunk's centre of mass within
+    # 1 cm (dojo: hard contacts) and 6 cm (MuJoCo: soft, a standing foot sinks) of its start
+    t_end = plan.steps * mech.timestep
+    trunk = mech.body_index(ef.TRUNK)
+    z_start, z_end = float(z0[13 * trunk + 2]), float(last["dojo"][13 * trunk + 2])
+    check(sanity, "go1", f"dojo trunk height at t={t_end:g}s against its start, |dz| (m)", abs(z_end - z_start), 0.01,
+          f"dojo trunk at {z_end:.4f} m, started at {z_start:.4f} m")
+    if "run" in last:
+        k0 = min(int(round(0.5 / mech.timestep)), plan.steps // 2)
+        z_run = last["run"].x[k0:, trunk, 2]
+        check(sanity, "go1", f"dojo standing still over t={k0 * mech.timestep:g}..{t_end:g}s: trunk height range (m)",
+              np.ptp(z_run), 0.002, f"{z_run.min():.4f}..{z_run.max():.4f} m")
+    if mj is not None:
+        mj_trunk = ef.mujoco_body(model, ef.TRUNK)
+        reset()
+        mj_start = float(data.xipos[mj_trunk][2])
+        mj_loop(model, data, plan.steps)
+        check(sanity, "go1", f"MuJoCo trunk height at t={t_end:g}s against its start, |dz| (m)",
+              abs(float(data.xipos[mj_trunk][2]) - mj_start), 0.06,
+              f"MuJoCo trunk at {float(data.xipos[mj_trunk][2]):.4f} m, started at {mj_start:.4f} m")
     row.finish()
     return row
 
@@ -777,10 +855,12 @@ def main(argv=None) -> int:
     ap.add_argument("--hdf5-timeout", type=float,
                     help="stop the HDF5 run with SIGINT after this many seconds (default 90; --quick 10)")
     ap.add_argument("--blas-threads", default="1", help="BLAS threads (default 1; 0 = leave the environment alone)")
-    ap.add_argument("--warm-start", action="store_true",
-                    help="the run column with solver.warm_start: true (the step loop is stateless either way)")
+    ap.add_argument("--start", choices=("warm", "cold"), default=None,
+                    help="the run column with solver.warm_start true or false (default: the scene's, warm); "
+                         "the step loop is stateless either way")
     args = ap.parse_args(argv)
-    WARM_START["on"] = args.warm_start
+    START["warm_start"] = None if args.start is None else args.start == "warm"
+    ef.START["warm_start"] = START["warm_start"]  # the equal-fidelity table's dojo runs alike
     names = [n.strip() for n in args.rows.split(",") if n.strip()]
     unknown = [n for n in names if n not in ROWS]
     if unknown:
@@ -798,13 +878,14 @@ def main(argv=None) -> int:
     prov = provenance()
     print(f"checkout {prov['commit']}{' (dojo_cli/ modified)' if prov['dojo_cli_modified'] else ''}, "
           f"core built {prov['core_built']}")
-    print("run column: solver.warm_start " + ("on (--warm-start)" if args.warm_start else "off (the default)"))
+    print("run column: solver.warm_start " + ({None: "the scene's (default: on)", "warm": "on (--start warm)",
+                                                "cold": "off (--start cold)"}[args.start]))
     if mujoco is None:
         print("MuJoCo is not installed (pip install -e '.[bench]'): no ratios, goals unjudged")
     started = time.perf_counter()
     sanity: list[dict] = []
     rows: list[Row] = []
-    builders = {"pendulum": row_pendulum, "chain20": row_chain, "box": row_box, "a1": row_a1,
+    builders = {"pendulum": row_pendulum, "chain20": row_chain, "box": row_box, "go1": row_go1, "a1": row_a1,
                 "a1_gradients": row_a1_gradients}
     fidelity = None  # the equal-fidelity results (a table of their own)
     with limit:

@@ -186,16 +186,17 @@ class Run:
     iterations: np.ndarray | None = None
 
 
-# --warm-start: dojo's runs with the interior point started from the previous converged step
-# (solver.warm_start, opt-in: docs/physics.md); the same criterion, the same reference step
-WARM_START = {"on": False}
+# --start warm|cold: dojo's runs with solver.warm_start true or false (default: the scene's, warm:
+# each step's interior point starts from the previous converged step, docs/physics.md); the same
+# criterion, the same reference step
+START = {"warm_start": None}
 
 
 def go1_mechanism(case: str, h: float):
     height = STAND_HEIGHT + CASES[case]
     overrides = {"timestep": h, "joints.floating_base.initial.position": [0.0, 0.0, height, 0.0, 0.0, 0.0]}
-    if WARM_START["on"]:
-        overrides["solver.warm_start"] = True
+    if START["warm_start"] is not None:
+        overrides["solver.warm_start"] = START["warm_start"]
     return dojo.load_scene(SCENE, overrides=overrides)
 
 
@@ -612,11 +613,11 @@ def main(argv=None) -> int:
                     help=f"reference step {QUICK_REFERENCE_STEP:g}, steps {','.join(f'{h:g}' for h in QUICK_STEPS)}, "
                          "3 timed runs")
     ap.add_argument("--json", type=Path, help="also write every number to this JSON file")
-    ap.add_argument("--warm-start", action="store_true",
-                    help="dojo with solver.warm_start: true (each step starts from the previous converged one)")
+    ap.add_argument("--start", choices=("warm", "cold"), default=None,
+                    help="dojo with solver.warm_start true or false (default: the scene's, warm)")
     ap.add_argument("--blas-threads", default="1", help="BLAS threads (default 1; 0 = leave the environment alone)")
     args = ap.parse_args(argv)
-    WARM_START["on"] = args.warm_start
+    START["warm_start"] = None if args.start is None else args.start == "warm"
     cases = [c.strip() for c in args.cases.split(",") if c.strip()]
     sims = [s.strip() for s in args.sims.split(",") if s.strip()]
     if bad := [c for c in cases if c not in CASES] + [s for s in sims if s not in SIMS]:
@@ -636,7 +637,8 @@ def main(argv=None) -> int:
     date = datetime.datetime.now().astimezone().isoformat(timespec="seconds")
     print(f"dojo_cli {dojo.__version__} vs MuJoCo {mujoco.__version__ if mujoco else '-'}, {date}; "
           f"{os.cpu_count()} CPUs, load average {load0[0]:.1f}; BLAS threads {blas_text}")
-    print("dojo: solver.warm_start " + ("on (--warm-start)" if args.warm_start else "off (the default)"))
+    print("dojo: solver.warm_start " + ({None: "the scene's (default: on)", "warm": "on (--start warm)",
+                                         "cold": "off (--start cold)"}[args.start]))
     print(f"Go1 ({', '.join(cases)}), {args.duration:g} s; a step passes within {POSITION_TOLERANCE * 1e3:g} mm and "
           f"{ANGLE_TOLERANCE_DEG:g} degree of its own h = {reference_step:g} reference with no foot more than "
           f"{PENETRATION_TOLERANCE * 1e3:g} mm deep")

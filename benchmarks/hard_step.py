@@ -1,7 +1,7 @@
 """Diagnosis: the anatomy of one step the interior point fails (issue 24 item 1).
 
 Usage:
-    python benchmarks/hard_step.py ROBOT STEP [--tolerances relative|absolute]
+    python benchmarks/hard_step.py ROBOT STEP [--tolerances relative|absolute] [--warm-start]
                                    [--state FILE.npz] [--save FILE.npz] [--null] [--rows N]
 
 ROBOT is an example-robot-data file stem, imported as benchmarks/robot_zoo.py does
@@ -30,6 +30,11 @@ step with its restarts, core/maximal/step.h) and what the solver left is printed
   raw linearisation, without the interior point's Nesterov-Todd scaling; a minute and a GB
   for 10,000 unknowns): the smallest singular value against the largest entry, the unknowns
   the direction moves (right vector) and the equations that are nearly dependent (left).
+
+``--warm-start``: the drop run with ``solver.warm_start: true`` (core/maximal/step.h, "Warm
+start"), each step in one Data as the run loop takes them, and STEP taken in that Data, so
+that it starts warm from step STEP-1's cones as in the run (attempt 0 is then the warm
+attempt; ``--state`` cannot carry the cones, so it is refused with it).
 
 Exit status 0; the printout is the result. Needs example-robot-data
 (``pip install 'dojo_cli[robots]'``) and, for ``--null``, scipy.
@@ -168,6 +173,29 @@ def near_null(mech, z: np.ndarray, w: np.ndarray, rows: Rows) -> None:
         print(f"    {left[i]:+.3f}  {rows.name(int(i))}")
 
 
+def warm_run(mech, steps: int, opts):
+    """The limp drop's first `steps` steps in one Data, as the run loop takes them (each step
+    from the previous one's joint impulses, the unwrapped angles carried, the warm start from
+    the previous converged step): (the state before step `steps`, its warm-start impulses,
+    the Data). Checked against dojo.simulate's states, bit for bit."""
+    import dojo_cli as dojo
+    from dojo_cli import _core
+    from dojo_cli.simulation.initial import initial_state
+    from dojo_cli.simulation.step import solve_step
+
+    z = np.asarray(initial_state(mech), float).reshape(-1)
+    data = _core.Data(mech.core)
+    lam = np.zeros(mech.nl)
+    for _ in range(steps):
+        z, result = solve_step(mech, z, None, opts, lam0=lam, data=data)
+        lam[:] = result.w[6 * mech.nb : 6 * mech.nb + mech.nl]
+        _core.advance_angles(mech.core, data)
+    run = dojo.simulate(mech, steps=steps, opts=opts)
+    if steps and not np.array_equal(run.state(steps), z):
+        print(f"note: the replayed state differs from dojo.simulate's by {np.abs(run.state(steps) - z).max():.2e}")
+    return z, lam, data
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("robot")
@@ -176,6 +204,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--state", type=Path, help="the state a --save wrote, instead of running the drop")
     parser.add_argument("--save", type=Path, help="write the state before the step and its warm start")
     parser.add_argument("--null", action="store_true", help="the Newton matrix's near-null direction (slow)")
+    parser.add_argument("--warm-start", action="store_true",
+                        help="the run and the step with solver.warm_start: true, the step in the run's Data")
     parser.add_argument("--rows", type=int, default=8, help="rows of the kept iterate printed")
     args = parser.parse_args(argv)
 
@@ -184,8 +214,13 @@ def main(argv: list[str] | None = None) -> int:
     from dojo_cli.simulation.step import solve_step
 
     mech = import_robot(args.robot)
-    opts = dojo.default_options(mech).replace(tolerances=args.tolerances)
-    if args.state:
+    opts = dojo.default_options(mech).replace(tolerances=args.tolerances, warm_start=args.warm_start)
+    data = None
+    if args.warm_start:
+        if args.state:
+            sys.exit("--warm-start replays the run: a --state file does not hold the previous step's cones")
+        z, lam0, data = warm_run(mech, args.step, opts)
+    elif args.state:
         saved = np.load(args.state)
         z, lam0 = saved["state"], saved["impulses"]
     else:
@@ -193,11 +228,12 @@ def main(argv: list[str] | None = None) -> int:
         z, lam0 = traj.state(args.step), traj.impulses[args.step - 1]
     if args.save:
         np.savez_compressed(args.save, state=z, impulses=lam0, step=args.step, robot=args.robot)
-    _, result = solve_step(mech, z, lam0=lam0, opts=opts)
-    data, m = mech.core_data, mech.core
+    _, result = solve_step(mech, z, lam0=lam0, opts=opts, data=data)
+    data, m = data or mech.core_data, mech.core
     rows = Rows(mech)
     print(f"{args.robot} step {args.step} ({args.tolerances}): {result.status.value}, "
-          f"{result.iterations} iterations, {data.restarts} restarts; {mech.nb} bodies, {m.n} unknowns")
+          f"{result.iterations} iterations, {data.restarts} restarts; {mech.nb} bodies, {m.n} unknowns"
+          + (f"; started warm {data.warm_started}, fell back {data.warm_fell_back}" if args.warm_start else ""))
     print(" attempt  iterations  last alpha       rvio       bvio")
     for k, att in enumerate(attempts(np.asarray(data.log))):
         print(f" {k:7d}  {len(att):10d}  {att[-1, 3]:10.2e} {att[-1, 6]:10.2e} {att[-1, 2]:10.2e}")

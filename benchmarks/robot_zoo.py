@@ -2,7 +2,7 @@
 
 Usage:
     python benchmarks/robot_zoo.py [--stand] [--steps N] [--jobs J] [--robots a,b,...] [--json FILE]
-                                   [--tolerances relative|absolute]
+                                   [--tolerances relative|absolute] [--warm-start on|off]
 
 Each URDF under example-robot-data's ``robots`` folder is imported as
 ``dojo import-urdf URDF --floating --contacts collision --merge-fixed`` does (through the
@@ -33,7 +33,9 @@ within STAND_TOLERANCE of its start.
 
 ``--tolerances absolute`` runs the solver with the tolerances' old absolute meaning (SI
 units, every residual row alike; docs/physics.md "Solver tolerances"), for before/after
-comparisons. Exit status 0; the table is the result. ``--json FILE`` writes every row.
+comparisons. ``--warm-start on|off`` sets ``solver.warm_start`` (default: the scene's;
+core/maximal/step.h, "Warm start"), for the same comparison of the interior point's start.
+Exit status 0; the table is the result. ``--json FILE`` writes every row.
 Needs example-robot-data (``pip install 'dojo_cli[robots]'``).
 """
 
@@ -73,9 +75,9 @@ def robot_names(files: list[Path], root: Path) -> list[str]:
 
 def run_robot(task: tuple) -> dict:
     """Import one URDF and drop it (or, with stand, stand it); a row of the table (never raises)."""
-    name, path, steps, stand, tolerances = task
+    name, path, steps, stand, tolerances, warm = task
     if stand:
-        return stand_robot(name, path, steps, tolerances)
+        return stand_robot(name, path, steps, tolerances, warm)
     warnings.simplefilter("ignore")
     import dojo_cli as dojo
     from dojo_cli.errors import DojoError
@@ -96,7 +98,7 @@ def run_robot(task: tuple) -> dict:
         return row
     row["import_s"] = time.perf_counter() - t0
     row.update(nb=mech.nb, nc=mech.nc, nj=mech.nj, mass=float(sum(b.mass for b in mech.bodies)))
-    opts = dojo.default_options(mech).replace(tolerances=tolerances)
+    opts = solver_options(dojo.default_options(mech), tolerances, warm)
     c0 = time.process_time()
     traj = dojo.simulate(mech, steps=steps, opts=opts)
     cpu = time.process_time() - c0
@@ -128,7 +130,13 @@ def run_robot(task: tuple) -> dict:
     return row
 
 
-def stand_robot(name: str, path: str, steps: int, tolerances: str = "relative") -> dict:
+def solver_options(opts, tolerances: str, warm: bool | None):
+    """The scene's solver options with --tolerances and --warm-start (None: the scene's)."""
+    opts = opts.replace(tolerances=tolerances)
+    return opts if warm is None else opts.replace(warm_start=warm)
+
+
+def stand_robot(name: str, path: str, steps: int, tolerances: str = "relative", warm: bool | None = None) -> dict:
     """Import one URDF as ``dojo import-urdf URDF --stand --contacts collision --merge-fixed``
     does and run its PD stand; a row of the stand table (never raises)."""
     warnings.simplefilter("ignore")
@@ -163,7 +171,7 @@ def stand_robot(name: str, path: str, steps: int, tolerances: str = "relative") 
     row.update(nb=mech.nb, nc=mech.nc, pose=report.pose_source.split(" (")[0], feet=len(report.feet), com_margin_mm=None if report.com_margin is None else 1e3 * report.com_margin,
                balance=report.balance)
     c0 = time.process_time()
-    traj = dojo.simulate(mech, steps=steps, opts=dojo.default_options(mech).replace(tolerances=tolerances))
+    traj = dojo.simulate(mech, steps=steps, opts=solver_options(dojo.default_options(mech), tolerances, warm))
     cpu = time.process_time() - c0
     status = list(traj.status)
     failed = [k for k, s in enumerate(status) if s != "success"]
@@ -238,6 +246,8 @@ def main() -> int:
     parser.add_argument("--json", type=Path)
     parser.add_argument("--blas-threads", default="1")
     parser.add_argument("--tolerances", choices=("relative", "absolute"), default="relative")
+    parser.add_argument("--warm-start", choices=("on", "off"), default=None,
+                        help="solver.warm_start on or off (default: the scene's)")
     parser.add_argument("--stand", action="store_true", help="the legged robots' PD stands (import-urdf --stand), 500 steps by default")
     args = parser.parse_args()
     from dojo_cli.scene import robots
@@ -250,7 +260,8 @@ def main() -> int:
     wanted = {s for s in args.robots.split(",") if s}
     robots_dir = root / "robots" if (root / "robots").is_dir() else root
     steps = args.steps if args.steps is not None else (500 if args.stand else 200)
-    tasks = [(name, str(p), steps, args.stand, args.tolerances) for name, p in zip(robot_names(files, robots_dir), files) if not wanted or p.stem in wanted]
+    tasks = [(name, str(p), steps, args.stand, args.tolerances,
+              None if args.warm_start is None else args.warm_start == "on") for name, p in zip(robot_names(files, robots_dir), files) if not wanted or p.stem in wanted]
     tasks.sort(key=lambda t: (not any(t[0].startswith(s) for s in SLOW_FIRST), t[0]))
     t0 = time.perf_counter()
     ctx = multiprocessing.get_context("spawn" if sys.platform == "darwin" else "fork")

@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from dojo_cli import _core
 from dojo_cli.errors import InputError, StorageError
 from dojo_cli.physics.coordinates import minimal_to_maximal
 
@@ -161,6 +162,10 @@ class StoredStart:
             run's next solve started from), when the run's joint rows are the scene's.
         angles: (nf,) minimal/q of the knot: revolute angles unwrapped through turns, where
             the run's next step measured its limits from; None when the widths differ.
+        start_record: the interior point's start record of the step that reached the knot
+            (``solver/start`` row k - 1: the run's next step's warm start and restart scale,
+            core maximal/step.h), when the file has it and the scene's unknowns are the run's;
+            None: the next step starts from Dojo's point.
         source: a phrase for messages ("state 12 of run.h5 (t = 0.12 s)").
         substeps: how many substeps the run solved its step k as (solver/substeps: 1 for a
             plain step, n for a failed step solved again as n substeps of h/n; 1 when the
@@ -177,6 +182,7 @@ class StoredStart:
     angles: np.ndarray | None
     source: str
     substeps: int = 1
+    start_record: np.ndarray | None = None
 
 
 def stored_start(run: Path, index: int | None, mech, scene_name: str, warn: Callable[[str], None],
@@ -235,7 +241,11 @@ def stored_start(run: Path, index: int | None, mech, scene_name: str, warn: Call
     substeps = 1
     if traj.substeps is not None and k < len(traj.substeps):
         substeps = int(traj.substeps[k])
-    return StoredStart(z, knot, k, step, t, u, warm, angles, f"state {k} of {run} (t = {t:g} s)", substeps)
+    record = None
+    starts = traj.solver_start
+    if k > 0 and starts is not None and starts.ndim == 2 and starts.shape[1] == _core.start_record_size(mech.core):
+        record = np.asarray(starts[k - 1], dtype=float)
+    return StoredStart(z, knot, k, step, t, u, warm, angles, f"state {k} of {run} (t = {t:g} s)", substeps, record)
 
 
 # --- vectors from files (`dojo step`, `gradients`, `analyze`: --state, --input-file) ---

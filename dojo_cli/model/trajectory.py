@@ -43,10 +43,17 @@ DATASETS: dict[str, str] = {
     "contact_friction_impulse": "contacts/friction_impulse",
     "contact_slip": "contacts/slip",
     "substeps": "solver/substeps",
+    "solver_start": "solver/start",
 }
 # The per-step extras: optional fields, datasets a file may lack.
 EXTRA_FIELDS = ("impulses", "complementarity", "contact_distance", "contact_normal_impulse",
-                "contact_friction_impulse", "contact_slip", "substeps")
+                "contact_friction_impulse", "contact_slip", "substeps", "solver_start")
+
+
+def has_start_record(mech) -> bool:
+    """Whether a run of the mechanism keeps the interior point's start record
+    (``solver/start``): a model with contacts or joint limits, the steps an interior point solves."""
+    return mech.nc > 0 or mech.core.nlim > 0
 
 
 @dataclass
@@ -73,6 +80,10 @@ class Trajectory:
         substeps: (T,) int, how many substeps each step was solved as (1: a plain step;
             docs/physics.md "Substeps"); None for the integrators without the retry and
             files written before it.
+        solver_start: (T, 2 + nk) the interior point's start record after each step (core
+            maximal/step.h: [warm_valid, impulse_scale, the warm start's cones]), what a run
+            continued from state k + 1 starts its first step from; None without contacts
+            and joint limits, or from a file written without it.
     """
 
     time: np.ndarray
@@ -94,6 +105,7 @@ class Trajectory:
     contact_normal_impulse: np.ndarray | None = None
     contact_friction_impulse: np.ndarray | None = None
     contact_slip: np.ndarray | None = None
+    solver_start: np.ndarray | None = None
     px: np.ndarray | None = None
     pq: np.ndarray | None = None
     substeps: np.ndarray | None = None

@@ -63,6 +63,8 @@ class StepBlock:
         gradients: per-step gradient datasets (``gradients/A`` (n, 12 nb, 12 nb), ...), if asked.
         singular_node: (n,) per singular_matrix step the Newton-matrix node with the zero
             pivot (-1 otherwise), or None.
+        start: (n, 2 + nk) the interior point's start record after each step (core
+            maximal/step.h, ``_core.start_record``), or None (an integrator without one).
         knot: (v (n+1, nb, 3), omega (n+1, nb, 3), minimal_v (n+1, nf)): the velocities at
             the knots of the state before the block and of its states, the last
             extrapolated, when the integrator computed them with the steps (the core's
@@ -87,6 +89,7 @@ class StepBlock:
     contact_slip: np.ndarray
     gradients: dict[str, np.ndarray] = field(default_factory=dict)
     singular_node: np.ndarray | None = None
+    start: np.ndarray | None = None
     knot: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
     substeps: np.ndarray | None = None
 
@@ -146,6 +149,10 @@ class Variational:
             has NaN there (the composed map's derivative is not computed).
         log: receives one dict per solver iteration; steps one at a time.
         warm_start: (nl,) joint impulses the first solve starts from (default zeros).
+        start_record: (2 + nk,) the interior point's start record of the step that reached
+            z0 (a stored run's ``solver/start``, core maximal/step.h): the first step starts
+            as that run's next step did (its warm start, its restart scale); None: from
+            Dojo's point.
         angles: (nf,) z0's minimal coordinates unwrapped through turns (a stored run's),
             where the first step measures limits from (default: z0's own).
         abort_on_failure: a block stops at its first failed step (one that its substeps
@@ -161,8 +168,8 @@ class Variational:
 
     def __init__(self, mech: Mechanism, z0, *, controller: Controller | None = None, opts: SolverOptions | None = None,
                  external: list[ExternalForce] | tuple = (), gradients: tuple[str, ...] = (), log=None,
-                 warm_start=None, angles=None, abort_on_failure: bool = False, substeps: bool = True,
-                 forced_substeps: dict[int, int] | None = None):
+                 warm_start=None, angles=None, start_record=None, abort_on_failure: bool = False,
+                 substeps: bool = True, forced_substeps: dict[int, int] | None = None):
         self.mech = mech
         self.opts = opts or DOJO_DEFAULTS
         self.controller, self.external, self.gradients, self.log = controller, tuple(external), tuple(gradients), log
@@ -176,6 +183,8 @@ class Variational:
         if angles is not None:
             mq = np.asarray(angles, dtype=float).reshape(mech.nf).copy()
             self.data.angle_ref[:] = mq
+        if start_record is not None:
+            _core.restore_start(mech.core, self.data, np.ascontiguousarray(start_record, dtype=float), z)
         self.initial = (z, mq)
         self.z = z
         self.before = (z, mq)  # the state before the next block, its minimal coordinates
@@ -293,6 +302,9 @@ class Variational:
         block = self._substep_record(k, z, angles, u, res)
         self.data.angle_ref[:] = res.angle_ref
         self.data.warm_valid = False
+        # the start record after it: the next step starts cold (the substeps' solves were of
+        # another model), and --from the next state does the same
+        block.start = np.asarray(_core.start_record(self.mech.core, self.data))[None]
         self.lam[:] = res.lam
         return self._advanced(block)
 
@@ -363,6 +375,7 @@ class Variational:
             "contact_friction_impulse": data.contact_friction_impulse.copy()[None],
             "contact_slip": data.contact_slip.copy()[None],
             "singular_node": np.array([data.singular_node]),
+            "start": np.asarray(_core.start_record(mech.core, data))[None],
         }
         # the step's record (unwrapped minimal coordinates, knot velocities) in one core call
         record = _core.run_record(mech.core, np.ascontiguousarray(out["states"]),
@@ -422,7 +435,7 @@ def slice_block(block: StepBlock, i: int) -> StepBlock:
         complementarity=block.complementarity[:i], impulses=block.impulses[:i], contact_distance=block.contact_distance[:i],
         contact_normal_impulse=block.contact_normal_impulse[:i], contact_friction_impulse=block.contact_friction_impulse[:i],
         contact_slip=block.contact_slip[:i], gradients={key: value[:i] for key, value in block.gradients.items()},
-        singular_node=cut(block.singular_node), knot=knot, substeps=cut(block.substeps),
+        singular_node=cut(block.singular_node), knot=knot, substeps=cut(block.substeps), start=cut(block.start),
     )
 
 
@@ -451,7 +464,7 @@ def concat_blocks(blocks: list[StepBlock]) -> StepBlock:
         complementarity=cat("complementarity"), impulses=cat("impulses"), contact_distance=cat("contact_distance"),
         contact_normal_impulse=cat("contact_normal_impulse"), contact_friction_impulse=cat("contact_friction_impulse"),
         contact_slip=cat("contact_slip"), gradients=gradients, singular_node=cat("singular_node"), knot=knot,
-        substeps=cat("substeps"),
+        substeps=cat("substeps"), start=cat("start"),
     )
 
 
@@ -480,6 +493,7 @@ def _variational_block(mech: Mechanism, k0: int, out: dict, inputs: np.ndarray, 
         contact_friction_impulse=out["contact_friction_impulse"],
         contact_slip=out["contact_slip"],
         singular_node=out.get("singular_node"),
+        start=out.get("start"),
     )
 
 

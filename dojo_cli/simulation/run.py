@@ -270,7 +270,7 @@ def integrator_for(
         return Variational4(mech, controller=controller, opts=opts, knot=start.knot, angles=start.angles)
     kwargs = {}
     if start is not None:
-        kwargs = dict(warm_start=start.warm_start, angles=start.angles)
+        kwargs = dict(warm_start=start.warm_start, angles=start.angles, start_record=start.start_record)
         z0 = start.z
     elif z0 is None:
         z0 = initial_state(mech)

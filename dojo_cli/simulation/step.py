@@ -104,7 +104,7 @@ def singular_message(mech: Mechanism, node: int) -> str:
 
 def solve_step(
     mech: Mechanism, z, u=None, opts: SolverOptions | None = None, f_ext=None, tau_ext=None, lam0=None, log=None,
-    data=None, angles=None,
+    data=None, angles=None, start_record=None,
 ) -> tuple[np.ndarray, SolverResult]:
     """Solve one step in the C++ core; returns (next state, solver result).
 
@@ -117,6 +117,10 @@ def solve_step(
         angles: (nf,) the unwrapped minimal coordinates at z (a run's stored minimal/q):
             where limited revolute angles start (docs/physics.md, "Revolute limits of any
             size"); None: a run's data carries them, the mechanism's starts afresh.
+        start_record: the interior point's start record of the step that reached z (a
+            stored run's solver/start row, core maximal/step.h): the step starts as the
+            run's next step did (its warm start, its restart scale); None: a run's data
+            carries it, the mechanism's starts from Dojo's point.
     """
     shared = data is None
     data = mech.core_data if shared else data
@@ -125,6 +129,9 @@ def solve_step(
         data.warm_valid = False  # ... and not from the last step's cones (core/step.h, "Warm start")
     if angles is not None:
         data.angle_ref[:] = _vector(angles, mech.nf, "angles")
+    if start_record is not None:
+        _core.restore_start(mech.core, data, np.ascontiguousarray(start_record, dtype=float),
+                            np.ascontiguousarray(z, dtype=float).reshape(-1))
     try:
         code = _core_step(mech, data, z, u, f_ext, tau_ext, lam0, opts)
     finally:

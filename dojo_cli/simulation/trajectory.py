@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from dojo_cli.model.mechanism import Mechanism
-from dojo_cli.model.trajectory import DATASETS, EXTRA_FIELDS, Trajectory
+from dojo_cli.model.trajectory import DATASETS, EXTRA_FIELDS, Trajectory, has_start_record
 from dojo_cli.physics.energy import knot_momenta
 from dojo_cli.simulation.integrators import STATUS_TEXT, StepBlock
 
@@ -82,6 +82,8 @@ class TrajectoryRecorder:
             complementarity=cat("complementarity", ()),
             px=px,
             pq=pq,
+            solver_start=(cat("start", (0,)) if has_start_record(mech) and self.blocks
+                          and all(b.start is not None for b in self.blocks) else None),
             **contacts,
         )
 

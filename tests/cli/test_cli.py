@@ -16,6 +16,10 @@ from dojo_cli.simulation.run import FIRST_BLOCK
 
 runner = CliRunner()
 
+# How far a resting contact may end inside the ground: the gap row's tolerance, rtol (1e-6) in its
+# unit, the box's 0.1 m length scale (core/maximal/tolerances.h).
+PENETRATION_TOL = 1e-7
+
 PENDULUM = """\
 name: test_pendulum
 timestep: 0.01
@@ -371,7 +375,9 @@ def test_contact_records_and_summary(tmp_path):
     assert "max penetration" in res.stdout and "corner_ppp" in res.stdout
     doc = json.loads(js.read_text())
     rows = doc["contacts"]
-    assert len(rows) == 8 and all(r["penetration"] == 0.0 for r in rows)
+    # the resting corners end within the solver's tolerance of the ground (warm-started: ~1e-8
+    # m inside it; rtol in the gap rows' unit, the box's 0.1 m scale, 1e-7 m)
+    assert len(rows) == 8 and all(r["penetration"] < PENETRATION_TOL for r in rows), [r["penetration"] for r in rows]
     # resting on a face from about 1.8 s: four corners touch for most of the run
     assert sum(r["contact_fraction"] > 0.5 for r in rows) == 4
     assert all(r["max_cone_violation"] < 1e-6 for r in rows)

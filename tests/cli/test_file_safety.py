@@ -231,7 +231,12 @@ def test_a_write_error_hdf5_meets_is_one_line_never_a_crash(tmp_path):
         for command in READERS:
             answer = invoke(*reader_args(command, out, tmp_path))
             assert answer.exception is None or isinstance(answer.exception, SystemExit), (command, answer.exception)
-            assert answer.exit_code in (0, 3), (command, answer.output)
+            # a file that met the limit inside its first flush holds no completed step: a
+            # reader that needs one says so (exit 2, one line). Since the warm start (issue 28:
+            # the box ~2.5x faster a step, the start record 66 numbers a step) the first
+            # flush of 0.1 s of steps can be larger than the 2 MB limit.
+            empty = answer.exit_code == 2 and "failed after 0 steps" in answer.output
+            assert answer.exit_code in (0, 3) or empty, (command, answer.output)
 
 
 def test_an_io_error_in_the_middle_of_a_block(tmp_path, monkeypatch):

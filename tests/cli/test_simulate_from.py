@@ -59,6 +59,35 @@ def test_continued_run_is_the_first_runs_remainder(tmp_path, scene):
     assert origin == {"file": str(first), "index": 30, "time": pytest.approx(a["time"][30]), "step": 30}
 
 
+WARM = ("--set", "solver.warm_start=true")
+
+
+@pytest.mark.parametrize("scene, extra, k", [("box", ("--set", "contacts.*.margin=0.01"), 50), ("hopper", (), 30),
+                                             ("pendulum_limit", (), 30)])
+def test_a_warm_started_run_continues_bit_for_bit(tmp_path, scene, extra, k):
+    """With the warm start (core/maximal/step.h, "Warm start") a run's next step starts from the
+    previous step's cones, which the states do not hold: the file keeps them, solver/start
+    (with the restart scale), and a run continued from state k starts its first step from row
+    k - 1's, so it is the first run's remainder bit for bit (the box also with contact margins,
+    landing: corners left out of a solve are NaN in the record). Without the record (the dataset
+    deleted, as in a file written before it) the first step starts from Dojo's point and the
+    continuation is the remainder only to the solver's tolerance."""
+    whole, first, rest = tmp_path / "whole.h5", tmp_path / "first.h5", tmp_path / "rest.h5"
+    simulate(scene, "--steps", 2 * k, *WARM, *extra, "-o", whole)
+    simulate(scene, "--steps", k, *WARM, *extra, "-o", first)
+    simulate(scene, "--steps", k, *WARM, *extra, "--from", first, "--index", -1, "-o", rest)
+    a, _ = datasets(whole, STATE + ("time", "inputs", "solver/start"))
+    c, _ = datasets(rest, STATE + ("time", "inputs", "solver/start"))
+    assert np.all(a["solver/start"][:, 0] == 1.0), "a step of the warm run left no warm start"
+    for name in STATE + ("inputs", "solver/start"):
+        assert np.array_equal(a[name][k:], c[name], equal_nan=True), f"{name}: {np.nanmax(np.abs(a[name][k:] - c[name])):.3e}"
+    with h5py.File(first, "r+") as f:
+        del f["solver/start"]
+    simulate(scene, "--steps", k, *WARM, *extra, "--from", first, "--index", -1, "-o", rest, "--force")
+    c, _ = datasets(rest)
+    assert not np.array_equal(a["x"][k:], c["x"]), "the record changed nothing: was it read?"
+
+
 def test_lock_and_unlock_a_joint_between_runs(tmp_path):
     """The double pendulum swings for 1 s, then continues with its elbow locked (Drake's Lock:
     the elbow's angle holds where it was), then unlocked again: the angle moves again."""

@@ -39,7 +39,10 @@ def test_limp_drop_ends_at_mujocos_centre_of_mass_height(name):
     scene = result.scene
     mech = build_mechanism(spec_from_dict(scene, file=str(path)))
     zero = np.zeros(mech.nu)
-    opts = dojo.default_options(mech).replace(tolerances="absolute")
+    # Dojo's absolute tolerances and its start (every step from Dojo's point), with which the
+    # budget was measured: a limp drop is chaotic, and the warm-started ant settles on another
+    # resting pose, its centre of mass 5.08 cm from MuJoCo's (from Dojo's start: within 5 cm)
+    opts = dojo.default_options(mech).replace(tolerances="absolute", warm_start=False)
     traj = dojo.simulate(mech, steps=int(round(DURATION / mech.timestep)), controller=lambda *_: zero, opts=opts)
     failed = [k for k, s in enumerate(traj.status) if s != "success"]
     assert not failed, f"{name}: {len(failed)} failed steps, the first {failed[0]}"

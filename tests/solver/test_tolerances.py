@@ -64,10 +64,11 @@ contacts:
 """
 
 
-def resting_gap(edge: float, tolerances: str = "relative", steps: int = 100, density: float = 1000.0) -> tuple[float, set]:
+def resting_gap(edge: float, tolerances: str = "relative", steps: int = 100, density: float = 1000.0,
+                warm_start: bool = True) -> tuple[float, set]:
     """(height of the bottom face above the ground, statuses) after `steps` steps at rest."""
     mech = scene(cube_scene(edge, density=density, tolerances=tolerances))
-    traj = dojo.simulate(mech, steps=steps)
+    traj = dojo.simulate(mech, steps=steps, opts=mech.default_options.replace(warm_start=warm_start))
     return float(traj.x[-1, 0, 2] - edge / 2), set(traj.status)
 
 
@@ -84,11 +85,14 @@ def test_absolute_tolerance_keeps_its_si_meaning():
     """tolerances: absolute is the old meaning, which misses the goal: at btol 1e-4 m N s
     the 10 cm cube (1 kg, four corners carrying m g h / 4 = 0.025 N s each) rests 0.30 mm
     up (0.3 % of its edge; the relative default: 0.013 %), and the 1 cm part (1 g) is
-    pushed off the ground (its relaxed contacts' ~btol / d exceeds its weight)."""
-    gap, status = resting_gap(0.1, tolerances="absolute")
+    pushed off the ground (its relaxed contacts' ~btol / d exceeds its weight). From Dojo's
+    start (warm_start: false, as Dojo's runs): the warm start lands each step nearer the
+    solution than the test asks, which hides how loose the test itself is (the 10 cm cube
+    then rests 5e-10 m up)."""
+    gap, status = resting_gap(0.1, tolerances="absolute", warm_start=False)
     assert status == {"success"}
     assert gap > 2 * REST_TOLERANCE * 0.1, f"absolute btol 1e-4: gap {gap:.3e} m"
-    gap, status = resting_gap(0.01, tolerances="absolute")
+    gap, status = resting_gap(0.01, tolerances="absolute", warm_start=False)
     assert gap > 0.01, f"absolute btol 1e-4, 1 cm part: gap {gap:.3e} m"
 
 

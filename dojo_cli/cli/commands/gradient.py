@@ -83,6 +83,9 @@ class StartState:
         angles: (nf,) a --from run's minimal/q of state k: its revolute angles unwrapped
             through turns, where the run's step k measured its limits from.
         substeps: how many substeps a --from run solved its step k as (1: a plain step).
+        start_record: a --from run's interior-point start record of step k - 1 (its
+            solver/start row: the warm start, the restart scale), so the step starts as the
+            run's step k did.
     """
 
     z: np.ndarray
@@ -93,6 +96,7 @@ class StartState:
     warm_start: np.ndarray | None = None
     angles: np.ndarray | None = None
     substeps: int = 1
+    start_record: np.ndarray | None = None
 
 
 def resolve_state(mech, spec, state: Path | None, run: Path | None, index: int | None) -> StartState:
@@ -103,7 +107,8 @@ def resolve_state(mech, spec, state: Path | None, run: Path | None, index: int |
         return StartState(z, y, 0, None, f"the state in {state}")
     if run is not None:
         st = stored_start(run, index, mech, spec.name, lambda line: echo_err(f"warning: {line}"))
-        return StartState(st.z, None, st.step, st.stored_input, st.source, st.warm_start, st.angles, st.substeps)
+        return StartState(st.z, None, st.step, st.stored_input, st.source, st.warm_start, st.angles, st.substeps,
+                          st.start_record)
     return StartState(initial_state(mech), None, 0, None, "the scene's initial state")
 
 
@@ -184,7 +189,8 @@ def step_command(
                  f"{mech.timestep / start.substeps:g} s (its full step failed; solver/substeps); this is the full step")
     u, u_source = resolve_input(mech, start, inputs, input_file)
     f_ext, tau_ext = external_forces(mech, start)
-    z1, result = solve_step(mech, start.z, u, mech.default_options, f_ext, tau_ext, lam0=start.warm_start, angles=start.angles)
+    z1, result = solve_step(mech, start.z, u, mech.default_options, f_ext, tau_ext, lam0=start.warm_start,
+                            angles=start.angles, start_record=start.start_record)
     h = mech.timestep
     t0 = start.k * h
     y1 = maximal_to_minimal(mech, z1)

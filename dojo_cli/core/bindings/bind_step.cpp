@@ -1,6 +1,8 @@
 // Bindings of the step and runs: step, rollout, the PD and linear controllers, the initial
 // midpoint, unwrapped angles, gradients, steps of another length (maximal/step.h, rollout.h,
 // pd_controller.h, linear_controller.h, initial.h, angles.h, gradients.h, step_length.h).
+#include <cmath>
+
 #include "common.h"
 
 #include "maximal/angles.h"
@@ -198,6 +200,34 @@ void bind_step(nb::module_& m) {
       "After a step in data: the unwrapped angles of its z3 become data.angle_ref (where the next step starts).");
 
   m.def(
+      "start_record",
+      [](const Model& model, const Data& data) {
+        auto out = numpy_zeros<double>({static_cast<size_t>(start_record_size(model))});
+        record_start(model, data, out.data());
+        return out;
+      },
+      nb::arg("model"), nb::arg("data"),
+      "(start_record_size,) what the next step of data starts from besides the state, the impulses and the\n"
+      "angles: [warm_valid, impulse_scale, the warm start's cones (NaN: a contact not in the solve)] (step.h).");
+
+  m.def(
+      "start_record_size", [](const Model& model) { return start_record_size(model); }, nb::arg("model"),
+      "Values of a start record (step.h): 2 + the unknowns of the limits and contacts.");
+
+  m.def(
+      "restore_start",
+      [](const Model& model, Data& data, const InArray& record, const InArray& z) {
+        const double* pr = checked(record, static_cast<size_t>(start_record_size(model)), "start record");
+        const double* pz = checked(z, 13 * static_cast<size_t>(model.nb), "state");
+        if (!(pr[0] == 0.0 || pr[0] == 1.0) || !(std::isfinite(pr[1]) && pr[1] > 0.0))
+          throw std::invalid_argument("start record: warm_valid must be 0 or 1 and the impulse scale > 0");
+        restore_start(model, data, pr, pz);
+      },
+      nb::arg("model"), nb::arg("data"), nb::arg("record"), nb::arg("z"),
+      "The next step of data continues the step a start_record was taken after, which reached z (step.h): a\n"
+      "run continued from a stored state takes the steps the stored run took, bit for bit.");
+
+  m.def(
       "unwrapped_coordinates",
       [](const Model& model, const InArray& z, const std::optional<InArray>& z_prev,
          const std::optional<InArray>& theta_prev) {
@@ -358,6 +388,7 @@ void bind_step(nb::module_& m) {
         auto normal = numpy_zeros<double>({kk, nc});
         auto friction = numpy_zeros<double>({kk, nc, size_t(2)});
         auto slip = numpy_zeros<double>({kk, nc, size_t(2)});
+        auto start = numpy_zeros<double>({kk, static_cast<size_t>(start_record_size(model))});
         std::optional<nb::ndarray<nb::numpy, double>> used;
         if (controller || linear) used = numpy_zeros<double>({kk, static_cast<size_t>(model.nu)});
         RolloutRecord rec;
@@ -373,6 +404,7 @@ void bind_step(nb::module_& m) {
         rec.contact_normal_impulse = normal.data();
         rec.contact_friction_impulse = friction.data();
         rec.contact_slip = slip.data();
+        rec.start = start.data();
         const int done = rollout(model, data, pz, k, pu, pl, opts, stop_on_failure, rec, controller, linear);
         nb::dict out;
         out["steps"] = done;
@@ -387,6 +419,7 @@ void bind_step(nb::module_& m) {
         out["contact_normal_impulse"] = normal;
         out["contact_friction_impulse"] = friction;
         out["contact_slip"] = slip;
+        out["start"] = start;
         if (used) out["inputs"] = *used;
         if (ptheta != nullptr && done > 0) add_run_record(model, states.data(), done, pz, ptheta, false, out);
         return out;
@@ -394,7 +427,8 @@ void bind_step(nb::module_& m) {
       nb::arg("model"), nb::arg("data"), nb::arg("z"), nb::arg("k"), nb::arg("inputs").none(),
       nb::arg("lambda_").none(), nb::arg("opts"), nb::arg("stop_on_failure") = false,
       nb::arg("theta").none() = nb::none(), nb::arg("controller").none() = nb::none(),
-      "k steps from z with per-step inputs (k, nu) in one call; records per step (rows past 'steps' unused).\n"
+      "k steps from z with per-step inputs (k, nu) in one call; records per step (rows past 'steps' unused),\n"
+      "'start' (k, start_record_size) among them (step.h, the start record).\n"
       "With a controller (PDController or LinearController) instead of inputs, its law at the state each step\n"
       "starts from, and\n"
       "the inputs it gave, 'inputs' (k, nu) (a closed-loop run, one call a block).\n"

@@ -25,9 +25,9 @@ struct SolverOptions {
   int no_progress_max = 3;          // iterations without progress before the undercut grows
   double no_progress_undercut = 10.0;  // factor applied to undercut then
   // start a step that continues the previous converged step of the same Data from that
-  // step's cone variables, moved back off the cones' boundaries (step.h, "Warm start");
-  // false: every step from Dojo's starting point
-  bool warm_start = false;
+  // step's cone variables, moved back off the cones' boundaries (step.h, "Warm start";
+  // the default since issue 28); false: every step from Dojo's starting point
+  bool warm_start = true;
 };
 
 // Outcome of one step's solve (dojo_cli.solver.status.SolverStatus has the same values).

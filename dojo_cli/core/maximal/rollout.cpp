@@ -60,6 +60,7 @@ int rollout(const Model& m, Data& d, const double* z, int k, const double* input
         if (out.contact_slip) out.contact_slip[2 * (c0 + c) + j] = d.contact_slip[2 * c + j];
       }
     }
+    if (out.start) record_start(m, d, out.start + static_cast<size_t>(i) * start_record_size(m));
     advance_angles(m, d);
     if (status != SolverStatus::Success && stop_on_failure) return i + 1;
     // the next step starts from this one's result (its setup reads the state before

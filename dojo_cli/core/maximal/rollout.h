@@ -24,6 +24,7 @@ struct RolloutRecord {
   double* contact_friction_impulse = nullptr;  // (k, nc, 2)
   double* contact_slip = nullptr;              // (k, nc, 2)
   double* inputs = nullptr;  // (k, nu) the inputs each step was taken with (a controller's)
+  double* start = nullptr;   // (k, start_record_size) the start record after each step (step.h)
 };
 
 // k steps from z in one call, each warm-started with the previous step's joint impulses

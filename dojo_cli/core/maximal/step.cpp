@@ -36,25 +36,15 @@ inline void centre_pair(double& a, double& b, double mu) {
 
 // The warm start's cones (step.h, "Warm start"): every orthant pair and second-order cone
 // of a joint limit, or of a contact in this solve that was in the previous one, from the
-// previous step's solution d.w_warm, each pair moved to a product of at least its target
-// in its units. The others keep what step_initial_guess gave them. change: (n,) or null,
-// the residual of the constraint rows at the point the first pass gave; its pairs' targets
-// grow with how far their rows are from holding (step.h).
+// previous step's solution d.w_warm, each pair moved to a product of at least the step's
+// common target in its units. The others keep what step_initial_guess gave them. change:
+// (n,) or null, the residual of the constraint rows at the point the first pass gave;
+// the target grows with how far the pairs' rows are from holding (step.h).
 void warm_cones_pass(const Model& m, Data& d, const SolverOptions& opts, const double* change) {
   const double* unit = m.row_scale.data();
   auto warm = [&](int c) { return c < 0 || (d.contact_active[c] && d.contact_active_warm[c]); };
-  // rows [begin, end) of the constraint rows a pair's change is measured on (in their units)
-  auto moved = [&](int begin, int end) {
-    if (!change) return 0.0;
-    double out = 0.0;
-    for (int i = begin; i < end; ++i) out = std::max(out, std::fabs(change[i]) / unit[i]);
-    return out;
-  };
-  // the target product in the product's unit: kWarmCentrality btol (btol in the test's
-  // unit, tolerances.h: relative, or SI), at least the square of the pair's change
-  auto target = [&](int row, double r) {
-    return std::max(kWarmCentrality * opts.btol / (opts.relative ? 1.0 : unit[row]), r * r);
-  };
+  // the constraint rows [begin, end) beside a pair: a limit's bound row (at its impulse
+  // ig), a contact's rows after its complementarity rows
   auto rows_of = [&](int c, int ig, int& begin, int& end) {
     if (c < 0) {
       begin = ig;
@@ -64,17 +54,41 @@ void warm_cones_pass(const Model& m, Data& d, const SolverOptions& opts, const d
       end = m.contact_start[c + 1];
     }
   };
+  // the largest residual of a pair's constraint rows, each in its unit
+  auto moved = [&](int c, int ig) {
+    if (!change) return 0.0;
+    int begin, end;
+    rows_of(c, ig, begin, end);
+    double out = 0.0;
+    for (int i = begin; i < end; ++i) out = std::max(out, std::fabs(change[i]) / unit[i]);
+    return out;
+  };
+  // The target product, in the products' units (btol is in the test's unit, tolerances.h:
+  // relative, or SI): kWarmCentrality btol, or the square of the largest change of any
+  // warm pair's rows. One target for every pair: a pair whose rows move (an impact, a
+  // contact starting to slide) given room beside resting pairs close to the boundary
+  // would start far off the central path while they sit on it, and the first iterations
+  // jam, each step cut to alpha ~ 1e-5 by the resting cones (kinova dropped limp, 200
+  // steps: 29 warm attempts fell back with a target per pair, 8 with one target).
+  double largest = 0.0;
+  if (change) {
+    for (size_t i = 0; i < m.orthant_s.size(); ++i)
+      if (warm(m.orthant_contact[i])) largest = std::max(largest, moved(m.orthant_contact[i], m.orthant_g[i]));
+    for (size_t k = 0; k < m.soc_contact.size(); ++k)
+      if (warm(m.soc_contact[k])) largest = std::max(largest, moved(m.soc_contact[k], m.soc_g[3 * k]));
+  }
+  auto target = [&](int row) {
+    return std::max(kWarmCentrality * opts.btol / (opts.relative ? 1.0 : unit[row]), largest * largest);
+  };
   for (size_t i = 0; i < m.orthant_s.size(); ++i) {
     const int c = m.orthant_contact[i];
     if (!warm(c)) continue;
     const int is = m.orthant_s[i], ig = m.orthant_g[i];
-    int r0, r1;
-    rows_of(c, ig, r0, r1);
     // the slack is in the unit of its constraint row (at the impulse's index), the
     // impulse in the product's unit over the slack's
     const double us = unit[ig], ug = unit[is] / us;
     double a = d.w_warm[is] / us, b = d.w_warm[ig] / ug;
-    centre_pair(a, b, target(is, moved(r0, r1)));
+    centre_pair(a, b, target(is));
     d.w[is] = a * us;
     d.w[ig] = b * ug;
   }
@@ -83,15 +97,13 @@ void warm_cones_pass(const Model& m, Data& d, const SolverOptions& opts, const d
     if (!warm(c)) continue;
     const int* is = &m.soc_s[3 * k];
     const int* ig = &m.soc_g[3 * k];
-    int r0, r1;
-    rows_of(c, ig[0], r0, r1);
     // slip-cone vector in the unit of the tangential velocity rows, friction in the product's over it
     const double us = unit[ig[1]], ug = unit[is[0]] / us;
     const double ts = std::hypot(d.w_warm[is[1]], d.w_warm[is[2]]);
     const double tg = std::hypot(d.w_warm[ig[1]], d.w_warm[ig[2]]);
     // each vector's smallest eigenvalue x0 - |x1:| (its distance to the cone's boundary)
     double a = (d.w_warm[is[0]] - ts) / us, b = (d.w_warm[ig[0]] - tg) / ug;
-    centre_pair(a, b, target(is[0], moved(r0, r1)));
+    centre_pair(a, b, target(is[0]));
     d.w[is[0]] = ts + a * us;
     d.w[ig[0]] = tg + b * ug;
     for (int i = 1; i < 3; ++i) {
@@ -99,6 +111,13 @@ void warm_cones_pass(const Model& m, Data& d, const SolverOptions& opts, const d
       d.w[ig[i]] = d.w_warm[ig[i]];
     }
   }
+}
+
+// A contact in this solve (d.contact_active) that was not in the warm start's (step.h, "Warm start").
+bool contact_set_grew(const Model& m, const Data& d) {
+  for (int c = 0; c < m.nc; ++c)
+    if (d.contact_active[c] && !d.contact_active_warm[c]) return true;
+  return false;
 }
 
 void warm_cones(const Model& m, Data& d, const SolverOptions& opts) {
@@ -141,6 +160,37 @@ void step_initial_guess(const Model& m, Data& d, const double* lambda0, double i
   }
 }
 
+int start_record_size(const Model& m) { return 2 + (m.n - m.lim_s); }
+
+void record_start(const Model& m, const Data& d, double* out) {
+  out[0] = d.warm_valid ? 1.0 : 0.0;
+  out[1] = d.impulse_scale;
+  double* cones = out + 2;
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  if (!d.warm_valid) {
+    std::fill(cones, cones + (m.n - m.lim_s), nan);
+    return;
+  }
+  std::copy(d.w_warm.begin() + m.lim_s, d.w_warm.end(), cones);
+  for (int c = 0; c < m.nc; ++c)
+    if (!d.contact_active_warm[c])
+      std::fill(cones + (m.contact_start[c] - m.lim_s), cones + (m.contact_start[c + 1] - m.lim_s), nan);
+}
+
+void restore_start(const Model& m, Data& d, const double* record, const double* z) {
+  d.warm_valid = record[0] != 0.0;
+  d.impulse_scale = record[1];
+  if (!d.warm_valid) return;
+  const double* cones = record + 2;
+  std::copy(cones, cones + (m.n - m.lim_s), d.w_warm.begin() + m.lim_s);
+  for (int c = 0; c < m.nc; ++c) {
+    const bool in_solve = !std::isnan(cones[m.contact_start[c] - m.lim_s]);
+    d.contact_active_warm[c] = in_solve ? 1 : 0;
+    if (!in_solve) std::fill(d.w_warm.begin() + m.contact_start[c], d.w_warm.begin() + m.contact_start[c + 1], 0.0);
+  }
+  std::copy(z, z + 13 * static_cast<size_t>(m.nb), d.z_warm.begin());
+}
+
 SolverStatus step(const Model& m, Data& d, const double* z, const double* u, const double* f_ext,
                   const double* tau_ext, const double* lambda0, const SolverOptions& opts) {
   // every attempt's iterations (each starts again at iteration 1), grown once per larger max_iter
@@ -168,8 +218,8 @@ SolverStatus step(const Model& m, Data& d, const double* z, const double* u, con
   const bool inequalities = m.nlim > 0 || m.nc > 0;
   const double first_scale = inequalities ? d.impulse_scale : 1.0;
   // a run's next step: the previous converged step reached this state (step.h, "Warm start")
-  const bool warm = inequalities && opts.warm_start && d.warm_valid &&
-                    std::equal(z, z + 13 * static_cast<size_t>(m.nb), d.z_warm.begin());
+  bool warm = inequalities && opts.warm_start && d.warm_valid &&
+              std::equal(z, z + 13 * static_cast<size_t>(m.nb), d.z_warm.begin());
   // the starting point: Dojo's at an impulse scale, then (warm) the previous step's cones
   auto start = [&](double scale, bool from_warm) {
     step_initial_guess(m, d, lambda0, scale);
@@ -177,31 +227,37 @@ SolverStatus step(const Model& m, Data& d, const double* z, const double* u, con
   };
   start(first_scale, warm);
   select_contacts(m, d);
+  if (warm && contact_set_grew(m, d)) {
+    // a contact new to the solve: the whole step from Dojo's start (step.h, "Warm start")
+    warm = false;
+    std::fill(d.contact_active.begin(), d.contact_active.end(), uint8_t{1});
+    start(first_scale, false);
+    select_contacts(m, d);
+  }
   int iterations = 0;
   d.solves = 0;
   d.restarts = 0;
   // one solve from the starting point in d.w, with the margins' re-solves
-  auto solve_with = [&](double scale, bool from_warm, const SolverOptions& o) {
+  auto solve = [&](double scale, bool from_warm) {
     for (;;) {
       ++d.solves;
-      d.status = inequalities ? interior_point(m, d, o) : newton(m, d, o);
+      d.status = inequalities ? interior_point(m, d, opts) : newton(m, d, opts);
       iterations += d.iterations;
       if (!m.has_margins) break;
       step_contact_records(m, d, d.w.data());
       if (!admit_touching_contacts(m, d)) break;
+      if (from_warm && contact_set_grew(m, d)) {
+        // a contact joined that the warm start has no values for: the warm attempt ends
+        // here, unconverged, and the step is solved from Dojo's start (step.h, "Warm start")
+        d.status = SolverStatus::MaxIterations;
+        break;
+      }
       start(scale, from_warm);
       leave_out_contacts(m, d);
     }
   };
-  auto solve = [&](double scale, bool from_warm) { solve_with(scale, from_warm, opts); };
-  if (warm) {
-    // the warm attempt, within kWarmIterations (step.h, "Warm start")
-    SolverOptions warm_opts = opts;
-    warm_opts.max_iter = std::min(opts.max_iter, kWarmIterations);
-    solve_with(first_scale, true, warm_opts);
-  } else {
-    solve(first_scale, false);
-  }
+  // the warm attempt (step.h, "Warm start"), or Dojo's start
+  solve(first_scale, warm);
   d.warm_started = warm;
   d.warm_fell_back = false;
   // a warm attempt counts only when it met the test itself (not the absolute test's

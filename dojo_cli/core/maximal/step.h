@@ -38,20 +38,29 @@ void step_initial_guess(const Model& m, Data& d, const double* lambda0, double i
 // one, is kept. The target is kWarmCentrality btol, or the square of the largest residual
 // of the pair's constraint rows at the start so made (each in its unit; a second pass
 // then moves the pair again): a contact whose gap or slip changes in the step gets room
-// to move (without it the box's landings took up to 40 iterations, Dojo's start 17).
-// Contacts new to the solve, and every cone of a step that does not continue a converged
-// one, start at Dojo's point. Only the start changes: the solve's test is the same, so a
-// warm-started step is a solution to the same tolerances. Robust: a warm attempt that has
-// not met the test within kWarmIterations (or met only the relative tolerances' absolute
-// fallback, tolerances.h, which a cold solve might have gone past) is forgotten and the
-// step is solved from Dojo's point, with the restarts below, exactly as without the warm
-// start (Data::warm_fell_back; the built-in snake's landing, steps 28-32).
+// to move (without it the box's landings took up to 40 iterations, Dojo's start 17). The
+// target is one for the whole step, the largest over its warm pairs: a moving pair given
+// room beside resting pairs near the boundary starts far off the central path while they
+// sit on it, and the first iterations jam (alpha ~ 1e-5). For the same reason a step whose
+// solve holds a contact the previous solve did not (margins.h) starts wholly at Dojo's
+// point, as does every step that does not continue a converged one; a contact admitted
+// during a warm attempt ends that attempt (kinova dropped limp, 200 steps: 52 warm attempts
+// fell back, 29 with the contact-set rule, 8 with one target as well). Only the start
+// changes: the solve's test is the same, so a warm-started step is a solution to the same
+// tolerances. Robust: a warm attempt that has not met the test within max_iter (or met
+// only the relative tolerances' absolute fallback, tolerances.h, which a cold solve might
+// have gone past) is forgotten and the step is solved from Dojo's point, with the restarts
+// below, exactly as without the warm start (Data::warm_fell_back). The warm attempt is a
+// whole attempt, as a restart is: cut at 15 iterations, the warm attempts of big steps (an
+// impact, a tumble; the warm start no better there than Dojo's, no worse either) fell back
+// at 15 where they were as close to converging as Dojo's start would have been, and the
+// step paid both (every step of alex_nub_hands' limp drop solved also from Dojo's point:
+// 28.8 iterations a step warm against 25.0, 77 of 200 warm attempts fell back; with
+// max_iter, 30.8 against 30.7 and 15; talos_full_v2 36.9 against 32.7, now 30.4 against 34.3).
 // kWarmCentrality: 1e-1 gave the Go1 2.1 iterations a step, 1e-2 1.6, 1e-3 1.0 (where most
 // steps passed the test at their start, leaving velocities ~1e-6 m/s at rest against
-// 1e-11); kWarmIterations: at 10 the box toss fell back on 10 steps its warm attempts would
-// have solved in 11-13, at 15 on none (the snake: 3).
+// 1e-11).
 constexpr double kWarmCentrality = 1e-2;
-constexpr int kWarmIterations = 15;
 
 // Restarts. The interior point starts every contact and limit at Dojo's point, impulses
 // gamma = 1.5 N s (1 for limits), whatever the bodies they act on. That is the scale of
@@ -91,6 +100,20 @@ constexpr int kSweeps = 4;
 constexpr int kMaxAttempts = kSweeps * static_cast<int>(sizeof(kImpulseScales) / sizeof(kImpulseScales[0]));
 // The warm attempt before them (above, "Warm start"); the log has room for it too.
 constexpr int kWarmAttempts = 1;
+
+// The start record: what a run carries from one step to the next besides the state, the
+// joint impulses and the unwrapped angles, so that a run continued from a stored state
+// (dojo simulate --from) takes the same steps as the run it continues, bit for bit. Row
+// layout (start_record_size values): [warm_valid (0 or 1), impulse_scale (Data, "Restarts"),
+// the warm start's cones: the unknowns w[lim_s:n] of the step's solution (the limits'
+// slacks and impulses, each contact's slacks and impulses; NaN for a contact left out of
+// the solve, margins.h)], the cones NaN where warm_valid is 0 (the step did not converge,
+// or the run does not warm-start).
+int start_record_size(const Model& m);
+// The record of the step d last took (out: (start_record_size,)).
+void record_start(const Model& m, const Data& d, double* out);
+// The next step of d continues the step a record was taken after, which reached z (13 nb,).
+void restore_start(const Model& m, Data& d, const double* record, const double* z);
 
 // One whole step: setup, warm start, solve, next state. The result is in d.
 SolverStatus step(const Model& m, Data& d, const double* z, const double* u, const double* f_ext,

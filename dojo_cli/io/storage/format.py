@@ -28,6 +28,12 @@ Layout (T = steps stored, nb bodies, nq/nv minimal coordinates/velocities, nu in
                                                   plain step, n for a failed step solved again as
                                                   n substeps of h/n (docs/physics.md "Substeps");
                                                   variational runs only, absent from older files
+    solver/start           (T, 2 + nk)   float64  the interior point's start record after step k
+                                                  (core maximal/step.h): [warm_valid, restart
+                                                  impulse scale, the warm start's cones (the
+                                                  limits' and contacts' unknowns; NaN: a contact
+                                                  left out of the solve)]; runs with contacts or
+                                                  joint limits; what --from K restarts step K from
     <extra path>           (T, *shape)   any      optional per-step arrays passed to
                                                   ``write_step(extra=...)``, e.g. `impulses`,
                                                   `solver/complementarity`, `contacts/distance`

@@ -610,6 +610,8 @@ def _extra_datasets(f: h5py.File, attrs: dict, nb: int, nu: int) -> dict[str, h5
             raise _Damaged(f"dataset {name!r} has shape {extras[name].shape}, expected (steps{''.join(', ' + str(n) for n in tail)})")
     if "impulses" in extras and extras["impulses"].ndim != 2:
         raise _Damaged(f"dataset 'impulses' has shape {extras['impulses'].shape}, expected (steps, impulses)")
+    if "solver/start" in extras and (extras["solver/start"].ndim != 2 or extras["solver/start"].shape[1] < 2):
+        raise _Damaged(f"dataset 'solver/start' has shape {extras['solver/start'].shape}, expected (steps, 2 + cones)")
     return extras
 
 

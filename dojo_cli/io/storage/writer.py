@@ -55,6 +55,7 @@ import h5py
 import numpy as np
 
 from dojo_cli.errors import StorageError
+from dojo_cli.model.trajectory import has_start_record
 from dojo_cli.io.labelled_files import json_default
 from dojo_cli.io.storage.compaction import compact
 from dojo_cli.io.storage.format import (
@@ -581,6 +582,8 @@ class StorageWriter:
             })
         if block.substeps is not None:
             extra["solver/substeps"] = block.substeps.astype(np.int32)
+        if block.start is not None and has_start_record(mech):
+            extra["solver/start"] = block.start
         extra.update(block.gradients)
         kv, kw, kmv = knot
         self.write_steps(block.time, x, q, kv, kw, block.minimal_q, kmv, block.inputs, iterations=block.iterations,
