@@ -1,8 +1,8 @@
 """Writing a run to a storage file (storage.format), step by step, readable after any stop.
 
 Crash consistency (docs/storage.md, "What a stop leaves"). Steps are buffered in memory and
-written in blocks: when ``flush_every`` steps and ``flush_interval`` seconds have passed (and
-at ``finish``) the writer grows every dataset by the buffered rows, writes them, then sets
+written in blocks: when ``flush_every`` steps and ``flush_interval`` seconds have passed, or
+``_BLOCK_BYTES`` are buffered (and at ``finish``), the writer grows every dataset by the buffered rows, writes them, then sets
 ``steps_completed`` and flushes the file. While the run is written its datasets are *not*
 compressed: an uncompressed chunk keeps its place and size in the file, so a block write
 rewrites the last, partial chunk of each dataset in place, with the same bytes for the rows
@@ -99,6 +99,10 @@ from dojo_cli.io.storage.reader import _read_storage
 # file even grows), and the copy costs 30-50 ms, more than such a run's steps (issue 15:
 # a sweep task's overhead).
 _COMPACT_MIN_BYTES = 64 * 1024
+# A block write happens once this much is buffered, however soon (a fast run's 0.1 s of
+# steps held megabytes: memory, the steps a kill loses, and a first write larger than a
+# nearly full disk can take, when smaller ones would have kept steps).
+_BLOCK_BYTES = 1 << 20
 # How long a block write may be put off while a reader holds the file (locks.BlockSection):
 # past it the writer waits for the reader, so a reader polling the file cannot starve it.
 _MAX_PUT_OFF_SECONDS = 1.0
@@ -144,7 +148,8 @@ class StorageWriter:
         dojo_cli_version: the writing program's version.
         flush_every, flush_interval: a block write happens once ``flush_every`` (>= 1)
             steps are buffered *and* ``flush_interval`` seconds have passed since the last
-            one (checked whenever steps are added). A killed process loses the steps
+            one, or once _BLOCK_BYTES (1 MiB) of steps are buffered, whichever comes first
+            (checked whenever steps are added). A killed process loses the steps
             buffered since: at most ``flush_every - 1`` steps or ``flush_interval`` seconds
             of them, whichever is more; an interrupted or failed one loses nothing
             (``finish`` writes every buffered step). `dojo simulate` uses 1 step and
@@ -286,6 +291,7 @@ class StorageWriter:
         self._state_buffer: dict[str, list] = {name: [] for name in self._state_names}
         self._step_buffer: dict[str, list] = {name: [] for name in _STEP_DATASETS}
         self._extra_buffer: list[tuple[int, dict[str, np.ndarray]]] = []  # (rows, arrays by name)
+        self._buffered_bytes = 0  # of the steps buffered since the last block write
         self._extras: dict[str, h5py.Dataset] = {}
         self._dataset_attrs = {name: dict(attrs) for name, attrs in (dataset_attrs or {}).items()}
 
@@ -514,13 +520,15 @@ class StorageWriter:
         self._step_buffer["solver/residual"].append(residual)
         self._step_buffer["solver/status"].append(status_text)
         self._extra_buffer.append((n, extra_rows))
+        self._buffered_bytes += sum(a.nbytes for a in (*rows.values(), inputs, iterations, residual, *extra_rows.values()))
         failed = np.flatnonzero(status_text != STEP_SUCCESS)
         if failed.size and self._first_failed < 0:
             self._first_failed = self._steps + int(failed[0])
         self._failed += int(failed.size)
         self._steps += n
         since = time_module.monotonic() - self._last_flush
-        if self._steps - self._steps_on_disk >= self.flush_every and since >= self.flush_interval:
+        due = self._steps - self._steps_on_disk >= self.flush_every and since >= self.flush_interval
+        if due or self._buffered_bytes >= _BLOCK_BYTES:
             # a reader inside the section (reading the file now) puts the block write off
             # to a later step, up to _MAX_PUT_OFF_SECONDS; then the write waits for it
             if since >= _MAX_PUT_OFF_SECONDS or self._section.try_enter():
@@ -883,6 +891,7 @@ class StorageWriter:
         for buffer in list(self._state_buffer.values()) + list(self._step_buffer.values()):
             buffer.clear()
         self._extra_buffer.clear()
+        self._buffered_bytes = 0
         self._revised = None
 
     def _release_lock(self) -> None:
