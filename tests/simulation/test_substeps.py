@@ -215,3 +215,16 @@ def test_a_substepped_step_in_a_file_and_its_gradients(tmp_path, monkeypatch):
     assert runner.invoke(app, ["gradients", "box", "--from", str(out), "--index", "4"]).exit_code == 0
     stepped = runner.invoke(app, ["step", "box", "--from", str(out), "--index", "5", "--json"])
     assert stepped.exit_code == 0 and "this is the full step" in stepped.output, stepped.output
+
+
+def test_a_warm_run_records_a_cold_start_after_a_step_solved_as_substeps():
+    """With the warm start (solver/start, core maximal/step.h) the step after one solved as
+    substeps starts cold: the substeps' solves were another model's, so the run's data holds
+    no warm start for it. Its start record says so (what `--from` the next state restores),
+    and the run is warm again from the step after."""
+    mech = dojo.load_scene("box", overrides={"solver.warm_start": True, "contacts.*.margin": 0.01})
+    traj, _ = _run(mech, 104, mech.default_options, forced_substeps={100: 2})
+    assert list(np.flatnonzero(np.asarray(traj.substeps) > 1)) == [100]
+    assert list(traj.solver_start[98:103, 0]) == [1.0, 1.0, 0.0, 1.0, 1.0]
+    plain, _ = _run(mech, 104, mech.default_options)
+    assert traj.iterations[101] > plain.iterations[101], "the step after the substeps did not start cold"
