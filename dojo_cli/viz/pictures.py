@@ -773,7 +773,7 @@ def run_series(
         return [PlottedSeries(quantity, quantity, times, getattr(traj, quantity))]
     # distance
     if traj.contact_distance is None:
-        raise InputError(f"{run.path}: quantity 'distance': the run has no contact records (its scene has no contacts)")
+        raise InputError(f"{run.path}: quantity 'distance': the run has no contact records ({run.no_contacts_reason()})")
     d = traj.contact_distance.reshape(len(times), -1)
     names = run.attrs.get("contact_names")
     if not isinstance(names, list) or len(names) != d.shape[1]:

@@ -231,12 +231,24 @@ def test_a_write_error_hdf5_meets_is_one_line_never_a_crash(tmp_path):
         for command in READERS:
             answer = invoke(*reader_args(command, out, tmp_path))
             assert answer.exception is None or isinstance(answer.exception, SystemExit), (command, answer.exception)
-            # a file that met the limit inside its first flush holds no completed step: a
-            # reader that needs one says so (exit 2, one line). Since the warm start (issue 28:
-            # the box ~2.5x faster a step, the start record 66 numbers a step) the first
-            # flush of 0.1 s of steps can be larger than the 2 MB limit.
+            # a file that met the limit inside its first block write holds no completed
+            # step: a reader that needs one says so (exit 2, one line)
             empty = answer.exit_code == 2 and "failed after 0 steps" in answer.output
             assert answer.exit_code in (0, 3) or empty, (command, answer.output)
+
+
+def test_contacts_of_a_run_that_stored_no_step_says_why_there_are_none(tmp_path):
+    """A run that stopped before its first block write has no contact records, whatever its
+    scene: `dojo contacts` and `dojo plot -q distance` say that, not that the scene has no
+    contacts (they said so of the box)."""
+    path = tmp_path / "r.h5"
+    writer = StorageWriter(path, **writer_kwargs())
+    writer.write_initial(0.0, np.zeros((1, 3)), [[1.0, 0, 0, 0]], np.zeros((1, 3)), np.zeros((1, 3)), [0.0], [0.0])
+    writer.finish("interrupted", "KeyboardInterrupt")
+    res = invoke("contacts", path)
+    assert res.exit_code == 2 and "the run stored no step (it stopped before its first block write)" in res.output, res.output
+    res = invoke("plot", path, "-q", "distance", "--png", tmp_path / "d.png")
+    assert res.exit_code == 2 and "the run stored no step" in res.output, res.output
 
 
 def test_an_io_error_in_the_middle_of_a_block(tmp_path, monkeypatch):

@@ -33,7 +33,7 @@ def contacts(
         echo_err(f"warning: {note}")
     traj = stored.trajectory
     if traj.contact_distance is None:
-        raise InputError(f"{run}: the run has no contact records (its scene has no contacts)")
+        raise InputError(f"{run}: the run has no contact records ({stored.no_contacts_reason()})")
     spec, mech = run_mechanism(stored, controller=False)  # and its scene has those contacts
     btol = contact_btol(mech, spec.solver.btol, spec.solver.tolerances)
     rows = summarize_contacts(

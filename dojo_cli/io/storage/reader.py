@@ -125,6 +125,14 @@ class StoredRun:
         """The writer died (killed, crashed) before it could set a final status."""
         return self.status == STATUS_RUNNING and not self.writing
 
+    def no_contacts_reason(self) -> str:
+        """Why the run has no contact records (``trajectory.contact_distance`` is None): a run
+        that stored no step has none to keep, whatever its scene (the datasets come with the
+        first block write); else its scene has no contacts."""
+        if self.steps_completed == 0:
+            return "the run stored no step (it stopped before its first block write)"
+        return "its scene has no contacts"
+
     def status_note(self) -> str | None:
         """One line saying how the run ended, when not ``complete``; None when complete.
 
