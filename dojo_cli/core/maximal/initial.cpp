@@ -207,7 +207,9 @@ struct Problem {
 InitialResult initial_midpoint(const Model& m, Data& d, const double* z_t0, const double* u, const double* f_ext,
                                const double* tau_ext, const SolverOptions& opts, double* z0) {
   const int nb = m.nb, n = 6 * nb;
-  Problem pr{m, d, z_t0, u, f_ext, tau_ext, opts, std::vector<double>(n), std::vector<double>(z_t0, z_t0 + 13 * nb)};
+  // (the scratch vectors after z start empty: -Wmissing-field-initializers)
+  Problem pr{m, d, z_t0, u, f_ext, tau_ext, opts, std::vector<double>(n), std::vector<double>(z_t0, z_t0 + 13 * nb),
+             {}, {}, {}, {}, {}, {}, {}, {}, {}};
   std::vector<double> y(n), f(n), delta(n), trial(n), f_trial(n);
   pr.node_of.assign(m.n, -1);
   for (int k = 0; k < m.blocks.n_nodes; ++k)

@@ -181,7 +181,7 @@ bool step_setup(const Model& m, Data& d, const double* z, const double* u, const
   // rotors: their left momenta at w15 join the known side (rotor.h)
   for (int r = 0; r < m.nr; ++r) {
     const int j = m.rotor_joint[r], a = m.parent[j], c = m.child[j];
-    double out_p[3], out_c[3];
+    double out_p[3] = {0.0, 0.0, 0.0}, out_c[3];  // (out_p unset for a world parent: GCC's -Wmaybe-uninitialized)
     if (m.rotor_linear[r]) {  // the linear rows of the child (its parent is the world)
       linear_rotor_momentum(m, r, &d.v15[3 * c], out_c);
       for (int k = 0; k < 3; ++k) d.constant[6 * c + k] += out_c[k];
@@ -216,7 +216,7 @@ void step_residual(const Model& m, Data& d, const double* w, double* r) {
   // rotors: their right momenta at w25 (rotor.h)
   for (int rotor = 0; rotor < m.nr; ++rotor) {
     const int j = m.rotor_joint[rotor], a = m.parent[j], c = m.child[j];
-    double out_p[3], out_c[3];
+    double out_p[3] = {0.0, 0.0, 0.0}, out_c[3];  // (out_p unset for a world parent: GCC's -Wmaybe-uninitialized)
     if (m.rotor_linear[rotor]) {
       linear_rotor_momentum(m, rotor, w + 6 * c, out_c);
       for (int k = 0; k < 3; ++k) body[6 * c + k] += out_c[k];
