@@ -70,6 +70,22 @@ def _mujoco_model(name: str, armature: bool):
     return m
 
 
+def _mujoco_reference(path, keyframe: int | None = None, ctrl=None):
+    """MuJoCo's RK4 at REFERENCE_STEP over DURATION from the file (its keyframe, else its qpos0,
+    with ctrl held): (model, data at the end)."""
+    m = mujoco.MjModel.from_xml_path(str(path))
+    m.opt.integrator = mujoco.mjtIntegrator.mjINT_RK4
+    m.opt.timestep = REFERENCE_STEP
+    d = mujoco.MjData(m)
+    if keyframe is not None:
+        mujoco.mj_resetDataKeyframe(m, d, keyframe)
+    if ctrl is not None:
+        d.ctrl[:] = ctrl
+    for _ in range(int(round(DURATION / REFERENCE_STEP))):
+        mujoco.mj_step(m, d)
+    return m, d
+
+
 def _start(m, dq: float, dv: float):
     rng = np.random.default_rng(0)
     qpos, qvel = m.qpos0.copy(), np.zeros(m.nv)
@@ -181,13 +197,7 @@ def test_position_actuator_follows_mujoco_to_second_order(tmp_path):
     torque g force), both with the hinge's damping and armature."""
     path = tmp_path / "servo.xml"
     path.write_text(POSITION_SERVO)
-    m = mujoco.MjModel.from_xml_path(str(path))
-    m.opt.integrator = mujoco.mjtIntegrator.mjINT_RK4
-    m.opt.timestep = REFERENCE_STEP
-    d = mujoco.MjData(m)
-    mujoco.mj_resetDataKeyframe(m, d, 0)
-    for _ in range(int(round(DURATION / REFERENCE_STEP))):
-        mujoco.mj_step(m, d)
+    m, d = _mujoco_reference(path, keyframe=0)
     errors = []
     for h in VARIATIONAL_STEPS:
         result = read_mjcf(path, MjcfOptions(keyframe="start"))
@@ -226,13 +236,7 @@ def test_motor_ctrlrange_clamps_the_input_as_mujoco_does(tmp_path):
     (the same trajectory bit for bit), and follows MuJoCo given ctrl = 3 to second order."""
     path = tmp_path / "motor.xml"
     path.write_text(MOTOR_WITH_CTRLRANGE)
-    m = mujoco.MjModel.from_xml_path(str(path))
-    m.opt.integrator = mujoco.mjtIntegrator.mjINT_RK4
-    m.opt.timestep = REFERENCE_STEP
-    d = mujoco.MjData(m)
-    d.ctrl[0] = MOTOR_CTRL
-    for _ in range(int(round(DURATION / REFERENCE_STEP))):
-        mujoco.mj_step(m, d)
+    m, d = _mujoco_reference(path, ctrl=[MOTOR_CTRL])
     result = read_mjcf(path, MjcfOptions())
     assert result.scene["actuators"] == [{"name": "torque", "joint": "shoulder", "coordinate": 0, "gain": 2.0,
                                           "ctrl_range": [-0.25, 0.15]}]
@@ -284,13 +288,7 @@ def test_slide_armature_follows_mujoco_to_second_order(tmp_path):
     which follows MuJoCo's RK4 to second order; without the rotor it does not."""
     path = tmp_path / "cart.xml"
     path.write_text(SLIDE_CART)
-    m = mujoco.MjModel.from_xml_path(str(path))
-    m.opt.integrator = mujoco.mjtIntegrator.mjINT_RK4
-    m.opt.timestep = REFERENCE_STEP
-    d = mujoco.MjData(m)
-    mujoco.mj_resetDataKeyframe(m, d, 0)
-    for _ in range(int(round(DURATION / REFERENCE_STEP))):
-        mujoco.mj_step(m, d)
+    m, d = _mujoco_reference(path, keyframe=0)
     result = read_mjcf(path, MjcfOptions(keyframe="start"))
     assert result.scene.get("integrator", "variational") == "variational"
     assert [j.get("armature") for j in result.scene["joints"]] == [[0.8], [0.02]]
