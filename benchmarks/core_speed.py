@@ -421,12 +421,11 @@ def a1_mujoco(h: float):
     return model, data, reset
 
 
-def row_a1(plan: Plan, sanity: list) -> Row:
-    row = Row("a1", f"A1 standing, PD (built-in quadruped, {plan.steps} steps)", "<= 6x", 6.0)
-    if robots.example_robot_data_root() is None:
-        row.notes.append(f"skipped: example-robot-data is not installed ({robots.ROBOTS_EXTRA_INSTALL})")
-        return row
-    mech = dojo.load_scene("quadruped")
+def time_pd_stand(row: Row, plan: Plan, scene: str, mujoco_twin, mujoco_text: str):
+    """The timed part of a PD standing row (a1, go1): the built-in scene's step loop under its
+    controller, MuJoCo's twin (``mujoco_twin(h)``: (model, data, reset) or None) and the run,
+    interleaved. Returns (mech, z0, the twin or None, the last repetitions' results)."""
+    mech = dojo.load_scene(scene)
     z0 = dojo.initial_state(mech)
     ctrl = mech.controller
     row.timed_dojo = f"u = mech.controller(mech, k, z); z = dojo.step(mech, z, u) x {plan.steps}"
@@ -434,11 +433,10 @@ def row_a1(plan: Plan, sanity: list) -> Row:
     step_loop(mech, z0, 3, ctrl)
     u0 = ctrl(mech, 0, z0)
     set_path(row, lambda: dojo.step(mech, z0, u0))
-    mj = a1_mujoco(mech.timestep)
+    mj = mujoco_twin(mech.timestep)
     if mj is not None:
         model, data, reset = mj
-        row.timed_mujoco = (f"mujoco.mj_step x {plan.steps} (quadruped.py: the same a1.urdf, free joint, plane, "
-                            "position servos kp 200, dampers 5, implicitfast, soft contacts)")
+        row.timed_mujoco = f"mujoco.mj_step x {plan.steps} ({mujoco_text})"
         mj_loop(model, data, 20)
     last = interleave(
         row, plan, lambda: step_loop(mech, z0, plan.steps, ctrl),
@@ -446,6 +444,19 @@ def row_a1(plan: Plan, sanity: list) -> Row:
         (lambda: dojo.simulate(mech, steps=plan.steps, z0=z0, opts=run_options(mech))) if plan.run_column else None)
     if "run" in last:
         run_record(row, last["run"])
+    return mech, z0, mj, last
+
+
+def row_a1(plan: Plan, sanity: list) -> Row:
+    row = Row("a1", f"A1 standing, PD (built-in quadruped, {plan.steps} steps)", "<= 6x", 6.0)
+    if robots.example_robot_data_root() is None:
+        row.notes.append(f"skipped: example-robot-data is not installed ({robots.ROBOTS_EXTRA_INSTALL})")
+        return row
+    mech, z0, mj, last = time_pd_stand(
+        row, plan, "quadruped", a1_mujoco,
+        "quadruped.py: the same a1.urdf, free joint, plane, position servos kp 200, dampers 5, implicitfast, soft contacts")
+    if mj is not None:
+        model, data, reset = mj
     # both still standing at the end of the last timed runs
     t_end = plan.steps * mech.timestep
     trunk = mech.body_index("trunk")
@@ -505,26 +516,12 @@ def row_go1(plan: Plan, sanity: list) -> Row:
     if robots.example_robot_data_root() is None:
         row.notes.append(f"skipped: example-robot-data is not installed ({robots.ROBOTS_EXTRA_INSTALL})")
         return row
-    mech = dojo.load_scene("go1")
-    z0 = dojo.initial_state(mech)
-    ctrl = mech.controller
-    row.timed_dojo = f"u = mech.controller(mech, k, z); z = dojo.step(mech, z, u) x {plan.steps}"
-    row.timed_run = f"dojo.simulate(mech, steps={plan.steps})" if plan.run_column else "not timed"
-    step_loop(mech, z0, 3, ctrl)
-    u0 = ctrl(mech, 0, z0)
-    set_path(row, lambda: dojo.step(mech, z0, u0))
-    mj = go1_mujoco(mech.timestep)
+    mech, z0, mj, last = time_pd_stand(
+        row, plan, "go1", go1_mujoco,
+        "equal_fidelity.py's Go1: the same go1.urdf, free joint, plane, position servos kp 200, dampers 5, "
+        "implicitfast, elliptic cones, soft contacts")
     if mj is not None:
         model, data, reset = mj
-        row.timed_mujoco = (f"mujoco.mj_step x {plan.steps} (equal_fidelity.py's Go1: the same go1.urdf, free joint, "
-                            "plane, position servos kp 200, dampers 5, implicitfast, elliptic cones, soft contacts)")
-        mj_loop(model, data, 20)
-    last = interleave(
-        row, plan, lambda: step_loop(mech, z0, plan.steps, ctrl),
-        (lambda: mj_loop(model, data, plan.steps)) if mj else None, reset if mj else None,
-        (lambda: dojo.simulate(mech, steps=plan.steps, z0=z0, opts=run_options(mech))) if plan.run_column else None)
-    if "run" in last:
-        run_record(row, last["run"])
     # both still standing at the end of the last timed runs: the trunk's centre of mass within
     # 1 cm (dojo: hard contacts) and 6 cm (MuJoCo: soft, a standing foot sinks) of its start
     t_end = plan.steps * mech.timestep
