@@ -2,8 +2,8 @@
 
 Crash consistency (docs/storage.md, "What a stop leaves"). Steps are buffered in memory and
 written in blocks: when ``flush_every`` steps and ``flush_interval`` seconds have passed, or
-``_BLOCK_BYTES`` are buffered (and at ``finish``), the writer grows every dataset by the buffered rows, writes them, then sets
-``steps_completed`` and flushes the file. While the run is written its datasets are *not*
+``_BLOCK_BYTES`` are buffered (and at ``finish``), the writer grows every dataset by the
+buffered rows, writes them, then sets ``steps_completed`` and flushes the file. While the run is written its datasets are *not*
 compressed: an uncompressed chunk keeps its place and size in the file, so a block write
 rewrites the last, partial chunk of each dataset in place, with the same bytes for the rows
 already stored. (A compressed chunk changes size at every rewrite; HDF5 then frees its old
@@ -612,33 +612,9 @@ class StorageWriter:
         self._check_open()
         assert self._file is not None
         state_target = self._steps + 1 if self._initial_written else 0
-        error: BaseException | None = None
         with self._section.held():  # (already entered when write_steps found it free: taken again)
-            try:
-                self._reserve(self._pending_bytes(state_target))
-            except _WRITE_ERRORS as exc:
-                error = exc
-            if error is None:
-                try:
-                    if self._revised is not None:  # the last state row on disk, with its successor known now
-                        for name, value in self._revised.items():
-                            self._datasets[name][self._states_on_disk - 1] = value
-                    for name in self._state_names:
-                        self._top_up(self._datasets[name], self._state_buffer[name], self._states_on_disk, state_target)
-                    for name in _STEP_DATASETS:
-                        self._top_up(self._datasets[name], self._step_buffer[name], self._steps_on_disk, self._steps)
-                    self._flush_extras()
-                    self._file.attrs["steps_completed"] = self._steps
-                    self._file.attrs["failed_steps"] = self._failed
-                    self._file.attrs["first_failed_step"] = self._first_failed
-                    self._file.flush()
-                except _WRITE_ERRORS as exc:
-                    error, clean = exc, False
-                else:
-                    clean = True
-            else:
-                clean = True  # the reservation failed: HDF5 wrote nothing of the block
-        if error is not None:
+            error, clean = self._write_block(state_target)
+        if error is not None:  # (outside the section: the clean-up reads the file back)
             self._stop_on_write_error(error, clean=clean)
         self._clear_buffers()
         self._steps_on_disk = self._steps
@@ -646,6 +622,31 @@ class StorageWriter:
         self._failed_on_disk = self._failed
         self._first_failed_on_disk = self._first_failed
         self._last_flush = time_module.monotonic()
+
+    def _write_block(self, state_target: int) -> tuple[BaseException | None, bool]:
+        """Reserve the space and write the buffered steps (``flush``, inside the block-write
+        section). Returns the write error, if any, and whether it came before HDF5 wrote
+        anything of the block (the reservation failed)."""
+        try:
+            self._reserve(self._pending_bytes(state_target))
+        except _WRITE_ERRORS as exc:
+            return exc, True
+        try:
+            if self._revised is not None:  # the last state row on disk, with its successor known now
+                for name, value in self._revised.items():
+                    self._datasets[name][self._states_on_disk - 1] = value
+            for name in self._state_names:
+                self._top_up(self._datasets[name], self._state_buffer[name], self._states_on_disk, state_target)
+            for name in _STEP_DATASETS:
+                self._top_up(self._datasets[name], self._step_buffer[name], self._steps_on_disk, self._steps)
+            self._flush_extras()
+            self._file.attrs["steps_completed"] = self._steps
+            self._file.attrs["failed_steps"] = self._failed
+            self._file.attrs["first_failed_step"] = self._first_failed
+            self._file.flush()
+        except _WRITE_ERRORS as exc:
+            return exc, False
+        return None, True
 
     def finish(self, status: str, message: str | None = None) -> None:
         """Write every buffered step, set the final status and close the file (then compact
