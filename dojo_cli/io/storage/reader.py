@@ -703,12 +703,12 @@ def read_gradient_rows(path: str | os.PathLike, steps) -> dict[str, Any]:
     idx = np.asarray(steps, dtype=int).reshape(-1)
     if idx.size and (idx.min() < 0 or idx.max() >= run.steps_completed):
         raise StorageError(f"{label}: steps {idx.tolist()} outside 0..{run.steps_completed - 1}")
-    out: dict[str, Any] = {}
     with reading_section(path):
-        return _gradient_rows(Path(path), label, run.writing, idx, out)
+        return _gradient_rows(Path(path), label, run.writing, idx)
 
 
-def _gradient_rows(path: Path, label: str, writing: bool, idx: np.ndarray, out: dict[str, Any]) -> dict[str, Any]:
+def _gradient_rows(path: Path, label: str, writing: bool, idx: np.ndarray) -> dict[str, Any]:
+    out: dict[str, Any] = {}
     f = _open_hdf5(path, label, writing)
     try:
         with f:
