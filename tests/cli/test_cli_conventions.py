@@ -53,8 +53,11 @@ def test_a_flag_given_a_value_is_refused_with_the_flag_form(tmp_path):
 def test_shell_completion_installs_and_completes(tmp_path):
     env = dict(os.environ, HOME=str(tmp_path), SHELL="/bin/bash")
     # typer finds the shell among the process's ancestors (shellingham), not in $SHELL: run it from
-    # bash as a user does (under a test runner whose ancestors hold no shell it found none)
-    installed = subprocess.run(["/bin/bash", "-c", f"'{DOJO}' --install-completion"], env=env, capture_output=True,
+    # bash as a user does (under a test runner whose ancestors hold no shell it found none). Not as
+    # the string's only or last command: bash then execs it in place of itself, the shell is no longer
+    # its parent, and the search depends on what started the tests ("Shell None is not supported")
+    installed = subprocess.run(["/bin/bash", "-c", f"'{DOJO}' --install-completion; status=$?; exit $status"],
+                               env=env, capture_output=True,
                                text=True, timeout=120)
     assert installed.returncode == 0, installed.stderr
     script = tmp_path / ".bash_completions" / "dojo.sh"
