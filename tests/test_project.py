@@ -75,6 +75,76 @@ def test_every_package_has_a_layer():
     assert not unranked, f"packages without a layer in RANK: {unranked}"
 
 
+# The scene's packages split by concept, each module's place bottom to top: a module imports
+# only those before it in its package (an import under ``if TYPE_CHECKING:`` is for
+# annotations alone). Between the packages, imports go down SCENE_PACKAGE_RANK: what the two
+# importers share (scene/importing) imports neither, and neither importer imports the other.
+SCENE_PACKAGE_ORDER = {
+    "importing": ["messages", "rotations", "scene_data", "mass", "meshes", "xml_file"],
+    "urdf": ["values", "transforms", "options", "inertia", "reader", "tree", "bodies", "joints", "initial_pose",
+             "contacts", "importer"],
+}
+SCENE_PACKAGE_RANK = {"importing": 1, "urdf": 2}
+
+
+def _runtime_imports(tree: ast.AST) -> list[str]:
+    """The modules a file imports, but under ``if TYPE_CHECKING:``."""
+    skipped = {id(n) for node in ast.walk(tree) if isinstance(node, ast.If) and getattr(node.test, "id", None) == "TYPE_CHECKING"
+               for n in ast.walk(node)}
+    out = []
+    for node in ast.walk(tree):
+        if id(node) in skipped:
+            continue
+        if isinstance(node, ast.ImportFrom) and node.module:
+            out.append(node.module)
+        elif isinstance(node, ast.Import):
+            out += [a.name for a in node.names]
+    return out
+
+
+def test_scene_packages_import_one_way():
+    bad = []
+    for package, order in SCENE_PACKAGE_ORDER.items():
+        folder = ROOT / "dojo_cli" / "scene" / package
+        modules = sorted(p.stem for p in folder.glob("*.py") if p.stem != "__init__")
+        unplaced = sorted(set(modules) - set(order))
+        assert not unplaced, f"scene/{package}: modules without a place in SCENE_PACKAGE_ORDER: {unplaced}"
+        for name in modules:
+            for target in _runtime_imports(ast.parse((folder / f"{name}.py").read_text())):
+                parts = target.split(".")
+                if parts[:2] != ["dojo_cli", "scene"] or len(parts) < 3 or parts[2] not in SCENE_PACKAGE_ORDER:
+                    continue
+                other = parts[2]
+                if other != package:
+                    if SCENE_PACKAGE_RANK[other] >= SCENE_PACKAGE_RANK[package]:
+                        bad.append(f"scene/{package}/{name}.py imports {target}")
+                elif len(parts) > 3 and order.index(parts[3]) >= order.index(name):
+                    bad.append(f"scene/{package}/{name}.py imports {target} (not below it)")
+    assert not bad, "imports against the scene packages' order:\n" + "\n".join(bad)
+
+
+def test_scene_packages_reexport_their_public_names():
+    """dojo_cli.scene.urdf was a module: its package's ``__init__`` re-exports every public
+    name of its modules, so that the old import paths hold."""
+    import importlib
+
+    missing = []
+    for package in ("urdf",):
+        exported = set(importlib.import_module(f"dojo_cli.scene.{package}").__all__)
+        for name in SCENE_PACKAGE_ORDER[package]:
+            tree = ast.parse((ROOT / "dojo_cli" / "scene" / package / f"{name}.py").read_text())
+            for node in tree.body:
+                if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+                    names = [node.name]
+                elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+                    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                    names = [t.id for t in targets if isinstance(t, ast.Name)]
+                else:
+                    continue
+                missing += [f"{package}.{name}.{n}" for n in names if not n.startswith("_") and n not in exported]
+    assert not missing, f"public names the package does not re-export: {missing}"
+
+
 def test_loading_a_scene_does_not_reach_the_simulation():
     """The builder is pure (issue 25, item 3): loading and building a scene, even one whose
     velocities are given at t = 0 (box tumbles), imports nothing of dojo_cli.simulation and

@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from dojo_cli.errors import Problem, SceneError
+from dojo_cli.scene.importing.rotations import rotation_about
 
 FLOATING_JOINT = "floating_base"
 _REVERSIBLE = ("revolute", "prismatic", "fixed")
@@ -160,9 +161,7 @@ def _matrix(q) -> np.ndarray:
 
 
 def _axis_angle(axis: np.ndarray, angle: float) -> np.ndarray:
-    a = axis / np.linalg.norm(axis)
-    k = np.array([[0.0, -a[2], a[1]], [a[2], 0.0, -a[0]], [-a[1], a[0], 0.0]])
-    return np.eye(3) + math.sin(angle) * k + (1.0 - math.cos(angle)) * (k @ k)
+    return rotation_about(axis / np.linalg.norm(axis), angle)
 
 
 def _axis_angle_vector(vector: np.ndarray) -> np.ndarray:

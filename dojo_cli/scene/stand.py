@@ -34,8 +34,11 @@ import numpy as np
 
 from dojo_cli.errors import Problem, SceneError
 from dojo_cli.model.collisions import GROUND, RIM_POINTS, half_space_contacts, lowest_height
+from dojo_cli.scene.importing.rotations import rotation_about
+from dojo_cli.scene.importing.scene_data import shape_of
 from dojo_cli.scene.legs import Legs, legs_of
-from dojo_cli.scene.urdf import UrdfImport, _initial_poses, _shape, _stand_on_ground, note_text, range_note
+from dojo_cli.scene.urdf import UrdfImport, note_text, range_note
+from dojo_cli.scene.urdf.initial_pose import _initial_poses, _stand_on_ground
 
 # SRDF group states taken as the standing pose, in this order of preference (the names
 # example-robot-data uses for quadrupeds and humanoids); else the first state of the file.
@@ -153,11 +156,6 @@ def standing_state(states: dict[str, dict[str, list[float]]]) -> str | None:
 # ------------------------------------------------------------------ the stand
 
 
-def _rotation_about(axis: np.ndarray, angle: float) -> np.ndarray:
-    k = np.array([[0.0, -axis[2], axis[1]], [axis[2], 0.0, -axis[0]], [-axis[1], axis[0], 0.0]])
-    return np.eye(3) + math.sin(angle) * k + (1.0 - math.cos(angle)) * (k @ k)
-
-
 def _apply_pose(scene: dict, values: dict[str, list[float]], source: str, report: StandReport) -> set[str]:
     """Joint initial positions from ``values`` (revolute and prismatic joints of the scene),
     each clipped into its range (a note lists the clipped ones). Returns the joints set."""
@@ -228,7 +226,7 @@ def _contact_points(scene: dict, poses: dict) -> list[tuple[str, np.ndarray]]:
             continue
         rot, pos = poses[c["body"]]
         if "shape" in c:
-            made = half_space_contacts("", 0, _shape(c["shape"]), GROUND, rim_points=c.get("rim_points", RIM_POINTS))
+            made = half_space_contacts("", 0, shape_of(c["shape"]), GROUND, rim_points=c.get("rim_points", RIM_POINTS))
             for m in made:
                 centre = pos + rot @ np.asarray(m.offset, float)
                 z = lowest_height([m], rot, pos)
@@ -319,7 +317,7 @@ def stand_gains(scene: dict, poses: dict, support: set[str], timestep: float) ->
             for axis, angle in zip(axes, angles):
                 a = np.asarray(axis, float) / np.linalg.norm(axis)
                 inertias.append(_inertia_about(scene["bodies"], poses, held, point, turn @ a))
-                turn = turn @ _rotation_about(a, float(angle))  # R(a1, t1) R(a2, t2) ...
+                turn = turn @ rotation_about(a, float(angle))  # R(a1, t1) R(a2, t2) ...
         inertias = [max(i, MIN_HELD_INERTIA) for i in inertias]
         gains[j["name"]] = ([i * omega**2 for i in inertias], [2.0 * i * omega for i in inertias], inertias)
     return gains

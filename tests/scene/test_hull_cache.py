@@ -13,7 +13,7 @@ import pytest
 
 from dojo_cli.model.collisions import reduced_hull
 from dojo_cli.scene import hull_cache
-from dojo_cli.scene import urdf as urdf_module
+from dojo_cli.scene.urdf import contacts as urdf_module
 from dojo_cli.scene.urdf import HULL_VERTICES, UrdfOptions, read_urdf
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "urdf"

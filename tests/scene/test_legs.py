@@ -18,7 +18,8 @@ from dojo_cli.scene import robots
 from dojo_cli.scene.floating_base import _initial_poses as scene_poses
 from dojo_cli.scene.legs import legs_of
 from dojo_cli.scene.stand import StandReport, apply_standing_pose
-from dojo_cli.scene.urdf import UrdfOptions, _initial_poses, read_urdf
+from dojo_cli.scene.urdf import UrdfOptions, read_urdf
+from dojo_cli.scene.urdf.initial_pose import _initial_poses
 
 ROOT = robots.example_robot_data_root()
 # example-robot-data is in the test extra: without it these checks fail, never skip (issue 25 item 8)
