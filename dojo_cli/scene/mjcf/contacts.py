@@ -1,0 +1,288 @@
+"""Contacts of an imported model, by MuJoCo's collision filter: which geom pairs collide
+(``contype``/``conaffinity``, welds, ``filterparent``, ``<exclude>``), each moving geom against
+the world's planes and against the other moving bodies' geoms as the collision table pairs
+them (an ellipsoid or mesh as its reduced convex hull); and a model that starts inside the
+floor lifted out of it.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from dojo_cli.scene.importing.messages import listed
+from dojo_cli.scene.importing.scene_data import contact_distance, plain_vector, shape_of
+from dojo_cli.scene.mjcf.elements import _Body, _Geom
+from dojo_cli.scene.mjcf.options import MjcfImport, MjcfOptions
+from dojo_cli.scene.mjcf.reader import _Reader
+from dojo_cli.scene.mjcf.rotations import _quaternion_from_matrix
+
+
+# Contacts of shape pairs join a step's solve only within this of touching (m), as
+# import-urdf's --contacts collision (docs/physics.md, "Contact margins").
+CONTACT_MARGIN = 0.01
+# An ellipsoid or mesh collides as the convex hull of at most this many points (each a contact).
+HULL_VERTICES = 32
+# Points sampled on an ellipsoid's surface before the hull reduction.
+ELLIPSOID_SAMPLES = 16
+# A contact may start this far inside (m): MuJoCo's soft contacts settle a few mm in; a model
+# saved from a MuJoCo run starts there, and the first step pushes it out.
+PENETRATION_TOL = 0.005
+# A body inside a half-space is lifted (along world z) only when the half-space's normal
+# rises at least this much: a floor or a slope, not a wall.
+_LIFTABLE_NORMAL_Z = 0.5
+
+
+def _place_initial_overlaps(reader: _Reader, contacts: list[dict], bodies: list[dict], result: MjcfImport,
+                             joints: list[dict]) -> None:
+    """A contact whose shapes overlap by more than PENETRATION_TOL at the start (qpos0).
+
+    MuJoCo's soft contacts let a model begin inside the floor and push it out: Gymnasium's
+    HumanoidStandup starts with its arms 3.6 cm in, and MuJoCo's contact forces lift them
+    out in its first 60 ms (its root rising 1.7 cm on the way) before the body settles.
+    Hard contacts give no first step from there. So a body inside the floor (a half-space
+    whose normal has an upward component) that hangs from a free joint is placed: its
+    tree's free root is lifted by the largest depth (over the normal's z) and a note says
+    by how much and why; it then drops that far. Started inside the floor instead, the
+    solve at t = 0 fails. Other overlaps (two bodies inside each other, a body fixed to
+    the world) start as they are, with one warning naming them: the first step pushes them
+    apart as MuJoCo's contacts do, or the solve at t = 0 refuses the scene."""
+    from dojo_cli.model.collisions import GROUND, UnsupportedPair, body_pair_contacts, half_space_contacts
+
+    poses = {}
+    for i, body in enumerate(reader.bodies):
+        if body.host == i:
+            poses[body.name] = (body.world_pos + body.world_rot @ body.com, np.asarray(_quaternion_from_matrix(body.world_rot)))
+
+    # each body's tree root, where it is a free joint to the world (the joint lifted)
+    parent_joint = {j["child"]: j for j in joints}
+    roots: dict[str, str] = {}
+    for b in bodies:
+        j = parent_joint.get(b["name"])
+        while j is not None and j["parent"] != "origin":
+            j = parent_joint.get(j["parent"])
+        if j is not None and j["type"] == "floating":
+            roots[b["name"]] = j["name"]
+    lifts: dict[str, dict] = {}
+    overlaps: list[str] = []
+
+    world = (np.zeros(3), np.array([1.0, 0.0, 0.0, 0.0]))
+    for c in contacts:
+        if c["body"] not in poses:
+            continue  # a split-hinge link (no geoms) or a merged body
+        against = c["against"]
+        try:
+            if isinstance(against, dict) and "body" in against:
+                if against["body"] not in poses:
+                    continue
+                other = {"type": against["shape"], "position_offset": against["offset"],
+                         "orientation_offset": against["orientation_offset"],
+                         **{k: against[k] for k in ("radius", "height", "size") if k in against}}
+                made = body_pair_contacts("", 0, shape_of(c["shape"]), 1, shape_of(other))
+                names = (c["body"], against["body"])
+            else:
+                half = GROUND if against == "ground" else {"normal": np.asarray(against["normal"]), "point": np.asarray(against["point"])}
+                made = half_space_contacts("", 0, shape_of(c["shape"]), half, rim_points=c.get("rim_points", 3))
+                names = (c["body"], None)
+        except UnsupportedPair:
+            continue
+        depth = 0.0
+        for k in made:
+            own = names[k.body]
+            other_pose = world if k.other < 0 or names[k.other] is None else poses[names[k.other]]
+            distance = contact_distance(k, poses[own], other_pose)
+            depth = max(depth, -distance)
+        if depth <= PENETRATION_TOL:
+            continue
+        up = 0.0
+        if not (isinstance(against, dict) and "body" in against):
+            up = 1.0 if against == "ground" else float(np.asarray(against["normal"], float)[2] / np.linalg.norm(against["normal"]))
+        root = roots.get(c["body"])
+        if up > _LIFTABLE_NORMAL_Z and root is not None:
+            lift = lifts.setdefault(root, {"height": 0.0, "contacts": []})
+            lift["height"] = max(lift["height"], depth / up)
+            lift["contacts"].append(c["name"])
+            continue
+        what = "the floor" if up > 0.0 or not (isinstance(against, dict) and "body" in against) else f"body {against['body']!r}"
+        file, line = reader.contact_lines.get(c["name"], (reader.file, None))
+        overlaps.append(f"{c['name']} {depth * 100:.3g} cm inside {what} ({Path(file).name}:{line})")
+    if overlaps:
+        # MuJoCo pushes such overlaps apart over its first steps; the first step does it here
+        # (HumanoidStandup's hands 1.35 cm in its hips: every step converges). One that gives
+        # no first step is refused when the scene is built, by the solve at t = 0.
+        reader.warn(reader.file, None, "contacts",
+                    f"{len(overlaps)} contact{'s' if len(overlaps) > 1 else ''} start inside another body by more than "
+                    f"{PENETRATION_TOL * 1000:g} mm at the initial pose (MuJoCo's soft contacts push them apart; "
+                    "the first step does here): " + listed(overlaps, 6))
+    by_name = {j["name"]: j for j in joints}
+    for root, lift in lifts.items():
+        joint = by_name[root]
+        initial = joint.setdefault("initial", {})
+        position = list(initial.get("position", [0.0] * 6))
+        position[2] += lift["height"]
+        initial["position"] = position
+        names = lift["contacts"]
+        result.notes.append(
+            f"lifted {joint['child']!r} (free joint {root!r}) by {lift['height'] * 100:.3g} cm: "
+            f"{len(names)} contact{'s' if len(names) > 1 else ''} ({listed(names, 4)}) "
+            "started inside the floor, which MuJoCo's soft contacts allow and hard contacts do not; it drops that far")
+
+
+def _weld(reader: _Reader, i: int) -> int:
+    """The MJCF body whose joints move body i (MuJoCo's body_weldid; -1: the world)."""
+    while i >= 0 and not reader.bodies[i].joints:
+        i = reader.bodies[i].parent
+    return i
+
+
+def _collides(a: _Geom, b: _Geom) -> bool:
+    return bool((a.contype & b.conaffinity) or (b.contype & a.conaffinity))
+
+
+def _contact_shape(geom: _Geom, com: np.ndarray) -> dict | None:
+    """A geom as a contact shape in its scene body's frame (None: no collision geometry here)."""
+    pose = {"position_offset": plain_vector(geom.pos - com), "orientation_offset": _quaternion_from_matrix(geom.rot)}
+    s = geom.size
+    if geom.type == "sphere":
+        return {"type": "sphere", "radius": float(s[0]), **pose}
+    if geom.type in ("capsule", "cylinder"):
+        return {"type": geom.type, "radius": float(s[0]), "height": float(2 * s[1]), **pose}
+    if geom.type == "box":
+        return {"type": "box", "size": plain_vector(2 * s), **pose}
+    if geom.type in ("ellipsoid", "mesh"):
+        from dojo_cli.model.collisions import reduced_hull
+
+        if geom.type == "ellipsoid":
+            u = np.linspace(0.0, math.pi, ELLIPSOID_SAMPLES // 2 + 1)
+            v = np.linspace(0.0, 2 * math.pi, ELLIPSOID_SAMPLES, endpoint=False)
+            uu, vv = np.meshgrid(u, v)
+            points = np.column_stack([np.sin(uu).ravel() * np.cos(vv).ravel() * s[0],
+                                      np.sin(uu).ravel() * np.sin(vv).ravel() * s[1], np.cos(uu).ravel() * s[2]])
+            points = np.unique(np.round(points, 15), axis=0)
+        else:
+            points = geom.points
+        vertices, error = reduced_hull(points, HULL_VERTICES)
+        return {"type": "hull", "vertices": [plain_vector(v) for v in vertices], "radius": float(error), **pose}
+    return None
+
+
+def _contacts(reader: _Reader, options: MjcfOptions) -> list[dict]:
+    from dojo_cli.model.collisions import BODY_SHAPES
+
+    contacts: list[dict] = []
+    planes = [g for g in reader.world_geoms if g.type == "plane"]
+    # the world's other geoms that moving geoms collide with are the body WORLD_BODY (_world_body)
+    excluded = set()
+    for b1, b2 in reader.excludes:
+        names = {b.name: i for i, b in enumerate(reader.bodies)}
+        if b1 not in names and b1 != "world" or b2 not in names and b2 != "world":
+            reader.problem(reader.file, None, "<exclude>", f"unknown body in ({b1}, {b2})")
+            continue
+        excluded.add(frozenset((_weld(reader, names[b1]) if b1 != "world" else -1,
+                                _weld(reader, names[b2]) if b2 != "world" else -1)))
+    hosts = [(i, b) for i, b in enumerate(reader.bodies) if b.host == i]
+    used: set[str] = set()
+
+    def label(base: str) -> str:
+        name, k = base, 1
+        while name in used:
+            k += 1
+            name = f"{base}_{k}"
+        used.add(name)
+        return name
+
+    def geom_label(body: _Body, g: _Geom) -> str:
+        return g.name or f"{body.name}_geom{body.geoms.index(g)}"
+
+    torsional: set[int] = set()  # geoms whose condim 4 or 6 was reported (once each, not per pair)
+
+    def model_of(a: _Geom, b: _Geom) -> dict:
+        condim = max(a.condim, b.condim)
+        for g in (a, b):
+            if g.condim > 3 and id(g) not in torsional:
+                torsional.add(id(g))
+                reader.unsupported(g.file, g.line, f"geom {g.name!r}", "torsional and rolling friction (condim 4, 6)",
+                                   f"condim {g.condim}: torsional and rolling friction are not modelled "
+                                   "(condim 1, frictionless, and 3, the sliding friction cone, are)")
+        return {"model": "impact" if condim == 1 else "nonlinear", "friction": max(a.friction, b.friction)}
+
+    # against the world's planes; a body welded to the world (a static prop, MuJoCo's body_weldid
+    # 0) is in the world's weld, whose geoms MuJoCo never collides with each other
+    for i, body in hosts:
+        weld = _weld(reader, i)
+        if weld < 0:
+            continue
+        for g in body.geoms:
+            for p in planes:
+                if not _collides(g, p) or frozenset((weld, -1)) in excluded:
+                    continue
+                shape = _contact_shape(g, body.com)
+                if shape is None:
+                    continue
+                normal, point = p.rot[:, 2], p.pos
+                against: Any = "ground" if np.allclose(normal, [0, 0, 1], atol=1e-12) and abs(point[2]) < 1e-12 \
+                    else {"normal": plain_vector(normal), "point": plain_vector(point)}
+                c = {"name": label(geom_label(body, g)), "body": body.name, **model_of(g, p), "shape": shape,
+                     "against": against, "margin": CONTACT_MARGIN}
+                reader.contact_lines[c["name"]] = (g.file, g.line)
+                reader.contact_geoms[c["name"]] = (geom_label(body, g), p.name or f"world_geom{reader.world_geoms.index(p)}")
+                if g.type == "cylinder":
+                    c["rim_points"] = 3
+                contacts.append(c)
+    # between moving bodies
+    for ia, (i, a) in enumerate(hosts):
+        for j, b in hosts[ia + 1:]:
+            wa, wb = _weld(reader, i), _weld(reader, j)
+            if wa == wb or frozenset((wa, wb)) in excluded:
+                continue
+            pa = _weld(reader, reader.bodies[wa].parent) if wa >= 0 and reader.bodies[wa].parent >= 0 else -1
+            pb = _weld(reader, reader.bodies[wb].parent) if wb >= 0 and reader.bodies[wb].parent >= 0 else -1
+            if not reader.off("filterparent") and ((pa == wb and wb >= 0) or (pb == wa and wa >= 0)):
+                continue  # MuJoCo's filterparent
+            for ga in a.geoms:
+                for gb in b.geoms:
+                    if not _collides(ga, gb) or ga.type == "plane" or gb.type == "plane":
+                        continue
+                    made = _pair(ga, a, gb, b, BODY_SHAPES)
+                    if made is None:
+                        reader.unsupported(ga.file, ga.line, f"geom {geom_label(a, ga)!r}", "geom pairs the collision table lacks",
+                                           f"collides with geom {geom_label(b, gb)!r} ({ga.type}-{gb.type}): "
+                                           "the collision table has sphere, capsule and box pairs, and cylinders "
+                                           "against spheres and capsules")
+                        continue
+                    (own, own_body, own_geom), against = made
+                    reader.contact_lines[f"{geom_label(a, ga)}-{geom_label(b, gb)}"] = (ga.file, ga.line)
+                    name = label(f"{geom_label(a, ga)}-{geom_label(b, gb)}")
+                    reader.contact_geoms[name] = (geom_label(a, ga), geom_label(b, gb))
+                    contacts.append({"name": name, "body": own_body.name,
+                                     **model_of(ga, gb), "shape": own, "against": against, "margin": CONTACT_MARGIN})
+    return contacts
+
+
+def _pair(ga: _Geom, a: _Body, gb: _Geom, b: _Body, body_shapes) -> tuple | None:
+    """(own shape, body, geom), against: geom a's shape against geom b's, or None where the
+    collision table has no entry for the pair (dojo_cli.model.collisions.body_pair_contacts
+    decides, as the builder will: sphere, capsule and box, a box turned by quarter turns,
+    cylinders against spheres and capsules)."""
+    from dojo_cli.model.collisions import UnsupportedPair, body_pair_contacts
+
+    own, other = _contact_shape(ga, a.com), _contact_shape(gb, b.com)
+    if own is None or other is None or ga.type not in body_shapes or gb.type not in body_shapes:
+        return None
+
+    try:
+        body_pair_contacts("", 0, shape_of(own), 1, shape_of(other))
+    except UnsupportedPair:
+        return None
+    against = {"body": b.name, "shape": gb.type, "offset": other["position_offset"],
+               "orientation_offset": other["orientation_offset"]}
+    if gb.type == "box":
+        against["size"] = other["size"]
+    else:
+        against["radius"] = other["radius"]
+        if gb.type in ("capsule", "cylinder"):
+            against["height"] = other["height"]
+    return (own, a, ga), against

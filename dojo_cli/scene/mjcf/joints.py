@@ -1,0 +1,419 @@
+"""Scene joints of the MJCF joints: a body's joints (applied in turn by MuJoCo) as one Dojo
+joint between it and its parent (the table of the package's docstring), its hinges as a
+universal or gimbal joint or a chain through light links (``split_hinges``), with springs,
+dampers, limits and armature on the Dojo joint's coordinates; and which integrator a
+model's armature needs.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from dojo_cli.errors import Problem
+from dojo_cli.model.mechanism import AXES_ORTHOGONAL_TOL, ORIGIN_NAME, axis_basis
+from dojo_cli.scene.importing.messages import listed
+from dojo_cli.scene.importing.rotations import GIMBAL_LOCK_MARGIN
+from dojo_cli.scene.importing.scene_data import plain_vector
+from dojo_cli.scene.mjcf.bodies import _scene_parent
+from dojo_cli.scene.mjcf.elements import _Body, _Joint
+from dojo_cli.scene.mjcf.options import CoordinateMap, MjcfImport
+from dojo_cli.scene.mjcf.reader import _Reader
+from dojo_cli.scene.mjcf.rotations import _quaternion_from_matrix
+
+
+# Two directions are the same (or orthogonal) to this (dot products of unit vectors).
+AXIS_TOL = 1e-9
+# split_hinges: each link body between two hinges of a chain has this fraction of the body's
+# mass and inertia (a sphere's, centred on the hinges' anchor). MuJoCo's hinges in one body
+# have no mass between them; the links' kinetic energy changes the motion by about this
+# fraction (the Hopper-to-Humanoid drops: well below their 5 cm budget), while a much
+# lighter link (1e-6) makes the step's Newton matrix ill-conditioned.
+LINK_MASS_FRACTION = 1e-3
+
+
+# The free coordinate of each scene joint type that is its one rotation (the variational
+# integrator's rotor term, core maximal/rotor.h), and whether its translations turn with it.
+_ARMATURE_KIND = "rotor inertia (armature) of slides, balls and free joints"
+_ROTATION_SLOT = {"revolute": 0, "cylindrical": 1, "planar_axis": 2, "free_revolute": 3}
+_TURNING = ("planar_axis", "free_revolute")
+
+
+def _warn_outside_limits(reader: _Reader, scene: dict) -> None:
+    """One warning naming the joints that start outside their range (Gymnasium's Ant: ankles at
+    0, range 30..70 degrees). MuJoCo's soft limits push them in over a few steps; ours are exact,
+    so the first step puts them on the bound (the Ant's ankles at 52 rad/s). The start stays the
+    file's (a --keyframe inside the ranges avoids it)."""
+    outside = []
+    for j in scene["joints"]:
+        limits = j.get("limits")
+        if not limits:
+            continue
+        position = (j.get("initial") or {}).get("position") or [0.0] * len(limits["lower"])
+        for k, (lo, hi) in enumerate(zip(limits["lower"], limits["upper"])):
+            if not lo <= position[k] <= hi:
+                outside.append(f"{j['name']} ({position[k]:.4g} not in [{lo:.4g}, {hi:.4g}])")
+    if outside:
+        reader.warnings.append(f"warning: {reader.file}: {len(outside)} joints start outside their range, where the first "
+                               f"step puts them on the bound (MuJoCo's soft limits push them in over a few steps): "
+                               + listed(outside, 4))
+
+
+def _armature_integrator(reader: _Reader, scene: dict, joints: list[dict], contacts: list[dict]) -> None:
+    """Rotor inertia: the variational integrator models it on the rotation of a joint with one
+    rotation (every hinge) and on the slides of a body on the world that does not turn (or
+    turns about its centre of mass: the linear rotor, core maximal/rotor.h); the
+    minimal-coordinate layer (integrator: rk4, no contacts or limits) also on other
+    translations that do not turn with a rotation. A slide's armature a model with contacts
+    or limits needs (or one turning with a planar joint's hinge) cannot be mapped: refused,
+    or left out with drop_unsupported. A ball's or free joint's rotation neither."""
+    from dojo_cli.model.compiled import linear_rotor_applies
+    from dojo_cli.model.joint_types import free_dimensions
+
+    limited = [j["name"] for j in joints if "limits" in j]
+    translational = []  # (scene joint, coordinate) of armature the variational integrator lacks
+    for j in joints:
+        free_translations, free_rotations = free_dimensions(j["type"])
+        for k, a in enumerate(j.get("armature", [])):
+            if not a or _ROTATION_SLOT.get(j["type"]) == k:
+                continue
+            # a slide from the world whose body does not turn (or turns about its centre of
+            # mass): the variational integrator's linear rotor (core maximal/rotor.h)
+            if k < free_translations and linear_rotor_applies(j["parent"] == ORIGIN_NAME, free_rotations,
+                                                              j.get("child_vertex", [0.0, 0.0, 0.0])):
+                continue
+            translational.append((j, k))
+    if not translational:
+        return
+    rk4_can = all(j["type"] not in _TURNING and j["type"] not in ("spherical", "floating") for j, _ in translational)
+    if rk4_can and not contacts and not limited:
+        scene["integrator"] = "rk4"
+        return
+    why = (f"this model has {len(contacts)} contacts" if contacts else f"this model has joint limits ({listed(limited, 3)})") if rk4_can else "the slide turns with the body's hinge"
+    for j, k in translational:
+        source = [x for b in reader.bodies for x in b.joints if x.name == j["name"] or b.name == j["child"]]
+        first = next((x for x in source if x.armature and x.type != "hinge"), source[0])
+        reader.unsupported(first.file, first.line, f"joint {first.name!r}", _ARMATURE_KIND,
+                           f"armature {first.armature:g} of a {first.type} joint: the variational integrator models rotor inertia "
+                           "on hinges and on the slides of a body on the world that does not turn, the rk4 integrator "
+                           f"(no contacts or limits) also on other slides that do not turn ({why})")
+        if reader.options.drop_unsupported:
+            j["armature"][k] = 0.0
+    for j in joints:
+        if "armature" in j and not any(j["armature"]):
+            del j["armature"]
+
+
+def _joints(reader: _Reader, result: MjcfImport) -> tuple[list[dict], list[CoordinateMap]]:
+    out: list[dict] = []
+    coordinates: list[CoordinateMap] = []
+    qadr = dadr = 0
+    for i, body in enumerate(reader.bodies):
+        for j in body.joints:
+            n_q, n_v = {"free": (7, 6), "ball": (4, 3), "slide": (1, 1), "hinge": (1, 1)}[j.type]
+            coordinates.append(CoordinateMap(j.name, j.type, "", ref=j.ref, qpos_adr=qadr, dof_adr=dadr))
+            qadr += n_q
+            dadr += n_v
+    k = 0
+    for i, body in enumerate(reader.bodies):
+        maps = coordinates[k:k + len(body.joints)]
+        k += len(body.joints)
+        if body.host != i:
+            continue
+        parent, parent_com, pos, rot = _scene_parent(reader, body)
+        element = f"body {body.name!r}"
+        if not body.joints:
+            out.append({"name": f"{body.name}_weld", "type": "fixed", "parent": parent, "child": body.name,
+                        "parent_vertex": plain_vector(pos + rot @ body.com - parent_com), "child_vertex": [0.0, 0.0, 0.0],
+                        "orientation_offset": _quaternion_from_matrix(rot)})
+            continue
+        joint = _body_joint(reader, body, element, parent, parent_com, pos, rot, maps)
+        if isinstance(joint, list):
+            out.extend(joint)
+        elif joint is not None:
+            out.append(joint)
+    return out, coordinates
+
+
+def _body_joint(reader: _Reader, body: _Body, element: str, parent: str, parent_com: np.ndarray, pos: np.ndarray,
+                rot: np.ndarray, maps: list[CoordinateMap]) -> dict | None:
+    joints = body.joints
+    kinds = [j.type for j in joints]
+    first = joints[0]
+    name = first.name if len(joints) == 1 else "_".join(j.name for j in joints)
+    # the anchor: the rotation's (hinge, ball) anchor, else the first joint's; in the body frame
+    rotating = [j for j in joints if j.type in ("hinge", "ball")]
+    anchor = rotating[0].pos if rotating else (np.zeros(3) if first.type == "free" else first.pos)
+    data: dict[str, Any] = {
+        "name": name, "parent": parent, "child": body.name,
+        "parent_vertex": plain_vector(pos + rot @ anchor - parent_com), "child_vertex": plain_vector(anchor - body.com),
+        "orientation_offset": _quaternion_from_matrix(rot),
+    }
+    for m in maps:
+        m.dojo_joint = name
+    if kinds == ["free"]:
+        if body.parent >= 0 and reader.bodies[body.parent].host >= 0:
+            reader.problem(first.file, first.line, f"joint {first.name!r}", "a free joint must be on a top-level body")
+            return None
+        data["type"] = "floating"
+        maps[0].frame = np.eye(3)
+        data["parent_vertex"] = plain_vector(pos - parent_com)
+        data["child_vertex"] = plain_vector(-body.com)
+        if first.armature:  # MuJoCo's acts on the body origin's velocity and the angular velocity
+            reader.unsupported(first.file, first.line, f"joint {first.name!r}", _ARMATURE_KIND,
+                               f"armature {first.armature:g} of a free joint: rotor inertia on the angular velocity "
+                               "(MuJoCo's) is not our floating joint's rotation coordinates'")
+        return data
+    if kinds == ["ball"]:
+        data["type"] = "spherical"
+        maps[0].frame = np.eye(3)
+        _passive(reader, data, joints, [(0, 1.0)], body, 3)
+        if first.limited:
+            reader.unsupported(first.file, first.line, f"joint {first.name!r}", "ball joint cone limits",
+                               "a ball joint's cone limit (range) is not modelled")
+        return data
+    slides = [j for j in joints if j.type == "slide"]
+    hinges = [j for j in joints if j.type == "hinge"]
+    order_ok = kinds == ["slide"] * len(slides) + ["hinge"] * len(hinges)
+    if kinds == ["hinge"] * len(kinds) and len(kinds) > 1:
+        return _hinges(reader, body, element, data, parent, parent_com, pos, rot, maps)
+    if "free" in kinds or "ball" in kinds or len(hinges) > 1 or not order_ok or len(slides) > 3:
+        reader.problem(body.file, body.line, element,
+                       f"joints {', '.join(f'{j.name} ({j.type})' for j in joints)}: MuJoCo applies them in turn; "
+                       "no Dojo joint is such a sequence (supported: up to 3 orthogonal slides then at most one hinge, "
+                       "or one ball, or one free joint, or 2-3 hinges alone)")
+        return None
+    # slide directions in the parent frame (MuJoCo: the body's frame before its rotations)
+    directions = [rot @ j.axis for j in slides]
+    for a_, b_ in [(a, b) for ia, a in enumerate(directions) for b in directions[ia + 1:]]:
+        if abs(float(np.dot(a_, b_))) > AXIS_TOL:
+            reader.problem(body.file, body.line, element, "its slides are not orthogonal: no Dojo joint")
+            return None
+    hinge_axis = hinges[0].axis if hinges else None  # in the joint frame (= the body frame at qpos0)
+    if hinge_axis is not None and slides and np.linalg.norm(rot @ hinge_axis - hinge_axis) > AXIS_TOL:
+        reader.problem(body.file, body.line, element, "a hinge after slides whose axis the body's orientation turns: "
+                       "Dojo measures the translations in the parent frame and the rotation in the joint frame about one axis")
+        return None
+    n = len(slides)
+    if n == 0:
+        data["type"], data["axis"] = "revolute", plain_vector(hinge_axis)
+        return _finish(reader, data, joints, maps, [(0, 1.0)], body, 1)
+    if n == 1:
+        d = directions[0]
+        if hinge_axis is None:
+            data["type"], data["axis"] = "prismatic", plain_vector(d)
+            return _finish(reader, data, joints, maps, [(0, 1.0)], body, 1)
+        if abs(abs(float(np.dot(d, hinge_axis))) - 1.0) > AXIS_TOL:
+            reader.problem(body.file, body.line, element, "a slide and a hinge about another axis: no Dojo joint")
+            return None
+        data["type"], data["axis"] = "cylindrical", plain_vector(hinge_axis)
+        return _finish(reader, data, joints, maps, [(0, float(np.dot(d, hinge_axis))), (1, 1.0)], body, 2)
+    if n == 3:
+        basis = np.eye(3)
+        axis = hinge_axis if hinge_axis is not None else np.array([0.0, 0.0, 1.0])
+        data["type"] = "free_revolute" if hinge_axis is not None else "fixed_orientation"
+        if hinge_axis is not None:
+            data["axis"] = plain_vector(axis)
+    else:
+        normal = np.cross(directions[0], directions[1])
+        if hinge_axis is not None:
+            if abs(abs(float(np.dot(normal, hinge_axis))) - 1.0) > AXIS_TOL:
+                reader.problem(body.file, body.line, element, "a hinge not normal to its two slides: no Dojo joint")
+                return None
+            axis = hinge_axis
+            data["type"] = "planar_axis"
+        else:
+            axis = normal
+            data["type"] = "planar"
+        data["axis"] = plain_vector(axis)
+        basis = axis_basis(axis)[:2]
+    slots = []
+    for j, d in zip(slides, directions):
+        dots = basis @ d
+        c = int(np.argmax(np.abs(dots)))
+        if abs(abs(float(dots[c])) - 1.0) > AXIS_TOL:
+            reader.problem(j.file, j.line, f"joint {j.name!r}",
+                           f"slide along {plain_vector(d)} (parent frame) is not along the Dojo joint's in-plane basis "
+                           f"{[plain_vector(b) for b in basis]}: its coordinate would mix with the other slide's")
+            return None
+        slots.append((c, float(np.sign(dots[c]))))
+    if hinge_axis is not None:
+        slots.append((n, 1.0))
+    return _finish(reader, data, joints, maps, slots, body, n + (1 if hinge_axis is not None else 0))
+
+
+def _axes_joint_mismatch(joints: list[_Joint]) -> str | None:
+    """Why a body's hinges are no universal (2) or gimbal (3) joint, or None when they are one.
+
+    MuJoCo turns a body by its hinges in turn, each about its anchor and axis in the body frame
+    as the hinges before it left it (mj_kinematics): R = R0 R(a1, t1) R(a2, t2) (R(a3, t3)).
+    Through one anchor that is the universal or gimbal joint's rotation in its joint frame
+    (docs/scenes.md), the joint frame being the body's at qpos0. Hinges about different anchors
+    also move the later anchors: a rotation coupled to a translation that no Dojo joint has.
+    The core reads the angles about mutually orthogonal axes (euler_joints.h, Tait-Bryan);
+    with other axes the same rotations have another chart, which it does not have.
+    """
+    if len(joints) > 3:
+        return f"{len(joints)} hinges (a universal joint has 2 axes, a gimbal 3)"
+    anchor = joints[0].pos
+    for j in joints[1:]:
+        if np.linalg.norm(j.pos - anchor) > AXIS_TOL:
+            return (f"the hinges turn about different points ({joints[0].name} at {plain_vector(anchor)}, {j.name} at "
+                    f"{plain_vector(j.pos)} in the body frame): a universal or gimbal joint turns about one point")
+    for ia, a in enumerate(joints):
+        for b in joints[ia + 1:]:
+            c = float(np.dot(a.axis, b.axis))
+            if abs(c) > AXES_ORTHOGONAL_TOL:
+                return (f"the axes of {a.name} and {b.name} are not orthogonal (cosine {c:.4g}): universal and gimbal "
+                        "joints turn about mutually orthogonal axes")
+    return None
+
+
+def _hinges(reader: _Reader, body: _Body, element: str, data: dict, parent: str, parent_com: np.ndarray,
+            pos: np.ndarray, rot: np.ndarray, maps: list[CoordinateMap]) -> dict | list[dict] | None:
+    """A body's 2 or 3 hinges: one universal or gimbal joint where it is exactly MuJoCo's
+    composition (_axes_joint_mismatch), else with split_hinges a chain through light links,
+    else refused naming why. Armature on such hinges: the universal and gimbal joints carry
+    no rotor inertia (core maximal/rotor.h models a joint with one rotation), the chain's
+    revolute joints do; with split_hinges the chain keeps it, else it is refused or left out
+    (drop_unsupported)."""
+    joints = body.joints
+    why = _axes_joint_mismatch(joints)
+    armature = [j for j in joints if j.armature]
+    if why is None and not (armature and reader.options.split_hinges):
+        if armature:
+            reader.unsupported(armature[0].file, armature[0].line, f"joint {armature[0].name!r}",
+                               "rotor inertia (armature) of hinges joined into a universal or gimbal joint",
+                               f"armature of {', '.join(j.name for j in armature)}: the universal or gimbal joint "
+                               f"{', '.join(j.name for j in joints)} carries no rotor inertia (keep it on a chain of "
+                               "revolute joints through light links: --split-hinges)")
+        return _axes_joint(reader, data, body, maps)
+    if reader.options.split_hinges:
+        return _hinge_chain(reader, body, element, parent, parent_com, pos, rot, maps)
+    reader.problem(body.file, body.line, element,
+                   f"joints {', '.join(f'{j.name} ({j.type})' for j in joints)}: MuJoCo applies them in turn; "
+                   f"no Dojo joint is that sequence: {why} (a chain of revolute joints through light links: --split-hinges)")
+    return None
+
+
+def _axes_joint(reader: _Reader, data: dict, body: _Body, maps: list[CoordinateMap]) -> dict:
+    """A body's hinges through one anchor with orthogonal axes as one universal or gimbal
+    joint: its axes the hinges' (body frame at qpos0, the joint frame), its angles the hinges'
+    qpos - ref in order, named after them; limits, springs and dampers per angle. A gimbal's
+    middle angle is read in [-pi/2, pi/2] (at +-pi/2 the other two axes align): a range beyond
+    it is clipped GIMBAL_LOCK_MARGIN inside, with a note (import-urdf's rule)."""
+    joints = body.joints
+    data["type"] = "universal" if len(joints) == 2 else "gimbal"
+    data["axes"] = [plain_vector(j.axis) for j in joints]
+    data["axis_names"] = [j.name for j in joints]
+    slots = [(k, 1.0) for k in range(len(joints))]
+    for m, (c, s) in zip(maps, slots):
+        m.coordinate, m.sign = c, s
+    saved = [j.armature for j in joints]
+    for j in joints:
+        j.armature = 0.0  # not modelled on these joints (_hinges reported it)
+    _passive(reader, data, joints, slots, body, len(joints))
+    for j, a in zip(joints, saved):
+        j.armature = a
+    if len(joints) == 3:
+        bound = math.pi / 2 - GIMBAL_LOCK_MARGIN
+        limits = data.get("limits", {"lower": [-math.inf] * 3, "upper": [math.inf] * 3})
+        lower, upper = limits["lower"], limits["upper"]
+        if lower[1] < -bound or upper[1] > bound:
+            middle = joints[1]
+            reader.notes.append(str(Problem(
+                middle.file, middle.line, f"joint {middle.name!r}",
+                f"range [{lower[1]:.6g}, {upper[1]:.6g}] clipped to +-{bound:.6g}: the middle axis of the gimbal "
+                f"{', '.join(j.name for j in joints)} aligns the other two at +-pi/2, where its angles are singular")))
+            lower[1], upper[1] = max(lower[1], -bound), min(upper[1], bound)
+            data["limits"] = limits
+    return data
+
+
+def _hinge_chain(reader: _Reader, body: _Body, element: str, parent: str, parent_com: np.ndarray, pos: np.ndarray,
+                 rot: np.ndarray, maps: list[CoordinateMap]) -> list[dict] | None:
+    """A body's hinges as a chain of revolute joints through light link bodies (split_hinges).
+
+    MuJoCo turns the body by each hinge in turn, about its anchor and axis in the body frame
+    as already turned (and moved) by the hinges before it (mj_kinematics): R = R0 R1(q1)
+    R2(q2) ..., each anchor held. That is the chain parent -> link_1 -> ... -> body, each
+    revolute about its hinge's anchor and axis in a frame that is the body's at qpos0 (so
+    hinges about different anchors, and axes that are not orthogonal, are exact too). Each
+    link sits at its own hinge's anchor with no lever, so its mass moves only with the
+    earlier hinges; each joint keeps its hinge's limits, spring, damper and armature, and its
+    coordinate is the hinge's qpos - ref.
+    """
+    joints = body.joints
+    quat = _quaternion_from_matrix(rot)
+    mass = LINK_MASS_FRACTION * body.mass
+    # a sphere of the body's mean gyration radius, scaled by the same fraction
+    inertia = LINK_MASS_FRACTION * float(np.trace(body.inertia)) / 3.0
+    out = []
+    previous, previous_com = parent, parent_com
+    for k, (j, m) in enumerate(zip(joints, maps)):
+        last = k == len(joints) - 1
+        child = body.name if last else f"{body.name}_{j.name}"
+        child_com = body.com if last else j.pos
+        data: dict[str, Any] = {
+            "name": j.name, "type": "revolute", "parent": previous, "child": child,
+            # the first joint's frame is the body's at qpos0 in the parent; the links' frames are the body's
+            "parent_vertex": plain_vector((pos + rot @ j.pos - parent_com) if k == 0 else (j.pos - previous_com)),
+            "child_vertex": plain_vector(j.pos - child_com),
+            "orientation_offset": quat if k == 0 else [1.0, 0.0, 0.0, 0.0],
+            "axis": plain_vector(j.axis),
+        }
+        m.dojo_joint, m.coordinate, m.sign = j.name, 0, 1.0
+        _passive(reader, data, [j], [(0, 1.0)], body, 1)
+        out.append(data)
+        if not last:
+            reader.links.append({"name": child, "mass": float(mass), "inertia": [inertia] * 3,
+                                 "shape": {"type": "sphere", "radius": float(max(np.sqrt(2.5 * inertia / mass), 1e-4)) if mass > 0 else 0.01}})
+        previous, previous_com = child, child_com
+    return out
+
+
+def _finish(reader, data, joints, maps, slots, body, nfree) -> dict:
+    for m, (c, s) in zip(maps, slots):
+        m.coordinate, m.sign = c, s
+    _passive(reader, data, joints, slots, body, nfree)
+    return data
+
+
+def _passive(reader: _Reader, data: dict, joints: list[_Joint], slots: list[tuple[int, float]], body: _Body, nfree: int) -> None:
+    """Springs, dampers, limits and armature of a body's joints on the Dojo joint's coordinates."""
+    spring = [0.0] * nfree
+    damper = [0.0] * nfree
+    offset = [0.0] * nfree
+    armature = [0.0] * nfree
+    lower = [-math.inf] * nfree
+    upper = [math.inf] * nfree
+    limited = False
+    for j, (c, s) in zip(joints, slots):
+        if j.type == "ball":
+            spring = [j.stiffness] * 3
+            damper = [j.damping] * 3
+            armature = [j.armature] * 3
+            if j.stiffness:
+                reader.warn(j.file, j.line, f"joint {j.name!r}", "a ball joint's stiffness acts on its rotation vector "
+                            "(MuJoCo's on the quaternion's angle: the same to first order)")
+            continue
+        spring[c], damper[c], armature[c] = j.stiffness, j.damping, j.armature
+        offset[c] = s * (j.springref - j.ref)
+        if j.limited:
+            limited = True
+            lo, hi = s * (j.range[0] - j.ref), s * (j.range[1] - j.ref)
+            lower[c], upper[c] = min(lo, hi), max(lo, hi)
+        if j.frictionloss:
+            reader.warn(j.file, j.line, f"joint {j.name!r}", f"frictionloss {j.frictionloss:g} (dry joint friction) is not modelled")
+    if any(spring):
+        data["spring"] = spring
+        if any(offset):
+            data["spring_offset"] = offset
+    if any(damper):
+        data["damper"] = damper
+    if any(armature):
+        data["armature"] = armature
+    if limited:
+        data["limits"] = {"lower": lower, "upper": upper}

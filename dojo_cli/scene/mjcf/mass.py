@@ -1,0 +1,106 @@
+"""Bodies' mass properties: each geom's by MuJoCo's uniform-density solids (sphere, capsule,
+cylinder, box, ellipsoid, a mesh's convex hull), a body's from its ``<inertial>`` or its
+geoms (``inertiafromgeom``), then ``settotalmass``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from dojo_cli.scene.importing.mass import combine
+from dojo_cli.scene.mjcf.elements import _Geom
+from dojo_cli.scene.mjcf.reader import _Reader
+
+
+# Bodies lighter than MuJoCo's mjMINVAL (1e-15 kg) have no mass: a welded one merges into its
+# parent, a moving one is refused (MuJoCo refuses it too).
+MASSLESS = 1e-15
+
+
+def _hull_properties(points: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
+    """(volume, centre, (3,3) inertia about the centre at unit density) of a point set's convex hull."""
+    from scipy.spatial import ConvexHull
+
+    hull = ConvexHull(points)
+    centre = points[hull.vertices].mean(axis=0)
+    volume = 0.0
+    first = np.zeros(3)
+    second = np.zeros((3, 3))
+    # tetrahedra from an inside point to each (outward-oriented) facet
+    for simplex, eq in zip(hull.simplices, hull.equations):
+        a, b, c = points[simplex]
+        n = np.cross(b - a, c - a)
+        if np.dot(n, eq[:3]) < 0:
+            b, c = c, b
+        v = np.array([centre, a, b, c])
+        d = v[1:] - centre
+        vol = abs(np.linalg.det(d)) / 6.0
+        volume += vol
+        first += vol * v.mean(axis=0)
+        # second moment of a tetrahedron: vol/20 (sum v v^T + (sum v)(sum v)^T)
+        s = v.sum(axis=0)
+        second += vol / 20.0 * (v.T @ v + np.outer(s, s))
+    com = first / volume
+    cov = second - volume * np.outer(com, com)
+    inertia = np.trace(cov) * np.eye(3) - cov
+    return volume, com, inertia
+
+
+def geom_mass_properties(geom: _Geom) -> tuple[float, np.ndarray, np.ndarray]:
+    """(mass, centre in the body frame, (3,3) inertia about it in the body frame) of a geom.
+
+    MuJoCo's uniform-density solids (mjCGeom::SetInertia): sphere, capsule (a cylinder and
+    two hemispheres, each hemisphere's inertia moved by the parallel-axis rule from its own
+    centre of mass, 3r/8 from its flat face), cylinder, box, ellipsoid, mesh (its hull).
+    """
+    s = geom.size
+    kind = geom.type
+    if kind == "sphere":
+        volume = 4.0 / 3.0 * math.pi * s[0] ** 3
+        unit = np.full(3, 2.0 / 5.0 * s[0] ** 2)
+    elif kind == "capsule":
+        r, h = s[0], 2.0 * s[1]
+        cyl, sph = math.pi * r * r * h, 4.0 / 3.0 * math.pi * r ** 3
+        volume = cyl + sph
+        axial = cyl * r * r / 2.0 + sph * 2.0 * r * r / 5.0
+        lateral = cyl * (r * r / 4.0 + h * h / 12.0) + sph * (2.0 * r * r / 5.0 + h * h / 4.0 + 3.0 * h * r / 8.0)
+        unit = np.array([lateral, lateral, axial]) / volume
+    elif kind == "cylinder":
+        r, h = s[0], 2.0 * s[1]
+        volume = math.pi * r * r * h
+        unit = np.array([(3 * r * r + h * h) / 12.0, (3 * r * r + h * h) / 12.0, r * r / 2.0])
+    elif kind == "box":
+        volume = 8.0 * s[0] * s[1] * s[2]
+        unit = np.array([s[1] ** 2 + s[2] ** 2, s[0] ** 2 + s[2] ** 2, s[0] ** 2 + s[1] ** 2]) / 3.0
+    elif kind == "ellipsoid":
+        volume = 4.0 / 3.0 * math.pi * s[0] * s[1] * s[2]
+        unit = np.array([s[1] ** 2 + s[2] ** 2, s[0] ** 2 + s[2] ** 2, s[0] ** 2 + s[1] ** 2]) / 5.0
+    elif kind == "mesh":
+        volume, centre, inertia = _hull_properties(geom.points)
+        mass = geom.mass if geom.mass is not None else geom.density * volume
+        rot = geom.rot
+        return mass, geom.pos + rot @ centre, mass / volume * (rot @ inertia @ rot.T) if volume > 0 else np.zeros((3, 3))
+    else:  # plane: no volume
+        return 0.0, geom.pos.copy(), np.zeros((3, 3))
+    mass = geom.mass if geom.mass is not None else geom.density * volume
+    return mass, geom.pos.copy(), geom.rot @ np.diag(mass * unit) @ geom.rot.T
+
+
+def _mass_properties(reader: _Reader) -> None:
+    """Each body's mass, centre of mass and inertia (MJCF body frame), then settotalmass."""
+    for body in reader.bodies:
+        from_geoms = reader.inertiafromgeom == "true" or (reader.inertiafromgeom == "auto" and body.inertial is None)
+        if from_geoms:
+            items = [geom_mass_properties(g) for g in body.geoms if g.type != "plane"]
+            body.mass, body.com, body.inertia = combine(items)
+        elif body.inertial is not None:
+            body.mass, body.com, body.inertia = body.inertial
+    if reader.settotalmass > 0:
+        total = sum(b.mass for b in reader.bodies)
+        if total > 0:
+            scale = reader.settotalmass / total
+            for b in reader.bodies:
+                b.mass *= scale
+                b.inertia = b.inertia * scale
