@@ -80,13 +80,14 @@ def test_every_package_has_a_layer():
 # annotations alone). Between the packages, imports go down SCENE_PACKAGE_RANK: what the two
 # importers share (scene/importing) imports neither, and neither importer imports the other.
 SCENE_PACKAGE_ORDER = {
+    "schema": ["field_types", "shapes", "bodies", "joints", "contacts", "controller", "solver", "scene"],
     "importing": ["messages", "rotations", "scene_data", "mass", "meshes", "xml_file"],
     "urdf": ["values", "transforms", "options", "inertia", "reader", "tree", "bodies", "joints", "initial_pose",
              "contacts", "importer"],
     "mjcf": ["rotations", "options", "elements", "values", "defaults", "body_tree", "reader", "mass", "contacts",
              "bodies", "joints", "actuators", "keyframes", "importer"],
 }
-SCENE_PACKAGE_RANK = {"importing": 1, "urdf": 2, "mjcf": 2}
+SCENE_PACKAGE_RANK = {"schema": 0, "importing": 1, "urdf": 2, "mjcf": 2}
 
 
 def _runtime_imports(tree: ast.AST) -> list[str]:
@@ -126,12 +127,12 @@ def test_scene_packages_import_one_way():
 
 
 def test_scene_packages_reexport_their_public_names():
-    """dojo_cli.scene.urdf and .mjcf were modules: their packages' ``__init__`` re-exports
-    every public name of their modules, so that the old import paths hold."""
+    """dojo_cli.scene.schema, .urdf and .mjcf were modules: their packages' ``__init__``
+    re-exports every public name of their modules, so that the old import paths hold."""
     import importlib
 
     missing = []
-    for package in ("urdf", "mjcf"):
+    for package in ("schema", "urdf", "mjcf"):
         exported = set(importlib.import_module(f"dojo_cli.scene.{package}").__all__)
         for name in SCENE_PACKAGE_ORDER[package]:
             tree = ast.parse((ROOT / "dojo_cli" / "scene" / package / f"{name}.py").read_text())

@@ -1,12 +1,13 @@
 """The base of the scene specs: validated by pydantic-core, without pydantic.
 
 A spec class lists its fields as ``Field`` class attributes, each holding the field's
-pydantic-core schema (a plain dict, docs/formats.md's types written once in schema.py) and its
-default. From them the class builds one ``pydantic_core.SchemaValidator`` when it is
-defined: the ``model`` schema pydantic would generate from the same annotations, so the
-validation, its errors (types, messages, locations) and its stages are pydantic's own,
-while importing the scene schema costs a few milliseconds instead of the ~90 ms pydantic
-spends generating schemas from annotations (issue 15, the shell-loop start-up).
+pydantic-core schema (a plain dict, docs/formats.md's types written once in
+schema/field_types.py) and its default. From them the class builds one
+``pydantic_core.SchemaValidator`` when it is defined: the ``model`` schema pydantic would
+generate from the same annotations, so the validation, its errors (types, messages,
+locations) and its stages are pydantic's own, while importing the scene schema costs a few
+milliseconds instead of the ~90 ms pydantic spends generating schemas from annotations
+(issue 15, the shell-loop start-up).
 
 Validation is staged as pydantic stages it: a spec's ``prepare`` function sees the raw
 mapping (inside the model schema), then each field's schema runs, then the spec's
