@@ -82,8 +82,8 @@ def test_every_package_has_a_layer():
 SCENE_PACKAGE_ORDER = {
     "schema": ["field_types", "shapes", "bodies", "joints", "contacts", "controller", "solver", "scene"],
     "importing": ["messages", "rotations", "scene_data", "mass", "meshes", "xml_file"],
-    "urdf": ["values", "transforms", "options", "inertia", "reader", "tree", "bodies", "joints", "initial_pose",
-             "contacts", "importer"],
+    "urdf": ["values", "transforms", "options", "inertia", "elements", "link_reader", "joint_reader", "reader", "tree",
+             "bodies", "joints", "initial_pose", "contacts", "importer"],
     "mjcf": ["rotations", "options", "elements", "values", "defaults", "body_tree", "reader", "mass", "contacts",
              "bodies", "joints", "actuators", "keyframes", "importer"],
 }

@@ -42,7 +42,8 @@ ignored; xacro's ``$(optenv)`` left in a file is expanded as xacro does.
 
 The modules, bottom to top (each imports only those above it; ``tests/test_project.py``):
 ``values`` (attribute text), ``transforms``, ``options`` (``UrdfOptions``, ``UrdfImport``),
-``inertia``, ``reader`` (the file into links and joints), ``tree`` (links into bodies),
+``inertia``, ``elements`` (links and joints as read), the reader's parts ``link_reader`` and
+``joint_reader``, ``reader`` (the file into links and joints), ``tree`` (links into bodies),
 ``bodies``, ``joints``, ``initial_pose``, ``contacts``, ``importer`` (``read_urdf``).
 What they share with the MJCF importer is in ``dojo_cli.scene.importing``. This package's
 ``__init__`` only re-exports the public names.
@@ -60,11 +61,11 @@ from dojo_cli.scene.urdf.options import (
     BULLET_JOINT_TYPES, CONTACT_MODES, DEFAULT_FRICTION, DEFAULT_TIMESTEP, FIXED_BASE_JOINT, FLOATING_JOINT,
     GEOMETRY_MODES, URDF_JOINT_TYPES, UrdfImport, UrdfOptions,
 )
-from dojo_cli.scene.urdf.reader import (
-    LENIENT_COMMAS, LENIENT_EXTRA_NUMBERS, LENIENT_NO_LIMIT, LENIENT_NUMBER_END, LENIENT_XACRO_ENV,
-    UNMODELLED_LISTED, note_text,
-)
+from dojo_cli.scene.urdf.reader import UNMODELLED_LISTED, note_text
 from dojo_cli.scene.urdf.tree import AXIS_TOL
+from dojo_cli.scene.urdf.values import (
+    LENIENT_COMMAS, LENIENT_EXTRA_NUMBERS, LENIENT_NO_LIMIT, LENIENT_NUMBER_END, LENIENT_XACRO_ENV,
+)
 
 __all__ = [
     "AXIS_TOL", "BULLET_JOINT_TYPES", "CONTACT_MARGIN", "CONTACT_MODES", "DEFAULT_FRICTION", "DEFAULT_TIMESTEP",

@@ -11,7 +11,8 @@ import numpy as np
 from dojo_cli.scene.importing.scene_data import plain_vector
 from dojo_cli.scene.urdf.inertia import INERTIA_EIGENVALUE_FLOOR, _positive_definite
 from dojo_cli.scene.urdf.options import UrdfOptions
-from dojo_cli.scene.urdf.reader import _Link, _Reader
+from dojo_cli.scene.urdf.elements import _Link
+from dojo_cli.scene.urdf.reader import _Reader
 from dojo_cli.scene.urdf.transforms import _pose, _translation
 from dojo_cli.scene.urdf.tree import _Group
 

@@ -14,7 +14,7 @@ import numpy as np
 from dojo_cli.scene.importing.rotations import GIMBAL_LOCK_MARGIN
 from dojo_cli.scene.importing.scene_data import plain_vector
 from dojo_cli.scene.urdf.options import FIXED_BASE_JOINT, FLOATING_JOINT
-from dojo_cli.scene.urdf.reader import _Joint
+from dojo_cli.scene.urdf.elements import _Joint
 from dojo_cli.scene.urdf.transforms import _quaternion_from_matrix, _translation
 from dojo_cli.scene.urdf.tree import AXIS_TOL, _chain_axes
 

@@ -14,7 +14,8 @@ import numpy as np
 from dojo_cli.scene.importing.mass import combine
 from dojo_cli.scene.importing.messages import listed
 from dojo_cli.scene.urdf.inertia import MASSLESS, _positive_definite
-from dojo_cli.scene.urdf.reader import _Joint, _Link, _Reader
+from dojo_cli.scene.urdf.elements import _Joint, _Link
+from dojo_cli.scene.urdf.reader import _Reader
 
 
 # A planar joint's normal must be kept by its origin's rotation to this (rad).

@@ -4,7 +4,8 @@ A number as Python reads it, or as Bullet's URDF reader does (C's ``atof``: a nu
 stray punctuation, ``_lenient_float``); a planar joint's damping as Drake reads it; xacro's
 ``$(optenv)`` / ``$(env)`` substitutions expanded as xacro does, and a hint naming any other
 xacro substitution left in a file; which link, joint or material an element belongs to, and
-whether a name is printable (names end up in storage files and messages).
+whether a name is printable (names end up in storage files and messages); and the kinds of
+these readings beyond the URDF specification (``LENIENT_*``), each reported once.
 """
 
 from __future__ import annotations
@@ -111,3 +112,17 @@ def _is_number(value) -> bool:
         return value is not None and math.isfinite(float(value))
     except ValueError:
         return False
+
+
+# Readings of the reference loaders beyond the URDF specification, one warning per kind naming
+# where (the element and its line): "what|how it is read".
+LENIENT_COMMAS = ("numbers separated by commas|commas read as separators, as Bullet (its numbers stop at a comma) "
+                  "and yourdfpy read them")
+LENIENT_EXTRA_NUMBERS = ("more than 3 numbers where a vector has 3|the first 3 read and the rest ignored, as Bullet "
+                         "reads them (urdfdom refuses them)")
+LENIENT_NO_LIMIT = ("<limit> lower > upper|Bullet's convention for a joint without position limits (its default is "
+                    "lower 0, upper -1): read as unlimited")
+LENIENT_NUMBER_END = ("a number followed by stray punctuation|read as Bullet reads it (C's atof: the number, up to "
+                      "what is not part of it)")
+LENIENT_XACRO_ENV = ("xacro substitutions $(optenv NAME default) / $(env NAME) left in the file|expanded as xacro "
+                     "does (the environment variable's value, else the default)")
