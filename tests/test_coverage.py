@@ -159,7 +159,7 @@ def _check_cli(text: str) -> None:
 
 
 def _check_scene_field(path: str) -> None:
-    """A field of the scene format (dojo_cli/scene/schema.py), walked from the top:
+    """A field of the scene format (dojo_cli/scene/schema/), walked from the top:
     ``joints.dofs``; ``bodies.shape.type=capsule`` is the shape whose type is capsule."""
     from dojo_cli.scene import schema
 
