@@ -1,6 +1,8 @@
-"""The derivatives of a step solved as substeps (docs/physics.md "Substeps", Gradients): the
-re-expression of a state for another step length (core step_length.h
-midpoint_for_step_jacobian) against central finite differences of the map itself."""
+"""The derivatives of a step solved as substeps (simulation.substeps.SubstepChain; docs/physics.md
+"Substeps", Gradients): the re-expression of a state for another step length
+(core step_length.h midpoint_for_step_jacobian) and the whole step of h solved as n substeps,
+each against central finite differences of the map itself; the run's gradient rows of a
+substepped step."""
 
 from __future__ import annotations
 
@@ -9,9 +11,12 @@ import pytest
 
 import dojo_cli as dojo
 from dojo_cli import _core
-from dojo_cli.analysis.gradient_check import four_point, perturb_maximal, tangent_difference
+from dojo_cli.analysis.gradient_check import four_point, perturb_maximal, perturb_tangent, tangent_difference
 from dojo_cli.model.parameters import PARAMETER_KINDS, parameter_labels, parameter_values, with_parameters
+from dojo_cli.simulation.integrators import Variational
+from dojo_cli.simulation.rollout_gradients import rollout_jvp, rollout_vjp
 from dojo_cli.simulation.substeps import Substeps
+from dojo_cli.solver.status import STATUS_FROM_CODE, SolverStatus
 
 # Solves to rtol = btol = 1e-12: the substeps' Newton solves (no inequalities here) end at
 # rounding, so the finite differences measure the map, not the solver's tolerance.
@@ -26,6 +31,8 @@ STEP_EPS = 1e-5
 # missing term is far above it (without the springs' second derivatives in the
 # re-expressions: 1.0 for the re-expression, 0.1 for the substepped step's A).
 FD_TOL = 1e-7
+# Reverse against forward mode, the same products summed in another order: rounding.
+ADJOINT_TOL = 1e-12
 
 # The cart-pole with springs on both joints (a translational and a rotational spring, so
 # that the re-expressions' configuration term, the springs' second derivatives, is
@@ -91,3 +98,142 @@ def test_reexpression_jacobian_matches_finite_differences(scene, cartpole):
         assert _worst(A, fd_a) < FD_TOL, f"{scene} {direction}: A off by {_worst(A, fd_a):.2e}"
         assert _worst(P, fd_p) < FD_TOL, f"{scene} {direction}: P off by {_worst(P, fd_p):.2e}"
         assert np.abs(A).max() > 0 and np.abs(P[:, [i for i, l in enumerate(labels) if ".damper" not in l]]).max() > 0
+
+
+def test_substepped_step_jacobians_match_finite_differences(cartpole):
+    """The step of h solved as 2 substeps of h/2 (R_up S S R_down): its composed A, B and P
+    (spring, mass) against finite differences of the whole substepped step."""
+    mech = cartpole
+    opts = _options(mech)
+    z = dojo.initial_state(mech)
+    u = np.array([0.3, -0.2])[: mech.nu]
+    kinds = ("spring", "mass")
+    codes = [PARAMETER_KINDS.index(k) for k in kinds]
+
+    def step(m, z_in, u_in, **kwargs):
+        res = Substeps(m, opts).solve(0, z_in, u_in, np.zeros(m.nl), _angles(m, z_in), counts=(2,), **kwargs)
+        assert res is not None and res.n == 2
+        return res
+
+    res = step(mech, z, u, wrt=("state", "input", "params"), kinds=codes)
+    g, z_next = res.gradients, res.out["states"][0]
+    assert g.singular_node == -1
+    fd_a = np.stack([four_point(lambda d, k=k: tangent_difference(mech.nb, z_next, step(
+        mech, perturb_maximal(z, mech.nb, k, d), u).out["states"][0]), STEP_EPS) for k in range(12 * mech.nb)], axis=1)
+    fd_b = np.stack([four_point(lambda d, i=i: tangent_difference(mech.nb, z_next, step(
+        mech, z, u + d * np.eye(mech.nu)[i]).out["states"][0]), STEP_EPS) for i in range(mech.nu)], axis=1)
+    labels = parameter_labels(mech, kinds)
+    fd_p = np.stack([four_point(lambda d, lab=lab, v=v: tangent_difference(mech.nb, z_next, step(
+        with_parameters(mech, [lab], [v + d]), z, u).out["states"][0]), STEP_EPS * max(1.0, abs(v)))
+        for lab, v in zip(labels, parameter_values(mech, labels))], axis=1)
+    for name, J, FD in (("A", g.A, fd_a), ("B", g.B, fd_b), ("P", g.P, fd_p)):
+        assert _worst(J, FD) < FD_TOL, f"{name} off by {_worst(J, FD):.2e}"
+    # not the full step's: the substeps' map is another one (it differs by O(h^2) terms)
+    full = dojo.step_gradients(mech, z, u, opts, wrt=("state",))
+    assert np.abs(full.A - g.A).max() > 1e-6
+
+
+def test_a_runs_gradient_rows_of_a_substepped_step(cartpole):
+    """A run with per-step gradients (dojo simulate --gradients) whose step 2 is solved as 2
+    substeps: that step's A and B rows (gradients/A, gradients/B) against finite differences
+    of the substepped step from the run's state 2 (the storage of these rows:
+    test_substeps.py)."""
+    mech = cartpole
+    opts = _options(mech)
+    integrator = Variational(mech, dojo.initial_state(mech), opts=opts, forced_substeps={2: 2},
+                             gradients=("state", "input"))
+    blocks = [integrator.advance(k, 1)[0] for k in range(4)]
+    assert [int(b.substeps[0]) for b in blocks] == [1, 1, 2, 1]
+    A, B = blocks[2].gradients["gradients/A"][0], blocks[2].gradients["gradients/B"][0]
+    z, angles, z_next = blocks[1].z[-1], blocks[1].minimal_q[-1], blocks[2].z[-1]
+    u = np.zeros(mech.nu)
+
+    def step(z_in, u_in):
+        res = Substeps(mech, opts).solve(2, z_in, u_in, np.zeros(mech.nl), angles, counts=(2,))
+        return res.out["states"][0]
+
+    np.testing.assert_allclose(step(z, u), z_next, rtol=0, atol=1e-12)
+    fd_a = np.stack([four_point(lambda d, k=k: tangent_difference(mech.nb, z_next, step(
+        perturb_maximal(z, mech.nb, k, d), u)), STEP_EPS) for k in range(12 * mech.nb)], axis=1)
+    fd_b = np.stack([four_point(lambda d, i=i: tangent_difference(mech.nb, z_next, step(
+        z, u + d * np.eye(mech.nu)[i])), STEP_EPS) for i in range(mech.nu)], axis=1)
+    assert _worst(A, fd_a) < FD_TOL and _worst(B, fd_b) < FD_TOL, (_worst(A, fd_a), _worst(B, fd_b))
+
+
+def _failing_at(T: int, step: int, code: int, monkeypatch) -> None:
+    """The core's differentiated rollouts (``_core.rollout_jvp``, ``rollout_vjp``) report
+    step ``step`` of a rollout of T steps failed with status ``code`` (the calls over all T
+    steps from step 0: they stop there, as at a step whose solve fails after all its
+    restarts); every other call (the stretches after it) as it is."""
+    jvp, vjp = _core.rollout_jvp, _core.rollout_vjp
+    n = step + 1
+
+    def cut(a):
+        return None if a is None else np.ascontiguousarray(a[:n])
+
+    def failing(out):
+        out["status"][step] = code
+        return out
+
+    def rollout_jvp_(model, data, z, k, inputs, lam, opts, kappa, codes, dz0, du, dp):
+        if k != T:
+            return jvp(model, data, z, k, inputs, lam, opts, kappa, codes, dz0, du, dp)
+        return failing(jvp(model, data, z, n, cut(inputs), lam, opts, kappa, codes, dz0, cut(du), dp))
+
+    def rollout_vjp_(model, data, z, k, inputs, lam, opts, kappa, codes, cotangents):
+        if k != T:
+            return vjp(model, data, z, k, inputs, lam, opts, kappa, codes, cotangents)
+        return failing(vjp(model, data, z, n, cut(inputs), lam, opts, kappa, codes, cut(cotangents)))
+
+    monkeypatch.setattr(_core, "rollout_jvp", rollout_jvp_)
+    monkeypatch.setattr(_core, "rollout_vjp", rollout_vjp_)
+
+
+@pytest.mark.parametrize("case", ["forced", "failed"])
+def test_rollout_jvp_and_vjp_through_substepped_steps(case, cartpole, monkeypatch):
+    """Rollouts of 6 steps through substepped steps (rollout_gradients: the core's stretches
+    of full steps, the substepped steps' composed maps between them). "forced": steps 2 and 4
+    solved as 2 and 4 substeps; "failed": the core reports step 2 failed (the rollout's own
+    retry then solves it as substeps, 2 of them, the first count, as a run would). Forward
+    mode against finite differences of the rollout along one direction in (z0, U, spring
+    stiffnesses); reverse mode against forward mode (<zbar, J dz> = <J^T zbar, dz>, every
+    state's cotangent at once)."""
+    mech, opts, T = cartpole, _options(cartpole), 6
+    forced = {2: 2, 4: 4}
+    rng = np.random.default_rng(0)
+    kinds = ("spring",)
+    z0 = dojo.initial_state(mech)
+    U = 0.3 * rng.standard_normal((T, mech.nu))
+    dz0, dU = rng.standard_normal(12 * mech.nb), rng.standard_normal((T, mech.nu))
+    labels = parameter_labels(mech, kinds)
+    dp = rng.standard_normal(len(labels))
+    values = parameter_values(mech, labels)
+    reference = rollout_jvp(mech, z0, U, dz0, dU, dp, kinds, opts, forced_substeps={2: 2})
+    if case == "failed":
+        _failing_at(T, 2, STATUS_FROM_CODE.index(SolverStatus.MAX_ITERATIONS), monkeypatch)
+        forced = None
+    tan = rollout_jvp(mech, z0, U, dz0, dU, dp, kinds, opts, forced_substeps=forced)
+    if case == "failed":  # the failed step retried as 2 substeps: the forced rollout's states and tangents
+        np.testing.assert_array_equal(tan.states, reference.states)
+        np.testing.assert_array_equal(tan.tangents, reference.tangents)
+    # the substepped steps are not full steps: the plain rollout differs from step 2 on
+    plain = rollout_jvp(mech, z0, U, dz0, dU, dp, kinds, opts) if case == "forced" else None
+    if plain is not None:
+        assert np.abs(plain.states[2] - tan.states[2]).max() > 1e-9 and np.array_equal(plain.states[:2], tan.states[:2])
+
+    def states(e):
+        m = with_parameters(mech, labels, values + e * dp)
+        return rollout_jvp(m, perturb_tangent(mech.nb, z0, e * dz0), U + e * dU, opts=opts,
+                           forced_substeps=forced).states
+
+    fd = four_point(lambda e: np.stack([tangent_difference(mech.nb, a, b) for a, b in zip(tan.states, states(e))]),
+                    STEP_EPS)
+    err = _worst(tan.tangents, fd)
+    assert err < FD_TOL, f"{case}: rollout tangents off by {err:.2e}"
+
+    bar = rng.standard_normal((T, 12 * mech.nb))
+    cot = rollout_vjp(mech, z0, U, bar, kinds, opts, forced_substeps=forced)
+    np.testing.assert_array_equal(cot.states, tan.states)
+    lhs = float(np.sum(bar * tan.tangents))
+    rhs = float(cot.z0 @ dz0 + np.sum(cot.inputs * dU) + cot.params @ dp)
+    assert abs(lhs - rhs) < ADJOINT_TOL * max(1.0, abs(lhs)), f"{case}: <zbar, J dz> {lhs!r}, <J^T zbar, dz> {rhs!r}"
