@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 import dojo_cli as dojo
 from dojo_cli import _core
 from dojo_cli.cli.app import app
+from dojo_cli.io.gradient_files import read_gradient_file
 from dojo_cli.io.storage import read_gradient_rows, read_storage
 from dojo_cli.simulation.initial import initial_state
 from dojo_cli.simulation.integrators import Variational
@@ -214,12 +215,20 @@ def test_a_substepped_step_in_a_file_and_its_gradients(tmp_path, monkeypatch):
     assert stored.status == "complete" and stored.trajectory.status == ["success"] * 12
     assert list(stored.trajectory.substeps) == list(traj.substeps)
     np.testing.assert_allclose(stored.trajectory.x, traj.x, rtol=0, atol=1e-12)
-    # dojo gradients of that step: refused (the run's step is the substeps' composed map);
-    # of the step before it: computed. dojo step of it: the full step, with a warning
+    # dojo gradients of that step: the map the run took (its 4 substeps'), as the run stored
+    # it, and --check's finite differences of that map agree (the box is in the air: smooth);
+    # --kappa of it refused (the relaxed map of substeps is not defined). Of the step before
+    # it: the full step's. dojo step of it: the full step, with a warning
     runner = CliRunner()
-    refused = runner.invoke(app, ["gradients", "box", "--from", str(out), "--index", "5"])
-    assert refused.exit_code == 2, refused.output
-    assert "--index 5: the run solved step 5" in refused.output and "4 substeps of 0.0025 s" in refused.output
+    g_out = tmp_path / "g5.json"
+    done = runner.invoke(app, ["gradients", "box", "--from", str(out), "--index", "5", "-o", str(g_out)])
+    assert done.exit_code == 0, done.output
+    assert "solved as 4 substeps of 0.0025 s, as the run did" in done.output, done.output
+    np.testing.assert_allclose(read_gradient_file(g_out).matrices["A"], rows["gradients/A"][0], rtol=0, atol=1e-12)
+    checked = runner.invoke(app, ["gradients", "box", "--from", str(out), "--index", "5", "--check"])
+    assert checked.exit_code == 0 and "finite-difference check" in checked.output, checked.output
+    refused = runner.invoke(app, ["gradients", "box", "--from", str(out), "--index", "5", "--kappa", "1e-4"])
+    assert refused.exit_code == 2 and "--kappa: the run solved step 5" in refused.output, refused.output
     assert runner.invoke(app, ["gradients", "box", "--from", str(out), "--index", "4"]).exit_code == 0
     stepped = runner.invoke(app, ["step", "box", "--from", str(out), "--index", "5", "--json"])
     assert stepped.exit_code == 0 and "this is the full step" in stepped.output, stepped.output
