@@ -317,11 +317,21 @@ def rollout_vjp(
 
 def step_gradients(
     mech: Mechanism, z, u=None, opts: SolverOptions | None = None, wrt=("state", "input"), params=(),
-    kappa: float | None = None, minimal: bool = False, angles=None,
+    kappa: float | None = None, minimal: bool = False, angles=None, substeps: int = 1, lam=None,
 ) -> _grad.StepGradients:
     """One step and the derivatives asked for (``wrt``: state, input, params) in one solve.
     ``angles`` (maximal coordinates only): the unwrapped minimal coordinates at z, for
-    revolute limits of joints wound past +-pi (docs/physics.md)."""
+    revolute limits of joints wound past +-pi (docs/physics.md). ``substeps`` n > 1: the
+    step solved as n substeps of h/n, as a run solves a step whose full step failed, and the
+    derivatives of that composed map (``lam``: the run's warm start; docs/physics.md
+    "Substeps"; no ``kappa``)."""
+    if substeps > 1:
+        if kappa is not None:
+            raise ValueError("kappa: the relaxed map of a step solved as substeps is not defined")
+        if minimal and angles is not None:
+            raise ValueError("angles: with maximal coordinates only")
+        return _grad.substep_gradients(mech, z, u, substeps, opts or default_options(mech), wrt=wrt, params=params,
+                                       angles=angles, lam=lam, minimal=minimal)
     if minimal:
         if angles is not None:
             raise ValueError("angles: with maximal coordinates only")

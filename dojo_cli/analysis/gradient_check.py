@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dojo_cli.errors import SolverError
 from dojo_cli.math import quaternion as quat
 from dojo_cli.model.parameters import (
     parameter_labels,
@@ -114,13 +115,21 @@ def perturb_maximal(z: np.ndarray, nb: int, k: int, e: float) -> np.ndarray:
 class _StepMap:
     """The differentiated map: (mechanism, state, u) -> next state, counting evaluations."""
 
-    def __init__(self, opts, minimal: bool, kappa: float | None):
-        self.opts, self.minimal, self.kappa = opts, minimal, kappa
+    def __init__(self, opts, minimal: bool, kappa: float | None, substeps: int = 1):
+        self.opts, self.minimal, self.kappa, self.substeps = opts, minimal, kappa, substeps
         self.evaluations = 0
         self.unconverged = 0
 
     def __call__(self, mech, x, u) -> np.ndarray:
         z = minimal_to_maximal(mech, x) if self.minimal else x
+        if self.substeps > 1:  # the step solved as substeps (simulation.substeps), the map differentiated
+            try:
+                z1 = _grad.substep_gradients(mech, z, u, self.substeps, self.opts, wrt=()).next_state
+            except SolverError:
+                z1 = np.full(13 * mech.nb, np.nan)
+                self.unconverged += 1
+            self.evaluations += 1
+            return maximal_to_minimal(mech, z1) if self.minimal else z1
         if self.kappa is None:
             z1, result = solve_step(mech, z, u, self.opts)
         else:
@@ -139,9 +148,10 @@ def _column(fmap: _StepMap, mech, base, evaluate, e: float) -> np.ndarray:
     return four_point(lambda d: fmap.difference(mech, base, evaluate(d)), e)
 
 
-def finite_difference_blocks(mech, x0, u, opts, names, minimal=False, kappa=None, eps=1e-6, kinds=()):
-    """Finite-difference versions of the blocks ``names`` (A, B, P). Returns (dict, map)."""
-    fmap = _StepMap(opts, minimal, kappa)
+def finite_difference_blocks(mech, x0, u, opts, names, minimal=False, kappa=None, eps=1e-6, kinds=(), substeps=1):
+    """Finite-difference versions of the blocks ``names`` (A, B, P) of the step (``substeps``
+    n > 1: of the step solved as n substeps). Returns (dict, map)."""
+    fmap = _StepMap(opts, minimal, kappa, substeps)
     x0 = np.asarray(x0, dtype=float)
     u = np.asarray(u, dtype=float)
     base = fmap(mech, x0, u)
@@ -196,9 +206,10 @@ def _column_groups(name: str, cols: list[str], minimal: bool) -> dict[str, list[
     return groups
 
 
-def check_gradients(mech, x0, u, opts, blocks, minimal=False, kappa=None, eps=1e-6, kinds=()) -> CheckReport:
-    """Compare ``blocks`` (name -> (matrix, rows, cols)) with finite differences."""
-    numeric, fmap = finite_difference_blocks(mech, x0, u, opts, tuple(blocks), minimal, kappa, eps, kinds)
+def check_gradients(mech, x0, u, opts, blocks, minimal=False, kappa=None, eps=1e-6, kinds=(), substeps=1) -> CheckReport:
+    """Compare ``blocks`` (name -> (matrix, rows, cols)) with finite differences (of the step
+    solved as ``substeps`` substeps when n > 1)."""
+    numeric, fmap = finite_difference_blocks(mech, x0, u, opts, tuple(blocks), minimal, kappa, eps, kinds, substeps)
     errors: dict[str, float] = {}
     groups: list[GroupError] = []
     for name, (mat, _, cols) in blocks.items():

@@ -31,7 +31,9 @@ from dojo_cli import _core
 from dojo_cli.errors import SolverError, from_core
 from dojo_cli.model.mechanism import Mechanism
 from dojo_cli.model.parameters import PARAMETER_KINDS, parameter_labels
+from dojo_cli.physics.coordinates import maximal_to_minimal, minimal_to_maximal
 from dojo_cli.simulation.step import core_options, refuse_armature, singular_message, solve_step
+from dojo_cli.simulation.substeps import Substeps
 from dojo_cli.solver.options import DOJO_DEFAULTS, SolverOptions
 from dojo_cli.solver.status import STATUS_FROM_CODE, SolverResult
 
@@ -103,6 +105,85 @@ def step_gradients(
     if kappa is not None and mech.has_inequalities:
         z_next = data.z_next.copy()  # the relaxed step's result
     return StepGradients(next_state=z_next, A=A, B=B, P=P, labels=labels, result=result, kappa=float(kappa_used))
+
+
+def substep_gradients(
+    mech: Mechanism,
+    z,
+    u=None,
+    n: int = 2,
+    opts: SolverOptions | None = None,
+    wrt=("state", "input"),
+    params=(),
+    angles=None,
+    lam=None,
+    minimal: bool = False,
+) -> StepGradients:
+    """A step of h solved as n substeps of h/n, as a run solves a step whose full step failed
+    (simulation.substeps), and the derivatives of that composed map (docs/physics.md
+    "Substeps", (8)): the chain rule through the re-expressions of the state and each
+    substep's own implicit-function-theorem derivatives.
+
+    Args:
+        mech: the mechanism.
+        z: (13 nb,) maximal state [x, v, q, w] per body (midpoint velocities of a step of h);
+            with ``minimal``, (2 nf,) the minimal state y.
+        u: (nu,) inputs held over the substeps, or None for zero.
+        n: the substep count (a run's ``solver/substeps``).
+        wrt: any of "state", "input", "params".
+        params: parameter kinds (PARAMETER_KINDS) when "params" is in wrt.
+        angles: (nf,) unwrapped minimal coordinates at z (None: z's own).
+        lam: (nl,) joint impulses the first substep is warm-started with (scaled by 1/n;
+            None: zero): a run's, so that the step is the run's to rounding.
+        minimal: minimal coordinates: y -> y' with A (2 nf, 2 nf), B (2 nf, nu), P (2 nf, p),
+            the maximal derivatives between dz/dy at y and dy'/dz' at the result (the core's
+            analytic conversion Jacobians).
+
+    Raises:
+        SolverError: a substep did not converge (or its end state has no state of a step of
+            h: docs/physics.md "Substeps"), or a substep's Newton matrix is singular at its
+            solution.
+    """
+    opts = opts or DOJO_DEFAULTS
+    unknown = [kind for kind in params if kind not in PARAMETER_KINDS]
+    if unknown:
+        raise ValueError(f"unknown parameter kind {unknown[0]!r}; expected one of {', '.join(PARAMETER_KINDS)}")
+    if int(n) < 2:
+        raise ValueError(f"n: a substep count is >= 2, got {n}")
+    refuse_armature(mech)  # as every step does (simulation/step.py)
+    y = None
+    if minimal:
+        y = np.asarray(z, dtype=float).reshape(-1)
+        z = minimal_to_maximal(mech, y)
+    z = np.ascontiguousarray(z, dtype=float).reshape(-1)
+    if angles is None:
+        angles = np.asarray(_core.unwrapped_coordinates(mech.core, z[None])).reshape(mech.nf)
+    codes = [PARAMETER_KINDS.index(kind) for kind in params] if "params" in wrt else []
+    res = Substeps(mech, opts).solve(0, z, u, np.zeros(mech.nl) if lam is None else lam, angles, counts=(int(n),),
+                                     wrt=tuple(wrt) if wrt else (), kinds=codes)
+    if res is None:
+        raise SolverError(f"substeps: the step solved as {n} substeps of {mech.timestep / n:g} s did not converge, or "
+                          f"its end state has no state of a step of {mech.timestep:g} s (docs/physics.md \"Substeps\")")
+    out = res.out
+    result = SolverResult(np.zeros(0), STATUS_FROM_CODE[int(out["status"][0])], int(out["iterations"][0]),
+                          float(out["residual"][0]), float(out["complementarity"][0]))
+    z_next = out["states"][0]
+    A = B = P = None
+    kappa = 0.0
+    if wrt:
+        g = res.gradients
+        if g.singular_node != -1:
+            raise SolverError(f"gradients: a substep of the step solved as {n} substeps: the Newton matrix is singular "
+                              "at its solution")
+        A, B, P, kappa = g.A, g.B, g.P, g.kappa
+    labels = parameter_labels(mech, params) if codes else []
+    if minimal:
+        into = maximal_to_minimal_jacobian(mech, z_next)  # dy'/dz' at the result
+        A = None if A is None else into @ A @ minimal_to_maximal_jacobian(mech, y)
+        B = None if B is None else into @ B
+        P = None if P is None else into @ P
+        z_next = maximal_to_minimal(mech, z_next)
+    return StepGradients(next_state=z_next, A=A, B=B, P=P, labels=labels, result=result, kappa=float(kappa))
 
 
 def maximal_gradients(mech: Mechanism, z, u=None, opts: SolverOptions | None = None, kappa=None):

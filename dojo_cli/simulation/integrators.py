@@ -146,7 +146,8 @@ class Variational:
         external: external forces.
         gradients: "state" and/or "input": each step's A and/or B, taken on the step's own
             solve (gradients/A, gradients/B, gradients/kappa). A step solved as substeps
-            has NaN there (the composed map's derivative is not computed).
+            has its composed map's (simulation.substeps.SubstepChain: the chain rule through
+            the re-expressions and each substep's own solve).
         log: receives one dict per solver iteration; steps one at a time.
         warm_start: (nl,) joint impulses the first solve starts from (default zeros).
         start_record: (2 + nk,) the interior point's start record of the step that reached
@@ -291,15 +292,24 @@ class Variational:
             return retried
         return concat_blocks([slice_block(block, i), retried])
 
-    def _substep_block(self, k: int, u, spent: int, counts, lam=None) -> StepBlock | None:
-        """Step k from the run's state as substeps (simulation.substeps); the run moves past
-        it when it converged; None (nothing moved) when it did not."""
+    def _substep_block(self, k: int, u, spent: int, counts, lam=None, gradients=()) -> StepBlock | None:
+        """Step k from the run's state as substeps (simulation.substeps), with its composed
+        map's derivatives when ``gradients`` asks; the run moves past it when it converged;
+        None (nothing moved) when it did not."""
         z, angles = self.before
         lam = self.lam if lam is None else lam
-        res = self.retry.solve(k, z, u, lam, angles, spent=spent, counts=counts, h_prev=self.h_prev)
+        res = self.retry.solve(k, z, u, lam, angles, spent=spent, counts=counts, h_prev=self.h_prev, wrt=gradients)
         if res is None:
             return None
         block = self._substep_record(k, z, angles, u, res)
+        if gradients:
+            g = res.gradients
+            if g.singular_node != -1:
+                # no derivative at a substep's solution (its Newton matrix there is singular):
+                # as a full step's (_closed_loop_step), a failed step with NaN gradients
+                block.status_code[0] = SINGULAR
+                block.singular_node[0] = max(g.singular_node, -1)
+            self._put_gradients(block, g.A, g.B, g.kappa)
         self.data.angle_ref[:] = res.angle_ref
         self.data.warm_valid = False
         # the start record after it: the next step starts cold (the substeps' solves were of
@@ -347,9 +357,9 @@ class Variational:
         u = np.zeros(mech.nu) if controller is None else np.asarray(controller(mech, k, z), dtype=float).reshape(-1)
         forced = self.forced.get(k) if retry else None
         if forced:
-            block = self._substep_block(k, u, 0, (forced,))
+            block = self._substep_block(k, u, 0, (forced,), gradients=gradients)
             if block is not None:
-                return self._substep_gradients(block, gradients)
+                return block
         f_ext = tau_ext = None
         if self.external:
             f_ext, tau_ext = external_wrench(mech, list(self.external), k * h, z.reshape(mech.nb, 13)[:, 6:10])
@@ -357,10 +367,10 @@ class Variational:
         z_next, result = solve_step(mech, z, u, self.opts, f_ext, tau_ext, lam0=lam, log=log, data=data)
         if retry and self.retry_failed and result.status is not SolverStatus.SUCCESS and not self.last_failed:
             # solved again as substeps from the same state (simulation.substeps)
-            block = self._substep_block(k, u, result.iterations, None, lam=lam_before)
+            block = self._substep_block(k, u, result.iterations, None, lam=lam_before, gradients=gradients)
             if block is not None:
                 lam[:] = self.lam
-                return self._substep_gradients(block, gradients)
+                return block
         lam[:] = result.w[6 * mech.nb : 6 * mech.nb + mech.nl]
         _core.advance_angles(mech.core, data)  # where the next step's limit rows measure from
         out = {
@@ -413,13 +423,6 @@ class Variational:
         if B is not None:
             block.gradients["gradients/B"] = B.reshape(12 * self.mech.nb, self.mech.nu)[None]
         block.gradients["gradients/kappa"] = np.array([kappa])
-
-    def _substep_gradients(self, block: StepBlock, gradients) -> StepBlock:
-        """A substepped step's gradients: NaN, never those of a map the run did not take (the
-        derivative of the composed substeps is not computed; docs/physics.md "Substeps")."""
-        if gradients:
-            self._put_gradients(block, *self._nan_gradients(gradients))
-        return block
 
 
 def slice_block(block: StepBlock, i: int) -> StepBlock:

@@ -20,6 +20,16 @@ Coordinates are the gradients' (docs/gradients.md): tangents per body [x, v, phi
 ``raw_from_tangent_cotangent`` convert cotangents of raw states (13 nb, the quaternion's
 four numbers) for callers that differentiate raw arrays (dojo_cli.jax).
 
+A step that fails after all its restarts is solved again as substeps, as a run's is
+(simulation.substeps: n = 2, 4, 8, 16 substeps of h/n): the rollout goes on from its result,
+and the derivatives pass through its composed map (``SubstepChain``: the chain rule through
+the re-expressions and each substep's own solve). The rollout is then the core's call per
+stretch of full steps (``_core.rollout_jvp``, ``_core.rollout_vjp``) with the substepped steps
+between them; reverse mode goes back over the stretches with the cotangent each later one
+passed back. A rollout without such a step is one core call, as before. With ``kappa`` a
+failed step is not retried (the relaxed map of substeps is not defined here): it stops the
+rollout as a step that fails at every count does.
+
 Contact and joint limits: each step is an interior-point solve, so the rollout is only
 piecewise smooth. With ``kappa`` the run is the relaxed one: every step moved onto the
 central path s o gamma = kappa and the run continuing from that relaxed step, a smooth
@@ -40,6 +50,7 @@ from dojo_cli.math.quaternion import conjugate, multiply
 from dojo_cli.model.mechanism import Mechanism
 from dojo_cli.model.parameters import PARAMETER_KINDS, parameter_labels
 from dojo_cli.simulation.step import core_options, refuse_armature
+from dojo_cli.simulation.substeps import SubstepGradients, Substeps
 from dojo_cli.solver.options import DOJO_DEFAULTS, SolverOptions
 from dojo_cli.solver.status import STATUS_FROM_CODE
 
@@ -89,16 +100,104 @@ def _setup(mech: Mechanism, z0, U, params):
     return z0, U, [PARAMETER_KINDS.index(kind) for kind in params]
 
 
-def _check_status(status, what: str) -> None:
+def _check_status(status, what: str, k0: int = 0) -> None:
     bad = np.flatnonzero(np.asarray(status) != 0)
     if bad.size:
         k = int(bad[0])
-        raise SolverError(f"{what}: step {k} did not converge ({STATUS_FROM_CODE[int(status[k])].value}); "
+        raise SolverError(f"{what}: step {k0 + k} did not converge ({STATUS_FROM_CODE[int(status[k])].value}); "
                           "its derivative is not defined")
 
 
+@dataclass
+class _Stretch:
+    """Full steps k0 .. k0 + n - 1 of a rollout in one core call, from z (13 nb,) with the
+    warm start lam (nl,) and the unwrapped angles (nf,) the call starts from (None: the
+    Data's own), as reverse mode replays them."""
+
+    k0: int
+    n: int
+    z: np.ndarray
+    lam: np.ndarray
+    angles: np.ndarray | None
+
+
+@dataclass
+class _Substepped:
+    """Step i of a rollout solved as substeps (simulation.substeps), its derivatives."""
+
+    i: int
+    gradients: SubstepGradients
+
+
+def _stretch_data(mech: Mechanism, angles):
+    data = _core.Data(mech.core)
+    if angles is not None:
+        data.angle_ref[:] = angles
+    return data
+
+
+def _forward(mech: Mechanism, z0, U, opts, kappa, codes, dz0, dU, dp, what: str, forced=None):
+    """The rollout forward with its tangents: stretches of full steps (``_core.rollout_jvp``)
+    and, between them, the failed steps solved again as substeps (module docstring); the
+    steps of ``forced`` ({step: n}) are solved as n substeps whatever their full step does.
+    Returns (states (T, 13 nb), tangents (T, 12 nb), pieces: _Stretch and _Substepped in order)."""
+    T, nb = U.shape[0], mech.nb
+    states, tangents = np.zeros((T, 13 * nb)), np.zeros((T, 12 * nb))
+    core_opts = core_options(opts)
+    forced = forced or {}
+    pieces: list = []
+    z, dz, lam, k0 = z0, dz0, np.zeros(mech.nl), 0
+    angles = None  # the unwrapped angles at z (None: a fresh start, the core's start_angle)
+    retry = None
+    while k0 < T:
+        end = min([f for f in forced if f >= k0], default=T)
+        counts = None  # the retry's
+        if end > k0:
+            data = _stretch_data(mech, angles)
+            stretch = _Stretch(k0, 0, z, lam.copy(), angles)
+            try:
+                out = _core.rollout_jvp(mech.core, data, z, end - k0, np.ascontiguousarray(U[k0:end]), lam, core_opts,
+                                        -1.0 if kappa is None else float(kappa), codes, dz,
+                                        None if dU is None else np.ascontiguousarray(dU[k0:end]), dp)
+            except (ValueError, TypeError) as exc:
+                raise from_core(exc, what) from None
+            n = int(out["steps"])
+            status = np.asarray(out["status"][:n])
+            failed = bool(status[-1] != 0)
+            done = n - 1 if failed else n
+            if done:
+                states[k0:k0 + done], tangents[k0:k0 + done] = out["states"][:done], out["tangents"][:done]
+                stretch.n = done
+                pieces.append(stretch)
+                z, dz = states[k0 + done - 1], tangents[k0 + done - 1]
+            angles = np.array(data.angle_ref)  # at z (a failed step leaves them where it started)
+            k0 += done
+            if not failed:
+                continue
+            if kappa is not None:
+                _check_status(status, what, k0 - done)
+        else:
+            counts = (forced[end],)
+        # step k0 (failed after all its restarts, or forced): solved as substeps from z
+        i = k0
+        retry = retry or Substeps(mech, opts)
+        res = retry.solve(i, z, U[i], np.zeros(mech.nl), np.full(mech.nf, np.nan) if angles is None else angles,
+                          counts=counts, wrt=("state", "input", "params"), kinds=codes)
+        if res is None:
+            raise SolverError(f"{what}: step {i} did not converge, nor as substeps; its derivative is not defined")
+        g = res.gradients
+        if g.singular_node != -1:
+            raise SolverError(f"{what}: step {i}, solved as {res.n} substeps: the Newton matrix of a substep is "
+                              "singular at its solution; its derivative is not defined")
+        pieces.append(_Substepped(i, g))
+        states[i] = res.out["states"][0]
+        tangents[i] = g.A @ dz + (0.0 if dU is None else g.B @ dU[i]) + (0.0 if dp is None else g.P @ dp)
+        z, dz, lam, angles, k0 = states[i], tangents[i], res.lam.copy(), res.angle_ref.copy(), i + 1
+    return states, tangents, pieces
+
+
 def rollout_jvp(mech: Mechanism, z0, U, dz0=None, dU=None, dparams=None, params=(), opts: SolverOptions | None = None,
-                kappa: float | None = None) -> RolloutTangents:
+                kappa: float | None = None, *, forced_substeps: dict[int, int] | None = None) -> RolloutTangents:
     """Forward mode through the rollout of inputs U from z0: the states and their tangents.
 
     Args:
@@ -109,9 +208,11 @@ def rollout_jvp(mech: Mechanism, z0, U, dz0=None, dU=None, dparams=None, params=
         dparams: (p,) tangent of the parameters of the kinds ``params`` (labels:
             dojo.parameter_labels(mech, params)).
         kappa: differentiate the relaxed run (module docstring), None: where each solve stopped.
+        forced_substeps: {step: n}: steps solved as n substeps whatever their full step does
+            (as simulation.integrators.Variational's: tests of the substeps' derivatives).
 
     Raises:
-        SolverError: a step did not converge.
+        SolverError: a step did not converge (nor as substeps).
     """
     z0, U, codes = _setup(mech, z0, U, params)
     T = U.shape[0]
@@ -120,18 +221,13 @@ def rollout_jvp(mech: Mechanism, z0, U, dz0=None, dU=None, dparams=None, params=
     dz0 = np.zeros(nt) if dz0 is None else np.ascontiguousarray(dz0, dtype=float).reshape(-1)
     dU = None if dU is None else np.ascontiguousarray(dU, dtype=float).reshape(T, mech.nu)
     dp = None if dparams is None or p == 0 else np.ascontiguousarray(dparams, dtype=float).reshape(-1)
-    try:
-        out = _core.rollout_jvp(mech.core, _core.Data(mech.core), z0, T, U, np.zeros(mech.nl),
-                                core_options(opts or DOJO_DEFAULTS), -1.0 if kappa is None else float(kappa), codes,
-                                dz0, dU, dp)
-    except (ValueError, TypeError) as exc:
-        raise from_core(exc, "rollout_jvp") from None
-    _check_status(out["status"], "rollout_jvp")
-    return RolloutTangents(states=out["states"], tangents=out["tangents"])
+    states, tangents, _ = _forward(mech, z0, U, opts or DOJO_DEFAULTS, kappa, codes, dz0, dU, dp, "rollout_jvp",
+                                   forced_substeps)
+    return RolloutTangents(states=states, tangents=tangents)
 
 
 def rollout_vjp(mech: Mechanism, z0, U, cotangents, params=(), opts: SolverOptions | None = None,
-                kappa: float | None = None) -> RolloutCotangents:
+                kappa: float | None = None, *, forced_substeps: dict[int, int] | None = None) -> RolloutCotangents:
     """Reverse mode through the rollout of inputs U from z0: the gradient of a loss.
 
     Args:
@@ -142,26 +238,62 @@ def rollout_vjp(mech: Mechanism, z0, U, cotangents, params=(), opts: SolverOptio
             converts a gradient with respect to the raw 13 nb numbers).
         params: parameter kinds to return the cotangent of.
         kappa: differentiate the relaxed run (module docstring), None: where each solve stopped.
+        forced_substeps: {step: n}: steps solved as n substeps (rollout_jvp).
 
     Returns:
         RolloutCotangents: dL/dz0 (tangent), dL/dU (T, nu), dL/dtheta (p,).
 
     Raises:
-        SolverError: a step did not converge.
+        SolverError: a step did not converge (nor as substeps).
     """
     z0, U, codes = _setup(mech, z0, U, params)
     T = U.shape[0]
     bar = np.ascontiguousarray(cotangents, dtype=float).reshape(T, 12 * mech.nb)
+    opts = opts or DOJO_DEFAULTS
+    labels = parameter_labels(mech, params) if codes else []
+    if not forced_substeps:
+        out = _vjp_stretch(mech, _Stretch(0, T, z0, np.zeros(mech.nl), None), U, opts, kappa, codes, bar)
+        status = np.asarray(out["status"][: out["steps"]])
+        if status[-1] == 0 or kappa is not None:
+            _check_status(status, "rollout_vjp")
+            return RolloutCotangents(states=out["states"], z0=out["z0"], inputs=out["inputs"], params=out["params"],
+                                     labels=labels)
+    # a step failed (or is forced): the rollout with it solved as substeps (module docstring),
+    # forward once with its pieces, then backward over them from the last
+    nt, p = 12 * mech.nb, len(labels)
+    states, _, pieces = _forward(mech, z0, U, opts, kappa, codes, np.zeros(nt), None, None, "rollout_vjp",
+                                 forced_substeps)
+    carry, u_bar, p_bar = np.zeros(nt), np.zeros((T, mech.nu)), np.zeros(p)
+    for piece in reversed(pieces):
+        if isinstance(piece, _Substepped):
+            g, i = piece.gradients, piece.i
+            b = bar[i] + carry
+            u_bar[i] = g.B.T @ b
+            if p:
+                p_bar += g.P.T @ b
+            carry = g.A.T @ b
+            continue
+        k0, n = piece.k0, piece.n
+        cot = bar[k0:k0 + n].copy()
+        cot[-1] += carry
+        out = _vjp_stretch(mech, piece, U, opts, kappa, codes, cot)
+        _check_status(out["status"][: out["steps"]], "rollout_vjp", k0)
+        u_bar[k0:k0 + n] = out["inputs"]
+        if p:
+            p_bar += out["params"]
+        carry = np.asarray(out["z0"])
+    return RolloutCotangents(states=states, z0=carry, inputs=u_bar, params=p_bar, labels=labels)
+
+
+def _vjp_stretch(mech: Mechanism, piece: _Stretch, U, opts, kappa, codes, cotangents) -> dict:
+    """``_core.rollout_vjp`` over a stretch of full steps, started as the forward pass started it."""
+    k0, n = piece.k0, piece.n
     try:
-        out = _core.rollout_vjp(mech.core, _core.Data(mech.core), z0, T, U, np.zeros(mech.nl),
-                                core_options(opts or DOJO_DEFAULTS), -1.0 if kappa is None else float(kappa), codes,
-                                bar)
+        return _core.rollout_vjp(mech.core, _stretch_data(mech, piece.angles), piece.z, n,
+                                 np.ascontiguousarray(U[k0:k0 + n]), piece.lam.copy(), core_options(opts),
+                                 -1.0 if kappa is None else float(kappa), codes, np.ascontiguousarray(cotangents))
     except (ValueError, TypeError) as exc:
         raise from_core(exc, "rollout_vjp") from None
-    _check_status(out["status"], "rollout_vjp")
-    labels = parameter_labels(mech, params) if codes else []
-    return RolloutCotangents(states=out["states"], z0=out["z0"], inputs=out["inputs"], params=out["params"],
-                             labels=labels)
 
 
 # ------------------------------------------------- raw states <-> tangent coordinates

@@ -36,6 +36,21 @@ residual and complementarity the largest of its substeps'; its joint impulses an
 impulses the sums over the substeps (the impulse over the step); its contact distances and
 slips the last substep's. The inputs are held over the step (the controller's or the
 schedule's input at t_k); external forces are evaluated at each substep's start.
+
+Gradients (``SubstepChain``). The step of h solved as n substeps is the map
+z -> R_up(S_n(... S_1(R_down(z)))): R_down re-expresses z for a step of h/n, each S_i is a
+step of the Model at h/n, R_up re-expresses the last substep's state for a step of h
+(``_core.midpoint_for_step``). Its derivative is the chain rule through them, in the
+gradients' tangent coordinates (12 nb per state, docs/gradients.md): with J the derivative
+of the current state in (z, u, theta),
+    J_z = R_up' A_n ... A_1 R_down',
+    J_u = R_up' sum_i A_n ... A_i+1 B_i               (the inputs held over the substeps),
+    J_theta = R_up' (sum_i A_n ... A_i+1 P_i + A_n ... A_1 R_down,theta) + R_up,theta,
+A_i, B_i, P_i each substep's implicit-function-theorem derivatives on its own solve
+(``_core.gradients`` on the substep's Data, right after it, as a full step's are taken) and
+R' the re-expressions' Jacobians (core step_length.h ``midpoint_for_step_jacobian``: the
+left transforms and the springs' second derivatives). Everything is the core's; this
+module only multiplies.
 """
 
 from __future__ import annotations
@@ -48,6 +63,7 @@ from dojo_cli import _core
 from dojo_cli.model.compiled import model_input
 from dojo_cli.model.controller import external_wrench
 from dojo_cli.model.mechanism import Mechanism
+from dojo_cli.model.parameters import PARAMETER_KINDS, parameter_labels
 from dojo_cli.simulation.step import core_options
 from dojo_cli.solver.options import SolverOptions
 
@@ -56,6 +72,105 @@ from dojo_cli.solver.options import SolverOptions
 # at h = 0.01), past any spin of the example-robot-data robots' links; a step that fails
 # at 16 substeps fails (its full step's result is kept, as without the retry).
 SUBSTEP_COUNTS = (2, 4, 8, 16)
+
+
+@dataclass
+class SubstepGradients:
+    """The derivatives of a step of h solved as n substeps (module docstring, "Gradients"),
+    tangent coordinates [x, v, phi, w] per body as a full step's (core gradients.h).
+
+    Attributes:
+        A: (12 nb, 12 nb) d z_next / d z, or None (not asked).
+        B: (12 nb, nu) d z_next / d u, or None.
+        P: (12 nb, p) d z_next / d theta for the parameter kinds asked, or None.
+        kappa: the largest central-path value of the substeps' derivatives (0 without
+            inequalities).
+        singular_node: -1, or the Newton-matrix node of a substep whose matrix at its
+            solution is singular (core gradients.h; -2: a re-expression's Jacobian is): no
+            derivative there, A, B, P NaN.
+    """
+
+    A: np.ndarray | None
+    B: np.ndarray | None
+    P: np.ndarray | None
+    kappa: float
+    singular_node: int = -1
+
+
+def parameter_count(mech: Mechanism, kinds) -> int:
+    """Columns of the parameter kind codes ``kinds`` (core gradients.h, PARAMETER_KINDS order)."""
+    return len(parameter_labels(mech, [PARAMETER_KINDS[k] for k in kinds])) if kinds else 0
+
+
+class SubstepChain:
+    """The chain rule through a substepped step, accumulated as its maps are taken.
+
+    ``enter`` at the re-expression of z for h/n, ``substep`` after each substep's solve
+    (its Data holds the solution), ``leave`` at the re-expression back for h, then
+    ``result``. J holds the derivative of the current state: (12 nb, 12 nb) in z, (12 nb, nu)
+    in u, (12 nb, p) in theta.
+
+    Args:
+        mech: the mechanism of the step.
+        wrt: any of "state", "input", "params" (the derivatives to return).
+        kinds: parameter kind codes (core gradients.h ParameterKind) for "params".
+    """
+
+    def __init__(self, mech: Mechanism, wrt, kinds=()):
+        self.wrt = tuple(wrt)
+        self.kinds = list(kinds) if "params" in self.wrt else []
+        nt = 12 * mech.nb
+        self.kappa = 0.0
+        self.singular_node = -1
+        self.Jz = np.eye(nt)
+        self.Ju = np.zeros((nt, mech.nu))
+        self.Jp = np.zeros((nt, parameter_count(mech, self.kinds)))
+
+    def _reexpression(self, from_core, from_data, to_core, to_data, z, z_out) -> None:
+        """J <- R' J (+ R_theta): z (13 nb,) re-expressed as z_out for to_core's step."""
+        if self.singular_node != -1:
+            return
+        try:
+            R, Rp = _core.midpoint_for_step_jacobian(from_core, from_data, to_core, to_data, z, z_out, self.kinds)
+        except ValueError:  # (S)'s Jacobian is singular at z_out: the map has no derivative there
+            self.singular_node = -2
+            return
+        self.Jz, self.Ju, self.Jp = R @ self.Jz, R @ self.Ju, R @ self.Jp
+        if Rp is not None:
+            self.Jp += Rp
+
+    def enter(self, from_core, from_data, to_core, to_data, z, zf) -> None:
+        """At R_down: the step's state z (13 nb,) re-expressed as zf for the substeps' Model."""
+        self._reexpression(from_core, from_data, to_core, to_data, z, zf)
+
+    def substep(self, core, data) -> None:
+        """After a substep's solve in data: J <- A J (+ B, + P), its derivatives on that solve."""
+        if self.singular_node != -1:
+            return
+        try:
+            A, B, P, kappa = _core.gradients(core, data, True, "input" in self.wrt, self.kinds, -1.0)
+        except RuntimeError:  # the substep's Newton matrix at its solution is singular
+            self.singular_node = max(int(data.singular_node), 0)
+            return
+        self.kappa = max(self.kappa, float(kappa))
+        self.Jz = A @ self.Jz
+        self.Ju = A @ self.Ju
+        if B is not None:
+            self.Ju += B.reshape(self.Ju.shape)
+        if self.kinds:
+            self.Jp = A @ self.Jp + P
+
+    def leave(self, from_core, from_data, to_core, to_data, zf, z_next) -> None:
+        """At R_up: the last substep's state zf (13 nb,) re-expressed as z_next for a step of h."""
+        self._reexpression(from_core, from_data, to_core, to_data, zf, z_next)
+
+    def result(self) -> SubstepGradients:
+        parts = [self.Jz if "state" in self.wrt else None, self.Ju if "input" in self.wrt else None,
+                 self.Jp if self.kinds else None]
+        if self.singular_node != -1:
+            parts = [None if a is None else np.full_like(a, np.nan) for a in parts]
+        return SubstepGradients(*parts, kappa=self.kappa if self.singular_node == -1 else np.nan,
+                                singular_node=self.singular_node)
 
 
 @dataclass
@@ -71,6 +186,7 @@ class SubstepResult:
         angle_ref: (nf,) the unwrapped angles at the state reached (Data.angle_ref).
         lam: (nl,) joint impulses to warm-start the next full step with (the last
             substep's, scaled to a step of h).
+        gradients: the step's derivatives when asked (``wrt``), else None.
     """
 
     n: int
@@ -78,6 +194,7 @@ class SubstepResult:
     knot0: tuple[np.ndarray, np.ndarray, np.ndarray]
     angle_ref: np.ndarray
     lam: np.ndarray
+    gradients: SubstepGradients | None = None
 
 
 class Substeps:
@@ -109,7 +226,7 @@ class Substeps:
         return pair
 
     def solve(self, k: int, z: np.ndarray, u, lam: np.ndarray, angles: np.ndarray, spent: int = 0,
-              counts=None, h_prev: float | None = None) -> SubstepResult | None:
+              counts=None, h_prev: float | None = None, wrt=(), kinds=()) -> SubstepResult | None:
         """Step k from the state z solved as substeps: the first count of ``counts`` (default
         the retry's) whose substeps all converge and whose end state a step of h can start
         from; None when none does.
@@ -124,6 +241,10 @@ class Substeps:
             counts: the substep counts to try (default the retry's).
             h_prev: the length of the step that reached z (default h; h/m after a step
                 solved as m substeps), for the knot velocities at z.
+            wrt: the derivatives of the step to return (any of "state", "input", "params":
+                SubstepChain); none by default.
+            kinds: parameter kind codes (core gradients.h) for "params".
+
         """
         mech = self.mech
         h, nb = mech.timestep, mech.nb
@@ -135,6 +256,10 @@ class Substeps:
             zf, ok, _, _ = _core.midpoint_for_step(mech.core, self.scratch, core, data, z)
             if not ok:
                 continue
+            chain = None
+            if wrt:
+                chain = SubstepChain(mech, wrt, kinds)
+                chain.enter(mech.core, self.scratch, core, data, z, zf)
             data.angle_ref[:] = angles
             data.warm_valid = False
             lam_f = np.ascontiguousarray(lam, dtype=float) / n
@@ -155,6 +280,8 @@ class Substeps:
                 spent += data.iterations
                 if status != 0:
                     break
+                if chain is not None:
+                    chain.substep(core, data)  # on the substep's own solve
                 lam_f = np.array(data.w[6 * nb: 6 * nb + nl])
                 impulses += lam_f
                 normal += data.contact_normal_impulse
@@ -172,6 +299,8 @@ class Substeps:
             z_next, ok, _, _ = _core.midpoint_for_step(core, data, mech.core, self.scratch, zf)
             if not ok:
                 continue
+            if chain is not None:
+                chain.leave(core, data, mech.core, self.scratch, zf, z_next)
             # the velocities at the knot of z, between the step before it and the first substep
             knot0 = knot_between(core, data, z0f, first, h if h_prev is None else h_prev)
             out = {
@@ -187,7 +316,8 @@ class Substeps:
                 "contact_slip": slip[None],
                 "singular_node": np.array([-1]),
             }
-            return SubstepResult(n, out, knot0, np.array(data.angle_ref), lam_f * n)
+            return SubstepResult(n, out, knot0, np.array(data.angle_ref), lam_f * n,
+                                 None if chain is None else chain.result())
         return None
 
 
@@ -204,4 +334,4 @@ def knot_between(core, data, z: np.ndarray, z_next: np.ndarray, h1: float) -> tu
     return np.asarray(v), np.asarray(omega), np.asarray(rates).reshape(-1)
 
 
-__all__ = ["SUBSTEP_COUNTS", "SubstepResult", "Substeps", "knot_between"]
+__all__ = ["SUBSTEP_COUNTS", "SubstepChain", "SubstepGradients", "SubstepResult", "Substeps", "knot_between"]

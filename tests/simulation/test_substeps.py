@@ -12,7 +12,8 @@ from typer.testing import CliRunner
 import dojo_cli as dojo
 from dojo_cli import _core
 from dojo_cli.cli.app import app
-from dojo_cli.io.storage import read_storage
+from dojo_cli.io.gradient_files import read_gradient_file
+from dojo_cli.io.storage import read_gradient_rows, read_storage
 from dojo_cli.simulation.initial import initial_state
 from dojo_cli.simulation.integrators import Variational
 from dojo_cli.simulation.knots import KnotRows
@@ -175,8 +176,9 @@ def test_a_spin_past_the_fold_of_the_longer_step_has_no_state():
 
 def test_a_substepped_step_in_a_file_and_its_gradients(tmp_path, monkeypatch):
     """The record of a substepped step: status success, solver/substeps n in the file (1 for
-    the others), the run's summary note; with --gradients, its A and B are NaN (the
-    derivative of the composed substeps is not computed), never those of the full step."""
+    the others), the run's summary note; with --gradients, its A and B are those of the
+    substeps' composed map (simulation.substeps.SubstepChain; checked against finite
+    differences in test_substep_gradients.py), never those of the full step."""
     mech = dojo.load_scene("box")
     traj, _ = _run(mech, 12, forced_substeps={5: 4})
     assert traj.status == ["success"] * 12 and list(traj.substeps) == [1] * 5 + [4] + [1] * 6
@@ -186,8 +188,11 @@ def test_a_substepped_step_in_a_file_and_its_gradients(tmp_path, monkeypatch):
 
     integrator = Variational(mech, initial_state(mech), forced_substeps={5: 4}, gradients=("state", "input"))
     blocks = [integrator.advance(k, 1)[0] for k in range(7)]
-    assert np.isnan(blocks[5].gradients["gradients/A"]).all() and np.isnan(blocks[5].gradients["gradients/kappa"]).all()
-    assert np.isfinite(blocks[4].gradients["gradients/A"]).all() and np.isfinite(blocks[6].gradients["gradients/A"]).all()
+    for k in (4, 5, 6):
+        assert all(np.isfinite(blocks[k].gradients[name]).all() for name in ("gradients/A", "gradients/B")), k
+    # the composed map's, from the state before it: not the full step's
+    full = dojo.step_gradients(mech, blocks[4].z[-1], None, wrt=("state",), angles=blocks[4].minimal_q[-1])
+    assert np.abs(blocks[5].gradients["gradients/A"][0] - full.A).max() > 1e-6
 
     # the command line: the note (even with -q) and the file's record; the retry forced at
     # step 5 (a real failing step is a robot's: tests/robots/test_robot_zoo.py)
@@ -198,20 +203,32 @@ def test_a_substepped_step_in_a_file_and_its_gradients(tmp_path, monkeypatch):
 
     monkeypatch.setattr(Variational, "__init__", forced_init)
     out = tmp_path / "box.h5"
-    result = CliRunner().invoke(app, ["simulate", "box", "--steps", "12", "-q", "-o", str(out)])
+    result = CliRunner().invoke(app, ["simulate", "box", "--steps", "12", "-q", "-o", str(out), "--gradients"])
     assert result.exit_code == 0, result.output
     assert "1 of 12 steps failed at h = 0.01 s and were solved as substeps, the first at step 5 (t = 0.05 s) as 4 " \
            "substeps of 0.0025 s" in result.output, result.output
+    assert "those of the substeps' composed map" in result.output, result.output
+    rows = read_gradient_rows(out, [5])
+    np.testing.assert_allclose(rows["gradients/A"][0], blocks[5].gradients["gradients/A"][0], rtol=0, atol=1e-9)
+    np.testing.assert_allclose(rows["gradients/B"][0], blocks[5].gradients["gradients/B"][0], rtol=0, atol=1e-9)
     stored = read_storage(out)
     assert stored.status == "complete" and stored.trajectory.status == ["success"] * 12
     assert list(stored.trajectory.substeps) == list(traj.substeps)
     np.testing.assert_allclose(stored.trajectory.x, traj.x, rtol=0, atol=1e-12)
-    # dojo gradients of that step: refused (the run's step is the substeps' composed map);
-    # of the step before it: computed. dojo step of it: the full step, with a warning
+    # dojo gradients of that step: the map the run took (its 4 substeps'), as the run stored
+    # it, and --check's finite differences of that map agree (the box is in the air: smooth);
+    # --kappa of it refused (the relaxed map of substeps is not defined). Of the step before
+    # it: the full step's. dojo step of it: the full step, with a warning
     runner = CliRunner()
-    refused = runner.invoke(app, ["gradients", "box", "--from", str(out), "--index", "5"])
-    assert refused.exit_code == 2, refused.output
-    assert "--index 5: the run solved step 5" in refused.output and "4 substeps of 0.0025 s" in refused.output
+    g_out = tmp_path / "g5.json"
+    done = runner.invoke(app, ["gradients", "box", "--from", str(out), "--index", "5", "-o", str(g_out)])
+    assert done.exit_code == 0, done.output
+    assert "solved as 4 substeps of 0.0025 s, as the run did" in done.output, done.output
+    np.testing.assert_allclose(read_gradient_file(g_out).matrices["A"], rows["gradients/A"][0], rtol=0, atol=1e-12)
+    checked = runner.invoke(app, ["gradients", "box", "--from", str(out), "--index", "5", "--check"])
+    assert checked.exit_code == 0 and "finite-difference check" in checked.output, checked.output
+    refused = runner.invoke(app, ["gradients", "box", "--from", str(out), "--index", "5", "--kappa", "1e-4"])
+    assert refused.exit_code == 2 and "--kappa: the run solved step 5" in refused.output, refused.output
     assert runner.invoke(app, ["gradients", "box", "--from", str(out), "--index", "4"]).exit_code == 0
     stepped = runner.invoke(app, ["step", "box", "--from", str(out), "--index", "5", "--json"])
     assert stepped.exit_code == 0 and "this is the full step" in stepped.output, stepped.output

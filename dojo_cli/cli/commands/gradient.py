@@ -333,13 +333,10 @@ def gradients_command(
     if params is not None:
         check_parameter_kinds(mech, spec.name, kinds)
     start = resolve_state(mech, spec, state, run, index)
-    if start.substeps > 1:
-        # the run's step is the composed map of its substeps: the full step's Jacobian would
-        # be that of a step the run did not take (docs/physics.md "Substeps")
+    if start.substeps > 1 and kappa is not None:
         raise InputError(
-            f"--index {index}: the run solved step {start.k} ({start.source}) as {start.substeps} substeps of "
-            f"{mech.timestep / start.substeps:g} s (its full step failed; solver/substeps): the gradients of "
-            "substeps are not computed"
+            f"--kappa: the run solved step {start.k} ({start.source}) as {start.substeps} substeps (its full step "
+            "failed; solver/substeps): the relaxed map of substeps is not defined; leave --kappa out"
         )
     u, u_source = resolve_input(mech, start, inputs, input_file)
     f_ext, _ = external_forces(mech, start)
@@ -352,12 +349,17 @@ def gradients_command(
     if check:
         opts = opts.replace(rtol=check_solver_tol, btol=check_solver_tol, max_iter=max(opts.max_iter, 100))
     x0 = (start.y if start.y is not None else maximal_to_minimal(mech, start.z)) if minimal else start.z
+    # a step the run solved as substeps: the derivatives of the map it took, the substeps'
+    # composed one (docs/physics.md "Substeps"), never the full step's
+    substepped = {"substeps": start.substeps, "lam": start.warm_start} if start.substeps > 1 else {}
     g = step_gradients(mech, x0, u, opts, wrt=wrt_parts, params=kinds, kappa=kappa, minimal=minimal,
-                       angles=None if minimal else start.angles)
+                       angles=None if minimal else start.angles, **substepped)
     blocks = gradient_blocks(mech, g, minimal)
 
     coords = "minimal coordinates (per joint [coordinates; velocities])" if minimal else "maximal tangent coordinates [x, v, phi, w] per body"
-    typer.echo(f"{spec.name}: gradients of one step of {mech.timestep:g} s from {start.source}, {coords}")
+    how = (f" solved as {start.substeps} substeps of {mech.timestep / start.substeps:g} s, as the run did "
+           "(solver/substeps)") if substepped else ""
+    typer.echo(f"{spec.name}: gradients of one step of {mech.timestep:g} s{how} from {start.source}, {coords}")
     typer.echo(f"input {_fmt(u)} ({u_source})")
     res = g.result
     kappa_text = "no contacts or limits" if not mech.has_inequalities else ("relaxed (--kappa)" if kappa is not None else "where the solver stopped")
@@ -401,7 +403,8 @@ def gradients_command(
         echo_err(f"warning: the solver {res.status.message} (residual {res.residual:.3e}); the gradients are those of an unconverged step")
         failed = abort_on_failure
     if check:
-        report = check_gradients(mech, x0, u, opts, blocks, minimal=minimal, kappa=kappa, eps=check_eps, kinds=kinds)
+        report = check_gradients(mech, x0, u, opts, blocks, minimal=minimal, kappa=kappa, eps=check_eps, kinds=kinds,
+                                 substeps=start.substeps)
         ok = print_check(report, check_tol, mech, kappa)
         if not ok:
             raise typer.Exit(1)

@@ -150,7 +150,7 @@ def simulate(
         echo_err(
             f"{out}: note: {summary.substepped_steps} of {n} steps failed at h = {h:g} s and were solved as substeps, "
             f"the first at step {k - k0} (t = {k * h:.6g} s) as {count} substeps of {h / count:g} s (see solver/substeps)"
-            + ("; their gradients/A, gradients/B are NaN (the derivative of substeps is not computed)" if wrt else "")
+            + ("; their gradients/A, gradients/B are those of the substeps' composed map" if wrt else "")
         )
     if summary.failed_steps:
         # said even with -q (it silences progress, not failures), and a distinct exit code;

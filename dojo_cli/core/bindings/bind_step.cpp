@@ -178,6 +178,29 @@ void bind_step(nb::module_& m) {
       "(step_length.h); ok False when none exists on the physical branch (z_out is then z).");
 
   m.def(
+      "midpoint_for_step_jacobian",
+      [](const Model& from, Data& d_from, const Model& to, Data& d_to, const InArray& z, const InArray& z_out,
+         const std::vector<int>& parameters) {
+        if (from.nb != to.nb || from.nf != to.nf || from.nl != to.nl)
+          throw std::invalid_argument("midpoint_for_step_jacobian: the two models are not of one mechanism");
+        const size_t nz = 13 * static_cast<size_t>(from.nb), nt = 12 * static_cast<size_t>(from.nb);
+        const double* pz = checked(z, nz, "state");
+        const double* po = checked(z_out, nz, "z_out");
+        const int p = checked_parameter_count(from, parameters);
+        OutArray A = numpy_zeros<double>({nt, nt});
+        std::optional<OutArray> P;
+        if (p > 0) P = numpy_zeros<double>({nt, static_cast<size_t>(p)});
+        if (!midpoint_for_step_jacobian(from, d_from, to, d_to, pz, po, parameters, A.data(), P ? P->data() : nullptr))
+          throw std::invalid_argument(
+              "midpoint_for_step_jacobian: a state is not finite or the left transforms' Jacobian is singular");
+        return nb::make_tuple(A, P);
+      },
+      nb::arg("from_model"), nb::arg("from_data"), nb::arg("to_model"), nb::arg("to_data"), nb::arg("z"),
+      nb::arg("z_out"), nb::arg("parameters") = std::vector<int>(),
+      "(A (12 nb, 12 nb), P (12 nb, p) or None): the Jacobian of midpoint_for_step at z, whose result is z_out,\n"
+      "in the gradients' tangent coordinates, and in the parameters of the kinds given (step_length.h).");
+
+  m.def(
       "knot_velocities_between",
       [](const Model& model, Data& data, const InArray& z, const InArray& z_next, double h1) {
         const size_t nz = 13 * static_cast<size_t>(model.nb), nb_ = model.nb;

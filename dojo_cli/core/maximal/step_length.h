@@ -43,6 +43,8 @@
 // solution on the physical branch, and the map says so.
 #pragma once
 
+#include <vector>
+
 #include "data.h"
 #include "model.h"
 
@@ -87,5 +89,25 @@ StepLengthResult midpoint_for_step(const Model& from, Data& d_from, const Model&
 // False when a state is not finite.
 bool knot_velocities_between(const Model& m, Data& d, const double* z, const double* z_next, double h1, double* v,
                              double* omega);
+
+// The Jacobian of midpoint_for_step at z, whose result is z_out (ok), in the gradients'
+// tangent coordinates (gradients.h: [x, v, phi, w] per body, 12 nb): the map a substepped
+// step's derivative chains through at both ends (docs/physics.md "Substeps", Gradients).
+// Positions and orientations pass unchanged (identity rows); the velocities xi' solve (S),
+//     L_h2(xi') = L_h1(xi) + ((h1 - h2) / 2) F(q),   h1 = from.h, h2 = to.h,
+// F the configuration's forces per unit time (m g, the springs' -Jf^T k (m - m0)), so by
+// the implicit function theorem on (S)
+//     dxi' = L_h2'(xi')^-1 [L_h1'(xi) dxi + ((h1 - h2) / 2) (dF/dq) dq + (d/dtheta) dtheta],
+// with L' the left transforms' Jacobians (the bodies' and the rotors', as the Newton
+// iterations of (S) use), dF/dq the springs' second derivatives (kinematics.h at dual
+// numbers, as the step's own gradients take them: gravity does not depend on q) and the
+// parameter columns (gradients.h's kinds): mass and inertia through both left transforms
+// and F, gravity and spring through F; dampers (their known half is not in (S)), friction
+// and the contact kinds do not enter (zero columns). Writes A (12 nb x 12 nb) and P
+// (12 nb x p for `kinds`), row-major, for the non-null ones. d_from, d_to: scratch of the
+// two Models (their step set-up is overwritten). False when a state is not finite or
+// L_h2'(xi') is singular.
+bool midpoint_for_step_jacobian(const Model& from, Data& d_from, const Model& to, Data& d_to, const double* z,
+                                const double* z_out, const std::vector<int>& kinds, double* A, double* P);
 
 }  // namespace dojo
