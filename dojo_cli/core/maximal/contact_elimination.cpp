@@ -115,7 +115,61 @@ void solve_contact_block(const Model& m, const double* matrix, int c, const doub
   x[7] = kinv[6] * t[0] + kinv[7] * t[1] + kinv[8] * t[2];
 }
 
+namespace {
+
+// contact_schur_complement of a nonlinear contact: solve_contact_block's operations on the
+// entries that are not zero by construction, in the same order (the same results, bit for
+// bit): A_cb has no complementarity rows and no radius-row columns (psi = mu gn holds no
+// body), and A_bc no psi column (psi exerts no force: contact.cpp, finish_jacobians), so
+// y = A_cc^-1 A_cb needs its gn, b1, b2 rows only.
+void nonlinear_schur_complement(const Model& m, const double* matrix, int c, const double* e, double* reduced) {
+  const int bodies[2] = {m.contacts[c].body, m.contacts[c].other};
+  const double* a = diagonal_block(m, matrix, c);
+  const double* kinv = e + kConeInverse;
+  double y[2][3][6];  // per side: rows gn, b1, b2 of A_cc^-1 A_cb
+  for (int q = 0; q < 2; ++q) {
+    if (bodies[q] == kWorld) continue;
+    const double* cb = matrix + m.blocks.block_offset[m.blk_contact_body[q][c]];  // 8 x 6, rows 4..7
+    for (int k = 0; k < 6; ++k) {
+      const double ds0 = cb[6 * 4 + k] * e[kGap];
+      const double dg0 = (0.0 - a[0] * ds0) * e[kOrthant];
+      const double dg1 = (0.0 - a[8 * 5 + 4] * dg0) * e[kRadius];
+      const double ds2 = cb[6 * 6 + k] * e[kSlip1];
+      const double ds3 = cb[6 * 7 + k] * e[kSlip2];
+      double t[3];
+      for (int i = 0; i < 3; ++i) {
+        const double* row = a + 8 * (1 + i);
+        t[i] = 0.0 - (row[2] * ds2 + row[3] * ds3 + row[5] * dg1);
+      }
+      y[q][0][k] = dg0;
+      y[q][1][k] = kinv[3] * t[0] + kinv[4] * t[1] + kinv[5] * t[2];
+      y[q][2][k] = kinv[6] * t[0] + kinv[7] * t[1] + kinv[8] * t[2];
+    }
+  }
+  for (int p = 0; p < 2; ++p) {
+    if (bodies[p] == kWorld) continue;
+    const double* bc = matrix + m.blocks.block_offset[m.blk_body_contact[p][c]];  // 6 x 8, columns 4, 6, 7
+    for (int q = 0; q < 2; ++q) {
+      if (bodies[q] == kWorld) continue;
+      double* target = reduced + (p == q ? m.condensed_body[bodies[p]] : m.condensed_ab[p][c]);
+      for (int i = 0; i < 6; ++i) {
+        const double* row = bc + 8 * i + 4;
+        for (int k = 0; k < 6; ++k) {
+          double s = 0.0;
+          s += row[0] * y[q][0][k];
+          s += row[2] * y[q][1][k];
+          s += row[3] * y[q][2][k];
+          target[6 * i + k] -= s;
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
 void contact_schur_complement(const Model& m, const double* matrix, int c, const double* e, double* reduced) {
+  if (m.contacts[c].model == ContactModel::Nonlinear) return nonlinear_schur_complement(m, matrix, c, e, reduced);
   const int n = contact_half_size(m.contacts[c].model);
   const int bodies[2] = {m.contacts[c].body, m.contacts[c].other};
   // y_q = A_cc^-1 A_cb(q) per body side q, its gamma rows (the only ones A_bc reads)
