@@ -38,6 +38,13 @@ R = 0.1  # ball radius (m)
 # ~btol / distance while the ball flies, which is not the restitution being measured.
 TIGHT = SolverOptions(rtol=1e-10, btol=1e-10)
 BEFORE = Path(__file__).resolve().parents[1] / "data" / "restitution_e0_before.npz"
+# Largest |z - z_before| of a step of test_e0_reproduces_the_steps_before_restitution: the
+# steps came back bitwise until the interior point eliminated the contacts in closed form
+# (issue 28, core/maximal/contact_elimination.h), which factorises the same matrices with
+# other rounding: the box's steps then move by <= 8e-15 before its impacts (step 45) and
+# by up to 2.2e-11 after them (the tumble amplifies it), the other scenes by <= 2.4e-13. A
+# restitution target left on at e = 0 moves a step by ~h g = 0.1 m/s.
+STEP_TOL = 1e-10
 
 
 def ball_scene(e, h, model="nonlinear", text_extra=""):
@@ -225,7 +232,8 @@ def test_e0_reproduces_the_steps_before_restitution(scene):
     """restitution_e0_before.npz: dojo.step from each scene's initial maximal state with its
     solver options, and maximal_gradients / parameter_gradients (friction, radius, offset,
     gravity) at the last stored state, written on commit 5665421, before restitution
-    existed. With e = 0 (the default) every number must come back (measured: bitwise).
+    existed. With e = 0 (the default) every number must come back (the steps within rounding,
+    STEP_TOL; the gradients at the stored state within 1e-12).
     Written when the tolerances were absolute: compared with tolerances: absolute (the
     relative default stops the same iterates elsewhere, tests/solver/test_tolerances.py)."""
     before = np.load(BEFORE)
@@ -234,7 +242,7 @@ def test_e0_reproduces_the_steps_before_restitution(scene):
     z = traj[0]
     for k in range(1, len(traj)):
         z = dojo.step(mech, z)
-        assert np.max(np.abs(z - traj[k])) <= 1e-12, f"step {k}: {np.max(np.abs(z - traj[k])):.1e}"
+        assert np.max(np.abs(z - traj[k])) <= STEP_TOL, f"step {k}: {np.max(np.abs(z - traj[k])):.1e}"
     A, _ = dojo.maximal_gradients(mech, traj[-1])
     assert np.max(np.abs(A - before[f"{scene}/A"])) <= 1e-12
     P, _ = dojo.parameter_gradients(mech, traj[-1], None, ("friction", "radius", "offset", "gravity"))

@@ -4,6 +4,7 @@
 #include "common.h"
 
 #include "linalg/block_lu.h"
+#include "maximal/factor.h"
 #include "maximal/interior_point.h"
 #include "maximal/kinematics.h"
 #include "maximal/newton_matrix.h"
@@ -58,6 +59,45 @@ void bind_testing(nb::module_& testing) {
       },
       nb::arg("model"), nb::arg("data"), nb::arg("z"), nb::arg("u").none(), nb::arg("w"),
       nb::arg("residual_at").none() = nb::none());
+  m.def(
+      "condensed_solve",
+      [](const Model& model, Data& data, const InArray& z, std::optional<InArray> u, const InArray& w, const InArray& b,
+         bool scaled, bool condensed) {
+        if (!step_setup(model, data, checked(z, 13 * static_cast<size_t>(model.nb), "state"),
+                        checked(u, model.nu, "input"), nullptr, nullptr))
+          throw std::invalid_argument("state or input not finite");
+        checked(w, model.n, "w");
+        checked(b, model.n, "b");
+        std::vector<double> ww(w.data(), w.data() + model.n);
+        step_residual(model, data, ww.data(), data.r.data());
+        step_matrix(model, data, ww.data());
+        std::vector<double> rn(data.r);
+        std::copy(ww.begin(), ww.end(), data.w.begin());  // the scaling reads the cones at data.w
+        if (scaled) scale_second_order_cones(model, data, rn.data());  // the interior point's cone rows
+        const int n = model.n;
+        std::vector<double> dense(static_cast<size_t>(n) * n, 0.0), e(n, 0.0), col(n, 0.0);
+        for (int j = 0; j < n; ++j) {
+          e[j] = 1.0;
+          block_multiply(model.blocks, data.matrix.data(), e.data(), col.data());
+          e[j] = 0.0;
+          for (int i = 0; i < n; ++i) dense[static_cast<size_t>(i) * n + j] = col[i];
+        }
+        const bool factored = condensed ? factor_matrix_condensed(model, data) : factor_matrix(model, data);
+        std::vector<double> x(b.data(), b.data() + n);
+        if (factored) solve_factored(model, data, x.data());
+        nb::dict out;
+        out["factored"] = factored;
+        out["condensed"] = data.lu_is_condensed;
+        out["x"] = numpy_copy(x.data(), {static_cast<size_t>(n)});
+        out["matrix"] = numpy_copy(dense.data(), {static_cast<size_t>(n), static_cast<size_t>(n)});
+        return out;
+      },
+      nb::arg("model"), nb::arg("data"), nb::arg("z"), nb::arg("u").none(), nb::arg("w"), nb::arg("b"),
+      nb::arg("scaled") = true, nb::arg("condensed") = true,
+      "The interior point's factorisation (factor.h factor_matrix_condensed; with condensed=False the block\n"
+      "LU's, factor_matrix) of the Newton matrix at the unknowns w (its second-order cones' rows in\n"
+      "Nesterov-Todd scaled form when scaled) and its solve of b (n,): factored, condensed (the contacts\n"
+      "were eliminated in closed form), x (n,) and the matrix (n, n) it factorised.");
   m.def(
       "rows3_at",
       [](const Model& model, const Data& data, const InArray& w) {

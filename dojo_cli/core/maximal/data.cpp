@@ -3,6 +3,8 @@
 
 #include <limits>
 
+#include "contact_elimination.h"
+
 namespace dojo {
 
 Data::Data(const Model& m)
@@ -25,6 +27,9 @@ Data::Data(const Model& m)
   z_warm.assign(13 * m.nb, 0.0);
   lu.init(m.blocks);
   lu_robust.init(m.blocks_robust);
+  matrix_condensed.assign(m.blocks_condensed.structural_size, 0.0);
+  lu_condensed.init(m.blocks_condensed);
+  contact_elimination.assign(static_cast<size_t>(kContactEliminationSize) * m.nc, 0.0);
 }
 
 }  // namespace dojo

@@ -132,6 +132,14 @@ struct Data {
   BlockLU lu_robust;                          // ... in the robust order (model.h, blocks_robust)
   bool lu_is_robust = false;                  // it is lu_robust's
   bool lu_exact = false;  // it is of the matrix without the joint-impulse regularisation (gradients.cpp)
+  // The interior point's factorisation with the contacts eliminated in closed form
+  // (factor.h factor_matrix_condensed): the bodies' and joints' blocks with the contacts'
+  // Schur complements (Model::blocks_condensed' layout), their LU, each contact's
+  // elimination record (nc, kContactEliminationSize), and whether the last factorisation is this one.
+  std::vector<double> matrix_condensed;
+  BlockLU lu_condensed;
+  std::vector<double> contact_elimination;
+  bool lu_is_condensed = false;
 
   // ---- interior point scratch (interior_point.cpp)
   std::vector<double> target, d_aff, rhs;  // (n,)

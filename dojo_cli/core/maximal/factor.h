@@ -12,8 +12,20 @@ namespace dojo {
 // d.lu_exact (the caller that factorised the exact matrix sets it).
 bool factor_matrix(const Model& m, Data& d, bool robust = false);
 
+// The interior point's factorisation of d.matrix: each contact in the solve eliminated in
+// closed form onto its bodies (contact_elimination.h), then the block LU of the bodies and
+// joints (Model::blocks_condensed): the same elimination order as factor_matrix's first,
+// without the dense LU of every contact's node. Falls back to factor_matrix (both of its
+// orders) where the model has no closed form (Model::contacts_condensed), where a pivot of
+// the closed form or of the reduced LU is zero, or where a contact's substitution would
+// amplify rounding beyond kMaxSubstitutionGrowth (contact_elimination.h: a loaded contact
+// near a tight solution). Solves with it take one right-hand side at a time and no
+// transpose (the interior point's).
+bool factor_matrix_condensed(const Model& m, Data& d);
+
 // The smallest pivot magnitude (BlockLU::pivot_magnitude) of the last factorisation over
 // the columns of joint impulses (unknowns lam .. lam + nl); +infinity without joint rows.
+// The last factorisation must be factor_matrix's.
 double smallest_joint_pivot(const Model& m, const Data& d);
 
 // Solve with the last factorisation (n x nrhs column-major right-hand sides, in place).

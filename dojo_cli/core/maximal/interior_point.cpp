@@ -337,7 +337,7 @@ SolverStatus interior_point(const Model& m, Data& d, const SolverOptions& opts) 
     step_matrix(m, d, d.w.data());
     std::copy(d.r.begin(), d.r.end(), d.rhs.begin());
     scale_second_order_cones(m, d, d.rhs.data());  // d.rhs = rn
-    if (!factor_matrix(m, d)) return finish(SolverStatus::SingularMatrix, it + 1);
+    if (!factor_matrix_condensed(m, d)) return finish(SolverStatus::SingularMatrix, it + 1);
 
     // 1-2. affine direction and its step length
     for (int i = 0; i < n; ++i) d.d_aff[i] = -d.rhs[i];

@@ -536,6 +536,49 @@ Model::Model(const ModelInput& in) {
     if (joint_node[j] >= 0) order.push_back(joint_node[j]);
   blocks = analyze_blocks(nodes, pattern, order);
 
+  // the pattern without the contacts' nodes (the last nc nodes, whose unknowns are the
+  // last ones): the interior point eliminates them in closed form (contact_elimination.h)
+  contacts_condensed = nc > 0;
+  for (int c = 0; c < nc; ++c)
+    if (contact_model[c] == static_cast<int>(ContactModel::Linear)) contacts_condensed = false;
+  if (contacts_condensed) {
+    const int first = contact_node[0];
+    const std::vector<std::vector<int>> kept_nodes(nodes.begin(), nodes.begin() + first);
+    std::vector<std::pair<int, int>> kept_pattern;
+    std::vector<int> kept_ids;
+    for (size_t k = 0; k < pattern.size(); ++k)
+      if (pattern[k].first < first && pattern[k].second < first) {
+        kept_pattern.push_back(pattern[k]);
+        kept_ids.push_back(static_cast<int>(k));
+      }
+    std::vector<int> kept_order;
+    for (int node : order)
+      if (node < first) kept_order.push_back(node);
+    blocks_condensed = analyze_blocks(kept_nodes, kept_pattern, kept_order);
+    for (size_t k = 0; k < kept_ids.size(); ++k) {
+      const int id = kept_ids[k];
+      const int src = blocks.block_offset[id], dst = blocks_condensed.block_offset[static_cast<int>(k)];
+      const int size = blocks.size(blocks.block_row[id]) * blocks.size(blocks.block_col[id]);
+      const size_t runs = condensed_copy.size();
+      if (runs > 0 && condensed_copy[runs - 3] + condensed_copy[runs - 1] == src &&
+          condensed_copy[runs - 2] + condensed_copy[runs - 1] == dst) {
+        condensed_copy[runs - 1] += size;  // contiguous in both: one copy
+      } else {
+        condensed_copy.insert(condensed_copy.end(), {src, dst, size});
+      }
+    }
+    condensed_body.assign(nb, -1);
+    for (int b = 0; b < nb; ++b)
+      condensed_body[b] = blocks_condensed.block_offset[blocks_condensed.find(body_node[b], body_node[b])];
+    for (int s = 0; s < 2; ++s) condensed_ab[s].assign(nc, -1);
+    for (int c = 0; c < nc; ++c) {
+      if (contact_other[c] == kWorld) continue;
+      const int a = body_node[contact_body[c]], b = body_node[contact_other[c]];
+      condensed_ab[0][c] = blocks_condensed.block_offset[blocks_condensed.find(a, b)];
+      condensed_ab[1][c] = blocks_condensed.block_offset[blocks_condensed.find(b, a)];
+    }
+  }
+
   // the robust order: child body, the contacts whose last body it is, then its joint
   std::vector<int> body_rank(nb, 0);
   {

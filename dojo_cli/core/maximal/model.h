@@ -136,6 +136,18 @@ struct Model {
   // body's coupling makes the pivot sequence regular. It costs fill among the contacts
   // of one body, so it serves the gradients and any factorisation the first order fails.
   BlockStructure blocks_robust;
+  // The interior point's factorisation with every contact's node eliminated in closed
+  // form (contact_elimination.h, factor.h factor_matrix_condensed): the pattern without the
+  // contacts' nodes (bodies and joints, the same nodes and order, the unknowns before the
+  // first contact's), into which the contacts' Schur complements are added. False (the
+  // block LU of the whole matrix) without contacts or with a linear (pyramid) contact.
+  bool contacts_condensed = false;
+  BlockStructure blocks_condensed;
+  // (runs, 3): [offset in blocks, offset in blocks_condensed, doubles] of the structural
+  // blocks the two patterns share (the bodies' and joints' blocks, copied per factorisation)
+  std::vector<int> condensed_copy;
+  std::vector<int> condensed_body;    // (nb,) offset of body b's diagonal block in blocks_condensed
+  std::vector<int> condensed_ab[2];   // (nc,) offsets of the a-b [0] and b-a [1] blocks (-1: the world)
   // block ids used by the assembly (-1 where the world is involved)
   std::vector<int> blk_body;                    // (nb,) body diagonal
   std::vector<int> blk_joint_diag;              // (nj,) joint node diagonal
