@@ -21,10 +21,14 @@ a second of start-up) is inside ``main``'s handling:
   20-30 ms of every command's start-up and about 100 ms of CPU on a 2-core machine
   (issue 15, benchmarks/cold_start.py). Sweep workers inherit the setting, so two
   workers do not also fight over BLAS threads.
+- SIGUSR1 prints every thread's Python stack to stderr and the command goes on
+  (``faulthandler.register``): what a command that seems stuck is doing, without
+  stopping it (``kill -USR1 PID``; the tests send it to a command past its deadline).
 """
 
 from __future__ import annotations
 
+import faulthandler
 import os
 import signal
 import sys
@@ -37,6 +41,8 @@ def main() -> None:
     """Run the ``dojo`` command line on ``sys.argv``."""
     for name, value in BLAS_THREADS.items():
         os.environ.setdefault(name, value)  # (before anything imports numpy)
+    if hasattr(signal, "SIGUSR1"):
+        faulthandler.register(signal.SIGUSR1, all_threads=True, chain=False)  # (docstring)
     try:
         from dojo_cli.cli import signals  # light: no library imported
 

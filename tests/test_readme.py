@@ -69,7 +69,15 @@ def _serve(line: str, work: Path, env: dict) -> None:
                 break
         assert "http://127.0.0.1" in seen, f"{command}: no server address:\n{seen}"
         proc.send_signal(signal.SIGINT)
-        rest, _ = proc.communicate(timeout=SERVER_TIMEOUT)
+        try:
+            rest, _ = proc.communicate(timeout=SERVER_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            # say where it is stuck: dojo prints every thread's stack on SIGUSR1 (dojo_cli.__main__)
+            proc.send_signal(signal.SIGUSR1)
+            time.sleep(2)
+            os.killpg(proc.pid, signal.SIGKILL)
+            rest, _ = proc.communicate()
+            pytest.fail(f"{command}: still running {SERVER_TIMEOUT} s after Ctrl-C; its stacks:\n{seen}{rest[-6000:]}")
         # one user action, one exit code: 130 wherever the signal lands (docs/replay.md)
         assert proc.returncode == 130 and ("stopped" in rest or "interrupted" in rest), \
             f"{command}: exit {proc.returncode} on Ctrl-C:\n{seen}{rest}"

@@ -82,6 +82,15 @@ def test_signal_finishes_the_file_as_interrupted(tmp_path, sig):
         assert "gradients/A" in f and "impulses" in f and "inputs" in f
 
 
+def test_sigusr1_prints_the_stacks_and_the_run_goes_on(tmp_path):
+    """`kill -USR1` shows where a command is (every thread's stack, dojo_cli.__main__) without
+    stopping it: the run still writes afterwards and ends only on the Ctrl-C that follows."""
+    code, err, out = run_and_signal(tmp_path, [(signal.SIGUSR1, 0.0), (signal.SIGINT, 0.5)])
+    assert code == 130, (code, err)
+    assert "most recent call first" in err and "simulate.py" in err and "Traceback" not in err, err
+    assert interrupted_steps(out) > 0
+
+
 @pytest.mark.parametrize("gap", [0.0, 0.005, 0.05])
 def test_a_second_ctrl_c_during_the_clean_up_keeps_the_file_consistent(tmp_path, gap):
     code, err, out = run_and_signal(tmp_path, [(signal.SIGINT, 0.0), (signal.SIGINT, gap)])
