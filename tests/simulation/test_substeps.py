@@ -228,3 +228,35 @@ def test_a_warm_run_records_a_cold_start_after_a_step_solved_as_substeps():
     assert list(traj.solver_start[98:103, 0]) == [1.0, 1.0, 0.0, 1.0, 1.0]
     plain, _ = _run(mech, 104, mech.default_options)
     assert traj.iterations[101] > plain.iterations[101], "the step after the substeps did not start cold"
+
+
+def test_a_spin_past_the_fold_is_carried_on_in_substeps():
+    """A state no step of h can start from (its knot momentum past the largest a step of h
+    carries, at its fold |w15| = sqrt(2)/h, simulation.substeps "carried on"): the run goes
+    on in substeps from it until a step's end fits h again. The pendulum without gravity
+    spinning at 90 rad/s (midpoint), its hinge driven by +668 N m for three steps and -668
+    N m for three (20 rad/s a step), every step forced into 2 substeps: the fastest knots are
+    carried (no midpoint velocities of a step of h: NaN in the record; the slower ones before
+    and after are not), every step converges, and the run is the scene's run at h/2 with the
+    same inputs (positions and knot velocities at every knot)."""
+    overrides = {"gravity": [0, 0, 0], "joints.hinge.initial.velocity": [90.0]}
+    mech = dojo.load_scene("pendulum", overrides)
+    opts = dojo.default_options(mech).replace(rtol=TIGHT, btol=TIGHT)
+    torque = [668.0] * 3 + [-668.0] * 3 + [0.0]  # (the last: the step past the end, for the last knot)
+    traj, summary = _run(mech, 6, opts, forced_substeps={k: 2 for k in range(6)},
+                         controller=lambda mech, k, z: [torque[k]])
+    assert summary.failed_steps == 0 and list(traj.substeps) == [2] * 6, (summary, traj.substeps)
+    rate = traj.minimal_v[:, 0]
+    carried = ~np.isfinite(traj.omega_mid[:, 0, 0])
+    assert carried.any() and not carried[0] and not carried[-1], (rate, carried)
+    assert rate[carried].min() > rate[~carried].max(), f"carried at {rate[carried]}, not at {rate[~carried]} rad/s"
+    assert np.all(np.isfinite(traj.omega)) and np.all(np.isfinite(traj.q)), "a carried knot's state is exact"
+    # the run at h/2 from the run's first substep's start (the initial state re-expressed)
+    half = dojo.load_scene("pendulum", dict(overrides, timestep=mech.timestep / 2))
+    z0, ok, _, _ = _core.midpoint_for_step(mech.core, _core.Data(mech.core), half.core, _core.Data(half.core),
+                                           initial_state(mech))
+    ref = dojo.simulate(half, steps=12, opts=opts, controller=lambda mech, k, z: [torque[k // 2]], z0=z0)
+    err_q = np.abs(traj.q - ref.q[::2]).max()
+    # the knot rates between two substepped steps (the first and last knots border a step of h)
+    err_v = np.abs(rate[1:-1] - ref.minimal_v[2:-2:2, 0]).max()
+    assert err_q < AGREEMENT_TOL and err_v < AGREEMENT_TOL, f"q {err_q:.2e}, hinge rate {err_v:.2e} rad/s from h/2"
