@@ -354,8 +354,12 @@ class Variational:
         block = _variational_block(mech, k, out, u[None], self.before)
         block.start = np.asarray(_core.start_record(mech.core, self.data))[None]
         block.substeps = np.array([self.carried], dtype=np.int64)
+        # no knot velocities at the carried state before it (no step from it converged) nor at its own
+        block.knot = (np.full((2, mech.nb, 3), nan), np.full((2, mech.nb, 3), nan), np.full((2, mech.nf), nan))
         self.carried = 1
-        return self._advanced(block)
+        self._advanced(block)
+        self.h_prev = mech.timestep  # (no state: no step length for the next knot to share with)
+        return block
 
     def _substep_record(self, k: int, z, angles, u, res: SubstepResult) -> StepBlock:
         """The StepBlock of step k solved as substeps: the state at t + h, its record."""

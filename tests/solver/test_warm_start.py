@@ -156,14 +156,13 @@ def test_only_a_step_continuing_the_last_converged_one_starts_warm():
     assert not np.array_equal(z1_warm, reference), "the warm start changed nothing: was it taken?"
 
 
-def test_warm_start_is_a_scene_solver_option_off_by_default():
-    """solver: warm_start: true in a scene starts a run's steps warm (dojo.simulate's own
-    loop, the core's rollout); by default every step starts at Dojo's point (issue 28: the
-    default stays cold, docs/physics.md "Warm start" says why)."""
-    assert dojo.SolverOptions().warm_start is False
+def test_warm_start_is_the_default_and_a_scene_solver_option():
+    """A run's steps start warm by default (dojo.simulate's own loop, the core's rollout), and
+    solver: warm_start: false in a scene starts every step at Dojo's point (issue 28)."""
+    assert dojo.SolverOptions().warm_start is True
     traj = dojo.simulate(dojo.load_scene("box"), steps=300)
-    assert min(traj.iterations[-100:]) > RESTING_ITERATIONS, "the default starts warm"
-    mech = dojo.load_scene("box", overrides={"solver.warm_start": True})
-    assert mech.default_options.warm_start is True
+    assert max(traj.iterations[-100:]) <= RESTING_ITERATIONS, "the default does not start warm"
+    mech = dojo.load_scene("box", overrides={"solver.warm_start": False})
+    assert mech.default_options.warm_start is False
     traj = dojo.simulate(mech, steps=300)
-    assert max(traj.iterations[-100:]) <= RESTING_ITERATIONS, "warm_start: true does not start warm"
+    assert min(traj.iterations[-100:]) > RESTING_ITERATIONS, "warm_start: false starts warm"
