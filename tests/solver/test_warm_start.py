@@ -166,3 +166,22 @@ def test_warm_start_is_the_default_and_a_scene_solver_option():
     assert mech.default_options.warm_start is False
     traj = dojo.simulate(mech, steps=300)
     assert min(traj.iterations[-100:]) > RESTING_ITERATIONS, "warm_start: false starts warm"
+
+
+def test_the_start_record_keeps_only_what_the_next_step_starts_from():
+    """core/maximal/step.cpp keep_needed_cones: the box resting on a face after 300 steps; its
+    start record holds the four loaded corners' impulses (normal and friction cone, what the
+    next step starts from) with their slacks zero, and the four corners in the air their gaps
+    and slip slacks with their impulses zero: values the warm start replaces whatever the
+    step's target (an orthant pair starts bit for bit as from the solution; a cone vector
+    wholly at its apex's rounding level on the cone's axis). The next step from the record is
+    the run's (--from, bit for bit: tests/cli/test_simulate_from.py)."""
+    mech = dojo.load_scene("box")
+    traj = dojo.simulate(mech, steps=300)
+    record = traj.solver_start[-1]
+    assert record[0] == 1.0, "the next step does not start warm"
+    cones = record[2:].reshape(mech.nc, 2, 4)  # per contact: slacks [sn, soc s (3)], impulses [gn, soc gamma (3)]
+    loaded = traj.contact_normal_impulse[-1] > 1e-3  # N s: the box's weight per corner is 0.0245
+    assert loaded.sum() == 4, traj.contact_normal_impulse[-1]
+    assert np.all(cones[loaded][:, 0] == 0.0) and np.all(cones[loaded][:, 1, :2] > 0.0), cones[loaded]
+    assert np.all(cones[~loaded][:, 1] == 0.0) and np.all(cones[~loaded][:, 0, :2] > 0.0), cones[~loaded]
