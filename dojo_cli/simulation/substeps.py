@@ -81,8 +81,9 @@ class SubstepResult:
         knot0: the velocities at the knot the step starts from, (v (nb, 3), omega (nb, 3),
             minimal_v (nf,)), of its first substep (core energy.h knot_velocities at h/n).
         angle_ref: (nf,) the unwrapped angles at the state reached (Data.angle_ref).
-        lam: (nl,) joint impulses to warm-start the next full step with (the last
-            substep's, scaled to a step of h).
+        lam: (nl,) joint impulses to warm-start the next step with: the impulses over the
+            step (the substeps' sum, what the record stores, so that a run continued from
+            the stored state starts the same).
         carry: 1 when ``out["states"]`` is re-expressed for a step of h; n when no step of
             h can start from the substeps' end (module docstring): the state is then the
             last substep's, its midpoint velocities those of a step of h/n, and the run
@@ -218,7 +219,9 @@ class Substeps:
                 "contact_slip": slip[None],
                 "singular_node": np.array([-1]),
             }
-            result = SubstepResult(n, out, knot0, np.array(data.angle_ref), lam_f * n, 1 if ok else n)
+            # the next step starts from the impulses over the step, as a run continued from the
+            # stored state does (its solver/impulses row): --from after the substeps is bit for bit
+            result = SubstepResult(n, out, knot0, np.array(data.angle_ref), impulses.copy(), 1 if ok else n)
             if ok:
                 return result
             carry = carry or result

@@ -260,3 +260,36 @@ def test_a_spin_past_the_fold_is_carried_on_in_substeps():
     # the knot rates between two substepped steps (the first and last knots border a step of h)
     err_v = np.abs(rate[1:-1] - ref.minimal_v[2:-2:2, 0]).max()
     assert err_q < AGREEMENT_TOL and err_v < AGREEMENT_TOL, f"q {err_q:.2e}, hinge rate {err_v:.2e} rad/s from h/2"
+
+
+
+def test_a_run_from_a_carried_state_is_refused_with_its_cause(tmp_path):
+    """A carried knot has no midpoint velocities of a step of h (NaN v_mid, omega_mid in its
+    file): ``dojo simulate --from`` it exits 2 naming the state and why, and --from the knot
+    before the stretch runs."""
+    from dojo_cli.io.storage import StorageWriter
+    from dojo_cli.physics.energy import knot_momenta
+    from dojo_cli.simulation.trajectory import write_trajectory
+
+    overrides = {"gravity": [0, 0, 0], "joints.hinge.initial.velocity": [90.0]}
+    mech = dojo.load_scene("pendulum", overrides)
+    torque = [668.0] * 3 + [-668.0] * 3 + [0.0] * 3  # then two full steps without input
+    traj, _ = _run(mech, 8, forced_substeps={k: 2 for k in range(6)}, controller=lambda mech, k, z: [torque[k]])
+    carried = np.flatnonzero(~np.isfinite(traj.omega_mid[:, 0, 0]))
+    assert carried.size, "no carried state"
+    out = tmp_path / "spin.h5"
+    with StorageWriter(out, scene_yaml="", scene_name="pendulum", timestep=mech.timestep, gravity=list(mech.gravity),
+                       solver_options={}, integrator="dojo-variational-midpoint", body_names=[b.name for b in mech.bodies],
+                       minimal_q_names=["hinge"], minimal_v_names=["hinge"], input_dim=mech.nu, dojo_cli_version="0",
+                       velocities="knot", momenta=lambda q, v, w: knot_momenta(mech, q, v, w)) as writer:
+        write_trajectory(writer, traj)
+    base = ["simulate", "pendulum", "--set", "gravity=[0,0,0]", "--steps", "1", "-q", "--from", str(out)]
+    res = CliRunner().invoke(app, base + ["--index", str(carried[0]), "-o", str(tmp_path / "a.h5")])
+    assert res.exit_code == 2 and "solved as substeps" in res.output and "Traceback" not in res.output, res.output
+    # after the stretch: the run's own next steps, bit for bit (the warm start's impulses are
+    # the substeps' sum, the stored row)
+    res = CliRunner().invoke(app, base[:4] + ["--steps", "2", "-q", "--from", str(out), "--index", "6",
+                                               "-o", str(tmp_path / "b.h5")])
+    assert res.exit_code == 0, res.output
+    more = read_storage(tmp_path / "b.h5").trajectory
+    assert np.array_equal(more.x, traj.x[6:]) and np.array_equal(more.q, traj.q[6:]), np.abs(more.q - traj.q[6:]).max()
