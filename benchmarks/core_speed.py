@@ -285,7 +285,7 @@ def run_record(row: Row, traj) -> None:
 
 
 # --start warm|cold: the "run" column's dojo.simulate with solver.warm_start true or false (the
-# default, the scene's: cold; warm: each step starts its interior point from the previous converged
+# default, the scene's: warm; each step starts its interior point from the previous converged
 # step, docs/physics.md "Warm start"). The step-loop column is unchanged: dojo.step is
 # stateless and always starts at Dojo's point.
 START = {"warm_start": None}
@@ -853,7 +853,7 @@ def main(argv=None) -> int:
                     help="stop the HDF5 run with SIGINT after this many seconds (default 90; --quick 10)")
     ap.add_argument("--blas-threads", default="1", help="BLAS threads (default 1; 0 = leave the environment alone)")
     ap.add_argument("--start", choices=("warm", "cold"), default=None,
-                    help="the run column with solver.warm_start true or false (default: the scene's, cold); "
+                    help="the run column with solver.warm_start true or false (default: the scene's, warm); "
                          "the step loop is stateless either way")
     args = ap.parse_args(argv)
     START["warm_start"] = None if args.start is None else args.start == "warm"
@@ -875,7 +875,7 @@ def main(argv=None) -> int:
     prov = provenance()
     print(f"checkout {prov['commit']}{' (dojo_cli/ modified)' if prov['dojo_cli_modified'] else ''}, "
           f"core built {prov['core_built']}")
-    print("run column: solver.warm_start " + ({None: "the scene's (default: off)", "warm": "on (--start warm)",
+    print("run column: solver.warm_start " + ({None: "the scene's (default: on)", "warm": "on (--start warm)",
                                                 "cold": "off (--start cold)"}[args.start]))
     if mujoco is None:
         print("MuJoCo is not installed (pip install -e '.[bench]'): no ratios, goals unjudged")

@@ -186,7 +186,7 @@ class Run:
     iterations: np.ndarray | None = None
 
 
-# --start warm|cold: dojo's runs with solver.warm_start true or false (default: the scene's, cold; warm:
+# --start warm|cold: dojo's runs with solver.warm_start true or false (default: the scene's, warm:
 # each step's interior point starts from the previous converged step, docs/physics.md); the same
 # criterion, the same reference step
 START = {"warm_start": None}
@@ -614,7 +614,7 @@ def main(argv=None) -> int:
                          "3 timed runs")
     ap.add_argument("--json", type=Path, help="also write every number to this JSON file")
     ap.add_argument("--start", choices=("warm", "cold"), default=None,
-                    help="dojo with solver.warm_start true or false (default: the scene's, cold)")
+                    help="dojo with solver.warm_start true or false (default: the scene's, warm)")
     ap.add_argument("--blas-threads", default="1", help="BLAS threads (default 1; 0 = leave the environment alone)")
     args = ap.parse_args(argv)
     START["warm_start"] = None if args.start is None else args.start == "warm"
@@ -637,7 +637,7 @@ def main(argv=None) -> int:
     date = datetime.datetime.now().astimezone().isoformat(timespec="seconds")
     print(f"dojo_cli {dojo.__version__} vs MuJoCo {mujoco.__version__ if mujoco else '-'}, {date}; "
           f"{os.cpu_count()} CPUs, load average {load0[0]:.1f}; BLAS threads {blas_text}")
-    print("dojo: solver.warm_start " + ({None: "the scene's (default: off)", "warm": "on (--start warm)",
+    print("dojo: solver.warm_start " + ({None: "the scene's (default: on)", "warm": "on (--start warm)",
                                          "cold": "off (--start cold)"}[args.start]))
     print(f"Go1 ({', '.join(cases)}), {args.duration:g} s; a step passes within {POSITION_TOLERANCE * 1e3:g} mm and "
           f"{ANGLE_TOLERANCE_DEG:g} degree of its own h = {reference_step:g} reference with no foot more than "

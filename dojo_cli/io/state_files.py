@@ -216,6 +216,11 @@ def stored_start(run: Path, index: int | None, mech, scene_name: str, warn: Call
     traj = stored.trajectory
     z = traj.state(k)
     knot = np.concatenate([traj.x[k], traj.v[k], traj.q[k], traj.omega[k]], axis=1).reshape(-1)
+    if np.all(np.isfinite(knot)) and not np.all(np.isfinite(z)):
+        # a carried state (simulation.substeps): exact, but no step of h starts from it
+        raise InputError(f"--index {index}: state {k} of {run} lies inside a stretch of steps solved as substeps "
+                         "(solver/substeps; its spin is past what a step of the timestep can start from, so it has no "
+                         "midpoint velocities v_mid, omega_mid); continue from a state before or after the stretch")
     if not (np.all(np.isfinite(z)) and np.all(np.isfinite(knot))):
         failed = f" (step {k - 1}: {traj.status[k - 1]!r})" if k > 0 else ""
         raise InputError(f"--index {index}: state {k} of {run} is not finite{failed}; pick an earlier state")

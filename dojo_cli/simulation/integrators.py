@@ -198,6 +198,9 @@ class Variational:
         self.retry = Substeps(mech, self.opts, self.external) if (substeps or self.forced) else None
         self.retry_failed = substeps
         self.h_prev = mech.timestep  # the length of the step that reached self.z (h/n after n substeps)
+        # self.z is a state of h/carried: 1, or n after substeps whose end no step of h can start
+        # from (simulation.substeps, "carried on"): the next step is solved as substeps too
+        self.carried = 1
         self.last_failed = False  # the step that reached self.z failed (even as substeps)
 
     def advance(self, k: int, n: int) -> tuple[StepBlock, str | None]:
@@ -206,7 +209,9 @@ class Variational:
             done = 0
             while done < n:
                 kk = k + done
-                if kk in self.forced:
+                if self.carried > 1:
+                    part = self._carried_step(kk, self._inputs(kk))
+                elif kk in self.forced:
                     part = self._substep_block(kk, self._inputs(kk), 0, (self.forced[kk],))
                     if part is None:
                         part = self._rollout(kk, 1)
@@ -298,11 +303,16 @@ class Variational:
         None (nothing moved) when it did not."""
         z, angles = self.before
         lam = self.lam if lam is None else lam
-        res = self.retry.solve(k, z, u, lam, angles, spent=spent, counts=counts, h_prev=self.h_prev, wrt=gradients)
+        res = self.retry.solve(k, z, u, lam, angles, spent=spent, counts=counts, h_prev=self.h_prev, wrt=gradients,
+                               carried=self.carried)
         if res is None:
             return None
         block = self._substep_record(k, z, angles, u, res)
-        if gradients:
+        if gradients and res.gradients is None:
+            # from or to a carried state (a state of h/n): no map between states of h to
+            # differentiate; NaN, never the derivative of a map the run did not take
+            self._put_gradients(block, *self._nan_gradients(gradients))
+        elif gradients:
             g = res.gradients
             if g.singular_node != -1:
                 # no derivative at a substep's solution (its Newton matrix there is singular):
@@ -316,7 +326,56 @@ class Variational:
         # another model), and --from the next state does the same
         block.start = np.asarray(_core.start_record(self.mech.core, self.data))[None]
         self.lam[:] = res.lam
-        return self._advanced(block)
+        self.carried = res.carry
+        if res.carry == 1:
+            return self._advanced(block)
+        # a carried state (simulation.substeps): the run goes on from it; its record has no
+        # midpoint velocities of a step of h (NaN), so nothing reads it as one
+        reached = np.array(block.z[-1], dtype=float)
+        block.z = block.z.copy()
+        mid = block.z.reshape(block.n, self.mech.nb, 13)
+        mid[-1, :, 3:6] = np.nan
+        mid[-1, :, 10:13] = np.nan
+        self._advanced(block)
+        self.z = reached
+        self.before = (reached, block.minimal_q[-1])
+        return block
+
+    def _carried_step(self, k: int, u, gradients=()) -> StepBlock:
+        """Step k from a carried state (a state of h/n, simulation.substeps): solved as
+        substeps; when no count converges from it the step fails with no state (NaN), as no
+        step of h can start from it."""
+        block = self._substep_block(k, u, 0, None, gradients=gradients)
+        if block is not None:
+            return block
+        mech = self.mech
+        u = np.zeros(mech.nu) if u is None else np.asarray(u, dtype=float).reshape(mech.nu)
+        nan = np.nan
+        out = {
+            "states": np.full((1, 13 * mech.nb), nan),
+            "minimal_q": np.full((1, mech.nf), nan),
+            "iterations": np.zeros(1, dtype=np.int64),
+            "residual": np.array([nan]),
+            "status": np.array([STATUS_FROM_CODE.index(SolverStatus.MAX_ITERATIONS)]),
+            "complementarity": np.array([nan]),
+            "impulses": np.full((1, mech.nl), nan),
+            "contact_distance": np.full((1, mech.nc), nan),
+            "contact_normal_impulse": np.full((1, mech.nc), nan),
+            "contact_friction_impulse": np.full((1, mech.nc, 2), nan),
+            "contact_slip": np.full((1, mech.nc, 2), nan),
+            "singular_node": np.array([-1]),
+        }
+        block = _variational_block(mech, k, out, u[None], self.before)
+        block.start = np.asarray(_core.start_record(mech.core, self.data))[None]
+        block.substeps = np.array([self.carried], dtype=np.int64)
+        # no knot velocities at the carried state before it (no step from it converged) nor at its own
+        block.knot = (np.full((2, mech.nb, 3), nan), np.full((2, mech.nb, 3), nan), np.full((2, mech.nf), nan))
+        self.carried = 1
+        self._advanced(block)
+        self.h_prev = mech.timestep  # (no state: no step length for the next knot to share with)
+        if gradients:
+            self._put_gradients(block, *self._nan_gradients(gradients))
+        return block
 
     def _substep_record(self, k: int, z, angles, u, res: SubstepResult) -> StepBlock:
         """The StepBlock of step k solved as substeps: the state at t + h, its record."""
@@ -340,6 +399,8 @@ class Variational:
         # substeps: its first substep's midpoint velocities are not those of a step of h).
         # After a step solved as substeps the knot is between a step of h/n and that one:
         # its knot velocities themselves (simulation.substeps.knot_between)
+        if self.carried > 1:
+            return self._carried_knot(k)
         state = (self.z, self.before, self.h_prev)
         block = self._closed_loop_step(k, self.z, self.lam.copy(), (), None, retry=False)
         self.z, self.before, self.h_prev = state
@@ -350,11 +411,33 @@ class Variational:
         _, v_next, _, w_next = block.state_parts(self.mech.nb)
         return v_next[0], w_next[0]
 
+    def _carried_knot(self, k: int):
+        """The knot velocities of a carried last state (a state of h/n): between its step of
+        h/n and the first substep of h/n past it (not stored; None when it fails)."""
+        mech, n = self.mech, self.carried
+        core, data = self.retry.model(n)
+        u = None
+        if self.controller is not None:
+            u = np.ascontiguousarray(self.controller(mech, k, self.z), dtype=float).reshape(mech.nu)
+        f_ext = tau_ext = None
+        if self.external:
+            f_ext, tau_ext = external_wrench(mech, list(self.external), k * mech.timestep,
+                                             self.z.reshape(mech.nb, 13)[:, 6:10])
+            f_ext, tau_ext = np.ascontiguousarray(f_ext).reshape(-1), np.ascontiguousarray(tau_ext).reshape(-1)
+        data.angle_ref[:] = self.before[1]
+        data.warm_valid = False
+        lam = np.ascontiguousarray(self.lam / n)
+        if _core.step(core, data, self.z, u, f_ext, tau_ext, lam, self.retry.opts) != 0:
+            return None
+        return knot_between(core, data, self.z, np.array(data.z_next), self.h_prev)
+
     def _closed_loop_step(self, k, z, lam, gradients, log, retry: bool = True) -> StepBlock:
         """One step whose inputs or forces depend on the state (or with gradients or a log)."""
         mech, data, controller = self.mech, self.data, self.controller
         h = mech.timestep
         u = np.zeros(mech.nu) if controller is None else np.asarray(controller(mech, k, z), dtype=float).reshape(-1)
+        if retry and self.carried > 1:
+            return self._carried_step(k, u, gradients)
         forced = self.forced.get(k) if retry else None
         if forced:
             block = self._substep_block(k, u, 0, (forced,), gradients=gradients)

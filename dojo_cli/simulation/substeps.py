@@ -24,6 +24,18 @@ The velocities at the knots on either side of a substepped step share each knot'
 between its unequal half steps in proportion (``knot_between``, core step_length.h
 knot_velocities_between); the integrator hands them on in the block's knot rows.
 
+A knot whose spin no step of h can carry at any count (every count's substeps converge, but
+none ends at a state a step of h can start from: g1 with hands dropped limp, step 73, a
+finger link spinning at 120-180 rad/s past the fold at sqrt(2)/h = 141 rad/s) is carried
+on in substeps: the step is the first count's whose substeps converged, and the run keeps
+its end state as a state of h/n (``SubstepResult.carry`` = n). The next step is then
+solved as substeps from that state (the same count first, no re-expression; then the
+larger counts, re-expressed from h/n), and so on until a step's end fits a step of h
+again. Such a carried state has no midpoint velocities of a step of h: the run's record
+stores them as NaN (storage ``v_mid``, ``omega_mid``; its knot velocities, positions and
+orientations are exact), so nothing reads it as a state of h (``--from`` names it and
+asks for another).
+
 Cost: a step that fails at every count has cost its full step and the 2 + 4 + 8 + 16
 substeps' solves (each with its restarts). A step that starts from a failed step's state
 (not a solution of its step: a run that has diverged) is not retried, so a run that fails
@@ -184,9 +196,15 @@ class SubstepResult:
         knot0: the velocities at the knot the step starts from, (v (nb, 3), omega (nb, 3),
             minimal_v (nf,)), of its first substep (core energy.h knot_velocities at h/n).
         angle_ref: (nf,) the unwrapped angles at the state reached (Data.angle_ref).
-        lam: (nl,) joint impulses to warm-start the next full step with (the last
-            substep's, scaled to a step of h).
-        gradients: the step's derivatives when asked (``wrt``), else None.
+        lam: (nl,) joint impulses to warm-start the next step with: the impulses over the
+            step (the substeps' sum, what the record stores, so that a run continued from
+            the stored state starts the same).
+        gradients: the step's derivatives when asked (``wrt``), else None; None too for a
+            step that starts or ends at a carried state (no map between states of h).
+        carry: 1 when ``out["states"]`` is re-expressed for a step of h; n when no step of
+            h can start from the substeps' end (module docstring): the state is then the
+            last substep's, its midpoint velocities those of a step of h/n, and the run
+            goes on in substeps from it.
     """
 
     n: int
@@ -195,6 +213,7 @@ class SubstepResult:
     angle_ref: np.ndarray
     lam: np.ndarray
     gradients: SubstepGradients | None = None
+    carry: int = 1
 
 
 class Substeps:
@@ -226,10 +245,11 @@ class Substeps:
         return pair
 
     def solve(self, k: int, z: np.ndarray, u, lam: np.ndarray, angles: np.ndarray, spent: int = 0,
-              counts=None, h_prev: float | None = None, wrt=(), kinds=()) -> SubstepResult | None:
+              counts=None, h_prev: float | None = None, wrt=(), kinds=(), carried: int = 1) -> SubstepResult | None:
         """Step k from the state z solved as substeps: the first count of ``counts`` (default
         the retry's) whose substeps all converge and whose end state a step of h can start
-        from; None when none does.
+        from; failing that, the first whose substeps converged, carried on (its state one of
+        h/n, ``SubstepResult.carry``; module docstring); None when no count converges.
 
         Args:
             k: the step's number (the external forces' time t_k = k h).
@@ -242,24 +262,36 @@ class Substeps:
             h_prev: the length of the step that reached z (default h; h/m after a step
                 solved as m substeps), for the knot velocities at z.
             wrt: the derivatives of the step to return (any of "state", "input", "params":
-                SubstepChain); none by default.
+                SubstepChain); none by default. A step from or to a carried state has none
+                (``SubstepResult.gradients`` None): its map is not one between states of h.
             kinds: parameter kind codes (core gradients.h) for "params".
-
+            carried: z is a state of h/carried (a carried state, module docstring; 1: of
+                h): the counts tried are then that count first (no re-expression), and
+                the larger ones of ``counts``.
         """
         mech = self.mech
         h, nb = mech.timestep, mech.nb
         z = np.ascontiguousarray(z, dtype=float)
         u = None if u is None else np.ascontiguousarray(u, dtype=float).reshape(mech.nu)
         nl = mech.nl
-        for n in counts or self.counts:
+        counts = tuple(counts or self.counts)
+        source = (mech.core, self.scratch)
+        if carried > 1:
+            source = self.model(carried)
+            counts = (carried,) + tuple(c for c in counts if c > carried)
+        carry = None  # the first count whose substeps converged to a state no step of h starts from
+        for n in counts:
             core, data = self.model(n)
-            zf, ok, _, _ = _core.midpoint_for_step(mech.core, self.scratch, core, data, z)
-            if not ok:
-                continue
             chain = None
-            if wrt:
-                chain = SubstepChain(mech, wrt, kinds)
-                chain.enter(mech.core, self.scratch, core, data, z, zf)
+            if n == carried:
+                zf = z.copy()
+            else:
+                zf, ok, _, _ = _core.midpoint_for_step(*source, core, data, z)
+                if not ok:
+                    continue
+                if wrt and carried == 1:
+                    chain = SubstepChain(mech, wrt, kinds)
+                    chain.enter(mech.core, self.scratch, core, data, z, zf)
             data.angle_ref[:] = angles
             data.warm_valid = False
             lam_f = np.ascontiguousarray(lam, dtype=float) / n
@@ -297,12 +329,13 @@ class Substeps:
                 continue
             # the state at t + h re-expressed for the next step of h (step_length.h)
             z_next, ok, _, _ = _core.midpoint_for_step(core, data, mech.core, self.scratch, zf)
-            if not ok:
-                continue
-            if chain is not None:
+            if ok and chain is not None:
                 chain.leave(core, data, mech.core, self.scratch, zf, z_next)
             # the velocities at the knot of z, between the step before it and the first substep
             knot0 = knot_between(core, data, z0f, first, h if h_prev is None else h_prev)
+            if not ok:
+                # no step of h starts from here: kept in case no count's end fits h (carried on)
+                z_next = zf
             out = {
                 "states": z_next[None],
                 "iterations": np.array([spent]),
@@ -316,9 +349,16 @@ class Substeps:
                 "contact_slip": slip[None],
                 "singular_node": np.array([-1]),
             }
-            return SubstepResult(n, out, knot0, np.array(data.angle_ref), lam_f * n,
-                                 None if chain is None else chain.result())
-        return None
+            # the next step starts from the impulses over the step, as a run continued from the
+            # stored state does (its solver/impulses row): --from after the substeps is bit for bit
+            result = SubstepResult(n, out, knot0, np.array(data.angle_ref), impulses.copy(),
+                                   chain.result() if (ok and chain is not None) else None, 1 if ok else n)
+            if ok:
+                return result
+            carry = carry or result
+        if carry is not None:
+            carry.out["iterations"] = np.array([spent])  # the larger counts tried after it too
+        return carry
 
 
 def knot_between(core, data, z: np.ndarray, z_next: np.ndarray, h1: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

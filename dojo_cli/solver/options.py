@@ -34,8 +34,8 @@ class SolverOptions:
             step's contact and limit impulses and slacks, moved back off the cones'
             boundaries (core/maximal/step.h, "Warm start"); only the solver's path changes,
             not its test; a warm attempt that fails is solved again from Dojo's start.
-            False by default: every step from Dojo's fixed starting point (Dojo's
-            iterates; docs/physics.md "Warm start" says why it is not the default).
+            True by default; False: every step from Dojo's fixed starting point (Dojo's
+            iterates, for comparisons with Dojo itself).
         verbose: print Dojo's table of the solver's iterations, one line each, on stderr
             (dojo.step and dojo.simulate; solver.verbose).
     """

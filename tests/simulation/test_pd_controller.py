@@ -136,7 +136,8 @@ def test_a_pd_run_in_the_core_is_the_per_step_run_bit_for_bit(scene):
 
 def test_failed_steps_and_aborts_of_a_pd_run_are_the_per_step_runs():
     """go1 at h = 80 ms, past its stability bound (benchmarks/equal_fidelity.py): the PD run
-    diverges and its steps fail from step 8. The core's block run records the same failed
+    diverges: step 8 is solved as 2 substeps whose end no step of h starts from (carried on,
+    simulation.substeps), and the steps fail from step 9. The core's block run records the same failed
     steps as the per-step run; with abort_on_failure both stop at the same step, with the same
     message, the steps up to it written."""
     mech = dojo.load_scene("go1", ["timestep=0.08"])

@@ -245,3 +245,68 @@ def test_a_warm_run_records_a_cold_start_after_a_step_solved_as_substeps():
     assert list(traj.solver_start[98:103, 0]) == [1.0, 1.0, 0.0, 1.0, 1.0]
     plain, _ = _run(mech, 104, mech.default_options)
     assert traj.iterations[101] > plain.iterations[101], "the step after the substeps did not start cold"
+
+
+def test_a_spin_past_the_fold_is_carried_on_in_substeps():
+    """A state no step of h can start from (its knot momentum past the largest a step of h
+    carries, at its fold |w15| = sqrt(2)/h, simulation.substeps "carried on"): the run goes
+    on in substeps from it until a step's end fits h again. The pendulum without gravity
+    spinning at 90 rad/s (midpoint), its hinge driven by +668 N m for three steps and -668
+    N m for three (20 rad/s a step), every step forced into 2 substeps: the fastest knots are
+    carried (no midpoint velocities of a step of h: NaN in the record; the slower ones before
+    and after are not), every step converges, and the run is the scene's run at h/2 with the
+    same inputs (positions and knot velocities at every knot)."""
+    overrides = {"gravity": [0, 0, 0], "joints.hinge.initial.velocity": [90.0]}
+    mech = dojo.load_scene("pendulum", overrides)
+    opts = dojo.default_options(mech).replace(rtol=TIGHT, btol=TIGHT)
+    torque = [668.0] * 3 + [-668.0] * 3 + [0.0]  # (the last: the step past the end, for the last knot)
+    traj, summary = _run(mech, 6, opts, forced_substeps={k: 2 for k in range(6)},
+                         controller=lambda mech, k, z: [torque[k]])
+    assert summary.failed_steps == 0 and list(traj.substeps) == [2] * 6, (summary, traj.substeps)
+    rate = traj.minimal_v[:, 0]
+    carried = ~np.isfinite(traj.omega_mid[:, 0, 0])
+    assert carried.any() and not carried[0] and not carried[-1], (rate, carried)
+    assert rate[carried].min() > rate[~carried].max(), f"carried at {rate[carried]}, not at {rate[~carried]} rad/s"
+    assert np.all(np.isfinite(traj.omega)) and np.all(np.isfinite(traj.q)), "a carried knot's state is exact"
+    # the run at h/2 from the run's first substep's start (the initial state re-expressed)
+    half = dojo.load_scene("pendulum", dict(overrides, timestep=mech.timestep / 2))
+    z0, ok, _, _ = _core.midpoint_for_step(mech.core, _core.Data(mech.core), half.core, _core.Data(half.core),
+                                           initial_state(mech))
+    ref = dojo.simulate(half, steps=12, opts=opts, controller=lambda mech, k, z: [torque[k // 2]], z0=z0)
+    err_q = np.abs(traj.q - ref.q[::2]).max()
+    # the knot rates between two substepped steps (the first and last knots border a step of h)
+    err_v = np.abs(rate[1:-1] - ref.minimal_v[2:-2:2, 0]).max()
+    assert err_q < AGREEMENT_TOL and err_v < AGREEMENT_TOL, f"q {err_q:.2e}, hinge rate {err_v:.2e} rad/s from h/2"
+
+
+
+def test_a_run_from_a_carried_state_is_refused_with_its_cause(tmp_path):
+    """A carried knot has no midpoint velocities of a step of h (NaN v_mid, omega_mid in its
+    file): ``dojo simulate --from`` it exits 2 naming the state and why, and --from the knot
+    before the stretch runs."""
+    from dojo_cli.io.storage import StorageWriter
+    from dojo_cli.physics.energy import knot_momenta
+    from dojo_cli.simulation.trajectory import write_trajectory
+
+    overrides = {"gravity": [0, 0, 0], "joints.hinge.initial.velocity": [90.0]}
+    mech = dojo.load_scene("pendulum", overrides)
+    torque = [668.0] * 3 + [-668.0] * 3 + [0.0] * 3  # then two full steps without input
+    traj, _ = _run(mech, 8, forced_substeps={k: 2 for k in range(6)}, controller=lambda mech, k, z: [torque[k]])
+    carried = np.flatnonzero(~np.isfinite(traj.omega_mid[:, 0, 0]))
+    assert carried.size, "no carried state"
+    out = tmp_path / "spin.h5"
+    with StorageWriter(out, scene_yaml="", scene_name="pendulum", timestep=mech.timestep, gravity=list(mech.gravity),
+                       solver_options={}, integrator="dojo-variational-midpoint", body_names=[b.name for b in mech.bodies],
+                       minimal_q_names=["hinge"], minimal_v_names=["hinge"], input_dim=mech.nu, dojo_cli_version="0",
+                       velocities="knot", momenta=lambda q, v, w: knot_momenta(mech, q, v, w)) as writer:
+        write_trajectory(writer, traj)
+    base = ["simulate", "pendulum", "--set", "gravity=[0,0,0]", "--steps", "1", "-q", "--from", str(out)]
+    res = CliRunner().invoke(app, base + ["--index", str(carried[0]), "-o", str(tmp_path / "a.h5")])
+    assert res.exit_code == 2 and "solved as substeps" in res.output and "Traceback" not in res.output, res.output
+    # after the stretch: the run's own next steps, bit for bit (the warm start's impulses are
+    # the substeps' sum, the stored row)
+    res = CliRunner().invoke(app, base[:4] + ["--steps", "2", "-q", "--from", str(out), "--index", "6",
+                                               "-o", str(tmp_path / "b.h5")])
+    assert res.exit_code == 0, res.output
+    more = read_storage(tmp_path / "b.h5").trajectory
+    assert np.array_equal(more.x, traj.x[6:]) and np.array_equal(more.q, traj.q[6:]), np.abs(more.q - traj.q[6:]).max()

@@ -156,14 +156,32 @@ def test_only_a_step_continuing_the_last_converged_one_starts_warm():
     assert not np.array_equal(z1_warm, reference), "the warm start changed nothing: was it taken?"
 
 
-def test_warm_start_is_a_scene_solver_option_off_by_default():
-    """solver: warm_start: true in a scene starts a run's steps warm (dojo.simulate's own
-    loop, the core's rollout); by default every step starts at Dojo's point (issue 28: the
-    default stays cold, docs/physics.md "Warm start" says why)."""
-    assert dojo.SolverOptions().warm_start is False
+def test_warm_start_is_the_default_and_a_scene_solver_option():
+    """A run's steps start warm by default (dojo.simulate's own loop, the core's rollout), and
+    solver: warm_start: false in a scene starts every step at Dojo's point (issue 28)."""
+    assert dojo.SolverOptions().warm_start is True
     traj = dojo.simulate(dojo.load_scene("box"), steps=300)
-    assert min(traj.iterations[-100:]) > RESTING_ITERATIONS, "the default starts warm"
-    mech = dojo.load_scene("box", overrides={"solver.warm_start": True})
-    assert mech.default_options.warm_start is True
+    assert max(traj.iterations[-100:]) <= RESTING_ITERATIONS, "the default does not start warm"
+    mech = dojo.load_scene("box", overrides={"solver.warm_start": False})
+    assert mech.default_options.warm_start is False
     traj = dojo.simulate(mech, steps=300)
-    assert max(traj.iterations[-100:]) <= RESTING_ITERATIONS, "warm_start: true does not start warm"
+    assert min(traj.iterations[-100:]) > RESTING_ITERATIONS, "warm_start: false starts warm"
+
+
+def test_the_start_record_keeps_only_what_the_next_step_starts_from():
+    """core/maximal/step.cpp keep_needed_cones: the box resting on a face after 300 steps; its
+    start record holds the four loaded corners' impulses (normal and friction cone, what the
+    next step starts from) with their slacks zero, and the four corners in the air their gaps
+    and slip slacks with their impulses zero: values the warm start replaces whatever the
+    step's target (an orthant pair starts bit for bit as from the solution; a cone vector
+    wholly at its apex's rounding level on the cone's axis). The next step from the record is
+    the run's (--from, bit for bit: tests/cli/test_simulate_from.py)."""
+    mech = dojo.load_scene("box")
+    traj = dojo.simulate(mech, steps=300)
+    record = traj.solver_start[-1]
+    assert record[0] == 1.0, "the next step does not start warm"
+    cones = record[2:].reshape(mech.nc, 2, 4)  # per contact: slacks [sn, soc s (3)], impulses [gn, soc gamma (3)]
+    loaded = traj.contact_normal_impulse[-1] > 1e-3  # N s: the box's weight per corner is 0.0245
+    assert loaded.sum() == 4, traj.contact_normal_impulse[-1]
+    assert np.all(cones[loaded][:, 0] == 0.0) and np.all(cones[loaded][:, 1, :2] > 0.0), cones[loaded]
+    assert np.all(cones[~loaded][:, 1] == 0.0) and np.all(cones[~loaded][:, 0, :2] > 0.0), cones[~loaded]

@@ -25,12 +25,9 @@ struct SolverOptions {
   int no_progress_max = 3;          // iterations without progress before the undercut grows
   double no_progress_undercut = 10.0;  // factor applied to undercut then
   // start a step that continues the previous converged step of the same Data from that
-  // step's cone variables, moved back off the cones' boundaries (step.h, "Warm start");
-  // false (the default): every step from Dojo's starting point. Opt-in: on the merged
-  // tree the warm path left one zoo step unsolvable (g1 with hands, step 73: its
-  // substeps converge to a state a step of h cannot start from) and Gymnasium's Ant 5.08 cm
-  // from MuJoCo against the 5 cm budget; the cold path has neither (docs/physics.md)
-  bool warm_start = false;
+  // step's cone variables, moved back off the cones' boundaries (step.h, "Warm start";
+  // the default since issue 28); false: every step from Dojo's starting point
+  bool warm_start = true;
 };
 
 // Outcome of one step's solve (dojo_cli.solver.status.SolverStatus has the same values).

@@ -120,6 +120,68 @@ bool contact_set_grew(const Model& m, const Data& d) {
   return false;
 }
 
+// The warm start's cones as the next step needs them (step.h, "The start record"): each
+// pair's value that centre_pair replaces whatever the step's target is, set to zero. With a
+// target mu >= floor (kWarmCentrality btol, the least target of any step), the larger value
+// a of a pair becomes max(a, sqrt(mu)) and the smaller b becomes max(b, mu / max(a, sqrt(mu))),
+// which is at least min(floor / a, sqrt(floor)): a b at or below that is replaced, as is a
+// pair's larger value at or below sqrt(floor) (both then start at sqrt(mu)). An orthant
+// pair starts bit for bit as from its stored values. A second-order cone's vector is
+// dropped only when it is replaced and wholly at that level (x0, which bounds each
+// component inside the cone, at or below the same bound: a resting contact's slip slack,
+// a separated contact's friction impulse); it then starts on the cone's axis, its
+// tangential part zero instead of rounding noise. A replaced vector with a large
+// tangential part (a sliding contact's slip, its friction on the cone's edge) is kept:
+// dropping it too cost the zoo's limp drops 11.4 -> 14.4 iterations a step and 180 -> 710
+// restarted steps. So the record a run stores (48 % of the box's numbers zero) restores
+// the same start, and a warm step is the same for the run and for a run continued from
+// its record (--from).
+void keep_needed_cones(const Model& m, Data& d, const SolverOptions& opts) {
+  const double* unit = m.row_scale.data();
+  auto floor_of = [&](int row) { return kWarmCentrality * opts.btol / (opts.relative ? 1.0 : unit[row]); };
+  // which of the pair's two values (each in its unit) no step's start depends on
+  auto replaced = [](double a, double b, double floor, bool& drop_a, bool& drop_b) {
+    const double root = std::sqrt(floor);
+    const double large = std::max(a, b), small = std::min(a, b);
+    const bool both = large <= root;
+    const bool smaller = both || small <= std::min(floor / large, root);
+    drop_a = a >= b ? both : smaller;
+    drop_b = a >= b ? smaller : both;
+  };
+  for (size_t i = 0; i < m.orthant_s.size(); ++i) {
+    const int c = m.orthant_contact[i];
+    if (c >= 0 && !d.contact_active_warm[c]) continue;
+    const int is = m.orthant_s[i], ig = m.orthant_g[i];
+    const double us = unit[ig], ug = unit[is] / us;
+    bool drop_s, drop_g;
+    replaced(d.w_warm[is] / us, d.w_warm[ig] / ug, floor_of(is), drop_s, drop_g);
+    if (drop_s) d.w_warm[is] = 0.0;
+    if (drop_g) d.w_warm[ig] = 0.0;
+  }
+  for (size_t k = 0; k < m.soc_contact.size(); ++k) {
+    if (!d.contact_active_warm[m.soc_contact[k]]) continue;
+    const int* is = &m.soc_s[3 * k];
+    const int* ig = &m.soc_g[3 * k];
+    const double us = unit[ig[1]], ug = unit[is[0]] / us;
+    const double a = (d.w_warm[is[0]] - std::hypot(d.w_warm[is[1]], d.w_warm[is[2]])) / us;
+    const double b = (d.w_warm[ig[0]] - std::hypot(d.w_warm[ig[1]], d.w_warm[ig[2]])) / ug;
+    bool drop_s, drop_g;
+    const double floor = floor_of(is[0]);
+    replaced(a, b, floor, drop_s, drop_g);
+    // a vector whose distance to the boundary is replaced may still carry a large
+    // tangential part (a sliding contact's slip, its friction on the cone's edge): only a
+    // vector wholly at the rounding level of the cone's apex (x0 >= |x1:|, so x0 bounds
+    // every component) is dropped
+    const double bound = std::min(floor / std::max(std::max(a, b), 0.0), std::sqrt(floor));
+    drop_s = drop_s && d.w_warm[is[0]] / us <= bound;
+    drop_g = drop_g && d.w_warm[ig[0]] / ug <= bound;
+    for (int i = 0; i < 3; ++i) {
+      if (drop_s) d.w_warm[is[i]] = 0.0;
+      if (drop_g) d.w_warm[ig[i]] = 0.0;
+    }
+  }
+}
+
 void warm_cones(const Model& m, Data& d, const SolverOptions& opts) {
   warm_cones_pass(m, d, opts, nullptr);
   step_residual(m, d, d.w.data(), d.rc.data());
@@ -351,6 +413,7 @@ SolverStatus step(const Model& m, Data& d, const double* z, const double* u, con
     std::copy(d.w.begin(), d.w.end(), d.w_warm.begin());
     std::copy(d.contact_active.begin(), d.contact_active.end(), d.contact_active_warm.begin());
     std::copy(d.z_next.begin(), d.z_next.end(), d.z_warm.begin());
+    keep_needed_cones(m, d, opts);
   }
   // (with margins the solve loop has recorded them at this solution already)
   if (!m.has_margins) step_contact_records(m, d, d.w.data());

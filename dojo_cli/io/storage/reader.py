@@ -334,7 +334,8 @@ def _validated(f: h5py.File, p: Path, label: str, gradients: bool, writing: bool
         except UnicodeDecodeError:
             raise _Damaged("dataset 'solver/status' is not UTF-8 text") from None
         arrays["solver/status"] = np.array([t.rstrip("\0") for t in text], dtype=str).reshape(steps)
-        _check_values(attrs["status"], arrays)
+        substeps = extras.get("solver/substeps")
+        _check_values(attrs["status"], arrays, None if substeps is None else np.asarray(substeps[:steps]))
         extra_arrays = {}
         for name, d in extras.items():
             if gradients or not name.startswith(GRADIENT_GROUP + "/"):
@@ -663,9 +664,16 @@ _FINITE_IN_COMPLETE = ("x", "q", "v", "omega", "v_mid", "omega_mid", "px", "pq",
                        "solver/residual")
 
 
-def _check_values(status: str, arrays: dict[str, np.ndarray]) -> None:
+# The midpoint velocities, NaN at a knot carried on in substeps (no step of h starts there:
+# docs/physics.md "Substeps"): the step that reached it was solved as substeps.
+_MIDPOINT = ("v_mid", "omega_mid")
+
+
+def _check_values(status: str, arrays: dict[str, np.ndarray], substeps: np.ndarray | None = None) -> None:
     """Times finite and increasing; in a ``complete`` run (every step converged), every
-    state finite: a non-finite one marks a damaged or tampered file."""
+    state finite (v_mid, omega_mid but at a knot carried on in substeps: ``substeps``, (T,)
+    solver/substeps, above 1 for the step that reached it): a non-finite one marks a
+    damaged or tampered file."""
     time = arrays["time"]
     bad = np.flatnonzero(~np.isfinite(time))
     if bad.size:
@@ -680,6 +688,8 @@ def _check_values(status: str, arrays: dict[str, np.ndarray]) -> None:
             continue  # v_mid, omega_mid of a midpoint file
         values = arrays[name]
         finite = np.isfinite(values).reshape(len(values), -1).all(axis=1) if values.size else np.ones(len(values), bool)
+        if name in _MIDPOINT and substeps is not None and len(finite) == len(substeps) + 1:
+            finite[1:] |= substeps > 1
         bad = np.flatnonzero(~finite)
         if bad.size:
             what = "step" if name in _STEP_DATASETS else "state"
