@@ -8,6 +8,7 @@
 #include "body_maps.h"
 #include "coordinates.h"
 #include "math/dual.h"
+#include "math/reverse.h"
 #include "dynamics.h"
 #include "interior_point.h"
 #include "kinematics.h"
@@ -79,13 +80,16 @@ Product<Apply> product(Apply apply) {
 // State tangent column of body b: part 0 x, 1 v, 2 phi, 3 w.
 inline int state_col(int b, int part, int axis) { return 12 * b + 3 * part + axis; }
 
-// Pose of body b at z2 with dual seeds on its tangents [x (seed0..), t (seed0+3..)].
-Pose<D12> seeded_pose(const Data& d, int b, int seed0) {
-  if (b == kWorld) return world_pose<D12>();
-  Pose<D12> p;
-  for (int k = 0; k < 3; ++k) p.x[k] = D12::variable(d.x2[3 * b + k], seed0 + k);
-  const Vec3<D12> t{{D12::variable(0.0, seed0 + 3), D12::variable(0.0, seed0 + 4), D12::variable(0.0, seed0 + 5)}};
-  p.q = perturb_right(load4<D12>(&d.q2[4 * b]), t);  // q exp(t/2) = q [1, t/2] to first order
+// Pose of body b at z2 as a function of its 6 tangents [x, t] (x + dx, q exp(t/2)), at
+// scalar D: seed(value, k) makes tangent k's coordinate (k 0..2 the position, value x2;
+// 3..5 the rotation, value 0) with its derivative seeds (duals) or as a recorded input (Rev).
+template <class D, class Seed>
+Pose<D> seeded_pose(const Data& d, int b, Seed seed) {
+  if (b == kWorld) return world_pose<D>();
+  Pose<D> p;
+  for (int k = 0; k < 3; ++k) p.x[k] = seed(d.x2[3 * b + k], k);
+  const Vec3<D> t{{seed(0.0, 3), seed(0.0, 4), seed(0.0, 5)}};
+  p.q = perturb_right(load4<D>(&d.q2[4 * b]), t);  // q exp(t/2) = q [1, t/2] to first order
   p.r = rotation(p.q);
   return p;
 }
@@ -191,6 +195,52 @@ void joint_state_terms(const Model& m, const Data& d, const double* w, int j, co
     }
 }
 
+// The joints' impulse-map terms at scalar D, joint by joint: pose_of(body, side) gives the
+// pose at z2 of the joint's parent (side 0) or child (side 1) (seeded_pose), use(j, F, lock)
+// takes joint j's terms (joint_state_terms). The one loop of the three passes over them:
+// twelve-wide duals (dr/dz2's entries), one dual direction (step_jvp), reverse (step_vjp).
+template <class D, class PoseOf, class Use>
+void joint_terms(const Model& m, const Data& d, const double* w, PoseOf pose_of, Use use) {
+  std::vector<double> limit;
+  limit_impulses(m, w, limit);
+  const JointTermFlags flags = joint_term_flags(m, d);
+  D F[12], lock[kMaxJointRows];
+  for (int j = 0; j < m.nj; ++j) {
+    const Pose<D> pa = pose_of(m.parent[j], 0);
+    const Pose<D> pb = pose_of(m.child[j], 1);
+    joint_state_terms(m, d, w, j, pa, pb, limit, flags, F, lock);
+    use(j, F, lock);
+  }
+}
+
+// The residual rows joint j's terms fill, fn(row, term) in this order: its lock rows
+// (lock[rr - r0] on row lam + rr), then its bodies' rows (F[6 rs + i] on row 6 body + i;
+// the world has none).
+template <class D, class Fn>
+void for_each_term_row(const Model& m, int j, const D* F, const D* lock, Fn fn) {
+  if (m.locked[j])
+    for (int rr = m.joint_row_start[j]; rr < m.joint_row_start[j + 1]; ++rr)
+      if (m.row_lock[rr]) fn(m.lam + rr, lock[rr - m.joint_row_start[j]]);
+  const int bodies[2] = {m.parent[j], m.child[j]};
+  for (int rs = 0; rs < 2; ++rs) {
+    if (bodies[rs] == kWorld) continue;
+    for (int i = 0; i < 6; ++i) fn(6 * bodies[rs] + i, F[6 * rs + i]);
+  }
+}
+
+// Joint j's 12 tangents [xa, ta, xb, tb] as state columns, fn(tangent, column, factor):
+// x -> x, t -> phi with d/dphi = 2 d/dt (the world has no columns).
+template <class Fn>
+void for_each_term_column(const Model& m, int j, Fn fn) {
+  const int bodies[2] = {m.parent[j], m.child[j]};
+  for (int part = 0; part < 4; ++part) {
+    const int body = bodies[part / 2];
+    if (body == kWorld) continue;
+    const bool rot = part % 2 == 1;
+    for (int k = 0; k < 3; ++k) fn(3 * part + k, state_col(body, rot ? 2 : 0, k), rot ? 2.0 : 1.0);
+  }
+}
+
 // dr/dz2 (n x 12 nb: Columns, column-major, or a Product with it) at the solution w;
 // without `joints`, all but the joints' impulse maps and lock references (what
 // joint_state_terms gives: step_jvp takes them along its direction).
@@ -230,44 +280,17 @@ void state_residual_jacobian(const Model& m, Data& d, const double* w, Out out, 
 
   // impulse maps at z2: the joint's part of the body residual (joint_state_terms),
   // differentiated along the joint's 12 tangents with dual numbers
-  if (joints) {
-    std::vector<double> limit;
-    limit_impulses(m, w, limit);
-    const JointTermFlags flags = joint_term_flags(m, d);
-    D12 F[12], lock[kMaxJointRows];
-    for (int j = 0; j < m.nj; ++j) {
-      const int a = m.parent[j], b = m.child[j];
-      joint_state_terms(m, d, w, j, seeded_pose(d, a, 0), seeded_pose(d, b, 6), limit, flags, F, lock);
-      // lock rows: columns the tangents [xa, ta, xb, tb] -> state [x, phi] (d/dphi = 2 d/dt)
-      if (m.locked[j])
-        for (int rr = m.joint_row_start[j]; rr < m.joint_row_start[j + 1]; ++rr) {
-          if (!m.row_lock[rr]) continue;
-          const D12& g = lock[rr - m.joint_row_start[j]];
-          for (int part = 0; part < 4; ++part) {
-            const int body = part < 2 ? a : b;
-            if (body == kWorld) continue;
-            const bool rot = part % 2 == 1;
-            for (int k = 0; k < 3; ++k)
-              out.at(m.lam + rr, state_col(body, rot ? 2 : 0, k)) += (rot ? 2.0 : 1.0) * g.d[3 * part + k];
-          }
-        }
-      // rows: body rows of parent (F[0:6]) and child (F[6:12]); columns as the lock rows'
-      const int bodies[2] = {a, b};
-      for (int rs = 0; rs < 2; ++rs) {
-        if (bodies[rs] == kWorld) continue;
-        for (int i = 0; i < 6; ++i) {
-          const int r = 6 * bodies[rs] + i;
-          for (int part = 0; part < 4; ++part) {
-            const int body = bodies[part / 2];
-            if (body == kWorld) continue;
-            const bool rot = part % 2 == 1;
-            for (int k = 0; k < 3; ++k)
-              out.at(r, state_col(body, rot ? 2 : 0, k)) += (rot ? 2.0 : 1.0) * F[6 * rs + i].d[3 * part + k];
-          }
-        }
-      }
-    }
-  }
+  if (joints)
+    joint_terms<D12>(
+        m, d, w,
+        [&](int body, int side) {
+          return seeded_pose<D12>(d, body, [side](double v, int k) { return D12::variable(v, 6 * side + k); });
+        },
+        [&](int j, const D12* F, const D12* lock) {
+          for_each_term_row(m, j, F, lock, [&](int row, const D12& g) {
+            for_each_term_column(m, j, [&](int s, int col, double f) { out.at(row, col) += f * g.d[s]; });
+          });
+        });
 
   // body actuators: the force rows carry -h u R(q2) F; d(R(q2 [1, phi]) F)/dphi = -2 R [F]x
   for (int a : m.body_actuators) {
@@ -359,43 +382,50 @@ void state_residual_jacobian(const Model& m, Data& d, const double* w, Out out, 
   }
 }
 
-// Body b's pose at z2 moved along its tangent in dz2 (12 nb,): x + e dx, q [1, e dphi]
-// (seeded_pose's seeds combined along the direction: t = 2 phi), one dual direction.
-Pose<D1> directed_pose(const Data& d, int b, const double* dz2) {
-  if (b == kWorld) return world_pose<D1>();
-  Pose<D1> p;
-  Vec3<D1> t;
-  for (int k = 0; k < 3; ++k) {
-    p.x[k] = D1(d.x2[3 * b + k]);
-    p.x[k].d[0] = dz2[state_col(b, 0, k)];
-    t[k].d[0] = 2.0 * dz2[state_col(b, 2, k)];
-  }
-  p.q = perturb_right(load4<D1>(&d.q2[4 * b]), t);
-  p.r = rotation(p.q);
-  return p;
-}
-
 // xv -= the joints' part of dr/dz2 dz2 (state_residual_jacobian without it gives the
 // rest): joint_state_terms along the direction, one dual number where the Jacobian's
 // entries take twelve (the 20-link chain's forward mode spent two thirds of its time in
-// the twelve-wide kinematics).
+// the twelve-wide kinematics). Each body's pose moves along its tangent in dz2 (12 nb,):
+// x + e dx, q [1, e dphi] (t = 2 phi).
 void subtract_joint_direction(const Model& m, const Data& d, const double* w, const double* dz2, double* xv) {
-  std::vector<double> limit;
-  limit_impulses(m, w, limit);
-  const JointTermFlags flags = joint_term_flags(m, d);
-  D1 F[12], lock[kMaxJointRows];
-  for (int j = 0; j < m.nj; ++j) {
-    const int a = m.parent[j], b = m.child[j];
-    joint_state_terms(m, d, w, j, directed_pose(d, a, dz2), directed_pose(d, b, dz2), limit, flags, F, lock);
-    if (m.locked[j])
-      for (int rr = m.joint_row_start[j]; rr < m.joint_row_start[j + 1]; ++rr)
-        if (m.row_lock[rr]) xv[m.lam + rr] -= lock[rr - m.joint_row_start[j]].d[0];
-    const int bodies[2] = {a, b};
-    for (int rs = 0; rs < 2; ++rs) {
-      if (bodies[rs] == kWorld) continue;
-      for (int i = 0; i < 6; ++i) xv[6 * bodies[rs] + i] -= F[6 * rs + i].d[0];
-    }
-  }
+  joint_terms<D1>(
+      m, d, w,
+      [&](int body, int) {
+        return seeded_pose<D1>(d, body, [&](double v, int k) {
+          D1 out(v);
+          out.d[0] = k < 3 ? dz2[state_col(body, 0, k)] : 2.0 * dz2[state_col(body, 2, k - 3)];
+          return out;
+        });
+      },
+      [&](int j, const D1* F, const D1* lock) {
+        for_each_term_row(m, j, F, lock, [&](int row, const D1& g) { xv[row] -= g.d[0]; });
+      });
+}
+
+// zbar2 -= (the joints' part of dr/dz2)^T y (state_residual_jacobian without it gives the
+// rest), in reverse mode: each joint's terms recorded on the tape at z2 with its 12 tangents
+// as the inputs, then one backward sweep of sum_row y[row] term_row (math/reverse.h) gives
+// that sum's gradient along the 12 tangents, the joint's 12 columns of y^T dr/dz2. One
+// recorded evaluation of the terms per joint, where the twelve-wide duals carry 12
+// derivatives through every operation to form the joint's whole 12 x 12 blocks (the
+// 20-link chain's VJP spent two thirds of its time there, issue 28 item 1).
+void subtract_joint_transpose(const Model& m, Data& d, const double* w, const double* y, double* zbar2) {
+  Tape& tape = d.grad_tape;
+  tape.clear();
+  Rev inputs[12];
+  joint_terms<Rev>(
+      m, d, w,
+      [&](int body, int side) {
+        std::fill(inputs + 6 * side, inputs + 6 * side + 6, Rev());  // the world's: constants
+        return seeded_pose<Rev>(d, body, [&](double v, int k) { return inputs[6 * side + k] = tape.variable(v); });
+      },
+      [&](int j, const Rev* F, const Rev* lock) {
+        tape.start_sweep();
+        for_each_term_row(m, j, F, lock, [&](int row, const Rev& term) { tape.seed(term, y[row]); });
+        tape.sweep();
+        for_each_term_column(m, j, [&](int s, int col, double f) { zbar2[col] -= f * tape.gradient(inputs[s]); });
+        tape.clear();
+      });
 }
 
 // d tau / d theta of contact c's restitution target, kernel column `column`
@@ -836,7 +866,9 @@ double step_vjp(const Model& m, Data& d, const std::vector<int>& kinds, const do
   if (zbar2) {
     std::fill(zbar2, zbar2 + nt, 0.0);
     const double* yv = y.data();
-    state_residual_jacobian(m, d, w, product([zbar2, yv](int row, int col, double v) { zbar2[col] -= v * yv[row]; }));
+    state_residual_jacobian(m, d, w, product([zbar2, yv](int row, int col, double v) { zbar2[col] -= v * yv[row]; }),
+                            false);
+    subtract_joint_transpose(m, d, w, yv, zbar2);
     for (int b = 0; b < nb; ++b) {
       const Mat3<double> r = rotation(integrator_map(load3<double>(w + 6 * b + 3), m.h));
       for (int i = 0; i < 3; ++i) {
