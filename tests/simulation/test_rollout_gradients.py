@@ -149,11 +149,11 @@ def chained_products(mech, z0, U, dz0, dU, c):
     return np.array(tangents), bar, ubar
 
 
-def check_joint_terms(mech, z0, T, seed, label):
-    """JVP and VJP of a run of T random inputs against the step Jacobians chained."""
+def check_joint_terms(mech, z0, T, seed, label, inputs=True):
+    """JVP and VJP of a run of T random inputs (or zero) against the step Jacobians chained."""
     rng = np.random.default_rng(seed)
     nt = 12 * mech.nb
-    U = rng.standard_normal((T, mech.nu))
+    U = rng.standard_normal((T, mech.nu)) if inputs else np.zeros((T, mech.nu))
     dz0, dU, c = rng.standard_normal(nt), rng.standard_normal(U.shape), rng.standard_normal((T, nt))
     tangents, bar, ubar = chained_products(mech, z0, U, dz0, dU, c)
     jvp = dojo.rollout_jvp(mech, z0, U, dz0, dU, opts=TIGHT)
@@ -191,11 +191,14 @@ JOINT_TYPES = ["prismatic", "planar", "revolute", "cylindrical", "orbital", "sph
                "universal", "gimbal"]
 
 
+@pytest.mark.parametrize("terms", ["springs", "dampers+inputs"])
 @pytest.mark.parametrize("joint_type", JOINT_TYPES)
-def test_products_of_each_joint_type_equal_the_step_jacobians_chained(joint_type):
+def test_products_of_each_joint_type_equal_the_step_jacobians_chained(joint_type, terms):
     """Two links on a floating base, a tilted joint of each type between them (off its
     axes' coordinate planes, at a random state): the JVP and VJP of a short run against the
-    step Jacobians chained."""
+    step Jacobians chained. With springs only and zero inputs the joint's terms are a
+    gradient (the reverse mode's forward pass, gradients.cpp joint_terms_are_gradient);
+    with midpoint dampers and random inputs they are not (its tape)."""
     from dojo_cli.model.joint_types import CONSTRAINED, JointType
     from dojo_cli.model.mechanism import Joint, Mechanism
 
@@ -204,17 +207,21 @@ def test_products_of_each_joint_type_equal_the_step_jacobians_chained(joint_type
     angle = {"universal": {"axes": axes[:2]}, "gimbal": {"axes": axes}}.get(joint_type, {"axis": axes[0]})
     nf = 6 - sum(CONSTRAINED[JointType(joint_type)])
     joint = Joint("joint1", joint_type, 0, 1, parent_vertex=0.5 * M.X, child_vertex=-0.5 * M.X,
-                  spring=np.full(nf, 0.4), damper=np.full(nf, 0.3), **angle)
+                  spring=np.full(nf, 0.4), damper=np.full(nf, 0.3 if terms != "springs" else 0.0), **angle)
     mech = Mechanism(links, [Joint("base", "floating", M.ORIGIN, 0), joint], 0.01, (0, 0, -9.81), name=joint_type)
     z0 = M.random_state(mech, seed=6, coord_scale=0.5, rate_scale=1.0)
-    check_joint_terms(mech, z0, 3, 7, joint_type)
+    check_joint_terms(mech, z0, 3, 7, f"{joint_type} with {terms}", inputs=terms != "springs")
 
 
-@pytest.mark.parametrize("name,kappa,seconds", [("box", KAPPA, 0.5), ("npendulum", None, 0.0)])
-def test_jvp_and_vjp_are_adjoint(name, kappa, seconds):
-    """<c, J d> = <J^T c, d>: the contact box relaxed, and the chain (its joints' impulse
-    maps one dual direction forward, one backward sweep in reverse)."""
+@pytest.mark.parametrize("name,kappa,seconds,inputs", [("box", KAPPA, 0.5, True), ("npendulum", None, 0.0, True),
+                                                       ("npendulum", None, 0.0, False)])
+def test_jvp_and_vjp_are_adjoint(name, kappa, seconds, inputs):
+    """<c, J d> = <J^T c, d>: the contact box relaxed, and the chain under random inputs
+    (its revolute joints' input rows on the reverse mode's tape) and under none (its joints'
+    terms a gradient: the reverse mode's forward pass)."""
     mech, z0, U = scene_case(name, 20, seconds=seconds)
+    if not inputs:
+        U = np.zeros_like(U)
     rng = np.random.default_rng(3)
     nt = 12 * mech.nb
     dz0, dU, c = rng.standard_normal(nt), rng.standard_normal(U.shape), rng.standard_normal((U.shape[0], nt))

@@ -199,13 +199,17 @@ void joint_state_terms(const Model& m, const Data& d, const double* w, int j, co
 // pose at z2 of the joint's parent (side 0) or child (side 1) (seeded_pose), use(j, F, lock)
 // takes joint j's terms (joint_state_terms). The one loop of the three passes over them:
 // twelve-wide duals (dr/dz2's entries), one dual direction (step_jvp), reverse (step_vjp).
+//
+// With `select`, only the joints j with select[j] (the reverse mode's two kinds).
 template <class D, class PoseOf, class Use>
-void joint_terms(const Model& m, const Data& d, const double* w, PoseOf pose_of, Use use) {
+void joint_terms(const Model& m, const Data& d, const double* w, PoseOf pose_of, Use use,
+                 const uint8_t* select = nullptr) {
   std::vector<double> limit;
   limit_impulses(m, w, limit);
   const JointTermFlags flags = joint_term_flags(m, d);
   D F[12], lock[kMaxJointRows];
   for (int j = 0; j < m.nj; ++j) {
+    if (select && !select[j]) continue;
     const Pose<D> pa = pose_of(m.parent[j], 0);
     const Pose<D> pb = pose_of(m.child[j], 1);
     joint_state_terms(m, d, w, j, pa, pb, limit, flags, F, lock);
@@ -402,14 +406,82 @@ void subtract_joint_direction(const Model& m, const Data& d, const double* w, co
       });
 }
 
+// Whether joint j's terms are a gradient, F = grad Phi for one scalar function Phi of its
+// 12 tangents (right-trivialised: q -> q exp(t/2)), where the reverse mode needs only the
+// forward one (subtract_joint_transpose). Every row family's Jacobian is the gradient of
+// its value (kinematics.h: translational rows, Vec(q_rel), log(q_rel), the axes' angles
+// and the Hooke constraint), so the terms are when each row's coefficient is a constant
+// (joint impulses, limit impulses, inputs) or a function of the row's own value (springs,
+// h k (m - m0) = d/dm of h k (m - m0)^2 / 2). Not a gradient: a damper's coefficient
+// w_c Jm xi (Jm varies with the poses), an input on a quaternion joint's rotational slot
+// (its impulse row R(q_rel) [0, rel_ta, 0, I] is no row's gradient) and a locked joint's
+// terms (the lock impulse rows' reference moves with z2; the lock values are outputs of
+// their own).
+bool joint_terms_are_gradient(const Model& m, const Data& d, int j, const JointTermFlags& flags) {
+  if (m.locked[j]) return false;
+  for (int f = m.joint_free_start[j]; f < m.joint_free_start[j + 1]; ++f) {
+    if (flags.minimal && damper_weight(m, f) != 0.0) return false;
+    if (flags.any_input && d.u[f] != 0.0 && m.free_slot[f] >= 3 && m.joint_rotation[j] == kRotationQuaternion)
+      return false;
+  }
+  return true;
+}
+
 // zbar2 -= (the joints' part of dr/dz2)^T y (state_residual_jacobian without it gives the
-// rest), in reverse mode: each joint's terms recorded on the tape at z2 with its 12 tangents
-// as the inputs, then one backward sweep of sum_row y[row] term_row (math/reverse.h) gives
-// that sum's gradient along the 12 tangents, the joint's 12 columns of y^T dr/dz2. One
-// recorded evaluation of the terms per joint, where the twelve-wide duals carry 12
-// derivatives through every operation to form the joint's whole 12 x 12 blocks (the
-// 20-link chain's VJP spent two thirds of its time there, issue 28 item 1).
+// rest): per joint, the 12 numbers v_s = sum_k yj_k dF_k/dseed_s (yj: y on the joint's
+// bodies' rows, F's order), each mapped to its state column (for_each_term_column).
+//
+// A joint whose terms are a gradient (joint_terms_are_gradient) takes one dual direction:
+// with F = grad Phi, dF/dseed is Phi's second derivative M_sk = d^2 Phi(z + s + k) / ds dk,
+// which the rotations make asymmetric: q exp(s/2) exp(k/2) = q exp(u/2) with u = s + k +
+// (s x k)/2 to second order (Baker-Campbell-Hausdorff on so(3)), so M = H + (1/2) eps_lij g_l
+// with H symmetric and g Phi's rotational gradient, the body's torque rows of F itself.
+// Hence v = M yj = M^T yj + yj_rot x F_rot per body, and M^T yj is the forward mode along
+// yj (subtract_joint_direction's pass with the direction yj): the VJP at the JVP's cost.
+//
+// Any other joint is recorded on the tape at z2 with its 12 tangents as the inputs, and one
+// backward sweep of sum_row y[row] term_row (math/reverse.h) gives v, lock rows included.
+//
+// (Both replace the twelve-wide duals of state_residual_jacobian, which form the joint's
+// whole 12 x 12 blocks: the 20-link chain's VJP spent two thirds of its time there, issue
+// 28 item 1.)
 void subtract_joint_transpose(const Model& m, Data& d, const double* w, const double* y, double* zbar2) {
+  const JointTermFlags flags = joint_term_flags(m, d);
+  std::vector<uint8_t>& gradient = d.grad_joint_gradient;
+  std::vector<uint8_t>& recorded = d.grad_joint_recorded;
+  gradient.resize(m.nj);
+  recorded.resize(m.nj);
+  bool any_recorded = false;
+  for (int j = 0; j < m.nj; ++j) {
+    gradient[j] = joint_terms_are_gradient(m, d, j, flags);
+    recorded[j] = !gradient[j];
+    any_recorded = any_recorded || recorded[j];
+  }
+  double v[12];
+  joint_terms<D1>(
+      m, d, w,
+      [&](int body, int) {
+        return seeded_pose<D1>(d, body, [&](double value, int k) {
+          D1 out(value);
+          out.d[0] = y[6 * body + k];
+          return out;
+        });
+      },
+      [&](int j, const D1* F, const D1*) {
+        const int bodies[2] = {m.parent[j], m.child[j]};
+        for (int k = 0; k < 12; ++k) v[k] = F[k].d[0];
+        for (int side = 0; side < 2; ++side) {
+          if (bodies[side] == kWorld) continue;
+          const double* yr = y + 6 * bodies[side] + 3;
+          const D1* fr = F + 6 * side + 3;
+          v[6 * side + 3] += yr[1] * fr[2].v - yr[2] * fr[1].v;
+          v[6 * side + 4] += yr[2] * fr[0].v - yr[0] * fr[2].v;
+          v[6 * side + 5] += yr[0] * fr[1].v - yr[1] * fr[0].v;
+        }
+        for_each_term_column(m, j, [&](int s, int col, double f) { zbar2[col] -= f * v[s]; });
+      },
+      gradient.data());
+  if (!any_recorded) return;
   Tape& tape = d.grad_tape;
   tape.clear();
   Rev inputs[12];
@@ -417,7 +489,7 @@ void subtract_joint_transpose(const Model& m, Data& d, const double* w, const do
       m, d, w,
       [&](int body, int side) {
         std::fill(inputs + 6 * side, inputs + 6 * side + 6, Rev());  // the world's: constants
-        return seeded_pose<Rev>(d, body, [&](double v, int k) { return inputs[6 * side + k] = tape.variable(v); });
+        return seeded_pose<Rev>(d, body, [&](double value, int k) { return inputs[6 * side + k] = tape.variable(value); });
       },
       [&](int j, const Rev* F, const Rev* lock) {
         tape.start_sweep();
@@ -425,7 +497,8 @@ void subtract_joint_transpose(const Model& m, Data& d, const double* w, const do
         tape.sweep();
         for_each_term_column(m, j, [&](int s, int col, double f) { zbar2[col] -= f * tape.gradient(inputs[s]); });
         tape.clear();
-      });
+      },
+      recorded.data());
 }
 
 // d tau / d theta of contact c's restitution target, kernel column `column`
