@@ -191,14 +191,15 @@ JOINT_TYPES = ["prismatic", "planar", "revolute", "cylindrical", "orbital", "sph
                "universal", "gimbal"]
 
 
-@pytest.mark.parametrize("terms", ["springs", "dampers+inputs"])
+@pytest.mark.parametrize("terms", ["springs", "springs+inputs", "dampers+inputs"])
 @pytest.mark.parametrize("joint_type", JOINT_TYPES)
 def test_products_of_each_joint_type_equal_the_step_jacobians_chained(joint_type, terms):
     """Two links on a floating base, a tilted joint of each type between them (off its
     axes' coordinate planes, at a random state): the JVP and VJP of a short run against the
-    step Jacobians chained. With springs only and zero inputs the joint's terms are a
-    gradient (the reverse mode's forward pass, gradients.cpp joint_terms_are_gradient);
-    with midpoint dampers and random inputs they are not (its tape)."""
+    step Jacobians chained. With springs the joint's terms are a gradient (the reverse
+    mode's forward pass, gradients.cpp joint_terms_are_gradient), with random inputs too
+    but for a quaternion joint's rotational input rows (add_rotational_input_adjoint); with
+    midpoint dampers they are not (the reverse mode's tape)."""
     from dojo_cli.model.joint_types import CONSTRAINED, JointType
     from dojo_cli.model.mechanism import Joint, Mechanism
 
@@ -210,15 +211,15 @@ def test_products_of_each_joint_type_equal_the_step_jacobians_chained(joint_type
                   spring=np.full(nf, 0.4), damper=np.full(nf, 0.3 if terms != "springs" else 0.0), **angle)
     mech = Mechanism(links, [Joint("base", "floating", M.ORIGIN, 0), joint], 0.01, (0, 0, -9.81), name=joint_type)
     z0 = M.random_state(mech, seed=6, coord_scale=0.5, rate_scale=1.0)
-    check_joint_terms(mech, z0, 3, 7, f"{joint_type} with {terms}", inputs=terms != "springs")
+    check_joint_terms(mech, z0, 3, 7, f"{joint_type} with {terms}", inputs=terms.endswith("inputs"))
 
 
 @pytest.mark.parametrize("name,kappa,seconds,inputs", [("box", KAPPA, 0.5, True), ("npendulum", None, 0.0, True),
                                                        ("npendulum", None, 0.0, False)])
 def test_jvp_and_vjp_are_adjoint(name, kappa, seconds, inputs):
     """<c, J d> = <J^T c, d>: the contact box relaxed, and the chain under random inputs
-    (its revolute joints' input rows on the reverse mode's tape) and under none (its joints'
-    terms a gradient: the reverse mode's forward pass)."""
+    and none (its joints' terms a gradient, with and without the revolute joints' input
+    rows: the reverse mode's forward pass)."""
     mech, z0, U = scene_case(name, 20, seconds=seconds)
     if not inputs:
         U = np.zeros_like(U)

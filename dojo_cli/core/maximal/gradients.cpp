@@ -407,24 +407,56 @@ void subtract_joint_direction(const Model& m, const Data& d, const double* w, co
 }
 
 // Whether joint j's terms are a gradient, F = grad Phi for one scalar function Phi of its
-// 12 tangents (right-trivialised: q -> q exp(t/2)), where the reverse mode needs only the
-// forward one (subtract_joint_transpose). Every row family's Jacobian is the gradient of
-// its value (kinematics.h: translational rows, Vec(q_rel), log(q_rel), the axes' angles
+// 12 tangents (right-trivialised: q -> q exp(t/2)), but for its inputs on rotational slots
+// of a quaternion joint (add_rotational_input_adjoint): where the reverse mode needs only
+// the forward one (subtract_joint_transpose). Every row family's Jacobian is the gradient
+// of its value (kinematics.h: translational rows, Vec(q_rel), log(q_rel), the axes' angles
 // and the Hooke constraint), so the terms are when each row's coefficient is a constant
 // (joint impulses, limit impulses, inputs) or a function of the row's own value (springs,
 // h k (m - m0) = d/dm of h k (m - m0)^2 / 2). Not a gradient: a damper's coefficient
-// w_c Jm xi (Jm varies with the poses), an input on a quaternion joint's rotational slot
-// (its impulse row R(q_rel) [0, rel_ta, 0, I] is no row's gradient) and a locked joint's
-// terms (the lock impulse rows' reference moves with z2; the lock values are outputs of
-// their own).
-bool joint_terms_are_gradient(const Model& m, const Data& d, int j, const JointTermFlags& flags) {
+// w_c Jm xi (Jm varies with the poses) and a locked joint's terms (the lock impulse rows'
+// reference moves with z2; the lock values are outputs of their own).
+bool joint_terms_are_gradient(const Model& m, int j, const JointTermFlags& flags) {
   if (m.locked[j]) return false;
-  for (int f = m.joint_free_start[j]; f < m.joint_free_start[j + 1]; ++f) {
+  for (int f = m.joint_free_start[j]; f < m.joint_free_start[j + 1]; ++f)
     if (flags.minimal && damper_weight(m, f) != 0.0) return false;
-    if (flags.any_input && d.u[f] != 0.0 && m.free_slot[f] >= 3 && m.joint_rotation[j] == kRotationQuaternion)
-      return false;
-  }
   return true;
+}
+
+// v += what the forward pass of subtract_joint_transpose misses of joint j's inputs on the
+// rotational slots of a quaternion joint, whose rows are no gradient: input_row's
+// T = c [0, rel_ta^T g, 0, g] with c = -h u, g = R(q_rel)^T b, so rel_ta^T g = -R(off) b
+// is constant and g moves with q_rel's right increment delta = rel_ta t_a + t_b as
+// g + g x delta (R(q exp(delta/2)) = R (I + [delta]x)). Its VJP is c [rel_ta^T p; p] on
+// [ta, tb] with p = y_b x g (y_a, y_b: y on the parent's and child's torque rows); the
+// forward pass gave c [-y_a x R(off) b; g x delta_y + y_b x g] (its direction's delta_y
+// = rel_ta y_a + y_b, plus the cross term). The difference, at z2:
+//   ta: c (rel_ta^T (y_b x g) + y_a x R(off) b),   tb: c (delta_y x g).
+void add_rotational_input_adjoint(const Model& m, const Data& d, int j, const double* y, double* v) {
+  if (m.joint_rotation[j] != kRotationQuaternion) return;
+  const int f0 = m.joint_free_start[j], f1 = m.joint_free_start[j + 1];
+  bool any = false;
+  for (int f = f0; f < f1; ++f) any = any || (m.free_slot[f] >= 3 && d.u[f] != 0.0);
+  if (!any) return;
+  JointKinematics<double> kin;
+  joint_kinematics_at(m, j, d.x2.data(), d.q2.data(), d.rot2.data(), kin);
+  const int a = m.parent[j], b = m.child[j];
+  const Vec3<double> ya = a == kWorld ? vec3(0.0, 0.0, 0.0) : load3<double>(y + 6 * a + 3);
+  const Vec3<double> yb = load3<double>(y + 6 * b + 3);
+  const Vec3<double> delta = matvec(kin.rel_ta, ya) + yb;
+  const Mat3<double> off = load33<double>(&m.offset_rotation[9 * j]);
+  for (int f = f0; f < f1; ++f) {
+    if (m.free_slot[f] < 3 || d.u[f] == 0.0) continue;
+    const double c = -m.h * d.u[f];
+    const Vec3<double> basis = load3<double>(&m.basis[18 * j + 3 * m.free_slot[f]]);
+    const Vec3<double> g = tmatvec(kin.rot_rel, basis);
+    const Vec3<double> ta = tmatvec(kin.rel_ta, cross(yb, g)) + cross(ya, matvec(off, basis));
+    const Vec3<double> tb = cross(delta, g);
+    for (int i = 0; i < 3; ++i) {
+      v[3 + i] += c * ta[i];
+      v[9 + i] += c * tb[i];
+    }
+  }
 }
 
 // zbar2 -= (the joints' part of dr/dz2)^T y (state_residual_jacobian without it gives the
@@ -438,6 +470,8 @@ bool joint_terms_are_gradient(const Model& m, const Data& d, int j, const JointT
 // with H symmetric and g Phi's rotational gradient, the body's torque rows of F itself.
 // Hence v = M yj = M^T yj + yj_rot x F_rot per body, and M^T yj is the forward mode along
 // yj (subtract_joint_direction's pass with the direction yj): the VJP at the JVP's cost.
+// Inputs on a quaternion joint's rotational slots, which are no gradient, add their
+// closed-form difference (add_rotational_input_adjoint).
 //
 // Any other joint is recorded on the tape at z2 with its 12 tangents as the inputs, and one
 // backward sweep of sum_row y[row] term_row (math/reverse.h) gives v, lock rows included.
@@ -453,7 +487,7 @@ void subtract_joint_transpose(const Model& m, Data& d, const double* w, const do
   recorded.resize(m.nj);
   bool any_recorded = false;
   for (int j = 0; j < m.nj; ++j) {
-    gradient[j] = joint_terms_are_gradient(m, d, j, flags);
+    gradient[j] = joint_terms_are_gradient(m, j, flags);
     recorded[j] = !gradient[j];
     any_recorded = any_recorded || recorded[j];
   }
@@ -478,6 +512,7 @@ void subtract_joint_transpose(const Model& m, Data& d, const double* w, const do
           v[6 * side + 4] += yr[2] * fr[0].v - yr[0] * fr[2].v;
           v[6 * side + 5] += yr[0] * fr[1].v - yr[1] * fr[0].v;
         }
+        if (flags.any_input) add_rotational_input_adjoint(m, d, j, y, v);
         for_each_term_column(m, j, [&](int s, int col, double f) { zbar2[col] -= f * v[s]; });
       },
       gradient.data());
