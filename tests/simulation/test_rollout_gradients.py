@@ -208,7 +208,7 @@ def test_products_of_each_joint_type_equal_the_step_jacobians_chained(joint_type
     angle = {"universal": {"axes": axes[:2]}, "gimbal": {"axes": axes}}.get(joint_type, {"axis": axes[0]})
     nf = 6 - sum(CONSTRAINED[JointType(joint_type)])
     joint = Joint("joint1", joint_type, 0, 1, parent_vertex=0.5 * M.X, child_vertex=-0.5 * M.X,
-                  spring=np.full(nf, 0.4), damper=np.full(nf, 0.3 if terms != "springs" else 0.0), **angle)
+                  spring=np.full(nf, 0.4), damper=np.full(nf, 0.3 if terms.startswith("dampers") else 0.0), **angle)
     mech = Mechanism(links, [Joint("base", "floating", M.ORIGIN, 0), joint], 0.01, (0, 0, -9.81), name=joint_type)
     z0 = M.random_state(mech, seed=6, coord_scale=0.5, rate_scale=1.0)
     check_joint_terms(mech, z0, 3, 7, f"{joint_type} with {terms}", inputs=terms.endswith("inputs"))

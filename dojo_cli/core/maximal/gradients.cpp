@@ -407,20 +407,82 @@ void subtract_joint_direction(const Model& m, const Data& d, const double* w, co
 }
 
 // Whether joint j's terms are a gradient, F = grad Phi for one scalar function Phi of its
-// 12 tangents (right-trivialised: q -> q exp(t/2)), but for its inputs on rotational slots
-// of a quaternion joint (add_rotational_input_adjoint): where the reverse mode needs only
-// the forward one (subtract_joint_transpose). Every row family's Jacobian is the gradient
-// of its value (kinematics.h: translational rows, Vec(q_rel), log(q_rel), the axes' angles
-// and the Hooke constraint), so the terms are when each row's coefficient is a constant
-// (joint impulses, limit impulses, inputs) or a function of the row's own value (springs,
-// h k (m - m0) = d/dm of h k (m - m0)^2 / 2). Not a gradient: a damper's coefficient
-// w_c Jm xi (Jm varies with the poses) and a locked joint's terms (the lock impulse rows'
-// reference moves with z2; the lock values are outputs of their own).
-bool joint_terms_are_gradient(const Model& m, int j, const JointTermFlags& flags) {
-  if (m.locked[j]) return false;
-  for (int f = m.joint_free_start[j]; f < m.joint_free_start[j + 1]; ++f)
-    if (flags.minimal && damper_weight(m, f) != 0.0) return false;
-  return true;
+// 12 tangents (right-trivialised: q -> q exp(t/2)), but for its dampers and its inputs on
+// rotational slots of a quaternion joint (add_damper_adjoint, add_rotational_input_adjoint):
+// where the reverse mode needs only the forward one (subtract_joint_transpose). Every row
+// family's Jacobian is the gradient of its value (kinematics.h: translational rows,
+// Vec(q_rel), log(q_rel), the axes' angles and the Hooke constraint), so the terms are when
+// each row's coefficient is a constant (joint impulses, limit impulses, inputs) or a
+// function of the row's own value (springs, h k (m - m0) = d/dm of h k (m - m0)^2 / 2).
+// Not a gradient: a locked joint's terms (the lock impulse rows' reference moves with z2;
+// the lock values are outputs of their own), which the tape takes.
+bool joint_terms_are_gradient(const Model& m, int j) { return !m.locked[j]; }
+
+using D3 = Dual<double, 3>;
+
+// v += what the forward pass of subtract_joint_transpose misses of joint j's dampers:
+// D = c Jm^T with c = w_c Jm . xi (xi = xi25, + xi15 in the midpoint form) is no gradient.
+// With M the second derivative of the coordinate m (Jm = grad m, M^T a = dJm along a,
+// M a = M^T a + a_rot x Jm_rot per body as in subtract_joint_transpose), its VJP is
+// c M y + (Jm . y) w_c M xi; the forward pass along y gave w_c ((M^T y) . xi) Jm + c M^T y,
+// plus the cross term y_rot x c Jm_rot. The difference:
+//   w_c ((Jm . y) (M^T xi + xi_rot x Jm_rot) - ((M^T y) . xi) Jm),
+// with M^T y, M^T xi25 and M^T xi15 from one pass of three dual directions.
+void add_damper_adjoint(const Model& m, const Data& d, const double* w, int j, const double* y, double* v) {
+  const int f0 = m.joint_free_start[j], f1 = m.joint_free_start[j + 1];
+  bool any = false;
+  for (int f = f0; f < f1; ++f) any = any || damper_weight(m, f) != 0.0;
+  if (!any) return;
+  const int bodies[2] = {m.parent[j], m.child[j]};
+  double yj[12], xi[12], xi15[12];
+  for (int s = 0; s < 2; ++s) {
+    const int body = bodies[s];
+    for (int k = 0; k < 6; ++k) {
+      yj[6 * s + k] = body == kWorld ? 0.0 : y[6 * body + k];
+      xi[6 * s + k] = body == kWorld ? 0.0 : w[6 * body + k];
+    }
+    for (int k = 0; k < 3; ++k) {
+      xi15[6 * s + k] = body == kWorld ? 0.0 : d.v15[3 * body + k];
+      xi15[6 * s + 3 + k] = body == kWorld ? 0.0 : d.w15[3 * body + k];
+    }
+  }
+  auto pose = [&](int s) {
+    return seeded_pose<D3>(d, bodies[s], [&](double value, int k) {
+      D3 out(value);
+      out.d[0] = yj[6 * s + k];
+      out.d[1] = xi[6 * s + k];
+      out.d[2] = xi15[6 * s + k];
+      return out;
+    });
+  };
+  JointKinematics<D3> kin;
+  joint_kinematics(m, j, pose(0), pose(1), kin);
+  const Vec3<D3> rv = rotation_vector(kin.q_rel);
+  JointRow<D3> row;
+  for (int f = f0; f < f1; ++f) {
+    const double wc = damper_weight(m, f);
+    if (wc == 0.0) continue;
+    coordinate_row(m, j, f, kin, rv, row);
+    const bool midpoint = !m.damper_implicit[f];
+    double jy = 0.0, mty_xi = 0.0, jac[12], mt_xi[12], rate_xi[12];
+    for (int k = 0; k < 12; ++k) {
+      jac[k] = row.jac[k].v;
+      rate_xi[k] = midpoint ? xi[k] + xi15[k] : xi[k];
+      mt_xi[k] = midpoint ? row.jac[k].d[1] + row.jac[k].d[2] : row.jac[k].d[1];
+      jy += jac[k] * yj[k];
+      mty_xi += row.jac[k].d[0] * rate_xi[k];
+    }
+    double diff[12];
+    for (int k = 0; k < 12; ++k) diff[k] = jy * mt_xi[k] - mty_xi * jac[k];
+    for (int s = 0; s < 2; ++s) {
+      const double* a = rate_xi + 6 * s + 3;
+      const double* g = jac + 6 * s + 3;
+      diff[6 * s + 3] += jy * (a[1] * g[2] - a[2] * g[1]);
+      diff[6 * s + 4] += jy * (a[2] * g[0] - a[0] * g[2]);
+      diff[6 * s + 5] += jy * (a[0] * g[1] - a[1] * g[0]);
+    }
+    for (int k = 0; k < 12; ++k) v[k] += wc * diff[k];
+  }
 }
 
 // v += what the forward pass of subtract_joint_transpose misses of joint j's inputs on the
@@ -470,10 +532,10 @@ void add_rotational_input_adjoint(const Model& m, const Data& d, int j, const do
 // with H symmetric and g Phi's rotational gradient, the body's torque rows of F itself.
 // Hence v = M yj = M^T yj + yj_rot x F_rot per body, and M^T yj is the forward mode along
 // yj (subtract_joint_direction's pass with the direction yj): the VJP at the JVP's cost.
-// Inputs on a quaternion joint's rotational slots, which are no gradient, add their
-// closed-form difference (add_rotational_input_adjoint).
+// Inputs on a quaternion joint's rotational slots and dampers, which are no gradient, add
+// their closed-form difference (add_rotational_input_adjoint, add_damper_adjoint).
 //
-// Any other joint is recorded on the tape at z2 with its 12 tangents as the inputs, and one
+// A locked joint is recorded on the tape at z2 with its 12 tangents as the inputs, and one
 // backward sweep of sum_row y[row] term_row (math/reverse.h) gives v, lock rows included.
 //
 // (Both replace the twelve-wide duals of state_residual_jacobian, which form the joint's
@@ -487,7 +549,7 @@ void subtract_joint_transpose(const Model& m, Data& d, const double* w, const do
   recorded.resize(m.nj);
   bool any_recorded = false;
   for (int j = 0; j < m.nj; ++j) {
-    gradient[j] = joint_terms_are_gradient(m, j, flags);
+    gradient[j] = joint_terms_are_gradient(m, j);
     recorded[j] = !gradient[j];
     any_recorded = any_recorded || recorded[j];
   }
@@ -513,6 +575,7 @@ void subtract_joint_transpose(const Model& m, Data& d, const double* w, const do
           v[6 * side + 5] += yr[0] * fr[1].v - yr[1] * fr[0].v;
         }
         if (flags.any_input) add_rotational_input_adjoint(m, d, j, y, v);
+        if (m.has_dampers) add_damper_adjoint(m, d, w, j, y, v);
         for_each_term_column(m, j, [&](int s, int col, double f) { zbar2[col] -= f * v[s]; });
       },
       gradient.data());
