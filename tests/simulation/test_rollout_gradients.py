@@ -133,12 +133,46 @@ def test_products_equal_the_step_jacobians_chained(name, kappa):
     assert relative_error(vjp.inputs, ubar) < CHAIN_TOL, f"{name}: VJP inputs vs chained B_k^T"
 
 
+def chained_products(mech, z0, U, dz0, dU, c):
+    """(JVP tangents, VJP z0 and input cotangents) by hand: the per-step A_k, B_k of
+    dojo.step_gradients (twelve-wide dual numbers) at each state of the run, multiplied out."""
+    Z = np.concatenate([z0[None], dojo.rollout_jvp(mech, z0, U, opts=TIGHT).states])
+    steps = [dojo.step_gradients(mech, Z[k], U[k], TIGHT) for k in range(U.shape[0])]
+    dz, tangents = dz0, []
+    for g, du in zip(steps, dU):
+        dz = g.A @ dz + g.B @ du
+        tangents.append(dz)
+    bar, ubar = c[-1].copy(), np.zeros_like(U)
+    for k in range(len(steps) - 1, -1, -1):
+        ubar[k] = steps[k].B.T @ bar
+        bar = steps[k].A.T @ bar + (c[k - 1] if k > 0 else 0.0)
+    return np.array(tangents), bar, ubar
+
+
+def check_joint_terms(mech, z0, T, seed, label, inputs=True):
+    """JVP and VJP of a run of T random inputs (or zero) against the step Jacobians chained."""
+    rng = np.random.default_rng(seed)
+    nt = 12 * mech.nb
+    U = rng.standard_normal((T, mech.nu)) if inputs else np.zeros((T, mech.nu))
+    dz0, dU, c = rng.standard_normal(nt), rng.standard_normal(U.shape), rng.standard_normal((T, nt))
+    tangents, bar, ubar = chained_products(mech, z0, U, dz0, dU, c)
+    jvp = dojo.rollout_jvp(mech, z0, U, dz0, dU, opts=TIGHT)
+    vjp = dojo.rollout_vjp(mech, z0, U, c, opts=TIGHT)
+    err = relative_error(jvp.tangents, tangents)
+    assert err < CHAIN_TOL, f"{label}: JVP vs chained A_k, B_k {err:.2e}"
+    err = relative_error(vjp.z0, bar)
+    assert err < CHAIN_TOL, f"{label}: VJP z0 vs chained A_k^T {err:.2e}"
+    err = relative_error(vjp.inputs, ubar)
+    assert err < CHAIN_TOL, f"{label}: VJP inputs vs chained B_k^T {err:.2e}"
+
+
 @pytest.mark.parametrize("lock", [False, True])
-def test_jvp_of_every_joint_term_equals_the_step_jacobians_chained(lock):
+def test_products_of_every_joint_term_equal_the_step_jacobians_chained(lock):
     """The forward mode takes the joints' impulse maps along its direction (one dual number,
-    gradients.cpp subtract_joint_direction), the step Jacobians A_k, B_k entry by entry:
-    a twister of spherical joints with springs, midpoint dampers and inputs, and with one
-    joint locked (its lock rows' reference at z2)."""
+    gradients.cpp subtract_joint_direction), the reverse mode in one backward sweep
+    (subtract_joint_transpose), the step Jacobians A_k, B_k entry by entry (twelve-wide
+    duals): a twister of spherical joints with springs, midpoint dampers and inputs, and
+    with one joint locked (its lock rows' reference at z2)."""
     import dataclasses
 
     from dojo_cli.model.mechanism import Mechanism
@@ -147,29 +181,53 @@ def test_jvp_of_every_joint_term_equals_the_step_jacobians_chained(lock):
     if lock:
         joints = [dataclasses.replace(j, locked=j.name == "joint2") for j in mech.joints]
         mech = Mechanism(list(mech.bodies), joints, mech.timestep, mech.gravity, name="twister-locked")
-    rng = np.random.default_rng(4)
     z0 = M.random_state(mech, seed=5, coord_scale=0.5, rate_scale=1.0)
-    T, nt = 8, 12 * mech.nb
-    U = rng.standard_normal((T, mech.nu))
-    dz0, dU = rng.standard_normal(nt), rng.standard_normal(U.shape)
-    jvp = dojo.rollout_jvp(mech, z0, U, dz0, dU, opts=TIGHT)
-    Z = np.concatenate([z0[None], jvp.states])
-    dz, by_hand = dz0, []
-    for k in range(T):
-        g = dojo.step_gradients(mech, Z[k], U[k], TIGHT)
-        dz = g.A @ dz + g.B @ dU[k]
-        by_hand.append(dz)
-    err = relative_error(jvp.tangents, np.array(by_hand))
-    assert err < CHAIN_TOL, f"locked {lock}: JVP vs chained A_k, B_k {err:.2e}"
+    check_joint_terms(mech, z0, 8, 4, f"locked {lock}")
 
 
-def test_jvp_and_vjp_are_adjoint():
-    mech, z0, U = scene_case("box", 20, seconds=0.5)
+# Every joint type's rows (translational, Dojo's quaternion rows, the universal and gimbal
+# joints' angles), with springs, midpoint dampers and inputs on every free coordinate.
+JOINT_TYPES = ["prismatic", "planar", "revolute", "cylindrical", "orbital", "spherical", "cylindrical_free",
+               "universal", "gimbal"]
+
+
+@pytest.mark.parametrize("terms", ["springs", "springs+inputs", "dampers+inputs"])
+@pytest.mark.parametrize("joint_type", JOINT_TYPES)
+def test_products_of_each_joint_type_equal_the_step_jacobians_chained(joint_type, terms):
+    """Two links on a floating base, a tilted joint of each type between them (off its
+    axes' coordinate planes, at a random state): the JVP and VJP of a short run against the
+    step Jacobians chained. With springs the joint's terms are a gradient (the reverse
+    mode's forward pass, gradients.cpp joint_terms_are_gradient), with random inputs too
+    but for a quaternion joint's rotational input rows (add_rotational_input_adjoint); with
+    midpoint dampers they are not (the reverse mode's tape)."""
+    from dojo_cli.model.joint_types import CONSTRAINED, JointType
+    from dojo_cli.model.mechanism import Joint, Mechanism
+
+    axes = np.array([[0.0, 0.6, 0.8], [1.0, 0.0, 0.0], [0.0, 0.8, -0.6]])
+    links = [M.box_body(f"link{i}", (1.0, 0.15, 0.1)) for i in range(2)]
+    angle = {"universal": {"axes": axes[:2]}, "gimbal": {"axes": axes}}.get(joint_type, {"axis": axes[0]})
+    nf = 6 - sum(CONSTRAINED[JointType(joint_type)])
+    joint = Joint("joint1", joint_type, 0, 1, parent_vertex=0.5 * M.X, child_vertex=-0.5 * M.X,
+                  spring=np.full(nf, 0.4), damper=np.full(nf, 0.3 if terms.startswith("dampers") else 0.0), **angle)
+    mech = Mechanism(links, [Joint("base", "floating", M.ORIGIN, 0), joint], 0.01, (0, 0, -9.81), name=joint_type)
+    z0 = M.random_state(mech, seed=6, coord_scale=0.5, rate_scale=1.0)
+    check_joint_terms(mech, z0, 3, 7, f"{joint_type} with {terms}", inputs=terms.endswith("inputs"))
+
+
+@pytest.mark.parametrize("name,kappa,seconds,inputs", [("box", KAPPA, 0.5, True), ("npendulum", None, 0.0, True),
+                                                       ("npendulum", None, 0.0, False)])
+def test_jvp_and_vjp_are_adjoint(name, kappa, seconds, inputs):
+    """<c, J d> = <J^T c, d>: the contact box relaxed, and the chain under random inputs
+    and none (its joints' terms a gradient, with and without the revolute joints' input
+    rows: the reverse mode's forward pass)."""
+    mech, z0, U = scene_case(name, 20, seconds=seconds)
+    if not inputs:
+        U = np.zeros_like(U)
     rng = np.random.default_rng(3)
     nt = 12 * mech.nb
     dz0, dU, c = rng.standard_normal(nt), rng.standard_normal(U.shape), rng.standard_normal((U.shape[0], nt))
-    jvp = dojo.rollout_jvp(mech, z0, U, dz0, dU, opts=TIGHT, kappa=KAPPA)
-    vjp = dojo.rollout_vjp(mech, z0, U, c, opts=TIGHT, kappa=KAPPA)
+    jvp = dojo.rollout_jvp(mech, z0, U, dz0, dU, opts=TIGHT, kappa=kappa)
+    vjp = dojo.rollout_vjp(mech, z0, U, c, opts=TIGHT, kappa=kappa)
     lhs, rhs = np.sum(c * jvp.tangents), vjp.z0 @ dz0 + np.sum(vjp.inputs * dU)
     assert abs(lhs - rhs) < DUALITY_TOL * max(1.0, abs(lhs)), f"<c, J d> = {lhs:.12g}, <J^T c, d> = {rhs:.12g}"
 

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "linalg/block_lu.h"
+#include "math/reverse.h"
 #include "contact.h"
 #include "model.h"
 
@@ -153,6 +154,8 @@ struct Data {
   std::vector<double> grad_v, grad_tangent;               // products (step_jvp, step_vjp), outputs before an output map
   std::vector<int> grad_span;                             // a state map's nonzero columns per row (first, end)
   std::vector<double> grad_state, grad_state_map, grad_output_map;  // minimal_step_gradients: z2, dz2/dy, dy3/dz3
+  Tape grad_tape;  // one joint's impulse-map terms recorded for reverse mode (step_vjp)
+  std::vector<uint8_t> grad_joint_gradient, grad_joint_recorded;  // step_vjp: (nj,) the joints of each reverse pass
 
   // ---- result
   std::vector<double> z_next;  // (13 nb,) [x3, v25, q3 (normalised), w25] per body

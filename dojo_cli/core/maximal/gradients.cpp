@@ -8,6 +8,7 @@
 #include "body_maps.h"
 #include "coordinates.h"
 #include "math/dual.h"
+#include "math/reverse.h"
 #include "dynamics.h"
 #include "interior_point.h"
 #include "kinematics.h"
@@ -79,13 +80,16 @@ Product<Apply> product(Apply apply) {
 // State tangent column of body b: part 0 x, 1 v, 2 phi, 3 w.
 inline int state_col(int b, int part, int axis) { return 12 * b + 3 * part + axis; }
 
-// Pose of body b at z2 with dual seeds on its tangents [x (seed0..), t (seed0+3..)].
-Pose<D12> seeded_pose(const Data& d, int b, int seed0) {
-  if (b == kWorld) return world_pose<D12>();
-  Pose<D12> p;
-  for (int k = 0; k < 3; ++k) p.x[k] = D12::variable(d.x2[3 * b + k], seed0 + k);
-  const Vec3<D12> t{{D12::variable(0.0, seed0 + 3), D12::variable(0.0, seed0 + 4), D12::variable(0.0, seed0 + 5)}};
-  p.q = perturb_right(load4<D12>(&d.q2[4 * b]), t);  // q exp(t/2) = q [1, t/2] to first order
+// Pose of body b at z2 as a function of its 6 tangents [x, t] (x + dx, q exp(t/2)), at
+// scalar D: seed(value, k) makes tangent k's coordinate (k 0..2 the position, value x2;
+// 3..5 the rotation, value 0) with its derivative seeds (duals) or as a recorded input (Rev).
+template <class D, class Seed>
+Pose<D> seeded_pose(const Data& d, int b, Seed seed) {
+  if (b == kWorld) return world_pose<D>();
+  Pose<D> p;
+  for (int k = 0; k < 3; ++k) p.x[k] = seed(d.x2[3 * b + k], k);
+  const Vec3<D> t{{seed(0.0, 3), seed(0.0, 4), seed(0.0, 5)}};
+  p.q = perturb_right(load4<D>(&d.q2[4 * b]), t);  // q exp(t/2) = q [1, t/2] to first order
   p.r = rotation(p.q);
   return p;
 }
@@ -191,6 +195,56 @@ void joint_state_terms(const Model& m, const Data& d, const double* w, int j, co
     }
 }
 
+// The joints' impulse-map terms at scalar D, joint by joint: pose_of(body, side) gives the
+// pose at z2 of the joint's parent (side 0) or child (side 1) (seeded_pose), use(j, F, lock)
+// takes joint j's terms (joint_state_terms). The one loop of the three passes over them:
+// twelve-wide duals (dr/dz2's entries), one dual direction (step_jvp), reverse (step_vjp).
+//
+// With `select`, only the joints j with select[j] (the reverse mode's two kinds).
+template <class D, class PoseOf, class Use>
+void joint_terms(const Model& m, const Data& d, const double* w, PoseOf pose_of, Use use,
+                 const uint8_t* select = nullptr) {
+  std::vector<double> limit;
+  limit_impulses(m, w, limit);
+  const JointTermFlags flags = joint_term_flags(m, d);
+  D F[12], lock[kMaxJointRows];
+  for (int j = 0; j < m.nj; ++j) {
+    if (select && !select[j]) continue;
+    const Pose<D> pa = pose_of(m.parent[j], 0);
+    const Pose<D> pb = pose_of(m.child[j], 1);
+    joint_state_terms(m, d, w, j, pa, pb, limit, flags, F, lock);
+    use(j, F, lock);
+  }
+}
+
+// The residual rows joint j's terms fill, fn(row, term) in this order: its lock rows
+// (lock[rr - r0] on row lam + rr), then its bodies' rows (F[6 rs + i] on row 6 body + i;
+// the world has none).
+template <class D, class Fn>
+void for_each_term_row(const Model& m, int j, const D* F, const D* lock, Fn fn) {
+  if (m.locked[j])
+    for (int rr = m.joint_row_start[j]; rr < m.joint_row_start[j + 1]; ++rr)
+      if (m.row_lock[rr]) fn(m.lam + rr, lock[rr - m.joint_row_start[j]]);
+  const int bodies[2] = {m.parent[j], m.child[j]};
+  for (int rs = 0; rs < 2; ++rs) {
+    if (bodies[rs] == kWorld) continue;
+    for (int i = 0; i < 6; ++i) fn(6 * bodies[rs] + i, F[6 * rs + i]);
+  }
+}
+
+// Joint j's 12 tangents [xa, ta, xb, tb] as state columns, fn(tangent, column, factor):
+// x -> x, t -> phi with d/dphi = 2 d/dt (the world has no columns).
+template <class Fn>
+void for_each_term_column(const Model& m, int j, Fn fn) {
+  const int bodies[2] = {m.parent[j], m.child[j]};
+  for (int part = 0; part < 4; ++part) {
+    const int body = bodies[part / 2];
+    if (body == kWorld) continue;
+    const bool rot = part % 2 == 1;
+    for (int k = 0; k < 3; ++k) fn(3 * part + k, state_col(body, rot ? 2 : 0, k), rot ? 2.0 : 1.0);
+  }
+}
+
 // dr/dz2 (n x 12 nb: Columns, column-major, or a Product with it) at the solution w;
 // without `joints`, all but the joints' impulse maps and lock references (what
 // joint_state_terms gives: step_jvp takes them along its direction).
@@ -230,44 +284,17 @@ void state_residual_jacobian(const Model& m, Data& d, const double* w, Out out, 
 
   // impulse maps at z2: the joint's part of the body residual (joint_state_terms),
   // differentiated along the joint's 12 tangents with dual numbers
-  if (joints) {
-    std::vector<double> limit;
-    limit_impulses(m, w, limit);
-    const JointTermFlags flags = joint_term_flags(m, d);
-    D12 F[12], lock[kMaxJointRows];
-    for (int j = 0; j < m.nj; ++j) {
-      const int a = m.parent[j], b = m.child[j];
-      joint_state_terms(m, d, w, j, seeded_pose(d, a, 0), seeded_pose(d, b, 6), limit, flags, F, lock);
-      // lock rows: columns the tangents [xa, ta, xb, tb] -> state [x, phi] (d/dphi = 2 d/dt)
-      if (m.locked[j])
-        for (int rr = m.joint_row_start[j]; rr < m.joint_row_start[j + 1]; ++rr) {
-          if (!m.row_lock[rr]) continue;
-          const D12& g = lock[rr - m.joint_row_start[j]];
-          for (int part = 0; part < 4; ++part) {
-            const int body = part < 2 ? a : b;
-            if (body == kWorld) continue;
-            const bool rot = part % 2 == 1;
-            for (int k = 0; k < 3; ++k)
-              out.at(m.lam + rr, state_col(body, rot ? 2 : 0, k)) += (rot ? 2.0 : 1.0) * g.d[3 * part + k];
-          }
-        }
-      // rows: body rows of parent (F[0:6]) and child (F[6:12]); columns as the lock rows'
-      const int bodies[2] = {a, b};
-      for (int rs = 0; rs < 2; ++rs) {
-        if (bodies[rs] == kWorld) continue;
-        for (int i = 0; i < 6; ++i) {
-          const int r = 6 * bodies[rs] + i;
-          for (int part = 0; part < 4; ++part) {
-            const int body = bodies[part / 2];
-            if (body == kWorld) continue;
-            const bool rot = part % 2 == 1;
-            for (int k = 0; k < 3; ++k)
-              out.at(r, state_col(body, rot ? 2 : 0, k)) += (rot ? 2.0 : 1.0) * F[6 * rs + i].d[3 * part + k];
-          }
-        }
-      }
-    }
-  }
+  if (joints)
+    joint_terms<D12>(
+        m, d, w,
+        [&](int body, int side) {
+          return seeded_pose<D12>(d, body, [side](double v, int k) { return D12::variable(v, 6 * side + k); });
+        },
+        [&](int j, const D12* F, const D12* lock) {
+          for_each_term_row(m, j, F, lock, [&](int row, const D12& g) {
+            for_each_term_column(m, j, [&](int s, int col, double f) { out.at(row, col) += f * g.d[s]; });
+          });
+        });
 
   // body actuators: the force rows carry -h u R(q2) F; d(R(q2 [1, phi]) F)/dphi = -2 R [F]x
   for (int a : m.body_actuators) {
@@ -359,43 +386,217 @@ void state_residual_jacobian(const Model& m, Data& d, const double* w, Out out, 
   }
 }
 
-// Body b's pose at z2 moved along its tangent in dz2 (12 nb,): x + e dx, q [1, e dphi]
-// (seeded_pose's seeds combined along the direction: t = 2 phi), one dual direction.
-Pose<D1> directed_pose(const Data& d, int b, const double* dz2) {
-  if (b == kWorld) return world_pose<D1>();
-  Pose<D1> p;
-  Vec3<D1> t;
-  for (int k = 0; k < 3; ++k) {
-    p.x[k] = D1(d.x2[3 * b + k]);
-    p.x[k].d[0] = dz2[state_col(b, 0, k)];
-    t[k].d[0] = 2.0 * dz2[state_col(b, 2, k)];
-  }
-  p.q = perturb_right(load4<D1>(&d.q2[4 * b]), t);
-  p.r = rotation(p.q);
-  return p;
-}
-
 // xv -= the joints' part of dr/dz2 dz2 (state_residual_jacobian without it gives the
 // rest): joint_state_terms along the direction, one dual number where the Jacobian's
 // entries take twelve (the 20-link chain's forward mode spent two thirds of its time in
-// the twelve-wide kinematics).
+// the twelve-wide kinematics). Each body's pose moves along its tangent in dz2 (12 nb,):
+// x + e dx, q [1, e dphi] (t = 2 phi).
 void subtract_joint_direction(const Model& m, const Data& d, const double* w, const double* dz2, double* xv) {
-  std::vector<double> limit;
-  limit_impulses(m, w, limit);
-  const JointTermFlags flags = joint_term_flags(m, d);
-  D1 F[12], lock[kMaxJointRows];
-  for (int j = 0; j < m.nj; ++j) {
-    const int a = m.parent[j], b = m.child[j];
-    joint_state_terms(m, d, w, j, directed_pose(d, a, dz2), directed_pose(d, b, dz2), limit, flags, F, lock);
-    if (m.locked[j])
-      for (int rr = m.joint_row_start[j]; rr < m.joint_row_start[j + 1]; ++rr)
-        if (m.row_lock[rr]) xv[m.lam + rr] -= lock[rr - m.joint_row_start[j]].d[0];
-    const int bodies[2] = {a, b};
-    for (int rs = 0; rs < 2; ++rs) {
-      if (bodies[rs] == kWorld) continue;
-      for (int i = 0; i < 6; ++i) xv[6 * bodies[rs] + i] -= F[6 * rs + i].d[0];
+  joint_terms<D1>(
+      m, d, w,
+      [&](int body, int) {
+        return seeded_pose<D1>(d, body, [&](double v, int k) {
+          D1 out(v);
+          out.d[0] = k < 3 ? dz2[state_col(body, 0, k)] : 2.0 * dz2[state_col(body, 2, k - 3)];
+          return out;
+        });
+      },
+      [&](int j, const D1* F, const D1* lock) {
+        for_each_term_row(m, j, F, lock, [&](int row, const D1& g) { xv[row] -= g.d[0]; });
+      });
+}
+
+// Whether joint j's terms are a gradient, F = grad Phi for one scalar function Phi of its
+// 12 tangents (right-trivialised: q -> q exp(t/2)), but for its dampers and its inputs on
+// rotational slots of a quaternion joint (add_damper_adjoint, add_rotational_input_adjoint):
+// where the reverse mode needs only the forward one (subtract_joint_transpose). Every row
+// family's Jacobian is the gradient of its value (kinematics.h: translational rows,
+// Vec(q_rel), log(q_rel), the axes' angles and the Hooke constraint), so the terms are when
+// each row's coefficient is a constant (joint impulses, limit impulses, inputs) or a
+// function of the row's own value (springs, h k (m - m0) = d/dm of h k (m - m0)^2 / 2).
+// Not a gradient: a locked joint's terms (the lock impulse rows' reference moves with z2;
+// the lock values are outputs of their own), which the tape takes.
+bool joint_terms_are_gradient(const Model& m, int j) { return !m.locked[j]; }
+
+using D3 = Dual<double, 3>;
+
+// v += what the forward pass of subtract_joint_transpose misses of joint j's dampers:
+// D = c Jm^T with c = w_c Jm . xi (xi = xi25, + xi15 in the midpoint form) is no gradient.
+// With M the second derivative of the coordinate m (Jm = grad m, M^T a = dJm along a,
+// M a = M^T a + a_rot x Jm_rot per body as in subtract_joint_transpose), its VJP is
+// c M y + (Jm . y) w_c M xi; the forward pass along y gave w_c ((M^T y) . xi) Jm + c M^T y,
+// plus the cross term y_rot x c Jm_rot. The difference:
+//   w_c ((Jm . y) (M^T xi + xi_rot x Jm_rot) - ((M^T y) . xi) Jm),
+// with M^T y, M^T xi25 and M^T xi15 from one pass of three dual directions.
+void add_damper_adjoint(const Model& m, const Data& d, const double* w, int j, const double* y, double* v) {
+  const int f0 = m.joint_free_start[j], f1 = m.joint_free_start[j + 1];
+  bool any = false;
+  for (int f = f0; f < f1; ++f) any = any || damper_weight(m, f) != 0.0;
+  if (!any) return;
+  const int bodies[2] = {m.parent[j], m.child[j]};
+  double yj[12], xi[12], xi15[12];
+  for (int s = 0; s < 2; ++s) {
+    const int body = bodies[s];
+    for (int k = 0; k < 6; ++k) {
+      yj[6 * s + k] = body == kWorld ? 0.0 : y[6 * body + k];
+      xi[6 * s + k] = body == kWorld ? 0.0 : w[6 * body + k];
+    }
+    for (int k = 0; k < 3; ++k) {
+      xi15[6 * s + k] = body == kWorld ? 0.0 : d.v15[3 * body + k];
+      xi15[6 * s + 3 + k] = body == kWorld ? 0.0 : d.w15[3 * body + k];
     }
   }
+  auto pose = [&](int s) {
+    return seeded_pose<D3>(d, bodies[s], [&](double value, int k) {
+      D3 out(value);
+      out.d[0] = yj[6 * s + k];
+      out.d[1] = xi[6 * s + k];
+      out.d[2] = xi15[6 * s + k];
+      return out;
+    });
+  };
+  JointKinematics<D3> kin;
+  joint_kinematics(m, j, pose(0), pose(1), kin);
+  const Vec3<D3> rv = rotation_vector(kin.q_rel);
+  JointRow<D3> row;
+  for (int f = f0; f < f1; ++f) {
+    const double wc = damper_weight(m, f);
+    if (wc == 0.0) continue;
+    coordinate_row(m, j, f, kin, rv, row);
+    const bool midpoint = !m.damper_implicit[f];
+    double jy = 0.0, mty_xi = 0.0, jac[12], mt_xi[12], rate_xi[12];
+    for (int k = 0; k < 12; ++k) {
+      jac[k] = row.jac[k].v;
+      rate_xi[k] = midpoint ? xi[k] + xi15[k] : xi[k];
+      mt_xi[k] = midpoint ? row.jac[k].d[1] + row.jac[k].d[2] : row.jac[k].d[1];
+      jy += jac[k] * yj[k];
+      mty_xi += row.jac[k].d[0] * rate_xi[k];
+    }
+    double diff[12];
+    for (int k = 0; k < 12; ++k) diff[k] = jy * mt_xi[k] - mty_xi * jac[k];
+    for (int s = 0; s < 2; ++s) {
+      const double* a = rate_xi + 6 * s + 3;
+      const double* g = jac + 6 * s + 3;
+      diff[6 * s + 3] += jy * (a[1] * g[2] - a[2] * g[1]);
+      diff[6 * s + 4] += jy * (a[2] * g[0] - a[0] * g[2]);
+      diff[6 * s + 5] += jy * (a[0] * g[1] - a[1] * g[0]);
+    }
+    for (int k = 0; k < 12; ++k) v[k] += wc * diff[k];
+  }
+}
+
+// v += what the forward pass of subtract_joint_transpose misses of joint j's inputs on the
+// rotational slots of a quaternion joint, whose rows are no gradient: input_row's
+// T = c [0, rel_ta^T g, 0, g] with c = -h u, g = R(q_rel)^T b, so rel_ta^T g = -R(off) b
+// is constant and g moves with q_rel's right increment delta = rel_ta t_a + t_b as
+// g + g x delta (R(q exp(delta/2)) = R (I + [delta]x)). Its VJP is c [rel_ta^T p; p] on
+// [ta, tb] with p = y_b x g (y_a, y_b: y on the parent's and child's torque rows); the
+// forward pass gave c [-y_a x R(off) b; g x delta_y + y_b x g] (its direction's delta_y
+// = rel_ta y_a + y_b, plus the cross term). The difference, at z2:
+//   ta: c (rel_ta^T (y_b x g) + y_a x R(off) b),   tb: c (delta_y x g).
+void add_rotational_input_adjoint(const Model& m, const Data& d, int j, const double* y, double* v) {
+  if (m.joint_rotation[j] != kRotationQuaternion) return;
+  const int f0 = m.joint_free_start[j], f1 = m.joint_free_start[j + 1];
+  bool any = false;
+  for (int f = f0; f < f1; ++f) any = any || (m.free_slot[f] >= 3 && d.u[f] != 0.0);
+  if (!any) return;
+  JointKinematics<double> kin;
+  joint_kinematics_at(m, j, d.x2.data(), d.q2.data(), d.rot2.data(), kin);
+  const int a = m.parent[j], b = m.child[j];
+  const Vec3<double> ya = a == kWorld ? vec3(0.0, 0.0, 0.0) : load3<double>(y + 6 * a + 3);
+  const Vec3<double> yb = load3<double>(y + 6 * b + 3);
+  const Vec3<double> delta = matvec(kin.rel_ta, ya) + yb;
+  const Mat3<double> off = load33<double>(&m.offset_rotation[9 * j]);
+  for (int f = f0; f < f1; ++f) {
+    if (m.free_slot[f] < 3 || d.u[f] == 0.0) continue;
+    const double c = -m.h * d.u[f];
+    const Vec3<double> basis = load3<double>(&m.basis[18 * j + 3 * m.free_slot[f]]);
+    const Vec3<double> g = tmatvec(kin.rot_rel, basis);
+    const Vec3<double> ta = tmatvec(kin.rel_ta, cross(yb, g)) + cross(ya, matvec(off, basis));
+    const Vec3<double> tb = cross(delta, g);
+    for (int i = 0; i < 3; ++i) {
+      v[3 + i] += c * ta[i];
+      v[9 + i] += c * tb[i];
+    }
+  }
+}
+
+// zbar2 -= (the joints' part of dr/dz2)^T y (state_residual_jacobian without it gives the
+// rest): per joint, the 12 numbers v_s = sum_k yj_k dF_k/dseed_s (yj: y on the joint's
+// bodies' rows, F's order), each mapped to its state column (for_each_term_column).
+//
+// A joint whose terms are a gradient (joint_terms_are_gradient) takes one dual direction:
+// with F = grad Phi, dF/dseed is Phi's second derivative M_sk = d^2 Phi(z + s + k) / ds dk,
+// which the rotations make asymmetric: q exp(s/2) exp(k/2) = q exp(u/2) with u = s + k +
+// (s x k)/2 to second order (Baker-Campbell-Hausdorff on so(3)), so M = H + (1/2) eps_lij g_l
+// with H symmetric and g Phi's rotational gradient, the body's torque rows of F itself.
+// Hence v = M yj = M^T yj + yj_rot x F_rot per body, and M^T yj is the forward mode along
+// yj (subtract_joint_direction's pass with the direction yj): the VJP at the JVP's cost.
+// Inputs on a quaternion joint's rotational slots and dampers, which are no gradient, add
+// their closed-form difference (add_rotational_input_adjoint, add_damper_adjoint).
+//
+// A locked joint is recorded on the tape at z2 with its 12 tangents as the inputs, and one
+// backward sweep of sum_row y[row] term_row (math/reverse.h) gives v, lock rows included.
+//
+// (Both replace the twelve-wide duals of state_residual_jacobian, which form the joint's
+// whole 12 x 12 blocks: the 20-link chain's VJP spent two thirds of its time there, issue
+// 28 item 1.)
+void subtract_joint_transpose(const Model& m, Data& d, const double* w, const double* y, double* zbar2) {
+  const JointTermFlags flags = joint_term_flags(m, d);
+  std::vector<uint8_t>& gradient = d.grad_joint_gradient;
+  std::vector<uint8_t>& recorded = d.grad_joint_recorded;
+  gradient.resize(m.nj);
+  recorded.resize(m.nj);
+  bool any_recorded = false;
+  for (int j = 0; j < m.nj; ++j) {
+    gradient[j] = joint_terms_are_gradient(m, j);
+    recorded[j] = !gradient[j];
+    any_recorded = any_recorded || recorded[j];
+  }
+  double v[12];
+  joint_terms<D1>(
+      m, d, w,
+      [&](int body, int) {
+        return seeded_pose<D1>(d, body, [&](double value, int k) {
+          D1 out(value);
+          out.d[0] = y[6 * body + k];
+          return out;
+        });
+      },
+      [&](int j, const D1* F, const D1*) {
+        const int bodies[2] = {m.parent[j], m.child[j]};
+        for (int k = 0; k < 12; ++k) v[k] = F[k].d[0];
+        for (int side = 0; side < 2; ++side) {
+          if (bodies[side] == kWorld) continue;
+          const double* yr = y + 6 * bodies[side] + 3;
+          const D1* fr = F + 6 * side + 3;
+          v[6 * side + 3] += yr[1] * fr[2].v - yr[2] * fr[1].v;
+          v[6 * side + 4] += yr[2] * fr[0].v - yr[0] * fr[2].v;
+          v[6 * side + 5] += yr[0] * fr[1].v - yr[1] * fr[0].v;
+        }
+        if (flags.any_input) add_rotational_input_adjoint(m, d, j, y, v);
+        if (m.has_dampers) add_damper_adjoint(m, d, w, j, y, v);
+        for_each_term_column(m, j, [&](int s, int col, double f) { zbar2[col] -= f * v[s]; });
+      },
+      gradient.data());
+  if (!any_recorded) return;
+  Tape& tape = d.grad_tape;
+  tape.clear();
+  Rev inputs[12];
+  joint_terms<Rev>(
+      m, d, w,
+      [&](int body, int side) {
+        std::fill(inputs + 6 * side, inputs + 6 * side + 6, Rev());  // the world's: constants
+        return seeded_pose<Rev>(d, body, [&](double value, int k) { return inputs[6 * side + k] = tape.variable(value); });
+      },
+      [&](int j, const Rev* F, const Rev* lock) {
+        tape.start_sweep();
+        for_each_term_row(m, j, F, lock, [&](int row, const Rev& term) { tape.seed(term, y[row]); });
+        tape.sweep();
+        for_each_term_column(m, j, [&](int s, int col, double f) { zbar2[col] -= f * tape.gradient(inputs[s]); });
+        tape.clear();
+      },
+      recorded.data());
 }
 
 // d tau / d theta of contact c's restitution target, kernel column `column`
@@ -836,7 +1037,9 @@ double step_vjp(const Model& m, Data& d, const std::vector<int>& kinds, const do
   if (zbar2) {
     std::fill(zbar2, zbar2 + nt, 0.0);
     const double* yv = y.data();
-    state_residual_jacobian(m, d, w, product([zbar2, yv](int row, int col, double v) { zbar2[col] -= v * yv[row]; }));
+    state_residual_jacobian(m, d, w, product([zbar2, yv](int row, int col, double v) { zbar2[col] -= v * yv[row]; }),
+                            false);
+    subtract_joint_transpose(m, d, w, yv, zbar2);
     for (int b = 0; b < nb; ++b) {
       const Mat3<double> r = rotation(integrator_map(load3<double>(w + 6 * b + 3), m.h));
       for (int i = 0; i < 3; ++i) {
