@@ -310,3 +310,28 @@ def test_a_run_from_a_carried_state_is_refused_with_its_cause(tmp_path):
     assert res.exit_code == 0, res.output
     more = read_storage(tmp_path / "b.h5").trajectory
     assert np.array_equal(more.x, traj.x[6:]) and np.array_equal(more.q, traj.q[6:]), np.abs(more.q - traj.q[6:]).max()
+
+
+def test_a_step_from_or_to_a_carried_state_has_nan_gradients():
+    """A step that starts or ends at a carried state (a state of h/n) is no map between states
+    of h: its gradient rows are NaN, never the composed map's of another step length; the
+    substepped steps between states of h keep their composed derivatives (finite). The
+    pendulum spun past the fold of h, as in test_a_spin_past_the_fold_is_carried_on_in_substeps."""
+    overrides = {"gravity": [0, 0, 0], "joints.hinge.initial.velocity": [90.0]}
+    mech = dojo.load_scene("pendulum", overrides)
+    opts = dojo.default_options(mech).replace(rtol=TIGHT, btol=TIGHT)
+    # spun up and down again (the knots between carried), then three substepped steps at the
+    # first rate, between states of h
+    torque = [668.0] * 3 + [-668.0] * 3 + [0.0] * 3
+    integrator = Variational(mech, initial_state(mech), opts=opts, forced_substeps={k: 2 for k in range(9)},
+                             gradients=("state",), controller=lambda mech, k, z: [torque[k]])
+    finite = []
+    for k in range(9):
+        start_carried = integrator.carried > 1
+        block = integrator.advance(k, 1)[0]
+        between_states_of_h = not start_carried and integrator.carried == 1
+        A = block.gradients["gradients/A"][0]
+        assert block.status_code[0] == 0, k
+        assert np.isfinite(A).all() if between_states_of_h else np.isnan(A).all(), (k, start_carried, integrator.carried)
+        finite.append(between_states_of_h)
+    assert any(finite) and not all(finite), finite
