@@ -405,11 +405,9 @@ def row_box(plan: Plan, sanity: list) -> Row:
     return row
 
 
-def a1_mujoco(h: float):
-    """(model, data, reset) of benchmarks/quadruped.py's MuJoCo A1, or None without MuJoCo."""
-    if mujoco is None:
-        return None
-    _, model, data = qp.mujoco_model(robots.example_robot_data_root() / "robots" / qp.A1, h)
+def _resettable(model, data):
+    """(model, data, reset): reset() puts the twin back at its present qpos and ctrl (a keyframe
+    or standing pose the caller set), forward-evaluated; called once here."""
     qpos0, ctrl0 = data.qpos.copy(), data.ctrl.copy()
 
     def reset():
@@ -419,6 +417,14 @@ def a1_mujoco(h: float):
 
     reset()
     return model, data, reset
+
+
+def a1_mujoco(h: float):
+    """(model, data, reset) of benchmarks/quadruped.py's MuJoCo A1, or None without MuJoCo."""
+    if mujoco is None:
+        return None
+    _, model, data = qp.mujoco_model(robots.example_robot_data_root() / "robots" / qp.A1, h)
+    return _resettable(model, data)
 
 
 def time_pd_stand(row: Row, plan: Plan, scene: str, mujoco_twin, mujoco_text: str):
@@ -497,15 +503,7 @@ def go1_mujoco(h: float):
     if mujoco is None:
         return None
     model, data = ef.mujoco_go1(h)
-    qpos0, ctrl0 = data.qpos.copy(), data.ctrl.copy()
-
-    def reset():
-        mujoco.mj_resetData(model, data)
-        data.qpos[:], data.ctrl[:] = qpos0, ctrl0
-        mujoco.mj_forward(model, data)
-
-    reset()
-    return model, data, reset
+    return _resettable(model, data)
 
 
 def row_go1(plan: Plan, sanity: list) -> Row:
