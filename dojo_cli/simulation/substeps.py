@@ -62,7 +62,8 @@ A_i, B_i, P_i each substep's implicit-function-theorem derivatives on its own so
 (``_core.gradients`` on the substep's Data, right after it, as a full step's are taken) and
 R' the re-expressions' Jacobians (core step_length.h ``midpoint_for_step_jacobian``: the
 left transforms and the springs' second derivatives). Everything is the core's; this
-module only multiplies.
+module only multiplies. A step from or to a carried state has no R_down or R_up (it is no
+map between states of h): no chain is built for it, and the run stores NaN rows.
 """
 
 from __future__ import annotations
