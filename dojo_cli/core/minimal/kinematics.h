@@ -158,8 +158,12 @@ void forward_kinematics(const TreeModel& m, TreeState<T>& s, const T* q, bool in
     // s_w = 0 and a rotation column s_v = 0 (tree.h), so each takes one 3x3 product.
     for (int c = 0; c < nt; ++c) s.J[6 * i + c] = Motion<T>{matvec(R, s.S[6 * i + c].v), zero3<T>()};
     for (int c = nt; c < m.nv_i[i]; ++c) {
-      // a quaternion's columns are e_k: R e_k is R's column k
-      const Vec3<T> w = quaternion ? Vec3<T>{{R[0][c - nt], R[1][c - nt], R[2][c - nt]}} : matvec(R, s.S[6 * i + c].w);
+      // a quaternion's columns are e_k: R e_k is R's column k; a revolute joint's about +-e_k
+      // is +-R's column k (the same numbers as the product, with no multiplications by zero)
+      Vec3<T> w;
+      if (quaternion) w = Vec3<T>{{R[0][c - nt], R[1][c - nt], R[2][c - nt]}};
+      else if (ax >= 0) w = Vec3<T>{{m.axis_sign[i] * R[0][ax], m.axis_sign[i] * R[1][ax], m.axis_sign[i] * R[2][ax]}};
+      else w = matvec(R, s.S[6 * i + c].w);
       s.J[6 * i + c] = Motion<T>{cross(p, w), w};
     }
     if (!inertias) continue;
