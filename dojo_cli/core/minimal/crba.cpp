@@ -28,7 +28,7 @@ void tree_crba_at_kinematics(const TreeModel& m, TreeData& d) {
   }
   // the pairs on different branches stay zero; the loop below is one dot product a pair over
   // the model's flat lists (TreeModel.support_v): nested loops over joints and their column
-  // counts cost twice the instructions (12,100 a call on Go1 against 5,000)
+  // counts took a third more instructions (callgrind, Go1: 12,100 a call against 9,000)
   double* M = d.M.data();
   std::fill(M, M + nv * nv, 0.0);
   const Motion<double>* J = d.J.data();
