@@ -91,13 +91,19 @@ void step_matrix(const Model& m, Data& d, const double* w, double regularization
     const int r0 = m.joint_row_start[j], r1 = m.joint_row_start[j + 1];
     const int l0 = m.joint_limit_start[j], l1 = m.joint_limit_start[j + 1];
     const int bodies[2] = {m.parent[j], m.child[j]};
+    // the rows' Jacobians at z3: those the residual at these unknowns kept, or from the
+    // configuration it kept (residual.h deferred_joint_jacobians), or evaluated here
+    const bool deferred = kept && deferred_joint_jacobians(m, j);
+    if (deferred)
+      joint_kinematics_jacobians(m, j, pose_of(d.x3.data(), d.q3.data(), d.rot3.data(), m.parent[j]),
+                                 pose_of(d.x3.data(), d.q3.data(), d.rot3.data(), m.child[j]), d.kin3[j]);
     if (!kept) joint_kinematics_at(m, j, d.x3.data(), d.q3.data(), d.rot3.data(), kin);
     BlockRef diag = block(m, d, m.blk_joint_diag[j]);
     for (int rr = r0; rr < r1; ++rr) {
       const int li = m.local_index[m.lam + rr];
       const double* jac3 = &d.jg3[12 * rr];
-      if (!kept) {
-        joint_row(m, j, rr, kin, d.lock_d2.data(), d.lock_q2.data(), row);
+      if (!kept || deferred) {
+        joint_row(m, j, rr, deferred ? d.kin3[j] : kin, d.lock_d2.data(), d.lock_q2.data(), row);
         jac3 = row.jac;
       }
       for (int s = 0; s < 2; ++s) {
