@@ -257,3 +257,50 @@ def test_bad_arguments_and_failed_steps_raise():
         dojo.rollout_jvp(mech, z0, np.zeros((3, mech.nu)), params=("nope",))
     with pytest.raises(dojo.SolverError, match="step 0 did not converge"):
         dojo.rollout_vjp(mech, z0, np.full((3, mech.nu), 1e12), np.zeros((3, 12 * mech.nb)))
+
+
+# The same products through two factorisations of dr/dw, each solve refined to rounding:
+# measured <= 4e-15 relative over the toss (its tumble multiplies the cotangents by ~5e3).
+CLOSED_FORM_TOL = 1e-11
+
+
+def test_closed_form_contact_elimination_equals_the_block_lu():
+    """The box's whole toss at the default (warm-started) solutions, which the gradients take
+    with the contacts eliminated in closed form where their growth allows (gradients.cpp,
+    factor_at_solution; resting corners at 1.8e8 to 3e13 times their slack): the VJP (state,
+    inputs, mass and friction), the JVP and one step's A, B equal those of the robust order's
+    block LU (Data.gradients_condensed False, the path before), and the closed form ran."""
+    from dojo_cli import _core
+    from dojo_cli.simulation.step import core_options
+
+    mech = dojo.load_scene("box")
+    z0 = dojo.initial_state(mech)
+    opts = core_options(dojo.default_options(mech))
+    T, nt = 500, 12 * mech.nb
+    rng = np.random.default_rng(5)
+    U, c = 0.1 * rng.standard_normal((T, mech.nu)), rng.standard_normal((T, nt))
+    dz0, dU = rng.standard_normal(nt), rng.standard_normal((T, mech.nu))
+    kinds = [0, 5]  # mass, friction (dojo_cli.model.parameters.PARAMETER_KINDS)
+
+    def data(condensed):
+        d = _core.Data(mech.core)
+        d.gradients_condensed = condensed
+        return d
+
+    runs = {}
+    for condensed in (True, False):
+        d = data(condensed)
+        vjp = _core.rollout_vjp(mech.core, d, z0, T, U, np.zeros(mech.nl), opts, -1.0, kinds, c)
+        assert vjp["steps"] == T and not np.any(vjp["status"]), "the toss did not converge"
+        # the last backward step is step 0, from the toss's start
+        assert d.lu_is_condensed == condensed, f"closed form {d.lu_is_condensed}, asked {condensed}"
+        jvp = _core.rollout_jvp(mech.core, data(condensed), z0, T, U, np.zeros(mech.nl), opts, -1.0, [], dz0, dU, None)
+        d = data(condensed)
+        assert _core.step(mech.core, d, np.asarray(vjp["states"][299]), None, None, None, None, opts) == 0
+        A, B, _, _ = _core.gradients(mech.core, d)
+        assert d.lu_is_condensed == condensed, f"the resting step's A, B: closed form {d.lu_is_condensed}"
+        runs[condensed] = (vjp["z0"], vjp["inputs"], vjp["params"], jvp["tangents"], A, B)
+    names = ("VJP z0", "VJP inputs", "VJP mass and friction", "JVP", "A", "B")
+    for name, got, ref in zip(names, runs[True], runs[False]):
+        err = np.max(np.abs(np.asarray(got) - ref)) / np.max(np.abs(ref))
+        assert err < CLOSED_FORM_TOL, f"{name}: closed form vs block LU {err:.2e}"

@@ -138,6 +138,10 @@ struct Data {
   BlockLU lu_condensed;
   std::vector<double> contact_elimination;
   bool lu_is_condensed = false;
+  // The gradients factorise dr/dw at the solution with the contacts eliminated in closed
+  // form where they can (gradients.cpp, factor_at_solution); false: the robust order's
+  // block LU always (what it did before: tests and benchmarks compare the two).
+  bool gradients_condensed = true;
 
   // ---- interior point scratch (interior_point.cpp)
   std::vector<double> target, d_aff, rhs;  // (n,)
@@ -150,7 +154,7 @@ struct Data {
   std::vector<double> contact_friction_impulse, contact_slip;     // (nc, 2)
 
   // ---- gradient scratch (gradients.cpp; grown on first use, then reused)
-  std::vector<double> grad_rhs, grad_b, grad_r, grad_x, grad_r_new, grad_chain;
+  std::vector<double> grad_rhs, grad_b, grad_r, grad_x, grad_r_new, grad_chain, grad_norm;
   std::vector<double> grad_v, grad_tangent;               // products (step_jvp, step_vjp), outputs before an output map
   std::vector<int> grad_span;                             // a state map's nonzero columns per row (first, end)
   std::vector<double> grad_state, grad_state_map, grad_output_map;  // minimal_step_gradients: z2, dz2/dy, dy3/dz3

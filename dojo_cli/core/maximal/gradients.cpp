@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "body_maps.h"
+#include "contact_elimination.h"
 #include "coordinates.h"
 #include "math/dual.h"
 #include "math/reverse.h"
@@ -777,6 +778,59 @@ void unregularized_residual(const Model& m, const Data& d, const double* b, cons
   }
 }
 
+void factor_block_lu_at_solution(const Model& m, Data& d);
+
+// The infinity norm of the matrix in d.matrix (Model::blocks' structural blocks), or with
+// `transpose` its one norm (the infinity norm of its transpose).
+double matrix_norm(const Model& m, Data& d, bool transpose) {
+  const BlockStructure& s = m.blocks;
+  std::vector<double>& sums = d.grad_norm;
+  sums.assign(m.n, 0.0);
+  const double* values = d.matrix.data();
+  for (int b = 0; b < s.n_structural; ++b) {
+    const int i = s.block_row[b], j = s.block_col[b], ni = s.size(i), nj = s.size(j);
+    const double* v = values + s.block_offset[b];
+    for (int r = 0; r < ni; ++r)
+      for (int c = 0; c < nj; ++c)
+        sums[transpose ? s.node_idx[s.node_ptr[j] + c] : s.node_idx[s.node_ptr[i] + r]] += std::fabs(v[nj * r + c]);
+  }
+  return *std::max_element(sums.begin(), sums.end());
+}
+
+// x = M^-1 b (or M^-T b; k columns, in place in b; d.grad_b holds b) with the condensed
+// factorisation of the exact matrix (factor_at_solution), refined against the whole matrix,
+// x += M^-1 (b - M x), until the sweep that starts from an iterate whose every column has a
+// normwise backward error |b - M x| / (|M| |x| + |b|) (infinity norms) of at most
+// kCondensedBackwardError, about the block LU's own: the block LU's exact path (a solve and
+// one sweep) when the first solve is that good, and each further sweep shrinks the closed
+// form's error by about the unit roundoff times its growth. False when
+// kCondensedRefinementSweeps are not enough (b then holds no solution).
+bool solve_condensed_refined(const Model& m, Data& d, double* b, int k, bool transpose) {
+  const size_t size = static_cast<size_t>(m.n) * k;
+  const double norm = matrix_norm(m, d, transpose);
+  std::vector<double>& r = d.grad_r;
+  const double* rhs = d.grad_b.data();
+  solve_factored(m, d, b, k, transpose);
+  for (int sweep = 0; sweep < kCondensedRefinementSweeps; ++sweep) {
+    block_residual(m.blocks, d.matrix.data(), rhs, b, r.data(), k, transpose, &d.grad_x);
+    bool converged = true;
+    for (int c = 0; c < k && converged; ++c) {
+      const size_t off = static_cast<size_t>(c) * m.n;
+      double xmax = 0.0, bmax = 0.0, rmax = 0.0;
+      for (int i = 0; i < m.n; ++i) {
+        xmax = std::max(xmax, std::fabs(b[off + i]));
+        bmax = std::max(bmax, std::fabs(rhs[off + i]));
+        rmax = std::max(rmax, std::fabs(r[off + i]));
+      }
+      converged = rmax <= kCondensedBackwardError * (norm * xmax + bmax);
+    }
+    solve_factored(m, d, r.data(), k, transpose);
+    for (size_t i = 0; i < size; ++i) b[i] += r[i];
+    if (converged) return true;
+  }
+  return false;
+}
+
 // x = M^-1 b (or M^-T b; k columns, in place in b) without the joint-impulse regularisation:
 // with the exact matrix factorised (d.lu_exact), one solve and one refinement sweep;
 // otherwise iterative refinement x += M_reg^-1 (b - M x), a sweep kept only when it halves
@@ -792,6 +846,12 @@ void solve_exact(const Model& m, Data& d, double* b, int k, bool transpose = fal
   r.resize(size);
   x_new.resize(size);
   r_new.resize(size);
+  if (d.lu_is_condensed) {
+    if (solve_condensed_refined(m, d, b, k, transpose)) return;
+    // not at rounding level within its sweeps: the block LU of the same (exact) matrix
+    factor_block_lu_at_solution(m, d);
+    std::copy(rhs.begin(), rhs.end(), b);
+  }
   solve_factored(m, d, b, k, transpose);
   if (d.lu_exact) {
     // The exact matrix is factorised (factor_at_solution): one sweep of refinement in
@@ -903,6 +963,21 @@ void add_direct(const Model& m, const double* w, const double* S, int k, double*
   }
 }
 
+// factor_at_solution's block LU, the exact matrix assembled in d.matrix (step_matrix with no
+// regularisation): the exact matrix in the robust order when its joint pivots allow, else the
+// regularised one.
+void factor_block_lu_at_solution(const Model& m, Data& d) {
+  // The raw (unscaled) cone rows at the solution can make a contact's own block
+  // singular (a sliding contact): the robust elimination order (model.h).
+  const bool robust = m.nc > 0;
+  if (factor_matrix(m, d, robust) && smallest_joint_pivot(m, d) >= kExactPivotMargin * kConstraintRegularization) {
+    d.lu_exact = true;
+    return;
+  }
+  step_matrix(m, d, d.w.data());
+  if (!factor_matrix(m, d, robust)) throw std::runtime_error("the Newton matrix at the solution could not be factorised");
+}
+
 // dr/dw at the solution d.w with the raw rows, factorised (also sets x3, q3, rot3 at the
 // solution). Returns the central-path value of the solution (0 without inequalities).
 //
@@ -922,16 +997,20 @@ void add_direct(const Model& m, const double* w, const double* S, int k, double*
 // off its golden.)
 double factor_at_solution(const Model& m, Data& d) {
   const double kappa_used = m.degree > 0 ? complementarity_measure(m, d.w.data(), d.contact_active.data()) : 0.0;
-  // The raw (unscaled) cone rows at the solution can make a contact's own block
-  // singular (a sliding contact): the robust elimination order (model.h).
-  const bool robust = m.nc > 0;
   step_matrix(m, d, d.w.data(), 0.0);
-  if (factor_matrix(m, d, robust) && smallest_joint_pivot(m, d) >= kExactPivotMargin * kConstraintRegularization) {
+  // The contacts eliminated in closed form first (factor.h factor_contacts_condensed): where
+  // every active contact's block is regular at the raw rows within
+  // kMaxGradientSubstitutionGrowth, the box's eight closed forms and the 6x6 LU of its body
+  // replace the robust order's fill among the contacts of one body (its eight 8-unknown nodes
+  // all coupled through the body: a dense elimination of 64 unknowns, `eliminate<8>`, most of
+  // a backward step). Its solves are refined to the block LU's backward error
+  // (solve_condensed_refined), else the block LU takes over (solve_exact).
+  if (d.gradients_condensed && factor_contacts_condensed(m, d, kMaxGradientSubstitutionGrowth) &&
+      smallest_joint_pivot(m, d) >= kExactPivotMargin * kConstraintRegularization) {
     d.lu_exact = true;
     return kappa_used;
   }
-  step_matrix(m, d, d.w.data());
-  if (!factor_matrix(m, d, robust)) throw std::runtime_error("the Newton matrix at the solution could not be factorised");
+  factor_block_lu_at_solution(m, d);
   return kappa_used;
 }
 
