@@ -29,6 +29,7 @@ Data::Data(const Model& m)
   lu_robust.init(m.blocks_robust);
   matrix_condensed.assign(m.blocks_condensed.structural_size, 0.0);
   lu_condensed.init(m.blocks_condensed);
+  grad_contact_z3.resize(m.nc);
   contact_elimination.assign(static_cast<size_t>(kContactEliminationSize) * m.nc, 0.0);
 }
 

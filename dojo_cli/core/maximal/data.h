@@ -158,6 +158,7 @@ struct Data {
   std::vector<double> grad_v, grad_tangent;               // products (step_jvp, step_vjp), outputs before an output map
   std::vector<int> grad_span;                             // a state map's nonzero columns per row (first, end)
   std::vector<double> grad_state, grad_state_map, grad_output_map;  // minimal_step_gradients: z2, dz2/dy, dy3/dz3
+  std::vector<ContactZ3> grad_contact_z3;  // (nc,) the contacts' derivatives at z3 where dr/dw was assembled
   Tape grad_tape;  // one joint's impulse-map terms recorded for reverse mode (step_vjp)
   std::vector<uint8_t> grad_joint_gradient, grad_joint_recorded;  // step_vjp: (nj,) the joints of each reverse pass
 

@@ -248,9 +248,12 @@ void for_each_term_column(const Model& m, int j, Fn fn) {
 
 // dr/dz2 (n x 12 nb: Columns, column-major, or a Product with it) at the solution w;
 // without `joints`, all but the joints' impulse maps and lock references (what
-// joint_state_terms gives: step_jvp takes them along its direction).
+// joint_state_terms gives: step_jvp takes them along its direction). With contact_z3, the
+// contacts' derivatives at z3 that step_matrix left at the same w (factor_at_solution) are
+// read instead of evaluating the contacts again (the same numbers).
 template <class Out>
-void state_residual_jacobian(const Model& m, Data& d, const double* w, Out out, bool joints = true) {
+void state_residual_jacobian(const Model& m, Data& d, const double* w, Out out, bool joints = true,
+                             const ContactZ3* contact_z3 = nullptr) {
   const double h = m.h;
   // previous momenta: the body residual is momentum_right - momentum_left - ...
   double jac[36];
@@ -364,15 +367,25 @@ void state_residual_jacobian(const Model& m, Data& d, const double* w, Out out, 
   // contacts: constraint rows and body impulses, both evaluated at z3
   for (int c = 0; c < m.nc; ++c) {
     if (!d.contact_active[c]) continue;  // left out of the solve: rows 0 = 0 (margins.h)
-    const ContactEval& ev = evaluate_step_contact(m, d, w, c, ContactOutput::Jacobians);
+    const int n = contact_half_size(m.contacts[c].model);
+    const double(*cons_z3)[12];
+    const double(*wrench_z3)[12];
+    if (contact_z3) {
+      cons_z3 = contact_z3[c].cons;
+      wrench_z3 = contact_z3[c].wrench;
+    } else {
+      const ContactEval& ev = evaluate_step_contact(m, d, w, c, ContactOutput::Jacobians);
+      cons_z3 = ev.cons_z3;
+      wrench_z3 = ev.wrench_z3;
+    }
     const int a = m.contacts[c].body, b = m.contacts[c].other;
-    const int g0 = m.contact_start[c] + ev.n;
-    for (int i = 0; i < ev.n; ++i) add_z3(out, g0 + i, ev.cons_z3[i], a, b, chain);
+    const int g0 = m.contact_start[c] + n;
+    for (int i = 0; i < n; ++i) add_z3(out, g0 + i, cons_z3[i], a, b, chain);
     const int bodies[2] = {a, b};
     double neg[12];
     for (int r = 0; r < 12; ++r) {
       if (bodies[r / 6] == kWorld) continue;
-      for (int k = 0; k < 12; ++k) neg[k] = -ev.wrench_z3[r][k];
+      for (int k = 0; k < 12; ++k) neg[k] = -wrench_z3[r][k];
       add_z3(out, 6 * bodies[r / 6] + r % 6, neg, a, b, chain);
     }
     // the gap row's restitution target tau(z2): d - tau - s
@@ -997,7 +1010,7 @@ void factor_block_lu_at_solution(const Model& m, Data& d) {
 // off its golden.)
 double factor_at_solution(const Model& m, Data& d) {
   const double kappa_used = m.degree > 0 ? complementarity_measure(m, d.w.data(), d.contact_active.data()) : 0.0;
-  step_matrix(m, d, d.w.data(), 0.0);
+  step_matrix(m, d, d.w.data(), 0.0, d.grad_contact_z3.data());
   // The contacts eliminated in closed form first (factor.h factor_contacts_condensed): where
   // every active contact's block is regular at the raw rows within
   // kMaxGradientSubstitutionGrowth, the box's eight closed forms and the 6x6 LU of its body
@@ -1067,16 +1080,18 @@ double step_gradients(const Model& m, Data& d, const GradientRequest& request, d
       }
       double* r = rhs.data();
       const int* sp = span.data();
-      state_residual_jacobian(m, d, w, product([r, S, sp, k, n](int row, int col, double v) {
+      state_residual_jacobian(m, d, w,
+                              product([r, S, sp, k, n](int row, int col, double v) {
                                 if (v == 0.0) return;
                                 const double* s_row = S + static_cast<size_t>(col) * k;
                                 for (int c = sp[2 * col]; c < sp[2 * col + 1]; ++c)
                                   r[static_cast<size_t>(c) * n + row] += v * s_row[c];
-                              }));
+                              }),
+                              true, d.grad_contact_z3.data());
       solve_into(k, A, true);
     } else {
       rhs.assign(static_cast<size_t>(n) * nt, 0.0);
-      state_residual_jacobian(m, d, w, Columns{rhs.data(), n});
+      state_residual_jacobian(m, d, w, Columns{rhs.data(), n}, true, d.grad_contact_z3.data());
       solve_into(nt, A, true);
     }
   }
@@ -1117,7 +1132,7 @@ double step_vjp(const Model& m, Data& d, const std::vector<int>& kinds, const do
     std::fill(zbar2, zbar2 + nt, 0.0);
     const double* yv = y.data();
     state_residual_jacobian(m, d, w, product([zbar2, yv](int row, int col, double v) { zbar2[col] -= v * yv[row]; }),
-                            false);
+                            false, d.grad_contact_z3.data());
     subtract_joint_transpose(m, d, w, yv, zbar2);
     for (int b = 0; b < nb; ++b) {
       const Mat3<double> r = rotation(integrator_map(load3<double>(w + 6 * b + 3), m.h));
@@ -1166,7 +1181,7 @@ double step_jvp(const Model& m, Data& d, const std::vector<int>& kinds, const do
   if (dz2) {
     double* xv = x.data();
     state_residual_jacobian(m, d, w, product([xv, dz2](int row, int col, double v) { xv[row] -= v * dz2[col]; }),
-                            false);
+                            false, d.grad_contact_z3.data());
     subtract_joint_direction(m, d, w, dz2, xv);
   }
   if (du && m.nu > 0) accumulate(m.nu, du, [&](Columns c) { input_residual_jacobian(m, d, c); });
