@@ -142,6 +142,10 @@ struct Data {
   // form where they can (gradients.cpp, factor_at_solution); false: the robust order's
   // block LU always (what it did before: tests and benchmarks compare the two).
   bool gradients_condensed = true;
+  // The refinement sweeps a solve with that factorisation may take before the block LU takes
+  // over (gradients.cpp, solve_condensed_refined; 0: every solve falls back, a test's way to
+  // take that path). The constructor sets kCondensedRefinementSweeps (gradients.h).
+  int gradients_condensed_sweeps = 0;
 
   // ---- interior point scratch (interior_point.cpp)
   std::vector<double> target, d_aff, rhs;  // (n,)

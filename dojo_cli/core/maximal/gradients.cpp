@@ -817,14 +817,15 @@ double matrix_norm(const Model& m, Data& d, bool transpose) {
 // kCondensedBackwardError, about the block LU's own: the block LU's exact path (a solve and
 // one sweep) when the first solve is that good, and each further sweep shrinks the closed
 // form's error by about the unit roundoff times its growth. False when
-// kCondensedRefinementSweeps are not enough (b then holds no solution).
+// d.gradients_condensed_sweeps (kCondensedRefinementSweeps) are not enough (b then holds no
+// solution).
 bool solve_condensed_refined(const Model& m, Data& d, double* b, int k, bool transpose) {
   const size_t size = static_cast<size_t>(m.n) * k;
   const double norm = matrix_norm(m, d, transpose);
   std::vector<double>& r = d.grad_r;
   const double* rhs = d.grad_b.data();
   solve_factored(m, d, b, k, transpose);
-  for (int sweep = 0; sweep < kCondensedRefinementSweeps; ++sweep) {
+  for (int sweep = 0; sweep < d.gradients_condensed_sweeps; ++sweep) {
     block_residual(m.blocks, d.matrix.data(), rhs, b, r.data(), k, transpose, &d.grad_x);
     bool converged = true;
     for (int c = 0; c < k && converged; ++c) {
