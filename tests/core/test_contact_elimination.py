@@ -1,5 +1,6 @@
 """The interior point's factorisation with the contacts eliminated in closed form
-(dojo_cli/core/maximal/contact_elimination.h, factor.h ``factor_matrix_condensed``) against dense numpy.
+(dojo_cli/core/maximal/contact_elimination.h, factor.h ``factor_matrix_condensed``) against dense numpy,
+its solves and their transposes (the gradients' reverse mode: gradients.cpp, factor_at_solution).
 
 The systems are the Newton matrices the interior point factorises: at the converged unknowns of steps
 of the box toss (in flight, at impact, sliding, at rest on four corners: loaded contacts with slacks
@@ -59,18 +60,23 @@ def converged_unknowns(mech, steps):
 
 
 def check_solve(mech, z, w, scaled, seed, expect_condensed=True):
+    """The solve of A x = b and of A^T x = b (the gradients' reverse mode) for a random b."""
     rng = np.random.default_rng(seed)
     b = rng.standard_normal(mech.core.n)
-    got = _core.testing.condensed_solve(mech.core, _core.Data(mech.core), z, None, np.ascontiguousarray(w), b, scaled)
-    assert got["factored"], "the Newton matrix was not factorised"
-    assert got["condensed"] == expect_condensed, f"condensed {got['condensed']}, expected {expect_condensed}"
-    a, x = got["matrix"], got["x"]
-    backward = np.max(np.abs(b - a @ x)) / (np.max(np.sum(np.abs(a), axis=1)) * np.max(np.abs(x)) + np.max(np.abs(b)))
-    assert backward < BACKWARD, f"backward error {backward:.2e}"
-    reference = np.linalg.solve(a, b)
-    forward = np.max(np.abs(x - reference)) / np.max(np.abs(reference))
-    cond = np.linalg.cond(a, 1)
-    assert forward < FORWARD_PER_COND * cond, f"forward error {forward:.2e} against cond(A) {cond:.1e}"
+    for transpose in (False, True):
+        got = _core.testing.condensed_solve(
+            mech.core, _core.Data(mech.core), z, None, np.ascontiguousarray(w), b, scaled, transpose=transpose
+        )
+        what = "A^T x = b" if transpose else "A x = b"
+        assert got["factored"], "the Newton matrix was not factorised"
+        assert got["condensed"] == expect_condensed, f"condensed {got['condensed']}, expected {expect_condensed}"
+        a, x = (got["matrix"].T if transpose else got["matrix"]), got["x"]
+        backward = np.max(np.abs(b - a @ x)) / (np.max(np.sum(np.abs(a), axis=1)) * np.max(np.abs(x)) + np.max(np.abs(b)))
+        assert backward < BACKWARD, f"{what}: backward error {backward:.2e}"
+        reference = np.linalg.solve(a, b)
+        forward = np.max(np.abs(x - reference)) / np.max(np.abs(reference))
+        cond = np.linalg.cond(a, 1)
+        assert forward < FORWARD_PER_COND * cond, f"{what}: forward error {forward:.2e} against cond(A) {cond:.1e}"
 
 
 @pytest.mark.parametrize("scaled", [True, False], ids=["nesterov_todd", "raw"])

@@ -257,3 +257,58 @@ def test_bad_arguments_and_failed_steps_raise():
         dojo.rollout_jvp(mech, z0, np.zeros((3, mech.nu)), params=("nope",))
     with pytest.raises(dojo.SolverError, match="step 0 did not converge"):
         dojo.rollout_vjp(mech, z0, np.full((3, mech.nu), 1e12), np.zeros((3, 12 * mech.nb)))
+
+
+# The same products through two factorisations of dr/dw, each solve refined to rounding:
+# measured <= 4e-15 relative over the toss (its tumble multiplies the cotangents by ~5e3).
+CLOSED_FORM_TOL = 1e-11
+
+
+def test_closed_form_contact_elimination_equals_the_block_lu():
+    """The box's whole toss at the default (warm-started) solutions, which the gradients take
+    with the contacts eliminated in closed form where their growth allows (gradients.cpp,
+    factor_at_solution; resting corners at 1.8e8 to 3e13 times their slack): the VJP (state,
+    inputs, mass and friction), the JVP and one step's A, B equal those of the robust order's
+    block LU (Data.gradients_condensed False, the path before), and the closed form ran; with no
+    refinement sweep allowed every solve falls back to the block LU mid-way (the path a solve
+    that does not reach the block LU's backward error takes), with the same results."""
+    from dojo_cli import _core
+    from dojo_cli.simulation.step import core_options
+
+    mech = dojo.load_scene("box")
+    z0 = dojo.initial_state(mech)
+    opts = core_options(dojo.default_options(mech))
+    T, nt = 500, 12 * mech.nb
+    rng = np.random.default_rng(5)
+    U, c = 0.1 * rng.standard_normal((T, mech.nu)), rng.standard_normal((T, nt))
+    dz0, dU = rng.standard_normal(nt), rng.standard_normal((T, mech.nu))
+    kinds = [0, 5]  # mass, friction (dojo_cli.model.parameters.PARAMETER_KINDS)
+    # (Data.gradients_condensed, its refinement sweeps, whether the last factorisation is the closed form)
+    variants = {"closed form": (True, None, True), "fallback": (True, 0, False), "block LU": (False, None, False)}
+
+    def data(condensed, sweeps):
+        d = _core.Data(mech.core)
+        d.gradients_condensed = condensed
+        if sweeps is not None:
+            d.gradients_condensed_sweeps = sweeps
+        return d
+
+    runs = {}
+    for name, (condensed, sweeps, closed_form) in variants.items():
+        d = data(condensed, sweeps)
+        vjp = _core.rollout_vjp(mech.core, d, z0, T, U, np.zeros(mech.nl), opts, -1.0, kinds, c)
+        assert vjp["steps"] == T and not np.any(vjp["status"]), "the toss did not converge"
+        # the last backward step is step 0, from the toss's start
+        assert d.lu_is_condensed == closed_form, f"{name}: closed form {d.lu_is_condensed}"
+        d = data(condensed, sweeps)
+        jvp = _core.rollout_jvp(mech.core, d, z0, T, U, np.zeros(mech.nl), opts, -1.0, [], dz0, dU, None)
+        d = data(condensed, sweeps)
+        assert _core.step(mech.core, d, np.asarray(vjp["states"][299]), None, None, None, None, opts) == 0
+        A, B, _, _ = _core.gradients(mech.core, d)
+        assert d.lu_is_condensed == closed_form, f"{name}: the resting step's A, B: closed form {d.lu_is_condensed}"
+        runs[name] = (vjp["z0"], vjp["inputs"], vjp["params"], jvp["tangents"], A, B)
+    products = ("VJP z0", "VJP inputs", "VJP mass and friction", "JVP", "A", "B")
+    for name in ("closed form", "fallback"):
+        for product, got, ref in zip(products, runs[name], runs["block LU"]):
+            err = np.max(np.abs(np.asarray(got) - ref)) / np.max(np.abs(ref))
+            assert err < CLOSED_FORM_TOL, f"{product}: {name} vs block LU {err:.2e}"

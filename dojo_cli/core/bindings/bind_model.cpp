@@ -147,6 +147,14 @@ void bind_model(nb::module_& m) {
       .def_ro("restarts", &Data::restarts, "Restarts of the last step's solve from scaled impulses (step.h, \"Restarts\").")
       .def_ro("recovery_iteration", &Data::recovery_iteration)
       .def_ro("lu_is_robust", &Data::lu_is_robust, "The last factorisation used the robust elimination order.")
+      .def_ro("lu_is_condensed", &Data::lu_is_condensed,
+              "The last factorisation eliminated the contacts in closed form (factor.h factor_matrix_condensed).")
+      .def_rw("gradients_condensed", &Data::gradients_condensed,
+              "The gradients factorise dr/dw at the solution with the contacts eliminated in closed form where "
+              "they can (gradients.cpp, factor_at_solution); False: always the robust order's block LU.")
+      .def_rw("gradients_condensed_sweeps", &Data::gradients_condensed_sweeps,
+              "Refinement sweeps a solve with that factorisation may take before the block LU takes over "
+              "(gradients.cpp, solve_condensed_refined); 0: every solve falls back (tests).")
       .def_ro("lu_exact", &Data::lu_exact,
               "The last factorisation was of the exact matrix dr/dw, without the joint-impulse regularisation "
               "(the gradients, where every joint-impulse pivot allows: gradients.cpp, factor_at_solution).")

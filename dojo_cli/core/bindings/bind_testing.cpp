@@ -62,7 +62,7 @@ void bind_testing(nb::module_& testing) {
   m.def(
       "condensed_solve",
       [](const Model& model, Data& data, const InArray& z, std::optional<InArray> u, const InArray& w, const InArray& b,
-         bool scaled, bool condensed) {
+         bool scaled, bool condensed, bool transpose) {
         if (!step_setup(model, data, checked(z, 13 * static_cast<size_t>(model.nb), "state"),
                         checked(u, model.nu, "input"), nullptr, nullptr))
           throw std::invalid_argument("state or input not finite");
@@ -84,7 +84,7 @@ void bind_testing(nb::module_& testing) {
         }
         const bool factored = condensed ? factor_matrix_condensed(model, data) : factor_matrix(model, data);
         std::vector<double> x(b.data(), b.data() + n);
-        if (factored) solve_factored(model, data, x.data());
+        if (factored) solve_factored(model, data, x.data(), 1, transpose);
         nb::dict out;
         out["factored"] = factored;
         out["condensed"] = data.lu_is_condensed;
@@ -93,11 +93,12 @@ void bind_testing(nb::module_& testing) {
         return out;
       },
       nb::arg("model"), nb::arg("data"), nb::arg("z"), nb::arg("u").none(), nb::arg("w"), nb::arg("b"),
-      nb::arg("scaled") = true, nb::arg("condensed") = true,
+      nb::arg("scaled") = true, nb::arg("condensed") = true, nb::arg("transpose") = false,
       "The interior point's factorisation (factor.h factor_matrix_condensed; with condensed=False the block\n"
       "LU's, factor_matrix) of the Newton matrix at the unknowns w (its second-order cones' rows in\n"
-      "Nesterov-Todd scaled form when scaled) and its solve of b (n,): factored, condensed (the contacts\n"
-      "were eliminated in closed form), x (n,) and the matrix (n, n) it factorised.");
+      "Nesterov-Todd scaled form when scaled) and its solve of b (n,), of A^T x = b with transpose:\n"
+      "factored, condensed (the contacts were eliminated in closed form), x (n,) and the matrix (n, n)\n"
+      "it factorised (A, not transposed).");
   m.def(
       "rows3_at",
       [](const Model& model, const Data& data, const InArray& w) {

@@ -113,6 +113,14 @@ struct ContactEval {
   double wrench_parameters[12][4];
 };
 
+// A contact's derivatives at z3 (ContactEval's cons_z3 and wrench_z3): what the gradients'
+// dr/dz2 reads of the contact evaluation that assembled the matrix at the same solution
+// (newton_matrix.h step_matrix, gradients.cpp), kept so it is not evaluated twice.
+struct ContactZ3 {
+  double cons[kMaxContactHalfSize][12];
+  double wrench[12][12];
+};
+
 // Evaluate one contact at an iterate.
 //   c: the contact; h: timestep (s);
 //   a, b: bodies a and b (b unread for the world, c.other < 0);

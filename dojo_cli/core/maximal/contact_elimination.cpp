@@ -24,8 +24,8 @@ inline bool reciprocal(double p, double& out) {
 // inv = K^-1 of a 3x3 row-major K by Gauss-Jordan with partial pivoting on K's columns
 // scaled to a largest entry of 1 (K = Ks diag(c): the cone's W and W^-1 columns differ by
 // beta^2, which can be 1e20 apart, and scaling the unknowns changes nothing else); false when
-// a column is zero or a pivot of Ks is zero, not finite or below 1 / kMaxSubstitutionGrowth.
-bool invert3(const double k[9], double inv[9]) {
+// a column is zero or a pivot of Ks is zero, not finite or below 1 / max_growth.
+bool invert3(const double k[9], double inv[9], double max_growth) {
   double scale[3], a[3][6];
   for (int j = 0; j < 3; ++j) {
     const double largest = std::max(std::fabs(k[j]), std::max(std::fabs(k[3 + j]), std::fabs(k[6 + j])));
@@ -43,7 +43,7 @@ bool invert3(const double k[9], double inv[9]) {
     if (p != c)
       for (int j = 0; j < 6; ++j) std::swap(a[c][j], a[p][j]);
     double d;
-    if (!reciprocal(a[c][c], d) || std::fabs(d) > kMaxSubstitutionGrowth) return false;
+    if (!reciprocal(a[c][c], d) || std::fabs(d) > max_growth) return false;
     for (int j = c; j < 6; ++j) a[c][j] *= d;
     for (int r = 0; r < 3; ++r) {
       if (r == c) continue;
@@ -62,22 +62,22 @@ inline const double* diagonal_block(const Model& m, const double* matrix, int c)
 
 }  // namespace
 
-bool factor_contact_block(const Model& m, const double* matrix, int c, double* out) {
+bool factor_contact_block(const Model& m, const double* matrix, int c, double* out, double max_growth) {
   const double* a = diagonal_block(m, matrix, c);
   switch (m.contacts[c].model) {
     case ContactModel::Impact:  // [s0, g0]: row 1 -ds0, row 0 g0 ds0 + s0 dg0
       return reciprocal(a[2 * 1 + 0], out[kGap]) && reciprocal(a[2 * 0 + 1], out[kOrthant]) &&
-             std::fabs(a[0] * out[kOrthant]) <= kMaxSubstitutionGrowth;
+             std::fabs(a[0] * out[kOrthant]) <= max_growth;
     case ContactModel::Nonlinear: {  // [s0..s3, g0..g3], 8 columns
       if (!(reciprocal(a[8 * 4 + 0], out[kGap]) && reciprocal(a[8 * 0 + 4], out[kOrthant]) &&
             reciprocal(a[8 * 5 + 5], out[kRadius]) && reciprocal(a[8 * 6 + 2], out[kSlip1]) &&
             reciprocal(a[8 * 7 + 3], out[kSlip2])))
         return false;
-      if (std::fabs(a[0] * out[kOrthant]) > kMaxSubstitutionGrowth) return false;  // g0 / s0
+      if (std::fabs(a[0] * out[kOrthant]) > max_growth) return false;  // g0 / s0
       // K: the cone rows 1-3 in the columns left after the substitution, s1, g2, g3
       const double k[9] = {a[8 * 1 + 1], a[8 * 1 + 6], a[8 * 1 + 7], a[8 * 2 + 1], a[8 * 2 + 6],
                            a[8 * 2 + 7], a[8 * 3 + 1], a[8 * 3 + 6], a[8 * 3 + 7]};
-      return invert3(k, out + kConeInverse);
+      return invert3(k, out + kConeInverse, max_growth);
     }
     case ContactModel::Linear:
       break;
@@ -113,6 +113,39 @@ void solve_contact_block(const Model& m, const double* matrix, int c, const doub
   x[5] = dg1;
   x[6] = kinv[3] * t[0] + kinv[4] * t[1] + kinv[5] * t[2];
   x[7] = kinv[6] * t[0] + kinv[7] * t[1] + kinv[8] * t[2];
+}
+
+void solve_contact_block_transpose(const Model& m, const double* matrix, int c, const double* e, const double* r,
+                                   double* x) {
+  // A_cc^T y = r: one equation per column of A_cc, solved for the row whose pivot that
+  // column holds in solve_contact_block, in the reverse of its order.
+  const double* a = diagonal_block(m, matrix, c);
+  if (m.contacts[c].model == ContactModel::Impact) {
+    const double y0 = r[1] * e[kOrthant];           // column g0: a01 y0
+    const double y1 = (r[0] - a[0] * y0) * e[kGap];  // column s0: a00 y0 + a10 y1
+    x[0] = y0;
+    x[1] = y1;
+    return;
+  }
+  // nonlinear: columns s1, g2, g3 hold the cone rows' K: K^T (y1, y2, y3) = (r1, r6, r7)
+  const double* kinv = e + kConeInverse;
+  const double t[3] = {r[1], r[6], r[7]};
+  double yc[3];
+  for (int i = 0; i < 3; ++i) yc[i] = kinv[i] * t[0] + kinv[3 + i] * t[1] + kinv[6 + i] * t[2];
+  auto cone = [&](int col) { return a[8 * 1 + col] * yc[0] + a[8 * 2 + col] * yc[1] + a[8 * 3 + col] * yc[2]; };
+  const double y6 = (r[2] - cone(2)) * e[kSlip1];         // column s2: slip row 6
+  const double y7 = (r[3] - cone(3)) * e[kSlip2];         // column s3: slip row 7
+  const double y5 = (r[5] - cone(5)) * e[kRadius];        // column g1: radius row 5
+  const double y0 = (r[4] - a[8 * 5 + 4] * y5) * e[kOrthant];  // column g0: orthant row 0
+  const double y4 = (r[0] - a[0] * y0) * e[kGap];         // column s0: gap row 4
+  x[0] = y0;
+  x[1] = yc[0];
+  x[2] = yc[1];
+  x[3] = yc[2];
+  x[4] = y4;
+  x[5] = y5;
+  x[6] = y6;
+  x[7] = y7;
 }
 
 namespace {

@@ -41,19 +41,35 @@ namespace dojo {
 // form: the whole matrix goes to the block LU (factor.h).
 constexpr double kMaxSubstitutionGrowth = 1e8;
 
+// The same bound for the gradients' solves (gradients.cpp, factor_at_solution), which refine
+// every solve against the whole matrix until its backward error is the block LU's
+// (kCondensedBackwardError) and take the block LU where a few sweeps do not get there: each
+// sweep shrinks the error by about the unit roundoff times the growth (2e-4 a sweep at 1e12).
+// The resting box at the warm start's solutions has g0 / s0 of 1.8e8 (most steps) to 3e13
+// (over the toss's 500 steps; 3 steps above 1e12): above kMaxSubstitutionGrowth, which would
+// send 97 of 100 resting steps' gradients to the block LU.
+constexpr double kMaxGradientSubstitutionGrowth = 1e12;
+
 // Doubles a contact keeps from its factorisation (Data::contact_elimination): the
 // substitution's reciprocal pivots and K^-1.
 constexpr int kContactEliminationSize = 16;
 
 // Factorise contact c's diagonal block (the matrix values `matrix`, Model::blocks' layout)
 // into out (kContactEliminationSize doubles). False when a pivot is zero or not finite
-// (A_cc singular: the caller factorises the whole matrix by the block LU instead).
-bool factor_contact_block(const Model& m, const double* matrix, int c, double* out);
+// (A_cc singular: the caller factorises the whole matrix by the block LU instead), or when
+// the substitution's growth exceeds max_growth.
+bool factor_contact_block(const Model& m, const double* matrix, int c, double* out,
+                          double max_growth = kMaxSubstitutionGrowth);
 
 // x = A_cc^-1 r for contact c (its 2N unknowns, local order [s, gamma]); r and x may be
 // the same array.
 void solve_contact_block(const Model& m, const double* matrix, int c, const double* elimination, const double* r,
                          double* x);
+
+// x = A_cc^-T r for contact c (the transposed substitution: the same pivots and K^-1,
+// visited in the reverse order); r and x may be the same array.
+void solve_contact_block_transpose(const Model& m, const double* matrix, int c, const double* elimination,
+                                   const double* r, double* x);
 
 // The Schur complement of contact c: A_bb -= A_bc A_cc^-1 A_cb over its bodies' blocks of
 // `reduced` (Model::blocks_condensed' layout).

@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "contact_elimination.h"
+#include "gradients.h"
 
 namespace dojo {
 
@@ -16,6 +17,7 @@ Data::Data(const Model& m)
       soc_lambda(m.soc_s.size()), contact_distance(m.nc), contact_normal_impulse(m.nc),
       contact_friction_impulse(2 * m.nc), contact_slip(2 * m.nc), z_next(13 * m.nb) {
   contact_active.assign(m.nc, 1);
+  gradients_condensed_sweeps = kCondensedRefinementSweeps;
   active_degree = m.degree;
   angle_ref.assign(m.nf, std::numeric_limits<double>::quiet_NaN());
   angle2.assign(m.nf, 0.0);
@@ -29,6 +31,7 @@ Data::Data(const Model& m)
   lu_robust.init(m.blocks_robust);
   matrix_condensed.assign(m.blocks_condensed.structural_size, 0.0);
   lu_condensed.init(m.blocks_condensed);
+  grad_contact_z3.resize(m.nc);
   contact_elimination.assign(static_cast<size_t>(kContactEliminationSize) * m.nc, 0.0);
 }
 

@@ -142,6 +142,14 @@ struct Data {
   BlockLU lu_condensed;
   std::vector<double> contact_elimination;
   bool lu_is_condensed = false;
+  // The gradients factorise dr/dw at the solution with the contacts eliminated in closed
+  // form where they can (gradients.cpp, factor_at_solution); false: the robust order's
+  // block LU always (what it did before: tests and benchmarks compare the two).
+  bool gradients_condensed = true;
+  // The refinement sweeps a solve with that factorisation may take before the block LU takes
+  // over (gradients.cpp, solve_condensed_refined; 0: every solve falls back, a test's way to
+  // take that path). The constructor sets kCondensedRefinementSweeps (gradients.h).
+  int gradients_condensed_sweeps = 0;
 
   // ---- interior point scratch (interior_point.cpp)
   std::vector<double> target, d_aff, rhs;  // (n,)
@@ -154,10 +162,11 @@ struct Data {
   std::vector<double> contact_friction_impulse, contact_slip;     // (nc, 2)
 
   // ---- gradient scratch (gradients.cpp; grown on first use, then reused)
-  std::vector<double> grad_rhs, grad_b, grad_r, grad_x, grad_r_new, grad_chain;
+  std::vector<double> grad_rhs, grad_b, grad_r, grad_x, grad_r_new, grad_chain, grad_norm;
   std::vector<double> grad_v, grad_tangent;               // products (step_jvp, step_vjp), outputs before an output map
   std::vector<int> grad_span;                             // a state map's nonzero columns per row (first, end)
   std::vector<double> grad_state, grad_state_map, grad_output_map;  // minimal_step_gradients: z2, dz2/dy, dy3/dz3
+  std::vector<ContactZ3> grad_contact_z3;  // (nc,) the contacts' derivatives at z3 where dr/dw was assembled
   Tape grad_tape;  // one joint's impulse-map terms recorded for reverse mode (step_vjp)
   std::vector<uint8_t> grad_joint_gradient, grad_joint_recorded;  // step_vjp: (nj,) the joints of each reverse pass
 

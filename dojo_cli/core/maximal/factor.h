@@ -19,13 +19,20 @@ bool factor_matrix(const Model& m, Data& d, bool robust = false);
 // orders) where the model has no closed form (Model::contacts_condensed), where a pivot of
 // the closed form or of the reduced LU is zero, or where a contact's substitution would
 // amplify rounding beyond kMaxSubstitutionGrowth (contact_elimination.h: a loaded contact
-// near a tight solution). Solves with it take one right-hand side at a time and no
-// transpose (the interior point's).
+// near a tight solution). Solves with it take one right-hand side at a time, transposed
+// or not.
 bool factor_matrix_condensed(const Model& m, Data& d);
+
+// factor_matrix_condensed without its fallback, with the substitution's growth bounded by
+// max_growth (contact_elimination.h): false (d's factorisation then unusable) where it would
+// fall back to factor_matrix. The gradients' exact matrix at the solution (gradients.cpp,
+// factor_at_solution) falls back to the robust order instead.
+bool factor_contacts_condensed(const Model& m, Data& d, double max_growth);
 
 // The smallest pivot magnitude (BlockLU::pivot_magnitude) of the last factorisation over
 // the columns of joint impulses (unknowns lam .. lam + nl); +infinity without joint rows.
-// The last factorisation must be factor_matrix's.
+// The last factorisation must have succeeded (factor_matrix's or the condensed one's: the
+// reduced LU's pivots, the joints' unknowns being eliminated after the contacts').
 double smallest_joint_pivot(const Model& m, const Data& d);
 
 // Solve with the last factorisation (n x nrhs column-major right-hand sides, in place).

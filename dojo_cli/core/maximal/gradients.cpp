@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "body_maps.h"
+#include "contact_elimination.h"
 #include "coordinates.h"
 #include "math/dual.h"
 #include "math/reverse.h"
@@ -247,9 +248,12 @@ void for_each_term_column(const Model& m, int j, Fn fn) {
 
 // dr/dz2 (n x 12 nb: Columns, column-major, or a Product with it) at the solution w;
 // without `joints`, all but the joints' impulse maps and lock references (what
-// joint_state_terms gives: step_jvp takes them along its direction).
+// joint_state_terms gives: step_jvp takes them along its direction). With contact_z3, the
+// contacts' derivatives at z3 that step_matrix left at the same w (factor_at_solution) are
+// read instead of evaluating the contacts again (the same numbers).
 template <class Out>
-void state_residual_jacobian(const Model& m, Data& d, const double* w, Out out, bool joints = true) {
+void state_residual_jacobian(const Model& m, Data& d, const double* w, Out out, bool joints = true,
+                             const ContactZ3* contact_z3 = nullptr) {
   const double h = m.h;
   // previous momenta: the body residual is momentum_right - momentum_left - ...
   double jac[36];
@@ -363,15 +367,25 @@ void state_residual_jacobian(const Model& m, Data& d, const double* w, Out out, 
   // contacts: constraint rows and body impulses, both evaluated at z3
   for (int c = 0; c < m.nc; ++c) {
     if (!d.contact_active[c]) continue;  // left out of the solve: rows 0 = 0 (margins.h)
-    const ContactEval& ev = evaluate_step_contact(m, d, w, c, ContactOutput::Jacobians);
+    const int n = contact_half_size(m.contacts[c].model);
+    const double(*cons_z3)[12];
+    const double(*wrench_z3)[12];
+    if (contact_z3) {
+      cons_z3 = contact_z3[c].cons;
+      wrench_z3 = contact_z3[c].wrench;
+    } else {
+      const ContactEval& ev = evaluate_step_contact(m, d, w, c, ContactOutput::Jacobians);
+      cons_z3 = ev.cons_z3;
+      wrench_z3 = ev.wrench_z3;
+    }
     const int a = m.contacts[c].body, b = m.contacts[c].other;
-    const int g0 = m.contact_start[c] + ev.n;
-    for (int i = 0; i < ev.n; ++i) add_z3(out, g0 + i, ev.cons_z3[i], a, b, chain);
+    const int g0 = m.contact_start[c] + n;
+    for (int i = 0; i < n; ++i) add_z3(out, g0 + i, cons_z3[i], a, b, chain);
     const int bodies[2] = {a, b};
     double neg[12];
     for (int r = 0; r < 12; ++r) {
       if (bodies[r / 6] == kWorld) continue;
-      for (int k = 0; k < 12; ++k) neg[k] = -ev.wrench_z3[r][k];
+      for (int k = 0; k < 12; ++k) neg[k] = -wrench_z3[r][k];
       add_z3(out, 6 * bodies[r / 6] + r % 6, neg, a, b, chain);
     }
     // the gap row's restitution target tau(z2): d - tau - s
@@ -777,6 +791,60 @@ void unregularized_residual(const Model& m, const Data& d, const double* b, cons
   }
 }
 
+void factor_block_lu_at_solution(const Model& m, Data& d);
+
+// The infinity norm of the matrix in d.matrix (Model::blocks' structural blocks), or with
+// `transpose` its one norm (the infinity norm of its transpose).
+double matrix_norm(const Model& m, Data& d, bool transpose) {
+  const BlockStructure& s = m.blocks;
+  std::vector<double>& sums = d.grad_norm;
+  sums.assign(m.n, 0.0);
+  const double* values = d.matrix.data();
+  for (int b = 0; b < s.n_structural; ++b) {
+    const int i = s.block_row[b], j = s.block_col[b], ni = s.size(i), nj = s.size(j);
+    const double* v = values + s.block_offset[b];
+    for (int r = 0; r < ni; ++r)
+      for (int c = 0; c < nj; ++c)
+        sums[transpose ? s.node_idx[s.node_ptr[j] + c] : s.node_idx[s.node_ptr[i] + r]] += std::fabs(v[nj * r + c]);
+  }
+  return *std::max_element(sums.begin(), sums.end());
+}
+
+// x = M^-1 b (or M^-T b; k columns, in place in b; d.grad_b holds b) with the condensed
+// factorisation of the exact matrix (factor_at_solution), refined against the whole matrix,
+// x += M^-1 (b - M x), until the sweep that starts from an iterate whose every column has a
+// normwise backward error |b - M x| / (|M| |x| + |b|) (infinity norms) of at most
+// kCondensedBackwardError, about the block LU's own: the block LU's exact path (a solve and
+// one sweep) when the first solve is that good, and each further sweep shrinks the closed
+// form's error by about the unit roundoff times its growth. False when
+// d.gradients_condensed_sweeps (kCondensedRefinementSweeps) are not enough (b then holds no
+// solution).
+bool solve_condensed_refined(const Model& m, Data& d, double* b, int k, bool transpose) {
+  const size_t size = static_cast<size_t>(m.n) * k;
+  const double norm = matrix_norm(m, d, transpose);
+  std::vector<double>& r = d.grad_r;
+  const double* rhs = d.grad_b.data();
+  solve_factored(m, d, b, k, transpose);
+  for (int sweep = 0; sweep < d.gradients_condensed_sweeps; ++sweep) {
+    block_residual(m.blocks, d.matrix.data(), rhs, b, r.data(), k, transpose, &d.grad_x);
+    bool converged = true;
+    for (int c = 0; c < k && converged; ++c) {
+      const size_t off = static_cast<size_t>(c) * m.n;
+      double xmax = 0.0, bmax = 0.0, rmax = 0.0;
+      for (int i = 0; i < m.n; ++i) {
+        xmax = std::max(xmax, std::fabs(b[off + i]));
+        bmax = std::max(bmax, std::fabs(rhs[off + i]));
+        rmax = std::max(rmax, std::fabs(r[off + i]));
+      }
+      converged = rmax <= kCondensedBackwardError * (norm * xmax + bmax);
+    }
+    solve_factored(m, d, r.data(), k, transpose);
+    for (size_t i = 0; i < size; ++i) b[i] += r[i];
+    if (converged) return true;
+  }
+  return false;
+}
+
 // x = M^-1 b (or M^-T b; k columns, in place in b) without the joint-impulse regularisation:
 // with the exact matrix factorised (d.lu_exact), one solve and one refinement sweep;
 // otherwise iterative refinement x += M_reg^-1 (b - M x), a sweep kept only when it halves
@@ -792,6 +860,12 @@ void solve_exact(const Model& m, Data& d, double* b, int k, bool transpose = fal
   r.resize(size);
   x_new.resize(size);
   r_new.resize(size);
+  if (d.lu_is_condensed) {
+    if (solve_condensed_refined(m, d, b, k, transpose)) return;
+    // not at rounding level within its sweeps: the block LU of the same (exact) matrix
+    factor_block_lu_at_solution(m, d);
+    std::copy(rhs.begin(), rhs.end(), b);
+  }
   solve_factored(m, d, b, k, transpose);
   if (d.lu_exact) {
     // The exact matrix is factorised (factor_at_solution): one sweep of refinement in
@@ -903,6 +977,21 @@ void add_direct(const Model& m, const double* w, const double* S, int k, double*
   }
 }
 
+// factor_at_solution's block LU, the exact matrix assembled in d.matrix (step_matrix with no
+// regularisation): the exact matrix in the robust order when its joint pivots allow, else the
+// regularised one.
+void factor_block_lu_at_solution(const Model& m, Data& d) {
+  // The raw (unscaled) cone rows at the solution can make a contact's own block
+  // singular (a sliding contact): the robust elimination order (model.h).
+  const bool robust = m.nc > 0;
+  if (factor_matrix(m, d, robust) && smallest_joint_pivot(m, d) >= kExactPivotMargin * kConstraintRegularization) {
+    d.lu_exact = true;
+    return;
+  }
+  step_matrix(m, d, d.w.data());
+  if (!factor_matrix(m, d, robust)) throw std::runtime_error("the Newton matrix at the solution could not be factorised");
+}
+
 // dr/dw at the solution d.w with the raw rows, factorised (also sets x3, q3, rot3 at the
 // solution). Returns the central-path value of the solution (0 without inequalities).
 //
@@ -922,16 +1011,20 @@ void add_direct(const Model& m, const double* w, const double* S, int k, double*
 // off its golden.)
 double factor_at_solution(const Model& m, Data& d) {
   const double kappa_used = m.degree > 0 ? complementarity_measure(m, d.w.data(), d.contact_active.data()) : 0.0;
-  // The raw (unscaled) cone rows at the solution can make a contact's own block
-  // singular (a sliding contact): the robust elimination order (model.h).
-  const bool robust = m.nc > 0;
-  step_matrix(m, d, d.w.data(), 0.0);
-  if (factor_matrix(m, d, robust) && smallest_joint_pivot(m, d) >= kExactPivotMargin * kConstraintRegularization) {
+  step_matrix(m, d, d.w.data(), 0.0, d.grad_contact_z3.data());
+  // The contacts eliminated in closed form first (factor.h factor_contacts_condensed): where
+  // every active contact's block is regular at the raw rows within
+  // kMaxGradientSubstitutionGrowth, the box's eight closed forms and the 6x6 LU of its body
+  // replace the robust order's fill among the contacts of one body (its eight 8-unknown nodes
+  // all coupled through the body: a dense elimination of 64 unknowns, `eliminate<8>`, most of
+  // a backward step). Its solves are refined to the block LU's backward error
+  // (solve_condensed_refined), else the block LU takes over (solve_exact).
+  if (d.gradients_condensed && factor_contacts_condensed(m, d, kMaxGradientSubstitutionGrowth) &&
+      smallest_joint_pivot(m, d) >= kExactPivotMargin * kConstraintRegularization) {
     d.lu_exact = true;
     return kappa_used;
   }
-  step_matrix(m, d, d.w.data());
-  if (!factor_matrix(m, d, robust)) throw std::runtime_error("the Newton matrix at the solution could not be factorised");
+  factor_block_lu_at_solution(m, d);
   return kappa_used;
 }
 
@@ -988,16 +1081,18 @@ double step_gradients(const Model& m, Data& d, const GradientRequest& request, d
       }
       double* r = rhs.data();
       const int* sp = span.data();
-      state_residual_jacobian(m, d, w, product([r, S, sp, k, n](int row, int col, double v) {
+      state_residual_jacobian(m, d, w,
+                              product([r, S, sp, k, n](int row, int col, double v) {
                                 if (v == 0.0) return;
                                 const double* s_row = S + static_cast<size_t>(col) * k;
                                 for (int c = sp[2 * col]; c < sp[2 * col + 1]; ++c)
                                   r[static_cast<size_t>(c) * n + row] += v * s_row[c];
-                              }));
+                              }),
+                              true, d.grad_contact_z3.data());
       solve_into(k, A, true);
     } else {
       rhs.assign(static_cast<size_t>(n) * nt, 0.0);
-      state_residual_jacobian(m, d, w, Columns{rhs.data(), n});
+      state_residual_jacobian(m, d, w, Columns{rhs.data(), n}, true, d.grad_contact_z3.data());
       solve_into(nt, A, true);
     }
   }
@@ -1038,7 +1133,7 @@ double step_vjp(const Model& m, Data& d, const std::vector<int>& kinds, const do
     std::fill(zbar2, zbar2 + nt, 0.0);
     const double* yv = y.data();
     state_residual_jacobian(m, d, w, product([zbar2, yv](int row, int col, double v) { zbar2[col] -= v * yv[row]; }),
-                            false);
+                            false, d.grad_contact_z3.data());
     subtract_joint_transpose(m, d, w, yv, zbar2);
     for (int b = 0; b < nb; ++b) {
       const Mat3<double> r = rotation(integrator_map(load3<double>(w + 6 * b + 3), m.h));
@@ -1087,7 +1182,7 @@ double step_jvp(const Model& m, Data& d, const std::vector<int>& kinds, const do
   if (dz2) {
     double* xv = x.data();
     state_residual_jacobian(m, d, w, product([xv, dz2](int row, int col, double v) { xv[row] -= v * dz2[col]; }),
-                            false);
+                            false, d.grad_contact_z3.data());
     subtract_joint_direction(m, d, w, dz2, xv);
   }
   if (du && m.nu > 0) accumulate(m.nu, du, [&](Columns c) { input_residual_jacobian(m, d, c); });

@@ -27,7 +27,7 @@ inline BlockRef block(const Model& m, Data& d, int id) {
 
 }  // namespace
 
-void step_matrix(const Model& m, Data& d, const double* w, double regularization) {
+void step_matrix(const Model& m, Data& d, const double* w, double regularization, ContactZ3* contact_z3) {
   const double h = m.h;
   std::fill(d.matrix.begin(), d.matrix.end(), 0.0);
   // kinematics once per iterate: the residual at these unknowns left the configuration at
@@ -157,6 +157,10 @@ void step_matrix(const Model& m, Data& d, const double* w, double regularization
     }
     const ContactEval& ev = evaluate_step_contact(m, d, w, c, ContactOutput::Jacobians);
     const int n = ev.n;
+    if (contact_z3) {
+      std::copy(&ev.cons_z3[0][0], &ev.cons_z3[0][0] + 12 * n, &contact_z3[c].cons[0][0]);
+      std::copy(&ev.wrench_z3[0][0], &ev.wrench_z3[0][0] + 144, &contact_z3[c].wrench[0][0]);
+    }
     BlockRef diag = block(m, d, m.blk_contact_diag[c]);
     for (int i = 0; i < n; ++i)
       for (int k = 0; k < 2 * n; ++k) {

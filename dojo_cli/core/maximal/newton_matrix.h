@@ -15,7 +15,9 @@ constexpr double kConstraintRegularization = 1e-10;
 
 // The Newton matrix at w into d.matrix (structural blocks), with `regularization` on the
 // joint-impulse diagonal (0: the exact matrix dr/dw, which the gradients factorise when
-// its joint pivots allow: gradients.cpp, factor_at_solution).
-void step_matrix(const Model& m, Data& d, const double* w, double regularization = kConstraintRegularization);
+// its joint pivots allow: gradients.cpp, factor_at_solution). With contact_z3 (nc,), each
+// contact in the solve also leaves its derivatives at z3 there (the gradients' dr/dz2).
+void step_matrix(const Model& m, Data& d, const double* w, double regularization = kConstraintRegularization,
+                 ContactZ3* contact_z3 = nullptr);
 
 }  // namespace dojo
