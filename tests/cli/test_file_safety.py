@@ -370,6 +370,46 @@ def test_reads_of_a_file_being_written_never_see_a_half_written_block(tmp_path):
     assert last > first, (reads, first, last)  # the writer went on writing meanwhile
 
 
+def test_readers_in_a_tight_loop_do_not_starve_an_insisting_writer(tmp_path):
+    """Two readers taking turns so that one always holds the section (each takes it again
+    before the other lets go, as reads in a tight loop did under load): the writer's
+    insisting ``enter`` gets the section through the gate within its wait (without the
+    gate it never did, and then wrote unlocked), and the readers go on after it."""
+    import threading
+
+    path = tmp_path / "r.h5"
+    path.write_bytes(b"")
+    fd = os.open(path, os.O_RDWR)
+    section = locks.BlockSection(fd)
+    stop = threading.Event()
+    reads = [0, 0]
+
+    def reader(i):
+        while not stop.is_set():
+            with locks.reading_section(path):
+                time.sleep(0.004)  # overlaps the other reader's turn: the section is never free
+            reads[i] += 1
+
+    threads = [threading.Thread(target=reader, args=(i,), daemon=True) for i in range(2)]
+    try:
+        threads[0].start()
+        time.sleep(0.002)
+        threads[1].start()
+        time.sleep(0.05)
+        assert section.enter(seconds=2.0), "the writer waited 2 s behind readers in a loop"
+        before = list(reads)
+        time.sleep(0.02)
+        assert reads == before, "a reader got in while the writer held the section"
+        section.exit()
+        time.sleep(0.05)
+        assert all(r > b for r, b in zip(reads, before)), (before, reads)
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(timeout=10)
+        os.close(fd)
+
+
 def test_a_block_write_waits_for_a_reader_and_a_reader_for_a_block_write(tmp_path, monkeypatch):
     """The writer puts a due block write off while a reader holds the file (up to
     _MAX_PUT_OFF_SECONDS, then waits for it), and a reader does not get in while a block

@@ -11,7 +11,12 @@ without ``h5clear``). Reading in the middle of a block write saw chunk indexes p
 the end of the file (about 1 read in 1000 in a tight loop) and once crashed the reading
 process. So the writer changes the file only inside an exclusive lock on one byte far past
 its end, and a reader holds a shared lock on that byte while it probes and reads
-(``BlockSection``, ``reading_section``). These are Linux open-file-description locks
+(``BlockSection``, ``reading_section``). A writer that has put a block write off long enough
+insists: it first takes a second byte, the gate, which every reader passes through (takes
+shared and drops) before it asks for the section. Without the gate a reader reading in a
+tight loop took the section again within microseconds of dropping it, and the writer, trying
+every few milliseconds, starved until its wait ran out (then wrote unlocked: the failure the
+section exists to prevent). These are Linux open-file-description locks
 (``F_OFD_SETLK``): they belong to an open file, not to a process, so h5py closing its own
 descriptor of the same file does not drop them, and they conflict between two descriptors
 of one process too. They are independent of the whole-file ``flock`` above. Where they do not
@@ -45,6 +50,8 @@ _READER_WAIT_SECONDS = 1.0
 # The byte of the block-write section (module docstring): past the end of any real file
 # (byte-range locks may lie beyond the end, and do not grow the file).
 _SECTION_BYTE = 1 << 62
+# The gate's byte (module docstring): an insisting writer holds it; a reader passes through it.
+_GATE_BYTE = _SECTION_BYTE + 1
 _OFD_SETLK = getattr(fcntl, "F_OFD_SETLK", None) if fcntl is not None else None
 # How long a reader waits for a block write to end before reading anyway (a block write
 # takes milliseconds; a writer stopped inside one, with Ctrl-Z, would hold it for ever).
@@ -160,13 +167,13 @@ def being_written(path: str | os.PathLike) -> bool:
     return False
 
 
-def _section_lock(fd: int, kind: int) -> bool | None:
-    """Try to take (``F_RDLCK``, ``F_WRLCK``) or drop (``F_UNLCK``) the section's byte on
-    ``fd`` without waiting. True: done; False: another open file holds it; None: this file
-    system has no byte-range locks."""
+def _section_lock(fd: int, kind: int, byte: int = _SECTION_BYTE) -> bool | None:
+    """Try to take (``F_RDLCK``, ``F_WRLCK``) or drop (``F_UNLCK``) the section's byte (or
+    the gate's) on ``fd`` without waiting. True: done; False: another open file holds it;
+    None: this file system has no byte-range locks."""
     # struct flock (Linux): l_type, l_whence (short), l_start, l_len (off_t), l_pid (pid_t,
     # 0 for OFD locks), padded to 8 bytes.
-    request = struct.pack("@hhqqixxxx", kind, os.SEEK_SET, _SECTION_BYTE, 1, 0)
+    request = struct.pack("@hhqqixxxx", kind, os.SEEK_SET, byte, 1, 0)
     try:
         fcntl.fcntl(fd, _OFD_SETLK, request)
         return True
@@ -178,12 +185,12 @@ def _section_lock(fd: int, kind: int) -> bool | None:
         raise
 
 
-def _wait_for_section(fd: int, kind: int, seconds: float) -> bool:
-    """Take the section's byte on ``fd``, waiting up to ``seconds``. False: still held by
-    another open file at the deadline (the caller goes on unlocked)."""
+def _wait_for_section(fd: int, kind: int, seconds: float, byte: int = _SECTION_BYTE) -> bool:
+    """Take the section's byte (or the gate's) on ``fd``, waiting up to ``seconds``. False:
+    still held by another open file at the deadline (the caller goes on unlocked)."""
     deadline = time_module.monotonic() + seconds
     while True:
-        got = _section_lock(fd, kind)
+        got = _section_lock(fd, kind, byte)
         if got is None or got:
             return True
         if time_module.monotonic() >= deadline:
@@ -205,14 +212,22 @@ class BlockSection:
             return True
         return _section_lock(self._fd, fcntl.F_WRLCK) is not False
 
-    def enter(self, seconds: float | None = None) -> None:
-        if self._fd is not None:
-            _wait_for_section(self._fd, fcntl.F_WRLCK, _SECTION_READ_WAIT_SECONDS if seconds is None else seconds)
+    def enter(self, seconds: float | None = None) -> bool:
+        """Take the section, waiting up to ``seconds``; False: readers still held it at the
+        deadline (the write goes on regardless)."""
+        if self._fd is None:
+            return True
+        deadline = time_module.monotonic() + (_SECTION_READ_WAIT_SECONDS if seconds is None else seconds)
+        # the gate first: readers not yet inside wait at it, so the section frees up
+        # (a reader holds the gate for microseconds, never while waiting for the section)
+        _wait_for_section(self._fd, fcntl.F_WRLCK, max(0.0, deadline - time_module.monotonic()), _GATE_BYTE)
+        return _wait_for_section(self._fd, fcntl.F_WRLCK, max(0.0, deadline - time_module.monotonic()))
 
     def exit(self) -> None:
         if self._fd is not None:
             try:
                 _section_lock(self._fd, fcntl.F_UNLCK)
+                _section_lock(self._fd, fcntl.F_UNLCK, _GATE_BYTE)
             except OSError:
                 pass  # (closing the descriptor drops it anyway)
 
@@ -241,7 +256,11 @@ def reading_section(path: str | os.PathLike) -> Iterator[None]:
         return
     try:
         try:
-            _wait_for_section(fd, fcntl.F_RDLCK, _SECTION_READ_WAIT_SECONDS)
+            deadline = time_module.monotonic() + _SECTION_READ_WAIT_SECONDS
+            # through the gate (an insisting writer holds it: wait behind it), then the section
+            if _wait_for_section(fd, fcntl.F_RDLCK, _SECTION_READ_WAIT_SECONDS, _GATE_BYTE):
+                _section_lock(fd, fcntl.F_UNLCK, _GATE_BYTE)
+            _wait_for_section(fd, fcntl.F_RDLCK, max(0.0, deadline - time_module.monotonic()))
         except OSError:
             pass  # any other locking error: read unlocked
         yield
