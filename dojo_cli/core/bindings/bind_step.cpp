@@ -263,14 +263,7 @@ void bind_step(nb::module_& m) {
         const double* tp = checked(theta_prev, nf, "theta_prev");
         const size_t n = z.size() / nz;
         std::vector<double> theta(n * nf);
-        for (size_t t = 0; t < n; ++t) {
-          const double* zt = z.data() + t * nz;
-          minimal_coordinates_and_velocities(model, zt, theta.data() + t * nf, static_cast<double*>(nullptr));
-          if (t == 0)
-            unwrap_angles(model, zt, zp, tp, theta.data());
-          else
-            unwrap_angles(model, zt, zt - nz, theta.data() + (t - 1) * nf, theta.data() + t * nf);
-        }
+        unwrapped_coordinates(model, z.data(), static_cast<int>(n), zp, tp, theta.data());
         return numpy_owning<double>(std::move(theta), {n, nf});
       },
       nb::arg("model"), nb::arg("z"), nb::arg("z_prev").none() = nb::none(), nb::arg("theta_prev").none() = nb::none(),
