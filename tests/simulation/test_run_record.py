@@ -50,3 +50,39 @@ def test_the_record_is_bit_for_bit_the_per_state_functions(case):
     assert _same_bits(traj.minimal_v, want_v), f"{case}: minimal_v differs by {np.abs(traj.minimal_v - want_v).max():.2e}"
     if case == "spinning pendulum":  # (the unwrapping is exercised: the angle went round)
         assert traj.minimal_q[-1, 0] - traj.minimal_q[0, 0] > 2 * 2 * np.pi, traj.minimal_q[-1, 0]
+
+
+def test_a_recorder_not_told_the_length_grows_to_the_same_run():
+    """TrajectoryRecorder() (no length: its arrays double from FIRST_ROWS) and dojo.simulate's
+    (sized for the run, the rollout writing each block into its rows) hold the same run."""
+    from dojo_cli.simulation.run import run_scene
+    from dojo_cli.simulation.trajectory import FIRST_ROWS, TrajectoryRecorder
+
+    mech = dojo.load_scene("pendulum_limit")
+    steps = 3 * FIRST_ROWS  # grown twice
+    want = dojo.simulate(mech, steps=steps)
+    recorder = TrajectoryRecorder()
+    run_scene(mech, steps, recorder, opts=mech.default_options)
+    got = recorder.trajectory(mech)
+    assert sorted(got.datasets()) == sorted(want.datasets())
+    for name, values in want.datasets().items():
+        assert np.array_equal(np.asarray(got.datasets()[name]), np.asarray(values)), name
+
+
+def test_the_rollout_writes_a_callers_rows_in_place():
+    """rollout(out=...): the given arrays are the ones returned, written (not copies); an array
+    of another shape is refused, naming it."""
+    mech = dojo.load_scene("pendulum")
+    z0 = dojo.initial_state(mech)
+    theta = np.asarray(_core.unwrapped_coordinates(mech.core, z0[None])).reshape(mech.nf)
+    opts = _core.SolverOptions()
+    k = 5
+    rows = {"states": np.full((k, 13 * mech.nb), np.nan), "knot_v": np.full((k + 1, mech.nb, 3), np.nan)}
+    out = _core.rollout(mech.core, _core.Data(mech.core), z0, k, None, np.zeros(mech.nl), opts, False, theta, None, rows)
+    want = _core.rollout(mech.core, _core.Data(mech.core), z0, k, None, np.zeros(mech.nl), opts, False, theta, None)
+    for name, given in rows.items():
+        assert np.shares_memory(out[name], given), name
+        assert np.array_equal(given, want[name]), name
+    with pytest.raises(ValueError, match="out\\['states'\\]"):
+        _core.rollout(mech.core, _core.Data(mech.core), z0, k, None, np.zeros(mech.nl), opts, False, theta, None,
+                      {"states": np.zeros((k + 1, 13 * mech.nb))})
