@@ -23,12 +23,13 @@ from dojo_cli import _core
 from dojo_cli.minimal.model import MinimalModel
 
 
-_FLOAT = np.dtype(float)
-
-
 def _vec(a) -> np.ndarray:
-    # a contiguous float vector passes as it is (the common case, and the core only reads it)
-    if type(a) is np.ndarray and a.dtype is _FLOAT and a.ndim == 1 and a.flags.c_contiguous:
+    # A vector passes as it is (the common case; the core only reads it): the core's argument
+    # converts one of another dtype or a strided one itself, a copy as below (nanobind's
+    # implicit conversion). Testing dtype and contiguity here too took twice as long (about
+    # 0.11 against 0.06 us a call, some 3 % of M_func on Go1: benchmarks/README.md,
+    # minimal_speed). Anything else (a list, a column) becomes a float vector here.
+    if type(a) is np.ndarray and a.ndim == 1:
         return a
     return np.ascontiguousarray(a, dtype=float).reshape(-1)
 

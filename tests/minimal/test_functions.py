@@ -225,3 +225,20 @@ def test_bad_input_is_a_clear_error():
         minimal.forward_dynamics(model, x, tau[:2])
     with pytest.raises(dojo.SceneError, match="kinematics point 'nope'"):
         minimal.build_model(dojo.load_scene("pinnzoo_cartpole"), kinematics_points=["nope"])
+
+
+def test_any_vector_form_gives_the_same_numbers():
+    # The functions hand a 1-D array to the core as it is and let its argument convert a
+    # strided or non-float one (dynamics._vec): the results must be those of the same numbers
+    # as a contiguous float vector, and a list or a column gives them too.
+    model, x, tau, _ = _case("spherical_chain")
+    xi = np.round(4 * x)  # integers, exactly representable
+    strided = np.zeros((x.size, 2))
+    strided[:, 0] = x
+    for args, same in [((strided[:, 0], tau), (x, tau)), ((x, np.repeat(tau, 2)[::2]), (x, tau)),
+                       ((xi.astype(np.int64), tau.astype(np.float32)), (xi, tau.astype(np.float32).astype(float))),
+                       ((list(x), tau.tolist()), (x, tau)), ((x[:, None], tau[None, :]), (x, tau))]:
+        assert np.array_equal(minimal.M_func(model, args[0]), minimal.M_func(model, same[0]))
+        assert np.array_equal(minimal.C_func(model, args[0]), minimal.C_func(model, same[0]))
+        assert np.array_equal(minimal.forward_dynamics(model, *args), minimal.forward_dynamics(model, *same))
+        assert np.array_equal(minimal.inverse_dynamics(model, *args), minimal.inverse_dynamics(model, *same))

@@ -121,8 +121,10 @@ def _locked_snake():
 def test_matrix_reuses_the_residuals_kinematics_bit_for_bit(build):
     """Kinematics once per iterate (residual.h rows3_at): the Newton matrix at the unknowns
     the residual was just evaluated at reads the residual's configuration and rows at z3
-    instead of evaluating them again; it is the same matrix to the bit as one evaluated
-    afresh, and a residual at other unknowns is not reused."""
+    instead of evaluating them again (the twister's and the locked snake's joints: the
+    Jacobians completed from the configuration the residual kept, residual.h
+    deferred_joint_jacobians; the limited pendulum's: the rows it kept whole); it is the same
+    matrix to the bit as one evaluated afresh, and a residual at other unknowns is not reused."""
     mech = build()
     system = StepSystem(mech, random_state(mech, seed=6) if mech.nc == 0 else np.asarray(simulate(mech, 5).state(5)))
     rng = np.random.default_rng(7)

@@ -153,20 +153,25 @@ def test_every_gymnasium_asset_imports_with_mujocos_masses_and_poses():
 def test_humanoidstandup_is_lifted_clear_of_the_floor_by_mujocos_depth():
     """HumanoidStandup starts with its arms 3.6 cm inside the floor (MuJoCo's soft contacts
     push them out): the importer lifts its free root by the deepest floor contact, which
-    is MuJoCo's own deepest floor contact (capsule against plane, the same geometry)."""
+    is MuJoCo's own deepest floor contact (capsule against plane, the same geometry) below its
+    contact surface, the geoms' margins (2 mm) above the floor: 3.8 cm."""
     (path,) = [p for p in gymnasium_assets() if p.name == "humanoidstandup.xml"]
     m = mujoco.MjModel.from_xml_path(str(path))
     d = mujoco.MjData(m)
     mujoco.mj_forward(m, d)
     floor = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_GEOM, "floor")
-    depth = -min(c.dist for c in d.contact[:d.ncon] if floor in (c.geom1, c.geom2))
+    depth = -min(c.dist - c.includemargin for c in d.contact[:d.ncon] if floor in (c.geom1, c.geom2))
     result = read_mjcf(path, MjcfOptions(drop_unsupported=True, split_hinges=True))
     (root,) = [j for j in result.scene["joints"] if j["type"] == "floating"]
     assert root["initial"]["position"] == pytest.approx([0, 0, depth, 0, 0, 0], abs=1e-9)
-    assert any(n.startswith("lifted 'torso' (free joint 'root') by 3.6 cm: 4 contacts") for n in result.notes), result.notes
+    assert any(n.startswith("lifted 'torso' (free joint 'root') by 3.8 cm: 4 contacts") for n in result.notes), result.notes
     _lift_free_roots(result, m, d)
-    assert min(c.dist for c in d.contact[:d.ncon] if floor in (c.geom1, c.geom2)) > -1e-9, "clear of the floor"
+    # clear of the floor's contact surface (lifted onto it, MuJoCo detects no floor contact)
+    below = min(mujoco.mj_geomDistance(m, d, floor, g, 1.0, None) - m.geom_margin[g] - m.geom_margin[floor]
+                for g in range(m.ngeom) if g != floor and m.geom_contype[g] & m.geom_conaffinity[floor])
+    assert below > -1e-9, f"{-below:.2e} m inside the floor's contact surface"
     # the hands inside the hips start as they are (MuJoCo pushes them apart), named in one warning
+    # (their pairs' 2 mm margin dropped: the shapes overlap)
     (overlaps,) = [w for w in result.warnings if "start inside another body" in w]
     assert "butt-right_hand 1.35 cm inside body 'right_lower_arm' (humanoidstandup.xml:39)" in overlaps, overlaps
 
@@ -641,6 +646,78 @@ def test_a_ball_dropped_on_a_static_world_capsule_rests_on_it(tmp_path):
     rest = 0.2 + 0.02 + 0.02
     z = traj.x[-1][[b.name for b in mech.bodies].index("ball"), 2]
     assert abs(z - rest) < RAIL_REST_TOL, f"ball at {z:.6f} m, the rail's top at {rest} m"
+
+
+MARGINS = """<mujoco model="margins">
+  <option timestep="0.005"/>
+  <worldbody>
+    <geom name="floor" type="plane" size="2 2 0.1" margin="0.01"/>
+    <geom name="rail" type="capsule" fromto="-0.5 0.5 0.2 0.5 0.5 0.2" size="0.02" margin="0.005"/>
+    <body name="on_floor" pos="0 0 0.1">
+      <freejoint/>
+      <geom type="sphere" size="0.02" margin="0.02"/>
+    </body>
+    <body name="on_rail" pos="0 0.5 0.3">
+      <freejoint/>
+      <geom type="sphere" size="0.02" margin="0.02"/>
+    </body>
+  </worldbody>
+</mujoco>"""
+# MuJoCo's soft contacts settle a few tenths of a mm inside their surface (0.37 mm for these
+# balls at its default solref 0.02 s); ours rest on it
+MUJOCO_SAG_TOL = 1e-3  # m
+MARGIN_DROP = 0.5  # s: both balls land and settle
+
+
+def test_geom_margins_move_the_contact_surface_out_as_mujocos(tmp_path):
+    """MuJoCo's contact of two geoms pushes within the sum of their margins (includemargin):
+    a ball with margin 0.02 rests 3 cm above a floor with 0.01, and 2.5 cm above a rail with
+    0.005. The import moves the plane out by the pair's margin and grows a rounded shape's
+    radius by it; both balls come to rest where MuJoCo's do (without: 3 and 2.5 cm lower)."""
+    path = _write(tmp_path, MARGINS, "margins.xml")
+    result = read_mjcf(path, MjcfOptions())
+    mech = _build(result, path)
+    traj = dojo.simulate(mech, steps=int(round(MARGIN_DROP / mech.timestep)))
+    assert all(s == "success" for s in traj.status)
+    m = mujoco.MjModel.from_xml_path(str(path))
+    d = mujoco.MjData(m)
+    for _ in range(int(round(MARGIN_DROP / m.opt.timestep))):
+        mujoco.mj_step(m, d)
+    for name in ("on_floor", "on_rail"):
+        ours = traj.x[-1][[b.name for b in mech.bodies].index(name), 2]
+        theirs = d.xipos[mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_BODY, name), 2]
+        assert abs(ours - theirs) < MUJOCO_SAG_TOL, f"{name}: ours at {ours:.5f} m, MuJoCo's at {theirs:.5f} m"
+
+
+SLID_ON_TABLE = """<mujoco model="slid">
+  <default><geom margin="0.002"/></default>
+  <worldbody>
+    <geom name="table" type="plane" pos="0 0 -0.3" size="1 1 0.1"/>
+    <body name="puck" pos="0 0 -0.25">
+      <joint name="px" type="slide" axis="1 0 0" damping="0.5"/>
+      <joint name="py" type="slide" axis="0 1 0" damping="0.5"/>
+      <geom name="puck" type="cylinder" size="0.05 0.05"/>
+    </body>
+  </worldbody>
+</mujoco>"""
+SLID_STEPS = 20
+
+
+def test_a_body_its_joints_hold_inside_its_margin_starts_on_its_contact_surface(tmp_path):
+    """Gymnasium's Pusher: its object, on two slides (no vertical motion), stands on the table,
+    4 mm inside the pair's margins. MuJoCo's soft contact presses against the slides; a hard
+    contact 4 mm inside its surface that the joints hold there gives no step (every step of
+    the Pusher failed). A contact that starts within its margin starts with its surface where
+    the shapes are, named in a note: every step converges and the puck stays on the table."""
+    path = _write(tmp_path, SLID_ON_TABLE, "slid.xml")
+    result = read_mjcf(path, MjcfOptions())
+    assert any(n.startswith("1 contact starts within the geoms' margin of touching") and "puck" in n
+               for n in result.notes), result.notes
+    mech = _build(result, path)
+    traj = dojo.simulate(mech, steps=SLID_STEPS)
+    failed = [k for k, s in enumerate(traj.status) if s != "success"]
+    assert not failed, f"{len(failed)} failed steps, the first {failed[0]}"
+    assert np.abs(traj.x[-1][0] - traj.x[0][0]).max() < RAIL_REST_TOL, f"puck moved to {traj.x[-1][0]}"
 
 
 def test_option_flags_turn_off_what_mujoco_turns_off(tmp_path):

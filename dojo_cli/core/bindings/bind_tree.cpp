@@ -10,29 +10,75 @@ namespace dojo::bindings {
 // ---- the minimal-coordinate tree (tree.h): one crossing per PinnZoo function
 namespace {
 
+// A new numpy array of the given shape, uninitialised, with a pointer to its numbers (C order),
+// for a result the core copies in once. numpy.empty's own array, its data reached through the
+// buffer protocol: numpy_owning (a std::vector, a capsule, nanobind's ndarray object and
+// numpy.asarray of it) costs ~0.17 us more a call, 10 % of M_func on Go1 (benchmarks/README.md,
+// minimal_speed).
+struct NewArray {
+  nb::object array;
+  double* data;
+};
+NewArray new_array(size_t rows, size_t cols = 0) {
+  // numpy.empty, looked up once and kept for the life of the process (a static nb::object
+  // would be released after the interpreter is gone)
+  static PyObject* empty = nb::object(nb::module_::import_("numpy").attr("empty")).release().ptr();
+  nb::object shape = cols ? nb::object(nb::make_tuple(rows, cols)) : nb::object(nb::int_(rows));
+  nb::object array = nb::steal(PyObject_CallOneArg(empty, shape.ptr()));
+  if (!array.is_valid()) throw nb::python_error();
+  Py_buffer view;
+  if (PyObject_GetBuffer(array.ptr(), &view, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) != 0) throw nb::python_error();
+  double* data = static_cast<double*>(view.buf);
+  PyBuffer_Release(&view);  // the array keeps its memory; the view only lent the pointer
+  return NewArray{std::move(array), data};
+}
 
-std::vector<double> raw_columns(const TreeModel& m, const TreeData& d, const double* dq_tangent,
-                                const double* dv, int rows) {
-  // [d/dq (raw, chained through d tangent / d q), d/dv] (rows, nx)
+// A new numpy array holding n numbers copied from `values`, of shape (rows,) or (rows, cols)
+nb::object new_array_from(const double* values, size_t rows, size_t cols = 0) {
+  NewArray out = new_array(rows, cols);
+  std::copy(values, values + rows * (cols ? cols : 1), out.data);
+  return std::move(out.array);
+}
+
+// [d/dq (raw, chained through d tangent / d q), d/dv] (rows, nx) into out
+void raw_columns(const TreeModel& m, const TreeData& d, const double* dq_tangent, const double* dv, int rows,
+                 double* out) {
   const int nx = m.nq + m.nv;
-  std::vector<double> out(static_cast<size_t>(rows) * nx, 0.0);
-  tree_tangent_to_raw(m, d, dq_tangent, rows, out.data(), nx);
+  std::fill(out, out + static_cast<size_t>(rows) * nx, 0.0);
+  tree_tangent_to_raw(m, d, dq_tangent, rows, out, nx);
   if (dv)
     for (int r = 0; r < rows; ++r)
       for (int c = 0; c < m.nv; ++c) out[static_cast<size_t>(r) * nx + m.nq + c] = dv[r * m.nv + c];
+}
+std::vector<double> raw_columns(const TreeModel& m, const TreeData& d, const double* dq_tangent,
+                                const double* dv, int rows) {
+  std::vector<double> out(static_cast<size_t>(rows) * (m.nq + m.nv));
+  raw_columns(m, d, dq_tangent, dv, rows, out.data());
   return out;
 }
 
-std::vector<double> tangent_columns(const TreeModel& m, const double* dq, const double* dv, int rows) {
-  std::vector<double> out(static_cast<size_t>(rows) * 2 * m.nv, 0.0);
+// [d/dq (tangent), d/dv] (rows, 2 nv) into out
+void tangent_columns(const TreeModel& m, const double* dq, const double* dv, int rows, double* out) {
   for (int r = 0; r < rows; ++r)
     for (int c = 0; c < m.nv; ++c) {
       out[static_cast<size_t>(r) * 2 * m.nv + c] = dq[r * m.nv + c];
-      if (dv) out[static_cast<size_t>(r) * 2 * m.nv + m.nv + c] = dv[r * m.nv + c];
+      out[static_cast<size_t>(r) * 2 * m.nv + m.nv + c] = dv ? dv[r * m.nv + c] : 0.0;
     }
+}
+std::vector<double> tangent_columns(const TreeModel& m, const double* dq, const double* dv, int rows) {
+  std::vector<double> out(static_cast<size_t>(rows) * 2 * m.nv);
+  tangent_columns(m, dq, dv, rows, out.data());
   return out;
 }
 
+// The derivative's columns d/dx (rows, nx) as a new array: raw x (PinnZoo) or tangent [dq; dv]
+nb::object x_columns(const TreeModel& m, const TreeData& d, const double* dq_tangent, const double* dv, int rows,
+                     bool raw) {
+  NewArray out = new_array(sz(rows), sz(raw ? m.nq + m.nv : 2 * m.nv));
+  if (raw) raw_columns(m, d, dq_tangent, dv, rows, out.data);
+  else tangent_columns(m, dq_tangent, dv, rows, out.data);
+  return std::move(out.array);
+}
 
 }  // namespace
 
@@ -76,12 +122,12 @@ void bind_tree(nb::module_& m) {
 
   m.def("tree_mass_matrix", [](const TreeModel& t, TreeData& d, const InArray& x) {
     tree_crba(t, d, tree_take(x, sz(t.nq + t.nv), "x"));
-    return numpy_owning(d.M, {sz(t.nv), sz(t.nv)});
+    return new_array_from(d.M.data(), sz(t.nv), sz(t.nv));
   }, "M(q) by CRBA (x = [q; v]).");
   m.def("tree_bias", [](const TreeModel& t, TreeData& d, const InArray& x) {
     const double* xp = tree_take(x, sz(t.nq + t.nv), "x");
     tree_rnea(t, d, xp, xp + t.nq, nullptr);
-    return numpy_owning(d.tau, {sz(t.nv)});
+    return new_array_from(d.tau.data(), sz(t.nv));
   }, "C(x): Coriolis, centrifugal and gravity (RNEA with vdot = 0).");
   m.def("tree_passive_forces", [](const TreeModel& t, const InArray& x) {
     std::vector<double> tau(sz(t.nv));
@@ -91,12 +137,12 @@ void bind_tree(nb::module_& m) {
   m.def("tree_inverse_dynamics", [](const TreeModel& t, TreeData& d, const InArray& x, const InArray& a) {
     const double* xp = tree_take(x, sz(t.nq + t.nv), "x");
     tree_rnea(t, d, xp, xp + t.nq, tree_take(a, sz(t.nv), "vdot"));
-    return numpy_owning(d.tau, {sz(t.nv)});
+    return new_array_from(d.tau.data(), sz(t.nv));
   }, "tau = M vdot + C by RNEA.");
   m.def("tree_forward_dynamics", [](const TreeModel& t, TreeData& d, const InArray& x, const InArray& tau) {
     const double* xp = tree_take(x, sz(t.nq + t.nv), "x");
     tree_aba(t, d, xp, xp + t.nq, tree_take(tau, sz(t.nv), "tau"));
-    return numpy_owning(d.vdot, {sz(t.nv)});
+    return new_array_from(d.vdot.data(), sz(t.nv));
   }, "vdot = M^-1 (tau - C) by ABA (with locked joints the reduced solve: vdot_l = 0, v_l read as zero).");
   m.def("tree_lock_forces", [](const TreeModel& t, TreeData& d, const InArray& x, const InArray& tau) {
     const double* xp = tree_take(x, sz(t.nq + t.nv), "x");
@@ -108,21 +154,16 @@ void bind_tree(nb::module_& m) {
     const double* xp = tree_take(x, sz(t.nq + t.nv), "x");
     const double* ap = tree_take(a, sz(t.nv), "vdot");
     tree_crba(t, d, xp);
-    std::vector<double> M = d.M;
+    nb::object M = new_array_from(d.M.data(), sz(t.nv), sz(t.nv));
     tree_rnea_derivatives(t, d, xp, xp + t.nq, ap);
-    const int nx = raw ? t.nq + t.nv : 2 * t.nv;
-    std::vector<double> dx = raw ? raw_columns(t, d, d.dtau_dq.data(), d.dtau_dv.data(), t.nv)
-                                 : tangent_columns(t, d.dtau_dq.data(), d.dtau_dv.data(), t.nv);
-    return std::make_pair(numpy_owning(std::move(dx), {sz(t.nv), sz(nx)}), numpy_owning(std::move(M), {sz(t.nv), sz(t.nv)}));
+    return std::make_pair(x_columns(t, d, d.dtau_dq.data(), d.dtau_dv.data(), t.nv, raw), std::move(M));
   }, "(dtau/dx, dtau/dvdot = M): x raw (PinnZoo) or tangent [dq (nv); dv].");
   m.def("tree_forward_dynamics_deriv", [](const TreeModel& t, TreeData& d, const InArray& x, const InArray& tau, bool raw) {
     const double* xp = tree_take(x, sz(t.nq + t.nv), "x");
     const double* tp = tree_take(tau, sz(t.nv), "tau");
     std::vector<double> dq(sz(t.nv * t.nv)), dv(sz(t.nv * t.nv));
     tree_aba_derivatives(t, d, xp, xp + t.nq, tp, dq.data(), dv.data());
-    const int nx = raw ? t.nq + t.nv : 2 * t.nv;
-    std::vector<double> dx = raw ? raw_columns(t, d, dq.data(), dv.data(), t.nv) : tangent_columns(t, dq.data(), dv.data(), t.nv);
-    return std::make_pair(numpy_owning(std::move(dx), {sz(t.nv), sz(nx)}), numpy_owning(d.Minv, {sz(t.nv), sz(t.nv)}));
+    return std::make_pair(x_columns(t, d, dq.data(), dv.data(), t.nv, raw), new_array_from(d.Minv.data(), sz(t.nv), sz(t.nv)));
   }, "(dvdot/dx, dvdot/dtau = M^-1), Carpentier and Mansard's ABA derivatives.");
   m.def("tree_dynamics_deriv", [](const TreeModel& t, TreeData& d, const InArray& x, const InArray& tau, bool raw) {
     const double* xp = tree_take(x, sz(t.nq + t.nv), "x");

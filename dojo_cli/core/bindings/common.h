@@ -32,7 +32,8 @@ using InArray = nb::ndarray<const double, nb::c_contig, nb::device::cpu>;
 using OutArray = nb::ndarray<nb::numpy, double>;
 
 // A new numpy array owning `values` (moved in, not copied), with the given shape and
-// element strides (empty: C order). Every array the core hands out is made here.
+// element strides (empty: C order). Every array the core hands out is made here, except the
+// tree's per-call results (bind_tree.cpp new_array: numpy.empty's array, 0.17 us cheaper).
 template <class T>
 nb::ndarray<nb::numpy, T> numpy_owning(std::vector<T> values, const std::vector<size_t>& shape,
                                        const std::vector<int64_t>& strides = {}) {

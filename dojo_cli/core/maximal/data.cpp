@@ -10,7 +10,7 @@ namespace dojo {
 Data::Data(const Model& m)
     : x2(3 * m.nb), v15(3 * m.nb), q2(4 * m.nb), w15(3 * m.nb), u(m.nf), u_act(m.nu), f_ext(3 * m.nb), tau_ext(3 * m.nb),
       constant(m.nv), jg2(12 * m.nl), jf2(12 * m.nf), rot2(9 * m.nb), contact_target(m.nc), w(m.n), r(m.n), delta(m.n), cand(m.n),
-      rc(m.n), x3(3 * m.nb), q3(4 * m.nb), rot3(9 * m.nb), mw(9 * m.nb), jg3(12 * m.nl), jl3(12 * m.nlim),
+      rc(m.n), x3(3 * m.nb), q3(4 * m.nb), rot3(9 * m.nb), mw(9 * m.nb), jg3(12 * m.nl), jl3(12 * m.nlim), kin3(m.nj),
       rows3_w(m.nv), matrix(m.blocks.structural_size),
       target(m.n), d_aff(m.n), rhs(m.n), soc_w(3 * m.soc_s.size()), soc_w_inv(3 * m.soc_s.size()),
       soc_lambda(m.soc_s.size()), contact_distance(m.nc), contact_normal_impulse(m.nc),

@@ -8,6 +8,7 @@
 #include "linalg/block_lu.h"
 #include "math/reverse.h"
 #include "contact.h"
+#include "kinematics.h"
 #include "model.h"
 
 namespace dojo {
@@ -124,6 +125,9 @@ struct Data {
   // the body velocities (6 nb,) they were computed at, and whether they are still those of
   // d.x3, d.q3 (any next_configuration and step_setup clears it).
   std::vector<double> jg3, jl3, rows3_w;
+  // (nj,) the configuration at z3 of the joints whose Jacobians step_residual leaves to
+  // step_matrix (residual.h deferred_joint_jacobians; valid with the rows, rows3_valid)
+  std::vector<JointKinematics<double>> kin3;
   bool rows3_valid = false;
   std::vector<double> matrix;                 // structural block values of the Newton matrix
   BlockLU lu;                                 // its factorisation in the model's order

@@ -35,6 +35,7 @@ struct JointKinematics {
   Vec3<T> d;          // translational displacement, parent frame
   Quat<T> q_rel;      // relative rotation, joint frame
   Mat3<T> rot_rel;    // R(q_rel)
+  Vec3<T> ra_t_world;  // R(qa)^T (xb + R(qb) pb - xa) = d + pa (what d(d)/dta is made of)
   // d(d)/d[xa, ta, xb, tb]: four 3x3 blocks
   Mat3<T> d_xa, d_ta, d_xb, d_tb;
   // right increment of q_rel per body rotation increment: d/dta = rel_ta, d/dtb = I
@@ -58,37 +59,42 @@ inline Pose<T> world_pose() {
   return p;
 }
 
+// The Jacobian members of joint j's kinematics `out`, whose configuration (d, q_rel, rot_rel,
+// ra_t_world) was computed from the same poses: joint_kinematics in two parts, so that the
+// step's residual can take the configuration alone at an iterate whose Jacobians may never
+// be needed (residual.h, deferred_joint_jacobians) and its Newton matrix complete them.
+template <class T>
+inline void joint_kinematics_jacobians(const Model& m, int j, const Pose<T>& a, const Pose<T>& b, JointKinematics<T>& out) {
+  const Vec3<T> pb = load3<T>(&m.child_vertex[3 * j]);
+  const Mat3<T> ra_t = transpose(a.r);
+  out.d_xa = -ra_t;
+  out.d_ta = skew(out.ra_t_world);  // d/dta of R(qa exp(ta/2))^T w = [R^T w]x
+  out.d_xb = ra_t;
+  // R(qb exp(tb/2)) pb ~ R(qb)(pb + tb x pb): d/dtb = -Ra^T Rb [pb]x
+  out.d_tb = -matmul(matmul(ra_t, b.r), skew(pb));
+  const Mat3<T> off_t = transpose(load33<T>(&m.offset_rotation[9 * j]));
+  out.rel_ta = -matmul(transpose(out.rot_rel), off_t);
+}
+
 // Kinematics of joint j from its parent and child poses. Without kJacobians only the
-// configuration (d, q_rel, rot_rel; the same operations, so the same bits) is computed and
-// the Jacobian members are left as they were: what the minimal coordinates and the angles
-// read (joint_configuration), at about half the cost.
+// configuration (d, q_rel, rot_rel, ra_t_world; the same operations, so the same bits) is
+// computed and the Jacobian members are left as they were: what the minimal coordinates and
+// the angles read (joint_configuration), at about half the cost.
 template <class T, bool kJacobians = true>
 inline void joint_kinematics(const Model& m, int j, const Pose<T>& a, const Pose<T>& b, JointKinematics<T>& out) {
   const Vec3<T> pa = load3<T>(&m.parent_vertex[3 * j]);
   const Vec3<T> pb = load3<T>(&m.child_vertex[3 * j]);
   const Vec3<T> rb_pb = matvec(b.r, pb);
   const Vec3<T> world = b.x + rb_pb - a.x;  // child joint point relative to the parent origin, world
-  const Vec3<T> ra_t_world = tmatvec(a.r, world);
-  out.d = ra_t_world - pa;
-  if constexpr (kJacobians) {
-    const Mat3<T> ra_t = transpose(a.r);
-    out.d_xa = -ra_t;
-    out.d_ta = skew(ra_t_world);  // d/dta of R(qa exp(ta/2))^T w = [R^T w]x
-    out.d_xb = ra_t;
-    // R(qb exp(tb/2)) pb ~ R(qb)(pb + tb x pb): d/dtb = -Ra^T Rb [pb]x
-    out.d_tb = -matmul(matmul(ra_t, b.r), skew(pb));
-  }
-
+  out.ra_t_world = tmatvec(a.r, world);
+  out.d = out.ra_t_world - pa;
   const Quat<T> off = load4<T>(&m.orientation_offset[4 * j]);
   out.q_rel = multiply(conjugate(off), multiply(conjugate(a.q), b.q));
   out.rot_rel = rotation(out.q_rel);
-  if constexpr (kJacobians) {
-    const Mat3<T> off_t = transpose(load33<T>(&m.offset_rotation[9 * j]));
-    out.rel_ta = -matmul(transpose(out.rot_rel), off_t);
-  }
+  if constexpr (kJacobians) joint_kinematics_jacobians(m, j, a, b, out);
 }
 
-// Joint j's configuration only: d, q_rel, rot_rel of JointKinematics (no Jacobians).
+// Joint j's configuration only: d, q_rel, rot_rel, ra_t_world of JointKinematics (no Jacobians).
 template <class T>
 inline void joint_configuration(const Model& m, int j, const Pose<T>& a, const Pose<T>& b, JointKinematics<T>& out) {
   joint_kinematics<T, false>(m, j, a, b, out);
@@ -353,6 +359,23 @@ inline void joint_row(const Model& m, int j, int rr, const JointKinematics<T>& k
     lock_row(m, j, m.row_slot[rr], k, d2 + 3 * j, q2 + 4 * j, row);
   else
     constraint_row(m, j, m.row_slot[rr], k, row);
+}
+
+// The value of joint_row alone (the same operations, so the same bits), for a joint whose
+// rotation is Dojo's quaternion (Model.joint_rotation): what the residual needs at an
+// iterate whose rows' Jacobians may never be used (residual.h, deferred_joint_jacobians).
+inline double joint_row_value(const Model& m, int j, int rr, const JointKinematics<double>& k, const double* d2,
+                              const double* q2) {
+  const int slot = m.row_slot[rr];
+  const double* b = detail::basis_row(m, j, slot);
+  if (slot < 3) {
+    const double v = b[0] * k.d[0] + b[1] * k.d[1] + b[2] * k.d[2];
+    if (!m.row_lock[rr]) return v;
+    const double* r = d2 + 3 * j;  // lock_row's reference
+    return v - (b[0] * r[0] + b[1] * r[1] + b[2] * r[2]);
+  }
+  const Vec3<double> vec = vector_part(m.row_lock[rr] ? multiply(conjugate(load4<double>(q2 + 4 * j)), k.q_rel) : k.q_rel);
+  return b[0] * vec[0] + b[1] * vec[1] + b[2] * vec[2];
 }
 
 // Input row `slot` of joint j: the body impulses per unit input and time.

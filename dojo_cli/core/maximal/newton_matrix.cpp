@@ -91,24 +91,36 @@ void step_matrix(const Model& m, Data& d, const double* w, double regularization
     const int r0 = m.joint_row_start[j], r1 = m.joint_row_start[j + 1];
     const int l0 = m.joint_limit_start[j], l1 = m.joint_limit_start[j + 1];
     const int bodies[2] = {m.parent[j], m.child[j]};
+    // the rows' Jacobians at z3: those the residual at these unknowns kept, or from the
+    // configuration it kept (residual.h deferred_joint_jacobians), or evaluated here
+    const bool deferred = kept && deferred_joint_jacobians(m, j);
+    if (deferred)
+      joint_kinematics_jacobians(m, j, pose_of(d.x3.data(), d.q3.data(), d.rot3.data(), m.parent[j]),
+                                 pose_of(d.x3.data(), d.q3.data(), d.rot3.data(), m.child[j]), d.kin3[j]);
     if (!kept) joint_kinematics_at(m, j, d.x3.data(), d.q3.data(), d.rot3.data(), kin);
     BlockRef diag = block(m, d, m.blk_joint_diag[j]);
+    // the joint's blocks against its bodies, looked up once per joint (not per row: each
+    // lookup is a chain of dependent loads the row's writes then wait on)
+    BlockRef bj[2] = {{nullptr, 0}, {nullptr, 0}}, jb[2] = {{nullptr, 0}, {nullptr, 0}};
+    for (int s = 0; s < 2; ++s) {
+      if (bodies[s] == kWorld) continue;
+      bj[s] = block(m, d, m.blk_body_joint[s][j]);
+      jb[s] = block(m, d, m.blk_joint_body[s][j]);
+    }
     for (int rr = r0; rr < r1; ++rr) {
       const int li = m.local_index[m.lam + rr];
       const double* jac3 = &d.jg3[12 * rr];
-      if (!kept) {
-        joint_row(m, j, rr, kin, d.lock_d2.data(), d.lock_q2.data(), row);
+      if (!kept || deferred) {
+        joint_row(m, j, rr, deferred ? d.kin3[j] : kin, d.lock_d2.data(), d.lock_q2.data(), row);
         jac3 = row.jac;
       }
       for (int s = 0; s < 2; ++s) {
         if (bodies[s] == kWorld) continue;
         // impulse map -Jg(z2)^T (body rows, lambda column)
-        BlockRef bj = block(m, d, m.blk_body_joint[s][j]);
-        for (int k = 0; k < 6; ++k) bj.at(k, li) -= d.jg2[12 * rr + 6 * s + k];
+        for (int k = 0; k < 6; ++k) bj[s].at(k, li) -= d.jg2[12 * rr + 6 * s + k];
         // constraint Jg(z3) dz3/dxi25 (lambda row, body columns)
         chain6(jac3 + 6 * s, &d.mw[9 * bodies[s]], h, chained);
-        BlockRef jb = block(m, d, m.blk_joint_body[s][j]);
-        for (int k = 0; k < 6; ++k) jb.at(li, k) += chained[k];
+        for (int k = 0; k < 6; ++k) jb[s].at(li, k) += chained[k];
       }
       diag.at(li, li) += regularization;
     }
@@ -130,10 +142,8 @@ void step_matrix(const Model& m, Data& d, const double* w, double regularization
       for (int side = 0; side < 2; ++side) {
         if (bodies[side] == kWorld) continue;
         chain6(jac3 + 6 * side, &d.mw[9 * bodies[side]], h, chained);
-        BlockRef jb = block(m, d, m.blk_joint_body[side][j]);
-        for (int k = 0; k < 6; ++k) jb.at(lg, k) -= sign * chained[k];
-        BlockRef bj = block(m, d, m.blk_body_joint[side][j]);
-        for (int k = 0; k < 6; ++k) bj.at(k, lg) -= sign * d.jf2[12 * f + 6 * side + k];
+        for (int k = 0; k < 6; ++k) jb[side].at(lg, k) -= sign * chained[k];
+        for (int k = 0; k < 6; ++k) bj[side].at(k, lg) -= sign * d.jf2[12 * f + 6 * side + k];
       }
     }
   }

@@ -235,6 +235,16 @@ void step_residual(const Model& m, Data& d, const double* w, double* r) {
     const int r0 = m.joint_row_start[j], r1 = m.joint_row_start[j + 1];
     const int l0 = m.joint_limit_start[j], l1 = m.joint_limit_start[j + 1];
     if (r0 == r1 && l0 == l1) continue;
+    if (deferred_joint_jacobians(m, j)) {  // the configuration and values; step_matrix the Jacobians
+      JointKinematics<double>& k3 = d.kin3[j];
+      joint_configuration(m, j, pose_of(d.x3.data(), d.q3.data(), d.rot3.data(), m.parent[j]),
+                          pose_of(d.x3.data(), d.q3.data(), d.rot3.data(), m.child[j]), k3);
+      for (int rr = r0; rr < r1; ++rr) {
+        r[m.lam + rr] = joint_row_value(m, j, rr, k3, d.lock_d2.data(), d.lock_q2.data());
+        scatter12(m, j, &d.jg2[12 * rr], -w[m.lam + rr], body);
+      }
+      continue;
+    }
     joint_kinematics_at(m, j, d.x3.data(), d.q3.data(), d.rot3.data(), kin);
     for (int rr = r0; rr < r1; ++rr) {
       joint_row(m, j, rr, kin, d.lock_d2.data(), d.lock_q2.data(), row);

@@ -29,9 +29,13 @@ void tree_aba(const TreeModel& m, TreeData& d, const double* q, const double* v,
     const int ni = m.locked[i] ? 0 : m.nv_i[i];  // a locked joint: v_l read as zero
     Motion<double> vj = zero_motion<double>();
     for (int c = 0; c < ni; ++c) vj += v[iv + c] * d.J[6 * i + c];
-    const Motion<double> ov = d.ov[i] = lam < 0 ? vj : d.ov[lam] + vj;
-    d.c[i] = cross(ov, vj);
-    if (ni && m.variable[i]) d.c[i] += joint_bias(m, d, i, v);  // + X_i Sdot_i qd_i (tree.h)
+    // locals, then stored (kinematics.h forward_kinematics: a member read back right after
+    // its stores stalls on store forwarding)
+    const Motion<double> ov = lam < 0 ? vj : d.ov[lam] + vj;
+    d.ov[i] = ov;
+    Motion<double> c = cross(ov, vj);
+    if (ni && m.variable[i]) c += joint_bias(m, d, i, v);  // + X_i Sdot_i qd_i (tree.h)
+    d.c[i] = c;
     tree::inertia_matrix(d.Y[i], &d.IA[36 * i]);
     d.pA[i] = cross(ov, d.Y[i] * ov);
   }

@@ -1,5 +1,6 @@
 // Composite rigid body algorithm (Featherstone, RBDA algorithm 6.2), in the world
 // frame, and the mass matrix's Cholesky factor and inverse.
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 
@@ -9,8 +10,10 @@
 namespace dojo {
 
 // Yc_i = Y_i + sum of the children's Yc (RBDA eq. 6.4, no transform in the world frame: a
-// sum of rigid-body inertias, spatial.h's Inertia); F = Yc_i J_i; M_ii = J_i^T F and, walking
-// up, M_ji = J_j^T F (eqs. 6.5-6.6).
+// sum of rigid-body inertias, spatial.h's Inertia); for each column k of joint i,
+// F_k = Yc_i J_k and M_rk = M_kr = J_r^T F_k for the columns r of i's ancestors and i's own
+// from k on (TreeModel.support_v; eqs. 6.5-6.6; Pinocchio's crba in its WORLD convention,
+// which writes the row blocks J_i^T (Yc J)_subtree instead: the same products).
 void tree_crba(const TreeModel& m, TreeData& d, const double* q) {
   forward_kinematics(m, d, q);
   tree_crba_at_kinematics(m, d);
@@ -23,20 +26,26 @@ void tree_crba_at_kinematics(const TreeModel& m, TreeData& d) {
     const int lam = m.parent[i];
     if (lam >= 0) d.Yc[lam] += d.Yc[i];
   }
-  for (int k = 0; k < nv * nv; ++k) d.M[k] = 0.0;
-  for (int i = 0; i < m.n; ++i) {
-    Force<double> F[6];
-    for (int c = 0; c < m.nv_i[i]; ++c) F[c] = d.Yc[i] * d.J[6 * i + c];
-    for (int j = i; j >= 0; j = m.parent[j])
-      for (int r = 0; r < m.nv_i[j]; ++r)
-        for (int c = 0; c < m.nv_i[i]; ++c) {
-          const double value = dot(d.J[6 * j + r], F[c]);
-          d.M[(m.idx_v[j] + r) * nv + m.idx_v[i] + c] = value;
-          d.M[(m.idx_v[i] + c) * nv + m.idx_v[j] + r] = value;
-        }
+  // the pairs on different branches stay zero; the loop below is one dot product a pair over
+  // the model's flat lists (TreeModel.support_v): nested loops over joints and their column
+  // counts took a third more instructions (callgrind, Go1: 12,100 a call against 9,000)
+  double* M = d.M.data();
+  std::fill(M, M + nv * nv, 0.0);
+  const Motion<double>* J = d.J.data();
+  const int* col = m.v_col.data();
+  const int* support = m.support_v.data();
+  for (int k = 0; k < nv; ++k) {
+    const Force<double> F = d.Yc[m.v_joint[k]] * J[col[k]];
+    double* row = M + k * nv;
+    for (int s = m.support_start[k]; s < m.support_start[k + 1]; ++s) {
+      const int r = support[s];
+      const double value = dot(J[col[r]], F);
+      row[r] = value;
+      M[r * nv + k] = value;
+    }
   }
   // rotor inertia: 1/2 a v_k^2 adds a to M_kk (tree.h TreeInput.armature)
-  for (int k = 0; k < nv; ++k) d.M[k * nv + k] += m.armature[k];
+  for (int k = 0; k < nv; ++k) M[k * nv + k] += m.armature[k];
 }
 void tree_mass_matrix_inverse(const TreeModel& m, TreeData& d) {
   static const char* kWhat = "the mass matrix is not positive definite (a body with no mass or inertia on a free direction?)";

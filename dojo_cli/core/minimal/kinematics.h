@@ -122,22 +122,29 @@ void forward_kinematics(const TreeModel& m, TreeState<T>& s, const T* q, bool in
     const int nt = m.n_trans[i], iq = m.idx_q[i];
     // R_J (a revolute joint about a coordinate axis: its cosine and sine, for the product below)
     const int ax = m.rot_kind[i] == static_cast<int>(TreeRotation::Revolute) ? m.axis_index[i] : -1;
+    // Each result is computed in a local and then stored (s.RJ, s.R, s.p): written as
+    // `const Mat3<T> R = s.R[i] = ...` the compiler read the member back right after its
+    // 8-byte stores with 16-byte loads, a store-forwarding stall (perf: some 40 % of this
+    // function's samples on Go1 were those loads).
     T cj(1.0), sj(0.0);
     const bool quaternion = m.rot_kind[i] == static_cast<int>(TreeRotation::Quaternion);
+    Mat3<T> RJ;
     if (ax >= 0) {
       cj = cos(q[iq + nt]);
       sj = m.axis_sign[i] * sin(q[iq + nt]);
-      s.RJ[i] = coordinate_rotation(ax, cj, sj);
+      RJ = coordinate_rotation(ax, cj, sj);
     } else if (quaternion) {
       // the unit quaternion and its norm (what the derivatives read), then joint_rotation's R
       // from them (one normalisation)
-      const T norm = s.qnorm[i] = quaternion_norm(q + iq + nt);
-      for (int k = 0; k < 4; ++k) s.q[iq + nt + k] = q[iq + nt + k] / norm;
-      s.RJ[i] = rotation(Quat<T>{{s.q[iq + nt], s.q[iq + nt + 1], s.q[iq + nt + 2], s.q[iq + nt + 3]}});
+      const T norm = quaternion_norm(q + iq + nt);
+      s.qnorm[i] = norm;
+      Quat<T> unit;
+      for (int k = 0; k < 4; ++k) s.q[iq + nt + k] = unit[k] = q[iq + nt + k] / norm;
+      RJ = rotation(unit);
     } else {
-      s.RJ[i] = joint_rotation(m, i, q);
+      RJ = joint_rotation(m, i, q);
     }
-    const Mat3<T>& RJ = s.RJ[i];
+    s.RJ[i] = RJ;
     if (m.rot_kind[i] == static_cast<int>(TreeRotation::Swing)) s.phi[i] = swing_vector(m, i, q);
     // joint translation p_J = T^T q_t (predecessor frame)
     Vec3<T> pJ = zero3<T>();
@@ -151,15 +158,21 @@ void forward_kinematics(const TreeModel& m, TreeState<T>& s, const T* q, bool in
       Rpre = m.placement_identity[i] ? s.R[lam] : matmul(s.R[lam], Rpre);
       ppre = matvec(s.R[lam], ppre) + s.p[lam];
     }
-    const Mat3<T> R = s.R[i] = ax >= 0 ? times_coordinate_rotation(Rpre, ax, cj, sj) : matmul(Rpre, RJ);
-    const Vec3<T> p = s.p[i] = nt ? matvec(Rpre, pJ) + ppre : ppre;
+    const Mat3<T> R = ax >= 0 ? times_coordinate_rotation(Rpre, ax, cj, sj) : matmul(Rpre, RJ);
+    const Vec3<T> p = nt ? matvec(Rpre, pJ) + ppre : ppre;
+    s.R[i] = R;
+    s.p[i] = p;
     if (m.variable[i]) joint_subspace(m, s, i);
     // world Jacobian columns X_i S_i = [R s_v + p x R s_w; R s_w]. A translation column has
     // s_w = 0 and a rotation column s_v = 0 (tree.h), so each takes one 3x3 product.
     for (int c = 0; c < nt; ++c) s.J[6 * i + c] = Motion<T>{matvec(R, s.S[6 * i + c].v), zero3<T>()};
     for (int c = nt; c < m.nv_i[i]; ++c) {
-      // a quaternion's columns are e_k: R e_k is R's column k
-      const Vec3<T> w = quaternion ? Vec3<T>{{R[0][c - nt], R[1][c - nt], R[2][c - nt]}} : matvec(R, s.S[6 * i + c].w);
+      // a quaternion's columns are e_k: R e_k is R's column k; a revolute joint's about +-e_k
+      // is +-R's column k (the same numbers as the product, with no multiplications by zero)
+      Vec3<T> w;
+      if (quaternion) w = Vec3<T>{{R[0][c - nt], R[1][c - nt], R[2][c - nt]}};
+      else if (ax >= 0) w = Vec3<T>{{m.axis_sign[i] * R[0][ax], m.axis_sign[i] * R[1][ax], m.axis_sign[i] * R[2][ax]}};
+      else w = matvec(R, s.S[6 * i + c].w);
       s.J[6 * i + c] = Motion<T>{cross(p, w), w};
     }
     if (!inertias) continue;
@@ -234,7 +247,8 @@ void rnea(const TreeModel& m, TreeState<T>& s, const T* q, const T* v, const T* 
   for (int i = 0; i < m.n; ++i) {
     const int lam = m.parent[i];
     const Motion<T> vj = joint_velocity(m, s, i, v);
-    const Motion<T> ov = s.ov[i] = lam < 0 ? vj : s.ov[lam] + vj;
+    const Motion<T> ov = lam < 0 ? vj : s.ov[lam] + vj;  // a local, then stored (forward_kinematics)
+    s.ov[i] = ov;
     Motion<T> oa = lam < 0 ? a0 : s.oa[lam];
     if (a) oa += joint_velocity(m, s, i, a);
     oa += cross(ov, vj);

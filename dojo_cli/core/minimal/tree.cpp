@@ -211,6 +211,22 @@ TreeModel::TreeModel(const TreeInput& in) {
   }
   for (int i = 0; i < n; ++i)
     for (int k = i; k >= 0; k = parent[k]) subtree[k].push_back(i);
+  v_joint.assign(nv, 0);
+  v_col.assign(nv, 0);
+  support_start.assign(nv + 1, 0);
+  support_v.clear();
+  for (int i = 0; i < n; ++i)
+    for (int c = 0; c < nv_i[i]; ++c) {
+      v_joint[idx_v[i] + c] = i;
+      v_col[idx_v[i] + c] = 6 * i + c;
+    }
+  for (int k = 0; k < nv; ++k) {
+    const int i = v_joint[k], c = v_col[k] - 6 * i;
+    for (int r = c; r < nv_i[i]; ++r) support_v.push_back(idx_v[i] + r);
+    for (int j = parent[i]; j >= 0; j = parent[j])
+      for (int r = 0; r < nv_i[j]; ++r) support_v.push_back(idx_v[j] + r);
+    support_start[k + 1] = static_cast<int>(support_v.size());
+  }
   np = static_cast<int>(in.point_joint.size());
   if (in.point_offset.size() != 3 * in.point_joint.size()) throw std::invalid_argument("TreeInput.point_offset: 3 per point");
   for (int j : in.point_joint)

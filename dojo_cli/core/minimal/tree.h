@@ -116,6 +116,13 @@ struct TreeModel {
   // axis_sign (n,) its sign; placement_identity (n,) 1 where X_T's rotation is exactly I
   std::vector<int> axis_index, placement_identity;
   std::vector<double> axis_sign;
+  // CRBA's flat index lists (crba.cpp), so that its inner loop is one dot product a pair: for
+  // velocity entry k of joint i's column c, v_joint[k] = i and v_col[k] = 6 i + c (its column of
+  // J and S); support_v[support_start[k] .. support_start[k + 1]) the entries r whose M_rk can
+  // be nonzero and is not already filled as M_kr: the strict ancestors' columns and i's own
+  // from c on (M_rk = J_r^T Yc_i J_k with r the later column of a joint's own pair, as the
+  // nested loops had it: the same rounding); the rest of row k is zero (other branches)
+  std::vector<int> v_joint, v_col, support_start, support_v;
   // locked joints (TreeInput.locked): locked (n,) 0/1; locked_v (nv,) 0/1 per velocity entry;
   // free_v the indices of the free (not locked) velocities, in order (nf = free_v.size())
   std::vector<int> locked, locked_v, free_v;

@@ -170,8 +170,9 @@ class _BodyTreeReader:
         conaffinity = int(self.real(a, "conaffinity", 1, el, file, element))
         condim = int(self.real(a, "condim", 3, el, file, element))
         rgba = self.vec(a, "rgba", 4, [0.5, 0.5, 0.5, 1], el, file, element).tolist() if "rgba" in a else None
+        margin = self.real(a, "margin", 0.0, el, file, element)
         geom = _Geom(name, el.sourceline, file, kind, size, pos, rot, density, mass, float(friction[0]) if len(friction) else 1.0,
-                     contype, conaffinity, condim, rgba)
+                     contype, conaffinity, condim, rgba, margin)
         if kind == "mesh":
             geom.mesh = a.get("mesh")
             if not geom.mesh:

@@ -22,8 +22,12 @@ from dojo_cli.scene.mjcf.rotations import _quaternion_from_matrix
 
 
 # Contacts of shape pairs join a step's solve only within this of touching (m), as
-# import-urdf's --contacts collision (docs/physics.md, "Contact margins").
+# import-urdf's --contacts collision (docs/physics.md, "Contact margins"). Not MuJoCo's geom
+# margin, which moves the contact surface (_pair_margin).
 CONTACT_MARGIN = 0.01
+# Shapes whose contact surface a margin moves exactly by a larger radius (the shape's points
+# within that radius: a Minkowski sum with a ball); a box or cylinder's is not.
+_ROUNDED = ("sphere", "capsule", "hull")
 # An ellipsoid or mesh collides as the convex hull of at most this many points (each a contact).
 HULL_VERTICES = 32
 # Points sampled on an ellipsoid's surface before the hull reduction.
@@ -68,6 +72,10 @@ def _place_initial_overlaps(reader: _Reader, contacts: list[dict], bodies: list[
             roots[b["name"]] = j["name"]
     lifts: dict[str, dict] = {}
     overlaps: list[str] = []
+    in_band: list[str] = []  # contacts that start inside their margin's band (_pair_margin)
+    # the contacts not lifting their tree: (contact, depth (m), its normal's z, the free root that
+    # a floor lifts it with, or None)
+    found: list[tuple[dict, float, float, str | None]] = []
 
     world = (np.zeros(3), np.array([1.0, 0.0, 0.0, 0.0]))
     for c in contacts:
@@ -95,20 +103,43 @@ def _place_initial_overlaps(reader: _Reader, contacts: list[dict], bodies: list[
             other_pose = world if k.other < 0 or names[k.other] is None else poses[names[k.other]]
             distance = contact_distance(k, poses[own], other_pose)
             depth = max(depth, -distance)
-        if depth <= PENETRATION_TOL:
-            continue
         up = 0.0
         if not (isinstance(against, dict) and "body" in against):
             up = 1.0 if against == "ground" else float(np.asarray(against["normal"], float)[2] / np.linalg.norm(against["normal"]))
         root = roots.get(c["body"])
-        if up > _LIFTABLE_NORMAL_Z and root is not None:
+        floor = up > _LIFTABLE_NORMAL_Z and root is not None  # lifted with its tree
+        if depth > PENETRATION_TOL and floor:
             lift = lifts.setdefault(root, {"height": 0.0, "contacts": []})
             lift["height"] = max(lift["height"], depth / up)
             lift["contacts"].append(c["name"])
             continue
+        found.append((c, depth, up, root if floor else None))
+    for c, depth, up, root in found:
+        against = c["against"]
+        if root in lifts:
+            depth -= lifts[root]["height"] * up
+        margin = reader.contact_margins.get(c["name"], (0.0, ""))
+        if depth > 0.0 and margin[0] > 0.0:
+            # inside its margin's band: its surface starts at the shapes' distance (no less than 0)
+            cut = min(depth, margin[0])
+            _move_surface(c, margin[1], cut)
+            reader.contact_margins[c["name"]] = (margin[0] - cut, margin[1])
+            depth -= cut
+            in_band.append(c["name"])
+        if depth <= PENETRATION_TOL:
+            continue
         what = "the floor" if up > 0.0 or not (isinstance(against, dict) and "body" in against) else f"body {against['body']!r}"
         file, line = reader.contact_lines.get(c["name"], (reader.file, None))
         overlaps.append(f"{c['name']} {depth * 100:.3g} cm inside {what} ({Path(file).name}:{line})")
+    if in_band:
+        # MuJoCo's soft contact pushes such shapes apart to their margin over its first steps,
+        # or presses against the joints that hold them (Gymnasium's Pusher: its object on two
+        # slides stands on the table, 4 mm inside the pair's margin); a hard contact inside its
+        # surface that the joints hold there gives no step (every step of the Pusher failed)
+        result.notes.append(
+            f"{len(in_band)} contact{'s start' if len(in_band) > 1 else ' starts'} within the geoms' margin of touching, "
+            "the contact surface placed where the shapes are (MuJoCo pushes them out to the margin, or presses "
+            f"against the joints that hold them): {listed(in_band, 4)}")
     if overlaps:
         # MuJoCo pushes such overlaps apart over its first steps; the first step does it here
         # (HumanoidStandup's hands 1.35 cm in its hips: every step converges). One that gives
@@ -129,6 +160,22 @@ def _place_initial_overlaps(reader: _Reader, contacts: list[dict], bodies: list[
             f"lifted {joint['child']!r} (free joint {root!r}) by {lift['height'] * 100:.3g} cm: "
             f"{len(names)} contact{'s' if len(names) > 1 else ''} ({listed(names, 4)}) "
             "started inside the floor, which MuJoCo's soft contacts allow and hard contacts do not; it drops that far")
+
+
+def _move_surface(contact: dict, where: str, cut: float) -> None:
+    """Move a contact's surface in by ``cut`` (m), the part of its margin the initial pose is
+    inside: the plane back along its normal (``plane``), or the grown radius of its own shape
+    (``own``) or of the other body's (``against``), as _contacts grew them."""
+    if where == "plane":
+        half = contact["against"]
+        normal = np.asarray(half["normal"], float)
+        point = np.asarray(half["point"], float) - cut * normal / np.linalg.norm(normal)
+        ground = np.allclose(normal, [0, 0, 1], atol=1e-12) and np.abs(point).max() < 1e-12
+        contact["against"] = "ground" if ground else {"normal": half["normal"], "point": plain_vector(point)}
+    elif where == "own":
+        contact["shape"] = {**contact["shape"], "radius": float(contact["shape"]["radius"] - cut)}
+    else:
+        contact["against"] = {**contact["against"], "radius": float(contact["against"]["radius"] - cut)}
 
 
 def _weld(reader: _Reader, i: int) -> int:
@@ -169,6 +216,26 @@ def _contact_shape(geom: _Geom, com: np.ndarray) -> dict | None:
     return None
 
 
+def _pair_margin(a: _Geom, b: _Geom) -> float:
+    """The distance (m) at which MuJoCo's contact of geoms a and b pushes: the sum of their
+    ``margin`` s (mjContact.includemargin; measured with MuJoCo 4.0: a ball with margin 0.02 on a
+    plane with 0.01 rests 0.0296 m above it, includemargin 0.03). Its soft contact drives the
+    distance minus this to zero (the constraint's reference acceleration acts on efc_pos -
+    efc_margin, docs "Computation", soft constraints): a margin is a contact surface that far
+    out, which a hard contact reproduces by moving its surface (Gymnasium's Ant: 0.01 on every
+    geom and the floor, its feet resting 1.97 cm above the floor).
+    ``gap`` is not read: MuJoCo 4.0's contact rests at the summed margins whatever the gaps."""
+    return float(a.margin + b.margin)
+
+
+def _inflated(shape: dict, margin: float) -> dict | None:
+    """A rounded shape (sphere, capsule, hull) whose surface is ``margin`` further out (None:
+    a box or cylinder, which no radius inflates, or a radius that would be negative)."""
+    if shape["type"] not in _ROUNDED or shape.get("radius", 0.0) + margin < 0.0:
+        return None
+    return {**shape, "radius": float(shape.get("radius", 0.0) + margin)}
+
+
 def _contacts(reader: _Reader, options: MjcfOptions) -> list[dict]:
     from dojo_cli.model.collisions import BODY_SHAPES
 
@@ -198,6 +265,7 @@ def _contacts(reader: _Reader, options: MjcfOptions) -> list[dict]:
         return g.name or f"{body.name}_geom{body.geoms.index(g)}"
 
     torsional: set[int] = set()  # geoms whose condim 4 or 6 was reported (once each, not per pair)
+    unrounded: list[str] = []  # pairs with a margin that no radius carries (_with_margin)
 
     def model_of(a: _Geom, b: _Geom) -> dict:
         condim = max(a.condim, b.condim)
@@ -222,11 +290,13 @@ def _contacts(reader: _Reader, options: MjcfOptions) -> list[dict]:
                 shape = _contact_shape(g, body.com)
                 if shape is None:
                     continue
-                normal, point = p.rot[:, 2], p.pos
+                # the plane moved out along its normal by the pair's margin: exact for any shape
+                normal, point = p.rot[:, 2], p.pos + _pair_margin(g, p) * p.rot[:, 2]
                 against: Any = "ground" if np.allclose(normal, [0, 0, 1], atol=1e-12) and abs(point[2]) < 1e-12 \
                     else {"normal": plain_vector(normal), "point": plain_vector(point)}
                 c = {"name": label(geom_label(body, g)), "body": body.name, **model_of(g, p), "shape": shape,
                      "against": against, "margin": CONTACT_MARGIN}
+                reader.contact_margins[c["name"]] = (_pair_margin(g, p), "plane")
                 reader.contact_lines[c["name"]] = (g.file, g.line)
                 reader.contact_geoms[c["name"]] = (geom_label(body, g), p.name or f"world_geom{reader.world_geoms.index(p)}")
                 if g.type == "cylinder":
@@ -247,6 +317,13 @@ def _contacts(reader: _Reader, options: MjcfOptions) -> list[dict]:
                     if not _collides(ga, gb) or ga.type == "plane" or gb.type == "plane":
                         continue
                     made = _pair(ga, a, gb, b, BODY_SHAPES)
+                    grown = ""
+                    if made is not None and _pair_margin(ga, gb) != 0.0:
+                        with_margin, grown = _with_margin(made, _pair_margin(ga, gb))
+                        if with_margin is None:
+                            unrounded.append(f"{geom_label(a, ga)}-{geom_label(b, gb)} ({Path(ga.file).name}:{ga.line})")
+                        else:
+                            made = with_margin
                     if made is None:
                         reader.unsupported(ga.file, ga.line, f"geom {geom_label(a, ga)!r}", "geom pairs the collision table lacks",
                                            f"collides with geom {geom_label(b, gb)!r} ({ga.type}-{gb.type}): "
@@ -259,6 +336,13 @@ def _contacts(reader: _Reader, options: MjcfOptions) -> list[dict]:
                     reader.contact_geoms[name] = (geom_label(a, ga), geom_label(b, gb))
                     contacts.append({"name": name, "body": own_body.name,
                                      **model_of(ga, gb), "shape": own, "against": against, "margin": CONTACT_MARGIN})
+                    if grown:
+                        reader.contact_margins[name] = (_pair_margin(ga, gb), grown)
+    if unrounded:
+        reader.warn(reader.file, None, "contacts",
+                    f"the geoms' margin is left out of {len(unrounded)} pair{'s' if len(unrounded) > 1 else ''} of boxes "
+                    "and cylinders (a margin moves a sphere's, capsule's or mesh's surface out; these touch at 0): "
+                    + listed(unrounded, 6))
     return contacts
 
 
@@ -286,3 +370,16 @@ def _pair(ga: _Geom, a: _Body, gb: _Geom, b: _Body, body_shapes) -> tuple | None
         if gb.type in ("capsule", "cylinder"):
             against["height"] = other["height"]
     return (own, a, ga), against
+
+
+def _with_margin(made: tuple, margin: float) -> tuple:
+    """(_pair's (own shape, body, geom), against with the pair's contact surface ``margin``
+    further out: the own shape's radius, or else the other's (a sphere or capsule) grown by it;
+    which: ``own`` or ``against``), or (None, "") where neither is rounded."""
+    (own, body, geom), against = made
+    grown = _inflated(own, margin)
+    if grown is not None:
+        return ((grown, body, geom), against), "own"
+    if against["shape"] in ("sphere", "capsule") and against["radius"] + margin >= 0.0:
+        return ((own, body, geom), {**against, "radius": float(against["radius"] + margin)}), "against"
+    return None, ""

@@ -26,6 +26,7 @@ class _Geom:
     conaffinity: int
     condim: int
     rgba: list[float] | None
+    margin: float = 0.0  # MuJoCo's contact margin (m): a pair acts within the sum of its geoms' margins
     mesh: str | None = None
     points: np.ndarray | None = None  # mesh vertices (scaled), mesh frame
 

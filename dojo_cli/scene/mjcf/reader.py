@@ -76,6 +76,8 @@ class _Reader(_BodyTreeReader, _DefaultsReader, _ValueReader):
         self.disabled: set[str] = set()  # the parts of the physics <option><flag> turns off (_FLAGS_READ)
         self.contact_lines: dict[str, tuple[str, int | None]] = {}  # contact name -> its geom's file, line
         self.contact_geoms: dict[str, tuple[str, str]] = {}  # contact name -> (its geom, the other geom)
+        # contact name -> (its geoms' margin (m), where it moved the surface: plane, own, against)
+        self.contact_margins: dict[str, tuple[float, str]] = {}
         self.timestep = DEFAULT_TIMESTEP
         self.gravity = np.array(DEFAULT_GRAVITY)
         self.model = path.stem
