@@ -179,7 +179,7 @@ def simulate(
                         "state or from_run; minimal.simulate takes any x0)")
     if problems:
         raise InputError(f"scene {mech.name!r} (integrator: {mech.integrator}): " + "; ".join(problems))
-    recorder = TrajectoryRecorder()
+    recorder = TrajectoryRecorder(int(steps))
     run_scene(mech, int(steps), recorder, z0=z0, controller=controller, opts=opts or default_options(mech),
               external=external, abort_on_failure=abort_on_failure, start=start)
     return recorder.trajectory(mech)

@@ -61,7 +61,8 @@ class Trajectory:
     """A simulated run as arrays (the datasets of a storage file).
 
     Attributes:
-        time: (T+1,); x: (T+1, nb, 3); q: (T+1, nb, 4);
+        time: (T+1,); x: (T+1, nb, 3); q: (T+1, nb, 4) (in a run of ``dojo.simulate``, x,
+            q, v_mid and omega_mid are views of one array of its states, (T+1, nb, 13));
         v, omega: (T+1, nb, 3) velocities at t_k (world linear, body angular), from the
             discrete Legendre transform at q_k (docs/physics.md); in a run read from a file
             written before knot velocities (``StoredRun.velocities == "midpoint"``) they are

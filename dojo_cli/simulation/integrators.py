@@ -13,6 +13,10 @@ state between blocks) and answers four things (``simulation.run.Integrator``):
 - ``ahead(k)``: the midpoint velocities of step k, one past the last state (not stored),
   so that the last state's knot velocities are exact; None when there are none.
 
+A strategy may also have ``rows``, which the loop sets from its writer (None, or the
+writer's ``rows(nl, n)``: ``TrajectoryRecorder.rows``): arrays of the writer's own that a
+block's core call writes in place instead of making new ones (``Variational``'s rollout).
+
 ``Variational`` is Dojo's variational integrator in maximal coordinates (core
 maximal/step.h, ``_core.rollout`` a block at a time); ``Rk4`` the Munthe-Kaas RK4 in minimal
 coordinates (core minimal/rk4.h). A third (say a fourth-order variational integrator) is one
@@ -202,11 +206,16 @@ class Variational:
         # from (simulation.substeps, "carried on"): the next step is solved as substeps too
         self.carried = 1
         self.last_failed = False  # the step that reached self.z failed (even as substeps)
+        # where a block's rollout writes its arrays: the writer's own rows (simulation.run.run
+        # sets it from a writer that has them, TrajectoryRecorder.rows), or None: new arrays
+        self.rows = None
+        self._block_start = -1  # the first step of the block advance() is making
 
     def advance(self, k: int, n: int) -> tuple[StepBlock, str | None]:
         if self.fast:
             parts: list[StepBlock] = []
             done = 0
+            self._block_start = k  # (only a rollout that starts the block writes the writer's rows)
             while done < n:
                 kk = k + done
                 if self.carried > 1:
@@ -263,7 +272,7 @@ class Variational:
             # velocities), computed in the core
             out = _core.rollout(mech.core, self.data, self.z, n, inputs, self.lam, core_options(self.opts),
                                 self.abort_on_failure or self.retry_failed, np.ascontiguousarray(self.before[1], dtype=float),
-                                self.law)
+                                self.law, self._rows(k, n))
         except (ValueError, TypeError, RuntimeError) as exc:
             raise from_core(exc, "run") from None
         n = out["steps"]
@@ -271,7 +280,7 @@ class Variational:
             inputs = out.pop("inputs")  # the law's inputs of each step
         elif inputs is None:
             inputs = np.zeros((n, mech.nu))
-        knot = (out.pop("knot_v"), out.pop("knot_omega"), out.pop("knot_minimal_v"))
+        knot = tuple(out.pop(name)[: n + 1] for name in ("knot_v", "knot_omega", "knot_minimal_v"))
         out = {key: value[:n] for key, value in out.items() if key != "steps"}
         before = self.before
         block = _variational_block(mech, k, out, inputs[:n], before)
@@ -296,6 +305,14 @@ class Variational:
         if i == 0:
             return retried
         return concat_blocks([slice_block(block, i), retried])
+
+    def _rows(self, k: int, n: int) -> dict | None:
+        """The writer's rows for a rollout of steps k .. k + n - 1 (``rows``), when it starts the
+        block advance() is making: the writer's next rows are its first steps'. A later part of
+        the block (after a step solved as substeps) gets new arrays, joined by concat_blocks."""
+        if self.rows is None or k != self._block_start:
+            return None
+        return self.rows(self.mech.nl, n)
 
     def _substep_block(self, k: int, u, spent: int, counts, lam=None, gradients=()) -> StepBlock | None:
         """Step k from the run's state as substeps (simulation.substeps), with its composed

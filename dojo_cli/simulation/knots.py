@@ -42,6 +42,13 @@ class KnotRows:
         self._knots = knot_identity if exact else knot_velocities
         self._last: tuple[np.ndarray, ...] | None = None  # x, q, v_mid, omega_mid of the last state handed on
 
+    @property
+    def rows(self):
+        """The writer's own rows for a block's arrays (``TrajectoryRecorder.rows``), or None.
+        The core's rollout writes a block's knot rows there as KnotRows would hand them on:
+        the state before it (revised) and its states (the last extrapolated)."""
+        return None if self._knots is not knot_velocities else getattr(self.writer, "rows", None)
+
     def write_initial(self, time: float, x, q, v, omega, minimal_q) -> None:
         """State 0 (``v``, ``omega``: midpoint velocities), its knot velocities extrapolated
         (no step yet: no impulse)."""

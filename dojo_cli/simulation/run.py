@@ -205,6 +205,8 @@ def run(
     z0, mq0 = integrator.initial
     x, v, q, w = unpack_maximal(z0, mech.nb)
     writer.write_initial(start_step * h, x, q, v, w, mq0)
+    if hasattr(integrator, "rows"):  # a block's arrays written straight into the writer's (TrajectoryRecorder.rows)
+        integrator.rows = getattr(writer, "rows", None)
     if on_start is not None:
         on_start(start_step * h, z0)
     for k_run, n in step_blocks(steps, integrator.fast):

@@ -19,41 +19,107 @@ from dojo_cli.physics.energy import knot_momenta
 from dojo_cli.simulation.integrators import STATUS_TEXT, StepBlock
 
 
+# The first capacity (state rows) of a recorder not told its run's length; it doubles as needed.
+FIRST_ROWS = 64
+
+
 class TrajectoryRecorder:
     """A knot writer in memory (the StorageWriter's ``write_initial``, ``write_block``,
-    ``revise_last_state``) that builds a Trajectory (``dojo.simulate``)."""
+    ``revise_last_state``) that builds a Trajectory (``dojo.simulate``).
 
-    def __init__(self):
-        self.knots: list[list[np.ndarray]] = []  # per state row block: [time, x, q, v, omega, mq, mv, v_mid, omega_mid]
-        self.blocks: list[StepBlock] = []
+    The run's largest arrays (states, knot velocities, minimal coordinates and rates, joint
+    impulses) are the recorder's own from the start, one row a state (a step for the
+    impulses), sized for ``steps`` when told and grown by doubling otherwise: ``rows`` hands
+    the integrator the rows of the next block, which the core's rollout writes in place, so
+    that a block's arrays are neither made nor copied (issue 28: on a loaded machine a fresh
+    page of memory costs about 2 us, and a block's arrays were made twice, by the core and
+    again by the joins at the end). The Trajectory's x, q, v_mid and omega_mid are views of
+    the one state array, (T+1, nb, 13) in Dojo's layout.
+
+    Args:
+        steps: the run's length, if known (the arrays' size; more steps still fit).
+    """
+
+    def __init__(self, steps: int | None = None):
+        self._capacity = (int(steps) if steps is not None else FIRST_ROWS - 1) + 1  # state rows
+        self._rows = 0  # state rows written (the initial state's included)
+        self._arrays: dict[str, np.ndarray] = {}  # rows per state: time, states, knot_v, knot_omega, minimal_q, knot_minimal_v
+        self._impulses: np.ndarray | None = None  # (capacity - 1, nl): one row a step
+        self.blocks: list[StepBlock] = []  # the small per-step records (inputs, solver record, contacts), joined at the end
+
+    def _grow(self, rows: int) -> None:
+        """Room for ``rows`` state rows (doubling)."""
+        if rows <= self._capacity:
+            return
+        self._capacity = max(rows, 2 * self._capacity)
+        for name, a in self._arrays.items():
+            grown = np.empty((self._capacity,) + a.shape[1:])
+            grown[: self._rows] = a[: self._rows]
+            self._arrays[name] = grown
+        if self._impulses is not None:
+            grown = np.empty((self._capacity - 1,) + self._impulses.shape[1:])
+            grown[: self._rows - 1] = self._impulses[: self._rows - 1]
+            self._impulses = grown
+
+    def _impulse_rows(self, nl: int) -> np.ndarray:
+        if self._impulses is None:
+            self._impulses = np.empty((self._capacity - 1, nl))
+        return self._impulses
+
+    def rows(self, nl: int, n: int) -> dict[str, np.ndarray]:
+        """The recorder's rows of the next ``n`` steps, for the core's rollout to write in place
+        (its ``out``): states, minimal_q (n rows), impulses (n, nl), and the knot rows of the
+        state before them and of theirs (n + 1 rows: the first revises the last state's)."""
+        self._grow(self._rows + n)
+        i, a = self._rows - 1, self._arrays
+        return {"states": a["states"][i + 1 : i + 1 + n], "minimal_q": a["minimal_q"][i + 1 : i + 1 + n],
+                "knot_v": a["knot_v"][i : i + 1 + n], "knot_omega": a["knot_omega"][i : i + 1 + n],
+                "knot_minimal_v": a["knot_minimal_v"][i : i + 1 + n], "impulses": self._impulse_rows(nl)[i : i + n]}
 
     def write_initial(self, time, x, q, v, omega, minimal_q, minimal_v, *, v_mid, omega_mid) -> None:
-        self.knots.append([np.array([time], dtype=float)] + [np.array(a, dtype=float)[None] for a in
-                                                             (x, q, v, omega, minimal_q, minimal_v, v_mid, omega_mid)])
+        x, q, v_mid, omega_mid, v, omega = (np.asarray(a, dtype=float) for a in (x, q, v_mid, omega_mid, v, omega))
+        nb, nf = len(x), np.size(minimal_q)
+        cap = self._capacity
+        self._arrays = {"time": np.empty(cap), "states": np.empty((cap, 13 * nb)), "knot_v": np.empty((cap, nb, 3)),
+                        "knot_omega": np.empty((cap, nb, 3)), "minimal_q": np.empty((cap, nf)),
+                        "knot_minimal_v": np.empty((cap, nf))}
+        a = self._arrays
+        a["time"][0] = time
+        a["states"][0] = np.concatenate([x, v_mid, q, omega_mid], axis=-1).reshape(-1)
+        a["knot_v"][0], a["knot_omega"][0] = v, omega
+        a["minimal_q"][0], a["knot_minimal_v"][0] = minimal_q, minimal_v
+        self._rows = 1
 
     def write_block(self, mech: Mechanism, block: StepBlock, knot) -> None:
-        # kept as handed on, not copied (a closed-loop run hands one step a block): the
-        # block's arrays and the knot rows are this run's own, and only the knot rows of the
-        # last state are revised (revise_last_state)
-        x, v, q, w = block.state_parts(mech.nb)
         kv, kw, kmv = knot
-        self.knots.append([block.time, x, q, kv, kw, block.minimal_q, kmv, v, w])
+        n, i = block.n, self._rows
+        self._grow(i + n)
+        a = self._arrays
+        # each into its rows (a no-op for the arrays the rollout wrote there: rows())
+        for name, values in (("time", block.time), ("states", block.z), ("minimal_q", block.minimal_q),
+                             ("knot_v", kv), ("knot_omega", kw), ("knot_minimal_v", kmv)):
+            _put(a[name][i : i + n], values)
+        _put(self._impulse_rows(mech.nl)[i - 1 : i - 1 + n], block.impulses)
+        self._rows = i + n
         self.blocks.append(block)
 
     def revise_last_state(self, v, omega, minimal_v) -> None:
-        last = self.knots[-1]
-        last[3][-1], last[4][-1], last[6][-1] = v, omega, minimal_v
+        last, a = self._rows - 1, self._arrays
+        a["knot_v"][last], a["knot_omega"][last], a["knot_minimal_v"][last] = v, omega, minimal_v
 
     def trajectory(self, mech: Mechanism) -> Trajectory:
         """The recorded run."""
         nb, nf = mech.nb, mech.nf
-        time, x, q, v, omega, mq, mv, v_mid, omega_mid = (np.concatenate(parts) for parts in zip(*self.knots))
+        T = self._rows - 1
+        a = {name: values[: T + 1] for name, values in self._arrays.items()}
+        states = a["states"].reshape(T + 1, nb, 13)
+        x, v_mid, q, omega_mid = states[:, :, 0:3], states[:, :, 3:6], states[:, :, 6:10], states[:, :, 10:13]
+        v, omega = a["knot_v"], a["knot_omega"]
         cat = lambda name, shape: (  # noqa: E731
             np.concatenate([getattr(b, name) for b in self.blocks]) if self.blocks else np.zeros((0,) + shape)
         )
-        T = len(time) - 1
         # Dojo's px, pq: from the final knot rows, in one core call (physics.energy.knot_momenta)
-        px, pq = knot_momenta(mech, q.reshape(T + 1, nb, 4), v.reshape(T + 1, nb, 3), omega.reshape(T + 1, nb, 3))
+        px, pq = knot_momenta(mech, q, v, omega)
         contacts = {}
         if mech.nc:
             contacts = {
@@ -65,20 +131,20 @@ class TrajectoryRecorder:
         if self.blocks and all(b.substeps is not None for b in self.blocks):
             contacts["substeps"] = cat("substeps", ()).astype(np.int64)
         return Trajectory(
-            time=time,
-            x=x.reshape(T + 1, nb, 3),
-            q=q.reshape(T + 1, nb, 4),
-            v=v.reshape(T + 1, nb, 3),
-            omega=omega.reshape(T + 1, nb, 3),
-            v_mid=v_mid.reshape(T + 1, nb, 3),
-            omega_mid=omega_mid.reshape(T + 1, nb, 3),
-            minimal_q=mq.reshape(T + 1, nf),
-            minimal_v=mv.reshape(T + 1, nf),
+            time=a["time"],
+            x=x,
+            q=q,
+            v=v,
+            omega=omega,
+            v_mid=v_mid,
+            omega_mid=omega_mid,
+            minimal_q=a["minimal_q"].reshape(T + 1, nf),
+            minimal_v=a["knot_minimal_v"].reshape(T + 1, nf),
             inputs=cat("inputs", (mech.nu,)).reshape(T, mech.nu),
             iterations=cat("iterations", ()).astype(int),
             residual=cat("residual", ()),
-            status=[str(t) for t in (STATUS_TEXT[cat("status_code", ()).astype(int)] if T else [])],
-            impulses=cat("impulses", (mech.nl,)).reshape(T, mech.nl),
+            status=STATUS_TEXT[cat("status_code", ()).astype(int)].tolist() if T else [],
+            impulses=(self._impulses[:T] if self._impulses is not None else np.zeros((0, mech.nl))).reshape(T, mech.nl),
             complementarity=cat("complementarity", ()),
             px=px,
             pq=pq,
@@ -86,6 +152,15 @@ class TrajectoryRecorder:
                           and all(b.start is not None for b in self.blocks) else None),
             **contacts,
         )
+
+
+def _put(rows: np.ndarray, values) -> None:
+    """values into rows, unless they are those rows already (written in place: rows())."""
+    values = np.asarray(values, dtype=float)
+    if values.size and values.__array_interface__["data"][0] == rows.__array_interface__["data"][0] \
+            and values.strides == rows.strides:
+        return
+    rows[...] = values.reshape(rows.shape)
 
 
 def write_trajectory(writer, traj: Trajectory) -> None:

@@ -263,14 +263,7 @@ void bind_step(nb::module_& m) {
         const double* tp = checked(theta_prev, nf, "theta_prev");
         const size_t n = z.size() / nz;
         std::vector<double> theta(n * nf);
-        for (size_t t = 0; t < n; ++t) {
-          const double* zt = z.data() + t * nz;
-          minimal_coordinates_and_velocities(model, zt, theta.data() + t * nf, static_cast<double*>(nullptr));
-          if (t == 0)
-            unwrap_angles(model, zt, zp, tp, theta.data());
-          else
-            unwrap_angles(model, zt, zt - nz, theta.data() + (t - 1) * nf, theta.data() + t * nf);
-        }
+        unwrapped_coordinates(model, z.data(), static_cast<int>(n), zp, tp, theta.data());
         return numpy_owning<double>(std::move(theta), {n, nf});
       },
       nb::arg("model"), nb::arg("z"), nb::arg("z_prev").none() = nb::none(), nb::arg("theta_prev").none() = nb::none(),
@@ -374,7 +367,7 @@ void bind_step(nb::module_& m) {
       "rollout",
       [](const Model& model, Data& data, const InArray& z, int k, std::optional<InArray> inputs,
          std::optional<nb::ndarray<double, nb::c_contig, nb::device::cpu>> lambda, const SolverOptions& opts,
-         bool stop_on_failure, std::optional<InArray> theta, nb::handle law) {
+         bool stop_on_failure, std::optional<InArray> theta, nb::handle law, nb::handle into) {
         if (k < 0) throw std::invalid_argument("rollout: k must be >= 0");
         // the law: a PDController or a LinearController (or None)
         const PDController* controller = nullptr;
@@ -400,13 +393,14 @@ void bind_step(nb::module_& m) {
           pl = lambda->data();
         }
         const size_t kk = static_cast<size_t>(k), nb_ = model.nb, nc = model.nc;
-        auto states = numpy_zeros<double>({kk, 13 * nb_});
+        if (!into.is_none() && !nb::isinstance<nb::dict>(into)) throw nb::type_error("rollout: out must be a dict or None");
+        auto states = output_rows<double>(into, "states", {kk, 13 * nb_});
         auto iterations = numpy_zeros<int>({kk});
         auto residual = numpy_zeros<double>({kk});
         auto status = numpy_zeros<int>({kk});
         auto complementarity = numpy_zeros<double>({kk});
         auto singular_node = numpy_zeros<int>({kk});
-        auto impulses = numpy_zeros<double>({kk, static_cast<size_t>(model.nl)});
+        auto impulses = output_rows<double>(into, "impulses", {kk, static_cast<size_t>(model.nl)});
         auto distance = numpy_zeros<double>({kk, nc});
         auto normal = numpy_zeros<double>({kk, nc});
         auto friction = numpy_zeros<double>({kk, nc, size_t(2)});
@@ -444,12 +438,12 @@ void bind_step(nb::module_& m) {
         out["contact_slip"] = slip;
         out["start"] = start;
         if (used) out["inputs"] = *used;
-        if (ptheta != nullptr && done > 0) add_run_record(model, states.data(), done, pz, ptheta, false, out);
+        if (ptheta != nullptr && done > 0) add_run_record(model, states.data(), done, pz, ptheta, false, out, into, k);
         return out;
       },
       nb::arg("model"), nb::arg("data"), nb::arg("z"), nb::arg("k"), nb::arg("inputs").none(),
       nb::arg("lambda_").none(), nb::arg("opts"), nb::arg("stop_on_failure") = false,
-      nb::arg("theta").none() = nb::none(), nb::arg("controller").none() = nb::none(),
+      nb::arg("theta").none() = nb::none(), nb::arg("controller").none() = nb::none(), nb::arg("out").none() = nb::none(),
       "k steps from z with per-step inputs (k, nu) in one call; records per step (rows past 'steps' unused),\n"
       "'start' (k, start_record_size) among them (step.h, the start record).\n"
       "With a controller (PDController or LinearController) instead of inputs, its law at the state each step\n"
@@ -457,7 +451,11 @@ void bind_step(nb::module_& m) {
       "the inputs it gave, 'inputs' (k, nu) (a closed-loop run, one call a block).\n"
       "With theta (nf,), z's unwrapped minimal coordinates, also the run's record of the steps done: minimal_q\n"
       "(steps, nf) unwrapped on from z; knot_v, knot_omega (steps + 1, nb, 3), knot_minimal_v (steps + 1, nf):\n"
-      "the velocities at the knots of z and the states reached, the last extrapolated (energy.h).");
+      "the velocities at the knots of z and the states reached, the last extrapolated (energy.h); those arrays\n"
+      "then have k (+ 1) rows, the first steps (+ 1) written.\n"
+      "out: a dict of the caller's arrays to write instead of new ones, written in place (a run's recorder's\n"
+      "rows): any of 'states' (k, 13 nb), 'impulses' (k, nl), 'minimal_q' (k, nf), 'knot_v', 'knot_omega'\n"
+      "(k + 1, nb, 3), 'knot_minimal_v' (k + 1, nf); C-contiguous float64 of exactly these shapes.");
 
   m.def(
       "rollout_jvp",

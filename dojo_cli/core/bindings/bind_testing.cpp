@@ -4,6 +4,8 @@
 #include "common.h"
 
 #include "linalg/block_lu.h"
+#include "maximal/angles.h"
+#include "maximal/coordinates.h"
 #include "maximal/factor.h"
 #include "maximal/interior_point.h"
 #include "maximal/kinematics.h"
@@ -251,6 +253,54 @@ void bind_testing(nb::module_& testing) {
         "zero), cone variables at Dojo's starting point.");
   }
   // ======== end of interior point ========
+
+  // The functions a run's record (maximal/run_record.h, one pass) stands for, as they were
+  // called state by state before it: its bit-for-bit references.
+  m.def(
+      "unwrapped_coordinates_by_state",
+      [](const Model& model, const InArray& z, const InArray& z_prev, const InArray& theta_prev) {
+        const size_t nz = 13 * static_cast<size_t>(model.nb), nf = model.nf;
+        if (nz == 0 || z.size() % nz != 0) throw std::invalid_argument("z: expected (T, 13 nb) values");
+        const double* zp = checked(z_prev, nz, "z_prev");
+        const double* tp = checked(theta_prev, nf, "theta_prev");
+        const size_t n = z.size() / nz;
+        std::vector<double> theta(n * nf);
+        for (size_t t = 0; t < n; ++t) {
+          const double* zt = z.data() + t * nz;
+          minimal_coordinates_and_velocities(model, zt, theta.data() + t * nf, static_cast<double*>(nullptr));
+          if (t == 0)
+            unwrap_angles(model, zt, zp, tp, theta.data());
+          else
+            unwrap_angles(model, zt, zt - nz, theta.data() + (t - 1) * nf, theta.data() + t * nf);
+        }
+        return numpy_owning<double>(std::move(theta), {n, nf});
+      },
+      nb::arg("model"), nb::arg("z"), nb::arg("z_prev"), nb::arg("theta_prev"),
+      "(T, nf): minimal_coordinates_and_velocities of each state of z (T, 13 nb), then angles.h unwrap_angles\n"
+      "from the state before (row 0 from z_prev, theta_prev).");
+  m.def(
+      "instantaneous_minimal_velocities_dual",
+      [](const Model& model, const InArray& z) {
+        using D1 = Dual<double, 1>;
+        const size_t nz = 13 * static_cast<size_t>(model.nb), nf = model.nf;
+        if (nz == 0 || z.size() % nz != 0) throw std::invalid_argument("z: expected (T, 13 nb) values");
+        const size_t n = z.size() / nz;
+        std::vector<double> rate(n * nf);
+        std::vector<D1> zd(nz), rd(nf);
+        for (size_t t = 0; t < n; ++t) {
+          for (size_t k = 0; k < nz; ++k) {
+            const double e = z.data()[t * nz + k];
+            const size_t slot = k % 13;  // the velocities as rates: zeros whose derivative is the value
+            zd[k] = (slot >= 3 && slot < 6) || slot >= 10 ? D1::variable(0.0, 0) * e : D1(e);
+          }
+          minimal_coordinates_and_velocities(model, zd.data(), static_cast<D1*>(nullptr), rd.data());
+          for (size_t f = 0; f < nf; ++f) rate[t * nf + f] = rd[f].d[0];
+        }
+        return numpy_owning<double>(std::move(rate), {n, nf});
+      },
+      nb::arg("model"), nb::arg("z"),
+      "(T, nf): the rates of states z (T, 13 nb) with velocities at their own time, every quantity at dual\n"
+      "numbers seeded with the velocities (minimal_coordinates_and_velocities<Dual>).");
 }
 
 }  // namespace dojo::bindings

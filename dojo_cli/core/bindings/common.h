@@ -51,6 +51,30 @@ nb::ndarray<nb::numpy, T> numpy_zeros(const std::vector<size_t>& shape) {
   return numpy_owning(std::vector<T>(size, T(0)), shape);
 }
 
+// An output of a call that writes per-step rows: the caller's array `name` of `into` (a dict,
+// or None) when it has one, written in place (a run's recorder hands the rows of its own
+// arrays: no block array made and copied, issue 28), else a new zero-filled one. A given
+// array must be a writable C-contiguous array of T with exactly `shape` (never converted:
+// a copy would leave the caller's array unwritten).
+template <class T>
+nb::ndarray<nb::numpy, T> output_rows(nb::handle into, const char* name, const std::vector<size_t>& shape) {
+  if (!into.is_none()) {
+    nb::dict given = nb::borrow<nb::dict>(into);
+    if (given.contains(name)) {
+      nb::ndarray<nb::numpy, T, nb::c_contig> a;
+      if (!nb::try_cast(given[name], a, false) || a.ndim() != shape.size())
+        throw std::invalid_argument(std::string("out['") + name + "']: expected a writable C-contiguous array of " +
+                                    std::to_string(shape.size()) + " dimensions");
+      for (size_t i = 0; i < shape.size(); ++i)
+        if (a.shape(i) != shape[i])
+          throw std::invalid_argument(std::string("out['") + name + "']: expected shape axis " + std::to_string(i) +
+                                      " of " + std::to_string(shape[i]) + ", got " + std::to_string(a.shape(i)));
+      return nb::ndarray<nb::numpy, T>(a);
+    }
+  }
+  return numpy_zeros<T>(shape);
+}
+
 // A read-only-by-convention numpy view of a buffer owned by `owner` (no copy).
 template <class V>
 OutArray view(V& vec, nb::handle owner, std::initializer_list<size_t> shape) {

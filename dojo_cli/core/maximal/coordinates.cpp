@@ -146,14 +146,93 @@ void minimal_to_maximal_instantaneous(const Model& m, const double* y, const Bod
 }
 
 void instantaneous_minimal_velocities(const Model& m, const double* z, double* rate) {
-  std::vector<D1> zd(13 * static_cast<size_t>(m.nb)), rd(m.nf);
-  for (int b = 0; b < m.nb; ++b)
-    for (int k = 0; k < 13; ++k) {
-      const double e = z[13 * b + k];
-      zd[13 * b + k] = (k >= 3 && k < 6) || k >= 10 ? rate_seed(e) : D1(e);
+  std::vector<Pose<double>> now(m.nb);
+  std::vector<double> v(3 * static_cast<size_t>(m.nb)), omega(3 * static_cast<size_t>(m.nb));
+  for (int b = 0; b < m.nb; ++b) {
+    const double* s = z + 13 * b;
+    now[b] = detail::make_pose(load3<double>(s), load4<double>(s + 6));
+    std::copy(s + 3, s + 6, v.begin() + 3 * b);
+    std::copy(s + 10, s + 13, omega.begin() + 3 * b);
+  }
+  const Pose<double> world = world_pose<double>();
+  std::vector<JointKinematics<double>> kin(m.nj);
+  for (int j = 0; j < m.nj; ++j)
+    joint_configuration(m, j, m.parent[j] == kWorld ? world : now[m.parent[j]], now[m.child[j]], kin[j]);
+  instantaneous_minimal_velocities(m, now.data(), kin.data(), v.data(), omega.data(), rate);
+}
+
+// The rates as minimal_coordinates_and_velocities computes them at dual numbers seeded with
+// the velocities (coordinates.h): only the previous poses, x - h v and q qmap(-w), carry a
+// derivative; the current ones and their joint configurations are the values the dual
+// numbers held (no division on their way, so the same operations in double give the same
+// bits), taken from the caller, and enter the dual operations as constants. Of the previous
+// configuration only what a joint's rates read is formed, with joint_kinematics's operations:
+// q_rel always, d (and so the bodies' rotation matrices) for a translational coordinate,
+// rot_rel for a universal or gimbal joint's angles.
+void instantaneous_minimal_velocities(const Model& m, const Pose<double>* now, const JointKinematics<double>* kin,
+                                      const double* v, const double* omega, double* rate) {
+  const auto constant3 = [](const Vec3<double>& a) { return Vec3<D1>{{D1(a[0]), D1(a[1]), D1(a[2])}}; };
+  const auto constant4 = [](const Quat<double>& a) { return Quat<D1>{{D1(a[0]), D1(a[1]), D1(a[2]), D1(a[3])}}; };
+  // previous_pose's position and orientation of every body; its rotation matrix only where a
+  // joint's d reads it
+  std::vector<Pose<D1>> prev(m.nb);
+  std::vector<uint8_t> with_matrix(m.nb, 0);
+  for (int j = 0; j < m.nj; ++j)
+    for (int f = m.joint_free_start[j]; f < m.joint_free_start[j + 1]; ++f)
+      if (m.free_slot[f] < 3) {
+        if (m.parent[j] != kWorld) with_matrix[m.parent[j]] = 1;
+        with_matrix[m.child[j]] = 1;
+      }
+  for (int b = 0; b < m.nb; ++b) {
+    const double *vb = v + 3 * b, *wb = omega + 3 * b;
+    const Vec3<D1> v15{{rate_seed(vb[0]), rate_seed(vb[1]), rate_seed(vb[2])}};
+    const Vec3<D1> w15{{rate_seed(wb[0]), rate_seed(wb[1]), rate_seed(wb[2])}};
+    prev[b].x = constant3(now[b].x) - m.h * v15;
+    prev[b].q = multiply(constant4(now[b].q), integrator_map(-w15, m.h));
+    if (with_matrix[b]) prev[b].r = rotation(prev[b].q);
+  }
+  const Pose<D1> world = world_pose<D1>();
+  JointKinematics<D1> k1;
+  EulerAngles<D1> e2, e1;
+  for (int j = 0; j < m.nj; ++j) {
+    const int f0 = m.joint_free_start[j], f1 = m.joint_free_start[j + 1];
+    if (f0 == f1) continue;
+    // joint_minimal_state's rates: k2 the current configuration, k1 the previous one
+    const JointKinematics<double>& k2 = kin[j];
+    const Pose<D1>& a1 = m.parent[j] == kWorld ? world : prev[m.parent[j]];
+    const Pose<D1>& b1 = prev[m.child[j]];
+    const bool euler = m.joint_rotation[j] != kRotationQuaternion;
+    bool translation = false;
+    for (int f = f0; f < f1; ++f) translation = translation || m.free_slot[f] < 3;
+    if (translation) {
+      joint_configuration(m, j, a1, b1, k1);
+    } else {
+      const Quat<D1> off = load4<D1>(&m.orientation_offset[4 * j]);
+      k1.q_rel = multiply(conjugate(off), multiply(conjugate(a1.q), b1.q));
+      if (euler) k1.rot_rel = rotation(k1.q_rel);
     }
-  minimal_coordinates_and_velocities(m, zd.data(), static_cast<D1*>(nullptr), rd.data());
-  for (int f = 0; f < m.nf; ++f) rate[f] = rd[f].d[0];
+    if (euler) {
+      Mat3<D1> rot2;
+      for (int r = 0; r < 3; ++r)
+        for (int c = 0; c < 3; ++c) rot2[r][c] = D1(k2.rot_rel[r][c]);
+      euler_angles(m, j, rot2, e2);
+      euler_angles(m, j, k1.rot_rel, e1);
+    }
+    const Quat<D1> inc_q = multiply(conjugate(k1.q_rel), constant4(k2.q_rel));
+    const Vec3<D1> inc = rotation_vector(inc_q);
+    for (int f = f0; f < f1; ++f) {
+      const int slot = m.free_slot[f];
+      const double* b = detail::basis_row(m, j, slot);
+      D1 r;
+      if (euler && slot >= 3)
+        r = wrapped_angle(e2.angle[slot - 3] - e1.angle[slot - 3]) / m.h;
+      else if (slot >= 3)
+        r = detail::basis_dot(b, inc) / m.h;
+      else
+        r = detail::basis_dot(b, constant3(k2.d) - k1.d) / m.h;
+      rate[f] = r.d[0];
+    }
+  }
 }
 
 void constraint_violation(const Model& m, const double* z, double* out) {

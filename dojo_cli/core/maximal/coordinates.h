@@ -326,6 +326,12 @@ void minimal_to_maximal_instantaneous(const Model& m, const double* y, const Bod
 // the configuration's time.
 void instantaneous_minimal_velocities(const Model& m, const double* z, double* rate);
 
+// The same rates of a state given as its poses now (nb,), its joints' configurations kin
+// (nj,: d, q_rel, rot_rel, kinematics.h joint_configuration) and its velocities v, omega
+// (nb, 3) (run_record.h: a run's knots, whose configurations it has computed already).
+void instantaneous_minimal_velocities(const Model& m, const Pose<double>* now, const JointKinematics<double>* kin,
+                                      const double* v, const double* omega, double* rate);
+
 // Largest constraint-row magnitude of each joint at the configuration of z (13 nb,), into out (nj,).
 void constraint_violation(const Model& m, const double* z, double* out);
 
