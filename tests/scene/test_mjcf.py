@@ -795,6 +795,41 @@ def test_a_body_its_joints_hold_inside_its_margin_starts_on_its_contact_surface(
     assert np.abs(traj.x[-1][0] - traj.x[0][0]).max() < RAIL_REST_TOL, f"puck moved to {traj.x[-1][0]}"
 
 
+# The puck of SLID_ON_TABLE on its two slides, at qpos0 beside a table (a world box): its key
+# slides it over the table, standing on it 4 mm inside the pair's margins
+SLID_ONTO_TABLE = """<mujoco model="slid_onto">
+  <default><geom margin="0.002"/></default>
+  <worldbody>
+    <geom name="table" type="box" pos="1 0 -0.35" size="0.5 0.5 0.05"/>
+    <body name="puck" pos="0 0 -0.25">
+      <joint name="px" type="slide" axis="1 0 0" damping="0.5"/>
+      <joint name="py" type="slide" axis="0 1 0" damping="0.5"/>
+      <geom name="puck" type="sphere" size="0.05"/>
+    </body>
+  </worldbody>
+  <keyframe><key name="over" qpos="1 0.1"/></keyframe>
+</mujoco>"""
+
+
+def test_a_keyframe_inside_its_margin_starts_on_its_contact_surface(tmp_path):
+    """The margin rule judges the keyframe's pose too: the key slides the puck onto the table,
+    where its slides hold it 4 mm inside the pair's margins (qpos0 beside the table touches
+    nothing); its contact starts where the shapes are, with the note, and every step converges
+    with the puck at rest on the table. Judged at qpos0 (the contact 4 mm inside its surface,
+    held there), 8 of these 20 steps fail and the puck is thrown 6.7 m along its slide."""
+    path = _write(tmp_path, SLID_ONTO_TABLE, "slid_onto.xml")
+    result = read_mjcf(path, MjcfOptions(keyframe="over"))
+    assert any(n.startswith("1 contact starts within the geoms' margin of touching") and "puck" in n
+               for n in result.notes), result.notes
+    mech = _build(result, path)
+    traj = dojo.simulate(mech, steps=SLID_STEPS)
+    failed = [k for k, s in enumerate(traj.status) if s != "success"]
+    assert not failed, f"{len(failed)} failed steps, the first {failed[0]}"
+    puck = [b.name for b in mech.bodies].index("puck")
+    assert traj.x[0][puck] == pytest.approx([1.0, 0.1, -0.25], abs=1e-12)
+    assert np.abs(traj.x[-1][puck] - traj.x[0][puck]).max() < RAIL_REST_TOL, f"puck moved to {traj.x[-1][puck]}"
+
+
 def test_option_flags_turn_off_what_mujoco_turns_off(tmp_path):
     """<option><flag>: contact, limit, equality, spring, damper, frictionloss, gravity and
     clampctrl disabled act as in MuJoCo (its compile of the same file sets those bits);
