@@ -188,6 +188,81 @@ class _only_real:
         self.initial = self.initial_t0
 
 
+# ---------------------------------------------------------------- keyframes and overlaps
+
+# A capsule standing clear of the floor at qpos0 (its bottom 0.3 m up); its keyframe lays it
+# down with its axis along x, 2 cm inside the floor (centre at radius - 0.02)
+KEYED_INTO_FLOOR = """<mujoco model="keyed">
+  <option timestep="0.005"/>
+  <worldbody>
+    <geom name="floor" type="plane" size="2 2 0.1"/>
+    <body name="log" pos="0 0 0.5">
+      <freejoint name="root"/>
+      <geom type="capsule" size="0.05 0.15"/>
+    </body>
+  </worldbody>
+  <keyframe>
+    <key name="sunk" qpos="0.1 0.2 0.03 0.7071067811865476 0 0.7071067811865476 0"/>
+  </keyframe>
+</mujoco>"""
+KEYED_DEPTH = 0.02  # m: the key's capsule below the floor
+KEYED_DROP = 0.5  # s: lifted onto the floor, it settles there
+# MuJoCo's soft contact settles a few tenths of a mm inside its surface (its default solref
+# 0.02 s; measured: ours 0.05000 m, MuJoCo's 0.04979 m); ours rests on it
+KEYED_SAG_TOL = 1e-3  # m
+
+
+def test_a_keyframe_inside_the_floor_is_lifted_out_and_rests_at_mujocos_height(tmp_path):
+    """The overlap rules judge the pose the scene starts from: a keyframe that puts a free body
+    2 cm into the floor (its qpos0 clear of it) is lifted by the 2 cm with a note; the drop
+    then converges at every step and rests where MuJoCo's does from the same key
+    (mj_resetDataKeyframe: its soft contact pushes the capsule out). Judged at qpos0 instead,
+    the key starts 2 cm inside a hard contact, which the first step throws out at 4 m/s (the
+    capsule flies 0.85 m high; a tree held in the floor by more contacts, HumanoidStandup's,
+    gets no first step at all)."""
+    path = _write(tmp_path, KEYED_INTO_FLOOR, "keyed.xml")
+    result = read_mjcf(path, MjcfOptions(keyframe="sunk"))
+    lifted = [n for n in result.notes if n.startswith("lifted 'log' (free joint 'root') by 2 cm")]
+    assert lifted, result.notes
+    (root,) = result.scene["joints"]
+    # the key's displacement from qpos0 (0, 0, 0.5), lifted by the depth; its turn kept
+    assert root["initial"]["position"][:3] == pytest.approx([0.1, 0.2, 0.03 - 0.5 + KEYED_DEPTH], abs=1e-12)
+    mech = _build(result, path)
+    traj = dojo.simulate(mech, steps=int(round(KEYED_DROP / mech.timestep)))
+    failed = [k for k, s in enumerate(traj.status) if s != "success"]
+    assert not failed, f"{len(failed)} failed steps, the first {failed[0]}"
+    m = mujoco.MjModel.from_xml_path(str(path))
+    d = mujoco.MjData(m)
+    mujoco.mj_resetDataKeyframe(m, d, mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_KEY, "sunk"))
+    for _ in range(int(round(KEYED_DROP / m.opt.timestep))):
+        mujoco.mj_step(m, d)
+    ours, theirs = traj.x[-1][0, 2], d.xipos[1, 2]
+    assert abs(ours - theirs) < KEYED_SAG_TOL, f"ours at {ours:.5f} m, MuJoCo's at {theirs:.5f} m"
+
+
+def test_a_keyframe_clear_of_the_floor_starts_at_the_key_though_qpos0_overlaps(tmp_path):
+    """Gymnasium's HumanoidStandup starts 3.8 cm inside the floor's contact surface at qpos0
+    (lifted at import, test above); a keyframe with its root 10 cm higher is clear, so nothing
+    is lifted: every body starts exactly at MuJoCo's pose at the key (mj_kinematics). Judged
+    at qpos0, the key would be lifted by those 3.8 cm for nothing."""
+    (asset,) = [p for p in gymnasium_assets() if p.name == "humanoidstandup.xml"]
+    m = mujoco.MjModel.from_xml_path(str(asset))
+    qpos = m.qpos0.copy()
+    qpos[2] += 0.1
+    key = '  <keyframe><key name="up" qpos="' + " ".join(repr(float(v)) for v in qpos) + '"/></keyframe>\n</mujoco>'
+    text = asset.read_text()
+    path = _write(tmp_path, text[:text.rindex("</mujoco>")] + key, asset.name)
+    result = read_mjcf(path, MjcfOptions(drop_unsupported=True, split_hinges=True, keyframe="up"))
+    assert not [n for n in result.notes if n.startswith("lifted")], result.notes
+    (root,) = [j for j in result.scene["joints"] if j["type"] == "floating"]
+    assert root["initial"]["position"] == pytest.approx([0, 0, 0.1, 0, 0, 0], abs=1e-12)
+    m = mujoco.MjModel.from_xml_path(str(path))
+    d = mujoco.MjData(m)
+    mujoco.mj_resetDataKeyframe(m, d, mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_KEY, "up"))
+    mujoco.mj_kinematics(m, d)
+    _assert_poses(_only_real(_build(result, path), m), m, d, 1e-10, "keyframe 'up'")
+
+
 # ---------------------------------------------------------------- refusals
 
 
@@ -718,6 +793,41 @@ def test_a_body_its_joints_hold_inside_its_margin_starts_on_its_contact_surface(
     failed = [k for k, s in enumerate(traj.status) if s != "success"]
     assert not failed, f"{len(failed)} failed steps, the first {failed[0]}"
     assert np.abs(traj.x[-1][0] - traj.x[0][0]).max() < RAIL_REST_TOL, f"puck moved to {traj.x[-1][0]}"
+
+
+# The puck of SLID_ON_TABLE on its two slides, at qpos0 beside a table (a world box): its key
+# slides it over the table, standing on it 4 mm inside the pair's margins
+SLID_ONTO_TABLE = """<mujoco model="slid_onto">
+  <default><geom margin="0.002"/></default>
+  <worldbody>
+    <geom name="table" type="box" pos="1 0 -0.35" size="0.5 0.5 0.05"/>
+    <body name="puck" pos="0 0 -0.25">
+      <joint name="px" type="slide" axis="1 0 0" damping="0.5"/>
+      <joint name="py" type="slide" axis="0 1 0" damping="0.5"/>
+      <geom name="puck" type="sphere" size="0.05"/>
+    </body>
+  </worldbody>
+  <keyframe><key name="over" qpos="1 0.1"/></keyframe>
+</mujoco>"""
+
+
+def test_a_keyframe_inside_its_margin_starts_on_its_contact_surface(tmp_path):
+    """The margin rule judges the keyframe's pose too: the key slides the puck onto the table,
+    where its slides hold it 4 mm inside the pair's margins (qpos0 beside the table touches
+    nothing); its contact starts where the shapes are, with the note, and every step converges
+    with the puck at rest on the table. Judged at qpos0 (the contact 4 mm inside its surface,
+    held there), 8 of these 20 steps fail and the puck is thrown 6.7 m along its slide."""
+    path = _write(tmp_path, SLID_ONTO_TABLE, "slid_onto.xml")
+    result = read_mjcf(path, MjcfOptions(keyframe="over"))
+    assert any(n.startswith("1 contact starts within the geoms' margin of touching") and "puck" in n
+               for n in result.notes), result.notes
+    mech = _build(result, path)
+    traj = dojo.simulate(mech, steps=SLID_STEPS)
+    failed = [k for k, s in enumerate(traj.status) if s != "success"]
+    assert not failed, f"{len(failed)} failed steps, the first {failed[0]}"
+    puck = [b.name for b in mech.bodies].index("puck")
+    assert traj.x[0][puck] == pytest.approx([1.0, 0.1, -0.25], abs=1e-12)
+    assert np.abs(traj.x[-1][puck] - traj.x[0][puck]).max() < RAIL_REST_TOL, f"puck moved to {traj.x[-1][puck]}"
 
 
 def test_option_flags_turn_off_what_mujoco_turns_off(tmp_path):

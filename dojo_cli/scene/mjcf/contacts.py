@@ -40,9 +40,9 @@ PENETRATION_TOL = 0.005
 _LIFTABLE_NORMAL_Z = 0.5
 
 
-def _place_initial_overlaps(reader: _Reader, contacts: list[dict], bodies: list[dict], result: MjcfImport,
-                             joints: list[dict]) -> None:
-    """A contact whose shapes overlap by more than PENETRATION_TOL at the start (qpos0).
+def _place_initial_overlaps(reader: _Reader, scene: dict, result: MjcfImport) -> None:
+    """A contact whose shapes overlap by more than PENETRATION_TOL at the start: the pose the
+    scene starts from (its joints' ``initial`` positions: qpos0, or the keyframe's qpos).
 
     MuJoCo's soft contacts let a model begin inside the floor and push it out: Gymnasium's
     HumanoidStandup starts with its arms 3.6 cm in, and MuJoCo's contact forces lift them
@@ -56,10 +56,8 @@ def _place_initial_overlaps(reader: _Reader, contacts: list[dict], bodies: list[
     apart as MuJoCo's contacts do, or the solve at t = 0 refuses the scene."""
     from dojo_cli.model.collisions import GROUND, UnsupportedPair, body_pair_contacts, half_space_contacts
 
-    poses = {}
-    for i, body in enumerate(reader.bodies):
-        if body.host == i:
-            poses[body.name] = (body.world_pos + body.world_rot @ body.com, np.asarray(_quaternion_from_matrix(body.world_rot)))
+    contacts, bodies, joints = scene["contacts"], scene["bodies"], scene["joints"]
+    poses = _start_poses(reader, scene)
 
     # each body's tree root, where it is a free joint to the world (the joint lifted)
     parent_joint = {j["child"]: j for j in joints}
@@ -160,6 +158,22 @@ def _place_initial_overlaps(reader: _Reader, contacts: list[dict], bodies: list[
             f"lifted {joint['child']!r} (free joint {root!r}) by {lift['height'] * 100:.3g} cm: "
             f"{len(names)} contact{'s' if len(names) > 1 else ''} ({listed(names, 4)}) "
             "started inside the floor, which MuJoCo's soft contacts allow and hard contacts do not; it drops that far")
+
+
+def _start_poses(reader: _Reader, scene: dict) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Each scene body's (centre of mass, orientation [w, x, y, z]) in the world at the pose the
+    scene starts from: the scene builder's initial state of its bodies and joints (the core's
+    kinematics of every joint type, the joints at their ``initial`` positions, a keyframe's
+    when one was read), as the run will start from it. Built without contacts, actuators and
+    controller: they do not move the start pose. A scene its builder refuses here would be
+    refused when the import is built (the same bodies, joints and initial values)."""
+    from dojo_cli.scene.builder import build_mechanism
+    from dojo_cli.scene.loader import spec_from_dict
+
+    kinematic = {k: v for k, v in scene.items() if k not in ("contacts", "actuators", "controller")}
+    mech = build_mechanism(spec_from_dict(kinematic, file=reader.file))
+    z = (mech.initial_t0 if mech.initial_t0 is not None else mech.initial).reshape(mech.nb, 13)
+    return {b.name: (z[i, :3].copy(), z[i, 6:10].copy()) for i, b in enumerate(mech.bodies)}
 
 
 def _move_surface(contact: dict, where: str, cut: float) -> None:

@@ -66,8 +66,6 @@ def read_mjcf(path: str | Path, options: MjcfOptions | None = None, shown: str |
     }
     _armature_integrator(reader, scene, joints, contacts)
     if contacts:
-        _place_initial_overlaps(reader, contacts, bodies, result, joints)
-    if contacts:
         scene["contacts"] = contacts
     if actuators:
         scene["actuators"] = actuators
@@ -76,6 +74,10 @@ def read_mjcf(path: str | Path, options: MjcfOptions | None = None, shown: str |
     if options.keyframe is not None:
         _keyframe(reader, options.keyframe, scene, result)
     reader_problems_stop(reader)
+    if contacts:
+        # judged at the pose the scene starts from: the keyframe's when one is given (a key may
+        # put a body into the floor that qpos0 holds clear of it, or the other way round)
+        _place_initial_overlaps(reader, scene, result)
     for kind, places in reader.dropped.items():
         reader.warnings.append(f"warning: {reader.file}: {kind} left out (--drop-unsupported), {len(places)} at "
                                + listed(places, 4))
