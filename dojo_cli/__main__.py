@@ -33,6 +33,9 @@ import os
 import signal
 import sys
 
+# light (no library): imported with this module, before main() takes the signals
+from dojo_cli.cli.signals import ignore_signals
+
 # numpy reads this when it loads; tiny matrices run faster on one thread (docstring)
 BLAS_THREADS = {"OPENBLAS_NUM_THREADS": "1"}
 
@@ -55,18 +58,15 @@ def main() -> None:
             from dojo_cli.cli.app import app
         app()
     except KeyboardInterrupt as exc:
-        # start-up, before typer's own handling (LazyGroup) is in place; nothing here may
-        # need dojo_cli.cli.signals, whose own import may be what was interrupted
-        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-            signal.signal(sig, signal.SIG_IGN)  # a second signal while we exit changes nothing
+        # start-up, before typer's own handling (LazyGroup) is in place
+        ignore_signals((signal.SIGINT, signal.SIGTERM, signal.SIGHUP))  # a second signal while we exit changes nothing
         signum = getattr(exc, "signum", signal.SIGINT)
         sys.stderr.write(f"dojo: interrupted by {signal.Signals(signum).name}\n")
         raise SystemExit(128 + signum) from None
     finally:
         # The command is done (typer's SystemExit is on its way out): a signal from here
         # on would only turn that exit into a traceback and death by SIGINT.
-        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-            signal.signal(sig, signal.SIG_IGN)
+        ignore_signals((signal.SIGINT, signal.SIGTERM, signal.SIGHUP))
 
 
 if __name__ == "__main__":

@@ -105,10 +105,29 @@ def install_stop_handlers() -> None:
         sys.unraisablehook = _DroppedStopsUnprinted(sys.unraisablehook)
 
 
+def ignore_signals(signals) -> None:
+    """Set ``signals`` to SIG_IGN, even while stop signals keep arriving.
+
+    ``signal.signal`` first runs the Python handlers of signals that came in and were not
+    handled yet, and one of those raises (our handler's Interrupted, Python's
+    KeyboardInterrupt); and a signal whose handler was set to SIG_IGN after it came in
+    makes it raise ``OSError: Signal 2 ignored due to race condition`` (CPython's
+    signalmodule.c). Both were seen as a traceback from a second Ctrl-C while the first
+    one's clean-up set the handlers (tests/cli/test_signals.py, double SIGINT). Either is
+    one more stop signal, which is what is being ignored: each clears the signal's
+    tripped flag, so setting it again succeeds."""
+    for sig in signals:
+        for _ in range(len(STOP_SIGNALS) + 2):  # (at most one raise a tripped signal)
+            try:
+                signal.signal(sig, signal.SIG_IGN)
+                break
+            except (OSError, KeyboardInterrupt):
+                continue
+
+
 def ignore_stop_signals() -> None:
     """The stop is under way: further stop signals change nothing."""
-    for sig in _taken():
-        signal.signal(sig, signal.SIG_IGN)
+    ignore_signals(_taken())
 
 
 class StopRequest:
@@ -142,8 +161,11 @@ def stop_requests():
         raise
     finally:
         # once the stop is under way, further signals change nothing (ignore_stop_signals)
-        for sig, handler in previous.items():
-            signal.signal(sig, signal.SIG_IGN if stopping else handler)
+        if stopping:
+            ignore_signals(previous)
+        else:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)  # (a signal now pending only records itself: request.handler)
 
 
 @contextlib.contextmanager

@@ -248,3 +248,25 @@ def test_a_stop_swallowed_by_a_finalizer_still_stops_the_run(monkeypatch):
         stop.check()
     assert exc.value.signum == signal.SIGTERM
 
+
+
+def test_ignoring_the_stop_signals_survives_a_signal_that_comes_in_meanwhile(monkeypatch):
+    """``signal.signal`` first runs the handlers of signals not yet handled: ours raises
+    Interrupted there; and a signal that came in just before its handler became SIG_IGN
+    makes CPython raise ``OSError: Signal 2 ignored due to race condition`` (a traceback
+    from a double SIGINT in the signal trials). Either is one more stop, which is what is
+    being ignored: every stop signal still ends up ignored, and nothing is raised."""
+    calls = []
+    raises = [signals.Interrupted(signal.SIGINT), OSError("Signal 2 ignored due to race condition")]
+
+    def racing_signal(sig, handler):
+        calls.append((sig, handler))
+        if raises:
+            raise raises.pop(0)
+        return signal.SIG_DFL
+
+    monkeypatch.setattr(signals.signal, "signal", racing_signal)
+    signals.ignore_signals(signals.STOP_SIGNALS)
+    ignored = [sig for sig, handler in calls if handler is signal.SIG_IGN]
+    assert len(calls) == len(signals.STOP_SIGNALS) + 2 and ignored == [c[0] for c in calls]
+    assert sorted(set(ignored)) == sorted(signals.STOP_SIGNALS)
