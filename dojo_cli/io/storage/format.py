@@ -107,8 +107,12 @@ STATUS_BYTES = 32
 
 # HDF5 format bounds: see storage.writer's docstring (large attributes, no consistency flags).
 _LIBVER = ("v108", "v110")
-# gzip level 4: the usual speed/ratio compromise (levels above 6 gain little on float64).
-_GZIP_LEVEL = 4
+# gzip level 1: on float64 series (byte-shuffled) the higher levels buy little room for
+# much time. A 300,000-step pendulum's 98.4 MB of raw series: level 1 41.3 MB in 0.94 s of
+# CPU, level 4 41.1 MB in 1.50 s (3 % smaller, 60 % slower); the compaction at level 4 was
+# two thirds of a 10^6-step `dojo simulate pendulum -o` run's time (benchmarks/core_speed.py,
+# hdf5 row). lzf (0.37 s, 55.7 MB) is h5py's own filter, which other HDF5 readers lack.
+_GZIP_LEVEL = 1
 # Target bytes per chunk: gzip compresses 64 KiB chunks of a smooth 4-body trajectory to 30 %
 # of the raw bytes, 16 KiB chunks only to 60 %.
 _CHUNK_BYTES = 64 * 1024
