@@ -67,6 +67,15 @@ run capped at 10 s, the equal-fidelity sweep with equal_fidelity.py's --quick se
 The equal-fidelity row is its own table (simulated seconds per second at equal fidelity, not
 time per step), printed after the goal tables by equal_fidelity.py's ``measure`` and
 ``print_summary`` (its docstring says what is measured and how the MuJoCo Go1 is made).
+--companions (default gradients,minimal; add install, which takes minutes): the issue's rows
+other scripts measure, each run as a child process with its own --json and judged here
+against the issue's goals, printed after the equal-fidelity table and kept under
+"companions" in the JSON: gradient_speed.py --clock process (the chain's minimal and maximal
+gradients against MuJoCo's centred FD, <= 1x and <= 3x; each rollout's VJP, <= 3x the run),
+minimal_speed.py (the Go1's minimal-coordinate functions against Pinocchio, <= 1.5x each) and
+install_speed.py (first build <= 90 s on an idle 2-core machine, its estimate; a rebuild with
+nothing changed <= 10 s and 0 objects; one touched .cpp recompiles that file only; the wheel
+runs on a machine without a compiler). So this one command prints issue 28's whole table.
 An HDF5 run still going at --hdf5-timeout (default 90 s) is stopped with SIGINT (the CLI keeps its
 completed steps and marks the file ``interrupted``) and its rate is taken over the steps it
 completed; its goal is then not met (its memory goal is unverified). Exit status: 1 if a
@@ -108,6 +117,79 @@ import dojo_cli as dojo  # noqa: E402
 from dojo_cli.scene import robots  # noqa: E402
 
 mujoco = ss.mujoco
+
+# The issue's rows that other scripts measure (each its own process, as a user runs it), run by
+# --companions and judged here, so that this one command prints the whole table: name ->
+# (script, its arguments, with --quick).
+COMPANIONS = {
+    "gradients": ("gradient_speed.py", ["--clock", "process"], ["--clock", "process", "--repeat", "20"]),
+    "minimal": ("minimal_speed.py", [], ["--calls", "500", "--repeat", "3"]),
+    "install": ("install_speed.py", [], []),  # minutes: a fresh venv and a cold build
+}
+MINIMAL_GOAL = 1.5  # issue 28 item 4: each minimal-coordinate function within 1.5x of Pinocchio
+ROLLOUT_GOAL = 3.0  # item 1: a rollout's VJP at most 3x the forward run
+GRADIENT_GOALS = {"minimal": 1.0, "maximal": 3.0}  # the chain's A, B against MuJoCo's centred FD
+INSTALL_GOALS = {"first": 90.0, "unchanged": 10.0}  # s (item 5)
+
+
+def run_companion(name: str, quick: bool) -> dict:
+    """Run one companion script in a child process; its JSON, or {"error": ...}."""
+    script, full, short = COMPANIONS[name]
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / f"{name}.json"
+        cmd = [sys.executable, str(Path(__file__).with_name(script)), *(short if quick else full), "--json", str(out)]
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        if proc.returncode != 0 or not out.exists():
+            tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
+            return {"error": f"{script} exited {proc.returncode}: {tail[0]}"}
+        return json.loads(out.read_text())
+
+
+def companion_rows(name: str, doc: dict) -> list[tuple[str, str, str, bool]]:
+    """(row, measured, goal, met) of a companion's JSON."""
+    if "error" in doc:
+        return [(name, doc["error"], "-", False)]
+    rows = []
+    if name == "gradients":
+        for r in doc["rows"]:
+            if r["model"] != "npendulum20":
+                continue
+            rows.append(("chain minimal_gradients / MuJoCo FD", f"{r['min_vs_mujoco_fd']:.2f}x",
+                         f"<= {GRADIENT_GOALS['minimal']:g}x", r["min_vs_mujoco_fd"] <= GRADIENT_GOALS["minimal"]))
+            rows.append(("chain maximal_gradients / MuJoCo FD", f"{r['vs_mujoco_fd']:.2f}x",
+                         f"<= {GRADIENT_GOALS['maximal']:g}x", r["vs_mujoco_fd"] <= GRADIENT_GOALS["maximal"]))
+        for r in doc["rollouts"]:
+            rows.append((f"{r['model']} rollout VJP / run (JVP {r['jvp_ratio']:.2f}x)", f"{r['vjp_ratio']:.2f}x",
+                         f"<= {ROLLOUT_GOAL:g}x", r["vjp_ratio"] <= ROLLOUT_GOAL))
+    elif name == "minimal":
+        for r in doc["rows"]:
+            rows.append((f"{doc['scene']} {r['function']}", f"{r['ratio']:.2f}x", f"<= {MINIMAL_GOAL:g}x",
+                         r["ratio"] <= MINIMAL_GOAL))
+    elif name == "install":
+        steps = {st["name"]: st for st in doc["steps"]}
+        first = doc["first_compile_idle_estimate_s"] + doc["first_other_cpu_s"]
+        rows.append(("first build (idle 2-core estimate)", f"{first:.1f} s ({steps['first']['wall']:.1f} s wall here)",
+                     f"<= {INSTALL_GOALS['first']:g} s", first <= INSTALL_GOALS["first"]))
+        u = steps["unchanged"]
+        rows.append(("rebuild, nothing changed", f"{u['wall']:.1f} s, {u['compiled']} objects",
+                     f"<= {INSTALL_GOALS['unchanged']:g} s, 0 objects", u["wall"] <= INSTALL_GOALS["unchanged"] and u["compiled"] == 0))
+        t = steps["touched"]
+        rows.append((f"rebuild after touching {doc['touched']}", f"{t['compiled']} object(s)", "that file only",
+                     t["compiled"] == 1))
+        rows.append(("the wheel on a machine without a compiler", "runs" if doc["wheel_runs_on_second_machine"] else "fails",
+                     "runs", bool(doc["wheel_runs_on_second_machine"])))
+    return rows
+
+
+def print_companions(results: dict) -> None:
+    for name, doc in results.items():
+        script = COMPANIONS[name][0]
+        print(f"\n{name} (benchmarks/{script} in its own process, judged here):")
+        rows = companion_rows(name, doc)
+        width = max(len(r[0]) for r in rows)
+        for row, measured, goal, met in rows:
+            print(f"  {row:<{width}}  {measured:>28}  {goal:>22}  {'yes' if met else 'no'}")
+
 timed = bench_common.timed
 
 ROWS = ("pendulum", "chain20", "box", "go1", "a1", "a1_gradients", "hdf5", "equal_fidelity")
@@ -853,7 +935,14 @@ def main(argv=None) -> int:
     ap.add_argument("--start", choices=("warm", "cold"), default=None,
                     help="the run column with solver.warm_start true or false (default: the scene's, warm); "
                          "the step loop is stateless either way")
+    ap.add_argument("--companions", default="gradients,minimal",
+                    help="the issue's rows other scripts measure, run in child processes and judged here: a "
+                         f"comma-separated subset of {', '.join(COMPANIONS)} ('install' takes minutes: a fresh venv "
+                         "and a cold build; '' for none; default gradients,minimal)")
     args = ap.parse_args(argv)
+    companions = [n.strip() for n in args.companions.split(",") if n.strip()]
+    if any(n not in COMPANIONS for n in companions):
+        ap.error(f"unknown companion(s) in {args.companions!r}; choose from {', '.join(COMPANIONS)}")
     START["warm_start"] = None if args.start is None else args.start == "warm"
     ef.START["warm_start"] = START["warm_start"]  # the equal-fidelity table's dojo runs alike
     names = [n.strip() for n in args.rows.split(",") if n.strip()]
@@ -902,6 +991,11 @@ def main(argv=None) -> int:
                 rows.append(builders[name](plan[name], sanity))
             rows[-1].extra["row_seconds"] = time.perf_counter() - t
             print(f"  {name}: done in {rows[-1].extra['row_seconds']:.1f} s", flush=True)
+    companion_docs = {}
+    for name in companions:
+        t = time.perf_counter()
+        companion_docs[name] = run_companion(name, args.quick)
+        print(f"  {name} ({COMPANIONS[name][0]}): done in {time.perf_counter() - t:.1f} s", flush=True)
     elapsed = time.perf_counter() - started
     load1 = os.getloadavg()
 
@@ -925,6 +1019,7 @@ def main(argv=None) -> int:
     elif fidelity is not None:
         print(f"\nEqual fidelity: {fidelity}")
         fidelity_doc = {"skipped": fidelity}
+    print_companions(companion_docs)
     print(f"\ntotal {elapsed:.0f} s; load average {load0[0]:.1f} at the start, {load1[0]:.1f} at the end")
     slow = [r.name for r in rows if r.path == "numpy"]
     if slow:
@@ -941,6 +1036,9 @@ def main(argv=None) -> int:
             "rows": [asdict(r) | {"met_text": {c: verdict(r, c) for c in CLOCKS}} for r in rows],
             "sanity": sanity,
             "equal_fidelity": fidelity_doc,
+            "companions": {name: {"rows": [dict(zip(("row", "measured", "goal", "met"), r))
+                                           for r in companion_rows(name, doc)], "raw": doc}
+                           for name, doc in companion_docs.items()},
         }
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(doc, indent=1) + "\n")
