@@ -183,13 +183,19 @@ def _move_surface(contact: dict, where: str, cut: float) -> None:
     if where == "plane":
         half = contact["against"]
         normal = np.asarray(half["normal"], float)
-        point = np.asarray(half["point"], float) - cut * normal / np.linalg.norm(normal)
-        ground = np.allclose(normal, [0, 0, 1], atol=1e-12) and np.abs(point).max() < 1e-12
-        contact["against"] = "ground" if ground else {"normal": half["normal"], "point": plain_vector(point)}
+        contact["against"] = _half_space(normal, np.asarray(half["point"], float) - cut * normal / np.linalg.norm(normal))
     elif where == "own":
         contact["shape"] = {**contact["shape"], "radius": float(contact["shape"]["radius"] - cut)}
     else:
         contact["against"] = {**contact["against"], "radius": float(contact["against"]["radius"] - cut)}
+
+
+def _half_space(normal: np.ndarray, point: np.ndarray) -> Any:
+    """A contact's ``against`` for the plane through ``point`` with ``normal``: "ground" when it
+    is z = 0 facing up, else the half-space."""
+    if np.allclose(normal, [0, 0, 1], atol=1e-12) and abs(point[2]) < 1e-12:
+        return "ground"
+    return {"normal": plain_vector(normal), "point": plain_vector(point)}
 
 
 def _weld(reader: _Reader, i: int) -> int:
@@ -305,9 +311,8 @@ def _contacts(reader: _Reader, options: MjcfOptions) -> list[dict]:
                 if shape is None:
                     continue
                 # the plane moved out along its normal by the pair's margin: exact for any shape
-                normal, point = p.rot[:, 2], p.pos + _pair_margin(g, p) * p.rot[:, 2]
-                against: Any = "ground" if np.allclose(normal, [0, 0, 1], atol=1e-12) and abs(point[2]) < 1e-12 \
-                    else {"normal": plain_vector(normal), "point": plain_vector(point)}
+                normal = p.rot[:, 2]
+                against: Any = _half_space(normal, p.pos + _pair_margin(g, p) * normal)
                 c = {"name": label(geom_label(body, g)), "body": body.name, **model_of(g, p), "shape": shape,
                      "against": against, "margin": CONTACT_MARGIN}
                 reader.contact_margins[c["name"]] = (_pair_margin(g, p), "plane")
@@ -331,9 +336,9 @@ def _contacts(reader: _Reader, options: MjcfOptions) -> list[dict]:
                     if not _collides(ga, gb) or ga.type == "plane" or gb.type == "plane":
                         continue
                     made = _pair(ga, a, gb, b, BODY_SHAPES)
-                    grown = ""
-                    if made is not None and _pair_margin(ga, gb) != 0.0:
-                        with_margin, grown = _with_margin(made, _pair_margin(ga, gb))
+                    grown, margin = "", _pair_margin(ga, gb)
+                    if made is not None and margin != 0.0:
+                        with_margin, grown = _with_margin(made, margin)
                         if with_margin is None:
                             unrounded.append(f"{geom_label(a, ga)}-{geom_label(b, gb)} ({Path(ga.file).name}:{ga.line})")
                         else:
@@ -351,7 +356,7 @@ def _contacts(reader: _Reader, options: MjcfOptions) -> list[dict]:
                     contacts.append({"name": name, "body": own_body.name,
                                      **model_of(ga, gb), "shape": own, "against": against, "margin": CONTACT_MARGIN})
                     if grown:
-                        reader.contact_margins[name] = (_pair_margin(ga, gb), grown)
+                        reader.contact_margins[name] = (margin, grown)
     if unrounded:
         reader.warn(reader.file, None, "contacts",
                     f"the geoms' margin is left out of {len(unrounded)} pair{'s' if len(unrounded) > 1 else ''} of boxes "
