@@ -132,12 +132,8 @@ class _Reader(_LinkReader, _JointReader):
         links: dict[str, _Link] = {}
         refused: set[str] = set()
         for element in link_elements:
-            name = element.get("name")
-            if not _printable_name(name):
-                self.problem(element.sourceline, f"link {shortened(str(name))}", "the name must be printable text (no control characters)")
-                continue
-            if name in links:
-                self.problem(element.sourceline, f"link {name!r}", "defined twice")
+            name = self._new_name(element, "link", links)
+            if name is None:
                 continue
             link = self._link(element, name, materials)
             if link is not None:
@@ -147,12 +143,8 @@ class _Reader(_LinkReader, _JointReader):
         joints: list[_Joint] = []
         names: set[str] = set()
         for element in joint_elements:
-            name = element.get("name")
-            if not _printable_name(name):
-                self.problem(element.sourceline, f"joint {shortened(str(name))}", "the name must be printable text (no control characters)")
-                continue
-            if name in names:
-                self.problem(element.sourceline, f"joint {name!r}", "defined twice")
+            name = self._new_name(element, "joint", names)
+            if name is None:
                 continue
             names.add(name)
             parsed = self._joint(element, name, links, refused)
@@ -171,6 +163,18 @@ class _Reader(_LinkReader, _JointReader):
             self.problem(root.sourceline, "robot", why)
         self.fail_if_problems()
         return root.get("name") or self.path.stem, links, joints
+
+    def _new_name(self, element, kind: str, seen) -> str | None:
+        """A <link> or <joint>'s name, or None with a problem saying why: not printable text,
+        or already in ``seen`` (the names of its kind read so far)."""
+        name = element.get("name")
+        if not _printable_name(name):
+            self.problem(element.sourceline, f"{kind} {shortened(str(name))}", "the name must be printable text (no control characters)")
+            return None
+        if name in seen:
+            self.problem(element.sourceline, f"{kind} {name!r}", "defined twice")
+            return None
+        return name
 
     def _xacro_substitutions(self, root) -> None:
         """Expand xacro's ``$(optenv NAME default)`` and ``$(env NAME)`` left in the attributes
