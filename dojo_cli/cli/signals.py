@@ -117,7 +117,7 @@ def ignore_signals(signals) -> None:
     one more stop signal, which is what is being ignored: each clears the signal's
     tripped flag, so setting it again succeeds."""
     for sig in signals:
-        for _ in range(len(STOP_SIGNALS) + 2):  # (at most one raise a tripped signal)
+        for _ in range(len(STOP_SIGNALS) + 2):  # (each raise clears a tripped signal: a few tries suffice)
             try:
                 signal.signal(sig, signal.SIG_IGN)
                 break

@@ -42,7 +42,7 @@ class TrajectoryRecorder:
 
     def __init__(self, steps: int | None = None):
         self._capacity = (int(steps) if steps is not None else FIRST_ROWS - 1) + 1  # state rows
-        self._rows = 0  # state rows written (the initial state's included)
+        self._written = 0  # state rows written (the initial state's included)
         self._arrays: dict[str, np.ndarray] = {}  # rows per state: time, states, knot_v, knot_omega, minimal_q, knot_minimal_v
         self._impulses: np.ndarray | None = None  # (capacity - 1, nl): one row a step
         self.blocks: list[StepBlock] = []  # the small per-step records (inputs, solver record, contacts), joined at the end
@@ -54,11 +54,11 @@ class TrajectoryRecorder:
         self._capacity = max(rows, 2 * self._capacity)
         for name, a in self._arrays.items():
             grown = np.empty((self._capacity,) + a.shape[1:])
-            grown[: self._rows] = a[: self._rows]
+            grown[: self._written] = a[: self._written]
             self._arrays[name] = grown
         if self._impulses is not None:
             grown = np.empty((self._capacity - 1,) + self._impulses.shape[1:])
-            grown[: self._rows - 1] = self._impulses[: self._rows - 1]
+            grown[: self._written - 1] = self._impulses[: self._written - 1]
             self._impulses = grown
 
     def _impulse_rows(self, nl: int) -> np.ndarray:
@@ -70,8 +70,8 @@ class TrajectoryRecorder:
         """The recorder's rows of the next ``n`` steps, for the core's rollout to write in place
         (its ``out``): states, minimal_q (n rows), impulses (n, nl), and the knot rows of the
         state before them and of theirs (n + 1 rows: the first revises the last state's)."""
-        self._grow(self._rows + n)
-        i, a = self._rows - 1, self._arrays
+        self._grow(self._written + n)
+        i, a = self._written - 1, self._arrays
         return {"states": a["states"][i + 1 : i + 1 + n], "minimal_q": a["minimal_q"][i + 1 : i + 1 + n],
                 "knot_v": a["knot_v"][i : i + 1 + n], "knot_omega": a["knot_omega"][i : i + 1 + n],
                 "knot_minimal_v": a["knot_minimal_v"][i : i + 1 + n], "impulses": self._impulse_rows(nl)[i : i + n]}
@@ -88,11 +88,11 @@ class TrajectoryRecorder:
         a["states"][0] = np.concatenate([x, v_mid, q, omega_mid], axis=-1).reshape(-1)
         a["knot_v"][0], a["knot_omega"][0] = v, omega
         a["minimal_q"][0], a["knot_minimal_v"][0] = minimal_q, minimal_v
-        self._rows = 1
+        self._written = 1
 
     def write_block(self, mech: Mechanism, block: StepBlock, knot) -> None:
         kv, kw, kmv = knot
-        n, i = block.n, self._rows
+        n, i = block.n, self._written
         self._grow(i + n)
         a = self._arrays
         # each into its rows (a no-op for the arrays the rollout wrote there: rows())
@@ -100,17 +100,17 @@ class TrajectoryRecorder:
                              ("knot_v", kv), ("knot_omega", kw), ("knot_minimal_v", kmv)):
             _put(a[name][i : i + n], values)
         _put(self._impulse_rows(mech.nl)[i - 1 : i - 1 + n], block.impulses)
-        self._rows = i + n
+        self._written = i + n
         self.blocks.append(block)
 
     def revise_last_state(self, v, omega, minimal_v) -> None:
-        last, a = self._rows - 1, self._arrays
+        last, a = self._written - 1, self._arrays
         a["knot_v"][last], a["knot_omega"][last], a["knot_minimal_v"][last] = v, omega, minimal_v
 
     def trajectory(self, mech: Mechanism) -> Trajectory:
         """The recorded run."""
         nb, nf = mech.nb, mech.nf
-        T = self._rows - 1
+        T = self._written - 1
         a = {name: values[: T + 1] for name, values in self._arrays.items()}
         states = a["states"].reshape(T + 1, nb, 13)
         x, v_mid, q, omega_mid = states[:, :, 0:3], states[:, :, 3:6], states[:, :, 6:10], states[:, :, 10:13]
