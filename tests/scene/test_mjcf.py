@@ -784,15 +784,23 @@ def test_a_body_its_joints_hold_inside_its_margin_starts_on_its_contact_surface(
     contact 4 mm inside its surface that the joints hold there gives no step (every step of
     the Pusher failed). A contact that starts within its margin starts with its surface where
     the shapes are, named in a note: every step converges and the puck stays on the table."""
-    path = _write(tmp_path, SLID_ON_TABLE, "slid.xml")
-    result = read_mjcf(path, MjcfOptions())
+    _puck_starts_on_its_contact_surface(tmp_path, SLID_ON_TABLE, "slid.xml", MjcfOptions())
+
+
+def _puck_starts_on_its_contact_surface(tmp_path, text: str, name: str, options: MjcfOptions) -> np.ndarray:
+    """Import a puck on slides that starts inside its margin band: the note names it, every
+    step converges, and the puck stays where it started. Its start position."""
+    path = _write(tmp_path, text, name)
+    result = read_mjcf(path, options)
     assert any(n.startswith("1 contact starts within the geoms' margin of touching") and "puck" in n
                for n in result.notes), result.notes
     mech = _build(result, path)
     traj = dojo.simulate(mech, steps=SLID_STEPS)
     failed = [k for k, s in enumerate(traj.status) if s != "success"]
     assert not failed, f"{len(failed)} failed steps, the first {failed[0]}"
-    assert np.abs(traj.x[-1][0] - traj.x[0][0]).max() < RAIL_REST_TOL, f"puck moved to {traj.x[-1][0]}"
+    puck = [b.name for b in mech.bodies].index("puck")
+    assert np.abs(traj.x[-1][puck] - traj.x[0][puck]).max() < RAIL_REST_TOL, f"puck moved to {traj.x[-1][puck]}"
+    return traj.x[0][puck]
 
 
 # The puck of SLID_ON_TABLE on its two slides, at qpos0 beside a table (a world box): its key
@@ -817,17 +825,8 @@ def test_a_keyframe_inside_its_margin_starts_on_its_contact_surface(tmp_path):
     nothing); its contact starts where the shapes are, with the note, and every step converges
     with the puck at rest on the table. Judged at qpos0 (the contact 4 mm inside its surface,
     held there), 8 of these 20 steps fail and the puck is thrown 6.7 m along its slide."""
-    path = _write(tmp_path, SLID_ONTO_TABLE, "slid_onto.xml")
-    result = read_mjcf(path, MjcfOptions(keyframe="over"))
-    assert any(n.startswith("1 contact starts within the geoms' margin of touching") and "puck" in n
-               for n in result.notes), result.notes
-    mech = _build(result, path)
-    traj = dojo.simulate(mech, steps=SLID_STEPS)
-    failed = [k for k, s in enumerate(traj.status) if s != "success"]
-    assert not failed, f"{len(failed)} failed steps, the first {failed[0]}"
-    puck = [b.name for b in mech.bodies].index("puck")
-    assert traj.x[0][puck] == pytest.approx([1.0, 0.1, -0.25], abs=1e-12)
-    assert np.abs(traj.x[-1][puck] - traj.x[0][puck]).max() < RAIL_REST_TOL, f"puck moved to {traj.x[-1][puck]}"
+    start = _puck_starts_on_its_contact_surface(tmp_path, SLID_ONTO_TABLE, "slid_onto.xml", MjcfOptions(keyframe="over"))
+    assert start == pytest.approx([1.0, 0.1, -0.25], abs=1e-12)
 
 
 def test_option_flags_turn_off_what_mujoco_turns_off(tmp_path):
