@@ -346,6 +346,39 @@ def test_invalid_models_name_file_line_and_element(tmp_path):
     assert "model.xml:17: <include file='missing.xml'>: no such file" in lines
 
 
+def test_included_files_under_a_mujocoinclude_root_are_read_as_mujoco_reads_them(tmp_path):
+    """MuJoCo discards an included file's top element whatever its tag: Meta-World's and
+    Adroit's files include assets and bodies under <mujocoinclude> (MuJoCo 1.x and 2.x): the
+    model imports with MuJoCo's masses and poses; the model file itself must still be <mujoco>."""
+    _write(tmp_path, """<mujocoinclude>
+  <default><geom density="500"/></default>
+</mujocoinclude>
+""", "defaults.xml")
+    _write(tmp_path, """<mujocoinclude>
+  <body name="arm" pos="0 0 1">
+    <joint name="hinge" type="hinge" axis="0 1 0"/>
+    <geom type="capsule" fromto="0 0 0 0.3 0 0" size="0.04"/>
+  </body>
+</mujocoinclude>
+""", "arm.xml")
+    path = _write(tmp_path, """<mujoco>
+  <include file="defaults.xml"/>
+  <worldbody>
+    <include file="arm.xml"/>
+  </worldbody>
+</mujoco>
+""")
+    result = read_mjcf(path, MjcfOptions(), path.name)
+    m = mujoco.MjModel.from_xml_path(str(path))
+    d = mujoco.MjData(m)
+    mujoco.mj_forward(m, d)
+    assert [b["name"] for b in result.scene["bodies"]] == ["arm"]
+    _assert_mass_properties(result, m, ROUNDOFF, "mujocoinclude")
+    _assert_poses(_build(result, path), m, d, ROUNDOFF, "mujocoinclude")
+    wrong = _write(tmp_path, "<mujocoinclude><worldbody/></mujocoinclude>\n", "top.xml")
+    assert _problems(wrong) == ["top.xml:1: <mujocoinclude>: not an MJCF model (its root element must be <mujoco>)"]
+
+
 def test_a_missing_file_is_an_io_error(tmp_path):
     from dojo_cli.errors import SceneFileError
 

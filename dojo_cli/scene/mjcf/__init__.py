@@ -1,7 +1,7 @@
 """Import MuJoCo MJCF models as scenes (plain scene data, validated by the loader).
 
 What is read (MuJoCo's XML reference, https://mujoco.readthedocs.io/en/stable/XMLreference.html):
-- ``<include file>`` (its ``<mujoco>`` children take its place), ``<compiler>`` (``angle``,
+- ``<include file>`` (its top element's children take its place, ``<mujoco>`` or ``<mujocoinclude>``), ``<compiler>`` (``angle``,
   ``eulerseq``, ``inertiafromgeom``, ``coordinate`` local only, ``settotalmass``,
   ``autolimits``, ``meshdir``/``assetdir``), ``<option>`` (``timestep``, ``gravity``),
   ``<default>`` classes (nested, ``class``, ``childclass``), ``<asset><mesh>``,

@@ -1,5 +1,6 @@
-"""MJCF's file structure: ``<include file>`` (the included ``<mujoco>``'s children take its
-place, relative to the including file, else to the model's folder) and ``<default>`` classes
+"""MJCF's file structure: ``<include file>`` (the included file's top element's children take
+its place, whatever that element is called: ``<mujoco>``, or the ``<mujocoinclude>`` of
+MuJoCo 1.x and 2.x models (Meta-World, Adroit), as MuJoCo's XML reference says; relative to the including file, else to the model's folder) and ``<default>`` classes
 (nested, inherited; ``class`` and ``childclass`` choose one), over which an element's
 attributes are read.
 
@@ -20,9 +21,10 @@ from dojo_cli.scene.importing.xml_file import read_xml
 class _DefaultsReader:
     """Included files and default classes of an MJCF model."""
 
-    def parse(self, path: Path, shown: str):
+    def parse(self, path: Path, shown: str, included: bool = False):
         root, _ = read_xml(path, shown, "the MJCF file")
-        if root.tag != "mujoco":
+        # an included file's top element is discarded, whatever its tag (MuJoCo's <include>)
+        if root.tag != "mujoco" and not included:
             raise SceneError(Problem(shown, root.sourceline, f"<{root.tag}>", "not an MJCF model (its root element must be <mujoco>)"))
         return root
 
@@ -48,7 +50,7 @@ class _DefaultsReader:
             if not target.is_file():
                 self.problem(file, child.sourceline, f"<include file={name!r}>", "no such file")
                 continue
-            included = self.parse(target, shown)
+            included = self.parse(target, shown, included=True)
             yield from self.children(included, shown, depth + 1)
 
     def attrs(self, el, cls: str | None) -> dict[str, str]:
