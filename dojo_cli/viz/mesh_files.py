@@ -35,9 +35,10 @@ from pathlib import Path
 import numpy as np
 
 from dojo_cli.scene.hull_cache import cache_dir, file_digest
+from dojo_cli.scene.importing.meshes import read_msh
 
-MESH_SUFFIXES = (".dae", ".stl", ".obj")
-"""The mesh file formats drawn (what URDF and MJCF robots ship)."""
+MESH_SUFFIXES = (".dae", ".stl", ".obj", ".msh")
+"""The mesh file formats drawn (what URDF and MJCF robots ship; .msh is MuJoCo's own binary format)."""
 # Bump when read_mesh or decimate change what they give, so older entries are not read.
 MESH_CACHE_VERSION = 1
 # fast-simplification's aggressiveness (its default): lower keeps the shape better at more
@@ -110,9 +111,12 @@ def _parse(path: Path, digest: str) -> TriangleMesh:
     import trimesh  # ~1 s to import: only scenes with meshes pay for it
 
     try:
-        loaded = trimesh.load(str(path), force="mesh", process=False)
-        vertices = np.asarray(loaded.vertices, dtype=float).reshape(-1, 3)
-        faces = np.asarray(loaded.faces, dtype=np.int64).reshape(-1, 3)
+        if path.suffix.lower() == ".msh":  # MuJoCo's binary format, which trimesh does not read
+            vertices, faces = read_msh(path)
+        else:
+            loaded = trimesh.load(str(path), force="mesh", process=False)
+            vertices = np.asarray(loaded.vertices, dtype=float).reshape(-1, 3)
+            faces = np.asarray(loaded.faces, dtype=np.int64).reshape(-1, 3)
     except Exception as exc:  # noqa: BLE001 - trimesh raises what its loaders raise (XML, struct, ...)
         raise MeshFileError(f"cannot read {path}: {type(exc).__name__}: {exc}") from None
     if len(faces) == 0 or not np.all(np.isfinite(vertices)):

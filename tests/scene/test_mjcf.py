@@ -379,6 +379,40 @@ def test_included_files_under_a_mujocoinclude_root_are_read_as_mujoco_reads_them
     assert _problems(wrong) == ["top.xml:1: <mujocoinclude>: not an MJCF model (its root element must be <mujoco>)"]
 
 
+def test_a_msh_mesh_gives_mujocos_mass_and_a_damaged_one_its_line(tmp_path):
+    """MuJoCo's binary .msh meshes (robosuite's objects, dm_control's fruit fly), which trimesh
+    does not read: a body whose inertia comes from a .msh box has MuJoCo's mass, inertia and
+    centre of mass; a truncated file is refused at the geom's line, naming the mesh and why."""
+    from tests.viz.test_meshes import write_msh
+    import trimesh
+
+    box = trimesh.creation.box(extents=[0.1, 0.2, 0.3])
+    box.apply_translation([0.05, 0.0, 0.1])
+    write_msh(tmp_path / "box.msh", box.vertices, box.faces)
+    path = _write(tmp_path, """<mujoco>
+  <asset><mesh name="box" file="box.msh"/></asset>
+  <worldbody>
+    <body name="block" pos="0 0 1">
+      <freejoint/>
+      <geom type="mesh" mesh="box" density="800"/>
+    </body>
+  </worldbody>
+</mujoco>
+""")
+    result = read_mjcf(path, MjcfOptions(), path.name)
+    m = mujoco.MjModel.from_xml_path(str(path))
+    d = mujoco.MjData(m)
+    mujoco.mj_forward(m, d)
+    # the file holds float32 vertices: 2^-24 relative on each coordinate, three in a volume
+    assert abs(result.scene["bodies"][0]["mass"] / (800 * 0.1 * 0.2 * 0.3) - 1) < 1e-6
+    _assert_mass_properties(result, m, MESH_FLOAT32, "msh box")
+    _assert_poses(_build(result, path), m, d, MESH_FLOAT32, "msh box")
+    (tmp_path / "box.msh").write_bytes((tmp_path / "box.msh").read_bytes()[:-4])
+    lines = _problems(path)
+    assert len(lines) == 1 and lines[0].startswith("model.xml:6: <geom>: cannot read mesh 'box'"), lines
+    assert "bytes, where the header's counts" in lines[0], lines
+
+
 def test_a_missing_file_is_an_io_error(tmp_path):
     from dojo_cli.errors import SceneFileError
 

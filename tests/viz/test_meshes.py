@@ -64,8 +64,24 @@ def _cubes_scene(folder, files: dict[str, str], colors: dict[str, list[float]]) 
     return text
 
 
+def write_msh(path, vertices, faces, corners_per_face: bool = True) -> None:
+    """A MuJoCo .msh file (int32 counts of vertices, normals, texcoords, faces; float32 vertices,
+    normals, texcoords; int32 faces), each face with its own three corners and normals, as
+    MuJoCo's converters write them."""
+    vertices, faces = np.asarray(vertices, float), np.asarray(faces, np.int64)
+    if corners_per_face:
+        vertices, faces = vertices[faces.ravel()], np.arange(3 * len(faces)).reshape(-1, 3)
+    normals = np.zeros_like(vertices)
+    texcoords = np.zeros((len(vertices), 2))
+    head = np.array([len(vertices), len(normals), len(texcoords), len(faces)], "<i4")
+    body = [a.astype("<f4").tobytes() for a in (vertices, normals, texcoords)]
+    path.write_bytes(head.tobytes() + b"".join(body) + faces.astype("<i4").tobytes())
+
+
 def test_every_format_reads_as_the_same_cube(tmp_path):
-    for suffix, name in _cube_files(tmp_path).items():
+    cube = trimesh.creation.box(extents=[CUBE] * 3)
+    write_msh(tmp_path / "cube.msh", cube.vertices, cube.faces)
+    for suffix, name in {**_cube_files(tmp_path), "msh": "cube.msh"}.items():
         mesh = read_mesh(tmp_path / name)
         # the exporters repeat corners per face (STL always): merged back to the 8 corners
         assert len(mesh.vertices) == 8 and mesh.face_count == 12, (suffix, len(mesh.vertices), mesh.face_count)
