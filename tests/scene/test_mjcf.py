@@ -413,6 +413,51 @@ def test_a_msh_mesh_gives_mujocos_mass_and_a_damaged_one_its_line(tmp_path):
     assert "bytes, where the header's counts" in lines[0], lines
 
 
+def _channel_mesh() -> tuple[np.ndarray, np.ndarray]:
+    """A U-channel (non-convex) prism: a 0.3 x 0.2 outline with a 0.1 x 0.17 notch, 0.1 deep,
+    its triangles outward."""
+    outline = np.array([(-0.15, -0.1), (0.15, -0.1), (0.15, 0.1), (0.05, 0.1), (0.05, -0.07), (-0.05, -0.07),
+                        (-0.05, 0.1), (-0.15, 0.1)])  # counter-clockwise
+    cap = np.array([(0, 5, 6), (0, 6, 7), (0, 1, 4), (0, 4, 5), (1, 2, 3), (1, 3, 4)])  # its triangles, counter-clockwise
+    n = len(outline)
+    vertices = np.vstack([np.column_stack([outline, np.full(n, -0.05)]), np.column_stack([outline, np.full(n, 0.05)])])
+    sides = [t for i in range(n) for t in ((i, (i + 1) % n, n + (i + 1) % n), (i, n + (i + 1) % n, n + i))]
+    faces = np.vstack([cap[:, ::-1], cap + n, sides])
+    return vertices + [0.02, 0.0, 0.0], faces
+
+
+@pytest.mark.parametrize("mode", ["legacy", "convex", "exact", "shell"])
+def test_a_non_convex_meshs_mass_follows_its_inertia_rule_as_mujocos(tmp_path, mode):
+    """MuJoCo derives a mesh geom's mass by the mesh's ``inertia`` (legacy by default: each
+    tetrahedron counted positive; convex: the hull; exact: the solid; shell: the surface). On a
+    U-channel, masses 4.10 (legacy), 4.20 (convex), 3.01 (exact) kg at 700 kg/m^3; each must be
+    MuJoCo's (mass, inertia, centre of mass)."""
+    from tests.viz.test_meshes import write_msh
+
+    vertices, faces = _channel_mesh()
+    write_msh(tmp_path / "channel.msh", vertices, faces, corners_per_face=False)
+    attribute = "" if mode == "legacy" else f' inertia="{mode}"'
+    path = _write(tmp_path, f"""<mujoco>
+  <asset><mesh name="channel" file="channel.msh"{attribute}/></asset>
+  <worldbody>
+    <body name="channel" pos="0 0 1" euler="10 20 30">
+      <freejoint/>
+      <geom type="mesh" mesh="channel" density="700" euler="0 30 0"/>
+    </body>
+  </worldbody>
+</mujoco>
+""")
+    result = read_mjcf(path, MjcfOptions(), path.name)
+    m = mujoco.MjModel.from_xml_path(str(path))
+    d = mujoco.MjData(m)
+    mujoco.mj_forward(m, d)
+    _assert_mass_properties(result, m, MESH_FLOAT32, f"channel, inertia {mode}")
+    _assert_poses(_build(result, path), m, d, MESH_FLOAT32, f"channel, inertia {mode}")
+    hull = 700 * 0.3 * 0.2 * 0.1
+    if mode != "convex":  # the rule matters: the hull's mass is not the answer
+        assert abs(result.scene["bodies"][0]["mass"] / hull - 1) > 0.02, mode
+
+
 def test_a_missing_file_is_an_io_error(tmp_path):
     from dojo_cli.errors import SceneFileError
 

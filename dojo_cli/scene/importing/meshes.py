@@ -49,6 +49,28 @@ def read_msh(file) -> tuple[np.ndarray, np.ndarray]:
     return vertices, faces
 
 
+def mesh_triangles(file, scale) -> tuple[np.ndarray, np.ndarray]:
+    """(vertices (n, 3) times ``scale``, faces (m, 3)) of a mesh file, the faces as the file
+    orders them (trimesh with processing off; MuJoCo's .msh by read_msh), reversed where the
+    scale mirrors the mesh (a negative product: MuJoCo's rule, which keeps them outward).
+
+    Raises:
+        Exception: whatever trimesh's loaders raise (a missing file, a format it cannot read).
+    """
+    if Path(file).suffix.lower() == ".msh":
+        vertices, faces = read_msh(file)
+    else:
+        import trimesh
+
+        loaded = trimesh.load(str(file), force="mesh", process=False)
+        vertices = np.asarray(loaded.vertices, float).reshape(-1, 3)
+        faces = np.asarray(loaded.faces, np.int64).reshape(-1, 3)
+    scale = np.broadcast_to(np.asarray(scale, float), (3,))
+    if np.prod(scale) < 0:
+        faces = faces[:, ::-1]
+    return vertices * scale, faces
+
+
 def mesh_vertices(file, scale) -> np.ndarray:
     """(n, 3) vertices of a mesh file times ``scale`` (one number, or (3,) per axis).
 

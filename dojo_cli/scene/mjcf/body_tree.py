@@ -183,4 +183,5 @@ class _BodyTreeReader:
             geom.points = self.mesh_points(geom.mesh, file, el.sourceline, element)
             if geom.points is None:
                 return None
+            geom.faces, geom.mesh_inertia = self.mesh_faces.get(geom.mesh), self.mesh_inertia.get(geom.mesh, "legacy")
         return geom

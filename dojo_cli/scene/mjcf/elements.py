@@ -29,6 +29,8 @@ class _Geom:
     margin: float = 0.0  # MuJoCo's contact margin (m): a pair acts within the sum of its geoms' margins
     mesh: str | None = None
     points: np.ndarray | None = None  # mesh vertices (scaled), mesh frame
+    faces: np.ndarray | None = None  # mesh triangles (indices into points; None: the hull's)
+    mesh_inertia: str = "legacy"  # the mesh's ``inertia`` (MuJoCo's mass rule for it)
 
 
 @dataclass

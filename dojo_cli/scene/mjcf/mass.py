@@ -1,5 +1,5 @@
 """Bodies' mass properties: each geom's by MuJoCo's uniform-density solids (sphere, capsule,
-cylinder, box, ellipsoid, a mesh's convex hull), a body's from its ``<inertial>`` or its
+cylinder, box, ellipsoid, a mesh by its ``inertia`` rule), a body's from its ``<inertial>`` or its
 geoms (``inertiafromgeom``), then ``settotalmass``.
 """
 
@@ -48,12 +48,58 @@ def _hull_properties(points: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]
     return volume, com, inertia
 
 
+def mesh_properties(points: np.ndarray, faces: np.ndarray | None, mode: str) -> tuple[float, np.ndarray, np.ndarray]:
+    """(volume, centre, (3,3) inertia about the centre at unit density) of a mesh by MuJoCo's
+    rule for its ``inertia`` (mjCMesh::Process, ComputeVolume, ComputeInertia):
+
+    - convex, or a mesh without faces: its convex hull's (``_hull_properties``);
+    - exact: the solid the triangles bound (signed tetrahedra);
+    - legacy (MuJoCo's default): the same sums with each tetrahedron's volume taken positive,
+      which counts a non-convex mesh's hollows too (robosuite's can: 3.4 % over its hull);
+    - shell: the mass on the surface (per unit area: "volume" is the area).
+
+    The sums, as MuJoCo does them: the centre from pyramids with their apex at the faces'
+    area-weighted centroid c_f, each of volume v_i = (m_i - c_f) . n_i A_i / 3 (m_i, n_i, A_i the
+    face's centroid, unit normal and area) and centre 3/4 m_i + 1/4 c_f; then, with the vertices
+    relative to that centre, the volume again from apex 0 and the second moments of each
+    tetrahedron (v/20, a triangle's A/12, times 2 sum_a d_a d_a^T + the cross terms), whose
+    total volume is the mesh's.
+    """
+    if mode == "convex" or faces is None or len(faces) == 0:
+        return _hull_properties(points)
+    # MuJoCo keeps a mesh's vertices in float32
+    v = np.asarray(points, np.float32).astype(float)
+    a, b, c = v[faces[:, 0]], v[faces[:, 1]], v[faces[:, 2]]
+    cross = np.cross(b - a, c - a)
+    norm = np.linalg.norm(cross, axis=1)
+    area = 0.5 * norm
+    normal = np.divide(cross, norm[:, None], out=np.zeros_like(cross), where=norm[:, None] > 0)
+    middle = (a + b + c) / 3.0
+    facecen = area @ middle / area.sum()
+    shell = mode == "shell"
+
+    def volumes(apex: np.ndarray) -> np.ndarray:
+        vol = area if shell else np.einsum("ij,ij->i", middle - apex, normal) * area / 3.0
+        return np.abs(vol) if mode == "legacy" else vol
+
+    vol = volumes(facecen)
+    centre = vol @ (0.75 * middle + 0.25 * facecen) / vol.sum()
+    vol = volumes(centre)
+    d, e, f = a - centre, b - centre, c - centre
+    second = (2.0 * (np.einsum("ni,nj->nij", d, d) + np.einsum("ni,nj->nij", e, e) + np.einsum("ni,nj->nij", f, f))
+              + np.einsum("ni,nj->nij", d, e) + np.einsum("ni,nj->nij", e, d) + np.einsum("ni,nj->nij", d, f)
+              + np.einsum("ni,nj->nij", f, d) + np.einsum("ni,nj->nij", e, f) + np.einsum("ni,nj->nij", f, e))
+    cov = np.einsum("n,nij->ij", vol / (12.0 if shell else 20.0), second)
+    inertia = np.trace(cov) * np.eye(3) - cov
+    return float(vol.sum()), centre, inertia
+
+
 def geom_mass_properties(geom: _Geom) -> tuple[float, np.ndarray, np.ndarray]:
     """(mass, centre in the body frame, (3,3) inertia about it in the body frame) of a geom.
 
     MuJoCo's uniform-density solids (mjCGeom::SetInertia): sphere, capsule (a cylinder and
     two hemispheres, each hemisphere's inertia moved by the parallel-axis rule from its own
-    centre of mass, 3r/8 from its flat face), cylinder, box, ellipsoid, mesh (its hull).
+    centre of mass, 3r/8 from its flat face), cylinder, box, ellipsoid, mesh (mesh_properties).
     """
     s = geom.size
     kind = geom.type
@@ -78,7 +124,7 @@ def geom_mass_properties(geom: _Geom) -> tuple[float, np.ndarray, np.ndarray]:
         volume = 4.0 / 3.0 * math.pi * s[0] * s[1] * s[2]
         unit = np.array([s[1] ** 2 + s[2] ** 2, s[0] ** 2 + s[2] ** 2, s[0] ** 2 + s[1] ** 2]) / 5.0
     elif kind == "mesh":
-        volume, centre, inertia = _hull_properties(geom.points)
+        volume, centre, inertia = mesh_properties(geom.points, geom.faces, geom.mesh_inertia)
         mass = geom.mass if geom.mass is not None else geom.density * volume
         rot = geom.rot
         return mass, geom.pos + rot @ centre, mass / volume * (rot @ inertia @ rot.T) if volume > 0 else np.zeros((3, 3))

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from dojo_cli.errors import Problem, SceneError
-from dojo_cli.scene.importing.meshes import mesh_vertices
+from dojo_cli.scene.importing.meshes import mesh_triangles
 from dojo_cli.scene.mjcf.body_tree import _BodyTreeReader
 from dojo_cli.scene.mjcf.defaults import _DefaultsReader
 from dojo_cli.scene.mjcf.elements import _Body, _Geom
@@ -40,6 +40,8 @@ _FLAGS_WITHOUT_PHYSICS = {"warmstart", "sensor", "midphase", "eulerdamp", "autor
                           "fwdinv", "invdiscrete", "multiccd", "island", "sleep"}
 # switches that are off unless enabled (mjtEnableBit)
 _ENABLE_FLAGS = {"override"}
+MESH_INERTIA_MODES = ("legacy", "convex", "exact", "shell")
+"""A mesh's ``inertia`` values (MJCF reference, ``<mesh>``); legacy is MuJoCo's default."""
 _IGNORED_SECTIONS = {"visual", "statistic", "custom", "size", "extension", "contact", "keyframe", "asset", "default",
                      "compiler", "option", "worldbody", "actuator", "include"}
 
@@ -63,6 +65,8 @@ class _Reader(_BodyTreeReader, _DefaultsReader, _ValueReader):
         self.defaults: dict[str, dict[str, dict[str, str]]] = {}
         self.default_parent: dict[str, str | None] = {}
         self.meshes: dict[str, tuple[Path, np.ndarray, int | None, str]] = {}
+        self.mesh_faces: dict[str, np.ndarray] = {}  # a mesh's triangles, where it has them
+        self.mesh_inertia: dict[str, str] = {}  # a mesh's inertia= (MuJoCo's default: legacy)
         self.bodies: list[_Body] = []
         self.world_geoms: list[_Geom] = []
         self.excludes: list[tuple[str, str]] = []
@@ -261,11 +265,27 @@ class _Reader(_BodyTreeReader, _DefaultsReader, _ValueReader):
             if "vertex" in a and name:
                 verts = self.vec(a, "vertex", 0, [0, 0, 0], el, file, f"mesh {name!r}").reshape(-1, 3)
                 self.meshes[name] = (Path(), verts, el.sourceline, file)
+                if "face" in a:
+                    faces = self.vec(a, "face", 0, [0, 0, 0], el, file, f"mesh {name!r}").astype(np.int64)
+                    if len(faces) % 3 or faces.min(initial=0) < 0 or faces.max(initial=0) >= len(verts):
+                        self.problem(file, el.sourceline, f"mesh {name!r}", "face= needs vertex indices in threes")
+                    else:
+                        self.mesh_faces[name] = faces.reshape(-1, 3)
+                self.read_mesh_inertia(a, el, file, name)
                 return
             self.problem(file, el.sourceline, "<mesh>", "needs a file (or vertex) and a name")
             return
         scale = self.vec(a, "scale", 3, [1, 1, 1], el, file, f"mesh {name!r}")
         self.meshes[name] = (self.meshdir / a["file"], scale, el.sourceline, file)
+        self.read_mesh_inertia(a, el, file, name)
+
+    def read_mesh_inertia(self, a: dict, el, file: str, name: str) -> None:
+        """A mesh's ``inertia``: how MuJoCo derives a mass from it (legacy, its default;
+        convex; exact; shell), read by mass.mesh_properties."""
+        mode = a.get("inertia", "legacy")
+        if mode not in MESH_INERTIA_MODES:
+            self.problem(file, el.sourceline, f"mesh {name!r}", f"inertia={mode!r}: one of {', '.join(MESH_INERTIA_MODES)}")
+        self.mesh_inertia[name] = mode
 
     def mesh_points(self, name: str, file: str, line, element: str) -> np.ndarray | None:
         if name not in self.meshes:
@@ -274,8 +294,8 @@ class _Reader(_BodyTreeReader, _DefaultsReader, _ValueReader):
         path, scale, _mline, _mfile = self.meshes[name]
         if path == Path():
             return scale  # vertex list given inline
-        try:  # trimesh (mesh_vertices imports it): only models with meshes pay for it
-            points = mesh_vertices(path, scale)
+        try:  # trimesh (mesh_triangles imports it): only models with meshes pay for it
+            points, self.mesh_faces[name] = mesh_triangles(path, scale)
         except Exception as exc:  # noqa: BLE001 - trimesh raises what its loaders raise
             self.problem(file, line, element, f"cannot read mesh {name!r} ({path}): {type(exc).__name__}: {exc}")
             return None
