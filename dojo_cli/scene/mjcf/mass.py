@@ -48,7 +48,7 @@ def _hull_properties(points: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]
     return volume, com, inertia
 
 
-def mesh_properties(points: np.ndarray, faces: np.ndarray | None, mode: str) -> tuple[float, np.ndarray, np.ndarray]:
+def _mesh_properties(points: np.ndarray, faces: np.ndarray | None, mode: str) -> tuple[float, np.ndarray, np.ndarray]:
     """(volume, centre, (3,3) inertia about the centre at unit density) of a mesh by MuJoCo's
     rule for its ``inertia`` (mjCMesh::Process, ComputeVolume, ComputeInertia):
 
@@ -99,7 +99,7 @@ def geom_mass_properties(geom: _Geom) -> tuple[float, np.ndarray, np.ndarray]:
 
     MuJoCo's uniform-density solids (mjCGeom::SetInertia): sphere, capsule (a cylinder and
     two hemispheres, each hemisphere's inertia moved by the parallel-axis rule from its own
-    centre of mass, 3r/8 from its flat face), cylinder, box, ellipsoid, mesh (mesh_properties).
+    centre of mass, 3r/8 from its flat face), cylinder, box, ellipsoid, mesh (_mesh_properties).
     """
     s = geom.size
     kind = geom.type
@@ -124,7 +124,7 @@ def geom_mass_properties(geom: _Geom) -> tuple[float, np.ndarray, np.ndarray]:
         volume = 4.0 / 3.0 * math.pi * s[0] * s[1] * s[2]
         unit = np.array([s[1] ** 2 + s[2] ** 2, s[0] ** 2 + s[2] ** 2, s[0] ** 2 + s[1] ** 2]) / 5.0
     elif kind == "mesh":
-        volume, centre, inertia = mesh_properties(geom.points, geom.faces, geom.mesh_inertia)
+        volume, centre, inertia = _mesh_properties(geom.points, geom.faces, geom.mesh_inertia)
         mass = geom.mass if geom.mass is not None else geom.density * volume
         rot = geom.rot
         return mass, geom.pos + rot @ centre, mass / volume * (rot @ inertia @ rot.T) if volume > 0 else np.zeros((3, 3))

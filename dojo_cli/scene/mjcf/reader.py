@@ -40,7 +40,7 @@ _FLAGS_WITHOUT_PHYSICS = {"warmstart", "sensor", "midphase", "eulerdamp", "autor
                           "fwdinv", "invdiscrete", "multiccd", "island", "sleep"}
 # switches that are off unless enabled (mjtEnableBit)
 _ENABLE_FLAGS = {"override"}
-MESH_INERTIA_MODES = ("legacy", "convex", "exact", "shell")
+_MESH_INERTIA_MODES = ("legacy", "convex", "exact", "shell")
 """A mesh's ``inertia`` values (MJCF reference, ``<mesh>``); legacy is MuJoCo's default."""
 _IGNORED_SECTIONS = {"visual", "statistic", "custom", "size", "extension", "contact", "keyframe", "asset", "default",
                      "compiler", "option", "worldbody", "actuator", "include"}
@@ -281,10 +281,10 @@ class _Reader(_BodyTreeReader, _DefaultsReader, _ValueReader):
 
     def read_mesh_inertia(self, a: dict, el, file: str, name: str) -> None:
         """A mesh's ``inertia``: how MuJoCo derives a mass from it (legacy, its default;
-        convex; exact; shell), read by mass.mesh_properties."""
+        convex; exact; shell), read by mass._mesh_properties."""
         mode = a.get("inertia", "legacy")
-        if mode not in MESH_INERTIA_MODES:
-            self.problem(file, el.sourceline, f"mesh {name!r}", f"inertia={mode!r}: one of {', '.join(MESH_INERTIA_MODES)}")
+        if mode not in _MESH_INERTIA_MODES:
+            self.problem(file, el.sourceline, f"mesh {name!r}", f"inertia={mode!r}: one of {', '.join(_MESH_INERTIA_MODES)}")
         self.mesh_inertia[name] = mode
 
     def mesh_points(self, name: str, file: str, line, element: str) -> np.ndarray | None:
