@@ -709,6 +709,36 @@ def test_slides_and_hinges_no_joint_is_are_refused_naming_why(tmp_path):
         f"and then turns {chain}"]
 
 
+def test_a_chains_slide_armature_the_integrator_cannot_hold_is_refused_at_its_joint(tmp_path):
+    """Armature on slides that a chain puts on a link (a planar joint below a turning body,
+    in a model with contacts: no linear rotor, no rk4) is refused at each slide's own line,
+    or left out with drop_unsupported; the chain's units are a planar and a universal joint."""
+    path = _write(tmp_path, """<mujoco>
+  <worldbody>
+    <geom type="plane" size="2 2 0.1"/>
+    <body name="base" pos="0 0 1">
+      <joint name="yaw" type="hinge" axis="0 0 1"/>
+      <geom type="sphere" size="0.05"/>
+      <body name="slider" pos="0.2 0 0">
+        <joint name="sx" type="slide" axis="1 0 0" armature="0.1"/>
+        <joint name="sy" type="slide" axis="0 1 0" armature="0.1"/>
+        <joint name="h" type="hinge" axis="1 0 0"/>
+        <joint name="h2" type="hinge" axis="0 1 0"/>
+        <geom type="sphere" size="0.05"/>
+      </body>
+    </body>
+  </worldbody>
+</mujoco>
+""")
+    why = ("armature 0.1 of a slide joint: the variational integrator models rotor inertia on hinges and on the slides of "
+           "a body on the world that does not turn, the rk4 integrator (no contacts or limits) also on other slides that "
+           "do not turn (this model has 2 contacts) (import without it: --drop-unsupported)")
+    assert _problems(path, split_joints=True) == [f"model.xml:8: joint 'sx': {why}", f"model.xml:9: joint 'sy': {why}"]
+    result = read_mjcf(path, MjcfOptions(split_joints=True, drop_unsupported=True), path.name)
+    assert [(j["name"], j["type"], j.get("armature")) for j in result.scene["joints"]] == [
+        ("yaw", "revolute", None), ("sx_sy", "planar", None), ("h_h2", "universal", None)]
+
+
 def test_slides_and_hinges_in_one_body_are_a_chain_with_mujocos_coordinates_and_kinematics(tmp_path):
     """With split_joints (and its old name split_hinges) a body's slides and hinges become a
     chain through light links: a run of orthogonal slides along the parent's axes one

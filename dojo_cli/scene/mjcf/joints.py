@@ -62,7 +62,8 @@ def _warn_outside_limits(reader: _Reader, scene: dict) -> None:
                                + listed(outside, 4))
 
 
-def _armature_integrator(reader: _Reader, scene: dict, joints: list[dict], contacts: list[dict]) -> None:
+def _armature_integrator(reader: _Reader, scene: dict, joints: list[dict], contacts: list[dict],
+                         coordinates: list[CoordinateMap]) -> None:
     """Rotor inertia: the variational integrator models it on the rotation of a joint with one
     rotation (every hinge) and on the slides of a body on the world that does not turn (or
     turns about its centre of mass: the linear rotor, core maximal/rotor.h); the
@@ -93,9 +94,12 @@ def _armature_integrator(reader: _Reader, scene: dict, joints: list[dict], conta
         scene["integrator"] = "rk4"
         return
     why = (f"this model has {len(contacts)} contacts" if contacts else f"this model has joint limits ({listed(limited, 3)})") if rk4_can else "the slide turns with the body's hinge"
+    mjcf_joints = {x.name: x for b in reader.bodies for x in b.joints}
     for j, k in translational:
-        source = [x for b in reader.bodies for x in b.joints if x.name == j["name"] or b.name == j["child"]]
-        first = next((x for x in source if x.armature and x.type != "hinge"), source[0])
+        # the MJCF joint whose coordinate it is (a chain's unit or link is no MJCF joint or body);
+        # a ball's three coordinates are one MJCF joint's
+        held = [c for c in coordinates if c.dojo_joint == j["name"]]
+        first = mjcf_joints[next((c.joint for c in held if c.kind in ("slide", "hinge") and c.coordinate == k), held[0].joint)]
         reader.unsupported(first.file, first.line, f"joint {first.name!r}", _ARMATURE_KIND,
                            f"armature {first.armature:g} of a {first.type} joint: the variational integrator models rotor inertia "
                            "on hinges and on the slides of a body on the world that does not turn, the rk4 integrator "
