@@ -122,6 +122,7 @@ def _joints(reader: _Reader, result: MjcfImport) -> tuple[list[dict], list[Coord
             qadr += n_q
             dadr += n_v
     k = 0
+    chains = []  # bodies split into chains: "<body> (<n> links)"
     for i, body in enumerate(reader.bodies):
         maps = coordinates[k:k + len(body.joints)]
         k += len(body.joints)
@@ -137,8 +138,14 @@ def _joints(reader: _Reader, result: MjcfImport) -> tuple[list[dict], list[Coord
         joint = _body_joint(reader, body, element, parent, parent_com, pos, rot, maps)
         if isinstance(joint, list):
             out.extend(joint)
+            chains.append(f"{body.name} ({len(joint) - 1} link{'' if len(joint) == 2 else 's'})")
         elif joint is not None:
             out.append(joint)
+    if chains:
+        are = "body is a chain" if len(chains) == 1 else "bodies are chains"
+        reader.notes.append(f"{len(chains)} {are} of joints through light links (--split-joints), each link "
+                            f"{LINK_MASS_FRACTION:g} of its body's mass and inertia, which MuJoCo does not have between a "
+                            "body's joints (the motion changes by about that fraction): " + listed(chains, 4))
     return out, coordinates
 
 
