@@ -68,3 +68,35 @@ def test_keyframe_option(tmp_path):
     res = invoke("import-mjcf", FEATURES, "-o", tmp_path / "other.yaml", "--keyframe", "nope", "--drop-unsupported")
     assert res.exit_code == 2
     assert res.stderr.splitlines() == [f"{FEATURES}: --keyframe: no <key name='nope'> (keys: bent)"]
+
+
+PRISMAVERSAL = """<mujoco model="prismaversal">
+  <worldbody>
+    <body name="b" pos="0 0 1">
+      <joint name="h" type="hinge" axis="0 1 0"/>
+      <joint name="s" type="slide" axis="1 0 0" range="-1 1"/>
+      <geom type="sphere" size="0.1" pos="0.2 0 0"/>
+    </body>
+  </worldbody>
+</mujoco>
+"""
+
+
+def test_split_joints_and_its_old_name_split_hinges_write_the_same_chain(tmp_path):
+    """A hinge then a slide in one body: refused naming --split-joints (exit 2); with it, or its
+    old name --split-hinges, the same scene: a revolute joint to a light link, a prismatic
+    joint to the body."""
+    model = tmp_path / "prismaversal.xml"
+    model.write_text(PRISMAVERSAL)
+    res = invoke("import-mjcf", model, "-o", tmp_path / "refused.yaml")
+    assert res.exit_code == 2 and res.stderr.rstrip().endswith("(a chain of joints through light links: --split-joints)"), res.output
+    written = []
+    for flag in ("--split-joints", "--split-hinges"):
+        out = tmp_path / f"{flag[2:]}.yaml"
+        res = invoke("import-mjcf", model, "-o", out, flag)
+        assert res.exit_code == 0, res.output
+        assert res.stdout.startswith(f"wrote {out}: 2 bodies, 2 joints, 0 contacts"), res.stdout
+        written.append(out.read_text())
+    assert written[0] == written[1]
+    mech = dojo.load_scene(str(tmp_path / "split-joints.yaml"))
+    assert [(j.name, str(j.type)) for j in mech.joints] == [("h", "revolute"), ("s", "prismatic")]

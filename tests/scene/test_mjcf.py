@@ -628,40 +628,31 @@ def _random_key(m, rng) -> tuple[np.ndarray, np.ndarray]:
     return qpos, rng.normal(size=m.nv)
 
 
-def _key_file(tmp_path: Path, qpos: np.ndarray, qvel: np.ndarray) -> Path:
-    text = HINGES.read_text().replace(
+def _key_file(tmp_path: Path, text: str, qpos: np.ndarray, qvel: np.ndarray, name: str) -> Path:
+    text = text.replace(
         "</mujoco>", f'  <keyframe><key name="r" qpos="{" ".join(repr(float(v)) for v in qpos)}" qvel="{" ".join(repr(float(v)) for v in qvel)}"/>'
         "</keyframe>\n</mujoco>")
-    return _write(tmp_path, text, "hinges_key.xml")
+    return _write(tmp_path, text, name)
 
 
-def test_hinges_through_one_anchor_are_universal_and_gimbal_joints_with_mujocos_kinematics(tmp_path):
-    """Two and three hinges through one anchor with orthogonal axes (the arm's are not along
-    the body axes, one has a ref) are one universal or gimbal joint whose angles are MuJoCo's
-    qpos - ref: for seeded random joint values and velocities, every body's centre of mass,
-    orientation and centre-of-mass velocity equal MuJoCo's (mj_kinematics; velocities by a
-    central difference along qvel). The ankles' hinges about two anchors are a revolute chain
-    (split_hinges)."""
-    result = read_mjcf(HINGES, MjcfOptions(split_hinges=True))
-    joints = {j["name"]: j for j in result.scene["joints"]}
-    assert joints["shoulder1_shoulder2"]["type"] == "universal"
-    assert joints["shoulder1_shoulder2"]["axis_names"] == ["shoulder1", "shoulder2"]
-    assert joints["hip_x_hip_z_hip_y"]["type"] == "gimbal"
-    assert joints["hip_x_hip_z_hip_y"]["spring"] == [1.0, 1.0, 20.0]
-    np.testing.assert_allclose(joints["shoulder1_shoulder2"]["spring_offset"], [-0.2, 0.3], rtol=0, atol=ROUNDOFF)
-    assert {"ankle_y", "ankle_x"} <= set(joints) and joints["ankle_x"]["type"] == "revolute"
-    assert result.scene["actuators"] == [{"name": "hip_z", "joint": "hip_x_hip_z_hip_y", "coordinate": 1, "gain": 40.0}]
-    m = mujoco.MjModel.from_xml_path(str(HINGES))
+def _assert_keyed_kinematics(tmp_path: Path, text: str, name: str, links: tuple[str, ...]) -> None:
+    """For POSE_DRAWS seeded random joint values and velocities (a keyframe of the model
+    ``text``, imported with split_joints), every MuJoCo body's centre of mass, orientation and
+    centre-of-mass velocity in the built scene's initial state equal MuJoCo's (mj_kinematics;
+    velocities by a central difference of its positions along qvel); ``links`` are the
+    import's link bodies, which MuJoCo does not have."""
+    m = mujoco.MjModel.from_xml_string(text)
     rng = np.random.default_rng(0)
     for draw in range(POSE_DRAWS):
         qpos, qvel = _random_key(m, rng)
-        path = _key_file(tmp_path, qpos, qvel)
+        path = _key_file(tmp_path, text, qpos, qvel, name)
         d = mujoco.MjData(m)
         d.qpos[:], d.qvel[:] = qpos, qvel
         mujoco.mj_kinematics(m, d)
-        keyed = read_mjcf(path, MjcfOptions(split_hinges=True, keyframe="r"))
+        keyed = read_mjcf(path, MjcfOptions(split_joints=True, keyframe="r"))
         mech = _build(keyed, path)
-        _assert_poses(mech, m, d, 1e-10, f"draw {draw}", links=("foot_ankle_y",))
+        assert {b.name for b in mech.bodies} - set(links) == {m.body(k).name for k in range(1, m.nbody)}, f"draw {draw}"
+        _assert_poses(mech, m, d, 1e-10, f"draw {draw}", links=links)
         eps = 1e-6
         positions = []
         for sign in (1.0, -1.0):
@@ -679,6 +670,206 @@ def test_hinges_through_one_anchor_are_universal_and_gimbal_joints_with_mujocos_
                 assert dv < VELOCITY_FD_TOL, f"draw {draw}: body {body.name}: velocity off MuJoCo's by {dv:.1e} m/s"
 
 
+def test_hinges_through_one_anchor_are_universal_and_gimbal_joints_with_mujocos_kinematics(tmp_path):
+    """Two and three hinges through one anchor with orthogonal axes (the arm's are not along
+    the body axes, one has a ref) are one universal or gimbal joint whose angles are MuJoCo's
+    qpos - ref: for seeded random joint values and velocities, every body's centre of mass,
+    orientation and centre-of-mass velocity equal MuJoCo's (mj_kinematics; velocities by a
+    central difference along qvel). The ankles' hinges about two anchors are a revolute chain
+    (split_hinges, split_joints' old name)."""
+    result = read_mjcf(HINGES, MjcfOptions(split_hinges=True))
+    joints = {j["name"]: j for j in result.scene["joints"]}
+    assert joints["shoulder1_shoulder2"]["type"] == "universal"
+    assert joints["shoulder1_shoulder2"]["axis_names"] == ["shoulder1", "shoulder2"]
+    assert joints["hip_x_hip_z_hip_y"]["type"] == "gimbal"
+    assert joints["hip_x_hip_z_hip_y"]["spring"] == [1.0, 1.0, 20.0]
+    np.testing.assert_allclose(joints["shoulder1_shoulder2"]["spring_offset"], [-0.2, 0.3], rtol=0, atol=ROUNDOFF)
+    assert {"ankle_y", "ankle_x"} <= set(joints) and joints["ankle_x"]["type"] == "revolute"
+    assert result.scene["actuators"] == [{"name": "hip_z", "joint": "hip_x_hip_z_hip_y", "coordinate": 1, "gain": 40.0}]
+    _assert_keyed_kinematics(tmp_path, HINGES.read_text(), "hinges_key.xml", links=("foot_ankle_y",))
+
+
+# Slides and hinges in one body, in orders and about axes no Dojo joint has: Brax's
+# prismaversal (a hinge then a slide) and more, Adroit's forearm and object (3 slides and 3
+# hinges, armature; the object's hinges unlimited), dm_control's jumping ball's camera (a
+# slide and a hinge about another axis, a turned body)
+SEQUENCES = """<mujoco model="sequences">
+  <option timestep="0.01"/>
+  <worldbody>
+    <body name="cart" pos="0.1 -0.2 1" euler="0 0 30">
+      <joint name="cart_x" type="slide" axis="1 0 0" ref="0.05" range="-1 1"/>
+      <joint name="cart_tilt" type="hinge" axis="0 1 0" pos="0.05 0 0.1" range="-60 60" damping="0.1"/>
+      <joint name="cart_lift" type="slide" axis="0 0 1" range="-0.5 0.5" stiffness="20" springref="0.1"/>
+      <joint name="cart_roll" type="hinge" axis="1 0 0" pos="0 0.03 -0.02" ref="10" armature="0.01"/>
+      <geom type="box" size="0.1 0.05 0.03" pos="0.02 0 0"/>
+      <body name="pole" pos="0 0 0.05">
+        <joint name="pole_hinge" type="hinge" axis="0 1 0"/>
+        <geom type="capsule" fromto="0 0 0 0 0 0.3" size="0.02"/>
+      </body>
+    </body>
+    <body name="forearm" pos="0 -0.7 0.2" euler="-90 0 180">
+      <inertial pos="0.001 -0.002 0.29" quat="0.982037 -0.0160006 0 -0.188007" mass="4" diaginertia="0.01 0.01 0.0075"/>
+      <joint name="ARTx" type="slide" axis="1 0 0" range="-0.25 0.25" damping="20" armature="0.001"/>
+      <joint name="ARTy" type="slide" axis="0 1 0" range="0 0.2" damping="20" armature="0.001"/>
+      <joint name="ARTz" type="slide" axis="0 0 1" range="-0.3 0.5" damping="20" armature="0.001"/>
+      <joint name="ARRx" type="hinge" axis="1 0 0" range="-43 43" damping="20" armature="0.001"/>
+      <joint name="ARRy" type="hinge" axis="0 1 0" range="-43 43" damping="20" armature="0.001"/>
+      <joint name="ARRz" type="hinge" axis="0 0 1" range="-43 43" damping="20" armature="0.001"/>
+      <geom type="capsule" size="0.05 0.033" pos="0 0 0.29"/>
+    </body>
+    <body name="object" pos="0.3 0 0.4">
+      <joint name="OBJTx" type="slide" axis="1 0 0"/>
+      <joint name="OBJTy" type="slide" axis="0 1 0"/>
+      <joint name="OBJTz" type="slide" axis="0 0 1"/>
+      <joint name="OBJRx" type="hinge" axis="1 0 0"/>
+      <joint name="OBJRy" type="hinge" axis="0 1 0"/>
+      <joint name="OBJRz" type="hinge" axis="0 0 1"/>
+      <geom type="sphere" size="0.035" pos="0.01 0 0"/>
+    </body>
+    <body name="probe" pos="-0.4 0.2 0.5">
+      <joint name="probe_z" type="slide" axis="0 0 1" range="-0.1 0.1"/>
+      <joint name="probe_x" type="hinge" axis="1 0 0" pos="0 0 0.05" range="-45 45"/>
+      <joint name="probe_y" type="hinge" axis="0 1 0" pos="0 0 0.05" range="-45 45"/>
+      <joint name="probe_w" type="hinge" axis="0 0 1" pos="0 0 0.05" range="-45 45"/>
+      <geom type="box" size="0.02 0.03 0.04"/>
+    </body>
+    <body name="camera" pos="0 0.15 0.9" zaxis="0 -0.99503719021 0.09950371902">
+      <inertial pos="0 0 0" mass="1" diaginertia="1 1 1"/>
+      <joint name="camera_height" type="slide" axis="0 1 0" range="-0.5 0.5"/>
+      <joint name="camera_tilt" type="hinge" axis="1 0 0" range="-20 20"/>
+    </body>
+  </worldbody>
+  <actuator>
+    <motor name="lift" joint="cart_lift" gear="3"/>
+    <motor name="wrist" joint="ARRy" gear="-2"/>
+    <motor name="height" joint="camera_height" gear="5"/>
+  </actuator>
+</mujoco>
+"""
+# The link bodies split_joints puts between the joints of SEQUENCES' bodies
+SEQUENCE_LINKS = ("cart_cart_x", "cart_cart_tilt", "cart_cart_lift", "forearm_ARTx_ARTy_ARTz", "forearm_ARRx",
+                  "forearm_ARRy", "object_OBJTx_OBJTy_OBJTz", "object_OBJRx", "object_OBJRy", "probe_probe_z",
+                  "camera_camera_height")
+
+
+def test_slides_and_hinges_no_joint_is_are_refused_naming_why(tmp_path):
+    """Without split_joints each body whose slides and hinges no Dojo joint is, is refused at
+    its line naming why (and the flag that maps it)."""
+    lines = _problems(_write(tmp_path, SEQUENCES))
+    chain = "(a chain of joints through light links: --split-joints)"
+    assert lines == [
+        f"model.xml:4: body 'cart': joints cart_x (slide), cart_tilt (hinge), cart_lift (slide), cart_roll (hinge): MuJoCo "
+        f"applies them in turn; no Dojo joint is that sequence: 2 slides and 2 hinges (a Dojo joint has slides, then at "
+        f"most one hinge) {chain}",
+        f"model.xml:15: body 'forearm': joints ARTx (slide), ARTy (slide), ARTz (slide), ARRx (hinge), ARRy (hinge), ARRz "
+        f"(hinge): MuJoCo applies them in turn; no Dojo joint is that sequence: 3 slides and 3 hinges (a Dojo joint has "
+        f"slides, then at most one hinge) {chain}",
+        f"model.xml:25: body 'object': joints OBJTx (slide), OBJTy (slide), OBJTz (slide), OBJRx (hinge), OBJRy (hinge), "
+        f"OBJRz (hinge): MuJoCo applies them in turn; no Dojo joint is that sequence: 3 slides and 3 hinges (a Dojo joint "
+        f"has slides, then at most one hinge) {chain}",
+        f"model.xml:34: body 'probe': joints probe_z (slide), probe_x (hinge), probe_y (hinge), probe_w (hinge): MuJoCo "
+        f"applies them in turn; no Dojo joint is that sequence: 1 slide and 3 hinges (a Dojo joint has slides, then at "
+        f"most one hinge) {chain}",
+        f"model.xml:41: body 'camera': joints camera_height (slide), camera_tilt (hinge): MuJoCo applies them in turn; no "
+        f"Dojo joint is that sequence: a slide and a hinge about another axis {chain}"], lines
+    path = _write(tmp_path, """<mujoco>
+  <worldbody>
+    <body name="b">
+      <joint name="h" type="hinge" axis="0 1 0"/>
+      <joint name="s" type="slide" axis="1 0 0"/>
+      <geom type="sphere" size="0.1"/>
+    </body>
+  </worldbody>
+</mujoco>
+""", "prismaversal.xml")
+    assert _problems(path) == [
+        "prismaversal.xml:3: body 'b': joints h (hinge), s (slide): MuJoCo applies them in turn; no Dojo joint is that "
+        "sequence: a slide after a hinge: the hinge turns the slide's axis, a Dojo joint translates in its parent's frame "
+        f"and then turns {chain}"]
+
+
+def test_a_chains_slide_armature_the_integrator_cannot_hold_is_refused_at_its_joint(tmp_path):
+    """Armature on slides that a chain puts on a link (a planar joint below a turning body,
+    in a model with contacts: no linear rotor, no rk4) is refused at each slide's own line,
+    or left out with drop_unsupported; the chain's units are a planar and a universal joint."""
+    path = _write(tmp_path, """<mujoco>
+  <worldbody>
+    <geom type="plane" size="2 2 0.1"/>
+    <body name="base" pos="0 0 1">
+      <joint name="yaw" type="hinge" axis="0 0 1"/>
+      <geom type="sphere" size="0.05"/>
+      <body name="slider" pos="0.2 0 0">
+        <joint name="sx" type="slide" axis="1 0 0" armature="0.1"/>
+        <joint name="sy" type="slide" axis="0 1 0" armature="0.1"/>
+        <joint name="h" type="hinge" axis="1 0 0"/>
+        <joint name="h2" type="hinge" axis="0 1 0"/>
+        <geom type="sphere" size="0.05"/>
+      </body>
+    </body>
+  </worldbody>
+</mujoco>
+""")
+    why = ("armature 0.1 of a slide joint: the variational integrator models rotor inertia on hinges and on the slides of "
+           "a body on the world that does not turn, the rk4 integrator (no contacts or limits) also on other slides that "
+           "do not turn (this model has 2 contacts) (import without it: --drop-unsupported)")
+    assert _problems(path, split_joints=True) == [f"model.xml:8: joint 'sx': {why}", f"model.xml:9: joint 'sy': {why}"]
+    result = read_mjcf(path, MjcfOptions(split_joints=True, drop_unsupported=True), path.name)
+    assert [(j["name"], j["type"], j.get("armature")) for j in result.scene["joints"]] == [
+        ("yaw", "revolute", None), ("sx_sy", "planar", None), ("h_h2", "universal", None)]
+
+
+def test_slides_and_hinges_in_one_body_are_a_chain_with_mujocos_coordinates_and_kinematics(tmp_path):
+    """With split_joints (and its old name split_hinges) a body's slides and hinges become a
+    chain through light links: a run of orthogonal slides along the parent's axes one
+    fixed_orientation joint, hinges through one anchor one gimbal (no armature, the middle
+    range readable), else one joint each; each link LINK_MASS_FRACTION of its body's mass,
+    the body's own on the last. Every MJCF joint's range, damping, armature, stiffness and
+    spring rest (MuJoCo's compiled arrays: the oracle) are on its coordinate, sign kept, and
+    its motor too; for seeded random keyframes every body's pose and velocity is MuJoCo's
+    (mj_kinematics)."""
+    from dojo_cli.scene.mjcf import LINK_MASS_FRACTION
+
+    path = _write(tmp_path, SEQUENCES)
+    result = read_mjcf(path, MjcfOptions(split_hinges=True), path.name)
+    assert read_mjcf(path, MjcfOptions(split_joints=True), path.name).scene == result.scene
+    joints = {j["name"]: j for j in result.scene["joints"]}
+    assert {n: (j["type"], j["parent"], j["child"]) for n, j in joints.items() if n.startswith(("cart", "OBJ", "probe"))} == {
+        "cart_x": ("prismatic", "origin", "cart_cart_x"), "cart_tilt": ("revolute", "cart_cart_x", "cart_cart_tilt"),
+        "cart_lift": ("prismatic", "cart_cart_tilt", "cart_cart_lift"), "cart_roll": ("revolute", "cart_cart_lift", "cart"),
+        "OBJTx_OBJTy_OBJTz": ("fixed_orientation", "origin", "object_OBJTx_OBJTy_OBJTz"),
+        "OBJRx": ("revolute", "object_OBJTx_OBJTy_OBJTz", "object_OBJRx"),
+        "OBJRy": ("revolute", "object_OBJRx", "object_OBJRy"), "OBJRz": ("revolute", "object_OBJRy", "object"),
+        "probe_z": ("prismatic", "origin", "probe_probe_z"),
+        "probe_x_probe_y_probe_w": ("gimbal", "probe_probe_z", "probe")}, joints
+    assert [joints[n]["type"] for n in ("ARTx_ARTy_ARTz", "ARRx", "ARRy", "ARRz", "camera_height", "camera_tilt")] == [
+        "fixed_orientation", "revolute", "revolute", "revolute", "prismatic", "revolute"]
+    m = mujoco.MjModel.from_xml_string(SEQUENCES)
+    bodies = {b["name"]: b for b in result.scene["bodies"]}
+    for link in SEQUENCE_LINKS:
+        owner = m.body(link.split("_")[0]).id
+        assert bodies[link]["mass"] == pytest.approx(LINK_MASS_FRACTION * m.body_mass[owner], rel=ROUNDOFF), link
+    for c in result.coordinates:
+        j, k = m.joint(c.joint).id, c.coordinate
+        joint = joints[c.dojo_joint]
+        lo, hi = sorted(c.sign * (m.jnt_range[j] - m.qpos0[m.jnt_qposadr[j]]))
+        limits = joint.get("limits", {"lower": [-math.inf] * 6, "upper": [math.inf] * 6})
+        assert (limits["lower"][k], limits["upper"][k]) == pytest.approx((lo, hi) if m.jnt_limited[j] else (-math.inf, math.inf),
+                                                                        abs=ROUNDOFF), c.joint
+        dof = m.jnt_dofadr[j]
+        rest = c.sign * (m.qpos_spring[m.jnt_qposadr[j]] - m.qpos0[m.jnt_qposadr[j]]) if m.jnt_stiffness[j] else 0.0
+        for field, value in (("damper", m.dof_damping[dof]), ("armature", m.dof_armature[dof]), ("spring", m.jnt_stiffness[j]),
+                             ("spring_offset", rest)):
+            assert joint.get(field, [0.0] * 6)[k] == pytest.approx(value, abs=ROUNDOFF), f"{c.joint}: {field}"
+    assert result.scene["actuators"] == [
+        {"name": "lift", "joint": "cart_lift", "coordinate": 0, "gain": 3.0},
+        {"name": "wrist", "joint": "ARRy", "coordinate": 0, "gain": -2.0},
+        {"name": "height", "joint": "camera_height", "coordinate": 0, "gain": 5.0}]
+    assert ("5 bodies are chains of joints through light links (--split-joints), each link 0.001 of its body's mass and "
+            "inertia, which MuJoCo does not have between a body's joints (the motion changes by about that fraction): cart "
+            "(3 links), forearm (3 links), object (3 links), probe (1 link), ...") in result.notes, result.notes
+    _assert_keyed_kinematics(tmp_path, SEQUENCES, "sequences_key.xml", links=SEQUENCE_LINKS)
+
+
 def test_hinges_that_no_joint_represents_are_refused_naming_why(tmp_path):
     """Without split_hinges the ankles (two anchors) are refused; hinges that are not
     orthogonal, and four hinges, too, each naming the cause; a gimbal's middle hinge without
@@ -688,7 +879,7 @@ def test_hinges_that_no_joint_represents_are_refused_naming_why(tmp_path):
         "hinges.xml:27: body 'foot': joints ankle_y (hinge), ankle_x (hinge): MuJoCo applies them in turn; no Dojo "
         "joint is that sequence: the hinges turn about different points (ankle_y at [0.0, 0.0, 0.08], ankle_x at "
         "[0.0, 0.0, 0.04] in the body frame): a universal or gimbal joint turns about one point (a chain of revolute "
-        "joints through light links: --split-hinges)"], lines
+        "joints through light links: --split-joints)"], lines
     path = _write(tmp_path, """<mujoco>
   <worldbody>
     <body name="a">
@@ -710,10 +901,10 @@ def test_hinges_that_no_joint_represents_are_refused_naming_why(tmp_path):
     assert lines == [
         "model.xml:3: body 'a': joints h1 (hinge), h2 (hinge): MuJoCo applies them in turn; no Dojo joint is that "
         "sequence: the axes of h1 and h2 are not orthogonal (cosine 0.7071): universal and gimbal joints turn about "
-        "mutually orthogonal axes (a chain of revolute joints through light links: --split-hinges)",
+        "mutually orthogonal axes (a chain of revolute joints through light links: --split-joints)",
         "model.xml:8: body 'b': joints k1 (hinge), k2 (hinge), k3 (hinge), k4 (hinge): MuJoCo applies them in turn; no "
         "Dojo joint is that sequence: 4 hinges (a universal joint has 2 axes, a gimbal 3) (a chain of revolute joints "
-        "through light links: --split-hinges)"], lines
+        "through light links: --split-joints)"], lines
     result = read_mjcf(path, MjcfOptions(split_hinges=True), path.name)
     assert [j["type"] for j in result.scene["joints"]] == ["revolute"] * 6
     neck = {j["name"]: j for j in read_mjcf(HINGES, MjcfOptions(split_hinges=True)).scene["joints"]}["neck_z_neck_y_neck_x"]
@@ -730,7 +921,7 @@ def test_armature_on_a_universal_or_gimbal_joint_is_refused_or_kept_on_a_chain(t
     lines = _problems(path, drop_unsupported=False, split_hinges=False)
     assert ("arm.xml:18: joint 'shoulder1': armature of shoulder1, shoulder2: the universal or gimbal joint shoulder1, "
             "shoulder2 carries no rotor inertia (keep it on a chain of revolute joints through light links: "
-            "--split-hinges) (import without it: --drop-unsupported)") in lines, lines
+            "--split-joints) (import without it: --drop-unsupported)") in lines, lines
     chained = read_mjcf(path, MjcfOptions(split_hinges=True))
     types = {j["name"]: j["type"] for j in chained.scene["joints"]}
     assert types["shoulder1"] == types["shoulder2"] == types["hip_x"] == types["neck_x"] == "revolute", types

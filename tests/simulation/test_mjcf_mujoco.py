@@ -307,3 +307,93 @@ def test_slide_armature_follows_mujoco_to_second_order(tmp_path):
     ratio = errors[0] / errors[1]
     assert SECOND_ORDER[0] < ratio < SECOND_ORDER[1], f"errors {errors[0]:.3e}, {errors[1]:.3e} m, ratio {ratio:.2f}"
     assert run(VARIATIONAL_STEPS[1], rotor=False) > 100 * errors[1], "the slide's rotor is really there"
+
+
+# An arm turned by a hinge, then sliding along its turned x axis, then twisting about another
+# anchor (brax's prismaversal, with more): no Dojo joint, a chain through two light links
+# with split_joints. {swing}, {reach}, {twist}: where the linked copy opens its bodies;
+# {rotor}: the slide's armature.
+ARM_SEQUENCE = """<mujoco model="arm">
+  <option timestep="0.01"/>
+  <worldbody>
+    <body name="{root}" pos="0 0 1" euler="0 0 20">
+      {swing}<joint name="swing" type="hinge" axis="0 1 0" pos="0 0 0.1" damping="0.05" armature="0.01"/>
+      {reach}<joint name="reach" type="slide" axis="1 0 0" stiffness="30" springref="0.2" damping="0.1" armature="{rotor}"/>
+      {twist}<joint name="twist" type="hinge" axis="1 0 0" pos="0.05 0 0" stiffness="2"/>
+      <geom type="box" size="0.15 0.04 0.02" pos="0.1 0.02 0"/>
+    {close}</body>
+  </worldbody>
+  <keyframe><key name="start" qpos="0.4 0.1 -0.3" qvel="1 -0.5 2"/></keyframe>
+</mujoco>
+"""
+# The links' 1e-3 of the arm's mass (LINK_MASS_FRACTION) move its centre of mass, 0.1-0.3 m
+# from the axes, by about 1e-3 m in 1 s of swinging (measured between MuJoCo's two models, the
+# largest over ARM_SAMPLES: 1.25e-3 m without the slide's rotor, 1.18e-3 m with it)
+LINK_COST = 2e-3  # m
+# Where the arm's centre of mass is compared (s): every sample, as the end alone can sit
+# where the error's components cancel (RK4: 4.2 at the end, 16.8 over these)
+ARM_SAMPLES = (0.2, 0.4, 0.6, 0.8, 1.0)
+
+
+def _arm_samples(path: Path) -> np.ndarray:
+    """(len(ARM_SAMPLES), 3) MuJoCo's RK4 at REFERENCE_STEP from the key: the arm's centre of mass."""
+    m = mujoco.MjModel.from_xml_path(str(path))
+    m.opt.integrator = mujoco.mjtIntegrator.mjINT_RK4
+    m.opt.timestep = REFERENCE_STEP
+    d = mujoco.MjData(m)
+    mujoco.mj_resetDataKeyframe(m, d, 0)
+    arm = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_BODY, "arm")
+    out, t = [], 0
+    for sample in ARM_SAMPLES:
+        while t < int(round(sample / REFERENCE_STEP)):
+            mujoco.mj_step(m, d)
+            t += 1
+        out.append(d.xipos[arm].copy())
+    return np.array(out)
+
+
+@pytest.mark.parametrize("integrator, rotor, order", [("variational", 0.0, SECOND_ORDER), ("rk4", 0.05, FOURTH_ORDER)])
+def test_a_joint_chain_follows_mujoco_to_its_integrators_order(tmp_path, integrator, rotor, order):
+    """A hinge, a slide along the turned body and a hinge about another anchor in one body
+    (springs, dampers, the hinge's armature), from a keyframe, as the chain split_joints
+    makes: against MuJoCo's RK4 on the same chain written as nested bodies with the links'
+    masses (the model we simulate), the variational integrator is second order; with armature
+    on the slide, on a link, which only the rk4 integrator holds (the importer chooses it: no
+    contacts or limits), fourth order. The links themselves move the arm by LINK_COST at most
+    from MuJoCo's one body (measured between MuJoCo's two models: what the links cost)."""
+    path = tmp_path / "arm.xml"
+    path.write_text(ARM_SEQUENCE.format(root="arm", swing="", reach="", twist="", close="", rotor=rotor))
+    result = read_mjcf(path, MjcfOptions(split_joints=True, keyframe="start"))
+    assert [(j["name"], j["type"], j["child"]) for j in result.scene["joints"]] == [
+        ("swing", "revolute", "arm_swing"), ("reach", "prismatic", "arm_reach"), ("twist", "revolute", "arm")]
+    assert result.scene.get("integrator", "variational") == integrator
+    bodies = {b["name"]: b for b in result.scene["bodies"]}
+
+    def inertial(link: str, anchor: str) -> str:
+        b = bodies[link]
+        i = " ".join(repr(v) for v in b["inertia"])
+        return f'<inertial pos="{anchor}" mass="{b["mass"]!r}" diaginertia="{i}"/>\n      '
+
+    linked = tmp_path / "arm_linked.xml"
+    linked.write_text(ARM_SEQUENCE.format(
+        root="arm_swing", swing=inertial("arm_swing", "0 0 0.1"), rotor=rotor,
+        reach='<body name="arm_reach">' + inertial("arm_reach", "0 0 0"), twist='<body name="arm">', close="</body></body>"))
+    reference = _arm_samples(linked)
+    cost = float(np.abs(reference - _arm_samples(path)).max())
+    assert cost < LINK_COST, f"the links move the arm by {cost:.2e} m"
+
+    def run(h: float) -> float:
+        scene = copy.deepcopy(result.scene)
+        scene["timestep"] = h
+        mech = build_mechanism(spec_from_dict(scene, file=str(path)))
+        opts = dojo.SolverOptions(rtol=SOLVER_TOL, btol=SOLVER_TOL) if integrator == "variational" else None
+        traj = dojo.simulate(mech, steps=int(round(DURATION / h)), opts=opts)
+        if integrator == "variational":
+            assert set(traj.status) == {"success"}
+        arm = [b.name for b in mech.bodies].index("arm")
+        ours = np.array([traj.x[int(round(t / h))][arm] for t in ARM_SAMPLES])
+        return float(np.abs(ours - reference).max())
+
+    errors = [run(h) for h in VARIATIONAL_STEPS]
+    ratio = errors[0] / errors[1]
+    assert order[0] < ratio < order[1], f"errors {errors[0]:.3e}, {errors[1]:.3e} m, ratio {ratio:.2f}"

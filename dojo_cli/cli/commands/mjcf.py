@@ -25,7 +25,7 @@ def import_mjcf(
     drop_unsupported: Annotated[bool, typer.Option("--drop-unsupported", help="Import without what cannot be mapped (tendons, fluid forces, ...): one warning per kind; else refused.")] = False,
     contacts: Annotated[ContactMode, typer.Option("--contacts", help="file: the geom pairs MuJoCo's contype/conaffinity filter lets collide; none.")] = ContactMode.file,
     merge_fixed: Annotated[bool, typer.Option("--merge-fixed", help="Merge bodies without joints into their parents (parallel-axis rule).")] = False,
-    split_hinges: Annotated[bool, typer.Option("--split-hinges", help="A body turned by 2-3 hinges that no universal or gimbal joint represents (different anchors, axes not orthogonal, armature): a chain of revolute joints through light link bodies (else refused).")] = False,
+    split_joints: Annotated[bool, typer.Option("--split-joints", "--split-hinges", help="A body whose joints no Dojo joint is (hinges about different anchors, axes not orthogonal or with armature; slides and hinges in another order): a chain of Dojo joints through light link bodies (else refused). --split-hinges is its old name.")] = False,
     no_meshes: Annotated[bool, typer.Option("--no-meshes", help="Leave mesh geoms out of the drawing.")] = False,
     name: Annotated[Optional[str], typer.Option("--name", help="Scene name (default: the model's).")] = None,
     timestep: Annotated[Optional[float], typer.Option("--timestep", help="Timestep of the scene (s); default: the model's <option timestep>.")] = None,
@@ -34,10 +34,10 @@ def import_mjcf(
     """Import a MuJoCo MJCF model as an editable scene: bodies, joints, contacts, actuators, keyframes."""
     check_import_target(output, force, timestep)
     options = MjcfOptions(keyframe=keyframe, drop_unsupported=drop_unsupported, contacts=contacts.value,
-                          merge_fixed=merge_fixed, meshes=not no_meshes, split_hinges=split_hinges)
+                          merge_fixed=merge_fixed, meshes=not no_meshes, split_joints=split_joints)
     result = read_mjcf(model, options, str(model))
     flags = " ".join(f for f, on in ((f"--keyframe {keyframe}", keyframe is not None), ("--drop-unsupported", drop_unsupported),
-                                      ("--merge-fixed", merge_fixed), ("--split-hinges", split_hinges),
+                                      ("--merge-fixed", merge_fixed), ("--split-joints", split_joints),
                                       ("--no-meshes", no_meshes)) if on)
     header = (
         f"imported from {model} by dojo import-mjcf {flags} --contacts {contacts.value}\n"

@@ -33,10 +33,12 @@ the file's placement (``qpos0``; a joint's ``ref`` is its value there):
 | free | floating |
 | 2 or 3 hinges through one anchor, axes mutually orthogonal | universal / gimbal (the hinges' angles) |
 
-Other combinations (hinges about different anchors or axes that are not orthogonal, a hinge
-before a slide) are sequences of rotations no Dojo joint has; they are refused with the
-body's line, or, hinges alone, with ``split_hinges`` a chain of revolute joints through light
-links (as are hinges with armature, which universal and gimbal joints do not carry).
+Other combinations (hinges about different anchors or axes that are not orthogonal, hinges
+with armature, a slide after a hinge, slides and several hinges, a slide and a hinge about
+another axis) are sequences no Dojo joint has; they are refused with the body's line, or,
+with ``split_joints`` (``split_hinges``, its old name), a chain of Dojo joints through light
+links, one per MJCF joint or per run of them one Dojo joint is (orthogonal slides;
+orthogonal hinges through one point without armature), MuJoCo's coordinates kept.
 
 ``<option><flag>``: what it turns off (contact, constraint, limit, equality, frictionloss,
 spring, damper, gravity, clampctrl, filterparent, actuation) is left out as MuJoCo leaves it out.

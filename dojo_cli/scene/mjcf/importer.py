@@ -64,7 +64,7 @@ def read_mjcf(path: str | Path, options: MjcfOptions | None = None, shown: str |
         "bodies": bodies,
         "joints": joints,
     }
-    _armature_integrator(reader, scene, joints, contacts)
+    _armature_integrator(reader, scene, joints, contacts, coordinates)
     if contacts:
         scene["contacts"] = contacts
     if actuators:

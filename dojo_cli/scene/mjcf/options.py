@@ -31,10 +31,14 @@ class MjcfOptions:
         contacts: "file" (MuJoCo's collision filter on the file's geoms) or "none".
         merge_fixed: merge bodies without joints into their parents (massless ones always).
         meshes: keep mesh geoms as drawn meshes.
-        split_hinges: a body turned by 2 or 3 hinges that no universal or gimbal joint
-            represents exactly (about different anchors, axes not orthogonal, or with armature,
-            which those joints do not carry) becomes a chain of revolute joints through light
-            link bodies (LINK_MASS_FRACTION of the body's mass each); else refused.
+        split_joints: a body whose joints no Dojo joint is (hinges about different anchors
+            or axes not orthogonal, hinges with armature, which universal and gimbal joints
+            do not carry, slides and hinges in another order or about other axes than a Dojo
+            joint's) becomes a chain of Dojo joints through light link bodies
+            (LINK_MASS_FRACTION of the body's mass each), one per MJCF joint or per run of
+            them a Dojo joint is exactly; else refused.
+        split_hinges: the old name of split_joints (from when only hinges were split), still
+            read: either turns it on, and both read the same after construction.
     """
 
     keyframe: str | None = None
@@ -42,7 +46,11 @@ class MjcfOptions:
     contacts: str = "file"
     merge_fixed: bool = False
     meshes: bool = True
+    split_joints: bool = False
     split_hinges: bool = False
+
+    def __post_init__(self) -> None:
+        self.split_joints = self.split_hinges = bool(self.split_joints or self.split_hinges)
 
 
 @dataclass

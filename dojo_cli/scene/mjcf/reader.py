@@ -72,7 +72,7 @@ class _Reader(_BodyTreeReader, _DefaultsReader, _ValueReader):
         self.excludes: list[tuple[str, str]] = []
         self.actuators: list[tuple[Any, str, str]] = []
         self.keys: list[tuple[Any, str]] = []
-        self.links: list[dict] = []  # split_hinges' link bodies (scene data)
+        self.links: list[dict] = []  # split_joints' link bodies (scene data)
         self.inert_tendons: list[str] = []  # tendons that exert no force (left out, a note)
         self.constrained_tendons: set[str] = set()  # tendons an <equality><tendon> holds
         self.notes: list[str] = []  # what the import did that the user should know, one line each
