@@ -19,6 +19,7 @@ from dojo_cli.scene.mjcf.elements import _Body, _Geom
 from dojo_cli.scene.mjcf.options import MjcfImport, MjcfOptions
 from dojo_cli.scene.mjcf.reader import _Reader
 from dojo_cli.scene.mjcf.rotations import _quaternion_from_matrix
+from dojo_cli.solver.status import SolverStatus
 
 
 # Contacts of shape pairs join a step's solve only within this of touching (m), as
@@ -54,8 +55,10 @@ def _place_initial_overlaps(reader: _Reader, scene: dict, result: MjcfImport) ->
     solve at t = 0 fails. A pair whose shapes hold a point inside both that the joints
     between their bodies keep fixed (_held_point) overlaps whatever they do: left out, with
     one warning. Other overlaps (two bodies inside each other, a body fixed to the world)
-    start as they are, with one warning naming them: the first step pushes them apart as
-    MuJoCo's contacts do, or the solve at t = 0 refuses the scene."""
+    start as they are: when the first step from the start converges (_first_step), with one
+    warning naming them (the first step pushes them apart as MuJoCo's contacts do); when it
+    does not, the import refuses them (a problem naming them), or with drop_unsupported
+    leaves them out with one warning."""
     from dojo_cli.model.collisions import GROUND, UnsupportedPair, body_pair_contacts, half_space_contacts
 
     contacts, bodies, joints = scene["contacts"], scene["bodies"], scene["joints"]
@@ -75,6 +78,7 @@ def _place_initial_overlaps(reader: _Reader, scene: dict, result: MjcfImport) ->
     lifts: dict[str, dict] = {}
     held: list[tuple[dict, str]] = []  # pairs no motion separates (_held_point), with what the warning says
     overlaps: list[tuple[dict, str]] = []  # (contact, what the warning says) more than PENETRATION_TOL inside
+    gaps: dict[int, float] = {}  # id(contact): its shapes' distance (m) at the start, before any lift
     in_band: list[str] = []  # contacts that start inside their margin's band (_pair_margin)
     # the contacts not lifting their tree: (contact, depth (m), its normal's z, the free root that
     # a floor lifts it with, or None)
@@ -106,6 +110,7 @@ def _place_initial_overlaps(reader: _Reader, scene: dict, result: MjcfImport) ->
             other_pose = world if k.other < 0 or names[k.other] is None else poses[names[k.other]]
             distance = contact_distance(k, poses[own], other_pose)
             depth = max(depth, -distance)
+            gaps[id(c)] = min(gaps.get(id(c), math.inf), distance)
         if names[1] is not None and depth > _GEOMETRY_TOL:
             fixed = _held_point(mech, z, index[names[0]], c["shape"], index[names[1]], other)
             if fixed is not None:
@@ -179,14 +184,60 @@ def _place_initial_overlaps(reader: _Reader, scene: dict, result: MjcfImport) ->
             f"lifted {joint['child']!r} (free joint {root!r}) by {lift['height'] * 100:.3g} cm: "
             f"{len(names)} contact{'s' if len(names) > 1 else ''} ({listed(names, 4)}) "
             "started inside the floor, which MuJoCo's soft contacts allow and hard contacts do not; it drops that far")
-    if overlaps:
-        # MuJoCo pushes such overlaps apart over its first steps; the first step does it here
-        # (HumanoidStandup's hands 1.35 cm in its hips: every step converges). One that gives
-        # no first step is refused when the scene is built, by the solve at t = 0.
+    if not overlaps:
+        return
+    # MuJoCo pushes such overlaps apart over its first steps; a hard contact must be out after
+    # the first step (HumanoidStandup's hands 1.35 cm in its hips are, and every step
+    # converges). Whether it can be is the first step's to say, tried here, so that a scene
+    # with no first step is told at import, not run through failed steps (dm_control's Jaco,
+    # robot_arm.xml, folded through itself at qpos0 with 11 pairs 1.5-6 cm deep: all 500 of
+    # its steps failed). The step's solve starts with the contacts within their margin (core
+    # maximal/margins.h; the others join only if its solution reaches them): it is tried with
+    # those, and with every contact a lift may have brought nearer or whose distance is
+    # unknown, so a large model's far contacts are not compiled for it (HumanoidStandup's
+    # import: 16 ms more, not 150)
+    lift = max((v["height"] for v in lifts.values()), default=0.0)
+    near = [c for c in contacts if gaps.get(id(c), -math.inf) <= c["margin"] + lift]
+    status = _first_step(reader, {**scene, "contacts": near})
+    listing = listed([what for _, what in overlaps], 6)
+    if status is SolverStatus.SUCCESS:
         reader.warn(reader.file, None, "contacts",
                     f"{len(overlaps)} contact{'s' if len(overlaps) > 1 else ''} start inside another body by more than "
                     f"{PENETRATION_TOL * 1000:g} mm at the initial pose (MuJoCo's soft contacts push them apart; "
-                    "the first step does here): " + listed([what for _, what in overlaps], 6))
+                    "the first step does here): " + listing)
+        return
+    why = (f"{len(overlaps)} contact{'s' if len(overlaps) > 1 else ''} start inside another body by more than "
+           f"{PENETRATION_TOL * 1000:g} mm at the initial pose, and the first step from it fails ({status.value}: {status.message}; "
+           "MuJoCo's soft contacts push them apart over many steps, a hard contact must be out after one): " + listing)
+    if not reader.options.drop_unsupported:
+        reader.problem(reader.file, None, "contacts", why + "; start from a keyframe where they are apart (--keyframe), "
+                       "or import without them (--drop-unsupported)")
+        return
+    # MoveIt Setup Assistant's rule for a robot's links in collision at its default pose
+    # (import-urdf --self-collision): such pairs are left out
+    gone = {id(c) for c, _ in overlaps}
+    contacts[:] = [c for c in contacts if id(c) not in gone]
+    if not contacts:
+        del scene["contacts"]
+    reader.warn(reader.file, None, "contacts", f"left out (--drop-unsupported): {why}")
+
+
+def _first_step(reader: _Reader, scene: dict) -> SolverStatus:
+    """The status of the scene's first step as imported: from its start state (the builder's
+    initial state, its velocities at t = 0 taken as the step's), limp (no actuators), with
+    the core's default solver options; the run's first step is this one up to the midpoint
+    velocities (simulation.initial) and its inputs."""
+    from dojo_cli import _core
+    from dojo_cli.scene.builder import build_mechanism
+    from dojo_cli.scene.loader import spec_from_dict
+    from dojo_cli.solver.status import STATUS_FROM_CODE
+
+    limp = {k: v for k, v in scene.items() if k not in ("actuators", "controller")}
+    mech = build_mechanism(spec_from_dict(limp, file=reader.file))
+    z = mech.initial if mech.initial is not None else mech.initial_t0
+    code = _core.step(mech.core, mech.core_data, np.ascontiguousarray(z, dtype=float).reshape(-1), None, None, None, None,
+                      _core.SolverOptions())
+    return STATUS_FROM_CODE[code]
 
 
 def _start_state(reader: _Reader, scene: dict) -> tuple[Any, np.ndarray]:
