@@ -1132,6 +1132,168 @@ def test_a_keyframe_inside_its_margin_starts_on_its_contact_surface(tmp_path):
     assert start == pytest.approx([1.0, 0.1, -0.25], abs=1e-12)
 
 
+# ---------------------------------------------------------------- pairs the joints hold inside each other
+
+# dm_control's model_with_ball_joints.xml, named: a post welded to the world (no joint) and two
+# capsules on ball joints; the arm's capsule and the post's meet at the shoulder, each holding
+# the shoulder's anchor 1 cm inside (their radius), so no motion separates them. MuJoCo keeps
+# the pair (filterparent spares the world's weld) and its soft contact presses through the
+# anchor for ever, moving nothing (its run with the pair excluded is the same to 1e-14 m)
+HELD_AT_A_BALL_JOINT = """<mujoco model="held">
+  <option timestep="0.002"/>
+  <default>
+    <geom type="capsule" size="0.01"/>
+    <joint type="ball" damping="0.005"/>
+  </default>
+  <worldbody>
+    <body name="post">
+      <geom name="post" fromto="0 0 0 0 0 0.1"/>
+      <body name="arm" pos="0 0 0.1">
+        <joint name="shoulder"/>
+        <geom name="arm" fromto="0 0 0 0 0.1 0.1"/>
+        <body name="forearm" pos="0 0.1 0.1">
+          <joint name="elbow"/>
+          <geom name="forearm" fromto="0 0 0 0 0.1 0"/>
+        </body>
+      </body>
+    </body>
+  </worldbody>
+</mujoco>"""
+HELD_SWING = 0.3  # s: the two capsules swing down 0.27 m
+# MuJoCo's Euler step is first order: the oracle is its run at 1/HELD_ORACLE_SUBSTEPS of the
+# step (at its own step it differs from ours by 2 mm after 0.3 s, at 1/10 by 0.21 mm, at
+# 1/40 by 0.065 mm: its own error shrinking); ours is second order at the file's step
+HELD_ORACLE_SUBSTEPS = 40
+HELD_SWING_TOL = 2e-4  # m
+
+
+def test_a_pair_its_joints_hold_inside_each_other_is_left_out_and_swings_as_mujocos(tmp_path):
+    """Capsules that meet at a ball joint both hold its anchor inside: no motion separates
+    them, and a hard contact between them gives no step (every step of dm_control's
+    model_with_ball_joints.xml failed). The pair is left out, named in one warning with its
+    file and line; the pair that can separate (post-forearm) stays. Every step converges and
+    the capsules swing as MuJoCo's do (its contact presses through the anchor, no torque)."""
+    path = _write(tmp_path, HELD_AT_A_BALL_JOINT, "held.xml")
+    result = read_mjcf(path, MjcfOptions())
+    (held,) = [w for w in result.warnings if "no motion separates them" in w]
+    assert "post-arm 1 cm deep at joint 'shoulder' (held.xml:9)" in held, held
+    assert sorted(c["name"] for c in result.scene["contacts"]) == ["post-forearm"]
+    assert not [w for w in result.warnings if "start inside another body" in w], result.warnings
+    mech = _build(result, path)
+    steps = int(round(HELD_SWING / mech.timestep))
+    traj = dojo.simulate(mech, steps=steps)
+    failed = [k for k, s in enumerate(traj.status) if s != "success"]
+    assert not failed, f"{len(failed)} failed steps, the first {failed[0]}"
+    m = mujoco.MjModel.from_xml_path(str(path))
+    d = mujoco.MjData(m)
+    m.opt.timestep /= HELD_ORACLE_SUBSTEPS
+    names = [b.name for b in mech.bodies]
+    worst = 0.0
+    for k in range(steps):
+        for _ in range(HELD_ORACLE_SUBSTEPS):
+            mujoco.mj_step(m, d)
+        for name in ("arm", "forearm"):
+            theirs = d.xipos[mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_BODY, name)]
+            worst = max(worst, float(np.abs(traj.x[k + 1][names.index(name)] - theirs).max()))
+    assert d.ncon == 1 and d.contact[0].dist < -0.019, "MuJoCo keeps the pair 2 cm inside"
+    assert worst < HELD_SWING_TOL, f"{worst:.2e} m from MuJoCo's bodies"
+
+
+# A lever on a hinge at the world's origin, resting on a stop (a world sphere) under it; it
+# starts 1 cm inside the stop, away from the hinge's axis: a turn of the hinge separates them
+LEVER_INTO_STOP = """<mujoco model="lever">
+  <option timestep="0.002"/>
+  <worldbody>
+    <geom name="stop" type="sphere" pos="0.2 0 -0.04" size="0.04"/>
+    <body name="lever">
+      <joint name="pivot" type="hinge" axis="0 1 0" damping="0.5"/>
+      <geom name="lever" type="capsule" fromto="0 0 0 0.3 0 0" size="0.01"/>
+    </body>
+  </worldbody>
+</mujoco>"""
+LEVER_REST = 0.5  # s: pushed out, it falls back onto the stop and rests there
+
+
+def test_a_pair_a_step_can_separate_stays_and_is_pushed_apart(tmp_path):
+    """The lever starts 1 cm inside its stop, but its hinge's axis runs outside the stop: the
+    pair stays (named in the overlap warning), the first step pushes them apart (a hard
+    contact separates them in one step, so the lever is thrown up 2.3 cm where MuJoCo's soft
+    contact eases it out over its solref's 20 ms), every step converges, and the lever rests
+    on the stop where MuJoCo's does, to its soft contact's sag."""
+    path = _write(tmp_path, LEVER_INTO_STOP, "lever.xml")
+    result = read_mjcf(path, MjcfOptions())
+    (overlaps,) = [w for w in result.warnings if "start inside another body" in w]
+    assert "lever-stop 1 cm inside body 'world'" in overlaps, overlaps
+    assert not [w for w in result.warnings if "no motion separates them" in w], result.warnings
+    mech = _build(result, path)
+    traj = dojo.simulate(mech, steps=int(round(LEVER_REST / mech.timestep)))
+    failed = [k for k, s in enumerate(traj.status) if s != "success"]
+    assert not failed, f"{len(failed)} failed steps, the first {failed[0]}"
+    assert traj.contact_distance[0].min() > -RAIL_REST_TOL, f"after the first step still {-traj.contact_distance[0].min():.2e} m inside"
+    m = mujoco.MjModel.from_xml_path(str(path))
+    d = mujoco.MjData(m)
+    for _ in range(int(round(LEVER_REST / m.opt.timestep))):
+        mujoco.mj_step(m, d)
+    ours, theirs = traj.x[-1][0], d.xipos[1]
+    assert np.abs(ours - theirs).max() < MUJOCO_SAG_TOL, f"ours at {ours}, MuJoCo's at {theirs}"
+
+
+# The lever of LEVER_INTO_STOP pinched between two stops, 1 cm inside each: every turn of its
+# hinge presses it further into one of them, so a hard contact's first step finds no pose
+# (MuJoCo's soft contacts hold it pinched where it is)
+LEVER_PINCHED = """<mujoco model="pinched">
+  <option timestep="0.002"/>
+  <worldbody>
+    <geom name="upper" type="sphere" pos="0.2 0 0.025" size="0.025"/>
+    <geom name="lower" type="sphere" pos="0.2 0 -0.025" size="0.025"/>
+    <body name="lever">
+      <joint name="pivot" type="hinge" axis="0 1 0" damping="0.5"/>
+      <geom name="lever" type="capsule" fromto="0 0 0 0.3 0 0" size="0.01"/>
+    </body>
+  </worldbody>
+</mujoco>"""
+PINCHED_SWING = 0.3  # s: without the pairs the lever sinks on its damped hinge (its centre 1.3 cm)
+# the lever alone is a damped pendulum: MuJoCo's first-order step at 1/HELD_ORACLE_SUBSTEPS of
+# ours is the oracle, as for the ball joints above (measured 9e-6 m apart)
+PINCHED_SWING_TOL = 5e-5  # m
+
+
+def test_overlaps_the_first_step_cannot_take_out_are_refused_or_left_out(tmp_path):
+    """A scene whose first step does not converge from its initial overlaps is told at import,
+    not run through failed steps (every step of dm_control's Jaco, robot_arm.xml, folded
+    through itself at qpos0, failed): the import refuses it naming the pairs, their depths and
+    lines; with --drop-unsupported it leaves them out (MoveIt's rule for a robot's links in
+    collision at its default pose) with one warning, every step converges, and the lever
+    swings as MuJoCo's does without the stops."""
+    path = _write(tmp_path, LEVER_PINCHED, "pinched.xml")
+    (problem,) = _problems(path)
+    assert "pinched.xml: contacts: 2 contacts start inside another body by more than 5 mm" in problem, problem
+    assert "the first step from it fails" in problem and "lever-upper 1 cm inside body 'world' (pinched.xml:8)" in problem
+    assert "(--keyframe)" in problem and "(--drop-unsupported)" in problem
+    result = read_mjcf(path, MjcfOptions(drop_unsupported=True))
+    (left_out,) = [w for w in result.warnings if "left out (--drop-unsupported): 2 contacts start inside" in w]
+    assert "lever-lower 1 cm inside body 'world' (pinched.xml:8)" in left_out, left_out
+    assert "contacts" not in result.scene
+    mech = _build(result, path)
+    steps = int(round(PINCHED_SWING / mech.timestep))
+    traj = dojo.simulate(mech, steps=steps)
+    failed = [k for k, s in enumerate(traj.status) if s != "success"]
+    assert not failed, f"{len(failed)} failed steps, the first {failed[0]}"
+    spec = mujoco.MjSpec.from_file(str(path))
+    for g in spec.geoms:
+        if g.name in ("upper", "lower"):
+            g.contype = g.conaffinity = 0
+    m = spec.compile()
+    d = mujoco.MjData(m)
+    m.opt.timestep /= HELD_ORACLE_SUBSTEPS
+    worst = 0.0
+    for k in range(steps):
+        for _ in range(HELD_ORACLE_SUBSTEPS):
+            mujoco.mj_step(m, d)
+        worst = max(worst, float(np.abs(traj.x[k + 1][0] - d.xipos[1]).max()))
+    assert worst < PINCHED_SWING_TOL, f"{worst:.2e} m from MuJoCo's lever"
+
+
 def test_option_flags_turn_off_what_mujoco_turns_off(tmp_path):
     """<option><flag>: contact, limit, equality, spring, damper, frictionloss, gravity and
     clampctrl disabled act as in MuJoCo (its compile of the same file sets those bits);

@@ -19,6 +19,7 @@ from dojo_cli.scene.mjcf.elements import _Body, _Geom
 from dojo_cli.scene.mjcf.options import MjcfImport, MjcfOptions
 from dojo_cli.scene.mjcf.reader import _Reader
 from dojo_cli.scene.mjcf.rotations import _quaternion_from_matrix
+from dojo_cli.solver.status import SolverStatus
 
 
 # Contacts of shape pairs join a step's solve only within this of touching (m), as
@@ -51,13 +52,19 @@ def _place_initial_overlaps(reader: _Reader, scene: dict, result: MjcfImport) ->
     whose normal has an upward component) that hangs from a free joint is placed: its
     tree's free root is lifted by the largest depth (over the normal's z) and a note says
     by how much and why; it then drops that far. Started inside the floor instead, the
-    solve at t = 0 fails. Other overlaps (two bodies inside each other, a body fixed to
-    the world) start as they are, with one warning naming them: the first step pushes them
-    apart as MuJoCo's contacts do, or the solve at t = 0 refuses the scene."""
+    solve at t = 0 fails. A pair whose shapes hold a point inside both that the joints
+    between their bodies keep fixed (_held_point) overlaps whatever they do: left out, with
+    one warning. Other overlaps (two bodies inside each other, a body fixed to the world)
+    start as they are: when the first step from the start converges (_first_step), with one
+    warning naming them (the first step pushes them apart as MuJoCo's contacts do); when it
+    does not, the import refuses them (a problem naming them), or with drop_unsupported
+    leaves them out with one warning."""
     from dojo_cli.model.collisions import GROUND, UnsupportedPair, body_pair_contacts, half_space_contacts
 
     contacts, bodies, joints = scene["contacts"], scene["bodies"], scene["joints"]
-    poses = _start_poses(reader, scene)
+    mech, z = _start_state(reader, scene)
+    poses = {b.name: (z[i, :3].copy(), z[i, 6:10].copy()) for i, b in enumerate(mech.bodies)}
+    index = {b.name: i for i, b in enumerate(mech.bodies)}
 
     # each body's tree root, where it is a free joint to the world (the joint lifted)
     parent_joint = {j["child"]: j for j in joints}
@@ -69,7 +76,9 @@ def _place_initial_overlaps(reader: _Reader, scene: dict, result: MjcfImport) ->
         if j is not None and j["type"] == "floating":
             roots[b["name"]] = j["name"]
     lifts: dict[str, dict] = {}
-    overlaps: list[str] = []
+    held: list[tuple[dict, str]] = []  # pairs no motion separates (_held_point), with what the warning says
+    overlaps: list[tuple[dict, str]] = []  # (contact, what the warning says) more than PENETRATION_TOL inside
+    gaps: dict[int, float] = {}  # id(contact): its shapes' distance (m) at the start, before any lift
     in_band: list[str] = []  # contacts that start inside their margin's band (_pair_margin)
     # the contacts not lifting their tree: (contact, depth (m), its normal's z, the free root that
     # a floor lifts it with, or None)
@@ -101,6 +110,15 @@ def _place_initial_overlaps(reader: _Reader, scene: dict, result: MjcfImport) ->
             other_pose = world if k.other < 0 or names[k.other] is None else poses[names[k.other]]
             distance = contact_distance(k, poses[own], other_pose)
             depth = max(depth, -distance)
+            gaps[id(c)] = min(gaps.get(id(c), math.inf), distance)
+        if names[1] is not None and depth > _GEOMETRY_TOL:
+            fixed = _held_point(mech, z, index[names[0]], c["shape"], index[names[1]], other)
+            if fixed is not None:
+                moving = [j.name for j in _joints_between(mech, index[names[0]], index[names[1]]) if j.type != "fixed"]
+                file, line = reader.contact_lines.get(c["name"], (reader.file, None))
+                held.append((c, f"{c['name']} {fixed[1] * 100:.3g} cm deep at "
+                                f"joint{'s' if len(moving) > 1 else ''} {', '.join(map(repr, moving))} ({Path(file).name}:{line})"))
+                continue
         up = 0.0
         if not (isinstance(against, dict) and "body" in against):
             up = 1.0 if against == "ground" else float(np.asarray(against["normal"], float)[2] / np.linalg.norm(against["normal"]))
@@ -128,7 +146,23 @@ def _place_initial_overlaps(reader: _Reader, scene: dict, result: MjcfImport) ->
             continue
         what = "the floor" if up > 0.0 or not (isinstance(against, dict) and "body" in against) else f"body {against['body']!r}"
         file, line = reader.contact_lines.get(c["name"], (reader.file, None))
-        overlaps.append(f"{c['name']} {depth * 100:.3g} cm inside {what} ({Path(file).name}:{line})")
+        overlaps.append((c, f"{c['name']} {depth * 100:.3g} cm inside {what} ({Path(file).name}:{line})"))
+    if held:
+        # MuJoCo keeps such a pair (filterparent spares a parent in the world's weld) and its soft
+        # contact pushes against the joint for ever: through the held point itself where the
+        # shapes meet end to end (dm_control's model_with_ball_joints.xml, whose run with the pair
+        # excluded is the same to 1e-14 m), else with a torque about it that turns the bodies to
+        # where the overlap is least; a hard contact that can never be satisfied gives no step
+        # (all 500 of that file's steps failed)
+        gone = {id(c) for c, _ in held}
+        contacts[:] = [c for c in contacts if id(c) not in gone]
+        if not contacts:
+            del scene["contacts"]
+        reader.warn(reader.file, None, "contacts",
+                    f"{len(held)} contact{'s' if len(held) > 1 else ''} left out: the two shapes hold a point inside both "
+                    "that the joints between their bodies keep fixed (a ball joint's anchor, a point of a hinge's axis), "
+                    "so no motion separates them (MuJoCo's soft contact pushes against the joint for ever; a hard contact "
+                    "there has no step): " + listed([what for _, what in held], 6))
     if in_band:
         # MuJoCo's soft contact pushes such shapes apart to their margin over its first steps,
         # or presses against the joints that hold them (Gymnasium's Pusher: its object on two
@@ -138,14 +172,6 @@ def _place_initial_overlaps(reader: _Reader, scene: dict, result: MjcfImport) ->
             f"{len(in_band)} contact{'s start' if len(in_band) > 1 else ' starts'} within the geoms' margin of touching, "
             "the contact surface placed where the shapes are (MuJoCo pushes them out to the margin, or presses "
             f"against the joints that hold them): {listed(in_band, 4)}")
-    if overlaps:
-        # MuJoCo pushes such overlaps apart over its first steps; the first step does it here
-        # (HumanoidStandup's hands 1.35 cm in its hips: every step converges). One that gives
-        # no first step is refused when the scene is built, by the solve at t = 0.
-        reader.warn(reader.file, None, "contacts",
-                    f"{len(overlaps)} contact{'s' if len(overlaps) > 1 else ''} start inside another body by more than "
-                    f"{PENETRATION_TOL * 1000:g} mm at the initial pose (MuJoCo's soft contacts push them apart; "
-                    "the first step does here): " + listed(overlaps, 6))
     by_name = {j["name"]: j for j in joints}
     for root, lift in lifts.items():
         joint = by_name[root]
@@ -158,22 +184,221 @@ def _place_initial_overlaps(reader: _Reader, scene: dict, result: MjcfImport) ->
             f"lifted {joint['child']!r} (free joint {root!r}) by {lift['height'] * 100:.3g} cm: "
             f"{len(names)} contact{'s' if len(names) > 1 else ''} ({listed(names, 4)}) "
             "started inside the floor, which MuJoCo's soft contacts allow and hard contacts do not; it drops that far")
+    if not overlaps:
+        return
+    # MuJoCo pushes such overlaps apart over its first steps; a hard contact must be out after
+    # the first step (HumanoidStandup's hands 1.35 cm in its hips are, and every step
+    # converges). Whether it can be is the first step's to say, tried here, so that a scene
+    # with no first step is told at import, not run through failed steps (dm_control's Jaco,
+    # robot_arm.xml, folded through itself at qpos0 with 11 pairs 1.5-6 cm deep: all 500 of
+    # its steps failed). The step's solve starts with the contacts within their margin (core
+    # maximal/margins.h; the others join only if its solution reaches them): it is tried with
+    # those, and with every contact a lift may have brought nearer or whose distance is
+    # unknown, so a large model's far contacts are not compiled for it (HumanoidStandup's
+    # import: 16 ms more, not 150)
+    lift = max((v["height"] for v in lifts.values()), default=0.0)
+    near = [c for c in contacts if gaps.get(id(c), -math.inf) <= c["margin"] + lift]
+    status = _first_step(reader, {**scene, "contacts": near})
+    listing = listed([what for _, what in overlaps], 6)
+    if status is SolverStatus.SUCCESS:
+        reader.warn(reader.file, None, "contacts",
+                    f"{len(overlaps)} contact{'s' if len(overlaps) > 1 else ''} start inside another body by more than "
+                    f"{PENETRATION_TOL * 1000:g} mm at the initial pose (MuJoCo's soft contacts push them apart; "
+                    "the first step does here): " + listing)
+        return
+    why = (f"{len(overlaps)} contact{'s' if len(overlaps) > 1 else ''} start inside another body by more than "
+           f"{PENETRATION_TOL * 1000:g} mm at the initial pose, and the first step from it fails ({status.value}: {status.message}; "
+           "MuJoCo's soft contacts push them apart over many steps, a hard contact must be out after one): " + listing)
+    if not reader.options.drop_unsupported:
+        reader.problem(reader.file, None, "contacts", why + "; start from a keyframe where they are apart (--keyframe), "
+                       "or import without them (--drop-unsupported)")
+        return
+    # MoveIt Setup Assistant's rule for a robot's links in collision at its default pose
+    # (import-urdf --self-collision): such pairs are left out
+    gone = {id(c) for c, _ in overlaps}
+    contacts[:] = [c for c in contacts if id(c) not in gone]
+    if not contacts:
+        del scene["contacts"]
+    reader.warn(reader.file, None, "contacts", f"left out (--drop-unsupported): {why}")
 
 
-def _start_poses(reader: _Reader, scene: dict) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """Each scene body's (centre of mass, orientation [w, x, y, z]) in the world at the pose the
-    scene starts from: the scene builder's initial state of its bodies and joints (the core's
+def _first_step(reader: _Reader, scene: dict) -> SolverStatus:
+    """The status of the scene's first step as imported: from its start state (the builder's
+    initial state, its velocities at t = 0 taken as the step's), limp (no actuators), with
+    the core's default solver options; the run's first step is this one up to the midpoint
+    velocities (simulation.initial) and its inputs."""
+    from dojo_cli import _core
+    from dojo_cli.scene.builder import build_mechanism
+    from dojo_cli.scene.loader import spec_from_dict
+    from dojo_cli.solver.status import STATUS_FROM_CODE
+
+    limp = {k: v for k, v in scene.items() if k not in ("actuators", "controller")}
+    mech = build_mechanism(spec_from_dict(limp, file=reader.file))
+    z = mech.initial if mech.initial is not None else mech.initial_t0
+    code = _core.step(mech.core, mech.core_data, np.ascontiguousarray(z, dtype=float).reshape(-1), None, None, None, None,
+                      _core.SolverOptions())
+    return STATUS_FROM_CODE[code]
+
+
+def _start_state(reader: _Reader, scene: dict) -> tuple[Any, np.ndarray]:
+    """The scene's bodies and joints built (a Mechanism without contacts, actuators and
+    controller: they do not move the start pose) and its bodies' states (nb, 13) [x, v, q, w]
+    at the pose the scene starts from: the scene builder's initial state (the core's
     kinematics of every joint type, the joints at their ``initial`` positions, a keyframe's
-    when one was read), as the run will start from it. Built without contacts, actuators and
-    controller: they do not move the start pose. A scene its builder refuses here would be
-    refused when the import is built (the same bodies, joints and initial values)."""
+    when one was read), as the run will start from it. A scene its builder refuses here would
+    be refused when the import is built (the same bodies, joints and initial values)."""
     from dojo_cli.scene.builder import build_mechanism
     from dojo_cli.scene.loader import spec_from_dict
 
     kinematic = {k: v for k, v in scene.items() if k not in ("contacts", "actuators", "controller")}
     mech = build_mechanism(spec_from_dict(kinematic, file=reader.file))
     z = (mech.initial_t0 if mech.initial_t0 is not None else mech.initial).reshape(mech.nb, 13)
-    return {b.name: (z[i, :3].copy(), z[i, 6:10].copy()) for i, b in enumerate(mech.bodies)}
+    return mech, z
+
+
+# A pair whose shapes both hold a point that the joints between their bodies keep fixed is
+# held inside each other for ever (_held_point): positions closer than this (m) are the same
+# point, lines closer than this meet; the point must be this far inside both shapes. The
+# roundoff of the start pose's kinematics (products of a few rotations) is ~1e-15 m.
+_GEOMETRY_TOL = 1e-9
+
+
+def _fixed_set(joint, z: np.ndarray) -> tuple:
+    """The points a joint keeps fixed in both its bodies whatever its coordinates, in the world
+    at the start pose: ("all",) a weld; ("line", point, unit direction) a revolute joint's axis;
+    ("point", p) the anchor of a joint that holds the three translations and turns about more
+    than one axis (spherical, universal, gimbal, orbital); ("none",) a joint that translates.
+
+    Args:
+        joint: a Mechanism joint.
+        z: (nb, 13) the bodies' start states [x, v, q, w] (q [w, x, y, z] body to world).
+    """
+    from dojo_cli.math.quaternion import matrix_from_quaternion
+    from dojo_cli.model.joint_types import CONSTRAINED, JointType
+    from dojo_cli.model.mechanism import ORIGIN
+
+    held_translations, held_rotations = CONSTRAINED[JointType(joint.type)]
+    if held_translations < 3:
+        return ("none",)
+    if held_rotations == 3:
+        return ("all",)
+    point = z[joint.child, :3] + matrix_from_quaternion(z[joint.child, 6:10]) @ np.asarray(joint.child_vertex, float)
+    if held_rotations < 2:
+        return ("point", point)
+    parent = np.eye(3) if joint.parent == ORIGIN else matrix_from_quaternion(z[joint.parent, 6:10])
+    axis = joint.rotation_axis if joint.rotation_axis is not None else joint.axis
+    direction = parent @ matrix_from_quaternion(np.asarray(joint.orientation_offset, float)) @ np.asarray(axis, float)
+    return ("line", point, direction / np.linalg.norm(direction))
+
+
+def _meet(s: tuple, t: tuple) -> tuple:
+    """The intersection of two fixed sets (_fixed_set's forms)."""
+    if "none" in (s[0], t[0]):
+        return ("none",)
+    if s[0] == "all":
+        return t
+    if t[0] == "all":
+        return s
+    if s[0] == "line" and t[0] == "point":
+        s, t = t, s
+    if s[0] == "point":
+        off = s[1] - t[1]
+        if t[0] == "line":
+            off = off - (off @ t[2]) * t[2]
+        return s if np.linalg.norm(off) < _GEOMETRY_TOL else ("none",)
+    normal, off = np.cross(s[2], t[2]), t[1] - s[1]
+    if np.linalg.norm(normal) < _GEOMETRY_TOL:  # parallel: the same line, or none
+        return s if np.linalg.norm(off - (off @ s[2]) * s[2]) < _GEOMETRY_TOL else ("none",)
+    if abs(off @ normal) / np.linalg.norm(normal) > _GEOMETRY_TOL:  # skew
+        return ("none",)
+    return ("point", s[1] + (np.cross(off, t[2]) @ normal) / (normal @ normal) * s[2])
+
+
+def _joints_between(mech, a: int, b: int) -> list:
+    """The joints on the tree's path between bodies a and b (each side up to where they meet)."""
+    from dojo_cli.model.mechanism import ORIGIN
+
+    parent_joint = {j.child: j for j in mech.joints}
+
+    def up(i: int) -> list:
+        chain = []
+        while i != ORIGIN and i in parent_joint:
+            chain.append(parent_joint[i])
+            i = parent_joint[i].parent
+        return chain
+
+    from_a, from_b = up(a), up(b)
+    shared = {id(j) for j in from_a} & {id(j) for j in from_b}
+    return [j for j in from_a + from_b if id(j) not in shared]
+
+
+def _depth_at(shape: dict, pose: tuple):
+    """A function of a world point (3,): how deep (m) it lies inside ``shape`` on a body at
+    ``pose`` (negative outside): the collision table's distance of a point (a sphere of radius
+    0) to the shape, so the same geometry as the contacts'."""
+    from dojo_cli.model.collisions import body_pair_contacts
+
+    point = {"type": "sphere", "radius": 0.0, "position_offset": [0.0, 0.0, 0.0], "orientation_offset": [1.0, 0.0, 0.0, 0.0]}
+    # one contact, on the point (a sphere comes first in the table's order)
+    (contact,) = body_pair_contacts("", 0, shape_of(point), 1, shape_of(shape))
+    identity = np.array([1.0, 0.0, 0.0, 0.0])
+
+    def depth(p: np.ndarray) -> float:
+        return -contact_distance(contact, (p, identity), pose)
+    return depth
+
+
+def _bounding_ball(shape: dict, pose: tuple) -> tuple[np.ndarray, float]:
+    """(centre (3,) in the world, radius): a ball holding the shape."""
+    from dojo_cli.math.quaternion import matrix_from_quaternion
+
+    centre = pose[0] + matrix_from_quaternion(pose[1]) @ np.asarray(shape["position_offset"], float)
+    if shape["type"] == "box":
+        return centre, 0.5 * float(np.linalg.norm(shape["size"]))
+    half = 0.5 * float(shape.get("height", 0.0))
+    return centre, (shape["radius"] + half if shape["type"] in ("sphere", "capsule") else math.hypot(shape["radius"], half))
+
+
+def _held_point(mech, z: np.ndarray, a: int, shape_a: dict, b: int, shape_b: dict) -> tuple[np.ndarray, float] | None:
+    """A point inside both shapes (body a's and body b's, each in its body frame) that every
+    joint between the two bodies keeps fixed in both, and its depth (m) in the shallower of
+    the two; None when there is none (then some motion may separate them).
+
+    Such a point stays inside both whatever the joints do (a fixed point of every joint on the
+    path is fixed through all of them: each rotates about it), so the pair overlaps at least
+    that deep for ever: capsules that meet at a ball joint, as dm_control's
+    model_with_ball_joints.xml. The joints' common fixed set is a point, a line (hinges on one
+    axis) or nothing; on a line the deepest point is found by golden-section search (the
+    smaller of two convex shapes' depths is concave along it)."""
+    fixed: tuple = ("all",)
+    for joint in _joints_between(mech, a, b):
+        fixed = _meet(fixed, _fixed_set(joint, z))
+    if fixed[0] in ("none", "all"):  # "all": one weld, never paired (_contacts)
+        return None
+    depth_a, depth_b = _depth_at(shape_a, (z[a, :3], z[a, 6:10])), _depth_at(shape_b, (z[b, :3], z[b, 6:10]))
+
+    def depth(p: np.ndarray) -> float:
+        return min(depth_a(p), depth_b(p))
+
+    if fixed[0] == "point":
+        point = fixed[1]
+    else:
+        start, direction = fixed[1], fixed[2]
+        centre, radius = _bounding_ball(shape_a, (z[a, :3], z[a, 6:10]))
+        mid = (centre - start) @ direction
+        if np.linalg.norm(centre - start - mid * direction) > radius:
+            return None  # the axis misses shape a
+        lo, hi = mid - radius, mid + radius
+        golden = (math.sqrt(5.0) - 1.0) / 2.0
+        while hi - lo > _GEOMETRY_TOL:
+            u, v = hi - golden * (hi - lo), lo + golden * (hi - lo)
+            if depth(start + u * direction) < depth(start + v * direction):
+                lo = u
+            else:
+                hi = v
+        point = start + 0.5 * (lo + hi) * direction
+    d = depth(point)
+    return (point, d) if d > _GEOMETRY_TOL else None
 
 
 def _move_surface(contact: dict, where: str, cut: float) -> None:

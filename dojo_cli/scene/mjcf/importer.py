@@ -78,6 +78,7 @@ def read_mjcf(path: str | Path, options: MjcfOptions | None = None, shown: str |
         # judged at the pose the scene starts from: the keyframe's when one is given (a key may
         # put a body into the floor that qpos0 holds clear of it, or the other way round)
         _place_initial_overlaps(reader, scene, result)
+        reader_problems_stop(reader)  # overlaps the first step cannot take out (without --drop-unsupported)
     for kind, places in reader.dropped.items():
         reader.warnings.append(f"warning: {reader.file}: {kind} left out (--drop-unsupported), {len(places)} at "
                                + listed(places, 4))
