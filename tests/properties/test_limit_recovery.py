@@ -186,3 +186,23 @@ def test_a_chain_imported_outside_its_ranges_drops_with_every_step_converged(tmp
     lo = m.jnt_range[0, 0]
     t_ours, t_theirs = h * np.argmax(ours > lo - 0.01), h * np.argmax(theirs > lo - 0.01)
     assert abs(t_ours - t_theirs) < ENTRY_TIME_TOL, f"j1 in at {t_ours:.3f} s, MuJoCo's at {t_theirs:.3f} s"
+
+
+def test_a_hinge_outside_a_range_no_turn_meets_comes_in_from_the_scenes_side(tmp_path):
+    """A hinge at 0 with the range [0.5236, 5.7596] (robosuite's Jaco's elbow): no turn of its
+    angle lies in it, and the step starts from the scene's angle (MuJoCo's qpos, which has no
+    branches), not from 2 pi (4e-6 rad nearer the upper bound, before): it comes in through
+    its lower bound, the angle rising as MuJoCo's does."""
+    path = tmp_path / "elbow.xml"
+    path.write_text(CHAIN.replace('range="0.5 5.7"', 'range="0.523599 5.75959"'))
+    result = read_mjcf(path, MjcfOptions(), path.name)
+    mech = build_mechanism(spec_from_dict(result.scene, file=str(path)))
+    steps = 25  # 0.05 s
+    tr = dojo.simulate(mech, steps)
+    m = mujoco.MjModel.from_xml_path(str(path))
+    d = mujoco.MjData(m)
+    mujoco.mj_step(m, d, steps)
+    theta = tr.minimal_q[:, [j.name for j in mech.joints].index("j3")]
+    assert abs(theta[0]) < 1e-12, f"started at {theta[0]:.6f} rad, the scene's 0"
+    theirs = d.qpos[m.jnt_qposadr[mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_JOINT, "j3")]]
+    assert theta[-1] > 0.0 and theirs > 0.0, f"j3 at {theta[-1]:.3f} rad, MuJoCo's at {theirs:.3f}"
