@@ -478,8 +478,8 @@ def test_joints_starting_outside_their_range_are_named_in_one_warning():
     ant = next(p for p in gymnasium_assets() if p.name == "ant.xml")
     result = read_mjcf(ant, MjcfOptions(), ant.name)
     assert result.warnings == [
-        "warning: ant.xml: 4 joints start outside their range, where the first step puts them on the bound (MuJoCo's "
-        "soft limits push them in over a few steps): ankle_1 (0 not in [0.5236, 1.222]), ankle_2 (0 not in "
+        "warning: ant.xml: 4 joints start outside their range, brought in over a time constant of 0.02 s (at "
+        "least 2 steps), as MuJoCo's soft limits push them in: ankle_1 (0 not in [0.5236, 1.222]), ankle_2 (0 not in "
         "[-1.222, -0.5236]), ankle_3 (0 not in [-1.222, -0.5236]), ankle_4 (0 not in [0.5236, 1.222])"]
 
 

@@ -24,6 +24,7 @@ Data::Data(const Model& m)
   qrel2.assign(4 * m.nj, 0.0);
   lock_d2.assign(3 * m.nj, 0.0);
   lock_q2.assign(4 * m.nj, 0.0);
+  limit_target.assign(m.nlim, 0.0);
   w_warm.assign(m.n, 0.0);
   contact_active_warm.assign(m.nc, 0);
   z_warm.assign(13 * m.nb, 0.0);

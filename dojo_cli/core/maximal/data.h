@@ -86,6 +86,7 @@ struct Data {
   std::vector<double> lock_d2, lock_q2;
   std::vector<double> rot2;       // (nb, 9) R(q2)
   std::vector<double> contact_target;  // (nc,) restitution targets tau of the gap rows (restitution.h)
+  std::vector<double> limit_target;    // (nlim,) violations tau_l the limit rows allow at z3 (residual.h)
 
   // ---- contacts in this step's solve (margins.h): 1 in the solve, 0 left
   // out (its unknowns held at 0, its rows 0 = 0, its matrix block the identity);

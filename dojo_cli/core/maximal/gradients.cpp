@@ -246,6 +246,46 @@ void for_each_term_column(const Model& m, int j, Fn fn) {
   }
 }
 
+// The limit row's -tau_l(z2, xi15) (residual.h, limit_target) in dr/dz2: tau_l from the
+// coordinate at z2 and its rate Jf(z2) xi15, differentiated along the joint's 12 pose
+// tangents at z2 with dual numbers (the rate's Jf turns with the pose) and along xi15,
+// where it is linear, by one dual direction in the rate.
+template <class Out>
+void add_limit_target(const Model& m, const Data& d, int j, int l, Out& out) {
+  const int f = m.limit_free[l];
+  const double sigma = m.limit_sign[l], bound = m.limit_bound[l];
+  const int bodies[2] = {m.parent[j], m.child[j]};
+  double xi15[12];
+  for (int s = 0; s < 2; ++s)
+    for (int k = 0; k < 3; ++k) {
+      xi15[6 * s + k] = bodies[s] == kWorld ? 0.0 : d.v15[3 * bodies[s] + k];
+      xi15[6 * s + 3 + k] = bodies[s] == kWorld ? 0.0 : d.w15[3 * bodies[s] + k];
+    }
+  JointKinematics<D12> kin;
+  JointRow<D12> row;
+  joint_kinematics(m, j, seeded_pose<D12>(d, bodies[0], [](double v, int k) { return D12::variable(v, k); }),
+                   seeded_pose<D12>(d, bodies[1], [](double v, int k) { return D12::variable(v, 6 + k); }), kin);
+  coordinate_row(m, j, f, kin, rotation_vector(kin.q_rel), row);
+  // the limit's coordinate: an unwrapped angle differs from the row's value by a constant
+  D12 theta = row.value;
+  if (m.angle_unwrapped[f]) theta = theta + (d.angle2[f] - value(theta));
+  D12 rate(0.0);
+  for (int k = 0; k < 12; ++k) rate += row.jac[k] * xi15[k];
+  const D12 tau = limit_target(sigma, bound, theta, rate, m.h);
+  for_each_term_column(m, j, [&](int t, int col, double factor) { out.at(m.lim_g + l, col) -= factor * tau.d[t]; });
+  // d tau / d rate (0 where clamped), times d rate / d xi15 = Jf(z2)
+  D1 rate1(value(rate));
+  rate1.d[0] = 1.0;
+  const D1 tau1 = limit_target(sigma, bound, D1(value(theta)), rate1, m.h);
+  for (int s = 0; s < 2; ++s) {
+    if (bodies[s] == kWorld) continue;
+    for (int k = 0; k < 3; ++k) {
+      out.at(m.lim_g + l, state_col(bodies[s], 1, k)) -= tau1.d[0] * value(row.jac[6 * s + k]);
+      out.at(m.lim_g + l, state_col(bodies[s], 3, k)) -= tau1.d[0] * value(row.jac[6 * s + 3 + k]);
+    }
+  }
+}
+
 // dr/dz2 (n x 12 nb: Columns, column-major, or a Product with it) at the solution w;
 // without `joints`, all but the joints' impulse maps and lock references (what
 // joint_state_terms gives: step_jvp takes them along its direction). With contact_z3, the
@@ -362,6 +402,7 @@ void state_residual_jacobian(const Model& m, Data& d, const double* w, Out out, 
       double neg[12];
       for (int k = 0; k < 12; ++k) neg[k] = -m.limit_sign[l] * row3.jac[k];
       add_z3(out, m.lim_g + l, neg, m.parent[j], m.child[j], chain);
+      if (d.limit_target[l] > 0.0) add_limit_target(m, d, j, l, out);
     }
   }
   // contacts: constraint rows and body impulses, both evaluated at z3

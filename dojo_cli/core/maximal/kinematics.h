@@ -236,18 +236,20 @@ inline double angle_branch(const double* b, const Quat<double>& q, double canoni
 // the one nearest `raw` (b.log of the signed q_rel, in (-2 pi, 2 pi): the angle a scene
 // gave, for |angle| < 2 pi, and the only angle before revolute limits unwrapped) when it
 // lies in [lo, hi]; else the branch in [lo, hi] nearest it; else (an interval narrower
-// than a turn that no branch meets) the branch violating it least.
+// than a turn that no branch meets) its own: the scene's angle, which the violated limit
+// brings in over its time constant (residual.h, limit_target) from the side the scene put
+// it on, as MuJoCo's hinge angle (qpos, which has no branches) comes in. (The branch
+// violating the interval least, chosen before, turned robosuite's Jaco's elbow at 0 in
+// [0.5236, 5.7596] to 2 pi, 4e-6 rad nearer the upper bound: it came in the other way.)
 inline double start_angle(double canonical, double raw, double lo, double hi) {
   const double best = canonical + kTwoPi * std::round((raw - canonical) / kTwoPi);
   if (best < lo) {
     const double in = canonical + kTwoPi * std::ceil((lo - canonical) / kTwoPi);  // smallest >= lo
-    if (in <= hi) return in;
-    return (in - hi < lo - (in - kTwoPi)) ? in : in - kTwoPi;
+    return in <= hi ? in : best;
   }
   if (best > hi) {
     const double in = canonical + kTwoPi * std::floor((hi - canonical) / kTwoPi);  // largest <= hi
-    if (in >= lo) return in;
-    return (lo - in < in + kTwoPi - hi) ? in : in + kTwoPi;
+    return in >= lo ? in : best;
   }
   return best;
 }

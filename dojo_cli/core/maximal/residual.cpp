@@ -124,6 +124,7 @@ bool step_setup(const Model& m, Data& d, const double* z, const double* u, const
     if (f0 == f1) continue;
     Vec3<double> rv{};
     if (need_minimal) rv = rotation_vector(kin.q_rel);
+    double theta2[6] = {};  // the joint's coordinates at z2 its limits measure (at most six)
     for (int f = f0; f < f1; ++f) {
       if (m.angle_unwrapped[f] && m.joint_limit_start[j] < m.joint_limit_start[j + 1]) {
         // the unwrapped angle at z2 its limit rows measure from (kinematics.h limit_row)
@@ -139,6 +140,8 @@ bool step_setup(const Model& m, Data& d, const double* z, const double* u, const
       if (need_minimal) {
         coordinate_row(m, j, f, kin, rv, row);
         std::copy(row.jac, row.jac + 12, &d.jf2[12 * f]);
+        // limit_row's value at z3 = z2: the unwrapped angle, or the minimal coordinate
+        theta2[f - f0] = m.angle_unwrapped[f] ? d.angle2[f] : row.value;
         const double spring_force = -m.spring[f] * (row.value - m.spring_offset[f]);
         for (int k = 0; k < 12; ++k) gen[k] += h * row.jac[k] * spring_force;
         // the midpoint damper's known half, -(h c / 2) Jf^T Jf xi15 (residual.h)
@@ -153,6 +156,10 @@ bool step_setup(const Model& m, Data& d, const double* z, const double* u, const
       }
       scatter12(m, j, gen, 1.0, applied.data());
     }
+    // the violations the limit rows allow at z3 (residual.h, limit_target)
+    for (int l = m.joint_limit_start[j]; l < m.joint_limit_start[j + 1]; ++l)
+      d.limit_target[l] = limit_target(m.limit_sign[l], m.limit_bound[l], theta2[m.limit_free[l] - f0],
+                                       previous_rate(m, d, j, &d.jf2[12 * m.limit_free[l]]), h);
   }
   // body actuators: the impulse h u [R(q2) F; M] of a force F and moment M fixed in the
   // body, at z2 as the joint inputs' h Ju(z2)^T u (model.h)
@@ -260,7 +267,7 @@ void step_residual(const Model& m, Data& d, const double* w, double* r) {
       std::copy(row.jac, row.jac + 12, &d.jl3[12 * l]);
       const double s = w[m.lim_s + l], g = w[m.lim_g + l];
       r[m.lim_s + l] = s * g;
-      r[m.lim_g + l] = s - m.limit_sign[l] * (row.value - m.limit_bound[l]);
+      r[m.lim_g + l] = s - m.limit_sign[l] * (row.value - m.limit_bound[l]) - d.limit_target[l];
       // impulse sigma Jf(z2)^T gamma on the limited coordinate
       scatter12(m, j, &d.jf2[12 * f], -m.limit_sign[l] * g, body);
     }

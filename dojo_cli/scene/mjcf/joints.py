@@ -44,9 +44,10 @@ _TURNING = ("planar_axis", "free_revolute")
 
 def _warn_outside_limits(reader: _Reader, scene: dict) -> None:
     """One warning naming the joints that start outside their range (Gymnasium's Ant: ankles at
-    0, range 30..70 degrees). MuJoCo's soft limits push them in over a few steps; ours are exact,
-    so the first step puts them on the bound (the Ant's ankles at 52 rad/s). The start stays the
-    file's (a --keyframe inside the ranges avoids it)."""
+    0, range 30..70 degrees). MuJoCo's soft limits push them in over their time constant; ours
+    bring a violated limit in over the same 0.02 s, first order (core maximal/residual.h,
+    limit_target), and are exact inside the range. The start stays the file's (a --keyframe
+    inside the ranges avoids the difference)."""
     outside = []
     for j in scene["joints"]:
         limits = j.get("limits")
@@ -57,8 +58,8 @@ def _warn_outside_limits(reader: _Reader, scene: dict) -> None:
             if not lo <= position[k] <= hi:
                 outside.append(f"{j['name']} ({position[k]:.4g} not in [{lo:.4g}, {hi:.4g}])")
     if outside:
-        reader.warnings.append(f"warning: {reader.file}: {len(outside)} joints start outside their range, where the first "
-                               f"step puts them on the bound (MuJoCo's soft limits push them in over a few steps): "
+        reader.warnings.append(f"warning: {reader.file}: {len(outside)} joints start outside their range, brought in over "
+                               f"a time constant of 0.02 s (at least 2 steps), as MuJoCo's soft limits push them in: "
                                + listed(outside, 4))
 
 
