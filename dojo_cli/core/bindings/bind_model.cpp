@@ -74,6 +74,27 @@ void bind_model(nb::module_& m) {
       .def_prop_ro("n_blocks", [](const Model& s) { return static_cast<int>(s.blocks.block_row.size()); })
       .def_prop_ro("n_fill_blocks",
                    [](const Model& s) { return static_cast<int>(s.blocks.block_row.size()) - s.blocks.n_structural; })
+      .def_prop_ro(
+          "structure_sizes",
+          [](const Model& s) {
+            // what each block structure costs a Data (its BlockLU) and a factorisation
+            nb::dict out;
+            const std::pair<const char*, const BlockStructure*> kinds[] = {
+                {"blocks", &s.blocks}, {"robust", &s.blocks_robust}, {"condensed", &s.blocks_condensed}};
+            for (const auto& kind : kinds) {
+              const BlockStructure& b = *kind.second;
+              nb::dict d;
+              d["blocks"] = static_cast<int>(b.block_row.size());
+              d["fill_blocks"] = static_cast<int>(b.block_row.size()) - b.n_structural;
+              d["doubles"] = b.total_size;
+              d["updates"] = static_cast<long long>(b.update_off.size());
+              out[kind.first] = d;
+            }
+            return out;
+          },
+          "Per block structure (blocks: the model's order, robust: the robust order, condensed: the contacts\n"
+          "eliminated in closed form; model.h): its blocks, the fill among them, the doubles of its factor and\n"
+          "the block updates of one factorisation.")
       .def_prop_ro("elimination_order", [](const Model& s) { return s.blocks.order; })
       .def_prop_ro("tree_joints", [](const Model& s) { return s.tree_joints; })
       .def_prop_ro("limit_free", [](const Model& s) { return s.limit_free; })

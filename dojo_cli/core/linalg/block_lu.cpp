@@ -525,9 +525,12 @@ int BlockStructure::find(int i, int j) const {
   return (it != end && *it == j) ? row_block[it - row_col.data()] : -1;
 }
 
-BlockStructure analyze_blocks(const std::vector<std::vector<int>>& node_unknowns,
-                              const std::vector<std::pair<int, int>>& blocks, const std::vector<int>& order) {
-  BlockStructure s;
+namespace {
+
+// analyze_blocks with a budget (max_bytes > 0: analyze_blocks_within's): false, with s
+// half built, as soon as the fill's doubles and the update count exceed it.
+bool analyze_into(BlockStructure& s, const std::vector<std::vector<int>>& node_unknowns,
+                  const std::vector<std::pair<int, int>>& blocks, const std::vector<int>& order, long long max_bytes) {
   const int nn = static_cast<int>(node_unknowns.size());
   s.n_nodes = nn;
 
@@ -629,10 +632,14 @@ BlockStructure analyze_blocks(const std::vector<std::vector<int>>& node_unknowns
     std::sort(out.begin(), out.end(), [&](int a, int b) { return pos[a] < pos[b]; });
     return out;
   };
+  long long bytes = 0;  // the budget's measure: 8 per double of the blocks, 4 per block update
+  for (std::size_t b = 0; b < s.block_row.size(); ++b)
+    bytes += 8LL * s.size(s.block_row[b]) * s.size(s.block_col[b]);
   for (int p = 0; p < nn; ++p) {
     const int k = order[p];
     if (s.size(k) == 0) continue;
     const std::vector<int> rows = later(rows_of[k], p), cols = later(cols_of[k], p);
+    bytes += 4LL * static_cast<long long>(rows.size()) * static_cast<long long>(cols.size());
     for (int i : rows) {
       if (cols.empty()) break;
       mark_row(i);
@@ -640,9 +647,11 @@ BlockStructure analyze_blocks(const std::vector<std::vector<int>>& node_unknowns
         if (stamp[j] != tick) {
           stamp[j] = tick;
           block_of[j] = add_block(i, j);
+          bytes += 8LL * s.size(i) * s.size(j);
         }
       }
     }
+    if (max_bytes > 0 && bytes > max_bytes) return false;
   }
 
   // Storage: structural blocks in id order (the assembled matrix), then the fill.
@@ -737,6 +746,23 @@ BlockStructure analyze_blocks(const std::vector<std::vector<int>>& node_unknowns
       }
     }
   }
+  return true;
+}
+
+}  // namespace
+
+BlockStructure analyze_blocks(const std::vector<std::vector<int>>& node_unknowns,
+                              const std::vector<std::pair<int, int>>& blocks, const std::vector<int>& order) {
+  BlockStructure s;
+  analyze_into(s, node_unknowns, blocks, order, 0);
+  return s;
+}
+
+std::optional<BlockStructure> analyze_blocks_within(const std::vector<std::vector<int>>& node_unknowns,
+                                                    const std::vector<std::pair<int, int>>& blocks,
+                                                    const std::vector<int>& order, long long max_bytes) {
+  BlockStructure s;
+  if (!analyze_into(s, node_unknowns, blocks, order, max_bytes)) return std::nullopt;
   return s;
 }
 

@@ -23,6 +23,7 @@
 #pragma once
 
 #include <cmath>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -87,6 +88,14 @@ struct BlockStructure {
 // Throws std::invalid_argument on an inconsistent pattern.
 BlockStructure analyze_blocks(const std::vector<std::vector<int>>& node_unknowns,
                               const std::vector<std::pair<int, int>>& blocks, const std::vector<int>& order);
+
+// The same within a budget: nothing (and the analysis stopped there) when the factor's
+// blocks (8 bytes a double) and one factorisation's block updates (4 bytes an offset)
+// would exceed max_bytes; a pattern with dense fill (a body eliminated before hundreds of
+// its contacts) is found out before it is allocated (model.cpp, the robust order).
+std::optional<BlockStructure> analyze_blocks_within(const std::vector<std::vector<int>>& node_unknowns,
+                                                    const std::vector<std::pair<int, int>>& blocks,
+                                                    const std::vector<int>& order, long long max_bytes);
 
 // The numeric factorisation of one matrix with a BlockStructure's pattern. The
 // storage is allocated once (init); factor and solve allocate nothing.

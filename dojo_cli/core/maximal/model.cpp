@@ -4,8 +4,10 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <stdexcept>
 #include <string>
+#include <unordered_map>
 #include <utility>
 
 #include "math/spatial.h"
@@ -466,12 +468,15 @@ Model::Model(const ModelInput& in) {
   }
 
   // ---- structural blocks (ids assigned in this order)
+  // (a hash of the pairs: the linear search it replaces made a compile O(blocks^2), seconds for
+  // the thousands of contacts of dm_control's dog; the ids stay in first-appearance order)
   std::vector<std::pair<int, int>> pattern;
+  std::unordered_map<long long, int> pattern_id;
+  const long long n_nodes = static_cast<long long>(nodes.size());
   auto add_block = [&](int i, int j) {
-    for (size_t k = 0; k < pattern.size(); ++k)
-      if (pattern[k].first == i && pattern[k].second == j) return static_cast<int>(k);
-    pattern.emplace_back(i, j);
-    return static_cast<int>(pattern.size()) - 1;
+    const auto found = pattern_id.emplace(i * n_nodes + j, static_cast<int>(pattern.size()));
+    if (found.second) pattern.emplace_back(i, j);
+    return found.first->second;
   };
   blk_body.assign(nb, -1);
   for (int b = 0; b < nb; ++b) blk_body[b] = add_block(body_node[b], body_node[b]);
@@ -585,22 +590,73 @@ Model::Model(const ModelInput& in) {
     int rank = 0;
     for (auto it = tree_joints.rbegin(); it != tree_joints.rend(); ++it) body_rank[child[*it]] = rank++;
   }
-  std::vector<std::vector<int>> contacts_after(nb);
+  // Each body b is followed by the contacts `after(c)` places after it (-1: at the start,
+  // before every body), then its joint; loop-closing joints last.
+  auto robust_order = [&](auto after) {
+    std::vector<int> order_out;
+    std::vector<std::vector<int>> contacts_after(nb);
+    for (int c = 0; c < nc; ++c) {
+      const int b = after(c);
+      if (b < 0)
+        order_out.push_back(contact_node[c]);
+      else
+        contacts_after[b].push_back(c);
+    }
+    for (auto it = tree_joints.rbegin(); it != tree_joints.rend(); ++it) {
+      const int b = child[*it];
+      order_out.push_back(body_node[b]);
+      for (int c : contacts_after[b]) order_out.push_back(contact_node[c]);
+      if (joint_node[*it] >= 0) order_out.push_back(joint_node[*it]);
+    }
+    for (int j : loop_joints)
+      if (joint_node[j] >= 0) order_out.push_back(joint_node[j]);
+    return order_out;
+  };
+  // The robust order as it was: each contact after the last of its bodies.
+  const std::vector<int> robust_last = robust_order([&](int c) {
+    const int a = contact_body[c], b = contact_other[c];
+    return b != kWorld && body_rank[b] > body_rank[a] ? b : a;
+  });
+  // A body eliminated before k of its contacts couples every pair of them (k^2 fill blocks,
+  // 8 x 8 for a nonlinear cone, and ~k^3 / 3 block updates per factorisation), and a
+  // contact between two bodies placed after the second carries that coupling on to the
+  // second's contacts. dm_control's humanoid_CMU (740 contacts on a finger body, 3686
+  // between its bodies) did not fit in memory that way (still 1.3 GB with only its bodies
+  // of more than 256 contacts kept first). When that order's structure exceeds
+  // kRobustStructureBytes, a bounded one: a body with more than kRobustContactsPerBody
+  // contacts (its own and those against it) keeps them all before it, as the model's order
+  // does (their own pivots, no fill among them), and every other contact follows the first
+  // of its bodies (whose elimination is what makes its pivot regular), so the fill stays
+  // within each body's at most kRobustContactsPerBody contacts and its neighbours. When even
+  // that exceeds the budget, the robust structure is the model's own order.
+  // (Every contact of a body follows it in that order, so the fill among each body's
+  // contacts alone is a lower bound of its bytes: above the budget, it is not analysed.)
+  std::vector<long long> body_contact_unknowns(nb, 0);
   for (int c = 0; c < nc; ++c) {
-    int last = contact_body[c];
-    if (contact_other[c] != kWorld && body_rank[contact_other[c]] > body_rank[last]) last = contact_other[c];
-    contacts_after[last].push_back(c);
+    const long long size = contact_start[c + 1] - contact_start[c];
+    body_contact_unknowns[contact_body[c]] += size;
+    if (contact_other[c] != kWorld) body_contact_unknowns[contact_other[c]] += size;
   }
-  std::vector<int> robust;
-  for (auto it = tree_joints.rbegin(); it != tree_joints.rend(); ++it) {
-    const int b = child[*it];
-    robust.push_back(body_node[b]);
-    for (int c : contacts_after[b]) robust.push_back(contact_node[c]);
-    if (joint_node[*it] >= 0) robust.push_back(joint_node[*it]);
+  long long dense_fill_bytes = 0;
+  for (long long u : body_contact_unknowns) dense_fill_bytes += 8 * u * u;
+  std::optional<BlockStructure> robust;
+  if (dense_fill_bytes <= kRobustStructureBytes)
+    robust = analyze_blocks_within(nodes, pattern, robust_last, kRobustStructureBytes);
+  if (!robust) {
+    std::vector<int> body_contacts(nb, 0);
+    for (int c = 0; c < nc; ++c) {
+      ++body_contacts[contact_body[c]];
+      if (contact_other[c] != kWorld) ++body_contacts[contact_other[c]];
+    }
+    auto crowded = [&](int b) { return b != kWorld && body_contacts[b] > kRobustContactsPerBody; };
+    const std::vector<int> bounded = robust_order([&](int c) {
+      const int a = contact_body[c], b = contact_other[c];
+      if (crowded(a) || crowded(b)) return -1;
+      return b != kWorld && body_rank[b] < body_rank[a] ? b : a;
+    });
+    robust = analyze_blocks_within(nodes, pattern, bounded, kRobustStructureBytes);
   }
-  for (int j : loop_joints)
-    if (joint_node[j] >= 0) robust.push_back(joint_node[j]);
-  blocks_robust = analyze_blocks(nodes, pattern, robust);
+  blocks_robust = robust ? std::move(*robust) : blocks;
 
   tolerance_scales(*this, row_scale);
 }

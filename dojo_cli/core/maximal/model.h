@@ -30,6 +30,15 @@ constexpr const char* kDamperForms[2] = {"midpoint", "implicit"};
 // Divergence bound relative to the scene's length scale (Model::state_bound): far beyond
 // any motion a scene describes (10^8 body lengths), far below overflow.
 constexpr double kDivergenceFactor = 1e8;
+// The robust elimination order's structure (Model::blocks_robust) is kept within this
+// many bytes (its factor's doubles and one factorisation's block-update offsets), or a
+// bounded order replaces it (model.cpp). The test suite's models need at most 30 MB
+// (centauro's 1272 hull contacts 30, anymal-kinova's 160 on one body 27); dm_control's
+// humanoid_CMU would need more than 1.2 GB.
+constexpr long long kRobustStructureBytes = 128LL << 20;
+// In the bounded order, a body with more contacts than this (its own and those against
+// it) has them eliminated before it: at most 64 x 64 fill blocks of 8 x 8 (2 MB) a body.
+constexpr int kRobustContactsPerBody = 64;
 
 // The description handed over from Python (every array flat, row-major): the fields of
 // fields.h, each as DOJO_FIELD_TYPE_<shape>(type).
@@ -135,6 +144,11 @@ struct Model {
   // solution the gradients linearise at: both arrow matrices singular), and only the
   // body's coupling makes the pivot sequence regular. It costs fill among the contacts
   // of one body, so it serves the gradients and any factorisation the first order fails.
+  // Where that order's structure exceeds kRobustStructureBytes (thousands of contacts:
+  // the fill among a body's contacts grows as their number squared), a bounded order: a
+  // body with more than kRobustContactsPerBody contacts keeps them before it (a fallback
+  // factorisation whose singular pivot is one of those contacts fails), every other contact
+  // follows the first of its bodies (model.cpp).
   BlockStructure blocks_robust;
   // The interior point's factorisation with every contact's node eliminated in closed
   // form (contact_elimination.h, factor.h factor_matrix_condensed): the pattern without the
