@@ -14,8 +14,10 @@ from dojo_cli.scene.mjcf.elements import _Geom
 from dojo_cli.scene.mjcf.reader import _Reader
 
 
-# Bodies lighter than MuJoCo's mjMINVAL (1e-15 kg) have no mass: a welded one merges into its
-# parent, a moving one is refused (MuJoCo refuses it too).
+# MuJoCo's mjMINVAL: a body lighter than this (kg) has no mass, and one whose principal
+# inertias are not all at least this (kg m^2) no inertia (a point mass, a rod). MuJoCo's
+# compiler (mjCModel::CheckBodyMassInertia) accepts a body that moves on joints only if it,
+# or a body welded to it (no joints between them, at any depth), has both.
 MASSLESS = 1e-15
 
 
@@ -86,6 +88,12 @@ def geom_mass_properties(geom: _Geom) -> tuple[float, np.ndarray, np.ndarray]:
         return 0.0, geom.pos.copy(), np.zeros((3, 3))
     mass = geom.mass if geom.mass is not None else geom.density * volume
     return mass, geom.pos.copy(), geom.rot @ np.diag(mass * unit) @ geom.rot.T
+
+
+def has_mass_and_inertia(mass: float, inertia: np.ndarray) -> bool:
+    """MuJoCo's test of one body (mjCModel::CheckBodyMassInertia): its mass and each of its
+    principal inertias (the eigenvalues of ``inertia`` (3, 3)) at least mjMINVAL."""
+    return mass >= MASSLESS and bool(np.linalg.eigvalsh(0.5 * (inertia + inertia.T)).min() >= MASSLESS)
 
 
 def _mass_properties(reader: _Reader) -> None:

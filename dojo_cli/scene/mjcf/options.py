@@ -29,7 +29,8 @@ class MjcfOptions:
         drop_unsupported: import without what cannot be mapped (one warning per kind)
             instead of refusing the file.
         contacts: "file" (MuJoCo's collision filter on the file's geoms) or "none".
-        merge_fixed: merge bodies without joints into their parents (massless ones always).
+        merge_fixed: merge bodies without joints into their parents (those without mass and
+            inertia always: ``bodies._place``).
         meshes: keep mesh geoms as drawn meshes.
         split_hinges: a body turned by 2 or 3 hinges that no universal or gimbal joint
             represents exactly (about different anchors, axes not orthogonal, or with armature,
