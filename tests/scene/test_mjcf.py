@@ -1081,3 +1081,27 @@ def test_a_moving_body_without_mass_or_inertia_in_its_weld_is_refused_as_mujoco_
         lines = _problems(path)
         assert len(lines) == 1 and lines[0].startswith(expected[name]), lines
         assert lines[0].endswith("MuJoCo refuses it too (\"mass and inertia of moving bodies must be larger than mjMINVAL\")")
+
+
+def test_only_geoms_of_the_inertiagrouprange_give_mass_as_mujocos(tmp_path):
+    """Meta-World's and the Franka kitchen's files draw with group-1 meshes and collide with
+    group-4 shapes, ``inertiagrouprange="4 5"``: only the latter give the bodies mass."""
+    path = _write(tmp_path, """<mujoco>
+  <compiler inertiagrouprange="4 5"/>
+  <worldbody>
+    <body name="cup" pos="0 0 0.1">
+      <freejoint/>
+      <geom type="sphere" size="0.2" group="1" contype="0" conaffinity="0"/>
+      <geom type="box" size="0.02 0.03 0.04" pos="0.01 0 0" group="4"/>
+      <geom type="capsule" size="0.01 0.05" pos="0 0.02 0" euler="30 0 0" group="5" mass="0.3"/>
+      <body name="lid" pos="0 0 0.05">
+        <joint type="hinge" axis="1 0 0"/>
+        <geom type="cylinder" size="0.03 0.005" group="4"/>
+        <geom type="sphere" size="0.5" group="0" contype="0" conaffinity="0"/>
+      </body>
+    </body>
+  </worldbody>
+</mujoco>""", "groups.xml")
+    m = mujoco.MjModel.from_xml_path(str(path))
+    result = read_mjcf(path, MjcfOptions(), path.name)
+    _assert_mass_properties(result, m, ROUNDOFF, "groups.xml")

@@ -29,6 +29,7 @@ class _Geom:
     margin: float = 0.0  # MuJoCo's contact margin (m): a pair acts within the sum of its geoms' margins
     mesh: str | None = None
     points: np.ndarray | None = None  # mesh vertices (scaled), mesh frame
+    group: int = 0  # its mass counts where compiler inertiagrouprange holds the group
 
 
 @dataclass

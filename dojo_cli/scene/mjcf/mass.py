@@ -1,6 +1,6 @@
 """Bodies' mass properties: each geom's by MuJoCo's uniform-density solids (sphere, capsule,
 cylinder, box, ellipsoid, a mesh's convex hull), a body's from its ``<inertial>`` or its
-geoms (``inertiafromgeom``), then ``settotalmass``.
+geoms (``inertiafromgeom``, of the ``inertiagrouprange``'s groups), then ``settotalmass``.
 """
 
 from __future__ import annotations
@@ -19,6 +19,8 @@ from dojo_cli.scene.mjcf.reader import _Reader
 # compiler (mjCModel::CheckBodyMassInertia) accepts a body that moves on joints only if it,
 # or a body welded to it (no joints between them, at any depth), has both.
 MASSLESS = 1e-15
+# MuJoCo's mjEPS: a geom lighter than this (kg) gives its body no mass (mjCBody::InertiaFromGeom)
+MJEPS = 1e-14
 
 
 def _hull_properties(points: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
@@ -101,7 +103,11 @@ def _mass_properties(reader: _Reader) -> None:
     for body in reader.bodies:
         from_geoms = reader.inertiafromgeom == "true" or (reader.inertiafromgeom == "auto" and body.inertial is None)
         if from_geoms:
-            items = [geom_mass_properties(g) for g in body.geoms if g.type != "plane"]
+            # MuJoCo's selection (mjCBody::InertiaFromGeom): geoms of the inertiagrouprange's
+            # groups, heavier than mjEPS (a visual group's meshes give no mass)
+            lo, hi = reader.inertiagrouprange
+            items = [geom_mass_properties(g) for g in body.geoms if g.type != "plane" and lo <= g.group <= hi]
+            items = [it for it in items if it[0] > MJEPS]
             body.mass, body.com, body.inertia = combine(items)
         elif body.inertial is not None:
             body.mass, body.com, body.inertia = body.inertial
