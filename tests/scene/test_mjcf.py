@@ -1383,3 +1383,157 @@ def test_a_tendon_an_equality_constraint_holds_is_not_inert(tmp_path):
         "coupled.xml:13: tendon 'coupling': tendons are not supported (this one has an equality constraint) (import without "
         "it: --drop-unsupported)",
         "coupled.xml:15: <equality>: equality constraints are not supported (import without it: --drop-unsupported)"]
+
+
+# Meta-World's objects (a free body without geoms whose welded child holds them and the mass),
+# a point mass on a hinge whose welded child has volume, Fetch's point masses (diaginertia 0)
+# welded to its moving base: MuJoCo compiles all three (mjCModel::CheckBodyMassInertia). The
+# moving geoms collide with the floor only (box-box pairs are not in the collision table)
+MASS_IN_WELDS = """<mujoco model="welds">
+  <option timestep="0.002"/>
+  <default><geom contype="1" conaffinity="0"/></default>
+  <worldbody>
+    <geom name="floor" type="plane" size="3 3 0.1" contype="0" conaffinity="1"/>
+    <body name="block" pos="0 0 0.3">
+      <freejoint/>
+      <body name="block_geoms" pos="0.01 0 0.02" euler="0 0 30">
+        <geom type="box" size="0.02 0.03 0.02" mass="0.1"/>
+        <body name="block_knob" pos="0 0.01 0.03"><geom type="sphere" size="0.01"/></body>
+      </body>
+    </body>
+    <body name="pendulum" pos="1 0 1">
+      <joint name="swing" type="hinge" axis="0 1 0"/>
+      <inertial pos="0.2 0 0" mass="0.5" diaginertia="0 0 0"/>
+      <body name="bob" pos="0.3 0 0.05" euler="10 20 30">
+        <geom type="box" size="0.05 0.02 0.04"/>
+        <body name="tag" pos="0 0 0.06"><inertial pos="0.01 0 0" mass="0.2" diaginertia="0 0 0"/></body>
+      </body>
+    </body>
+    <body name="base" pos="-1 0 0.2">
+      <freejoint/>
+      <geom type="box" size="0.1 0.1 0.05"/>
+      <body name="estop" pos="0.05 0.05 0.06" quat="0.7071 0.7071 0 0">
+        <inertial pos="0.002 -0.003 0.007" mass="0.2" diaginertia="0 0 0"/>
+      </body>
+    </body>
+    <body name="shelf_tag" pos="2 0 0.5"><inertial pos="0 0 0" mass="1" diaginertia="0 0 0"/></body>
+  </worldbody>
+</mujoco>"""
+# The pendulum's centre of mass after its swing against MuJoCo's (RK4 at 0.1 ms): our 2 ms
+# steps' error, 1.3e-5 m measured (the bob's own inertia, 0.5% of the swing's, moves it by ~1e-3)
+SWING_TOL = 1e-4  # m
+SWING_TIME = 0.3  # s
+
+
+def _mujoco_composite(m, d, ks: list[int]) -> tuple[float, np.ndarray, np.ndarray]:
+    """Mass, centre of mass and world-frame inertia of MuJoCo's bodies ``ks`` as one rigid body,
+    summed from MuJoCo's own body_mass, xipos, ximat and body_inertia (parallel-axis rule)."""
+    masses = np.array([m.body_mass[k] for k in ks])
+    com = sum(m.body_mass[k] * d.xipos[k] for k in ks) / masses.sum()
+    inertia = np.zeros((3, 3))
+    for k in ks:
+        R = d.ximat[k].reshape(3, 3)
+        r = d.xipos[k] - com
+        inertia += R @ np.diag(m.body_inertia[k]) @ R.T + m.body_mass[k] * (r @ r * np.eye(3) - np.outer(r, r))
+    return masses.sum(), com, inertia
+
+
+def test_bodies_welded_to_a_moving_body_without_mass_or_inertia_are_merged_into_it_as_mujocos_composite(tmp_path):
+    path = _write(tmp_path, MASS_IN_WELDS, "welds.xml")
+    m = mujoco.MjModel.from_xml_path(str(path))
+    d = mujoco.MjData(m)
+    mujoco.mj_forward(m, d)
+    result = read_mjcf(path, MjcfOptions(), path.name)
+    assert result.merged == {"block_geoms": "block", "block_knob": "block", "tag": "pendulum", "bob": "pendulum",
+                             "estop": "base", "shelf_tag": "world"}, result.merged
+    assert any("'block' has no mass and moves on joints: the bodies welded to it (block_geoms, block_knob)" in n
+               for n in result.notes), result.notes
+    assert any("point masses: tag, estop" in n for n in result.notes), result.notes
+    mech = _build(result, path)
+    z = (mech.initial_t0 if mech.initial_t0 is not None else mech.initial).reshape(mech.nb, 13)
+    scene = {b["name"]: b for b in result.scene["bodies"]}
+    for i, body in enumerate(mech.bodies):
+        ks = [mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_BODY, n) for n in [body.name] + [b for b, h in result.merged.items() if h == body.name]]
+        mass, com, inertia = _mujoco_composite(m, d, ks)
+        R = _matrix(z[i, 6:10])
+        ours = R @ np.asarray(scene[body.name]["inertia"]) @ R.T
+        assert abs(scene[body.name]["mass"] - mass) < ROUNDOFF * mass, body.name
+        assert np.abs(z[i, :3] - com).max() < ROUNDOFF, body.name
+        assert np.abs(ours - inertia).max() < ROUNDOFF * np.abs(inertia).max(), (body.name, ours, inertia)
+        if body.name != "base":  # its welded subtree is all of its subtree
+            assert abs(mass - m.body_subtreemass[ks[0]]) < ROUNDOFF * mass
+    # the pendulum (a point mass on a hinge, its welded bob) swings as MuJoCo's
+    traj = dojo.simulate(mech, steps=int(round(SWING_TIME / mech.timestep)))
+    assert all(s == "success" for s in traj.status)
+    m.opt.integrator, m.opt.timestep = mujoco.mjtIntegrator.mjINT_RK4, 1e-4
+    mujoco.mj_resetData(m, d)
+    mujoco.mj_step(m, d, int(round(SWING_TIME / m.opt.timestep)))
+    k = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_BODY, "pendulum")
+    ours = traj.x[-1][[b.name for b in mech.bodies].index("pendulum")]
+    assert np.abs(ours - d.subtree_com[k]).max() < SWING_TOL, (ours, d.subtree_com[k])
+
+
+def test_a_moving_body_without_mass_or_inertia_in_its_weld_is_refused_as_mujoco_refuses_it(tmp_path):
+    cases = {
+        "point.xml": """<mujoco>
+  <worldbody>
+    <body name="a">
+      <joint type="hinge"/>
+      <inertial pos="0.1 0 0" mass="1" diaginertia="0 0 0"/>
+      <body name="b"><inertial pos="0 0.1 0" mass="1" diaginertia="0 0 0"/></body>
+    </body>
+  </worldbody>
+</mujoco>""",
+        "rod.xml": """<mujoco>
+  <worldbody>
+    <body name="a">
+      <joint type="hinge"/>
+      <inertial pos="0.1 0 0" mass="1" diaginertia="0 1 1"/>
+    </body>
+  </worldbody>
+</mujoco>""",
+        "moving_child.xml": """<mujoco>
+  <worldbody>
+    <body name="a">
+      <joint type="hinge"/>
+      <body name="b"><joint type="hinge"/><geom size="0.1"/></body>
+    </body>
+  </worldbody>
+</mujoco>""",
+    }
+    expected = {
+        "point.xml": "point.xml:3: body 'a': has mass 1 but principal inertias [0, 0, 0] (a point mass or a rod), moves on joints",
+        "rod.xml": "rod.xml:3: body 'a': has mass 1 but principal inertias [0, 1, 1] (a point mass or a rod), moves on joints",
+        "moving_child.xml": "moving_child.xml:3: body 'a': has no mass, moves on joints",
+    }
+    for name, text in cases.items():
+        path = _write(tmp_path, text, name)
+        with pytest.raises(ValueError, match="mass and inertia of moving bodies must be larger than mjMINVAL"):
+            mujoco.MjModel.from_xml_path(str(path))
+        lines = _problems(path)
+        assert len(lines) == 1 and lines[0].startswith(expected[name]), lines
+        assert lines[0].endswith("MuJoCo refuses it too (\"mass and inertia of moving bodies must be larger than mjMINVAL\")")
+
+
+def test_only_geoms_of_the_inertiagrouprange_give_mass_as_mujocos(tmp_path):
+    """Meta-World's and the Franka kitchen's files draw with group-1 meshes and collide with
+    group-4 shapes, ``inertiagrouprange="4 5"``: only the latter give the bodies mass."""
+    path = _write(tmp_path, """<mujoco>
+  <compiler inertiagrouprange="4 5"/>
+  <worldbody>
+    <body name="cup" pos="0 0 0.1">
+      <freejoint/>
+      <geom type="sphere" size="0.2" group="1" contype="0" conaffinity="0"/>
+      <geom type="box" size="0.02 0.03 0.04" pos="0.01 0 0" group="4"/>
+      <geom type="capsule" size="0.01 0.05" pos="0 0.02 0" euler="30 0 0" group="5" mass="0.3"/>
+      <body name="lid" pos="0 0 0.05">
+        <joint type="hinge" axis="1 0 0"/>
+        <geom type="cylinder" size="0.03 0.005" group="4"/>
+        <geom type="sphere" size="0.5" group="0" contype="0" conaffinity="0"/>
+      </body>
+    </body>
+  </worldbody>
+</mujoco>""", "groups.xml")
+    m = mujoco.MjModel.from_xml_path(str(path))
+    result = read_mjcf(path, MjcfOptions(), path.name)
+    _assert_mass_properties(result, m, ROUNDOFF, "groups.xml")

@@ -2,7 +2,7 @@
 
 What is read (MuJoCo's XML reference, https://mujoco.readthedocs.io/en/stable/XMLreference.html):
 - ``<include file>`` (its top element's children take its place, ``<mujoco>`` or ``<mujocoinclude>``), ``<compiler>`` (``angle``,
-  ``eulerseq``, ``inertiafromgeom``, ``coordinate`` local only, ``settotalmass``,
+  ``eulerseq``, ``inertiafromgeom``, ``inertiagrouprange``, ``coordinate`` local only, ``settotalmass``,
   ``autolimits``, ``meshdir``/``assetdir``), ``<option>`` (``timestep``, ``gravity``),
   ``<default>`` classes (nested, ``class``, ``childclass``), ``<asset><mesh>``,
   ``<worldbody>``'s body tree, ``<contact><exclude>``, ``<actuator>`` (motor, position,
@@ -24,7 +24,7 @@ the file's placement (``qpos0``; a joint's ``ref`` is its value there):
 
 | MJCF joints of a body | Dojo joint |
 |---|---|
-| none | fixed (or merged into the parent: massless bodies always, every body with ``merge_fixed``) |
+| none | fixed (or merged into the parent: bodies without mass and inertia always, every body with ``merge_fixed``) |
 | hinge | revolute about the hinge axis |
 | slide | prismatic |
 | 2 or 3 orthogonal slides | planar / fixed_orientation |
@@ -77,7 +77,7 @@ from dojo_cli.scene.mjcf.contacts import CONTACT_MARGIN, ELLIPSOID_SAMPLES, HULL
 from dojo_cli.scene.mjcf.importer import read_mjcf
 from dojo_cli.scene.mjcf.joints import AXIS_TOL, LINK_MASS_FRACTION
 from dojo_cli.scene.mjcf.keyframes import joint_coordinates_from_qpos
-from dojo_cli.scene.mjcf.mass import MASSLESS, geom_mass_properties
+from dojo_cli.scene.mjcf.mass import MASSLESS, MJEPS, geom_mass_properties, has_mass_and_inertia
 from dojo_cli.scene.mjcf.options import (
     CONTACT_MODES, CoordinateMap, DEFAULT_DENSITY, DEFAULT_FRICTION, DEFAULT_GRAVITY, DEFAULT_TIMESTEP,
     MjcfImport, MjcfOptions,
@@ -88,7 +88,7 @@ from dojo_cli.scene.mjcf.rotations import rotation_vector_from_quaternion
 __all__ = [
     "AXIS_TOL", "CONTACT_MARGIN", "CONTACT_MODES", "CoordinateMap", "DEFAULT_DENSITY", "DEFAULT_FRICTION",
     "DEFAULT_GRAVITY", "DEFAULT_TIMESTEP", "ELLIPSOID_SAMPLES", "GIMBAL_LOCK_MARGIN", "HULL_VERTICES",
-    "LINK_MASS_FRACTION", "MASSLESS", "MjcfImport", "MjcfOptions", "PENETRATION_TOL", "WORLD_BODY",
-    "geom_mass_properties", "joint_coordinates_from_qpos", "read_mjcf", "reader_problems_stop",
+    "LINK_MASS_FRACTION", "MASSLESS", "MJEPS", "MjcfImport", "MjcfOptions", "PENETRATION_TOL", "WORLD_BODY",
+    "geom_mass_properties", "has_mass_and_inertia", "joint_coordinates_from_qpos", "read_mjcf", "reader_problems_stop",
     "rotation_vector_from_quaternion",
 ]

@@ -14,7 +14,7 @@ from dojo_cli.scene.importing.messages import listed
 from dojo_cli.scene.importing.scene_data import plain_vector
 from dojo_cli.scene.mjcf.contacts import _collides, _weld
 from dojo_cli.scene.mjcf.elements import _Body, _Geom
-from dojo_cli.scene.mjcf.mass import MASSLESS, geom_mass_properties
+from dojo_cli.scene.mjcf.mass import MASSLESS, geom_mass_properties, has_mass_and_inertia
 from dojo_cli.scene.mjcf.options import MjcfImport, MjcfOptions
 from dojo_cli.scene.mjcf.reader import _Reader
 from dojo_cli.scene.mjcf.rotations import _quaternion_from_matrix
@@ -25,8 +25,40 @@ from dojo_cli.scene.mjcf.rotations import _quaternion_from_matrix
 WORLD_BODY = "world"
 
 
+def _welded_mass(reader: _Reader, children: list[list[int]], i: int) -> bool:
+    """Whether body ``i`` or a body welded to it (reached through bodies without joints) has
+    mass and inertia: MuJoCo's condition for a body that moves on joints to be compiled."""
+    body = reader.bodies[i]
+    if has_mass_and_inertia(body.mass, body.inertia):
+        return True
+    return any(_welded_mass(reader, children, c) for c in children[i] if not reader.bodies[c].joints)
+
+
+def _mass_problem(body: _Body) -> str:
+    if body.mass < MASSLESS:
+        return "has no mass"
+    shown = ", ".join(f"{e:.3g}" for e in np.linalg.eigvalsh(0.5 * (body.inertia + body.inertia.T)))
+    return f"has mass {body.mass:g} but principal inertias [{shown}] (a point mass or a rod)"
+
+
 def _place(reader: _Reader, options: MjcfOptions, result: MjcfImport) -> None:
-    """World frames at qpos0, and which scene body carries each MJCF body (merges)."""
+    """World frames at qpos0, and which scene body carries each MJCF body (merges).
+
+    A weld is rigid, so a body without joints merged into the body it is welded to is exact
+    physics (its mass at its centre, its inertia by the parallel-axis rule). Merged: a welded
+    body without mass and inertia of its own (massless, a point mass such as Fetch's
+    estop_link and laser_link, diaginertia 0), every welded body with ``merge_fixed``, and
+    the whole welded subtree of a moving body that has no mass and inertia of its own but a
+    body welded to it has (Meta-World's objects: a free body whose welded child holds the
+    geoms and the mass), which MuJoCo compiles and simulates as that subtree's composite
+    rigid body. A moving body with neither is refused: MuJoCo refuses it too.
+    """
+    children: list[list[int]] = [[] for _ in reader.bodies]
+    for i, body in enumerate(reader.bodies):
+        if body.parent >= 0:
+            children[body.parent].append(i)
+    absorbing: set[int] = set()  # moving bodies taking in their welded subtrees
+    point_masses: list[str] = []
     for i, body in enumerate(reader.bodies):
         if body.parent < 0:
             body.world_pos, body.world_rot = body.pos.copy(), body.rot.copy()
@@ -35,26 +67,38 @@ def _place(reader: _Reader, options: MjcfOptions, result: MjcfImport) -> None:
             body.world_pos = p.world_pos + p.world_rot @ body.pos
             body.world_rot = p.world_rot @ body.rot
         welded = not body.joints
-        massless = body.mass <= MASSLESS
-        if welded and body.parent >= 0 and (massless or options.merge_fixed):
+        valid = has_mass_and_inertia(body.mass, body.inertia)
+        if welded and body.parent >= 0 and (not valid or options.merge_fixed or reader.bodies[body.parent].host in absorbing):
             parent = reader.bodies[body.parent]
             body.host = parent.host
             body.host_pos = parent.host_pos + parent.host_rot @ body.pos
             body.host_rot = parent.host_rot @ body.rot
-            result.merged[body.name] = reader.bodies[body.host].name
-        elif massless:
-            where = "moves on joints" if body.joints else "is welded to the world"
-            if body.parent < 0 and welded:
-                # a static body: its geoms are the world's
-                body.host = -1
-                body.host_pos, body.host_rot = body.world_pos.copy(), body.world_rot.copy()
-                result.merged[body.name] = "world"
-                continue
+            result.merged[body.name] = reader.bodies[body.host].name if body.host >= 0 else "world"
+            if not valid and body.mass >= MASSLESS:
+                point_masses.append(body.name)
+        elif welded and not valid:
+            # a static body without mass and inertia: its geoms are the world's
+            body.host = -1
+            body.host_pos, body.host_rot = body.world_pos.copy(), body.world_rot.copy()
+            result.merged[body.name] = "world"
+        elif not valid and _welded_mass(reader, children, i):
+            body.host = i
+            absorbing.add(i)
+        elif not valid:
             reader.problem(body.file, body.line, f"body {body.name!r}",
-                           f"has no mass (no <inertial>, no geom with volume) but {where}; MuJoCo refuses it too")
+                           f"{_mass_problem(body)}, moves on joints, and no body welded to it (without joints) has mass and "
+                           f"inertia of at least mjMINVAL = {MASSLESS:g}; MuJoCo refuses it too (\"mass and inertia of moving "
+                           "bodies must be larger than mjMINVAL\")")
             body.host = i
         else:
             body.host = i
+    for i in sorted(absorbing):
+        welded = [b.name for b in reader.bodies if b.host == i and b is not reader.bodies[i]]
+        result.notes.append(f"body {reader.bodies[i].name!r} {_mass_problem(reader.bodies[i])} and moves on joints: the bodies "
+                            f"welded to it ({listed(welded, 4)}) are merged into it, one rigid body (exact, as MuJoCo moves them)")
+    if point_masses:
+        result.notes.append(f"welded bodies with mass but no inertia (point masses: {listed(point_masses, 4)}) are merged into "
+                            "the bodies they are welded to: their mass at their centre, its parallel-axis inertia (exact)")
     # merged bodies hand their geoms and mass to the host (mass items in the host's MJCF frame)
     for i, body in enumerate(reader.bodies):
         if body.host == i or body.host < 0:

@@ -173,6 +173,7 @@ class _BodyTreeReader:
         margin = self.real(a, "margin", 0.0, el, file, element)
         geom = _Geom(name, el.sourceline, file, kind, size, pos, rot, density, mass, float(friction[0]) if len(friction) else 1.0,
                      contype, conaffinity, condim, rgba, margin)
+        geom.group = int(self.real(a, "group", 0, el, file, element))
         if kind == "mesh":
             geom.mesh = a.get("mesh")
             if not geom.mesh:

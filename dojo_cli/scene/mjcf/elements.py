@@ -31,6 +31,7 @@ class _Geom:
     points: np.ndarray | None = None  # mesh vertices (scaled), mesh frame
     faces: np.ndarray | None = None  # mesh triangles (indices into points; None: the hull's)
     mesh_inertia: str = "legacy"  # the mesh's ``inertia`` (MuJoCo's mass rule for it)
+    group: int = 0  # its mass counts where compiler inertiagrouprange holds the group
 
 
 @dataclass

@@ -45,7 +45,7 @@ def read_mjcf(path: str | Path, options: MjcfOptions | None = None, shown: str |
         _world_body(reader, result)
     if not any(b.host == i for i, b in enumerate(reader.bodies)):
         file, line = reader.worldbody or (reader.file, None)
-        what = "no <body>" if not reader.bodies else "only massless bodies fixed to the world"
+        what = "no <body>" if not reader.bodies else "only bodies without mass and inertia fixed to the world"
         reader.problem(file, line, "<worldbody>", f"{what}: the model has nothing that moves, and a scene needs a body "
                        "(a template whose bodies code adds cannot be imported as it is)")
     reader_problems_stop(reader)

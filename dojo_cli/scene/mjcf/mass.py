@@ -1,6 +1,6 @@
 """Bodies' mass properties: each geom's by MuJoCo's uniform-density solids (sphere, capsule,
 cylinder, box, ellipsoid, a mesh by its ``inertia`` rule), a body's from its ``<inertial>`` or its
-geoms (``inertiafromgeom``), then ``settotalmass``.
+geoms (``inertiafromgeom``, of the ``inertiagrouprange``'s groups), then ``settotalmass``.
 """
 
 from __future__ import annotations
@@ -14,9 +14,13 @@ from dojo_cli.scene.mjcf.elements import _Geom
 from dojo_cli.scene.mjcf.reader import _Reader
 
 
-# Bodies lighter than MuJoCo's mjMINVAL (1e-15 kg) have no mass: a welded one merges into its
-# parent, a moving one is refused (MuJoCo refuses it too).
+# MuJoCo's mjMINVAL: a body lighter than this (kg) has no mass, and one whose principal
+# inertias are not all at least this (kg m^2) no inertia (a point mass, a rod). MuJoCo's
+# compiler (mjCModel::CheckBodyMassInertia) accepts a body that moves on joints only if it,
+# or a body welded to it (no joints between them, at any depth), has both.
 MASSLESS = 1e-15
+# MuJoCo's mjEPS: a geom lighter than this (kg) gives its body no mass (mjCBody::InertiaFromGeom)
+MJEPS = 1e-14
 
 
 def _hull_properties(points: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
@@ -134,12 +138,22 @@ def geom_mass_properties(geom: _Geom) -> tuple[float, np.ndarray, np.ndarray]:
     return mass, geom.pos.copy(), geom.rot @ np.diag(mass * unit) @ geom.rot.T
 
 
+def has_mass_and_inertia(mass: float, inertia: np.ndarray) -> bool:
+    """MuJoCo's test of one body (mjCModel::CheckBodyMassInertia): its mass and each of its
+    principal inertias (the eigenvalues of ``inertia`` (3, 3)) at least mjMINVAL."""
+    return mass >= MASSLESS and bool(np.linalg.eigvalsh(0.5 * (inertia + inertia.T)).min() >= MASSLESS)
+
+
 def _mass_properties(reader: _Reader) -> None:
     """Each body's mass, centre of mass and inertia (MJCF body frame), then settotalmass."""
     for body in reader.bodies:
         from_geoms = reader.inertiafromgeom == "true" or (reader.inertiafromgeom == "auto" and body.inertial is None)
         if from_geoms:
-            items = [geom_mass_properties(g) for g in body.geoms if g.type != "plane"]
+            # MuJoCo's selection (mjCBody::InertiaFromGeom): geoms of the inertiagrouprange's
+            # groups, heavier than mjEPS (a visual group's meshes give no mass)
+            lo, hi = reader.inertiagrouprange
+            items = [geom_mass_properties(g) for g in body.geoms if g.type != "plane" and lo <= g.group <= hi]
+            items = [it for it in items if it[0] > MJEPS]
             body.mass, body.com, body.inertia = combine(items)
         elif body.inertial is not None:
             body.mass, body.com, body.inertia = body.inertial

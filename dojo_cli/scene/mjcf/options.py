@@ -29,7 +29,8 @@ class MjcfOptions:
         drop_unsupported: import without what cannot be mapped (one warning per kind)
             instead of refusing the file.
         contacts: "file" (MuJoCo's collision filter on the file's geoms) or "none".
-        merge_fixed: merge bodies without joints into their parents (massless ones always).
+        merge_fixed: merge bodies without joints into their parents (those without mass and
+            inertia always: ``bodies._place``).
         meshes: keep mesh geoms as drawn meshes.
         split_joints: a body whose joints no Dojo joint is (hinges about different anchors
             or axes not orthogonal, hinges with armature, which universal and gimbal joints

@@ -61,6 +61,9 @@ class _Reader(_BodyTreeReader, _DefaultsReader, _ValueReader):
         self.inertiafromgeom = "auto"
         self.autolimits = True
         self.settotalmass = -1.0
+        # <compiler inertiagrouprange>: only geoms of these groups give a body mass (MuJoCo's
+        # default: all of its 6 groups, mjNGROUP)
+        self.inertiagrouprange = (0, 5)
         self.meshdir = path.parent
         self.defaults: dict[str, dict[str, dict[str, str]]] = {}
         self.default_parent: dict[str, str | None] = {}
@@ -208,6 +211,9 @@ class _Reader(_BodyTreeReader, _DefaultsReader, _ValueReader):
             self.autolimits = a["autolimits"] == "true"
         if "settotalmass" in a:
             self.settotalmass = self.real(a, "settotalmass", -1.0, el, file, element)
+        if "inertiagrouprange" in a:
+            lo, hi = self.vec(a, "inertiagrouprange", 2, [0, 5], el, file, element)
+            self.inertiagrouprange = (int(lo), int(hi))
         for key in ("meshdir", "assetdir"):
             if key in a:
                 # relative to the model file's folder (MuJoCo's rule), not to the name shown in messages
