@@ -245,6 +245,16 @@ class Substeps:
             pair = self._models[n] = (core, _core.Data(core))
         return pair
 
+    def _model_or_none(self, n: int):
+        """model(n), or None where it does not fit in memory: a count whose Model cannot be
+        compiled is a count that gives no substeps (the step's failure stands, as when none
+        converges), not a MemoryError out of the middle of a run (a second Model of a
+        contact-heavy scene beside the run's: Meta-World's button-press walls, 792 contacts)."""
+        try:
+            return self.model(n)
+        except MemoryError:
+            return None
+
     def solve(self, k: int, z: np.ndarray, u, lam: np.ndarray, angles: np.ndarray, spent: int = 0,
               counts=None, h_prev: float | None = None, wrt=(), kinds=(), carried: int = 1) -> SubstepResult | None:
         """Step k from the state z solved as substeps: the first count of ``counts`` (default
@@ -278,11 +288,16 @@ class Substeps:
         counts = tuple(counts or self.counts)
         source = (mech.core, self.scratch)
         if carried > 1:
-            source = self.model(carried)
+            source = self._model_or_none(carried)
+            if source is None:
+                return None
             counts = (carried,) + tuple(c for c in counts if c > carried)
         carry = None  # the first count whose substeps converged to a state no step of h starts from
         for n in counts:
-            core, data = self.model(n)
+            pair = self._model_or_none(n)
+            if pair is None:
+                continue
+            core, data = pair
             chain = None
             if n == carried:
                 zf = z.copy()

@@ -335,3 +335,21 @@ def test_a_step_from_or_to_a_carried_state_has_nan_gradients():
         assert np.isfinite(A).all() if between_states_of_h else np.isnan(A).all(), (k, start_carried, integrator.carried)
         finite.append(between_states_of_h)
     assert any(finite) and not all(finite), finite
+
+
+def test_a_substep_model_that_does_not_fit_in_memory_leaves_the_step_as_it_was(monkeypatch):
+    """A count whose Model cannot be compiled (MemoryError: a second Model of a contact-heavy
+    scene beside the run's) gives no substeps: the step is the full step, its status the full
+    step's, and the run goes on; never a MemoryError out of the run. Forced substeps at step 5
+    of the pendulum then give the plain run, bit for bit."""
+    mech = dojo.load_scene("pendulum")
+    plain, _ = _run(mech, 10)
+
+    def no_memory(self, n):
+        raise MemoryError("std::bad_alloc")
+
+    monkeypatch.setattr(Substeps, "model", no_memory)
+    forced, summary = _run(mech, 10, forced_substeps={5: 2})
+    assert summary.failed_steps == 0 and summary.substepped_steps == 0, summary
+    assert list(forced.substeps) == [1] * 10
+    assert np.array_equal(forced.q, plain.q) and np.array_equal(forced.x, plain.x)
