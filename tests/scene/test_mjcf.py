@@ -81,6 +81,16 @@ def _assert_poses(mech, m, d, tol: float, where: str, links: tuple[str, ...] = (
         assert dq < tol, f"{where}: body {body.name}: orientation off MuJoCo's xquat by {dq:.1e}"
 
 
+def _assert_compiles_as_mujocos(result, path: Path, tol: float, where: str) -> None:
+    """The imported file's bodies have the masses, inertias and poses at qpos0 of MuJoCo's
+    compile of the same file (mj_forward)."""
+    m = mujoco.MjModel.from_xml_path(str(path))
+    d = mujoco.MjData(m)
+    mujoco.mj_forward(m, d)
+    _assert_mass_properties(result, m, tol, where)
+    _assert_poses(_build(result, path), m, d, tol, where)
+
+
 def test_features_mass_properties_and_poses_equal_mujocos():
     m = mujoco.MjModel.from_xml_path(str(FEATURES))
     d = mujoco.MjData(m)
@@ -369,12 +379,8 @@ def test_included_files_under_a_mujocoinclude_root_are_read_as_mujoco_reads_them
 </mujoco>
 """)
     result = read_mjcf(path, MjcfOptions(), path.name)
-    m = mujoco.MjModel.from_xml_path(str(path))
-    d = mujoco.MjData(m)
-    mujoco.mj_forward(m, d)
     assert [b["name"] for b in result.scene["bodies"]] == ["arm"]
-    _assert_mass_properties(result, m, ROUNDOFF, "mujocoinclude")
-    _assert_poses(_build(result, path), m, d, ROUNDOFF, "mujocoinclude")
+    _assert_compiles_as_mujocos(result, path, ROUNDOFF, "mujocoinclude")
     wrong = _write(tmp_path, "<mujocoinclude><worldbody/></mujocoinclude>\n", "top.xml")
     assert _problems(wrong) == ["top.xml:1: <mujocoinclude>: not an MJCF model (its root element must be <mujoco>)"]
 
@@ -400,13 +406,9 @@ def test_a_msh_mesh_gives_mujocos_mass_and_a_damaged_one_its_line(tmp_path):
 </mujoco>
 """)
     result = read_mjcf(path, MjcfOptions(), path.name)
-    m = mujoco.MjModel.from_xml_path(str(path))
-    d = mujoco.MjData(m)
-    mujoco.mj_forward(m, d)
     # the file holds float32 vertices: 2^-24 relative on each coordinate, three in a volume
     assert abs(result.scene["bodies"][0]["mass"] / (800 * 0.1 * 0.2 * 0.3) - 1) < 1e-6
-    _assert_mass_properties(result, m, MESH_FLOAT32, "msh box")
-    _assert_poses(_build(result, path), m, d, MESH_FLOAT32, "msh box")
+    _assert_compiles_as_mujocos(result, path, MESH_FLOAT32, "msh box")
     (tmp_path / "box.msh").write_bytes((tmp_path / "box.msh").read_bytes()[:-4])
     lines = _problems(path)
     assert len(lines) == 1 and lines[0].startswith("model.xml:6: <geom>: cannot read mesh 'box'"), lines
@@ -448,11 +450,7 @@ def test_a_non_convex_meshs_mass_follows_its_inertia_rule_as_mujocos(tmp_path, m
 </mujoco>
 """)
     result = read_mjcf(path, MjcfOptions(), path.name)
-    m = mujoco.MjModel.from_xml_path(str(path))
-    d = mujoco.MjData(m)
-    mujoco.mj_forward(m, d)
-    _assert_mass_properties(result, m, MESH_FLOAT32, f"channel, inertia {mode}")
-    _assert_poses(_build(result, path), m, d, MESH_FLOAT32, f"channel, inertia {mode}")
+    _assert_compiles_as_mujocos(result, path, MESH_FLOAT32, f"channel, inertia {mode}")
     hull = 700 * 0.3 * 0.2 * 0.1
     if mode != "convex":  # the rule matters: the hull's mass is not the answer
         assert abs(result.scene["bodies"][0]["mass"] / hull - 1) > 0.02, mode
