@@ -66,7 +66,7 @@ def _mesh_properties(points: np.ndarray, faces: np.ndarray | None, mode: str) ->
     area-weighted centroid c_f, each of volume v_i = (m_i - c_f) . n_i A_i / 3 (m_i, n_i, A_i the
     face's centroid, unit normal and area) and centre 3/4 m_i + 1/4 c_f; then, with the vertices
     relative to that centre, the volume again from apex 0 and the second moments of each
-    tetrahedron (v/20, a triangle's A/12, times 2 sum_a d_a d_a^T + the cross terms), whose
+    tetrahedron (v/20, a triangle's A/12, times sum_a d_a d_a^T + (sum_a d_a)(sum_a d_a)^T), whose
     total volume is the mesh's.
     """
     if mode == "convex" or faces is None or len(faces) == 0:
@@ -89,10 +89,11 @@ def _mesh_properties(points: np.ndarray, faces: np.ndarray | None, mode: str) ->
     vol = volumes(facecen)
     centre = vol @ (0.75 * middle + 0.25 * facecen) / vol.sum()
     vol = volumes(centre)
-    d, e, f = a - centre, b - centre, c - centre
-    second = (2.0 * (np.einsum("ni,nj->nij", d, d) + np.einsum("ni,nj->nij", e, e) + np.einsum("ni,nj->nij", f, f))
-              + np.einsum("ni,nj->nij", d, e) + np.einsum("ni,nj->nij", e, d) + np.einsum("ni,nj->nij", d, f)
-              + np.einsum("ni,nj->nij", f, d) + np.einsum("ni,nj->nij", e, f) + np.einsum("ni,nj->nij", f, e))
+    # each simplex's corners relative to the centre (the apex, 0, adds nothing): sum v v^T +
+    # (sum v)(sum v)^T, the form _hull_properties uses, is MuJoCo's 2 sum d d^T + cross terms
+    corners = np.stack([a, b, c], axis=1) - centre
+    total = corners.sum(axis=1)
+    second = np.einsum("nki,nkj->nij", corners, corners) + np.einsum("ni,nj->nij", total, total)
     cov = np.einsum("n,nij->ij", vol / (12.0 if shell else 20.0), second)
     inertia = np.trace(cov) * np.eye(3) - cov
     return float(vol.sum()), centre, inertia
