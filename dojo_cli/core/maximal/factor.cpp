@@ -19,7 +19,8 @@ bool factor_matrix(const Model& m, Data& d, bool robust) {
   return ok;
 }
 
-bool factor_matrix_condensed(const Model& m, Data& d) { return factor_contacts_condensed(m, d, kMaxSubstitutionGrowth) || factor_matrix(m, d);
+bool factor_matrix_condensed(const Model& m, Data& d) {
+  return factor_contacts_condensed(m, d, kMaxSubstitutionGrowth) || factor_matrix(m, d);
 }
 
 bool factor_contacts_condensed(const Model& m, Data& d, double max_growth) {
