@@ -15,6 +15,7 @@ import pytest
 from dojo_cli.errors import StorageError
 from dojo_cli.io.storage import StorageWriter, read_storage
 from dojo_cli.io.storage import writer as storage_writer
+from dojo_cli.io.storage.hdf5_checks import allocated_end, lookup3
 
 NB, NQ, NV, NU = 2, 3, 3, 3
 H = 0.01
@@ -325,6 +326,70 @@ def test_reader_trims_a_running_file_to_consistent_length(tmp_path: Path):
     stored = read_storage(path)
     assert stored.status == "running" and not stored.writing
     assert_run_equal(stored, run, 4)
+
+
+def _killed_run(path: Path, steps: int = 3000) -> dict:
+    """A running file (its writer gone without a status) of ``steps`` steps in blocks of
+    1000, more than one chunk per dataset."""
+    run = make_run(steps)
+    w = StorageWriter(path, **writer_kwargs(flush_every=1000))
+    w.write_initial(*state(run, 0))
+    write_steps(w, run, 0, steps)
+    del w  # status stays 'running'
+    return run
+
+
+def test_a_killed_flush_that_indexed_part_of_a_block_reads_to_its_indexed_rows(tmp_path: Path):
+    """A writer killed inside HDF5's flush left the block's lengths and steps_completed
+    written but some of its chunks unindexed (seen on a SIGKILLed `dojo simulate box`: 66 of
+    68 chunks of contacts/distance): the run reads to the rows every dataset has stored,
+    not 'damaged' (the fill value, zeros, must never be read as stored data)."""
+    path = tmp_path / "run.h5"
+    run = _killed_run(path)
+    with h5py.File(path, "a") as f:  # the last chunk of inputs never indexed
+        old = f["inputs"]
+        data, chunks, shape = old[()], old.chunks, old.shape
+        del f["inputs"]
+        new = f.create_dataset("inputs", shape=shape, maxshape=(None,) + shape[1:], chunks=chunks, dtype=data.dtype)
+        kept = (shape[0] - 1) // chunks[0] * chunks[0]
+        new[:kept] = data[:kept]
+        assert new.id.get_num_chunks() < -(-shape[0] // chunks[0])
+    assert 0 < kept < 3000
+    stored = read_storage(path)
+    assert stored.status == "running" and stored.ended_without_status
+    assert_run_equal(stored, run, kept)
+
+
+def test_a_killed_flush_before_the_superblock_reads_to_its_end_of_allocation(tmp_path: Path):
+    """HDF5 flushes the superblock last: a writer killed before it leaves chunks indexed past
+    the end-of-allocation the superblock records, which HDF5 refuses to read ("addr
+    overflow"; 1 run in 60 of a SIGKILLed `dojo simulate box`). The run reads to the rows
+    stored below that end. The superblock's end is read with HDF5's own checksum (lookup3):
+    on a file HDF5 closed, it is the file's size."""
+    closed = tmp_path / "closed.h5"
+    with h5py.File(closed, "w", libver=("v108", "v110")) as f:
+        f.create_dataset("x", data=np.arange(100.0))
+    assert allocated_end(closed) == closed.stat().st_size
+    path = tmp_path / "run.h5"
+    run = _killed_run(path)
+    chunks = []
+    with h5py.File(path, "r") as f:
+        f.visititems(lambda name, d: chunks.extend(
+            d.id.get_chunk_info(i) for i in range(d.id.get_num_chunks())
+        ) if isinstance(d, h5py.Dataset) and d.chunks else None)
+    last = max(chunks, key=lambda info: info.byte_offset)  # the last chunk allocated
+    cut = int(last.chunk_offset[0])  # the rows of that chunk and after are past the end
+    assert 0 < cut < 3000
+    raw = bytearray(path.read_bytes()[:48])
+    assert raw[8] == 2 and raw[9] == 8  # superblock version 2, 8-byte addresses
+    raw[28:36] = int(last.byte_offset).to_bytes(8, "little")  # the end of allocation, before that chunk
+    raw[44:48] = lookup3(bytes(raw[:44])).to_bytes(4, "little")
+    with open(path, "r+b") as fh:
+        fh.write(raw)
+    assert allocated_end(path) == last.byte_offset
+    stored = read_storage(path)
+    assert stored.status == "running" and stored.ended_without_status
+    assert_run_equal(stored, run, cut)
 
 
 def test_finished_file_with_a_short_dataset_is_damaged(tmp_path: Path):

@@ -79,3 +79,78 @@ def _walk(data, size: int, at: int) -> str | None:
             )
         p += step
     return None
+
+
+# The superblock (HDF5 file format specification, version 3, section II.A, versions 2 and 3):
+# the signature, version, size of offsets O, size of lengths, flags, then four addresses of O
+# bytes (base, superblock extension, end of file, root group object header) and a Jenkins
+# lookup3 checksum of everything before it. The "end of file address" is the file's
+# end-of-allocation (EOA): nothing the file's metadata points to lies past it.
+_SUPERBLOCK_SIGNATURE = b"\x89HDF\r\n\x1a\n"
+_EOA_FIELD = 2  # the third address after the 12 bytes of signature, version, sizes and flags
+
+
+def allocated_end(path: str | os.PathLike) -> int | None:
+    """The end-of-allocation address a file's superblock records (its version 2 or 3 at byte
+    0, with a valid checksum), or None (another layout, damaged, unreadable).
+
+    A writer killed inside HDF5's flush can leave the superblock's EOA older than the
+    metadata already written: the superblock is flushed last (its ring is the innermost), so
+    chunk indexes may point to chunks allocated past it, which HDF5 then refuses to read
+    ("addr overflow"). The reader trims such a file to the rows stored below this end
+    (reader.py, ``_covered_rows``).
+    """
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(12 + 4 * 8 + 4)
+    except OSError:
+        return None
+    if len(head) < 12 or head[:8] != _SUPERBLOCK_SIGNATURE or head[8] not in (2, 3):
+        return None
+    size = head[9]
+    if size not in (2, 4, 8):
+        return None
+    end = 12 + 4 * size
+    if len(head) < end + 4 or lookup3(head[:end]) != int.from_bytes(head[end : end + 4], "little"):
+        return None
+    at = 12 + _EOA_FIELD * size
+    return int.from_bytes(head[at : at + size], "little")
+
+
+_MASK32 = 0xFFFFFFFF
+
+
+def _rotate(x: int, k: int) -> int:
+    return ((x << k) | (x >> (32 - k))) & _MASK32
+
+
+def lookup3(data: bytes, initial: int = 0) -> int:
+    """Bob Jenkins' lookup3 ``hashlittle`` of ``data``: HDF5's metadata checksum
+    (H5_checksum_lookup3, H5checksum.c), on little-endian words, the tail zero-padded."""
+    n = len(data)
+    a = b = c = (0xDEADBEEF + n + initial) & _MASK32
+    i = 0
+    while n - i > 12:
+        a = (a + int.from_bytes(data[i : i + 4], "little")) & _MASK32
+        b = (b + int.from_bytes(data[i + 4 : i + 8], "little")) & _MASK32
+        c = (c + int.from_bytes(data[i + 8 : i + 12], "little")) & _MASK32
+        # mix(a, b, c): six rounds of x -= z, x ^= rot(z, r), z += y on (a, b, c) turned by one
+        for r in (4, 6, 8, 16, 19, 4):
+            a = (a - c) & _MASK32
+            a ^= _rotate(c, r)
+            c = (c + b) & _MASK32
+            a, b, c = b, c, a
+        i += 12
+    if i == n:
+        return c
+    tail = data[i:] + bytes(12 - (n - i))
+    a = (a + int.from_bytes(tail[0:4], "little")) & _MASK32
+    b = (b + int.from_bytes(tail[4:8], "little")) & _MASK32
+    c = (c + int.from_bytes(tail[8:12], "little")) & _MASK32
+    # final(a, b, c): seven rounds of x ^= y, x -= rot(y, r) on (c, b), (a, c), (b, a), ...
+    x, y, z = c, b, a
+    for r in (14, 11, 25, 16, 4, 14, 24):
+        x ^= y
+        x = (x - _rotate(y, r)) & _MASK32
+        x, y, z = z, x, y
+    return y  # c: seven turns of (c, b, a) leave it second

@@ -17,6 +17,7 @@ scene is checked by the readers that use it (dojo_cli.scene.stored_run).
 
 from __future__ import annotations
 
+import itertools
 import math
 import os
 import re
@@ -55,6 +56,7 @@ from dojo_cli.io.storage.format import (
     _decode_attr,
     _os_reason,
 )
+from dojo_cli.io.storage.hdf5_checks import allocated_end
 from dojo_cli.io.storage.locks import being_written, reading_section
 from dojo_cli.io.storage.probe import _probe_structure
 from dojo_cli.model.trajectory import DATASETS, EXTRA_FIELDS, Trajectory
@@ -320,7 +322,7 @@ def _validated(f: h5py.File, p: Path, label: str, gradients: bool, writing: bool
         momenta = _momentum_datasets(f, knot, len(body_names))
         datasets.update(momenta)  # state datasets: read and cut to length as the others
         extras = _extra_datasets(f, attrs, len(body_names), datasets["inputs"].shape[1])
-        steps, n_states = _consistent_length(attrs, datasets, extras)
+        steps, n_states = _consistent_length(attrs, datasets, extras, allocated_end(p))
 
         def rows(name: str, n: int) -> np.ndarray:
             _check_stored(name, datasets[name], n)
@@ -378,6 +380,39 @@ def _validated(f: h5py.File, p: Path, label: str, gradients: bool, writing: bool
 def _state_datasets(knot: bool) -> tuple[str, ...]:
     """The per-state datasets of a knot file (knot) or of a midpoint one."""
     return _STATE_DATASETS + (_MIDPOINT_DATASETS if knot else ())
+
+
+def _covered_rows(ds: h5py.Dataset, eoa: int | None) -> int:
+    """The rows of a running file's dataset that can be read: its length, or less where its
+    last chunks (the writer fills them in row order) are not indexed or lie past the file's
+    end-of-allocation ``eoa`` (None: not known), which HDF5 refuses to read ("addr
+    overflow"). A writer killed inside HDF5's flush leaves both: the new lengths written,
+    some of the new chunks' index entries not (seen: 66 of 68 chunks of a dataset), and the
+    superblock, flushed last, with the end from before the block. Looked for from the end
+    until a chunk row is whole; a hole further back is ``_check_stored``'s."""
+    n = ds.shape[0]
+    if ds.chunks is None or n == 0 or any(m == 0 for m in ds.shape[1:]):
+        return n
+    rows = ds.chunks[0]
+    across = list(itertools.product(*(range(0, m, c) for m, c in zip(ds.shape[1:], ds.chunks[1:]))))
+
+    def stored(k: int) -> bool:
+        for rest in across:
+            try:
+                info = ds.id.get_chunk_info_by_coord((k * rows,) + rest)
+            except Exception:  # an index block past the end: not stored either
+                return False
+            if info.byte_offset is None or (eoa is not None and info.byte_offset + info.size > eoa):
+                return False
+        return True
+
+    # from the last chunk row the stored chunks could fill (a tampered length of 10^9 rows
+    # in a small file must not mean 10^9 / rows lookups)
+    last = min(-(-n // rows), -(-ds.id.get_num_chunks() // len(across))) - 1
+    for k in range(last, -1, -1):
+        if stored(k):
+            return min(n, (k + 1) * rows)
+    return 0
 
 
 def _check_stored(name: str, ds: h5py.Dataset, rows: int) -> None:
@@ -624,20 +659,26 @@ def _extra_datasets(f: h5py.File, attrs: dict, nb: int, nu: int) -> dict[str, h5
     return extras
 
 
-def _consistent_length(attrs: dict, datasets: dict[str, h5py.Dataset], extras: dict[str, h5py.Dataset]) -> tuple[int, int]:
+def _consistent_length(attrs: dict, datasets: dict[str, h5py.Dataset], extras: dict[str, h5py.Dataset],
+                       eoa: int | None = None) -> tuple[int, int]:
     """(steps T, states) to read.
 
     A file with a final status must hold exactly what ``steps_completed`` says (its writer
     cut every dataset to the last complete block before it set the status). A ``running``
     file is whatever its writer's last block write left, or a write in progress: the
-    shortest consistent length.
+    shortest consistent length, counting only the rows whose chunks are stored below the
+    file's end-of-allocation ``eoa`` (the superblock's, hdf5_checks.allocated_end): a writer
+    killed inside HDF5's flush leaves lengths and attributes of the new block with some of
+    its chunks unindexed or past that end (``_covered_rows``).
     """
     claimed = attrs["steps_completed"]
-    states = {name: datasets[name].shape[0] for name in datasets if name not in _STEP_DATASETS}
-    steps = {name: datasets[name].shape[0] for name in _STEP_DATASETS}
+    final = attrs["status"] in FINAL_STATUSES
+    length = (lambda d: d.shape[0]) if final else (lambda d: _covered_rows(d, eoa))
+    states = {name: length(datasets[name]) for name in datasets if name not in _STEP_DATASETS}
+    steps = {name: length(datasets[name]) for name in _STEP_DATASETS}
     if "contact_names" in attrs:  # contact records, created with the first block of steps
         steps.update({name: 0 for name in CONTACT_DATASETS})
-    steps.update({name: d.shape[0] for name, d in extras.items() if d.ndim >= 1})
+    steps.update({name: length(d) for name, d in extras.items() if d.ndim >= 1})
     if attrs["status"] in FINAL_STATUSES:
         if claimed == 0 and not any(states.values()) and not any(steps.values()):
             return 0, 0  # stopped (a write error) before even the initial state was stored
