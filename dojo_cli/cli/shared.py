@@ -7,7 +7,7 @@ go one way: app -> (lazily) a command module -> shared.
 Error handling: library errors (the DojoError family) are caught at the edge of each command
 (``reports_errors``) and printed ``file:line: field: message`` with the error's exit code: 2
 invalid input, 1 solver failure with --abort-on-failure, 3 I/O (a missing or unreadable input
-file too), 4 a run with failed steps; Ctrl-C during parsing or imports is one line and 128 + N
+file too) and out of memory, 4 a run with failed steps; Ctrl-C during parsing or imports is one line and 128 + N
 (``interrupt_is_one_line``).
 """
 
@@ -210,8 +210,14 @@ def echo_err(line: str) -> None:
     typer.echo(printable(line), err=True)
 
 
+# Exit code of a command that ran out of memory: the machine could not give a resource, as
+# with an I/O error (a full disk is 3 too).
+OUT_OF_MEMORY_EXIT = 3
+
+
 def reports_errors(command):
-    """Print DojoError problems one per line and exit with the error's code."""
+    """Print DojoError problems one per line and exit with the error's code; running out of
+    memory is one line too (OUT_OF_MEMORY_EXIT), never a traceback."""
 
     @functools.wraps(command)
     def wrapper(*args, **kwargs):
@@ -223,6 +229,13 @@ def reports_errors(command):
             for line in exc.lines():
                 echo_err(line)
             raise typer.Exit(exc.exit_code) from None
+        except MemoryError as exc:
+            # numpy names what it could not allocate ("Unable to allocate 2.9 GiB for an array
+            # with shape ..."), the core's std::bad_alloc only itself. A file being written was
+            # finished 'failed' on the way out with the steps stored before (StorageWriter).
+            what = str(exc).strip() or type(exc).__name__
+            echo_err(f"dojo: out of memory: {what}")
+            raise typer.Exit(OUT_OF_MEMORY_EXIT) from None
 
     return wrapper
 

@@ -487,3 +487,36 @@ def test_interrupted_run_stays_uncompressed_and_compaction_failures_keep_the_fil
     run = read_storage(out)
     assert run.status == "complete" and run.steps_completed == 5
     assert sorted(p.name for p in tmp_path.iterdir()) == ["c.h5", "i.h5"], "no temporary file left, the stale one gone"
+
+
+def test_running_out_of_memory_mid_run_is_one_line_and_the_file_keeps_its_steps(tmp_path, monkeypatch):
+    """A MemoryError in the middle of `dojo simulate` (numpy or the core's std::bad_alloc,
+    seen on a 6,092-contact model's run record): one line naming it, exit 3 as for a
+    resource the machine could not give (a full disk), no traceback; the file is finished
+    'failed' with the blocks stored before, every dataset as long."""
+    from dojo_cli.simulation import integrators
+
+    original = integrators.Variational.advance
+    calls = {"n": 0}
+
+    reached = {"steps": 0}
+
+    def advance(self, k, n):
+        calls["n"] += 1
+        if calls["n"] == 3:
+            raise MemoryError("Unable to allocate 2.92 GiB for an array with shape (10000, 6092, 6) and data type float64")
+        reached["steps"] = k + n
+        return original(self, k, n)
+
+    monkeypatch.setattr(integrators.Variational, "advance", advance)
+    out = tmp_path / "r.h5"
+    res = invoke("simulate", "box", "--steps", 2000, "-q", "-o", out)
+    assert res.exit_code == 3, res.output
+    assert res.exception is None or isinstance(res.exception, SystemExit), repr(res.exception)
+    assert res.stderr.strip().splitlines() == [
+        "dojo: out of memory: Unable to allocate 2.92 GiB for an array with shape (10000, 6092, 6) and data type float64"
+    ], res.stderr
+    run = read_storage(out)
+    assert reached["steps"] > 0
+    assert run.status == "failed" and run.steps_completed == reached["steps"], (run.status, run.steps_completed)
+    assert_consistent(run)
