@@ -45,7 +45,12 @@ class TrajectoryRecorder:
         self._written = 0  # state rows written (the initial state's included)
         self._arrays: dict[str, np.ndarray] = {}  # rows per state: time, states, knot_v, knot_omega, minimal_q, knot_minimal_v
         self._impulses: np.ndarray | None = None  # (capacity - 1, nl): one row a step
-        self.blocks: list[StepBlock] = []  # the small per-step records (inputs, solver record, contacts), joined at the end
+        # the rest of each step's record (inputs, solver record, contacts, start record), one
+        # row a step, made with the first block that has it and grown as the states are:
+        # copied in block by block, never joined at the end (a run of 10^4 steps with 6,092
+        # contacts records 7 GB of contact and start rows; joining held them twice)
+        self._steps: dict[str, np.ndarray] = {}
+        self._missing: set[str] = set()  # per-step records some block did not have (None): not recorded
 
     def _grow(self, rows: int) -> None:
         """Room for ``rows`` state rows (doubling)."""
@@ -60,6 +65,10 @@ class TrajectoryRecorder:
             grown = np.empty((self._capacity - 1,) + self._impulses.shape[1:])
             grown[: self._written - 1] = self._impulses[: self._written - 1]
             self._impulses = grown
+        for name, a in self._steps.items():
+            grown = np.empty((self._capacity - 1,) + a.shape[1:], dtype=a.dtype)
+            grown[: self._written - 1] = a[: self._written - 1]
+            self._steps[name] = grown
 
     def _impulse_rows(self, nl: int) -> np.ndarray:
         if self._impulses is None:
@@ -100,8 +109,27 @@ class TrajectoryRecorder:
                              ("knot_v", kv), ("knot_omega", kw), ("knot_minimal_v", kmv)):
             _put(a[name][i : i + n], values)
         _put(self._impulse_rows(mech.nl)[i - 1 : i - 1 + n], block.impulses)
+        for name in _STEP_RECORDS:
+            self._put_step_record(name, getattr(block, name), i - 1, n)
         self._written = i + n
-        self.blocks.append(block)
+
+    def _put_step_record(self, name: str, values, row: int, n: int) -> None:
+        """A block's per-step record ``name`` (n rows, or None: the integrator keeps none)
+        into its rows from ``row``."""
+        if name in self._missing:
+            return
+        if values is None:
+            self._missing.add(name)
+            self._steps.pop(name, None)
+            return
+        values = np.asarray(values)
+        a = self._steps.get(name)
+        if a is None:
+            if row:  # an earlier block had none
+                self._missing.add(name)
+                return
+            a = self._steps[name] = np.empty((self._capacity - 1,) + values.shape[1:], dtype=values.dtype)
+        a[row : row + n] = values.reshape((n,) + a.shape[1:])
 
     def revise_last_state(self, v, omega, minimal_v) -> None:
         last, a = self._written - 1, self._arrays
@@ -115,21 +143,21 @@ class TrajectoryRecorder:
         states = a["states"].reshape(T + 1, nb, 13)
         x, v_mid, q, omega_mid = states[:, :, 0:3], states[:, :, 3:6], states[:, :, 6:10], states[:, :, 10:13]
         v, omega = a["knot_v"], a["knot_omega"]
-        cat = lambda name, shape: (  # noqa: E731
-            np.concatenate([getattr(b, name) for b in self.blocks]) if self.blocks else np.zeros((0,) + shape)
+        recorded = lambda name, shape: (  # noqa: E731
+            self._steps[name][:T] if name in self._steps else np.zeros((0,) + shape)
         )
         # Dojo's px, pq: from the final knot rows, in one core call (physics.energy.knot_momenta)
         px, pq = knot_momenta(mech, q, v, omega)
         contacts = {}
         if mech.nc:
             contacts = {
-                "contact_distance": cat("contact_distance", (mech.nc,)),
-                "contact_normal_impulse": cat("contact_normal_impulse", (mech.nc,)),
-                "contact_friction_impulse": cat("contact_friction_impulse", (mech.nc, 2)),
-                "contact_slip": cat("contact_slip", (mech.nc, 2)),
+                "contact_distance": recorded("contact_distance", (mech.nc,)),
+                "contact_normal_impulse": recorded("contact_normal_impulse", (mech.nc,)),
+                "contact_friction_impulse": recorded("contact_friction_impulse", (mech.nc, 2)),
+                "contact_slip": recorded("contact_slip", (mech.nc, 2)),
             }
-        if self.blocks and all(b.substeps is not None for b in self.blocks):
-            contacts["substeps"] = cat("substeps", ()).astype(np.int64)
+        if T and "substeps" in self._steps:
+            contacts["substeps"] = recorded("substeps", ()).astype(np.int64)
         return Trajectory(
             time=a["time"],
             x=x,
@@ -140,18 +168,22 @@ class TrajectoryRecorder:
             omega_mid=omega_mid,
             minimal_q=a["minimal_q"].reshape(T + 1, nf),
             minimal_v=a["knot_minimal_v"].reshape(T + 1, nf),
-            inputs=cat("inputs", (mech.nu,)).reshape(T, mech.nu),
-            iterations=cat("iterations", ()).astype(int),
-            residual=cat("residual", ()),
-            status=STATUS_TEXT[cat("status_code", ()).astype(int)].tolist() if T else [],
+            inputs=recorded("inputs", (mech.nu,)).reshape(T, mech.nu),
+            iterations=recorded("iterations", ()).astype(int),
+            residual=recorded("residual", ()),
+            status=STATUS_TEXT[recorded("status_code", ()).astype(int)].tolist() if T else [],
             impulses=(self._impulses[:T] if self._impulses is not None else np.zeros((0, mech.nl))).reshape(T, mech.nl),
-            complementarity=cat("complementarity", ()),
+            complementarity=recorded("complementarity", ()),
             px=px,
             pq=pq,
-            solver_start=(cat("start", (0,)) if has_start_record(mech) and self.blocks
-                          and all(b.start is not None for b in self.blocks) else None),
+            solver_start=recorded("start", (0,)) if has_start_record(mech) and T and "start" in self._steps else None,
             **contacts,
         )
+
+
+# A StepBlock's per-step records besides the states and joint impulses (TrajectoryRecorder).
+_STEP_RECORDS = ("inputs", "iterations", "residual", "status_code", "complementarity", "contact_distance",
+                 "contact_normal_impulse", "contact_friction_impulse", "contact_slip", "start", "substeps")
 
 
 def _put(rows: np.ndarray, values) -> None:

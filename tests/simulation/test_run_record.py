@@ -52,19 +52,24 @@ def test_the_record_is_bit_for_bit_the_per_state_functions(case):
         assert traj.minimal_q[-1, 0] - traj.minimal_q[0, 0] > 2 * 2 * np.pi, traj.minimal_q[-1, 0]
 
 
-def test_a_recorder_not_told_the_length_grows_to_the_same_run():
+@pytest.mark.parametrize("scene", ["pendulum_limit", "box"])
+def test_a_recorder_not_told_the_length_grows_to_the_same_run(scene):
     """TrajectoryRecorder() (no length: its arrays double from FIRST_ROWS) and dojo.simulate's
-    (sized for the run, the rollout writing each block into its rows) hold the same run."""
+    (sized for the run, the rollout writing each block into its rows) hold the same run,
+    the per-step records too (inputs, solver record, the box's contacts and interior-point
+    start record, copied in block by block rather than joined at the end)."""
     from dojo_cli.simulation.run import run_scene
     from dojo_cli.simulation.trajectory import FIRST_ROWS, TrajectoryRecorder
 
-    mech = dojo.load_scene("pendulum_limit")
+    mech = dojo.load_scene(scene)
     steps = 3 * FIRST_ROWS  # grown twice
     want = dojo.simulate(mech, steps=steps)
     recorder = TrajectoryRecorder()
     run_scene(mech, steps, recorder, opts=mech.default_options)
     got = recorder.trajectory(mech)
     assert sorted(got.datasets()) == sorted(want.datasets())
+    if scene == "box":
+        assert {"contacts/distance", "solver/start"} <= set(want.datasets())
     for name, values in want.datasets().items():
         assert np.array_equal(np.asarray(got.datasets()[name]), np.asarray(values)), name
 
