@@ -264,7 +264,10 @@ class _Reader(_BodyTreeReader, _DefaultsReader, _ValueReader):
         return any(p in self.disabled for p in parts)
 
     def read_mesh(self, el, file: str) -> None:
-        a = dict(self.defaults.get("main", {}).get("mesh", {}))
+        # an asset's class= chooses its default class, as a geom's does (Menagerie's Robotiq
+        # 2F-85 gives every mesh scale 0.001 in class '2f85': read at scale 1, its mount
+        # weighed 1.5e8 kg)
+        a = dict(self.defaults.get(self.default_class(el, None, file), {}).get("mesh", {}))
         a.update(el.attrib)
         name = a.get("name") or (Path(a.get("file", "")).stem if a.get("file") else None)
         if not name or "file" not in a:
