@@ -52,6 +52,11 @@ class TrajectoryRecorder:
         self._steps: dict[str, np.ndarray] = {}
         self._missing: set[str] = set()  # per-step records some block did not have (None): not recorded
 
+    @property
+    def steps_written(self) -> int:
+        """The steps recorded so far."""
+        return max(self._written - 1, 0)
+
     def _grow(self, rows: int) -> None:
         """Room for ``rows`` state rows (doubling)."""
         if rows <= self._capacity:
