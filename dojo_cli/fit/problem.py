@@ -27,8 +27,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from dojo_cli.math.quaternion import conjugate, multiply, skew
-from dojo_cli.model.mechanism import Mechanism
+from dojo_cli import _core
+from dojo_cli.math.quaternion import IDENTITY, conjugate, multiply, skew
+from dojo_cli.model.compiled import contact_shape_parameters
+from dojo_cli.model.mechanism import ORIGIN, Mechanism
+from dojo_cli.model.state import unpack_maximal
 from dojo_cli.model.parameters import parameter_labels, parameter_values, with_parameters
 from dojo_cli.simulation.gradients import step_gradients
 from dojo_cli.simulation.step import solve_step
@@ -230,8 +233,13 @@ class FitProblem:
 
     @property
     def residual_size(self) -> int:
+        return sum(self._segment_size(seg) for seg in self.segments)
+
+    def _segment_size(self, seg: "Segment") -> int:
+        """A segment's residual rows: its compared poses (6 nb each), and with ``fit_states``
+        its start pose and its start state's contacts (start_penetration)."""
         per = 6 * self.mech.nb
-        return per * (sum(s.steps for s in self.segments) + (len(self.segments) if self.fit_states else 0))
+        return per * seg.steps + ((per + self.mech.nc) if self.fit_states else 0)
 
     def initial(self) -> np.ndarray:
         """The starting vector: the parameters' initial values and zero state offsets."""
@@ -251,9 +259,9 @@ class FitProblem:
 
     def segment_rows(self) -> list[slice]:
         """The residual rows of each segment (in order)."""
-        out, row, per = [], 0, 6 * self.mech.nb
+        out, row = [], 0
         for seg in self.segments:
-            n = per * (seg.steps + (1 if self.fit_states else 0))
+            n = self._segment_size(seg)
             out.append(slice(row, row + n))
             row += n
         return out
@@ -312,7 +320,7 @@ class FitProblem:
             seg = self.segments[index]
             rec = self.recordings[seg.recording]
             z = self._states[seg.recording][seg.start - 1]
-            n_rows = 6 * nb * (seg.steps + (1 if self.fit_states else 0))
+            n_rows = self._segment_size(seg)
             res = np.zeros(n_rows)
             dz = np.zeros((ns, p))
             ds = None
@@ -327,6 +335,13 @@ class FitProblem:
                 if jacobian:
                     J = pose_residual_jacobian(zs[:, 6:10], rec.q[seg.start], self.rotation_weight)
                     seg_state[0:6 * nb] = _per_body(J, ds, nb)
+                # the fitted start is a state of the rigid bodies: not inside a surface
+                depth, d_state, d_param = start_penetration(mech, z, self.parameters.labels)
+                tail = slice(n_rows - mech.nc, n_rows)
+                res[tail] = depth
+                if jacobian:
+                    seg_state[tail] = d_state @ ds
+                    seg_jac[tail] = d_param @ self._ties
                 row = 6 * nb
             for k in range(seg.steps):
                 need_state = k > 0 or self.fit_states
@@ -392,6 +407,47 @@ _POOL_PROBLEM: FitProblem | None = None
 def _evaluate_chunk(args) -> tuple[list, int]:
     theta, jacobian, indices = args
     return _POOL_PROBLEM.evaluate_segments(theta, jacobian, indices)
+
+
+def start_penetration(mech: Mechanism, z: np.ndarray, labels) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A fitted start state's contacts inside their surfaces, as residuals: min(0, d_c) per
+    contact (m, the pose residuals' unit), (nc,); their Jacobian in the state's tangent
+    coordinates [x, v, phi, w] per body (nc, 12 nb); and in the fit's parameter labels (nc,
+    len(labels)): a contact's offset and radius move its distance.
+
+    The recorded motion never starts inside (a rigid body does not), but a noisy recorded
+    pose can, and the fitted start then may: a step from inside brings the contact out over
+    the recovery's time constant (docs/physics.md, "Contacts that start inside"), a motion the
+    recording does not have, and the fit bent the contacts' offsets to explain it (1 mm of
+    noise: a corner's offset 0.64 for 0.93, 5.4 of its standard errors). These rows keep the
+    fitted starts outside, as the recorded bodies were, and are zero wherever they are."""
+    nb, nc = mech.nb, mech.nc
+    x, _, q, _ = unpack_maximal(np.asarray(z, dtype=float), nb)
+    depth = np.zeros(nc)
+    d_state = np.zeros((nc, 12 * nb))
+    d_param = np.zeros((nc, len(labels)))
+    column = {lb: j for j, lb in enumerate(labels)}
+    for i, c in enumerate(mech.contacts):
+        xb, qb = (np.zeros(3), IDENTITY) if c.other == ORIGIN else (x[c.other], q[c.other])
+        g = _core.contact_geometry(c.kind, x[c.body], q[c.body], np.asarray(c.offset, dtype=float), float(c.radius),
+                                   xb, qb, contact_shape_parameters(c), True, list(np.asarray(c.shape_a, dtype=float)))
+        if g["distance"] >= 0.0:
+            continue
+        depth[i] = g["distance"]
+        jac = g["distance_jac"]  # [x_a, t_a, x_b, t_b, offset (3), radius]; q -> q exp(t / 2), t = 2 phi
+        for side, body in ((0, c.body), (1, c.other)):
+            if body == ORIGIN:
+                continue
+            d_state[i, 12 * body:12 * body + 3] += jac[6 * side:6 * side + 3]
+            d_state[i, 12 * body + 6:12 * body + 9] += 2.0 * jac[6 * side + 3:6 * side + 6]
+        for k, axis in enumerate("xyz"):
+            j = column.get(f"contacts.{c.name}.offset.{axis}")
+            if j is not None:
+                d_param[i, j] = jac[12 + k]
+        j = column.get(f"contacts.{c.name}.radius")
+        if j is not None:
+            d_param[i, j] = jac[15]
+    return depth, d_state, d_param
 
 
 def _per_body(J: np.ndarray, dz: np.ndarray, nb: int) -> np.ndarray:
