@@ -79,12 +79,19 @@ def test_python_api_step_and_energy():
 
 
 CONTACT_SCENES = [n for n in SCENES if dojo.load_scene(n).has_inequalities]
+# The recovery of contacts that start inside (core maximal/recovery.h): its time constant,
+# at least 2 steps, and the depth below which a contact is Dojo's
+RECOVERY_TIME = 0.02  # s
+RECOVERY_BAND = 1e-4  # m
 
 
 @pytest.mark.parametrize("name", CONTACT_SCENES)
 def test_contact_scene_converges_every_step(name):
     """Every step of every built-in contact scene converges at the default options, with
-    Dojo's typical iteration count (median <= 15), and nothing penetrates."""
+    Dojo's typical iteration count (median <= 15), and nothing penetrates; a contact that
+    starts inside (pinnzoo_go1: PinnZoo's init_state, its feet 8 cm in the ground) comes out
+    over the recovery's time constant (core maximal/recovery.h), never deeper than the step
+    before, and is out after 10 T."""
     mech = dojo.load_scene(name)
     traj = dojo.simulate(mech)
     failed = [k for k, s in enumerate(traj.status) if s != "success"]
@@ -92,7 +99,14 @@ def test_contact_scene_converges_every_step(name):
     assert np.median(traj.iterations) <= 15, f"median iterations {np.median(traj.iterations)}"
     if mech.nc:
         # the interior point keeps slacks positive: the distance equals the slack up to rtol
-        assert traj.contact_distance.min() > -mech.default_options.rtol, f"penetration {traj.contact_distance.min():.2e}"
+        rtol = mech.default_options.rtol
+        d = traj.contact_distance
+        recovered = int(np.ceil(10 * max(RECOVERY_TIME, 2 * mech.timestep) / mech.timestep))
+        if (d[0] < -RECOVERY_BAND).any():
+            deeper = np.minimum(d[1:recovered], 0) < np.minimum(d[: recovered - 1], 0) - rtol
+            assert not deeper.any(), f"a contact inside went deeper at step {np.argwhere(deeper)[0]}"
+            d = d[recovered:]
+        assert d.min() > -rtol, f"penetration {d.min():.2e}"
 
 
 def test_tippetop_inverts():

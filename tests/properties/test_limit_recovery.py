@@ -27,10 +27,10 @@ from tests.simulation.test_gradients import KAPPA, TIGHT, TOL, check_state_and_i
 
 import mujoco  # noqa: E402  (the test extra: the oracle must not be skipped, issue 25 item 8)
 
-# The recovery's time constant and its floor in steps (residual.h kLimitRecoveryTime, kLimitRecoverySteps)
+# The recovery's time constant and its floor in steps (recovery.h kRecoveryTime, kRecoverySteps)
 RECOVERY_TIME = 0.02
 RECOVERY_STEPS = 2.0
-# Violations the hard limit closes at once (residual.h kLimitRecoveryBand): the recurrence runs beyond it
+# Violations the hard limit closes at once (recovery.h kRecoveryBand): the recurrence runs beyond it
 RECOVERY_BAND = 1e-4
 # Angles solved at TIGHT's tolerances (1e-10): the held violation to rounding of the step's rows
 ANGLE_TOL = 1e-8
@@ -43,10 +43,11 @@ def recovery_factor(h: float) -> float:
 
 
 def allowed_violation(e2: float, rate: float, h: float) -> float:
-    """The violation a step from e2 (rad, > 0) moving out at rate (rad/s) may end with."""
+    """The violation a step from e2 (rad or m, > 0) moving out at rate (per s) may end with:
+    the recurrence's, ramped to 0 over the band above RECOVERY_BAND."""
     a = recovery_factor(h)
-    e = e2 - RECOVERY_BAND
-    return min(max((2 * a - a * a) * e + a * a * h * rate, 0.0), e) if e > 0 else 0.0
+    ramp = min(max((e2 - RECOVERY_BAND) / RECOVERY_BAND, 0.0), 1.0)
+    return ramp * min(max((2 * a - a * a) * e2 + a * a * h * rate, 0.0), e2)
 
 
 def pendulum(tmp_path: Path, timestep: float = 0.01):

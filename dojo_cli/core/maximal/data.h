@@ -85,7 +85,7 @@ struct Data {
   // step_setup for locked joints only.
   std::vector<double> lock_d2, lock_q2;
   std::vector<double> rot2;       // (nb, 9) R(q2)
-  std::vector<double> contact_target;  // (nc,) restitution targets tau of the gap rows (restitution.h)
+  std::vector<double> contact_target;  // (nc,) targets tau of the gap rows: restitution, or a recovery from inside (restitution.h)
   std::vector<double> limit_target;    // (nlim,) violations tau_l the limit rows allow at z3 (residual.h)
 
   // ---- contacts in this step's solve (margins.h): 1 in the solve, 0 left

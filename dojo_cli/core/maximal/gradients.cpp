@@ -429,8 +429,9 @@ void state_residual_jacobian(const Model& m, Data& d, const double* w, Out out, 
       for (int k = 0; k < 12; ++k) neg[k] = -wrench_z3[r][k];
       add_z3(out, 6 * bodies[r / 6] + r % 6, neg, a, b, chain);
     }
-    // the gap row's restitution target tau(z2): d - tau - s
-    if (m.contacts[c].restitution > 0.0) {
+    // the gap row's target tau(z2): d - tau - s (restitution, or a recovery from inside:
+    // its derivatives vanish where tau does, restitution.h)
+    if (d.contact_target[c] != 0.0) {
       double jac[kTargetColumns];
       restitution_target_jacobian(m.contacts[c], h, m.gravity, restitution_body(d, a), restitution_body(d, b), jac);
       for (int s = 0; s < 2; ++s) {
@@ -654,11 +655,11 @@ void subtract_joint_transpose(const Model& m, Data& d, const double* w, const do
       recorded.data());
 }
 
-// d tau / d theta of contact c's restitution target, kernel column `column`
-// (restitution.h), 0 without restitution.
+// d tau / d theta of contact c's gap target, kernel column `column` (restitution.h), 0
+// where there is none (its derivatives vanish where it does).
 double target_parameter(const Model& m, const Data& d, int c, int column) {
   const ContactParams& p = m.contacts[c];
-  if (!(p.restitution > 0.0)) return 0.0;
+  if (d.contact_target[c] == 0.0) return 0.0;
   double jac[kTargetColumns];
   restitution_target_jacobian(p, m.h, m.gravity, restitution_body(d, p.body), restitution_body(d, p.other), jac);
   return jac[column];

@@ -200,12 +200,11 @@ bool step_setup(const Model& m, Data& d, const double* z, const double* u, const
       d.constant[6 * c + 3 + k] += out_c[k];
     }
   }
-  // restitution targets of the gap rows, from z2 (restitution.h)
+  // the gap rows' targets, from z2 (restitution.h): restitution, or the recovery of a
+  // contact that starts inside its surface (recovery.h)
   for (int c = 0; c < m.nc; ++c) {
     const ContactParams& p = m.contacts[c];
-    d.contact_target[c] = m.has_restitution ? restitution_target(p, h, m.gravity, restitution_body(d, p.body),
-                                                                 restitution_body(d, p.other))
-                                            : 0.0;
+    d.contact_target[c] = restitution_target(p, h, m.gravity, restitution_body(d, p.body), restitution_body(d, p.other));
   }
   return true;
 }

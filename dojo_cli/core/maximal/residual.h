@@ -32,6 +32,7 @@
 
 #include "data.h"
 #include "model.h"
+#include "recovery.h"
 #include "restitution.h"
 
 namespace dojo {
@@ -40,51 +41,20 @@ namespace dojo {
 constexpr double kMaxAngularSpeedSq = 3.9;
 
 // Limits violated at the step's start (docs/physics.md, "Joints outside their range").
-// Dojo's limit row (tau_l = 0) puts a joint that starts the step outside its range, by
-// e2 = -sigma (theta(z2) - b) > 0, on the bound within the step: at e2 / h, 250 rad/s for
-// 0.5 rad at h = 2 ms. A file whose pose violates its ranges (robosuite's Jaco: three
-// joints 0.5-1.1 rad out; Meta-World's Sawyer: 0.5 rad) then spins its links past what a
-// step can carry within the first step, which has no solution, and substeps make it worse
-// (e2 / (h/n)). So the row allows the violation to decay as a critically damped
-// oscillator with time constant T does, MuJoCo's soft limit's reference (solref: 0.02 s
-// by default, at least 2 h, mjENBL_REFSAFE; damping ratio 1): the discrete critically
-// damped recurrence e3 = 2 a e2 - a^2 e1, a = exp(-h / T), whose solutions are
-// (c0 + c1 k) a^k, with the violation one step back e1 = e2 - h e_dot, e_dot = -sigma
-// Jf(z2) xi15 its rate over the last step (the dampers' previous_rate):
-//   tau_l = clamp((2 a - a^2) e + a^2 h e_dot, 0, e),  e = e2 - kLimitRecoveryBand,
-// never more than the violation at z2 (a joint moving out is held where it is), never
-// negative. From rest a violated joint comes in from zero speed, fastest (e2 / (2.718 T))
-// after T, and slows to the bound, as MuJoCo's does. The row can only push
-// (gamma >= 0): a joint that moves in faster on its own is not held back. Inside the range
-// (e2 <= 0) tau_l = 0: Dojo's hard limit, bit for bit; and so below kLimitRecoveryBand: a
-// converged step leaves a limit outside by up to its row's tolerance (rtol 1e-6 rad or m by
-// default), and a joint resting on its bound sits there, where a recovery starting at 0 would
-// put a kink into the step's map (its gradients against finite differences failed on
-// pendulum_limit at rest); the recurrence runs on e2 - band, so tau_l is continuous and the
-// last band of a violation is closed in one step (1e-4 / h: 0.05 rad/s at h = 2 ms). tau_l
-// is a constant of the step (from z2): the Newton matrix is unchanged; the gradients add its
-// derivatives in z2 (state_residual_jacobian).
-constexpr double kLimitRecoveryTime = 0.02;  // s: MuJoCo's default solref time constant
-constexpr double kLimitRecoverySteps = 2.0;  // T >= 2 h, MuJoCo's own floor on the time constant
-constexpr double kLimitRecoveryBand = 1e-4;  // rad or m: 100 times the default rtol of the limit row
-
-// a = exp(-h / T) (h: timestep).
-inline double limit_recovery_factor(double h) {
-  return std::exp(-h / std::max(kLimitRecoveryTime, kLimitRecoverySteps * h));
-}
-
-// tau_l of a limit (sign sigma, bound b) whose coordinate at z2 is theta2 and whose rate
-// over the last step is rate15 (Jf(z2) xi15), at scalar T (double; dual numbers for the
-// gradients: the branches test values).
+// A joint that starts the step outside its range, by e2 = -sigma (theta(z2) - b) > 0 (a file
+// whose pose violates its ranges: robosuite's Jaco, three joints 0.5-1.1 rad out; Meta-World's
+// Sawyer, 0.5 rad), would be put on the bound within the step at e2 / h (250 rad/s for 0.5
+// rad at h = 2 ms), which spun light links past what a step can carry (no solution, and
+// substeps only raise the speed). The row allows the violation recovery.h's recurrence
+// gives instead, from e2 and its rate over the last step e_dot = -sigma Jf(z2) xi15 (the
+// dampers' previous_rate). The row can only push (gamma >= 0): a joint that moves in faster
+// on its own is not held back. Inside the range (e2 <= band) tau_l = 0: Dojo's hard limit,
+// bit for bit (gradients against finite differences failed on pendulum_limit at rest with a
+// recovery starting at the bound). tau_l is a constant of the step (from z2): the gradients
+// add its derivatives in z2 (state_residual_jacobian).
 template <class T>
 inline T limit_target(double sigma, double bound, const T& theta2, const T& rate15, double h) {
-  const T e = -sigma * (theta2 - bound) - kLimitRecoveryBand;
-  if (!(value(e) > 0.0)) return T(0.0);
-  const double a = limit_recovery_factor(h);
-  const T target = (2.0 * a - a * a) * e - (a * a * h * sigma) * rate15;
-  if (!(value(target) > 0.0)) return T(0.0);
-  if (value(target) >= value(e)) return e;
-  return target;
+  return recovered_violation<T>(-sigma * (theta2 - bound), -sigma * rate15, h);
 }
 
 // Infinity norm of n numbers; NaN if any is NaN (std::max would drop it, and Newton's

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "math/dual.h"
+#include "recovery.h"
 
 namespace dojo {
 namespace {
@@ -27,9 +28,16 @@ T target(const ContactParams& c, double h, const T& e, const Vec3<T>& g, const T
   // gravity's relative normal acceleration of a's point with respect to b's: each body
   // falls unless it is the world or welded to it (two falling bodies have none)
   const double falls = (c.body_welded ? 0.0 : 1.0) - ((world_b || c.other_welded) ? 0.0 : 1.0);
-  const T accel = falls * dot(geo.normal, g);
   const T d2 = geo.distance;
-  if (!(value(d2 + h * (vn + h * accel)) < 0.0)) return T(0.0);  // no impact within the step
+  // a contact that starts the step inside its surface (deeper than kRecoveryBand) comes out
+  // over recovery.h's time constant, the row allowing -tau of it at z3: the penetration -d2
+  // grows at -vn (a body resting 1 mm inside, noise in a recording's state, is not thrown
+  // out within the step)
+  const bool inside = value(d2) < -kRecoveryBand;
+  const T recovery = inside ? -recovered_violation<T>(-d2, -vn, h) : T(0.0);
+  if (c.restitution == 0.0) return recovery;  // Dojo's contact outside
+  const T accel = falls * dot(geo.normal, g);
+  if (!(value(d2 + h * (vn + h * accel)) < 0.0)) return recovery;  // no impact within the step
 
   // approach speed V against the threshold v_th = kRestitutionThreshold |g| h
   const T approach = -vn;
@@ -38,10 +46,10 @@ T target(const ContactParams& c, double h, const T& e, const Vec3<T>& g, const T
   if (value(g_sq) > 0.0) {
     const T v_th = (kRestitutionThreshold * h) * sqrt(g_sq);
     const T t = clip((approach - v_th) * (1.0 / v_th), 0.0, 1.0);
-    if (!(value(t) > 0.0)) return T(0.0);
+    if (!(value(t) > 0.0)) return recovery;
     ramp = t * t * (3.0 - 2.0 * t);  // smoothstep: C1 at both ends
   } else if (!(value(approach) > 0.0)) {
-    return T(0.0);
+    return recovery;
   }
 
   // v*: the discrete normal energy after the step is e^2 times the energy before
@@ -50,6 +58,13 @@ T target(const ContactParams& c, double h, const T& e, const Vec3<T>& g, const T
   T v_star = (0.5 * h) * accel;
   if (value(disc) > 0.0) v_star = v_star + sqrt(disc);
   const T tau = d2 + h * v_star;
+  if (inside) {
+    // an impact from inside (a recorded state whose noise put the contact 1 mm in): it
+    // leaves at v* from where it is, or as the recovery takes it out, whichever is farther
+    // out; blended into the recovery below the approach threshold (continuous in both)
+    const T bounce = value(tau) > value(recovery) ? tau : recovery;
+    return ramp * bounce + (1.0 - ramp) * recovery;
+  }
   if (!(value(tau) > 0.0)) return T(0.0);
   return ramp * tau;
 }
@@ -64,7 +79,6 @@ constexpr double kIdentity[4] = {1.0, 0.0, 0.0, 0.0};
 
 double restitution_target(const ContactParams& c, double h, const double gravity[3], const RestitutionBody& a,
                           const RestitutionBody& b) {
-  if (c.restitution == 0.0) return 0.0;  // Dojo's contact, the same numbers
   const bool world_b = c.other < 0;
   const Vec3<double> zero{{0.0, 0.0, 0.0}};
   const TangentPose<double> pose_a = tangent_pose<double>(a.x, a.q, -1);
@@ -77,7 +91,6 @@ double restitution_target(const ContactParams& c, double h, const double gravity
 double restitution_target_jacobian(const ContactParams& c, double h, const double gravity[3],
                                    const RestitutionBody& a, const RestitutionBody& b, double jac[kTargetColumns]) {
   for (int k = 0; k < kTargetColumns; ++k) jac[k] = 0.0;
-  if (c.restitution == 0.0) return 0.0;
   using D = Dual<double, kTargetColumns>;
   const bool world_b = c.other < 0;
   // seeds: per body x (0..2), t (3..5, the rotation increment q exp(t/2)), v (6..8),

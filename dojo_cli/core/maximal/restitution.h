@@ -30,6 +30,11 @@
 //   speed gravity adds in one step): a body at rest, or bouncing slower than the step
 //   can resolve, gets Dojo's inelastic contact and comes to rest. Without gravity
 //   v_th = 0 (any approaching contact bounces).
+//
+// The same target brings out a contact that starts the step inside its surface, deeper than
+// recovery.h's band, with or without restitution: tau = -(the penetration recovery.h's
+// recurrence allows at z3), so d(z3) >= tau < 0 (docs/physics.md, "Contacts that start
+// inside"); there is no bounce from inside.
 #pragma once
 
 #include "contact.h"
@@ -48,7 +53,8 @@ struct RestitutionBody {
   const double* w;
 };
 
-// The target tau (m) of contact c (0 when c.restitution is 0 or no impact is predicted).
+// The target tau (m) of contact c: a recovery from inside (< 0), a restitution target (> 0),
+// or 0 (Dojo's contact: outside, and no restitution or no impact predicted).
 //   h: timestep; gravity: (3,); a, b: bodies a and b (b unread for the world).
 double restitution_target(const ContactParams& c, double h, const double gravity[3], const RestitutionBody& a,
                           const RestitutionBody& b);

@@ -186,9 +186,10 @@ def _place_initial_overlaps(reader: _Reader, scene: dict, result: MjcfImport) ->
             "started inside the floor, which MuJoCo's soft contacts allow and hard contacts do not; it drops that far")
     if not overlaps:
         return
-    # MuJoCo pushes such overlaps apart over its first steps; a hard contact must be out after
-    # the first step (HumanoidStandup's hands 1.35 cm in its hips are, and every step
-    # converges). Whether it can be is the first step's to say, tried here, so that a scene
+    # MuJoCo pushes such overlaps apart over its first steps, and so do our contacts, over the
+    # same time constant (core maximal/recovery.h: the gap row allows a decaying penetration;
+    # HumanoidStandup's hands 1.35 cm in its hips come out, every step converging). Whether the
+    # joints let them is the first step's to say, tried here, so that a scene
     # with no first step is told at import, not run through failed steps (dm_control's Jaco,
     # robot_arm.xml, folded through itself at qpos0 with 11 pairs 1.5-6 cm deep: all 500 of
     # its steps failed). The step's solve starts with the contacts within their margin (core
@@ -203,12 +204,12 @@ def _place_initial_overlaps(reader: _Reader, scene: dict, result: MjcfImport) ->
     if status is SolverStatus.SUCCESS:
         reader.warn(reader.file, None, "contacts",
                     f"{len(overlaps)} contact{'s' if len(overlaps) > 1 else ''} start inside another body by more than "
-                    f"{PENETRATION_TOL * 1000:g} mm at the initial pose (MuJoCo's soft contacts push them apart; "
-                    "the first step does here): " + listing)
+                    f"{PENETRATION_TOL * 1000:g} mm at the initial pose, pushed apart over 0.02 s (at least 2 steps) "
+                    "as MuJoCo's soft contacts push them: " + listing)
         return
     why = (f"{len(overlaps)} contact{'s' if len(overlaps) > 1 else ''} start inside another body by more than "
            f"{PENETRATION_TOL * 1000:g} mm at the initial pose, and the first step from it fails ({status.value}: {status.message}; "
-           "MuJoCo's soft contacts push them apart over many steps, a hard contact must be out after one): " + listing)
+           "no step takes them out, where MuJoCo's soft contacts press against what holds them): " + listing)
     if not reader.options.drop_unsupported:
         reader.problem(reader.file, None, "contacts", why + "; start from a keyframe where they are apart (--keyframe), "
                        "or import without them (--drop-unsupported)")
