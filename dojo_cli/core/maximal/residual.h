@@ -12,7 +12,19 @@
 // - limit (bound b, sign sigma = +1 lower / -1 upper): s - sigma (theta(z3) - b) - tau_l = 0,
 //   s gamma = kappa, tau_l the violation it allows at z3 (limit_target below; 0 inside the range);
 // - contact: the model's constraint and complementarity rows (contact.h), the gap row
-//   d - tau - s with the restitution target tau from z2 (restitution.h).
+//   d - tau - s with the restitution target tau from z2 (restitution.h);
+// - joint friction (a free coordinate with dry friction F > 0, issue 24): maximal
+//   dissipation on the coordinate's rate Jf(z2) xi25 with the impulse beta = b+ - b- on it,
+//   |beta| <= h F: Dojo's linearised friction cone (dojo_engine_notes.md, the linear contact
+//   model), exact in one dimension, with the normal impulse's mu gamma replaced by the
+//   constant h F. Unknowns eta+, eta-, s_psi (slacks) and b+, b-, psi (impulses, psi the
+//   largest slip rate), all >= 0; rows
+//     eta+ b+ = kappa,  eta- b- = kappa,  s_psi psi = kappa       (at the slacks)
+//     psi + Jf xi25 - eta+ = 0,  psi - Jf xi25 - eta- = 0,  h F - b+ - b- - s_psi = 0
+//   (at b+, b-, psi), and the body rows receive -Jf(z2)^T (b+ - b-), acting as the limits'
+//   and dampers' impulses do. At kappa = 0: sliding (Jf xi25 != 0) gives psi = |Jf xi25|
+//   and beta = -h F sign(Jf xi25); sticking (Jf xi25 = 0) any |beta| <= h F the other
+//   impulses need. The interior point's orthant pairs treat them as it treats the limits'.
 // Constraint impulses act through the constraint Jacobian at the current
 // configuration and the constraints hold at the next one; contact wrenches act at
 // the next configuration (Dojo's choices). Springs are the exact gradient of

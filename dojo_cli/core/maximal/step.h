@@ -10,6 +10,10 @@ namespace dojo {
 
 // Interior-point starting value of joint-limit slacks and impulses (Dojo: reset to 1).
 constexpr double kLimitStart = 1.0;
+// Joint friction's starting point (residual.h): the rates eta+, eta-, psi at Dojo's 1, the
+// impulses b+, b-, s_psi at h F / 3 each, which holds the row h F - b+ - b- - s_psi exactly
+// (their scale is known, h F, unlike a contact's load: the restarts' impulse scales leave them).
+constexpr double kFrictionStartRate = 1.0;
 
 // Warm start: previous midpoint velocities, lambda0 (or zero), cone variables at
 // Dojo's starting values strictly inside their cones (the contacts in the solve:
