@@ -1,6 +1,6 @@
 """Dry (Coulomb) joint friction (issue 24; core maximal/residual.h, docs/physics.md "Joints"):
-maximal dissipation on a free coordinate's rate, |impulse| <= h F, as Dojo's linearised
-friction cone with the normal impulse replaced by the constant h F (exact in one dimension).
+maximal dissipation on a free coordinate's rate, |impulse| <= h F, a box-constrained
+complementarity problem (Dojo's linearised friction cone in one dimension, mu gamma = h F).
 
 Analytic: a slider pushed below F stays (its velocity zero to the solver's tolerance), above
 F accelerates at (u - F) / m exactly; a pendulum released where gravity's torque is below F
@@ -31,7 +31,7 @@ from tests.simulation.test_gradients import KAPPA, TIGHT, check_state_and_input
 
 import mujoco  # noqa: E402  (the test extra: the oracle must not be skipped, issue 25 item 8)
 
-# Solved at TIGHT (1e-10): a sticking coordinate's rate is kappa / s_psi, ~1e-11 m/s here
+# Solved at TIGHT (1e-10): a sticking coordinate's rate is kappa (1 / s- - 1 / s+), ~1e-11 m/s here
 STICK_TOL = 1e-8
 # The analytic slider: the exact discrete motion v_k = k h a, x_k = h^2 a k (k + 1) / 2, to the solver's tolerance
 SLIDE_TOL = 1e-8
@@ -257,7 +257,7 @@ def test_the_newton_matrix_of_the_friction_rows_is_the_residuals_derivative(tmp_
     w = system.initial_guess() + 0.1 * rng.standard_normal(system.n)
     cones = _core.testing.cone_structure(mech.core)
     orthant = np.array(cones["orthant_s"] + cones["orthant_g"], dtype=int)
-    assert orthant.size == 6 * mech.core.nfr
+    assert orthant.size == 4 * mech.core.nfr
     w[orthant] = np.abs(w[orthant]) + 1e-2  # inside the cones (the impulses' start, h F / 3, is below the spread)
     analytic, numeric = system.matrix(w), fd_jacobian(system, w)
     err = np.max(np.abs(analytic - numeric)) / max(1.0, np.max(np.abs(numeric)))

@@ -117,15 +117,14 @@ void add_z3(Out& out, int row, const double* jac, int a, int b, const std::vecto
 void limit_impulses(const Model& m, const double* w, std::vector<double>& out) {
   out.assign(m.nf, 0.0);
   for (int l = 0; l < m.nlim; ++l) out[m.limit_free[l]] += m.limit_sign[l] * w[m.lim_g + l];
-  for (int k = 0; k < m.nfr; ++k) out[m.friction_free[k]] += w[m.fr_g + 3 * k] - w[m.fr_g + 3 * k + 1];
+  for (int k = 0; k < m.nfr; ++k) out[m.friction_free[k]] += w[m.fr_b + k];
 }
 
 // Most rows a joint has (three translational, three rotational).
 constexpr int kMaxJointRows = 6;
 // The joint's terms beside F (joint_state_terms): its lock rows' values at [0, kMaxJointRows),
-// its k-th frictional coordinate's rate Jf(z2) xi25 and its negative at kMaxJointRows + 2 k
-// and + 1 (both made there: the reverse mode's tape takes no new node once its sweep starts).
-constexpr int kJointOutputs = 3 * kMaxJointRows;
+// its k-th frictional coordinate's rate Jf(z2) xi25 at kMaxJointRows + k.
+constexpr int kJointOutputs = 2 * kMaxJointRows;
 
 // Which optional terms the joints' impulse maps carry (joint_state_terms).
 struct JointTermFlags {
@@ -146,8 +145,8 @@ JointTermFlags joint_term_flags(const Model& m, const Data& d) {
 //   (w_c = damper_weight, xi15 in the midpoint form: residual.h);
 // - lock (its rows, in order; a locked joint's lock rows only): their value
 //   g(z3; d2(z2), q2(z2)), whose reference is the joint's configuration at z2 (the z3 part
-//   is state_residual_jacobian's); then, at kMaxJointRows + 2 k and + 1, the rate Jf(z2) xi25
-//   of its k-th frictional coordinate and its negative, which its friction rows carry (residual.h).
+//   is state_residual_jacobian's); then, at kMaxJointRows + k, the rate Jf(z2) xi25 of its
+//   k-th frictional coordinate, which its friction row carries (residual.h).
 template <class D>
 void joint_state_terms(const Model& m, const Data& d, const double* w, int j, const Pose<D>& pa, const Pose<D>& pb,
                        const std::vector<double>& limit, const JointTermFlags& flags, D* F, D* lock) {
@@ -201,9 +200,7 @@ void joint_state_terms(const Model& m, const Data& d, const double* w, int j, co
       coordinate_row(m, j, m.friction_free[k], kin, rv, row);
       D rate(0.0);
       for (int i = 0; i < 12; ++i) rate += row.jac[i] * xi[i];
-      D* out = lock + kMaxJointRows + 2 * (k - m.joint_friction_start[j]);
-      out[0] = rate;
-      out[1] = -rate;
+      lock[kMaxJointRows + k - m.joint_friction_start[j]] = rate;
     }
   }
   if (flags.any_input)
@@ -243,12 +240,9 @@ void for_each_term_row(const Model& m, int j, const D* F, const D* lock, Fn fn) 
   if (m.locked[j])
     for (int rr = m.joint_row_start[j]; rr < m.joint_row_start[j + 1]; ++rr)
       if (m.row_lock[rr]) fn(m.lam + rr, lock[rr - m.joint_row_start[j]]);
-  // friction rows psi + rate - eta+ and psi - rate - eta- (residual.h)
-  for (int k = m.joint_friction_start[j]; k < m.joint_friction_start[j + 1]; ++k) {
-    const D* rate = lock + kMaxJointRows + 2 * (k - m.joint_friction_start[j]);
-    fn(m.fr_g + 3 * k, rate[0]);
-    fn(m.fr_g + 3 * k + 1, rate[1]);
-  }
+  // friction rows Jf xi25 - v- + v+ (residual.h)
+  for (int k = m.joint_friction_start[j]; k < m.joint_friction_start[j + 1]; ++k)
+    fn(m.fr_b + k, lock[kMaxJointRows + k - m.joint_friction_start[j]]);
   const int bodies[2] = {m.parent[j], m.child[j]};
   for (int rs = 0; rs < 2; ++rs) {
     if (bodies[rs] == kWorld) continue;

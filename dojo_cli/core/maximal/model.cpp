@@ -413,8 +413,9 @@ Model::Model(const ModelInput& in) {
   lim_s = nv + nl;
   lim_g = lim_s + nlim;
   fr_s = lim_g + nlim;
-  fr_g = fr_s + 3 * nfr;
-  contact_start.assign(nc + 1, fr_g + 3 * nfr);
+  fr_g = fr_s + 2 * nfr;
+  fr_b = fr_g + 2 * nfr;
+  contact_start.assign(nc + 1, fr_b + nfr);
   for (int c = 0; c < nc; ++c) contact_start[c + 1] = contact_start[c] + 2 * contact_half_size(static_cast<ContactModel>(contact_model[c]));
   n = contact_start[nc];
 
@@ -425,8 +426,8 @@ Model::Model(const ModelInput& in) {
     orthant_g.push_back(lim_g + l);
     orthant_contact.push_back(-1);
   }
-  // joint friction: (eta+, b+), (eta-, b-), (s_psi, psi) per frictional coordinate
-  for (int i = 0; i < 3 * nfr; ++i) {
+  // joint friction: (s+, v+), (s-, v-) per frictional coordinate
+  for (int i = 0; i < 2 * nfr; ++i) {
     orthant_s.push_back(fr_s + i);
     orthant_g.push_back(fr_g + i);
     orthant_contact.push_back(-1);
@@ -482,11 +483,13 @@ Model::Model(const ModelInput& in) {
       u.push_back(lim_s + l);
       u.push_back(lim_g + l);
     }
-    for (int k = joint_friction_start[j]; k < joint_friction_start[j + 1]; ++k)
-      for (int i = 0; i < 3; ++i) {
-        u.push_back(fr_s + 3 * k + i);
-        u.push_back(fr_g + 3 * k + i);
+    for (int k = joint_friction_start[j]; k < joint_friction_start[j + 1]; ++k) {
+      for (int i = 0; i < 2; ++i) {
+        u.push_back(fr_s + 2 * k + i);
+        u.push_back(fr_g + 2 * k + i);
       }
+      u.push_back(fr_b + k);
+    }
     if (!u.empty()) joint_node[j] = add_node(u);
   }
   for (int c = 0; c < nc; ++c) {

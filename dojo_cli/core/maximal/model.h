@@ -10,8 +10,8 @@
 // Unknowns of a step, w = [per body (v25, w25) (6 nb) | joint impulses lambda (nl: the
 //   joints' constraint rows and the locked joints' lock rows, joint by joint)
 //   | joint-limit slacks s (nlim) | limit impulses gamma (nlim)
-//   | joint-friction slacks (3 nfr: eta+, eta-, s_psi per frictional coordinate)
-//   | joint-friction impulses (3 nfr: b+, b-, psi) | per contact s (N), gamma (N)]
+//   | joint-friction slacks (2 nfr: s+, s- per frictional coordinate) | their rates (2 nfr:
+//   v+, v-) | joint-friction impulses (nfr: beta) | per contact s (N), gamma (N)]
 // (the layout of the numpy implementation this replaced, dojo_engine_notes.md 2.3).
 #pragma once
 
@@ -103,7 +103,7 @@ struct Model {
   std::vector<double> angle_centre;
 
   // ---- joint friction (residual.h): the free coordinates with dry friction F > 0, in
-  // joint order, each with three orthant pairs in the joint's node
+  // joint order, each with two orthant pairs and its impulse in the joint's node
   int nfr = 0;
   std::vector<double> joint_friction;  // (nf,) F (ModelInput; 0: none)
   std::vector<int> friction_free;      // (nfr,) free coordinate of each frictional coordinate
@@ -133,8 +133,9 @@ struct Model {
   int lam = 0;         // first joint impulse
   int lim_s = 0;       // first limit slack
   int lim_g = 0;       // first limit impulse
-  int fr_s = 0;        // first joint-friction slack (eta+, eta-, s_psi of coordinate k at fr_s + 3 k)
-  int fr_g = 0;        // first joint-friction impulse (b+, b-, psi of coordinate k at fr_g + 3 k)
+  int fr_s = 0;        // first joint-friction slack (s+, s- of coordinate k at fr_s + 2 k)
+  int fr_g = 0;        // first joint-friction rate (v+, v- of coordinate k at fr_g + 2 k)
+  int fr_b = 0;        // first joint-friction impulse (beta of coordinate k at fr_b + k)
   int n = 0;           // unknowns
   // Cone structure for the interior point: orthant pairs (slack, impulse) and
   // second-order-cone triples; complementarity rows sit at the slack indices.

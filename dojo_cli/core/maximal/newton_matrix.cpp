@@ -154,30 +154,27 @@ void step_matrix(const Model& m, Data& d, const double* w, double regularization
     const double* jf = &d.jf2[12 * f];
     const int bodies[2] = {m.parent[j], m.child[j]};
     BlockRef diag = block(m, d, m.blk_joint_diag[j]);
-    int ls[3], lg[3];
-    for (int i = 0; i < 3; ++i) {
-      ls[i] = m.local_index[m.fr_s + 3 * k + i];
-      lg[i] = m.local_index[m.fr_g + 3 * k + i];
-      diag.at(ls[i], ls[i]) += w[m.fr_g + 3 * k + i];  // d(s g)/ds
-      diag.at(ls[i], lg[i]) += w[m.fr_s + 3 * k + i];  // d(s g)/dg
+    int ls[2], lg[2];
+    for (int i = 0; i < 2; ++i) {
+      ls[i] = m.local_index[m.fr_s + 2 * k + i];
+      lg[i] = m.local_index[m.fr_g + 2 * k + i];
+      diag.at(ls[i], ls[i]) += w[m.fr_g + 2 * k + i];  // d(s v)/ds
+      diag.at(ls[i], lg[i]) += w[m.fr_s + 2 * k + i];  // d(s v)/dv
+      diag.at(lg[i], ls[i]) += 1.0;                    // s -+ ... - h F +- beta
     }
-    diag.at(lg[0], lg[2]) += 1.0;   // psi + rate - eta+
-    diag.at(lg[0], ls[0]) -= 1.0;
-    diag.at(lg[1], lg[2]) += 1.0;   // psi - rate - eta-
-    diag.at(lg[1], ls[1]) -= 1.0;
-    diag.at(lg[2], lg[0]) -= 1.0;   // h F - b+ - b- - s_psi
-    diag.at(lg[2], lg[1]) -= 1.0;
-    diag.at(lg[2], ls[2]) -= 1.0;
+    const int lb = m.local_index[m.fr_b + k];
+    diag.at(lg[0], lb) += 1.0;   // s+ - h F + beta
+    diag.at(lg[1], lb) -= 1.0;   // s- - h F - beta
+    diag.at(lb, lg[0]) += 1.0;   // Jf xi25 - v- + v+
+    diag.at(lb, lg[1]) -= 1.0;
     for (int side = 0; side < 2; ++side) {
       if (bodies[side] == kWorld) continue;
       BlockRef jb = block(m, d, m.blk_joint_body[side][j]);
       BlockRef bj = block(m, d, m.blk_body_joint[side][j]);
       for (int c = 0; c < 6; ++c) {
         const double a = jf[6 * side + c];
-        jb.at(lg[0], c) += a;
-        jb.at(lg[1], c) -= a;
-        bj.at(c, lg[0]) -= a;  // body rows: -Jf^T (b+ - b-)
-        bj.at(c, lg[1]) += a;
+        jb.at(lb, c) += a;
+        bj.at(c, lb) -= a;  // body rows: -Jf^T beta
       }
     }
   }

@@ -282,20 +282,19 @@ void step_residual(const Model& m, Data& d, const double* w, double* r) {
     const double rate = dot12(m, j, jf, w);
     scatter12(m, j, jf, damper_weight(m, f) * rate, body);
   }
-  // joint friction: its rows, and the impulse -Jf(z2)^T (b+ - b-) (residual.h)
+  // joint friction: its rows, and the impulse Jf(z2)^T beta (residual.h)
   for (int k = 0; k < m.nfr; ++k) {
     const int f = m.friction_free[k], j = m.free_joint[f];
     const double* jf = &d.jf2[12 * f];
-    const double rate = dot12(m, j, jf, w);
-    const double* s = w + m.fr_s + 3 * k;  // eta+, eta-, s_psi
-    const double* g = w + m.fr_g + 3 * k;  // b+, b-, psi
-    double* rs = r + m.fr_s + 3 * k;
-    double* rg = r + m.fr_g + 3 * k;
-    for (int i = 0; i < 3; ++i) rs[i] = s[i] * g[i];
-    rg[0] = g[2] + rate - s[0];
-    rg[1] = g[2] - rate - s[1];
-    rg[2] = h * m.joint_friction[f] - g[0] - g[1] - s[2];
-    scatter12(m, j, jf, g[1] - g[0], body);
+    const double* s = w + m.fr_s + 2 * k;  // s+, s-
+    const double* v = w + m.fr_g + 2 * k;  // v+, v-
+    const double beta = w[m.fr_b + k], bound = h * m.joint_friction[f];
+    r[m.fr_s + 2 * k] = s[0] * v[0];
+    r[m.fr_s + 2 * k + 1] = s[1] * v[1];
+    r[m.fr_g + 2 * k] = s[0] - bound + beta;
+    r[m.fr_g + 2 * k + 1] = s[1] - bound - beta;
+    r[m.fr_b + k] = dot12(m, j, jf, w) - v[1] + v[0];
+    scatter12(m, j, jf, -beta, body);
   }
   // contacts: their rows, and the body residual minus their wrenches (at z3)
   for (int c = 0; c < m.nc; ++c) {

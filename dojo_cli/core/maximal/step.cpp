@@ -213,11 +213,9 @@ void step_initial_guess(const Model& m, Data& d, const double* lambda0, double i
   }
   // joint friction (step.h, kFrictionStartRate)
   for (int k = 0; k < m.nfr; ++k) {
-    const double third = m.h * m.joint_friction[m.friction_free[k]] / 3.0;
-    double* s = &d.w[m.fr_s + 3 * k];
-    double* g = &d.w[m.fr_g + 3 * k];
-    s[0] = s[1] = g[2] = kFrictionStartRate;
-    g[0] = g[1] = s[2] = third;
+    d.w[m.fr_s + 2 * k] = d.w[m.fr_s + 2 * k + 1] = m.h * m.joint_friction[m.friction_free[k]];
+    d.w[m.fr_g + 2 * k] = d.w[m.fr_g + 2 * k + 1] = kFrictionStartRate;
+    d.w[m.fr_b + k] = 0.0;
   }
   // contacts: Dojo's starting point (contact.h)
   for (int c = 0; c < m.nc; ++c) {

@@ -86,9 +86,9 @@ void tolerance_scales(const Model& m, std::vector<double>& row_scale) {
     const double lever = m.free_slot[f] < 3 ? 1.0 : length[b];
     const double rate = velocity / lever;             // m/s, or rad/s
     const double impulse = load[b] * velocity * lever;  // N s, or N m s
-    for (int i = 0; i < 3; ++i) s[m.fr_s + 3 * k + i] = rate * impulse;
-    s[m.fr_g + 3 * k] = s[m.fr_g + 3 * k + 1] = rate;  // psi +- Jf xi25 - eta
-    s[m.fr_g + 3 * k + 2] = impulse;                   // h F - b+ - b- - s_psi
+    s[m.fr_s + 2 * k] = s[m.fr_s + 2 * k + 1] = rate * impulse;  // s+- v+-
+    s[m.fr_g + 2 * k] = s[m.fr_g + 2 * k + 1] = impulse;         // s+- - h F +- beta
+    s[m.fr_b + k] = rate;                                       // Jf xi25 - v- + v+
   }
   for (int c = 0; c < m.nc; ++c) {
     const int a = m.contact_body[c], b = m.contact_other[c];
