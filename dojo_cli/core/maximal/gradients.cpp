@@ -113,7 +113,7 @@ void add_z3(Out& out, int row, const double* jac, int a, int b, const std::vecto
 }
 
 // Per-free-coordinate sum of the constant impulses on the coordinate through Jf(z2):
-// sigma gamma over its limits, and its dry friction's b+ - b- (residual.h).
+// sigma gamma over its limits, and its dry friction's beta (residual.h).
 void limit_impulses(const Model& m, const double* w, std::vector<double>& out) {
   out.assign(m.nf, 0.0);
   for (int l = 0; l < m.nlim; ++l) out[m.limit_free[l]] += m.limit_sign[l] * w[m.lim_g + l];

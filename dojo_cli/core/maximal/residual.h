@@ -5,7 +5,8 @@
 //           - h sum_f Ju_f,i(z2)^T u_f - h sum_a [R(q2) F_a; M_a] u_a (body actuators)
 //           + h sum_f Jf_f,i^T c_f (Jf(z2) xi25)_f
 //           + sum_rotors [right_i(w25) - left_i(w15)] (armature, rotor.h)
-//           - sum_limits sigma Jf(z2)^T gamma - sum_contacts wrench(z3, gamma)
+//           - sum_limits sigma Jf(z2)^T gamma - sum_friction Jf(z2)^T beta
+//           - sum_contacts wrench(z3, gamma)
 // - joint row r: g_r(z3) with x3 = x2 + h v25, q3 = q2 qmap(w25); a locked joint's lock
 //   rows g_r(z3; z2) hold its configuration at z2 (kinematics.h lock_row), their impulse
 //   map the row's Jacobian at z3 = z2;
