@@ -116,6 +116,9 @@ def passive_forces(model: MinimalModel, x) -> np.ndarray:
     theta = log(q_rel) (spherical and floating joints). As Dojo's, that rotation vector
     has its angle in [0, 2 pi), so it depends on the quaternion's sign: q and -q give
     different spring forces (the maximal model reads the sign of the bodies' quaternions).
+    Dry joint friction (``friction``) is no force of the state (a set-valued law, which only
+    the variational integrator's complementarity rows model): it is not in it, and the rk4
+    integrator refuses a scene with it.
 
     Args:
         x: (nx,) state [q; v], nominal order.

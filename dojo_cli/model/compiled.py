@@ -68,6 +68,7 @@ def model_input(mech) -> _core.ModelInput:
     m.damper = mech.damper.tolist()
     m.spring_offset = mech.spring_offset.tolist()
     m.damper_implicit = [int(v) for v in mech.damper_implicit]
+    m.joint_friction = mech.joint_friction.tolist()
     rotors = rotor_coordinates(mech)
     linear = [int(mech.free_slot[f]) < 3 for f in rotors]  # translational slots are 0..2 (model.h basis)
     m.rotor_joint = [int(mech.free_joint[f]) for f in rotors]

@@ -186,6 +186,9 @@ class Joint:
             minimal-coordinate layer models it (M += a on the coordinate's diagonal); the
             variational integrator refuses a mechanism with any (simulation.step).
         spring_offset: (n,) rest value of the free coordinates.
+        friction: (n,) dry (Coulomb) friction per free coordinate (N m or N, >= 0): the
+            step's impulse on the coordinate opposes its rate with |impulse| <= h F, and
+            holds it when the other impulses are within that (core/maximal/residual.h).
         limits: (lower (n,), upper (n,)) or None.
         damper_form: "midpoint" (second order) or "implicit" (first order, L-stable):
             how the step discretises the damper (core/maximal/residual.h, docs/physics.md "Joints").
@@ -210,6 +213,7 @@ class Joint:
     spring: np.ndarray | None = None
     damper: np.ndarray | None = None
     spring_offset: np.ndarray | None = None
+    friction: np.ndarray | None = None
     limits: tuple[np.ndarray, np.ndarray] | None = None
     damper_form: str = "midpoint"
     armature: np.ndarray | None = None
@@ -371,6 +375,7 @@ def _frozen_parts(bodies, joints, contacts):
             damper=None if j.damper is None else _readonly(j.damper),
             armature=None if j.armature is None else _readonly(j.armature),
             spring_offset=None if j.spring_offset is None else _readonly(j.spring_offset),
+            friction=None if j.friction is None else _readonly(j.friction),
             limits=None if j.limits is None else (_readonly(j.limits[0]), _readonly(j.limits[1])),
         )
         for j in joints
@@ -491,6 +496,9 @@ class Mechanism:
         # (nf,) rotor inertia per free coordinate (armature; core/maximal/rotor.h, minimal/tree.h)
         self.armature = np.concatenate([_per_free(j, j.armature) for j in self.joints]) if nj else np.zeros(0)
         self.has_armature = bool(np.any(self.armature != 0))
+        # (nf,) dry joint friction per free coordinate (core/maximal/residual.h)
+        self.joint_friction = np.concatenate([_per_free(j, j.friction) for j in self.joints]) if nj else np.zeros(0)
+        self.has_joint_friction = bool(np.any(self.joint_friction > 0))
         # (nf,) 1 where the damper takes the first-order implicit form (core/maximal/residual.h)
         self.damper_implicit = np.concatenate(
             [np.full(j.input_dimension, int(j.damper_form == "implicit")) for j in self.joints]
@@ -686,8 +694,8 @@ class Mechanism:
 
     @property
     def has_inequalities(self) -> bool:
-        """True when the step has contacts or joint limits (interior-point solve)."""
-        return self.nc > 0 or self.nlim > 0
+        """True when the step has contacts, joint limits or joint friction (interior-point solve)."""
+        return self.nc > 0 or self.nlim > 0 or self.has_joint_friction
 
     def contact_index(self, name: str) -> int:
         """Index of a contact by name."""
@@ -790,10 +798,12 @@ def _input_problems(bodies, joints, contacts, timestep, gravity) -> list[tuple[s
             elif not _invertible(inertia):
                 problems.append((f"bodies.{i}.inertia", f"must be invertible with a finite inverse, got {inertia.tolist()}"))
     for i, j in enumerate(joints):
-        for key in ("parent_vertex", "child_vertex", "orientation_offset", "spring", "damper", "spring_offset", "armature"):
+        for key in ("parent_vertex", "child_vertex", "orientation_offset", "spring", "damper", "spring_offset", "armature", "friction"):
             value = getattr(j, key)
             if value is not None:
                 finite(f"joints.{i}.{key}", value)
+        if j.friction is not None and np.any(np.asarray(j.friction, dtype=float) < 0):
+            problems.append((f"joints.{i}.friction", f"must be >= 0, got {np.asarray(j.friction, dtype=float).tolist()}"))
         if j.damper_form not in DAMPER_FORMS:
             problems.append((f"joints.{i}.damper_form", f"must be one of {', '.join(DAMPER_FORMS)}, got {j.damper_form!r}"))
         # the axis builds a basis only for an element with one or two constrained directions

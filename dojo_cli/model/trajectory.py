@@ -52,8 +52,9 @@ EXTRA_FIELDS = ("impulses", "complementarity", "contact_distance", "contact_norm
 
 def has_start_record(mech) -> bool:
     """Whether a run of the mechanism keeps the interior point's start record
-    (``solver/start``): a model with contacts or joint limits, the steps an interior point solves."""
-    return mech.nc > 0 or mech.core.nlim > 0
+    (``solver/start``): a model with contacts, joint limits or joint friction, the steps an
+    interior point solves."""
+    return mech.nc > 0 or mech.core.nlim > 0 or mech.core.nfr > 0
 
 
 @dataclass

@@ -156,7 +156,7 @@ def build_mechanism(spec, file: str | None = None) -> Mechanism:
                 rotation_axis=None if j.rotation_axis is None else np.asarray(j.rotation_axis, float),
                 axes=None if j.axes is None else np.asarray(j.axes, float),
                 axis_names=None if j.axis_names is None else tuple(j.axis_names),
-                spring=j.spring_values(), damper=j.damper_values(), armature=j.armature_values(), spring_offset=j.spring_offset_values(), limits=limits,
+                spring=j.spring_values(), damper=j.damper_values(), friction=j.friction_values(), armature=j.armature_values(), spring_offset=j.spring_offset_values(), limits=limits,
                 damper_form=j.damper_form or spec.damper_form, locked=bool(j.locked),
             )
         )

@@ -622,6 +622,17 @@ def integrator_problems(mech: Mechanism, integrator: str, external=(), gradients
     return []
 
 
+def _friction_problems(mech: Mechanism, integrator: str, why: str) -> list[str]:
+    """One refusal per joint with dry friction (core/maximal/residual.h: complementarity rows
+    only the variational integrator's interior point solves)."""
+    friction = getattr(mech, "joint_friction", None)
+    if friction is None:
+        return []
+    return [f"joints.{j}.friction: joint {joint.name!r}: dry joint friction is not supported by the {integrator} "
+            f"integrator ({why}; use integrator: variational)"
+            for j, joint in enumerate(mech.joints) if np.any(friction[mech.joint_free_range[j]] > 0)]
+
+
 def rk4_problems(mech: Mechanism, external=(), gradients=()) -> list[str]:
     """What in a scene the rk4 integrator cannot run, one message each (empty: runnable)."""
     out = []
@@ -630,6 +641,7 @@ def rk4_problems(mech: Mechanism, external=(), gradients=()) -> list[str]:
     limited = sorted({int(mech.free_joint[f]) for f in mech.limit_free})
     for j in limited:
         out.append(f"joints.{j}.limits: joint {mech.joints[j].name!r}: joint limits are not supported by the rk4 integrator")
+    out += _friction_problems(mech, "rk4", "it has no complementarity to hold a joint still")
     for j in mech.loop_joints:
         cols = mech.joint_free_range[j]
         if np.any(mech.spring[cols]) or np.any(mech.damper[cols]):
@@ -789,6 +801,8 @@ def variational4_problems(mech: Mechanism, external=(), gradients=()) -> list[st
     for j in sorted({int(mech.free_joint[f]) for f in mech.limit_free}):
         out.append(f"joints.{j}.limits: joint {mech.joints[j].name!r}: joint limits are not supported by the "
                    "variational4 integrator (use integrator: variational)")
+    out += _friction_problems(mech, "variational4", "its negative sub-step is the reversed step, which friction "
+                                                   "does not have")
     for j, joint in enumerate(mech.joints):
         if np.any(mech.damper[mech.joint_free_range[j]]):
             out.append(f"joints.{j}.damper: joint {joint.name!r}: dampers are not supported by the variational4 "

@@ -3,9 +3,10 @@ of the C++ core (dojo_cli/core/maximal/step.h, the step driver; residual.h and
 newton_matrix.h, where the residual and its Newton matrix are defined; interior_point.h, the solver).
 
 Unknowns w = [per body (v25, w25) (6 nb) | joint impulses lambda (nl) |
-joint-limit slacks s and impulses gamma (nlim each) | per contact s, gamma]
-(dojo_cli/core/maximal/model.h). Without contacts and limits the system is smooth and solved
-by Newton's method; with them, by the primal-dual interior-point method. The core's
+joint-limit slacks s and impulses gamma (nlim each) | joint-friction slacks s+-, rates v+-
+(2 nfr each) and impulses beta (nfr) | per contact s, gamma] (dojo_cli/core/maximal/model.h). Without contacts,
+limits and joint friction the system is smooth and solved by Newton's method; with them, by
+the primal-dual interior-point method. The core's
 test access, ``_core.testing.step_residual`` and ``step_matrix_dense``, evaluates the
 residual and the Newton matrix at any unknowns (tests/properties/test_newton_matrix.py).
 """

@@ -1371,13 +1371,14 @@ def test_option_flags_turn_off_what_mujoco_turns_off(tmp_path):
     scene = result.scene
     (joint,) = scene["joints"]
     assert "contacts" not in scene and scene["gravity"] == [0.0, 0.0, 0.0]
-    assert not {"limits", "spring", "damper"} & set(joint), joint
+    assert not {"limits", "spring", "damper", "friction"} & set(joint), joint
     assert "ctrl_range" not in scene["actuators"][0] and result.warnings == [], result.warnings
 
     path = _write(tmp_path, text.format(flags='constraint="disable" override="enable"'), "constraint.xml")
     result = read_mjcf(path, MjcfOptions(), path.name)
     (joint,) = result.scene["joints"]
     assert "contacts" not in result.scene and "limits" not in joint and joint["spring"] == [3.0]
+    assert "friction" not in joint, joint  # constraint="disable" turns dry friction off too (mjDSBL_CONSTRAINT)
     assert result.warnings == ["warning: constraint.xml:3: <flag>: override='enable' is not read (the import is as "
                                "with override=disable)"], result.warnings
     path = _write(tmp_path, text.format(flags=""), "none.xml")

@@ -34,25 +34,25 @@ def test_one_warning_per_unmodelled_kind_naming_the_joints(tmp_path):
     friction = '<dynamics damping="0.1" friction="0.2"/>'
     path = tmp_path / "chain.urdf"
     path.write_text(_chain([friction, friction, '<mimic joint="j0"/>', friction, "", '<mimic joint="j1" multiplier="2"/>']))
-    warnings = read_urdf(path, UrdfOptions()).warnings
-    coulomb = [w for w in warnings if "Coulomb joint friction" in w]
+    result = read_urdf(path, UrdfOptions())
+    warnings = result.warnings
     mimic = [w for w in warnings if "<mimic>" in w]
-    assert coulomb == [f"warning: {path}: robot: Coulomb joint friction (<dynamics friction>) not modelled on 3 joints "
-                       "(ignored): j0, j1, j3"], warnings
     assert mimic == [f"warning: {path}: robot: <mimic> not modelled on 2 joints (each joint moves on its own): "
                      "j2 (of j0), j5 (of j1)"], warnings
-    assert len(warnings) == 2, warnings
+    assert len(warnings) == 1, warnings
+    # Coulomb joint friction is modelled (issue 24): no warning, the joints carry it
+    assert {j["name"]: j.get("friction") for j in result.scene["joints"] if j["name"] != "fixed_base"} == {
+        "j0": 0.2, "j1": 0.2, "j2": None, "j3": 0.2, "j4": None, "j5": None}
 
 
 def test_the_command_names_the_file_as_given_and_a_scene_as_it_wrote_it(tmp_path, monkeypatch):
-    friction = '<dynamics friction="0.2"/>'
     (tmp_path / "robots").mkdir()
-    (tmp_path / "robots" / "chain.urdf").write_text(_chain([friction] * 4))
+    (tmp_path / "robots" / "chain.urdf").write_text(_chain([""] + ['<mimic joint="j0"/>'] * 3))
     monkeypatch.chdir(tmp_path)
     res = runner.invoke(app, ["import-urdf", "robots/chain.urdf", "-o", "chain.yaml"])
     assert res.exit_code == 0, res.output
-    assert res.stderr.splitlines() == ["warning: robots/chain.urdf: robot: Coulomb joint friction (<dynamics friction>) "
-                                       "not modelled on 4 joints (ignored): j0, j1, j2, j3"], res.stderr
+    assert res.stderr.splitlines() == ["warning: robots/chain.urdf: robot: <mimic> not modelled on 3 joints (each joint "
+                                       "moves on its own): j1 (of j0), j2 (of j0), j3 (of j0)"], res.stderr
     # a scene on the URDF: problems name the URDF as the scene wrote it, not the resolved path
     (tmp_path / "robots" / "bad.urdf").write_text(_chain([""]).replace('lower="-1"', 'lower="x"'))
     (tmp_path / "scene.yaml").write_text("urdf: robots/bad.urdf\n")

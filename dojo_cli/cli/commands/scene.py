@@ -50,7 +50,8 @@ def check(scene: SceneArg, overrides: SetOpt = None) -> None:
         typer.echo(f"  inputs {mech.nu}: actuators {', '.join(mech.input_names())}, constraint rows {mech.nl}")
     else:
         typer.echo(f"  inputs {mech.input_dimension} per joint {mech.input_dimensions()}, constraint rows {mech.nl}")
-    typer.echo(f"  joint-limit bounds {mech.nlim}, contact unknowns {2 * sum(step_half_sizes(mech))}")
+    typer.echo(f"  joint-limit bounds {mech.nlim}, frictional joint coordinates {mech.core.nfr}, "
+               f"contact unknowns {2 * sum(step_half_sizes(mech))}")
     typer.echo(f"  controller {spec.controller.type if spec.controller else 'none'}")
 
 

@@ -68,6 +68,7 @@ void bind_model(nb::module_& m) {
       .def_ro("nf", &Model::nf)
       .def_ro("nu", &Model::nu)
       .def_ro("nlim", &Model::nlim)
+      .def_ro("nfr", &Model::nfr)
       .def_ro("nc", &Model::nc)
       .def_ro("n", &Model::n)
       .def_ro("h", &Model::h)

@@ -42,6 +42,9 @@
   X(array, double, spring, "free", 1, "spring", 1)                                                      \
   X(array, double, damper, "free", 1, "damper", 1)                                                      \
   X(array, double, spring_offset, "free", 1, "spring_offset", 1)                                        \
+  /* dry (Coulomb) friction F >= 0 of the coordinate (N m or N): maximal dissipation with */            \
+  /* |impulse| <= h F (residual.h); only coordinates with F > 0 get rows. Empty: none */                \
+  X(array, double, joint_friction, "free", 1, "friction", 1)                                            \
   /* 1: the damper's first-order implicit form (L-stable), 0: the midpoint form (second */              \
   /* order); residual.h. Empty means midpoint everywhere. */                                            \
   X(array, int, damper_implicit, "free", 1, "", 0)                                                      \

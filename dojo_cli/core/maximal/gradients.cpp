@@ -112,14 +112,19 @@ void add_z3(Out& out, int row, const double* jac, int a, int b, const std::vecto
   }
 }
 
-// Per-free-coordinate sum of sigma gamma over the coordinate's limits.
+// Per-free-coordinate sum of the constant impulses on the coordinate through Jf(z2):
+// sigma gamma over its limits, and its dry friction's beta (residual.h).
 void limit_impulses(const Model& m, const double* w, std::vector<double>& out) {
   out.assign(m.nf, 0.0);
   for (int l = 0; l < m.nlim; ++l) out[m.limit_free[l]] += m.limit_sign[l] * w[m.lim_g + l];
+  for (int k = 0; k < m.nfr; ++k) out[m.friction_free[k]] += w[m.fr_b + k];
 }
 
 // Most rows a joint has (three translational, three rotational).
 constexpr int kMaxJointRows = 6;
+// The joint's terms beside F (joint_state_terms): its lock rows' values at [0, kMaxJointRows),
+// its k-th frictional coordinate's rate Jf(z2) xi25 at kMaxJointRows + k.
+constexpr int kJointOutputs = 2 * kMaxJointRows;
 
 // Which optional terms the joints' impulse maps carry (joint_state_terms).
 struct JointTermFlags {
@@ -127,7 +132,7 @@ struct JointTermFlags {
   bool any_input;  // a nonzero joint input
 };
 JointTermFlags joint_term_flags(const Model& m, const Data& d) {
-  JointTermFlags flags{m.has_springs || m.has_dampers || m.nlim > 0, false};
+  JointTermFlags flags{m.has_springs || m.has_dampers || m.nlim > 0 || m.nfr > 0, false};
   for (int f = 0; f < m.nf; ++f) flags.any_input = flags.any_input || d.u[f] != 0.0;
   return flags;
 }
@@ -140,7 +145,8 @@ JointTermFlags joint_term_flags(const Model& m, const Data& d) {
 //   (w_c = damper_weight, xi15 in the midpoint form: residual.h);
 // - lock (its rows, in order; a locked joint's lock rows only): their value
 //   g(z3; d2(z2), q2(z2)), whose reference is the joint's configuration at z2 (the z3 part
-//   is state_residual_jacobian's).
+//   is state_residual_jacobian's); then, at kMaxJointRows + k, the rate Jf(z2) xi25 of its
+//   k-th frictional coordinate, which its friction row carries (residual.h).
 template <class D>
 void joint_state_terms(const Model& m, const Data& d, const double* w, int j, const Pose<D>& pa, const Pose<D>& pb,
                        const std::vector<double>& limit, const JointTermFlags& flags, D* F, D* lock) {
@@ -188,6 +194,14 @@ void joint_state_terms(const Model& m, const Data& d, const double* w, int j, co
       const D coef = (h * m.spring[f]) * (row.value - m.spring_offset[f]) + damper_weight(m, f) * rate - limit[f];
       for (int k = 0; k < 12; ++k) F[k] += row.jac[k] * coef;
     }
+    // the frictional coordinates' rates Jf(z2) xi25 (Jf from coordinate_row again: k in
+    // joint order follows f, so one pass each)
+    for (int k = m.joint_friction_start[j]; k < m.joint_friction_start[j + 1]; ++k) {
+      coordinate_row(m, j, m.friction_free[k], kin, rv, row);
+      D rate(0.0);
+      for (int i = 0; i < 12; ++i) rate += row.jac[i] * xi[i];
+      lock[kMaxJointRows + k - m.joint_friction_start[j]] = rate;
+    }
   }
   if (flags.any_input)
     for (int f = f0; f < f1; ++f) {
@@ -208,7 +222,7 @@ void joint_terms(const Model& m, const Data& d, const double* w, PoseOf pose_of,
   std::vector<double> limit;
   limit_impulses(m, w, limit);
   const JointTermFlags flags = joint_term_flags(m, d);
-  D F[12], lock[kMaxJointRows];
+  D F[12], lock[kJointOutputs];
   for (int j = 0; j < m.nj; ++j) {
     if (select && !select[j]) continue;
     const Pose<D> pa = pose_of(m.parent[j], 0);
@@ -226,6 +240,9 @@ void for_each_term_row(const Model& m, int j, const D* F, const D* lock, Fn fn) 
   if (m.locked[j])
     for (int rr = m.joint_row_start[j]; rr < m.joint_row_start[j + 1]; ++rr)
       if (m.row_lock[rr]) fn(m.lam + rr, lock[rr - m.joint_row_start[j]]);
+  // friction rows Jf xi25 - v- + v+ (residual.h)
+  for (int k = m.joint_friction_start[j]; k < m.joint_friction_start[j + 1]; ++k)
+    fn(m.fr_b + k, lock[kMaxJointRows + k - m.joint_friction_start[j]]);
   const int bodies[2] = {m.parent[j], m.child[j]};
   for (int rs = 0; rs < 2; ++rs) {
     if (bodies[rs] == kWorld) continue;
@@ -471,8 +488,11 @@ void subtract_joint_direction(const Model& m, const Data& d, const double* w, co
 // each row's coefficient is a constant (joint impulses, limit impulses, inputs) or a
 // function of the row's own value (springs, h k (m - m0) = d/dm of h k (m - m0)^2 / 2).
 // Not a gradient: a locked joint's terms (the lock impulse rows' reference moves with z2;
-// the lock values are outputs of their own), which the tape takes.
-bool joint_terms_are_gradient(const Model& m, int j) { return !m.locked[j]; }
+// the lock values are outputs of their own), and a joint with friction (its rate rows are
+// outputs of their own), which the tape takes.
+bool joint_terms_are_gradient(const Model& m, int j) {
+  return !m.locked[j] && m.joint_friction_start[j] == m.joint_friction_start[j + 1];
+}
 
 using D3 = Dual<double, 3>;
 

@@ -172,6 +172,21 @@ Model::Model(const ModelInput& in) {
   rotor_armature = in.rotor_armature;
   rotor_axis_child = in.rotor_axis_child;
   rotor_axis_parent = in.rotor_axis_parent;
+  // Dry joint friction (residual.h): only the coordinates with F > 0 get rows, so a model
+  // without friction has the unknowns, rows and bits it had before.
+  joint_friction = in.joint_friction.empty() ? std::vector<double>(nf, 0.0) : in.joint_friction;
+  check_size("joint_friction", joint_friction.size(), nf);
+  joint_friction_start.assign(nj + 1, 0);
+  for (int f = 0; f < nf; ++f) {
+    if (!(joint_friction[f] >= 0.0)) throw std::invalid_argument("ModelInput.joint_friction: must be >= 0");
+    if (joint_friction[f] > 0.0) friction_free.push_back(f);
+  }
+  nfr = static_cast<int>(friction_free.size());
+  for (int j = 0, k = 0; j < nj; ++j) {
+    joint_friction_start[j] = k;
+    while (k < nfr && free_joint[friction_free[k]] == j) ++k;
+    joint_friction_start[j + 1] = k;
+  }
   for (int f = 0; f < nf; ++f) {
     if (spring[f] != 0.0) has_springs = true;
     if (damper[f] != 0.0) {
@@ -397,7 +412,10 @@ Model::Model(const ModelInput& in) {
   lam = nv;
   lim_s = nv + nl;
   lim_g = lim_s + nlim;
-  contact_start.assign(nc + 1, lim_g + nlim);
+  fr_s = lim_g + nlim;
+  fr_g = fr_s + 2 * nfr;
+  fr_b = fr_g + 2 * nfr;
+  contact_start.assign(nc + 1, fr_b + nfr);
   for (int c = 0; c < nc; ++c) contact_start[c + 1] = contact_start[c] + 2 * contact_half_size(static_cast<ContactModel>(contact_model[c]));
   n = contact_start[nc];
 
@@ -406,6 +424,12 @@ Model::Model(const ModelInput& in) {
   for (int l = 0; l < nlim; ++l) {
     orthant_s.push_back(lim_s + l);
     orthant_g.push_back(lim_g + l);
+    orthant_contact.push_back(-1);
+  }
+  // joint friction: (s+, v+), (s-, v-) per frictional coordinate
+  for (int i = 0; i < 2 * nfr; ++i) {
+    orthant_s.push_back(fr_s + i);
+    orthant_g.push_back(fr_g + i);
     orthant_contact.push_back(-1);
   }
   for (int model = 0; model < 3; ++model) {
@@ -458,6 +482,13 @@ Model::Model(const ModelInput& in) {
     for (int l = joint_limit_start[j]; l < joint_limit_start[j + 1]; ++l) {
       u.push_back(lim_s + l);
       u.push_back(lim_g + l);
+    }
+    for (int k = joint_friction_start[j]; k < joint_friction_start[j + 1]; ++k) {
+      for (int i = 0; i < 2; ++i) {
+        u.push_back(fr_s + 2 * k + i);
+        u.push_back(fr_g + 2 * k + i);
+      }
+      u.push_back(fr_b + k);
     }
     if (!u.empty()) joint_node[j] = add_node(u);
   }

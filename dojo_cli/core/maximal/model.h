@@ -9,7 +9,9 @@
 //
 // Unknowns of a step, w = [per body (v25, w25) (6 nb) | joint impulses lambda (nl: the
 //   joints' constraint rows and the locked joints' lock rows, joint by joint)
-//   | joint-limit slacks s (nlim) | limit impulses gamma (nlim) | per contact s (N), gamma (N)]
+//   | joint-limit slacks s (nlim) | limit impulses gamma (nlim)
+//   | joint-friction slacks (2 nfr: s+, s- per frictional coordinate) | their rates (2 nfr:
+//   v+, v-) | joint-friction impulses (nfr: beta) | per contact s (N), gamma (N)]
 // (the layout of the numpy implementation this replaced, dojo_engine_notes.md 2.3).
 #pragma once
 
@@ -100,6 +102,13 @@ struct Model {
   // that an angle kept inside its limits never crosses the chart's seam (euler_joints.h)
   std::vector<double> angle_centre;
 
+  // ---- joint friction (residual.h): the free coordinates with dry friction F > 0, in
+  // joint order, each with two orthant pairs and its impulse in the joint's node
+  int nfr = 0;
+  std::vector<double> joint_friction;  // (nf,) F (ModelInput; 0: none)
+  std::vector<int> friction_free;      // (nfr,) free coordinate of each frictional coordinate
+  std::vector<int> joint_friction_start;  // (nj+1,) frictional coordinates of joint j
+
   // ---- contacts
   std::vector<int> contact_body, contact_other, contact_model, contact_kind;
   std::vector<double> contact_friction, contact_radius, contact_offset, contact_shape;
@@ -124,13 +133,16 @@ struct Model {
   int lam = 0;         // first joint impulse
   int lim_s = 0;       // first limit slack
   int lim_g = 0;       // first limit impulse
+  int fr_s = 0;        // first joint-friction slack (s+, s- of coordinate k at fr_s + 2 k)
+  int fr_g = 0;        // first joint-friction rate (v+, v- of coordinate k at fr_g + 2 k)
+  int fr_b = 0;        // first joint-friction impulse (beta of coordinate k at fr_b + k)
   int n = 0;           // unknowns
   // Cone structure for the interior point: orthant pairs (slack, impulse) and
   // second-order-cone triples; complementarity rows sit at the slack indices.
   std::vector<int> orthant_s, orthant_g;  // (no,)
   std::vector<int> soc_s, soc_g;          // (ns, 3)
   std::vector<int> soc_contact;           // (ns,) the nonlinear contact of each SOC block
-  std::vector<int> orthant_contact;       // (no,) the contact of each orthant pair, -1 for a limit
+  std::vector<int> orthant_contact;       // (no,) the contact of each orthant pair, -1 for a limit or joint friction
   std::vector<uint8_t> is_complementarity;  // (n,) 1 for complementarity rows
   int degree = 0;                          // orthant pairs + SOC blocks
 

@@ -147,6 +147,37 @@ void step_matrix(const Model& m, Data& d, const double* w, double regularization
       }
     }
   }
+  // joint friction (residual.h): its rows in the joint's node; the rate Jf(z2) xi25 is
+  // linear in the body velocities (Jf at z2: no chain through z3)
+  for (int k = 0; k < m.nfr; ++k) {
+    const int f = m.friction_free[k], j = m.free_joint[f];
+    const double* jf = &d.jf2[12 * f];
+    const int bodies[2] = {m.parent[j], m.child[j]};
+    BlockRef diag = block(m, d, m.blk_joint_diag[j]);
+    int ls[2], lg[2];
+    for (int i = 0; i < 2; ++i) {
+      ls[i] = m.local_index[m.fr_s + 2 * k + i];
+      lg[i] = m.local_index[m.fr_g + 2 * k + i];
+      diag.at(ls[i], ls[i]) += w[m.fr_g + 2 * k + i];  // d(s v)/ds
+      diag.at(ls[i], lg[i]) += w[m.fr_s + 2 * k + i];  // d(s v)/dv
+      diag.at(lg[i], ls[i]) += 1.0;                    // s -+ ... - h F +- beta
+    }
+    const int lb = m.local_index[m.fr_b + k];
+    diag.at(lg[0], lb) += 1.0;   // s+ - h F + beta
+    diag.at(lg[1], lb) -= 1.0;   // s- - h F - beta
+    diag.at(lb, lg[0]) += 1.0;   // Jf xi25 - v- + v+
+    diag.at(lb, lg[1]) -= 1.0;
+    for (int side = 0; side < 2; ++side) {
+      if (bodies[side] == kWorld) continue;
+      BlockRef jb = block(m, d, m.blk_joint_body[side][j]);
+      BlockRef bj = block(m, d, m.blk_body_joint[side][j]);
+      for (int c = 0; c < 6; ++c) {
+        const double a = jf[6 * side + c];
+        jb.at(lb, c) += a;
+        bj.at(c, lb) -= a;  // body rows: -Jf^T beta
+      }
+    }
+  }
   // contacts: local unknowns [s (N), gamma (N)]; complementarity rows at s, constraint
   // rows at gamma; the body rows subtract the wrench (contact.h's signs)
   for (int c = 0; c < m.nc; ++c) {

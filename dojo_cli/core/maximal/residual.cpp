@@ -103,7 +103,7 @@ bool step_setup(const Model& m, Data& d, const double* z, const double* u, const
   // Jacobians (springs, dampers, limits) and the constant impulses of springs and inputs.
   std::vector<double>& applied = d.delta;  // scratch (6 nb) until the solve starts
   std::fill(applied.begin(), applied.begin() + m.nv, 0.0);
-  const bool need_minimal = m.has_springs || m.has_dampers || m.nlim > 0;
+  const bool need_minimal = m.has_springs || m.has_dampers || m.nlim > 0 || m.nfr > 0;
   JointKinematics<double> kin;
   JointRow<double> row;
   double gen[12];
@@ -280,6 +280,20 @@ void step_residual(const Model& m, Data& d, const double* w, double* r) {
     const double* jf = &d.jf2[12 * f];
     const double rate = dot12(m, j, jf, w);
     scatter12(m, j, jf, damper_weight(m, f) * rate, body);
+  }
+  // joint friction: its rows, and the impulse Jf(z2)^T beta (residual.h)
+  for (int k = 0; k < m.nfr; ++k) {
+    const int f = m.friction_free[k], j = m.free_joint[f];
+    const double* jf = &d.jf2[12 * f];
+    const double* s = w + m.fr_s + 2 * k;  // s+, s-
+    const double* v = w + m.fr_g + 2 * k;  // v+, v-
+    const double beta = w[m.fr_b + k], bound = h * m.joint_friction[f];
+    r[m.fr_s + 2 * k] = s[0] * v[0];
+    r[m.fr_s + 2 * k + 1] = s[1] * v[1];
+    r[m.fr_g + 2 * k] = s[0] - bound + beta;
+    r[m.fr_g + 2 * k + 1] = s[1] - bound - beta;
+    r[m.fr_b + k] = dot12(m, j, jf, w) - v[1] + v[0];
+    scatter12(m, j, jf, -beta, body);
   }
   // contacts: their rows, and the body residual minus their wrenches (at z3)
   for (int c = 0; c < m.nc; ++c) {

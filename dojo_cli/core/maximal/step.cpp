@@ -211,6 +211,12 @@ void step_initial_guess(const Model& m, Data& d, const double* lambda0, double i
     }
     d.w[m.lim_g + l] *= impulse_scale;
   }
+  // joint friction (step.h, kFrictionStartRate)
+  for (int k = 0; k < m.nfr; ++k) {
+    d.w[m.fr_s + 2 * k] = d.w[m.fr_s + 2 * k + 1] = m.h * m.joint_friction[m.friction_free[k]];
+    d.w[m.fr_g + 2 * k] = d.w[m.fr_g + 2 * k + 1] = kFrictionStartRate;
+    d.w[m.fr_b + k] = 0.0;
+  }
   // contacts: Dojo's starting point (contact.h)
   for (int c = 0; c < m.nc; ++c) {
     const int s0 = m.contact_start[c];
@@ -277,7 +283,7 @@ SolverStatus step(const Model& m, Data& d, const double* z, const double* u, con
   // the step is solved again from the start, so the left-out contacts are separated at
   // the solution (margins.h)
   std::fill(d.contact_active.begin(), d.contact_active.end(), uint8_t{1});
-  const bool inequalities = m.nlim > 0 || m.nc > 0;
+  const bool inequalities = m.degree > 0;  // limits, joint friction or contacts
   const double first_scale = inequalities ? d.impulse_scale : 1.0;
   // a run's next step: the previous converged step reached this state (step.h, "Warm start")
   bool warm = inequalities && opts.warm_start && d.warm_valid &&

@@ -78,6 +78,18 @@ void tolerance_scales(const Model& m, std::vector<double>& row_scale) {
     s[m.lim_g + l] = m.free_slot[f] < 3 ? lever : 1.0;  // the limit's row: m, or rad
     s[m.lim_s + l] = load[b] * velocity * lever;        // s gamma: m x N s, or rad x N m s
   }
+  // joint friction (residual.h): the rate rows in the coordinate's velocity unit, the
+  // impulse row in its impulse unit, the products in their product
+  for (int k = 0; k < m.nfr; ++k) {
+    const int f = m.friction_free[k];
+    const int b = m.child[m.free_joint[f]];
+    const double lever = m.free_slot[f] < 3 ? 1.0 : length[b];
+    const double rate = velocity / lever;             // m/s, or rad/s
+    const double impulse = load[b] * velocity * lever;  // N s, or N m s
+    s[m.fr_s + 2 * k] = s[m.fr_s + 2 * k + 1] = rate * impulse;  // s+- v+-
+    s[m.fr_g + 2 * k] = s[m.fr_g + 2 * k + 1] = impulse;         // s+- - h F +- beta
+    s[m.fr_b + k] = rate;                                       // Jf xi25 - v- + v+
+  }
   for (int c = 0; c < m.nc; ++c) {
     const int a = m.contact_body[c], b = m.contact_other[c];
     const double len = b == kWorld ? length[a] : std::min(length[a], length[b]);

@@ -68,6 +68,7 @@ void apply_inverse_mass(const Model& m, int b, const double* p, double* out) {
 std::string variational4_problem(const Model& m) {
   if (m.nc > 0) return "contacts are not supported by the variational4 integrator (use integrator: variational)";
   if (m.nlim > 0) return "joint limits are not supported by the variational4 integrator (use integrator: variational)";
+  if (m.nfr > 0) return "joint friction is not supported by the variational4 integrator (use integrator: variational)";
   if (m.has_dampers)
     return "dampers are not supported by the variational4 integrator (its negative sub-step is the reversed step, "
            "exact for forces that do not depend on velocity; use integrator: variational)";

@@ -499,6 +499,7 @@ def _passive(reader: _Reader, data: dict, joints: list[_Joint], slots: list[tupl
     damper = [0.0] * nfree
     offset = [0.0] * nfree
     armature = [0.0] * nfree
+    friction = [0.0] * nfree
     lower = [-math.inf] * nfree
     upper = [math.inf] * nfree
     limited = False
@@ -507,18 +508,20 @@ def _passive(reader: _Reader, data: dict, joints: list[_Joint], slots: list[tupl
             spring = [j.stiffness] * 3
             damper = [j.damping] * 3
             armature = [j.armature] * 3
+            friction = [j.frictionloss] * 3
+            if j.frictionloss:
+                reader.warn(j.file, j.line, f"joint {j.name!r}", "a ball joint's frictionloss acts on the rates of its "
+                            "rotation vector (MuJoCo's on its angular velocity's components: the same at rest)")
             if j.stiffness:
                 reader.warn(j.file, j.line, f"joint {j.name!r}", "a ball joint's stiffness acts on its rotation vector "
                             "(MuJoCo's on the quaternion's angle: the same to first order)")
             continue
-        spring[c], damper[c], armature[c] = j.stiffness, j.damping, j.armature
+        spring[c], damper[c], armature[c], friction[c] = j.stiffness, j.damping, j.armature, j.frictionloss
         offset[c] = s * (j.springref - j.ref)
         if j.limited:
             limited = True
             lo, hi = s * (j.range[0] - j.ref), s * (j.range[1] - j.ref)
             lower[c], upper[c] = min(lo, hi), max(lo, hi)
-        if j.frictionloss:
-            reader.warn(j.file, j.line, f"joint {j.name!r}", f"frictionloss {j.frictionloss:g} (dry joint friction) is not modelled")
     if any(spring):
         data["spring"] = spring
         if any(offset):
@@ -527,5 +530,7 @@ def _passive(reader: _Reader, data: dict, joints: list[_Joint], slots: list[tupl
         data["damper"] = damper
     if any(armature):
         data["armature"] = armature
+    if any(friction):
+        data["friction"] = friction  # frictionloss: dry joint friction (docs/physics.md "Joints")
     if limited:
         data["limits"] = {"lower": lower, "upper": upper}

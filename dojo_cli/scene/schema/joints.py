@@ -168,6 +168,11 @@ class JointSpec(Spec):
         orientation_offset: (4,) joint frame in the parent frame, [w, x, y, z].
         spring: stiffness, scalar or one per free coordinate (>= 0).
         damper: damping, scalar or one per free coordinate (>= 0).
+        friction: dry (Coulomb) friction, scalar or one per free coordinate (>= 0; N m for
+            a rotation, N for a translation): the joint's impulse on the coordinate opposes
+            its rate, at most h F a step, and holds it still while the other forces on it
+            are within F (URDF's ``<dynamics friction>``, MJCF's ``frictionloss``;
+            docs/physics.md "Joints").
         armature: rotor inertia, scalar or one per free coordinate (>= 0; kg m^2 or kg):
             the kinetic energy 1/2 a theta_dot^2 of the coordinate's rate (MuJoCo's
             armature); modelled by the minimal-coordinate layer (integrator: rk4,
@@ -205,6 +210,7 @@ class JointSpec(Spec):
     orientation_offset = Field(QUATERNION, factory=_identity_quaternion)
     spring = Field(GAIN, 0.0)
     damper = Field(GAIN, 0.0)
+    friction = Field(GAIN, 0.0)
     armature = Field(GAIN, 0.0)
     spring_offset = Field(nullable(REAL_LIST), None)
     limits = Field(nullable(JointLimitsSpec.core_schema()), None, specs=(JointLimitsSpec,))
@@ -272,6 +278,7 @@ class JointSpec(Spec):
         given = {
             "spring": self.spring if isinstance(self.spring, list) else None,
             "damper": self.damper if isinstance(self.damper, list) else None,
+            "friction": self.friction if isinstance(self.friction, list) else None,
             "armature": self.armature if isinstance(self.armature, list) else None,
             "effort_limit": self.effort_limit if isinstance(self.effort_limit, list) else None,
             "velocity_limit": self.velocity_limit if isinstance(self.velocity_limit, list) else None,
@@ -308,6 +315,10 @@ class JointSpec(Spec):
     def damper_values(self) -> np.ndarray:
         """(n,) damping per free coordinate (a scalar broadcast)."""
         return self._per_coordinate(self.damper)
+
+    def friction_values(self) -> np.ndarray:
+        """(n,) dry friction per free coordinate (a scalar broadcast)."""
+        return self._per_coordinate(self.friction)
 
     def armature_values(self) -> np.ndarray:
         """(n,) rotor inertia per free coordinate (a scalar broadcast)."""

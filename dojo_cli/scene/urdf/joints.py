@@ -21,7 +21,7 @@ from dojo_cli.scene.urdf.tree import AXIS_TOL, _chain_axes
 
 # Elements read but not modelled, reported once per kind ("what|consequence"), naming the
 # joints (go1 printed 12 near-identical lines, talos 20), at most this many names.
-UNMODELLED_FRICTION = "Coulomb joint friction (<dynamics friction>)|ignored"
+UNMODELLED_FRICTION = "Coulomb friction on a floating joint (<dynamics friction>)|ignored"
 UNMODELLED_MIMIC = "<mimic>|each joint moves on its own"
 # Bullet's swing-twist limit of a spherical joint: <limit lower upper twist> (the swing ranges
 # about x and y and the twist range about z), applied only when all three and effort are > 0
@@ -97,7 +97,9 @@ def _scene_joints(reader, links, joints, groups, body_of, world_links, root, opt
             data["effort_limit"] = float(joint.effort)
         if n and joint.velocity is not None and joint.velocity > 0:
             data["velocity_limit"] = float(joint.velocity)
-        if joint.friction:
+        if joint.friction and n and kind != "floating":
+            data["friction"] = float(joint.friction)  # dry joint friction (docs/physics.md "Joints")
+        elif joint.friction:
             reader.unmodelled(UNMODELLED_FRICTION, joint.name)
         if joint.mimic:
             reader.unmodelled(UNMODELLED_MIMIC, f"{joint.name} (of {joint.mimic})")
@@ -136,9 +138,9 @@ def _axes_joint(reader, data: dict, chain: list[_Joint]) -> dict:
     if any(j.velocity is not None and j.velocity > 0 for j in chain):
         data["velocity_limit"] = [float(j.velocity) if j.velocity is not None and j.velocity > 0 else math.inf
                                   for j in chain]
+    if any(j.friction for j in chain):
+        data["friction"] = [float(j.friction) for j in chain]
     for j in chain:
-        if j.friction:
-            reader.unmodelled(UNMODELLED_FRICTION, j.name)
         if j.mimic:
             reader.unmodelled(UNMODELLED_MIMIC, f"{j.name} (of {j.mimic})")
     return data
