@@ -155,3 +155,84 @@ def test_a_hull_that_is_not_convex_is_refused():
         core.testing.compile_hull(dented, triangles)
     with pytest.raises(ValueError, match="out of range"):
         core.testing.compile_hull(corners, triangles + 8)
+
+
+# ------------------------------------------------------------ shape pairs with a hull
+def _shape(kind, **params):
+    from dojo_cli.model.shapes import Shape
+
+    return Shape(kind, params, (0.0, 0.0, 0.1), (1.0, 0.0, 0.0, 0.0))
+
+
+def test_hull_pairs_compile_each_shapes_spheres_against_the_other():
+    """sphere-hull 1, capsule-hull 2 + N, box-hull 8 + N, hull-hull M + N contacts, in that
+    order (body a's spheres against the hull, then the hull's vertices against body a's shape),
+    every sphere against the hull carrying the hull's radius too; a point inside a hull's
+    points is no vertex; a flat hull and a cylinder have no pair with a hull."""
+    from dojo_cli.model.collisions import UnsupportedPair, body_pair_contacts
+
+    corners = np.array([[sx, sy, sz] for sx in (-1, 1) for sy in (-1, 1) for sz in (-1, 1)], float) * 0.1
+    hull = _shape("hull", vertices=np.vstack([corners, [[0.0, 0.0, 0.0]]]), radius=0.02)  # 8 vertices, 1 inside
+    other = _shape("hull", vertices=corners[:6] * 2.0 + 0.01, radius=0.005)  # 6 vertices
+    pairs = {
+        "sphere": (_shape("sphere", radius=0.1), [("hull", 0.12)]),
+        "capsule": (_shape("capsule", radius=0.05, height=0.3), [("hull", 0.07)] * 2 + [("capsule", 0.02)] * 8),
+        "box": (_shape("box", size=(0.2, 0.3, 0.4)), [("hull", 0.02)] * 8 + [("box", 0.02)] * 8),
+        "hull": (other, [("hull", 0.025)] * 6 + [("hull", 0.025)] * 8),
+    }
+    for name, (shape, expected) in pairs.items():
+        for order in ((0, shape, 1, hull), (1, hull, 0, shape)):  # either body first
+            made = body_pair_contacts(name, *order)
+            assert [(c.kind, round(c.radius, 12)) for c in made] == expected, f"{name}: {[(c.kind, c.radius) for c in made]}"
+            # the first contacts are body a's spheres against the hull (hull-hull: the first hull's)
+            assert made[0].other == (order[2] if name == "hull" else 1), f"{name}: body a's spheres first"
+            # the hull's frame is its body's: the vertices moved by its position_offset
+            table_hull = next(c for c in made if c.other == 1).params["vertices"]
+            assert np.allclose(table_hull.min(axis=0), corners.min(axis=0) + [0.0, 0.0, 0.1]), name
+    with pytest.raises(UnsupportedPair, match="cylinder"):
+        body_pair_contacts("c", 0, _shape("cylinder", radius=0.1, height=0.2), 1, hull)
+    with pytest.raises(UnsupportedPair, match="flat"):
+        body_pair_contacts("f", 0, _shape("sphere", radius=0.1), 1, _shape("hull", vertices=corners[::2]))
+
+
+def test_a_turned_box_meets_a_hull_as_its_own_hull():
+    """A box turned in its body frame (not by quarter turns), which no pair takes on body b as a
+    box: the hull's vertices meet it as the box's own hull, with the same distances as the
+    box kind where the box sits axis-aligned."""
+    from dojo_cli.model.collisions import body_pair_contacts
+    from dojo_cli.model.shapes import Shape
+    from dojo_cli.scene.importing.scene_data import contact_distance
+
+    turn = [np.cos(0.3), 0.0, 0.0, np.sin(0.3)]
+    box = Shape("box", {"size": (0.4, 0.3, 0.2)}, (0.0, 0.0, 0.0), tuple(turn))
+    hull = _shape("hull", vertices=np.random.default_rng(3).normal(size=(12, 3)) * 0.1)
+    made = body_pair_contacts("b", 0, box, 1, hull)
+    turned = [c for c in made if c.other == 0]
+    assert turned and {c.kind for c in turned} == {"hull"}, [c.kind for c in made]
+    # the same pair with the box's body turned instead: the box kind, axis-aligned
+    straight = [c for c in body_pair_contacts("s", 0, Shape("box", {"size": (0.4, 0.3, 0.2)}), 1, hull) if c.other == 0]
+    assert {c.kind for c in straight} == {"box"}
+    q_hull, x_hull = np.array([0.9, 0.1, -0.3, 0.2]) / np.linalg.norm([0.9, 0.1, -0.3, 0.2]), np.array([0.1, 0.2, 0.25])
+    # body 0 (the box's) at the identity with the turned box == body 0 turned with a straight box,
+    # the hull's body moved along: the same relative pose
+    rot = np.asarray(turn)
+    for a, b in zip(turned, straight):
+        d_turned = contact_distance(a, (x_hull, q_hull), (np.zeros(3), np.array([1.0, 0.0, 0.0, 0.0])))
+        d_straight = contact_distance(b, (rotate(qmul(np.array([1.0, 0, 0, 0]), rot * [1, -1, -1, -1]), x_hull),
+                                          qmul(rot * [1, -1, -1, -1], q_hull)), (np.zeros(3), np.array([1.0, 0.0, 0.0, 0.0])))
+        assert abs(d_turned - d_straight) < 1e-12, f"{d_turned} vs {d_straight}"
+
+
+def test_a_hull_against_needs_its_vertices():
+    """``against: {body, shape: hull}`` without ``vertices`` is refused at that field."""
+    from dojo_cli.errors import SceneError
+    from dojo_cli.scene.loader import spec_from_dict
+
+    scene = {"name": "h", "bodies": [{"name": "a", "mass": 1.0, "shape": {"type": "sphere", "radius": 0.1}},
+                                     {"name": "b", "mass": 1.0, "shape": {"type": "sphere", "radius": 0.1}}],
+             "joints": [{"name": "f", "type": "floating", "parent": "origin", "child": "a"},
+                        {"name": "g", "type": "floating", "parent": "origin", "child": "b"}],
+             "contacts": [{"name": "c", "body": "a", "shape": "body", "against": {"body": "b", "shape": "hull"}}]}
+    with pytest.raises(SceneError) as err:
+        spec_from_dict(scene)
+    assert any(p.field == "contacts.0.against.vertices" for p in err.value.problems), [str(p) for p in err.value.problems]

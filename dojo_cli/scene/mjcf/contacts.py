@@ -95,7 +95,7 @@ def _place_initial_overlaps(reader: _Reader, scene: dict, result: MjcfImport) ->
                     continue
                 other = {"type": against["shape"], "position_offset": against["offset"],
                          "orientation_offset": against["orientation_offset"],
-                         **{k: against[k] for k in ("radius", "height", "size") if k in against}}
+                         **{k: against[k] for k in ("radius", "height", "size", "vertices") if k in against}}
                 made = body_pair_contacts("", 0, shape_of(c["shape"]), 1, shape_of(other))
                 names = (c["body"], against["body"])
             else:
@@ -353,6 +353,8 @@ def _bounding_ball(shape: dict, pose: tuple) -> tuple[np.ndarray, float]:
     from dojo_cli.math.quaternion import matrix_from_quaternion
 
     centre = pose[0] + matrix_from_quaternion(pose[1]) @ np.asarray(shape["position_offset"], float)
+    if shape["type"] == "hull":  # its vertices about the shape's origin, inflated by its radius
+        return centre, float(np.linalg.norm(np.asarray(shape["vertices"], float), axis=1).max()) + shape["radius"]
     if shape["type"] == "box":
         return centre, 0.5 * float(np.linalg.norm(shape["size"]))
     half = 0.5 * float(shape.get("height", 0.0))
@@ -571,8 +573,8 @@ def _contacts(reader: _Reader, options: MjcfOptions) -> list[dict]:
                     if made is None:
                         reader.unsupported(ga.file, ga.line, f"geom {geom_label(a, ga)!r}", "geom pairs the collision table lacks",
                                            f"collides with geom {geom_label(b, gb)!r} ({ga.type}-{gb.type}): "
-                                           "the collision table has sphere, capsule and box pairs, and cylinders "
-                                           "against spheres and capsules")
+                                           "the collision table has sphere, capsule, box and convex hull (mesh, "
+                                           "ellipsoid) pairs, and cylinders against spheres and capsules")
                         continue
                     (own, own_body, own_geom), against = made
                     reader.contact_lines[f"{geom_label(a, ga)}-{geom_label(b, gb)}"] = (ga.file, ga.line)
@@ -593,26 +595,28 @@ def _contacts(reader: _Reader, options: MjcfOptions) -> list[dict]:
 def _pair(ga: _Geom, a: _Body, gb: _Geom, b: _Body, body_shapes) -> tuple | None:
     """(own shape, body, geom), against: geom a's shape against geom b's, or None where the
     collision table has no entry for the pair (dojo_cli.model.collisions.body_pair_contacts
-    decides, as the builder will: sphere, capsule and box, a box turned by quarter turns,
-    cylinders against spheres and capsules)."""
+    decides, as the builder will: sphere, capsule, box and hull (a mesh's or an ellipsoid's),
+    a box turned by quarter turns, cylinders against spheres and capsules)."""
     from dojo_cli.model.collisions import UnsupportedPair, body_pair_contacts
 
     own, other = _contact_shape(ga, a.com), _contact_shape(gb, b.com)
-    if own is None or other is None or ga.type not in body_shapes or gb.type not in body_shapes:
+    if own is None or other is None or own["type"] not in body_shapes or other["type"] not in body_shapes:
         return None
 
     try:
         body_pair_contacts("", 0, shape_of(own), 1, shape_of(other))
     except UnsupportedPair:
         return None
-    against = {"body": b.name, "shape": gb.type, "offset": other["position_offset"],
+    against = {"body": b.name, "shape": other["type"], "offset": other["position_offset"],
                "orientation_offset": other["orientation_offset"]}
-    if gb.type == "box":
+    if other["type"] == "box":
         against["size"] = other["size"]
     else:
         against["radius"] = other["radius"]
-        if gb.type in ("capsule", "cylinder"):
+        if other["type"] in ("capsule", "cylinder"):
             against["height"] = other["height"]
+        if other["type"] == "hull":  # a mesh's or an ellipsoid's
+            against["vertices"] = other["vertices"]
     return (own, a, ga), against
 
 
@@ -624,6 +628,6 @@ def _with_margin(made: tuple, margin: float) -> tuple:
     grown = _inflated(own, margin)
     if grown is not None:
         return ((grown, body, geom), against), "own"
-    if against["shape"] in ("sphere", "capsule") and against["radius"] + margin >= 0.0:
+    if against["shape"] in _ROUNDED and against["radius"] + margin >= 0.0:
         return ((own, body, geom), {**against, "radius": float(against["radius"] + margin)}), "against"
     return None, ""
