@@ -127,3 +127,43 @@ def test_a_hull_dropped_on_a_hull_rests_where_mujocos_does(tmp_path):
     assert abs(d.xipos[k][2] - 0.25) < 3e-3, f"MuJoCo's prism rests at {d.xipos[k][2]:.4f} m: not on its face"
     assert abs(traj.x[-1, body, 2] - d.xipos[k][2]) < 1e-3, f"rests at {traj.x[-1, body, 2]:.4f} m, MuJoCo {d.xipos[k][2]:.4f} m"
     assert np.abs(traj.x[-1, body, :2] - d.xipos[k][:2]).max() < 5e-3, "slid elsewhere than MuJoCo's"
+
+
+def test_import_mjcf_pairs_meshes_across_trees_only(tmp_path):
+    """A mesh on an arm (two hinged links, the second's mesh able to meet the base's) and a free
+    mesh object: the object's pairs with the arm's shapes are hull pairs (each hull's vertices
+    against the other); the arm's own pairs with its base's mesh are refused at the geom's line
+    (a robot's own mesh pairs would multiply the contacts) and left out with --drop-unsupported."""
+    import trimesh
+
+    from dojo_cli.errors import SceneError
+    from dojo_cli.scene.mjcf import MjcfOptions, read_mjcf
+
+    trimesh.creation.box(extents=[0.1, 0.1, 0.1]).export(tmp_path / "cube.stl")
+    path = tmp_path / "arm.xml"
+    path.write_text("""<mujoco>
+  <asset><mesh name="cube" file="cube.stl"/></asset>
+  <worldbody>
+    <body name="base" pos="0 0 0.5"><geom type="mesh" mesh="cube"/>
+      <body name="link1" pos="0.2 0 0"><joint type="hinge" axis="0 0 1"/><geom type="capsule" size="0.02" fromto="0 0 0 0.2 0 0"/>
+        <body name="link2" pos="0.2 0 0"><joint type="hinge" axis="0 0 1"/><geom type="mesh" mesh="cube"/></body>
+      </body>
+    </body>
+    <body name="object" pos="0 0 1"><freejoint/><geom type="mesh" mesh="cube"/></body>
+  </worldbody>
+</mujoco>""")
+    with pytest.raises(SceneError) as err:
+        read_mjcf(path, MjcfOptions(), path.name)
+    problems = [str(p) for p in err.value.problems]
+    assert [p.split(" of its own kinematic tree")[0] for p in problems] == [
+        "arm.xml:4: geom 'base_geom0': collides with geom 'link1_geom0' (mesh-capsule)",  # the base is the tree's top
+        "arm.xml:4: geom 'base_geom0': collides with geom 'link2_geom0' (mesh-mesh)"], problems
+    result = read_mjcf(path, MjcfOptions(drop_unsupported=True), path.name)
+    assert any("mesh pairs within one kinematic tree left out (--drop-unsupported), 2 at arm.xml:4" in w
+               for w in result.warnings), result.warnings
+    pairs = {(c["body"], c["against"]["body"]): c["against"]["shape"] for c in result.scene["contacts"]
+             if isinstance(c["against"], dict) and "body" in c["against"]}
+    assert pairs == {("base", "object"): "hull", ("link1", "object"): "hull", ("link2", "object"): "hull"}, pairs
+    mech = build_mechanism(spec_from_dict(result.scene, file=str(path)))
+    kinds = {c.kind for c in mech.contacts if c.other >= 0}
+    assert kinds == {"hull", "capsule"}, kinds  # the capsule's end spheres against the hull, its vertices against it

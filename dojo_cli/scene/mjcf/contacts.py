@@ -425,6 +425,13 @@ def _half_space(normal: np.ndarray, point: np.ndarray) -> Any:
     return {"normal": plain_vector(normal), "point": plain_vector(point)}
 
 
+def _tree(reader: _Reader, i: int) -> int:
+    """The top body of body i's kinematic tree (its ancestor whose parent is the world)."""
+    while reader.bodies[i].parent >= 0:
+        i = reader.bodies[i].parent
+    return i
+
+
 def _weld(reader: _Reader, i: int) -> int:
     """The MJCF body whose joints move body i (MuJoCo's body_weldid; -1: the world)."""
     while i >= 0 and not reader.bodies[i].joints:
@@ -563,6 +570,14 @@ def _contacts(reader: _Reader, options: MjcfOptions) -> list[dict]:
                     if not _collides(ga, gb) or ga.type == "plane" or gb.type == "plane":
                         continue
                     made = _pair(ga, a, gb, b, BODY_SHAPES)
+                    if made is not None and _tree(reader, i) == _tree(reader, j) and "hull" in (made[0][0]["type"], made[1]["shape"]):
+                        reader.unsupported(ga.file, ga.line, f"geom {geom_label(a, ga)!r}", "mesh pairs within one kinematic tree",
+                                           f"collides with geom {geom_label(b, gb)!r} ({ga.type}-{gb.type}) of its own "
+                                           "kinematic tree: a mesh (hull) pair is each hull's vertices against the other "
+                                           f"(up to {2 * HULL_VERTICES} contacts), which a robot's own links would multiply "
+                                           "(fetch's push: 552 contacts, 8168 with them, 27 times the step time); mesh "
+                                           "pairs across trees (an object against fingers, a table, another object) are kept")
+                        continue
                     grown, margin = "", _pair_margin(ga, gb)
                     if made is not None and margin != 0.0:
                         with_margin, grown = _with_margin(made, margin)
