@@ -88,8 +88,8 @@ def _collision_shape(reader: _Reader, kind: str, params: dict, pose: np.ndarray,
 def _self_collisions(reader: _Reader, contacts: list[dict], result: UrdfImport) -> list[dict]:
     """Each pair of ground contacts' shapes on two bodies not joined parent-child (the
     ``collisions: all`` filter), as a contact ``<a>-<b>`` on the first against the second,
-    where the collision table pairs them (sphere, capsule, box, hull, a cylinder against a sphere or a capsule; a box turned by
-    quarter turns only: others are left out with a warning), but the pairs that overlap or touch
+    where the collision table pairs them (sphere, capsule, box, a cylinder against a sphere or a capsule; a box turned by quarter
+    turns only: others are left out with a warning), but the pairs that overlap or touch
     at the zero configuration (any of their table contacts at distance <= 0): a URDF's
     neighbouring links often overlap where they meet (a hip's box inside the thigh's
     cylinder), and such a pair would push the robot apart from its first step. MoveIt's
@@ -101,7 +101,10 @@ def _self_collisions(reader: _Reader, contacts: list[dict], result: UrdfImport) 
     joined = {frozenset((j["parent"], j["child"])) for j in result.scene_joints}
     poses = _initial_poses(result)
     quaternions = {body: np.asarray(_quaternion_from_matrix(rot)) for body, (rot, _) in poses.items()}
-    shapes = [c for c in contacts if c["shape"]["type"] in BODY_SHAPES]
+    # a robot's own hull pairs (each hull's vertices against the other) would multiply its
+    # contacts, as import-mjcf's mesh pairs within one kinematic tree (docs/mjcf.md): hulls
+    # meet the ground only here
+    shapes = [c for c in contacts if c["shape"]["type"] in BODY_SHAPES and c["shape"]["type"] != "hull"]
     out, skipped, overlapping = [], [], []
     for a, b in itertools.combinations(shapes, 2):
         if a["body"] == b["body"] or frozenset((a["body"], b["body"])) in joined:
@@ -118,15 +121,14 @@ def _self_collisions(reader: _Reader, contacts: list[dict], result: UrdfImport) 
             if min(gaps) <= 0.0:
                 overlapping.append(f"{a['name']}-{b['name']}")
                 continue
-        given = {k: v for k, v in b["shape"].items() if k in ("radius", "height", "size", "vertices")}
+        given = {k: v for k, v in b["shape"].items() if k in ("radius", "height", "size")}
         against = {"body": b["body"], "shape": b["shape"]["type"], "offset": b["shape"]["position_offset"],
                    "orientation_offset": b["shape"]["orientation_offset"], **given}
         base = {k: a[k] for k in ("model", "friction", "margin")}
         out.append({"name": f"{a['name']}-{b['name']}", "body": a["body"], **base, "shape": a["shape"], "against": against})
     if skipped:
-        reader.warn(None, "self-collision", f"{len(skipped)} pairs the collision table lacks (a box turned in its body "
-                    "other than by quarter turns: its boxes are axis-aligned; a flat hull; a cylinder against a box, "
-                    f"a cylinder or a hull) are left out: {listed(skipped, 4)}")
+        reader.warn(None, "self-collision", f"{len(skipped)} pairs with a box turned in its body other than by quarter turns "
+                    f"are left out (the collision table's boxes are axis-aligned): {listed(skipped, 4)}")
     if overlapping:
         reader.warn(None, "self-collision", f"{len(overlapping)} pairs that overlap or touch at the zero configuration "
                     f"are left out: {listed(overlapping, 4)}")
