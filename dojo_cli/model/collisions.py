@@ -23,7 +23,8 @@ list of such contacts, always the same ones in the same order (the storage names
   them; 8 + 8); X-hull: body a's spheres (a sphere; a capsule's end spheres; a box's
   corners; a hull's vertices) against the hull, then the hull's vertices against body a's
   shape (but a sphere's), the hull's radius added to every sphere of the pair (1; 2 + N;
-  8 + N; M + N).
+  a cylinder's 8 fixed points per rim, 16 + N; 8 + N; M + N); cylinder-box: the same with the
+  box's corners as the hull's vertices (16 + 8).
 
 docs/physics.md ("Collision table") says what each misses. Shapes are in their body's
 frame (position_offset, orientation_offset); a box on body b must have its axes along
@@ -48,13 +49,18 @@ GROUND = {"normal": np.array([0.0, 0.0, 1.0]), "point": np.zeros(3)}
 HALF_SPACE_SHAPES = ("sphere", "capsule", "box", "cylinder", "pyramid", "hull", "combined")
 BODY_SHAPES = ("sphere", "capsule", "box", "cylinder", "hull", "combined")
 # The pairs between bodies the table has, by the shape of body a (the first in the order
-# sphere < capsule < cylinder < box < hull): a cylinder meets spheres and capsules only.
+# sphere < capsule < cylinder < box < hull): a cylinder meets spheres, capsules, boxes and hulls only.
 _BODY_PAIRS = {("sphere", "sphere"), ("sphere", "capsule"), ("sphere", "box"), ("sphere", "cylinder"),
                ("capsule", "capsule"), ("capsule", "box"), ("capsule", "cylinder"), ("box", "box"),
-               ("sphere", "hull"), ("capsule", "hull"), ("box", "hull"), ("hull", "hull")}
+               ("sphere", "hull"), ("capsule", "hull"), ("cylinder", "hull"), ("box", "hull"), ("hull", "hull"),
+               ("cylinder", "box")}
 # Fixed points per cylinder cap rim, evenly spaced from perpendicular_unit(axis): three so
 # that a cylinder on its end stands on a triangle holding its centre.
 RIM_POINTS = 3
+# Fixed points per cylinder cap rim against a hull or a box (the table has no circle kind for them): an
+# octagon, which a cylinder lying on a hull's face rests on up to rho (1 - cos(pi / 8)) =
+# 0.076 rho low (between two points), and standing on its end holds within its cap.
+HULL_RIM_POINTS = 8
 # A box's rotation in its body frame counts as a signed permutation of the axes when its
 # entries are within this of 0 or +-1.
 _PERMUTATION_TOL = 1e-9
@@ -195,10 +201,10 @@ def half_space_contacts(name: str, body: int, shape: Shape, half_space: dict, ri
 
 
 def body_pair_contacts(name: str, body_a: int, shape_a: Shape, body_b: int, shape_b: Shape, **base) -> list[Contact]:
-    """Two bodies' shapes against each other (sphere, capsule, box and cylinder; see the module doc).
+    """Two bodies' shapes against each other (sphere, capsule, box, cylinder and hull; see the module doc).
 
     Raises:
-        UnsupportedPair: a shape the table cannot carry on body b (pyramid, hull, frame,
+        UnsupportedPair: a shape the table cannot carry on body b (pyramid, a flat hull, frame,
             mesh), a cylinder against a box or a cylinder, or a box turned in its body frame.
     """
     if "combined" in (shape_a.kind, shape_b.kind):  # every pair of parts (each must be a table pair)
@@ -214,7 +220,8 @@ def body_pair_contacts(name: str, body_a: int, shape_a: Shape, body_b: int, shap
         body_a, shape_a, body_b, shape_b = body_b, shape_b, body_a, shape_a
         kinds = kinds[::-1]
     if kinds not in _BODY_PAIRS:
-        raise UnsupportedPair(f"a cylinder collides with spheres, capsules, the ground and half-spaces only, not a {kinds[1]}")
+        raise UnsupportedPair(f"a cylinder collides with spheres, capsules, boxes, hulls, the ground and half-spaces only, "
+                              f"not a {kinds[1]}")
 
     def spheres(body, points, radius, against_body, against_shape):
         # a hull on body b is sharp in the table: its radius goes to the spheres (the distance
@@ -223,7 +230,7 @@ def body_pair_contacts(name: str, body_a: int, shape_a: Shape, body_b: int, shap
         return [Contact("", body, radius=radius + _hull_radius(against_shape), offset=p, kind=kind, other=against_body,
                         params=params, **base) for p in points]
 
-    if kinds[1] == "hull":
+    if kinds[1] == "hull" or kinds == ("cylinder", "box"):  # a box as a hull: its corners, the box kind
         return _named(name, _hull_pair_contacts(body_a, shape_a, body_b, shape_b, spheres, base))
 
     if kinds[0] == "sphere":
@@ -250,27 +257,46 @@ def body_pair_contacts(name: str, body_a: int, shape_a: Shape, body_b: int, shap
 
 
 def _hull_pair_contacts(body_a: int, shape_a: Shape, body_b: int, shape_b: Shape, spheres, base: dict) -> list[Contact]:
-    """A sphere, capsule, box or hull (body a) against a hull (body b): body a's spheres (the
-    sphere; a capsule's end spheres; a box's corners; a hull's vertices, with its radius)
-    against the hull, then (but for a sphere) the hull's vertices, with its radius, against
-    body a's shape (the capsule kind; the box kind, or the box's own hull when the box is
+    """A cylinder against a box (body b; its corners as a hull's vertices, the box kind, or
+    the box's own hull when the box is turned in its body frame otherwise than by quarter
+    turns), or a sphere, capsule, cylinder, box or hull (body a) against a hull (body b): body a's
+    spheres (the sphere; a capsule's end spheres; a cylinder's HULL_RIM_POINTS fixed points
+    per cap rim; a box's corners; a hull's vertices, with its radius) against the hull, then
+    (but for a sphere) the hull's vertices, with its radius, against body a's shape (the
+    capsule kind; the cylinder kind; the box kind, or the box's own hull when the box is
     turned in its body frame otherwise than by quarter turns; the other hull)."""
     kind = shape_a.kind
+    if shape_b.kind == "box":
+        shape_b = _as_table_box(shape_b)
     if kind == "sphere":
         return spheres(body_a, [_frame(shape_a)[1]], float(shape_a.params["radius"]), body_b, shape_b)
-    if kind == "capsule":
+    if kind in ("capsule", "cylinder"):
         middle, half, radius = _segment(shape_a)
-        ends = spheres(body_a, [middle - half, middle + half], radius, body_b, shape_b)
-        return ends + spheres(body_b, _hull_vertices(shape_b), _hull_radius(shape_b), body_a, shape_a)
+        if kind == "capsule":
+            own = spheres(body_a, [middle - half, middle + half], radius, body_b, shape_b)
+        else:  # points of the rims, from perpendicular_unit(axis) as the half-space's rim points
+            axis = half / np.linalg.norm(half)
+            w0 = perpendicular_unit(axis)
+            w1 = np.cross(axis, w0)
+            angles = 2.0 * np.pi * np.arange(HULL_RIM_POINTS) / HULL_RIM_POINTS
+            rims = [cap - radius * (np.cos(t) * w0 + np.sin(t) * w1) for cap in (middle - half, middle + half)
+                    for t in angles]
+            own = spheres(body_a, rims, 0.0, body_b, shape_b)
+        return own + spheres(body_b, _hull_vertices(shape_b), _hull_radius(shape_b), body_a, shape_a)
     own = _hull_vertices(shape_a)
-    against = shape_a
-    if kind == "box":
-        try:
-            _b_kind(shape_a)
-        except UnsupportedPair:  # a box turned in its body frame: as its hull (any orientation)
-            against = Shape("hull", {"vertices": own}, (0.0, 0.0, 0.0), (1.0, 0.0, 0.0, 0.0))
+    against = _as_table_box(shape_a) if kind == "box" else shape_a
     return (spheres(body_a, own, _hull_radius(shape_a), body_b, shape_b)
             + spheres(body_b, _hull_vertices(shape_b), _hull_radius(shape_b), body_a, against))
+
+
+def _as_table_box(box: Shape) -> Shape:
+    """A box as body b of the table: itself when its axes are its body's (up to quarter turns),
+    else its own hull (its 8 corners; any orientation)."""
+    try:
+        _b_kind(box)
+        return box
+    except UnsupportedPair:
+        return Shape("hull", {"vertices": vertices(box)}, (0.0, 0.0, 0.0), (1.0, 0.0, 0.0, 0.0))
 
 
 def _padded(*values) -> np.ndarray:

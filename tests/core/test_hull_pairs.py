@@ -165,10 +165,11 @@ def _shape(kind, **params):
 
 
 def test_hull_pairs_compile_each_shapes_spheres_against_the_other():
-    """sphere-hull 1, capsule-hull 2 + N, box-hull 8 + N, hull-hull M + N contacts, in that
-    order (body a's spheres against the hull, then the hull's vertices against body a's shape),
-    every sphere against the hull carrying the hull's radius too; a point inside a hull's
-    points is no vertex; a flat hull and a cylinder have no pair with a hull."""
+    """sphere-hull 1, capsule-hull 2 + N, cylinder-hull 16 + N (8 fixed points per rim),
+    box-hull 8 + N, hull-hull M + N contacts, in that order (body a's spheres against the
+    hull, then the hull's vertices against body a's shape), every sphere against the hull
+    carrying the hull's radius too; a point inside a hull's points is no vertex; a flat hull
+    and a pyramid have no pair with a hull."""
     from dojo_cli.model.collisions import UnsupportedPair, body_pair_contacts
 
     corners = np.array([[sx, sy, sz] for sx in (-1, 1) for sy in (-1, 1) for sz in (-1, 1)], float) * 0.1
@@ -177,6 +178,7 @@ def test_hull_pairs_compile_each_shapes_spheres_against_the_other():
     pairs = {
         "sphere": (_shape("sphere", radius=0.1), [("hull", 0.12)]),
         "capsule": (_shape("capsule", radius=0.05, height=0.3), [("hull", 0.07)] * 2 + [("capsule", 0.02)] * 8),
+        "cylinder": (_shape("cylinder", radius=0.05, height=0.3), [("hull", 0.02)] * 16 + [("cylinder", 0.02)] * 8),
         "box": (_shape("box", size=(0.2, 0.3, 0.4)), [("hull", 0.02)] * 8 + [("box", 0.02)] * 8),
         "hull": (other, [("hull", 0.025)] * 6 + [("hull", 0.025)] * 8),
     }
@@ -189,8 +191,8 @@ def test_hull_pairs_compile_each_shapes_spheres_against_the_other():
             # the hull's frame is its body's: the vertices moved by its position_offset
             table_hull = next(c for c in made if c.other == 1).params["vertices"]
             assert np.allclose(table_hull.min(axis=0), corners.min(axis=0) + [0.0, 0.0, 0.1]), name
-    with pytest.raises(UnsupportedPair, match="cylinder"):
-        body_pair_contacts("c", 0, _shape("cylinder", radius=0.1, height=0.2), 1, hull)
+    with pytest.raises(UnsupportedPair, match="pyramid"):
+        body_pair_contacts("p", 0, _shape("pyramid", width=0.1, height=0.2), 1, hull)
     with pytest.raises(UnsupportedPair, match="flat"):
         body_pair_contacts("f", 0, _shape("sphere", radius=0.1), 1, _shape("hull", vertices=corners[::2]))
 

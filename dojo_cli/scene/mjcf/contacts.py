@@ -570,13 +570,16 @@ def _contacts(reader: _Reader, options: MjcfOptions) -> list[dict]:
                     if not _collides(ga, gb) or ga.type == "plane" or gb.type == "plane":
                         continue
                     made = _pair(ga, a, gb, b, BODY_SHAPES)
-                    if made is not None and _tree(reader, i) == _tree(reader, j) and "hull" in (made[0][0]["type"], made[1]["shape"]):
-                        reader.unsupported(ga.file, ga.line, f"geom {geom_label(a, ga)!r}", "mesh pairs within one kinematic tree",
+                    types = {made[0][0]["type"], made[1]["shape"]} if made is not None else set()
+                    if _tree(reader, i) == _tree(reader, j) and ("hull" in types or types == {"cylinder", "box"}):
+                        reader.unsupported(ga.file, ga.line, f"geom {geom_label(a, ga)!r}",
+                                           "mesh and cylinder-box pairs within one kinematic tree",
                                            f"collides with geom {geom_label(b, gb)!r} ({ga.type}-{gb.type}) of its own "
                                            "kinematic tree: a mesh (hull) pair is each hull's vertices against the other "
-                                           f"(up to {2 * HULL_VERTICES} contacts), which a robot's own links would multiply "
-                                           "(fetch's push: 552 contacts, 8168 with them, 27 times the step time); mesh "
-                                           "pairs across trees (an object against fingers, a table, another object) are kept")
+                                           f"(up to {2 * HULL_VERTICES} contacts; a cylinder and a box 24), which a robot's "
+                                           "own links would multiply (fetch's push: 552 contacts, 8168 with them, 27 times "
+                                           "the step time); such pairs across trees (an object against fingers, a table, "
+                                           "another object) are kept")
                         continue
                     grown, margin = "", _pair_margin(ga, gb)
                     if made is not None and margin != 0.0:
@@ -589,7 +592,7 @@ def _contacts(reader: _Reader, options: MjcfOptions) -> list[dict]:
                         reader.unsupported(ga.file, ga.line, f"geom {geom_label(a, ga)!r}", "geom pairs the collision table lacks",
                                            f"collides with geom {geom_label(b, gb)!r} ({ga.type}-{gb.type}): "
                                            "the collision table has sphere, capsule, box and convex hull (mesh, "
-                                           "ellipsoid) pairs, and cylinders against spheres and capsules")
+                                           "ellipsoid) pairs, and cylinders against spheres, capsules, boxes and hulls")
                         continue
                     (own, own_body, own_geom), against = made
                     reader.contact_lines[f"{geom_label(a, ga)}-{geom_label(b, gb)}"] = (ga.file, ga.line)
@@ -611,7 +614,7 @@ def _pair(ga: _Geom, a: _Body, gb: _Geom, b: _Body, body_shapes) -> tuple | None
     """(own shape, body, geom), against: geom a's shape against geom b's, or None where the
     collision table has no entry for the pair (dojo_cli.model.collisions.body_pair_contacts
     decides, as the builder will: sphere, capsule, box and hull (a mesh's or an ellipsoid's),
-    a box turned by quarter turns, cylinders against spheres and capsules)."""
+    a box turned by quarter turns, cylinders against spheres, capsules, boxes and hulls)."""
     from dojo_cli.model.collisions import UnsupportedPair, body_pair_contacts
 
     own, other = _contact_shape(ga, a.com), _contact_shape(gb, b.com)
