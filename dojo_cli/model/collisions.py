@@ -27,9 +27,9 @@ list of such contacts, always the same ones in the same order (the storage names
   box's corners as the hull's vertices (16 + 8).
 
 docs/physics.md ("Collision table") says what each misses. Shapes are in their body's
-frame (position_offset, orientation_offset); a box on body b must have its axes along
-its body's (up to a signed permutation, which reorders the half sizes): the table's box
-is axis-aligned in its body frame.
+frame (position_offset, orientation_offset); the table's box is axis-aligned in its body
+frame, so a box turned otherwise than by quarter turns (a signed permutation, which
+reorders the half sizes) pairs as its own hull (its 8 corners).
 """
 
 from __future__ import annotations
@@ -205,11 +205,15 @@ def body_pair_contacts(name: str, body_a: int, shape_a: Shape, body_b: int, shap
 
     Raises:
         UnsupportedPair: a shape the table cannot carry on body b (pyramid, a flat hull, frame,
-            mesh), a cylinder against a box or a cylinder, or a box turned in its body frame.
+            mesh), or a cylinder against a cylinder.
     """
     if "combined" in (shape_a.kind, shape_b.kind):  # every pair of parts (each must be a table pair)
         return _named(name, [c for part_a in combined_parts(shape_a) for part_b in combined_parts(shape_b)
                              for c in body_pair_contacts("", body_a, part_a, body_b, part_b, **base)])
+    # a box turned in its body frame other than by quarter turns, which the table's box (and
+    # corner_box's own box) cannot carry: as its own hull (its 8 corners, any orientation)
+    shape_a = _as_table_box(shape_a) if shape_a.kind == "box" else shape_a
+    shape_b = _as_table_box(shape_b) if shape_b.kind == "box" else shape_b
     kinds = (shape_a.kind, shape_b.kind)
     if kinds[0] not in BODY_SHAPES or kinds[1] not in BODY_SHAPES:
         bad = kinds[0] if kinds[0] not in BODY_SHAPES else kinds[1]

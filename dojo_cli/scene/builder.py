@@ -348,7 +348,7 @@ def _collision_contacts(spec, bodies: list[Body], joints: list[Joint], ground: d
         try:
             out += body_pair_contacts(f"{a.name}/{b.name}", i, a.shape, j, b.shape, **base)
         except UnsupportedPair:
-            continue  # a box turned in its body frame: not a table shape (documented)
+            continue  # a flat hull or a pyramid: no table pair (documented)
     return out
 
 

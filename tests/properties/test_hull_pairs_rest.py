@@ -97,6 +97,18 @@ def test_a_cylinder_stands_on_a_box(turned):
     _assert_resting(mech, traj, 0.16, 0.4, f"cylinder on a {'turned ' if turned else ''}box")
 
 
+def test_a_turned_box_rests_on_a_box():
+    """A box turned 0.3 rad about z in its body frame (the table's box and corner_box take only
+    quarter turns), dropped on a box table: it pairs as its own hull (the table's corners against
+    it, its corners against the table's box, 8 + 8) and rests on its face (Meta-World's peg,
+    turned 1.57 rad, fell through its table)."""
+    turn = [float(np.cos(0.15)), 0.0, 0.0, float(np.sin(0.15))]
+    block = {"type": "box", "size": [0.2, 0.1, 0.06], "orientation_offset": turn}
+    mech, traj = _on_a_table({"shape": "box", "size": [1.0, 1.0, 0.2]}, 0.1, block, 0.03, mass=0.3)
+    assert [c.kind for c in mech.contacts] == ["hull"] * 8 + ["box"] * 8
+    _assert_resting(mech, traj, 0.13, 0.3, "turned box on a box")
+
+
 def test_step_gradients_through_hull_hull_contacts():
     """A prism resting on a hull slab, then sliding (a midpoint velocity along the slab): A and B of
     a step against four-point differences, relaxed (kappa) and, at rest, as solved (a sliding
@@ -184,7 +196,7 @@ def test_import_mjcf_pairs_meshes_across_trees_only(tmp_path):
         "arm.xml:4: geom 'base_geom0': collides with geom 'link1_geom0' (mesh-capsule)",  # the base is the tree's top
         "arm.xml:4: geom 'base_geom0': collides with geom 'link2_geom0' (mesh-mesh)"], problems
     result = read_mjcf(path, MjcfOptions(drop_unsupported=True), path.name)
-    assert any("mesh and cylinder-box pairs within one kinematic tree left out (--drop-unsupported), 2 at arm.xml:4" in w
+    assert any("hull pairs within one kinematic tree left out (--drop-unsupported), 2 at arm.xml:4" in w
                for w in result.warnings), result.warnings
     pairs = {(c["body"], c["against"]["body"]): c["against"]["shape"] for c in result.scene["contacts"]
              if isinstance(c["against"], dict) and "body" in c["against"]}

@@ -569,13 +569,14 @@ def _contacts(reader: _Reader, options: MjcfOptions) -> list[dict]:
                 for gb in b.geoms:
                     if not _collides(ga, gb) or ga.type == "plane" or gb.type == "plane":
                         continue
-                    made = _pair(ga, a, gb, b, BODY_SHAPES)
-                    types = {made[0][0]["type"], made[1]["shape"]} if made is not None else set()
-                    if _tree(reader, i) == _tree(reader, j) and ("hull" in types or types == {"cylinder", "box"}):
+                    paired = _pair(ga, a, gb, b, BODY_SHAPES)
+                    made, many = (paired[:2], paired[2]) if paired is not None else (None, False)
+                    if many and _tree(reader, i) == _tree(reader, j):
                         reader.unsupported(ga.file, ga.line, f"geom {geom_label(a, ga)!r}",
-                                           "mesh and cylinder-box pairs within one kinematic tree",
+                                           "hull pairs within one kinematic tree",
                                            f"collides with geom {geom_label(b, gb)!r} ({ga.type}-{gb.type}) of its own "
-                                           "kinematic tree: a mesh (hull) pair is each hull's vertices against the other "
+                                           "kinematic tree: a hull pair (a mesh; a cylinder and a box; a box turned in its "
+                                           "body) is each shape's vertices or rim points against the other "
                                            f"(up to {2 * HULL_VERTICES} contacts; a cylinder and a box 24), which a robot's "
                                            "own links would multiply (fetch's push: 552 contacts, 8168 with them, 27 times "
                                            "the step time); such pairs across trees (an object against fingers, a table, "
@@ -611,10 +612,11 @@ def _contacts(reader: _Reader, options: MjcfOptions) -> list[dict]:
 
 
 def _pair(ga: _Geom, a: _Body, gb: _Geom, b: _Body, body_shapes) -> tuple | None:
-    """(own shape, body, geom), against: geom a's shape against geom b's, or None where the
+    """(own shape, body, geom), against, many: geom a's shape against geom b's, or None where the
     collision table has no entry for the pair (dojo_cli.model.collisions.body_pair_contacts
     decides, as the builder will: sphere, capsule, box and hull (a mesh's or an ellipsoid's),
-    a box turned by quarter turns, cylinders against spheres, capsules, boxes and hulls)."""
+    cylinders against spheres, capsules, boxes and hulls); many: the pair goes through a hull's
+    vertices or a cylinder's fixed rim points (dozens of contacts)."""
     from dojo_cli.model.collisions import UnsupportedPair, body_pair_contacts
 
     own, other = _contact_shape(ga, a.com), _contact_shape(gb, b.com)
@@ -622,7 +624,7 @@ def _pair(ga: _Geom, a: _Body, gb: _Geom, b: _Body, body_shapes) -> tuple | None
         return None
 
     try:
-        body_pair_contacts("", 0, shape_of(own), 1, shape_of(other))
+        kinds = {c.kind for c in body_pair_contacts("", 0, shape_of(own), 1, shape_of(other))}
     except UnsupportedPair:
         return None
     against = {"body": b.name, "shape": other["type"], "offset": other["position_offset"],
@@ -635,7 +637,10 @@ def _pair(ga: _Geom, a: _Body, gb: _Geom, b: _Body, body_shapes) -> tuple | None
             against["height"] = other["height"]
         if other["type"] == "hull":  # a mesh's or an ellipsoid's
             against["vertices"] = other["vertices"]
-    return (own, a, ga), against
+    # whether the pair goes through hulls' vertices or fixed rim points (a mesh, a cylinder and a
+    # box, a turned box): many contacts, which _contacts leaves out within one kinematic tree
+    many = "hull" in kinds or {own["type"], other["type"]} == {"cylinder", "box"}
+    return (own, a, ga), against, many
 
 
 def _with_margin(made: tuple, margin: float) -> tuple:

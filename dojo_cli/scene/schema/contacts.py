@@ -73,7 +73,8 @@ class BodyCollisionSpec(Spec):
             table's box is not rounded, so a radius given for a box is refused rather than ignored).
         offset: (3,) shape centre in the other body's frame (m).
         orientation_offset: the shape's orientation in the other body's frame [w, x, y, z]
-            (a capsule's and a cylinder's axis is its z; a box may only be turned by quarter turns).
+            (a capsule's and a cylinder's axis is its z; a box turned otherwise than by quarter
+            turns pairs as its own hull).
         height: capsule segment length, or cylinder height, along the shape's z axis (m).
         size: (3,) box edge lengths (m), required for a box.
         vertices: (n, 3) a hull's points in the shape frame (m), required for a hull (their

@@ -113,6 +113,8 @@ def _self_collisions(reader: _Reader, contacts: list[dict], result: UrdfImport) 
             if {a["shape"]["type"], b["shape"]["type"]} == {"cylinder", "box"}:
                 raise UnsupportedPair("a robot's own cylinder-box pair")
             made = body_pair_contacts("", 0, shape_of(a["shape"]), 1, shape_of(b["shape"]))
+            if any(c.kind == "hull" for c in made):  # a box turned in its body: as its hull, left out as before
+                raise UnsupportedPair("a robot's own pair with a turned box")
         except UnsupportedPair:
             skipped.append(f"{a['name']}-{b['name']}")
             continue
