@@ -3,7 +3,7 @@
 The core's contact set is fixed per model (compiled once), and each of its contacts is one
 entry of the collision table (core/maximal/collision.h): a sphere (a point when its radius is 0),
 a segment (a capsule's core) or a circle (a cylinder cap's rim) on body a, against a
-half-space or a sphere, capsule, box or cylinder on body b. A pair of scene shapes becomes a fixed
+half-space or a sphere, capsule, box, cylinder or convex hull on body b. A pair of scene shapes becomes a fixed
 list of such contacts, always the same ones in the same order (the storage names
 ``<group>/<k>`` follow it):
 
@@ -14,18 +14,22 @@ list of such contacts, always the same ones in the same order (the storage names
   it stands on an end (0: the rims alone, which never go through the plane but balance on
   the cap's centre when standing: what a robot's link needs, at a quarter of the contacts);
   a hull with a ``radius`` gives its vertices that radius (a hull inflated by it);
-- between bodies (sphere, capsule, box, cylinder, the shapes the table carries on body b):
+- between bodies (sphere, capsule, box, cylinder, hull, the shapes the table carries on body b):
   sphere-X: the sphere against X (1); capsule-capsule: the segments' closest points, then
   each capsule's end spheres against the other (1 + 2 + 2); capsule-box and
   capsule-cylinder: the segment's point of least box (cylinder) signed distance, then its
   end spheres against the box (cylinder) (1 + 2); box-box:
   each box's corners against the other box (corner_box: the face of least overlap holds
-  them; 8 + 8).
+  them; 8 + 8); X-hull: body a's spheres (a sphere; a capsule's end spheres; a box's
+  corners; a hull's vertices) against the hull, then the hull's vertices against body a's
+  shape (but a sphere's), the hull's radius added to every sphere of the pair (1; 2 + N;
+  a cylinder's 8 fixed points per rim, 16 + N; 8 + N; M + N); cylinder-box: the same with the
+  box's corners as the hull's vertices (16 + 8).
 
 docs/physics.md ("Collision table") says what each misses. Shapes are in their body's
-frame (position_offset, orientation_offset); a box on body b must have its axes along
-its body's (up to a signed permutation, which reorders the half sizes): the table's box
-is axis-aligned in its body frame.
+frame (position_offset, orientation_offset); the table's box is axis-aligned in its body
+frame, so a box turned otherwise than by quarter turns (a signed permutation, which
+reorders the half sizes) pairs as its own hull (its 8 corners).
 """
 
 from __future__ import annotations
@@ -43,14 +47,20 @@ GROUND = {"normal": np.array([0.0, 0.0, 1.0]), "point": np.zeros(3)}
 """The ground half-space z >= 0."""
 # Shapes that collide with a half-space, and with another body (the table's b shapes).
 HALF_SPACE_SHAPES = ("sphere", "capsule", "box", "cylinder", "pyramid", "hull", "combined")
-BODY_SHAPES = ("sphere", "capsule", "box", "cylinder", "combined")
+BODY_SHAPES = ("sphere", "capsule", "box", "cylinder", "hull", "combined")
 # The pairs between bodies the table has, by the shape of body a (the first in the order
-# sphere < capsule < cylinder < box): a cylinder meets spheres and capsules only.
+# sphere < capsule < cylinder < box < hull): a cylinder meets spheres, capsules, boxes and hulls only.
 _BODY_PAIRS = {("sphere", "sphere"), ("sphere", "capsule"), ("sphere", "box"), ("sphere", "cylinder"),
-               ("capsule", "capsule"), ("capsule", "box"), ("capsule", "cylinder"), ("box", "box")}
+               ("capsule", "capsule"), ("capsule", "box"), ("capsule", "cylinder"), ("box", "box"),
+               ("sphere", "hull"), ("capsule", "hull"), ("cylinder", "hull"), ("box", "hull"), ("hull", "hull"),
+               ("cylinder", "box")}
 # Fixed points per cylinder cap rim, evenly spaced from perpendicular_unit(axis): three so
 # that a cylinder on its end stands on a triangle holding its centre.
 RIM_POINTS = 3
+# Fixed points per cylinder cap rim against a hull or a box (the table has no circle kind for them): an
+# octagon, which a cylinder lying on a hull's face rests on up to rho (1 - cos(pi / 8)) =
+# 0.076 rho low (between two points), and standing on its end holds within its cap.
+HULL_RIM_POINTS = 8
 # A box's rotation in its body frame counts as a signed permutation of the axes when its
 # entries are within this of 0 or +-1.
 _PERMUTATION_TOL = 1e-9
@@ -114,7 +124,35 @@ def _b_kind(shape: Shape) -> tuple[str, dict]:
             raise UnsupportedPair("a box turned in its body frame (other than by quarter turns) cannot be body b of a pair")
         half = np.abs(rounded) @ (0.5 * np.asarray(p["size"], float))
         return "box", {"centre": origin, "half_sizes": half}
+    if shape.kind == "hull":  # its radius is the pair's (body_pair_contacts adds it to body a's spheres)
+        return "hull", {"vertices": (points := vertices(shape)), "triangles": _hull(points, shape).simplices}
     raise UnsupportedPair(f"a {shape.kind} collides only with the ground or a half-space")
+
+
+def _hull(points: np.ndarray, shape: Shape):
+    """scipy's ConvexHull of a shape's points (n, 3).
+
+    Raises:
+        UnsupportedPair: points with no volume (all on a plane), which no hull pair takes.
+    """
+    from scipy.spatial import ConvexHull, QhullError
+
+    try:
+        return ConvexHull(points)
+    except (QhullError, ValueError):
+        raise UnsupportedPair(f"a flat {shape.kind} (its {len(points)} vertices span no volume) collides only "
+                              "with the ground or a half-space") from None
+
+
+def _hull_radius(shape: Shape) -> float:
+    """A hull's ``radius`` (the hull inflated by it); 0 for any other shape."""
+    return float(shape.params.get("radius") or 0.0) if shape.kind == "hull" else 0.0
+
+
+def _hull_vertices(shape: Shape) -> np.ndarray:
+    """A box's corners or a hull's vertices (its convex hull's: points inside it never touch first), body frame."""
+    points = vertices(shape)
+    return points if shape.kind == "box" else points[np.sort(_hull(points, shape).vertices)]
 
 
 def half_space_contacts(name: str, body: int, shape: Shape, half_space: dict, rim_points: int = RIM_POINTS,
@@ -163,31 +201,41 @@ def half_space_contacts(name: str, body: int, shape: Shape, half_space: dict, ri
 
 
 def body_pair_contacts(name: str, body_a: int, shape_a: Shape, body_b: int, shape_b: Shape, **base) -> list[Contact]:
-    """Two bodies' shapes against each other (sphere, capsule, box and cylinder; see the module doc).
+    """Two bodies' shapes against each other (sphere, capsule, box, cylinder and hull; see the module doc).
 
     Raises:
-        UnsupportedPair: a shape the table cannot carry on body b (pyramid, hull, frame,
-            mesh), a cylinder against a box or a cylinder, or a box turned in its body frame.
+        UnsupportedPair: a shape the table cannot carry on body b (pyramid, a flat hull, frame,
+            mesh), or a cylinder against a cylinder.
     """
     if "combined" in (shape_a.kind, shape_b.kind):  # every pair of parts (each must be a table pair)
         return _named(name, [c for part_a in combined_parts(shape_a) for part_b in combined_parts(shape_b)
                              for c in body_pair_contacts("", body_a, part_a, body_b, part_b, **base)])
+    # a box turned in its body frame other than by quarter turns, which the table's box (and
+    # corner_box's own box) cannot carry: as its own hull (its 8 corners, any orientation)
+    shape_a = _as_table_box(shape_a) if shape_a.kind == "box" else shape_a
+    shape_b = _as_table_box(shape_b) if shape_b.kind == "box" else shape_b
     kinds = (shape_a.kind, shape_b.kind)
     if kinds[0] not in BODY_SHAPES or kinds[1] not in BODY_SHAPES:
         bad = kinds[0] if kinds[0] not in BODY_SHAPES else kinds[1]
         raise UnsupportedPair(f"a {bad} collides only with the ground or a half-space")
-    # the first shape in this order carries the sphere or segment: sphere < capsule < cylinder < box
-    order = {"sphere": 0, "capsule": 1, "cylinder": 2, "box": 3}
+    # the first shape in this order carries the sphere or segment: sphere < capsule < cylinder < box < hull
+    order = {"sphere": 0, "capsule": 1, "cylinder": 2, "box": 3, "hull": 4}
     if order[kinds[0]] > order[kinds[1]]:
         body_a, shape_a, body_b, shape_b = body_b, shape_b, body_a, shape_a
         kinds = kinds[::-1]
     if kinds not in _BODY_PAIRS:
-        raise UnsupportedPair(f"a cylinder collides with spheres, capsules, the ground and half-spaces only, not a {kinds[1]}")
+        raise UnsupportedPair(f"a cylinder collides with spheres, capsules, boxes, hulls, the ground and half-spaces only, "
+                              f"not a {kinds[1]}")
 
     def spheres(body, points, radius, against_body, against_shape):
+        # a hull on body b is sharp in the table: its radius goes to the spheres (the distance
+        # of a sphere of radius r + r_hull to the sharp hull is that of the two shapes)
         kind, params = _b_kind(against_shape)
-        return [Contact("", body, radius=radius, offset=p, kind=kind, other=against_body, params=params, **base)
-                for p in points]
+        return [Contact("", body, radius=radius + _hull_radius(against_shape), offset=p, kind=kind, other=against_body,
+                        params=params, **base) for p in points]
+
+    if kinds[1] == "hull" or kinds == ("cylinder", "box"):  # a box as a hull: its corners, the box kind
+        return _named(name, _hull_pair_contacts(body_a, shape_a, body_b, shape_b, spheres, base))
 
     if kinds[0] == "sphere":
         contacts = spheres(body_a, [_frame(shape_a)[1]], float(shape_a.params["radius"]), body_b, shape_b)
@@ -210,6 +258,49 @@ def body_pair_contacts(name: str, body_a: int, shape_a: Shape, body_b: int, shap
             contacts += [Contact("", body, offset=p, kind="corner_box", other=other, params=params, shape_a=box, **base)
                          for p in vertices(shape)]
     return _named(name, contacts)
+
+
+def _hull_pair_contacts(body_a: int, shape_a: Shape, body_b: int, shape_b: Shape, spheres, base: dict) -> list[Contact]:
+    """A cylinder against a box (body b; its corners as a hull's vertices, the box kind, or
+    the box's own hull when the box is turned in its body frame otherwise than by quarter
+    turns), or a sphere, capsule, cylinder, box or hull (body a) against a hull (body b): body a's
+    spheres (the sphere; a capsule's end spheres; a cylinder's HULL_RIM_POINTS fixed points
+    per cap rim; a box's corners; a hull's vertices, with its radius) against the hull, then
+    (but for a sphere) the hull's vertices, with its radius, against body a's shape (the
+    capsule kind; the cylinder kind; the box kind, or the box's own hull when the box is
+    turned in its body frame otherwise than by quarter turns; the other hull)."""
+    kind = shape_a.kind
+    if shape_b.kind == "box":
+        shape_b = _as_table_box(shape_b)
+    if kind == "sphere":
+        return spheres(body_a, [_frame(shape_a)[1]], float(shape_a.params["radius"]), body_b, shape_b)
+    if kind in ("capsule", "cylinder"):
+        middle, half, radius = _segment(shape_a)
+        if kind == "capsule":
+            own = spheres(body_a, [middle - half, middle + half], radius, body_b, shape_b)
+        else:  # points of the rims, from perpendicular_unit(axis) as the half-space's rim points
+            axis = half / np.linalg.norm(half)
+            w0 = perpendicular_unit(axis)
+            w1 = np.cross(axis, w0)
+            angles = 2.0 * np.pi * np.arange(HULL_RIM_POINTS) / HULL_RIM_POINTS
+            rims = [cap - radius * (np.cos(t) * w0 + np.sin(t) * w1) for cap in (middle - half, middle + half)
+                    for t in angles]
+            own = spheres(body_a, rims, 0.0, body_b, shape_b)
+        return own + spheres(body_b, _hull_vertices(shape_b), _hull_radius(shape_b), body_a, shape_a)
+    own = _hull_vertices(shape_a)
+    against = _as_table_box(shape_a) if kind == "box" else shape_a
+    return (spheres(body_a, own, _hull_radius(shape_a), body_b, shape_b)
+            + spheres(body_b, _hull_vertices(shape_b), _hull_radius(shape_b), body_a, against))
+
+
+def _as_table_box(box: Shape) -> Shape:
+    """A box as body b of the table: itself when its axes are its body's (up to quarter turns),
+    else its own hull (its 8 corners; any orientation)."""
+    try:
+        _b_kind(box)
+        return box
+    except UnsupportedPair:
+        return Shape("hull", {"vertices": vertices(box)}, (0.0, 0.0, 0.0), (1.0, 0.0, 0.0, 0.0))
 
 
 def _padded(*values) -> np.ndarray:

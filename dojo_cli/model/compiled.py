@@ -33,8 +33,10 @@ _SCENE_FIELDS = {
 }
 
 
-def contact_shape_parameters(contact) -> np.ndarray:
-    """The 7 kind parameters of a contact (core/maximal/collision_kind.h's kShapeSize layout)."""
+def contact_shape_parameters(contact, hull_index: int | None = None) -> np.ndarray:
+    """The 7 kind parameters of a contact (core/maximal/collision_kind.h's kShapeSize layout);
+    a hull contact's are its hull's index among the model's (``hull_index``; 0 where the hull
+    is handed over on its own, contact_hull())."""
     p = contact.params
     out = np.zeros(SHAPE_PARAMETERS)
     if contact.kind in ("halfspace", "circle_halfspace"):
@@ -43,9 +45,40 @@ def contact_shape_parameters(contact) -> np.ndarray:
         out[0:3], out[3] = p["offset"], p["radius"]
     elif contact.kind in ("capsule", "segment_capsule", "cylinder", "segment_cylinder"):
         out[0:3], out[3:6], out[6] = p["end1"], p["end2"], p["radius"]
+    elif contact.kind == "hull":
+        out[0] = hull_index if hull_index is not None else 0.0  # the hull itself: ModelInput's hull_* fields
     else:
         out[0:3], out[3:6] = p["centre"], p["half_sizes"]
     return out
+
+
+def contact_hull(contact) -> tuple[np.ndarray, np.ndarray] | None:
+    """A hull contact's hull, (vertices (n, 3) in the other body's frame, triangles (m, 3)
+    indices), as ``_core.contact_geometry(..., hull=)`` takes it; None for any other kind."""
+    if contact.kind != "hull":
+        return None
+    return np.asarray(contact.params["vertices"], float).reshape(-1, 3), np.asarray(contact.params["triangles"]).reshape(-1, 3)
+
+
+def _hull_store(contacts) -> tuple[list[int], list[float], list[int], list[int]]:
+    """Each contact's hull index (-1: not a hull contact) and ModelInput's hull_vertices,
+    hull_triangles (indices into hull_vertices) and hull_triangle_start, one entry per distinct hull."""
+    index: dict[tuple[bytes, bytes], int] = {}
+    of_contact, vertices, triangles, start = [], [], [], [0]
+    for c in contacts:
+        hull = contact_hull(c)
+        if hull is None:
+            of_contact.append(-1)
+            continue
+        key = (hull[0].tobytes(), hull[1].astype(np.int64).tobytes())
+        if key not in index:
+            index[key] = len(index)
+            first = len(vertices) // 3
+            vertices += hull[0].reshape(-1).tolist()
+            triangles += (hull[1].astype(np.int64) + first).reshape(-1).tolist()
+            start.append(len(triangles) // 3)
+        of_contact.append(index[key])
+    return of_contact, vertices, triangles, start if len(start) > 1 else []
 
 
 def model_input(mech) -> _core.ModelInput:
@@ -95,7 +128,11 @@ def model_input(mech) -> _core.ModelInput:
     m.contact_friction = [float(c.friction) for c in cs]
     m.contact_radius = [float(c.radius) for c in cs]
     m.contact_offset = [float(v) for c in cs for v in np.asarray(c.offset, float).reshape(3)]
-    m.contact_shape = [float(v) for c in cs for v in contact_shape_parameters(c)]
+    hull_of, hull_vertices, hull_triangles, hull_triangle_start = _hull_store(cs)
+    m.hull_vertices = hull_vertices
+    m.hull_triangles = hull_triangles
+    m.hull_triangle_start = hull_triangle_start
+    m.contact_shape = [float(v) for c, k in zip(cs, hull_of) for v in contact_shape_parameters(c, k)]
     m.contact_restitution = [float(c.restitution) for c in cs]
     m.contact_shape_a = [float(v) for c in cs for v in np.asarray(c.shape_a, float).reshape(SHAPE_A_PARAMETERS)]
     m.contact_margin = [float(c.margin) for c in cs]

@@ -26,7 +26,7 @@ import numpy as np
 
 from dojo_cli import _core
 from dojo_cli.math.quaternion import IDENTITY
-from dojo_cli.model.compiled import contact_shape_parameters
+from dojo_cli.model.compiled import contact_hull, contact_shape_parameters
 from dojo_cli.model.mechanism import ORIGIN, Contact, Mechanism
 from dojo_cli.model.state import unpack_maximal
 
@@ -51,7 +51,8 @@ def contact_geometry(mech: Mechanism, contact: str | int | Contact, z) -> Contac
     else:
         xb, qb = x[c.other], q[c.other]
     g = _core.contact_geometry(c.kind, x[c.body], q[c.body], np.asarray(c.offset, dtype=float), float(c.radius),
-                               xb, qb, contact_shape_parameters(c), False, list(np.asarray(c.shape_a, dtype=float)))
+                               xb, qb, contact_shape_parameters(c), False, list(np.asarray(c.shape_a, dtype=float)),
+                               hull=contact_hull(c))
     return ContactGeometry(float(g["distance"]), g["normal"], g["tangent"], g["point_a"], g["point_b"])
 
 

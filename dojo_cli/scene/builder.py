@@ -315,7 +315,8 @@ def _shape_contacts(c, names: dict[str, int], bodies: list[Body], ground: dict) 
         other_shape = bodies[other].shape
     else:
         size = {"sphere": {}, "capsule": {"height": float(against.height)}, "cylinder": {"height": float(against.height)},
-                "box": {"size": tuple(against.size or (0.0, 0.0, 0.0))}}[against.shape]
+                "box": {"size": tuple(against.size or (0.0, 0.0, 0.0))},
+                "hull": {"vertices": tuple(map(tuple, against.vertices or ()))}}[against.shape]
         radius = {} if against.shape == "box" else {"radius": float(against.radius)}
         other_shape = Shape(against.shape, {**size, **radius}, tuple(against.offset), tuple(against.orientation_offset))
     return body_pair_contacts(c.name, body, shape, other, other_shape, **base)
@@ -347,7 +348,7 @@ def _collision_contacts(spec, bodies: list[Body], joints: list[Joint], ground: d
         try:
             out += body_pair_contacts(f"{a.name}/{b.name}", i, a.shape, j, b.shape, **base)
         except UnsupportedPair:
-            continue  # a box turned in its body frame: not a table shape (documented)
+            continue  # a flat hull or a pyramid: no table pair (documented)
     return out
 
 

@@ -231,11 +231,11 @@ def test_collisions_all_names_and_exclusions():
     groups = {}
     for c in build_mechanism(spec).contacts:
         groups.setdefault(c.name.rsplit("/", 1)[0] if c.name.count("/") == 2 else c.name, []).append(c)
-    expected = {"a/ground": 8, "b/ground": 1, "c/ground": 8, "e/ground": 8, "a/c": 16, "a/d": 3, "b/c": 1, "b/d": 1,
-                "b/e": 1, "d/e": 3}
+    expected = {"a/ground": 8, "b/ground": 1, "c/ground": 8, "e/ground": 8, "a/c": 16, "a/d": 3, "a/e": 24, "b/c": 1,
+                "b/d": 1, "b/e": 1, "c/e": 24, "d/e": 3}
     assert {k: len(v) for k, v in groups.items()} == expected
-    # a-b are parent and child; c-d and d-ground excluded; e (a cylinder) meets the sphere
-    # and the capsule, not the boxes (the table has no box-cylinder pair)
+    # a-b are parent and child; c-d and d-ground excluded; e (a cylinder) meets the sphere,
+    # the capsule and the boxes (its rims' 8 + 8 points against a box, the box's corners against it)
     assert [c.kind for c in groups["d/e"]] == ["segment_cylinder", "cylinder", "cylinder"]
     assert [c.name for c in groups["b/c"]] == ["b/c"]
     assert [c.name for c in groups["a/d"]] == ["a/d/0", "a/d/1", "a/d/2"]
@@ -248,7 +248,7 @@ def test_bad_collision_input_names_the_field():
     from dojo_cli.errors import SceneError
 
     bodies = [{"name": "a", "mass": 1.0, "shape": {"type": "cylinder", "radius": 0.1, "height": 0.1}},
-              {"name": "b", "mass": 1.0, "shape": {"type": "box", "size": [1, 1, 1]}}]
+              {"name": "b", "mass": 1.0, "shape": {"type": "pyramid", "width": 1.0, "height": 1.0}}]
     for collisions, contacts, field in [
         ({"mode": "all", "exclude": [["a", "nobody"]]}, [], "collisions.exclude.0.1"),
         ({"mode": "all", "restitution": 1.5}, [], "collisions.restitution"),

@@ -612,7 +612,16 @@ KERNEL_CASES = {
     "sphere-cylinder": lambda rng: dict(kind="cylinder", other=1, shape=[0.05, 0.1, -0.2, -0.05, 0.2, 0.1, 0.3]),
     "segment-cylinder": lambda rng: dict(kind="segment_cylinder", other=1, shape_a=[0.3, -0.1, 0.2, 0.0],
                                          shape=[0.05, 0.1, -0.15, 0.0, 0.15, -0.05, 0.1]),
+    # a convex hull (its vertices and scipy's triangles, in b's frame; tests/core/test_hull_pairs.py)
+    "sphere-hull": lambda rng: dict(kind="hull", other=1, hull=_kernel_hull()),
 }
+
+
+def _kernel_hull():
+    from scipy.spatial import ConvexHull
+
+    points = np.random.default_rng(5).normal(size=(16, 3)) * [0.3, 0.25, 0.2]
+    return points, ConvexHull(points).simplices
 
 
 def _kernel_case(name, model, seed):

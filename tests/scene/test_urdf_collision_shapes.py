@@ -97,7 +97,8 @@ def test_self_collision_pairs_the_shapes_of_bodies_not_joined(tmp_path):
     ground = [c for c in result.scene["contacts"] if c["against"] == "ground"]
     pairs = [c for c in result.scene["contacts"] if c["against"] != "ground"]
     joined = {frozenset((j["parent"], j["child"])) for j in result.scene["joints"]}
-    # the collision table's body pairs (docs/physics.md): a cylinder meets spheres and capsules only
+    # the collision table's body pairs (docs/physics.md) the import pairs: a cylinder meets spheres
+    # and capsules only (its pairs with boxes and hulls, 24 contacts and more, multiply a robot's)
     table = {frozenset(p) for p in [("sphere",), ("capsule",), ("box",), ("sphere", "capsule"), ("sphere", "box"),
                                     ("capsule", "box"), ("sphere", "cylinder"), ("capsule", "cylinder")]}
     shapes = [(c["body"], c["shape"]["type"]) for c in ground]

@@ -1,6 +1,7 @@
 // Bindings of the contact kernels (maximal/collision.h, maximal/contact.h).
 #include "common.h"
 
+#include "maximal/collision_hull.h"
 #include "maximal/contact.h"
 
 using namespace dojo;
@@ -65,8 +66,26 @@ dojo::CollisionKind parse_kind(nb::handle obj) {
   return static_cast<dojo::CollisionKind>(k);
 }
 
+// A hull's record (collision_hull.h) from (vertices (n, 3), triangles (m, 3) indices).
+std::shared_ptr<const std::vector<double>> parse_hull(nb::handle hull) {
+  const nb::tuple pair = nb::cast<nb::tuple>(hull);
+  if (pair.size() != 2) throw std::invalid_argument("hull: expected (vertices (n, 3), triangles (m, 3))");
+  std::vector<double> vertices;
+  for (nb::handle row : pair[0])
+    for (nb::handle x : row) vertices.push_back(nb::cast<double>(x));
+  std::vector<int> triangles;
+  for (nb::handle row : pair[1])
+    for (nb::handle x : row) triangles.push_back(nb::cast<int>(x));
+  if (vertices.size() % 3 != 0 || triangles.size() % 3 != 0)
+    throw std::invalid_argument("hull: expected (vertices (n, 3), triangles (m, 3))");
+  return std::make_shared<const std::vector<double>>(
+      dojo::compile_hull(vertices.data(), static_cast<int>(vertices.size() / 3), triangles.data(),
+                         static_cast<int>(triangles.size() / 3), "hull"));
+}
+
 // ContactParams from a dict {body, other, model, kind, friction, radius, offset (3,),
-// shape_a (<= 7,), shape (<= 7,)}; missing keys take the defaults (the ground, nonlinear, mu 0.5).
+// shape_a (<= 7,), shape (<= 7,), hull ((n, 3) vertices, (m, 3) triangles): kind 'hull'};
+// missing keys take the defaults (the ground, nonlinear, mu 0.5).
 dojo::ContactParams parse_contact(const nb::dict& d) {
   dojo::ContactParams c{};
   c.body = d.contains("body") ? nb::cast<int>(d["body"]) : 0;
@@ -77,7 +96,10 @@ dojo::ContactParams parse_contact(const nb::dict& d) {
   c.radius = d.contains("radius") ? nb::cast<double>(d["radius"]) : 0.0;
   if (d.contains("offset")) read_sequence(d["offset"], c.offset, 3, "offset", true);
   if (d.contains("shape_a")) read_sequence(d["shape_a"], c.shape_a, dojo::kShapeASize, "shape_a", false);
-  if (d.contains("shape")) {
+  if (c.kind == dojo::CollisionKind::Hull) {
+    if (!d.contains("hull")) throw std::invalid_argument("hull: required for kind 'hull'");
+    c.hull = parse_hull(d["hull"]);
+  } else if (d.contains("shape")) {
     read_sequence(d["shape"], c.shape, dojo::kShapeSize, "shape", false);
   } else if (c.kind == dojo::CollisionKind::Halfspace) {
     c.shape[2] = 1.0;  // the ground: normal +z through the origin
@@ -148,7 +170,8 @@ void bind_contacts(nb::module_& m, nb::module_& testing) {
       "One contact's residual rows, wrench and derivatives (contact.h's evaluate_contact).\n\n"
       "params: dict with body, other (-1 = world), model ('impact' | 'nonlinear' | 'linear'),\n"
       "kind ('halfspace' | 'sphere' | 'capsule' | 'box' | 'segment_capsule' | 'segment_box' |\n"
-      "'circle_halfspace' | 'corner_box' | 'cylinder' | 'segment_cylinder'), friction, radius, offset (3,), shape_a (<= 7,), shape (7,).\n"
+      "'circle_halfspace' | 'corner_box' | 'cylinder' | 'segment_cylinder' | 'hull'), friction, radius, offset (3,),\n"
+      "shape_a (<= 7,), shape (7,); hull ((n, 3) vertices, (m, 3) triangles) for kind 'hull'.\n"
       "x/q: (3,)/(4,) next configuration; v/w: (3,) midpoint velocities; mw: (3, 3) dt3/dw25;\n"
       "s, gamma: (N,). output: 'residual', 'jacobians' or 'parameters'. reference: use\n"
       "evaluate_contact_reference (dual numbers through every operation; for tests).\n"
@@ -157,16 +180,23 @@ void bind_contacts(nb::module_& m, nb::module_& testing) {
   m.def(
       "contact_geometry",
       [](nb::handle kind, const InputArray& xa, const InputArray& qa, const InputArray& offset, double radius,
-         const InputArray& xb, const InputArray& qb, const InputArray& shape, bool parameters, nb::handle shape_a) {
+         const InputArray& xb, const InputArray& qb, const InputArray& shape, bool parameters, nb::handle shape_a,
+         nb::handle hull) {
         double shape7[dojo::kShapeSize] = {0.0};
         if (shape.size() > static_cast<size_t>(dojo::kShapeSize)) throw std::invalid_argument("shape: too many entries");
         std::copy(shape.data(), shape.data() + shape.size(), shape7);
         double shape4[dojo::kShapeASize] = {0.0};
         if (!shape_a.is_none()) read_sequence(shape_a, shape4, dojo::kShapeASize, "shape_a", false);
+        const dojo::CollisionKind k = parse_kind(kind);
+        std::shared_ptr<const std::vector<double>> record;
+        if (k == dojo::CollisionKind::Hull) {
+          if (hull.is_none()) throw std::invalid_argument("hull: required for kind 'hull'");
+          record = parse_hull(hull);
+        }
         dojo::GeometryJacobian g;
-        dojo::contact_geometry(parse_kind(kind), require_size(xa, 3, "xa"), require_size(qa, 4, "qa"),
+        dojo::contact_geometry(k, require_size(xa, 3, "xa"), require_size(qa, 4, "qa"),
                                require_size(offset, 3, "offset"), radius, shape4, require_size(xb, 3, "xb"),
-                               require_size(qb, 4, "qb"), shape7, parameters, g);
+                               require_size(qb, 4, "qb"), record ? record->data() : shape7, parameters, g);
         const size_t cols = static_cast<size_t>(g.columns);
         const size_t stride = dojo::kPairParameterColumns;
         nb::dict out;
@@ -187,9 +217,27 @@ void bind_contacts(nb::module_& m, nb::module_& testing) {
       },
       nb::arg("kind"), nb::arg("xa"), nb::arg("qa"), nb::arg("offset"), nb::arg("radius"), nb::arg("xb"),
       nb::arg("qb"), nb::arg("shape"), nb::arg("parameters") = false, nb::arg("shape_a") = nb::none(),
+      nb::arg("hull") = nb::none(),
       "Collision geometry of a primitive on body a (a sphere; a segment, circle or box corner, shape_a (<= 7,))\n"
       "against body b's shape (collision.h), with Jacobians over [x_a, t_a, x_b, t_b] (12 columns)\n"
-      "or also offset (3) and radius (16).");
+      "or also offset (3) and radius (16). Kind 'hull': body b's convex hull is hull = (vertices (n, 3),\n"
+      "triangles (m, 3) indices) in b's frame (shape unread).");
+
+  testing.def(
+      "compile_hull",
+      [](nb::handle vertices, nb::handle triangles) {
+        const dojo::HullView h(parse_hull(nb::make_tuple(vertices, triangles))->data());
+        nb::dict out;
+        out["vertices"] = numpy_copy(h.vertices, {static_cast<size_t>(h.nv), 3});
+        out["planes"] = numpy_copy(h.planes, {static_cast<size_t>(h.nf), 4});
+        out["triangles"] = numpy_copy(h.triangles, {static_cast<size_t>(h.nt), 4});
+        out["edges"] = numpy_copy(h.edges, {static_cast<size_t>(h.ne), 2});
+        out["extent"] = h.extent;
+        return out;
+      },
+      nb::arg("vertices"), nb::arg("triangles"),
+      "A convex hull's compiled record (collision_hull.h): vertices (nv, 3), planes (nf, 4: outward unit\n"
+      "normal, offset), triangles (nt, 4: vertex indices, face), edges (ne, 2), extent.");
 
   testing.def(
       "contact_starting_point",

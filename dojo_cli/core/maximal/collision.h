@@ -53,6 +53,7 @@
 
 #include "math/dual.h"
 #include "math/spatial.h"
+#include "collision_hull.h"
 #include "collision_kind.h"
 
 namespace dojo {
@@ -1010,6 +1011,119 @@ void segment_cylinder(const Vec3<T>& centre_a, const T& radius_a, const TangentP
   sphere_cylinder(e1 + s * (e2 - e1), radius_a, a, shape_a, b, shape, out);
 }
 
+// ------------------------------------------------------------- convex hull
+// A projection onto a hull triangle counts as inside it down to this many rounding units
+// of the hull's extent: a point over a merged face's inner diagonal (no edge of the
+// record) is then inside one of its two triangles whatever the rounding.
+constexpr double kHullInsideRounding = 64.0 * 2.220446049250313e-16;
+
+// Sphere against a convex hull on body b (shape: the hull's record, collision_hull.h; its
+// vertices and planes in b's frame). With p the sphere centre in b's frame and
+// s_f = n_f . p - d_f each face's height:
+// - outside (some s_f > kCoincident): the closest point of the polytope. The active
+//   feature is found on values: a face whose plane projection p - s_f n_f (s_f > 0) lies
+//   within one of its triangles (then it is the closest point: p - q is in the normal cone
+//   at q, the projection's optimality condition), else the nearest of the edges between
+//   faces (clamped; an end is a vertex). Its closed form is then recomputed in the scalar
+//   type, so the closest point carries its derivatives (segment_box's way): a face,
+//   distance s_f - ra, normal R n_f, point_b = c - s_f normal; an edge, the projection on
+//   its line; a vertex, itself; for both distance |c - q| - ra and normal
+//   normalize(c - q).
+// - inside or on the surface (every s_f <= kCoincident): out through the face of least
+//   depth d_f - n_f . p (ties: the first face), as sphere_box: distance -depth - ra,
+//   normal R n_f, point_b = c + depth normal.
+template <class T>
+void sphere_hull(const Vec3<T>& centre_a, const T& radius_a, const TangentPose<T>& /*a*/, const double* /*shape_a*/,
+                 const TangentPose<T>& b, const double* shape, Geometry<T>& out) {
+  using namespace collision_detail;  // norm, normalized
+  const HullView hull(shape);
+  const Vec3<T> local = body_from_world(b, centre_a - b.x);  // sphere centre in b's frame
+  const double p[3] = {value(local[0]), value(local[1]), value(local[2])};
+  int face = 0;
+  double highest = -INFINITY;
+  for (int f = 0; f < hull.nf; ++f) {
+    const double* pl = hull.planes + 4 * f;
+    const double s = pl[0] * p[0] + pl[1] * p[1] + pl[2] * p[2] - pl[3];
+    if (s > highest) {  // strict: ties keep the first face
+      highest = s;
+      face = f;
+    }
+  }
+  auto height = [&](int f) {  // s_f in the scalar type
+    const double* pl = hull.planes + 4 * f;
+    return local[0] * pl[0] + local[1] * pl[1] + local[2] * pl[2] - pl[3];
+  };
+  auto through_face = [&](int f, const T& s) {  // distance s - ra along the face's normal
+    const double* pl = hull.planes + 4 * f;
+    const Vec3<T> normal = world_from_body(b, Vec3<double>{{pl[0], pl[1], pl[2]}});
+    Vec3<T> point_b;
+    for (int k = 0; k < 3; ++k) point_b[k] = centre_a[k] - normal[k] * s;
+    finish_geometry(centre_a, radius_a, s - radius_a, normal, point_b, out);
+  };
+  if (!(highest > kCoincident)) {
+    through_face(face, height(face));
+    return;
+  }
+  // outside: a face holding the projection
+  const double tolerance = kHullInsideRounding * (1.0 + hull.extent);
+  for (int t = 0; t < hull.nt; ++t) {
+    const double* tri = hull.triangles + 4 * t;
+    const int f = static_cast<int>(tri[3]);
+    const double* pl = hull.planes + 4 * f;
+    const double s = pl[0] * p[0] + pl[1] * p[1] + pl[2] * p[2] - pl[3];
+    if (!(s > 0.0)) continue;
+    const double q[3] = {p[0] - s * pl[0], p[1] - s * pl[1], p[2] - s * pl[2]};
+    bool within = true;
+    for (int i = 0; i < 3 && within; ++i) {
+      const double* u = hull.vertex(static_cast<int>(tri[i]));
+      const double* w = hull.vertex(static_cast<int>(tri[(i + 1) % 3]));
+      const double e[3] = {w[0] - u[0], w[1] - u[1], w[2] - u[2]};
+      const double r[3] = {q[0] - u[0], q[1] - u[1], q[2] - u[2]};
+      // (e x r) . n: the projection's signed distance inside the edge's line, times |e|
+      const double side = (e[1] * r[2] - e[2] * r[1]) * pl[0] + (e[2] * r[0] - e[0] * r[2]) * pl[1] +
+                          (e[0] * r[1] - e[1] * r[0]) * pl[2];
+      within = side >= -tolerance * std::sqrt(e[0] * e[0] + e[1] * e[1] + e[2] * e[2]);
+    }
+    if (within) {
+      through_face(f, height(f));
+      return;
+    }
+  }
+  // else the nearest edge (ties: the first), clamped to its ends
+  int best = -1, end = -1;  // end: -1 the edge's inside, 0 or 1 an end (a vertex)
+  double best_sq = INFINITY;
+  for (int k = 0; k < hull.ne; ++k) {
+    const double* u = hull.vertex(static_cast<int>(hull.edges[2 * k]));
+    const double* w = hull.vertex(static_cast<int>(hull.edges[2 * k + 1]));
+    const double e[3] = {w[0] - u[0], w[1] - u[1], w[2] - u[2]};
+    const double length2 = e[0] * e[0] + e[1] * e[1] + e[2] * e[2];
+    const double along = ((p[0] - u[0]) * e[0] + (p[1] - u[1]) * e[1] + (p[2] - u[2]) * e[2]) / length2;
+    const double t = along <= 0.0 ? 0.0 : (along >= 1.0 ? 1.0 : along);
+    double sq = 0.0;
+    for (int i = 0; i < 3; ++i) sq += (p[i] - (u[i] + t * e[i])) * (p[i] - (u[i] + t * e[i]));
+    if (sq < best_sq) {
+      best_sq = sq;
+      best = k;
+      end = along <= 0.0 ? 0 : (along >= 1.0 ? 1 : -1);
+    }
+  }
+  const Vec3<double> u = load3<double>(hull.vertex(static_cast<int>(hull.edges[2 * best])));
+  const Vec3<double> w = load3<double>(hull.vertex(static_cast<int>(hull.edges[2 * best + 1])));
+  Vec3<T> closest_local;
+  if (end < 0) {
+    const Vec3<double> e = w - u;
+    const T along = ((local[0] - u[0]) * e[0] + (local[1] - u[1]) * e[1] + (local[2] - u[2]) * e[2]) *
+                    (1.0 / dot(e, e));
+    for (int i = 0; i < 3; ++i) closest_local[i] = u[i] + along * e[i];
+  } else {
+    const Vec3<double>& vertex = end == 0 ? u : w;
+    for (int i = 0; i < 3; ++i) closest_local[i] = T(vertex[i]);
+  }
+  const Vec3<T> closest = b.x + world_from_body(b, closest_local);
+  const Vec3<T> diff = centre_a - closest;
+  finish_geometry(centre_a, radius_a, norm(diff) - radius_a, normalized(diff), closest, out);
+}
+
 // ------------------------------------------------------------- dispatch
 template <class T>
 using CollisionFunction = void (*)(const Vec3<T>& centre_a, const T& radius_a, const TangentPose<T>& a,
@@ -1029,6 +1143,7 @@ inline constexpr CollisionFunction<T> kCollisionFunctions[kCollisionKinds] = {
     &corner_box<T>,        // CollisionKind::CornerBox
     &sphere_cylinder<T>,   // CollisionKind::Cylinder
     &segment_cylinder<T>,  // CollisionKind::SegmentCylinder
+    &sphere_hull<T>,       // CollisionKind::Hull
 };
 
 template <class T>

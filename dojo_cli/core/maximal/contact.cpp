@@ -44,7 +44,7 @@ struct PairState {
 template <class T, class U>
 inline void pair_geometry(const ContactParams& c, const TangentPose<T>& pose_a, const TangentPose<T>& pose_b,
                           const Vec3<U>& offset, const T& radius, Geometry<T>& g) {
-  collide(c.kind, sphere_centre(pose_a, offset), radius, pose_a, c.shape_a, pose_b, c.shape, g);
+  collide(c.kind, sphere_centre(pose_a, offset), radius, pose_a, c.shape_a, pose_b, body_b_shape(c), g);
 }
 
 // One contact's evaluation after the geometry (st.g set), templated on the scalar.
@@ -430,7 +430,7 @@ void evaluate_derivatives(const ContactParams& c, double h, const ContactBodySta
     }
     const TangentPose<G> pose_bg =
         world_b ? tangent_pose<G>(kOrigin, kIdentity, -1) : tangent_pose<G>(b.x, b.q, C::geometry_b);
-    collide(c.kind, centre_g, G(c.radius), pose_ag, c.shape_a, pose_bg, c.shape, gg);
+    collide(c.kind, centre_g, G(c.radius), pose_ag, c.shape_a, pose_bg, body_b_shape(c), gg);
     st.g.distance = gg.distance.v;
     st.g.normal = values(gg.normal);
     st.g.tangent[0] = values(gg.tangent[0]);
@@ -438,7 +438,7 @@ void evaluate_derivatives(const ContactParams& c, double h, const ContactBodySta
     st.g.point_a = values(gg.point_a);
     st.g.point_b = values(gg.point_b);
   } else {
-    collide(c.kind, centre, c.radius, pose_a, c.shape_a, pose_b, c.shape, st.g);
+    collide(c.kind, centre, c.radius, pose_a, c.shape_a, pose_b, body_b_shape(c), st.g);
     // distance = n.(c - point) - r, point_a = c - r n, point_b = c - n (n.(c - point)):
     // d/dc = n, I and I - n n^T (the dual numbers' products exactly)
     const Vec3<double>& u = st.g.normal;

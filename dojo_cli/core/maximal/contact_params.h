@@ -3,6 +3,8 @@
 #pragma once
 
 #include <limits>
+#include <memory>
+#include <vector>
 
 #include "collision_kind.h"
 
@@ -41,8 +43,9 @@ constexpr double kPyramid[4][2] = {{0.0, 1.0}, {0.0, -1.0}, {1.0, 0.0}, {-1.0, 0
 //   circle's axis and radius; zeros for a sphere); shape: body b's shape
 //   (collision.h's kShapeSize layout: halfspace normal(3), point(3) in the world;
 //   sphere offset(3), radius; capsule end1(3), end2(3), radius; box centre(3),
-//   half_sizes(3), in b's frame); restitution: coefficient e in [0, 1], read only by the
-//   step's gap target (restitution.h), not by the kernels here.
+//   half_sizes(3), in b's frame; hull its index, its record in `hull`); restitution:
+//   coefficient e in [0, 1], read only by the step's gap target (restitution.h), not by
+//   the kernels here.
 struct ContactParams {
   int body;
   int other;
@@ -61,6 +64,13 @@ struct ContactParams {
   // fall, which the restitution target's relative acceleration needs (restitution.h)
   bool body_welded = false;
   bool other_welded = false;
+  // a hull contact's hull record (collision_hull.h), shared by the contacts of one hull
+  // (the Model's, or a test's); null for every other kind
+  std::shared_ptr<const std::vector<double>> hull;
 };
+
+// Body b's shape as the collision table reads it (collision.h's `shape`): the hull's
+// record for a hull contact, else ContactParams::shape.
+inline const double* body_b_shape(const ContactParams& c) { return c.hull ? c.hull->data() : c.shape; }
 
 }  // namespace dojo

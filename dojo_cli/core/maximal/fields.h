@@ -72,6 +72,12 @@
   X(array, double, contact_shape, "contacts", 7, "against", 1) /* kShapeSize layout (collision_kind.h) */ \
   X(array, double, contact_restitution, "contacts", 1, "restitution", 1) /* [0, 1]; empty: all 0 */    \
   X(array, double, contact_shape_a, "contacts", 7, "shape", 1) /* kShapeASize layout, or empty */      \
+  /* convex hulls on body b (CollisionKind::Hull; collision_hull.h): every hull's vertices */         \
+  /* (body b's frame) and triangles (indices into hull_vertices), hull k's triangles */                 \
+  /* hull_triangle_start[k] .. [k + 1] - 1; a hull contact's contact_shape[0] is k. Empty: none */     \
+  X(array, double, hull_vertices, "", 3, "", 1)                                                         \
+  X(array, int, hull_triangles, "", 3, "", 0)                                                           \
+  X(array, int, hull_triangle_start, "", 1, "", 0)                                                      \
   /* actuators: the inputs u, in order (docs/scenes.md "Actuators"). Empty: one per free */             \
   /* coordinate with gain 1 (Dojo's joint inputs). Each is either a joint actuator (a free */           \
   /* coordinate, actuator_body -1) or a body actuator (actuator_free -1): a force fixed in */           \

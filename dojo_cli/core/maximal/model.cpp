@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "math/spatial.h"
+#include "collision_hull.h"
 #include "tolerances.h"
 #include "euler_joints.h"
 
@@ -360,6 +361,22 @@ Model::Model(const ModelInput& in) {
       if (all && !welded[c] && (p == kWorld || welded[p])) welded[c] = changed = true;
     }
   }
+  // convex hulls: each one's record, compiled once (collision_hull.h)
+  if (in.hull_vertices.size() % 3 != 0) throw std::invalid_argument("ModelInput.hull_vertices: not (n, 3)");
+  if (in.hull_triangles.size() % 3 != 0) throw std::invalid_argument("ModelInput.hull_triangles: not (n, 3)");
+  {
+    const std::vector<int>& start = in.hull_triangle_start;
+    const int triangles = static_cast<int>(in.hull_triangles.size() / 3);
+    if (start.empty() ? triangles != 0 : (start.front() != 0 || start.back() != triangles))
+      throw std::invalid_argument("ModelInput.hull_triangle_start: must run from 0 to the number of hull_triangles");
+    for (size_t k = 0; k + 1 < start.size(); ++k) {
+      if (start[k + 1] < start[k]) throw std::invalid_argument("ModelInput.hull_triangle_start: must not decrease");
+      const std::string what = "ModelInput.hull " + std::to_string(k);
+      hulls.push_back(std::make_shared<const std::vector<double>>(
+          compile_hull(in.hull_vertices.data(), static_cast<int>(in.hull_vertices.size() / 3),
+                       in.hull_triangles.data() + 3 * start[k], start[k + 1] - start[k], what.c_str())));
+    }
+  }
   for (int c = 0; c < nc; ++c) {
     if (contact_body[c] < 0 || contact_body[c] >= nb || contact_other[c] < kWorld || contact_other[c] >= nb)
       throw std::invalid_argument("ModelInput.contact_body/other: out of range");
@@ -378,6 +395,14 @@ Model::Model(const ModelInput& in) {
     p.radius = contact_radius[c];
     for (int k = 0; k < 3; ++k) p.offset[k] = contact_offset[3 * c + k];
     for (int k = 0; k < kShapeSize; ++k) p.shape[k] = contact_shape[7 * c + k];
+    if (p.kind == CollisionKind::Hull) {
+      const double k = p.shape[0];
+      if (!(k >= 0.0 && k < static_cast<double>(hulls.size()) && k == std::floor(k)))
+        throw std::invalid_argument("ModelInput.contact_shape: contact " + std::to_string(c) +
+                                    " names hull " + std::to_string(k) + ", not one of the " +
+                                    std::to_string(hulls.size()) + " hulls");
+      p.hull = hulls[static_cast<size_t>(k)];
+    }
     if (!(contact_restitution[c] >= 0.0 && contact_restitution[c] <= 1.0))
       throw std::invalid_argument("ModelInput.contact_restitution: must be in [0, 1]");
     p.restitution = contact_restitution[c];
@@ -400,8 +425,12 @@ Model::Model(const ModelInput& in) {
       for (double x : *v) scale = std::max(scale, std::fabs(x));
     for (int c = 0; c < nc; ++c) {
       const bool halfspace = is_halfspace(static_cast<CollisionKind>(contact_kind[c]));
-      for (int k = 0; k < 7; ++k)
-        if (!(halfspace && k < 3)) scale = std::max(scale, std::fabs(contact_shape[7 * c + k]));  // not a normal
+      if (contacts[c].hull) {  // a hull's index is no length: its vertices' extent
+        scale = std::max(scale, HullView(contacts[c].hull->data()).extent);
+      } else {
+        for (int k = 0; k < 7; ++k)
+          if (!(halfspace && k < 3)) scale = std::max(scale, std::fabs(contact_shape[7 * c + k]));  // not a normal
+      }
       for (int k = 0; k < kShapeASize; ++k) scale = std::max(scale, std::fabs(contacts[c].shape_a[k]));
     }
     state_bound = kDivergenceFactor * (1.0 + scale);

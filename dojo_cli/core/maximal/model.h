@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -118,6 +119,9 @@ struct Model {
   bool has_margins = false;                 // any finite contact_margin
   std::vector<ContactParams> contacts;  // (nc,) the same, as the contact kernels take them (contact.h)
   std::vector<int> contact_start;  // (nc+1,) first unknown of each contact (its N slacks, then N impulses)
+  // convex hulls on body b (ModelInput's hull_* fields): each one's record
+  // (collision_hull.h), shared with its contacts (ContactParams::hull)
+  std::vector<std::shared_ptr<const std::vector<double>>> hulls;
 
   // ---- actuators (the inputs u, nu of them; ModelInput): joint actuator a drives free
   // coordinate actuator_free[a] with actuator_gain[a]; body actuator a (actuator_body[a]

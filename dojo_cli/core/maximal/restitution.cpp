@@ -20,7 +20,7 @@ T target(const ContactParams& c, double h, const T& e, const Vec3<T>& g, const T
          const Vec3<T>& va, const Vec3<T>& wa, const TangentPose<T>& pose_b, const Vec3<T>& vb, const Vec3<T>& wb,
          bool world_b, const Vec3<T>& offset, const T& radius) {
   Geometry<T> geo;
-  collide(c.kind, sphere_centre(pose_a, offset), radius, pose_a, c.shape_a, pose_b, c.shape, geo);
+  collide(c.kind, sphere_centre(pose_a, offset), radius, pose_a, c.shape_a, pose_b, body_b_shape(c), geo);
   // relative velocity of the contact points over the last step: v + (R w) x (p - x) per body
   Vec3<T> dv = va + cross(world_from_body(pose_a, wa), geo.point_a - pose_a.x);
   if (!world_b) dv = dv - (vb + cross(world_from_body(pose_b, wb), geo.point_b - pose_b.x));

@@ -6,6 +6,8 @@
 #include <limits>
 #include <numeric>
 
+#include "collision_hull.h"
+
 namespace dojo {
 
 namespace {
@@ -42,6 +44,7 @@ void tolerance_scales(const Model& m, std::vector<double>& row_scale) {
     if (m.contact_other[c] == kWorld) continue;
     double extent = 0.0;  // body b's shape: offsets, ends, half sizes, radius (collision.h kShapeSize layout)
     for (int k = 0; k < 7; ++k) extent = std::max(extent, std::fabs(m.contact_shape[7 * c + k]));
+    if (m.contacts[c].hull) extent = HullView(m.contacts[c].hull->data()).extent;  // its index is no length
     grow(m.contact_other[c], extent);
   }
   double largest = 0.0;

@@ -30,8 +30,8 @@ def contact_distance(contact, own: tuple, other: tuple) -> float:
     body at ``other``, each (position (3,), quaternion (4,) [w, x, y, z] body to world);
     negative: overlapping."""
     from dojo_cli import _core
-    from dojo_cli.model.compiled import contact_shape_parameters
+    from dojo_cli.model.compiled import contact_hull, contact_shape_parameters
 
     return _core.contact_geometry(contact.kind, own[0], own[1], np.asarray(contact.offset, float), float(contact.radius),
                                   other[0], other[1], contact_shape_parameters(contact), False,
-                                  list(contact.shape_a))["distance"]
+                                  list(contact.shape_a), hull=contact_hull(contact))["distance"]

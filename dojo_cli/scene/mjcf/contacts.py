@@ -95,7 +95,7 @@ def _place_initial_overlaps(reader: _Reader, scene: dict, result: MjcfImport) ->
                     continue
                 other = {"type": against["shape"], "position_offset": against["offset"],
                          "orientation_offset": against["orientation_offset"],
-                         **{k: against[k] for k in ("radius", "height", "size") if k in against}}
+                         **{k: against[k] for k in ("radius", "height", "size", "vertices") if k in against}}
                 made = body_pair_contacts("", 0, shape_of(c["shape"]), 1, shape_of(other))
                 names = (c["body"], against["body"])
             else:
@@ -354,6 +354,8 @@ def _bounding_ball(shape: dict, pose: tuple) -> tuple[np.ndarray, float]:
     from dojo_cli.math.quaternion import matrix_from_quaternion
 
     centre = pose[0] + matrix_from_quaternion(pose[1]) @ np.asarray(shape["position_offset"], float)
+    if shape["type"] == "hull":  # its vertices about the shape's origin, inflated by its radius
+        return centre, float(np.linalg.norm(np.asarray(shape["vertices"], float), axis=1).max()) + shape["radius"]
     if shape["type"] == "box":
         return centre, 0.5 * float(np.linalg.norm(shape["size"]))
     half = 0.5 * float(shape.get("height", 0.0))
@@ -422,6 +424,13 @@ def _half_space(normal: np.ndarray, point: np.ndarray) -> Any:
     if np.allclose(normal, [0, 0, 1], atol=1e-12) and abs(point[2]) < 1e-12:
         return "ground"
     return {"normal": plain_vector(normal), "point": plain_vector(point)}
+
+
+def _tree(reader: _Reader, i: int) -> int:
+    """The top body of body i's kinematic tree (its ancestor whose parent is the world)."""
+    while reader.bodies[i].parent >= 0:
+        i = reader.bodies[i].parent
+    return i
 
 
 def _weld(reader: _Reader, i: int) -> int:
@@ -561,7 +570,19 @@ def _contacts(reader: _Reader, options: MjcfOptions) -> list[dict]:
                 for gb in b.geoms:
                     if not _collides(ga, gb) or ga.type == "plane" or gb.type == "plane":
                         continue
-                    made = _pair(ga, a, gb, b, BODY_SHAPES)
+                    paired = _pair(ga, a, gb, b, BODY_SHAPES)
+                    made, many = (paired[:2], paired[2]) if paired is not None else (None, False)
+                    if many and _tree(reader, i) == _tree(reader, j):
+                        reader.unsupported(ga.file, ga.line, f"geom {geom_label(a, ga)!r}",
+                                           "hull pairs within one kinematic tree",
+                                           f"collides with geom {geom_label(b, gb)!r} ({ga.type}-{gb.type}) of its own "
+                                           "kinematic tree: a hull pair (a mesh; a cylinder and a box; a box turned in its "
+                                           "body) is each shape's vertices or rim points against the other "
+                                           f"(up to {2 * HULL_VERTICES} contacts; a cylinder and a box 24), which a robot's "
+                                           "own links would multiply (fetch's push: 552 contacts, 8168 with them, 27 times "
+                                           "the step time); such pairs across trees (an object against fingers, a table, "
+                                           "another object) are kept")
+                        continue
                     grown, margin = "", _pair_margin(ga, gb)
                     if made is not None and margin != 0.0:
                         with_margin, grown = _with_margin(made, margin)
@@ -572,8 +593,8 @@ def _contacts(reader: _Reader, options: MjcfOptions) -> list[dict]:
                     if made is None:
                         reader.unsupported(ga.file, ga.line, f"geom {geom_label(a, ga)!r}", "geom pairs the collision table lacks",
                                            f"collides with geom {geom_label(b, gb)!r} ({ga.type}-{gb.type}): "
-                                           "the collision table has sphere, capsule and box pairs, and cylinders "
-                                           "against spheres and capsules")
+                                           "the collision table has sphere, capsule, box and convex hull (mesh, "
+                                           "ellipsoid) pairs, and cylinders against spheres, capsules, boxes and hulls")
                         continue
                     (own, own_body, own_geom), against = made
                     reader.contact_lines[f"{geom_label(a, ga)}-{geom_label(b, gb)}"] = (ga.file, ga.line)
@@ -592,29 +613,35 @@ def _contacts(reader: _Reader, options: MjcfOptions) -> list[dict]:
 
 
 def _pair(ga: _Geom, a: _Body, gb: _Geom, b: _Body, body_shapes) -> tuple | None:
-    """(own shape, body, geom), against: geom a's shape against geom b's, or None where the
+    """(own shape, body, geom), against, many: geom a's shape against geom b's, or None where the
     collision table has no entry for the pair (dojo_cli.model.collisions.body_pair_contacts
-    decides, as the builder will: sphere, capsule and box, a box turned by quarter turns,
-    cylinders against spheres and capsules)."""
+    decides, as the builder will: sphere, capsule, box and hull (a mesh's or an ellipsoid's),
+    cylinders against spheres, capsules, boxes and hulls); many: the pair goes through a hull's
+    vertices or a cylinder's fixed rim points (dozens of contacts)."""
     from dojo_cli.model.collisions import UnsupportedPair, body_pair_contacts
 
     own, other = _contact_shape(ga, a.com), _contact_shape(gb, b.com)
-    if own is None or other is None or ga.type not in body_shapes or gb.type not in body_shapes:
+    if own is None or other is None or own["type"] not in body_shapes or other["type"] not in body_shapes:
         return None
 
     try:
-        body_pair_contacts("", 0, shape_of(own), 1, shape_of(other))
+        kinds = {c.kind for c in body_pair_contacts("", 0, shape_of(own), 1, shape_of(other))}
     except UnsupportedPair:
         return None
-    against = {"body": b.name, "shape": gb.type, "offset": other["position_offset"],
+    against = {"body": b.name, "shape": other["type"], "offset": other["position_offset"],
                "orientation_offset": other["orientation_offset"]}
-    if gb.type == "box":
+    if other["type"] == "box":
         against["size"] = other["size"]
     else:
         against["radius"] = other["radius"]
-        if gb.type in ("capsule", "cylinder"):
+        if other["type"] in ("capsule", "cylinder"):
             against["height"] = other["height"]
-    return (own, a, ga), against
+        if other["type"] == "hull":  # a mesh's or an ellipsoid's
+            against["vertices"] = other["vertices"]
+    # whether the pair goes through hulls' vertices or fixed rim points (a mesh, a cylinder and a
+    # box, a turned box): many contacts, which _contacts leaves out within one kinematic tree
+    many = "hull" in kinds or {own["type"], other["type"]} == {"cylinder", "box"}
+    return (own, a, ga), against, many
 
 
 def _with_margin(made: tuple, margin: float) -> tuple:
@@ -625,6 +652,6 @@ def _with_margin(made: tuple, margin: float) -> tuple:
     grown = _inflated(own, margin)
     if grown is not None:
         return ((grown, body, geom), against), "own"
-    if against["shape"] in ("sphere", "capsule") and against["radius"] + margin >= 0.0:
+    if against["shape"] in _ROUNDED and against["radius"] + margin >= 0.0:
         return ((own, body, geom), {**against, "radius": float(against["radius"] + margin)}), "against"
     return None, ""

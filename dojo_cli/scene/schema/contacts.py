@@ -66,30 +66,37 @@ class BodyCollisionSpec(Spec):
 
     Attributes:
         body: the other body's name.
-        shape: sphere, capsule, box or cylinder; or ``body``: that body's own shape
-            (sphere, capsule, box or cylinder), the other fields unused.
-        radius: sphere, capsule or cylinder radius (m); a box has none (0: the collision
+        shape: sphere, capsule, box, cylinder or hull; or ``body``: that body's own shape
+            (sphere, capsule, box, cylinder or hull), the other fields unused.
+        radius: sphere, capsule or cylinder radius (m), or a hull's inflation (m, as a hull
+            shape's ``radius``); a box has none (0: the collision
             table's box is not rounded, so a radius given for a box is refused rather than ignored).
         offset: (3,) shape centre in the other body's frame (m).
         orientation_offset: the shape's orientation in the other body's frame [w, x, y, z]
-            (a capsule's and a cylinder's axis is its z; a box may only be turned by quarter turns).
+            (a capsule's and a cylinder's axis is its z; a box turned otherwise than by quarter
+            turns pairs as its own hull).
         height: capsule segment length, or cylinder height, along the shape's z axis (m).
         size: (3,) box edge lengths (m), required for a box.
+        vertices: (n, 3) a hull's points in the shape frame (m), required for a hull (their
+            convex hull, which must have volume).
     """
 
     body = Field(NAME)
-    shape = Field(literal("sphere", "capsule", "box", "cylinder", "body"))
+    shape = Field(literal("sphere", "capsule", "box", "cylinder", "hull", "body"))
     radius = Field(NON_NEGATIVE_REAL, 0.0)
     offset = Field(VECTOR3, factory=_zero_vector)
     orientation_offset = Field(QUATERNION, factory=_identity_quaternion)
     height = Field(NON_NEGATIVE_REAL, 0.0)
     size = Field(nullable(POSITIVE_VECTOR3), None)
+    vertices = Field(nullable(list_of(VECTOR3, min_length=4, max_length=MAX_HULL_VERTICES)), None)
 
     @check
     def _box_has_size(self) -> BodyCollisionSpec:
         problems = []
         if self.shape == "box" and self.size is None:
             problems.append(("size", "field required for a box"))
+        if self.shape == "hull" and self.vertices is None:
+            problems.append(("vertices", "field required for a hull"))
         if self.shape == "box" and self.radius != 0.0:
             problems.append(("radius", "a box has no radius (the collision table's box is not rounded); "
                                        "inflate the shape on the contact's own body instead, or leave it out"))

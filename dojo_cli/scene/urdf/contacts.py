@@ -101,13 +101,20 @@ def _self_collisions(reader: _Reader, contacts: list[dict], result: UrdfImport) 
     joined = {frozenset((j["parent"], j["child"])) for j in result.scene_joints}
     poses = _initial_poses(result)
     quaternions = {body: np.asarray(_quaternion_from_matrix(rot)) for body, (rot, _) in poses.items()}
-    shapes = [c for c in contacts if c["shape"]["type"] in BODY_SHAPES]
+    # a robot's own hull pairs (each hull's vertices against the other) and cylinder-box pairs
+    # (16 rim points + 8 corners) would multiply its contacts, as import-mjcf's within one
+    # kinematic tree (docs/mjcf.md): hulls meet the ground only here, cylinders no boxes
+    shapes = [c for c in contacts if c["shape"]["type"] in BODY_SHAPES and c["shape"]["type"] != "hull"]
     out, skipped, overlapping = [], [], []
     for a, b in itertools.combinations(shapes, 2):
         if a["body"] == b["body"] or frozenset((a["body"], b["body"])) in joined:
             continue
         try:
+            if {a["shape"]["type"], b["shape"]["type"]} == {"cylinder", "box"}:
+                raise UnsupportedPair("a robot's own cylinder-box pair")
             made = body_pair_contacts("", 0, shape_of(a["shape"]), 1, shape_of(b["shape"]))
+            if any(c.kind == "hull" for c in made):  # a box turned in its body: as its hull, left out as before
+                raise UnsupportedPair("a robot's own pair with a turned box")
         except UnsupportedPair:
             skipped.append(f"{a['name']}-{b['name']}")
             continue
