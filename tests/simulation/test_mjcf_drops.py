@@ -4,8 +4,9 @@ contact margins (MuJoCo's contact surfaces, the geoms' margins summed); every st
 and the whole-body centre of mass ends within 5 cm of MuJoCo's height (mj_step on the same
 file: its soft contacts, its integrator). Measured (this test's solve): Hopper 0.1951 m vs
 0.1912 m, Walker2d 0.2348 vs 0.2234, HalfCheetah 0.4482 vs 0.4227, Humanoid (--split-hinges)
-0.1509 vs 0.1489, HumanoidStandup 0.0887 vs 0.0856 (lifted 3.8 cm onto the floor's contact
-surface at import, where MuJoCo starts with its arms in the floor and pushes them out). The
+0.1515 vs 0.1489, HumanoidStandup 0.0860 vs 0.0856 (lifted 3.8 cm onto the floor's contact
+surface at import, where MuJoCo starts with its arms in the floor and pushes them out; its
+hands start in its hips and come out over the contacts' recovery). The
 Hopper starts balanced on an unstable equilibrium: MuJoCo's soft contact tips it at once, our
 converged solve (rtol 1e-10) holds it upright for the 2 s, and this solve's tolerances tip it
 down by 1.5 s (docs/mjcf.md): its check compares two fall times.
