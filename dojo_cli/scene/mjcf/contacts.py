@@ -230,8 +230,8 @@ def _place_initial_overlaps(reader: _Reader, scene: dict, result: MjcfImport) ->
 # How long the import follows overlapping contacts out (_recovery_steps): the recovery's
 # time constants (core maximal/recovery.h: T = max(0.02 s, 2 h); after 10 T a violation is
 # gone), and at most this many steps
-RECOVERY_CHECK_T = 10.0
-RECOVERY_CHECK_MAX_STEPS = 250
+_RECOVERY_CHECK_T = 10.0
+_RECOVERY_CHECK_MAX_STEPS = 250
 
 
 def _recovery_steps(reader: _Reader, scene: dict) -> tuple[SolverStatus, int]:
@@ -247,7 +247,7 @@ def _recovery_steps(reader: _Reader, scene: dict) -> tuple[SolverStatus, int]:
     limp = {k: v for k, v in scene.items() if k not in ("actuators", "controller")}
     mech = build_mechanism(spec_from_dict(limp, file=reader.file))
     h = mech.timestep
-    steps = min(RECOVERY_CHECK_MAX_STEPS, int(math.ceil(RECOVERY_CHECK_T * max(0.02, 2 * h) / h)))
+    steps = min(_RECOVERY_CHECK_MAX_STEPS, int(math.ceil(_RECOVERY_CHECK_T * max(0.02, 2 * h) / h)))
     traj = dojo.simulate(mech, steps=steps)
     for k, text in enumerate(traj.status):
         if text != "success":
