@@ -4,6 +4,7 @@
 
 #include "maximal/data.h"
 #include "maximal/euler_joints.h"
+#include "maximal/recovery.h"
 #include "maximal/model.h"
 
 using namespace dojo;
@@ -55,6 +56,10 @@ void bind_model(nb::module_& m) {
   m.attr("CONTACT_HALF_SIZE") = half_size;
   m.attr("SOLVER_STATUSES") = nb::tuple(statuses);
   m.attr("DAMPER_FORMS") = nb::make_tuple(kDamperForms[0], kDamperForms[1]);
+  // The recovery of rows violated at a step's start (maximal/recovery.h): its time constant
+  // T = max(RECOVERY_TIME, RECOVERY_STEPS h), which the importers' notes and checks name
+  m.attr("RECOVERY_TIME") = kRecoveryTime;
+  m.attr("RECOVERY_STEPS") = kRecoverySteps;
   // JointRotation names, by value (maximal/euler_joints.h)
   m.attr("JOINT_ROTATIONS") = nb::make_tuple(kJointRotationNames[0], kJointRotationNames[1], kJointRotationNames[2]);
   m.attr("SHAPE_SIZE") = kShapeSize;

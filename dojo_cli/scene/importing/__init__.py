@@ -8,7 +8,7 @@
   beside them (``floating_base``, ``stand``);
 - ``scene_data``: the plain scene data the importers write (numbers, shapes) and the
   distance at which their contacts start;
-- ``messages``: how their problems and notes list names.
+- ``messages``: how their problems and notes list names and name the recovery's time constant.
 
 It imports neither importer (``tests/test_project.py``, ``test_scene_packages_import_one_way``).
 """

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from dojo_cli.scene.importing.messages import listed
+from dojo_cli.scene.importing.messages import listed, recovery_time_text
 from dojo_cli.scene.importing.scene_data import contact_distance, plain_vector, shape_of
 from dojo_cli.scene.mjcf.elements import _Body, _Geom
 from dojo_cli.scene.mjcf.options import MjcfImport, MjcfOptions
@@ -55,8 +55,8 @@ def _place_initial_overlaps(reader: _Reader, scene: dict, result: MjcfImport) ->
     solve at t = 0 fails. A pair whose shapes hold a point inside both that the joints
     between their bodies keep fixed (_held_point) overlaps whatever they do: left out, with
     one warning. Other overlaps (two bodies inside each other, a body fixed to the world)
-    start as they are: when the first step from the start converges (_first_step) and so does
-    every step of the limp run while they come out (_recovery_steps), with one warning naming
+    start as they are: when the first step from the start converges and so does every step of
+    the limp run while they come out (_steps_out), with one warning naming
     them (the contacts' recovery eases them out as MuJoCo's contacts do); when a step does
     not, the import refuses them (a problem naming them and the step), or with
     drop_unsupported leaves them out with one warning."""
@@ -200,15 +200,12 @@ def _place_initial_overlaps(reader: _Reader, scene: dict, result: MjcfImport) ->
     # import: 16 ms more, not 150)
     lift = max((v["height"] for v in lifts.values()), default=0.0)
     near = [c for c in contacts if gaps.get(id(c), -math.inf) <= c["margin"] + lift]
-    status, when = _first_step(reader, {**scene, "contacts": near}), "the first step from it fails"
-    if status is SolverStatus.SUCCESS:
-        status, k = _recovery_steps(reader, {**scene, "contacts": near})
-        when = f"step {k + 1} of their way out fails"
+    status, when = _steps_out(reader, {**scene, "contacts": near})
     listing = listed([what for _, what in overlaps], 6)
     if status is SolverStatus.SUCCESS:
         reader.warn(reader.file, None, "contacts",
                     f"{len(overlaps)} contact{'s' if len(overlaps) > 1 else ''} start inside another body by more than "
-                    f"{PENETRATION_TOL * 1000:g} mm at the initial pose, pushed apart over 0.02 s (at least 2 steps) "
+                    f"{PENETRATION_TOL * 1000:g} mm at the initial pose, pushed apart over {recovery_time_text()} "
                     "as MuJoCo's soft contacts push them: " + listing)
         return
     why = (f"{len(overlaps)} contact{'s' if len(overlaps) > 1 else ''} start inside another body by more than "
@@ -227,39 +224,26 @@ def _place_initial_overlaps(reader: _Reader, scene: dict, result: MjcfImport) ->
     reader.warn(reader.file, None, "contacts", f"left out (--drop-unsupported): {why}")
 
 
-# How long the import follows overlapping contacts out (_recovery_steps): the recovery's
-# time constants (core maximal/recovery.h: T = max(0.02 s, 2 h); after 10 T a violation is
-# gone), and at most this many steps
+# How long the import follows overlapping contacts out (_steps_out): the recovery's time
+# constants (core maximal/recovery.h: T = max(0.02 s, 2 h); after 10 T a violation is gone),
+# and at most this many steps
 _RECOVERY_CHECK_T = 10.0
 _RECOVERY_CHECK_MAX_STEPS = 250
 
 
-def _recovery_steps(reader: _Reader, scene: dict) -> tuple[SolverStatus, int]:
-    """The first failed status of the scene's limp run while its overlaps come out, and its
-    step (SUCCESS, steps run: every step converged). The first step asks little of a pair the
-    joints hold inside each other (the recovery allows nearly all of its depth), the later
-    ones more: dm_control's CMU humanoid V2020, its hip and thigh capsules 1.3 cm inside each
-    other, converged 5 steps and failed 51 of the next 55 (2 s a step)."""
+def _steps_out(reader: _Reader, scene: dict) -> tuple[SolverStatus, str]:
+    """Whether the scene's overlaps come out, limp (no actuators), from its start state (the
+    builder's initial state, its velocities at t = 0 taken as the step's): the status of the
+    first step that fails, and which step it is ("the first step from it fails", "step k of
+    their way out fails"), or SUCCESS.
+
+    The first step is tried alone first, with the core's default solver options (the run's
+    first step up to the midpoint velocities, simulation.initial, and its inputs). It asks
+    little of a pair the joints hold inside each other (the contacts' recovery allows nearly
+    all of its depth), the later ones more: so the limp run is then followed for 10 of the
+    recovery's time constants (dm_control's CMU humanoid V2020, its hip and thigh capsules
+    1.3 cm inside each other, converged 5 steps and failed 51 of the next 55, 2 s a step)."""
     import dojo_cli as dojo
-    from dojo_cli.scene.builder import build_mechanism
-    from dojo_cli.scene.loader import spec_from_dict
-
-    limp = {k: v for k, v in scene.items() if k not in ("actuators", "controller")}
-    mech = build_mechanism(spec_from_dict(limp, file=reader.file))
-    h = mech.timestep
-    steps = min(_RECOVERY_CHECK_MAX_STEPS, int(math.ceil(_RECOVERY_CHECK_T * max(0.02, 2 * h) / h)))
-    traj = dojo.simulate(mech, steps=steps)
-    for k, text in enumerate(traj.status):
-        if text != "success":
-            return SolverStatus(text), k
-    return SolverStatus.SUCCESS, steps
-
-
-def _first_step(reader: _Reader, scene: dict) -> SolverStatus:
-    """The status of the scene's first step as imported: from its start state (the builder's
-    initial state, its velocities at t = 0 taken as the step's), limp (no actuators), with
-    the core's default solver options; the run's first step is this one up to the midpoint
-    velocities (simulation.initial) and its inputs."""
     from dojo_cli import _core
     from dojo_cli.scene.builder import build_mechanism
     from dojo_cli.scene.loader import spec_from_dict
@@ -270,7 +254,16 @@ def _first_step(reader: _Reader, scene: dict) -> SolverStatus:
     z = mech.initial if mech.initial is not None else mech.initial_t0
     code = _core.step(mech.core, mech.core_data, np.ascontiguousarray(z, dtype=float).reshape(-1), None, None, None, None,
                       _core.SolverOptions())
-    return STATUS_FROM_CODE[code]
+    if STATUS_FROM_CODE[code] is not SolverStatus.SUCCESS:
+        return STATUS_FROM_CODE[code], "the first step from it fails"
+    h = mech.timestep
+    time_constant = max(_core.RECOVERY_TIME, _core.RECOVERY_STEPS * h)
+    steps = min(_RECOVERY_CHECK_MAX_STEPS, int(math.ceil(_RECOVERY_CHECK_T * time_constant / h)))
+    traj = dojo.simulate(mech, steps=steps)
+    for k, text in enumerate(traj.status):
+        if text != "success":
+            return SolverStatus(text), f"step {k + 1} of their way out fails"
+    return SolverStatus.SUCCESS, ""
 
 
 def _start_state(reader: _Reader, scene: dict) -> tuple[Any, np.ndarray]:

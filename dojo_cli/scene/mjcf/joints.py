@@ -14,7 +14,7 @@ import numpy as np
 
 from dojo_cli.errors import Problem
 from dojo_cli.model.mechanism import AXES_ORTHOGONAL_TOL, ORIGIN_NAME, axis_basis
-from dojo_cli.scene.importing.messages import listed
+from dojo_cli.scene.importing.messages import listed, recovery_time_text
 from dojo_cli.scene.importing.rotations import GIMBAL_LOCK_MARGIN
 from dojo_cli.scene.importing.scene_data import plain_vector
 from dojo_cli.scene.mjcf.bodies import _scene_parent
@@ -59,7 +59,7 @@ def _warn_outside_limits(reader: _Reader, scene: dict) -> None:
                 outside.append(f"{j['name']} ({position[k]:.4g} not in [{lo:.4g}, {hi:.4g}])")
     if outside:
         reader.warnings.append(f"warning: {reader.file}: {len(outside)} joints start outside their range, brought in over "
-                               f"a time constant of 0.02 s (at least 2 steps), as MuJoCo's soft limits push them in: "
+                               f"a time constant of {recovery_time_text()}, as MuJoCo's soft limits push them in: "
                                + listed(outside, 4))
 
 
