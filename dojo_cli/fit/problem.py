@@ -27,12 +27,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from dojo_cli import _core
-from dojo_cli.math.quaternion import IDENTITY, conjugate, multiply, skew
-from dojo_cli.model.compiled import contact_shape_parameters
-from dojo_cli.model.mechanism import ORIGIN, Mechanism
-from dojo_cli.model.state import unpack_maximal
+from dojo_cli.math.quaternion import conjugate, multiply, skew
+from dojo_cli.model.mechanism import Mechanism
 from dojo_cli.model.parameters import parameter_labels, parameter_values, with_parameters
+from dojo_cli.physics.contact_queries import sdf_jacobian
 from dojo_cli.simulation.gradients import step_gradients
 from dojo_cli.simulation.step import solve_step
 from dojo_cli.solver.options import SolverOptions
@@ -422,31 +420,19 @@ def start_penetration(mech: Mechanism, z: np.ndarray, labels) -> tuple[np.ndarra
     noise: a corner's offset 0.64 for 0.93, 5.4 of its standard errors). These rows keep the
     fitted starts outside, as the recorded bodies were, and are zero wherever they are."""
     nb, nc = mech.nb, mech.nc
-    x, _, q, _ = unpack_maximal(np.asarray(z, dtype=float), nb)
     depth = np.zeros(nc)
     d_state = np.zeros((nc, 12 * nb))
     d_param = np.zeros((nc, len(labels)))
     column = {lb: j for j, lb in enumerate(labels)}
     for i, c in enumerate(mech.contacts):
-        xb, qb = (np.zeros(3), IDENTITY) if c.other == ORIGIN else (x[c.other], q[c.other])
-        g = _core.contact_geometry(c.kind, x[c.body], q[c.body], np.asarray(c.offset, dtype=float), float(c.radius),
-                                   xb, qb, contact_shape_parameters(c), True, list(np.asarray(c.shape_a, dtype=float)))
-        if g["distance"] >= 0.0:
+        distance, state, geometry = sdf_jacobian(mech, c, z)
+        if distance >= 0.0:
             continue
-        depth[i] = g["distance"]
-        jac = g["distance_jac"]  # [x_a, t_a, x_b, t_b, offset (3), radius]; q -> q exp(t / 2), t = 2 phi
-        for side, body in ((0, c.body), (1, c.other)):
-            if body == ORIGIN:
-                continue
-            d_state[i, 12 * body:12 * body + 3] += jac[6 * side:6 * side + 3]
-            d_state[i, 12 * body + 6:12 * body + 9] += 2.0 * jac[6 * side + 3:6 * side + 6]
-        for k, axis in enumerate("xyz"):
-            j = column.get(f"contacts.{c.name}.offset.{axis}")
+        depth[i], d_state[i] = distance, state
+        for k, part in enumerate(("offset.x", "offset.y", "offset.z", "radius")):
+            j = column.get(f"contacts.{c.name}.{part}")
             if j is not None:
-                d_param[i, j] = jac[12 + k]
-        j = column.get(f"contacts.{c.name}.radius")
-        if j is not None:
-            d_param[i, j] = jac[15]
+                d_param[i, j] = geometry[k]
     return depth, d_state, d_param
 
 
