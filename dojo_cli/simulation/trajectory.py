@@ -44,9 +44,9 @@ class TrajectoryRecorder:
         self._capacity = (int(steps) if steps is not None else FIRST_ROWS - 1) + 1  # state rows
         self._written = 0  # state rows written (the initial state's included)
         self._arrays: dict[str, np.ndarray] = {}  # rows per state: time, states, knot_v, knot_omega, minimal_q, knot_minimal_v
-        self._impulses: np.ndarray | None = None  # (capacity - 1, nl): one row a step
-        # the rest of each step's record (inputs, solver record, contacts, start record), one
-        # row a step, made with the first block that has it and grown as the states are:
+        # each step's record, one row a step (capacity - 1 rows), grown as the states are: the
+        # joint impulses (the rollout writes them in place: rows()), then the rest (inputs,
+        # solver record, contacts, start record), made with the first block that has them and
         # copied in block by block, never joined at the end (a run of 10^4 steps with 6,092
         # contacts records 7 GB of contact and start rows; joining held them twice)
         self._steps: dict[str, np.ndarray] = {}
@@ -66,19 +66,15 @@ class TrajectoryRecorder:
             grown = np.empty((self._capacity,) + a.shape[1:])
             grown[: self._written] = a[: self._written]
             self._arrays[name] = grown
-        if self._impulses is not None:
-            grown = np.empty((self._capacity - 1,) + self._impulses.shape[1:])
-            grown[: self._written - 1] = self._impulses[: self._written - 1]
-            self._impulses = grown
         for name, a in self._steps.items():
             grown = np.empty((self._capacity - 1,) + a.shape[1:], dtype=a.dtype)
             grown[: self._written - 1] = a[: self._written - 1]
             self._steps[name] = grown
 
     def _impulse_rows(self, nl: int) -> np.ndarray:
-        if self._impulses is None:
-            self._impulses = np.empty((self._capacity - 1, nl))
-        return self._impulses
+        if "impulses" not in self._steps:
+            self._steps["impulses"] = np.empty((self._capacity - 1, nl))
+        return self._steps["impulses"]
 
     def rows(self, nl: int, n: int) -> dict[str, np.ndarray]:
         """The recorder's rows of the next ``n`` steps, for the core's rollout to write in place
@@ -177,7 +173,7 @@ class TrajectoryRecorder:
             iterations=recorded("iterations", ()).astype(int),
             residual=recorded("residual", ()),
             status=STATUS_TEXT[recorded("status_code", ()).astype(int)].tolist() if T else [],
-            impulses=(self._impulses[:T] if self._impulses is not None else np.zeros((0, mech.nl))).reshape(T, mech.nl),
+            impulses=recorded("impulses", (mech.nl,)).reshape(T, mech.nl),
             complementarity=recorded("complementarity", ()),
             px=px,
             pq=pq,
