@@ -8,6 +8,7 @@ import pytest
 import dojo_cli as dojo
 from dojo_cli.physics.coordinates import constraint_violation
 from dojo_cli.scene.loader import builtin_scene_names
+from tests.properties.test_limit_recovery import RECOVERY_BAND, RECOVERY_STEPS, RECOVERY_TIME
 
 SCENES = builtin_scene_names()
 
@@ -79,10 +80,6 @@ def test_python_api_step_and_energy():
 
 
 CONTACT_SCENES = [n for n in SCENES if dojo.load_scene(n).has_inequalities]
-# The recovery of contacts that start inside (core maximal/recovery.h): its time constant,
-# at least 2 steps, and the depth below which a contact is Dojo's
-RECOVERY_TIME = 0.02  # s
-RECOVERY_BAND = 1e-4  # m
 
 
 @pytest.mark.parametrize("name", CONTACT_SCENES)
@@ -101,7 +98,7 @@ def test_contact_scene_converges_every_step(name):
         # the interior point keeps slacks positive: the distance equals the slack up to rtol
         rtol = mech.default_options.rtol
         d = traj.contact_distance
-        recovered = int(np.ceil(10 * max(RECOVERY_TIME, 2 * mech.timestep) / mech.timestep))
+        recovered = int(np.ceil(10 * max(RECOVERY_TIME, RECOVERY_STEPS * mech.timestep) / mech.timestep))
         if (d[0] < -RECOVERY_BAND).any():
             deeper = np.minimum(d[1:recovered], 0) < np.minimum(d[: recovered - 1], 0) - rtol
             assert not deeper.any(), f"a contact inside went deeper at step {np.argwhere(deeper)[0]}"

@@ -20,7 +20,7 @@ from dojo_cli import _core as core
 from dojo_cli.scene.builder import build_mechanism
 from dojo_cli.scene.loader import spec_from_dict
 from tests.core.test_contact_kernels import (
-    FD_RTOL, FD_STEP, GEOMETRY_FIELDS, _check_geometry_invariants, assert_close, qexp, qmul, random_quaternion, rotate,
+    _check_geometry_invariants, _check_geometry_jacobians, random_quaternion, rotate,
 )
 
 # scipy's L-BFGS-B on a smooth convex problem converges to ~1e-9 in the distance.
@@ -32,23 +32,8 @@ def _geometry(case, parameters=True):
                                  case["qb"], np.asarray(case["shape"], float), parameters, shape_a=case["shape_a"])
 
 
-def _moved(case, e):
-    out = dict(case)
-    out["xa"], out["qa"] = case["xa"] + e[0:3], qmul(case["qa"], qexp(e[3:6]))
-    out["xb"], out["qb"] = case["xb"] + e[6:9], qmul(case["qb"], qexp(e[9:12]))
-    out["offset"], out["radius"] = case["offset"] + e[12:15], case["radius"] + e[15]
-    return out
-
-
 def _check_jacobians(name, case):
-    out = _geometry(case)
-    for k in range(16):
-        e = np.zeros(16)
-        e[k] = FD_STEP
-        plus, minus = _geometry(_moved(case, e), False), _geometry(_moved(case, -e), False)
-        for f in GEOMETRY_FIELDS:
-            fd = (np.asarray(plus[f]) - np.asarray(minus[f])) / (2 * FD_STEP)
-            assert_close(f"{name}: d {f} / d column {k}", np.asarray(out[f + "_jac"])[..., k], fd, FD_RTOL)
+    out = _check_geometry_jacobians(name, case, geometry=_geometry)
     _check_geometry_invariants(name, out)
     return out
 

@@ -279,8 +279,8 @@ def test_geometry_12_and_16_columns_agree(name):
         assert np.array_equal(out12[f + "_jac"], out[f + "_jac"][..., :12]), f"{name}: {f}_jac 12 vs 16 columns"
 
 
-def _geometry_values(case):
-    g = _geometry(case, parameters=False)
+def _geometry_values(case, geometry=None):
+    g = (geometry or _geometry)(case, parameters=False)
     return {f: np.asarray(g[f], dtype=float) for f in GEOMETRY_FIELDS}
 
 
@@ -293,13 +293,15 @@ def _moved(case, e):
     return out
 
 
-def _check_geometry_jacobians(name, case, step=FD_STEP):
-    """d/d[x_a, t_a, x_b, t_b, offset, radius] of every field against central differences."""
-    out = _geometry(case, parameters=True)
+def _check_geometry_jacobians(name, case, step=FD_STEP, geometry=None):
+    """d/d[x_a, t_a, x_b, t_b, offset, radius] of every field against central differences;
+    ``geometry(case, parameters)``: the core call of the case's kind (default ``_geometry``)."""
+    geometry = geometry or _geometry
+    out = geometry(case, parameters=True)
     for k in range(16):
         e = np.zeros(16)
         e[k] = step
-        plus, minus = _geometry_values(_moved(case, e)), _geometry_values(_moved(case, -e))
+        plus, minus = _geometry_values(_moved(case, e), geometry), _geometry_values(_moved(case, -e), geometry)
         for f in GEOMETRY_FIELDS:
             fd = (plus[f] - minus[f]) / (2 * step)
             assert_close(f"{name}: d {f} / d column {k}", np.asarray(out[f + "_jac"])[..., k], fd, FD_RTOL)

@@ -16,7 +16,7 @@ from scipy.spatial import ConvexHull
 
 from dojo_cli import _core as core
 from tests.core.test_contact_kernels import (
-    FD_RTOL, FD_STEP, GEOMETRY_FIELDS, _check_geometry_invariants, assert_close, qexp, qmul, random_quaternion, rotate,
+    GEOMETRY_FIELDS, _check_geometry_invariants, _check_geometry_jacobians, assert_close, qmul, random_quaternion, rotate,
 )
 
 # MuJoCo's convex collision with its tolerance tightened to 1e-12 (ccd_iterations 500):
@@ -55,23 +55,8 @@ def _geometry(case, parameters=True):
                                  case["qb"], np.zeros(7), parameters, hull=case["hull"])
 
 
-def _moved(case, e):
-    out = dict(case)
-    out["xa"], out["qa"] = case["xa"] + e[0:3], qmul(case["qa"], qexp(e[3:6]))
-    out["xb"], out["qb"] = case["xb"] + e[6:9], qmul(case["qb"], qexp(e[9:12]))
-    out["offset"], out["radius"] = case["offset"] + e[12:15], case["radius"] + e[15]
-    return out
-
-
 def _check_jacobians(name, case):
-    out = _geometry(case)
-    for k in range(16):
-        e = np.zeros(16)
-        e[k] = FD_STEP
-        plus, minus = _geometry(_moved(case, e), False), _geometry(_moved(case, -e), False)
-        for f in GEOMETRY_FIELDS:
-            fd = (np.asarray(plus[f]) - np.asarray(minus[f])) / (2 * FD_STEP)
-            assert_close(f"{name}: d {f} / d column {k}", np.asarray(out[f + "_jac"])[..., k], fd, FD_RTOL)
+    out = _check_geometry_jacobians(name, case, geometry=_geometry)
     _check_geometry_invariants(name, out)
     return out
 

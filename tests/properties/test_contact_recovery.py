@@ -25,10 +25,10 @@ HALF = 0.25  # m: the built-in box's half edge
 DEPTH_TOL = 1e-8
 
 
-def sunk_box(timestep: float = 0.002):
-    """The built-in cube (0.5 m, 1 kg, 8 corner contacts, mu 0.8) at rest with its bottom face
-    DEPTH inside the ground."""
-    return dojo.load_scene("box", {"timestep": timestep, "joints.0.initial.position": [0, 0, HALF - DEPTH, 0, 0, 0],
+def sunk_box(timestep: float = 0.002, tilt=(0.0, 0.0, 0.0)):
+    """The built-in cube (0.5 m, 1 kg, 8 corner contacts, mu 0.8) at rest with its centre
+    DEPTH lower than resting on a face (turned by the rotation vector ``tilt``)."""
+    return dojo.load_scene("box", {"timestep": timestep, "joints.0.initial.position": [0, 0, HALF - DEPTH, *tilt],
                                    "joints.0.initial.velocity": [0, 0, 0, 0, 0, 0]})
 
 
@@ -87,8 +87,7 @@ def test_gradients_of_a_step_from_inside_match_finite_differences(tilt, kappa):
     level (tilted, the corners' friction turns the cube as it rises, where the solver's map
     is not smooth to the differences' resolution, with or without the recovery: a level cube
     sliding on the ground has 2e-4 there)."""
-    mech = dojo.load_scene("box", {"timestep": 0.002, "joints.0.initial.position": [0, 0, HALF - DEPTH, *tilt],
-                                   "joints.0.initial.velocity": [0, 0, 0, 0, 0, 0]})
+    mech = sunk_box(0.002, tilt)
     z = dojo.initial_state(mech)
     for _ in range(2):
         err = check_state_and_input(mech, z, None, kappa)
